@@ -1,0 +1,132 @@
+# tdl — one flat Makefile. Build products live in build/ (build-san/ with SANITIZE=1).
+#   make            build build/tdl, build/libtdl.a, build/libtdl.so
+#   make demo       install missing tools, build, run the main demo
+#   make check      install missing tools, build, run every test (Check suites + script tests)
+#   make check SANITIZE=1   the same under AddressSanitizer, LeakSanitizer and UBSan
+#   make bench      host-language benchmark against python3
+#   make install PREFIX=/usr/local DESTDIR=
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+SANITIZE ?= 0
+
+ifeq ($(SANITIZE),1)
+B       := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g
+else
+B       := build
+SANFLAGS :=
+OPT     := -O2 -g
+endif
+
+EDIT_CFLAGS := $(shell pkg-config --cflags libedit 2>/dev/null)
+EDIT_LIBS   := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
+
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wno-unused-parameter -fPIC -MMD -MP \
+           $(SANFLAGS) -I$(B)/lang -Ilang -Iinterp -Ifcdim -Ibackend \
+           -DTDL_STDLIB_DIR='"$(PREFIX)/share/tdl/stdlib"'
+LDFLAGS := $(SANFLAGS)
+LIBS    := -lm -lpthread -ldl
+
+# Generated sources (never committed).
+GEN_C   := $(B)/lang/lexer.c $(B)/lang/grammar.c
+LIB_SRC := $(wildcard lang/*.c) $(filter-out interp/main.c,$(wildcard interp/*.c)) \
+           $(wildcard fcdim/*.c) $(wildcard backend/*.c) $(wildcard backend/cpu/*.c) \
+           $(wildcard backend/cuda/*.c)
+LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(LIB_SRC)) $(GEN_C:.c=.o)
+TEST_SRC := $(wildcard tests/*.c)
+TEST_OBJ := $(patsubst %.c,$(B)/%.o,$(TEST_SRC))
+
+all: $(B)/tdl $(B)/libtdl.a $(B)/libtdl.so
+
+# ---- tools ---------------------------------------------------------------
+# `make deps` installs what is missing through apt-get (root); it is a no-op when all is there.
+DEB_PKGS := re2c lemon check pkg-config libedit-dev libdlpack-dev zlib1g-dev libsubunit-dev
+deps:
+	@missing=""; \
+	command -v re2c >/dev/null || missing="$$missing re2c"; \
+	command -v lemon >/dev/null || missing="$$missing lemon"; \
+	command -v pkg-config >/dev/null || missing="$$missing pkg-config"; \
+	pkg-config --exists check 2>/dev/null || missing="$$missing check libsubunit-dev"; \
+	pkg-config --exists libedit 2>/dev/null || missing="$$missing libedit-dev"; \
+	[ -f /usr/include/dlpack/dlpack.h ] || missing="$$missing libdlpack-dev"; \
+	[ -f /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root for apt-get install$$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# ---- generated front end ---------------------------------------------------
+LEMPAR := $(firstword $(wildcard /usr/share/lemon/lempar.c /usr/share/lemon/lempar.c))
+$(B)/lang/lexer.c: lang/lexer.re | $(B)/lang
+	re2c -W -Werror --no-generation-date -o $@ $<
+$(B)/lang/grammar.c $(B)/lang/grammar.h: lang/grammar.y | $(B)/lang
+	cp lang/grammar.y $(B)/lang/grammar.y
+	cd $(B)/lang && lemon -s -T$(abspath $(LEMPAR)) grammar.y > lemon.log 2>&1 || { cat lemon.log; exit 1; }
+	@if grep -q "parsing conflict" $(B)/lang/lemon.log; then cat $(B)/lang/lemon.log; echo "grammar.y has conflicts" >&2; exit 1; fi
+	@touch $(B)/lang/grammar.h
+# Everything in lang/ may include the token codes.
+$(patsubst %.c,$(B)/%.o,$(wildcard lang/*.c)) $(B)/lang/lexer.o: $(B)/lang/grammar.h
+
+$(B)/lang:
+	mkdir -p $@
+
+# ---- objects, library, binary --------------------------------------------------
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(B)/lang/%.o: $(B)/lang/%.c
+	$(CC) $(CFLAGS) -Wno-unused-variable -Wno-sign-compare -c $< -o $@
+
+$(B)/interp/main.o: CFLAGS += $(EDIT_CFLAGS)
+$(B)/libtdl.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+$(B)/libtdl.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(LIBS)
+$(B)/tdl: $(B)/interp/main.o $(B)/libtdl.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(EDIT_LIBS) $(LIBS)
+
+# ---- tests -----------------------------------------------------------------
+$(B)/tests/%.o: CFLAGS += $(CHECK_CFLAGS)
+$(B)/check_tdl: $(TEST_OBJ) $(B)/libtdl.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+
+# The README's test command. Check suites, then the script tests.
+check: deps
+	$(MAKE) --no-print-directory all $(B)/check_tdl
+	CK_FORK=no $(B)/check_tdl
+	sh tests/run_scripts.sh $(B)/tdl
+
+demo: deps
+	$(MAKE) --no-print-directory all
+	$(B)/tdl examples/demo.tdl
+
+# Re-derive the expected output of the Python-subset scripts with the real CPython (needs python3).
+pycheck: all
+	sh tests/run_scripts.sh --python $(B)/tdl
+
+bench: deps
+	$(MAKE) --no-print-directory SANITIZE=0 all
+	sh bench/host.sh build/tdl
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/share/tdl/stdlib
+	install -m 755 $(B)/tdl $(DESTDIR)$(PREFIX)/bin/tdl
+	install -m 644 $(B)/libtdl.a $(DESTDIR)$(PREFIX)/lib/libtdl.a
+	install -m 755 $(B)/libtdl.so $(DESTDIR)$(PREFIX)/lib/libtdl.so
+	install -m 644 interp/tdl.h $(DESTDIR)$(PREFIX)/include/tdl.h
+	for f in stdlib/*.tdl; do [ -f "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/tdl/stdlib/; done; true
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all deps check demo pycheck bench install clean
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d

@@ -1,0 +1,293 @@
+/* interp.h — the interpreter's internal interface: values, objects, errors, the evaluator.
+ *
+ * Not installed; tdl.h is the public face. Depends on lang/ (the syntax tree) and, later, fcdim/.
+ *
+ * Values. A Value is 16 bytes passed by value: None, bool, int (64-bit) and float (double) are
+ * immediate; everything else points to a reference-counted Obj.
+ *
+ * Ownership (QuickJS's rule): a function that produces a Value gives the caller a new reference;
+ * Values passed as arguments are borrowed; a function that takes over a reference says so in its
+ * name (`_steal`). val_incref/val_decref do nothing for immediates. Container objects (lists,
+ * tuples, functions, cells, modules) are also linked into the interpreter's object list so that
+ * tdl_close frees reference cycles too.
+ *
+ * Errors. Fallible functions return bool (true = ok) or a Status and put results in out-parameters.
+ * An error is raised with err_raise(I, kind, fmt, ...), which records it in I->err; callers
+ * propagate `false` upward. The evaluator attaches source positions as the error travels up.
+ */
+#ifndef TDL_INTERP_H
+#define TDL_INTERP_H
+
+#include "lang.h"
+#include "tdl.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Interp Interp;
+typedef struct Obj Obj;
+
+typedef enum ValueTag {
+    V_UNDEF = 0,        /* an unset variable; never seen by programs */
+    V_NONE, V_BOOL, V_INT, V_FLOAT,
+    V_TYPE,             /* a builtin type (int, str, list, ...): i holds a TypeId */
+    /* reference-counted objects from here on */
+    V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
+    V__COUNT
+} ValueTag;
+
+typedef struct Value {
+    uint8_t tag;
+    union {
+        bool b;
+        int64_t i;
+        double f;
+        Obj *o;
+    };
+} Value;
+
+#define IS_OBJ(v) ((v).tag >= V_STR)
+
+static inline Value v_undef(void) { Value v = {.tag = V_UNDEF, .i = 0}; return v; }
+static inline Value v_none(void) { Value v = {.tag = V_NONE, .i = 0}; return v; }
+static inline Value v_bool(bool b) { Value v = {.tag = V_BOOL, .i = 0}; v.b = b; return v; }
+static inline Value v_int(int64_t i) { Value v = {.tag = V_INT, .i = i}; return v; }
+static inline Value v_float(double f) { Value v = {.tag = V_FLOAT, .f = f}; return v; }
+static inline Value v_obj(uint8_t tag, Obj *o) { Value v = {.tag = tag, .o = o}; return v; }
+
+/* Types a program can see; type(x) returns one. */
+typedef enum TypeId {
+    T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
+    T_BUILTIN, T_MODULE, T_TYPE, T_CELL,
+    T__COUNT
+} TypeId;
+TypeId val_type(Value v);
+const char *type_name(TypeId t);                     /* "int", "NoneType", ... */
+static inline const char *val_type_name(Value v) { return type_name(val_type(v)); }
+
+/* ---- objects ---- */
+
+struct Obj {
+    int32_t refcnt;
+    uint8_t tag;        /* the ValueTag of the Values that point here */
+    uint8_t tracked;    /* linked into Interp's object list */
+    Obj *prev, *next;   /* the object list (containers only) */
+};
+
+typedef struct StrObj {
+    Obj h;
+    size_t len;         /* bytes */
+    size_t nchars;      /* code points */
+    uint64_t hash;      /* 0 = not computed */
+    char data[];        /* UTF-8, NUL-terminated */
+} StrObj;
+
+typedef struct TupleObj { Obj h; size_t n; Value items[]; } TupleObj;
+typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
+typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;
+typedef struct CellObj { Obj h; Value v; } CellObj;
+
+typedef struct Module Module;
+
+typedef struct FuncObj {
+    Obj h;
+    LangFunc *fn;
+    LangUnit *unit;     /* keeps the syntax tree alive */
+    Module *module;     /* globals (a reference) */
+    Value *defaults;    /* fn->ndefaults values */
+    CellObj **cells;    /* fn->nfree captured cells */
+} FuncObj;
+
+/* A C function callable from tdl. args holds nargs positional values followed by nkw keyword
+ * values whose names are kwnames[0..nkw). self is the receiver of a method (V_UNDEF for plain
+ * functions). On success *out is a new reference. */
+typedef bool (*BuiltinFn)(Interp *I, Value self, const Value *args, int nargs,
+                          const char *const *kwnames, int nkw, Value *out);
+
+typedef struct BuiltinDef {
+    const char *name;
+    BuiltinFn fn;
+    int min_args, max_args;     /* positional; max -1 = any number */
+    const char *kwargs;         /* accepted keywords, space separated ("sep end"), or NULL */
+} BuiltinDef;
+
+typedef struct BuiltinObj {
+    Obj h;
+    const BuiltinDef *def;
+    Value self;                 /* bound receiver (a reference), or V_UNDEF */
+} BuiltinObj;
+
+/* A string -> index map for globals and module attributes (open addressing). */
+typedef struct NameMap {
+    size_t cap, n;
+    const char **keys;          /* owned copies */
+    int32_t *vals;
+} NameMap;
+int32_t namemap_get(const NameMap *m, const char *key);          /* -1 if absent */
+bool namemap_put(NameMap *m, const char *key, int32_t val);      /* false on out-of-memory */
+void namemap_free(NameMap *m);
+
+typedef enum ModuleState { MOD_LOADING, MOD_LOADED } ModuleState;
+
+struct Module {
+    Obj h;
+    char *name;
+    char *path;                 /* the file it came from, or NULL */
+    ModuleState state;
+    NameMap names;              /* global name -> index in vals */
+    Value *vals;
+    const char **val_names;     /* index -> name (points into names' keys) */
+    size_t nvals, cap;
+};
+/* Index of global `name` in m, created (unset) if absent; -1 on out-of-memory. */
+int32_t module_slot(Module *m, const char *name);
+
+/* ---- reference counting and construction ---- */
+
+void obj_free(Interp *I, Obj *o);     /* called when the count reaches zero */
+static inline void val_incref(Value v) { if (IS_OBJ(v)) v.o->refcnt++; }
+#define val_decref(I, v) do { Value v__ = (v); if (IS_OBJ(v__) && --v__.o->refcnt == 0) obj_free((I), v__.o); } while (0)
+
+/* Constructors return new references, or raise MemoryError and return false / NULL. */
+bool str_new(Interp *I, const char *s, size_t len, Value *out);
+bool str_from_cstr(Interp *I, const char *s, Value *out);
+bool str_printf(Interp *I, Value *out, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+TupleObj *tuple_alloc(Interp *I, size_t n);          /* items set to None */
+ListObj *list_alloc(Interp *I, size_t n);            /* n items set to None */
+bool list_append(Interp *I, ListObj *l, Value v);    /* borrows v */
+bool range_new(Interp *I, int64_t start, int64_t stop, int64_t step, Value *out);
+CellObj *cell_new(Interp *I, Value v);               /* borrows v */
+bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out);
+Module *module_new(Interp *I, const char *name, const char *path);
+
+static inline StrObj *as_str(Value v) { return (StrObj *)v.o; }
+static inline TupleObj *as_tuple(Value v) { return (TupleObj *)v.o; }
+static inline ListObj *as_list(Value v) { return (ListObj *)v.o; }
+static inline RangeObj *as_range(Value v) { return (RangeObj *)v.o; }
+static inline FuncObj *as_func(Value v) { return (FuncObj *)v.o; }
+static inline BuiltinObj *as_builtin(Value v) { return (BuiltinObj *)v.o; }
+static inline Module *as_module(Value v) { return (Module *)v.o; }
+
+int64_t range_len(const RangeObj *r);
+
+/* ---- errors ---- */
+
+typedef struct TraceEntry {
+    LangSource *src;            /* a reference */
+    uint32_t pos;
+    const char *func;           /* "<module>" or the function's name (static or arena string) */
+} TraceEntry;
+
+typedef struct Error {
+    tdl_error_kind kind;
+    char *msg;
+    bool need_loc;              /* the innermost position is still to be attached */
+    bool syntax;                /* a syntax error: one position, no traceback */
+    TraceEntry *trace;          /* innermost first */
+    size_t ntrace, cap;
+    char *report;               /* formatted on demand */
+} Error;
+
+/* Records an error (replacing any earlier one) and returns false. */
+bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool err_nomem(Interp *I);
+void err_clear(Interp *I);
+/* Appends a traceback entry for position pos of src in function func. */
+void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func);
+/* The whole report as the batch driver prints it (cached in I->err.report). */
+const char *err_report(Interp *I);
+
+/* ---- the interpreter ---- */
+
+#define MAX_ARGS 255
+
+struct Interp {
+    tdl_config cfg;
+    Error err;
+    int exit_code;
+    bool exiting;               /* exit(n) was called: unwinding with TDL_EXIT */
+    Module *main;               /* the __main__ module */
+    Module *builtins;           /* builtin names */
+    Obj objects;                /* sentinel of the tracked-object list */
+    NameMap modmap;             /* module name -> index in mods */
+    Module **mods;
+    size_t nmods, capmods;
+    int depth;                  /* tdl call depth */
+    char *stack_base;           /* C stack guard */
+    size_t stack_budget;
+    Value ret;                  /* value of a `return` in flight */
+    char *script_dir;           /* folder of the main script, for imports */
+};
+
+/* Writes program output through the host's callback. */
+void interp_write(Interp *I, const char *s, size_t len);
+
+/* Parses and runs src in module m. interactive: echo expression statements. Returns TDL_OK,
+ * TDL_ERROR, TDL_INCOMPLETE or TDL_EXIT. */
+tdl_status interp_run_source(Interp *I, Module *m, LangSource *src, bool interactive);
+
+/* Calls a callable value. args: nargs positional values then nkw keyword values named kwnames. */
+bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames,
+                int nkw, Value *out);
+
+/* Imports a module by (dotted) name, loading it on first use; *out is a new reference. */
+bool import_module(Interp *I, const char *name, Value *out);
+
+/* Resolves names in a parsed unit for module m (module level) — see resolve.c. */
+bool resolve_unit(Interp *I, Module *m, LangUnit *u);
+
+/* ---- operations shared by the evaluator and the builtins (ops.c) ---- */
+
+bool val_truthy(Interp *I, Value v, bool *out);
+bool val_equal(Interp *I, Value a, Value b, bool *out);
+bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
+bool val_unary(Interp *I, LangOp op, Value a, Value *out);
+bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out);
+bool val_contains(Interp *I, Value container, Value item, bool *out);
+bool val_getitem(Interp *I, Value obj, Value index, Value *out);
+bool val_setitem(Interp *I, Value obj, Value index, Value v);
+bool val_getattr(Interp *I, Value obj, const char *name, Value *out);
+bool val_len(Interp *I, Value v, int64_t *out);
+
+/* Iteration over tuple, list, str, range (the host `for`). */
+typedef struct Iter {
+    Value seq;                  /* a reference */
+    int64_t i, n;
+    size_t byte;                /* str: byte offset of the next character */
+} Iter;
+bool iter_begin(Interp *I, Value seq, Iter *it);
+/* Next item as a new reference in *out; *done set at the end. */
+bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
+void iter_end(Interp *I, Iter *it);
+
+/* ---- text (format.c) ---- */
+
+/* A growable byte buffer. */
+typedef struct Buf { char *p; size_t n, cap; bool nomem; } Buf;
+void buf_put(Buf *b, const char *s, size_t n);
+void buf_puts(Buf *b, const char *s);
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_free(Buf *b);
+
+/* Appends Python's repr() / str() of v. false on error (raised). */
+bool val_repr(Interp *I, Value v, Buf *b);
+bool val_str(Interp *I, Value v, Buf *b);
+/* Python's repr of a double ("0.1", "1e+16", "-0.0", "inf", "nan"). Returns length; buf >= 32. */
+int format_double(double d, char *buf);
+/* Appends the repr of a string's bytes with Python's quoting rules. */
+void format_str_repr(const char *s, size_t len, Buf *b);
+
+/* ---- builtins (builtins.c) ---- */
+
+extern const BuiltinDef builtin_functions[];        /* terminated by a NULL name */
+/* The method `name` of a value of type t, or NULL. */
+const BuiltinDef *builtin_method(TypeId t, const char *name);
+/* Calls type t as a constructor: int(x), str(x), list(x), ... */
+bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
+               int nkw, Value *out);
+/* Checks positional/keyword counts against def; raises TypeError naming the function. */
+bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames, int nkw);
+
+#endif

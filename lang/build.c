@@ -1,0 +1,822 @@
+/* build.c — the parser driver and the tree builders that grammar.y's actions call.
+ *
+ * Builders allocate in the parse's arena and never fail visibly: on out-of-memory they set
+ * p->nomem and return a static placeholder node, so an action never has to check. Literal
+ * conversion (integers with overflow checks, string escapes) happens here, with errors reported
+ * at the literal's position. Depends on nothing outside lang/. */
+#include "parse_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const lang_op_text[OP__COUNT] = {
+    [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_FLOORDIV] = "//",
+    [OP_MOD] = "%", [OP_POW] = "**", [OP_MATMUL] = "@", [OP_BITAND] = "&", [OP_BITOR] = "|",
+    [OP_BITXOR] = "^", [OP_LSHIFT] = "<<", [OP_RSHIFT] = ">>", [OP_NEG] = "-", [OP_POS] = "+",
+    [OP_INVERT] = "~", [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=",
+    [OP_EQ] = "==", [OP_NE] = "!=", [OP_IN] = "in", [OP_NOTIN] = "not in", [OP_IS] = "is",
+    [OP_ISNOT] = "is not",
+};
+
+static Node placeholder;
+
+void lang_parser_error(LangParser *p, LangErrorKind kind, uint32_t pos, const char *fmt, ...)
+{
+    if (p->failed) return;          /* the first error is the one reported */
+    va_list ap;
+    va_start(ap, fmt);
+    p->failed = true;
+    p->err.kind = kind;
+    p->err.pos = pos;
+    vsnprintf(p->err.msg, sizeof p->err.msg, fmt, ap);
+    va_end(ap);
+}
+
+void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok)
+{
+    if (p->failed) return;
+    uint32_t pos = tok ? tok->pos : (uint32_t)p->src->len;
+    if (major == 0) {
+        p->incomplete = true;
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "unexpected end of input");
+        return;
+    }
+    if (major == TK_INDENT) {
+        lang_parser_error(p, LANG_INDENTATION_ERROR, pos, "unexpected indent");
+        return;
+    }
+    if (p->prev.kind == TK_NEWLINE && p->prev2.kind == TK_COLON) {
+        int line, col;
+        lang_source_linecol(p->src, p->prev2.pos, &line, &col);
+        lang_parser_error(p, LANG_INDENTATION_ERROR, pos,
+                          "expected an indented block after ':' on line %d", line);
+        return;
+    }
+    if (major == TK_DEDENT) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "invalid syntax: unexpected end of block");
+        return;
+    }
+    if (major == TK_NEWLINE) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "invalid syntax: unexpected end of line");
+        return;
+    }
+    if (major == TK_NAME || major == TK_INT || major == TK_FLOAT || major == TK_STRING)
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "invalid syntax: unexpected %s '%.*s'",
+                          major == TK_NAME ? "name" : major == TK_STRING ? "string" : "number",
+                          tok->n > 40 ? 40 : tok->n, tok->z);
+    else
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "invalid syntax: unexpected %s",
+                          lang_token_name(major));
+}
+
+void lang_parser_too_deep(LangParser *p)
+{
+    lang_parser_error(p, LANG_SYNTAX_ERROR, p->prev.pos, "too many nested expressions or blocks");
+}
+
+/* ---- lists ---- */
+
+NodeList lang_list1(Node *n)
+{
+    NodeList l = {n, n};
+    return l;
+}
+
+NodeList lang_list_add(NodeList l, Node *n)
+{
+    if (!l.head) return lang_list1(n);
+    if (n == &placeholder || l.tail == &placeholder) return l;
+    l.tail->next = n;
+    l.tail = n;
+    return l;
+}
+
+NodeList lang_list_cat(NodeList a, NodeList b)
+{
+    if (!a.head) return b;
+    if (!b.head) return a;
+    if (a.tail == &placeholder || b.head == &placeholder) return a;
+    a.tail->next = b.head;
+    a.tail = b.tail;
+    return a;
+}
+
+static int list_len(Node *n)
+{
+    int k = 0;
+    for (; n; n = n->next) k++;
+    return k;
+}
+
+/* ---- nodes ---- */
+
+Node *lang_node(LangParser *p, NodeKind k, uint32_t pos)
+{
+    Node *n = lang_arena_alloc(p->arena, sizeof *n);
+    if (!n) {
+        p->nomem = true;
+        return &placeholder;
+    }
+    n->kind = (uint8_t)k;
+    n->pos = pos;
+    n->builtin = -1;
+    return n;
+}
+
+Node *lang_node1(LangParser *p, NodeKind k, uint32_t pos, Node *a)
+{
+    Node *n = lang_node(p, k, pos);
+    if (n != &placeholder) n->a = a;
+    return n;
+}
+
+Node *lang_node2(LangParser *p, NodeKind k, uint32_t pos, Node *a, Node *b)
+{
+    Node *n = lang_node1(p, k, pos, a);
+    if (n != &placeholder) n->b = b;
+    return n;
+}
+
+Node *lang_node3(LangParser *p, NodeKind k, uint32_t pos, Node *a, Node *b, Node *c)
+{
+    Node *n = lang_node2(p, k, pos, a, b);
+    if (n != &placeholder) n->c = c;
+    return n;
+}
+
+Node *lang_seq(LangParser *p, NodeKind k, uint32_t pos, NodeList items)
+{
+    Node *n = lang_node1(p, k, pos, items.head);
+    if (n != &placeholder) n->count = list_len(items.head);
+    return n;
+}
+
+static Node *named(LangParser *p, NodeKind k, const LangToken *t)
+{
+    Node *n = lang_node(p, k, t->pos);
+    if (n == &placeholder) return n;
+    n->str = lang_arena_strndup(p->arena, t->z, (size_t)t->n);
+    n->len = (size_t)t->n;
+    if (!n->str) {
+        p->nomem = true;
+        n->str = "";
+        n->len = 0;
+    }
+    return n;
+}
+
+Node *lang_name(LangParser *p, const LangToken *t) { return named(p, N_NAME, t); }
+
+Node *lang_dotted(LangParser *p, Node *left, const LangToken *t)
+{
+    if (left == &placeholder) return left;
+    size_t n = left->len + 1 + (size_t)t->n;
+    char *s = lang_arena_alloc(p->arena, n + 1);
+    if (!s) {
+        p->nomem = true;
+        return left;
+    }
+    memcpy(s, left->str, left->len);
+    s[left->len] = '.';
+    memcpy(s + left->len + 1, t->z, (size_t)t->n);
+    left->str = s;
+    left->len = n;
+    return left;
+}
+
+/* ---- literals ---- */
+
+Node *lang_int(LangParser *p, const LangToken *t)
+{
+    Node *n = lang_node(p, N_INT, t->pos);
+    if (n == &placeholder) return n;
+    const char *s = t->z;
+    int base = 10;
+    int i = 0;
+    if (t->n > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, i = 2;
+    else if (t->n > 1 && s[0] == '0' && (s[1] == 'o' || s[1] == 'O')) base = 8, i = 2;
+    else if (t->n > 1 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) base = 2, i = 2;
+    uint64_t v = 0;
+    for (; i < t->n; i++) {
+        int c = s[i];
+        if (c == '_') continue;
+        int d = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+        if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) goto overflow;
+        v = v * (uint64_t)base + (uint64_t)d;
+    }
+    /* 9223372036854775808 is allowed only as the operand of unary minus; see lang_unary. */
+    if (v > (uint64_t)INT64_MAX + 1) goto overflow;
+    n->ival = (int64_t)(v - (v > (uint64_t)INT64_MAX));
+    n->count = v > (uint64_t)INT64_MAX;   /* marks the one literal that is -INT64_MIN */
+    return n;
+overflow:
+    lang_parser_error(p, LANG_SYNTAX_ERROR, t->pos,
+                      "integer literal too large: tdl ints are 64-bit (at most 9223372036854775807)");
+    return n;
+}
+
+Node *lang_float(LangParser *p, const LangToken *t)
+{
+    Node *n = lang_node(p, N_FLOAT, t->pos);
+    if (n == &placeholder) return n;
+    char buf[128];
+    int k = 0;
+    for (int i = 0; i < t->n && k < (int)sizeof buf - 1; i++)
+        if (t->z[i] != '_') buf[k++] = t->z[i];
+    buf[k] = '\0';
+    n->fval = strtod(buf, NULL);     /* overflow gives inf, as in Python */
+    return n;
+}
+
+static size_t put_utf8(char *out, uint32_t c)
+{
+    if (c < 0x80) { out[0] = (char)c; return 1; }
+    if (c < 0x800) { out[0] = (char)(0xC0 | c >> 6); out[1] = (char)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | c >> 12); out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | c >> 18); out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F)); out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+    return -1;
+}
+
+/* Decodes one literal (prefix, quotes, escapes) and appends it to prev's text, or starts a new
+ * N_STR node. */
+Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
+{
+    const char *s = t->z;
+    int n = t->n;
+    bool raw = false;
+    while (n > 0 && (*s == 'r' || *s == 'R' || *s == 'u' || *s == 'U')) {
+        raw |= (*s == 'r' || *s == 'R');
+        s++, n--;
+    }
+    int q = (n >= 6 && s[1] == s[0] && s[2] == s[0]) ? 3 : 1;
+    s += q;
+    n -= 2 * q;
+    size_t plen = prev ? prev->len : 0;
+    char *out = lang_arena_alloc(p->arena, plen + (size_t)n * 4 + 1);
+    Node *node = prev ? prev : lang_node(p, N_STR, t->pos);
+    if (!out || node == &placeholder) {
+        p->nomem = true;
+        return node;
+    }
+    if (prev) memcpy(out, prev->str, plen);
+    size_t w = plen;
+    for (int i = 0; i < n; i++) {
+        char c = s[i];
+        if (c != '\\' || raw) {
+            if (c == '\\' && raw && i + 1 < n) {    /* a raw string keeps the backslash and the next char */
+                out[w++] = c;
+                out[w++] = s[++i];
+                continue;
+            }
+            if (c == '\r') {                        /* newlines in the source are '\n' */
+                out[w++] = '\n';
+                if (i + 1 < n && s[i + 1] == '\n') i++;
+                continue;
+            }
+            out[w++] = c;
+            continue;
+        }
+        uint32_t epos = t->pos + (uint32_t)(s + i - t->z);
+        char e = s[++i];
+        switch (e) {
+        case '\n': break;
+        case '\r': if (i + 1 < n && s[i + 1] == '\n') i++; break;
+        case '\\': out[w++] = '\\'; break;
+        case '\'': out[w++] = '\''; break;
+        case '"': out[w++] = '"'; break;
+        case 'a': out[w++] = '\a'; break;
+        case 'b': out[w++] = '\b'; break;
+        case 'f': out[w++] = '\f'; break;
+        case 'n': out[w++] = '\n'; break;
+        case 'r': out[w++] = '\r'; break;
+        case 't': out[w++] = '\t'; break;
+        case 'v': out[w++] = '\v'; break;
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+            uint32_t v = 0;
+            int k = 0;
+            while (k < 3 && i < n && s[i] >= '0' && s[i] <= '7') v = v * 8 + (uint32_t)(s[i++] - '0'), k++;
+            i--;
+            w += put_utf8(out + w, v);
+            break;
+        }
+        case 'x': case 'u': case 'U': {
+            int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+            uint32_t v = 0;
+            for (int k = 0; k < digits; k++) {
+                int h = i + 1 < n ? hexval(s[i + 1]) : -1;
+                if (h < 0) {
+                    lang_parser_error(p, LANG_SYNTAX_ERROR, epos,
+                                      "truncated \\%cXX escape in string literal", e);
+                    goto done;
+                }
+                v = v * 16 + (uint32_t)h;
+                i++;
+            }
+            if (v > 0x10FFFF) {
+                lang_parser_error(p, LANG_SYNTAX_ERROR, epos, "illegal Unicode character in string literal");
+                goto done;
+            }
+            w += put_utf8(out + w, v);
+            break;
+        }
+        default:                                    /* unknown escapes stay as written */
+            out[w++] = '\\';
+            out[w++] = e;
+        }
+    }
+done:
+    out[w] = '\0';
+    node->str = out;
+    node->len = w;
+    return node;
+}
+
+/* ---- operators ---- */
+
+Node *lang_binop(LangParser *p, LangOp op, uint32_t pos, Node *x, Node *y)
+{
+    Node *n = lang_node2(p, N_BINOP, pos, x, y);
+    n->op = (uint8_t)op;
+    return n;
+}
+
+Node *lang_unary(LangParser *p, LangOp op, uint32_t pos, Node *x)
+{
+    /* -9223372036854775808 is the one literal that exists only negated. */
+    if (op == OP_NEG && x->kind == N_INT && x->count == 1 && !x->parens) {
+        x->count = 0;
+        x->ival = INT64_MIN;
+        x->pos = pos;
+        return x;
+    }
+    Node *n = lang_node1(p, N_UNARY, pos, x);
+    n->op = (uint8_t)op;
+    return n;
+}
+
+/* a < b < c is one N_COMPARE with two items; (a < b) < c is not. */
+Node *lang_compare(LangParser *p, LangOp op, uint32_t pos, Node *x, Node *y)
+{
+    Node *item = lang_node1(p, N_CMP_ITEM, pos, y);
+    item->op = (uint8_t)op;
+    if (x->kind == N_COMPARE && !x->parens && x != &placeholder && item != &placeholder) {
+        Node *last = x->b;
+        while (last->next) last = last->next;
+        last->next = item;
+        x->count++;
+        return x;
+    }
+    Node *n = lang_node2(p, N_COMPARE, x->pos, x, item);
+    n->count = 1;
+    return n;
+}
+
+Node *lang_call(LangParser *p, uint32_t pos, Node *f, NodeList args)
+{
+    bool kw = false;
+    for (Node *a = args.head; a; a = a->next) {
+        if (a->kind == N_KWARG) {
+            for (Node *b = args.head; b != a; b = b->next)
+                if (b->kind == N_KWARG && strcmp(b->str, a->str) == 0)
+                    lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "keyword argument repeated: %s", a->str);
+            kw = true;
+        } else if (kw) {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "positional argument follows keyword argument");
+        }
+    }
+    Node *n = lang_node2(p, N_CALL, pos, f, args.head);
+    n->count = list_len(args.head);
+    return n;
+}
+
+Node *lang_kwarg(LangParser *p, const LangToken *name, Node *value)
+{
+    Node *n = named(p, N_KWARG, name);
+    if (n != &placeholder) n->a = value;
+    return n;
+}
+
+Node *lang_attr(LangParser *p, uint32_t pos, Node *x, const LangToken *name)
+{
+    Node *n = named(p, N_ATTR, name);
+    if (n != &placeholder) {
+        n->a = x;
+        n->pos = pos;
+    }
+    return n;
+}
+
+Node *lang_slice(LangParser *p, uint32_t pos, Node *a, Node *b, Node *c)
+{
+    return lang_node3(p, N_SLICE, a ? a->pos : pos, a, b, c);
+}
+
+/* ---- assignment ---- */
+
+static const char *target_problem(Node *t)
+{
+    switch (t->kind) {
+    case N_NAME: case N_SUBSCRIPT: case N_ATTR: return NULL;
+    case N_TUPLE: case N_LIST:
+        if (t->kind == N_TUPLE && t->count == 0 && t->parens) return "()";
+        for (Node *e = t->a; e; e = e->next) {
+            const char *m = target_problem(e);
+            if (m) return m;
+        }
+        return NULL;
+    case N_INT: case N_FLOAT: case N_STR: case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS:
+        return "literal";
+    case N_CALL: return "function call";
+    case N_LAMBDA: return "lambda";
+    case N_COMPARE: return "comparison";
+    case N_IFEXP: return "conditional expression";
+    default: return "expression";
+    }
+}
+
+static uint32_t leftmost(const Node *t)
+{
+    while ((t->kind == N_BINOP || t->kind == N_CALL || t->kind == N_ATTR || t->kind == N_SUBSCRIPT
+            || t->kind == N_COMPARE || t->kind == N_AND || t->kind == N_OR) && t->a && !t->parens)
+        t = t->a;
+    return t->pos;
+}
+
+static Node *bad_target(Node *t)
+{
+    if (t->kind == N_TUPLE || t->kind == N_LIST)
+        for (Node *e = t->a; e; e = e->next) {
+            if (target_problem(e)) return bad_target(e);
+        }
+    return t;
+}
+
+static void check_target(LangParser *p, Node *t)
+{
+    const char *m = target_problem(t);
+    if (m) lang_parser_error(p, LANG_SYNTAX_ERROR, leftmost(bad_target(t)), "cannot assign to %s", m);
+}
+
+Node *lang_assign(LangParser *p, Node *target, Node *value)
+{
+    check_target(p, target);
+    Node *n = lang_node2(p, N_ASSIGN, target->pos, target, value);
+    n->count = 1;
+    return n;
+}
+
+Node *lang_assign_chain(LangParser *p, Node *target, Node *assign)
+{
+    check_target(p, target);
+    if (assign == &placeholder || target == &placeholder) return assign;
+    target->next = assign->a;
+    assign->a = target;
+    assign->pos = target->pos;
+    assign->count++;
+    return assign;
+}
+
+Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value)
+{
+    if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR)
+        lang_parser_error(p, LANG_SYNTAX_ERROR, target->pos,
+                          "'%s' is an illegal expression for augmented assignment",
+                          target->kind == N_TUPLE ? "tuple" : target_problem(target) ? target_problem(target) : "expression");
+    static const struct { const char *s; LangOp op; } ops[] = {
+        {"+=", OP_ADD}, {"-=", OP_SUB}, {"*=", OP_MUL}, {"/=", OP_DIV}, {"//=", OP_FLOORDIV},
+        {"%=", OP_MOD}, {"**=", OP_POW}, {"@=", OP_MATMUL}, {"&=", OP_BITAND}, {"|=", OP_BITOR},
+        {"^=", OP_BITXOR}, {"<<=", OP_LSHIFT}, {">>=", OP_RSHIFT},
+    };
+    LangOp o = OP_ADD;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if ((int)strlen(ops[i].s) == op->n && memcmp(ops[i].s, op->z, (size_t)op->n) == 0) o = ops[i].op;
+    Node *n = lang_node2(p, N_AUGASSIGN, op->pos, target, value);
+    n->op = (uint8_t)o;
+    return n;
+}
+
+Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body, Node *orelse)
+{
+    check_target(p, target);
+    Node *n = lang_node3(p, N_FOR, pos, target, iter, body);
+    if (n != &placeholder) n->d = orelse;
+    return n;
+}
+
+/* ---- functions ---- */
+
+Node *lang_param(LangParser *p, const LangToken *name, Node *dflt)
+{
+    Node *n = named(p, N_PARAM, name);
+    if (n != &placeholder) n->a = dflt;
+    return n;
+}
+
+static LangFunc *make_func(LangParser *p, uint32_t pos, const char *name, NodeList params, Node *body)
+{
+    LangFunc *f = lang_arena_alloc(p->arena, sizeof *f);
+    if (!f) {
+        p->nomem = true;
+        return NULL;
+    }
+    f->name = name;
+    f->params = params.head;
+    f->body = body;
+    f->pos = pos;
+    bool dflt = false;
+    for (Node *a = params.head; a; a = a->next) {
+        f->nparams++;
+        for (Node *b = params.head; b != a; b = b->next)
+            if (strcmp(a->str, b->str) == 0)
+                lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos,
+                                  "duplicate argument '%s' in function definition", a->str);
+        if (a->a) {
+            dflt = true;
+            f->ndefaults++;
+        } else if (dflt) {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "non-default argument follows default argument");
+        }
+    }
+    return f;
+}
+
+Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList params, Node *body)
+{
+    Node *n = lang_node(p, N_DEF, pos);
+    Node *target = lang_name(p, name);
+    if (n == &placeholder || target == &placeholder) return n;
+    n->a = target;
+    n->func = make_func(p, pos, target->str, params, body);
+    return n;
+}
+
+Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
+{
+    Node *n = lang_node(p, N_LAMBDA, pos);
+    Node *ret = lang_node1(p, N_RETURN, body->pos, body);
+    if (n == &placeholder || ret == &placeholder) return n;
+    n->func = make_func(p, pos, "<lambda>", params, ret);
+    return n;
+}
+
+Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *alias)
+{
+    Node *n = lang_node(p, N_IMPORT, pos);
+    if (n == &placeholder || module == &placeholder) return n;
+    n->str = module->str;
+    n->len = module->len;
+    if (alias) {
+        n->a = lang_name(p, alias);
+    } else {
+        /* `import a.b` binds `a`, as in Python. */
+        LangToken t = {TK_NAME, module->str, (int)strcspn(module->str, "."), module->pos};
+        n->a = named(p, N_NAME, &t);
+        n->a->pos = module->pos;
+    }
+    return n;
+}
+
+/* ---- the driver ---- */
+
+/* 9223372036854775808 that did not end up negated is too large. */
+static void check_literals(LangParser *p, const Node *n)
+{
+    for (; n && !p->failed; n = n->next) {
+        if (n->kind == N_INT && n->count == 1)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, n->pos,
+                              "integer literal too large: tdl ints are 64-bit (at most 9223372036854775807)");
+        if (n->kind == N_INT || n->kind == N_FLOAT || n->kind == N_STR || n->kind == N_NAME) continue;
+        check_literals(p, n->a);
+        check_literals(p, n->b);
+        check_literals(p, n->c);
+        check_literals(p, n->d);
+        if (n->func) {
+            check_literals(p, n->func->params);
+            check_literals(p, n->func->body);
+        }
+    }
+}
+
+LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangError *err)
+{
+    *out = NULL;
+    LangParser p = {0};
+    p.src = src;
+    p.arena = lang_arena_new();
+    p.lx = lang_lexer_new(src, interactive);
+    void *parser = p.arena && p.lx ? LangParseAlloc(malloc, &p) : NULL;
+    LangStatus st = LANG_OK;
+    if (!parser) {
+        st = LANG_NOMEM;
+        goto out;
+    }
+    for (;;) {
+        LangToken t;
+        LangStatus ls = lang_lexer_next(p.lx, &t, err);
+        if (ls != LANG_OK) {
+            st = ls;
+            goto out;
+        }
+        LangParse(parser, t.kind, t);
+        if (p.nomem) {
+            st = LANG_NOMEM;
+            goto out;
+        }
+        if (p.failed) {
+            st = p.incomplete ? LANG_INCOMPLETE : LANG_ERROR;
+            *err = p.err;
+            /* Input that ended early inside brackets: say which bracket was never closed. */
+            uint32_t ppos;
+            int c = p.incomplete ? lang_lexer_open_paren(p.lx, &ppos) : 0;
+            if (c) {
+                err->pos = ppos;
+                snprintf(err->msg, sizeof err->msg, "'%c' was never closed", c);
+            }
+            goto out;
+        }
+        if (t.kind == 0) {
+            check_literals(&p, p.body);
+            if (p.failed) {
+                st = LANG_ERROR;
+                *err = p.err;
+                goto out;
+            }
+            break;
+        }
+        p.prev2 = p.prev;
+        p.prev = t;
+    }
+    LangUnit *u = calloc(1, sizeof *u);
+    if (!u) {
+        st = LANG_NOMEM;
+        goto out;
+    }
+    u->refcnt = 1;
+    u->src = lang_source_retain(src);
+    u->arena = p.arena;
+    u->body = p.body;
+    p.arena = NULL;
+    *out = u;
+out:
+    if (st == LANG_NOMEM) {
+        err->kind = LANG_SYNTAX_ERROR;
+        err->pos = 0;
+        snprintf(err->msg, sizeof err->msg, "out of memory while parsing");
+    }
+    if (parser) LangParseFree(parser, free);
+    lang_lexer_free(p.lx);
+    lang_arena_free(p.arena);
+    return st;
+}
+
+LangUnit *lang_unit_retain(LangUnit *u)
+{
+    if (u) u->refcnt++;
+    return u;
+}
+
+void lang_unit_release(LangUnit *u)
+{
+    if (!u || --u->refcnt > 0) return;
+    lang_source_release(u->src);
+    lang_arena_free(u->arena);
+    free(u);
+}
+
+/* ---- dump ---- */
+
+static const char *const kind_names[N__COUNT] = {
+    "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
+    "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
+    "subscript", "slice", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
+    "break", "continue", "pass", "assert", "import", "global", "nonlocal", "param",
+};
+
+const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }
+
+typedef struct Out { char *buf; size_t cap, w; } Out;
+
+static void put(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(Out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->w < o->cap ? o->cap - o->w : 0;
+    int r = vsnprintf(o->buf + (o->w < o->cap ? o->w : o->cap), room, fmt, ap);
+    va_end(ap);
+    if (r > 0) o->w += (size_t)r;
+}
+
+static void dump(Out *o, const Node *n);
+
+static void dump_chain(Out *o, const Node *n)
+{
+    put(o, "[");
+    for (; n; n = n->next) {
+        dump(o, n);
+        if (n->next) put(o, " ");
+    }
+    put(o, "]");
+}
+
+static void dump(Out *o, const Node *n)
+{
+    if (!n) {
+        put(o, "_");
+        return;
+    }
+    switch (n->kind) {
+    case N_NAME: put(o, "%s", n->str); return;
+    case N_INT: put(o, "%lld", (long long)n->ival); return;
+    case N_FLOAT: put(o, "%.17g", n->fval); return;
+    case N_STR: put(o, "'%s'", n->str); return;
+    case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS: put(o, "%s", kind_names[n->kind]); return;
+    case N_BINOP: case N_UNARY: case N_CMP_ITEM: case N_AUGASSIGN:
+        put(o, "(%s", n->kind == N_AUGASSIGN ? "augassign " : n->kind == N_CMP_ITEM ? "" : "");
+        put(o, "%s ", lang_op_text[n->op]);
+        dump(o, n->a);
+        if (n->b) { put(o, " "); dump(o, n->b); }
+        put(o, ")");
+        return;
+    case N_COMPARE:
+        put(o, "(compare ");
+        dump(o, n->a);
+        for (const Node *i = n->b; i; i = i->next) { put(o, " "); dump(o, i); }
+        put(o, ")");
+        return;
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL:
+        put(o, "(%s", kind_names[n->kind]);
+        for (const Node *i = n->a; i; i = i->next) { put(o, " "); dump(o, i); }
+        put(o, ")");
+        return;
+    case N_CALL:
+        put(o, "(call ");
+        dump(o, n->a);
+        for (const Node *i = n->b; i; i = i->next) { put(o, " "); dump(o, i); }
+        put(o, ")");
+        return;
+    case N_KWARG: case N_PARAM:
+        put(o, "(%s %s", kind_names[n->kind], n->str);
+        if (n->a) { put(o, " "); dump(o, n->a); }
+        put(o, ")");
+        return;
+    case N_ATTR: put(o, "(attr "); dump(o, n->a); put(o, " %s)", n->str); return;
+    case N_ASSIGN:
+        put(o, "(assign");
+        for (const Node *i = n->a; i; i = i->next) { put(o, " "); dump(o, i); }
+        put(o, " ");
+        dump(o, n->b);
+        put(o, ")");
+        return;
+    case N_DEF: case N_LAMBDA:
+        put(o, "(%s %s (", kind_names[n->kind], n->func ? n->func->name : "?");
+        if (n->func)
+            for (const Node *i = n->func->params; i; i = i->next) { dump(o, i); if (i->next) put(o, " "); }
+        put(o, ") ");
+        if (n->func) dump_chain(o, n->func->body);
+        put(o, ")");
+        return;
+    case N_IMPORT: put(o, "(import %s as ", n->str); dump(o, n->a); put(o, ")"); return;
+    case N_IF: case N_WHILE: case N_FOR:
+        put(o, "(%s ", kind_names[n->kind]);
+        dump(o, n->a);
+        put(o, " ");
+        if (n->kind == N_FOR) { dump(o, n->b); put(o, " "); dump_chain(o, n->c); if (n->d) { put(o, " else "); dump_chain(o, n->d); } }
+        else { dump_chain(o, n->b); if (n->c) { put(o, " else "); dump_chain(o, n->c); } }
+        put(o, ")");
+        return;
+    default:
+        put(o, "(%s", kind_names[n->kind]);
+        if (n->a) { put(o, " "); dump(o, n->a); }
+        if (n->b) { put(o, " "); dump(o, n->b); }
+        if (n->c) { put(o, " "); dump(o, n->c); }
+        put(o, ")");
+        return;
+    }
+}
+
+size_t lang_dump(const Node *n, char *buf, size_t cap)
+{
+    Out o = {buf, cap, 0};
+    if (cap) buf[0] = '\0';
+    for (; n; n = n->next) {
+        dump(&o, n);
+        if (n->next) put(&o, "\n");
+    }
+    return o.w;
+}

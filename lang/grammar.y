@@ -1,0 +1,229 @@
+/* grammar.y — the tdl grammar (Lemon). Generated grammar.c/grammar.h are build products.
+ *
+ * Actions are one or two lines that call the builders of build.c; nodes live in the parse's arena,
+ * so no action can leak. A builder that runs out of memory records it in the parser and returns a
+ * placeholder; the parse then fails with LANG_NOMEM. Precedence follows Python's. */
+
+%name LangParse
+%token_prefix TK_
+%token_type {LangToken}
+%default_type {Node *}
+%extra_context {LangParser *p}
+%stack_size 400
+%start_symbol file
+
+%include {
+#include "parse_int.h"
+#include <assert.h>
+}
+
+%syntax_error { lang_parser_syntax_error(p, yymajor, &yyminor); }
+%stack_overflow { lang_parser_too_deep(p); }
+%parse_failure { if (!p->failed) lang_parser_syntax_error(p, 0, NULL); }
+
+/* Token order fixes the codes; the lexer uses TK_* from grammar.h. */
+%token NEWLINE INDENT DEDENT NAME INT FLOAT STRING.
+%token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
+       LAMBDA TRUE FALSE NONE.
+%token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
+
+/* Lowest first. */
+%right LAMBDA.
+%right IF ELSE.
+%left OR.
+%left AND.
+%right NOT.
+%left IN NOTIN IS ISNOT LT LE GT GE EQ NE.
+%left PIPE.
+%left CARET.
+%left AMP.
+%left LSHIFT RSHIFT.
+%left PLUS MINUS.
+%left STAR SLASH DSLASH PERCENT AT.
+%right UNARY TILDE.
+%right POW.
+
+/* ---- statements ---- */
+
+%type stmts {NodeList}
+%type stmts1 {NodeList}
+%type stmt {NodeList}
+%type simple {NodeList}
+%type block {NodeList}
+
+file ::= stmts(S).                       { p->body = S.head; }
+
+stmts(A) ::= .                           { A.head = A.tail = NULL; }
+stmts(A) ::= stmts(L) stmt(S).           { A = lang_list_cat(L, S); }
+stmts1(A) ::= stmt(S).                   { A = S; }
+stmts1(A) ::= stmts1(L) stmt(S).         { A = lang_list_cat(L, S); }
+
+stmt(A) ::= simple(S) NEWLINE.           { A = S; }
+stmt(A) ::= simple(S) SEMI NEWLINE.      { A = S; }
+stmt(A) ::= compound(C).                 { A = lang_list1(C); }
+
+simple(A) ::= small(S).                  { A = lang_list1(S); }
+simple(A) ::= simple(L) SEMI small(S).   { A = lang_list_add(L, S); }
+
+block(A) ::= simple(S) NEWLINE.          { A = S; }
+block(A) ::= simple(S) SEMI NEWLINE.     { A = S; }
+block(A) ::= NEWLINE INDENT stmts1(S) DEDENT. { A = S; }
+
+small(A) ::= testlist(E).                { A = lang_node1(p, N_EXPR_STMT, E->pos, E); }
+small(A) ::= assign(S).                  { A = S; }
+small(A) ::= testlist(T) AUGASSIGN(O) testlist(V). { A = lang_augassign(p, T, &O, V); }
+small(A) ::= PASS(K).                    { A = lang_node(p, N_PASS, K.pos); }
+small(A) ::= BREAK(K).                   { A = lang_node(p, N_BREAK, K.pos); }
+small(A) ::= CONTINUE(K).                { A = lang_node(p, N_CONTINUE, K.pos); }
+small(A) ::= RETURN(K).                  { A = lang_node(p, N_RETURN, K.pos); }
+small(A) ::= RETURN(K) testlist(E).      { A = lang_node1(p, N_RETURN, K.pos, E); }
+small(A) ::= ASSERT(K) expr(C).          { A = lang_node1(p, N_ASSERT, K.pos, C); }
+small(A) ::= ASSERT(K) expr(C) COMMA expr(M). { A = lang_node2(p, N_ASSERT, K.pos, C, M); }
+small(A) ::= IMPORT(K) dotted(M).        { A = lang_import(p, K.pos, M, NULL); }
+small(A) ::= IMPORT(K) dotted(M) AS NAME(N). { A = lang_import(p, K.pos, M, &N); }
+small(A) ::= GLOBAL(K) names(L).         { A = lang_node1(p, N_GLOBAL, K.pos, L.head); }
+small(A) ::= NONLOCAL(K) names(L).       { A = lang_node1(p, N_NONLOCAL, K.pos, L.head); }
+
+%type dotted {Node *}
+dotted(A) ::= NAME(N).                   { A = lang_name(p, &N); }
+dotted(A) ::= dotted(L) DOT NAME(N).     { A = lang_dotted(p, L, &N); }
+
+%type names {NodeList}
+names(A) ::= NAME(N).                    { A = lang_list1(lang_name(p, &N)); }
+names(A) ::= names(L) COMMA NAME(N).     { A = lang_list_add(L, lang_name(p, &N)); }
+
+/* a = b = value: targets are checked by the builder. */
+assign(A) ::= testlist(T) ASSIGN testlist(V).  { A = lang_assign(p, T, V); }
+assign(A) ::= testlist(T) ASSIGN assign(R).    { A = lang_assign_chain(p, T, R); }
+
+compound(A) ::= IF(K) expr(C) COLON block(B) elifs(E). { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
+%type elifs {Node *}
+elifs(A) ::= .                                          { A = NULL; }
+elifs(A) ::= ELSE COLON block(B).                       { A = B.head; }
+elifs(A) ::= ELIF(K) expr(C) COLON block(B) elifs(E).   { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
+
+compound(A) ::= WHILE(K) expr(C) COLON block(B).        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, NULL); }
+compound(A) ::= WHILE(K) expr(C) COLON block(B) ELSE COLON block(E).
+                                                        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, E.head); }
+compound(A) ::= FOR(K) targets(T) IN testlist(I) COLON block(B).
+                                                        { A = lang_for(p, K.pos, T, I, B.head, NULL); }
+compound(A) ::= FOR(K) targets(T) IN testlist(I) COLON block(B) ELSE COLON block(E).
+                                                        { A = lang_for(p, K.pos, T, I, B.head, E.head); }
+compound(A) ::= DEF(K) NAME(N) LPAREN params(P) RPAREN COLON block(B).
+                                                        { A = lang_def(p, K.pos, &N, P, B.head); }
+
+%type params {NodeList}
+%type params1 {NodeList}
+params(A) ::= .                          { A.head = A.tail = NULL; }
+params(A) ::= params1(L).                { A = L; }
+params(A) ::= params1(L) COMMA.          { A = L; }
+params1(A) ::= param(P).                 { A = lang_list1(P); }
+params1(A) ::= params1(L) COMMA param(P). { A = lang_list_add(L, P); }
+param(A) ::= NAME(N).                    { A = lang_param(p, &N, NULL); }
+param(A) ::= NAME(N) ASSIGN expr(D).     { A = lang_param(p, &N, D); }
+
+/* for-targets are primaries, so `for x in y` does not read `x in y` as a comparison. */
+targets(A) ::= primary(E).               { A = E; }
+targets(A) ::= primary(E) COMMA.         { A = lang_seq(p, N_TUPLE, E->pos, lang_list1(E)); }
+targets(A) ::= tseq(L).                  { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+targets(A) ::= tseq(L) COMMA.            { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+%type tseq {NodeList}
+tseq(A) ::= primary(X) COMMA primary(Y). { A = lang_list_add(lang_list1(X), Y); }
+tseq(A) ::= tseq(L) COMMA primary(Y).    { A = lang_list_add(L, Y); }
+
+/* ---- expression lists ---- */
+
+testlist(A) ::= expr(E).                 { A = E; }
+testlist(A) ::= expr(E) COMMA.           { A = lang_seq(p, N_TUPLE, E->pos, lang_list1(E)); }
+testlist(A) ::= eseq(L).                 { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+testlist(A) ::= eseq(L) COMMA.           { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+%type eseq {NodeList}
+eseq(A) ::= expr(X) COMMA expr(Y).       { A = lang_list_add(lang_list1(X), Y); }
+eseq(A) ::= eseq(L) COMMA expr(Y).       { A = lang_list_add(L, Y); }
+
+/* ---- expressions ---- */
+
+expr(A) ::= primary(E).                  { A = E; }
+expr(A) ::= expr(X) PLUS(O) expr(Y).     { A = lang_binop(p, OP_ADD, O.pos, X, Y); }
+expr(A) ::= expr(X) MINUS(O) expr(Y).    { A = lang_binop(p, OP_SUB, O.pos, X, Y); }
+expr(A) ::= expr(X) STAR(O) expr(Y).     { A = lang_binop(p, OP_MUL, O.pos, X, Y); }
+expr(A) ::= expr(X) SLASH(O) expr(Y).    { A = lang_binop(p, OP_DIV, O.pos, X, Y); }
+expr(A) ::= expr(X) DSLASH(O) expr(Y).   { A = lang_binop(p, OP_FLOORDIV, O.pos, X, Y); }
+expr(A) ::= expr(X) PERCENT(O) expr(Y).  { A = lang_binop(p, OP_MOD, O.pos, X, Y); }
+expr(A) ::= expr(X) AT(O) expr(Y).       { A = lang_binop(p, OP_MATMUL, O.pos, X, Y); }
+expr(A) ::= expr(X) POW(O) expr(Y).      { A = lang_binop(p, OP_POW, O.pos, X, Y); }
+expr(A) ::= expr(X) AMP(O) expr(Y).      { A = lang_binop(p, OP_BITAND, O.pos, X, Y); }
+expr(A) ::= expr(X) PIPE(O) expr(Y).     { A = lang_binop(p, OP_BITOR, O.pos, X, Y); }
+expr(A) ::= expr(X) CARET(O) expr(Y).    { A = lang_binop(p, OP_BITXOR, O.pos, X, Y); }
+expr(A) ::= expr(X) LSHIFT(O) expr(Y).   { A = lang_binop(p, OP_LSHIFT, O.pos, X, Y); }
+expr(A) ::= expr(X) RSHIFT(O) expr(Y).   { A = lang_binop(p, OP_RSHIFT, O.pos, X, Y); }
+expr(A) ::= MINUS(O) expr(X). [UNARY]    { A = lang_unary(p, OP_NEG, O.pos, X); }
+expr(A) ::= PLUS(O) expr(X). [UNARY]     { A = lang_unary(p, OP_POS, O.pos, X); }
+expr(A) ::= TILDE(O) expr(X).            { A = lang_unary(p, OP_INVERT, O.pos, X); }
+expr(A) ::= NOT(O) expr(X).              { A = lang_node1(p, N_NOT, O.pos, X); }
+expr(A) ::= expr(X) AND(O) expr(Y).      { A = lang_node2(p, N_AND, O.pos, X, Y); }
+expr(A) ::= expr(X) OR(O) expr(Y).       { A = lang_node2(p, N_OR, O.pos, X, Y); }
+expr(A) ::= expr(X) LT(O) expr(Y).       { A = lang_compare(p, OP_LT, O.pos, X, Y); }
+expr(A) ::= expr(X) LE(O) expr(Y).       { A = lang_compare(p, OP_LE, O.pos, X, Y); }
+expr(A) ::= expr(X) GT(O) expr(Y).       { A = lang_compare(p, OP_GT, O.pos, X, Y); }
+expr(A) ::= expr(X) GE(O) expr(Y).       { A = lang_compare(p, OP_GE, O.pos, X, Y); }
+expr(A) ::= expr(X) EQ(O) expr(Y).       { A = lang_compare(p, OP_EQ, O.pos, X, Y); }
+expr(A) ::= expr(X) NE(O) expr(Y).       { A = lang_compare(p, OP_NE, O.pos, X, Y); }
+expr(A) ::= expr(X) IN(O) expr(Y).       { A = lang_compare(p, OP_IN, O.pos, X, Y); }
+expr(A) ::= expr(X) NOTIN(O) expr(Y).    { A = lang_compare(p, OP_NOTIN, O.pos, X, Y); }
+expr(A) ::= expr(X) IS(O) expr(Y).       { A = lang_compare(p, OP_IS, O.pos, X, Y); }
+expr(A) ::= expr(X) ISNOT(O) expr(Y).    { A = lang_compare(p, OP_ISNOT, O.pos, X, Y); }
+expr(A) ::= expr(X) IF(O) expr(C) ELSE expr(Y). { A = lang_node3(p, N_IFEXP, O.pos, C, X, Y); }
+expr(A) ::= LAMBDA(K) params(P) COLON expr(E). [LAMBDA] { A = lang_lambda(p, K.pos, P, E); }
+
+primary(A) ::= atom(E).                  { A = E; }
+primary(A) ::= primary(F) LPAREN(O) args(L) RPAREN. { A = lang_call(p, O.pos, F, L); }
+primary(A) ::= primary(X) LBRACKET(O) subscripts(I) RBRACKET. { A = lang_node2(p, N_SUBSCRIPT, O.pos, X, I); }
+primary(A) ::= primary(X) DOT(O) NAME(N). { A = lang_attr(p, O.pos, X, &N); }
+
+atom(A) ::= NAME(N).                     { A = lang_name(p, &N); }
+atom(A) ::= INT(T).                      { A = lang_int(p, &T); }
+atom(A) ::= FLOAT(T).                    { A = lang_float(p, &T); }
+atom(A) ::= strings(S).                  { A = S; }
+atom(A) ::= TRUE(K).                     { A = lang_node(p, N_TRUE, K.pos); }
+atom(A) ::= FALSE(K).                    { A = lang_node(p, N_FALSE, K.pos); }
+atom(A) ::= NONE(K).                     { A = lang_node(p, N_NONE, K.pos); }
+atom(A) ::= ELLIPSIS(K).                 { A = lang_node(p, N_ELLIPSIS, K.pos); }
+atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_TUPLE, K.pos, e); }
+atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
+atom(A) ::= LBRACKET(K) RBRACKET.        { NodeList e = {0}; A = lang_seq(p, N_LIST, K.pos, e); }
+atom(A) ::= LBRACKET(K) items(L) RBRACKET. { A = lang_seq(p, N_LIST, K.pos, L); }
+
+/* Adjacent string literals are one string, as in Python. */
+strings(A) ::= STRING(T).                { A = lang_string(p, NULL, &T); }
+strings(A) ::= strings(S) STRING(T).     { A = lang_string(p, S, &T); }
+
+%type items {NodeList}
+items(A) ::= expr(E).                    { A = lang_list1(E); }
+items(A) ::= expr(E) COMMA.              { A = lang_list1(E); }
+items(A) ::= eseq(L).                    { A = L; }
+items(A) ::= eseq(L) COMMA.              { A = L; }
+
+%type args {NodeList}
+%type args1 {NodeList}
+args(A) ::= .                            { A.head = A.tail = NULL; }
+args(A) ::= args1(L).                    { A = L; }
+args(A) ::= args1(L) COMMA.              { A = L; }
+args1(A) ::= arg(X).                     { A = lang_list1(X); }
+args1(A) ::= args1(L) COMMA arg(X).      { A = lang_list_add(L, X); }
+arg(A) ::= expr(E).                      { A = E; }
+arg(A) ::= NAME(N) ASSIGN expr(E).       { A = lang_kwarg(p, &N, E); }
+
+/* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */
+subscripts(A) ::= sub(X).                { A = X; }
+subscripts(A) ::= sub(X) COMMA.          { A = lang_seq(p, N_TUPLE, X->pos, lang_list1(X)); }
+subscripts(A) ::= subseq(L).             { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+subscripts(A) ::= subseq(L) COMMA.       { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
+%type subseq {NodeList}
+subseq(A) ::= sub(X) COMMA sub(Y).       { A = lang_list_add(lang_list1(X), Y); }
+subseq(A) ::= subseq(L) COMMA sub(Y).    { A = lang_list_add(L, Y); }
+sub(A) ::= expr(E).                      { A = E; }
+sub(A) ::= optexpr(X) COLON(K) optexpr(Y). { A = lang_slice(p, K.pos, X, Y, NULL); }
+sub(A) ::= optexpr(X) COLON(K) optexpr(Y) COLON optexpr(Z). { A = lang_slice(p, K.pos, X, Y, Z); }
+optexpr(A) ::= .                         { A = NULL; }
+optexpr(A) ::= expr(E).                  { A = E; }

@@ -1,0 +1,157 @@
+/* source.c — source text with lazily computed line starts, and the arena the syntax tree lives in.
+ * Depends on nothing outside lang/. */
+#include "lang.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <stddef.h>
+
+LangSource *lang_source_new(const char *name, const char *text, size_t len)
+{
+    LangSource *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->refcnt = 1;
+    s->name = strdup(name ? name : "<string>");
+    s->text = malloc(len + 1);
+    if (!s->name || !s->text) {
+        free(s->name);
+        free(s->text);
+        free(s);
+        return NULL;
+    }
+    memcpy(s->text, text, len);
+    s->text[len] = '\0';
+    s->len = len;
+    return s;
+}
+
+LangSource *lang_source_retain(LangSource *src)
+{
+    if (src) src->refcnt++;
+    return src;
+}
+
+void lang_source_release(LangSource *src)
+{
+    if (!src || --src->refcnt > 0) return;
+    free(src->name);
+    free(src->text);
+    free(src->lines);
+    free(src);
+}
+
+static bool compute_lines(LangSource *s)
+{
+    if (s->lines) return true;
+    uint32_t n = 1;
+    for (size_t i = 0; i < s->len; i++) n += s->text[i] == '\n';
+    s->lines = malloc(n * sizeof *s->lines);
+    if (!s->lines) return false;
+    s->lines[0] = 0;
+    uint32_t k = 1;
+    for (size_t i = 0; i < s->len; i++)
+        if (s->text[i] == '\n') s->lines[k++] = (uint32_t)(i + 1);
+    s->nlines = n;
+    return true;
+}
+
+void lang_source_linecol(LangSource *s, uint32_t pos, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    if (!s || !compute_lines(s)) return;
+    if (pos > s->len) pos = (uint32_t)s->len;
+    uint32_t lo = 0, hi = s->nlines - 1;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi + 1) / 2;
+        if (s->lines[mid] <= pos) lo = mid; else hi = mid - 1;
+    }
+    *line = (int)lo + 1;
+    int c = 1;
+    for (uint32_t i = s->lines[lo]; i < pos; i++)
+        if (((unsigned char)s->text[i] & 0xC0) != 0x80) c++;   /* count characters, not bytes */
+    *col = c;
+}
+
+bool lang_source_line(LangSource *s, int line, const char **start, size_t *len)
+{
+    if (!s || !compute_lines(s) || line < 1 || (uint32_t)line > s->nlines) return false;
+    uint32_t b = s->lines[line - 1];
+    uint32_t e = b;
+    while (e < s->len && s->text[e] != '\n') e++;
+    if (e > b && s->text[e - 1] == '\r') e--;
+    *start = s->text + b;
+    *len = e - b;
+    return true;
+}
+
+size_t lang_source_caret(LangSource *s, uint32_t pos, char *buf, size_t cap)
+{
+    if (cap == 0) return 0;
+    buf[0] = '\0';
+    int line, col;
+    const char *text;
+    size_t len;
+    lang_source_linecol(s, pos, &line, &col);
+    if (!lang_source_line(s, line, &text, &len)) return 0;
+    /* Drop leading white space as Python's traceback does, and keep the caret aligned. */
+    size_t skip = 0;
+    while (skip < len && (text[skip] == ' ' || text[skip] == '\t')) skip++;
+    if (skip == len) return 0;
+    size_t w = 0;
+    int r = snprintf(buf, cap, "    %.*s\n    ", (int)(len - skip), text + skip);
+    if (r < 0 || (size_t)r >= cap) { buf[cap - 1] = '\0'; return cap - 1; }
+    w = (size_t)r;
+    /* The caret goes under character col; leading white space was dropped. */
+    int ccol = 1;
+    for (size_t i = 0; i < skip; i++) ccol++;
+    int spaces = col - ccol;
+    if (spaces < 0) spaces = 0;
+    for (int i = 0; i < spaces && w + 1 < cap; i++) buf[w++] = ' ';
+    if (w + 2 < cap) { buf[w++] = '^'; buf[w++] = '\n'; }
+    buf[w] = '\0';
+    return w;
+}
+
+/* ---- arena: a chain of blocks; nodes are never freed one by one ---- */
+
+typedef struct Block { struct Block *next; size_t used, cap; max_align_t data[]; } Block;
+struct LangArena { Block *head; };
+
+LangArena *lang_arena_new(void) { return calloc(1, sizeof(LangArena)); }
+
+void lang_arena_free(LangArena *a)
+{
+    if (!a) return;
+    for (Block *b = a->head, *n; b; b = n) { n = b->next; free(b); }
+    free(a);
+}
+
+void *lang_arena_alloc(LangArena *a, size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    Block *b = a->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        b = malloc(sizeof *b + cap);
+        if (!b) return NULL;
+        b->used = 0;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *lang_arena_strndup(LangArena *a, const char *s, size_t n)
+{
+    char *p = lang_arena_alloc(a, n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}

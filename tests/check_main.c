@@ -1,0 +1,15 @@
+/* check_main.c — runs every Check suite; exits non-zero if any test fails. */
+#include "tests.h"
+
+#include <stdlib.h>
+
+int main(void)
+{
+    SRunner *sr = srunner_create(lexer_suite());
+    srunner_add_suite(sr, parser_suite());
+    srunner_add_suite(sr, eval_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

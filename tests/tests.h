@@ -1,0 +1,10 @@
+/* tests.h — the Check suites of tdl's one test runner (tests/check_main.c). One file per area. */
+#ifndef TDL_TESTS_H
+#define TDL_TESTS_H
+#include <check.h>
+
+Suite *lexer_suite(void);
+Suite *parser_suite(void);
+Suite *eval_suite(void);
+
+#endif
