@@ -33,8 +33,10 @@ typedef enum ValueTag {
     V_UNDEF = 0,        /* an unset variable; never seen by programs */
     V_NONE, V_BOOL, V_INT, V_FLOAT,
     V_TYPE,             /* a builtin type (int, str, list, ...): i holds a TypeId */
+    V_ELLIPSIS,         /* `...` (repr "Ellipsis") */
     /* reference-counted objects from here on */
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
+    V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
     V__COUNT
 } ValueTag;
 
@@ -60,7 +62,7 @@ static inline Value v_obj(uint8_t tag, Obj *o) { Value v = {.tag = tag, .o = o};
 /* Types a program can see; type(x) returns one. */
 typedef enum TypeId {
     T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
-    T_BUILTIN, T_MODULE, T_TYPE, T_CELL,
+    T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -88,6 +90,7 @@ typedef struct TupleObj { Obj h; size_t n; Value items[]; } TupleObj;
 typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
 typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;
 typedef struct CellObj { Obj h; Value v; } CellObj;
+typedef struct SliceObj { Obj h; Value start, stop, step; } SliceObj;   /* each None or int */
 
 typedef struct Module Module;
 
@@ -126,7 +129,8 @@ typedef struct NameMap {
     int32_t *vals;
 } NameMap;
 int32_t namemap_get(const NameMap *m, const char *key);          /* -1 if absent */
-bool namemap_put(NameMap *m, const char *key, int32_t val);      /* false on out-of-memory */
+/* Sets key -> val; returns the map's own copy of key, or NULL on out-of-memory. */
+const char *namemap_put(NameMap *m, const char *key, int32_t val);
 void namemap_free(NameMap *m);
 
 typedef enum ModuleState { MOD_LOADING, MOD_LOADED } ModuleState;
@@ -159,8 +163,11 @@ ListObj *list_alloc(Interp *I, size_t n);            /* n items set to None */
 bool list_append(Interp *I, ListObj *l, Value v);    /* borrows v */
 bool range_new(Interp *I, int64_t start, int64_t stop, int64_t step, Value *out);
 CellObj *cell_new(Interp *I, Value v);               /* borrows v */
+bool slice_new(Interp *I, Value start, Value stop, Value step, Value *out);   /* borrows */
 bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out);
 Module *module_new(Interp *I, const char *name, const char *path);
+FuncObj *func_alloc(Interp *I, LangFunc *fn, LangUnit *unit, Module *m);   /* defaults/cells zeroed */
+void objects_free_all(Interp *I);                    /* tdl_close: frees cycles too */
 
 static inline StrObj *as_str(Value v) { return (StrObj *)v.o; }
 static inline TupleObj *as_tuple(Value v) { return (TupleObj *)v.o; }
@@ -169,6 +176,7 @@ static inline RangeObj *as_range(Value v) { return (RangeObj *)v.o; }
 static inline FuncObj *as_func(Value v) { return (FuncObj *)v.o; }
 static inline BuiltinObj *as_builtin(Value v) { return (BuiltinObj *)v.o; }
 static inline Module *as_module(Value v) { return (Module *)v.o; }
+static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
 
 int64_t range_len(const RangeObj *r);
 

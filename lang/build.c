@@ -39,20 +39,21 @@ void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok)
 {
     if (p->failed) return;
     uint32_t pos = tok ? tok->pos : (uint32_t)p->src->len;
-    if (major == 0) {
-        p->incomplete = true;
-        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "unexpected end of input");
-        return;
-    }
     if (major == TK_INDENT) {
         lang_parser_error(p, LANG_INDENTATION_ERROR, pos, "unexpected indent");
         return;
     }
+    /* Input that ends early is incomplete (a REPL reads on); the message is for a script. */
+    p->incomplete = major == 0;
     if (p->prev.kind == TK_NEWLINE && p->prev2.kind == TK_COLON) {
         int line, col;
         lang_source_linecol(p->src, p->prev2.pos, &line, &col);
         lang_parser_error(p, LANG_INDENTATION_ERROR, pos,
                           "expected an indented block after ':' on line %d", line);
+        return;
+    }
+    if (major == 0) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos, "unexpected end of input");
         return;
     }
     if (major == TK_DEDENT) {
@@ -494,7 +495,7 @@ Node *lang_assign_chain(LangParser *p, Node *target, Node *assign)
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value)
 {
     if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR)
-        lang_parser_error(p, LANG_SYNTAX_ERROR, target->pos,
+        lang_parser_error(p, LANG_SYNTAX_ERROR, leftmost(target),
                           "'%s' is an illegal expression for augmented assignment",
                           target->kind == N_TUPLE ? "tuple" : target_problem(target) ? target_problem(target) : "expression");
     static const struct { const char *s; LangOp op; } ops[] = {
@@ -743,7 +744,16 @@ static void dump(Out *o, const Node *n)
     switch (n->kind) {
     case N_NAME: put(o, "%s", n->str); return;
     case N_INT: put(o, "%lld", (long long)n->ival); return;
-    case N_FLOAT: put(o, "%.17g", n->fval); return;
+    case N_FLOAT: {
+        /* The shortest text that reads back as the same double, and never one that reads as an int. */
+        char t[32];
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(t, sizeof t, "%.*g", prec, n->fval);
+            if (strtod(t, NULL) == n->fval) break;
+        }
+        put(o, "%s%s", t, strpbrk(t, ".eEni") ? "" : ".0");
+        return;
+    }
     case N_STR: put(o, "'%s'", n->str); return;
     case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS: put(o, "%s", kind_names[n->kind]); return;
     case N_BINOP: case N_UNARY: case N_CMP_ITEM: case N_AUGASSIGN:
@@ -776,6 +786,15 @@ static void dump(Out *o, const Node *n)
         put(o, ")");
         return;
     case N_ATTR: put(o, "(attr "); dump(o, n->a); put(o, " %s)", n->str); return;
+    case N_SLICE:   /* every part, "_" where omitted: a[1:] and a[:1] must not look alike */
+        put(o, "(slice ");
+        dump(o, n->a);
+        put(o, " ");
+        dump(o, n->b);
+        put(o, " ");
+        dump(o, n->c);
+        put(o, ")");
+        return;
     case N_ASSIGN:
         put(o, "(assign");
         for (const Node *i = n->a; i; i = i->next) { put(o, " "); dump(o, i); }

@@ -1,0 +1,352 @@
+/* api.c — the public API of tdl.h: opening and closing interpreters, running code, reading
+ * errors; also module import (search path, cache, cycles) and program output. */
+#include "interp.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TDL_STDLIB_DIR
+#define TDL_STDLIB_DIR "/usr/local/share/tdl/stdlib"
+#endif
+
+struct tdl_interp { Interp I; };
+
+const char *tdl_version(void) { return "0.1.0"; }
+
+void interp_write(Interp *I, const char *s, size_t len)
+{
+    if (I->cfg.write) I->cfg.write(I->cfg.write_ud, s, len);
+    else fwrite(s, 1, len, stdout);
+}
+
+static bool set_global(Interp *I, Module *m, const char *name, Value v)
+{
+    int32_t k = module_slot(m, name);
+    if (k < 0) return err_nomem(I);
+    Value old = m->vals[k];
+    val_incref(v);
+    m->vals[k] = v;
+    val_decref(I, old);
+    return true;
+}
+
+static bool set_global_str(Interp *I, Module *m, const char *name, const char *s)
+{
+    Value v;
+    if (!str_from_cstr(I, s, &v)) return false;
+    bool ok = set_global(I, m, name, v);
+    val_decref(I, v);
+    return ok;
+}
+
+static bool init_builtins(Interp *I)
+{
+    for (const BuiltinDef *d = builtin_functions; d->name; d++) {
+        Value v;
+        if (!builtin_bind(I, d, v_undef(), &v)) return false;
+        bool ok = set_global(I, I->builtins, d->name, v);
+        val_decref(I, v);
+        if (!ok) return false;
+    }
+    static const struct { const char *name; TypeId t; } types[] = {
+        {"int", T_INT}, {"float", T_FLOAT}, {"str", T_STR}, {"bool", T_BOOL}, {"list", T_LIST},
+        {"tuple", T_TUPLE}, {"range", T_RANGE}, {"type", T_TYPE},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        Value v = {.tag = V_TYPE, .i = types[i].t};
+        if (!set_global(I, I->builtins, types[i].name, v)) return false;
+    }
+    return true;
+}
+
+tdl_interp *tdl_open(const tdl_config *cfg)
+{
+    tdl_interp *T = calloc(1, sizeof *T);
+    if (!T) return NULL;
+    Interp *I = &T->I;
+    if (cfg) I->cfg = *cfg;
+    if (I->cfg.path) I->cfg.path = strdup(I->cfg.path);
+    I->objects.next = I->objects.prev = &I->objects;
+    I->builtins = module_new(I, "builtins", NULL);
+    I->main = module_new(I, "__main__", NULL);
+    if (!I->builtins || !I->main || !init_builtins(I) || !set_global_str(I, I->main, "__name__", "__main__")) {
+        tdl_close(T);
+        return NULL;
+    }
+    return T;
+}
+
+void tdl_close(tdl_interp *T)
+{
+    if (!T) return;
+    Interp *I = &T->I;
+    err_clear(I);
+    val_decref(I, I->ret);
+    for (size_t i = 0; i < I->nmods; i++)
+        if (I->mods[i]) val_decref(I, v_obj(V_MODULE, &I->mods[i]->h));
+    free(I->mods);
+    namemap_free(&I->modmap);
+    if (I->main) val_decref(I, v_obj(V_MODULE, &I->main->h));
+    if (I->builtins) val_decref(I, v_obj(V_MODULE, &I->builtins->h));
+    objects_free_all(I);
+    free((char *)I->cfg.path);
+    free(I->script_dir);
+    free(T);
+}
+
+/* Records where the C stack is, so deep recursion becomes a RecursionError, not a crash. */
+static void stack_guard(Interp *I, char *here)
+{
+    if (I->depth > 0) return;
+    I->stack_base = here;
+    I->stack_budget = 0;
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            size_t used_below = (size_t)(here - (char *)addr);
+            size_t margin = 256 * 1024;
+            I->stack_budget = used_below > 2 * margin ? used_below - margin : used_below / 2;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    if (!I->stack_budget) I->stack_base = NULL;
+}
+
+static tdl_status run(Interp *I, const char *code, size_t len, const char *name, bool interactive)
+{
+    char here;
+    err_clear(I);
+    I->exiting = false;
+    stack_guard(I, &here);
+    LangSource *src = lang_source_new(name ? name : "<string>", code, len);
+    if (!src) {
+        err_nomem(I);
+        return TDL_ERROR;
+    }
+    tdl_status st = interp_run_source(I, I->main, src, interactive);
+    lang_source_release(src);
+    return st;
+}
+
+tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
+{
+    if (!T) return TDL_ERROR;
+    if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string: code is NULL"), TDL_ERROR;
+    return run(&T->I, code, strlen(code), name, false);
+}
+
+tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags)
+{
+    if (!T) return TDL_ERROR;
+    if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string_ex: code is NULL"), TDL_ERROR;
+    return run(&T->I, code, len, name, (flags & TDL_RUN_INTERACTIVE) != 0);
+}
+
+/* Reads a whole file; NULL with errno set on failure. */
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) { free(buf); buf = NULL; errno = ENOMEM; break; }
+        buf = nb;
+        cap *= 2;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); errno = EIO; return NULL; }
+    *len = n;
+    return buf;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+tdl_status tdl_run_file(tdl_interp *T, const char *path)
+{
+    if (!T) return TDL_ERROR;
+    Interp *I = &T->I;
+    err_clear(I);
+    if (!path) return err_raise(I, TDL_ERR_VALUE, "tdl_run_file: path is NULL"), TDL_ERROR;
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) {
+        int e = errno;
+        err_raise(I, TDL_ERR_IO, "can't open file '%s': [Errno %d] %s", path, e, strerror(e));
+        return TDL_ERROR;
+    }
+    if (!I->script_dir) I->script_dir = dir_of(path);
+    tdl_status st = run(I, text, len, path, false);
+    free(text);
+    return st;
+}
+
+tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
+{
+    if (!T) return TDL_ERROR;
+    Interp *I = &T->I;
+    err_clear(I);
+    ListObj *l = list_alloc(I, 0);
+    if (!l) return TDL_ERROR;
+    Value lv = v_obj(V_LIST, &l->h);
+    for (int i = 0; i < argc; i++) {
+        Value s;
+        if (!str_from_cstr(I, argv[i] ? argv[i] : "", &s)) {
+            val_decref(I, lv);
+            return TDL_ERROR;
+        }
+        bool ok = list_append(I, l, s);
+        val_decref(I, s);
+        if (!ok) {
+            val_decref(I, lv);
+            return TDL_ERROR;
+        }
+    }
+    bool ok = set_global(I, I->main, "argv", lv);
+    val_decref(I, lv);
+    return ok ? TDL_OK : TDL_ERROR;
+}
+
+tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return T ? T->I.err.kind : TDL_ERR_NONE; }
+
+const char *tdl_error_message(const tdl_interp *T)
+{
+    if (!T || T->I.err.kind == TDL_ERR_NONE) return "";
+    if (T->I.err.msg) return T->I.err.msg;
+    return T->I.err.kind == TDL_ERR_MEMORY ? "out of memory" : "";
+}
+
+const char *tdl_error_report(const tdl_interp *T)
+{
+    if (!T) return "";
+    return err_report((Interp *)&T->I);
+}
+
+int tdl_exit_code(const tdl_interp *T) { return T ? T->I.exit_code : 0; }
+
+/* ---- imports ---- */
+
+/* Tries dir/name.tdl; on success *text, *len and *path are set (caller frees). */
+static bool try_dir(const char *dir, size_t dlen, const char *name, char **text, size_t *len, char **path)
+{
+    if (dlen == 0) return false;
+    char *p = NULL;
+    if (asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name) < 0) return false;
+    *text = read_file(p, len);
+    if (!*text) {
+        free(p);
+        return false;
+    }
+    *path = p;
+    return true;
+}
+
+static bool try_path_list(const char *list, const char *name, char **text, size_t *len, char **path)
+{
+    if (!list) return false;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ":");
+        if (try_dir(p, n, name, text, len, path)) return true;
+        p += n;
+        if (*p == ':') p++;
+    }
+    return false;
+}
+
+/* The search path: the main script's folder, the host's path, $TDL_PATH, the installed stdlib,
+ * and the stdlib beside the running binary (a build tree: build/tdl -> stdlib/). */
+static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path)
+{
+    const char *sd = I->script_dir ? I->script_dir : ".";
+    if (try_dir(sd, strlen(sd), name, text, len, path)) return true;
+    if (try_path_list(I->cfg.path, name, text, len, path)) return true;
+    if (try_path_list(getenv("TDL_PATH"), name, text, len, path)) return true;
+    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path)) return true;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char dir[PATH_MAX + 16];
+            snprintf(dir, sizeof dir, "%s/../stdlib", exe);
+            if (try_dir(dir, strlen(dir), name, text, len, path)) return true;
+        }
+    }
+    return false;
+}
+
+bool import_module(Interp *I, const char *name, Value *out)
+{
+    int32_t k = namemap_get(&I->modmap, name);
+    if (k >= 0 && I->mods[k]) {
+        Module *m = I->mods[k];
+        if (m->state == MOD_LOADING)
+            return err_raise(I, TDL_ERR_IMPORT, "circular import: module '%s' is still being loaded", name);
+        m->h.refcnt++;
+        *out = v_obj(V_MODULE, &m->h);
+        return true;
+    }
+    char *text = NULL, *path = NULL;
+    size_t len = 0;
+    if (!find_module(I, name, &text, &len, &path))
+        return err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
+    Module *m = module_new(I, name, path);
+    LangSource *src = m ? lang_source_new(path, text, len) : NULL;
+    free(text);
+    free(path);
+    if (!m || !src) {
+        if (m) val_decref(I, v_obj(V_MODULE, &m->h));
+        return m ? err_nomem(I) : false;
+    }
+    if (I->nmods == I->capmods) {
+        size_t cap = I->capmods ? I->capmods * 2 : 8;
+        Module **mods = realloc(I->mods, cap * sizeof *mods);
+        if (!mods) {
+            lang_source_release(src);
+            val_decref(I, v_obj(V_MODULE, &m->h));
+            return err_nomem(I);
+        }
+        I->mods = mods;
+        I->capmods = cap;
+    }
+    k = (int32_t)I->nmods;
+    if (!namemap_put(&I->modmap, name, k)) {
+        lang_source_release(src);
+        val_decref(I, v_obj(V_MODULE, &m->h));
+        return err_nomem(I);
+    }
+    I->mods[I->nmods++] = m;        /* the table's reference */
+    m->state = MOD_LOADING;
+    tdl_status st = set_global_str(I, m, "__name__", name) ? interp_run_source(I, m, src, false) : TDL_ERROR;
+    lang_source_release(src);
+    if (st != TDL_OK) {
+        /* A module that failed to load is forgotten, as Python forgets it. */
+        I->mods[k] = NULL;
+        val_decref(I, v_obj(V_MODULE, &m->h));
+        return false;
+    }
+    m->state = MOD_LOADED;
+    m->h.refcnt++;
+    *out = v_obj(V_MODULE, &m->h);
+    return true;
+}

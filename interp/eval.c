@@ -1,0 +1,928 @@
+/* eval.c — the evaluator: walks the resolved syntax tree.
+ *
+ * Expressions produce new references (eval); statements return a Flow. Locals live in a C array
+ * per call (Frame.slots); captured locals are cells. An error travels up as `false`/F_ERROR; the
+ * innermost node that sees it attaches its position (Error.need_loc), and every tdl call on the
+ * way up adds the caller's position, which builds the traceback. */
+#include "interp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum Flow { F_NORMAL, F_RETURN, F_BREAK, F_CONTINUE, F_ERROR } Flow;
+
+typedef struct Frame {
+    Value *slots;
+    CellObj **free;
+    Module *mod;
+    LangUnit *unit;
+    const char *name;
+    bool echo;                  /* interactive top level: print expression statement values */
+} Frame;
+
+static bool eval(Interp *I, Frame *F, Node *n, Value *out);
+static Flow exec(Interp *I, Frame *F, Node *st);
+
+/* Attaches the innermost position to an error that has none yet. */
+static void locate(Interp *I, Frame *F, uint32_t pos)
+{
+    if (I->err.need_loc && I->err.kind != TDL_ERR_NONE) {
+        I->err.need_loc = false;
+        err_trace(I, F->unit->src, pos, F->name);
+    }
+}
+
+/* ---- names ---- */
+
+static bool load_name(Interp *I, Frame *F, Node *n, Value *out)
+{
+    Value v;
+    switch (n->scope) {
+    case SCOPE_LOCAL:
+        v = F->slots[n->slot];
+        if (v.tag == V_UNDEF) goto unbound;
+        break;
+    case SCOPE_CELL:
+        v = ((CellObj *)F->slots[n->slot].o)->v;
+        if (v.tag == V_UNDEF) goto unbound;
+        break;
+    case SCOPE_FREE:
+        v = F->free[n->slot]->v;
+        if (v.tag == V_UNDEF)
+            return err_raise(I, TDL_ERR_NAME,
+                             "cannot access free variable '%s' where it is not associated with a value in enclosing scope",
+                             n->str);
+        break;
+    case SCOPE_GLOBAL:
+        v = F->mod->vals[n->slot];
+        if (v.tag == V_UNDEF) {
+            if (n->builtin >= 0) v = I->builtins->vals[n->builtin];
+            else return err_raise(I, TDL_ERR_NAME, "name '%s' is not defined", n->str);
+        }
+        break;
+    default:
+        return err_raise(I, TDL_ERR_RUNTIME, "internal error: unresolved name '%s'", n->str);
+    }
+    val_incref(v);
+    *out = v;
+    return true;
+unbound:
+    return err_raise(I, TDL_ERR_UNBOUND_LOCAL,
+                     "cannot access local variable '%s' where it is not associated with a value", n->str);
+}
+
+static inline void replace(Interp *I, Value *slot, Value v)
+{
+    Value old = *slot;
+    val_incref(v);
+    *slot = v;
+    val_decref(I, old);
+}
+
+static bool store_name(Interp *I, Frame *F, Node *n, Value v)
+{
+    switch (n->scope) {
+    case SCOPE_LOCAL: replace(I, &F->slots[n->slot], v); return true;
+    case SCOPE_CELL: replace(I, &((CellObj *)F->slots[n->slot].o)->v, v); return true;
+    case SCOPE_FREE: replace(I, &F->free[n->slot]->v, v); return true;
+    case SCOPE_GLOBAL: replace(I, &F->mod->vals[n->slot], v); return true;
+    default: return err_raise(I, TDL_ERR_RUNTIME, "internal error: unresolved name '%s'", n->str);
+    }
+}
+
+/* ---- assignment ---- */
+
+static bool assign(Interp *I, Frame *F, Node *t, Value v);
+
+static bool unpack(Interp *I, Frame *F, Node *t, Value v)
+{
+    Value tmp = v_undef();
+    const Value *items;
+    size_t n;
+    if (v.tag == V_TUPLE) {
+        items = as_tuple(v)->items;
+        n = as_tuple(v)->n;
+    } else if (v.tag == V_LIST) {
+        items = as_list(v)->items;
+        n = as_list(v)->n;
+    } else {
+        /* Anything iterable: collect it first. */
+        Iter it;
+        if (!iter_begin(I, v, &it)) {
+            return err_raise(I, TDL_ERR_TYPE, "cannot unpack non-iterable %s object", val_type_name(v));
+        }
+        ListObj *l = list_alloc(I, 0);
+        bool ok = l != NULL;
+        for (bool done = false; ok;) {
+            Value x;
+            if (!(ok = iter_next(I, &it, &x, &done)) || done) break;
+            ok = list_append(I, l, x);
+            val_decref(I, x);
+        }
+        iter_end(I, &it);
+        if (!ok) {
+            if (l) val_decref(I, v_obj(V_LIST, &l->h));
+            return false;
+        }
+        tmp = v_obj(V_LIST, &l->h);
+        items = l->items;
+        n = l->n;
+    }
+    bool ok = true;
+    if (n != (size_t)t->count) {
+        ok = n > (size_t)t->count
+                 ? err_raise(I, TDL_ERR_VALUE, "too many values to unpack (expected %d)", t->count)
+                 : err_raise(I, TDL_ERR_VALUE, "not enough values to unpack (expected %d, got %zu)", t->count, n);
+    } else {
+        /* Hold the source: assigning may drop the last other reference to it. */
+        val_incref(v);
+        size_t k = 0;
+        for (Node *e = t->a; e && ok; e = e->next, k++) ok = assign(I, F, e, items[k]);
+        val_decref(I, v);
+    }
+    val_decref(I, tmp);
+    return ok;
+}
+
+static bool eval_index(Interp *I, Frame *F, Node *n, Value *out);
+
+static bool assign(Interp *I, Frame *F, Node *t, Value v)
+{
+    switch (t->kind) {
+    case N_NAME:
+        return store_name(I, F, t, v);
+    case N_TUPLE: case N_LIST:
+        return unpack(I, F, t, v);
+    case N_SUBSCRIPT: {
+        Value obj, idx;
+        if (!eval(I, F, t->a, &obj)) return false;
+        if (!eval_index(I, F, t->b, &idx)) {
+            val_decref(I, obj);
+            return false;
+        }
+        bool ok = val_setitem(I, obj, idx, v);
+        val_decref(I, obj);
+        val_decref(I, idx);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    case N_ATTR: {
+        Value obj;
+        if (!eval(I, F, t->a, &obj)) return false;
+        bool ok;
+        if (obj.tag == V_MODULE) {
+            int32_t k = module_slot(as_module(obj), t->str);
+            ok = k >= 0 ? (replace(I, &as_module(obj)->vals[k], v), true) : err_nomem(I);
+        } else {
+            ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
+        }
+        val_decref(I, obj);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    default:
+        return err_raise(I, TDL_ERR_SYNTAX, "cannot assign to %s", lang_node_kind_name(t->kind));
+    }
+}
+
+/* ---- calls ---- */
+
+static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, int nargs,
+                      const char *const *kwnames, int nkw)
+{
+    LangFunc *fn = f->fn;
+    if (nargs > fn->nparams) {
+        if (fn->ndefaults)
+            return err_raise(I, TDL_ERR_TYPE, "%s() takes from %d to %d positional arguments but %d %s given",
+                             fn->name, fn->nparams - fn->ndefaults, fn->nparams, nargs, nargs == 1 ? "was" : "were");
+        return err_raise(I, TDL_ERR_TYPE, "%s() takes %d positional argument%s but %d %s given", fn->name,
+                         fn->nparams, fn->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    }
+    for (int i = 0; i < nargs; i++) {
+        val_incref(args[i]);
+        slots[i] = args[i];
+    }
+    for (int k = 0; k < nkw; k++) {
+        int i = 0;
+        while (i < fn->nparams && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
+        if (i == fn->nparams)
+            return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->name, kwnames[k]);
+        if (slots[i].tag != V_UNDEF)
+            return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for argument '%s'", fn->name, kwnames[k]);
+        val_incref(args[nargs + k]);
+        slots[i] = args[nargs + k];
+    }
+    int first_default = fn->nparams - fn->ndefaults;
+    int missing = 0;
+    for (int i = 0; i < fn->nparams; i++) {
+        if (slots[i].tag != V_UNDEF) continue;
+        if (i >= first_default) {
+            slots[i] = f->defaults[i - first_default];
+            val_incref(slots[i]);
+        } else {
+            missing++;
+        }
+    }
+    if (missing) {
+        Buf b = {0};
+        int k = 0;
+        for (int i = 0; i < first_default; i++) {
+            if (slots[i].tag != V_UNDEF) continue;
+            k++;
+            buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
+                       fn->slot_names[i]);
+        }
+        err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
+                  missing == 1 ? "" : "s", b.p ? b.p : "");
+        buf_free(&b);
+        return false;
+    }
+    return true;
+}
+
+static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const char *const *kwnames,
+                      int nkw, Value *out)
+{
+    LangFunc *fn = f->fn;
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    char here;
+    if (I->depth >= limit || (I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget))
+        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    Value slots[fn->nslots + 1];
+    for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
+    bool ok = bind_args(I, f, slots, args, nargs, kwnames, nkw);
+    for (int i = 0; ok && i < fn->nslots; i++) {
+        if (!fn->slot_is_cell[i]) continue;
+        CellObj *c = cell_new(I, slots[i]);
+        if (!c) {
+            ok = false;
+            break;
+        }
+        val_decref(I, slots[i]);
+        slots[i] = v_obj(V_CELL, &c->h);
+    }
+    if (ok) {
+        Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false};
+        I->depth++;
+        Flow fl = exec(I, &fr, fn->body);
+        I->depth--;
+        if (fl == F_ERROR) {
+            ok = false;
+        } else if (fl == F_RETURN) {
+            *out = I->ret;
+            I->ret = v_undef();
+        } else {
+            *out = v_none();
+        }
+        if (!ok) I->err.need_loc = true;    /* the call site adds its own line */
+    }
+    for (int i = 0; i < fn->nslots; i++) val_decref(I, slots[i]);
+    return ok;
+}
+
+bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                Value *out)
+{
+    switch (f.tag) {
+    case V_FUNC:
+        return call_func(I, as_func(f), args, nargs, kwnames, nkw, out);
+    case V_BUILTIN: {
+        BuiltinObj *b = as_builtin(f);
+        if (!builtin_check_args(I, b->def, nargs, kwnames, nkw)) return false;
+        return b->def->fn(I, b->self, args, nargs, kwnames, nkw, out);
+    }
+    case V_TYPE:
+        return type_call(I, (TypeId)f.i, args, nargs, kwnames, nkw, out);
+    default:
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
+    }
+}
+
+static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
+{
+    if (n->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many arguments (at most %d)", MAX_ARGS);
+    Value args[n->count + 1];
+    const char *kwnames[n->count + 1];
+    int nargs = 0, nkw = 0;
+    Value self = v_undef(), f = v_undef();
+    const BuiltinDef *method = NULL;
+    bool ok;
+
+    /* obj.method(...) on a builtin type calls the method without making a bound object. */
+    if (n->a->kind == N_ATTR) {
+        if (!eval(I, F, n->a->a, &self)) return false;
+        if (self.tag != V_MODULE) method = builtin_method(val_type(self), n->a->str);
+        if (!method) {
+            ok = val_getattr(I, self, n->a->str, &f);
+            val_decref(I, self);
+            self = v_undef();
+            if (!ok) {
+                locate(I, F, n->a->pos);
+                return false;
+            }
+        }
+    } else if (!eval(I, F, n->a, &f)) {
+        return false;
+    }
+    ok = true;
+    for (Node *a = n->b; a; a = a->next) {
+        if (a->kind == N_KWARG) {
+            if (!(ok = eval(I, F, a->a, &args[nargs + nkw]))) break;
+            kwnames[nkw++] = a->str;
+        } else {
+            if (!(ok = eval(I, F, a, &args[nargs]))) break;
+            nargs++;
+        }
+    }
+    if (ok) {
+        if (method) {
+            ok = builtin_check_args(I, method, nargs, kwnames, nkw) &&
+                 method->fn(I, self, args, nargs, kwnames, nkw, out);
+        } else {
+            ok = call_value(I, f, args, nargs, kwnames, nkw, out);
+        }
+    }
+    for (int i = 0; i < nargs + nkw; i++) val_decref(I, args[i]);
+    val_decref(I, f);
+    val_decref(I, self);
+    return ok;
+}
+
+/* ---- functions ---- */
+
+static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
+{
+    FuncObj *f = func_alloc(I, fn, F->unit, F->mod);
+    if (!f) return false;
+    Value fv = v_obj(V_FUNC, &f->h);
+    int k = 0;
+    for (Node *p = fn->params; p; p = p->next) {
+        if (!p->a) continue;
+        if (!eval(I, F, p->a, &f->defaults[k])) {
+            for (int j = k; j < fn->ndefaults; j++) f->defaults[j] = v_none();
+            val_decref(I, fv);
+            return false;
+        }
+        k++;
+    }
+    for (int i = 0; i < fn->nfree; i++) {
+        int32_t from = fn->free_from[i];
+        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
+        c->h.refcnt++;
+        f->cells[i] = c;
+    }
+    *out = fv;
+    return true;
+}
+
+/* ---- expressions ---- */
+
+/* A subscript's index: slices become slice objects, a:b inside a tuple too. */
+static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
+{
+    if (n->kind == N_SLICE) {
+        Value parts[3] = {v_none(), v_none(), v_none()};
+        Node *ns[3] = {n->a, n->b, n->c};
+        for (int k = 0; k < 3; k++) {
+            if (ns[k] && !eval(I, F, ns[k], &parts[k])) {
+                for (int j = 0; j < k; j++) val_decref(I, parts[j]);
+                return false;
+            }
+        }
+        bool ok = slice_new(I, parts[0], parts[1], parts[2], out);
+        for (int k = 0; k < 3; k++) val_decref(I, parts[k]);
+        return ok;
+    }
+    if (n->kind == N_TUPLE && !n->parens) {
+        TupleObj *t = tuple_alloc(I, (size_t)n->count);
+        if (!t) return false;
+        size_t k = 0;
+        for (Node *e = n->a; e; e = e->next, k++) {
+            if (!eval_index(I, F, e, &t->items[k])) {
+                val_decref(I, v_obj(V_TUPLE, &t->h));
+                return false;
+            }
+        }
+        *out = v_obj(V_TUPLE, &t->h);
+        return true;
+    }
+    return eval(I, F, n, out);
+}
+
+static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
+{
+    Value *dst;
+    if (n->kind == N_LIST) {
+        ListObj *l = list_alloc(I, (size_t)n->count);
+        if (!l) return false;
+        *out = v_obj(V_LIST, &l->h);
+        dst = l->items;
+    } else {
+        TupleObj *t = tuple_alloc(I, (size_t)n->count);
+        if (!t) return false;
+        *out = v_obj(V_TUPLE, &t->h);
+        dst = t->items;
+    }
+    size_t k = 0;
+    for (Node *e = n->a; e; e = e->next, k++) {
+        if (!eval(I, F, e, &dst[k])) {
+            dst[k] = v_none();
+            val_decref(I, *out);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool truthy(Interp *I, Value v, bool *out)
+{
+    if (v.tag == V_BOOL) {
+        *out = v.b;
+        return true;
+    }
+    return val_truthy(I, v, out);
+}
+
+/* Fast paths for int arithmetic; everything else goes to val_binop. */
+static inline bool binop(Interp *I, LangOp op, Value a, Value b, Value *out)
+{
+    if (a.tag == V_INT && b.tag == V_INT) {
+        int64_t r;
+        switch (op) {
+        case OP_ADD: if (!__builtin_add_overflow(a.i, b.i, &r)) { *out = v_int(r); return true; } break;
+        case OP_SUB: if (!__builtin_sub_overflow(a.i, b.i, &r)) { *out = v_int(r); return true; } break;
+        case OP_MUL: if (!__builtin_mul_overflow(a.i, b.i, &r)) { *out = v_int(r); return true; } break;
+        case OP_MOD:
+            if (b.i > 0 && a.i >= 0) { *out = v_int(a.i % b.i); return true; }
+            break;
+        default: break;
+        }
+    } else if (a.tag == V_FLOAT && b.tag == V_FLOAT) {
+        switch (op) {
+        case OP_ADD: *out = v_float(a.f + b.f); return true;
+        case OP_SUB: *out = v_float(a.f - b.f); return true;
+        case OP_MUL: *out = v_float(a.f * b.f); return true;
+        default: break;
+        }
+    }
+    return val_binop(I, op, a, b, out);
+}
+
+static inline bool compare(Interp *I, LangOp op, Value a, Value b, bool *out)
+{
+    if (a.tag == V_INT && b.tag == V_INT) {
+        switch (op) {
+        case OP_LT: *out = a.i < b.i; return true;
+        case OP_LE: *out = a.i <= b.i; return true;
+        case OP_GT: *out = a.i > b.i; return true;
+        case OP_GE: *out = a.i >= b.i; return true;
+        case OP_EQ: *out = a.i == b.i; return true;
+        case OP_NE: *out = a.i != b.i; return true;
+        default: break;
+        }
+    }
+    return val_compare(I, op, a, b, out);
+}
+
+static bool eval(Interp *I, Frame *F, Node *n, Value *out)
+{
+    bool ok = true;
+    switch (n->kind) {
+    case N_NAME:
+        ok = load_name(I, F, n, out);
+        break;
+    case N_INT: *out = v_int(n->ival); return true;
+    case N_FLOAT: *out = v_float(n->fval); return true;
+    case N_TRUE: *out = v_bool(true); return true;
+    case N_FALSE: *out = v_bool(false); return true;
+    case N_NONE: *out = v_none(); return true;
+    case N_ELLIPSIS: out->tag = V_ELLIPSIS; out->i = 0; return true;
+    case N_STR:
+        ok = str_new(I, n->str, n->len, out);
+        break;
+    case N_TUPLE: case N_LIST:
+        return eval_seq(I, F, n, out);
+    case N_BINOP: {
+        Value a, b;
+        if (!eval(I, F, n->a, &a)) return false;
+        if (!eval(I, F, n->b, &b)) {
+            val_decref(I, a);
+            return false;
+        }
+        ok = binop(I, (LangOp)n->op, a, b, out);
+        val_decref(I, a);
+        val_decref(I, b);
+        break;
+    }
+    case N_UNARY: {
+        Value a;
+        if (!eval(I, F, n->a, &a)) return false;
+        ok = val_unary(I, (LangOp)n->op, a, out);
+        val_decref(I, a);
+        break;
+    }
+    case N_NOT: {
+        Value a;
+        bool t;
+        if (!eval(I, F, n->a, &a)) return false;
+        ok = truthy(I, a, &t);
+        val_decref(I, a);
+        if (ok) *out = v_bool(!t);
+        break;
+    }
+    case N_AND: case N_OR: {
+        Value a;
+        bool t;
+        if (!eval(I, F, n->a, &a)) return false;
+        if (!truthy(I, a, &t)) {
+            val_decref(I, a);
+            ok = false;
+            break;
+        }
+        if (t == (n->kind == N_OR)) {
+            *out = a;
+            return true;
+        }
+        val_decref(I, a);
+        return eval(I, F, n->b, out);
+    }
+    case N_COMPARE: {
+        Value left;
+        if (!eval(I, F, n->a, &left)) return false;
+        bool r = true;
+        for (Node *item = n->b; item; item = item->next) {
+            Value right;
+            if (!eval(I, F, item->a, &right)) {
+                val_decref(I, left);
+                return false;
+            }
+            ok = compare(I, (LangOp)item->op, left, right, &r);
+            val_decref(I, left);
+            left = right;
+            if (!ok) {
+                locate(I, F, item->pos);
+                val_decref(I, left);
+                return false;
+            }
+            if (!r) break;
+        }
+        val_decref(I, left);
+        *out = v_bool(r);
+        return true;
+    }
+    case N_IFEXP: {
+        Value c;
+        bool t;
+        if (!eval(I, F, n->a, &c)) return false;
+        ok = truthy(I, c, &t);
+        val_decref(I, c);
+        if (!ok) break;
+        return eval(I, F, t ? n->b : n->c, out);
+    }
+    case N_LAMBDA:
+        ok = make_function(I, F, n->func, out);
+        break;
+    case N_CALL:
+        ok = eval_call(I, F, n, out);
+        break;
+    case N_ATTR: {
+        Value obj;
+        if (!eval(I, F, n->a, &obj)) return false;
+        ok = val_getattr(I, obj, n->str, out);
+        val_decref(I, obj);
+        break;
+    }
+    case N_SUBSCRIPT: {
+        Value obj, idx;
+        if (!eval(I, F, n->a, &obj)) return false;
+        if (!eval_index(I, F, n->b, &idx)) {
+            val_decref(I, obj);
+            return false;
+        }
+        ok = val_getitem(I, obj, idx, out);
+        val_decref(I, obj);
+        val_decref(I, idx);
+        break;
+    }
+    case N_SLICE:
+        ok = eval_index(I, F, n, out);
+        break;
+    default:
+        ok = err_raise(I, TDL_ERR_RUNTIME, "internal error: cannot evaluate a '%s' node", lang_node_kind_name(n->kind));
+    }
+    if (!ok) locate(I, F, n->pos);
+    return ok;
+}
+
+/* ---- statements ---- */
+
+static bool echo(Interp *I, Value v)
+{
+    if (v.tag == V_NONE) return true;
+    Buf b = {0};
+    bool ok = val_repr(I, v, &b);
+    if (ok && !b.nomem) {
+        buf_put(&b, "\n", 1);
+        interp_write(I, b.p, b.n);
+    }
+    if (b.nomem) ok = err_nomem(I);
+    buf_free(&b);
+    return ok;
+}
+
+static bool aug_assign(Interp *I, Frame *F, Node *st)
+{
+    Node *t = st->a;
+    LangOp op = (LangOp)st->op;
+    Value obj = v_undef(), idx = v_undef(), cur, rhs, res;
+    bool ok;
+    if (t->kind == N_SUBSCRIPT) {
+        if (!eval(I, F, t->a, &obj)) return false;
+        if (!eval_index(I, F, t->b, &idx)) {
+            val_decref(I, obj);
+            return false;
+        }
+        ok = val_getitem(I, obj, idx, &cur);
+    } else if (t->kind == N_ATTR) {
+        if (!eval(I, F, t->a, &obj)) return false;
+        ok = val_getattr(I, obj, t->str, &cur);
+    } else {
+        ok = load_name(I, F, t, &cur);
+    }
+    if (!ok) {
+        locate(I, F, t->pos);
+        goto out;
+    }
+    if (!eval(I, F, st->b, &rhs)) {
+        val_decref(I, cur);
+        ok = false;
+        goto out;
+    }
+    if (op == OP_ADD && cur.tag == V_LIST) {
+        /* list += iterable extends in place, as in Python. */
+        Iter it;
+        ok = iter_begin(I, rhs, &it);
+        if (ok) {
+            ListObj *l = as_list(cur);
+            int64_t n = rhs.o == cur.o ? (int64_t)l->n : -1;    /* x += x */
+            for (bool done = false; ok && n != 0;) {
+                Value x;
+                if (!(ok = iter_next(I, &it, &x, &done)) || done) break;
+                ok = list_append(I, l, x);
+                val_decref(I, x);
+                if (n > 0) n--;
+            }
+            iter_end(I, &it);
+        }
+        res = cur;
+        val_incref(res);
+    } else {
+        ok = binop(I, op, cur, rhs, &res);
+    }
+    val_decref(I, cur);
+    val_decref(I, rhs);
+    if (!ok) {
+        locate(I, F, st->pos);
+        goto out;
+    }
+    if (t->kind == N_SUBSCRIPT) ok = val_setitem(I, obj, idx, res);
+    else if (t->kind == N_ATTR) ok = assign(I, F, t, res);
+    else ok = store_name(I, F, t, res);
+    val_decref(I, res);
+    if (!ok) locate(I, F, st->pos);
+out:
+    val_decref(I, obj);
+    val_decref(I, idx);
+    return ok;
+}
+
+static Flow exec_for(Interp *I, Frame *F, Node *st)
+{
+    Value seq;
+    if (!eval(I, F, st->b, &seq)) return F_ERROR;
+    Flow fl = F_NORMAL;
+    bool broke = false;
+    if (seq.tag == V_RANGE && st->a->kind == N_NAME) {
+        RangeObj *r = as_range(seq);
+        int64_t n = range_len(r), v = r->start, step = r->step;
+        for (int64_t k = 0; k < n; k++, v += step) {
+            if (!store_name(I, F, st->a, v_int(v))) { fl = F_ERROR; break; }
+            fl = exec(I, F, st->c);
+            if (fl == F_BREAK) { broke = true; fl = F_NORMAL; break; }
+            if (fl == F_CONTINUE) fl = F_NORMAL;
+            if (fl != F_NORMAL) break;
+        }
+    } else {
+        Iter it;
+        if (!iter_begin(I, seq, &it)) {
+            val_decref(I, seq);
+            locate(I, F, st->b->pos);
+            return F_ERROR;
+        }
+        for (;;) {
+            Value x;
+            bool done;
+            if (!iter_next(I, &it, &x, &done)) { fl = F_ERROR; break; }
+            if (done) break;
+            bool ok = assign(I, F, st->a, x);
+            val_decref(I, x);
+            if (!ok) { locate(I, F, st->a->pos); fl = F_ERROR; break; }
+            fl = exec(I, F, st->c);
+            if (fl == F_BREAK) { broke = true; fl = F_NORMAL; break; }
+            if (fl == F_CONTINUE) fl = F_NORMAL;
+            if (fl != F_NORMAL) break;
+        }
+        iter_end(I, &it);
+    }
+    val_decref(I, seq);
+    if (fl == F_NORMAL && !broke && st->d) fl = exec(I, F, st->d);
+    return fl;
+}
+
+static Flow exec_while(Interp *I, Frame *F, Node *st)
+{
+    for (;;) {
+        Value c;
+        bool t;
+        if (!eval(I, F, st->a, &c)) return F_ERROR;
+        bool ok = truthy(I, c, &t);
+        val_decref(I, c);
+        if (!ok) {
+            locate(I, F, st->a->pos);
+            return F_ERROR;
+        }
+        if (!t) break;
+        Flow fl = exec(I, F, st->b);
+        if (fl == F_BREAK) return F_NORMAL;
+        if (fl == F_CONTINUE) continue;
+        if (fl != F_NORMAL) return fl;
+    }
+    return st->c ? exec(I, F, st->c) : F_NORMAL;
+}
+
+static Flow exec(Interp *I, Frame *F, Node *st)
+{
+    for (; st; st = st->next) {
+        bool ok = true;
+        switch (st->kind) {
+        case N_EXPR_STMT: {
+            Value v;
+            if (!eval(I, F, st->a, &v)) return F_ERROR;
+            if (F->echo) ok = echo(I, v);
+            val_decref(I, v);
+            break;
+        }
+        case N_ASSIGN: {
+            Value v;
+            if (!eval(I, F, st->b, &v)) return F_ERROR;
+            for (Node *t = st->a; t && ok; t = t->next) ok = assign(I, F, t, v);
+            val_decref(I, v);
+            break;
+        }
+        case N_AUGASSIGN:
+            ok = aug_assign(I, F, st);
+            break;
+        case N_IF: {
+            Node *s = st;
+            for (;;) {
+                Value c;
+                bool t;
+                if (!eval(I, F, s->a, &c)) return F_ERROR;
+                ok = truthy(I, c, &t);
+                val_decref(I, c);
+                if (!ok) {
+                    locate(I, F, s->a->pos);
+                    return F_ERROR;
+                }
+                if (t) {
+                    Flow fl = exec(I, F, s->b);
+                    if (fl != F_NORMAL) return fl;
+                    break;
+                }
+                /* An elif is an N_IF alone in the else body. */
+                if (s->c && s->c->kind == N_IF && !s->c->next) {
+                    s = s->c;
+                    continue;
+                }
+                if (s->c) {
+                    Flow fl = exec(I, F, s->c);
+                    if (fl != F_NORMAL) return fl;
+                }
+                break;
+            }
+            break;
+        }
+        case N_WHILE: {
+            Flow fl = exec_while(I, F, st);
+            if (fl != F_NORMAL) return fl;
+            break;
+        }
+        case N_FOR: {
+            Flow fl = exec_for(I, F, st);
+            if (fl != F_NORMAL) return fl;
+            break;
+        }
+        case N_DEF: {
+            Value f;
+            if (!make_function(I, F, st->func, &f)) {
+                locate(I, F, st->pos);
+                return F_ERROR;
+            }
+            ok = store_name(I, F, st->a, f);
+            val_decref(I, f);
+            break;
+        }
+        case N_RETURN:
+            if (st->a) {
+                if (!eval(I, F, st->a, &I->ret)) return F_ERROR;
+            } else {
+                I->ret = v_none();
+            }
+            return F_RETURN;
+        case N_BREAK: return F_BREAK;
+        case N_CONTINUE: return F_CONTINUE;
+        case N_PASS: case N_GLOBAL: case N_NONLOCAL: break;
+        case N_ASSERT: {
+            Value c;
+            bool t;
+            if (!eval(I, F, st->a, &c)) return F_ERROR;
+            ok = truthy(I, c, &t);
+            val_decref(I, c);
+            if (ok && !t) {
+                if (st->b) {
+                    Value m;
+                    if (!eval(I, F, st->b, &m)) return F_ERROR;
+                    Buf b = {0};
+                    ok = val_str(I, m, &b);
+                    val_decref(I, m);
+                    if (ok) ok = err_raise(I, TDL_ERR_ASSERTION, "%s", b.p ? b.p : "");
+                    buf_free(&b);
+                } else {
+                    ok = err_raise(I, TDL_ERR_ASSERTION, "%s", "");
+                    free(I->err.msg);
+                    I->err.msg = NULL;
+                }
+            }
+            break;
+        }
+        case N_IMPORT: {
+            Value m;
+            if (strchr(st->str, '.')) {
+                ok = err_raise(I, TDL_ERR_IMPORT, "dotted module names are not supported: '%s'", st->str);
+                break;
+            }
+            if (!import_module(I, st->str, &m)) {
+                locate(I, F, st->pos);
+                return F_ERROR;
+            }
+            ok = store_name(I, F, st->a, m);
+            val_decref(I, m);
+            break;
+        }
+        default:
+            ok = err_raise(I, TDL_ERR_RUNTIME, "internal error: cannot execute a '%s' node",
+                           lang_node_kind_name(st->kind));
+        }
+        if (!ok) {
+            locate(I, F, st->pos);
+            return F_ERROR;
+        }
+    }
+    return F_NORMAL;
+}
+
+/* ---- running a unit ---- */
+
+static void syntax_error(Interp *I, LangSource *src, const LangError *e)
+{
+    err_raise(I, e->kind == LANG_INDENTATION_ERROR ? TDL_ERR_INDENTATION : TDL_ERR_SYNTAX, "%s", e->msg);
+    I->err.syntax = true;
+    I->err.need_loc = false;
+    err_trace(I, src, e->pos, "<module>");
+}
+
+tdl_status interp_run_source(Interp *I, Module *m, LangSource *src, bool interactive)
+{
+    LangUnit *u;
+    LangError e;
+    LangStatus st = lang_parse(src, interactive, &u, &e);
+    if (st == LANG_INCOMPLETE && interactive) return TDL_INCOMPLETE;
+    if (st == LANG_NOMEM) {
+        err_nomem(I);
+        return TDL_ERROR;
+    }
+    if (st != LANG_OK) {
+        syntax_error(I, src, &e);
+        return TDL_ERROR;
+    }
+    if (!resolve_unit(I, m, u)) {
+        lang_unit_release(u);
+        return TDL_ERROR;
+    }
+    Frame fr = {NULL, NULL, m, u, "<module>", interactive};
+    Flow fl = exec(I, &fr, u->body);
+    lang_unit_release(u);
+    if (I->exiting) return TDL_EXIT;
+    return fl == F_ERROR ? TDL_ERROR : TDL_OK;
+}

@@ -1,0 +1,600 @@
+/* value.c — objects and their lifetime, the name map, modules, and the error record.
+ *
+ * Every heap object comes from obj_alloc (the one allocation choke point) and is freed by
+ * obj_free when its count reaches zero. Containers are linked into I->objects so that tdl_close
+ * can free objects kept alive only by reference cycles. */
+#include "interp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- types ---- */
+
+static const char *const type_names[T__COUNT] = {
+    [T_NONETYPE] = "NoneType", [T_BOOL] = "bool", [T_INT] = "int", [T_FLOAT] = "float",
+    [T_STR] = "str", [T_TUPLE] = "tuple", [T_LIST] = "list", [T_RANGE] = "range",
+    [T_FUNCTION] = "function", [T_BUILTIN] = "builtin_function_or_method", [T_MODULE] = "module",
+    [T_TYPE] = "type", [T_CELL] = "cell", [T_ELLIPSIS] = "ellipsis", [T_SLICE] = "slice",
+};
+
+const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
+
+TypeId val_type(Value v)
+{
+    switch (v.tag) {
+    case V_NONE: return T_NONETYPE;
+    case V_BOOL: return T_BOOL;
+    case V_INT: return T_INT;
+    case V_FLOAT: return T_FLOAT;
+    case V_TYPE: return T_TYPE;
+    case V_STR: return T_STR;
+    case V_TUPLE: return T_TUPLE;
+    case V_LIST: return T_LIST;
+    case V_RANGE: return T_RANGE;
+    case V_FUNC: return T_FUNCTION;
+    case V_BUILTIN: return T_BUILTIN;
+    case V_MODULE: return T_MODULE;
+    case V_CELL: return T_CELL;
+    case V_ELLIPSIS: return T_ELLIPSIS;
+    case V_SLICE: return T_SLICE;
+    default: return T_NONETYPE;
+    }
+}
+
+/* ---- allocation ---- */
+
+static void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
+{
+    Obj *o = calloc(1, size);
+    if (!o) {
+        err_nomem(I);
+        return NULL;
+    }
+    o->refcnt = 1;
+    o->tag = tag;
+    if (track) {
+        o->tracked = 1;
+        o->next = I->objects.next;
+        o->prev = &I->objects;
+        I->objects.next->prev = o;
+        I->objects.next = o;
+    }
+    return o;
+}
+
+static void untrack(Obj *o)
+{
+    if (!o->tracked) return;
+    o->prev->next = o->next;
+    o->next->prev = o->prev;
+    o->tracked = 0;
+}
+
+/* Drops the references an object holds, leaving it empty but allocated. */
+static void obj_clear(Interp *I, Obj *o)
+{
+    switch (o->tag) {
+    case V_TUPLE: {
+        TupleObj *t = (TupleObj *)o;
+        for (size_t i = 0; i < t->n; i++) {
+            Value v = t->items[i];
+            t->items[i] = v_none();
+            val_decref(I, v);
+        }
+        break;
+    }
+    case V_LIST: {
+        ListObj *l = (ListObj *)o;
+        Value *items = l->items;
+        size_t n = l->n;
+        l->items = NULL;
+        l->n = l->cap = 0;
+        for (size_t i = 0; i < n; i++) val_decref(I, items[i]);
+        free(items);
+        break;
+    }
+    case V_CELL: {
+        CellObj *c = (CellObj *)o;
+        Value v = c->v;
+        c->v = v_undef();
+        val_decref(I, v);
+        break;
+    }
+    case V_FUNC: {
+        FuncObj *f = (FuncObj *)o;
+        if (f->defaults) {
+            for (int i = 0; i < f->fn->ndefaults; i++) val_decref(I, f->defaults[i]);
+            free(f->defaults);
+            f->defaults = NULL;
+        }
+        if (f->cells) {
+            for (int i = 0; i < f->fn->nfree; i++)
+                if (f->cells[i]) val_decref(I, v_obj(V_CELL, &f->cells[i]->h));
+            free(f->cells);
+            f->cells = NULL;
+        }
+        if (f->module) {
+            Module *m = f->module;
+            f->module = NULL;
+            val_decref(I, v_obj(V_MODULE, &m->h));
+        }
+        break;
+    }
+    case V_SLICE: {
+        SliceObj *s = (SliceObj *)o;
+        Value a = s->start, b = s->stop, c = s->step;
+        s->start = s->stop = s->step = v_none();
+        val_decref(I, a);
+        val_decref(I, b);
+        val_decref(I, c);
+        break;
+    }
+    case V_BUILTIN: {
+        BuiltinObj *b = (BuiltinObj *)o;
+        Value v = b->self;
+        b->self = v_undef();
+        val_decref(I, v);
+        break;
+    }
+    case V_MODULE: {
+        Module *m = (Module *)o;
+        Value *vals = m->vals;
+        size_t n = m->nvals;
+        m->vals = NULL;
+        m->nvals = m->cap = 0;
+        for (size_t i = 0; i < n; i++) val_decref(I, vals[i]);
+        free(vals);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void obj_free(Interp *I, Obj *o)
+{
+    o->refcnt = 1;          /* keep it alive while its children go */
+    obj_clear(I, o);
+    untrack(o);
+    switch (o->tag) {
+    case V_FUNC:
+        lang_unit_release(((FuncObj *)o)->unit);
+        break;
+    case V_MODULE: {
+        Module *m = (Module *)o;
+        namemap_free(&m->names);
+        free(m->val_names);
+        free(m->name);
+        free(m->path);
+        break;
+    }
+    default:
+        break;
+    }
+    free(o);
+}
+
+/* Frees every tracked object, cycles included (tdl_close). */
+void objects_free_all(Interp *I)
+{
+    /* First empty every container, which breaks all cycles, then free what is left. */
+    for (Obj *o = I->objects.next; o != &I->objects; o = o->next) o->refcnt++;
+    for (Obj *o = I->objects.next; o != &I->objects; o = o->next) obj_clear(I, o);
+    while (I->objects.next != &I->objects) {
+        Obj *o = I->objects.next;
+        untrack(o);
+        if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
+        if (o->tag == V_MODULE) {
+            Module *m = (Module *)o;
+            namemap_free(&m->names);
+            free(m->val_names);
+            free(m->name);
+            free(m->path);
+        }
+        free(o);
+    }
+}
+
+/* ---- constructors ---- */
+
+bool str_new(Interp *I, const char *s, size_t len, Value *out)
+{
+    StrObj *o = obj_alloc(I, sizeof *o + len + 1, V_STR, false);
+    if (!o) return false;
+    o->len = len;
+    o->hash = 0;
+    memcpy(o->data, s, len);
+    o->data[len] = '\0';
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
+    o->nchars = n;
+    *out = v_obj(V_STR, &o->h);
+    return true;
+}
+
+bool str_from_cstr(Interp *I, const char *s, Value *out) { return str_new(I, s, strlen(s), out); }
+
+bool str_printf(Interp *I, Value *out, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "bad format");
+    if ((size_t)n < sizeof small) return str_new(I, small, (size_t)n, out);
+    char *big = malloc((size_t)n + 1);
+    if (!big) return err_nomem(I);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    bool ok = str_new(I, big, (size_t)n, out);
+    free(big);
+    return ok;
+}
+
+TupleObj *tuple_alloc(Interp *I, size_t n)
+{
+    if (n > (SIZE_MAX - sizeof(TupleObj)) / sizeof(Value)) {
+        err_nomem(I);
+        return NULL;
+    }
+    TupleObj *t = obj_alloc(I, sizeof *t + n * sizeof(Value), V_TUPLE, n > 0);
+    if (!t) return NULL;
+    t->n = n;
+    for (size_t i = 0; i < n; i++) t->items[i] = v_none();
+    return t;
+}
+
+ListObj *list_alloc(Interp *I, size_t n)
+{
+    ListObj *l = obj_alloc(I, sizeof *l, V_LIST, true);
+    if (!l) return NULL;
+    if (n) {
+        l->items = n <= SIZE_MAX / sizeof(Value) ? malloc(n * sizeof(Value)) : NULL;
+        if (!l->items) {
+            untrack(&l->h);
+            free(l);
+            err_nomem(I);
+            return NULL;
+        }
+        for (size_t i = 0; i < n; i++) l->items[i] = v_none();
+    }
+    l->n = l->cap = n;
+    return l;
+}
+
+bool list_append(Interp *I, ListObj *l, Value v)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 4;
+        Value *p = cap <= SIZE_MAX / sizeof(Value) ? realloc(l->items, cap * sizeof(Value)) : NULL;
+        if (!p) return err_nomem(I);
+        l->items = p;
+        l->cap = cap;
+    }
+    val_incref(v);
+    l->items[l->n++] = v;
+    return true;
+}
+
+bool range_new(Interp *I, int64_t start, int64_t stop, int64_t step, Value *out)
+{
+    RangeObj *r = obj_alloc(I, sizeof *r, V_RANGE, false);
+    if (!r) return false;
+    r->start = start;
+    r->stop = stop;
+    r->step = step;
+    *out = v_obj(V_RANGE, &r->h);
+    return true;
+}
+
+int64_t range_len(const RangeObj *r)
+{
+    /* Computed in unsigned arithmetic: stop - start may not fit in int64. */
+    if (r->step > 0) {
+        if (r->stop <= r->start) return 0;
+        uint64_t span = (uint64_t)r->stop - (uint64_t)r->start;
+        return (int64_t)((span - 1) / (uint64_t)r->step + 1);
+    }
+    if (r->stop >= r->start) return 0;
+    uint64_t span = (uint64_t)r->start - (uint64_t)r->stop;
+    return (int64_t)((span - 1) / (uint64_t)(-(r->step + 1) + 1) + 1);
+}
+
+CellObj *cell_new(Interp *I, Value v)
+{
+    CellObj *c = obj_alloc(I, sizeof *c, V_CELL, true);
+    if (!c) return NULL;
+    val_incref(v);
+    c->v = v;
+    return c;
+}
+
+bool slice_new(Interp *I, Value start, Value stop, Value step, Value *out)
+{
+    SliceObj *s = obj_alloc(I, sizeof *s, V_SLICE, false);
+    if (!s) return false;
+    val_incref(start);
+    val_incref(stop);
+    val_incref(step);
+    s->start = start;
+    s->stop = stop;
+    s->step = step;
+    *out = v_obj(V_SLICE, &s->h);
+    return true;
+}
+
+bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out)
+{
+    BuiltinObj *b = obj_alloc(I, sizeof *b, V_BUILTIN, IS_OBJ(self));
+    if (!b) return false;
+    b->def = def;
+    val_incref(self);
+    b->self = self;
+    *out = v_obj(V_BUILTIN, &b->h);
+    return true;
+}
+
+FuncObj *func_alloc(Interp *I, LangFunc *fn, LangUnit *unit, Module *m)
+{
+    FuncObj *f = obj_alloc(I, sizeof *f, V_FUNC, true);
+    if (!f) return NULL;
+    f->fn = fn;
+    f->unit = lang_unit_retain(unit);
+    f->module = m;
+    m->h.refcnt++;
+    if (fn->ndefaults) f->defaults = calloc((size_t)fn->ndefaults, sizeof(Value));
+    if (fn->nfree) f->cells = calloc((size_t)fn->nfree, sizeof(CellObj *));
+    if ((fn->ndefaults && !f->defaults) || (fn->nfree && !f->cells)) {
+        obj_free(I, &f->h);
+        err_nomem(I);
+        return NULL;
+    }
+    return f;
+}
+
+Module *module_new(Interp *I, const char *name, const char *path)
+{
+    Module *m = obj_alloc(I, sizeof *m, V_MODULE, true);
+    if (!m) return NULL;
+    memset((char *)m + sizeof(Obj), 0, sizeof *m - sizeof(Obj));
+    m->name = strdup(name);
+    m->path = path ? strdup(path) : NULL;
+    if (!m->name || (path && !m->path)) {
+        obj_free(I, &m->h);
+        err_nomem(I);
+        return NULL;
+    }
+    return m;
+}
+
+int32_t module_slot(Module *m, const char *name)
+{
+    int32_t k = namemap_get(&m->names, name);
+    if (k >= 0) return k;
+    if (m->nvals == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        Value *v = realloc(m->vals, cap * sizeof *v);
+        if (!v) return -1;
+        m->vals = v;
+        const char **nm = realloc(m->val_names, cap * sizeof *nm);
+        if (!nm) return -1;
+        m->val_names = nm;
+        m->cap = cap;
+    }
+    k = (int32_t)m->nvals;
+    const char *key = namemap_put(&m->names, name, k);
+    if (!key) return -1;
+    m->vals[k] = v_undef();
+    m->val_names[k] = key;
+    m->nvals++;
+    return k;
+}
+
+/* ---- name map: open addressing, FNV-1a ---- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+int32_t namemap_get(const NameMap *m, const char *key)
+{
+    if (!m->cap) return -1;
+    size_t mask = m->cap - 1;
+    for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+        if (!m->keys[i]) return -1;
+        if (strcmp(m->keys[i], key) == 0) return m->vals[i];
+    }
+}
+
+static bool namemap_grow(NameMap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    const char **keys = calloc(cap, sizeof *keys);
+    int32_t *vals = calloc(cap, sizeof *vals);
+    if (!keys || !vals) {
+        free(keys);
+        free(vals);
+        return false;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = hash_str(m->keys[i]) & (cap - 1);
+        while (keys[j]) j = (j + 1) & (cap - 1);
+        keys[j] = m->keys[i];
+        vals[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = keys;
+    m->vals = vals;
+    m->cap = cap;
+    return true;
+}
+
+const char *namemap_put(NameMap *m, const char *key, int32_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && !namemap_grow(m)) return NULL;
+    size_t mask = m->cap - 1;
+    size_t i = hash_str(key) & mask;
+    for (; m->keys[i]; i = (i + 1) & mask)
+        if (strcmp(m->keys[i], key) == 0) {
+            m->vals[i] = val;
+            return m->keys[i];
+        }
+    char *k = strdup(key);
+    if (!k) return NULL;
+    m->keys[i] = k;
+    m->vals[i] = val;
+    m->n++;
+    return k;
+}
+
+void namemap_free(NameMap *m)
+{
+    for (size_t i = 0; i < m->cap; i++) free((char *)m->keys[i]);
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- errors ---- */
+
+void err_clear(Interp *I)
+{
+    Error *e = &I->err;
+    for (size_t i = 0; i < e->ntrace; i++) lang_source_release(e->trace[i].src);
+    free(e->trace);
+    free(e->msg);
+    free(e->report);
+    memset(e, 0, sizeof *e);
+}
+
+bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...)
+{
+    err_clear(I);
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    va_end(ap);
+    I->err.kind = kind;
+    I->err.msg = msg;
+    I->err.need_loc = true;
+    return false;
+}
+
+bool err_nomem(Interp *I)
+{
+    err_clear(I);
+    I->err.kind = TDL_ERR_MEMORY;
+    I->err.msg = NULL;      /* the report says "out of memory" without allocating */
+    I->err.need_loc = true;
+    return false;
+}
+
+void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func)
+{
+    Error *e = &I->err;
+    if (e->ntrace == e->cap) {
+        size_t cap = e->cap ? e->cap * 2 : 8;
+        TraceEntry *t = realloc(e->trace, cap * sizeof *t);
+        if (!t) return;     /* a shorter traceback, not a second error */
+        e->trace = t;
+        e->cap = cap;
+    }
+    e->trace[e->ntrace].src = lang_source_retain(src);
+    e->trace[e->ntrace].pos = pos;
+    e->trace[e->ntrace].func = func;
+    e->ntrace++;
+}
+
+static const char *const kind_names[TDL_ERR__COUNT] = {
+    [TDL_ERR_NONE] = "", [TDL_ERR_SYNTAX] = "SyntaxError", [TDL_ERR_INDENTATION] = "IndentationError",
+    [TDL_ERR_NAME] = "NameError", [TDL_ERR_UNBOUND_LOCAL] = "UnboundLocalError",
+    [TDL_ERR_TYPE] = "TypeError", [TDL_ERR_VALUE] = "ValueError", [TDL_ERR_INDEX] = "IndexError",
+    [TDL_ERR_KEY] = "KeyError", [TDL_ERR_ATTRIBUTE] = "AttributeError",
+    [TDL_ERR_ZERO_DIVISION] = "ZeroDivisionError", [TDL_ERR_OVERFLOW] = "OverflowError",
+    [TDL_ERR_ASSERTION] = "AssertionError", [TDL_ERR_RECURSION] = "RecursionError",
+    [TDL_ERR_IMPORT] = "ImportError", [TDL_ERR_IO] = "IOError", [TDL_ERR_RUNTIME] = "RuntimeError",
+    [TDL_ERR_MEMORY] = "MemoryError", [TDL_ERR_NOT_IMPLEMENTED] = "NotImplementedError",
+    [TDL_ERR_DIMENSION_BIND] = "DimensionBindError", [TDL_ERR_SHAPE] = "ShapeError",
+    [TDL_ERR_DEVICE] = "DeviceError",
+};
+
+const char *tdl_error_kind_name(tdl_error_kind kind)
+{
+    return kind >= 0 && kind < TDL_ERR__COUNT ? kind_names[kind] : "Error";
+}
+
+/* Report layout:
+ *   Traceback (most recent call last):        (runtime errors with at least one frame)
+ *     file:line:col: in f
+ *       source line
+ *       ^
+ *   file:line:col: Kind: message
+ * A syntax error has no traceback: its location line, then the source line and caret. */
+const char *err_report(Interp *I)
+{
+    Error *e = &I->err;
+    if (e->kind == TDL_ERR_NONE) return "";
+    if (e->report) return e->report;
+    Buf b = {0};
+    const char *msg = e->msg ? e->msg : (e->kind == TDL_ERR_MEMORY ? "out of memory" : "");
+    char caret[1024];
+    if (e->syntax && e->ntrace > 0) {
+        TraceEntry *t = &e->trace[0];
+        int line, col;
+        lang_source_linecol(t->src, t->pos, &line, &col);
+        buf_printf(&b, "%s:%d:%d: %s: %s\n", t->src->name, line, col, kind_names[e->kind], msg);
+        lang_source_caret(t->src, t->pos, caret, sizeof caret);
+        buf_puts(&b, caret);
+    } else {
+        if (e->ntrace > 0) buf_puts(&b, "Traceback (most recent call last):\n");
+        size_t repeats = 0;
+        for (size_t k = e->ntrace; k-- > 0;) {
+            TraceEntry *t = &e->trace[k];
+            /* Like Python, show a run of identical entries (deep recursion) three times. */
+            bool same = k + 1 < e->ntrace && e->trace[k + 1].src == t->src && e->trace[k + 1].pos == t->pos
+                        && e->trace[k + 1].func == t->func;
+            repeats = same ? repeats + 1 : 0;
+            if (repeats >= 3) {
+                bool last = k == 0 || !(e->trace[k - 1].src == t->src && e->trace[k - 1].pos == t->pos
+                                        && e->trace[k - 1].func == t->func);
+                if (last)
+                    buf_printf(&b, "  [Previous line repeated %zu more time%s]\n", repeats - 2,
+                               repeats - 2 == 1 ? "" : "s");
+                continue;
+            }
+            int line, col;
+            lang_source_linecol(t->src, t->pos, &line, &col);
+            buf_printf(&b, "  %s:%d:%d: in %s\n", t->src->name, line, col, t->func);
+            size_t n = lang_source_caret(t->src, t->pos, caret, sizeof caret);
+            /* indent the caret block by two more spaces under the entry */
+            for (char *p = caret, *q; n && *p; p = q + 1) {
+                q = strchr(p, '\n');
+                if (!q) break;
+                buf_puts(&b, "  ");
+                buf_put(&b, p, (size_t)(q - p + 1));
+            }
+        }
+        if (e->ntrace > 0) {
+            int line, col;
+            lang_source_linecol(e->trace[0].src, e->trace[0].pos, &line, &col);
+            buf_printf(&b, "%s:%d:%d: ", e->trace[0].src->name, line, col);
+        }
+        if (*msg) buf_printf(&b, "%s: %s\n", kind_names[e->kind], msg);
+        else buf_printf(&b, "%s\n", kind_names[e->kind]);
+    }
+    if (b.nomem) {
+        buf_free(&b);
+        return kind_names[e->kind];
+    }
+    e->report = b.p;
+    return e->report ? e->report : "";
+}
