@@ -1,8 +1,9 @@
 # tdl — one flat Makefile. Build products live in build/ (build-san/ with SANITIZE=1).
 #   make            build build/tdl, build/libtdl.a, build/libtdl.so
 #   make demo       install missing tools, build, run the main demo
-#   make check      install missing tools, build, run every test (Check suites + script tests)
-#   make check SANITIZE=1   the same under AddressSanitizer, LeakSanitizer and UBSan
+#   make test       install missing tools, build, run every test (Check suites + script tests)
+#   make test SANITIZE=1    the same under AddressSanitizer, LeakSanitizer and UBSan
+#   make check      both of the above (the README's test command)
 #   make bench      host-language benchmark against python3
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -95,14 +96,19 @@ $(B)/tdl: $(B)/interp/main.o $(B)/libtdl.a
 
 # ---- tests -----------------------------------------------------------------
 $(B)/tests/%.o: CFLAGS += $(CHECK_CFLAGS)
+$(TEST_OBJ): | $(B)/lang/grammar.h
 $(B)/check_tdl: $(TEST_OBJ) $(B)/libtdl.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
-# The README's test command. Check suites, then the script tests.
-check: deps
+# `make test`: the Check suites, then the script tests, in this build ($(B)).
+test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl
 	CK_FORK=no $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
+
+# The README's test command: the suite, then the suite again under ASan + LSan + UBSan.
+check: test
+	$(MAKE) --no-print-directory SANITIZE=1 test
 
 demo: deps
 	$(MAKE) --no-print-directory all
@@ -128,5 +134,5 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all deps check demo pycheck bench install clean
+.PHONY: all deps test check demo pycheck bench install clean
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d

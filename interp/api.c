@@ -343,6 +343,7 @@ bool import_module(Interp *I, const char *name, Value *out)
         /* A module that failed to load is forgotten, as Python forgets it. */
         I->mods[k] = NULL;
         val_decref(I, v_obj(V_MODULE, &m->h));
+        if (!I->err.syntax) I->err.need_loc = true;    /* the import statement adds its line */
         return false;
     }
     m->state = MOD_LOADED;

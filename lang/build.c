@@ -718,7 +718,8 @@ static void put(Out *o, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     size_t room = o->w < o->cap ? o->cap - o->w : 0;
-    int r = vsnprintf(o->buf + (o->w < o->cap ? o->w : o->cap), room, fmt, ap);
+    /* buf may be NULL with cap 0 (a size query); NULL + 0 is undefined, so do not form it. */
+    int r = vsnprintf(room ? o->buf + o->w : NULL, room, fmt, ap);
     va_end(ap);
     if (r > 0) o->w += (size_t)r;
 }

@@ -84,10 +84,27 @@ static int scan_triple(LangLexer *lx, char q, const char *start, LangError *err)
             fail(err, LANG_SYNTAX_ERROR, off(lx, start), "unterminated triple-quoted string literal");
             return lx->interactive ? RAW_INCOMPLETE : RAW_ERROR;
         }
-        if (*p == '\\' && p + 1 < lx->lim) { p += 2; continue; }
+        if (*p == '\0') {
+            fail(err, LANG_SYNTAX_ERROR, off(lx, p), "source code cannot contain null bytes");
+            return RAW_ERROR;
+        }
+        if (*p == '\\' && p[1] != '\0') { p += 2; continue; }
         if (*p == q && p[1] == q && p[2] == q) { lx->cur = p + 3; return TK_STRING; }
         p++;
     }
+}
+
+/* A one-line string literal that did not close: it ran into the end of the line or a NUL. */
+static int bad_string(LangLexer *lx, const char *body, LangToken *t, LangError *err)
+{
+    const char *e = body;
+    for (; *e && *e != '\n' && *e != '\r'; e++)
+        if (*e == '\\' && e[1]) e++;
+    if (e < lx->lim && *e == '\0')
+        fail(err, LANG_SYNTAX_ERROR, off(lx, e), "source code cannot contain null bytes");
+    else
+        fail(err, LANG_SYNTAX_ERROR, t->pos, "unterminated string literal");
+    return RAW_ERROR;
 }
 
 static int bracket_open(LangLexer *lx, char c, const char *tok, int kind, LangError *err)
@@ -201,9 +218,9 @@ again:
                                       t->n = (int)(lx->cur - t->z); return k; }
         strprefix "\"\"\""          { lx->cur = cur; int k = scan_triple(lx, '"', t->z, err);
                                       t->n = (int)(lx->cur - t->z); return k; }
-        strprefix ['"]              { fail(err, LANG_SYNTAX_ERROR, t->pos, "unterminated string literal");
-                                      return RAW_ERROR; }
-        [fFbB] [rR]? ['"]           { fail(err, LANG_SYNTAX_ERROR, t->pos,
+        strprefix ['"]              { return bad_string(lx, cur, t, err); }
+        ([fFbB] [rR]? | [rR] [fFbB]) ['"]
+                                    { fail(err, LANG_SYNTAX_ERROR, t->pos,
                                            "f-strings and bytes literals are not supported in tdl");
                                       return RAW_ERROR; }
 

@@ -41,17 +41,23 @@ void lang_source_release(LangSource *src)
     free(src);
 }
 
+/* A line ends at \n, \r\n or a lone \r, as in the lexer. text[len] is the NUL, so i + 1 is safe. */
+static bool line_end(const LangSource *s, size_t i)
+{
+    return s->text[i] == '\n' || (s->text[i] == '\r' && s->text[i + 1] != '\n');
+}
+
 static bool compute_lines(LangSource *s)
 {
     if (s->lines) return true;
     uint32_t n = 1;
-    for (size_t i = 0; i < s->len; i++) n += s->text[i] == '\n';
+    for (size_t i = 0; i < s->len; i++) n += line_end(s, i);
     s->lines = malloc(n * sizeof *s->lines);
     if (!s->lines) return false;
     s->lines[0] = 0;
     uint32_t k = 1;
     for (size_t i = 0; i < s->len; i++)
-        if (s->text[i] == '\n') s->lines[k++] = (uint32_t)(i + 1);
+        if (line_end(s, i)) s->lines[k++] = (uint32_t)(i + 1);
     s->nlines = n;
     return true;
 }
@@ -79,8 +85,7 @@ bool lang_source_line(LangSource *s, int line, const char **start, size_t *len)
     if (!s || !compute_lines(s) || line < 1 || (uint32_t)line > s->nlines) return false;
     uint32_t b = s->lines[line - 1];
     uint32_t e = b;
-    while (e < s->len && s->text[e] != '\n') e++;
-    if (e > b && s->text[e - 1] == '\r') e--;
+    while (e < s->len && s->text[e] != '\n' && s->text[e] != '\r') e++;
     *start = s->text + b;
     *len = e - b;
     return true;

@@ -106,7 +106,7 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg, *w
     {"def f(a, b):\n    pass\nf(1)", TDL_ERR_TYPE, "f() missing 1 required positional argument: 'b'", "<test>:3:2:"},
     {"def f(a):\n    pass\nf(1, 2)", TDL_ERR_TYPE, "f() takes 1 positional argument but 2 were given", "<test>:3:2:"},
     {"def f(a):\n    pass\nf(b=1)", TDL_ERR_TYPE, "f() got an unexpected keyword argument 'b'", "<test>:3:2:"},
-    {"(1, 2)[0] = 3", TDL_ERR_TYPE, "'tuple' object does not support item assignment", "<test>:1:1:"},
+    {"(1, 2)[0] = 3", TDL_ERR_TYPE, "'tuple' object does not support item assignment", "<test>:1:7:"},
     {"x = (1 +\n", TDL_ERR_SYNTAX, "'(' was never closed", "<test>:1:5:"},
     {"if 1:\nprint(2)", TDL_ERR_INDENTATION, "expected an indented block after ':' on line 1", "<test>:2:1:"},
     {"return 5", TDL_ERR_SYNTAX, "'return' outside function", "<test>:1:1:"},
