@@ -1,0 +1,2806 @@
+/* builtins.c — the builtin functions (print, len, range, min, sorted, ...), the builtin types
+ * called as constructors (int(x), float(s), list(it), ...), and the methods of list, str and tuple.
+ *
+ * Python's behaviour is the specification, down to the wording of error messages. This file
+ * depends only on interp.h: values are made with its constructors, compared and combined with the
+ * val_* operations and walked with iter_*; the only tdl code it runs is through call_value (a
+ * key= function). Reference rule as in interp.h: arguments are borrowed, *out is a new reference,
+ * and every error path releases what it holds. Integer results never wrap: they raise
+ * OverflowError instead, because tdl ints are 64-bit where Python's are unbounded.
+ *
+ * Argument counts and keyword names are checked by the caller through builtin_check_args before
+ * a BuiltinFn runs, so each function may index args[0 .. def->min_args) without checking.
+ */
+#include "interp.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From format.c; wants a declaration in interp.h next to format_str_repr. Decodes one UTF-8
+ * sequence of s[0..n): the length in bytes (0 if malformed) and the code point in *cp. */
+size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+#define LISTV(l) v_obj(V_LIST, &(l)->h)
+#define TUPLEV(t) v_obj(V_TUPLE, &(t)->h)
+
+#define BUILTIN_ARGS Interp *I, Value self, const Value *args, int nargs, \
+                     const char *const *kwnames, int nkw, Value *out
+
+static Value mk_type(TypeId t)
+{
+    Value v = {.tag = V_TYPE, .i = t};
+    return v;
+}
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static int kw_index(const char *const *kwnames, int nkw, const char *name)
+{
+    for (int k = 0; k < nkw; k++)
+        if (kwnames && strcmp(kwnames[k], name) == 0) return k;
+    return -1;
+}
+
+/* The parameter at position pos (or -1 for keyword-only) that may also be passed as keyword
+ * `name`. *given tells whether it was passed; *v is borrowed. */
+static bool get_param(Interp *I, const char *fname, const Value *args, int nargs,
+                      const char *const *kwnames, int nkw, int pos, const char *name, Value *v,
+                      bool *given)
+{
+    int k = kw_index(kwnames, nkw, name);
+    *given = false;
+    if (pos >= 0 && pos < nargs) {
+        if (k >= 0)
+            return err_raise(I, TDL_ERR_TYPE, "argument for %s() given by name ('%s') and position (%d)",
+                             fname, name, pos + 1);
+        *v = args[pos];
+        *given = true;
+    } else if (k >= 0) {
+        *v = args[nargs + k];
+        *given = true;
+    }
+    return true;
+}
+
+/* An int (or bool) argument used as an integer. */
+static bool as_index(Interp *I, Value v, int64_t *out)
+{
+    if (v.tag == V_INT) *out = v.i;
+    else if (v.tag == V_BOOL) *out = v.b;
+    else
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
+                         val_type_name(v));
+    return true;
+}
+
+static bool overflow(Interp *I)
+{
+    return err_raise(I, TDL_ERR_OVERFLOW, "integer overflow");
+}
+
+static bool int_too_large(Interp *I)
+{
+    return err_raise(I, TDL_ERR_OVERFLOW, "int too large to convert (tdl ints are 64-bit)");
+}
+
+/* Turns a Buf into a str value and frees the Buf. */
+static bool buf_to_str(Interp *I, Buf *b, Value *out)
+{
+    bool ok = b->nomem ? err_nomem(I) : str_new(I, b->p ? b->p : "", b->n, out);
+    buf_free(b);
+    return ok;
+}
+
+/* Python's repr of a str, cut to at most 200 code points (Python's "%.200R" in messages),
+ * into a NUL-terminated Buf the caller frees. */
+static void repr_for_msg(Value s, Buf *b)
+{
+    format_str_repr(as_str(s)->data, as_str(s)->len, b);
+    if (b->nomem || !b->p) return;
+    size_t chars = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (((unsigned char)b->p[i] & 0xC0) != 0x80 && ++chars > 200) {
+            b->n = i;
+            b->p[i] = '\0';
+            break;
+        }
+    }
+}
+
+/* Identity first, then ==, as Python's list.index / count / remove do. */
+static bool same_or_equal(Interp *I, Value a, Value b, bool *eq)
+{
+    if (IS_OBJ(a) && IS_OBJ(b) && a.o == b.o) {
+        *eq = true;
+        return true;
+    }
+    return val_equal(I, a, b, eq);
+}
+
+/* A new list holding the items of any iterable. */
+static bool collect(Interp *I, Value seq, ListObj **out)
+{
+    ListObj *l;
+    if (seq.tag == V_LIST || seq.tag == V_TUPLE) {
+        size_t n = seq.tag == V_LIST ? as_list(seq)->n : as_tuple(seq)->n;
+        const Value *items = seq.tag == V_LIST ? as_list(seq)->items : as_tuple(seq)->items;
+        if (!(l = list_alloc(I, n))) return false;
+        for (size_t i = 0; i < n; i++) {
+            l->items[i] = items[i];
+            val_incref(items[i]);
+        }
+        *out = l;
+        return true;
+    }
+    if (!(l = list_alloc(I, 0))) return false;
+    Iter it;
+    if (!iter_begin(I, seq, &it)) goto fail;
+    for (;;) {
+        Value x = v_undef();
+        bool done = false;
+        if (!iter_next(I, &it, &x, &done)) {
+            iter_end(I, &it);
+            goto fail;
+        }
+        if (done) break;
+        bool ok = list_append(I, l, x);
+        val_decref(I, x);
+        if (!ok) {
+            iter_end(I, &it);
+            goto fail;
+        }
+    }
+    iter_end(I, &it);
+    *out = l;
+    return true;
+fail:
+    val_decref(I, LISTV(l));
+    return false;
+}
+
+static bool make_pair(Interp *I, Value a, Value b, Value *out)   /* borrows a and b */
+{
+    TupleObj *t = tuple_alloc(I, 2);
+    if (!t) return false;
+    t->items[0] = a;
+    t->items[1] = b;
+    val_incref(a);
+    val_incref(b);
+    *out = TUPLEV(t);
+    return true;
+}
+
+/* ---- UTF-8 and string positions ------------------------------------------------------------- */
+
+/* Bytes of the character starting at s[i] (1 for a stray byte). */
+static size_t char_len(const char *s, size_t n, size_t i)
+{
+    uint32_t cp;
+    size_t k = fmt_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+    return k ? k : 1;
+}
+
+/* Start of the character that ends at s[hi) (hi > lo). */
+static size_t char_start_before(const char *s, size_t lo, size_t hi)
+{
+    size_t p = hi - 1;
+    while (p > lo && hi - p < 4 && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
+    return p;
+}
+
+/* Bytes of the character at s[i] when Python's str.isspace() holds for it, else 0. */
+static size_t space_len(const char *s, size_t n, size_t i)
+{
+    unsigned c = (unsigned char)s[i];
+    if (c < 0x80) return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
+    uint32_t cp;
+    size_t k = fmt_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+    if (!k) return 0;
+    if (cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+        cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
+        return k;
+    return 0;
+}
+
+/* Byte offset of code point index cp (0 <= cp <= nchars). */
+static size_t cp_to_byte(const StrObj *s, int64_t cp)
+{
+    if (s->len == s->nchars) return (size_t)cp;
+    size_t i = 0;
+    for (int64_t k = 0; k < cp && i < s->len; k++) i += char_len(s->data, s->len, i);
+    return i;
+}
+
+/* Code point index of byte offset b (at a character boundary). */
+static int64_t byte_to_cp(const StrObj *s, size_t b)
+{
+    if (s->len == s->nchars) return (int64_t)b;
+    int64_t n = 0;
+    for (size_t i = 0; i < b; i++)
+        if (((unsigned char)s->data[i] & 0xC0) != 0x80) n++;
+    return n;
+}
+
+/* Appends code point cp as UTF-8 to p; returns the length. */
+static int utf8_encode(uint32_t cp, char *p)
+{
+    if (cp < 0x80) {
+        p[0] = (char)cp;
+        return 1;
+    } else if (cp < 0x800) {
+        p[0] = (char)(0xC0 | (cp >> 6));
+        p[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    } else if (cp < 0x10000) {
+        p[0] = (char)(0xE0 | (cp >> 12));
+        p[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        p[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    p[0] = (char)(0xF0 | (cp >> 18));
+    p[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    p[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    p[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* ---- sorting -------------------------------------------------------------------------------- */
+
+typedef struct SortItem { Value key, val; } SortItem;
+
+static bool sort_lt(Interp *I, Value a, Value b, bool *lt)
+{
+    if (a.tag == V_INT && b.tag == V_INT) {
+        *lt = a.i < b.i;
+        return true;
+    }
+    return val_compare(I, OP_LT, a, b, lt);
+}
+
+/* Stable merge sort on keys with `<` only, as Python's sort. On error the array is still a
+ * permutation of its input, so the caller can release the keys it holds. */
+static bool merge_sort(Interp *I, SortItem *a, SortItem *tmp, size_t n)
+{
+    bool lt;
+    if (n < 2) return true;
+    if (n <= 8) {
+        for (size_t i = 1; i < n; i++) {
+            SortItem x = a[i];
+            size_t j = i;
+            while (j > 0) {
+                if (!sort_lt(I, x.key, a[j - 1].key, &lt)) {
+                    a[j] = x;
+                    return false;
+                }
+                if (!lt) break;
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = x;
+        }
+        return true;
+    }
+    size_t mid = n / 2;
+    if (!merge_sort(I, a, tmp, mid) || !merge_sort(I, a + mid, tmp, n - mid)) return false;
+    if (!sort_lt(I, a[mid].key, a[mid - 1].key, &lt)) return false;
+    if (!lt) return true;       /* already in order */
+    memcpy(tmp, a, mid * sizeof *a);
+    size_t i = 0, j = mid, k = 0;
+    while (i < mid && j < n) {
+        if (!sort_lt(I, a[j].key, tmp[i].key, &lt)) {
+            /* The gap a[k..j) is exactly as long as what is left of tmp. */
+            memcpy(a + k, tmp + i, (mid - i) * sizeof *a);
+            return false;
+        }
+        a[k++] = lt ? a[j++] : tmp[i++];
+    }
+    while (i < mid) a[k++] = tmp[i++];
+    return true;
+}
+
+static void reverse_values(Value *v, size_t n)
+{
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        Value t = v[i];
+        v[i] = v[j - 1];
+        v[j - 1] = t;
+    }
+}
+
+static void reverse_items(SortItem *v, size_t n)
+{
+    for (size_t i = 0, j = n; i + 1 < j; i++, j--) {
+        SortItem t = v[i];
+        v[i] = v[j - 1];
+        v[j - 1] = t;
+    }
+}
+
+/* Sorts vals[0..n) in place (a permutation; ownership unchanged). key: None or a callable. */
+static bool sort_values(Interp *I, Value *vals, size_t n, Value key, bool reverse)
+{
+    if (n < 2 && key.tag == V_NONE) return true;
+    bool haskey = key.tag != V_NONE;
+    SortItem *a = malloc((n ? n : 1) * sizeof *a);
+    SortItem *tmp = malloc((n / 2 + 1) * sizeof *tmp);
+    if (!a || !tmp) {
+        free(a);
+        free(tmp);
+        return err_nomem(I);
+    }
+    size_t nkeys = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        a[i].val = vals[i];
+        if (haskey) {
+            if (!call_value(I, key, &vals[i], 1, NULL, 0, &a[i].key)) {
+                ok = false;
+                break;
+            }
+            nkeys++;
+        } else {
+            a[i].key = vals[i];
+        }
+    }
+    if (ok) {
+        if (reverse) reverse_items(a, n);
+        ok = merge_sort(I, a, tmp, n);
+        if (ok) {
+            if (reverse) reverse_items(a, n);
+            for (size_t i = 0; i < n; i++) vals[i] = a[i].val;
+        }
+    }
+    if (haskey) {
+        /* Before a failed key call the keys are a[0..nkeys); after, a permutation of a[0..n). */
+        for (size_t i = 0; i < (nkeys == n ? n : nkeys); i++) val_decref(I, a[i].key);
+    }
+    free(a);
+    free(tmp);
+    return ok;
+}
+
+/* key=None, reverse=False keywords of sorted() and list.sort(). */
+static bool sort_options(Interp *I, const Value *args, int nargs, const char *const *kwnames,
+                         int nkw, Value *key, bool *reverse)
+{
+    *key = v_none();
+    *reverse = false;
+    for (int k = 0; k < nkw; k++) {
+        Value v = args[nargs + k];
+        if (strcmp(kwnames[k], "key") == 0) {
+            *key = v;
+        } else if (strcmp(kwnames[k], "reverse") == 0) {
+            if (v.tag == V_BOOL) *reverse = v.b;
+            else if (v.tag == V_INT) *reverse = v.i != 0;
+            else
+                return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
+                                 val_type_name(v));
+        }
+    }
+    return true;
+}
+
+/* ---- builtin functions ---------------------------------------------------------------------- */
+
+static bool bi_print(BUILTIN_ARGS)
+{
+    const char *sep = " ", *end = "\n";
+    size_t seplen = 1, endlen = 1;
+    for (int k = 0; k < nkw; k++) {
+        Value v = args[nargs + k];
+        bool is_sep = strcmp(kwnames[k], "sep") == 0;
+        if (!is_sep && strcmp(kwnames[k], "end") != 0) continue;     /* flush */
+        if (v.tag == V_NONE) continue;
+        if (v.tag != V_STR)
+            return err_raise(I, TDL_ERR_TYPE, "%s must be None or a string, not %s",
+                             is_sep ? "sep" : "end", val_type_name(v));
+        if (is_sep) {
+            sep = as_str(v)->data;
+            seplen = as_str(v)->len;
+        } else {
+            end = as_str(v)->data;
+            endlen = as_str(v)->len;
+        }
+    }
+    Buf b = {0};
+    for (int i = 0; i < nargs; i++) {
+        if (i) buf_put(&b, sep, seplen);
+        if (!val_str(I, args[i], &b)) {
+            buf_free(&b);
+            return false;
+        }
+    }
+    buf_put(&b, end, endlen);
+    if (b.nomem) {
+        buf_free(&b);
+        return err_nomem(I);
+    }
+    interp_write(I, b.p ? b.p : "", b.n);
+    buf_free(&b);
+    *out = v_none();
+    return true;
+}
+
+static bool bi_len(BUILTIN_ARGS)
+{
+    int64_t n;
+    if (!val_len(I, args[0], &n)) return false;
+    *out = v_int(n);
+    return true;
+}
+
+static bool bi_range(BUILTIN_ARGS)
+{
+    int64_t a[3] = {0, 0, 1};
+    for (int i = 0; i < nargs; i++)
+        if (!as_index(I, args[i], &a[i])) return false;
+    if (nargs == 1) {
+        a[1] = a[0];
+        a[0] = 0;
+    }
+    if (a[2] == 0) return err_raise(I, TDL_ERR_VALUE, "range() arg 3 must not be zero");
+    return range_new(I, a[0], a[1], a[2], out);
+}
+
+/* min() and max(): several arguments or one iterable; key= and default= keywords. */
+static bool min_max(Interp *I, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                    Value *out, LangOp op, const char *name)
+{
+    Value key = v_none(), dflt = v_undef();
+    for (int k = 0; k < nkw; k++) {
+        if (strcmp(kwnames[k], "key") == 0) key = args[nargs + k];
+        else if (strcmp(kwnames[k], "default") == 0) dflt = args[nargs + k];
+    }
+    if (nargs > 1 && dflt.tag != V_UNDEF)
+        return err_raise(I, TDL_ERR_TYPE,
+                         "Cannot specify a default for %s() with multiple positional arguments", name);
+    ListObj *owned = NULL;
+    const Value *items;
+    size_t n;
+    if (nargs > 1) {
+        items = args;
+        n = (size_t)nargs;
+    } else {
+        if (!collect(I, args[0], &owned)) return false;
+        items = owned->items;
+        n = owned->n;
+    }
+    /* With a key function the list may change under us only if it is ours, which it is not
+     * reachable from tdl; the argument tuple is fixed. */
+    Value best = v_undef(), bestkey = v_undef();
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        Value x = items[i], kx = x;
+        if (key.tag != V_NONE) {
+            if (!call_value(I, key, &x, 1, NULL, 0, &kx)) {
+                ok = false;
+                break;
+            }
+        } else {
+            val_incref(kx);
+        }
+        bool better = best.tag == V_UNDEF;
+        if (!better && !val_compare(I, op, kx, bestkey, &better)) {
+            val_decref(I, kx);
+            ok = false;
+            break;
+        }
+        if (better) {
+            val_decref(I, bestkey);
+            bestkey = kx;
+            best = x;
+        } else {
+            val_decref(I, kx);
+        }
+    }
+    if (ok) {
+        if (best.tag != V_UNDEF) {
+            val_incref(best);
+            *out = best;
+        } else if (dflt.tag != V_UNDEF) {
+            val_incref(dflt);
+            *out = dflt;
+        } else {
+            ok = err_raise(I, TDL_ERR_VALUE, "%s() iterable argument is empty", name);
+        }
+    }
+    val_decref(I, bestkey);
+    if (owned) val_decref(I, LISTV(owned));
+    return ok;
+}
+
+static bool bi_min(BUILTIN_ARGS)
+{
+    return min_max(I, args, nargs, kwnames, nkw, out, OP_LT, "min");
+}
+
+static bool bi_max(BUILTIN_ARGS)
+{
+    return min_max(I, args, nargs, kwnames, nkw, out, OP_GT, "max");
+}
+
+static bool bi_abs(BUILTIN_ARGS)
+{
+    Value x = args[0];
+    switch (x.tag) {
+    case V_BOOL:
+        *out = v_int(x.b);
+        return true;
+    case V_INT:
+        if (x.i == INT64_MIN) return overflow(I);
+        *out = v_int(x.i < 0 ? -x.i : x.i);
+        return true;
+    case V_FLOAT:
+        *out = v_float(fabs(x.f));
+        return true;
+    default:
+        return err_raise(I, TDL_ERR_TYPE, "bad operand type for abs(): '%s'", val_type_name(x));
+    }
+}
+
+/* A float rounded to an int, ties to even (round(x)). */
+static bool float_round_to_int(Interp *I, double x, Value *out)
+{
+    if (isnan(x)) return err_raise(I, TDL_ERR_VALUE, "cannot convert float NaN to integer");
+    if (isinf(x)) return err_raise(I, TDL_ERR_OVERFLOW, "cannot convert float infinity to integer");
+    double r = round(x);
+    if (fabs(x - r) == 0.5) r = 2.0 * round(x / 2.0);
+    if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return int_too_large(I);
+    *out = v_int((int64_t)r);
+    return true;
+}
+
+/* round(x, n) for a float: the correctly rounded decimal (ties to even on the exact binary
+ * value), read back as a double — what CPython does with dtoa. glibc's printf is exact, so
+ * %.nf gives that decimal for n >= 0; n < 0 rounds the exact integer digits by hand. */
+static bool float_round_digits(Interp *I, double x, int64_t nd, Value *out)
+{
+    if (nd > 323 || !isfinite(x) || x == 0.0) {
+        *out = v_float(x);
+        return true;
+    }
+    if (nd < -308) {
+        *out = v_float(0.0 * x);
+        return true;
+    }
+    char buf[720];
+    if (nd >= 0) {
+        snprintf(buf, sizeof buf, "%.*f", (int)nd, x);
+        *out = v_float(strtod(buf, NULL));
+        return true;
+    }
+    int m = (int)-nd;
+    double ip = trunc(fabs(x));
+    bool frac = fabs(x) != ip;
+    char digits[400];
+    int len = snprintf(digits, sizeof digits, "%.0f", ip);
+    if (ip == 0.0) len = 0;
+    if (m > len) {
+        *out = v_float(copysign(0.0, x));
+        return true;
+    }
+    int keep = len - m;
+    bool up;
+    char first = digits[keep];
+    if (first != '5') {
+        up = first > '5';
+    } else {
+        bool rest = frac;
+        for (int i = keep + 1; i < len && !rest; i++) rest = digits[i] != '0';
+        up = rest || (keep > 0 && (digits[keep - 1] - '0') % 2 == 1);
+    }
+    char *o = buf;
+    if (x < 0) *o++ = '-';
+    if (up) {
+        /* Increment digits[0..keep) as a decimal number. */
+        int i = keep - 1;
+        while (i >= 0 && digits[i] == '9') digits[i--] = '0';
+        if (i < 0) *o++ = '1';
+        else digits[i]++;
+    }
+    if (keep > 0) {
+        memcpy(o, digits, (size_t)keep);
+        o += keep;
+    } else if (!up) {
+        *o++ = '0';
+    }
+    sprintf(o, "e%d", m);
+    double r = strtod(buf, NULL);
+    if (isinf(r)) return err_raise(I, TDL_ERR_OVERFLOW, "rounded value too large to represent");
+    *out = v_float(r);
+    return true;
+}
+
+static bool bi_round(BUILTIN_ARGS)
+{
+    Value x = args[0], nv = v_none();
+    bool given;
+    if (!get_param(I, "round", args, nargs, kwnames, nkw, 1, "ndigits", &nv, &given)) return false;
+    if (x.tag != V_INT && x.tag != V_BOOL && x.tag != V_FLOAT)
+        return err_raise(I, TDL_ERR_TYPE, "type %s doesn't define __round__ method",
+                         val_type_name(x));
+    if (nv.tag == V_NONE) {
+        if (x.tag == V_FLOAT) return float_round_to_int(I, x.f, out);
+        *out = v_int(x.tag == V_INT ? x.i : x.b);
+        return true;
+    }
+    int64_t nd = 0;
+    if (!as_index(I, nv, &nd)) return false;
+    if (x.tag == V_FLOAT) return float_round_digits(I, x.f, nd, out);
+    int64_t v = x.tag == V_INT ? x.i : x.b;
+    if (nd >= 0 || v == 0) {
+        *out = v_int(v);
+        return true;
+    }
+    if (nd < -19) {     /* 10^20 / 2 is beyond every int64 */
+        *out = v_int(0);
+        return true;
+    }
+    __int128 p = 1;
+    for (int64_t i = 0; i < -nd; i++) p *= 10;
+    __int128 a = v < 0 ? -(__int128)v : v;
+    __int128 q = a / p, r = a % p;
+    if (2 * r > p || (2 * r == p && (q & 1))) q++;
+    __int128 res = q * p;
+    if (v < 0) res = -res;
+    if (res > INT64_MAX || res < INT64_MIN) return overflow(I);
+    *out = v_int((int64_t)res);
+    return true;
+}
+
+static bool bi_sum(BUILTIN_ARGS)
+{
+    Value start = v_int(0);
+    bool given;
+    if (!get_param(I, "sum", args, nargs, kwnames, nkw, 1, "start", &start, &given)) return false;
+    if (start.tag == V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "sum() can't sum strings [use ''.join(seq) instead]");
+    ListObj *l;
+    if (!collect(I, args[0], &l)) return false;
+    Value acc = start;
+    val_incref(acc);
+    bool ok = true;
+    for (size_t i = 0; i < l->n; i++) {
+        Value x = l->items[i], r;
+        if (acc.tag == V_INT && x.tag == V_INT) {
+            int64_t s;
+            if (__builtin_add_overflow(acc.i, x.i, &s)) {
+                ok = overflow(I);
+                break;
+            }
+            acc = v_int(s);
+            continue;
+        }
+        if (!val_binop(I, OP_ADD, acc, x, &r)) {
+            ok = false;
+            break;
+        }
+        val_decref(I, acc);
+        acc = r;
+    }
+    val_decref(I, LISTV(l));
+    if (!ok) {
+        val_decref(I, acc);
+        return false;
+    }
+    *out = acc;
+    return true;
+}
+
+static bool bi_sorted(BUILTIN_ARGS)
+{
+    Value key;
+    bool reverse;
+    if (!sort_options(I, args, nargs, kwnames, nkw, &key, &reverse)) return false;
+    ListObj *l;
+    if (!collect(I, args[0], &l)) return false;
+    if (!sort_values(I, l->items, l->n, key, reverse)) {
+        val_decref(I, LISTV(l));
+        return false;
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+static bool bi_reversed(BUILTIN_ARGS)
+{
+    Value x = args[0];
+    if (x.tag != V_LIST && x.tag != V_TUPLE && x.tag != V_STR && x.tag != V_RANGE)
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not reversible", val_type_name(x));
+    ListObj *l;
+    if (!collect(I, x, &l)) return false;
+    reverse_values(l->items, l->n);
+    *out = LISTV(l);
+    return true;
+}
+
+static bool bi_enumerate(BUILTIN_ARGS)
+{
+    Value sv = v_int(0);
+    bool given;
+    int64_t start = 0;
+    if (!get_param(I, "enumerate", args, nargs, kwnames, nkw, 1, "start", &sv, &given) ||
+        !as_index(I, sv, &start))
+        return false;
+    ListObj *l;
+    if (!collect(I, args[0], &l)) return false;
+    for (size_t i = 0; i < l->n; i++) {
+        int64_t k;
+        Value pair;
+        if (__builtin_add_overflow(start, (int64_t)i, &k)) {
+            val_decref(I, LISTV(l));
+            return overflow(I);
+        }
+        if (!make_pair(I, v_int(k), l->items[i], &pair)) {
+            val_decref(I, LISTV(l));
+            return false;
+        }
+        val_decref(I, l->items[i]);
+        l->items[i] = pair;
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+static bool bi_zip(BUILTIN_ARGS)
+{
+    ListObj **cols = calloc((size_t)(nargs ? nargs : 1), sizeof *cols);
+    if (!cols) return err_nomem(I);
+    bool ok = true;
+    size_t n = SIZE_MAX;
+    for (int i = 0; i < nargs && ok; i++) {
+        ok = collect(I, args[i], &cols[i]);
+        if (ok && cols[i]->n < n) n = cols[i]->n;
+    }
+    if (nargs == 0) n = 0;
+    ListObj *l = NULL;
+    if (ok && !(l = list_alloc(I, ok ? n : 0))) ok = false;
+    for (size_t r = 0; ok && r < n; r++) {
+        TupleObj *t = tuple_alloc(I, (size_t)nargs);
+        if (!t) {
+            ok = false;
+            break;
+        }
+        for (int i = 0; i < nargs; i++) {
+            t->items[i] = cols[i]->items[r];
+            val_incref(t->items[i]);
+        }
+        l->items[r] = TUPLEV(t);
+    }
+    for (int i = 0; i < nargs; i++)
+        if (cols[i]) val_decref(I, LISTV(cols[i]));
+    free(cols);
+    if (!ok) {
+        if (l) val_decref(I, LISTV(l));
+        return false;
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+/* isinstance's test against one type or a (nested) tuple of types. */
+static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
+{
+    if (cls.tag == V_TYPE) {
+        *res = (TypeId)cls.i == t || ((TypeId)cls.i == T_INT && t == T_BOOL);
+        return true;
+    }
+    if (cls.tag == V_TUPLE && depth < 100) {
+        TupleObj *tu = as_tuple(cls);
+        for (size_t i = 0; i < tu->n; i++) {
+            if (!isinstance_of(I, t, tu->items[i], res, depth + 1)) return false;
+            if (*res) return true;
+        }
+        *res = false;
+        return true;
+    }
+    return err_raise(I, TDL_ERR_TYPE,
+                     "isinstance() arg 2 must be a type, a tuple of types, or a union");
+}
+
+static bool bi_isinstance(BUILTIN_ARGS)
+{
+    bool r;
+    if (!isinstance_of(I, val_type(args[0]), args[1], &r, 0)) return false;
+    *out = v_bool(r);
+    return true;
+}
+
+/* exit(n): not an error but a clean unwind, which the evaluator recognises by I->exiting. */
+static bool bi_exit(BUILTIN_ARGS)
+{
+    int64_t code = 0;
+    if (nargs > 0) {
+        Value v = args[0];
+        if (v.tag == V_INT) code = v.i;
+        else if (v.tag == V_BOOL) code = v.b;
+        else if (v.tag != V_NONE) code = 1;     /* Python prints the object and exits with 1 */
+    }
+    I->exiting = true;
+    I->exit_code = (int)code;
+    return false;
+}
+
+static bool bi_repr(BUILTIN_ARGS)
+{
+    Buf b = {0};
+    if (!val_repr(I, args[0], &b)) {
+        buf_free(&b);
+        return false;
+    }
+    return buf_to_str(I, &b, out);
+}
+
+static bool bi_chr(BUILTIN_ARGS)
+{
+    int64_t c = 0;
+    if (!as_index(I, args[0], &c)) return false;
+    if (c < 0 || c > 0x10FFFF) return err_raise(I, TDL_ERR_VALUE, "chr() arg not in range(0x110000)");
+    char buf[4];
+    int n = utf8_encode((uint32_t)c, buf);
+    return str_new(I, buf, (size_t)n, out);
+}
+
+static bool bi_ord(BUILTIN_ARGS)
+{
+    Value s = args[0];
+    if (s.tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "ord() expected string of length 1, but %s found",
+                         val_type_name(s));
+    StrObj *so = as_str(s);
+    if (so->nchars != 1)
+        return err_raise(I, TDL_ERR_TYPE, "ord() expected a character, but string of length %zu found",
+                         so->nchars);
+    uint32_t cp;
+    if (!fmt_utf8_decode((const unsigned char *)so->data, so->len, &cp))
+        cp = (unsigned char)so->data[0];
+    *out = v_int(cp);
+    return true;
+}
+
+static bool bi_divmod(BUILTIN_ARGS)
+{
+    Value q, r;
+    if (!val_binop(I, OP_FLOORDIV, args[0], args[1], &q)) return false;
+    if (!val_binop(I, OP_MOD, args[0], args[1], &r)) {
+        val_decref(I, q);
+        return false;
+    }
+    TupleObj *t = tuple_alloc(I, 2);
+    if (!t) {
+        val_decref(I, q);
+        val_decref(I, r);
+        return false;
+    }
+    t->items[0] = q;
+    t->items[1] = r;
+    *out = TUPLEV(t);
+    return true;
+}
+
+static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
+{
+    return (uint64_t)((unsigned __int128)a * b % m);
+}
+
+static bool bi_pow(BUILTIN_ARGS)
+{
+    Value mv = v_none();
+    bool given;
+    if (!get_param(I, "pow", args, nargs, kwnames, nkw, 2, "mod", &mv, &given)) return false;
+    if (mv.tag == V_NONE) return val_binop(I, OP_POW, args[0], args[1], out);
+    Value bv = args[0], ev = args[1];
+    bool ints = (bv.tag == V_INT || bv.tag == V_BOOL) && (ev.tag == V_INT || ev.tag == V_BOOL) &&
+                (mv.tag == V_INT || mv.tag == V_BOOL);
+    if (!ints)
+        return err_raise(I, TDL_ERR_TYPE,
+                         "pow() 3rd argument not allowed unless all arguments are integers");
+    int64_t base, e, m;
+    as_index(I, bv, &base);
+    as_index(I, ev, &e);
+    as_index(I, mv, &m);
+    if (m == 0) return err_raise(I, TDL_ERR_VALUE, "pow() 3rd argument cannot be 0");
+    uint64_t um = m < 0 ? (uint64_t)0 - (uint64_t)m : (uint64_t)m;
+    /* base mod |m| in [0, |m|) */
+    int64_t bm = (int64_t)(base % (int64_t)(um > INT64_MAX ? 1 : um));
+    uint64_t b;
+    if (um > (uint64_t)INT64_MAX) {     /* m == INT64_MIN */
+        b = base < 0 ? (uint64_t)base + um : (uint64_t)base;
+    } else {
+        b = (uint64_t)(bm < 0 ? bm + (int64_t)um : bm);
+    }
+    uint64_t ue;
+    if (e < 0) {
+        /* Modular inverse by the extended Euclidean algorithm, in 128-bit to stay exact. */
+        __int128 r0 = (__int128)um, r1 = (__int128)b, t0 = 0, t1 = 1;
+        while (r1 != 0) {
+            __int128 q = r0 / r1, tr = r0 - q * r1, tt = t0 - q * t1;
+            r0 = r1;
+            r1 = tr;
+            t0 = t1;
+            t1 = tt;
+        }
+        if (r0 != 1 && um != 1)
+            return err_raise(I, TDL_ERR_VALUE, "base is not invertible for the given modulus");
+        if (t0 < 0) t0 += (__int128)um;
+        b = (uint64_t)(t0 % (__int128)um);
+        ue = e == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-e;
+    } else {
+        ue = (uint64_t)e;
+    }
+    uint64_t r = 1 % um;
+    b %= um;
+    while (ue) {
+        if (ue & 1) r = mulmod(r, b, um);
+        b = mulmod(b, b, um);
+        ue >>= 1;
+    }
+    /* The result takes the sign of the modulus. */
+    int64_t res = m < 0 && r != 0 ? (int64_t)(r - um) : (int64_t)r;
+    *out = v_int(res);
+    return true;
+}
+
+static bool bi_callable(BUILTIN_ARGS)
+{
+    uint8_t t = args[0].tag;
+    *out = v_bool(t == V_FUNC || t == V_BUILTIN || t == V_TYPE);
+    return true;
+}
+
+static bool any_all(Interp *I, Value seq, bool want, Value *out)
+{
+    Iter it;
+    if (!iter_begin(I, seq, &it)) return false;
+    bool res = !want;
+    for (;;) {
+        Value x = v_undef();
+        bool done = false, t;
+        if (!iter_next(I, &it, &x, &done)) {
+            iter_end(I, &it);
+            return false;
+        }
+        if (done) break;
+        bool ok = val_truthy(I, x, &t);
+        val_decref(I, x);
+        if (!ok) {
+            iter_end(I, &it);
+            return false;
+        }
+        if (t == want) {
+            res = want;
+            break;
+        }
+    }
+    iter_end(I, &it);
+    *out = v_bool(res);
+    return true;
+}
+
+static bool bi_any(BUILTIN_ARGS)
+{
+    return any_all(I, args[0], true, out);
+}
+
+static bool bi_all(BUILTIN_ARGS)
+{
+    return any_all(I, args[0], false, out);
+}
+
+const BuiltinDef builtin_functions[] = {
+    {"print", bi_print, 0, -1, "sep end flush"},
+    {"len", bi_len, 1, 1, NULL},
+    {"range", bi_range, 1, 3, NULL},
+    {"min", bi_min, 1, -1, "key default"},
+    {"max", bi_max, 1, -1, "key default"},
+    {"abs", bi_abs, 1, 1, NULL},
+    {"round", bi_round, 1, 2, "ndigits"},
+    {"sum", bi_sum, 1, 2, "start"},
+    {"sorted", bi_sorted, 1, 1, "key reverse"},
+    {"reversed", bi_reversed, 1, 1, NULL},
+    {"enumerate", bi_enumerate, 1, 2, "start"},
+    {"zip", bi_zip, 0, -1, NULL},
+    {"isinstance", bi_isinstance, 2, 2, NULL},
+    {"exit", bi_exit, 0, 1, NULL},
+    {"repr", bi_repr, 1, 1, NULL},
+    {"chr", bi_chr, 1, 1, NULL},
+    {"ord", bi_ord, 1, 1, NULL},
+    {"divmod", bi_divmod, 2, 2, NULL},
+    {"pow", bi_pow, 2, 3, "mod"},
+    {"callable", bi_callable, 1, 1, NULL},
+    {"any", bi_any, 1, 1, NULL},
+    {"all", bi_all, 1, 1, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
+/* ---- types as constructors ------------------------------------------------------------------ */
+
+/* Python's int() of a string: surrounding whitespace, a sign, a base prefix (0x/0o/0b, required
+ * to match base when given, inferred when base is 0), digits with single underscores between
+ * them. Returns 0 ok, 1 not a literal, 2 too large. */
+static int parse_int_text(const char *s, size_t len, int base, int64_t *out)
+{
+    size_t i = 0, k;
+    while (i < len && (k = space_len(s, len, i))) i += k;
+    while (len > i) {
+        size_t st = char_start_before(s, i, len);
+        if (!space_len(s, len, st)) break;
+        len = st;
+    }
+    bool neg = false;
+    if (i < len && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    bool prefixed = false;
+    if (i + 1 < len && s[i] == '0') {
+        char p = (char)(s[i + 1] | 0x20);
+        int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+        if (pb && (base == 0 || base == pb)) {
+            base = pb;
+            i += 2;
+            prefixed = true;
+        }
+    }
+    bool zero_lead = false;
+    if (base == 0) {
+        base = 10;
+        zero_lead = i < len && s[i] == '0';    /* "010" is not a base-0 literal; "000" is */
+    }
+    if (i >= len) return 1;
+    if (s[i] == '_') {
+        if (!prefixed) return 1;
+        i++;
+    }
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    bool big = false, any = false, prev_us = false;
+    for (; i < len; i++) {
+        char c = s[i];
+        if (c == '_') {
+            if (prev_us || !any) return 1;
+            prev_us = true;
+            continue;
+        }
+        int d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'z' ? (c | 0x20) - 'a' + 10 : 99;
+        if (d >= base) return 1;
+        prev_us = false;
+        any = true;
+        if (zero_lead && d != 0) return 1;
+        if (!big && (v > (lim - (uint64_t)d) / (uint64_t)base)) big = true;
+        if (!big) v = v * (uint64_t)base + (uint64_t)d;
+    }
+    if (!any || prev_us) return 1;
+    if (big) return 2;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+/* Python's float() of a string; Python's own grammar (no hex floats, no "nan(...)"), checked here
+ * before strtod sees the digits. Returns false when it is not a float literal. */
+static bool parse_float_text(const char *s, size_t len, double *out)
+{
+    size_t i = 0, k;
+    while (i < len && (k = space_len(s, len, i))) i += k;
+    while (len > i) {
+        size_t st = char_start_before(s, i, len);
+        if (!space_len(s, len, st)) break;
+        len = st;
+    }
+    bool neg = false;
+    if (i < len && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    size_t rest = len - i;
+    if ((rest == 3 && strncasecmp(s + i, "inf", 3) == 0) ||
+        (rest == 8 && strncasecmp(s + i, "infinity", 8) == 0)) {
+        *out = neg ? -INFINITY : INFINITY;
+        return true;
+    }
+    if (rest == 3 && strncasecmp(s + i, "nan", 3) == 0) {
+        *out = neg ? -NAN : NAN;
+        return true;
+    }
+    char small[128];
+    char *buf = rest + 2 <= sizeof small ? small : malloc(rest + 2);
+    if (!buf) return false;     /* treated as not convertible; only for huge strings */
+    size_t o = 0;
+    buf[o++] = neg ? '-' : '+';
+    bool ok = true;
+    int ndig = 0;
+    /* digits with single underscores between digits */
+#define DIGITS(count) do { \
+        count = 0; \
+        while (i < len) { \
+            if (s[i] >= '0' && s[i] <= '9') { buf[o++] = s[i++]; count++; } \
+            else if (s[i] == '_' && count && i + 1 < len && s[i + 1] >= '0' && s[i + 1] <= '9') i++; \
+            else break; \
+        } \
+    } while (0)
+    int intd, fracd = 0, expd;
+    DIGITS(intd);
+    if (i < len && s[i] == '.') {
+        buf[o++] = s[i++];
+        DIGITS(fracd);
+    }
+    ndig = intd + fracd;
+    if (ndig == 0) ok = false;
+    if (ok && i < len && (s[i] == 'e' || s[i] == 'E')) {
+        buf[o++] = s[i++];
+        if (i < len && (s[i] == '+' || s[i] == '-')) buf[o++] = s[i++];
+        DIGITS(expd);
+        if (expd == 0) ok = false;
+    }
+#undef DIGITS
+    if (i != len) ok = false;
+    if (ok) {
+        buf[o] = '\0';
+        *out = strtod(buf, NULL);
+    }
+    if (buf != small) free(buf);
+    return ok;
+}
+
+static bool int_from_str(Interp *I, Value s, int base, Value *out)
+{
+    int64_t v;
+    int r = parse_int_text(as_str(s)->data, as_str(s)->len, base, &v);
+    if (r == 0) {
+        *out = v_int(v);
+        return true;
+    }
+    if (r == 2) return int_too_large(I);
+    Buf b = {0};
+    repr_for_msg(s, &b);
+    bool ok = b.nomem ? err_nomem(I)
+                      : err_raise(I, TDL_ERR_VALUE, "invalid literal for int() with base %d: %s",
+                                  base, b.p);
+    buf_free(&b);
+    return ok;
+}
+
+static bool int_from_float(Interp *I, double d, Value *out)
+{
+    if (isnan(d)) return err_raise(I, TDL_ERR_VALUE, "cannot convert float NaN to integer");
+    if (isinf(d)) return err_raise(I, TDL_ERR_OVERFLOW, "cannot convert float infinity to integer");
+    double t = trunc(d);
+    if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0)) return int_too_large(I);
+    *out = v_int((int64_t)t);
+    return true;
+}
+
+static bool type_int(Interp *I, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out)
+{
+    for (int k = 0; k < nkw; k++)
+        if (strcmp(kwnames[k], "base") != 0)
+            return err_raise(I, TDL_ERR_TYPE, "int() got an unexpected keyword argument '%s'",
+                             kwnames[k]);
+    if (nargs > 2) return err_raise(I, TDL_ERR_TYPE, "int() takes at most 2 arguments (%d given)", nargs);
+    Value bv;
+    bool has_base;
+    if (!get_param(I, "int", args, nargs, kwnames, nkw, 1, "base", &bv, &has_base)) return false;
+    if (nargs == 0) {
+        if (has_base) return err_raise(I, TDL_ERR_TYPE, "int() missing string argument");
+        *out = v_int(0);
+        return true;
+    }
+    Value x = args[0];
+    if (has_base) {
+        int64_t base = 10;
+        if (!as_index(I, bv, &base)) return false;
+        if (x.tag != V_STR)
+            return err_raise(I, TDL_ERR_TYPE, "int() can't convert non-string with explicit base");
+        if (base != 0 && (base < 2 || base > 36))
+            return err_raise(I, TDL_ERR_VALUE, "int() base must be >= 2 and <= 36, or 0");
+        return int_from_str(I, x, (int)base, out);
+    }
+    switch (x.tag) {
+    case V_INT:
+        *out = x;
+        return true;
+    case V_BOOL:
+        *out = v_int(x.b);
+        return true;
+    case V_FLOAT:
+        return int_from_float(I, x.f, out);
+    case V_STR:
+        return int_from_str(I, x, 10, out);
+    default:
+        return err_raise(I, TDL_ERR_TYPE,
+                         "int() argument must be a string, a bytes-like object or a real number, not '%s'",
+                         val_type_name(x));
+    }
+}
+
+static bool type_float(Interp *I, Value x, Value *out)
+{
+    switch (x.tag) {
+    case V_FLOAT:
+        *out = x;
+        return true;
+    case V_INT:
+        *out = v_float((double)x.i);
+        return true;
+    case V_BOOL:
+        *out = v_float(x.b);
+        return true;
+    case V_STR: {
+        double d;
+        if (parse_float_text(as_str(x)->data, as_str(x)->len, &d)) {
+            *out = v_float(d);
+            return true;
+        }
+        Buf b = {0};
+        repr_for_msg(x, &b);
+        bool ok = b.nomem ? err_nomem(I)
+                          : err_raise(I, TDL_ERR_VALUE, "could not convert string to float: %s", b.p);
+        buf_free(&b);
+        return ok;
+    }
+    default:
+        return err_raise(I, TDL_ERR_TYPE,
+                         "float() argument must be a string or a real number, not '%s'",
+                         val_type_name(x));
+    }
+}
+
+static const BuiltinDef range_type_def = {"range", bi_range, 1, 3, NULL};
+
+bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
+               int nkw, Value *out)
+{
+    const char *name = type_name(t);
+    if (t == T_INT) return type_int(I, args, nargs, kwnames, nkw, out);
+    if (t == T_RANGE) {
+        if (!builtin_check_args(I, &range_type_def, nargs, kwnames, nkw)) return false;
+        return bi_range(I, v_undef(), args, nargs, kwnames, nkw, out);
+    }
+    if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
+    if (t == T_TYPE) {
+        if (nargs == 1) {
+            *out = mk_type(val_type(args[0]));
+            return true;
+        }
+        if (nargs == 3)
+            return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "type() with 3 arguments is not supported");
+        return err_raise(I, TDL_ERR_TYPE, "type() takes 1 or 3 arguments");
+    }
+    switch (t) {
+    case T_FLOAT: case T_BOOL: case T_LIST: case T_TUPLE: case T_STR:
+        break;
+    case T_NONETYPE:
+        if (nargs) return err_raise(I, TDL_ERR_TYPE, "NoneType takes no arguments");
+        *out = v_none();
+        return true;
+    default:
+        return err_raise(I, TDL_ERR_TYPE, "cannot create '%s' instances", name);
+    }
+    if (nargs > 1) {
+        if (t == T_STR)
+            return err_raise(I, TDL_ERR_TYPE, "str() takes at most 1 argument (%d given)", nargs);
+        return err_raise(I, TDL_ERR_TYPE, "%s expected at most 1 argument, got %d", name, nargs);
+    }
+    if (nargs == 0) {
+        switch (t) {
+        case T_FLOAT: *out = v_float(0.0); return true;
+        case T_BOOL: *out = v_bool(false); return true;
+        case T_STR: return str_new(I, "", 0, out);
+        case T_LIST: {
+            ListObj *l = list_alloc(I, 0);
+            if (!l) return false;
+            *out = LISTV(l);
+            return true;
+        }
+        default: {
+            TupleObj *tu = tuple_alloc(I, 0);
+            if (!tu) return false;
+            *out = TUPLEV(tu);
+            return true;
+        }
+        }
+    }
+    Value x = args[0];
+    switch (t) {
+    case T_FLOAT:
+        return type_float(I, x, out);
+    case T_BOOL: {
+        bool b;
+        if (!val_truthy(I, x, &b)) return false;
+        *out = v_bool(b);
+        return true;
+    }
+    case T_STR: {
+        if (x.tag == V_STR) {
+            val_incref(x);
+            *out = x;
+            return true;
+        }
+        Buf b = {0};
+        if (!val_str(I, x, &b)) {
+            buf_free(&b);
+            return false;
+        }
+        return buf_to_str(I, &b, out);
+    }
+    case T_LIST: {
+        ListObj *l;
+        if (!collect(I, x, &l)) return false;
+        *out = LISTV(l);
+        return true;
+    }
+    default: {  /* T_TUPLE */
+        if (x.tag == V_TUPLE) {
+            val_incref(x);
+            *out = x;
+            return true;
+        }
+        ListObj *l;
+        if (!collect(I, x, &l)) return false;
+        TupleObj *tu = tuple_alloc(I, l->n);
+        if (!tu) {
+            val_decref(I, LISTV(l));
+            return false;
+        }
+        for (size_t i = 0; i < l->n; i++) {
+            tu->items[i] = l->items[i];
+            val_incref(l->items[i]);
+        }
+        val_decref(I, LISTV(l));
+        *out = TUPLEV(tu);
+        return true;
+    }
+    }
+}
+
+/* ---- list methods --------------------------------------------------------------------------- */
+
+static bool m_list_append(BUILTIN_ARGS)
+{
+    if (!list_append(I, as_list(self), args[0])) return false;
+    *out = v_none();
+    return true;
+}
+
+static bool m_list_extend(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    Value src = args[0];
+    if (src.tag == V_LIST || src.tag == V_TUPLE) {
+        /* Count first: l.extend(l) appends the items it had. */
+        size_t n = src.tag == V_LIST ? as_list(src)->n : as_tuple(src)->n;
+        for (size_t i = 0; i < n; i++) {
+            Value x = src.tag == V_LIST ? as_list(src)->items[i] : as_tuple(src)->items[i];
+            if (!list_append(I, l, x)) return false;
+        }
+    } else {
+        ListObj *tmp;
+        if (!collect(I, src, &tmp)) return false;
+        for (size_t i = 0; i < tmp->n; i++) {
+            if (!list_append(I, l, tmp->items[i])) {
+                val_decref(I, LISTV(tmp));
+                return false;
+            }
+        }
+        val_decref(I, LISTV(tmp));
+    }
+    *out = v_none();
+    return true;
+}
+
+static bool m_list_pop(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    int64_t i = -1;
+    if (nargs > 0 && !as_index(I, args[0], &i)) return false;
+    if (l->n == 0) return err_raise(I, TDL_ERR_INDEX, "pop from empty list");
+    if (i < 0) i += (int64_t)l->n;
+    if (i < 0 || i >= (int64_t)l->n) return err_raise(I, TDL_ERR_INDEX, "pop index out of range");
+    *out = l->items[i];
+    memmove(l->items + i, l->items + i + 1, (l->n - (size_t)i - 1) * sizeof *l->items);
+    l->n--;
+    return true;
+}
+
+static bool m_list_insert(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    int64_t i = 0;
+    if (!as_index(I, args[0], &i)) return false;
+    int64_t n = (int64_t)l->n;
+    if (i < 0) {
+        i += n;
+        if (i < 0) i = 0;
+    } else if (i > n) {
+        i = n;
+    }
+    if (!list_append(I, l, args[1])) return false;
+    Value v = l->items[n];
+    memmove(l->items + i + 1, l->items + i, (size_t)(n - i) * sizeof *l->items);
+    l->items[i] = v;
+    *out = v_none();
+    return true;
+}
+
+/* Python's clamping of optional start/stop arguments for index(); len is the sequence length. */
+static bool seq_bounds(Interp *I, const Value *args, int nargs, int first, int64_t len,
+                       int64_t *start, int64_t *stop)
+{
+    *start = 0;
+    *stop = len;
+    if (nargs > first && !as_index(I, args[first], start)) return false;
+    if (nargs > first + 1 && !as_index(I, args[first + 1], stop)) return false;
+    if (*start < 0) {
+        *start += len;
+        if (*start < 0) *start = 0;
+    }
+    if (*stop < 0) {
+        *stop += len;
+        if (*stop < 0) *stop = 0;
+    }
+    return true;
+}
+
+/* index() of a list or tuple; items are re-read each time (== cannot run tdl code, but the
+ * length is checked anyway). */
+static bool seq_index(Interp *I, Value self, const Value *args, int nargs, Value *out)
+{
+    bool is_list = self.tag == V_LIST;
+    size_t n = is_list ? as_list(self)->n : as_tuple(self)->n;
+    int64_t start, stop;
+    if (!seq_bounds(I, args, nargs, 1, (int64_t)n, &start, &stop)) return false;
+    for (int64_t i = start; i < stop; i++) {
+        size_t cur = is_list ? as_list(self)->n : as_tuple(self)->n;
+        if ((size_t)i >= cur) break;
+        Value x = is_list ? as_list(self)->items[i] : as_tuple(self)->items[i];
+        bool eq;
+        if (!same_or_equal(I, x, args[0], &eq)) return false;
+        if (eq) {
+            *out = v_int(i);
+            return true;
+        }
+    }
+    return err_raise(I, TDL_ERR_VALUE, is_list ? "list.index(x): x not in list"
+                                               : "tuple.index(x): x not in tuple");
+}
+
+static bool seq_count(Interp *I, Value self, Value x, Value *out)
+{
+    bool is_list = self.tag == V_LIST;
+    int64_t c = 0;
+    for (size_t i = 0; i < (is_list ? as_list(self)->n : as_tuple(self)->n); i++) {
+        Value y = is_list ? as_list(self)->items[i] : as_tuple(self)->items[i];
+        bool eq;
+        if (!same_or_equal(I, y, x, &eq)) return false;
+        c += eq;
+    }
+    *out = v_int(c);
+    return true;
+}
+
+static bool m_list_index(BUILTIN_ARGS)
+{
+    return seq_index(I, self, args, nargs, out);
+}
+
+static bool m_list_count(BUILTIN_ARGS)
+{
+    return seq_count(I, self, args[0], out);
+}
+
+static bool m_list_remove(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    for (size_t i = 0; i < l->n; i++) {
+        bool eq;
+        if (!same_or_equal(I, l->items[i], args[0], &eq)) return false;
+        if (eq) {
+            Value v = l->items[i];
+            memmove(l->items + i, l->items + i + 1, (l->n - i - 1) * sizeof *l->items);
+            l->n--;
+            val_decref(I, v);
+            *out = v_none();
+            return true;
+        }
+    }
+    return err_raise(I, TDL_ERR_VALUE, "list.remove(x): x not in list");
+}
+
+static bool m_list_reverse(BUILTIN_ARGS)
+{
+    reverse_values(as_list(self)->items, as_list(self)->n);
+    *out = v_none();
+    return true;
+}
+
+static bool m_list_copy(BUILTIN_ARGS)
+{
+    ListObj *l;
+    if (!collect(I, self, &l)) return false;
+    *out = LISTV(l);
+    return true;
+}
+
+static bool m_list_clear(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    size_t n = l->n;
+    l->n = 0;   /* empty before releasing, so the list is consistent whatever a free does */
+    for (size_t i = 0; i < n; i++) val_decref(I, l->items[i]);
+    *out = v_none();
+    return true;
+}
+
+/* list.sort(key=None, reverse=False): sorts a snapshot and puts it back, so a key function that
+ * changes the list is caught rather than corrupting it. */
+static bool m_list_sort(BUILTIN_ARGS)
+{
+    ListObj *l = as_list(self);
+    Value key;
+    bool reverse;
+    if (!sort_options(I, args, nargs, kwnames, nkw, &key, &reverse)) return false;
+    size_t n = l->n;
+    if (n < 2 && key.tag == V_NONE) {
+        *out = v_none();
+        return true;
+    }
+    Value *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp) return err_nomem(I);
+    for (size_t i = 0; i < n; i++) {
+        tmp[i] = l->items[i];
+        val_incref(tmp[i]);
+    }
+    bool ok = sort_values(I, tmp, n, key, reverse);
+    if (ok && l->n != n) ok = err_raise(I, TDL_ERR_VALUE, "list modified during sort");
+    if (ok) {
+        for (size_t i = 0; i < n; i++) {
+            Value old = l->items[i];
+            l->items[i] = tmp[i];
+            tmp[i] = old;
+        }
+    }
+    for (size_t i = 0; i < n; i++) val_decref(I, tmp[i]);
+    free(tmp);
+    if (!ok) return false;
+    *out = v_none();
+    return true;
+}
+
+static const BuiltinDef list_methods[] = {
+    {"append", m_list_append, 1, 1, NULL},
+    {"pop", m_list_pop, 0, 1, NULL},
+    {"extend", m_list_extend, 1, 1, NULL},
+    {"insert", m_list_insert, 2, 2, NULL},
+    {"index", m_list_index, 1, 3, NULL},
+    {"count", m_list_count, 1, 1, NULL},
+    {"reverse", m_list_reverse, 0, 0, NULL},
+    {"copy", m_list_copy, 0, 0, NULL},
+    {"clear", m_list_clear, 0, 0, NULL},
+    {"remove", m_list_remove, 1, 1, NULL},
+    {"sort", m_list_sort, 0, 0, "key reverse"},
+    {NULL, NULL, 0, 0, NULL},
+};
+
+/* ---- tuple methods -------------------------------------------------------------------------- */
+
+static bool m_tuple_index(BUILTIN_ARGS)
+{
+    return seq_index(I, self, args, nargs, out);
+}
+
+static bool m_tuple_count(BUILTIN_ARGS)
+{
+    return seq_count(I, self, args[0], out);
+}
+
+static const BuiltinDef tuple_methods[] = {
+    {"index", m_tuple_index, 1, 3, NULL},
+    {"count", m_tuple_count, 1, 1, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
+/* ---- str methods ---------------------------------------------------------------------------- */
+
+static bool push_str(Interp *I, ListObj *l, const char *s, size_t n)
+{
+    Value v;
+    if (!str_new(I, s, n, &v)) return false;
+    bool ok = list_append(I, l, v);
+    val_decref(I, v);
+    return ok;
+}
+
+static bool m_str_join(BUILTIN_ARGS)
+{
+    StrObj *sep = as_str(self);
+    ListObj *l;
+    if (!collect(I, args[0], &l)) return false;
+    Buf b = {0};
+    for (size_t i = 0; i < l->n; i++) {
+        Value x = l->items[i];
+        if (x.tag != V_STR) {
+            buf_free(&b);
+            val_decref(I, LISTV(l));
+            return err_raise(I, TDL_ERR_TYPE, "sequence item %zu: expected str instance, %s found",
+                             i, val_type_name(x));
+        }
+        if (i) buf_put(&b, sep->data, sep->len);
+        buf_put(&b, as_str(x)->data, as_str(x)->len);
+    }
+    val_decref(I, LISTV(l));
+    return buf_to_str(I, &b, out);
+}
+
+/* split() and rsplit(): sep=None splits on runs of whitespace; maxsplit=-1 is no limit. */
+static bool str_split(Interp *I, Value self, const Value *args, int nargs,
+                      const char *const *kwnames, int nkw, Value *out, bool right)
+{
+    const char *fname = right ? "rsplit" : "split";
+    Value sepv = v_none(), msv = v_int(-1);
+    bool given;
+    int64_t maxsplit = -1;
+    if (!get_param(I, fname, args, nargs, kwnames, nkw, 0, "sep", &sepv, &given) ||
+        !get_param(I, fname, args, nargs, kwnames, nkw, 1, "maxsplit", &msv, &given) ||
+        !as_index(I, msv, &maxsplit))
+        return false;
+    if (sepv.tag != V_NONE && sepv.tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "must be str or None, not %s", val_type_name(sepv));
+    if (sepv.tag == V_STR && as_str(sepv)->len == 0)
+        return err_raise(I, TDL_ERR_VALUE, "empty separator");
+    const char *d = as_str(self)->data;
+    size_t len = as_str(self)->len;
+    ListObj *l = list_alloc(I, 0);
+    if (!l) return false;
+    bool ok = true;
+    if (sepv.tag == V_NONE) {
+        if (!right) {
+            size_t i = 0, k;
+            for (;;) {
+                while (i < len && (k = space_len(d, len, i))) i += k;
+                if (i >= len) break;
+                if (maxsplit == 0) {
+                    ok = push_str(I, l, d + i, len - i);
+                    break;
+                }
+                size_t j = i;
+                while (j < len && !space_len(d, len, j)) j += char_len(d, len, j);
+                if (!(ok = push_str(I, l, d + i, j - i))) break;
+                i = j;
+                if (maxsplit > 0) maxsplit--;
+            }
+        } else {
+            size_t i = len;
+            for (;;) {
+                while (i > 0) {
+                    size_t st = char_start_before(d, 0, i);
+                    if (!space_len(d, len, st)) break;
+                    i = st;
+                }
+                if (i == 0) break;
+                if (maxsplit == 0) {
+                    ok = push_str(I, l, d, i);
+                    break;
+                }
+                size_t j = i;
+                while (j > 0) {
+                    size_t st = char_start_before(d, 0, j);
+                    if (space_len(d, len, st)) break;
+                    j = st;
+                }
+                if (!(ok = push_str(I, l, d + j, i - j))) break;
+                i = j;
+                if (maxsplit > 0) maxsplit--;
+            }
+        }
+    } else {
+        const char *sep = as_str(sepv)->data;
+        size_t sl = as_str(sepv)->len;
+        if (!right) {
+            size_t i = 0;
+            while (ok && maxsplit != 0) {
+                const char *p = memmem(d + i, len - i, sep, sl);
+                if (!p) break;
+                ok = push_str(I, l, d + i, (size_t)(p - d) - i);
+                i = (size_t)(p - d) + sl;
+                if (maxsplit > 0) maxsplit--;
+            }
+            if (ok) ok = push_str(I, l, d + i, len - i);
+        } else {
+            size_t end = len;
+            while (ok && maxsplit != 0 && end >= sl) {
+                size_t p = end - sl;
+                bool found = false;
+                for (;; p--) {
+                    if (memcmp(d + p, sep, sl) == 0) {
+                        found = true;
+                        break;
+                    }
+                    if (p == 0) break;
+                }
+                if (!found) break;
+                ok = push_str(I, l, d + p + sl, end - p - sl);
+                end = p;
+                if (maxsplit > 0) maxsplit--;
+            }
+            if (ok) ok = push_str(I, l, d, end);
+        }
+    }
+    if (!ok) {
+        val_decref(I, LISTV(l));
+        return false;
+    }
+    if (right) reverse_values(l->items, l->n);
+    *out = LISTV(l);
+    return true;
+}
+
+static bool m_str_split(BUILTIN_ARGS)
+{
+    return str_split(I, self, args, nargs, kwnames, nkw, out, false);
+}
+
+static bool m_str_rsplit(BUILTIN_ARGS)
+{
+    return str_split(I, self, args, nargs, kwnames, nkw, out, true);
+}
+
+/* strip / lstrip / rstrip: which = 1 left, 2 right, 3 both. */
+static bool str_strip(Interp *I, Value self, const Value *args, int nargs, Value *out, int which,
+                      const char *name)
+{
+    const char *d = as_str(self)->data;
+    size_t len = as_str(self)->len, lo = 0, hi = len;
+    Value chars = nargs > 0 ? args[0] : v_none();
+    if (chars.tag == V_NONE) {
+        size_t k;
+        if (which & 1)
+            while (lo < hi && (k = space_len(d, hi, lo))) lo += k;
+        if (which & 2) {
+            while (hi > lo) {
+                size_t st = char_start_before(d, lo, hi);
+                if (!space_len(d, hi, st)) break;
+                hi = st;
+            }
+        }
+    } else if (chars.tag == V_STR) {
+        const char *cs = as_str(chars)->data;
+        size_t cl = as_str(chars)->len;
+        if (which & 1) {
+            while (lo < hi) {
+                size_t k = char_len(d, hi, lo);
+                if (!memmem(cs, cl, d + lo, k)) break;
+                lo += k;
+            }
+        }
+        if (which & 2) {
+            while (hi > lo) {
+                size_t st = char_start_before(d, lo, hi);
+                if (!memmem(cs, cl, d + st, hi - st)) break;
+                hi = st;
+            }
+        }
+    } else {
+        return err_raise(I, TDL_ERR_TYPE, "%s arg must be None or str", name);
+    }
+    if (lo == 0 && hi == len) {
+        val_incref(self);
+        *out = self;
+        return true;
+    }
+    return str_new(I, d + lo, hi - lo, out);
+}
+
+static bool m_str_strip(BUILTIN_ARGS)
+{
+    return str_strip(I, self, args, nargs, out, 3, "strip");
+}
+
+static bool m_str_lstrip(BUILTIN_ARGS)
+{
+    return str_strip(I, self, args, nargs, out, 1, "lstrip");
+}
+
+static bool m_str_rstrip(BUILTIN_ARGS)
+{
+    return str_strip(I, self, args, nargs, out, 2, "rstrip");
+}
+
+/* Simple case mapping of one code point for the scripts a program is likely to hold: ASCII,
+ * Latin-1, Latin Extended-A and Additional, Greek, Cyrillic, Armenian and fullwidth Latin (with
+ * Python's special cases ß -> SS, İ -> i̇, ŉ -> ʼN). Writes up to 3 code points to o; returns the
+ * count. Other characters map to themselves. */
+static int case_map(uint32_t c, bool upper, uint32_t *o)
+{
+    /* Ranges of (upper, lower) pairs at adjacent code points: upper is even, or odd (odd=1). */
+    static const struct { uint32_t lo, hi; int odd; } pairs[] = {
+        {0x100, 0x12F, 0}, {0x132, 0x137, 0}, {0x139, 0x148, 1}, {0x14A, 0x177, 0}, {0x179, 0x17E, 1},
+        {0x460, 0x481, 0}, {0x48A, 0x4BF, 0}, {0x4C1, 0x4CE, 1}, {0x4D0, 0x52F, 0},
+        {0x1E00, 0x1E95, 0}, {0x1EA0, 0x1EFF, 0},
+    };
+    /* Ranges shifted by a constant: [ulo, uhi] upper <-> upper + delta lower. */
+    static const struct { uint32_t ulo, uhi; int32_t delta; } shifts[] = {
+        {'A', 'Z', 32}, {0xC0, 0xD6, 32}, {0xD8, 0xDE, 32}, {0x388, 0x38A, 37}, {0x38E, 0x38F, 63},
+        {0x391, 0x3A1, 32}, {0x3A3, 0x3AB, 32}, {0x400, 0x40F, 80}, {0x410, 0x42F, 32},
+        {0x531, 0x556, 48}, {0xFF21, 0xFF3A, 32},
+    };
+    if (upper) {
+        if (c < 0x80) {
+            o[0] = c >= 'a' && c <= 'z' ? c - 32 : c;
+            return 1;
+        }
+        switch (c) {
+        case 0xDF: o[0] = 'S'; o[1] = 'S'; return 2;
+        case 0x149: o[0] = 0x2BC; o[1] = 'N'; return 2;
+        case 0xB5: o[0] = 0x39C; return 1;
+        case 0xFF: o[0] = 0x178; return 1;
+        case 0x131: o[0] = 'I'; return 1;
+        case 0x17F: o[0] = 'S'; return 1;
+        case 0x3AC: o[0] = 0x386; return 1;
+        case 0x3CC: o[0] = 0x38C; return 1;
+        case 0x3C2: o[0] = 0x3A3; return 1;
+        }
+        for (size_t k = 0; k < sizeof shifts / sizeof shifts[0]; k++)
+            if (c >= shifts[k].ulo + (uint32_t)shifts[k].delta && c <= shifts[k].uhi + (uint32_t)shifts[k].delta) {
+                o[0] = c - (uint32_t)shifts[k].delta;
+                return 1;
+            }
+    } else {
+        if (c < 0x80) {
+            o[0] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+            return 1;
+        }
+        switch (c) {
+        case 0x130: o[0] = 'i'; o[1] = 0x307; return 2;
+        case 0x178: o[0] = 0xFF; return 1;
+        case 0x386: o[0] = 0x3AC; return 1;
+        case 0x38C: o[0] = 0x3CC; return 1;
+        }
+        for (size_t k = 0; k < sizeof shifts / sizeof shifts[0]; k++)
+            if (c >= shifts[k].ulo && c <= shifts[k].uhi) {
+                o[0] = c + (uint32_t)shifts[k].delta;
+                return 1;
+            }
+    }
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        if (c < pairs[k].lo || c > pairs[k].hi) continue;
+        bool is_upper = (c & 1) == (uint32_t)pairs[k].odd;
+        if (upper && !is_upper) c--;
+        else if (!upper && is_upper) c++;
+        break;
+    }
+    o[0] = c;
+    return 1;
+}
+
+static bool is_cased(uint32_t c)
+{
+    uint32_t u[3], l[3];
+    int nu = case_map(c, true, u), nl = case_map(c, false, l);
+    return nu != 1 || nl != 1 || u[0] != c || l[0] != c;
+}
+
+static bool str_case(Interp *I, Value self, Value *out, bool upper)
+{
+    StrObj *s = as_str(self);
+    Buf b = {0};
+    const unsigned char *d = (const unsigned char *)s->data;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c, m[3];
+        size_t k = fmt_utf8_decode(d + i, s->len - i, &c);
+        if (!k) {
+            buf_put(&b, s->data + i, 1);
+            i++;
+            continue;
+        }
+        int n;
+        if (!upper && c == 0x3A3) {
+            /* Python's Final_Sigma: after a cased letter and not before one, Σ lowers to ς. */
+            bool before = false, after = false;
+            if (i > 0) {
+                size_t st = char_start_before(s->data, 0, i);
+                uint32_t pc;
+                before = fmt_utf8_decode(d + st, s->len - st, &pc) && is_cased(pc);
+            }
+            if (i + k < s->len) {
+                uint32_t nc;
+                after = fmt_utf8_decode(d + i + k, s->len - i - k, &nc) && is_cased(nc);
+            }
+            m[0] = before && !after ? 0x3C2 : 0x3C3;
+            n = 1;
+        } else {
+            n = case_map(c, upper, m);
+        }
+        for (int j = 0; j < n; j++) {
+            char enc[4];
+            buf_put(&b, enc, (size_t)utf8_encode(m[j], enc));
+        }
+        i += k;
+    }
+    return buf_to_str(I, &b, out);
+}
+
+static bool m_str_upper(BUILTIN_ARGS)
+{
+    return str_case(I, self, out, true);
+}
+
+static bool m_str_lower(BUILTIN_ARGS)
+{
+    return str_case(I, self, out, false);
+}
+
+/* Python's ADJUST_INDICES for the optional start/end arguments args[first], args[first+1]
+ * (None = absent), in code points. start is not clamped above: callers compare with end. */
+static bool str_bounds(Interp *I, const StrObj *s, const Value *args, int nargs, int first,
+                       int64_t *start, int64_t *end)
+{
+    int64_t len = (int64_t)s->nchars;
+    *start = 0;
+    *end = len;
+    for (int k = 0; k < 2; k++) {
+        if (nargs <= first + k || args[first + k].tag == V_NONE) continue;
+        Value v = args[first + k];
+        if (v.tag != V_INT && v.tag != V_BOOL)
+            return err_raise(I, TDL_ERR_TYPE,
+                             "slice indices must be integers or None or have an __index__ method");
+        *(k ? end : start) = v.tag == V_INT ? v.i : v.b;
+    }
+    if (*end > len) *end = len;
+    else if (*end < 0) {
+        *end += len;
+        if (*end < 0) *end = 0;
+    }
+    if (*start < 0) {
+        *start += len;
+        if (*start < 0) *start = 0;
+    }
+    return true;
+}
+
+static bool need_str_arg(Interp *I, Value v, const char *what)
+{
+    if (v.tag == V_STR) return true;
+    return err_raise(I, TDL_ERR_TYPE, "%s must be str, not %s", what, val_type_name(v));
+}
+
+/* Python's tailmatch: does sub occur at the start (or end) of s[start:end]? */
+static bool tailmatch(const StrObj *s, const StrObj *sub, int64_t start, int64_t end, bool at_end)
+{
+    end -= (int64_t)sub->nchars;
+    if (end < start) return false;
+    if (sub->len == 0) return true;
+    size_t b = cp_to_byte(s, at_end ? end : start);
+    return b + sub->len <= s->len && memcmp(s->data + b, sub->data, sub->len) == 0;
+}
+
+static bool str_startsends(Interp *I, Value self, const Value *args, int nargs, Value *out,
+                           bool at_end)
+{
+    const char *name = at_end ? "endswith" : "startswith";
+    StrObj *s = as_str(self);
+    int64_t start, end;
+    if (!str_bounds(I, s, args, nargs, 1, &start, &end)) return false;
+    Value p = args[0];
+    if (p.tag == V_STR) {
+        *out = v_bool(tailmatch(s, as_str(p), start, end, at_end));
+        return true;
+    }
+    if (p.tag != V_TUPLE)
+        return err_raise(I, TDL_ERR_TYPE, "%s first arg must be str or a tuple of str, not %s",
+                         name, val_type_name(p));
+    for (size_t i = 0; i < as_tuple(p)->n; i++) {
+        Value x = as_tuple(p)->items[i];
+        if (x.tag != V_STR)
+            return err_raise(I, TDL_ERR_TYPE, "tuple for %s must only contain str, not %s", name,
+                             val_type_name(x));
+        if (tailmatch(s, as_str(x), start, end, at_end)) {
+            *out = v_bool(true);
+            return true;
+        }
+    }
+    *out = v_bool(false);
+    return true;
+}
+
+static bool m_str_startswith(BUILTIN_ARGS)
+{
+    return str_startsends(I, self, args, nargs, out, false);
+}
+
+static bool m_str_endswith(BUILTIN_ARGS)
+{
+    return str_startsends(I, self, args, nargs, out, true);
+}
+
+/* find / rfind / index / rindex: the code point index of sub in s[start:end], or -1. */
+static bool str_find(Interp *I, Value self, const Value *args, int nargs, bool right,
+                     int64_t *pos)
+{
+    StrObj *s = as_str(self);
+    if (!need_str_arg(I, args[0], "must be")) return false;
+    StrObj *sub = as_str(args[0]);
+    int64_t start, end;
+    if (!str_bounds(I, s, args, nargs, 1, &start, &end)) return false;
+    *pos = -1;
+    if (end - start < (int64_t)sub->nchars) return true;
+    size_t bs = cp_to_byte(s, start), be = cp_to_byte(s, end);
+    if (sub->len == 0) {
+        *pos = right ? end : start;
+        return true;
+    }
+    if (!right) {
+        const char *p = memmem(s->data + bs, be - bs, sub->data, sub->len);
+        if (p) *pos = byte_to_cp(s, (size_t)(p - s->data));
+        return true;
+    }
+    for (size_t p = be - sub->len;; p--) {
+        if (memcmp(s->data + p, sub->data, sub->len) == 0) {
+            *pos = byte_to_cp(s, p);
+            return true;
+        }
+        if (p == bs) break;
+    }
+    return true;
+}
+
+static bool m_str_find(BUILTIN_ARGS)
+{
+    int64_t pos;
+    if (!str_find(I, self, args, nargs, false, &pos)) return false;
+    *out = v_int(pos);
+    return true;
+}
+
+static bool m_str_rfind(BUILTIN_ARGS)
+{
+    int64_t pos;
+    if (!str_find(I, self, args, nargs, true, &pos)) return false;
+    *out = v_int(pos);
+    return true;
+}
+
+static bool m_str_index(BUILTIN_ARGS)
+{
+    int64_t pos;
+    if (!str_find(I, self, args, nargs, false, &pos)) return false;
+    if (pos < 0) return err_raise(I, TDL_ERR_VALUE, "substring not found");
+    *out = v_int(pos);
+    return true;
+}
+
+static bool m_str_rindex(BUILTIN_ARGS)
+{
+    int64_t pos;
+    if (!str_find(I, self, args, nargs, true, &pos)) return false;
+    if (pos < 0) return err_raise(I, TDL_ERR_VALUE, "substring not found");
+    *out = v_int(pos);
+    return true;
+}
+
+static bool m_str_count(BUILTIN_ARGS)
+{
+    StrObj *s = as_str(self);
+    if (!need_str_arg(I, args[0], "must be")) return false;
+    StrObj *sub = as_str(args[0]);
+    int64_t start, end;
+    if (!str_bounds(I, s, args, nargs, 1, &start, &end)) return false;
+    if (end - start < (int64_t)sub->nchars) {
+        *out = v_int(0);
+        return true;
+    }
+    if (sub->len == 0) {
+        *out = v_int(end - start + 1);
+        return true;
+    }
+    size_t i = cp_to_byte(s, start), be = cp_to_byte(s, end);
+    int64_t c = 0;
+    const char *p;
+    while (i < be && (p = memmem(s->data + i, be - i, sub->data, sub->len))) {
+        c++;
+        i = (size_t)(p - s->data) + sub->len;
+    }
+    *out = v_int(c);
+    return true;
+}
+
+static bool m_str_replace(BUILTIN_ARGS)
+{
+    Value cv = v_int(-1);
+    bool given;
+    int64_t count = -1;
+    if (!get_param(I, "replace", args, nargs, kwnames, nkw, 2, "count", &cv, &given) ||
+        !as_index(I, cv, &count))
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (args[k].tag != V_STR)
+            return err_raise(I, TDL_ERR_TYPE, "replace() argument %d must be str, not %s", k + 1,
+                             val_type_name(args[k]));
+    StrObj *s = as_str(self), *old = as_str(args[0]), *new = as_str(args[1]);
+    Buf b = {0};
+    if (old->len == 0) {
+        size_t i = 0;
+        while (count != 0) {
+            buf_put(&b, new->data, new->len);
+            if (count > 0) count--;
+            if (i >= s->len) break;
+            size_t k = char_len(s->data, s->len, i);
+            buf_put(&b, s->data + i, k);
+            i += k;
+        }
+        buf_put(&b, s->data + i, s->len - i);
+    } else {
+        size_t i = 0;
+        const char *p;
+        while (count != 0 && (p = memmem(s->data + i, s->len - i, old->data, old->len))) {
+            buf_put(&b, s->data + i, (size_t)(p - s->data) - i);
+            buf_put(&b, new->data, new->len);
+            i = (size_t)(p - s->data) + old->len;
+            if (count > 0) count--;
+        }
+        buf_put(&b, s->data + i, s->len - i);
+    }
+    return buf_to_str(I, &b, out);
+}
+
+/* ---- str.format ------------------------------------------------------------------------------ */
+
+/* A parsed format spec: [[fill]align][sign][#][0][width][grouping][.precision][type]. */
+typedef struct FmtSpec {
+    char fill[5];
+    size_t filllen;
+    char align;         /* '<' '>' '^' '=' or 0 (default) */
+    char sign;          /* '+' '-' ' ' or 0 */
+    bool alt;
+    int64_t width;      /* -1: none */
+    char group;         /* ',' '_' or 0 */
+    int64_t prec;       /* -1: none */
+    char type;          /* 0: none */
+} FmtSpec;
+
+static bool parse_spec(Interp *I, const char *s, size_t n, Value v, FmtSpec *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    sp->width = sp->prec = -1;
+    size_t i = 0;
+    size_t k = n ? char_len(s, n, 0) : 0;
+    bool fill_given = false;
+    if (n > k && strchr("<>=^", s[k])) {
+        memcpy(sp->fill, s, k);
+        sp->filllen = k;
+        sp->align = s[k];
+        fill_given = true;
+        i = k + 1;
+    } else if (n > 0 && strchr("<>=^", s[0])) {
+        sp->align = s[0];
+        i = 1;
+    }
+    if (i < n && (s[i] == '+' || s[i] == '-' || s[i] == ' ')) sp->sign = s[i++];
+    if (i < n && s[i] == '#') {
+        sp->alt = true;
+        i++;
+    }
+    if (i < n && s[i] == '0') {
+        if (!fill_given) {
+            sp->fill[0] = '0';
+            sp->filllen = 1;
+            fill_given = true;
+            if (!sp->align && v.tag != V_STR) sp->align = '=';
+        }
+        i++;
+    }
+    if (i < n && s[i] >= '0' && s[i] <= '9') {
+        sp->width = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            if (sp->width > 100000000) return err_raise(I, TDL_ERR_VALUE, "Too many decimal digits in format string");
+            sp->width = sp->width * 10 + (s[i++] - '0');
+        }
+    }
+    if (i < n && (s[i] == ',' || s[i] == '_')) sp->group = s[i++];
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || s[i] < '0' || s[i] > '9')
+            return err_raise(I, TDL_ERR_VALUE, "Format specifier missing precision");
+        sp->prec = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') {
+            if (sp->prec > 100000000) return err_raise(I, TDL_ERR_VALUE, "Too many decimal digits in format string");
+            sp->prec = sp->prec * 10 + (s[i++] - '0');
+        }
+    }
+    if (i < n) sp->type = s[i++];
+    if (i < n)
+        return err_raise(I, TDL_ERR_VALUE, "Invalid format specifier '%.*s' for object of type '%s'",
+                         (int)n, s, val_type_name(v));
+    if (!fill_given) {
+        sp->fill[0] = ' ';
+        sp->filllen = 1;
+    }
+    return true;
+}
+
+static size_t count_chars(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+static void put_fill(Buf *b, const FmtSpec *sp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) buf_put(b, sp->fill, sp->filllen);
+}
+
+/* Pads prefix (sign, 0x) + body to the width: '=' puts the fill between them. */
+static void put_padded(Buf *b, const FmtSpec *sp, const char *prefix, size_t plen,
+                       const char *body, size_t blen, char default_align)
+{
+    int64_t len = (int64_t)(count_chars(prefix, plen) + count_chars(body, blen));
+    int64_t pad = sp->width > len ? sp->width - len : 0;
+    char align = sp->align ? sp->align : default_align;
+    int64_t left = align == '>' ? pad : align == '^' ? pad / 2 : 0;
+    int64_t right = align == '<' ? pad : align == '^' ? pad - pad / 2 : 0;
+    if (align == '=') {
+        buf_put(b, prefix, plen);
+        put_fill(b, sp, pad);
+        buf_put(b, body, blen);
+        return;
+    }
+    put_fill(b, sp, left);
+    buf_put(b, prefix, plen);
+    buf_put(b, body, blen);
+    put_fill(b, sp, right);
+}
+
+/* Inserts the grouping character into the digit run at the start of body (every 3 digits, or 4
+ * for hex/octal/binary), into b. When zero-padding to a width, zeros join the groups. */
+static void put_grouped(Buf *b, const char *digits, size_t nd, const char *rest, size_t nrest,
+                        char group, int every, int64_t zero_width)
+{
+    /* Zero padding: add leading zeros (with their separators) until the width is reached. */
+    size_t nz = 0;
+    if (zero_width > 0) {
+        for (;;) {
+            size_t total = nd + nz;
+            size_t len = total + (total - 1) / (size_t)every + nrest;
+            if ((int64_t)len >= zero_width) break;
+            nz++;
+        }
+    }
+    size_t total = nd + nz;
+    for (size_t i = 0; i < total; i++) {
+        if (i && (total - i) % (size_t)every == 0) buf_put(b, &group, 1);
+        char c = i < nz ? '0' : digits[i - nz];
+        buf_put(b, &c, 1);
+    }
+    buf_put(b, rest, nrest);
+}
+
+static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b)
+{
+    char type = sp->type ? sp->type : 'd';
+    if (sp->prec >= 0) return err_raise(I, TDL_ERR_VALUE, "Precision not allowed in integer format specifier");
+    char digits[80];
+    size_t nd = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    char prefix[8];
+    size_t plen = 0;
+    if (v < 0) prefix[plen++] = '-';
+    else if (sp->sign == '+' || sp->sign == ' ') prefix[plen++] = sp->sign;
+    int base = 10;
+    switch (type) {
+    case 'd': case 'n': base = 10; break;
+    case 'x': case 'X': base = 16; break;
+    case 'o': base = 8; break;
+    case 'b': base = 2; break;
+    case 'c': {
+        if (sp->sign) return err_raise(I, TDL_ERR_VALUE, "Sign not allowed with integer format specifier 'c'");
+        if (v < 0 || v > 0x10FFFF) return err_raise(I, TDL_ERR_OVERFLOW, "%%c arg not in range(0x110000)");
+        char c[4];
+        int n = utf8_encode((uint32_t)v, c);
+        put_padded(b, sp, "", 0, c, (size_t)n, '>');
+        return true;
+    }
+    default:
+        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type 'int'", type);
+    }
+    if (sp->group == ',' && base != 10)
+        return err_raise(I, TDL_ERR_VALUE, "Cannot specify ',' with '%c'.", type);
+    if (sp->alt && base != 10) {
+        prefix[plen++] = '0';
+        prefix[plen++] = type == 'X' ? 'X' : type;
+    }
+    const char *dig = type == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
+    char rev[80];
+    size_t nr = 0;
+    do {
+        rev[nr++] = dig[u % (uint64_t)base];
+        u /= (uint64_t)base;
+    } while (u);
+    while (nr) digits[nd++] = rev[--nr];
+    if (sp->group) {
+        Buf body = {0};
+        int64_t zw = sp->align == '=' && sp->fill[0] == '0' && sp->width > 0
+                         ? sp->width - (int64_t)plen : 0;
+        put_grouped(&body, digits, nd, "", 0, sp->group, base == 10 ? 3 : 4, zw);
+        if (body.nomem) {
+            buf_free(&body);
+            b->nomem = true;
+            return true;
+        }
+        put_padded(b, sp, prefix, plen, body.p, body.n, '>');
+        buf_free(&body);
+    } else {
+        put_padded(b, sp, prefix, plen, digits, nd, '>');
+    }
+    return true;
+}
+
+static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b)
+{
+    char type = sp->type;
+    if (!strchr("eEfFgGn%", type ? type : 'g') )
+        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type 'float'", type);
+    if (sp->alt && !type && sp->prec < 0) { /* '#' with no type: like repr */ }
+    char prefix[4];
+    size_t plen = 0;
+    bool neg = signbit(x) && !isnan(x);
+    if (neg) prefix[plen++] = '-';
+    else if (sp->sign == '+' || sp->sign == ' ') prefix[plen++] = sp->sign;
+    double a = fabs(x);
+    char *body = NULL;
+    char small[400];
+    int prec = sp->prec < 0 ? 6 : (int)sp->prec;
+    bool upper = type == 'E' || type == 'F' || type == 'G';
+    if (!isfinite(a)) {
+        snprintf(small, sizeof small, "%s", isnan(a) ? (upper ? "NAN" : "nan") : (upper ? "INF" : "inf"));
+        if (type == '%') strcat(small, "%");
+    } else if (!type && sp->prec < 0) {
+        format_double(a, small);
+    } else if (!type) {
+        /* Like 'g', but scientific from exp >= prec - 1 on, and at least one digit after the
+         * point in fixed notation. */
+        int p = prec ? prec : 1;
+        char e[64];
+        snprintf(e, sizeof e, "%.*e", p - 1, a);
+        int exp10 = atoi(strchr(e, 'e') + 1);
+        if (exp10 < -4 || exp10 >= p - 1) {
+            /* strip trailing zeros of the mantissa */
+            char *ep = strchr(e, 'e');
+            char *m = ep;
+            while (m > e && m[-1] == '0') m--;
+            if (m > e && m[-1] == '.') m--;
+            snprintf(small, sizeof small, "%.*s%c%c%02d", (int)(m - e), e, 'e',
+                     exp10 < 0 ? '-' : '+', abs(exp10));
+        } else {
+            snprintf(small, sizeof small, "%.*f", p - 1 - exp10, a);
+            if (strchr(small, '.')) {
+                size_t n = strlen(small);
+                while (small[n - 1] == '0') small[--n] = '\0';
+                if (small[n - 1] == '.') small[n++] = '0', small[n] = '\0';
+            } else {
+                strcat(small, ".0");
+            }
+        }
+    } else {
+        char cf[16];
+        char t = type == 'n' ? 'g' : type == '%' ? 'f' : type;
+        snprintf(cf, sizeof cf, "%%%s.*%c", sp->alt ? "#" : "", t);
+        double val = type == '%' ? a * 100.0 : a;
+        int need = snprintf(NULL, 0, cf, prec, val);
+        body = need + 2 <= (int)sizeof small ? small : malloc((size_t)need + 2);
+        if (!body) return err_nomem(I);
+        snprintf(body, (size_t)need + 1, cf, prec, val);
+        if (type == '%') strcat(body, "%");
+    }
+    if (!body) body = small;
+    size_t blen = strlen(body);
+    if (sp->group && isfinite(a)) {
+        size_t nd = 0;
+        while (nd < blen && body[nd] >= '0' && body[nd] <= '9') nd++;
+        Buf g = {0};
+        int64_t zw = sp->align == '=' && sp->fill[0] == '0' && sp->width > 0
+                         ? sp->width - (int64_t)plen : 0;
+        put_grouped(&g, body, nd, body + nd, blen - nd, sp->group, 3, zw);
+        if (g.nomem) b->nomem = true;
+        else put_padded(b, sp, prefix, plen, g.p, g.n, '>');
+        buf_free(&g);
+    } else {
+        put_padded(b, sp, prefix, plen, body, blen, '>');
+    }
+    if (body != small) free(body);
+    return true;
+}
+
+/* format(v, spec) into b. */
+static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b)
+{
+    if (n == 0) return val_str(I, v, b);
+    FmtSpec sp;
+    if (!parse_spec(I, spec, n, v, &sp)) return false;
+    if (v.tag == V_INT || v.tag == V_BOOL) {
+        int64_t iv = v.tag == V_INT ? v.i : v.b;
+        if (sp.type && strchr("eEfFgG%", sp.type)) return format_float_spec(I, (double)iv, &sp, b);
+        return format_int_spec(I, iv, &sp, b);
+    }
+    if (v.tag == V_FLOAT) return format_float_spec(I, v.f, &sp, b);
+    if (v.tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "unsupported format string passed to %s.__format__",
+                         val_type_name(v));
+    if (sp.type && sp.type != 's')
+        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type 'str'", sp.type);
+    if (sp.sign) return err_raise(I, TDL_ERR_VALUE, "Sign not allowed in string format specifier");
+    if (sp.alt) return err_raise(I, TDL_ERR_VALUE, "Alternate form (#) not allowed in string format specifier");
+    if (sp.group) return err_raise(I, TDL_ERR_VALUE, "Cannot specify '%c' with 's'.", sp.group);
+    if (sp.align == '=') return err_raise(I, TDL_ERR_VALUE, "'=' alignment not allowed in string format specifier");
+    StrObj *s = as_str(v);
+    size_t len = s->len;
+    if (sp.prec >= 0 && (size_t)sp.prec < s->nchars) len = cp_to_byte(s, sp.prec);
+    put_padded(b, &sp, "", 0, s->data, len, '<');
+    return true;
+}
+
+typedef struct FmtState {
+    const Value *args;
+    int nargs;
+    const char *const *kwnames;
+    const Value *kwvals;
+    int nkw;
+    int next_auto;      /* -1: manual numbering in use */
+    bool used_auto;
+} FmtState;
+
+static bool format_text(Interp *I, const char *f, size_t n, FmtState *st, Buf *b, int depth);
+
+/* One replacement field's text (between the braces). */
+static bool format_field(Interp *I, const char *f, size_t n, FmtState *st, Buf *b, int depth)
+{
+    size_t i = 0;
+    while (i < n && f[i] != '.' && f[i] != '[' && f[i] != '!' && f[i] != ':') i++;
+    Value v;
+    if (i == 0 || (f[0] >= '0' && f[0] <= '9')) {
+        int64_t idx = 0;
+        if (i == 0) {
+            if (st->next_auto < 0)
+                return err_raise(I, TDL_ERR_VALUE,
+                                 "cannot switch from manual field specification to automatic field numbering");
+            idx = st->next_auto++;
+            st->used_auto = true;
+        } else {
+            if (st->used_auto)
+                return err_raise(I, TDL_ERR_VALUE,
+                                 "cannot switch from automatic field numbering to manual field specification");
+            st->next_auto = -1;
+            for (size_t k = 0; k < i; k++) {
+                if (f[k] < '0' || f[k] > '9' || idx > 100000000)
+                    return err_raise(I, TDL_ERR_KEY, "'%.*s'", (int)i, f);
+                idx = idx * 10 + (f[k] - '0');
+            }
+        }
+        if (idx >= st->nargs)
+            return err_raise(I, TDL_ERR_INDEX,
+                             "Replacement index %" PRId64 " out of range for positional args tuple", idx);
+        v = st->args[idx];
+    } else {
+        int k;
+        for (k = 0; k < st->nkw; k++)
+            if (strlen(st->kwnames[k]) == i && memcmp(st->kwnames[k], f, i) == 0) break;
+        if (k == st->nkw) return err_raise(I, TDL_ERR_KEY, "'%.*s'", (int)i, f);
+        v = st->kwvals[k];
+    }
+    val_incref(v);
+    /* .attr and [index] accessors */
+    while (i < n && (f[i] == '.' || f[i] == '[')) {
+        Value next;
+        bool ok;
+        if (f[i] == '.') {
+            size_t j = ++i;
+            while (i < n && f[i] != '.' && f[i] != '[' && f[i] != '!' && f[i] != ':') i++;
+            if (i == j) {
+                val_decref(I, v);
+                return err_raise(I, TDL_ERR_VALUE, "Empty attribute in format string");
+            }
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(i - j), f + j);
+            ok = val_getattr(I, v, name, &next);
+        } else {
+            size_t j = ++i;
+            while (i < n && f[i] != ']') i++;
+            if (i >= n) {
+                val_decref(I, v);
+                return err_raise(I, TDL_ERR_VALUE, "Missing ']' in format string");
+            }
+            if (i == j) {
+                val_decref(I, v);
+                return err_raise(I, TDL_ERR_VALUE, "Empty attribute in format string");
+            }
+            bool digits = true;
+            int64_t idx = 0;
+            for (size_t k = j; k < i; k++) {
+                if (f[k] < '0' || f[k] > '9' || idx > 100000000) digits = false;
+                else idx = idx * 10 + (f[k] - '0');
+            }
+            Value key;
+            if (digits) key = v_int(idx);
+            else if (!str_new(I, f + j, i - j, &key)) {
+                val_decref(I, v);
+                return false;
+            }
+            ok = val_getitem(I, v, key, &next);
+            val_decref(I, key);
+            i++;
+        }
+        val_decref(I, v);
+        if (!ok) return false;
+        v = next;
+    }
+    char conv = 0;
+    if (i < n && f[i] == '!') {
+        if (i + 1 >= n) {
+            val_decref(I, v);
+            return err_raise(I, TDL_ERR_VALUE, "end of string while looking for conversion specifier");
+        }
+        conv = f[i + 1];
+        i += 2;
+        if (i < n && f[i] != ':') {
+            val_decref(I, v);
+            return err_raise(I, TDL_ERR_VALUE, "expected ':' after conversion specifier");
+        }
+        if (conv != 'r' && conv != 's' && conv != 'a') {
+            val_decref(I, v);
+            return err_raise(I, TDL_ERR_VALUE, "Unknown conversion specifier %c", conv);
+        }
+    }
+    const char *spec = "";
+    size_t slen = 0;
+    Buf nested = {0};
+    if (i < n && f[i] == ':') {
+        spec = f + i + 1;
+        slen = n - i - 1;
+        if (memchr(spec, '{', slen)) {
+            /* A nested field in the spec ({:{width}}) is formatted first. */
+            if (depth >= 1) {
+                val_decref(I, v);
+                return err_raise(I, TDL_ERR_VALUE, "Max string recursion exceeded");
+            }
+            if (!format_text(I, spec, slen, st, &nested, depth + 1)) {
+                val_decref(I, v);
+                buf_free(&nested);
+                return false;
+            }
+            spec = nested.p ? nested.p : "";
+            slen = nested.n;
+        }
+    }
+    bool ok;
+    if (conv == 'r' || conv == 'a') {
+        Buf r = {0};
+        ok = val_repr(I, v, &r);
+        if (ok && r.nomem) ok = err_nomem(I);
+        Value rs;
+        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
+        buf_free(&r);
+        if (ok) {
+            ok = format_value(I, rs, spec, slen, b);
+            val_decref(I, rs);
+        }
+    } else if (conv == 's' && v.tag != V_STR) {
+        Buf r = {0};
+        ok = val_str(I, v, &r);
+        if (ok && r.nomem) ok = err_nomem(I);
+        Value rs;
+        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
+        buf_free(&r);
+        if (ok) {
+            ok = format_value(I, rs, spec, slen, b);
+            val_decref(I, rs);
+        }
+    } else {
+        ok = format_value(I, v, spec, slen, b);
+    }
+    buf_free(&nested);
+    val_decref(I, v);
+    return ok;
+}
+
+static bool format_text(Interp *I, const char *f, size_t n, FmtState *st, Buf *b, int depth)
+{
+    size_t i = 0, run = 0;
+    while (i < n) {
+        char c = f[i];
+        if (c != '{' && c != '}') {
+            i++;
+            continue;
+        }
+        buf_put(b, f + run, i - run);
+        if (c == '}') {
+            if (i + 1 < n && f[i + 1] == '}') {
+                buf_put(b, "}", 1);
+                i += 2;
+                run = i;
+                continue;
+            }
+            return err_raise(I, TDL_ERR_VALUE, "Single '}' encountered in format string");
+        }
+        if (i + 1 < n && f[i + 1] == '{') {
+            buf_put(b, "{", 1);
+            i += 2;
+            run = i;
+            continue;
+        }
+        /* Find the matching '}', allowing one level of nested braces in the spec. */
+        size_t j = i + 1;
+        int level = 1;
+        while (j < n) {
+            if (f[j] == '{') level++;
+            else if (f[j] == '}' && --level == 0) break;
+            j++;
+        }
+        if (j >= n) {
+            if (i + 1 >= n) return err_raise(I, TDL_ERR_VALUE, "Single '{' encountered in format string");
+            return err_raise(I, TDL_ERR_VALUE, "expected '}' before end of string");
+        }
+        if (!format_field(I, f + i + 1, j - i - 1, st, b, depth)) return false;
+        i = j + 1;
+        run = i;
+    }
+    buf_put(b, f + run, n - run);
+    if (b->nomem) return err_nomem(I);
+    return true;
+}
+
+static bool m_str_format(BUILTIN_ARGS)
+{
+    FmtState st = {args, nargs, kwnames, args + nargs, nkw, 0, false};
+    Buf b = {0};
+    if (!format_text(I, as_str(self)->data, as_str(self)->len, &st, &b, 0)) {
+        buf_free(&b);
+        return false;
+    }
+    return buf_to_str(I, &b, out);
+}
+
+static const BuiltinDef str_methods[] = {
+    {"join", m_str_join, 1, 1, NULL},
+    {"split", m_str_split, 0, 2, "sep maxsplit"},
+    {"rsplit", m_str_rsplit, 0, 2, "sep maxsplit"},
+    {"strip", m_str_strip, 0, 1, NULL},
+    {"lstrip", m_str_lstrip, 0, 1, NULL},
+    {"rstrip", m_str_rstrip, 0, 1, NULL},
+    {"upper", m_str_upper, 0, 0, NULL},
+    {"lower", m_str_lower, 0, 0, NULL},
+    {"startswith", m_str_startswith, 1, 3, NULL},
+    {"endswith", m_str_endswith, 1, 3, NULL},
+    {"replace", m_str_replace, 2, 3, "count"},
+    {"find", m_str_find, 1, 3, NULL},
+    {"rfind", m_str_rfind, 1, 3, NULL},
+    {"index", m_str_index, 1, 3, NULL},
+    {"rindex", m_str_rindex, 1, 3, NULL},
+    {"count", m_str_count, 1, 3, NULL},
+    {"format", m_str_format, 0, -1, "*"},
+    {NULL, NULL, 0, 0, NULL},
+};
+
+/* ---- lookup and argument checks --------------------------------------------------------------- */
+
+const BuiltinDef *builtin_method(TypeId t, const char *name)
+{
+    const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
+                          : t == T_TUPLE ? tuple_methods : NULL;
+    if (!tab) return NULL;
+    for (; tab->name; tab++)
+        if (strcmp(tab->name, name) == 0) return tab;
+    return NULL;
+}
+
+/* The type a method def belongs to ("list"), or NULL for a plain function. */
+static const char *method_owner(const BuiltinDef *def)
+{
+    static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
+        {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
+    };
+    for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
+        for (const BuiltinDef *d = tabs[k].tab; d->name; d++)
+            if (d == def) return tabs[k].name;
+    return NULL;
+}
+
+/* Whether `name` is one of the space-separated words of list ("*" accepts any). */
+static bool kw_listed(const char *list, const char *name)
+{
+    if (strcmp(list, "*") == 0) return true;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
+/* How Python words argument-count errors varies by function; the ones that differ from the
+ * default (below) are listed by qualified name. CLINIC: "f() takes at most N arguments (M given)",
+ * and for too few either "missing required argument 'p' (pos K)" (params given) or
+ * "f() takes at least N argument (M given)". EXPECTED: "f expected N arguments, got M". */
+enum { ARGS_CLINIC = 1, ARGS_EXPECTED };
+static const struct { const char *qual; int style; const char *params; bool pos; } arg_styles[] = {
+    {"round", ARGS_CLINIC, "number", true},
+    {"pow", ARGS_CLINIC, "base exp", true},
+    {"enumerate", ARGS_CLINIC, "iterable", false},
+    {"sum", ARGS_CLINIC, NULL, false},
+    {"str.split", ARGS_CLINIC, NULL, false},
+    {"str.rsplit", ARGS_CLINIC, NULL, false},
+    {"str.startswith", ARGS_CLINIC, NULL, false},
+    {"str.endswith", ARGS_CLINIC, NULL, false},
+    {"str.find", ARGS_CLINIC, NULL, false},
+    {"str.rfind", ARGS_CLINIC, NULL, false},
+    {"str.index", ARGS_CLINIC, NULL, false},
+    {"str.rindex", ARGS_CLINIC, NULL, false},
+    {"str.count", ARGS_CLINIC, NULL, false},
+    {"sorted", ARGS_EXPECTED, NULL, false},
+};
+
+bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames,
+                        int nkw)
+{
+    const char *owner = method_owner(def);
+    char qual[96];
+    snprintf(qual, sizeof qual, "%s%s%s", owner ? owner : "", owner ? "." : "", def->name);
+    if (nkw > 0) {
+        if (!def->kwargs) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", qual);
+        for (int k = 0; k < nkw; k++) {
+            if (!kw_listed(def->kwargs, kwnames[k]))
+                return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'",
+                                 def->name, kwnames[k]);
+            for (int j = 0; j < k; j++)
+                if (strcmp(kwnames[j], kwnames[k]) == 0)
+                    return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for keyword argument '%s'",
+                                     def->name, kwnames[k]);
+        }
+    }
+    int lo = def->min_args, hi = def->max_args;
+    if (nargs >= lo && (hi < 0 || nargs <= hi)) return true;
+    int style = 0;
+    const char *params = NULL;
+    bool pos = false;
+    for (size_t k = 0; k < sizeof arg_styles / sizeof arg_styles[0]; k++) {
+        if (strcmp(arg_styles[k].qual, qual) == 0) {
+            style = arg_styles[k].style;
+            params = arg_styles[k].params;
+            pos = arg_styles[k].pos;
+        }
+    }
+    if (style == ARGS_CLINIC) {
+        if (nargs > hi)
+            return err_raise(I, TDL_ERR_TYPE, "%s() takes at most %d argument%s (%d given)",
+                             def->name, hi, hi == 1 ? "" : "s", nargs);
+        if (params) {
+            /* the name of parameter number nargs (0-based) */
+            const char *p = params;
+            for (int k = 0; k < nargs && strchr(p, ' '); k++) p = strchr(p, ' ') + 1;
+            size_t len = strchr(p, ' ') ? (size_t)(strchr(p, ' ') - p) : strlen(p);
+            if (pos)
+                return err_raise(I, TDL_ERR_TYPE, "%s() missing required argument '%.*s' (pos %d)",
+                                 def->name, (int)len, p, nargs + 1);
+            return err_raise(I, TDL_ERR_TYPE, "%s() missing required argument '%.*s'", def->name,
+                             (int)len, p);
+        }
+        return err_raise(I, TDL_ERR_TYPE, "%s() takes at least %d %sargument%s (%d given)",
+                         def->name, lo, owner ? "" : "positional ", lo == 1 ? "" : "s", nargs);
+    }
+    if (lo == hi && style != ARGS_EXPECTED) {
+        if (lo == 0 && def->kwargs)
+            return err_raise(I, TDL_ERR_TYPE, "%s() takes no positional arguments", def->name);
+        if (lo == 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments (%d given)", qual, nargs);
+        if (lo == 1)
+            return err_raise(I, TDL_ERR_TYPE, "%s() takes exactly one argument (%d given)", qual, nargs);
+    }
+    if (lo == hi)
+        return err_raise(I, TDL_ERR_TYPE, "%s expected %d argument%s, got %d", def->name, lo,
+                         lo == 1 ? "" : "s", nargs);
+    if (nargs < lo)
+        return err_raise(I, TDL_ERR_TYPE, "%s expected at least %d argument%s, got %d", def->name, lo,
+                         lo == 1 ? "" : "s", nargs);
+    return err_raise(I, TDL_ERR_TYPE, "%s expected at most %d argument%s, got %d", def->name, hi,
+                     hi == 1 ? "" : "s", nargs);
+}

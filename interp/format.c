@@ -1,0 +1,388 @@
+/* format.c — text output: the growable Buf, Python's repr()/str() of every host value, and the
+ * two pieces of text layout the rest of the interpreter shares (a double's repr, a string's repr).
+ *
+ * Depends only on interp.h. It never calls tdl code and never writes output itself: it appends
+ * to a Buf and the caller decides where the text goes. A Buf that fails to grow records `nomem`
+ * and ignores further text, so callers check once at the end instead of after every append.
+ */
+#include "interp.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Buf ------------------------------------------------------------------------------------ */
+
+/* Makes room for n more bytes plus a NUL; false (and nomem set) when that is impossible. */
+static bool buf_reserve(Buf *b, size_t n)
+{
+    if (b->nomem) return false;
+    if (n > SIZE_MAX / 2 - b->n - 1) {
+        b->nomem = true;
+        return false;
+    }
+    size_t need = b->n + n + 1;
+    if (need <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->nomem = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = cap;
+    return true;
+}
+
+void buf_put(Buf *b, const char *s, size_t n)
+{
+    if (!buf_reserve(b, n)) return;
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+void buf_puts(Buf *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+void buf_printf(Buf *b, const char *fmt, ...)
+{
+    if (b->nomem) return;
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n < sizeof small) {
+        buf_put(b, small, (size_t)n);
+        return;
+    }
+    if (!buf_reserve(b, (size_t)n)) return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)n;
+}
+
+void buf_free(Buf *b)
+{
+    if (!b) return;
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    b->nomem = false;
+}
+
+/* ---- doubles -------------------------------------------------------------------------------- */
+
+/* CPython's repr(float): the shortest digit string that reads back as d (the correctly rounded
+ * %.Ne with the fewest digits that round-trips is also the closest such string), laid out in
+ * fixed notation when -4 < decpt <= 16 (value = 0.DIGITS x 10^decpt), else in scientific. */
+int format_double(double d, char *buf)
+{
+    if (isnan(d)) return sprintf(buf, "nan");
+    if (isinf(d)) return sprintf(buf, d < 0 ? "-inf" : "inf");
+
+    char *o = buf;
+    if (signbit(d)) {
+        *o++ = '-';
+        d = -d;
+    }
+    char tmp[40];
+    for (int prec = 0; prec <= 16; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec, d);
+        if (strtod(tmp, NULL) == d) break;
+    }
+    /* tmp is "D[.DDD]e[+-]XX": collect the digits, drop trailing zeros, read the exponent. */
+    char digits[24];
+    int nd = 0;
+    const char *p = tmp;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
+    int exp10 = atoi(p + 1);
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int decpt = exp10 + 1;
+
+    if (decpt > -4 && decpt <= 16) {
+        if (decpt <= 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -decpt; i++) *o++ = '0';
+            memcpy(o, digits, (size_t)nd);
+            o += nd;
+        } else if (decpt < nd) {
+            memcpy(o, digits, (size_t)decpt);
+            o += decpt;
+            *o++ = '.';
+            memcpy(o, digits + decpt, (size_t)(nd - decpt));
+            o += nd - decpt;
+        } else {
+            memcpy(o, digits, (size_t)nd);
+            o += nd;
+            for (int i = nd; i < decpt; i++) *o++ = '0';
+            *o++ = '.';
+            *o++ = '0';
+        }
+    } else {
+        *o++ = digits[0];
+        if (nd > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, (size_t)(nd - 1));
+            o += nd - 1;
+        }
+        o += sprintf(o, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    }
+    *o = '\0';
+    return (int)(o - buf);
+}
+
+/* ---- strings -------------------------------------------------------------------------------- */
+
+/* Decodes one UTF-8 sequence at s[0..n); *cp gets the code point, the result is its length in
+ * bytes, or 0 for a malformed sequence. Shared with builtins.c (declared there until interp.h
+ * has it). */
+size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        v = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        v = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        v = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF))) return 0;
+    *cp = v;
+    return len;
+}
+
+/* Whether Python's str.isprintable() is false for a non-ASCII code point. Covers the control,
+ * format, separator, surrogate and private-use ranges; unassigned code points print as is. */
+static bool unicode_unprintable(uint32_t c)
+{
+    static const uint32_t ranges[][2] = {
+        {0x80, 0xA0}, {0xAD, 0xAD}, {0x600, 0x605}, {0x61C, 0x61C}, {0x6DD, 0x6DD},
+        {0x70F, 0x70F}, {0x890, 0x891}, {0x8E2, 0x8E2}, {0x1680, 0x1680}, {0x180E, 0x180E},
+        {0x2000, 0x200F}, {0x2028, 0x202F}, {0x205F, 0x2064}, {0x2066, 0x206F},
+        {0x3000, 0x3000}, {0xD800, 0xF8FF}, {0xFEFF, 0xFEFF}, {0xFFF9, 0xFFFB},
+        {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3},
+        {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0x10FFFF},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+        if (c >= ranges[i][0] && c <= ranges[i][1]) return true;
+    return false;
+}
+
+void format_str_repr(const char *s, size_t len, Buf *b)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    bool has_sq = memchr(s, '\'', len) != NULL;
+    bool has_dq = memchr(s, '"', len) != NULL;
+    char q = has_sq && !has_dq ? '"' : '\'';
+    buf_put(b, &q, 1);
+    size_t run = 0;     /* start of the pending run of bytes copied verbatim */
+    for (size_t i = 0; i < len;) {
+        unsigned c = u[i];
+        const char *esc = NULL;
+        char hex[12];
+        size_t adv = 1;
+        if (c == '\\') esc = "\\\\";
+        else if (c == '\n') esc = "\\n";
+        else if (c == '\r') esc = "\\r";
+        else if (c == '\t') esc = "\\t";
+        else if (c == (unsigned char)q) esc = q == '\'' ? "\\'" : "\\\"";
+        else if (c < 0x20 || c == 0x7F) {
+            snprintf(hex, sizeof hex, "\\x%02x", c);
+            esc = hex;
+        } else if (c >= 0x80) {
+            uint32_t cp;
+            adv = fmt_utf8_decode(u + i, len - i, &cp);
+            if (adv == 0) {
+                /* Not UTF-8: show the byte rather than pass a broken sequence on. */
+                adv = 1;
+                snprintf(hex, sizeof hex, "\\x%02x", c);
+                esc = hex;
+            } else if (unicode_unprintable(cp)) {
+                if (cp <= 0xFF) snprintf(hex, sizeof hex, "\\x%02x", (unsigned)cp);
+                else if (cp <= 0xFFFF) snprintf(hex, sizeof hex, "\\u%04x", (unsigned)cp);
+                else snprintf(hex, sizeof hex, "\\U%08x", (unsigned)cp);
+                esc = hex;
+            }
+        }
+        if (esc) {
+            buf_put(b, s + run, i - run);
+            buf_puts(b, esc);
+            run = i + adv;
+        }
+        i += adv;
+    }
+    buf_put(b, s + run, len - run);
+    buf_put(b, &q, 1);
+}
+
+/* ---- repr / str ----------------------------------------------------------------------------- */
+
+/* The containers being printed, innermost first: a container met again prints as [...] / (...). */
+typedef struct ReprFrame {
+    const Obj *o;
+    const struct ReprFrame *up;
+    int depth;
+} ReprFrame;
+
+#define REPR_MAX_DEPTH 1000
+
+static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up);
+
+static bool repr_items(Interp *I, const Value *items, size_t n, Buf *b, const ReprFrame *fr)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i) buf_put(b, ", ", 2);
+        if (!repr_rec(I, items[i], b, fr)) return false;
+        if (b->nomem) return err_nomem(I);
+    }
+    return true;
+}
+
+static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
+{
+    int depth = up ? up->depth + 1 : 1;
+    for (const ReprFrame *f = up; f; f = f->up) {
+        if (f->o == v.o) {
+            buf_puts(b, v.tag == V_LIST ? "[...]" : "(...)");
+            return true;
+        }
+    }
+    if (depth > REPR_MAX_DEPTH)
+        return err_raise(I, TDL_ERR_RECURSION,
+                         "maximum recursion depth exceeded while getting the repr of an object");
+    ReprFrame fr = {v.o, up, depth};
+    if (v.tag == V_LIST) {
+        /* Items are re-read by index each time: nothing here can run tdl code, but being
+         * defensive about n costs nothing. */
+        ListObj *l = as_list(v);
+        buf_put(b, "[", 1);
+        for (size_t i = 0; i < l->n; i++) {
+            if (i) buf_put(b, ", ", 2);
+            if (!repr_rec(I, l->items[i], b, &fr)) return false;
+            if (b->nomem) return err_nomem(I);
+        }
+        buf_put(b, "]", 1);
+    } else {
+        TupleObj *t = as_tuple(v);
+        buf_put(b, "(", 1);
+        if (!repr_items(I, t->items, t->n, b, &fr)) return false;
+        buf_puts(b, t->n == 1 ? ",)" : ")");
+    }
+    return true;
+}
+
+static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
+{
+    char num[40];
+    switch ((ValueTag)v.tag) {
+    case V_UNDEF:
+        buf_puts(b, "<undefined>");
+        break;
+    case V_NONE:
+        buf_puts(b, "None");
+        break;
+    case V_BOOL:
+        buf_puts(b, v.b ? "True" : "False");
+        break;
+    case V_INT:
+        buf_printf(b, "%" PRId64, v.i);
+        break;
+    case V_FLOAT:
+        buf_put(b, num, (size_t)format_double(v.f, num));
+        break;
+    case V_TYPE:
+        buf_printf(b, "<class '%s'>", type_name((TypeId)v.i));
+        break;
+    case V_STR:
+        format_str_repr(as_str(v)->data, as_str(v)->len, b);
+        break;
+    case V_TUPLE:
+    case V_LIST:
+        if (!repr_container(I, v, b, up)) return false;
+        break;
+    case V_RANGE: {
+        RangeObj *r = as_range(v);
+        if (r->step == 1) buf_printf(b, "range(%" PRId64 ", %" PRId64 ")", r->start, r->stop);
+        else
+            buf_printf(b, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ")", r->start, r->stop,
+                       r->step);
+        break;
+    }
+    case V_FUNC: {
+        FuncObj *f = as_func(v);
+        buf_printf(b, "<function %s at %p>", f->fn && f->fn->name ? f->fn->name : "?",
+                   (void *)f);
+        break;
+    }
+    case V_BUILTIN: {
+        BuiltinObj *bo = as_builtin(v);
+        const char *name = bo->def && bo->def->name ? bo->def->name : "?";
+        if (bo->self.tag == V_UNDEF) {
+            buf_printf(b, "<built-in function %s>", name);
+        } else if (IS_OBJ(bo->self)) {
+            buf_printf(b, "<built-in method %s of %s object at %p>", name,
+                       val_type_name(bo->self), (void *)bo->self.o);
+        } else {
+            buf_printf(b, "<built-in method %s of %s object>", name, val_type_name(bo->self));
+        }
+        break;
+    }
+    case V_MODULE: {
+        Module *m = as_module(v);
+        const char *name = m->name ? m->name : "?";
+        if (m->path) buf_printf(b, "<module '%s' from '%s'>", name, m->path);
+        else buf_printf(b, "<module '%s'>", name);
+        break;
+    }
+    case V_CELL:
+        buf_printf(b, "<cell at %p>", (void *)v.o);
+        break;
+    default:
+        buf_printf(b, "<%s object>", val_type_name(v));
+        break;
+    }
+    if (b->nomem) return err_nomem(I);
+    return true;
+}
+
+bool val_repr(Interp *I, Value v, Buf *b)
+{
+    return repr_rec(I, v, b, NULL);
+}
+
+bool val_str(Interp *I, Value v, Buf *b)
+{
+    if (v.tag == V_STR) {
+        buf_put(b, as_str(v)->data, as_str(v)->len);
+        if (b->nomem) return err_nomem(I);
+        return true;
+    }
+    return repr_rec(I, v, b, NULL);
+}
