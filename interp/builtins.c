@@ -20,10 +20,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* From format.c; wants a declaration in interp.h next to format_str_repr. Decodes one UTF-8
  * sequence of s[0..n): the length in bytes (0 if malformed) and the code point in *cp. */
 size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* 128-bit arithmetic for exact integer rounding and modular products (a GNU C extension). */
+__extension__ typedef __int128 i128;
+__extension__ typedef unsigned __int128 u128;
 
 #define LISTV(l) v_obj(V_LIST, &(l)->h)
 #define TUPLEV(t) v_obj(V_TUPLE, &(t)->h)
@@ -355,10 +360,9 @@ static bool sort_values(Interp *I, Value *vals, size_t n, Value key, bool revers
             for (size_t i = 0; i < n; i++) vals[i] = a[i].val;
         }
     }
-    if (haskey) {
-        /* Before a failed key call the keys are a[0..nkeys); after, a permutation of a[0..n). */
-        for (size_t i = 0; i < (nkeys == n ? n : nkeys); i++) val_decref(I, a[i].key);
-    }
+    /* After a failed key call the keys are a[0..nkeys); once all are made, sorting only
+     * permutes a[0..n). */
+    for (size_t i = 0; i < nkeys; i++) val_decref(I, a[i].key);
     free(a);
     free(tmp);
     return ok;
@@ -470,8 +474,8 @@ static bool min_max(Interp *I, const Value *args, int nargs, const char *const *
         items = owned->items;
         n = owned->n;
     }
-    /* With a key function the list may change under us only if it is ours, which it is not
-     * reachable from tdl; the argument tuple is fixed. */
+    /* items is either the argument array or our own copy of the iterable, so a key function
+     * cannot change it under us. */
     Value best = v_undef(), bestkey = v_undef();
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
@@ -641,12 +645,12 @@ static bool bi_round(BUILTIN_ARGS)
         *out = v_int(0);
         return true;
     }
-    __int128 p = 1;
+    i128 p = 1;
     for (int64_t i = 0; i < -nd; i++) p *= 10;
-    __int128 a = v < 0 ? -(__int128)v : v;
-    __int128 q = a / p, r = a % p;
+    i128 a = v < 0 ? -(i128)v : v;
+    i128 q = a / p, r = a % p;
     if (2 * r > p || (2 * r == p && (q & 1))) q++;
-    __int128 res = q * p;
+    i128 res = q * p;
     if (v < 0) res = -res;
     if (res > INT64_MAX || res < INT64_MIN) return overflow(I);
     *out = v_int((int64_t)res);
@@ -863,9 +867,20 @@ static bool bi_ord(BUILTIN_ARGS)
     return true;
 }
 
+static bool is_number(Value v)
+{
+    return v.tag == V_INT || v.tag == V_BOOL || v.tag == V_FLOAT;
+}
+
 static bool bi_divmod(BUILTIN_ARGS)
 {
     Value q, r;
+    if (!is_number(args[0]) || !is_number(args[1]))
+        return err_raise(I, TDL_ERR_TYPE, "unsupported operand type(s) for divmod(): '%s' and '%s'",
+                         val_type_name(args[0]), val_type_name(args[1]));
+    if ((args[0].tag == V_FLOAT || args[1].tag == V_FLOAT) &&
+        (args[1].tag == V_FLOAT ? args[1].f == 0.0 : args[1].tag == V_INT ? args[1].i == 0 : !args[1].b))
+        return err_raise(I, TDL_ERR_ZERO_DIVISION, "float divmod()");
     if (!val_binop(I, OP_FLOORDIV, args[0], args[1], &q)) return false;
     if (!val_binop(I, OP_MOD, args[0], args[1], &r)) {
         val_decref(I, q);
@@ -885,7 +900,7 @@ static bool bi_divmod(BUILTIN_ARGS)
 
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m)
 {
-    return (uint64_t)((unsigned __int128)a * b % m);
+    return (uint64_t)((u128)a * b % m);
 }
 
 static bool bi_pow(BUILTIN_ARGS)
@@ -917,9 +932,9 @@ static bool bi_pow(BUILTIN_ARGS)
     uint64_t ue;
     if (e < 0) {
         /* Modular inverse by the extended Euclidean algorithm, in 128-bit to stay exact. */
-        __int128 r0 = (__int128)um, r1 = (__int128)b, t0 = 0, t1 = 1;
+        i128 r0 = (i128)um, r1 = (i128)b, t0 = 0, t1 = 1;
         while (r1 != 0) {
-            __int128 q = r0 / r1, tr = r0 - q * r1, tt = t0 - q * t1;
+            i128 q = r0 / r1, tr = r0 - q * r1, tt = t0 - q * t1;
             r0 = r1;
             r1 = tr;
             t0 = t1;
@@ -927,8 +942,8 @@ static bool bi_pow(BUILTIN_ARGS)
         }
         if (r0 != 1 && um != 1)
             return err_raise(I, TDL_ERR_VALUE, "base is not invertible for the given modulus");
-        if (t0 < 0) t0 += (__int128)um;
-        b = (uint64_t)(t0 % (__int128)um);
+        if (t0 < 0) t0 += (i128)um;
+        b = (uint64_t)(t0 % (i128)um);
         ue = e == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-e;
     } else {
         ue = (uint64_t)e;
@@ -1140,10 +1155,50 @@ static bool parse_float_text(const char *s, size_t len, double *out)
     return ok;
 }
 
+/* Python's int() and float() read any Unicode decimal digit and space. For a non-ASCII string
+ * this makes an ASCII copy (digits to '0'..'9', spaces to ' ', anything else to '?' so that it
+ * stays invalid) in *buf, which the caller frees; ASCII text is used as it is. */
+static bool ascii_digits(const StrObj *s, char **text, size_t *len, char **buf)
+{
+    static const uint32_t zeros[] = {
+        0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6,
+        0xE50, 0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90,
+        0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+        0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0,
+        0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0,
+        0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+    };
+    *buf = NULL;
+    *text = (char *)s->data;
+    *len = s->len;
+    if (s->len == s->nchars) return true;
+    char *o = malloc(s->len + 1);
+    if (!o) return false;
+    size_t n = 0;
+    for (size_t i = 0; i < s->len;) {
+        size_t k = char_len(s->data, s->len, i);
+        uint32_t cp = (unsigned char)s->data[i];
+        if (k > 1) fmt_utf8_decode((const unsigned char *)s->data + i, s->len - i, &cp);
+        char c = cp < 0x80 ? (char)cp : space_len(s->data, s->len, i) ? ' ' : '?';
+        for (size_t z = 0; c == '?' && z < sizeof zeros / sizeof zeros[0]; z++)
+            if (cp >= zeros[z] && cp < zeros[z] + 10) c = (char)('0' + (cp - zeros[z]));
+        o[n++] = c;
+        i += k;
+    }
+    o[n] = '\0';
+    *text = *buf = o;
+    *len = n;
+    return true;
+}
+
 static bool int_from_str(Interp *I, Value s, int base, Value *out)
 {
     int64_t v;
-    int r = parse_int_text(as_str(s)->data, as_str(s)->len, base, &v);
+    char *text, *tmp;
+    size_t len;
+    if (!ascii_digits(as_str(s), &text, &len, &tmp)) return err_nomem(I);
+    int r = parse_int_text(text, len, base, &v);
+    free(tmp);
     if (r == 0) {
         *out = v_int(v);
         return true;
@@ -1226,14 +1281,19 @@ static bool type_float(Interp *I, Value x, Value *out)
         return true;
     case V_STR: {
         double d;
-        if (parse_float_text(as_str(x)->data, as_str(x)->len, &d)) {
+        char *text, *tmp;
+        size_t len;
+        if (!ascii_digits(as_str(x), &text, &len, &tmp)) return err_nomem(I);
+        bool ok = parse_float_text(text, len, &d);
+        free(tmp);
+        if (ok) {
             *out = v_float(d);
             return true;
         }
         Buf b = {0};
-        repr_for_msg(x, &b);
-        bool ok = b.nomem ? err_nomem(I)
-                          : err_raise(I, TDL_ERR_VALUE, "could not convert string to float: %s", b.p);
+        format_str_repr(as_str(x)->data, as_str(x)->len, &b);   /* in full, as Python */
+        ok = b.nomem ? err_nomem(I)
+                     : err_raise(I, TDL_ERR_VALUE, "could not convert string to float: %s", b.p);
         buf_free(&b);
         return ok;
     }
@@ -2032,6 +2092,7 @@ static bool str_find(Interp *I, Value self, const Value *args, int nargs, bool r
         if (p) *pos = byte_to_cp(s, (size_t)(p - s->data));
         return true;
     }
+    if (be - bs < sub->len) return true;
     for (size_t p = be - sub->len;; p--) {
         if (memcmp(s->data + p, sub->data, sub->len) == 0) {
             *pos = byte_to_cp(s, p);
@@ -2274,7 +2335,7 @@ static void put_grouped(Buf *b, const char *digits, size_t nd, const char *rest,
     buf_put(b, rest, nrest);
 }
 
-static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b)
+static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b, const char *tname)
 {
     char type = sp->type ? sp->type : 'd';
     if (sp->prec >= 0) return err_raise(I, TDL_ERR_VALUE, "Precision not allowed in integer format specifier");
@@ -2300,7 +2361,8 @@ static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b)
         return true;
     }
     default:
-        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type 'int'", type);
+        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type '%s'", type,
+                         tname);
     }
     if (sp->group == ',' && base != 10)
         return err_raise(I, TDL_ERR_VALUE, "Cannot specify ',' with '%c'.", type);
@@ -2334,12 +2396,23 @@ static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b)
     return true;
 }
 
-static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b)
+/* printf into a new heap string (NULL when out of memory). */
+static char *alloc_printf(const char *fmt, int prec, double v)
+{
+    int need = snprintf(NULL, 0, fmt, prec, v);
+    if (need < 0) return NULL;
+    char *p = malloc((size_t)need + 3);      /* room for ".0" or "%" appended later */
+    if (p) snprintf(p, (size_t)need + 1, fmt, prec, v);
+    return p;
+}
+
+static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b, const char *tname)
 {
     char type = sp->type;
-    if (!strchr("eEfFgGn%", type ? type : 'g') )
-        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type 'float'", type);
-    if (sp->alt && !type && sp->prec < 0) { /* '#' with no type: like repr */ }
+    if (!strchr("eEfFgGn%", type ? type : 'g'))
+        return err_raise(I, TDL_ERR_VALUE, "Unknown format code '%c' for object of type '%s'", type,
+                         tname);
+    if (sp->prec > 100000) return err_raise(I, TDL_ERR_VALUE, "precision too big");
     char prefix[4];
     size_t plen = 0;
     bool neg = signbit(x) && !isnan(x);
@@ -2347,48 +2420,47 @@ static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b)
     else if (sp->sign == '+' || sp->sign == ' ') prefix[plen++] = sp->sign;
     double a = fabs(x);
     char *body = NULL;
-    char small[400];
+    char small[40];
     int prec = sp->prec < 0 ? 6 : (int)sp->prec;
     bool upper = type == 'E' || type == 'F' || type == 'G';
     if (!isfinite(a)) {
-        snprintf(small, sizeof small, "%s", isnan(a) ? (upper ? "NAN" : "nan") : (upper ? "INF" : "inf"));
-        if (type == '%') strcat(small, "%");
+        snprintf(small, sizeof small, "%s%s", isnan(a) ? (upper ? "NAN" : "nan") : (upper ? "INF" : "inf"),
+                 type == '%' ? "%" : "");
     } else if (!type && sp->prec < 0) {
         format_double(a, small);
     } else if (!type) {
         /* Like 'g', but scientific from exp >= prec - 1 on, and at least one digit after the
-         * point in fixed notation. */
+         * point in fixed notation ('#' keeps trailing zeros, as for 'g'). */
         int p = prec ? prec : 1;
-        char e[64];
-        snprintf(e, sizeof e, "%.*e", p - 1, a);
-        int exp10 = atoi(strchr(e, 'e') + 1);
+        if (!(body = alloc_printf("%.*e", p - 1, a))) return err_nomem(I);
+        char *ep = strchr(body, 'e');
+        int exp10 = atoi(ep + 1);
         if (exp10 < -4 || exp10 >= p - 1) {
-            /* strip trailing zeros of the mantissa */
-            char *ep = strchr(e, 'e');
             char *m = ep;
-            while (m > e && m[-1] == '0') m--;
-            if (m > e && m[-1] == '.') m--;
-            snprintf(small, sizeof small, "%.*s%c%c%02d", (int)(m - e), e, 'e',
-                     exp10 < 0 ? '-' : '+', abs(exp10));
+            bool dot = memchr(body, '.', (size_t)(ep - body)) != NULL;
+            if (dot && !sp->alt) {
+                while (m[-1] == '0') m--;
+                if (m[-1] == '.') m--;
+            } else if (!dot && sp->alt) {
+                *m++ = '.';     /* "1.e+00"; the buffer has room for one more byte */
+            }
+            sprintf(m, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
         } else {
-            snprintf(small, sizeof small, "%.*f", p - 1 - exp10, a);
-            if (strchr(small, '.')) {
-                size_t n = strlen(small);
-                while (small[n - 1] == '0') small[--n] = '\0';
-                if (small[n - 1] == '.') small[n++] = '0', small[n] = '\0';
-            } else {
-                strcat(small, ".0");
+            free(body);
+            if (!(body = alloc_printf("%.*f", p - 1 - exp10, a))) return err_nomem(I);
+            size_t n = strlen(body);
+            if (!strchr(body, '.')) {
+                strcpy(body + n, ".0");     /* only when no digits follow: n + 2 fits */
+            } else if (!sp->alt) {
+                while (body[n - 1] == '0') body[--n] = '\0';
+                if (body[n - 1] == '.') body[n++] = '0', body[n] = '\0';
             }
         }
     } else {
         char cf[16];
         char t = type == 'n' ? 'g' : type == '%' ? 'f' : type;
         snprintf(cf, sizeof cf, "%%%s.*%c", sp->alt ? "#" : "", t);
-        double val = type == '%' ? a * 100.0 : a;
-        int need = snprintf(NULL, 0, cf, prec, val);
-        body = need + 2 <= (int)sizeof small ? small : malloc((size_t)need + 2);
-        if (!body) return err_nomem(I);
-        snprintf(body, (size_t)need + 1, cf, prec, val);
+        if (!(body = alloc_printf(cf, prec, type == '%' ? a * 100.0 : a))) return err_nomem(I);
         if (type == '%') strcat(body, "%");
     }
     if (!body) body = small;
@@ -2418,10 +2490,11 @@ static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b)
     if (!parse_spec(I, spec, n, v, &sp)) return false;
     if (v.tag == V_INT || v.tag == V_BOOL) {
         int64_t iv = v.tag == V_INT ? v.i : v.b;
-        if (sp.type && strchr("eEfFgG%", sp.type)) return format_float_spec(I, (double)iv, &sp, b);
-        return format_int_spec(I, iv, &sp, b);
+        if (sp.type && strchr("eEfFgG%", sp.type))
+            return format_float_spec(I, (double)iv, &sp, b, val_type_name(v));
+        return format_int_spec(I, iv, &sp, b, val_type_name(v));
     }
-    if (v.tag == V_FLOAT) return format_float_spec(I, v.f, &sp, b);
+    if (v.tag == V_FLOAT) return format_float_spec(I, v.f, &sp, b, "float");
     if (v.tag != V_STR)
         return err_raise(I, TDL_ERR_TYPE, "unsupported format string passed to %s.__format__",
                          val_type_name(v));
@@ -2743,6 +2816,17 @@ static const struct { const char *qual; int style; const char *params; bool pos;
 bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames,
                         int nkw)
 {
+    int lo = def->min_args, hi = def->max_args;
+    bool count_ok = nargs >= lo && (hi < 0 || nargs <= hi);
+    if (nkw == 0 && count_ok) return true;      /* the common case: no names to build */
+    if (nkw > 0 && def->kwargs && count_ok) {
+        bool all_ok = true;
+        for (int k = 0; k < nkw && all_ok; k++) {
+            all_ok = kw_listed(def->kwargs, kwnames[k]);
+            for (int j = 0; j < k && all_ok; j++) all_ok = strcmp(kwnames[j], kwnames[k]) != 0;
+        }
+        if (all_ok) return true;
+    }
     const char *owner = method_owner(def);
     char qual[96];
     snprintf(qual, sizeof qual, "%s%s%s", owner ? owner : "", owner ? "." : "", def->name);
@@ -2758,8 +2842,7 @@ bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char 
                                      def->name, kwnames[k]);
         }
     }
-    int lo = def->min_args, hi = def->max_args;
-    if (nargs >= lo && (hi < 0 || nargs <= hi)) return true;
+    if (count_ok) return true;
     int style = 0;
     const char *params = NULL;
     bool pos = false;

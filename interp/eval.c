@@ -677,6 +677,25 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         }
         res = cur;
         val_incref(res);
+    } else if (op == OP_MUL && cur.tag == V_LIST && (rhs.tag == V_INT || rhs.tag == V_BOOL)) {
+        /* list *= n repeats in place. */
+        ListObj *l = as_list(cur);
+        int64_t times = rhs.tag == V_BOOL ? rhs.b : rhs.i;
+        size_t len = l->n;
+        ok = true;
+        if (times <= 0) {
+            while (l->n > 0) {
+                Value x = l->items[--l->n];
+                val_decref(I, x);
+            }
+        } else if (len && (uint64_t)times > (uint64_t)INT32_MAX / len) {
+            ok = err_raise(I, TDL_ERR_MEMORY, "repeated sequence is too long");
+        } else {
+            for (int64_t k = 1; k < times && ok; k++)
+                for (size_t i = 0; i < len && ok; i++) ok = list_append(I, l, l->items[i]);
+        }
+        res = cur;
+        val_incref(res);
     } else {
         ok = binop(I, op, cur, rhs, &res);
     }
@@ -835,7 +854,9 @@ static Flow exec(Interp *I, Frame *F, Node *st)
         }
         case N_RETURN:
             if (st->a) {
-                if (!eval(I, F, st->a, &I->ret)) return F_ERROR;
+                Value v;        /* not straight into I->ret: a call inside uses it too */
+                if (!eval(I, F, st->a, &v)) return F_ERROR;
+                I->ret = v;
             } else {
                 I->ret = v_none();
             }

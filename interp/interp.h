@@ -226,6 +226,9 @@ struct Interp {
     char *stack_base;           /* C stack guard */
     size_t stack_budget;
     Value ret;                  /* value of a `return` in flight */
+    int free_depth;             /* nesting of obj_free; deeper frees are deferred */
+    Obj *deferred;              /* objects waiting to be freed (linked by next) */
+    int nest;                   /* nesting of recursive compare/repr on containers */
     char *script_dir;           /* folder of the main script, for imports */
 };
 

@@ -365,13 +365,17 @@ bool val_equal(Interp *I, Value a, Value b, bool *out)
         seq_items(b, &xb, &nb);
         if (na != nb) { *out = false; return true; }
         if (a.o == b.o) { *out = true; return true; }
-        for (size_t k = 0; k < na; k++) {
-            bool e;
-            if (!val_equal(I, xa[k], xb[k], &e)) return false;
-            if (!e) { *out = false; return true; }
-        }
+        if (I->nest >= 1000) return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded in comparison");
+        I->nest++;
+        bool ok = true;
         *out = true;
-        return true;
+        for (size_t k = 0; k < na && ok; k++) {
+            bool e;
+            ok = val_equal(I, xa[k], xb[k], &e);
+            if (ok && !e) { *out = false; break; }
+        }
+        I->nest--;
+        return ok;
     }
     case V_RANGE: {
         RangeObj *x = as_range(a), *y = as_range(b);
@@ -410,13 +414,21 @@ static bool val_order(Interp *I, LangOp op, Value a, Value b, int *out)
         size_t na = 0, nb = 0;
         seq_items(a, &xa, &na);
         seq_items(b, &xb, &nb);
-        for (size_t k = 0; k < na && k < nb; k++) {
+        if (I->nest >= 1000) return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded in comparison");
+        I->nest++;
+        bool ok = true, decided = false;
+        for (size_t k = 0; k < na && k < nb && ok; k++) {
             bool e;
-            if (!val_equal(I, xa[k], xb[k], &e)) return false;
-            if (!e) return val_order(I, op, xa[k], xb[k], out);
+            ok = val_equal(I, xa[k], xb[k], &e);
+            if (ok && !e) {
+                ok = val_order(I, op, xa[k], xb[k], out);
+                decided = true;
+                break;
+            }
         }
-        *out = na < nb ? -1 : na > nb;
-        return true;
+        I->nest--;
+        if (ok && !decided) *out = na < nb ? -1 : na > nb;
+        return ok;
     }
     return order_error(I, op, a, b);
 }

@@ -152,7 +152,31 @@ static void obj_clear(Interp *I, Obj *o)
     }
 }
 
+static void obj_destroy(Interp *I, Obj *o);
+
+/* Freeing a deeply nested structure must not recurse once per level: past a small depth the
+ * object is queued and freed by the outermost obj_free (Python's "trashcan"). */
 void obj_free(Interp *I, Obj *o)
+{
+    if (I->free_depth >= 32) {
+        untrack(o);
+        o->next = I->deferred;
+        I->deferred = o;
+        return;
+    }
+    I->free_depth++;
+    obj_destroy(I, o);
+    if (I->free_depth == 1) {
+        while (I->deferred) {
+            Obj *d = I->deferred;
+            I->deferred = d->next;
+            obj_destroy(I, d);
+        }
+    }
+    I->free_depth--;
+}
+
+static void obj_destroy(Interp *I, Obj *o)
 {
     o->refcnt = 1;          /* keep it alive while its children go */
     obj_clear(I, o);
