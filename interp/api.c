@@ -249,7 +249,9 @@ static bool try_dir(const char *dir, size_t dlen, const char *name, char **text,
 {
     if (dlen == 0) return false;
     char *p = NULL;
-    if (asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name) < 0) return false;
+    int r = dlen == 1 && dir[0] == '.' ? asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
+                                       : asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
+    if (r < 0) return false;
     *text = read_file(p, len);
     if (!*text) {
         free(p);

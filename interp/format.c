@@ -84,6 +84,68 @@ void buf_free(Buf *b)
 /* CPython's repr(float): the shortest digit string that reads back as d (the correctly rounded
  * %.Ne with the fewest digits that round-trips is also the closest such string), laid out in
  * fixed notation when -4 < decpt <= 16 (value = 0.DIGITS x 10^decpt), else in scientific. */
+/* Reads "%.*e" output "D[.DDD]e[+-]XX" into a digit string and a decimal exponent. */
+static void split_e(const char *tmp, char *digits, int *nd, int *exp10)
+{
+    const char *p = tmp;
+    *nd = 0;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9') digits[(*nd)++] = *p;
+    *exp10 = atoi(p + 1);
+}
+
+/* Does the decimal digits[0..nd) x 10^(exp10 - nd + 1) read back as d? */
+static bool reads_back(double d, const char *digits, int nd, int exp10, long double *dist)
+{
+    char tmp[48];
+    snprintf(tmp, sizeof tmp, "%c.%.*se%d", digits[0], nd - 1, digits + 1, exp10);
+    if (strtod(tmp, NULL) != d) return false;
+    long double v = strtold(tmp, NULL);
+    *dist = fabsl(v - (long double)d);
+    return true;
+}
+
+/* The shortest digit string that reads back as d (d > 0, finite), and the closest of those to
+ * d, as CPython's repr (dtoa mode 0). At each length the correctly rounded string is tried first;
+ * next to a power of two the rounding interval is lopsided, so its neighbours are tried too. */
+static void shortest_digits(double d, char *digits, int *nd, int *exp10)
+{
+    char tmp[48];
+    for (int prec = 0; prec <= 16; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec, d);
+        split_e(tmp, digits, nd, exp10);
+        long double dist;
+        if (reads_back(d, digits, *nd, *exp10, &dist)) return;
+        char up[24], down[24];
+        int eu = *exp10, ed = *exp10;
+        memcpy(up, digits, (size_t)*nd);
+        memcpy(down, digits, (size_t)*nd);
+        int k = *nd - 1;
+        while (k >= 0 && up[k] == '9') up[k--] = '0';
+        if (k >= 0) up[k]++;
+        else { up[0] = '1'; eu++; }            /* 9.99 -> 1.00e+1 */
+        k = *nd - 1;
+        while (k >= 0 && down[k] == '0') down[k--] = '9';
+        bool down_ok = k >= 0;
+        if (k >= 0) down[k]--;
+        if (down[0] == '0') {                  /* 1.00 -> 9.99e-1 */
+            memmove(down, down + 1, (size_t)(*nd - 1));
+            down[*nd - 1] = '9';
+            ed--;
+        }
+        long double du = 0, dd = 0;
+        bool u = reads_back(d, up, *nd, eu, &du);
+        bool w = down_ok && reads_back(d, down, *nd, ed, &dd);
+        if (u || w) {
+            if (u && (!w || du <= dd)) { memcpy(digits, up, (size_t)*nd); *exp10 = eu; }
+            else { memcpy(digits, down, (size_t)*nd); *exp10 = ed; }
+            return;
+        }
+    }
+    snprintf(tmp, sizeof tmp, "%.16e", d);
+    split_e(tmp, digits, nd, exp10);
+}
+
 int format_double(double d, char *buf)
 {
     if (isnan(d)) return sprintf(buf, "nan");
@@ -94,18 +156,9 @@ int format_double(double d, char *buf)
         *o++ = '-';
         d = -d;
     }
-    char tmp[40];
-    for (int prec = 0; prec <= 16; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec, d);
-        if (strtod(tmp, NULL) == d) break;
-    }
-    /* tmp is "D[.DDD]e[+-]XX": collect the digits, drop trailing zeros, read the exponent. */
     char digits[24];
-    int nd = 0;
-    const char *p = tmp;
-    for (; *p && *p != 'e'; p++)
-        if (*p >= '0' && *p <= '9') digits[nd++] = *p;
-    int exp10 = atoi(p + 1);
+    int nd = 0, exp10 = 0;
+    shortest_digits(d, digits, &nd, &exp10);
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     int decpt = exp10 + 1;
 

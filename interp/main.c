@@ -327,6 +327,16 @@ static const char *history_path(char *buf, size_t n)
     return k > 0 && (size_t)k < n ? buf : NULL;
 }
 
+/* Adds a complete entry (a command or a whole block) to the history and saves the history file
+ * at once, so that nothing is lost when Ctrl-C ends a runaway program. Write failures (read-only
+ * home, ...) are ignored. libedit's append_history() is not used: it duplicates entries. */
+static void remember(const char *entry, const char *hist)
+{
+    add_history(entry);
+    if (hist)
+        write_history(hist);
+}
+
 /* True when s is empty or only blanks. */
 static bool is_blank(const char *s)
 {
@@ -378,7 +388,7 @@ static int repl(tdl_interp *T)
         }
         if (buf.len == 0 && (is_command(line, ":help") || is_command(line, ":quit"))) {
             bool quit = is_command(line, ":quit");
-            add_history(line);
+            remember(line, hist);
             free(line);
             if (quit)
                 break;
@@ -397,7 +407,7 @@ static int repl(tdl_interp *T)
             continue;
         while (buf.len > 0 && buf.p[buf.len - 1] == '\n')
             buf.p[--buf.len] = '\0';   /* the whole entry, without the newlines that end it */
-        add_history(buf.p);
+        remember(buf.p, hist);
         buf.len = 0;
         if (st == TDL_ERROR) {
             print_error(T);
@@ -408,8 +418,6 @@ static int repl(tdl_interp *T)
     }
     free(buf.p);
     fflush(stdout);
-    if (hist)
-        write_history(hist);    /* failures (read-only home, ...) are ignored */
     return status;
 }
 

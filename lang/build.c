@@ -39,6 +39,23 @@ void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok)
 {
     if (p->failed) return;
     uint32_t pos = tok ? tok->pos : (uint32_t)p->src->len;
+    uint32_t ppos;
+    int paren = lang_lexer_open_paren(p->lx, &ppos);
+    if (major == TK_FOR && paren) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, pos,
+                          "comprehensions are not supported in tdl: write a for loop that appends");
+        return;
+    }
+    if (paren) {
+        /* An error on a later line than an unclosed bracket is most likely that bracket. */
+        int pl, pc, tl, tc;
+        lang_source_linecol(p->src, ppos, &pl, &pc);
+        lang_source_linecol(p->src, pos, &tl, &tc);
+        if (tl > pl) {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, ppos, "'%c' was never closed", paren);
+            return;
+        }
+    }
     if (major == TK_INDENT) {
         lang_parser_error(p, LANG_INDENTATION_ERROR, pos, "unexpected indent");
         return;
