@@ -124,6 +124,7 @@ static tdl_status run(Interp *I, const char *code, size_t len, const char *name,
     char here;
     err_clear(I);
     I->exiting = false;
+    I->interrupt = 0;
     stack_guard(I, &here);
     LangSource *src = lang_source_new(name ? name : "<string>", code, len);
     if (!src) {
@@ -238,6 +239,11 @@ const char *tdl_error_report(const tdl_interp *T)
 {
     if (!T) return "";
     return err_report((Interp *)&T->I);
+}
+
+void tdl_interrupt(tdl_interp *T)
+{
+    if (T) T->I.interrupt = 1;
 }
 
 int tdl_exit_code(const tdl_interp *T) { return T ? T->I.exit_code : 0; }

@@ -247,6 +247,7 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
     LangFunc *fn = f->fn;
     int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
     char here;
+    if (!interp_check_interrupt(I)) return false;
     if (I->depth >= limit || (I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget))
         return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
     Value slots[fn->nslots + 1];
@@ -726,7 +727,7 @@ static Flow exec_for(Interp *I, Frame *F, Node *st)
         RangeObj *r = as_range(seq);
         int64_t n = range_len(r), v = r->start, step = r->step;
         for (int64_t k = 0; k < n; k++, v += step) {
-            if (!store_name(I, F, st->a, v_int(v))) { fl = F_ERROR; break; }
+            if (!interp_check_interrupt(I) || !store_name(I, F, st->a, v_int(v))) { fl = F_ERROR; break; }
             fl = exec(I, F, st->c);
             if (fl == F_BREAK) { broke = true; fl = F_NORMAL; break; }
             if (fl == F_CONTINUE) fl = F_NORMAL;
@@ -742,7 +743,7 @@ static Flow exec_for(Interp *I, Frame *F, Node *st)
         for (;;) {
             Value x;
             bool done;
-            if (!iter_next(I, &it, &x, &done)) { fl = F_ERROR; break; }
+            if (!interp_check_interrupt(I) || !iter_next(I, &it, &x, &done)) { fl = F_ERROR; break; }
             if (done) break;
             bool ok = assign(I, F, st->a, x);
             val_decref(I, x);
@@ -764,6 +765,10 @@ static Flow exec_while(Interp *I, Frame *F, Node *st)
     for (;;) {
         Value c;
         bool t;
+        if (!interp_check_interrupt(I)) {
+            locate(I, F, st->pos);
+            return F_ERROR;
+        }
         if (!eval(I, F, st->a, &c)) return F_ERROR;
         bool ok = truthy(I, c, &t);
         val_decref(I, c);

@@ -21,6 +21,7 @@
 #include "lang.h"
 #include "tdl.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -229,8 +230,17 @@ struct Interp {
     int free_depth;             /* nesting of obj_free; deeper frees are deferred */
     Obj *deferred;              /* objects waiting to be freed (linked by next) */
     int nest;                   /* nesting of recursive compare/repr on containers */
+    volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
 };
+
+/* Raises KeyboardInterrupt if tdl_interrupt was called; checked at loop iterations and calls. */
+static inline bool interp_check_interrupt(Interp *I)
+{
+    if (!I->interrupt) return true;
+    I->interrupt = 0;
+    return err_raise(I, TDL_ERR_INTERRUPT, "%s", "");
+}
 
 /* Writes program output through the host's callback. */
 void interp_write(Interp *I, const char *s, size_t len);

@@ -290,6 +290,33 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+/* The interpreter that Ctrl-C interrupts while the REPL runs code (signal handlers can only
+ * reach it through a static). */
+static tdl_interp *volatile running;
+
+static void on_sigint_running(int sig)
+{
+    (void)sig;
+    if (running)
+        tdl_interrupt(running);
+}
+
+/* Runs one REPL entry; Ctrl-C meanwhile stops the code with a KeyboardInterrupt, not the REPL. */
+static tdl_status run_interruptible(tdl_interp *T, const char *code, size_t len)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint_running;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    running = T;
+    sigaction(SIGINT, &sa, &old);
+    tdl_status st = tdl_run_string_ex(T, code, len, "<stdin>", TDL_RUN_INTERACTIVE);
+    sigaction(SIGINT, &old, NULL);
+    running = NULL;
+    return st;
+}
+
 /* Reads one line with libedit. Returns a malloc'd line without its newline, or NULL at end of
  * input. Sets *intr (and returns NULL) when Ctrl-C was pressed: SIGINT is caught only while
  * reading, without SA_RESTART, so the blocked read fails and readline() returns. */
@@ -402,7 +429,7 @@ static int repl(tdl_interp *T)
             buf.len = 0;
             continue;
         }
-        tdl_status st = tdl_run_string_ex(T, buf.p, buf.len, "<stdin>", TDL_RUN_INTERACTIVE);
+        tdl_status st = run_interruptible(T, buf.p, buf.len);
         if (st == TDL_INCOMPLETE)
             continue;
         while (buf.len > 0 && buf.p[buf.len - 1] == '\n')

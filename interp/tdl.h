@@ -34,7 +34,7 @@ typedef enum tdl_error_kind {
     TDL_ERR_VALUE, TDL_ERR_INDEX, TDL_ERR_KEY, TDL_ERR_ATTRIBUTE, TDL_ERR_ZERO_DIVISION,
     TDL_ERR_OVERFLOW, TDL_ERR_ASSERTION, TDL_ERR_RECURSION, TDL_ERR_IMPORT, TDL_ERR_IO,
     TDL_ERR_RUNTIME, TDL_ERR_MEMORY, TDL_ERR_NOT_IMPLEMENTED, TDL_ERR_DIMENSION_BIND,
-    TDL_ERR_SHAPE, TDL_ERR_DEVICE,
+    TDL_ERR_SHAPE, TDL_ERR_DEVICE, TDL_ERR_INTERRUPT,
     TDL_ERR__COUNT
 } tdl_error_kind;
 
@@ -66,6 +66,9 @@ tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name);
 tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags);
 /* Reads and runs a file as the main module. An unreadable file is a TDL_ERR_IO error. */
 tdl_status tdl_run_file(tdl_interp *T, const char *path);
+/* Asks running code to stop: the next loop iteration or call raises KeyboardInterrupt
+ * (TDL_ERR_INTERRUPT). Safe to call from a signal handler or another thread. */
+void tdl_interrupt(tdl_interp *T);
 /* Sets `argv` (a list of str) in the main module. */
 tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv);
 

@@ -548,7 +548,7 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_IMPORT] = "ImportError", [TDL_ERR_IO] = "IOError", [TDL_ERR_RUNTIME] = "RuntimeError",
     [TDL_ERR_MEMORY] = "MemoryError", [TDL_ERR_NOT_IMPLEMENTED] = "NotImplementedError",
     [TDL_ERR_DIMENSION_BIND] = "DimensionBindError", [TDL_ERR_SHAPE] = "ShapeError",
-    [TDL_ERR_DEVICE] = "DeviceError",
+    [TDL_ERR_DEVICE] = "DeviceError", [TDL_ERR_INTERRUPT] = "KeyboardInterrupt",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

@@ -3,7 +3,9 @@
 #include "tests.h"
 #include "tdl.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -214,6 +216,29 @@ START_TEST(test_two_interpreters)
 }
 END_TEST
 
+static void *interrupt_later(void *arg)
+{
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    tdl_interrupt(arg);
+    return NULL;
+}
+
+START_TEST(test_interrupt)
+{
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupt_later, T), 0);
+    tdl_status st = tdl_run_string(T, "n = 0\nwhile True:\n    n += 1\n", "<test>");
+    pthread_join(th, NULL);
+    ck_assert_int_eq(st, TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_INTERRUPT);
+    ck_assert_str_eq(tdl_error_kind_name(TDL_ERR_INTERRUPT), "KeyboardInterrupt");
+    /* the interpreter goes on, and the loop did run */
+    ck_assert_int_eq(tdl_run_string(T, "print(n > 0)", "<test>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "True\n");
+}
+END_TEST
+
 START_TEST(test_cycles_freed)
 {
     /* reference cycles (a recursive closure, a list containing itself) are freed by tdl_close;
@@ -303,6 +328,7 @@ Suite *eval_suite(void)
     tcase_add_test(tc, test_globals_persist);
     tcase_add_test(tc, test_two_interpreters);
     tcase_add_test(tc, test_cycles_freed);
+    tcase_add_test(tc, test_interrupt);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("import");
     tcase_add_checked_fixture(ti, import_setup, import_teardown);
