@@ -32,7 +32,7 @@ CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wno-unused-parameter -fP
            $(SANFLAGS) -I$(B)/lang -Ilang -Iinterp -Ifcdim -Ibackend \
            -DTDL_STDLIB_DIR='"$(PREFIX)/share/tdl/stdlib"'
 LDFLAGS := $(SANFLAGS)
-LIBS    := -lm -lpthread -ldl
+LIBS    := -lz -lm -lpthread -ldl
 
 # Generated sources (never committed).
 GEN_C   := $(B)/lang/lexer.c $(B)/lang/grammar.c
