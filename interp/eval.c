@@ -491,6 +491,11 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     bool ok = true;
     switch (n->kind) {
     case N_NAME:
+        if (n->scope == SCOPE_LOCAL && F->slots[n->slot].tag != V_UNDEF) {   /* the common case */
+            *out = F->slots[n->slot];
+            val_incref(*out);
+            return true;
+        }
         ok = load_name(I, F, n, out);
         break;
     case N_INT: *out = v_int(n->ival); return true;
@@ -638,6 +643,19 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
     LangOp op = (LangOp)st->op;
     Value obj = v_undef(), idx = v_undef(), cur, rhs, res;
     bool ok;
+    if (t->kind == N_NAME && t->scope == SCOPE_LOCAL && F->slots[t->slot].tag == V_INT) {
+        /* i += 1 on a local int: no list semantics to honour */
+        if (!eval(I, F, st->b, &rhs)) return false;
+        ok = binop(I, op, F->slots[t->slot], rhs, &res);
+        val_decref(I, rhs);
+        if (!ok) {
+            locate(I, F, st->pos);
+            return false;
+        }
+        replace(I, &F->slots[t->slot], res);
+        val_decref(I, res);
+        return true;
+    }
     if (t->kind == N_SUBSCRIPT) {
         if (!eval(I, F, t->a, &obj)) return false;
         if (!eval_index(I, F, t->b, &idx)) {
@@ -800,6 +818,12 @@ static Flow exec(Interp *I, Frame *F, Node *st)
         case N_ASSIGN: {
             Value v;
             if (!eval(I, F, st->b, &v)) return F_ERROR;
+            if (st->count == 1 && st->a->kind == N_NAME && st->a->scope == SCOPE_LOCAL) {
+                Value old = F->slots[st->a->slot];     /* x = e on a local: takes v's reference */
+                F->slots[st->a->slot] = v;
+                val_decref(I, old);
+                break;
+            }
             for (Node *t = st->a; t && ok; t = t->next) ok = assign(I, F, t, v);
             val_decref(I, v);
             break;
