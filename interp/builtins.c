@@ -127,46 +127,6 @@ static bool same_or_equal(Interp *I, Value a, Value b, bool *eq)
     return val_equal(I, a, b, eq);
 }
 
-/* A new list holding the items of any iterable. */
-static bool collect(Interp *I, Value seq, ListObj **out)
-{
-    ListObj *l;
-    if (seq.tag == V_LIST || seq.tag == V_TUPLE) {
-        size_t n = seq.tag == V_LIST ? as_list(seq)->n : as_tuple(seq)->n;
-        const Value *items = seq.tag == V_LIST ? as_list(seq)->items : as_tuple(seq)->items;
-        if (!(l = list_alloc(I, n))) return false;
-        for (size_t i = 0; i < n; i++) {
-            l->items[i] = items[i];
-            val_incref(items[i]);
-        }
-        *out = l;
-        return true;
-    }
-    if (!(l = list_alloc(I, 0))) return false;
-    Iter it;
-    if (!iter_begin(I, seq, &it)) goto fail;
-    for (;;) {
-        Value x = v_undef();
-        bool done = false;
-        if (!iter_next(I, &it, &x, &done)) {
-            iter_end(I, &it);
-            goto fail;
-        }
-        if (done) break;
-        bool ok = list_append(I, l, x);
-        val_decref(I, x);
-        if (!ok) {
-            iter_end(I, &it);
-            goto fail;
-        }
-    }
-    iter_end(I, &it);
-    *out = l;
-    return true;
-fail:
-    val_decref(I, LISTV(l));
-    return false;
-}
 
 static bool make_pair(Interp *I, Value a, Value b, Value *out)   /* borrows a and b */
 {
@@ -470,7 +430,7 @@ static bool min_max(Interp *I, const Value *args, int nargs, const char *const *
         items = args;
         n = (size_t)nargs;
     } else {
-        if (!collect(I, args[0], &owned)) return false;
+        if (!list_from_iterable(I, args[0], &owned)) return false;
         items = owned->items;
         n = owned->n;
     }
@@ -665,7 +625,7 @@ static bool bi_sum(BUILTIN_ARGS)
     if (start.tag == V_STR)
         return err_raise(I, TDL_ERR_TYPE, "sum() can't sum strings [use ''.join(seq) instead]");
     ListObj *l;
-    if (!collect(I, args[0], &l)) return false;
+    if (!list_from_iterable(I, args[0], &l)) return false;
     Value acc = start;
     val_incref(acc);
     bool ok = true;
@@ -702,7 +662,7 @@ static bool bi_sorted(BUILTIN_ARGS)
     bool reverse;
     if (!sort_options(I, args, nargs, kwnames, nkw, &key, &reverse)) return false;
     ListObj *l;
-    if (!collect(I, args[0], &l)) return false;
+    if (!list_from_iterable(I, args[0], &l)) return false;
     if (!sort_values(I, l->items, l->n, key, reverse)) {
         val_decref(I, LISTV(l));
         return false;
@@ -717,7 +677,7 @@ static bool bi_reversed(BUILTIN_ARGS)
     if (x.tag != V_LIST && x.tag != V_TUPLE && x.tag != V_STR && x.tag != V_RANGE)
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not reversible", val_type_name(x));
     ListObj *l;
-    if (!collect(I, x, &l)) return false;
+    if (!list_from_iterable(I, x, &l)) return false;
     reverse_values(l->items, l->n);
     *out = LISTV(l);
     return true;
@@ -732,7 +692,7 @@ static bool bi_enumerate(BUILTIN_ARGS)
         !as_index(I, sv, &start))
         return false;
     ListObj *l;
-    if (!collect(I, args[0], &l)) return false;
+    if (!list_from_iterable(I, args[0], &l)) return false;
     for (size_t i = 0; i < l->n; i++) {
         int64_t k;
         Value pair;
@@ -758,7 +718,7 @@ static bool bi_zip(BUILTIN_ARGS)
     bool ok = true;
     size_t n = SIZE_MAX;
     for (int i = 0; i < nargs && ok; i++) {
-        ok = collect(I, args[i], &cols[i]);
+        ok = list_from_iterable(I, args[i], &cols[i]);
         if (ok && cols[i]->n < n) n = cols[i]->n;
     }
     if (nargs == 0) n = 0;
@@ -1384,7 +1344,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     }
     case T_LIST: {
         ListObj *l;
-        if (!collect(I, x, &l)) return false;
+        if (!list_from_iterable(I, x, &l)) return false;
         *out = LISTV(l);
         return true;
     }
@@ -1395,7 +1355,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
             return true;
         }
         ListObj *l;
-        if (!collect(I, x, &l)) return false;
+        if (!list_from_iterable(I, x, &l)) return false;
         TupleObj *tu = tuple_alloc(I, l->n);
         if (!tu) {
             val_decref(I, LISTV(l));
@@ -1434,7 +1394,7 @@ static bool m_list_extend(BUILTIN_ARGS)
         }
     } else {
         ListObj *tmp;
-        if (!collect(I, src, &tmp)) return false;
+        if (!list_from_iterable(I, src, &tmp)) return false;
         for (size_t i = 0; i < tmp->n; i++) {
             if (!list_append(I, l, tmp->items[i])) {
                 val_decref(I, LISTV(tmp));
@@ -1575,7 +1535,7 @@ static bool m_list_reverse(BUILTIN_ARGS)
 static bool m_list_copy(BUILTIN_ARGS)
 {
     ListObj *l;
-    if (!collect(I, self, &l)) return false;
+    if (!list_from_iterable(I, self, &l)) return false;
     *out = LISTV(l);
     return true;
 }
@@ -1673,7 +1633,7 @@ static bool m_str_join(BUILTIN_ARGS)
 {
     StrObj *sep = as_str(self);
     ListObj *l;
-    if (!collect(I, args[0], &l)) return false;
+    if (!list_from_iterable(I, args[0], &l)) return false;
     Buf b = {0};
     for (size_t i = 0; i < l->n; i++) {
         Value x = l->items[i];

@@ -108,21 +108,10 @@ static bool unpack(Interp *I, Frame *F, Node *t, Value v)
         n = as_list(v)->n;
     } else {
         /* Anything iterable: collect it first. */
-        Iter it;
-        if (!iter_begin(I, v, &it)) {
-            return err_raise(I, TDL_ERR_TYPE, "cannot unpack non-iterable %s object", val_type_name(v));
-        }
-        ListObj *l = list_alloc(I, 0);
-        bool ok = l != NULL;
-        for (bool done = false; ok;) {
-            Value x;
-            if (!(ok = iter_next(I, &it, &x, &done)) || done) break;
-            ok = list_append(I, l, x);
-            val_decref(I, x);
-        }
-        iter_end(I, &it);
-        if (!ok) {
-            if (l) val_decref(I, v_obj(V_LIST, &l->h));
+        ListObj *l;
+        if (!list_from_iterable(I, v, &l)) {
+            if (I->err.kind == TDL_ERR_TYPE)
+                err_raise(I, TDL_ERR_TYPE, "cannot unpack non-iterable %s object", val_type_name(v));
             return false;
         }
         tmp = v_obj(V_LIST, &l->h);

@@ -282,6 +282,8 @@ bool iter_begin(Interp *I, Value seq, Iter *it);
 /* Next item as a new reference in *out; *done set at the end. */
 bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
 void iter_end(Interp *I, Iter *it);
+/* A new list (*out, a new reference) holding the items of any iterable. */
+bool list_from_iterable(Interp *I, Value seq, ListObj **out);
 
 /* ---- text (format.c) ---- */
 

@@ -652,21 +652,12 @@ bool val_setitem(Interp *I, Value obj, Value idx, Value v)
     int64_t start, stop, step, n;
     if (!slice_adjust(I, as_slice(idx), (int64_t)l->n, &start, &stop, &step, &n)) return false;
     /* Take a snapshot of the new items first: v may be l itself. */
-    Iter it;
-    if (!iter_begin(I, v, &it)) {
+    ListObj *src = NULL;
+    bool ok = list_from_iterable(I, v, &src);
+    if (!ok) {
         if (I->err.kind == TDL_ERR_TYPE) err_raise(I, TDL_ERR_TYPE, "can only assign an iterable");
         return false;
     }
-    ListObj *src = list_alloc(I, 0);
-    bool ok = src != NULL;
-    for (bool done = false; ok;) {
-        Value x;
-        if (!(ok = iter_next(I, &it, &x, &done)) || done) break;
-        ok = list_append(I, src, x);
-        val_decref(I, x);
-    }
-    iter_end(I, &it);
-    if (!ok) goto out;
     if (step != 1) {
         if ((int64_t)src->n != n) {
             ok = err_raise(I, TDL_ERR_VALUE, "attempt to assign sequence of size %zu to extended slice of size %lld",
@@ -729,6 +720,46 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
 }
 
 /* ---- iteration ---- */
+
+bool list_from_iterable(Interp *I, Value seq, ListObj **out)
+{
+    ListObj *l;
+    if (seq.tag == V_LIST || seq.tag == V_TUPLE) {
+        size_t n = seq.tag == V_LIST ? as_list(seq)->n : as_tuple(seq)->n;
+        const Value *items = seq.tag == V_LIST ? as_list(seq)->items : as_tuple(seq)->items;
+        if (!(l = list_alloc(I, n))) return false;
+        for (size_t i = 0; i < n; i++) {
+            l->items[i] = items[i];
+            val_incref(items[i]);
+        }
+        *out = l;
+        return true;
+    }
+    if (!(l = list_alloc(I, 0))) return false;
+    Iter it;
+    if (!iter_begin(I, seq, &it)) goto fail;
+    for (;;) {
+        Value x = v_undef();
+        bool done = false;
+        if (!iter_next(I, &it, &x, &done)) {
+            iter_end(I, &it);
+            goto fail;
+        }
+        if (done) break;
+        bool ok = list_append(I, l, x);
+        val_decref(I, x);
+        if (!ok) {
+            iter_end(I, &it);
+            goto fail;
+        }
+    }
+    iter_end(I, &it);
+    *out = l;
+    return true;
+fail:
+    val_decref(I, v_obj(V_LIST, &l->h));
+    return false;
+}
 
 bool iter_begin(Interp *I, Value seq, Iter *it)
 {
