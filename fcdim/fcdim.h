@@ -73,4 +73,38 @@ void fc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 typedef enum FcStatus { FC_OK = 0, FC_ERR_IO, FC_ERR_VALUE, FC_ERR_NOMEM } FcStatus;
 typedef struct FcError { char msg[512]; } FcError;
 
+/* ---- printing (print.c) ---- */
+
+/* The text PyTorch 1.13 gives for repr(tensor) with its default print options, with tdl's dtype
+ * names ("tensor([1, 2], dtype=int32)"): number style and width chosen from the shown values,
+ * "..." in place of the middle of long dimensions above 1000 elements, 1-d rows wrapped at 80
+ * columns; the text is always torch's with "torch." taken out of the dtype suffix (which is
+ * wrapped where torch's longer name would be). device: NULL for cpu, else e.g. "cuda:0" (adds
+ * ", device='cuda:0'").
+ * On FC_OK *out is a new malloc'd string the caller frees; on failure *out is NULL. */
+FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcError *err);
+/* Only the bracketed elements, as torch._tensor_str(t, indent) gives them ("[]" when empty):
+ * indent is the column after the prefix the caller writes first (7 for "tensor("). */
+FcStatus fc_format_tensor_body(const FcView *v, int indent, char **out, FcError *err);
+
+/* ---- NumPy files (npy.c) ----
+ * .npy: format versions 1.0, 2.0 and 3.0; dtypes '<f4' '<f8' '<i4' '<i8' '|b1' (also '=' forms,
+ * and '<'/'='/'>' for the one-byte bool); C or Fortran order. Anything else, and any truncated or
+ * corrupt input, is FC_ERR_IO with a message that starts with the file's name. Loaded views own
+ * nothing: the caller free()s out->data (always non-NULL on success, even with no elements).
+ * Saving writes C order, little-endian, format 1.0 (2.0 when the header needs it), through a
+ * temporary file renamed over path. */
+FcStatus fc_npy_load(const char *path, FcView *out, FcError *err);   /* Fortran order: Fortran strides, no copy */
+FcStatus fc_npy_load_mem(const void *buf, size_t len, const char *name_for_messages, FcView *out, FcError *err);
+FcStatus fc_npy_save(const char *path, const FcView *v, FcError *err);   /* any strides */
+
+/* .npz: a ZIP archive of .npy members, stored or deflated, CRC-32 checked; ZIP64 sizes and
+ * offsets are read, never written (an archive over 4 GiB is FC_ERR_VALUE on save). */
+typedef struct FcNamedView { char *name; FcView view; } FcNamedView;   /* name without .npy */
+FcStatus fc_npz_load(const char *path, FcNamedView **arrays, int *n, FcError *err);
+FcStatus fc_npz_load_mem(const void *buf, size_t len, const char *name_for_messages, FcNamedView **arrays,
+                         int *n, FcError *err);
+FcStatus fc_npz_save(const char *path, const FcNamedView *arrays, int n, bool compress, FcError *err);
+void fc_npz_free(FcNamedView *arrays, int n);   /* frees names, data and the array; NULL is fine */
+
 #endif

@@ -8,6 +8,8 @@ int main(void)
     SRunner *sr = srunner_create(lexer_suite());
     srunner_add_suite(sr, parser_suite());
     srunner_add_suite(sr, eval_suite());
+    srunner_add_suite(sr, fcdim_io_suite());
+    srunner_add_suite(sr, fcdim_print_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

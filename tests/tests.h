@@ -6,5 +6,7 @@
 Suite *lexer_suite(void);
 Suite *parser_suite(void);
 Suite *eval_suite(void);
+Suite *fcdim_io_suite(void);
+Suite *fcdim_print_suite(void);
 
 #endif

@@ -1,0 +1,128 @@
+/* dtype.c — the five dtypes of tdl, PyTorch's type promotion over them, and the shape arithmetic
+ * of strided views (element counts, C-order strides).
+ *
+ * Promotion follows aten/src/ATen/native/TypeProperties.cpp exactly: operands fall into three
+ * priority classes (tensors with dimensions, 0-dim tensors, Python scalars), each class promotes
+ * within itself by the ordinary table, and a lower class only matters when its category
+ * (bool < integral < floating) is higher than the classes above it (combine_categories).
+ * Depends on nothing but fcdim.h and the C library. */
+#include "fcdim.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_info[FC_DTYPE__COUNT] = {
+    [FC_BOOL] = {"bool", 1},
+    [FC_INT32] = {"int32", 4},
+    [FC_INT64] = {"int64", 8},
+    [FC_FLOAT32] = {"float32", 4},
+    [FC_FLOAT64] = {"float64", 8},
+};
+
+static bool dtype_valid(FcDType t) { return (unsigned)t < FC_DTYPE__COUNT; }
+
+size_t fc_dtype_size(FcDType t) { return dtype_valid(t) ? dtype_info[t].size : 0; }
+
+const char *fc_dtype_name(FcDType t) { return dtype_valid(t) ? dtype_info[t].name : "<invalid dtype>"; }
+
+bool fc_dtype_is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
+
+bool fc_dtype_is_int(FcDType t) { return t == FC_INT32 || t == FC_INT64; }
+
+bool fc_dtype_from_name(const char *name, FcDType *out)
+{
+    if (!name)
+        return false;
+    for (int t = 0; t < FC_DTYPE__COUNT; t++)
+        if (strcmp(name, dtype_info[t].name) == 0) {
+            if (out)
+                *out = (FcDType)t;
+            return true;
+        }
+    return false;
+}
+
+/* ---- promotion ---- */
+
+/* "No operand of this class yet" (PyTorch's ScalarType::Undefined). */
+#define FC_UNDEFINED ((int)FC_DTYPE__COUNT)
+
+/* c10::promoteTypes restricted to tdl's dtypes. The five form a chain (bool < int32 < int64 <
+ * float32 < float64: int64 with float32 gives float32), so the table is the larger of the two
+ * in enum order; promote_skip_undefined lets an empty class give way. */
+static int promote_skip_undefined(int a, int b)
+{
+    if (a == FC_UNDEFINED)
+        return b;
+    if (b == FC_UNDEFINED)
+        return a;
+    return a > b ? a : b;
+}
+
+static bool is_float_or_undef(int t) { return t != FC_UNDEFINED && fc_dtype_is_float((FcDType)t); }
+
+/* combine_categories(higher, lower): the higher-priority class wins unless the lower one is of a
+ * higher category; bool always promotes (bool tensor + int 0-dim is int). */
+static int combine_categories(int higher, int lower)
+{
+    if (is_float_or_undef(higher))
+        return higher;
+    if (higher == FC_BOOL || is_float_or_undef(lower))
+        return promote_skip_undefined(higher, lower);
+    if (higher != FC_UNDEFINED)
+        return higher;
+    return lower;
+}
+
+FcDType fc_result_type(const FcOperand *ops, int n)
+{
+    int dim = FC_UNDEFINED, zero = FC_UNDEFINED, wrapped = FC_UNDEFINED;
+    for (int i = 0; i < n; i++) {
+        int t = ops[i].dtype;
+        switch (ops[i].kind) {
+        case FC_OPERAND_TENSOR:
+            dim = promote_skip_undefined(dim, t);
+            break;
+        case FC_OPERAND_ZERO_DIM:
+            zero = promote_skip_undefined(zero, t);
+            break;
+        case FC_OPERAND_SCALAR:
+            /* A Python float is wrapped as the default dtype, not as double. */
+            if (fc_dtype_is_float((FcDType)t))
+                t = FC_FLOAT32;
+            wrapped = promote_skip_undefined(wrapped, t);
+            break;
+        }
+    }
+    int r = combine_categories(dim, combine_categories(zero, wrapped));
+    /* No operands at all: the default dtype, as torch would give for an empty promotion. */
+    return r == FC_UNDEFINED ? FC_FLOAT32 : (FcDType)r;
+}
+
+FcDType fc_div_result_type(const FcOperand *ops, int n)
+{
+    FcDType t = fc_result_type(ops, n);
+    return fc_dtype_is_float(t) ? t : FC_FLOAT32;
+}
+
+/* ---- strided views ---- */
+
+int64_t fc_view_numel(const FcView *v)
+{
+    int64_t n = 1;
+    for (int k = 0; k < v->ndim; k++)
+        n *= v->shape[k];
+    return n;
+}
+
+void fc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        strides[k] = s;
+        /* PyTorch gives a size-0 or size-1 dim the stride it would have with size 1. */
+        s *= shape[k] > 1 ? shape[k] : 1;
+    }
+}
