@@ -71,6 +71,26 @@ static void untrack(Obj *o)
     o->tracked = 0;
 }
 
+/* Releases n values (the caller has already detached the array from its owner) and the array. */
+static void drop_values(Interp *I, Value *vals, size_t n)
+{
+    for (size_t i = 0; i < n; i++) val_decref(I, vals[i]);
+    free(vals);
+}
+
+/* Frees what an emptied object owns besides values (syntax tree, names). */
+static void release_extras(Obj *o)
+{
+    if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
+    if (o->tag == V_MODULE) {
+        Module *m = (Module *)o;
+        namemap_free(&m->names);
+        free(m->val_names);
+        free(m->name);
+        free(m->path);
+    }
+}
+
 /* Drops the references an object holds, leaving it empty but allocated. */
 static void obj_clear(Interp *I, Obj *o)
 {
@@ -90,8 +110,7 @@ static void obj_clear(Interp *I, Obj *o)
         size_t n = l->n;
         l->items = NULL;
         l->n = l->cap = 0;
-        for (size_t i = 0; i < n; i++) val_decref(I, items[i]);
-        free(items);
+        drop_values(I, items, n);
         break;
     }
     case V_CELL: {
@@ -143,8 +162,7 @@ static void obj_clear(Interp *I, Obj *o)
         size_t n = m->nvals;
         m->vals = NULL;
         m->nvals = m->cap = 0;
-        for (size_t i = 0; i < n; i++) val_decref(I, vals[i]);
-        free(vals);
+        drop_values(I, vals, n);
         break;
     }
     default:
@@ -181,21 +199,7 @@ static void obj_destroy(Interp *I, Obj *o)
     o->refcnt = 1;          /* keep it alive while its children go */
     obj_clear(I, o);
     untrack(o);
-    switch (o->tag) {
-    case V_FUNC:
-        lang_unit_release(((FuncObj *)o)->unit);
-        break;
-    case V_MODULE: {
-        Module *m = (Module *)o;
-        namemap_free(&m->names);
-        free(m->val_names);
-        free(m->name);
-        free(m->path);
-        break;
-    }
-    default:
-        break;
-    }
+    release_extras(o);
     free(o);
 }
 
@@ -208,14 +212,7 @@ void objects_free_all(Interp *I)
     while (I->objects.next != &I->objects) {
         Obj *o = I->objects.next;
         untrack(o);
-        if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
-        if (o->tag == V_MODULE) {
-            Module *m = (Module *)o;
-            namemap_free(&m->names);
-            free(m->val_names);
-            free(m->name);
-            free(m->path);
-        }
+        release_extras(o);
         free(o);
     }
 }
