@@ -136,6 +136,17 @@ static bool unpack(Interp *I, Frame *F, Node *t, Value v)
 
 static bool eval_index(Interp *I, Frame *F, Node *n, Value *out);
 
+/* The object and index of a subscript t[i] (reading, writing or updating it), as new references. */
+static bool eval_subscript_parts(Interp *I, Frame *F, Node *n, Value *obj, Value *idx)
+{
+    if (!eval(I, F, n->a, obj)) return false;
+    if (!eval_index(I, F, n->b, idx)) {
+        val_decref(I, *obj);
+        return false;
+    }
+    return true;
+}
+
 static bool assign(Interp *I, Frame *F, Node *t, Value v)
 {
     switch (t->kind) {
@@ -145,11 +156,7 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
         return unpack(I, F, t, v);
     case N_SUBSCRIPT: {
         Value obj, idx;
-        if (!eval(I, F, t->a, &obj)) return false;
-        if (!eval_index(I, F, t->b, &idx)) {
-            val_decref(I, obj);
-            return false;
-        }
+        if (!eval_subscript_parts(I, F, t, &obj, &idx)) return false;
         bool ok = val_setitem(I, obj, idx, v);
         val_decref(I, obj);
         val_decref(I, idx);
@@ -590,11 +597,7 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     }
     case N_SUBSCRIPT: {
         Value obj, idx;
-        if (!eval(I, F, n->a, &obj)) return false;
-        if (!eval_index(I, F, n->b, &idx)) {
-            val_decref(I, obj);
-            return false;
-        }
+        if (!eval_subscript_parts(I, F, n, &obj, &idx)) return false;
         ok = val_getitem(I, obj, idx, out);
         val_decref(I, obj);
         val_decref(I, idx);
@@ -646,11 +649,7 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         return true;
     }
     if (t->kind == N_SUBSCRIPT) {
-        if (!eval(I, F, t->a, &obj)) return false;
-        if (!eval_index(I, F, t->b, &idx)) {
-            val_decref(I, obj);
-            return false;
-        }
+        if (!eval_subscript_parts(I, F, t, &obj, &idx)) return false;
         ok = val_getitem(I, obj, idx, &cur);
     } else if (t->kind == N_ATTR) {
         if (!eval(I, F, t->a, &obj)) return false;
