@@ -2,8 +2,9 @@
  * that work on materialised data (NumPy .npy/.npz files, PyTorch-style printing).
  *
  * This is the one header other folders may include from fcdim/. It knows nothing of the
- * interpreter or the syntax tree. The tensor value with first-class-dim levels and the loop-free
- * IR will be declared here too as they land (see docs/architecture.md).
+ * interpreter or the syntax tree. It declares the tensor value (storage + strides + levels), the
+ * loop-free IR that tensor operations build, and the scheduled kernels that backends run (the
+ * backend interface itself is backend/backend.h).
  *
  * Errors: fallible functions return an FcStatus and write a message into a caller-supplied
  * FcError; nothing here prints, exits or aborts.
@@ -70,7 +71,19 @@ void fc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
 /* ---- errors ---- */
 
-typedef enum FcStatus { FC_OK = 0, FC_ERR_IO, FC_ERR_VALUE, FC_ERR_NOMEM } FcStatus;
+/* Each failure kind maps onto one of the interpreter's error kinds (named after PyTorch's
+ * exception for the same mistake). */
+typedef enum FcStatus {
+    FC_OK = 0,
+    FC_ERR_IO,          /* IOError */
+    FC_ERR_VALUE,       /* ValueError */
+    FC_ERR_NOMEM,       /* MemoryError */
+    FC_ERR_TYPE,        /* TypeError: a dtype an op does not take */
+    FC_ERR_RUNTIME,     /* RuntimeError: shape mismatch, integer division by zero, ... (PyTorch's kind) */
+    FC_ERR_INDEX,       /* IndexError: dim or index out of range */
+    FC_ERR_DEVICE,      /* DeviceError: no such device, tensors on different devices */
+    FC_ERR_INTERRUPT,   /* the host asked to stop (FcCtx.interrupt) */
+} FcStatus;
 typedef struct FcError { char msg[512]; } FcError;
 
 /* ---- printing (print.c) ---- */
@@ -106,5 +119,298 @@ FcStatus fc_npz_load_mem(const void *buf, size_t len, const char *name_for_messa
                          int *n, FcError *err);
 FcStatus fc_npz_save(const char *path, const FcNamedView *arrays, int n, bool compress, FcError *err);
 void fc_npz_free(FcNamedView *arrays, int n);   /* frees names, data and the array; NULL is fine */
+
+/* ==== the tensor value, the IR, and scheduled kernels ====
+ *
+ * Reference counting: functions returning an FcTensor/FcNode/FcStorage through an out-parameter
+ * give the caller a new reference; arguments are borrowed. Every *_release accepts NULL.
+ * Errors: FcStatus + FcError, as above; a failed call leaves its arguments unchanged. */
+
+typedef struct FcCtx FcCtx;
+typedef struct FcBackend FcBackend;     /* backend/backend.h */
+
+/* ---- devices ---- */
+
+typedef enum FcDeviceType { FC_DEV_CPU = 0, FC_DEV_CUDA } FcDeviceType;
+typedef struct FcDevice { FcDeviceType type; int index; } FcDevice;   /* index: 0 for cpu */
+static inline FcDevice fc_cpu(void) { FcDevice d = {FC_DEV_CPU, 0}; return d; }
+static inline bool fc_device_eq(FcDevice a, FcDevice b) { return a.type == b.type && a.index == b.index; }
+/* Parses "cpu", "cuda", "cuda:N". */
+bool fc_device_parse(const char *s, FcDevice *out);
+/* "cpu", "cuda:0": writes into buf (>= 24 bytes) and returns it. */
+const char *fc_device_name(FcDevice d, char *buf);
+
+/* A scalar of any dtype (the member that matches the dtype is set; bool in i as 0/1). */
+typedef union FcScalar { int64_t i; double f; } FcScalar;
+
+/* ---- storage ---- */
+
+/* Memory on one device, shared by every tensor that views it. Allocated and freed by the device's
+ * backend, or wrapped from a host's memory (release called on the last reference). */
+typedef struct FcStorage {
+    int32_t refcnt;
+    FcDevice device;
+    void *data;
+    size_t nbytes;
+    FcBackend *backend;                          /* frees data when release is NULL */
+    void (*release)(void *ud, void *data);       /* external memory, or NULL */
+    void *release_ud;
+    /* Lazy tensors whose IR loads from this storage (weak): a write into the storage first
+     * materialises them, so they see the values from before the write. */
+    struct FcTensor **readers;
+    int nreaders, capreaders;
+} FcStorage;
+
+FcStorage *fc_storage_retain(FcStorage *s);
+void fc_storage_release(FcStorage *s);
+
+/* ---- the IR ----
+ *
+ * A DAG of expression nodes. Each node has a dtype and a domain: nlev levels with sizes (the
+ * dims it varies over, positional for now). An operand edge says where each of the operand's
+ * levels goes in this node's domain (lev_map). No node holds a loop: loops appear only when a
+ * materialisation schedules the DAG into an FcKernel. */
+
+typedef enum FcOp {
+    FC_OP_NONE = 0,
+    /* leaves */
+    FC_OP_LOAD,         /* element of a stored tensor: operand k is the index along its dim k */
+    FC_OP_CONST,        /* nlev 0: konst */
+    FC_OP_IOTA,         /* nlev 1: the index along its level, as int64 */
+    /* unary (operand and result of the same dtype unless noted) */
+    FC_OP_CAST,         /* to the node's dtype from the operand's (C conversion; float->int truncates;
+                           to bool: != 0) */
+    FC_OP_NEG, FC_OP_ABS, FC_OP_NOT,            /* NOT: bool logical not / int bitwise not (~) */
+    FC_OP_EXP, FC_OP_LOG, FC_OP_SQRT, FC_OP_RSQRT, FC_OP_SIN, FC_OP_COS, FC_OP_TAN, FC_OP_TANH,
+    FC_OP_SIGMOID, FC_OP_RELU, FC_OP_FLOOR, FC_OP_CEIL, FC_OP_ROUND /* half to even */, FC_OP_TRUNC,
+    FC_OP_SIGN, FC_OP_RECIPROCAL, FC_OP_LOG2, FC_OP_LOG1P, FC_OP_EXPM1, FC_OP_ASIN, FC_OP_ACOS,
+    FC_OP_ATAN, FC_OP_SINH, FC_OP_COSH, FC_OP_ERF, FC_OP_SQUARE,
+    FC_OP_ISNAN,        /* result bool */
+    /* binary (operands of the node's dtype, except comparisons: operands of `src_dtype`, result bool) */
+    FC_OP_ADD, FC_OP_SUB, FC_OP_MUL,
+    FC_OP_DIV,          /* true division; the node's dtype is a float */
+    FC_OP_FLOORDIV,     /* PyTorch's floor_divide: ints floor, floats div_floor_floating */
+    FC_OP_MOD,          /* PyTorch's remainder: the sign of the divisor (Python's %) */
+    FC_OP_FMOD,         /* C's fmod / truncated integer remainder */
+    FC_OP_POW,
+    FC_OP_MIN, FC_OP_MAX,       /* minimum/maximum: NaN propagates */
+    FC_OP_AND, FC_OP_OR, FC_OP_XOR,   /* bitwise on ints, logical on bool */
+    FC_OP_SHL, FC_OP_SHR,
+    FC_OP_ATAN2,
+    FC_OP_EQ, FC_OP_NE, FC_OP_LT, FC_OP_LE, FC_OP_GT, FC_OP_GE,
+    /* ternary */
+    FC_OP_WHERE,        /* operand 0 bool; operands 1, 2 of the node's dtype */
+    /* reductions: one operand; its levels mapped to FC_LEV_REDUCED are reduced */
+    FC_OP_SUM, FC_OP_PROD, FC_OP_AMAX, FC_OP_AMIN,
+    FC_OP_ARGMAX, FC_OP_ARGMIN,  /* exactly one reduced level; result int64, first index wins,
+                                    NaN counts as the largest (argmax) / smallest (argmin) */
+    FC_OP_ANY, FC_OP_ALL,        /* operand bool, result bool */
+    FC_OP__COUNT
+} FcOp;
+
+const char *fc_op_name(FcOp op);     /* "add", "exp", "sum", ... */
+bool fc_op_is_unary(FcOp op);
+bool fc_op_is_binary(FcOp op);
+bool fc_op_is_compare(FcOp op);
+bool fc_op_is_reduce(FcOp op);
+
+#define FC_LEV_BCAST   (-1)    /* the operand has size 1 along this level: index 0 */
+#define FC_LEV_REDUCED (-2)    /* (reductions) the level is reduced away */
+
+typedef struct FcNode FcNode;
+struct FcNode {
+    int32_t refcnt;
+    FcOp op;
+    FcDType dtype;              /* of the result */
+    FcDType src_dtype;          /* comparisons: of the operands; otherwise = dtype, or the operand's for CAST */
+    int nlev;
+    int64_t *size;              /* [nlev] */
+    int nin;
+    FcNode **in;                /* [nin] operands (references) */
+    int8_t **lev_map;           /* [nin][in[k]->nlev]: the level of this node, FC_LEV_BCAST or FC_LEV_REDUCED */
+    FcScalar konst;             /* CONST */
+    /* LOAD: a stored view (references storage); the operands are the nin = ndim index
+     * expressions (int64 nodes over this node's levels); the element is
+     * storage.data[offset + sum_k strides[k] * index_k]. */
+    FcStorage *storage;
+    int64_t offset;
+    int64_t *strides;           /* [nin] */
+    int64_t *shape;             /* [nin]: extents of the stored view, for bounds checks */
+    uint32_t count;             /* nodes in the DAG rooted here (counting shared ones once per path; caps fusion) */
+};
+
+FcNode *fc_node_retain(FcNode *n);
+void fc_node_release(FcNode *n);
+
+/* ---- the tensor value ---- */
+
+/* A tensor is either stored (storage + shape/strides/offset: a strided view) or lazy (node: an
+ * IR expression whose domain is the tensor's shape, materialised on demand into fresh storage).
+ * Realising a lazy tensor sets storage and drops node, so each tensor value is computed at most
+ * once. levels: one per dim; NULL entries are positional (first-class dims come later). */
+typedef struct FcTensor {
+    int32_t refcnt;
+    FcDType dtype;
+    FcDevice device;
+    int ndim;
+    int64_t *shape;             /* [ndim] */
+    int64_t *strides;           /* [ndim], in elements; meaningful only when stored */
+    int64_t offset;             /* in elements */
+    FcStorage *storage;         /* NULL while lazy */
+    FcNode *node;               /* NULL once stored */
+    bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
+    int32_t reader_slot;        /* bookkeeping for storage readers; -1 when not registered */
+    FcStorage **reads;          /* lazy: storages this tensor's IR loads (registered as a reader) */
+    int nreads;
+} FcTensor;
+
+FcTensor *fc_tensor_retain(FcTensor *t);
+void fc_tensor_release(FcTensor *t);
+int64_t fc_tensor_numel(const FcTensor *t);
+static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL; }
+
+/* ---- the context: one per interpreter (no globals) ---- */
+
+typedef struct FcCtx {
+    FcBackend *cpu;             /* owned */
+    int nthreads;               /* from TDL_NUM_THREADS, default all cores */
+    uint64_t seed;              /* manual_seed */
+    uint64_t rng_offset;        /* draws from the global generator so far */
+    uint32_t max_fused;         /* operands with bigger DAGs are realised first */
+    /* --dump-ir / --dump-kernels: called with the text of each scheduled kernel; may be NULL */
+    void (*dump)(void *ud, const char *text);
+    void *dump_ud;
+    volatile int *interrupt;    /* nonzero: running kernels stop with FC_ERR_INTERRUPT; may be NULL */
+} FcCtx;
+
+FcStatus fc_ctx_new(FcCtx **out, FcError *err);
+void fc_ctx_free(FcCtx *ctx);
+/* The backend that runs kernels for device d, or FC_ERR_DEVICE. */
+FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err);
+
+/* ---- making tensors ---- */
+
+/* Uninitialised stored tensor; strides NULL: C-contiguous. */
+FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t *shape,
+                  const int64_t *strides, FcTensor **out, FcError *err);
+/* A lazy 0-dim constant; wrapped: a Python scalar (see wrapped_number). v.i for bool/int dtypes. */
+FcStatus fc_scalar(FcCtx *ctx, FcDType dt, FcScalar v, bool wrapped, FcTensor **out, FcError *err);
+/* A lazy tensor equal to v everywhere (expanded constant). */
+FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScalar v, FcTensor **out, FcError *err);
+/* A lazy 1-D int64 tensor 0..n-1. */
+FcStatus fc_iota(FcCtx *ctx, int64_t n, FcTensor **out, FcError *err);
+/* A stored copy of host data. */
+FcStatus fc_from_view(FcCtx *ctx, const FcView *v, FcDevice dev, FcTensor **out, FcError *err);
+/* A stored tensor viewing t's storage with new geometry (t is realised first). No bounds check
+ * beyond the storage: the caller passes valid geometry. */
+FcStatus fc_as_strided(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                       int64_t offset, FcTensor **out, FcError *err);
+
+/* ---- materialisation ---- */
+
+/* Stores a lazy tensor (no-op when stored): schedules its DAG into kernels and runs them. The
+ * result's layout follows the dominant input's dim order, as PyTorch's TensorIterator does. */
+FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err);
+/* Realises t and returns a host view of it (CPU tensors; the view borrows t's storage). */
+FcStatus fc_host_view(FcCtx *ctx, FcTensor *t, FcView *out, FcError *err);
+/* Writes src (broadcast to dst's shape, cast to dst's dtype) into the stored tensor dst, in place:
+ * the primitive under copy_, cat/stack, clone and t[idx] = v. Lazy readers of dst's storage
+ * are realised first; overlapping src and dst give the result of reading all of src first. */
+FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err);
+/* Called before any write into s: realises the lazy tensors that read it. */
+FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err);
+
+/* ---- operations that build IR (results are lazy) ----
+ * Operands broadcast from the right; dtypes promote as PyTorch does (fc_result_type over the
+ * operands, with wrapped_number tensors as scalars and other 0-dim tensors as ZERO_DIM). */
+
+FcStatus fc_unary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor **out, FcError *err);
+FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+FcStatus fc_cast(FcCtx *ctx, FcTensor *a, FcDType dt, FcTensor **out, FcError *err);
+/* Reduction over the dims in dim_mask (bit d = dim d; all dims when dim_mask is 0 and
+ * a->ndim > 0). keepdim keeps them as size 1. Result dtype as PyTorch: sum/prod of bool and ints
+ * give int64, any/all give bool, argmax/argmin int64. ARGMAX/ARGMIN over several dims index the
+ * flattened (C-order) reduced dims. */
+FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out,
+                   FcError *err);
+/* Broadcast shape of two shapes, or FC_ERR_RUNTIME with PyTorch's message. */
+FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out,
+                             FcError *err);
+
+/* ---- scheduled kernels (what a backend runs) ----
+ *
+ * A kernel evaluates one expression over a loop nest (nloop loops, outermost first, the last one
+ * contiguous in the output where possible) and either stores it or reduces it over the loops
+ * marked reduced. The expression is straight-line code over registers; each register holds a
+ * chunk of up to FC_CHUNK consecutive values along the innermost loop. */
+
+#define FC_CHUNK 256
+
+typedef struct FcInstr {
+    FcOp op;
+    FcDType dtype;              /* of dst */
+    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons: compared values) */
+    int dst, a, b, c;           /* registers; -1 when unused */
+    bool invariant;             /* depends on no loop: computed once per thread, before the loops */
+    /* LOAD */
+    int buf;                    /* index into FcKernel.bufs */
+    int64_t offset;             /* elements */
+    int64_t *strides;           /* [nloop] elements per step of each loop (0: does not vary) */
+    int ngather;                /* gathered dims: index registers (int64) times strides */
+    int *gather_reg;
+    int64_t *gather_stride;
+    int64_t *gather_extent;     /* index must lie in [0, extent): else FC_ERR_INDEX */
+    /* CONST */
+    FcScalar konst;
+    /* IOTA: the loop whose index it is */
+    int loop;
+} FcInstr;
+
+typedef struct FcKernel {
+    int nloop;
+    int64_t extent[FC_MAX_DIMS];
+    bool reduced[FC_MAX_DIMS];
+    FcInstr *code;
+    int ncode;
+    int nreg;
+    FcOp reduce;                /* FC_OP_NONE: store register `result`; else reduce it */
+    int result;
+    /* The output: element for loop indices (i_0, ...) at out + (out_offset + sum out_strides[l] * i_l)
+     * (out_strides are 0 for reduced loops). For ARGMAX/ARGMIN the stored value is the index along
+     * the one reduced loop. */
+    void *out;
+    FcDType out_dtype;
+    int64_t out_offset;
+    int64_t out_strides[FC_MAX_DIMS];
+    void **bufs;                /* base pointers of the loaded storages */
+    int nbufs;
+    bool index32;               /* every address fits in int32 arithmetic */
+    int nthreads;
+    volatile int *interrupt;
+} FcKernel;
+
+/* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
+ * broadcast batch dims). Every pointer is a storage base plus element offsets. */
+typedef struct FcMatmul {
+    FcDType dtype;              /* float32, float64, int32, int64 */
+    int nbatch;
+    int64_t batch[FC_MAX_DIMS];
+    int64_t a_bstride[FC_MAX_DIMS], b_bstride[FC_MAX_DIMS], c_bstride[FC_MAX_DIMS];
+    int64_t m, n, k;
+    const void *a; int64_t a_offset, a_rs, a_cs;   /* A is m x k */
+    const void *b; int64_t b_offset, b_rs, b_cs;   /* B is k x n */
+    void *c; int64_t c_offset, c_rs, c_cs;         /* C is m x n, written (not accumulated) */
+    int nthreads;
+    volatile int *interrupt;
+} FcMatmul;
+
+/* Text of a kernel for --dump-kernels (malloc'd; NULL on out-of-memory). */
+char *fc_kernel_dump(const FcKernel *k);
+/* Text of the IR DAG under n for --dump-ir (malloc'd). */
+char *fc_node_dump(const FcNode *n);
+
+/* matmul as PyTorch: 1-D x 1-D dot, 2-D, batched with broadcasting batch dims. Realises. */
+FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
 
 #endif
