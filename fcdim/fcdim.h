@@ -175,7 +175,7 @@ typedef enum FcOp {
     FC_OP_NONE = 0,
     /* leaves */
     FC_OP_LOAD,         /* element of a stored tensor: operand k is the index along its dim k */
-    FC_OP_CONST,        /* nlev 0: konst */
+    FC_OP_CONST,        /* konst, the same over its whole domain (any nlev) */
     FC_OP_IOTA,         /* nlev 1: the index along its level, as int64 */
     /* unary (operand and result of the same dtype unless noted) */
     FC_OP_CAST,         /* to the node's dtype from the operand's (C conversion; float->int truncates;
@@ -259,8 +259,8 @@ typedef struct FcTensor {
     FcStorage *storage;         /* NULL while lazy */
     FcNode *node;               /* NULL once stored */
     bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
-    int32_t reader_slot;        /* bookkeeping for storage readers; -1 when not registered */
-    FcStorage **reads;          /* lazy: storages this tensor's IR loads (registered as a reader) */
+    FcStorage **reads;          /* lazy: storages this tensor's IR loads (it is registered as a
+                                   reader of each; the node holds the references) */
     int nreads;
 } FcTensor;
 
@@ -271,13 +271,17 @@ static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL
 
 /* ---- the context: one per interpreter (no globals) ---- */
 
+enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2 };
+
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */
     int nthreads;               /* from TDL_NUM_THREADS, default all cores */
     uint64_t seed;              /* manual_seed */
     uint64_t rng_offset;        /* draws from the global generator so far */
     uint32_t max_fused;         /* operands with bigger DAGs are realised first */
-    /* --dump-ir / --dump-kernels: called with the text of each scheduled kernel; may be NULL */
+    /* --dump-ir / --dump-kernels: dump is called with the text of each kernel's IR DAG
+     * (FC_DUMP_IR) and of the scheduled kernel (FC_DUMP_KERNELS), as selected by dump_flags. */
+    int dump_flags;
     void (*dump)(void *ud, const char *text);
     void *dump_ud;
     volatile int *interrupt;    /* nonzero: running kernels stop with FC_ERR_INTERRUPT; may be NULL */
@@ -409,6 +413,79 @@ typedef struct FcMatmul {
 char *fc_kernel_dump(const FcKernel *k);
 /* Text of the IR DAG under n for --dump-ir (malloc'd). */
 char *fc_node_dump(const FcNode *n);
+
+/* ---- views and shape operations (shape.c) ----
+ * PyTorch semantics and messages. Views share storage (the input is realised first when lazy);
+ * dims may be negative (counted from the end) and are checked (FC_ERR_INDEX: "Dimension out of
+ * range (expected to be in range of [-2, 1], but got 2)"). */
+
+typedef enum FcMemoryFormat {
+    FC_MF_PRESERVE = 0,         /* keep the input's dim order when it is dense, else contiguous */
+    FC_MF_CONTIGUOUS,           /* C order */
+    FC_MF_CHANNELS_LAST,        /* 4-D NCHW laid out as NHWC */
+    FC_MF_CHANNELS_LAST_3D,     /* 5-D NCDHW laid out as NDHWC */
+} FcMemoryFormat;
+
+/* shape may hold one -1 (inferred). reshape: a view when the strides allow (PyTorch's
+ * computeStride), else a copy. view: only a view, else FC_ERR_RUNTIME with PyTorch's message. */
+FcStatus fc_reshape(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);
+FcStatus fc_view(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);
+FcStatus fc_permute(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *dims, FcTensor **out, FcError *err);
+FcStatus fc_transpose(FcCtx *ctx, FcTensor *t, int64_t d0, int64_t d1, FcTensor **out, FcError *err);
+/* shape may hold -1 (keep that dim); new leading dims allowed. A stride-0 view (a lazy input is
+ * realised first). */
+FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);
+/* dim_mask 0: every size-1 dim. */
+FcStatus fc_squeeze(FcCtx *ctx, FcTensor *t, uint64_t dim_mask, FcTensor **out, FcError *err);
+FcStatus fc_unsqueeze(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor **out, FcError *err);
+FcStatus fc_flatten(FcCtx *ctx, FcTensor *t, int64_t start, int64_t end, FcTensor **out, FcError *err);
+/* The tensor itself (a new reference) when already in that format, else a stored copy. */
+FcStatus fc_contiguous(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **out, FcError *err);
+FcStatus fc_is_contiguous(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, bool *out, FcError *err);
+/* A stored copy (never shares storage) in format mf. */
+FcStatus fc_clone(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **out, FcError *err);
+FcStatus fc_cat(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err);
+FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err);
+/* To another dtype and/or device (same tensor, a new reference, when nothing changes). */
+FcStatus fc_to(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev, FcTensor **out, FcError *err);
+
+/* ---- creation (create.c) ---- */
+
+/* PyTorch's arange: length ceil((end - start) / step) computed in double; values bit for bit as
+ * torch's CPU kernel gives them (integers: start + i * step in int64; floats: see create.c);
+ * FC_ERR_RUNTIME for step 0 or a sign that never reaches end ("upper bound and larger bound
+ * inconsistent with step sign"). */
+FcStatus fc_arange(FcCtx *ctx, double start, double end, double step, FcDType dt, FcDevice dev,
+                   FcTensor **out, FcError *err);
+FcStatus fc_linspace(FcCtx *ctx, double start, double end, int64_t steps, FcDType dt, FcDevice dev,
+                     FcTensor **out, FcError *err);
+FcStatus fc_eye(FcCtx *ctx, int64_t n, int64_t m, FcDType dt, FcDevice dev, FcTensor **out, FcError *err);
+/* Uniform [0, 1) and standard normal, from a counter-based generator (Philox 4x32-10): value i
+ * of a draw depends only on (seed, offset + i), so results do not depend on the thread count.
+ * seed < 0: the context's generator (ctx->seed, advancing ctx->rng_offset); else that seed,
+ * offset 0, leaving the context's generator alone. */
+FcStatus fc_rand(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, int64_t seed, FcDevice dev,
+                 FcTensor **out, FcError *err);
+FcStatus fc_randn(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, int64_t seed, FcDevice dev,
+                  FcTensor **out, FcError *err);
+
+/* ---- composite operations (compose.c): built from the IR ops above ---- */
+
+/* mean: float dtypes only (FC_ERR_RUNTIME for others, PyTorch's message). */
+FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
+/* max/min along one dim: values and int64 indices (first occurrence). */
+FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_min, FcTensor **values,
+                    FcTensor **indices, FcError *err);
+FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err);
+FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
+/* clamp(min=, max=): lo/hi may be NULL; tensors or wrapped scalars; promotes as PyTorch. */
+FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor **out, FcError *err);
+/* A host value of a one-element tensor (realises): v.f for float dtypes, v.i otherwise.
+ * FC_ERR_VALUE with PyTorch's message when numel != 1 (Tensor.item() raises ValueError). */
+FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err);
+/* Normalises a possibly negative dim against ndim (PyTorch's maybe_wrap_dim; a 0-dim tensor
+ * accepts -1 and 0). */
+FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err);
 
 /* matmul as PyTorch: 1-D x 1-D dot, 2-D, batched with broadcasting batch dims. Realises. */
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);

@@ -61,7 +61,7 @@ static bool init_builtins(Interp *I)
         Value v = {.tag = V_TYPE, .i = types[i].t};
         if (!set_global(I, I->builtins, types[i].name, v)) return false;
     }
-    return true;
+    return tensor_init(I, I->builtins);
 }
 
 tdl_interp *tdl_open(const tdl_config *cfg)
@@ -94,6 +94,7 @@ void tdl_close(tdl_interp *T)
     if (I->main) val_decref(I, v_obj(V_MODULE, &I->main->h));
     if (I->builtins) val_decref(I, v_obj(V_MODULE, &I->builtins->h));
     objects_free_all(I);
+    tensor_fini(I);         /* after every tensor value is gone */
     free((char *)I->cfg.path);
     free(I->script_dir);
     free(T);
@@ -224,6 +225,14 @@ tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
     bool ok = set_global(I, I->main, "argv", lv);
     val_decref(I, lv);
     return ok ? TDL_OK : TDL_ERROR;
+}
+
+tdl_status tdl_set_device(tdl_interp *T, const char *device)
+{
+    if (!T) return TDL_ERROR;
+    err_clear(&T->I);
+    if (!device) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_set_device: device is NULL"), TDL_ERROR;
+    return tensor_set_device(&T->I, device) ? TDL_OK : TDL_ERROR;
 }
 
 tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return T ? T->I.err.kind : TDL_ERR_NONE; }

@@ -1220,6 +1220,8 @@ static bool type_int(Interp *I, const Value *args, int nargs, const char *const 
         return int_from_float(I, x.f, out);
     case V_STR:
         return int_from_str(I, x, 10, out);
+    case V_TENSOR:
+        return tensor_to_number(I, x, T_INT, out);
     default:
         return err_raise(I, TDL_ERR_TYPE,
                          "int() argument must be a string, a bytes-like object or a real number, not '%s'",
@@ -1239,6 +1241,8 @@ static bool type_float(Interp *I, Value x, Value *out)
     case V_BOOL:
         *out = v_float(x.b);
         return true;
+    case V_TENSOR:
+        return tensor_to_number(I, x, T_FLOAT, out);
     case V_STR: {
         double d;
         char *text, *tmp;
@@ -1275,6 +1279,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
         if (!builtin_check_args(I, &range_type_def, nargs, kwnames, nkw)) return false;
         return bi_range(I, v_undef(), args, nargs, kwnames, nkw, out);
     }
+    if (t == T_DEVICE) return tensor_device_new(I, args, nargs, nkw, out);
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
@@ -2716,6 +2721,7 @@ static const BuiltinDef str_methods[] = {
 
 const BuiltinDef *builtin_method(TypeId t, const char *name)
 {
+    if (t == T_TENSOR) return tensor_method(name);
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
                           : t == T_TUPLE ? tuple_methods : NULL;
     if (!tab) return NULL;
@@ -2846,4 +2852,15 @@ bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char 
                          lo == 1 ? "" : "s", nargs);
     return err_raise(I, TDL_ERR_TYPE, "%s expected at most %d argument%s, got %d", def->name, hi,
                      hi == 1 ? "" : "s", nargs);
+}
+
+bool builtin_call(Interp *I, const BuiltinDef *def, Value self, const Value *args, int nargs,
+                  const char *const *kwnames, int nkw, Value *out)
+{
+    size_t nhost = sizeof builtin_functions / sizeof builtin_functions[0];
+    if (nargs > 0 && args[0].tag == V_TENSOR && def >= builtin_functions && def < builtin_functions + nhost) {
+        const BuiltinDef *tdef = tensor_function(def->name);
+        if (tdef) def = tdef;
+    }
+    return builtin_check_args(I, def, nargs, kwnames, nkw) && def->fn(I, self, args, nargs, kwnames, nkw, out);
 }

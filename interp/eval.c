@@ -284,11 +284,8 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
     switch (f.tag) {
     case V_FUNC:
         return call_func(I, as_func(f), args, nargs, kwnames, nkw, out);
-    case V_BUILTIN: {
-        BuiltinObj *b = as_builtin(f);
-        if (!builtin_check_args(I, b->def, nargs, kwnames, nkw)) return false;
-        return b->def->fn(I, b->self, args, nargs, kwnames, nkw, out);
-    }
+    case V_BUILTIN:
+        return builtin_call(I, as_builtin(f)->def, as_builtin(f)->self, args, nargs, kwnames, nkw, out);
     case V_TYPE:
         return type_call(I, (TypeId)f.i, args, nargs, kwnames, nkw, out);
     default:
@@ -334,8 +331,7 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
     }
     if (ok) {
         if (method) {
-            ok = builtin_check_args(I, method, nargs, kwnames, nkw) &&
-                 method->fn(I, self, args, nargs, kwnames, nkw, out);
+            ok = builtin_call(I, method, self, args, nargs, kwnames, nkw, out);
         } else {
             ok = call_value(I, f, args, nargs, kwnames, nkw, out);
         }
@@ -550,27 +546,39 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
         return eval(I, F, n->b, out);
     }
     case N_COMPARE: {
-        Value left;
+        /* a < b < c is (a < b) and (b < c), b evaluated once; a comparison with a tensor gives a
+         * tensor, whose truth decides whether the chain goes on (Python's rule). */
+        Value left, res = v_bool(true);
         if (!eval(I, F, n->a, &left)) return false;
-        bool r = true;
         for (Node *item = n->b; item; item = item->next) {
             Value right;
+            bool r = true;
             if (!eval(I, F, item->a, &right)) {
                 val_decref(I, left);
+                val_decref(I, res);
                 return false;
             }
-            ok = compare(I, (LangOp)item->op, left, right, &r);
+            val_decref(I, res);
+            res = v_bool(false);
+            if (left.tag == V_TENSOR || right.tag == V_TENSOR) {
+                ok = val_compare_value(I, (LangOp)item->op, left, right, &res);
+                if (ok && item->next) ok = truthy(I, res, &r);
+            } else {
+                ok = compare(I, (LangOp)item->op, left, right, &r);
+                res = v_bool(r);
+            }
             val_decref(I, left);
             left = right;
             if (!ok) {
                 locate(I, F, item->pos);
                 val_decref(I, left);
+                val_decref(I, res);
                 return false;
             }
             if (!r) break;
         }
         val_decref(I, left);
-        *out = v_bool(r);
+        *out = res;
         return true;
     }
     case N_IFEXP: {

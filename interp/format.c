@@ -417,6 +417,26 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_CELL:
         buf_printf(b, "<cell at %p>", (void *)v.o);
         break;
+    case V_TENSOR:
+        if (!tensor_repr(I, v, b)) return false;
+        break;
+    case V_DTYPE:
+        buf_puts(b, fc_dtype_name((FcDType)v.i));
+        break;
+    case V_DEVICE: {
+        FcDevice d = device_of(v);
+        if (d.type == FC_DEV_CPU) buf_puts(b, "device(type='cpu')");
+        else buf_printf(b, "device(type='cuda', index=%d)", d.index);
+        break;
+    }
+    case V_MEMFMT: {
+        static const char *const names[] = {
+            [FC_MF_PRESERVE] = "preserve_format", [FC_MF_CONTIGUOUS] = "contiguous_format",
+            [FC_MF_CHANNELS_LAST] = "channels_last", [FC_MF_CHANNELS_LAST_3D] = "channels_last_3d",
+        };
+        buf_puts(b, (uint64_t)v.i < sizeof names / sizeof names[0] ? names[v.i] : "?");
+        break;
+    }
     default:
         buf_printf(b, "<%s object>", val_type_name(v));
         break;
@@ -434,6 +454,12 @@ bool val_str(Interp *I, Value v, Buf *b)
 {
     if (v.tag == V_STR) {
         buf_put(b, as_str(v)->data, as_str(v)->len);
+        if (b->nomem) return err_nomem(I);
+        return true;
+    }
+    if (v.tag == V_DEVICE) {    /* str(device) is its name, as torch: "cpu", "cuda:0" */
+        char name[24];
+        buf_puts(b, fc_device_name(device_of(v), name));
         if (b->nomem) return err_nomem(I);
         return true;
     }

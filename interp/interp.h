@@ -1,6 +1,7 @@
 /* interp.h — the interpreter's internal interface: values, objects, errors, the evaluator.
  *
- * Not installed; tdl.h is the public face. Depends on lang/ (the syntax tree) and, later, fcdim/.
+ * Not installed; tdl.h is the public face. Depends on lang/ (the syntax tree) and fcdim/ (the
+ * tensor value, through fcdim.h only).
  *
  * Values. A Value is 16 bytes passed by value: None, bool, int (64-bit) and float (double) are
  * immediate; everything else points to a reference-counted Obj.
@@ -18,6 +19,7 @@
 #ifndef TDL_INTERP_H
 #define TDL_INTERP_H
 
+#include "fcdim.h"
 #include "lang.h"
 #include "tdl.h"
 
@@ -35,9 +37,13 @@ typedef enum ValueTag {
     V_NONE, V_BOOL, V_INT, V_FLOAT,
     V_TYPE,             /* a builtin type (int, str, list, ...): i holds a TypeId */
     V_ELLIPSIS,         /* `...` (repr "Ellipsis") */
+    V_DTYPE,            /* a tensor dtype: i holds an FcDType (repr "float32") */
+    V_DEVICE,           /* a device: i packs an FcDevice (v_device, device_of) (repr "device(type='cpu')") */
+    V_MEMFMT,           /* a memory format: i holds an FcMemoryFormat (repr "channels_last") */
     /* reference-counted objects from here on */
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
     V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
+    V_TENSOR,           /* a TensorObj */
     V__COUNT
 } ValueTag;
 
@@ -59,11 +65,24 @@ static inline Value v_bool(bool b) { Value v = {.tag = V_BOOL, .i = 0}; v.b = b;
 static inline Value v_int(int64_t i) { Value v = {.tag = V_INT, .i = i}; return v; }
 static inline Value v_float(double f) { Value v = {.tag = V_FLOAT, .f = f}; return v; }
 static inline Value v_obj(uint8_t tag, Obj *o) { Value v = {.tag = tag, .o = o}; return v; }
+static inline Value v_dtype(FcDType t) { Value v = {.tag = V_DTYPE, .i = t}; return v; }
+static inline Value v_memfmt(FcMemoryFormat m) { Value v = {.tag = V_MEMFMT, .i = m}; return v; }
+static inline Value v_device(FcDevice d)
+{
+    Value v = {.tag = V_DEVICE, .i = (int64_t)d.type << 32 | (uint32_t)d.index};
+    return v;
+}
+static inline FcDevice device_of(Value v)
+{
+    FcDevice d = {(FcDeviceType)(v.i >> 32), (int)(uint32_t)v.i};
+    return d;
+}
 
 /* Types a program can see; type(x) returns one. */
 typedef enum TypeId {
     T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
     T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
+    T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -92,6 +111,7 @@ typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
 typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;
 typedef struct CellObj { Obj h; Value v; } CellObj;
 typedef struct SliceObj { Obj h; Value start, stop, step; } SliceObj;   /* each None or int */
+typedef struct TensorObj { Obj h; FcTensor *t; } TensorObj;             /* t: a reference */
 
 typedef struct Module Module;
 
@@ -166,6 +186,8 @@ bool range_new(Interp *I, int64_t start, int64_t stop, int64_t step, Value *out)
 CellObj *cell_new(Interp *I, Value v);               /* borrows v */
 bool slice_new(Interp *I, Value start, Value stop, Value step, Value *out);   /* borrows */
 bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out);
+/* Wraps t, taking over its reference (released on failure too). */
+bool tensor_value_steal(Interp *I, FcTensor *t, Value *out);
 Module *module_new(Interp *I, const char *name, const char *path);
 FuncObj *func_alloc(Interp *I, LangFunc *fn, LangUnit *unit, Module *m);   /* defaults/cells zeroed */
 void objects_free_all(Interp *I);                    /* tdl_close: frees cycles too */
@@ -178,6 +200,7 @@ static inline FuncObj *as_func(Value v) { return (FuncObj *)v.o; }
 static inline BuiltinObj *as_builtin(Value v) { return (BuiltinObj *)v.o; }
 static inline Module *as_module(Value v) { return (Module *)v.o; }
 static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
+static inline FcTensor *as_tensor(Value v) { return ((TensorObj *)v.o)->t; }
 
 int64_t range_len(const RangeObj *r);
 
@@ -232,6 +255,10 @@ struct Interp {
     int nest;                   /* nesting of recursive compare/repr on containers */
     volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
+    /* tensors (tensor.c) */
+    FcCtx *fc;                  /* the tensor context: backends, random generator, dump hook */
+    FcDevice device;            /* where creation ops put tensors by default */
+    struct TensorSig *tsigs;    /* the operator table's signatures, parsed at tdl_open */
 };
 
 /* Raises KeyboardInterrupt if tdl_interrupt was called; checked at loop iterations and calls. */
@@ -266,6 +293,9 @@ bool val_equal(Interp *I, Value a, Value b, bool *out);
 bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
 bool val_unary(Interp *I, LangOp op, Value a, Value *out);
 bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out);
+/* A comparison as the evaluator needs it: a tensor of bools when either side is a tensor
+ * (t < 2), else val_compare's bool. *out is a new reference. */
+bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out);
 bool val_contains(Interp *I, Value container, Value item, bool *out);
 bool val_getitem(Interp *I, Value obj, Value index, Value *out);
 bool val_setitem(Interp *I, Value obj, Value index, Value v);
@@ -312,5 +342,38 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
                int nkw, Value *out);
 /* Checks positional/keyword counts against def; raises TypeError naming the function. */
 bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames, int nkw);
+/* Calls a builtin (checking its arguments first). A host builtin whose first argument is a
+ * tensor runs the tensor function of the same name instead: abs(t), max(t, 1), sum(t, dim=0). */
+bool builtin_call(Interp *I, const BuiltinDef *def, Value self, const Value *args, int nargs,
+                  const char *const *kwnames, int nkw, Value *out);
+
+/* ---- tensors (tensor.c; the operators themselves are rows of tensor_ops.def) ---- */
+
+/* tdl_open: the FcCtx, the parsed operator table, and the builtin names (functions, dtypes,
+ * memory formats) in module m. false with the error raised (tdl_open then fails). */
+bool tensor_init(Interp *I, Module *m);
+/* tdl_close, after every value is gone. */
+void tensor_fini(Interp *I);
+/* The default device for new tensors ("cpu", "cuda", "cuda:1"); DeviceError if unavailable. */
+bool tensor_set_device(Interp *I, const char *name);
+/* Raises the error of a failed fcdim call (its kind mapped onto tdl's) and returns false. */
+bool tensor_fail(Interp *I, FcStatus st, const FcError *e);
+/* The tensor method / tensor function `name` as a builtin, or NULL. */
+const BuiltinDef *tensor_method(const char *name);
+const BuiltinDef *tensor_function(const char *name);
+/* What ops.c and format.c do with tensors, dtypes and devices (Python's dunder methods). */
+bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
+bool tensor_unary(Interp *I, LangOp op, Value a, Value *out);
+bool tensor_truthy(Interp *I, Value v, bool *out);
+bool tensor_len(Interp *I, Value v, int64_t *out);
+bool tensor_getitem(Interp *I, Value t, Value idx, Value *out);
+bool tensor_contains(Interp *I, Value t, Value item, bool *out);
+/* Attributes of tensors (t.shape) and devices (d.type); *found false when there is none. */
+bool tensor_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);
+/* float(t), int(t): the value of a one-element tensor as want (T_FLOAT or T_INT). */
+bool tensor_to_number(Interp *I, Value v, TypeId want, Value *out);
+/* device("cuda:1") */
+bool tensor_device_new(Interp *I, const Value *args, int nargs, int nkw, Value *out);
+bool tensor_repr(Interp *I, Value v, Buf *b);
 
 #endif

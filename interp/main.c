@@ -55,7 +55,7 @@ typedef struct options {
     const char *arg0;       /* argv[0] as the program sees it */
     int nargs;              /* the program's further arguments */
     char **args;
-    bool dump_ir;           /* accepted and remembered; tdl.h has no way to pass them on yet */
+    bool dump_ir;           /* tdl_config.flags TDL_DUMP_IR / TDL_DUMP_KERNELS */
     bool dump_kernels;
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
 } options;
@@ -454,9 +454,16 @@ int main(int argc, char **argv)
     int status = parse_args(argc, argv, &o);
     if (status >= 0)
         return status;
-    tdl_interp *T = tdl_open(NULL);
+    tdl_config cfg = {0};
+    cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0);
+    tdl_interp *T = tdl_open(&cfg);
     if (!T) {
         fputs("tdl: out of memory\n", stderr);
+        return 1;
+    }
+    if (o.device && tdl_set_device(T, o.device) != TDL_OK) {
+        print_error(T);
+        tdl_close(T);
         return 1;
     }
     status = o.mode == MODE_REPL ? repl(T) : run_batch(T, &o);

@@ -1,6 +1,7 @@
 /* ops.c — Python semantics of the host values: arithmetic with 64-bit overflow checks, comparison,
  * truth, membership, indexing and slicing, attributes, iteration. Shared by the evaluator and the
- * builtins; tensors will hook in here. */
+ * builtins. A tensor operand hands the operation to tensor.c (Python's dunder methods of torch's
+ * Tensor), so every operator below has one entry point whatever the operand types. */
 #include "interp.h"
 
 #include <math.h>
@@ -20,6 +21,7 @@ bool val_truthy(Interp *I, Value v, bool *out)
     case V_TUPLE: *out = as_tuple(v)->n != 0; return true;
     case V_LIST: *out = as_list(v)->n != 0; return true;
     case V_RANGE: *out = range_len(as_range(v)) != 0; return true;
+    case V_TENSOR: return tensor_truthy(I, v, out);
     default: *out = true; return true;
     }
 }
@@ -31,6 +33,7 @@ bool val_len(Interp *I, Value v, int64_t *out)
     case V_TUPLE: *out = (int64_t)as_tuple(v)->n; return true;
     case V_LIST: *out = (int64_t)as_list(v)->n; return true;
     case V_RANGE: *out = range_len(as_range(v)); return true;
+    case V_TENSOR: return tensor_len(I, v, out);
     default: return err_raise(I, TDL_ERR_TYPE, "object of type '%s' has no len()", val_type_name(v));
     }
 }
@@ -257,6 +260,7 @@ static bool unsupported(Interp *I, LangOp op, Value a, Value b)
 
 bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
+    if (a.tag == V_TENSOR || b.tag == V_TENSOR) return tensor_binop(I, op, a, b, out);
     if (is_num(a) && is_num(b)) {
         if (op == OP_MATMUL) return unsupported(I, op, a, b);
         if ((op == OP_BITAND || op == OP_BITOR || op == OP_BITXOR || op == OP_LSHIFT || op == OP_RSHIFT)
@@ -283,6 +287,7 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 
 bool val_unary(Interp *I, LangOp op, Value a, Value *out)
 {
+    if (a.tag == V_TENSOR) return tensor_unary(I, op, a, out);
     if (is_intlike(a)) {
         int64_t x = as_i(a);
         if (op == OP_NEG) {
@@ -340,11 +345,29 @@ static bool seq_items(Value v, const Value **items, size_t *n)
     return false;
 }
 
+/* A comparison involving a tensor, in a bool context: Python's bool(a OP b), which is the value of
+ * a one-element result and an error for more. */
+static bool tensor_compare_bool(Interp *I, LangOp op, Value a, Value b, bool *out)
+{
+    Value r;
+    if (!tensor_binop(I, op, a, b, &r)) return false;
+    bool ok = val_truthy(I, r, out);
+    val_decref(I, r);
+    return ok;
+}
+
 bool val_equal(Interp *I, Value a, Value b, bool *out)
 {
     if (is_num(a) && is_num(b)) {
         *out = cmp_num(a, b) == 0;
         return true;
+    }
+    if (a.tag == V_TENSOR || b.tag == V_TENSOR) {
+        if (a.tag == b.tag && a.o == b.o) {     /* identity first, as Python's containers do */
+            *out = true;
+            return true;
+        }
+        return tensor_compare_bool(I, OP_EQ, a, b, out);
     }
     if (a.tag != b.tag) {
         *out = false;
@@ -352,7 +375,7 @@ bool val_equal(Interp *I, Value a, Value b, bool *out)
     }
     switch (a.tag) {
     case V_NONE: case V_ELLIPSIS: *out = true; return true;
-    case V_TYPE: *out = a.i == b.i; return true;
+    case V_TYPE: case V_DTYPE: case V_DEVICE: case V_MEMFMT: *out = a.i == b.i; return true;
     case V_STR: {
         StrObj *x = as_str(a), *y = as_str(b);
         *out = x->len == y->len && memcmp(x->data, y->data, x->len) == 0;
@@ -454,6 +477,7 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
         return true;
     default: {
         int c;
+        if (a.tag == V_TENSOR || b.tag == V_TENSOR) return tensor_compare_bool(I, op, a, b, out);
         if (!val_order(I, op, a, b, &c)) return false;
         if (c == 2) *out = false;
         else *out = op == OP_LT ? c < 0 : op == OP_LE ? c <= 0 : op == OP_GT ? c > 0 : c >= 0;
@@ -462,9 +486,21 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
     }
 }
 
+bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out)
+{
+    bool r;
+    if ((a.tag == V_TENSOR || b.tag == V_TENSOR) && op != OP_IS && op != OP_ISNOT && op != OP_IN &&
+        op != OP_NOTIN)
+        return tensor_binop(I, op, a, b, out);
+    if (!val_compare(I, op, a, b, &r)) return false;
+    *out = v_bool(r);
+    return true;
+}
+
 bool val_contains(Interp *I, Value c, Value item, bool *out)
 {
     switch (c.tag) {
+    case V_TENSOR: return tensor_contains(I, c, item, out);
     case V_STR: {
         if (item.tag != V_STR)
             return err_raise(I, TDL_ERR_TYPE, "'in <string>' requires string as left operand, not %s",
@@ -577,6 +613,7 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
     case V_TUPLE: len = (int64_t)as_tuple(obj)->n; what = "tuple"; break;
     case V_STR: len = (int64_t)as_str(obj)->nchars; what = "string"; break;
     case V_RANGE: len = range_len(as_range(obj)); what = "range object"; break;
+    case V_TENSOR: return tensor_getitem(I, obj, idx, out);
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not subscriptable", val_type_name(obj));
     }
@@ -634,6 +671,8 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
 
 bool val_setitem(Interp *I, Value obj, Value idx, Value v)
 {
+    if (obj.tag == V_TENSOR)
+        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "assignment into a tensor (t[...] = v) is not supported yet");
     if (obj.tag != V_LIST) {
         if (obj.tag == V_TUPLE || obj.tag == V_STR || obj.tag == V_RANGE)
             return err_raise(I, TDL_ERR_TYPE, "'%s' object does not support item assignment", val_type_name(obj));
@@ -708,6 +747,11 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     }
     const BuiltinDef *def = builtin_method(val_type(obj), name);
     if (def) return builtin_bind(I, def, obj, out);
+    if (obj.tag == V_TENSOR || obj.tag == V_DEVICE) {
+        bool found;
+        if (!tensor_getattr(I, obj, name, out, &found)) return false;
+        if (found) return true;
+    }
     if (obj.tag == V_SLICE) {
         SliceObj *s = as_slice(obj);
         Value *f = strcmp(name, "start") == 0 ? &s->start : strcmp(name, "stop") == 0 ? &s->stop
@@ -767,6 +811,9 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     switch (seq.tag) {
     case V_LIST: case V_TUPLE: case V_STR: case V_RANGE:
         break;
+    case V_TENSOR:      /* over dim 0, as torch */
+        if (as_tensor(seq)->ndim == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
+        break;
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not iterable", val_type_name(seq));
     }
@@ -774,6 +821,7 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     it->seq = seq;
     it->i = 0;
     if (seq.tag == V_RANGE) it->n = range_len(as_range(seq));
+    else if (seq.tag == V_TENSOR) it->n = as_tensor(seq)->shape[0];
     else if (seq.tag == V_TUPLE) it->n = (int64_t)as_tuple(seq)->n;
     else if (seq.tag == V_STR) it->n = (int64_t)as_str(seq)->nchars;
     return true;
@@ -796,6 +844,11 @@ bool iter_next(Interp *I, Iter *it, Value *out, bool *done)
     case V_RANGE:
         if (it->i >= it->n) { *done = true; return true; }
         *out = v_int(as_range(s)->start + it->i++ * as_range(s)->step);
+        break;
+    case V_TENSOR:
+        if (it->i >= it->n) { *done = true; return true; }
+        if (!tensor_getitem(I, s, v_int(it->i), out)) return false;
+        it->i++;
         break;
     case V_STR: {
         StrObj *str = as_str(s);

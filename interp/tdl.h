@@ -48,7 +48,19 @@ typedef struct tdl_config {
     const char *path;
     /* Maximum depth of tdl calls before a RecursionError (default 1000). */
     int recursion_limit;
+    /* TDL_DUMP_IR / TDL_DUMP_KERNELS: show the IR DAG / the scheduled kernel of every tensor
+     * materialisation (the --dump-ir / --dump-kernels flags of the tdl command). */
+    int flags;
+    /* Where that text goes. Default: stderr. */
+    void (*dump)(void *ud, const char *text, size_t len);
+    void *dump_ud;
 } tdl_config;
+
+/* Flags of tdl_config.flags. */
+enum {
+    TDL_DUMP_IR = 1,
+    TDL_DUMP_KERNELS = 2,
+};
 
 /* Opens an interpreter. cfg may be NULL. Returns NULL only when out of memory. */
 tdl_interp *tdl_open(const tdl_config *cfg);
@@ -69,6 +81,9 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path);
 /* Asks running code to stop: the next loop iteration or call raises KeyboardInterrupt
  * (TDL_ERR_INTERRUPT). Safe to call from a signal handler or another thread. */
 void tdl_interrupt(tdl_interp *T);
+/* Sets the device new tensors go to when a program names none: "cpu" (the default), "cuda",
+ * "cuda:N". TDL_ERROR with a DeviceError when there is no such device here. */
+tdl_status tdl_set_device(tdl_interp *T, const char *device);
 /* Sets `argv` (a list of str) in the main module. */
 tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv);
 

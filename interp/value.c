@@ -16,6 +16,7 @@ static const char *const type_names[T__COUNT] = {
     [T_STR] = "str", [T_TUPLE] = "tuple", [T_LIST] = "list", [T_RANGE] = "range",
     [T_FUNCTION] = "function", [T_BUILTIN] = "builtin_function_or_method", [T_MODULE] = "module",
     [T_TYPE] = "type", [T_CELL] = "cell", [T_ELLIPSIS] = "ellipsis", [T_SLICE] = "slice",
+    [T_TENSOR] = "Tensor", [T_DTYPE] = "dtype", [T_DEVICE] = "device", [T_MEMFMT] = "memory_format",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -38,6 +39,10 @@ TypeId val_type(Value v)
     case V_CELL: return T_CELL;
     case V_ELLIPSIS: return T_ELLIPSIS;
     case V_SLICE: return T_SLICE;
+    case V_TENSOR: return T_TENSOR;
+    case V_DTYPE: return T_DTYPE;
+    case V_DEVICE: return T_DEVICE;
+    case V_MEMFMT: return T_MEMFMT;
     default: return T_NONETYPE;
     }
 }
@@ -78,10 +83,11 @@ static void drop_values(Interp *I, Value *vals, size_t n)
     free(vals);
 }
 
-/* Frees what an emptied object owns besides values (syntax tree, names). */
+/* Frees what an emptied object owns besides values (syntax tree, names, a tensor). */
 static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
+    if (o->tag == V_TENSOR) fc_tensor_release(((TensorObj *)o)->t);
     if (o->tag == V_MODULE) {
         Module *m = (Module *)o;
         namemap_free(&m->names);
@@ -355,6 +361,18 @@ bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out)
     val_incref(self);
     b->self = self;
     *out = v_obj(V_BUILTIN, &b->h);
+    return true;
+}
+
+bool tensor_value_steal(Interp *I, FcTensor *t, Value *out)
+{
+    TensorObj *o = obj_alloc(I, sizeof *o, V_TENSOR, false);
+    if (!o) {
+        fc_tensor_release(t);
+        return false;
+    }
+    o->t = t;
+    *out = v_obj(V_TENSOR, &o->h);
     return true;
 }
 

@@ -10,6 +10,11 @@ int main(void)
     srunner_add_suite(sr, eval_suite());
     srunner_add_suite(sr, fcdim_io_suite());
     srunner_add_suite(sr, fcdim_print_suite());
+    srunner_add_suite(sr, fcdim_ops_suite());
+    srunner_add_suite(sr, cpu_backend_suite());
+    srunner_add_suite(sr, fcdim_core_suite());
+    srunner_add_suite(sr, promotion_suite());
+    srunner_add_suite(sr, tensor_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -7,11 +7,28 @@
 # produced by CPython (python3), and `--python` re-runs python3 on them to check that it still
 # agrees (the differential test; needs python3). `--regen` rewrites those NAME.out from python3.
 #
-# usage: sh tests/run_scripts.sh [--python | --regen] path/to/tdl
+# Scripts whose first line is `# torch-diff` are tensor programs whose NAME.out is PyTorch's
+# output: `--torch` rewrites those NAME.out by running each script under $TORCH_PYTHON (default
+# /usr/bin/python3, which has torch) through tests/torch_shim.py (PyTorch's names without
+# `torch.`, and printing as tdl prints); `--torch-check` compares instead of rewriting. A script
+# that fails under torch is reported and its NAME.out left alone. The normal run compares tdl
+# with the committed NAME.out and needs neither python3 nor torch.
+#
+# usage: sh tests/run_scripts.sh [--python | --regen | --torch | --torch-check] path/to/tdl [NAME...]
+# NAMEs (with or without .tdl) restrict the run to those scripts, e.g. to regenerate only the
+# .out files of the scripts one is writing.
 set -u
 mode=check
-case "${1:-}" in --python) mode=python; shift ;; --regen) mode=regen; shift ;; esac
+case "${1:-}" in
+    --python) mode=python; shift ;;
+    --regen) mode=regen; shift ;;
+    --torch) mode=torch; shift ;;
+    --torch-check) mode=torch-check; shift ;;
+esac
+torch_py=${TORCH_PYTHON:-/usr/bin/python3}
 tdl=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+shift
+only=" $* "
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/scripts" || exit 2
 tmp=$(mktemp -d)
@@ -19,6 +36,24 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0 skip=0
 for f in *.tdl; do
     name=${f%.tdl}
+    if [ "$only" != "  " ]; then
+        case $only in *" $name "*|*" $f "*) ;; *) continue ;; esac
+    fi
+    case $mode in torch|torch-check)
+        if ! head -n 1 "$f" | grep -q '^# torch-diff'; then continue; fi
+        if ! "$torch_py" -c 'import torch' 2>/dev/null; then skip=$((skip + 1)); continue; fi
+        if ! "$torch_py" "$here/torch_shim.py" "$f" > "$tmp/torch.out" 2> "$tmp/torch.err" < /dev/null; then
+            fail=$((fail + 1)); echo "FAIL $f: fails under torch ($torch_py tests/torch_shim.py)"
+            tail -n 5 "$tmp/torch.err"
+            continue
+        fi
+        if [ "$mode" = torch ]; then cp "$tmp/torch.out" "$name.out"; pass=$((pass + 1)); continue; fi
+        if cmp -s "$tmp/torch.out" "$name.out"; then pass=$((pass + 1)); else
+            fail=$((fail + 1)); echo "FAIL $f: torch output differs from $name.out"
+            diff "$name.out" "$tmp/torch.out" | head -n 20
+        fi
+        continue
+    esac
     if [ "$mode" != check ]; then
         if ! head -n 1 "$f" | grep -q '^# python-subset'; then continue; fi
         if ! command -v python3 >/dev/null; then skip=$((skip + 1)); continue; fi

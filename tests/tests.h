@@ -8,5 +8,10 @@ Suite *parser_suite(void);
 Suite *eval_suite(void);
 Suite *fcdim_io_suite(void);
 Suite *fcdim_print_suite(void);
+Suite *fcdim_ops_suite(void);
+Suite *cpu_backend_suite(void);
+Suite *fcdim_core_suite(void);
+Suite *promotion_suite(void);
 
+Suite *tensor_suite(void);
 #endif

@@ -1,0 +1,244 @@
+/* cpu_backend.c — the CPU backend's FcBackend table: host memory for device memory, and the
+ * thread pool that kernels and matrix products run on.
+ *
+ * The pool belongs to the backend (no global state). Its workers start on the first job that
+ * wants more than one thread, sleep on a condition variable between jobs, and are joined by
+ * destroy. A job is a parallel-for over numbered tasks in which the calling thread takes part;
+ * tasks are claimed in order through an atomic counter, so a failing or interrupted job stops
+ * soon without waiting for the tasks nobody has claimed yet.
+ * Depends on backend.h and pthreads only. */
+#include "cpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *fc_cpu_aligned_alloc(size_t nbytes)
+{
+    /* No x86-64 or AArch64 address space holds 2^48 bytes: refuse such sizes here rather than
+     * hand them to an allocator (sanitizer allocators abort on them instead of failing). */
+    if ((uint64_t)nbytes >= (uint64_t)1 << 48)
+        return NULL;
+    /* aligned_alloc wants a multiple of the alignment; 0 still gives a unique pointer. */
+    size_t n = (nbytes + 63) & ~(size_t)63;
+    return aligned_alloc(64, n ? n : 64);
+}
+
+/* ---- memory ---- */
+
+static FcStatus cpu_alloc(FcBackend *be, size_t nbytes, void **out, FcError *err)
+{
+    void *p = fc_cpu_aligned_alloc(nbytes);
+    if (!p) {
+        *out = NULL;
+        snprintf(err->msg, sizeof err->msg,
+                 "DefaultCPUAllocator: not enough memory: you tried to allocate %zu bytes.", nbytes);
+        return FC_ERR_NOMEM;
+    }
+    *out = p;
+    return FC_OK;
+}
+
+static void cpu_free(FcBackend *be, void *p) { free(p); }
+
+static FcStatus cpu_copy(FcBackend *be, void *dst, const void *src, size_t nbytes, FcError *err)
+{
+    if (nbytes)
+        memmove(dst, src, nbytes);
+    return FC_OK;
+}
+
+static FcStatus cpu_run(FcBackend *be, const FcKernel *k, FcError *err)
+{
+    return fc_cpu_run_kernel((CpuBackend *)be, k, err);
+}
+
+static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
+{
+    return fc_cpu_matmul((CpuBackend *)be, m, err);
+}
+
+/* ---- the pool ---- */
+
+/* Claims and runs tasks until none is left, the job stops, or the host interrupts. */
+static void job_work(CpuJob *job, int tid)
+{
+    while (!atomic_load_explicit(&job->stop, memory_order_relaxed)) {
+        if (job->interrupt && *job->interrupt) {
+            atomic_store(&job->interrupted, 1);
+            atomic_store(&job->stop, 1);
+            break;
+        }
+        int64_t t = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+        if (t >= job->ntasks)
+            break;
+        if (!job->fn(job->arg, tid, t))
+            atomic_store(&job->stop, 1);
+    }
+}
+
+typedef struct WorkerArg {
+    CpuBackend *be;
+    int id;                     /* 0-based worker number; its tid in a job is id + 1 */
+    uint64_t gen;               /* the generation before the worker's first job */
+} WorkerArg;
+
+static void *worker_main(void *p)
+{
+    WorkerArg wa = *(WorkerArg *)p;
+    free(p);
+    CpuBackend *be = wa.be;
+    uint64_t seen = wa.gen;
+    pthread_mutex_lock(&be->mu);
+    for (;;) {
+        while (!be->quit && be->gen == seen)
+            pthread_cond_wait(&be->wake, &be->mu);
+        if (be->quit)
+            break;
+        seen = be->gen;
+        if (wa.id >= be->job_workers)
+            continue;
+        CpuJob *job = be->job;
+        pthread_mutex_unlock(&be->mu);
+        job_work(job, wa.id + 1);
+        pthread_mutex_lock(&be->mu);
+        if (--be->pending == 0)
+            pthread_cond_signal(&be->done);
+    }
+    pthread_mutex_unlock(&be->mu);
+    return NULL;
+}
+
+/* Starts the workers once (under be->busy). Fewer than asked for is fine: jobs use those there are. */
+static void pool_start(CpuBackend *be)
+{
+    if (be->pool_tried)
+        return;
+    be->pool_tried = true;
+    int want = be->nthreads - 1;
+    be->workers = calloc((size_t)want, sizeof *be->workers);
+    if (!be->workers)
+        return;
+    for (int i = 0; i < want; i++) {
+        WorkerArg *wa = malloc(sizeof *wa);
+        if (!wa)
+            break;
+        wa->be = be;
+        wa->id = i;
+        /* Given, not read by the worker when it gets to run: by then the job that started the
+         * pool may already have bumped the generation, and the worker must not miss it. */
+        wa->gen = be->gen;
+        if (pthread_create(&be->workers[i], NULL, worker_main, wa) == 0) {
+            be->nworkers++;
+        } else {
+            free(wa);
+            break;
+        }
+    }
+}
+
+int fc_cpu_clamp_threads(const CpuBackend *be, int nthreads)
+{
+    if (nthreads > be->nthreads)
+        nthreads = be->nthreads;
+    return nthreads < 1 ? 1 : nthreads;
+}
+
+bool fc_cpu_parallel_for(CpuBackend *be, int nthreads, int64_t ntasks, CpuTaskFn fn, void *arg,
+                      volatile int *interrupt)
+{
+    CpuJob job = {.fn = fn, .arg = arg, .ntasks = ntasks, .interrupt = interrupt};
+    atomic_init(&job.next, 0);
+    atomic_init(&job.stop, 0);
+    atomic_init(&job.interrupted, 0);
+    nthreads = fc_cpu_clamp_threads(be, nthreads);
+    if (ntasks < nthreads)
+        nthreads = ntasks < 1 ? 1 : (int)ntasks;
+    /* A second caller while the pool is busy (or a pool that could not start) runs alone. */
+    if (nthreads > 1 && pthread_mutex_trylock(&be->busy) == 0) {
+        pool_start(be);
+        int nw = nthreads - 1 < be->nworkers ? nthreads - 1 : be->nworkers;
+        if (nw > 0) {
+            pthread_mutex_lock(&be->mu);
+            be->job = &job;
+            be->job_workers = nw;
+            be->pending = nw;
+            be->gen++;
+            pthread_cond_broadcast(&be->wake);
+            pthread_mutex_unlock(&be->mu);
+        }
+        job_work(&job, 0);
+        if (nw > 0) {
+            pthread_mutex_lock(&be->mu);
+            while (be->pending > 0)
+                pthread_cond_wait(&be->done, &be->mu);
+            be->job = NULL;
+            pthread_mutex_unlock(&be->mu);
+        }
+        pthread_mutex_unlock(&be->busy);
+    } else {
+        job_work(&job, 0);
+    }
+    return !atomic_load(&job.interrupted);
+}
+
+static void cpu_destroy(FcBackend *base)
+{
+    CpuBackend *be = (CpuBackend *)base;
+    if (!be)
+        return;
+    pthread_mutex_lock(&be->mu);
+    be->quit = true;
+    pthread_cond_broadcast(&be->wake);
+    pthread_mutex_unlock(&be->mu);
+    for (int i = 0; i < be->nworkers; i++)
+        pthread_join(be->workers[i], NULL);
+    free(be->workers);
+    pthread_cond_destroy(&be->wake);
+    pthread_cond_destroy(&be->done);
+    pthread_mutex_destroy(&be->mu);
+    pthread_mutex_destroy(&be->busy);
+    free(be);
+}
+
+FcBackend *fc_cpu_backend_new(int nthreads)
+{
+    CpuBackend *be = calloc(1, sizeof *be);
+    if (!be)
+        return NULL;
+    be->base = (FcBackend){
+        .name = "cpu",
+        .device = FC_DEV_CPU,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .to_host = cpu_copy,
+        .from_host = cpu_copy,
+        .run = cpu_run,
+        .matmul = cpu_mm,
+        .destroy = cpu_destroy,
+    };
+    be->nthreads = nthreads < 1 ? 1 : nthreads;
+    if (pthread_mutex_init(&be->mu, NULL) != 0) {
+        free(be);
+        return NULL;
+    }
+    if (pthread_mutex_init(&be->busy, NULL) != 0) {
+        pthread_mutex_destroy(&be->mu);
+        free(be);
+        return NULL;
+    }
+    if (pthread_cond_init(&be->wake, NULL) != 0) {
+        pthread_mutex_destroy(&be->busy);
+        pthread_mutex_destroy(&be->mu);
+        free(be);
+        return NULL;
+    }
+    if (pthread_cond_init(&be->done, NULL) != 0) {
+        pthread_cond_destroy(&be->wake);
+        pthread_mutex_destroy(&be->busy);
+        pthread_mutex_destroy(&be->mu);
+        free(be);
+        return NULL;
+    }
+    return &be->base;
+}

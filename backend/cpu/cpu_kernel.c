@@ -1,0 +1,1046 @@
+/* cpu_kernel.c — runs a scheduled kernel (FcKernel) on the CPU: the loop nest walked in chunks of
+ * up to FC_CHUNK values, the straight-line code evaluated chunk by chunk through the op tables
+ * of cpu_ops.c, the result stored or reduced with the folds of cpu_reduce.c.
+ *
+ * Plan. The kernel's registers are renamed onto physical chunk buffers so that no instruction
+ * writes a buffer it reads (the op functions take restrict pointers); invariant instructions get
+ * buffers shared by all threads and are evaluated once, before the loops. A load with unit
+ * stride along the chunk loop reads memory in place (its register points into the input), other
+ * loads copy, broadcast or gather.
+ *
+ * Iteration. One loop is the chunk loop (the innermost, unless it is short and another loop is
+ * long: addresses are affine in every loop index, so any loop can run along the chunk). The
+ * other loops are split into kept (output) loops and reduced loops. The work is cut into units
+ * that each produce a distinct set of outputs: for a store, one chunk of outputs (taken in tiles
+ * of rows when a load runs across the chunk loop, as in a transpose, so that neighbouring units
+ * share cache lines); for a vertical reduction (chunk loop kept), a group of VERT_GROUP chunks
+ * of outputs, each combined elementwise over all reduced iterations, the group's chunks visited
+ * in turn for each iteration so that input rows are read in order; for a horizontal reduction
+ * (chunk loop reduced), one output point whose chunks are folded into CPU_LANES accumulators.
+ * Units are spread over threads, each unit computed by one thread in a fixed order, so results
+ * do not depend on the thread count. When there are few units and much reduction work per
+ * unit, each unit's reduced iterations are cut into blocks whose size depends only on the shape
+ * (never on the thread count), blocks are reduced in parallel into partials, and the partials
+ * are combined in block order afterwards.
+ *
+ * Errors found in the data (integer division by zero, a gathered index out of range) stop the
+ * job; the one reported is that of the lowest-numbered failing task, the one a sequential run
+ * would meet first among those that ran.
+ * Depends on cpu_internal.h (backend.h, fcdim.h) only. */
+#include "cpu_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    SMALL_WORK = 32 * 1024,     /* elements below which a kernel runs on the calling thread */
+    TASK_WORK = 32 * 1024,      /* elements of work per task when spreading units */
+    BLOCK_WORK = 64 * 1024,     /* elements per reduction block when a unit is split */
+    SPLIT_UNITS = 32,           /* a reduction with fewer units than this may split them */
+    SHORT_CHUNK_LOOP = 16,      /* an innermost loop shorter than this may give way ... */
+    LONG_CHUNK_LOOP = 64,       /* ... to a loop at least this long as the chunk loop */
+    VERT_GROUP = 8,             /* chunks per unit of a vertical reduction */
+    TILE = 16,                  /* indices per tile of a transposing store */
+    PARTIAL_BYTES = 8 << 20,    /* about the most memory the partials of a split may take */
+};
+#define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
+
+/* One instruction, with its registers renamed to physical buffers. */
+typedef struct Step {
+    const FcInstr *in;
+    CpuOpFn fn;                 /* ops other than LOAD, CONST, IOTA */
+    int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
+    int *g;                     /* [in->ngather] physical buffers of the gathered indices */
+    size_t esize;               /* LOAD: bytes per element */
+    const int64_t *strides;     /* LOAD: [L] */
+} Step;
+
+typedef struct Plan {
+    const FcKernel *k;
+    int L;                      /* loops (a kernel with none runs one of extent 1) */
+    int cl;                     /* the chunk loop */
+    int64_t ext[FC_MAX_DIMS];
+    bool red[FC_MAX_DIMS];
+    int64_t ostr[FC_MAX_DIMS];
+    int64_t zero[FC_MAX_DIMS];  /* strides of loads of a kernel with no loops */
+    Step *steps;                /* invariant steps first, then the others, each in code order */
+    int ninv, nsteps;
+    int *gphys;                 /* storage for Step.g */
+    int nshared, nphys;         /* buffers [0, nshared) are shared, [nshared, nphys) per thread */
+    int res;                    /* physical buffer of the result */
+    FcDType res_dt;
+    char *shared;
+    /* iteration */
+    bool reduce, hor;
+    int nkl, kl[FC_MAX_DIMS];   /* kept loops other than cl */
+    int nrl, rl[FC_MAX_DIMS];   /* reduced loops other than cl */
+    int argloop;                /* arg reductions: the reduced loop, or -1 */
+    int64_t nchunk;             /* chunks along cl */
+    int group;                  /* chunks per unit (vertical reductions) */
+    int64_t ngroup;             /* groups of chunks along cl */
+    int lk;                     /* stores and vertical reductions: the last kept loop other than cl */
+    int64_t tile;               /* units taken in tiles of this many indices of lk */
+    int64_t nunits, nred;       /* units, and reduction steps per unit */
+    int64_t total;              /* points in the loop nest (saturating) */
+    CpuReducer r;
+    CpuOpFn store_cast;         /* result dtype -> out dtype, when they differ */
+    size_t out_es;
+} Plan;
+
+typedef struct Thread {
+    void **buf;                 /* [nphys + 1]: where each buffer is written */
+    const void **cur;           /* [nphys + 1]: where it is read (its buffer, or loaded memory) */
+    int64_t *offs;              /* [FC_CHUNK]: gathered element offsets */
+    void *tmp;                  /* [FC_CHUNK] values converted for a store */
+    void *acc;                  /* [group * FC_CHUNK] accumulators */
+    int64_t *aidx;              /* [group * FC_CHUNK] arg reductions: indices */
+    int64_t idx[FC_MAX_DIMS];   /* current loop indices (not cl's: chunks pass their start) */
+    int64_t err_task;           /* the task that failed, or -1 */
+    FcStatus status;
+    FcError err;
+} Thread;
+
+typedef struct Run {
+    const Plan *p;
+    Thread **th;
+    int64_t units_per_task;
+    bool split;
+    int64_t steps_per_block, nblocks;
+    char *partials;             /* split: nunits * nblocks partials */
+    size_t partial_size;
+} Run;
+
+static FcStatus errorf(FcError *err, FcStatus st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* ---- plan ---- */
+
+static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
+static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
+
+/* The dtype each operand of in must have, given the dtype of a (for casts and comparisons). */
+static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
+{
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN)
+        return a_dt;
+    if (is_compare(in->op))
+        return a_dt;
+    if (in->op == FC_OP_WHERE && which == 0)
+        return FC_BOOL;
+    return in->dtype;
+}
+
+static void plan_free(Plan *p)
+{
+    free(p->steps);
+    free(p->gphys);
+    free(p->shared);
+}
+
+/* Renames registers onto buffers, checks the code, and splits it into invariant and other steps. */
+static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
+{
+    int nreg = k->nreg, n = k->ncode;
+    int ngath = 0;
+    for (int i = 0; i < n; i++)
+        if (k->code[i].op == FC_OP_LOAD && k->code[i].ngather > 0)
+            ngath += k->code[i].ngather;
+    int *map = malloc((size_t)(nreg + 1) * sizeof *map);
+    FcDType *rdt = malloc((size_t)(nreg + 1) * sizeof *rdt);
+    int *freel = malloc((size_t)(nreg + 2) * sizeof *freel);
+    int *phys = malloc((size_t)(n + 1) * 4 * sizeof *phys);   /* d, a, b, c per instruction */
+    p->steps = calloc((size_t)(n + 1), sizeof *p->steps);
+    p->gphys = malloc((size_t)(ngath + 1) * sizeof *p->gphys);
+    FcStatus st = FC_OK;
+    if (!map || !rdt || !freel || !phys || !p->steps || !p->gphys) {
+        st = errorf(err, FC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int r = 0; r < nreg; r++)
+        map[r] = -1;
+    /* Physical ids while renaming: local buffers l >= 0, shared buffers -(s + 2). */
+    int nfree = 0, nlocal = 0, nshared = 0, gused = 0;
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
+        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_reduce(in->op) ||
+            (unsigned)in->dtype >= FC_DTYPE__COUNT) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad op or dtype", i);
+            goto done;
+        }
+        if (in->dst < 0 || in->dst >= nreg) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d writes no register", i);
+            goto done;
+        }
+        int ops[3] = {in->a, in->b, in->c}, ophys[3 + FC_MAX_DIMS];
+        int nops = 0;
+        FcDType a_dt = in->dtype;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
+        if (ng < 0 || ng > FC_MAX_DIMS ||
+            (ng > 0 && (!in->gather_reg || !in->gather_stride || !in->gather_extent))) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers", i);
+            goto done;
+        }
+        for (int o = 0; o < 3 + ng; o++) {
+            int r = o < 3 ? ops[o] : in->gather_reg[o - 3];
+            if (r < 0 && o < 3) {
+                phys[i * 4 + 1 + o] = INT32_MIN;
+                continue;
+            }
+            if (r < 0 || r >= nreg || map[r] == -1) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d reads register %d before it is written",
+                            i, r);
+                goto done;
+            }
+            FcDType want = o < 3 ? operand_dtype(in, o, o == 0 ? rdt[r] : a_dt) : FC_INT64;
+            if (o == 0)
+                a_dt = rdt[r];
+            if (rdt[r] != want) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d (%s) reads r%d of dtype %s, expected %s",
+                            i, fc_op_name(in->op), r, fc_dtype_name(rdt[r]), fc_dtype_name(want));
+                goto done;
+            }
+            if (in->invariant && map[r] >= 0) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: invariant instruction %d reads loop-dependent r%d", i,
+                            r);
+                goto done;
+            }
+            ophys[nops++] = map[r];
+            if (o < 3)
+                phys[i * 4 + 1 + o] = map[r];
+            else
+                p->gphys[gused + o - 3] = map[r];
+        }
+        int old = map[in->dst], pd;
+        if (in->invariant) {
+            pd = -(nshared++ + 2);
+            if (old >= 0)
+                freel[nfree++] = old;
+        } else {
+            bool clash = false;
+            for (int o = 0; o < nops; o++)
+                clash |= ophys[o] == old;
+            if (old >= 0 && !clash) {
+                pd = old;
+            } else {
+                pd = nfree > 0 ? freel[--nfree] : nlocal++;
+                if (old >= 0)
+                    freel[nfree++] = old;
+            }
+        }
+        map[in->dst] = pd;
+        rdt[in->dst] = in->dtype;
+        phys[i * 4] = pd;
+
+        Step *s = &p->steps[i];
+        s->in = in;
+        s->g = ng > 0 ? &p->gphys[gused] : NULL;
+        gused += ng;
+        switch (in->op) {
+        case FC_OP_LOAD:
+            if (in->buf < 0 || in->buf >= k->nbufs || !k->bufs || (k->nloop > 0 && !in->strides)) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad load", i);
+                goto done;
+            }
+            s->esize = fc_dtype_size(in->dtype);
+            s->strides = k->nloop > 0 ? in->strides : p->zero;
+            break;
+        case FC_OP_CONST:
+            break;
+        case FC_OP_IOTA:
+            if (in->dtype != FC_INT64 || (k->nloop > 0 && (in->loop < 0 || in->loop >= k->nloop))) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad iota", i);
+                goto done;
+            }
+            break;
+        default:
+            s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
+            if (!s->fn) {
+                bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
+                st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
+                            fc_dtype_name(by_src ? a_dt : in->dtype));
+                goto done;
+            }
+            break;
+        }
+    }
+    if (k->result < 0 || k->result >= nreg || map[k->result] == -1) {
+        st = errorf(err, FC_ERR_VALUE, "cpu kernel: the result register %d is never written", k->result);
+        goto done;
+    }
+    /* Final ids: shared buffers first, then the per-thread ones; the NULL slot last. */
+    p->nshared = nshared;
+    p->nphys = nshared + nlocal;
+#define FINAL(x) ((x) == INT32_MIN ? p->nphys : (x) <= -2 ? -(x) - 2 : nshared + (x))
+    for (int i = 0; i < gused; i++)
+        p->gphys[i] = FINAL(p->gphys[i]);
+    p->res = FINAL(map[k->result]);
+    p->res_dt = rdt[k->result];
+    /* Order: invariant steps first (they read only each other), then the rest, each in code order. */
+    Step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
+    if (!sorted) {
+        st = errorf(err, FC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    int m = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++)
+            if (k->code[i].invariant == (pass == 0)) {
+                Step s = p->steps[i];
+                s.d = FINAL(phys[i * 4]);
+                s.a = FINAL(phys[i * 4 + 1]);
+                s.b = FINAL(phys[i * 4 + 2]);
+                s.c = FINAL(phys[i * 4 + 3]);
+                sorted[m++] = s;
+                if (pass == 0)
+                    p->ninv++;
+            }
+#undef FINAL
+    free(p->steps);
+    p->steps = sorted;
+    p->nsteps = n;
+    if (nshared > 0) {
+        p->shared = fc_cpu_aligned_alloc((size_t)nshared * CHUNK_BYTES);
+        if (!p->shared)
+            st = errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+done:
+    free(map);
+    free(rdt);
+    free(freel);
+    free(phys);
+    return st;
+}
+
+/* Chooses the chunk loop and the shape of the iteration. */
+static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
+{
+    p->L = k->nloop > 0 ? k->nloop : 1;
+    p->total = 1;
+    for (int l = 0; l < p->L; l++) {
+        p->ext[l] = k->nloop > 0 ? k->extent[l] : 1;
+        p->red[l] = k->nloop > 0 && p->reduce && k->reduced[l];
+        p->ostr[l] = k->nloop > 0 && !p->red[l] ? k->out_strides[l] : 0;
+        if (p->ext[l] < 0)
+            return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
+        p->total = sat_mul(p->total, p->ext[l]);
+    }
+    int cl = p->L - 1;
+    if (p->ext[cl] < SHORT_CHUNK_LOOP) {
+        int best = cl;
+        for (int l = 0; l < p->L; l++)
+            if (p->ext[l] >= p->ext[best])
+                best = l;
+        if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
+            cl = best;
+    }
+    p->cl = cl;
+    p->hor = p->red[cl];
+    p->argloop = -1;
+    int nred_loops = 0;
+    for (int l = 0; l < p->L; l++) {
+        if (p->red[l]) {
+            nred_loops++;
+            p->argloop = l;
+        }
+        if (l == cl)
+            continue;
+        if (p->red[l])
+            p->rl[p->nrl++] = l;
+        else
+            p->kl[p->nkl++] = l;
+    }
+    if (p->r.arg && nred_loops > 1)
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: %s over %d loops", fc_op_name(k->reduce), nred_loops);
+    p->nchunk = (p->ext[cl] + FC_CHUNK - 1) / FC_CHUNK;
+    p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
+    p->ngroup = (p->nchunk + p->group - 1) / p->group;
+    p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;
+    p->tile = 1;
+    /* A store that reads (or writes) along lk where it strides along cl, as a transpose does:
+     * tiles of lk make the chunks of neighbouring units share cache lines and pages. */
+    if (!p->reduce && p->lk >= 0) {
+        bool across = llabs(p->ostr[cl]) > 1 && llabs(p->ostr[p->lk]) == 1;
+        for (int j = p->ninv; j < p->nsteps; j++) {
+            const Step *s = &p->steps[j];
+            if (s->in->op == FC_OP_LOAD && s->in->ngather == 0)
+                across |= llabs(s->strides[cl]) > 1 && llabs(s->strides[p->lk]) == 1;
+        }
+        if (across)
+            p->tile = TILE;
+    }
+    int64_t kept = 1, reduced = 1;
+    for (int j = 0; j < p->nkl; j++)
+        kept = sat_mul(kept, p->ext[p->kl[j]]);
+    for (int j = 0; j < p->nrl; j++)
+        reduced = sat_mul(reduced, p->ext[p->rl[j]]);
+    p->nunits = p->hor ? kept : sat_mul(kept, p->ngroup);
+    p->nred = p->hor ? sat_mul(reduced, p->nchunk) : reduced;
+    if (p->nunits == INT64_MAX || p->nred == INT64_MAX)
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: the loop nest is too large");
+    return FC_OK;
+}
+
+/* ---- evaluation ---- */
+
+static bool fail(Thread *t, FcStatus st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->err.msg, sizeof t->err.msg, fmt, ap);
+    va_end(ap);
+    t->status = st;
+    return false;
+}
+
+static void broadcast(void *d, const void *src, size_t es, int n)
+{
+    switch (es) {
+    case 1:
+        memset(d, *(const uint8_t *)src, (size_t)n);
+        break;
+    case 4: {
+        uint32_t v, *q = d;
+        memcpy(&v, src, 4);
+        for (int i = 0; i < n; i++)
+            q[i] = v;
+        break;
+    }
+    default: {
+        uint64_t v, *q = d;
+        memcpy(&v, src, 8);
+        for (int i = 0; i < n; i++)
+            q[i] = v;
+        break;
+    }
+    }
+}
+
+/* d[i] = src[i * stride] (element units), by element size. */
+static void copy_strided(void *restrict d, const char *restrict src, int64_t stride, size_t es, int n)
+{
+    switch (es) {
+    case 1: {
+        uint8_t *q = d;
+        for (int i = 0; i < n; i++)
+            q[i] = (uint8_t)src[i * stride];
+        break;
+    }
+    case 4: {
+        uint32_t *q = d;
+        const uint32_t *s = (const uint32_t *)(const void *)src;
+        for (int i = 0; i < n; i++)
+            q[i] = s[i * stride];
+        break;
+    }
+    default: {
+        uint64_t *q = d;
+        const uint64_t *s = (const uint64_t *)(const void *)src;
+        for (int i = 0; i < n; i++)
+            q[i] = s[i * stride];
+        break;
+    }
+    }
+}
+
+/* d[i] = src[offs[i]], by element size. */
+static void copy_gather(void *restrict d, const char *restrict src, const int64_t *restrict offs, size_t es, int n)
+{
+    switch (es) {
+    case 1: {
+        uint8_t *q = d;
+        for (int i = 0; i < n; i++)
+            q[i] = (uint8_t)src[offs[i]];
+        break;
+    }
+    case 4: {
+        uint32_t *q = d;
+        const uint32_t *s = (const uint32_t *)(const void *)src;
+        for (int i = 0; i < n; i++)
+            q[i] = s[offs[i]];
+        break;
+    }
+    default: {
+        uint64_t *q = d;
+        const uint64_t *s = (const uint64_t *)(const void *)src;
+        for (int i = 0; i < n; i++)
+            q[i] = s[offs[i]];
+        break;
+    }
+    }
+}
+
+/* dst[i * stride] = src[i] (element units), by element size; memmove when contiguous. */
+static void store_strided(char *dst, int64_t stride, const void *src, size_t es, int n)
+{
+    if (stride == 1) {
+        memmove(dst, src, (size_t)n * es);
+        return;
+    }
+    switch (es) {
+    case 1: {
+        const uint8_t *s = src;
+        for (int i = 0; i < n; i++)
+            dst[i * stride] = (char)s[i];
+        break;
+    }
+    case 4: {
+        const uint32_t *s = src;
+        uint32_t *q = (uint32_t *)(void *)dst;
+        for (int i = 0; i < n; i++)
+            q[i * stride] = s[i];
+        break;
+    }
+    default: {
+        const uint64_t *s = src;
+        uint64_t *q = (uint64_t *)(void *)dst;
+        for (int i = 0; i < n; i++)
+            q[i * stride] = s[i];
+        break;
+    }
+    }
+}
+
+/* A load of n elements starting at chunk position i0 (an invariant load reads one element and
+ * fills the chunk with it). */
+static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int n, bool inv)
+{
+    const FcInstr *in = s->in;
+    const char *base = p->k->bufs[in->buf];
+    size_t es = s->esize;
+    int64_t stride = s->strides[p->cl];
+    int64_t off = in->offset + stride * i0;
+    for (int l = 0; l < p->L; l++)
+        if (l != p->cl)
+            off += s->strides[l] * t->idx[l];
+    void *d = t->buf[s->d];
+    int m = inv ? 1 : n;
+    if (in->ngather == 0) {
+        if (stride == 1 && !inv) {
+            t->cur[s->d] = base + off * (int64_t)es;
+            return true;
+        }
+        if (stride == 0 || m == 1)
+            broadcast(d, base + off * (int64_t)es, es, inv ? FC_CHUNK : n);
+        else
+            copy_strided(d, base + off * (int64_t)es, stride, es, n);
+        t->cur[s->d] = d;
+        return true;
+    }
+    int64_t *o = t->offs;
+    for (int i = 0; i < m; i++)
+        o[i] = off + stride * i;
+    for (int g = 0; g < in->ngather; g++) {
+        const int64_t *ix = t->cur[s->g[g]];
+        int64_t gs = in->gather_stride[g], ext = in->gather_extent[g];
+        bool bad = false;
+        for (int i = 0; i < m; i++)
+            bad |= (uint64_t)ix[i] >= (uint64_t)ext;
+        if (bad)
+            for (int i = 0; i < m; i++)
+                if ((uint64_t)ix[i] >= (uint64_t)ext)
+                    return fail(t, FC_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+                                (long long)ix[i], g, (long long)ext);
+        for (int i = 0; i < m; i++)
+            o[i] += ix[i] * gs;
+    }
+    copy_gather(d, base, o, es, m);
+    if (inv)
+        broadcast(d, d, es, FC_CHUNK);
+    t->cur[s->d] = d;
+    return true;
+}
+
+/* Evaluates steps [from, to) for the chunk of n positions starting at i0 along the chunk loop,
+ * the other loops at t->idx. */
+static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
+{
+    bool inv = from < p->ninv;
+    for (int j = from; j < to; j++) {
+        const Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        void *d = t->buf[s->d];
+        switch (in->op) {
+        case FC_OP_LOAD:
+            if (!do_load(p, s, t, i0, n, inv))
+                return false;
+            continue;
+        case FC_OP_CONST:
+            fc_cpu_fill(d, in->dtype, in->konst, n);
+            break;
+        case FC_OP_IOTA: {
+            int64_t *q = d;
+            if (p->k->nloop > 0 && in->loop == p->cl) {
+                for (int i = 0; i < n; i++)
+                    q[i] = i0 + i;
+            } else {
+                int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
+                for (int i = 0; i < n; i++)
+                    q[i] = v;
+            }
+            break;
+        }
+        default:
+            if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], n) != CPU_OK)
+                return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
+            break;
+        }
+        t->cur[s->d] = d;
+    }
+    return true;
+}
+
+static inline bool eval_chunk(const Plan *p, Thread *t, int64_t i0, int n)
+{
+    return eval(p, t, p->ninv, p->nsteps, i0, n);
+}
+
+/* Sets t->idx for loops[0..n) from the row-major number v (the last loop fastest). */
+static void decode(const Plan *p, Thread *t, const int *loops, int n, int64_t v)
+{
+    for (int j = n - 1; j >= 0; j--) {
+        int64_t e = p->ext[loops[j]];
+        t->idx[loops[j]] = v % e;
+        v /= e;
+    }
+}
+
+/* The output offset of the kept loops at t->idx (cl's contribution not included). */
+static int64_t out_base(const Plan *p, const Thread *t)
+{
+    int64_t off = p->k->out_offset;
+    for (int j = 0; j < p->nkl; j++)
+        off += p->ostr[p->kl[j]] * t->idx[p->kl[j]];
+    return off;
+}
+
+/* Chunk number c along the chunk loop: [*i0, *i0 + *n). */
+static void chunk_at(const Plan *p, int64_t c, int64_t *i0, int *n)
+{
+    *i0 = c * FC_CHUNK;
+    int64_t left = p->ext[p->cl] - *i0;
+    *n = left < FC_CHUNK ? (int)left : FC_CHUNK;
+}
+
+/* Positions t at unit u of a store or vertical reduction: the kept loops at t->idx, and the
+ * chunks [*c0, *c0 + *nc) along the chunk loop. Units are numbered over the kept loops and the
+ * groups of p->group chunks, the last kept loop (lk) taken in tiles of p->tile indices: the
+ * units of one tile share their chunks, so that a load running along lk reuses cache lines. */
+static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
+{
+    int64_t e = p->lk >= 0 ? p->ext[p->lk] : 1, g = p->ngroup, tl = p->tile;
+    decode(p, t, p->kl, p->lk >= 0 ? p->nkl - 1 : p->nkl, u / (e * g));
+    int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
+    int64_t rows = e - tile * tl < tl ? e - tile * tl : tl;
+    if (p->lk >= 0)
+        t->idx[p->lk] = tile * tl + rr % rows;
+    *c0 = rr / rows * p->group;
+    int64_t left = p->nchunk - *c0;
+    *nc = left < p->group ? (int)left : p->group;
+}
+
+static bool store_unit(const Plan *p, Thread *t, int64_t u)
+{
+    int64_t c0;
+    int nc;
+    unit_pos(p, t, u, &c0, &nc);
+    int64_t base = out_base(p, t);
+    for (int j = 0; j < nc; j++) {
+        int64_t i0;
+        int n;
+        chunk_at(p, c0 + j, &i0, &n);
+        if (!eval_chunk(p, t, i0, n))
+            return false;
+        const void *src = t->cur[p->res];
+        if (p->store_cast) {
+            p->store_cast(t->tmp, src, NULL, NULL, n);
+            src = t->tmp;
+        }
+        int64_t off = base + p->ostr[p->cl] * i0;
+        store_strided((char *)p->k->out + off * (int64_t)p->out_es, p->ostr[p->cl], src, p->out_es, n);
+    }
+    return true;
+}
+
+/* A long reduction also looks at the host's interrupt flag between steps, not only between
+ * tasks (a task may be one output point of a huge reduction). */
+static bool interrupted(const Plan *p, Thread *t, int64_t s)
+{
+    if ((s & 255) != 255 || !p->k->interrupt || !*p->k->interrupt)
+        return false;
+    fail(t, FC_ERR_INTERRUPT, "interrupted");
+    return true;
+}
+
+/* Horizontal: folds reduction steps [s0, s1) (reduced loops x chunks) of the unit whose kept
+ * loops are at t->idx into lanes (or one arg accumulator). */
+static bool hor_steps(const Plan *p, Thread *t, int64_t s0, int64_t s1, void *acc, int64_t *aidx)
+{
+    const CpuReducer *r = &p->r;
+    for (int64_t s = s0; s < s1; s++) {
+        int64_t i0;
+        int n;
+        decode(p, t, p->rl, p->nrl, s / p->nchunk);
+        chunk_at(p, s % p->nchunk, &i0, &n);
+        if (interrupted(p, t, s) || !eval_chunk(p, t, i0, n))
+            return false;
+        if (r->arg)
+            r->harg(acc, aidx, t->cur[p->res], n, i0);
+        else
+            r->hfold(acc, t->cur[p->res], n);
+    }
+    return true;
+}
+
+/* Vertical: folds reduction steps [s0, s1) into the accumulators of chunks [c0, c0 + nc), one
+ * FC_CHUNK-wide slice of acc/aidx per chunk; each step visits the chunks in turn, so a row of
+ * the input is read in order. */
+static bool vert_steps(const Plan *p, Thread *t, int64_t s0, int64_t s1, int64_t c0, int nc, void *acc,
+                       int64_t *aidx)
+{
+    const CpuReducer *r = &p->r;
+    for (int64_t s = s0; s < s1; s++) {
+        if (interrupted(p, t, s))
+            return false;
+        decode(p, t, p->rl, p->nrl, s);
+        int64_t index = p->argloop >= 0 ? t->idx[p->argloop] : 0;
+        for (int j = 0; j < nc; j++) {
+            int64_t i0;
+            int n;
+            chunk_at(p, c0 + j, &i0, &n);
+            if (!eval_chunk(p, t, i0, n))
+                return false;
+            void *a = (char *)acc + (size_t)j * CHUNK_BYTES;
+            if (r->arg)
+                r->varg(a, aidx + (size_t)j * FC_CHUNK, t->cur[p->res], n, index);
+            else
+                r->vfold(a, t->cur[p->res], n);
+        }
+    }
+    return true;
+}
+
+/* Writes a horizontal unit's result: lanes folded in order, converted, stored at off. */
+static void finish_hor(const Plan *p, void *acc, int64_t *aidx, int64_t off)
+{
+    const CpuReducer *r = &p->r;
+    uint64_t v;
+    if (r->arg) {
+        r->fin(&v, aidx, 1);
+    } else {
+        for (int j = 1; j < CPU_LANES; j++)
+            r->comb(acc, (char *)acc + j * 8, 1);
+        r->fin(&v, acc, 1);
+    }
+    memcpy((char *)p->k->out + off * (int64_t)p->out_es, &v, p->out_es);
+}
+
+/* Writes a vertical unit's results (chunks [c0, c0 + nc)) from acc/aidx; base is the output
+ * offset of its kept loops. */
+static void finish_vert(const Plan *p, Thread *t, const void *acc, const int64_t *aidx, int64_t base, int64_t c0,
+                        int nc)
+{
+    for (int j = 0; j < nc; j++) {
+        int64_t i0;
+        int n;
+        chunk_at(p, c0 + j, &i0, &n);
+        const void *src = p->r.arg ? (const void *)(aidx + (size_t)j * FC_CHUNK)
+                                   : (const void *)((const char *)acc + (size_t)j * CHUNK_BYTES);
+        p->r.fin(t->tmp, src, n);
+        int64_t off = base + p->ostr[p->cl] * i0;
+        store_strided((char *)p->k->out + off * (int64_t)p->out_es, p->ostr[p->cl], t->tmp, p->out_es, n);
+    }
+}
+
+/* Accumulators of a horizontal unit: lanes, or one (value, index) for an arg reduction. */
+static int hor_accs(const Plan *p) { return p->r.arg ? 1 : CPU_LANES; }
+
+static bool reduce_unit(const Plan *p, Thread *t, int64_t u)
+{
+    if (p->hor) {
+        decode(p, t, p->kl, p->nkl, u);
+        int64_t off = out_base(p, t);
+        fc_cpu_reducer_reset(&p->r, t->acc, t->aidx, hor_accs(p));
+        if (!hor_steps(p, t, 0, p->nred, t->acc, t->aidx))
+            return false;
+        finish_hor(p, t->acc, t->aidx, off);
+    } else {
+        int64_t c0;
+        int nc;
+        unit_pos(p, t, u, &c0, &nc);
+        int64_t base = out_base(p, t);
+        fc_cpu_reducer_reset(&p->r, t->acc, t->aidx, nc * FC_CHUNK);
+        if (!vert_steps(p, t, 0, p->nred, c0, nc, t->acc, t->aidx))
+            return false;
+        finish_vert(p, t, t->acc, t->aidx, base, c0, nc);
+    }
+    return true;
+}
+
+/* ---- tasks ---- */
+
+static bool task_units(void *arg, int tid, int64_t task)
+{
+    Run *run = arg;
+    const Plan *p = run->p;
+    Thread *t = run->th[tid];
+    int64_t u0 = task * run->units_per_task;
+    int64_t u1 = u0 + run->units_per_task < p->nunits ? u0 + run->units_per_task : p->nunits;
+    for (int64_t u = u0; u < u1; u++)
+        if (!(p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u))) {
+            t->err_task = task;
+            return false;
+        }
+    return true;
+}
+
+static void *partial_acc(const Run *run, int64_t unit, int64_t block)
+{
+    return run->partials + (size_t)(unit * run->nblocks + block) * run->partial_size;
+}
+
+static int64_t *partial_idx(const Run *run, void *acc)
+{
+    const Plan *p = run->p;
+    return (int64_t *)(void *)((char *)acc + (p->hor ? CPU_LANES * 8 : (size_t)p->group * CHUNK_BYTES));
+}
+
+/* Split reduction: task = (unit, block), reduced in the thread's own accumulators (partials of
+ * neighbouring blocks share cache lines) and then copied into that block's partial. */
+static bool task_block(void *arg, int tid, int64_t task)
+{
+    Run *run = arg;
+    const Plan *p = run->p;
+    Thread *t = run->th[tid];
+    int64_t u = task / run->nblocks, b = task % run->nblocks;
+    int64_t s0 = b * run->steps_per_block;
+    int64_t s1 = s0 + run->steps_per_block < p->nred ? s0 + run->steps_per_block : p->nred;
+    int n;
+    bool ok;
+    if (p->hor) {
+        decode(p, t, p->kl, p->nkl, u);
+        n = hor_accs(p);
+        fc_cpu_reducer_reset(&p->r, t->acc, t->aidx, n);
+        ok = hor_steps(p, t, s0, s1, t->acc, t->aidx);
+    } else {
+        int64_t c0;
+        int nc;
+        unit_pos(p, t, u, &c0, &nc);
+        n = nc * FC_CHUNK;
+        fc_cpu_reducer_reset(&p->r, t->acc, t->aidx, n);
+        ok = vert_steps(p, t, s0, s1, c0, nc, t->acc, t->aidx);
+    }
+    if (!ok) {
+        t->err_task = task;
+        return false;
+    }
+    void *acc = partial_acc(run, u, b);
+    memcpy(acc, t->acc, (size_t)n * 8);
+    if (p->r.arg)
+        memcpy(partial_idx(run, acc), t->aidx, (size_t)n * 8);
+    return true;
+}
+
+/* After a split reduction: each unit's partials combined in block order, then written. */
+static void combine_blocks(const Run *run, Thread *t)
+{
+    const Plan *p = run->p;
+    const CpuReducer *r = &p->r;
+    for (int64_t u = 0; u < p->nunits; u++) {
+        int64_t c0 = 0, base;
+        int nc = 0, n;
+        if (p->hor) {
+            decode(p, t, p->kl, p->nkl, u);
+            n = hor_accs(p);
+        } else {
+            unit_pos(p, t, u, &c0, &nc);
+            n = nc * FC_CHUNK;
+        }
+        base = out_base(p, t);
+        void *acc = partial_acc(run, u, 0);
+        int64_t *aidx = partial_idx(run, acc);
+        for (int64_t b = 1; b < run->nblocks; b++) {
+            void *o = partial_acc(run, u, b);
+            if (r->arg)
+                r->argcomb(acc, aidx, o, partial_idx(run, o), n);
+            else
+                r->comb(acc, o, n);
+        }
+        if (p->hor)
+            finish_hor(p, acc, aidx, base);
+        else
+            finish_vert(p, t, acc, aidx, base, c0, nc);
+    }
+}
+
+/* ---- running ---- */
+
+static void threads_free(Thread **th, int n)
+{
+    if (!th)
+        return;
+    for (int i = 0; i < n; i++)
+        free(th[i]);
+    free(th);
+}
+
+/* Per-thread state: one aligned block holding the Thread, its buffers and its scratch. */
+static Thread **threads_new(const Plan *p, int n)
+{
+    Thread **th = calloc((size_t)n, sizeof *th);
+    if (!th)
+        return NULL;
+    size_t head = (sizeof(Thread) + 63) & ~(size_t)63;
+    size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
+    int nlocal = p->nphys - p->nshared;
+    size_t size = head + ptrs + (size_t)(nlocal + 2 + 2 * p->group) * CHUNK_BYTES;
+    for (int i = 0; i < n; i++) {
+        char *m = fc_cpu_aligned_alloc(size);
+        if (!m) {
+            threads_free(th, n);
+            return NULL;
+        }
+        th[i] = (Thread *)(void *)m;
+        Thread *t = th[i];
+        memset(t, 0, sizeof *t);
+        t->buf = (void **)(void *)(m + head);
+        t->cur = (const void **)(t->buf + p->nphys + 1);
+        char *b = m + head + ptrs;
+        for (int j = 0; j < p->nshared; j++)
+            t->buf[j] = p->shared + (size_t)j * CHUNK_BYTES;
+        for (int j = p->nshared; j < p->nphys; j++, b += CHUNK_BYTES)
+            t->buf[j] = b;
+        t->buf[p->nphys] = NULL;
+        for (int j = 0; j <= p->nphys; j++)
+            t->cur[j] = t->buf[j];
+        t->offs = (int64_t *)(void *)b;
+        t->tmp = b + CHUNK_BYTES;
+        t->acc = b + 2 * CHUNK_BYTES;
+        t->aidx = (int64_t *)(void *)(b + (2 + (size_t)p->group) * CHUNK_BYTES);
+        t->err_task = -1;
+    }
+    return th;
+}
+
+FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
+{
+    if (!k || k->nloop < 0 || k->nloop > FC_MAX_DIMS || k->ncode < 0 || k->nreg < 0 || (k->ncode > 0 && !k->code))
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: malformed kernel");
+    if ((unsigned)k->out_dtype >= FC_DTYPE__COUNT)
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: bad output dtype");
+    Plan p = {.k = k, .reduce = k->reduce != FC_OP_NONE, .out_es = fc_dtype_size(k->out_dtype)};
+    Thread **th = NULL;
+    int nth = 1;
+    Run run = {.p = &p};
+    FcStatus st = plan_code(&p, k, err);
+    if (st != FC_OK)
+        goto done;
+    if (p.reduce) {
+        if (!is_reduce(k->reduce)) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: %s is not a reduction", fc_op_name(k->reduce));
+            goto done;
+        }
+        if (!fc_cpu_reducer_init(&p.r, k->reduce, p.res_dt, k->out_dtype)) {
+            st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported", fc_op_name(k->reduce),
+                        fc_dtype_name(p.res_dt), fc_dtype_name(k->out_dtype));
+            goto done;
+        }
+    } else if (p.res_dt != k->out_dtype) {
+        p.store_cast = fc_cpu_op_fn(FC_OP_CAST, k->out_dtype, p.res_dt);
+        if (!p.store_cast) {
+            st = errorf(err, FC_ERR_TYPE, "cpu kernel: cannot store %s as %s", fc_dtype_name(p.res_dt),
+                        fc_dtype_name(k->out_dtype));
+            goto done;
+        }
+    }
+    st = plan_loops(&p, k, err);
+    if (st != FC_OK || p.nunits == 0)
+        goto done;
+    if (p.total == 0 && !p.reduce)
+        goto done;
+    if (p.nred == 0 && (p.r.arg || k->reduce == FC_OP_AMAX || k->reduce == FC_OP_AMIN)) {
+        st = errorf(err, FC_ERR_RUNTIME, "%s(): Expected reduction dim to have non-zero size.",
+                    fc_op_name(k->reduce));
+        goto done;
+    }
+    if (!k->out) {
+        st = errorf(err, FC_ERR_VALUE, "cpu kernel: no output");
+        goto done;
+    }
+
+    /* Threads and tasks. Nothing here that changes a result depends on the thread count. */
+    int64_t work = p.total > p.nunits ? p.total : p.nunits;
+    nth = work < SMALL_WORK ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
+    int64_t per_unit = work / p.nunits;
+    int64_t ntasks;
+    if (p.reduce && p.nunits < SPLIT_UNITS && p.nred > 1 && per_unit >= 2 * BLOCK_WORK) {
+        run.split = true;
+        run.partial_size = p.hor ? (CPU_LANES + 1) * 8 : 2 * (size_t)p.group * CHUNK_BYTES;
+        int64_t step_elems = per_unit / p.nred > 0 ? per_unit / p.nred : 1;
+        int64_t max_blocks = (int64_t)(PARTIAL_BYTES / run.partial_size) / p.nunits;
+        if (max_blocks < 2)
+            max_blocks = 2;
+        run.steps_per_block = BLOCK_WORK / step_elems > 0 ? BLOCK_WORK / step_elems : 1;
+        if ((p.nred + run.steps_per_block - 1) / run.steps_per_block > max_blocks)
+            run.steps_per_block = (p.nred + max_blocks - 1) / max_blocks;
+        run.nblocks = (p.nred + run.steps_per_block - 1) / run.steps_per_block;
+        run.partials = malloc((size_t)(p.nunits * run.nblocks) * run.partial_size);
+        if (!run.partials) {
+            st = errorf(err, FC_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        ntasks = p.nunits * run.nblocks;
+    } else {
+        run.units_per_task = TASK_WORK / per_unit > 0 ? TASK_WORK / per_unit : 1;
+        ntasks = (p.nunits + run.units_per_task - 1) / run.units_per_task;
+    }
+    if (ntasks < nth)
+        nth = (int)ntasks;
+    th = threads_new(&p, nth);
+    if (!th) {
+        st = errorf(err, FC_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    run.th = th;
+    /* Invariants, once, into the shared buffers (skipped when nothing is evaluated at all, so
+     * that an empty reduction cannot fail on them). */
+    if (p.ninv > 0 && p.total > 0 && !eval(&p, th[0], 0, p.ninv, 0, FC_CHUNK)) {
+        *err = th[0]->err;
+        st = th[0]->status;
+        goto done;
+    }
+    for (int i = 1; i < nth; i++)
+        for (int j = 0; j < p.nshared; j++)
+            th[i]->cur[j] = th[0]->cur[j];
+    bool ok = fc_cpu_parallel_for(be, nth, ntasks, run.split ? task_block : task_units, &run, k->interrupt);
+    Thread *bad = NULL;
+    for (int i = 0; i < nth; i++)
+        if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))
+            bad = th[i];
+    if (bad) {
+        *err = bad->err;
+        st = bad->status;
+    } else if (!ok) {
+        st = errorf(err, FC_ERR_INTERRUPT, "interrupted");
+    } else if (run.split) {
+        combine_blocks(&run, th[0]);
+    }
+done:
+    threads_free(th, nth);
+    free(run.partials);
+    plan_free(&p);
+    return st;
+}

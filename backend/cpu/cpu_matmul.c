@@ -1,0 +1,230 @@
+/* cpu_matmul.c — batched strided matrix products C[b] = A[b] @ B[b] for float32, float64, int32
+ * and int64, the way a BLAS does them: blocks of B (KC x NC) and A (MC x KC) packed into
+ * contiguous panels, a register-blocked MR x NR micro-kernel accumulating over the packed K
+ * dimension, the C block kept in a contiguous buffer and written out through C's strides once.
+ *
+ * float32 accumulates in float32 (as BLAS does); integers accumulate in unsigned arithmetic,
+ * so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
+ * batch dims, transposed or non-contiguous matrices). Work is split over (batch, block of rows)
+ * tasks; every element of C is computed by one thread in an order fixed by KC alone, so results
+ * do not depend on the thread count.
+ * Depends on cpu_internal.h only. */
+#include "cpu_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    MM_MR = 4,                  /* rows of the micro-kernel */
+    MM_MC = 64,                 /* rows per task (at most) */
+    MM_SMALL = 64 * 1024,       /* multiply-adds below which the product runs on one thread */
+};
+/* Columns of the micro-kernel (32 bytes of a row) and the K and N block sizes per dtype, so that
+ * a packed B block stays in L2 and an A panel with its B panel in L1. */
+#define MM_NR(T) ((int)(32 / sizeof(T)))
+#define MM_KC(T) ((int64_t)(1024 / sizeof(T)))
+#define MM_NC(T) ((int64_t)256)
+
+typedef struct MmRun {
+    const FcMatmul *m;
+    int64_t nbatch;             /* product of the batch dims */
+    int64_t mblk;               /* rows per task */
+    int64_t nmb;                /* row blocks per batch item */
+    char **scratch;             /* per thread: packed A, packed B, C block */
+    size_t a_bytes, b_bytes;
+} MmRun;
+
+/* Element offsets of batch item bi in A, B and C. */
+static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *bo, int64_t *co)
+{
+    *ao = m->a_offset;
+    *bo = m->b_offset;
+    *co = m->c_offset;
+    for (int d = m->nbatch - 1; d >= 0; d--) {
+        int64_t e = m->batch[d], i = bi % e;
+        bi /= e;
+        *ao += i * m->a_bstride[d];
+        *bo += i * m->b_bstride[d];
+        *co += i * m->c_bstride[d];
+    }
+}
+
+/* One task: rows [i0, i0 + mc) of batch item bi. T is the element type, A the arithmetic type.
+ * The micro-kernel keeps its MR x NR block of C in registers, as two 16-byte vectors per row
+ * (GCC/Clang vector extensions: plain C loops leave the accumulators in memory). */
+#define DEF_MATMUL(s, T, A)                                                                        \
+    typedef A vec_##s __attribute__((vector_size(16)));                                            \
+    static void ukernel_##s(int64_t kc, const A *restrict ap, const A *restrict bp, A *restrict c, \
+                            int64_t ldc, int mr, int nr)                                           \
+    {                                                                                              \
+        enum { VL = 16 / sizeof(A), NR = 2 * VL };                                                 \
+        vec_##s acc[MM_MR][2];                                                                     \
+        memset(acc, 0, sizeof acc);                                                                \
+        for (int64_t p = 0; p < kc; p++) {                                                         \
+            vec_##s b0, b1;                                                                        \
+            memcpy(&b0, bp + p * NR, sizeof b0);                                                   \
+            memcpy(&b1, bp + p * NR + VL, sizeof b1);                                              \
+            for (int i = 0; i < MM_MR; i++) {                                                      \
+                A a = ap[p * MM_MR + i];                                                           \
+                acc[i][0] += a * b0;                                                               \
+                acc[i][1] += a * b1;                                                               \
+            }                                                                                      \
+        }                                                                                          \
+        A out[MM_MR][NR];                                                                          \
+        memcpy(out, acc, sizeof out);                                                              \
+        for (int i = 0; i < mr; i++)                                                               \
+            for (int j = 0; j < nr; j++)                                                           \
+                c[i * ldc + j] += out[i][j];                                                       \
+    }                                                                                              \
+    static bool mm_task_##s(void *arg, int tid, int64_t task)                                      \
+    {                                                                                              \
+        const MmRun *run = arg;                                                                    \
+        const FcMatmul *m = run->m;                                                                \
+        const int NR = MM_NR(T);                                                                   \
+        const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
+        int64_t bi = task / run->nmb, i0 = task % run->nmb * run->mblk;                            \
+        int64_t mc = m->m - i0 < run->mblk ? m->m - i0 : run->mblk;                                \
+        int64_t ao, bo, co;                                                                        \
+        batch_offsets(m, bi, &ao, &bo, &co);                                                       \
+        const T *a = (const T *)m->a + ao + i0 * m->a_rs;                                          \
+        const T *b = (const T *)m->b + bo;                                                         \
+        T *c = (T *)m->c + co + i0 * m->c_rs;                                                      \
+        A *apack = (A *)(void *)run->scratch[tid];                                                 \
+        A *bpack = (A *)(void *)(run->scratch[tid] + run->a_bytes);                                \
+        A *cbuf = (A *)(void *)(run->scratch[tid] + run->a_bytes + run->b_bytes);                  \
+        for (int64_t jc = 0; jc < m->n; jc += NC) {                                                \
+            int64_t nc = m->n - jc < NC ? m->n - jc : NC;                                          \
+            int64_t ldc = (nc + NR - 1) / NR * NR;                                                 \
+            memset(cbuf, 0, (size_t)(mc * ldc) * sizeof(A));                                       \
+            for (int64_t pc = 0; pc < m->k; pc += KC) {                                            \
+                int64_t kc = m->k - pc < KC ? m->k - pc : KC;                                      \
+                if (m->interrupt && *m->interrupt)                                                 \
+                    return false;                                                                  \
+                /* B[pc.., jc..] as column panels of NR, zero-padded: bpack[jr][p][j] */           \
+                for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
+                    A *dst = bpack + jr * kc;                                                      \
+                    int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                   \
+                    for (int64_t p = 0; p < kc; p++) {                                             \
+                        const T *src = b + (pc + p) * m->b_rs + (jc + jr) * m->b_cs;               \
+                        int j = 0;                                                                 \
+                        if (m->b_cs == 1)                                                          \
+                            for (; j < nr; j++)                                                    \
+                                dst[p * NR + j] = (A)src[j];                                       \
+                        else                                                                       \
+                            for (; j < nr; j++)                                                    \
+                                dst[p * NR + j] = (A)src[j * m->b_cs];                             \
+                        for (; j < NR; j++)                                                        \
+                            dst[p * NR + j] = 0;                                                   \
+                    }                                                                              \
+                }                                                                                  \
+                /* A[i0.., pc..] as row panels of MM_MR, zero-padded: apack[ir][p][i] */           \
+                for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
+                    A *dst = apack + ir * kc;                                                      \
+                    int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
+                    for (int i = 0; i < MM_MR; i++) {                                              \
+                        if (i < mr) {                                                              \
+                            const T *src = a + (ir + i) * m->a_rs + pc * m->a_cs;                  \
+                            for (int64_t p = 0; p < kc; p++)                                       \
+                                dst[p * MM_MR + i] = (A)src[p * m->a_cs];                          \
+                        } else {                                                                   \
+                            for (int64_t p = 0; p < kc; p++)                                       \
+                                dst[p * MM_MR + i] = 0;                                            \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+                for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
+                    int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
+                    for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
+                        int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
+                        ukernel_##s(kc, apack + ir * kc, bpack + jr * kc, cbuf + ir * ldc + jr, ldc, mr, \
+                                    nr);                                                           \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            for (int64_t i = 0; i < mc; i++) {                                                     \
+                T *dst = c + i * m->c_rs + jc * m->c_cs;                                           \
+                const A *src = cbuf + i * ldc;                                                     \
+                for (int64_t j = 0; j < nc; j++)                                                   \
+                    dst[j * m->c_cs] = (T)src[j];                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
+DEF_MATMUL(f32, float, float)
+DEF_MATMUL(f64, double, double)
+DEF_MATMUL(i32, int32_t, uint32_t)
+DEF_MATMUL(i64, int64_t, uint64_t)
+
+FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
+{
+    CpuTaskFn fn;
+    size_t es;
+    switch (m->dtype) {
+    case FC_FLOAT32: fn = mm_task_f32; es = sizeof(float); break;
+    case FC_FLOAT64: fn = mm_task_f64; es = sizeof(double); break;
+    case FC_INT32: fn = mm_task_i32; es = sizeof(int32_t); break;
+    case FC_INT64: fn = mm_task_i64; es = sizeof(int64_t); break;
+    default:
+        snprintf(err->msg, sizeof err->msg, "\"addmm_impl_cpu_\" not implemented for '%s'", fc_dtype_name(m->dtype));
+        return FC_ERR_RUNTIME;
+    }
+    if (m->nbatch < 0 || m->nbatch > FC_MAX_DIMS || m->m < 0 || m->n < 0 || m->k < 0) {
+        snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
+        return FC_ERR_VALUE;
+    }
+    MmRun run = {.m = m, .nbatch = 1};
+    for (int d = 0; d < m->nbatch; d++)
+        run.nbatch *= m->batch[d];
+    if (run.nbatch <= 0 || m->m == 0 || m->n == 0)
+        return FC_OK;
+    int nr = (int)(32 / es);
+    int64_t kc = 1024 / (int64_t)es, nc = 256;
+    /* Work per thread decides the thread count; rows per task shrink until there are a few
+     * tasks per thread (results do not depend on it: each element's sum runs in K order). */
+    double madds = (double)run.nbatch * (double)m->m * (double)m->n * (double)(m->k > 0 ? m->k : 1);
+    int nth = madds < MM_SMALL ? 1 : fc_cpu_clamp_threads(be, m->nthreads);
+    run.mblk = MM_MC;
+    if (nth > 1) {
+        int64_t want = 4 * (int64_t)nth;
+        int64_t per_batch = (want + run.nbatch - 1) / run.nbatch;
+        int64_t rows = (m->m + per_batch - 1) / per_batch;
+        rows = (rows + MM_MR - 1) / MM_MR * MM_MR;
+        if (rows < run.mblk)
+            run.mblk = rows;
+    }
+    if (run.mblk > m->m)
+        run.mblk = (m->m + MM_MR - 1) / MM_MR * MM_MR;
+    run.nmb = (m->m + run.mblk - 1) / run.mblk;
+    int64_t ntasks = run.nbatch * run.nmb;
+    if (ntasks < nth)
+        nth = (int)ntasks;
+    int64_t kmax = m->k < kc ? m->k : kc, nmax = m->n < nc ? m->n : nc;
+    int64_t ldc = (nmax + nr - 1) / nr * nr;
+    run.a_bytes = ((size_t)(run.mblk * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
+    run.b_bytes = ((size_t)(ldc * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
+    size_t c_bytes = (size_t)(run.mblk * ldc) * es;
+    run.scratch = calloc((size_t)nth, sizeof *run.scratch);
+    FcStatus st = FC_OK;
+    if (!run.scratch)
+        goto nomem;
+    for (int i = 0; i < nth; i++)
+        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + c_bytes)))
+            goto nomem;
+    /* A task stops early (returns false) only when interrupted. */
+    if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &run, m->interrupt) || (m->interrupt && *m->interrupt)) {
+        snprintf(err->msg, sizeof err->msg, "interrupted");
+        st = FC_ERR_INTERRUPT;
+    }
+    goto done;
+nomem:
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+    st = FC_ERR_NOMEM;
+done:
+    if (run.scratch)
+        for (int i = 0; i < nth; i++)
+            free(run.scratch[i]);
+    free(run.scratch);
+    return st;
+}

@@ -1,0 +1,375 @@
+/* compose.c — operations made of other operations: mean, max/min along a dim, softmax and
+ * log_softmax, logsumexp, clamp, and reading one element (item).
+ *
+ * Each is built from the lazy IR ops (fc_reduce, fc_binary, fc_unary, fc_where, fc_cast) the way
+ * PyTorch 1.13 composes it, so the dtypes, the special values (NaN, infinities, empty tensors)
+ * and the messages are torch's: mean is sum / count; softmax subtracts the max along the dim,
+ * which is realised before it is broadcast back; logsumexp zeroes infinite maxima first
+ * (aten/src/ATen/native/ReduceOps.cpp: logsumexp_out_impl); clamp promotes like torch's two
+ * overloads (scalar bounds vs tensor bounds). Depends on nothing but fcdim.h and the C library. */
+#include "fcdim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+static const char *torch_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
+    return (unsigned)t < FC_DTYPE__COUNT ? names[t] : "?";
+}
+
+/* The dims a reduction mask selects on an ndim tensor (0: all of them). */
+static uint64_t mask_dims(uint64_t mask, int ndim)
+{
+    uint64_t all = ndim >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ndim) - 1);
+    return mask == 0 ? all : (mask & all);
+}
+
+static FcStatus wrapped_float(FcCtx *ctx, double v, FcTensor **out, FcError *err)
+{
+    FcScalar s = {.f = v};
+    return fc_scalar(ctx, FC_FLOAT64, s, true, out, err);
+}
+
+/* ---- mean ---- */
+
+FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (!fc_dtype_is_float(a->dtype))
+        return errf(err, FC_ERR_RUNTIME,
+                    "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                    "dtype. Got: %s",
+                    torch_name(a->dtype));
+    /* mean_out on CPU: sum_out(...).div_(dim_prod), dim_prod an integer. */
+    uint64_t m = mask_dims(dim_mask, a->ndim);
+    int64_t count = 1;
+    for (int d = 0; d < a->ndim; d++)
+        if ((m >> d) & 1)
+            count *= a->shape[d];
+    FcTensor *sum = NULL, *n = NULL;
+    FcStatus st = fc_reduce(ctx, FC_OP_SUM, a, dim_mask, keepdim, &sum, err);
+    if (!st)
+        st = fc_scalar(ctx, FC_INT64, (FcScalar){.i = count}, true, &n, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_DIV, sum, n, out, err);
+    fc_tensor_release(sum);
+    fc_tensor_release(n);
+    return st;
+}
+
+/* ---- max / min along a dim ---- */
+
+FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_min, FcTensor **values,
+                    FcTensor **indices, FcError *err)
+{
+    *values = *indices = NULL;
+    int d;
+    FcStatus st = fc_wrap_dim(dim, a->ndim, &d, err);
+    if (st)
+        return st;
+    if (a->ndim == 0) {
+        /* One element: itself (a copy, as torch's values are a new tensor), index 0. */
+        st = fc_clone(ctx, a, FC_MF_CONTIGUOUS, values, err);
+        if (!st)
+            st = fc_full(ctx, FC_INT64, 0, NULL, (FcScalar){.i = 0}, indices, err);
+        if (st) {
+            fc_tensor_release(*values);
+            *values = NULL;
+        }
+        return st;
+    }
+    if (a->shape[d] == 0)
+        return errf(err, FC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", is_min ? "min" : "max",
+                    d);
+    uint64_t mask = (uint64_t)1 << d;
+    st = fc_reduce(ctx, is_min ? FC_OP_AMIN : FC_OP_AMAX, a, mask, keepdim, values, err);
+    if (!st)
+        st = fc_reduce(ctx, is_min ? FC_OP_ARGMIN : FC_OP_ARGMAX, a, mask, keepdim, indices, err);
+    if (st) {
+        fc_tensor_release(*values);
+        *values = NULL;
+    }
+    return st;
+}
+
+/* ---- softmax, log_softmax ---- */
+
+FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int d;
+    FcStatus st = fc_wrap_dim(dim, a->ndim, &d, err);
+    if (st)
+        return st;
+    if (fc_tensor_numel(a) == 0)     /* torch returns before dispatching on the dtype */
+        return fc_empty(ctx, a->dtype, a->device, a->ndim, a->shape, NULL, out, err);
+    if (!fc_dtype_is_float(a->dtype)) {
+        /* The kernel that refuses: log_softmax shares softmax's for the other dims. */
+        bool last = a->ndim == 0 || d == a->ndim - 1;
+        return errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                    !last ? "softmax_kernel_impl" : log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
+                    torch_name(a->dtype));
+    }
+    FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
+    uint64_t mask = (uint64_t)1 << d;
+    if (a->ndim == 0) {
+        m = fc_tensor_retain(a);
+    } else {
+        st = fc_reduce(ctx, FC_OP_AMAX, a, mask, true, &m, err);
+        if (!st)
+            st = fc_realize(ctx, m, err);
+    }
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, a, m, &xm, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_EXP, xm, &e, err);
+    if (!st) {
+        if (a->ndim == 0)
+            s = fc_tensor_retain(e);
+        else
+            st = fc_reduce(ctx, FC_OP_SUM, e, mask, true, &s, err);
+    }
+    if (!st && log) {
+        st = fc_unary(ctx, FC_OP_LOG, s, &ls, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_SUB, xm, ls, out, err);
+    } else if (!st) {
+        st = fc_binary(ctx, FC_OP_DIV, e, s, out, err);
+    }
+    fc_tensor_release(m);
+    fc_tensor_release(xm);
+    fc_tensor_release(e);
+    fc_tensor_release(s);
+    fc_tensor_release(ls);
+    return st;
+}
+
+/* ---- logsumexp ---- */
+
+/* where(|m| == inf, 0, m) */
+static FcStatus zero_infinite(FcCtx *ctx, FcTensor *m, FcTensor **out, FcError *err)
+{
+    FcTensor *abs = NULL, *inf = NULL, *is_inf = NULL, *zero = NULL;
+    FcStatus st = fc_unary(ctx, FC_OP_ABS, m, &abs, err);
+    if (!st)
+        st = wrapped_float(ctx, INFINITY, &inf, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_EQ, abs, inf, &is_inf, err);
+    if (!st)
+        st = wrapped_float(ctx, 0.0, &zero, err);
+    if (!st)
+        st = fc_where(ctx, is_inf, zero, m, out, err);
+    fc_tensor_release(abs);
+    fc_tensor_release(inf);
+    fc_tensor_release(is_inf);
+    fc_tensor_release(zero);
+    return st;
+}
+
+FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcTensor *x = NULL, *m = NULL, *msq = NULL, *mk = NULL, *ms = NULL, *xm = NULL, *e = NULL, *s = NULL,
+             *l = NULL;
+    FcStatus st;
+    /* Integer and bool inputs are promoted to the default float dtype. */
+    if (fc_dtype_is_float(a->dtype))
+        x = fc_tensor_retain(a);
+    else if ((st = fc_cast(ctx, a, FC_FLOAT32, &x, err)))
+        return st;
+    uint64_t red = mask_dims(dim_mask, x->ndim);
+    if (fc_tensor_numel(x) == 0) {
+        /* Nothing to take the max of: log(sum(exp(x))). */
+        st = fc_unary(ctx, FC_OP_EXP, x, &e, err);
+        if (!st)
+            st = fc_reduce(ctx, FC_OP_SUM, e, dim_mask, keepdim, &s, err);
+        if (!st)
+            st = fc_unary(ctx, FC_OP_LOG, s, out, err);
+        goto done;
+    }
+    if (x->ndim == 0) {
+        m = fc_tensor_retain(x);
+        msq = fc_tensor_retain(x);
+        st = FC_OK;
+    } else {
+        st = fc_reduce(ctx, FC_OP_AMAX, x, dim_mask, true, &m, err);
+        if (!st)
+            st = fc_realize(ctx, m, err);
+        if (!st && keepdim) {
+            msq = fc_tensor_retain(m);
+        } else if (!st) {
+            /* The max without the reduced dims: a view of the stored keepdim result. */
+            int64_t sz[FC_MAX_DIMS], stv[FC_MAX_DIMS];
+            int n = 0;
+            for (int d = 0; d < m->ndim; d++)
+                if (!((red >> d) & 1)) {
+                    sz[n] = m->shape[d];
+                    stv[n++] = m->strides[d];
+                }
+            st = fc_as_strided(ctx, m, n, sz, stv, m->offset, &msq, err);
+        }
+    }
+    if (!st)
+        st = zero_infinite(ctx, m, &mk, err);
+    if (!st)
+        st = zero_infinite(ctx, msq, &ms, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, x, mk, &xm, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_EXP, xm, &e, err);
+    if (!st) {
+        if (x->ndim == 0)
+            s = fc_tensor_retain(e);
+        else
+            st = fc_reduce(ctx, FC_OP_SUM, e, dim_mask, keepdim, &s, err);
+    }
+    if (!st)
+        st = fc_unary(ctx, FC_OP_LOG, s, &l, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_ADD, l, ms, out, err);
+done:
+    fc_tensor_release(x);
+    fc_tensor_release(m);
+    fc_tensor_release(msq);
+    fc_tensor_release(mk);
+    fc_tensor_release(ms);
+    fc_tensor_release(xm);
+    fc_tensor_release(e);
+    fc_tensor_release(s);
+    fc_tensor_release(l);
+    return st;
+}
+
+/* ---- clamp ---- */
+
+static FcOperand operand(const FcTensor *t, bool as_scalar)
+{
+    FcOperand o = {FC_OPERAND_TENSOR, t->dtype};
+    if (as_scalar || t->wrapped_number)
+        o.kind = FC_OPERAND_SCALAR;
+    else if (t->ndim == 0)
+        o.kind = FC_OPERAND_ZERO_DIM;
+    return o;
+}
+
+static FcStatus is_nan_scalar(FcCtx *ctx, FcTensor *t, bool *out, FcError *err)
+{
+    *out = false;
+    if (!t || !fc_dtype_is_float(t->dtype))
+        return FC_OK;
+    FcScalar v;
+    FcStatus st = fc_item(ctx, t, &v, err);
+    if (!st)
+        *out = v.f != v.f;
+    return st;
+}
+
+FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (!lo && !hi)
+        return errf(err, FC_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
+    /* torch.clamp has a Scalar overload and a Tensor overload. Python picks the Scalar one when
+     * some bound is a number and the others convert to numbers (0-dim tensors); its bounds
+     * promote as scalars and a NaN bound is special-cased. Otherwise every operand is a tensor. */
+    bool any_wrapped = (lo && lo->wrapped_number) || (hi && hi->wrapped_number);
+    bool all_scalar = (!lo || lo->ndim == 0) && (!hi || hi->ndim == 0);
+    bool scalar_mode = any_wrapped && all_scalar;
+    FcOperand ops[3];
+    int nops = 0;
+    ops[nops++] = operand(a, false);
+    if (lo)
+        ops[nops++] = operand(lo, scalar_mode);
+    if (hi)
+        ops[nops++] = operand(hi, scalar_mode);
+    FcDType rt = fc_result_type(ops, nops);
+    FcStatus st;
+    if (scalar_mode) {
+        bool lo_nan, hi_nan;
+        if ((st = is_nan_scalar(ctx, lo, &lo_nan, err)) || (st = is_nan_scalar(ctx, hi, &hi_nan, err)))
+            return st;
+        if (lo && hi && (lo_nan || hi_nan))
+            return fc_full(ctx, rt, a->ndim, a->shape, (FcScalar){.f = NAN}, out, err);
+        /* One bound alone: std::max(a, NaN) and the vector max both keep a. */
+        if (lo_nan || hi_nan)
+            return fc_cast(ctx, a, rt, out, err);
+        if (rt == FC_BOOL)
+            return errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Bool'",
+                        lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
+    } else if (rt == FC_BOOL && lo && hi) {
+        return errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for 'Bool'");
+    }
+    /* min(max(a, lo), hi), keeping a where it equals a bound: torch's std::max(a, lo) and its
+     * vectorised clamp_min/clamp_max return a on a tie, which shows with signed zeros
+     * (clamp(-0.0, min=0.0) is -0.0). NaN in a or in a tensor bound propagates through max/min. */
+    FcTensor *x = NULL, *b = NULL, *eq = NULL, *m = NULL, *r = NULL;
+    st = fc_cast(ctx, a, rt, &x, err);
+    for (int k = 0; k < 2 && !st; k++) {
+        FcTensor *bound = k == 0 ? lo : hi;
+        if (!bound)
+            continue;
+        st = fc_cast(ctx, bound, rt, &b, err);
+        if (!st)
+            st = fc_binary(ctx, k == 0 ? FC_OP_MAX : FC_OP_MIN, x, b, &m, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_EQ, x, b, &eq, err);
+        if (!st)
+            st = fc_where(ctx, eq, x, m, &r, err);
+        fc_tensor_release(b);
+        fc_tensor_release(eq);
+        fc_tensor_release(m);
+        b = eq = m = NULL;
+        if (!st) {
+            fc_tensor_release(x);
+            x = r;
+            r = NULL;
+        }
+    }
+    if (st) {
+        fc_tensor_release(x);
+        return st;
+    }
+    *out = x;
+    return FC_OK;
+}
+
+/* ---- item ---- */
+
+FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err)
+{
+    if (fc_tensor_numel(t) != 1)
+        return errf(err, FC_ERR_VALUE, "only one element tensors can be converted to Python scalars");
+    FcTensor *h = NULL;
+    FcStatus st = fc_to(ctx, t, t->dtype, fc_cpu(), &h, err);
+    if (st)
+        return st;
+    FcView v;
+    st = fc_host_view(ctx, h, &v, err);
+    if (!st) {
+        const char *p = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
+        switch (v.dtype) {
+        case FC_BOOL: out->i = *(const unsigned char *)p != 0; break;
+        case FC_INT32: out->i = *(const int32_t *)p; break;
+        case FC_INT64: out->i = *(const int64_t *)p; break;
+        case FC_FLOAT32: out->f = *(const float *)p; break;
+        default: out->f = *(const double *)p; break;
+        }
+    }
+    fc_tensor_release(h);
+    return st;
+}

@@ -1,0 +1,42 @@
+/* internal.h — what the files of fcdim/ share among themselves and nobody else: allocation of
+ * tensors and IR nodes, the operand-to-node conversion, error formatting. Not for other folders
+ * (they use fcdim.h). */
+#ifndef TDL_FCDIM_INTERNAL_H
+#define TDL_FCDIM_INTERNAL_H
+
+#include "fcdim.h"
+
+/* Writes the message and returns status (for `return fc_errf(err, FC_ERR_VALUE, "...", ...)`). */
+FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+FcStatus fc_nomem(FcError *err);
+/* "[2, 3]" into buf (truncated to cap); returns buf. */
+const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
+
+/* A tensor with refcnt 1, shape/strides arrays for ndim dims (zeroed), no storage, no node. */
+FcTensor *fc_tensor_alloc(int ndim);
+
+/* A node with refcnt 1 and arrays for nlev levels and the nin operands (each operand's lev_map
+ * sized by in[k]->nlev; filled with FC_LEV_BCAST). Takes a reference to each operand. LOAD
+ * nodes also get strides/shape arrays of nin entries. NULL on out-of-memory. */
+FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in);
+
+/* The IR node that reads t over its own dims (level k = dim k): t's node when lazy, else a LOAD
+ * of its storage. New reference, or NULL on out-of-memory. */
+FcNode *fc_tensor_node(FcTensor *t);
+
+/* A lazy tensor of node's shape and dtype, taking over the reference to node; registers it as a
+ * reader of every storage that node's DAG loads (the union of the operands' reads and the
+ * storages of the stored operands, passed as `from`). NULL on out-of-memory (node released). */
+FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom);
+
+/* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
+ * gives the type's minimum; to bool: != 0). */
+FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
+
+/* Allocates a storage of nbytes on dev's backend. */
+FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out, FcError *err);
+
+/* Unregisters a lazy tensor from the storages it reads (before its node is dropped). */
+void fc_tensor_drop_reads(FcTensor *t);
+
+#endif

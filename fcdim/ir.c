@@ -1,0 +1,750 @@
+/* ir.c — the loop-free IR: nodes, and the operations that build them from tensors (pointwise
+ * math with PyTorch's broadcasting and type promotion, casts, where, reductions).
+ *
+ * Every operation here is lazy: it returns a tensor whose node is an expression over its dims,
+ * with loads of stored tensors at the leaves. Operands whose node is a reduction, or whose DAG
+ * has grown past ctx->max_fused nodes, are realised first, so a kernel is a pointwise DAG with at
+ * most one reduction at its root. Depends on fcdim.h and internal.h only. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_LEAF, K_UNARY, K_BINARY, K_COMPARE, K_TERNARY, K_REDUCE };
+
+static const struct {
+    const char *name;
+    unsigned char kind;
+} op_info[FC_OP__COUNT] = {
+    [FC_OP_NONE] = {"none", K_LEAF},
+    [FC_OP_LOAD] = {"load", K_LEAF}, [FC_OP_CONST] = {"const", K_LEAF}, [FC_OP_IOTA] = {"iota", K_LEAF},
+    [FC_OP_CAST] = {"cast", K_UNARY}, [FC_OP_NEG] = {"neg", K_UNARY}, [FC_OP_ABS] = {"abs", K_UNARY},
+    [FC_OP_NOT] = {"not", K_UNARY}, [FC_OP_EXP] = {"exp", K_UNARY}, [FC_OP_LOG] = {"log", K_UNARY},
+    [FC_OP_SQRT] = {"sqrt", K_UNARY}, [FC_OP_RSQRT] = {"rsqrt", K_UNARY}, [FC_OP_SIN] = {"sin", K_UNARY},
+    [FC_OP_COS] = {"cos", K_UNARY}, [FC_OP_TAN] = {"tan", K_UNARY}, [FC_OP_TANH] = {"tanh", K_UNARY},
+    [FC_OP_SIGMOID] = {"sigmoid", K_UNARY}, [FC_OP_RELU] = {"relu", K_UNARY},
+    [FC_OP_FLOOR] = {"floor", K_UNARY}, [FC_OP_CEIL] = {"ceil", K_UNARY}, [FC_OP_ROUND] = {"round", K_UNARY},
+    [FC_OP_TRUNC] = {"trunc", K_UNARY}, [FC_OP_SIGN] = {"sign", K_UNARY},
+    [FC_OP_RECIPROCAL] = {"reciprocal", K_UNARY}, [FC_OP_LOG2] = {"log2", K_UNARY},
+    [FC_OP_LOG1P] = {"log1p", K_UNARY}, [FC_OP_EXPM1] = {"expm1", K_UNARY}, [FC_OP_ASIN] = {"asin", K_UNARY},
+    [FC_OP_ACOS] = {"acos", K_UNARY}, [FC_OP_ATAN] = {"atan", K_UNARY}, [FC_OP_SINH] = {"sinh", K_UNARY},
+    [FC_OP_COSH] = {"cosh", K_UNARY}, [FC_OP_ERF] = {"erf", K_UNARY}, [FC_OP_SQUARE] = {"square", K_UNARY},
+    [FC_OP_ISNAN] = {"isnan", K_UNARY},
+    [FC_OP_ADD] = {"add", K_BINARY}, [FC_OP_SUB] = {"sub", K_BINARY}, [FC_OP_MUL] = {"mul", K_BINARY},
+    [FC_OP_DIV] = {"div", K_BINARY}, [FC_OP_FLOORDIV] = {"floor_divide", K_BINARY},
+    [FC_OP_MOD] = {"remainder", K_BINARY}, [FC_OP_FMOD] = {"fmod", K_BINARY}, [FC_OP_POW] = {"pow", K_BINARY},
+    [FC_OP_MIN] = {"minimum", K_BINARY}, [FC_OP_MAX] = {"maximum", K_BINARY},
+    [FC_OP_AND] = {"bitwise_and", K_BINARY}, [FC_OP_OR] = {"bitwise_or", K_BINARY},
+    [FC_OP_XOR] = {"bitwise_xor", K_BINARY}, [FC_OP_SHL] = {"bitwise_left_shift", K_BINARY},
+    [FC_OP_SHR] = {"bitwise_right_shift", K_BINARY}, [FC_OP_ATAN2] = {"atan2", K_BINARY},
+    [FC_OP_EQ] = {"eq", K_COMPARE}, [FC_OP_NE] = {"ne", K_COMPARE}, [FC_OP_LT] = {"lt", K_COMPARE},
+    [FC_OP_LE] = {"le", K_COMPARE}, [FC_OP_GT] = {"gt", K_COMPARE}, [FC_OP_GE] = {"ge", K_COMPARE},
+    [FC_OP_WHERE] = {"where", K_TERNARY},
+    [FC_OP_SUM] = {"sum", K_REDUCE}, [FC_OP_PROD] = {"prod", K_REDUCE}, [FC_OP_AMAX] = {"amax", K_REDUCE},
+    [FC_OP_AMIN] = {"amin", K_REDUCE}, [FC_OP_ARGMAX] = {"argmax", K_REDUCE},
+    [FC_OP_ARGMIN] = {"argmin", K_REDUCE}, [FC_OP_ANY] = {"any", K_REDUCE}, [FC_OP_ALL] = {"all", K_REDUCE},
+};
+
+static bool op_valid(FcOp op) { return (unsigned)op < FC_OP__COUNT && op_info[op].name; }
+const char *fc_op_name(FcOp op) { return op_valid(op) ? op_info[op].name : "<invalid op>"; }
+bool fc_op_is_unary(FcOp op) { return op_valid(op) && op_info[op].kind == K_UNARY; }
+bool fc_op_is_binary(FcOp op) { return op_valid(op) && (op_info[op].kind == K_BINARY || op_info[op].kind == K_COMPARE); }
+bool fc_op_is_compare(FcOp op) { return op_valid(op) && op_info[op].kind == K_COMPARE; }
+bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_REDUCE; }
+
+/* PyTorch's names of dtypes in messages ("not implemented for 'Float'"). */
+static const char *torch_type_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
+    return (unsigned)t < FC_DTYPE__COUNT ? names[t] : "?";
+}
+
+/* ---- nodes ---- */
+
+FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in)
+{
+    size_t nmap = 0;
+    for (int k = 0; k < nin; k++)
+        nmap += (size_t)in[k]->nlev;
+    bool load = op == FC_OP_LOAD;
+    size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) + (load ? 2 * (size_t)nin * sizeof(int64_t) : 0) +
+                   (size_t)nin * (sizeof(FcNode *) + sizeof(int8_t *)) + nmap;
+    FcNode *n = calloc(1, bytes);
+    if (!n)
+        return NULL;
+    char *p = (char *)(n + 1);
+    n->refcnt = 1;
+    n->op = op;
+    n->dtype = dt;
+    n->src_dtype = dt;
+    n->nlev = nlev;
+    n->size = (int64_t *)p;
+    p += (size_t)nlev * sizeof(int64_t);
+    if (nlev)
+        memcpy(n->size, size, (size_t)nlev * sizeof *size);
+    if (load) {
+        n->strides = (int64_t *)p;
+        p += (size_t)nin * sizeof(int64_t);
+        n->shape = (int64_t *)p;
+        p += (size_t)nin * sizeof(int64_t);
+    }
+    n->nin = nin;
+    n->in = (FcNode **)p;
+    p += (size_t)nin * sizeof(FcNode *);
+    n->lev_map = (int8_t **)p;
+    p += (size_t)nin * sizeof(int8_t *);
+    uint64_t count = 1;
+    for (int k = 0; k < nin; k++) {
+        n->in[k] = fc_node_retain(in[k]);
+        n->lev_map[k] = (int8_t *)p;
+        memset(p, FC_LEV_BCAST, (size_t)in[k]->nlev);
+        p += in[k]->nlev;
+        count += in[k]->count;
+    }
+    n->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+    return n;
+}
+
+FcNode *fc_node_retain(FcNode *n)
+{
+    if (n)
+        n->refcnt++;
+    return n;
+}
+
+void fc_node_release(FcNode *n)
+{
+    if (!n || --n->refcnt > 0)
+        return;
+    for (int k = 0; k < n->nin; k++)
+        fc_node_release(n->in[k]);
+    fc_storage_release(n->storage);
+    free(n);
+}
+
+FcNode *fc_tensor_node(FcTensor *t)
+{
+    if (t->node)
+        return fc_node_retain(t->node);
+    FcNode *idx[FC_MAX_DIMS];
+    for (int k = 0; k < t->ndim; k++) {
+        idx[k] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &t->shape[k], 0, NULL);
+        if (!idx[k]) {
+            while (k-- > 0)
+                fc_node_release(idx[k]);
+            return NULL;
+        }
+    }
+    FcNode *n = fc_node_new(FC_OP_LOAD, t->dtype, t->ndim, t->shape, t->ndim, idx);
+    for (int k = 0; k < t->ndim; k++)
+        fc_node_release(idx[k]);
+    if (!n)
+        return NULL;
+    for (int k = 0; k < t->ndim; k++) {
+        n->lev_map[k][0] = (int8_t)k;
+        n->strides[k] = t->strides[k];
+        n->shape[k] = t->shape[k];
+    }
+    n->storage = fc_storage_retain(t->storage);
+    n->offset = t->offset;
+    return n;
+}
+
+/* ---- scalars ---- */
+
+FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to)
+{
+    FcScalar r;
+    if (fc_dtype_is_float(from)) {
+        double x = from == FC_FLOAT32 ? (double)(float)v.f : v.f;
+        switch (to) {
+        case FC_FLOAT64: r.f = x; break;
+        case FC_FLOAT32: r.f = (double)(float)x; break;
+        case FC_BOOL: r.i = x != 0; break;
+        case FC_INT32: r.i = (x > -2147483649.0 && x < 2147483648.0) ? (int64_t)(int32_t)x : INT32_MIN; break;
+        default: r.i = (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; break;
+        }
+        return r;
+    }
+    int64_t x = from == FC_BOOL ? v.i != 0 : from == FC_INT32 ? (int64_t)(int32_t)v.i : v.i;
+    switch (to) {
+    case FC_FLOAT64: r.f = (double)x; break;
+    case FC_FLOAT32: r.f = (double)(float)x; break;
+    case FC_BOOL: r.i = x != 0; break;
+    case FC_INT32: r.i = (int64_t)(int32_t)(uint32_t)(uint64_t)x; break;
+    default: r.i = x; break;
+    }
+    return r;
+}
+
+/* ---- operands ---- */
+
+static FcOperand operand_of(const FcTensor *t)
+{
+    FcOperand o = {FC_OPERAND_TENSOR, t->dtype};
+    if (t->wrapped_number)
+        o.kind = FC_OPERAND_SCALAR;
+    else if (t->ndim == 0)
+        o.kind = FC_OPERAND_ZERO_DIM;
+    return o;
+}
+
+/* t's node as an operand of a new node of dtype dt: realised first when it is a reduction or too
+ * big to fuse; constants convert in place, others get a CAST. */
+static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, FcError *err)
+{
+    *out = NULL;
+    if (t->node && (fc_op_is_reduce(t->node->op) || t->node->count > ctx->max_fused)) {
+        FcStatus st = fc_realize(ctx, t, err);
+        if (st)
+            return st;
+    }
+    FcNode *n = fc_tensor_node(t);
+    if (!n)
+        return fc_nomem(err);
+    if (n->dtype != dt) {
+        FcNode *c;
+        if (n->op == FC_OP_CONST) {
+            c = fc_node_new(FC_OP_CONST, dt, n->nlev, n->size, 0, NULL);
+            if (c)
+                c->konst = fc_scalar_convert(n->konst, n->dtype, dt);
+        } else {
+            c = fc_node_new(FC_OP_CAST, dt, n->nlev, n->size, 1, &n);
+            if (c) {
+                c->src_dtype = n->dtype;
+                for (int j = 0; j < n->nlev; j++)
+                    c->lev_map[0][j] = (int8_t)j;
+            }
+        }
+        fc_node_release(n);
+        if (!c)
+            return fc_nomem(err);
+        n = c;
+    }
+    *out = n;
+    return FC_OK;
+}
+
+static FcDevice common_device(FcTensor *const *ts, int n, FcStatus *st, FcError *err)
+{
+    /* Wrapped numbers and CPU 0-dim tensors go with any device, as in PyTorch. */
+    FcDevice dev = fc_cpu();
+    bool have = false;
+    *st = FC_OK;
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->wrapped_number || (ts[i]->ndim == 0 && ts[i]->device.type == FC_DEV_CPU))
+            continue;
+        if (!have) {
+            dev = ts[i]->device;
+            have = true;
+        } else if (!fc_device_eq(dev, ts[i]->device)) {
+            char a[24], b[24];
+            *st = fc_errf(err, FC_ERR_DEVICE,
+                          "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                          fc_device_name(dev, a), fc_device_name(ts[i]->device, b));
+        }
+    }
+    if (!have)
+        for (int i = 0; i < n; i++)
+            if (!ts[i]->wrapped_number)
+                return ts[i]->device;
+    return dev;
+}
+
+FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out,
+                             FcError *err)
+{
+    int n = na > nb ? na : nb;
+    for (int i = n - 1, ia = na - 1, ib = nb - 1; i >= 0; i--, ia--, ib--) {
+        int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+        if (sa == sb || sb == 1)
+            out[i] = sa;
+        else if (sa == 1)
+            out[i] = sb;
+        else
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
+                           "dimension %d",
+                           (long long)sa, (long long)sb, i);
+    }
+    *nout = n;
+    return FC_OK;
+}
+
+/* A node of op over the broadcast shape of the operands (already of the right dtypes), with the
+ * operands' levels aligned from the right. Consumes the operand references. */
+static FcStatus broadcast_node(FcOp op, FcDType dt, int nin, FcNode **ins, int nd, const int64_t *shape,
+                               FcNode **out, FcError *err)
+{
+    FcNode *n = fc_node_new(op, dt, nd, shape, nin, ins);
+    for (int k = 0; k < nin; k++)
+        fc_node_release(ins[k]);
+    if (!n)
+        return fc_nomem(err);
+    for (int k = 0; k < nin; k++) {
+        int nk = n->in[k]->nlev;
+        for (int j = 0; j < nk; j++) {
+            int l = j + nd - nk;
+            n->lev_map[k][j] = (int8_t)(n->in[k]->size[j] == 1 && shape[l] != 1 ? FC_LEV_BCAST : l);
+        }
+    }
+    *out = n;
+    return FC_OK;
+}
+
+/* The lazy result of op over ts (n of them, computed in dtype `in_dt`, giving `dt`). */
+static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTensor *const *ts, int n,
+                          const FcDType *operand_dts, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus st;
+    FcDevice dev = common_device(ts, n, &st, err);
+    if (st)
+        return st;
+    int nd = 0;
+    int64_t shape[FC_MAX_DIMS];
+    for (int k = 0; k < n; k++) {
+        int64_t tmp[FC_MAX_DIMS];
+        int ntmp;
+        if (k == 0) {
+            nd = ts[0]->ndim;
+            memcpy(shape, ts[0]->shape, (size_t)nd * sizeof *shape);
+            continue;
+        }
+        st = fc_broadcast_shapes(nd, shape, ts[k]->ndim, ts[k]->shape, &ntmp, tmp, err);
+        if (st)
+            return st;
+        nd = ntmp;
+        memcpy(shape, tmp, (size_t)nd * sizeof *shape);
+    }
+    FcNode *ins[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n; k++) {
+        st = operand_node(ctx, ts[k], operand_dts ? operand_dts[k] : in_dt, &ins[k], err);
+        if (st) {
+            for (int j = 0; j < k; j++)
+                fc_node_release(ins[j]);
+            return st;
+        }
+    }
+    FcNode *node = NULL;
+    st = broadcast_node(op, dt, n, ins, nd, shape, &node, err);
+    if (st)
+        return st;
+    node->src_dtype = in_dt;
+    *out = fc_tensor_from_node(node, dev, ts, n);
+    return *out ? FC_OK : fc_nomem(err);
+}
+
+/* ---- unary ---- */
+
+static bool unary_needs_float(FcOp op)
+{
+    switch (op) {
+    case FC_OP_EXP: case FC_OP_LOG: case FC_OP_SQRT: case FC_OP_RSQRT: case FC_OP_SIN: case FC_OP_COS:
+    case FC_OP_TAN: case FC_OP_TANH: case FC_OP_SIGMOID: case FC_OP_RECIPROCAL: case FC_OP_LOG2:
+    case FC_OP_LOG1P: case FC_OP_EXPM1: case FC_OP_ASIN: case FC_OP_ACOS: case FC_OP_ATAN: case FC_OP_SINH:
+    case FC_OP_COSH: case FC_OP_ERF:
+        return true;
+    default:
+        return false;
+    }
+}
+
+FcStatus fc_unary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (!fc_op_is_unary(op) || op == FC_OP_CAST)
+        return fc_errf(err, FC_ERR_VALUE, "fc_unary: %s is not a unary operation", fc_op_name(op));
+    FcDType dt = a->dtype;
+    if (unary_needs_float(op) && !fc_dtype_is_float(dt))
+        dt = FC_FLOAT32;
+    switch (op) {
+    case FC_OP_NEG:
+        if (dt == FC_BOOL)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.");
+        break;
+    case FC_OP_NOT:
+        if (fc_dtype_is_float(dt))
+            return fc_errf(err, FC_ERR_TYPE, "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+        break;
+    case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC:
+        if (!fc_dtype_is_float(dt)) {
+            /* Integers are already whole: a copy (PyTorch returns a new tensor too). */
+            FcTensor *ts[1] = {a};
+            return pointwise(ctx, FC_OP_CAST, dt, dt, ts, 1, NULL, out, err);
+        }
+        break;
+    case FC_OP_ABS: case FC_OP_SIGN: case FC_OP_RELU: case FC_OP_SQUARE:
+        if (dt == FC_BOOL && op == FC_OP_SQUARE)
+            dt = FC_INT64;
+        if (dt == FC_BOOL && op == FC_OP_ABS)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"abs_cpu\" not implemented for 'Bool'");
+        break;
+    default:
+        break;
+    }
+    FcTensor *ts[1] = {a};
+    FcDType rt = op == FC_OP_ISNAN ? FC_BOOL : dt;
+    FcDType in = op == FC_OP_ISNAN ? a->dtype : dt;
+    return pointwise(ctx, op, rt, in, ts, 1, NULL, out, err);
+}
+
+FcStatus fc_cast(FcCtx *ctx, FcTensor *a, FcDType dt, FcTensor **out, FcError *err)
+{
+    if (a->dtype == dt) {
+        *out = fc_tensor_retain(a);
+        return FC_OK;
+    }
+    FcTensor *ts[1] = {a};
+    FcDType src = a->dtype;
+    /* The node is CAST of a node of the source dtype; operand_node adds nothing. */
+    FcStatus st = pointwise(ctx, FC_OP_CAST, dt, src, ts, 1, NULL, out, err);
+    if (st == FC_OK)
+        (*out)->wrapped_number = false;
+    return st;
+}
+
+/* ---- binary ---- */
+
+static bool is_const(const FcTensor *t, double *v)
+{
+    if (!t->node || t->node->op != FC_OP_CONST)
+        return false;
+    *v = fc_dtype_is_float(t->dtype) ? t->node->konst.f : (double)t->node->konst.i;
+    return true;
+}
+
+/* x ** c for the exponents PyTorch's pow_tensor_scalar computes without pow (so the bits match):
+ * 2 -> x*x, 3 -> x*x*x, 0.5 -> sqrt, -0.5 -> rsqrt, -1 -> 1/x, -2 -> 1/(x*x). *done is false
+ * when c is none of them. */
+static FcStatus pow_special(FcCtx *ctx, FcTensor *x, double c, FcDType dt, FcTensor **out, bool *done,
+                            FcError *err)
+{
+    *done = true;
+    FcTensor *xs = NULL, *sq = NULL;
+    FcStatus st = fc_cast(ctx, x, dt, &xs, err);
+    if (st)
+        return st;
+    if (c == 0.5)
+        st = fc_unary(ctx, FC_OP_SQRT, xs, out, err);
+    else if (c == -0.5)
+        st = fc_unary(ctx, FC_OP_RSQRT, xs, out, err);
+    else if (c == -1)
+        st = fc_unary(ctx, FC_OP_RECIPROCAL, xs, out, err);
+    else if (c == 2 || c == 3 || c == -2) {
+        st = fc_unary(ctx, FC_OP_SQUARE, xs, &sq, err);
+        if (!st && c == 2) {
+            *out = sq;
+            sq = NULL;
+        } else if (!st && c == 3)
+            st = fc_binary(ctx, FC_OP_MUL, sq, xs, out, err);
+        else if (!st)
+            st = fc_unary(ctx, FC_OP_RECIPROCAL, sq, out, err);
+    } else
+        *done = false;
+    fc_tensor_release(sq);
+    fc_tensor_release(xs);
+    return st;
+}
+
+FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (!fc_op_is_binary(op))
+        return fc_errf(err, FC_ERR_VALUE, "fc_binary: %s is not a binary operation", fc_op_name(op));
+    FcOperand ops[2] = {operand_of(a), operand_of(b)};
+    FcDType common = fc_result_type(ops, 2);
+    FcDType dt = common;
+    switch (op) {
+    case FC_OP_SUB:
+        if (a->dtype == FC_BOOL && b->dtype == FC_BOOL)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.");
+        if (a->dtype == FC_BOOL || b->dtype == FC_BOOL)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.");
+        break;
+    case FC_OP_DIV:
+        common = dt = fc_div_result_type(ops, 2);
+        break;
+    case FC_OP_ATAN2:
+        if (!fc_dtype_is_float(common))
+            common = dt = FC_FLOAT32;
+        break;
+    case FC_OP_AND: case FC_OP_OR: case FC_OP_XOR: case FC_OP_SHL: case FC_OP_SHR:
+        if (fc_dtype_is_float(common))
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for '%s'", fc_op_name(op),
+                           torch_type_name(common));
+        if (common == FC_BOOL && (op == FC_OP_SHL || op == FC_OP_SHR))
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'",
+                           op == FC_OP_SHL ? "lshift" : "rshift");
+        break;
+    case FC_OP_FLOORDIV: case FC_OP_MOD: case FC_OP_FMOD:
+        if (common == FC_BOOL)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'",
+                           op == FC_OP_FLOORDIV ? "div_floor" : op == FC_OP_MOD ? "remainder" : "fmod");
+        break;
+    case FC_OP_POW: {
+        double c;
+        if (common == FC_BOOL)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"pow\" not implemented for 'Bool'");
+        if (fc_dtype_is_int(common) && b->wrapped_number && is_const(b, &c) && c < 0)
+            return fc_errf(err, FC_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
+        if (fc_dtype_is_float(common) && b->wrapped_number && is_const(b, &c)) {
+            bool done;
+            FcStatus st = pow_special(ctx, a, (double)fc_scalar_convert((FcScalar){.f = c}, FC_FLOAT64, common).f,
+                                      common, out, &done, err);
+            if (st || done) {
+                if (st == FC_OK && (*out)->dtype != dt) {
+                    FcTensor *r;
+                    st = fc_cast(ctx, *out, dt, &r, err);
+                    fc_tensor_release(*out);
+                    *out = st ? NULL : r;
+                }
+                if (st == FC_OK && b->ndim == 0 && a->ndim == 0 && a->wrapped_number && b->wrapped_number)
+                    (*out)->wrapped_number = true;
+                return st;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (fc_op_is_compare(op))
+        dt = FC_BOOL;
+    FcTensor *ts[2] = {a, b};
+    FcStatus st = pointwise(ctx, op, dt, common, ts, 2, NULL, out, err);
+    if (st == FC_OK && a->wrapped_number && b->wrapped_number)
+        (*out)->wrapped_number = true;
+    return st;
+}
+
+FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (cond->dtype != FC_BOOL)
+        return fc_errf(err, FC_ERR_RUNTIME, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                       torch_type_name(cond->dtype));
+    FcOperand ops[2] = {operand_of(a), operand_of(b)};
+    FcDType dt = fc_result_type(ops, 2);
+    FcTensor *ts[3] = {cond, a, b};
+    FcDType dts[3] = {FC_BOOL, dt, dt};
+    return pointwise(ctx, FC_OP_WHERE, dt, dt, ts, 3, dts, out, err);
+}
+
+/* ---- reductions ---- */
+
+FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out,
+                   FcError *err)
+{
+    *out = NULL;
+    if (!fc_op_is_reduce(op))
+        return fc_errf(err, FC_ERR_VALUE, "fc_reduce: %s is not a reduction", fc_op_name(op));
+    int nd = a->ndim;
+    uint64_t all = nd >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << nd) - 1);
+    bool full = dim_mask == 0;
+    uint64_t mask = full ? all : (dim_mask & all);
+    int nred = 0;
+    for (int d = 0; d < nd; d++)
+        nred += (int)((mask >> d) & 1);
+    bool is_arg = op == FC_OP_ARGMAX || op == FC_OP_ARGMIN;
+    if (op == FC_OP_AMAX || op == FC_OP_AMIN || is_arg) {
+        if (full && fc_tensor_numel(a) == 0)
+            return is_arg ? fc_errf(err, FC_ERR_INDEX,
+                                    "%s(): Expected reduction dim to be specified for input.numel() == 0.",
+                                    fc_op_name(op))
+                          : fc_errf(err, FC_ERR_RUNTIME,
+                                    "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                                    "Specify the reduction dim with the 'dim' argument.",
+                                    fc_op_name(op));
+        for (int d = 0; d < nd; d++)
+            if (((mask >> d) & 1) && a->shape[d] == 0)
+                return fc_errf(err, FC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.",
+                               fc_op_name(op), d);
+    }
+    if (is_arg && nred > 1) {
+        /* Index into the flattened reduced dims: move them last, merge them, reduce that one. */
+        int64_t perm[FC_MAX_DIMS], shape[FC_MAX_DIMS];
+        int np = 0, nkept = 0;
+        for (int d = 0; d < nd; d++)
+            if (!((mask >> d) & 1)) {
+                perm[np++] = d;
+                shape[nkept++] = a->shape[d];
+            }
+        for (int d = 0; d < nd; d++)
+            if ((mask >> d) & 1)
+                perm[np++] = d;
+        shape[nkept] = -1;
+        FcTensor *p = NULL, *r = NULL, *res = NULL;
+        FcStatus st = fc_permute(ctx, a, nd, perm, &p, err);
+        if (!st)
+            st = fc_reshape(ctx, p, nkept + 1, shape, &r, err);
+        if (!st)
+            st = fc_reduce(ctx, op, r, (uint64_t)1 << nkept, false, &res, err);
+        fc_tensor_release(p);
+        fc_tensor_release(r);
+        if (st)
+            return st;
+        if (keepdim) {
+            int64_t kshape[FC_MAX_DIMS];
+            for (int d = 0; d < nd; d++)
+                kshape[d] = ((mask >> d) & 1) ? 1 : a->shape[d];
+            st = fc_reshape(ctx, res, nd, kshape, out, err);
+            fc_tensor_release(res);
+            return st;
+        }
+        *out = res;
+        return FC_OK;
+    }
+    FcDType in_dt = a->dtype, dt = a->dtype;
+    switch (op) {
+    case FC_OP_SUM: case FC_OP_PROD:
+        if (!fc_dtype_is_float(in_dt))
+            in_dt = dt = FC_INT64;
+        break;
+    case FC_OP_ANY: case FC_OP_ALL:
+        in_dt = dt = FC_BOOL;
+        break;
+    case FC_OP_ARGMAX: case FC_OP_ARGMIN:
+        dt = FC_INT64;
+        break;
+    default:
+        break;
+    }
+    FcNode *in;
+    FcStatus st = operand_node(ctx, a, in_dt, &in, err);
+    if (st)
+        return st;
+    int64_t shape[FC_MAX_DIMS];
+    int8_t map[FC_MAX_DIMS];
+    int no = 0;
+    for (int d = 0; d < nd; d++) {
+        if ((mask >> d) & 1) {
+            map[d] = FC_LEV_REDUCED;
+            if (keepdim)
+                shape[no++] = 1;
+        } else {
+            map[d] = (int8_t)no;
+            shape[no++] = a->shape[d];
+        }
+    }
+    FcNode *n = fc_node_new(op, dt, no, shape, 1, &in);
+    fc_node_release(in);
+    if (!n)
+        return fc_nomem(err);
+    n->src_dtype = in_dt;
+    memcpy(n->lev_map[0], map, (size_t)nd);
+    FcTensor *ts[1] = {a};
+    FcStatus dst;
+    FcDevice dev = common_device(ts, 1, &dst, err);
+    *out = fc_tensor_from_node(n, dev, ts, 1);
+    return *out ? FC_OK : fc_nomem(err);
+}
+
+/* ---- text ---- */
+
+typedef struct DumpBuf { char *p; size_t n, cap; bool nomem; } DumpBuf;
+
+static void dump_printf(DumpBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dump_printf(DumpBuf *b, const char *fmt, ...)
+{
+    if (b->nomem)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->nomem = true;
+            return;
+        }
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap <= b->n + (size_t)k)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->nomem = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+static int dump_node(const FcNode *n, const FcNode **seen, int *nseen, int cap, DumpBuf *b)
+{
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == n)
+            return i;
+    int ids[FC_MAX_DIMS];
+    int nin = n->nin < FC_MAX_DIMS ? n->nin : FC_MAX_DIMS;
+    for (int k = 0; k < nin; k++)
+        ids[k] = dump_node(n->in[k], seen, nseen, cap, b);
+    if (*nseen >= cap)
+        return -1;
+    int id = (*nseen)++;
+    seen[id] = n;
+    dump_printf(b, "%%%d = %s", id, fc_op_name(n->op));
+    if (n->op == FC_OP_CAST)
+        dump_printf(b, "<%s>", fc_dtype_name(n->src_dtype));
+    if (n->op == FC_OP_CONST) {
+        if (fc_dtype_is_float(n->dtype))
+            dump_printf(b, " %.17g", n->konst.f);
+        else
+            dump_printf(b, " %lld", (long long)n->konst.i);
+    }
+    if (n->op == FC_OP_LOAD)
+        dump_printf(b, " @%p+%lld", (void *)n->storage, (long long)n->offset);
+    for (int k = 0; k < nin; k++) {
+        dump_printf(b, "%s%%%d", k ? ", " : " ", ids[k]);
+        if (n->op == FC_OP_LOAD)
+            dump_printf(b, "*%lld", (long long)n->strides[k]);
+        dump_printf(b, "[");
+        for (int j = 0; j < n->in[k]->nlev; j++) {
+            int m = n->lev_map[k][j];
+            if (m == FC_LEV_BCAST)
+                dump_printf(b, "%s_", j ? " " : "");
+            else if (m == FC_LEV_REDUCED)
+                dump_printf(b, "%sr", j ? " " : "");
+            else
+                dump_printf(b, "%s%d", j ? " " : "", m);
+        }
+        dump_printf(b, "]");
+    }
+    dump_printf(b, " : %s[", fc_dtype_name(n->dtype));
+    for (int j = 0; j < n->nlev; j++)
+        dump_printf(b, "%s%lld", j ? ", " : "", (long long)n->size[j]);
+    dump_printf(b, "]\n");
+    return id;
+}
+
+char *fc_node_dump(const FcNode *n)
+{
+    DumpBuf b = {0};
+    enum { CAP = 4096 };
+    const FcNode **seen = malloc(CAP * sizeof *seen);
+    if (!seen)
+        return NULL;
+    int nseen = 0;
+    dump_node(n, seen, &nseen, CAP, &b);
+    free(seen);
+    if (b.nomem) {
+        free(b.p);
+        return NULL;
+    }
+    if (!b.p)
+        b.p = calloc(1, 1);
+    return b.p;
+}

@@ -1,0 +1,122 @@
+/* matmul.c — torch.matmul: the dot product, matrix-vector, matrix-matrix and batched products
+ * with broadcast batch dims, as one strided FcMatmul that the backend runs.
+ *
+ * Shapes, dtype rules and error messages are PyTorch 1.13's. The operands are realised (a product
+ * is a materialisation point); the result is a new C-contiguous tensor. Depends on fcdim.h,
+ * internal.h and the backend interface. */
+#include "internal.h"
+
+#include "backend.h"
+
+#include <string.h>
+
+static const char *type_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
+    return names[t];
+}
+
+FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int na = a->ndim, nb = b->ndim;
+    if (na == 0 || nb == 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
+                       na, nb);
+    if (a->dtype != b->dtype)
+        return fc_errf(err, FC_ERR_RUNTIME, "expected scalar type %s but found %s", type_name(a->dtype),
+                       type_name(b->dtype));
+    if (a->dtype == FC_BOOL)
+        return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
+                                                               : "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    if (!fc_device_eq(a->device, b->device)) {
+        char x[24], y[24];
+        return fc_errf(err, FC_ERR_DEVICE,
+                       "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                       fc_device_name(a->device, x), fc_device_name(b->device, y));
+    }
+    /* A as (batch..., m, k), B as (batch..., k, n); a 1-D A is one row, a 1-D B one column. */
+    int64_t m = na >= 2 ? a->shape[na - 2] : 1, ka = a->shape[na - 1];
+    int64_t kb = nb >= 2 ? b->shape[nb - 2] : b->shape[0], n = nb >= 2 ? b->shape[nb - 1] : 1;
+    if (ka != kb) {
+        if (na == 1 && nb == 1)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number "
+                           "of elements, but got %lld and %lld elements respectively",
+                           (long long)ka, (long long)kb, (long long)ka, (long long)kb);
+        if (na == 2 && nb == 1)
+            return fc_errf(err, FC_ERR_RUNTIME, "size mismatch, got %lld, %lldx%lld,%lld", (long long)m, (long long)m,
+                           (long long)ka, (long long)kb);
+        if (na <= 2 && nb <= 2)
+            return fc_errf(err, FC_ERR_RUNTIME, "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                           (long long)m, (long long)ka, (long long)kb, (long long)n);
+    }
+    int nba = na > 2 ? na - 2 : 0, nbb = nb > 2 ? nb - 2 : 0;
+    int nbatch;
+    int64_t batch[FC_MAX_DIMS];
+    FcStatus st = fc_broadcast_shapes(nba, a->shape, nbb, b->shape, &nbatch, batch, err);
+    if (st)
+        return st;
+    if (ka != kb) {
+        int64_t nb_elems = 1;
+        for (int i = 0; i < nbatch; i++)
+            nb_elems *= batch[i];
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
+                       (long long)nb_elems, (long long)ka, (long long)nb_elems, (long long)kb);
+    }
+    if ((st = fc_realize(ctx, a, err)) || (st = fc_realize(ctx, b, err)))
+        return st;
+    int64_t shape[FC_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < nbatch; i++)
+        shape[nd++] = batch[i];
+    if (na >= 2)
+        shape[nd++] = m;
+    if (nb >= 2)
+        shape[nd++] = n;
+    FcTensor *c;
+    st = fc_empty(ctx, a->dtype, a->device, nd, shape, NULL, &c, err);
+    if (st)
+        return st;
+    FcMatmul mm;
+    memset(&mm, 0, sizeof mm);
+    mm.dtype = a->dtype;
+    mm.nbatch = nbatch;
+    int64_t cstride = m * n;
+    for (int i = nbatch - 1; i >= 0; i--) {
+        mm.batch[i] = batch[i];
+        int ia = i - (nbatch - nba), ib = i - (nbatch - nbb);
+        mm.a_bstride[i] = ia >= 0 && a->shape[ia] != 1 ? a->strides[ia] : 0;
+        mm.b_bstride[i] = ib >= 0 && b->shape[ib] != 1 ? b->strides[ib] : 0;
+        mm.c_bstride[i] = cstride;
+        cstride *= batch[i];
+    }
+    mm.m = m;
+    mm.n = n;
+    mm.k = ka;
+    mm.a = a->storage->data;
+    mm.a_offset = a->offset;
+    mm.a_rs = na >= 2 ? a->strides[na - 2] : 0;
+    mm.a_cs = a->strides[na - 1];
+    mm.b = b->storage->data;
+    mm.b_offset = b->offset;
+    mm.b_rs = nb >= 2 ? b->strides[nb - 2] : b->strides[0];
+    mm.b_cs = nb >= 2 ? b->strides[nb - 1] : 0;
+    mm.c = c->storage->data;
+    mm.c_offset = 0;
+    mm.c_rs = n;
+    mm.c_cs = 1;
+    mm.nthreads = ctx->nthreads;
+    mm.interrupt = ctx->interrupt;
+    FcBackend *be = NULL;
+    st = fc_ctx_backend(ctx, a->device, &be, err);
+    if (!st)
+        st = be->matmul(be, &mm, err);
+    if (st) {
+        fc_tensor_release(c);
+        return st;
+    }
+    *out = c;
+    return FC_OK;
+}

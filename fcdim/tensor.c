@@ -1,0 +1,486 @@
+/* tensor.c — the tensor value and what it stands on: the context (backends, threads, the random
+ * generator's state), devices, storages, tensors stored or lazy, and the leaf tensors (empty,
+ * scalars, constants, iota, copies of host data, strided views).
+ *
+ * A write into a storage must not change what a lazy tensor computed before the write sees: every
+ * lazy tensor registers itself with the storages its IR loads (FcStorage.readers), and
+ * fc_storage_prepare_write realises them first. Depends on fcdim.h and the backend interface. */
+#include "internal.h"
+
+#include "backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+FcStatus fc_nomem(FcError *err) { return fc_errf(err, FC_ERR_NOMEM, "out of memory"); }
+
+const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "[");
+    for (int i = 0; i < ndim && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* ---- devices ---- */
+
+bool fc_device_parse(const char *s, FcDevice *out)
+{
+    if (strcmp(s, "cpu") == 0) {
+        *out = fc_cpu();
+        return true;
+    }
+    if (strncmp(s, "cuda", 4) != 0)
+        return false;
+    s += 4;
+    int index = 0;
+    if (*s == ':') {
+        s++;
+        if (*s < '0' || *s > '9')
+            return false;
+        while (*s >= '0' && *s <= '9') {
+            index = index * 10 + (*s++ - '0');
+            if (index > 1 << 20)
+                return false;
+        }
+    }
+    if (*s)
+        return false;
+    out->type = FC_DEV_CUDA;
+    out->index = index;
+    return true;
+}
+
+const char *fc_device_name(FcDevice d, char *buf)
+{
+    if (d.type == FC_DEV_CPU)
+        strcpy(buf, "cpu");
+    else
+        snprintf(buf, 24, "cuda:%d", d.index);
+    return buf;
+}
+
+/* ---- the context ---- */
+
+static int threads_from_env(void)
+{
+    const char *s = getenv("TDL_NUM_THREADS");
+    if (s && *s) {
+        char *end;
+        long n = strtol(s, &end, 10);
+        if (*end == 0 && n >= 1 && n <= 1024)
+            return (int)n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+FcStatus fc_ctx_new(FcCtx **out, FcError *err)
+{
+    *out = NULL;
+    FcCtx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return fc_nomem(err);
+    ctx->nthreads = threads_from_env();
+    ctx->max_fused = 64;
+    ctx->cpu = fc_cpu_backend_new(ctx->nthreads);
+    if (!ctx->cpu) {
+        free(ctx);
+        return fc_nomem(err);
+    }
+    *out = ctx;
+    return FC_OK;
+}
+
+void fc_ctx_free(FcCtx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->cpu)
+        ctx->cpu->destroy(ctx->cpu);
+    free(ctx);
+}
+
+FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err)
+{
+    if (d.type == FC_DEV_CPU) {
+        *out = ctx->cpu;
+        return FC_OK;
+    }
+    char name[24];
+    return fc_errf(err, FC_ERR_DEVICE, "device %s is not available: tdl was built without CUDA support",
+                   fc_device_name(d, name));
+}
+
+/* ---- storage ---- */
+
+FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out, FcError *err)
+{
+    *out = NULL;
+    FcBackend *be = NULL;
+    FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
+    if (st)
+        return st;
+    FcStorage *s = calloc(1, sizeof *s);
+    if (!s)
+        return fc_nomem(err);
+    st = be->alloc(be, nbytes, &s->data, err);
+    if (st) {
+        free(s);
+        return st;
+    }
+    s->refcnt = 1;
+    s->device = dev;
+    s->nbytes = nbytes;
+    s->backend = be;
+    *out = s;
+    return FC_OK;
+}
+
+FcStorage *fc_storage_retain(FcStorage *s)
+{
+    if (s)
+        s->refcnt++;
+    return s;
+}
+
+void fc_storage_release(FcStorage *s)
+{
+    if (!s || --s->refcnt > 0)
+        return;
+    if (s->release)
+        s->release(s->release_ud, s->data);
+    else if (s->backend)
+        s->backend->free(s->backend, s->data);
+    free(s->readers);
+    free(s);
+}
+
+static bool storage_add_reader(FcStorage *s, FcTensor *t)
+{
+    if (s->nreaders == s->capreaders) {
+        int cap = s->capreaders ? s->capreaders * 2 : 4;
+        FcTensor **r = realloc(s->readers, (size_t)cap * sizeof *r);
+        if (!r)
+            return false;
+        s->readers = r;
+        s->capreaders = cap;
+    }
+    s->readers[s->nreaders++] = t;
+    return true;
+}
+
+static void storage_remove_reader(FcStorage *s, FcTensor *t)
+{
+    for (int i = s->nreaders - 1; i >= 0; i--)
+        if (s->readers[i] == t) {
+            s->readers[i] = s->readers[--s->nreaders];
+            return;
+        }
+}
+
+void fc_tensor_drop_reads(FcTensor *t)
+{
+    for (int i = 0; i < t->nreads; i++)
+        storage_remove_reader(t->reads[i], t);
+    free(t->reads);
+    t->reads = NULL;
+    t->nreads = 0;
+}
+
+FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
+{
+    /* Realising a reader removes it from the list (and may add none: realised tensors read
+     * nothing lazily). */
+    while (s->nreaders > 0) {
+        FcTensor *t = s->readers[s->nreaders - 1];
+        FcStatus st = fc_realize(ctx, t, err);
+        if (st)
+            return st;
+        if (s->nreaders > 0 && s->readers[s->nreaders - 1] == t)
+            storage_remove_reader(s, t);   /* not reached: realize drops the reads */
+    }
+    return FC_OK;
+}
+
+/* ---- tensors ---- */
+
+FcTensor *fc_tensor_alloc(int ndim)
+{
+    FcTensor *t = calloc(1, sizeof *t + 2 * (size_t)(ndim > 0 ? ndim : 1) * sizeof(int64_t));
+    if (!t)
+        return NULL;
+    t->refcnt = 1;
+    t->ndim = ndim;
+    t->shape = (int64_t *)(t + 1);
+    t->strides = t->shape + ndim;
+    t->device = fc_cpu();
+    return t;
+}
+
+FcTensor *fc_tensor_retain(FcTensor *t)
+{
+    if (t)
+        t->refcnt++;
+    return t;
+}
+
+void fc_tensor_release(FcTensor *t)
+{
+    if (!t || --t->refcnt > 0)
+        return;
+    fc_tensor_drop_reads(t);
+    fc_node_release(t->node);
+    fc_storage_release(t->storage);
+    free(t);
+}
+
+int64_t fc_tensor_numel(const FcTensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+/* Bytes spanned by a view, or -1 on overflow. */
+static int64_t view_nbytes(FcDType dt, int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return -1;
+        if (shape[i] && n > INT64_MAX / shape[i])
+            return -1;
+        n *= shape[i];
+    }
+    if (n > INT64_MAX / 8)
+        return -1;
+    return n * (int64_t)fc_dtype_size(dt);
+}
+
+FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t *shape,
+                  const int64_t *strides, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (ndim < 0 || ndim > FC_MAX_DIMS)
+        return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) {
+            char buf[256];
+            return fc_errf(err, FC_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: %s",
+                           (long long)shape[i], fc_shape_str(buf, sizeof buf, ndim, shape));
+        }
+    int64_t nbytes;
+    if (strides) {
+        /* The extent the strides reach (they are non-negative here). */
+        int64_t hi = 0;
+        bool empty = false;
+        for (int i = 0; i < ndim; i++) {
+            if (shape[i] == 0)
+                empty = true;
+            else
+                hi += (shape[i] - 1) * strides[i];
+        }
+        nbytes = empty ? 0 : (hi + 1) * (int64_t)fc_dtype_size(dt);
+    } else {
+        nbytes = view_nbytes(dt, ndim, shape);
+    }
+    if (nbytes < 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "tensor is too large");
+    FcTensor *t = fc_tensor_alloc(ndim);
+    if (!t)
+        return fc_nomem(err);
+    FcStatus st = fc_storage_new(ctx, dev, (size_t)nbytes, &t->storage, err);
+    if (st) {
+        free(t);
+        return st;
+    }
+    t->dtype = dt;
+    t->device = dev;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    if (strides)
+        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    else
+        fc_contiguous_strides(ndim, shape, t->strides);
+    *out = t;
+    return FC_OK;
+}
+
+FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom)
+{
+    FcTensor *t = fc_tensor_alloc(node->nlev);
+    if (!t) {
+        fc_node_release(node);
+        return NULL;
+    }
+    t->dtype = node->dtype;
+    t->device = dev;
+    memcpy(t->shape, node->size, (size_t)node->nlev * sizeof *t->shape);
+    fc_contiguous_strides(t->ndim, t->shape, t->strides);
+    t->node = node;
+    /* The storages read: the union over the operands. */
+    int cap = 0;
+    for (int i = 0; i < nfrom; i++)
+        cap += from[i]->storage ? 1 : from[i]->nreads;
+    if (cap > 0) {
+        t->reads = malloc((size_t)cap * sizeof *t->reads);
+        if (!t->reads) {
+            fc_tensor_release(t);
+            return NULL;
+        }
+    }
+    for (int i = 0; i < nfrom; i++) {
+        FcStorage *const *list = from[i]->storage ? &from[i]->storage : from[i]->reads;
+        int n = from[i]->storage ? 1 : from[i]->nreads;
+        for (int j = 0; j < n; j++) {
+            bool seen = false;
+            for (int k = 0; k < t->nreads && !seen; k++)
+                seen = t->reads[k] == list[j];
+            if (seen)
+                continue;
+            if (!storage_add_reader(list[j], t)) {
+                fc_tensor_release(t);
+                return NULL;
+            }
+            t->reads[t->nreads++] = list[j];
+        }
+    }
+    return t;
+}
+
+static FcStatus const_tensor(FcDType dt, int ndim, const int64_t *shape, FcScalar v, bool wrapped,
+                             FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcNode *n = fc_node_new(FC_OP_CONST, dt, ndim, shape, 0, NULL);
+    if (!n)
+        return fc_nomem(err);
+    n->konst = v;
+    FcTensor *t = fc_tensor_from_node(n, fc_cpu(), NULL, 0);
+    if (!t)
+        return fc_nomem(err);
+    t->wrapped_number = wrapped;
+    *out = t;
+    return FC_OK;
+}
+
+FcStatus fc_scalar(FcCtx *ctx, FcDType dt, FcScalar v, bool wrapped, FcTensor **out, FcError *err)
+{
+    return const_tensor(dt, 0, NULL, fc_scalar_convert(v, dt, dt), wrapped, out, err);
+}
+
+FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScalar v, FcTensor **out,
+                 FcError *err)
+{
+    *out = NULL;
+    if (ndim < 0 || ndim > FC_MAX_DIMS)
+        return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) {
+            char buf[256];
+            return fc_errf(err, FC_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: %s",
+                           (long long)shape[i], fc_shape_str(buf, sizeof buf, ndim, shape));
+        }
+    if (view_nbytes(dt, ndim, shape) < 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "tensor is too large");
+    return const_tensor(dt, ndim, shape, fc_scalar_convert(v, dt, dt), false, out, err);
+}
+
+FcStatus fc_iota(FcCtx *ctx, int64_t n, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (n < 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld", (long long)n);
+    FcNode *node = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &n, 0, NULL);
+    if (!node)
+        return fc_nomem(err);
+    *out = fc_tensor_from_node(node, fc_cpu(), NULL, 0);
+    return *out ? FC_OK : fc_nomem(err);
+}
+
+FcStatus fc_from_view(FcCtx *ctx, const FcView *v, FcDevice dev, FcTensor **out, FcError *err)
+{
+    /* Wrap the host view as a borrowed storage, then copy it into a fresh contiguous tensor. */
+    *out = NULL;
+    FcTensor *t;
+    FcStatus st = fc_empty(ctx, v->dtype, dev, v->ndim, v->shape, NULL, &t, err);
+    if (st)
+        return st;
+    FcStorage host = {.refcnt = 1, .device = fc_cpu(), .data = v->data};
+    FcTensor *src = fc_tensor_alloc(v->ndim);
+    if (!src) {
+        fc_tensor_release(t);
+        return fc_nomem(err);
+    }
+    src->dtype = v->dtype;
+    memcpy(src->shape, v->shape, (size_t)v->ndim * sizeof *src->shape);
+    memcpy(src->strides, v->strides, (size_t)v->ndim * sizeof *src->strides);
+    src->offset = v->offset;
+    src->storage = &host;
+    host.refcnt++;
+    st = fc_assign(ctx, t, src, err);
+    fc_tensor_release(src);     /* drops host back to 1: never freed (stack) */
+    if (st) {
+        fc_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return FC_OK;
+}
+
+FcStatus fc_as_strided(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                       int64_t offset, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    if (ndim < 0 || ndim > FC_MAX_DIMS)
+        return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
+    FcTensor *v = fc_tensor_alloc(ndim);
+    if (!v)
+        return fc_nomem(err);
+    v->dtype = t->dtype;
+    v->device = t->device;
+    memcpy(v->shape, shape, (size_t)ndim * sizeof *shape);
+    memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);
+    v->offset = offset;
+    v->storage = fc_storage_retain(t->storage);
+    *out = v;
+    return FC_OK;
+}
+
+FcStatus fc_host_view(FcCtx *ctx, FcTensor *t, FcView *out, FcError *err)
+{
+    FcStatus st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    if (t->device.type != FC_DEV_CPU)
+        return fc_errf(err, FC_ERR_DEVICE, "a tensor on the GPU has no host view: copy it with .cpu() first");
+    memset(out, 0, sizeof *out);
+    out->dtype = t->dtype;
+    out->ndim = t->ndim;
+    memcpy(out->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+    memcpy(out->strides, t->strides, (size_t)t->ndim * sizeof *t->strides);
+    out->offset = t->offset;
+    out->data = t->storage->data;
+    return FC_OK;
+}

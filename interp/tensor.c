@@ -1,0 +1,1118 @@
+/* tensor.c — tensors in the interpreter: the FcCtx an interpreter owns, the signatures of the
+ * operator table (tensor_ops.def) parsed at tdl_open, binding tdl arguments to a row's parameters
+ * (overloads, defaults, keyword-only parameters, Python scalars as wrapped numbers), the generic
+ * lowerings, and what the host operations of ops.c and format.c do with tensors, dtypes and
+ * devices (Python's dunder methods on torch.Tensor: + - < bool() len() float() t[i] repr()).
+ *
+ * Depends on interp.h and fcdim.h only; the operators themselves are rows of tensor_ops.def with
+ * their non-generic implementations in tensor_ops.c. Argument errors are TypeErrors in PyTorch's
+ * words ("reshape(): argument 'shape' (position 1) must be tuple of ints, not str"); errors of
+ * fcdim keep their message and map onto tdl's kinds (tensor_fail).
+ */
+#include "tensor.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+bool tensor_fail(Interp *I, FcStatus st, const FcError *e)
+{
+    static const tdl_error_kind kinds[] = {
+        [FC_OK] = TDL_ERR_RUNTIME, [FC_ERR_IO] = TDL_ERR_IO, [FC_ERR_VALUE] = TDL_ERR_VALUE,
+        [FC_ERR_NOMEM] = TDL_ERR_MEMORY, [FC_ERR_TYPE] = TDL_ERR_TYPE, [FC_ERR_RUNTIME] = TDL_ERR_RUNTIME,
+        [FC_ERR_INDEX] = TDL_ERR_INDEX, [FC_ERR_DEVICE] = TDL_ERR_DEVICE, [FC_ERR_INTERRUPT] = TDL_ERR_INTERRUPT,
+    };
+    if (st == FC_ERR_NOMEM) return err_nomem(I);
+    if (st == FC_ERR_INTERRUPT) {
+        I->interrupt = 0;
+        return err_raise(I, TDL_ERR_INTERRUPT, "%s", "");
+    }
+    tdl_error_kind k = (unsigned)st < sizeof kinds / sizeof kinds[0] ? kinds[st] : TDL_ERR_RUNTIME;
+    return err_raise(I, k, "%s", e->msg);
+}
+
+bool tensor_check(Interp *I, FcStatus st, const FcError *e)
+{
+    return st == FC_OK || tensor_fail(I, st, e);
+}
+
+/* ---- the context ------------------------------------------------------------------------- */
+
+static void dump_text(void *ud, const char *text)
+{
+    Interp *I = ud;
+    size_t n = strlen(text);
+    bool nl = n > 0 && text[n - 1] == '\n';
+    if (I->cfg.dump) {
+        I->cfg.dump(I->cfg.dump_ud, text, n);
+        if (!nl) I->cfg.dump(I->cfg.dump_ud, "\n", 1);
+    } else {
+        fputs(text, stderr);
+        if (!nl) fputc('\n', stderr);
+    }
+}
+
+static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t whylen);
+
+/* Binds v as global `name` of m; keep: leave a name that is already bound alone. */
+static bool set_name(Interp *I, Module *m, const char *name, Value v, bool keep)
+{
+    int32_t k = module_slot(m, name);
+    if (k < 0) return err_nomem(I);
+    if (keep && m->vals[k].tag != V_UNDEF) return true;
+    Value old = m->vals[k];
+    val_incref(v);
+    m->vals[k] = v;
+    val_decref(I, old);
+    return true;
+}
+
+bool tensor_init(Interp *I, Module *m)
+{
+    FcError e;
+    FcStatus st = fc_ctx_new(&I->fc, &e);
+    if (st != FC_OK) {
+        I->fc = NULL;
+        return tensor_fail(I, st, &e);
+    }
+    _Static_assert(sizeof(sig_atomic_t) == sizeof(int), "FcCtx.interrupt points at Interp.interrupt");
+    I->fc->interrupt = (volatile int *)&I->interrupt;    /* Ctrl-C stops running kernels too */
+    int flags = (I->cfg.flags & TDL_DUMP_IR ? FC_DUMP_IR : 0) | (I->cfg.flags & TDL_DUMP_KERNELS ? FC_DUMP_KERNELS : 0);
+    if (flags) {
+        I->fc->dump_flags = flags;
+        I->fc->dump = dump_text;
+        I->fc->dump_ud = I;
+    }
+    I->device = fc_cpu();
+    I->tsigs = calloc((size_t)tensor_nops, sizeof *I->tsigs);
+    if (!I->tsigs) return err_nomem(I);
+    for (int r = 0; r < tensor_nops; r++) {
+        char why[160];
+        const TensorOpRow *row = &tensor_ops[r];
+        if (!parse_sig(row, &I->tsigs[r], why, sizeof why))
+            return err_raise(I, TDL_ERR_RUNTIME, "tensor_ops.def: %s%s%s: %s", row->name,
+                             row->overload[0] ? "." : "", row->overload, why);
+    }
+    /* Overloads are consecutive rows: each row knows where its group ends. */
+    for (int r = tensor_nops - 1; r >= 0; r--) {
+        bool same = r + 1 < tensor_nops && strcmp(tensor_ops[r].name, tensor_ops[r + 1].name) == 0;
+        I->tsigs[r].group_end = same ? I->tsigs[r + 1].group_end : r + 1;
+        for (int q = I->tsigs[r].group_end; q < tensor_nops && !same; q++)
+            if (strcmp(tensor_ops[q].name, tensor_ops[r].name) == 0)
+                return err_raise(I, TDL_ERR_RUNTIME, "tensor_ops.def: the overloads of %s are not consecutive",
+                                 tensor_ops[r].name);
+    }
+    /* Functions, unless a host builtin has the name (which then passes tensors on: builtin_call). */
+    for (int r = 0; r < tensor_nops; r++) {
+        if (!(tensor_ops[r].variants & TV_FUNCTION) || tensor_function(tensor_ops[r].name) != &tensor_ops[r].def)
+            continue;
+        Value v;
+        if (!builtin_bind(I, &tensor_ops[r].def, v_undef(), &v)) return false;
+        bool ok = set_name(I, m, tensor_ops[r].name, v, true);
+        val_decref(I, v);
+        if (!ok) return false;
+    }
+    static const struct { const char *name; FcDType t; } dtypes[] = {
+        {"float32", FC_FLOAT32}, {"float64", FC_FLOAT64}, {"int32", FC_INT32}, {"int64", FC_INT64},
+    };
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++)
+        if (!set_name(I, m, dtypes[k].name, v_dtype(dtypes[k].t), false)) return false;
+    static const struct { const char *name; FcMemoryFormat mf; } formats[] = {
+        {"preserve_format", FC_MF_PRESERVE}, {"contiguous_format", FC_MF_CONTIGUOUS},
+        {"channels_last", FC_MF_CHANNELS_LAST}, {"channels_last_3d", FC_MF_CHANNELS_LAST_3D},
+    };
+    for (size_t k = 0; k < sizeof formats / sizeof formats[0]; k++)
+        if (!set_name(I, m, formats[k].name, v_memfmt(formats[k].mf), false)) return false;
+    static const struct { const char *name; TypeId t; } types[] = {
+        {"Tensor", T_TENSOR}, {"dtype", T_DTYPE}, {"device", T_DEVICE},
+    };
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        Value v = {.tag = V_TYPE, .i = types[k].t};
+        if (!set_name(I, m, types[k].name, v, false)) return false;
+    }
+    return true;
+}
+
+void tensor_fini(Interp *I)
+{
+    if (I->fc) fc_ctx_free(I->fc);
+    I->fc = NULL;
+    free(I->tsigs);
+    I->tsigs = NULL;
+}
+
+/* Parses a device name; false (with the error raised) when it is not one. */
+static bool parse_device(Interp *I, const char *name, FcDevice *d)
+{
+    if (fc_device_parse(name, d)) return true;
+    return err_raise(I, TDL_ERR_RUNTIME,
+                     "Expected one of cpu, cuda device type at start of device string: %s", name);
+}
+
+bool tensor_set_device(Interp *I, const char *name)
+{
+    FcDevice d;
+    FcBackend *be;
+    FcError e;
+    if (!fc_device_parse(name, &d))
+        return err_raise(I, TDL_ERR_DEVICE, "unknown device '%s' (use cpu, cuda or cuda:N)", name);
+    FcStatus st = fc_ctx_backend(I->fc, d, &be, &e);
+    if (st != FC_OK) return tensor_fail(I, st, &e);
+    I->device = d;
+    return true;
+}
+
+/* ---- signatures -------------------------------------------------------------------------- */
+
+static const struct { const char *name; TensorType type; const char *shown; } type_table[] = {
+    {"Tensor", TT_TENSOR, "Tensor"}, {"Scalar", TT_SCALAR, "Number"}, {"int", TT_INT, "int"},
+    {"float", TT_FLOAT, "float"}, {"bool", TT_BOOL, "bool"}, {"str", TT_STR, "str"},
+    {"ScalarType", TT_DTYPE, "dtype"}, {"Device", TT_DEVICE, "device"},
+    {"MemoryFormat", TT_MEMFMT, "memory_format"}, {"object", TT_OBJECT, "object"},
+};
+
+/* How a message names a parameter's type ("tuple of ints", "Tensor", ...). */
+static const char *type_shown(TensorType t)
+{
+    if (t == TT_INTLIST) return "tuple of ints";
+    if (t == TT_TENSORLIST) return "tuple of Tensors";
+    for (size_t k = 0; k < sizeof type_table / sizeof type_table[0]; k++)
+        if (type_table[k].type == t) return type_table[k].shown;
+    return "?";
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ') p++;
+    return p;
+}
+
+/* An identifier at p into buf; returns the end, or NULL if there is none or it is too long. */
+static const char *ident(const char *p, char *buf, size_t n)
+{
+    size_t k = 0;
+    while (isalnum((unsigned char)p[k]) || p[k] == '_') k++;
+    if (k == 0 || k >= n) return NULL;
+    memcpy(buf, p, k);
+    buf[k] = '\0';
+    return p + k;
+}
+
+static bool memfmt_named(const char *s, FcMemoryFormat *mf)
+{
+    static const char *const names[] = {"preserve_format", "contiguous_format", "channels_last", "channels_last_3d"};
+    for (int k = 0; k < 4; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *mf = (FcMemoryFormat)k;
+            return true;
+        }
+    return false;
+}
+
+static const char *parse_default(const char *p, TensorParam *pr)
+{
+    TensorDefault *d = &pr->dflt;
+    char word[32];
+    if (*p == '[') {
+        p = skip_ws(p + 1);
+        if (*p != ']') return NULL;
+        d->kind = TD_EMPTY_LIST;
+        return p + 1;
+    }
+    if (*p == '\'') {
+        const char *q = strchr(p + 1, '\'');
+        if (!q || (size_t)(q - p - 1) >= sizeof d->s) return NULL;
+        memcpy(d->s, p + 1, (size_t)(q - p - 1));
+        d->s[q - p - 1] = '\0';
+        d->kind = TD_STR;
+        return q + 1;
+    }
+    if (*p == '-' || isdigit((unsigned char)*p)) {
+        char *end;
+        d->f = strtod(p, &end);
+        d->i = strtoll(p, NULL, 10);
+        bool isfloat = false;
+        for (const char *q = p; q < end; q++) isfloat |= *q == '.' || *q == 'e';
+        d->kind = isfloat ? TD_FLOAT : TD_INT;
+        return end;
+    }
+    const char *q = ident(p, word, sizeof word);
+    if (!q) return NULL;
+    FcMemoryFormat mf;
+    if (strcmp(word, "None") == 0) d->kind = TD_NONE;
+    else if (strcmp(word, "True") == 0 || strcmp(word, "False") == 0) {
+        d->kind = TD_BOOL;
+        d->i = word[0] == 'T';
+    } else if (memfmt_named(word, &mf)) {
+        d->kind = TD_MEMFMT;
+        d->i = mf;
+    } else {
+        return NULL;
+    }
+    return q;
+}
+
+static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t whylen)
+{
+    memset(s, 0, sizeof *s);
+    s->row = row;
+    s->varargs = s->varkw = -1;
+    const char *p = skip_ws(row->sig);
+    bool kwonly = false;
+#define BAD(msg) do { snprintf(why, whylen, "%s at '%.20s'", msg, p); return false; } while (0)
+    if (*p++ != '(') BAD("expected '('");
+    for (p = skip_ws(p); *p != ')';) {
+        const char *start = p;
+        bool star = false, star2 = false;
+        if (p[0] == '*' && p[1] == '*') {
+            star2 = true;
+            p = skip_ws(p + 2);
+        } else if (p[0] == '*') {
+            p = skip_ws(p + 1);
+            if (*p == ',' || *p == ')') {
+                kwonly = true;
+                goto next;
+            }
+            star = true;
+        }
+        if (s->nparams == TENSOR_MAX_PARAMS) BAD("too many parameters");
+        TensorParam *pr = &s->params[s->nparams];
+        char tname[24];
+        const char *q = ident(p, tname, sizeof tname);
+        if (!q) BAD("expected a type");
+        size_t k = 0;
+        while (k < sizeof type_table / sizeof type_table[0] && strcmp(type_table[k].name, tname) != 0) k++;
+        if (k == sizeof type_table / sizeof type_table[0]) BAD("unknown type");
+        pr->type = type_table[k].type;
+        p = q;
+        if (*p == '[') {
+            while (isdigit((unsigned char)*++p)) {}
+            if (*p++ != ']') BAD("expected ']'");
+            if (pr->type == TT_INT) pr->type = TT_INTLIST;
+            else if (pr->type == TT_TENSOR) pr->type = TT_TENSORLIST;
+            else BAD("only int[] and Tensor[] are lists");
+        }
+        if (*p == '?') {
+            pr->optional = true;
+            p++;
+        }
+        p = skip_ws(p);
+        if (!(q = ident(p, pr->name, sizeof pr->name))) BAD("expected a name");
+        p = skip_ws(q);
+        pr->required = true;
+        if (*p == '=') {
+            if (!(q = parse_default(skip_ws(p + 1), pr))) BAD("bad default");
+            if (pr->dflt.kind == TD_NONE && !pr->optional) BAD("default None for a parameter without '?'");
+            pr->required = false;
+            p = q;
+        }
+        pr->kwonly = kwonly;
+        pr->varargs = star;
+        pr->varkw = star2;
+        if (star || star2) {
+            if (pr->type != TT_TENSOR) BAD("only Tensor varargs are supported");
+            pr->required = false;
+            if (star) s->varargs = s->nparams;
+            else s->varkw = s->nparams;
+            kwonly = true;
+        } else if (!kwonly) {
+            s->npos++;
+        }
+        pr->text = start;
+        pr->textlen = (int)(p - start);
+        while (pr->textlen > 0 && start[pr->textlen - 1] == ' ') pr->textlen--;
+        s->nparams++;
+    next:
+        p = skip_ws(p);
+        if (*p == ',') p = skip_ws(p + 1);
+        else if (*p != ')') BAD("expected ',' or ')'");
+    }
+    p = skip_ws(p + 1);
+    if (*p && strncmp(p, "->", 2) != 0) BAD("expected '->'");
+    if ((row->variants & (TV_METHOD | TV_ATTR)) &&
+        (s->nparams == 0 || strcmp(s->params[0].name, "self") != 0 || s->params[0].type != TT_TENSOR))
+        BAD("a method's first parameter must be Tensor self");
+    if (row->lower != TL_IMPL && (s->nparams == 0 || s->params[0].type != TT_TENSOR))
+        BAD("a generic lowering needs a Tensor first");
+#undef BAD
+    return true;
+}
+
+TensorArg *tensor_arg(const TensorSig *sig, TensorArg *a, const char *name)
+{
+    for (int k = 0; k < sig->nparams; k++)
+        if (strcmp(sig->params[k].name, name) == 0) return &a[k];
+    return NULL;
+}
+
+/* ---- binding arguments ------------------------------------------------------------------- */
+
+typedef enum BindStatus { BIND_OK, BIND_MISMATCH, BIND_ERROR } BindStatus;
+
+typedef struct Call {
+    Value self;                 /* the receiver of a method call, V_UNDEF for a function call */
+    const Value *args;
+    int nargs;
+    const char *const *kwnames;
+    int nkw;
+} Call;
+
+static bool is_number(Value v) { return v.tag == V_BOOL || v.tag == V_INT || v.tag == V_FLOAT; }
+
+/* The wrapped-number tensor of a Python bool, int or float. */
+static bool tensor_from_number(Interp *I, Value v, FcTensor **out)
+{
+    FcScalar s;
+    FcDType dt;
+    if (v.tag == V_BOOL) {
+        dt = FC_BOOL;
+        s.i = v.b;
+    } else if (v.tag == V_INT) {
+        dt = FC_INT64;
+        s.i = v.i;
+    } else {
+        dt = FC_FLOAT64;
+        s.f = v.f;
+    }
+    FcError e;
+    return tensor_check(I, fc_scalar(I->fc, dt, s, true, out, &e), &e);
+}
+
+FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt)
+{
+    FcScalar r;
+    bool from_float = fc_dtype_is_float(sdt);
+    if (fc_dtype_is_float(dt)) r.f = from_float ? s.f : (double)s.i;
+    else if (dt == FC_BOOL) r.i = from_float ? s.f != 0.0 : s.i != 0;
+    else r.i = from_float ? (int64_t)s.f : s.i;
+    if (dt == FC_FLOAT32) r.f = (float)r.f;
+    if (dt == FC_INT32) r.i = (int32_t)r.i;
+    return r;
+}
+
+/* The value of a 0-dim tensor passed where a number is expected (int / Scalar parameters). */
+static bool zero_dim_item(Interp *I, Value v, FcScalar *s, FcDType *dt)
+{
+    FcError e;
+    FcTensor *t = as_tensor(v);
+    if (!tensor_check(I, fc_item(I->fc, t, s, &e), &e)) return false;
+    *dt = fc_dtype_is_float(t->dtype) ? FC_FLOAT64 : t->dtype == FC_BOOL ? FC_BOOL : FC_INT64;
+    return true;
+}
+
+/* The name of parameter k as a message shows it: torch calls a function's self "input". */
+static const char *param_shown(const TensorSig *sig, int k, bool method)
+{
+    return k == 0 && !method && strcmp(sig->params[0].name, "self") == 0 ? "input" : sig->params[k].name;
+}
+
+static void release_args(const TensorSig *sig, TensorArg *a)
+{
+    for (int k = 0; k < sig->nparams; k++) {
+        fc_tensor_release(a[k].t);
+        if (a[k].ts) {
+            for (int j = 0; j < a[k].n; j++) fc_tensor_release(a[k].ts[j]);
+            free(a[k].ts);
+        }
+        free(a[k].names);
+    }
+}
+
+/* One int[] element (an int, or a 0-dim integer tensor when lenient). */
+static BindStatus intlist_item(Interp *I, Value x, bool lenient, int64_t *out, bool *ok)
+{
+    *ok = true;
+    if (x.tag == V_INT) {
+        *out = x.i;
+        return BIND_OK;
+    }
+    if (lenient && x.tag == V_TENSOR && as_tensor(x)->ndim == 0 && fc_dtype_is_int(as_tensor(x)->dtype)) {
+        FcScalar s;
+        FcDType dt;
+        if (!zero_dim_item(I, x, &s, &dt)) return BIND_ERROR;
+        *out = s.i;
+        return BIND_OK;
+    }
+    *ok = false;
+    return BIND_MISMATCH;
+}
+
+/* Converts v for parameter k. pos: its 1-based position as the caller wrote it, 0 by keyword. */
+static BindStatus convert(Interp *I, const TensorSig *sig, int k, bool method, Value v, int pos,
+                          bool lenient, TensorArg *a, char *why, size_t whylen)
+{
+    const TensorParam *p = &sig->params[k];
+    const char *fname = sig->row->name;
+    a->v = v;
+    if (v.tag == V_NONE && p->optional) {
+        a->none = true;
+        return BIND_OK;
+    }
+    switch (p->type) {
+    case TT_TENSOR:
+        if (v.tag == V_TENSOR) {
+            a->t = fc_tensor_retain(as_tensor(v));
+            return BIND_OK;
+        }
+        if (lenient && is_number(v)) return tensor_from_number(I, v, &a->t) ? BIND_OK : BIND_ERROR;
+        break;
+    case TT_SCALAR:
+        if (v.tag == V_BOOL || v.tag == V_INT) {
+            a->s.i = v.tag == V_BOOL ? v.b : v.i;
+            a->sdt = v.tag == V_BOOL ? FC_BOOL : FC_INT64;
+            return BIND_OK;
+        }
+        if (v.tag == V_FLOAT) {
+            a->s.f = v.f;
+            a->sdt = FC_FLOAT64;
+            return BIND_OK;
+        }
+        if (lenient && v.tag == V_TENSOR && as_tensor(v)->ndim == 0)
+            return zero_dim_item(I, v, &a->s, &a->sdt) ? BIND_OK : BIND_ERROR;
+        break;
+    case TT_INT: {
+        bool ok;
+        BindStatus st = intlist_item(I, v, lenient, &a->i, &ok);
+        if (ok) {
+            a->n = 1;       /* an int dim reads like a one-element int[] (reductions) */
+            a->ints[0] = a->i;
+        }
+        if (st != BIND_MISMATCH) return st;
+        break;
+    }
+    case TT_FLOAT:
+        if (v.tag == V_FLOAT || v.tag == V_INT) {
+            a->f = v.tag == V_FLOAT ? v.f : (double)v.i;
+            return BIND_OK;
+        }
+        break;
+    case TT_BOOL:
+        if (v.tag == V_BOOL) {
+            a->b = v.b;
+            return BIND_OK;
+        }
+        break;
+    case TT_STR:
+        if (v.tag == V_STR) {
+            a->str = as_str(v)->data;
+            return BIND_OK;
+        }
+        break;
+    case TT_DTYPE:
+        if (v.tag == V_DTYPE) {
+            a->dtype = (FcDType)v.i;
+            return BIND_OK;
+        }
+        if (v.tag == V_TYPE && (v.i == T_FLOAT || v.i == T_INT || v.i == T_BOOL)) {
+            /* as torch: dtype=float is float64, int is int64 */
+            a->dtype = v.i == T_FLOAT ? FC_FLOAT64 : v.i == T_INT ? FC_INT64 : FC_BOOL;
+            return BIND_OK;
+        }
+        break;
+    case TT_DEVICE:
+        if (v.tag == V_DEVICE) {
+            a->device = device_of(v);
+            return BIND_OK;
+        }
+        if (v.tag == V_STR) return parse_device(I, as_str(v)->data, &a->device) ? BIND_OK : BIND_ERROR;
+        if (v.tag == V_INT && v.i >= 0 && v.i <= INT32_MAX) {
+            a->device.type = FC_DEV_CUDA;
+            a->device.index = (int)v.i;
+            return BIND_OK;
+        }
+        break;
+    case TT_MEMFMT:
+        if (v.tag == V_MEMFMT) {
+            a->mf = (FcMemoryFormat)v.i;
+            return BIND_OK;
+        }
+        break;
+    case TT_OBJECT:
+        return BIND_OK;
+    case TT_INTLIST: {
+        if (v.tag == V_INT) {
+            a->n = 1;
+            a->ints[0] = v.i;
+            return BIND_OK;
+        }
+        if (v.tag != V_TUPLE && v.tag != V_LIST) break;
+        size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+        if (n > FC_MAX_DIMS) {
+            snprintf(why, whylen, "%s(): argument '%s' has %zu elements, more than the %d dims a tensor may have",
+                     fname, param_shown(sig, k, method), n, FC_MAX_DIMS);
+            return BIND_MISMATCH;
+        }
+        for (size_t j = 0; j < n; j++) {
+            bool ok;
+            BindStatus st = intlist_item(I, items[j], lenient, &a->ints[j], &ok);
+            if (st == BIND_ERROR) return st;
+            if (!ok) {
+                snprintf(why, whylen, "%s(): argument '%s' must be tuple of ints, but found element of type %s at pos %zu",
+                         fname, param_shown(sig, k, method), val_type_name(items[j]), j + 1);
+                return BIND_MISMATCH;
+            }
+        }
+        a->n = (int)n;
+        return BIND_OK;
+    }
+    case TT_TENSORLIST: {
+        if (v.tag != V_TUPLE && v.tag != V_LIST) break;
+        size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+        for (size_t j = 0; j < n; j++)
+            if (items[j].tag != V_TENSOR) {
+                snprintf(why, whylen, "%s(): expected Tensor as element %zu in argument '%s', but got %s", fname, j,
+                         param_shown(sig, k, method), val_type_name(items[j]));
+                return BIND_MISMATCH;
+            }
+        a->ts = malloc((n ? n : 1) * sizeof *a->ts);
+        if (!a->ts) return err_nomem(I), BIND_ERROR;
+        for (size_t j = 0; j < n; j++) a->ts[j] = fc_tensor_retain(as_tensor(items[j]));
+        a->n = (int)n;
+        return BIND_OK;
+    }
+    }
+    if (pos > 0)
+        snprintf(why, whylen, "%s(): argument '%s' (position %d) must be %s, not %s", fname,
+                 param_shown(sig, k, method), pos, type_shown(p->type), val_type_name(v));
+    else
+        snprintf(why, whylen, "%s(): argument '%s' must be %s, not %s", fname, param_shown(sig, k, method),
+                 type_shown(p->type), val_type_name(v));
+    return BIND_MISMATCH;
+}
+
+static void apply_default(const TensorParam *p, TensorArg *a)
+{
+    const TensorDefault *d = &p->dflt;
+    a->v = v_undef();
+    switch (d->kind) {
+    case TD_NONE: a->none = true; break;
+    case TD_BOOL: a->b = d->i != 0; break;
+    case TD_INT:
+        a->i = d->i;
+        a->f = (double)d->i;
+        a->s.i = d->i;
+        a->sdt = FC_INT64;
+        if (p->type == TT_INT || p->type == TT_INTLIST) {
+            a->n = 1;
+            a->ints[0] = d->i;
+        }
+        break;
+    case TD_FLOAT:
+        a->f = d->f;
+        a->s.f = d->f;
+        a->sdt = FC_FLOAT64;
+        break;
+    case TD_EMPTY_LIST: a->n = 0; break;
+    case TD_STR: a->str = d->s; break;
+    case TD_MEMFMT: a->mf = (FcMemoryFormat)d->i; break;
+    }
+}
+
+/* Collects the Tensor arguments of a `*` or `**` parameter. */
+static BindStatus collect(Interp *I, const TensorSig *sig, int k, const Value *vals, const char *const *names,
+                          int n, TensorArg *a, char *why, size_t whylen)
+{
+    a->ts = malloc((size_t)(n ? n : 1) * sizeof *a->ts);
+    a->names = names ? malloc((size_t)(n ? n : 1) * sizeof *a->names) : NULL;
+    if (!a->ts || (names && !a->names)) return err_nomem(I), BIND_ERROR;
+    for (int j = 0; j < n; j++) {
+        if (vals[j].tag != V_TENSOR) {
+            snprintf(why, whylen, "%s(): argument '%s' must be Tensor, not %s", sig->row->name,
+                     names ? names[j] : sig->params[k].name, val_type_name(vals[j]));
+            return BIND_MISMATCH;
+        }
+        a->ts[a->n++] = fc_tensor_retain(as_tensor(vals[j]));
+        if (names) a->names[j] = names[j];
+    }
+    return BIND_OK;
+}
+
+/* Binds a call to one signature. On anything but BIND_OK, a holds nothing. */
+static BindStatus bind(Interp *I, const TensorSig *sig, const Call *c, bool lenient, TensorArg *a, char *why,
+                       size_t whylen)
+{
+    const char *fname = sig->row->name;
+    bool method = c->self.tag != V_UNDEF;
+    Value given[TENSOR_MAX_PARAMS];
+    int pos[TENSOR_MAX_PARAMS];
+    memset(a, 0, (size_t)sig->nparams * sizeof *a);
+    for (int k = 0; k < sig->nparams; k++) {
+        given[k] = v_undef();
+        pos[k] = 0;
+    }
+    int p0 = method ? 1 : 0;
+    if (method) given[0] = c->self;
+    int navail = sig->npos - p0;
+    bool spread = navail == 1 && sig->params[p0].type == TT_INTLIST && c->nargs >= 1 && c->args[0].tag == V_INT;
+    int nextra = 0;
+    const Value *extra = NULL;
+    BindStatus st = BIND_OK;
+    if (!spread) {
+        if (c->nargs > navail && sig->varargs < 0) {
+            snprintf(why, whylen, "%s() takes %d positional argument%s but %d %s given", fname, navail,
+                     navail == 1 ? "" : "s", c->nargs, c->nargs == 1 ? "was" : "were");
+            return BIND_MISMATCH;
+        }
+        for (int j = 0; j < c->nargs && j < navail; j++) {
+            given[p0 + j] = c->args[j];
+            pos[p0 + j] = j + 1;
+        }
+        if (c->nargs > navail) {
+            extra = c->args + navail;
+            nextra = c->nargs - navail;
+        }
+    }
+    const char *kwn[MAX_ARGS + 1];
+    Value kwv[MAX_ARGS + 1];
+    int nkwextra = 0;
+    for (int j = 0; j < c->nkw; j++) {
+        const char *name = c->kwnames[j];
+        int k = -1;
+        for (int q = p0; q < sig->nparams && k < 0; q++)
+            if (!sig->params[q].varargs && !sig->params[q].varkw && strcmp(name, param_shown(sig, q, method)) == 0)
+                k = q;
+        if (k < 0) {
+            if (sig->varkw < 0) {
+                snprintf(why, whylen, "%s() got an unexpected keyword argument '%s'", fname, name);
+                return BIND_MISMATCH;
+            }
+            kwn[nkwextra] = name;
+            kwv[nkwextra++] = c->args[c->nargs + j];
+            continue;
+        }
+        if (given[k].tag != V_UNDEF || (spread && k == p0)) {
+            snprintf(why, whylen, "%s() got multiple values for argument '%s'", fname, name);
+            return BIND_MISMATCH;
+        }
+        given[k] = c->args[c->nargs + j];
+    }
+    int missing = 0, nmissing = 0;
+    char names[160] = "";
+    for (int k = 0; k < sig->nparams; k++)
+        nmissing += given[k].tag == V_UNDEF && sig->params[k].required && !(spread && k == p0);
+    for (int k = 0; k < sig->nparams; k++) {
+        if (given[k].tag != V_UNDEF || !sig->params[k].required || (spread && k == p0)) continue;
+        size_t len = strlen(names);
+        missing++;
+        /* Python's wording: 'a', 'a' and 'b', 'a', 'b', and 'c' */
+        const char *sep = missing == 1 ? "" : missing < nmissing ? ", " : nmissing > 2 ? ", and " : " and ";
+        snprintf(names + len, sizeof names - len, "%s'%s'", sep, param_shown(sig, k, method));
+    }
+    if (missing) {
+        snprintf(why, whylen, "%s() missing %d required positional argument%s: %s", fname, missing,
+                 missing == 1 ? "" : "s", names);
+        return BIND_MISMATCH;
+    }
+    for (int k = 0; k < sig->nparams && st == BIND_OK; k++) {
+        const TensorParam *p = &sig->params[k];
+        if (spread && k == p0) {
+            if (c->nargs > FC_MAX_DIMS) {
+                snprintf(why, whylen, "%s(): too many sizes (%d; at most %d dims)", fname, c->nargs, FC_MAX_DIMS);
+                st = BIND_MISMATCH;
+                break;
+            }
+            a[k].v = c->args[0];
+            for (int j = 0; j < c->nargs && st == BIND_OK; j++) {
+                bool ok;
+                st = intlist_item(I, c->args[j], lenient, &a[k].ints[j], &ok);
+                if (st == BIND_MISMATCH)
+                    snprintf(why, whylen, "%s(): argument '%s' must be tuple of ints, but found element of type %s at pos %d",
+                             fname, p->name, val_type_name(c->args[j]), j + 1);
+            }
+            a[k].n = c->nargs;
+        } else if (p->varargs) {
+            st = collect(I, sig, k, extra, NULL, nextra, &a[k], why, whylen);
+        } else if (p->varkw) {
+            st = collect(I, sig, k, kwv, kwn, nkwextra, &a[k], why, whylen);
+        } else if (given[k].tag != V_UNDEF) {
+            st = convert(I, sig, k, method, given[k], method && k == 0 ? 0 : pos[k], lenient, &a[k], why, whylen);
+        } else {
+            apply_default(p, &a[k]);
+        }
+    }
+    if (st != BIND_OK) release_args(sig, a);
+    return st;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_t *mask)
+{
+    *mask = 0;
+    if (!dim || dim->none) return true;
+    for (int k = 0; k < dim->n; k++) {
+        int d;
+        FcError e;
+        if (!tensor_check(I, fc_wrap_dim(dim->ints[k], t->ndim, &d, &e), &e)) return false;
+        if (t->ndim == 0) continue;     /* a 0-dim tensor reduces over nothing */
+        if (*mask & (UINT64_C(1) << d))
+            return err_raise(I, TDL_ERR_RUNTIME, "dim %d appears multiple times in the list of dims", d);
+        *mask |= UINT64_C(1) << d;
+    }
+    return true;
+}
+
+static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const TensorOpRow *r = sig->row;
+    TensorArg *dim = tensor_arg(sig, a, "dim"), *keep = tensor_arg(sig, a, "keepdim"), *dt = tensor_arg(sig, a, "dtype");
+    FcTensor *x = fc_tensor_retain(a[0].t), *res = NULL, *y;
+    FcError e;
+    FcStatus st = FC_OK;
+    uint64_t mask;
+    bool cast = dt && !dt->none;
+    FcDType want = cast ? dt->dtype : (r->op == FC_OP_ANY || r->op == FC_OP_ALL) ? FC_BOOL : x->dtype;
+    if (want != x->dtype) {
+        st = fc_to(I->fc, x, want, x->device, &y, &e);
+        fc_tensor_release(x);
+        x = st == FC_OK ? y : NULL;
+    }
+    bool ok = tensor_check(I, st, &e) && tensor_dim_mask(I, x, dim, &mask);
+    if (ok) ok = tensor_check(I, fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e), &e);
+    if (ok && cast && res->dtype != want) {     /* sum(dtype=int32) stays int32 */
+        ok = tensor_check(I, fc_to(I->fc, res, want, res->device, &y, &e), &e);
+        fc_tensor_release(res);
+        res = ok ? y : NULL;
+    }
+    fc_tensor_release(x);
+    return ok && tensor_value_steal(I, res, out);
+}
+
+static bool run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const TensorOpRow *r = sig->row;
+    FcTensor *res = NULL, *x = NULL, *y = NULL;
+    FcError e;
+    FcStatus st;
+    switch (r->lower) {
+    case TL_UNARY:
+        st = fc_unary(I->fc, r->op, a[0].t, &res, &e);
+        break;
+    case TL_BINARY:
+        st = fc_binary(I->fc, r->op, a[0].t, a[1].t, &res, &e);
+        break;
+    case TL_LOGICAL:
+        st = fc_to(I->fc, a[0].t, FC_BOOL, a[0].t->device, &x, &e);
+        if (st == FC_OK && r->op == FC_OP_NOT) {
+            st = fc_unary(I->fc, r->op, x, &res, &e);
+        } else if (st == FC_OK) {
+            st = fc_to(I->fc, a[1].t, FC_BOOL, a[1].t->device, &y, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, r->op, x, y, &res, &e);
+        }
+        fc_tensor_release(x);
+        fc_tensor_release(y);
+        break;
+    case TL_REDUCE:
+        return run_reduce(I, sig, a, out);
+    case TL_CAST:
+        st = fc_to(I->fc, a[0].t, r->dtype, a[0].t->device, &res, &e);
+        break;
+    case TL_IMPL:
+    default:
+        return r->impl(I, sig, a, out);
+    }
+    return tensor_check(I, st, &e) && tensor_value_steal(I, res, out);
+}
+
+/* "(Tensor self, int dim, bool keepdim=False)" for a message; a method's self is left out. */
+static void sig_text(const TensorSig *sig, bool method, Buf *b)
+{
+    buf_puts(b, "(");
+    bool first = true, kwmark = false;
+    for (int k = method ? 1 : 0; k < sig->nparams; k++) {
+        const TensorParam *p = &sig->params[k];
+        if (!first) buf_puts(b, ", ");
+        if (p->kwonly && !p->varargs && !p->varkw && !kwmark) {
+            buf_puts(b, "*, ");
+            kwmark = true;
+        }
+        buf_put(b, p->text, (size_t)p->textlen);
+        first = false;
+    }
+    buf_puts(b, ")");
+}
+
+/* Runs the call on the first of rows [row, group end) of the wanted variant that binds. */
+static bool dispatch(Interp *I, int row, unsigned variant, const Call *c, Value *out)
+{
+    int end = I->tsigs[row].group_end, nc = 0;
+    int cand[16];
+    for (int r = row; r < end && nc < 16; r++)
+        if (tensor_ops[r].variants & variant) cand[nc++] = r;
+    TensorArg a[TENSOR_MAX_PARAMS];
+    char why[320] = "", tmp[320];
+    bool method = c->self.tag != V_UNDEF;
+    /* With overloads, exact types decide first: max(t, 1) is max.dim and max(t, tensor(1)) is
+     * max.other (a 0-dim tensor is also an int, a Python number also a Tensor, but only when
+     * no overload takes the argument as it is). */
+    for (int pass = nc > 1 ? 0 : 1; pass < 2; pass++) {
+        for (int j = 0; j < nc; j++) {
+            const TensorSig *sig = &I->tsigs[cand[j]];
+            BindStatus st = bind(I, sig, c, pass == 1, a, tmp, sizeof tmp);
+            if (st == BIND_ERROR) return false;
+            if (st == BIND_MISMATCH) {
+                if (!why[0]) memcpy(why, tmp, sizeof why);
+                continue;
+            }
+            bool ok = run_row(I, sig, a, out);
+            release_args(sig, a);
+            return ok;
+        }
+    }
+    const char *name = tensor_ops[row].name;
+    if (nc == 1) return err_raise(I, TDL_ERR_TYPE, "%s", why);
+    /* A keyword that no overload takes is the clearest thing to say. */
+    for (int j = 0; j < c->nkw; j++) {
+        bool known = false;
+        for (int q = 0; q < nc && !known; q++) {
+            const TensorSig *sig = &I->tsigs[cand[q]];
+            known = sig->varkw >= 0;
+            for (int k = method ? 1 : 0; k < sig->nparams && !known; k++)
+                known = strcmp(c->kwnames[j], param_shown(sig, k, method)) == 0;
+        }
+        if (!known)
+            return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", name, c->kwnames[j]);
+    }
+    Buf b = {0};
+    buf_printf(&b, "%s() received an invalid combination of arguments - got (", name);
+    for (int j = 0; j < c->nargs + c->nkw; j++) {
+        if (j) buf_puts(&b, ", ");
+        if (j >= c->nargs) buf_printf(&b, "%s=", c->kwnames[j - c->nargs]);
+        buf_puts(&b, val_type_name(c->args[j]));
+    }
+    buf_puts(&b, "), but expected one of:");
+    for (int j = 0; j < nc; j++) {
+        buf_puts(&b, "\n * ");
+        sig_text(&I->tsigs[cand[j]], method, &b);
+    }
+    bool ok = b.nomem ? err_nomem(I) : err_raise(I, TDL_ERR_TYPE, "%s", b.p);
+    buf_free(&b);
+    return ok;
+}
+
+/* The row behind a builtin def of the table. */
+static int row_of(const BuiltinDef *def)
+{
+    return (int)((const TensorOpRow *)((const char *)def - offsetof(TensorOpRow, def)) - tensor_ops);
+}
+
+bool tensor_dispatch(Interp *I, int row, Value self, const Value *args, int nargs, const char *const *kwnames,
+                     int nkw, Value *out)
+{
+    Call c = {self, args, nargs, kwnames, nkw};
+    return dispatch(I, row, self.tag == V_UNDEF ? TV_FUNCTION : TV_METHOD, &c, out);
+}
+
+static const BuiltinDef *find_row(const char *name, unsigned variant)
+{
+    for (int r = 0; r < tensor_nops; r++)
+        if ((tensor_ops[r].variants & variant) && tensor_ops[r].name[0] == name[0] && strcmp(tensor_ops[r].name, name) == 0)
+            return &tensor_ops[r].def;
+    return NULL;
+}
+
+const BuiltinDef *tensor_method(const char *name) { return find_row(name, TV_METHOD); }
+const BuiltinDef *tensor_function(const char *name) { return find_row(name, TV_FUNCTION); }
+
+/* Calls the function (or, with self, the method) `name` on positional args, as tdl code would. */
+static bool tensor_call_name(Interp *I, const char *name, Value self, const Value *args, int nargs, Value *out)
+{
+    const BuiltinDef *def = find_row(name, self.tag == V_UNDEF ? TV_FUNCTION : TV_METHOD);
+    if (!def) return err_raise(I, TDL_ERR_RUNTIME, "internal error: no tensor operator '%s'", name);
+    return tensor_dispatch(I, row_of(def), self, args, nargs, NULL, 0, out);
+}
+
+/* ---- what the host operations do with tensors --------------------------------------------- */
+
+static const char *const binop_names[OP__COUNT] = {
+    [OP_ADD] = "add", [OP_SUB] = "sub", [OP_MUL] = "mul", [OP_DIV] = "div", [OP_FLOORDIV] = "floor_divide",
+    [OP_MOD] = "remainder", [OP_POW] = "pow", [OP_MATMUL] = "matmul", [OP_BITAND] = "bitwise_and",
+    [OP_BITOR] = "bitwise_or", [OP_BITXOR] = "bitwise_xor", [OP_LSHIFT] = "bitwise_left_shift",
+    [OP_RSHIFT] = "bitwise_right_shift", [OP_LT] = "lt", [OP_LE] = "le", [OP_GT] = "gt", [OP_GE] = "ge",
+    [OP_EQ] = "eq", [OP_NE] = "ne",
+};
+
+bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
+{
+    Value other = a.tag == V_TENSOR ? b : a;
+    const char *name = (unsigned)op < OP__COUNT ? binop_names[op] : NULL;
+    if (!name || (other.tag != V_TENSOR && !is_number(other))) {
+        if (op == OP_EQ || op == OP_NE) {   /* Python's fallback: identity (a tensor is not a str) */
+            *out = v_bool(op == OP_NE);
+            return true;
+        }
+        if (op == OP_LT || op == OP_LE || op == OP_GT || op == OP_GE)
+            return err_raise(I, TDL_ERR_TYPE, "'%s' not supported between instances of '%s' and '%s'",
+                             lang_op_text[op], val_type_name(a), val_type_name(b));
+        return err_raise(I, TDL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'",
+                         op == OP_POW ? "** or pow()" : lang_op_text[op], val_type_name(a), val_type_name(b));
+    }
+    Value args[2] = {a, b};
+    return tensor_call_name(I, name, v_undef(), args, 2, out);
+}
+
+bool tensor_unary(Interp *I, LangOp op, Value a, Value *out)
+{
+    if (op == OP_POS) {         /* +t is t itself, as torch.positive */
+        val_incref(a);
+        *out = a;
+        return true;
+    }
+    return tensor_call_name(I, op == OP_NEG ? "neg" : "bitwise_not", v_undef(), &a, 1, out);
+}
+
+bool tensor_truthy(Interp *I, Value v, bool *out)
+{
+    FcTensor *t = as_tensor(v);
+    int64_t n = fc_tensor_numel(t);
+    if (n != 1)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "Boolean value of Tensor with %s value%s is ambiguous (use where(cond, a, b) to choose per "
+                         "element, or any() / all())",
+                         n == 0 ? "no" : "more than one", n == 0 ? "s" : "");
+    FcScalar s;
+    FcError e;
+    if (!tensor_check(I, fc_item(I->fc, t, &s, &e), &e)) return false;
+    *out = fc_dtype_is_float(t->dtype) ? s.f != 0.0 : s.i != 0;
+    return true;
+}
+
+bool tensor_len(Interp *I, Value v, int64_t *out)
+{
+    FcTensor *t = as_tensor(v);
+    if (t->ndim == 0) return err_raise(I, TDL_ERR_TYPE, "len() of a 0-d tensor");
+    *out = t->shape[0];
+    return true;
+}
+
+bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
+{
+    FcTensor *t = as_tensor(v), *r;
+    FcError e;
+    if (idx.tag != V_INT)
+        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED,
+                         "tensor indexing with %s is not supported yet (only t[i] with an int i)", val_type_name(idx));
+    if (t->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX,
+                         "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number");
+    int64_t i = idx.i, n = t->shape[0];
+    if (i < -n || i >= n)
+        return err_raise(I, TDL_ERR_INDEX, "index %lld is out of bounds for dimension 0 with size %lld",
+                         (long long)i, (long long)n);
+    if (i < 0) i += n;
+    if (!tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
+    FcStatus st = fc_as_strided(I->fc, t, t->ndim - 1, t->shape + 1, t->strides + 1, t->offset + i * t->strides[0], &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool tensor_contains(Interp *I, Value v, Value item, bool *out)
+{
+    if (item.tag != V_TENSOR && !is_number(item))
+        return err_raise(I, TDL_ERR_RUNTIME, "Tensor.__contains__ only supports Tensor or scalar, but you passed in a %s",
+                         val_type_name(item));
+    Value args[2] = {v, item}, eq, any;
+    if (!tensor_call_name(I, "eq", v_undef(), args, 2, &eq)) return false;
+    bool ok = tensor_call_name(I, "any", v_undef(), &eq, 1, &any);
+    val_decref(I, eq);
+    if (!ok) return false;
+    ok = tensor_truthy(I, any, out);
+    val_decref(I, any);
+    return ok;
+}
+
+bool tensor_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found)
+{
+    *found = false;
+    if (obj.tag == V_DEVICE) {
+        FcDevice d = device_of(obj);
+        if (strcmp(name, "type") == 0) {
+            *found = true;
+            return str_from_cstr(I, d.type == FC_DEV_CPU ? "cpu" : "cuda", out);
+        }
+        if (strcmp(name, "index") == 0) {
+            *found = true;
+            *out = d.type == FC_DEV_CPU ? v_none() : v_int(d.index);
+        }
+        return true;
+    }
+    const BuiltinDef *def = find_row(name, TV_ATTR);
+    if (!def) return true;
+    *found = true;
+    Call c = {obj, NULL, 0, NULL, 0};
+    return dispatch(I, row_of(def), TV_ATTR, &c, out);
+}
+
+bool tensor_to_number(Interp *I, Value v, TypeId want, Value *out)
+{
+    FcTensor *t = as_tensor(v);
+    FcScalar s;
+    FcError e;
+    if (fc_tensor_numel(t) != 1)
+        return err_raise(I, TDL_ERR_VALUE, "only one element tensors can be converted to Python scalars");
+    if (!tensor_check(I, fc_item(I->fc, t, &s, &e), &e)) return false;
+    bool isf = fc_dtype_is_float(t->dtype);
+    if (want == T_FLOAT) {
+        *out = v_float(isf ? s.f : (double)s.i);
+        return true;
+    }
+    if (!isf) {
+        *out = v_int(s.i);
+        return true;
+    }
+    if (isnan(s.f)) return err_raise(I, TDL_ERR_VALUE, "cannot convert float NaN to integer");
+    if (isinf(s.f)) return err_raise(I, TDL_ERR_OVERFLOW, "cannot convert float infinity to integer");
+    double tr = trunc(s.f);
+    if (!(tr >= -9223372036854775808.0 && tr < 9223372036854775808.0))
+        return err_raise(I, TDL_ERR_OVERFLOW, "int too large to convert (tdl ints are 64-bit)");
+    *out = v_int((int64_t)tr);
+    return true;
+}
+
+bool tensor_device_new(Interp *I, const Value *args, int nargs, int nkw, Value *out)
+{
+    FcDevice d;
+    if (nkw) return err_raise(I, TDL_ERR_TYPE, "device() takes no keyword arguments");
+    if (nargs == 1 && args[0].tag == V_DEVICE) {
+        *out = args[0];
+        return true;
+    }
+    if (nargs < 1 || nargs > 2 || args[0].tag != V_STR || (nargs == 2 && args[1].tag != V_INT))
+        return err_raise(I, TDL_ERR_TYPE, "device() takes a name (\"cpu\", \"cuda:1\") or a type and an index");
+    if (!parse_device(I, as_str(args[0])->data, &d)) return false;
+    if (nargs == 2) {
+        if (d.type == FC_DEV_CPU && args[1].i != 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "CPU device index must be -1 or zero, got %lld", (long long)args[1].i);
+        if (args[1].i < 0 || args[1].i > INT32_MAX)
+            return err_raise(I, TDL_ERR_RUNTIME, "Device index must not be negative");
+        d.index = (int)args[1].i;
+    }
+    *out = v_device(d);
+    return true;
+}
+
+bool tensor_repr(Interp *I, Value v, Buf *b)
+{
+    FcTensor *t = as_tensor(v), *host = fc_tensor_retain(t);
+    FcError e;
+    FcView view;
+    char *text = NULL, dev[24];
+    FcStatus st = FC_OK;
+    if (t->device.type != FC_DEV_CPU) {
+        fc_tensor_release(host);
+        st = fc_to(I->fc, t, t->dtype, fc_cpu(), &host, &e);
+    }
+    if (st == FC_OK) st = fc_host_view(I->fc, host, &view, &e);
+    if (st == FC_OK)
+        st = fc_format_tensor(&view, t->device.type == FC_DEV_CPU ? NULL : fc_device_name(t->device, dev), &text, &e);
+    fc_tensor_release(host);
+    if (st != FC_OK) return tensor_fail(I, st, &e);
+    buf_puts(b, text);
+    free(text);
+    return b->nomem ? err_nomem(I) : true;
+}

@@ -1,0 +1,135 @@
+/* tensor.h — what tensor.c (signatures, argument binding, dispatch) and tensor_ops.c (the operator
+ * table and the operators that are not generic lowerings) share. Private to those two files; the
+ * rest of the interpreter sees tensors through interp.h.
+ *
+ * An operator is one row of tensor_ops.def:
+ *
+ *     OP(name, overload, "(signature) -> result", variants, lowering)
+ *
+ * after PyTorch's native_functions.yaml. Rows with the same name are overloads, tried in order
+ * (exact types first, then with Python scalars accepted where a Tensor is expected). The signature
+ * grammar (parsed once, at tdl_open):
+ *
+ *     signature := "(" [param {"," param}] ")" ["->" result]
+ *     param     := "*"                              the parameters after it are keyword-only
+ *                | type name ["=" default]
+ *                | "*" type name                    extra positional arguments (savez)
+ *                | "**" type name                   extra keyword arguments (savez)
+ *     type      := ("Tensor" | "Scalar" | "int" | "float" | "bool" | "str" | "ScalarType"
+ *                  | "Device" | "MemoryFormat" | "object") ["[" [digits] "]"] ["?"]
+ *     default   := None | True | False | number | "[]" | 'text' | a memory format's name
+ *
+ * `T[]` is a list or tuple of T (int[] also takes one int, and a method or function whose only
+ * positional parameter is an int[] takes the ints as separate arguments: x.reshape(2, 3));
+ * `?` also accepts None. A parameter without a default is required. The first parameter of a
+ * method is `Tensor self`. A Python scalar passed for a Tensor becomes a wrapped number (a 0-dim
+ * tensor that promotes like a scalar), as in PyTorch. The result after "->" is documentation.
+ */
+#ifndef TDL_TENSOR_H
+#define TDL_TENSOR_H
+
+#include "interp.h"
+
+typedef enum TensorType {
+    TT_TENSOR, TT_SCALAR, TT_INT, TT_FLOAT, TT_BOOL, TT_STR, TT_DTYPE, TT_DEVICE, TT_MEMFMT,
+    TT_OBJECT,
+    TT_INTLIST, TT_TENSORLIST,          /* int[], Tensor[] */
+} TensorType;
+
+enum { TV_FUNCTION = 1, TV_METHOD = 2, TV_ATTR = 4 };
+
+/* How a row runs: a generic lowering onto one fcdim call, or its own C function. */
+typedef enum TensorLowering {
+    TL_UNARY,       /* fc_unary(op, self) */
+    TL_BINARY,      /* fc_binary(op, self, other) */
+    TL_LOGICAL,     /* the operands as bool, then NOT / AND / OR / XOR */
+    TL_REDUCE,      /* fc_reduce(op, self, dim, keepdim), after casting to dtype= when given */
+    TL_CAST,        /* to dtype (the tensor itself when it has it) */
+    TL_IMPL,        /* impl(I, sig, args, out) */
+} TensorLowering;
+
+typedef struct TensorSig TensorSig;
+typedef struct TensorArg TensorArg;
+typedef bool (*TensorImpl)(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+
+typedef struct TensorOpRow {
+    const char *name, *overload, *sig;
+    unsigned variants;          /* TV_* */
+    TensorLowering lower;
+    FcOp op;                    /* UNARY, BINARY, LOGICAL, REDUCE */
+    FcDType dtype;              /* CAST */
+    TensorImpl impl;            /* IMPL */
+    BuiltinDef def;             /* how the interpreter calls it (checks nothing: binding does) */
+} TensorOpRow;
+
+extern const TensorOpRow tensor_ops[];
+extern const int tensor_nops;
+
+/* A default value from a signature. */
+typedef struct TensorDefault {
+    enum { TD_NONE, TD_BOOL, TD_INT, TD_FLOAT, TD_EMPTY_LIST, TD_STR, TD_MEMFMT } kind;
+    int64_t i;
+    double f;
+    char s[16];
+} TensorDefault;
+
+typedef struct TensorParam {
+    char name[24];
+    TensorType type;
+    bool optional;              /* `?`: None accepted */
+    bool kwonly;
+    bool required;              /* no default */
+    bool varargs, varkw;        /* `*T name`, `**T name` */
+    TensorDefault dflt;
+    const char *text;           /* this parameter in the signature text, for messages */
+    int textlen;
+} TensorParam;
+
+#define TENSOR_MAX_PARAMS 8
+
+struct TensorSig {
+    const TensorOpRow *row;
+    int nparams;
+    TensorParam params[TENSOR_MAX_PARAMS];
+    int npos;                   /* parameters that may be given by position (self included) */
+    int varargs, varkw;         /* index of the `*` / `**` parameter, or -1 */
+    int group_end;              /* index after the last row with this row's name */
+};
+
+/* A bound argument, converted to C. Everything is zero/false when the argument is None or left
+ * out with a None default (none set). References (t, ts) are released by the dispatcher. */
+struct TensorArg {
+    bool none;
+    Value v;                    /* the value passed (borrowed); V_UNDEF for a default */
+    FcTensor *t;                /* Tensor */
+    FcScalar s;                 /* Scalar; sdt says which member: FC_BOOL/FC_INT64 -> i, FC_FLOAT64 -> f */
+    FcDType sdt;
+    int64_t i;                  /* int */
+    double f;                   /* float */
+    bool b;                     /* bool */
+    const char *str;            /* str (borrowed from v) */
+    FcDType dtype;              /* ScalarType */
+    FcDevice device;            /* Device */
+    FcMemoryFormat mf;          /* MemoryFormat */
+    int n;                      /* int[] and Tensor[]: how many */
+    int64_t ints[FC_MAX_DIMS];
+    FcTensor **ts;              /* Tensor[] (malloc'd array of references) */
+    const char **names;         /* `**` parameter: the keyword of each ts[k] (borrowed) */
+};
+
+/* What the BuiltinDef of row `row` calls (a trampoline per row, generated in tensor_ops.c): binds
+ * the call to the first overload of that name that fits, and runs it. */
+bool tensor_dispatch(Interp *I, int row, Value self, const Value *args, int nargs, const char *const *kwnames,
+                     int nkw, Value *out);
+
+/* The argument named `name`, or NULL when the signature has no such parameter. */
+TensorArg *tensor_arg(const TensorSig *sig, TensorArg *a, const char *name);
+
+/* Helpers shared by the lowerings. */
+bool tensor_check(Interp *I, FcStatus st, const FcError *e);             /* st == FC_OK, else raises */
+/* A dim argument (int, int[] or None) as fcdim's dim mask over t's dims (0: all). */
+bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_t *mask);
+/* Scalar value s (of kind sdt) converted to dtype dt. */
+FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt);
+
+#endif

@@ -1,0 +1,922 @@
+/* tensor_ops.c — the operator table (tensor_ops.def made into rows, builtin defs and one dispatch
+ * trampoline per row) and the IMPL functions: the operators that are not one generic fcdim call
+ * (creation from nested lists, casts and devices, reductions with extra results, shapes and
+ * views, host values, NumPy files).
+ *
+ * Every impl gets its arguments already bound and converted (TensorArg, in signature order; by
+ * name with ARG("dim") when a function serves several rows) and returns a new reference in *out.
+ * Depends on interp.h, tensor.h and fcdim.h; PyTorch 1.13 is the specification of each operator,
+ * fcdim does the tensor work.
+ */
+#include "tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IMPL_FN(fn) static bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+#define ARG(name) tensor_arg(sig, a, name)
+
+#define TUPLEV(t) v_obj(V_TUPLE, &(t)->h)
+#define LISTV(l) v_obj(V_LIST, &(l)->h)
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static FcDType dtype_or(const TensorArg *d, FcDType dflt) { return d && !d->none ? d->dtype : dflt; }
+static FcDevice device_or(const TensorArg *d, FcDevice dflt) { return d && !d->none ? d->device : dflt; }
+static double scalar_f(const TensorArg *s) { return s->sdt == FC_FLOAT64 ? s->s.f : (double)s->s.i; }
+
+/* Wraps t moved to device dev (t itself when it is there); steals t. */
+static bool wrap_on(Interp *I, FcTensor *t, FcDevice dev, Value *out)
+{
+    FcTensor *r;
+    FcError e;
+    if (fc_device_eq(t->device, dev)) return tensor_value_steal(I, t, out);
+    FcStatus st = fc_to(I->fc, t, t->dtype, dev, &r, &e);
+    fc_tensor_release(t);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* A result of one fcdim call: wraps *r on success. */
+static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
+{
+    return tensor_check(I, st, e) && tensor_value_steal(I, r, out);
+}
+
+static bool check_sizes(Interp *I, int n, const int64_t *size)
+{
+    for (int k = 0; k < n; k++) {
+        if (size[k] >= 0) continue;
+        Buf b = {0};
+        for (int j = 0; j < n; j++) buf_printf(&b, "%s%lld", j ? ", " : "", (long long)size[j]);
+        bool ok = b.nomem ? err_nomem(I)
+                          : err_raise(I, TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: [%s]",
+                                      (long long)size[k], b.p);
+        buf_free(&b);
+        return ok;
+    }
+    return true;
+}
+
+/* A tensor of shape size (or like), equal to v (of kind vdt) everywhere. */
+static bool make_full(Interp *I, int n, const int64_t *size, FcScalar v, FcDType vdt, FcDType dt, FcDevice dev,
+                      Value *out)
+{
+    FcTensor *t;
+    FcError e;
+    if (!check_sizes(I, n, size)) return false;
+    if (!tensor_check(I, fc_full(I->fc, dt, n, size, tensor_scalar_as(v, vdt, dt), &t, &e), &e)) return false;
+    return wrap_on(I, t, dev, out);
+}
+
+static FcScalar int_scalar(int64_t i)
+{
+    FcScalar s;
+    s.i = i;
+    return s;
+}
+
+/* PyTorch's operand kind of t for type promotion. */
+static FcOperand operand_of(const FcTensor *t)
+{
+    FcOperand o;
+    o.kind = t->wrapped_number ? FC_OPERAND_SCALAR : t->ndim == 0 ? FC_OPERAND_ZERO_DIM : FC_OPERAND_TENSOR;
+    o.dtype = t->dtype;
+    return o;
+}
+
+/* ---- creation ------------------------------------------------------------------------------ */
+
+/* tensor(data): nested lists and tuples of bools, ints, floats and one-element tensors. */
+typedef struct Nested {
+    int ndim;
+    int64_t shape[FC_MAX_DIMS];
+    int dtype;                  /* inferred so far; -1 before the first element */
+    FcDType want;               /* when storing */
+    char *dst;
+    int64_t k;                  /* elements stored */
+} Nested;
+
+static bool seq_of(Value v, const Value **items, size_t *n)
+{
+    if (v.tag == V_LIST) {
+        *items = as_list(v)->items;
+        *n = as_list(v)->n;
+        return true;
+    }
+    if (v.tag == V_TUPLE) {
+        *items = as_tuple(v)->items;
+        *n = as_tuple(v)->n;
+        return true;
+    }
+    return false;
+}
+
+static void store_elem(char *p, FcDType dt, FcScalar s, FcDType sdt)
+{
+    FcScalar c = tensor_scalar_as(s, sdt, dt);
+    switch (dt) {
+    case FC_BOOL: *(uint8_t *)p = c.i != 0; break;
+    case FC_INT32: *(int32_t *)p = (int32_t)c.i; break;
+    case FC_INT64: *(int64_t *)p = c.i; break;
+    case FC_FLOAT32: *(float *)p = (float)c.f; break;
+    default: *(double *)p = c.f; break;
+    }
+}
+
+/* Walks data: with n->dst NULL checks the shape and infers the dtype, else stores elements. */
+static bool nested_walk(Interp *I, Value v, int dim, Nested *n)
+{
+    const Value *items;
+    size_t len;
+    if (dim < n->ndim) {
+        if (!seq_of(v, &items, &len)) return err_raise(I, TDL_ERR_TYPE, "not a sequence");
+        if ((int64_t)len != n->shape[dim])
+            return err_raise(I, TDL_ERR_VALUE, "expected sequence of length %lld at dim %d (got %zu)",
+                             (long long)n->shape[dim], dim, len);
+        for (size_t j = 0; j < len; j++)
+            if (!nested_walk(I, items[j], dim + 1, n)) return false;
+        return true;
+    }
+    FcScalar s;
+    FcDType sdt;
+    switch (v.tag) {
+    case V_BOOL: s.i = v.b; sdt = FC_BOOL; break;
+    case V_INT: s.i = v.i; sdt = FC_INT64; break;
+    case V_FLOAT: s.f = v.f; sdt = FC_FLOAT64; break;
+    case V_TENSOR: {
+        FcTensor *t = as_tensor(v);
+        FcError e;
+        if (fc_tensor_numel(t) != 1)
+            return err_raise(I, TDL_ERR_VALUE, "only one element tensors can be converted to Python scalars");
+        sdt = t->dtype;
+        if (n->dst && !tensor_check(I, fc_item(I->fc, t, &s, &e), &e)) return false;
+        break;
+    }
+    case V_LIST: case V_TUPLE:
+        /* a sequence where a number belongs: torch infers the dtype first, then fails storing */
+        if (!n->dst) return true;
+        if (!fc_dtype_is_float(n->want))
+            return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", val_type_name(v));
+        return err_raise(I, TDL_ERR_TYPE, "must be real number, not %s", val_type_name(v));
+    default:
+        return err_raise(I, TDL_ERR_RUNTIME, "Could not infer dtype of %s", val_type_name(v));
+    }
+    if (!n->dst) {
+        /* A Python float is the default dtype; the five dtypes promote as a chain. */
+        int t = v.tag == V_FLOAT ? FC_FLOAT32 : (int)sdt;
+        if (t > n->dtype) n->dtype = t;
+        return true;
+    }
+    store_elem(n->dst + n->k++ * (int64_t)fc_dtype_size(n->want), n->want, s, sdt);
+    return true;
+}
+
+IMPL_FN(tensor)
+{
+    Value data = a[0].v;
+    FcDevice dev = device_or(ARG("device"), I->device);
+    FcTensor *t, *r;
+    FcError e;
+    if (data.tag == V_TENSOR) {     /* a copy, as torch.tensor(t) */
+        t = as_tensor(data);
+        if (!tensor_check(I, fc_clone(I->fc, t, FC_MF_CONTIGUOUS, &r, &e), &e)) return false;
+        t = r;
+        FcStatus st = fc_to(I->fc, t, dtype_or(ARG("dtype"), t->dtype), dev, &r, &e);
+        fc_tensor_release(t);
+        return result(I, st, &e, r, out);
+    }
+    Nested n = {.ndim = 0, .dtype = -1};
+    for (Value v = data;;) {
+        const Value *items;
+        size_t len;
+        if (!seq_of(v, &items, &len)) break;
+        if (n.ndim == FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dimensions (at most %d)", FC_MAX_DIMS);
+        n.shape[n.ndim++] = (int64_t)len;
+        if (len == 0) break;
+        v = items[0];
+    }
+    if (!nested_walk(I, data, 0, &n)) return false;
+    n.want = dtype_or(ARG("dtype"), n.dtype < 0 ? FC_FLOAT32 : (FcDType)n.dtype);
+    FcView view = {.dtype = n.want, .ndim = n.ndim, .offset = 0};
+    memcpy(view.shape, n.shape, sizeof n.shape);
+    fc_contiguous_strides(n.ndim, n.shape, view.strides);
+    int64_t count = fc_view_numel(&view);
+    n.dst = malloc((size_t)(count ? count : 1) * fc_dtype_size(n.want));
+    if (!n.dst) return err_nomem(I);
+    bool ok = nested_walk(I, data, 0, &n);
+    view.data = n.dst;
+    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &view, dev, &t, &e), &e);
+    free(n.dst);
+    return ok && tensor_value_steal(I, t, out);
+}
+
+IMPL_FN(zeros)
+{
+    return make_full(I, a[0].n, a[0].ints, int_scalar(0), FC_INT64, dtype_or(ARG("dtype"), FC_FLOAT32),
+                     device_or(ARG("device"), I->device), out);
+}
+
+IMPL_FN(ones)
+{
+    return make_full(I, a[0].n, a[0].ints, int_scalar(1), FC_INT64, dtype_or(ARG("dtype"), FC_FLOAT32),
+                     device_or(ARG("device"), I->device), out);
+}
+
+IMPL_FN(full)
+{
+    /* The dtype follows the fill value, as torch 1.13: bool, int64, or the default float. */
+    FcDType dflt = a[1].sdt == FC_FLOAT64 ? FC_FLOAT32 : a[1].sdt;
+    return make_full(I, a[0].n, a[0].ints, a[1].s, a[1].sdt, dtype_or(ARG("dtype"), dflt),
+                     device_or(ARG("device"), I->device), out);
+}
+
+IMPL_FN(empty)
+{
+    FcTensor *t;
+    FcError e;
+    if (!check_sizes(I, a[0].n, a[0].ints)) return false;
+    FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), FC_FLOAT32), device_or(ARG("device"), I->device), a[0].n,
+                           a[0].ints, NULL, &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+IMPL_FN(arange)
+{
+    TensorArg *start = ARG("start"), *end = ARG("end"), *step = ARG("step");
+    bool ints = end->sdt != FC_FLOAT64 && (!start || start->sdt != FC_FLOAT64) && (!step || step->sdt != FC_FLOAT64);
+    FcTensor *t;
+    FcError e;
+    FcStatus st = fc_arange(I->fc, start ? scalar_f(start) : 0.0, scalar_f(end), step ? scalar_f(step) : 1.0,
+                            dtype_or(ARG("dtype"), ints ? FC_INT64 : FC_FLOAT32), device_or(ARG("device"), I->device),
+                            &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+IMPL_FN(linspace)
+{
+    FcTensor *t;
+    FcError e;
+    if (a[2].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "number of steps must be non-negative");
+    FcStatus st = fc_linspace(I->fc, scalar_f(&a[0]), scalar_f(&a[1]), a[2].i, dtype_or(ARG("dtype"), FC_FLOAT32),
+                              device_or(ARG("device"), I->device), &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+IMPL_FN(eye)
+{
+    FcTensor *t;
+    FcError e;
+    int64_t m = a[1].none ? a[0].i : a[1].i;
+    if (a[0].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "n must be greater or equal to 0, got %lld", (long long)a[0].i);
+    if (m < 0) return err_raise(I, TDL_ERR_RUNTIME, "m must be greater or equal to 0, got %lld", (long long)m);
+    FcStatus st = fc_eye(I->fc, a[0].i, m, dtype_or(ARG("dtype"), FC_FLOAT32), device_or(ARG("device"), I->device),
+                         &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+/* rand / randn and their _like forms: shape from size or from self. */
+static bool random_tensor(Interp *I, const TensorSig *sig, TensorArg *a, bool normal, Value *out)
+{
+    TensorArg *size = ARG("size"), *self = ARG("self"), *seed = ARG("seed");
+    int n = size ? size->n : self->t->ndim;
+    const int64_t *shape = size ? size->ints : self->t->shape;
+    FcDType dt = dtype_or(ARG("dtype"), self ? self->t->dtype : FC_FLOAT32);
+    FcDevice dev = device_or(ARG("device"), self ? self->t->device : I->device);
+    int64_t s = seed->none ? -1 : seed->i;
+    FcTensor *t;
+    FcError e;
+    if (!seed->none && s < 0) return err_raise(I, TDL_ERR_VALUE, "seed must be non-negative, got %lld", (long long)s);
+    if (!check_sizes(I, n, shape)) return false;
+    FcStatus st = normal ? fc_randn(I->fc, dt, n, shape, s, dev, &t, &e) : fc_rand(I->fc, dt, n, shape, s, dev, &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+IMPL_FN(rand) { return random_tensor(I, sig, a, false, out); }
+IMPL_FN(randn) { return random_tensor(I, sig, a, true, out); }
+IMPL_FN(rand_like) { return random_tensor(I, sig, a, false, out); }
+IMPL_FN(randn_like) { return random_tensor(I, sig, a, true, out); }
+
+IMPL_FN(manual_seed)
+{
+    I->fc->seed = (uint64_t)a[0].i;
+    I->fc->rng_offset = 0;
+    *out = v_none();
+    return true;
+}
+
+static bool full_like(Interp *I, const TensorSig *sig, TensorArg *a, FcScalar v, FcDType vdt, Value *out)
+{
+    FcTensor *self = a[0].t;
+    return make_full(I, self->ndim, self->shape, v, vdt, dtype_or(ARG("dtype"), self->dtype),
+                     device_or(ARG("device"), self->device), out);
+}
+
+IMPL_FN(zeros_like) { return full_like(I, sig, a, int_scalar(0), FC_INT64, out); }
+IMPL_FN(ones_like) { return full_like(I, sig, a, int_scalar(1), FC_INT64, out); }
+IMPL_FN(full_like) { return full_like(I, sig, a, a[1].s, a[1].sdt, out); }
+
+IMPL_FN(empty_like)
+{
+    FcTensor *self = a[0].t, *t;
+    FcError e;
+    FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), self->dtype), device_or(ARG("device"), self->device),
+                           self->ndim, self->shape, NULL, &t, &e);
+    return result(I, st, &e, t, out);
+}
+
+/* ---- pointwise ----------------------------------------------------------------------------- */
+
+/* add / sub: self op other * alpha. */
+static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
+{
+    FcTensor *other = fc_tensor_retain(a[1].t), *alpha, *r;
+    FcError e;
+    FcStatus st = FC_OK;
+    if (a[2].sdt != FC_INT64 || a[2].s.i != 1) {
+        st = fc_scalar(I->fc, a[2].sdt, a[2].s, true, &alpha, &e);
+        if (st == FC_OK) {
+            st = fc_binary(I->fc, FC_OP_MUL, other, alpha, &r, &e);
+            fc_tensor_release(alpha);
+            fc_tensor_release(other);
+            other = st == FC_OK ? r : NULL;
+        }
+    }
+    if (st == FC_OK) st = fc_binary(I->fc, op, a[0].t, other, &r, &e);
+    fc_tensor_release(other);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(add) { return add_sub(I, a, FC_OP_ADD, out); }
+IMPL_FN(sub) { return add_sub(I, a, FC_OP_SUB, out); }
+
+IMPL_FN(div)
+{
+    const char *mode = a[2].none ? NULL : a[2].str;
+    FcTensor *x = a[0].t, *y = a[1].t, *m = NULL, *d = NULL, *r = NULL;
+    FcError e;
+    FcStatus st;
+    if (!mode) {
+        st = fc_binary(I->fc, FC_OP_DIV, x, y, &r, &e);
+    } else if (strcmp(mode, "floor") == 0) {
+        st = fc_binary(I->fc, FC_OP_FLOORDIV, x, y, &r, &e);
+    } else if (strcmp(mode, "trunc") == 0) {
+        FcOperand ops[2] = {operand_of(x), operand_of(y)};
+        if (fc_dtype_is_float(fc_result_type(ops, 2))) {
+            st = fc_binary(I->fc, FC_OP_DIV, x, y, &d, &e);
+            if (st == FC_OK) st = fc_unary(I->fc, FC_OP_TRUNC, d, &r, &e);
+        } else {
+            /* exact for integers: (x - fmod(x, y)) is a multiple of y */
+            st = fc_binary(I->fc, FC_OP_FMOD, x, y, &m, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_FLOORDIV, d, y, &r, &e);
+        }
+    } else {
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", mode);
+    }
+    fc_tensor_release(m);
+    fc_tensor_release(d);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(where)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_where(I->fc, a[0].t, a[1].t, a[2].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(clamp)
+{
+    FcTensor *r;
+    FcError e;
+    if (a[1].none && a[2].none)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: At least one of 'min' or 'max' must not be None", sig->row->name);
+    FcStatus st = fc_clamp(I->fc, a[0].t, a[1].t, a[2].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(matmul)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_matmul(I->fc, a[0].t, a[1].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* ---- dtype and device ---------------------------------------------------------------------- */
+
+/* to(device, dtype) / to(dtype) / to(other) / type(dtype): the tensor itself when nothing changes
+ * (unless copy=True); memory_format= lays the result out in that format. */
+IMPL_FN(to)
+{
+    FcTensor *self = a[0].t, *r, *c;
+    TensorArg *dv = ARG("device"), *dt = ARG("dtype"), *other = ARG("other"), *copy = ARG("copy"),
+              *mf = ARG("memory_format");
+    FcDType want = other ? other->t->dtype : self->dtype;
+    FcDevice dev = other ? other->t->device : self->device;
+    FcError e;
+    want = dtype_or(dt, want);
+    dev = device_or(dv, dev);
+    if (!tensor_check(I, fc_to(I->fc, self, want, dev, &r, &e), &e)) return false;
+    FcStatus st = FC_OK;
+    if (copy && copy->b && r == self) {
+        st = fc_clone(I->fc, r, mf && !mf->none ? mf->mf : FC_MF_PRESERVE, &c, &e);
+        fc_tensor_release(r);
+        r = st == FC_OK ? c : NULL;
+    } else if (mf && !mf->none && mf->mf != FC_MF_PRESERVE) {
+        st = fc_contiguous(I->fc, r, mf->mf, &c, &e);
+        fc_tensor_release(r);
+        r = st == FC_OK ? c : NULL;
+    }
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(cpu)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_to(I->fc, a[0].t, a[0].t->dtype, fc_cpu(), &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(cuda)
+{
+    FcDevice dev = {FC_DEV_CUDA, 0};
+    FcTensor *r;
+    FcError e;
+    if (!a[1].none) {
+        dev = a[1].device;
+        if (dev.type != FC_DEV_CUDA) return err_raise(I, TDL_ERR_RUNTIME, "Invalid device, must be cuda device");
+    }
+    FcStatus st = fc_to(I->fc, a[0].t, a[0].t->dtype, dev, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* ---- reductions ---------------------------------------------------------------------------- */
+
+/* The input of a reduction with dtype= (cast first, as torch), as a new reference. */
+static bool reduce_input(Interp *I, const TensorSig *sig, TensorArg *a, FcTensor **x)
+{
+    TensorArg *dt = ARG("dtype");
+    FcError e;
+    if (!dt || dt->none) {
+        *x = fc_tensor_retain(a[0].t);
+        return true;
+    }
+    return tensor_check(I, fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, x, &e), &e);
+}
+
+IMPL_FN(mean)
+{
+    FcTensor *x, *r = NULL;
+    FcError e;
+    uint64_t mask;
+    if (!reduce_input(I, sig, a, &x)) return false;
+    bool ok = tensor_dim_mask(I, x, &a[1], &mask) &&
+              tensor_check(I, fc_mean(I->fc, x, mask, a[2].b, &r, &e), &e);
+    fc_tensor_release(x);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+IMPL_FN(logsumexp)
+{
+    FcTensor *r;
+    FcError e;
+    uint64_t mask;
+    if (!tensor_dim_mask(I, a[0].t, &a[1], &mask)) return false;
+    FcStatus st = fc_logsumexp(I->fc, a[0].t, mask, a[2].b, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+static bool softmax(Interp *I, const TensorSig *sig, TensorArg *a, bool log, Value *out)
+{
+    FcTensor *x, *r;
+    FcError e;
+    if (!reduce_input(I, sig, a, &x)) return false;
+    FcStatus st = fc_softmax(I->fc, x, a[1].i, log, &r, &e);
+    fc_tensor_release(x);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(softmax) { return softmax(I, sig, a, false, out); }
+IMPL_FN(log_softmax) { return softmax(I, sig, a, true, out); }
+
+/* max(dim) / min(dim): the tuple (values, indices). */
+static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
+{
+    FcTensor *values, *indices;
+    FcError e;
+    if (!tensor_check(I, fc_max_dim(I->fc, a[0].t, a[1].i, a[2].b, is_min, &values, &indices, &e), &e)) return false;
+    TupleObj *t = tuple_alloc(I, 2);
+    Value v = v_undef(), ix = v_undef();
+    bool ok = t != NULL;
+    if (ok) ok = tensor_value_steal(I, values, &v);
+    else fc_tensor_release(values);
+    if (ok) ok = tensor_value_steal(I, indices, &ix);
+    else fc_tensor_release(indices);
+    if (!ok) {
+        val_decref(I, v);
+        if (t) val_decref(I, TUPLEV(t));
+        return false;
+    }
+    t->items[0] = v;
+    t->items[1] = ix;
+    *out = TUPLEV(t);
+    return true;
+}
+
+IMPL_FN(max_dim) { return max_dim(I, a, false, out); }
+IMPL_FN(min_dim) { return max_dim(I, a, true, out); }
+
+/* ---- shapes and views ---------------------------------------------------------------------- */
+
+IMPL_FN(reshape)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_reshape(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(view)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_view(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(permute)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_permute(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(transpose)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_transpose(I->fc, a[0].t, a[1].i, a[2].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(t)
+{
+    FcTensor *self = a[0].t, *r;
+    FcError e;
+    if (self->ndim > 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is %dD", self->ndim);
+    if (self->ndim < 2) return tensor_value_steal(I, fc_tensor_retain(self), out);
+    FcStatus st = fc_transpose(I->fc, self, 0, 1, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(T)
+{
+    FcTensor *self = a[0].t, *r;
+    FcError e;
+    int64_t dims[FC_MAX_DIMS];
+    for (int k = 0; k < self->ndim; k++) dims[k] = self->ndim - 1 - k;
+    FcStatus st = fc_permute(I->fc, self, self->ndim, dims, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* expand(size) / expand_as(other) */
+IMPL_FN(expand)
+{
+    TensorArg *size = ARG("size"), *other = ARG("other");
+    FcTensor *r;
+    FcError e;
+    FcStatus st = size ? fc_expand(I->fc, a[0].t, size->n, size->ints, &r, &e)
+                       : fc_expand(I->fc, a[0].t, other->t->ndim, other->t->shape, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(squeeze)
+{
+    FcTensor *r;
+    FcError e;
+    uint64_t mask = 0;
+    if (!a[1].none) {
+        if (!tensor_dim_mask(I, a[0].t, &a[1], &mask)) return false;
+        if (a[0].t->ndim == 0 || a[0].t->shape[__builtin_ctzll(mask)] != 1)
+            return tensor_value_steal(I, fc_tensor_retain(a[0].t), out);     /* not a size-1 dim: unchanged */
+    }
+    FcStatus st = fc_squeeze(I->fc, a[0].t, mask, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(unsqueeze)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_unsqueeze(I->fc, a[0].t, a[1].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(flatten)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_flatten(I->fc, a[0].t, a[1].i, a[2].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(contiguous)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_contiguous(I->fc, a[0].t, a[1].mf, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(is_contiguous)
+{
+    bool b;
+    FcError e;
+    if (!tensor_check(I, fc_is_contiguous(I->fc, a[0].t, a[1].mf, &b, &e), &e)) return false;
+    *out = v_bool(b);
+    return true;
+}
+
+IMPL_FN(clone)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_clone(I->fc, a[0].t, a[1].none ? FC_MF_PRESERVE : a[1].mf, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(cat)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_cat(I->fc, a[0].n, a[0].ts, a[1].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(stack)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_stack(I->fc, a[0].n, a[0].ts, a[1].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* ---- host values --------------------------------------------------------------------------- */
+
+static Value host_value(FcDType dt, const char *p)
+{
+    switch (dt) {
+    case FC_BOOL: return v_bool(*(const uint8_t *)p != 0);
+    case FC_INT32: return v_int(*(const int32_t *)p);
+    case FC_INT64: return v_int(*(const int64_t *)p);
+    case FC_FLOAT32: return v_float(*(const float *)p);
+    default: return v_float(*(const double *)p);
+    }
+}
+
+IMPL_FN(item)
+{
+    FcTensor *t = a[0].t;
+    FcScalar s;
+    FcError e;
+    if (!tensor_check(I, fc_item(I->fc, t, &s, &e), &e)) return false;
+    *out = fc_dtype_is_float(t->dtype) ? v_float(s.f) : t->dtype == FC_BOOL ? v_bool(s.i != 0) : v_int(s.i);
+    return true;
+}
+
+static bool tolist_rec(Interp *I, const FcView *v, int dim, int64_t off, Value *out)
+{
+    if (dim == v->ndim) {
+        *out = host_value(v->dtype, (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype));
+        return true;
+    }
+    ListObj *l = list_alloc(I, (size_t)v->shape[dim]);
+    if (!l) return false;
+    for (int64_t i = 0; i < v->shape[dim]; i++) {
+        if (!tolist_rec(I, v, dim + 1, off + i * v->strides[dim], &l->items[i])) {
+            val_decref(I, LISTV(l));
+            return false;
+        }
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+/* A host view of t (moved to the CPU first when it is elsewhere); *keep holds what the view
+ * borrows, for the caller to release. */
+static bool host_view(Interp *I, FcTensor *t, FcView *v, FcTensor **keep)
+{
+    FcError e;
+    FcStatus st = fc_to(I->fc, t, t->dtype, fc_cpu(), keep, &e);
+    if (st == FC_OK) st = fc_host_view(I->fc, *keep, v, &e);
+    if (st != FC_OK) {
+        if (*keep) fc_tensor_release(*keep);
+        *keep = NULL;
+    }
+    return tensor_check(I, st, &e);
+}
+
+IMPL_FN(tolist)
+{
+    FcView v;
+    FcTensor *keep = NULL;
+    if (!host_view(I, a[0].t, &v, &keep)) return false;
+    bool ok = tolist_rec(I, &v, 0, v.offset, out);
+    fc_tensor_release(keep);
+    return ok;
+}
+
+IMPL_FN(numel)
+{
+    *out = v_int(fc_tensor_numel(a[0].t));
+    return true;
+}
+
+IMPL_FN(dim)
+{
+    *out = v_int(a[0].t->ndim);
+    return true;
+}
+
+IMPL_FN(dtype)
+{
+    *out = v_dtype(a[0].t->dtype);
+    return true;
+}
+
+IMPL_FN(device)
+{
+    *out = v_device(a[0].t->device);
+    return true;
+}
+
+/* size / stride (and the shape attribute): a tuple, or one dim's entry. */
+static bool sizes(Interp *I, const TensorSig *sig, TensorArg *a, const int64_t *vals, Value *out)
+{
+    FcTensor *t = a[0].t;
+    TensorArg *dim = ARG("dim");
+    if (dim && !dim->none) {
+        int d;
+        FcError e;
+        if (!tensor_check(I, fc_wrap_dim(dim->i, t->ndim, &d, &e), &e)) return false;
+        *out = v_int(t->ndim == 0 ? 1 : vals[d]);
+        return true;
+    }
+    TupleObj *tu = tuple_alloc(I, (size_t)t->ndim);
+    if (!tu) return false;
+    for (int k = 0; k < t->ndim; k++) tu->items[k] = v_int(vals[k]);
+    *out = TUPLEV(tu);
+    return true;
+}
+
+IMPL_FN(size) { return sizes(I, sig, a, a[0].t->shape, out); }
+
+IMPL_FN(stride)
+{
+    FcError e;
+    if (!tensor_check(I, fc_realize(I->fc, a[0].t, &e), &e)) return false;
+    return sizes(I, sig, a, a[0].t->strides, out);
+}
+
+/* ---- files --------------------------------------------------------------------------------- */
+
+/* path with ext appended when it does not end with it (as NumPy's save and savez do). */
+static char *with_ext(Interp *I, const char *path, const char *ext)
+{
+    size_t n = strlen(path), k = strlen(ext);
+    char *p = malloc(n + k + 1);
+    if (!p) return err_nomem(I), NULL;
+    memcpy(p, path, n + 1);
+    if (n < k || strcmp(path + n - k, ext) != 0) memcpy(p + n, ext, k + 1);
+    return p;
+}
+
+IMPL_FN(load)
+{
+    FcView v;
+    FcTensor *t;
+    FcError e;
+    if (!tensor_check(I, fc_npy_load(a[0].str, &v, &e), &e)) return false;
+    FcStatus st = fc_from_view(I->fc, &v, I->device, &t, &e);
+    free(v.data);
+    return result(I, st, &e, t, out);
+}
+
+IMPL_FN(save)
+{
+    FcView v;
+    FcTensor *keep = NULL;
+    FcError e;
+    char *path = with_ext(I, a[0].str, ".npy");
+    if (!path) return false;
+    bool ok = host_view(I, a[1].t, &v, &keep) && tensor_check(I, fc_npy_save(path, &v, &e), &e);
+    fc_tensor_release(keep);
+    free(path);
+    if (ok) *out = v_none();
+    return ok;
+}
+
+/* loadz(file): a list of (name, tensor) pairs, in the archive's order. */
+IMPL_FN(loadz)
+{
+    FcNamedView *arrs = NULL;
+    int n = 0;
+    FcError e;
+    if (!tensor_check(I, fc_npz_load(a[0].str, &arrs, &n, &e), &e)) return false;
+    ListObj *l = list_alloc(I, (size_t)n);
+    bool ok = l != NULL;
+    for (int k = 0; k < n && ok; k++) {
+        FcTensor *t;
+        TupleObj *pair = tuple_alloc(I, 2);
+        ok = pair != NULL;
+        if (ok) l->items[k] = TUPLEV(pair);
+        if (ok) ok = str_from_cstr(I, arrs[k].name, &pair->items[0]);
+        if (ok) ok = tensor_check(I, fc_from_view(I->fc, &arrs[k].view, I->device, &t, &e), &e);
+        if (ok) ok = tensor_value_steal(I, t, &pair->items[1]);
+    }
+    fc_npz_free(arrs, n);
+    if (!ok) {
+        if (l) val_decref(I, LISTV(l));
+        return false;
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+/* savez(file, *args, **kwds) and savez_compressed: positional arrays are arr_0, arr_1, ... */
+IMPL_FN(savez)
+{
+    TensorArg *pos = &a[1], *kw = &a[2];
+    int n = pos->n + kw->n;
+    FcNamedView *arrs = calloc((size_t)(n ? n : 1), sizeof *arrs);
+    FcTensor **keep = calloc((size_t)(n ? n : 1), sizeof *keep);
+    char (*names)[24] = calloc((size_t)(pos->n ? pos->n : 1), sizeof *names);
+    char *path = NULL;
+    bool ok = arrs && keep && names ? true : err_nomem(I);
+    for (int k = 0; k < kw->n && ok; k++)
+        for (int j = 0; j < pos->n && ok; j++) {
+            snprintf(names[j], sizeof names[j], "arr_%d", j);
+            if (strcmp(kw->names[k], names[j]) == 0)
+                ok = err_raise(I, TDL_ERR_VALUE, "Cannot use un-named variables and keyword %s", kw->names[k]);
+        }
+    for (int k = 0; k < n && ok; k++) {
+        bool positional = k < pos->n;
+        if (positional) snprintf(names[k], sizeof names[k], "arr_%d", k);
+        arrs[k].name = positional ? names[k] : (char *)kw->names[k - pos->n];
+        ok = host_view(I, positional ? pos->ts[k] : kw->ts[k - pos->n], &arrs[k].view, &keep[k]);
+    }
+    FcError e;
+    if (ok) ok = (path = with_ext(I, a[0].str, ".npz")) != NULL;
+    if (ok) ok = tensor_check(I, fc_npz_save(path, arrs, n, strcmp(sig->row->name, "savez_compressed") == 0, &e), &e);
+    for (int k = 0; keep && k < n; k++) fc_tensor_release(keep[k]);
+    free(keep);
+    free(arrs);
+    free(names);
+    free(path);
+    if (ok) *out = v_none();
+    return ok;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+#define FUNC TV_FUNCTION
+#define METHOD TV_METHOD
+#define ATTR TV_ATTR
+#define UNARY(op) TL_UNARY, op, FC_BOOL, NULL
+#define BINARY(op) TL_BINARY, op, FC_BOOL, NULL
+#define LOGICAL(op) TL_LOGICAL, op, FC_BOOL, NULL
+#define REDUCE(op) TL_REDUCE, op, FC_BOOL, NULL
+#define CAST(dt) TL_CAST, FC_OP_NONE, dt, NULL
+#define IMPL(fn) TL_IMPL, FC_OP_NONE, FC_BOOL, impl_##fn
+
+enum {
+#define OP(name, ovl, sig, var, lower) TOP_##name##_##ovl,
+#include "tensor_ops.def"
+#undef OP
+    TOP__COUNT
+};
+
+/* One trampoline per row: a BuiltinFn does not learn which def it was called through. */
+#define OP(name, ovl, sig, var, lower)                                                                 \
+    static bool top_##name##_##ovl(Interp *I, Value self, const Value *args, int nargs,                 \
+                                   const char *const *kwnames, int nkw, Value *out)                     \
+    {                                                                                                   \
+        return tensor_dispatch(I, TOP_##name##_##ovl, self, args, nargs, kwnames, nkw, out);            \
+    }
+#include "tensor_ops.def"
+#undef OP
+
+const TensorOpRow tensor_ops[] = {
+#define OP(name, ovl, sig, var, lower) {#name, #ovl, sig, var, lower, {#name, top_##name##_##ovl, 0, -1, "*"}},
+#include "tensor_ops.def"
+#undef OP
+};
+
+const int tensor_nops = TOP__COUNT;

@@ -1,0 +1,1787 @@
+/* test_cpu_backend.c — the CPU backend (backend/cpu/): memory, scheduled kernels built by hand
+ * (loads, constants, iotas, every op family, stores and reductions of both shapes), PyTorch's
+ * edge cases (floor division and remainder signs, -0.0, NaN in min/max/amax/argmax, integer
+ * division by zero, gathers out of range, float-to-int casts of NaN), chunk boundaries,
+ * results that do not depend on the thread count, matrix products against a naive reference,
+ * and interrupts.
+ *
+ * Kernels are assembled with a small builder (KB) in which every instruction writes its own
+ * register and invariance is derived as fcdim derives it (constants, loads with no varying
+ * stride, ops over invariant operands). Results are compared exactly (floats bit for bit). */
+#include "tests.h"
+
+#include "backend.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- fixture ---- */
+
+static FcBackend *be;       /* 4 threads */
+static FcError err;
+
+static void setup(void)
+{
+    be = fc_cpu_backend_new(4);
+    ck_assert_ptr_nonnull(be);
+    memset(&err, 0, sizeof err);
+}
+
+static void teardown(void)
+{
+    be->destroy(be);
+    be = NULL;
+}
+
+/* ---- kernel builder ---- */
+
+enum { KB_CODE = 48, KB_GATHER = 4 };
+
+typedef struct KB {
+    FcKernel k;
+    FcInstr code[KB_CODE];
+    int64_t strides[KB_CODE][FC_MAX_DIMS];
+    int greg[KB_CODE][KB_GATHER];
+    int64_t gstride[KB_CODE][KB_GATHER], gext[KB_CODE][KB_GATHER];
+    void *bufs[16];
+} KB;
+
+static void kb_init(KB *b, int nloop, const int64_t *ext)
+{
+    memset(b, 0, sizeof *b);
+    b->k.nloop = nloop;
+    for (int l = 0; l < nloop; l++)
+        b->k.extent[l] = ext[l];
+    b->k.code = b->code;
+    b->k.bufs = b->bufs;
+    b->k.nthreads = 4;
+    b->k.result = -1;
+}
+
+static int kb_add(KB *b, FcOp op, FcDType dt, FcDType src, int x, int y, int z, bool inv)
+{
+    ck_assert_int_lt(b->k.ncode, KB_CODE);
+    int r = b->k.ncode++;
+    FcInstr *in = &b->code[r];
+    in->op = op;
+    in->dtype = dt;
+    in->src_dtype = src;
+    in->dst = r;
+    in->a = x;
+    in->b = y;
+    in->c = z;
+    in->invariant = inv;
+    b->k.nreg = b->k.ncode;
+    return r;
+}
+
+static bool kb_inv(const KB *b, int r) { return r < 0 || b->code[r].invariant; }
+
+static int kb_load(KB *b, FcDType dt, const void *data, int64_t offset, const int64_t *strides)
+{
+    bool inv = true;
+    for (int l = 0; l < b->k.nloop; l++)
+        inv = inv && strides[l] == 0;
+    int r = kb_add(b, FC_OP_LOAD, dt, dt, -1, -1, -1, inv);
+    FcInstr *in = &b->code[r];
+    for (int l = 0; l < b->k.nloop; l++)
+        b->strides[r][l] = strides[l];
+    in->strides = b->strides[r];
+    in->buf = b->k.nbufs++;
+    b->bufs[in->buf] = (void *)data;
+    in->offset = offset;
+    return r;
+}
+
+/* Adds a gathered dim to load r: + index_reg * stride, index in [0, extent). */
+static void kb_gather(KB *b, int r, int index_reg, int64_t stride, int64_t extent)
+{
+    FcInstr *in = &b->code[r];
+    int g = in->ngather++;
+    b->greg[r][g] = index_reg;
+    b->gstride[r][g] = stride;
+    b->gext[r][g] = extent;
+    in->gather_reg = b->greg[r];
+    in->gather_stride = b->gstride[r];
+    in->gather_extent = b->gext[r];
+    in->invariant = in->invariant && kb_inv(b, index_reg);
+}
+
+static int kb_const(KB *b, FcDType dt, FcScalar v)
+{
+    int r = kb_add(b, FC_OP_CONST, dt, dt, -1, -1, -1, true);
+    b->code[r].konst = v;
+    return r;
+}
+static int kb_f(KB *b, FcDType dt, double v) { return kb_const(b, dt, (FcScalar){.f = v}); }
+static int kb_i(KB *b, FcDType dt, int64_t v) { return kb_const(b, dt, (FcScalar){.i = v}); }
+
+static int kb_iota(KB *b, int loop)
+{
+    int r = kb_add(b, FC_OP_IOTA, FC_INT64, FC_INT64, -1, -1, -1, false);
+    b->code[r].loop = loop;
+    return r;
+}
+
+/* An op; comparisons, casts and isnan take src from operand x. */
+static int kb_op(KB *b, FcOp op, FcDType dt, int x, int y, int z)
+{
+    FcDType src = op == FC_OP_WHERE ? dt : b->code[x].dtype;
+    return kb_add(b, op, dt, src, x, y, z, kb_inv(b, x) && kb_inv(b, y) && kb_inv(b, z));
+}
+
+static void kb_store(KB *b, int r, void *out, FcDType dt, int64_t offset, const int64_t *ostr)
+{
+    b->k.result = r;
+    b->k.reduce = FC_OP_NONE;
+    b->k.out = out;
+    b->k.out_dtype = dt;
+    b->k.out_offset = offset;
+    for (int l = 0; l < b->k.nloop; l++)
+        b->k.out_strides[l] = ostr[l];
+}
+
+static void kb_reduce(KB *b, FcOp op, int r, void *out, FcDType dt, const bool *red, const int64_t *ostr)
+{
+    kb_store(b, r, out, dt, 0, ostr);
+    b->k.reduce = op;
+    for (int l = 0; l < b->k.nloop; l++)
+        b->k.reduced[l] = red[l];
+}
+
+static FcStatus kb_run(KB *b) { return be->run(be, &b->k, &err); }
+
+/* ---- one-dimensional helpers ---- */
+
+static const int64_t ONE[1] = {1};
+
+/* out[i] = op(x[i], y[i]) over n elements of dtype dt (result dtype rdt). */
+static FcStatus binary(FcOp op, FcDType dt, FcDType rdt, const void *x, const void *y, void *out, int64_t n)
+{
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, dt, x, 0, ONE);
+    int c = kb_load(&b, dt, y, 0, ONE);
+    kb_store(&b, kb_op(&b, op, rdt, a, c, -1), out, rdt, 0, ONE);
+    return kb_run(&b);
+}
+
+static FcStatus unary(FcOp op, FcDType dt, FcDType rdt, const void *x, void *out, int64_t n)
+{
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, dt, x, 0, ONE);
+    kb_store(&b, kb_op(&b, op, rdt, a, -1, -1), out, rdt, 0, ONE);
+    return kb_run(&b);
+}
+
+/* Bitwise equality, except that any NaN equals any NaN. */
+static bool same_f64(double a, double b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+static bool same_f32(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+
+#define ck_assert_same_f64(a, b)                                                                   \
+    ck_assert_msg(same_f64((a), (b)), "%s = %.17g, expected %.17g", #a, (double)(a), (double)(b))
+#define ck_assert_same_f32(a, b)                                                                   \
+    ck_assert_msg(same_f32((a), (b)), "%s = %.9g, expected %.9g", #a, (double)(a), (double)(b))
+
+/* A deterministic pseudo-random sequence (xorshift) for large inputs. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static float rng_float(uint64_t *s) { return (float)((double)(rng_next(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
+
+/* ---- memory ---- */
+
+START_TEST(test_table)
+{
+    ck_assert_str_eq(be->name, "cpu");
+    ck_assert_int_eq(be->device, FC_DEV_CPU);
+}
+END_TEST
+
+START_TEST(test_alloc_aligned_and_unique)
+{
+    void *p[4];
+    size_t sizes[4] = {0, 0, 1, 1000};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(be->alloc(be, sizes[i], &p[i], &err), FC_OK);
+        ck_assert_ptr_nonnull(p[i]);
+        ck_assert_uint_eq((uintptr_t)p[i] % 64, 0);
+    }
+    ck_assert_ptr_ne(p[0], p[1]);
+    memset(p[3], 7, 1000);
+    for (int i = 0; i < 4; i++)
+        be->free(be, p[i]);
+    be->free(be, NULL);
+}
+END_TEST
+
+START_TEST(test_alloc_failure)
+{
+    void *p = (void *)1;
+    ck_assert_int_eq(be->alloc(be, SIZE_MAX / 2, &p, &err), FC_ERR_NOMEM);
+    ck_assert_ptr_null(p);
+    ck_assert_ptr_nonnull(strstr(err.msg, "you tried to allocate"));
+}
+END_TEST
+
+START_TEST(test_copies)
+{
+    int32_t src[5] = {1, 2, 3, 4, 5}, dev[5], back[5];
+    ck_assert_int_eq(be->from_host(be, dev, src, sizeof src, &err), FC_OK);
+    ck_assert_int_eq(be->to_host(be, back, dev, sizeof dev, &err), FC_OK);
+    ck_assert_mem_eq(back, src, sizeof src);
+}
+END_TEST
+
+/* ---- elementwise basics and chunk boundaries ---- */
+
+static const int64_t chunk_sizes[] = {1, 255, 256, 257, 1000, 70000};
+
+START_TEST(test_add_f32_sizes)
+{
+    int64_t n = chunk_sizes[_i];
+    float *x = calloc((size_t)n, 4), *y = calloc((size_t)n, 4), *o = calloc((size_t)n + 1, 4);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = (float)i * 0.5f;
+        y[i] = (float)(n - i);
+    }
+    o[n] = 42.0f;
+    ck_assert_int_eq(binary(FC_OP_ADD, FC_FLOAT32, FC_FLOAT32, x, y, o, n), FC_OK);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_same_f32(o[i], x[i] + y[i]);
+    ck_assert_same_f32(o[n], 42.0f);   /* nothing written past the end */
+    free(x);
+    free(y);
+    free(o);
+}
+END_TEST
+
+/* A fused expression over several loads, with a strided output (every other element). */
+START_TEST(test_fused_strided_output)
+{
+    int64_t n = 1000;
+    double x[1000], y[1000], o[2000];
+    for (int i = 0; i < n; i++) {
+        x[i] = i - 500;
+        y[i] = i * 0.25;
+    }
+    for (int i = 0; i < 2 * n; i++)
+        o[i] = -1;
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, FC_FLOAT64, x, 0, ONE);
+    int c = kb_load(&b, FC_FLOAT64, y, 0, ONE);
+    int zero = kb_f(&b, FC_FLOAT64, 0);
+    int gt = kb_op(&b, FC_OP_GT, FC_BOOL, a, zero, -1);
+    int prod = kb_op(&b, FC_OP_MUL, FC_FLOAT64, a, c, -1);
+    int sum = kb_op(&b, FC_OP_ADD, FC_FLOAT64, prod, c, -1);
+    int half = kb_f(&b, FC_FLOAT64, 0.5);
+    int alt = kb_op(&b, FC_OP_MUL, FC_FLOAT64, c, half, -1);
+    int w = kb_op(&b, FC_OP_WHERE, FC_FLOAT64, gt, sum, alt);
+    int64_t two = 2;
+    kb_store(&b, w, o, FC_FLOAT64, 1, &two);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++) {
+        ck_assert_same_f64(o[2 * i], -1.0);
+        ck_assert_same_f64(o[2 * i + 1], x[i] > 0 ? x[i] * y[i] + y[i] : y[i] * 0.5);
+    }
+}
+END_TEST
+
+/* Invariant instructions (constants and ops on them) read by loop-dependent ones. */
+START_TEST(test_invariant_chain)
+{
+    int64_t n = 300;
+    int64_t x[300], o[300];
+    for (int i = 0; i < n; i++)
+        x[i] = i;
+    KB b;
+    kb_init(&b, 1, &n);
+    int two = kb_i(&b, FC_INT64, 2);
+    int three = kb_i(&b, FC_INT64, 3);
+    int five = kb_op(&b, FC_OP_ADD, FC_INT64, two, three, -1);
+    ck_assert(b.code[five].invariant);
+    int a = kb_load(&b, FC_INT64, x, 0, ONE);
+    kb_store(&b, kb_op(&b, FC_OP_MUL, FC_INT64, a, five, -1), o, FC_INT64, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(o[i], 5 * i);
+}
+END_TEST
+
+/* A register overwritten by a later instruction (as fcdim's allocator reuses them). */
+START_TEST(test_register_reuse)
+{
+    int64_t n = 10;
+    int32_t x[10], o[10];
+    for (int i = 0; i < n; i++)
+        x[i] = i;
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, FC_INT32, x, 0, ONE);
+    int c = kb_i(&b, FC_INT32, 7);
+    int s = kb_op(&b, FC_OP_ADD, FC_INT32, a, c, -1);   /* r2 = x + 7 */
+    int m = kb_op(&b, FC_OP_MUL, FC_INT32, s, s, -1);   /* r3 = r2 * r2 */
+    b.code[m].dst = a;                                  /* written into r0 instead */
+    kb_store(&b, a, o, FC_INT32, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(o[i], (i + 7) * (i + 7));
+    b.code[m].dst = s;                                  /* r2 = r2 * r2: reads what it overwrites */
+    kb_store(&b, s, o, FC_INT32, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(o[i], (i + 7) * (i + 7));
+}
+END_TEST
+
+/* ---- integer arithmetic ---- */
+
+START_TEST(test_int_wraps)
+{
+    int32_t a32[4] = {INT32_MAX, INT32_MIN, 100000, -7}, b32[4] = {1, -1, 100000, 3}, o32[4];
+    ck_assert_int_eq(binary(FC_OP_ADD, FC_INT32, FC_INT32, a32, b32, o32, 4), FC_OK);
+    ck_assert_int_eq(o32[0], INT32_MIN);
+    ck_assert_int_eq(o32[1], INT32_MAX);
+    ck_assert_int_eq(binary(FC_OP_MUL, FC_INT32, FC_INT32, a32, b32, o32, 4), FC_OK);
+    ck_assert_int_eq(o32[2], (int32_t)1410065408);   /* 10^10 mod 2^32 */
+    int32_t lo[1] = {INT32_MIN}, one[1] = {1};
+    ck_assert_int_eq(binary(FC_OP_SUB, FC_INT32, FC_INT32, lo, one, o32, 1), FC_OK);
+    ck_assert_int_eq(o32[0], INT32_MAX);
+    int64_t a64[3] = {INT64_MAX, INT64_MIN, 3}, o64[3];
+    ck_assert_int_eq(binary(FC_OP_MUL, FC_INT64, FC_INT64, a64, a64, o64, 3), FC_OK);
+    ck_assert_int_eq(o64[0], 1);
+    ck_assert_int_eq(o64[1], 0);
+    ck_assert_int_eq(o64[2], 9);
+    ck_assert_int_eq(unary(FC_OP_NEG, FC_INT64, FC_INT64, a64, o64, 3), FC_OK);
+    ck_assert_int_eq(o64[0], -INT64_MAX);
+    ck_assert_int_eq(o64[1], INT64_MIN);
+    ck_assert_int_eq(unary(FC_OP_ABS, FC_INT64, FC_INT64, a64, o64, 3), FC_OK);
+    ck_assert_int_eq(o64[1], INT64_MIN);
+    ck_assert_int_eq(unary(FC_OP_SQUARE, FC_INT64, FC_INT64, a64, o64, 3), FC_OK);
+    ck_assert_int_eq(o64[0], 1);
+}
+END_TEST
+
+typedef struct IntCase {
+    FcOp op;
+    int64_t a, b, want;
+} IntCase;
+
+static const IntCase int_cases[] = {
+    {FC_OP_FLOORDIV, 7, 2, 3},
+    {FC_OP_FLOORDIV, -7, 2, -4},
+    {FC_OP_FLOORDIV, 7, -2, -4},
+    {FC_OP_FLOORDIV, -7, -2, 3},
+    {FC_OP_FLOORDIV, -8, 2, -4},
+    {FC_OP_FLOORDIV, 0, -5, 0},
+    {FC_OP_FLOORDIV, INT64_MIN, -1, INT64_MIN},
+    {FC_OP_FLOORDIV, INT64_MIN, 1, INT64_MIN},
+    {FC_OP_MOD, 7, 3, 1},
+    {FC_OP_MOD, -7, 3, 2},
+    {FC_OP_MOD, 7, -3, -2},
+    {FC_OP_MOD, -7, -3, -1},
+    {FC_OP_MOD, 6, -3, 0},
+    {FC_OP_MOD, INT64_MIN, -1, 0},
+    {FC_OP_FMOD, -7, 3, -1},
+    {FC_OP_FMOD, 7, -3, 1},
+    {FC_OP_FMOD, INT64_MIN, -1, 0},
+    {FC_OP_POW, 2, 10, 1024},
+    {FC_OP_POW, 3, 0, 1},
+    {FC_OP_POW, 2, -1, 0},
+    {FC_OP_POW, 1, -5, 1},
+    {FC_OP_POW, -1, -3, -1},
+    {FC_OP_POW, -1, -2, 1},
+    {FC_OP_POW, 2, 63, INT64_MIN},
+    {FC_OP_POW, -3, 3, -27},
+    {FC_OP_SHL, 1, 3, 8},
+    {FC_OP_SHL, 1, 63, INT64_MIN},
+    {FC_OP_SHL, 1, 64, 0},
+    {FC_OP_SHL, 1, -1, 0},
+    {FC_OP_SHR, -8, 1, -4},
+    {FC_OP_SHR, -8, 100, -1},
+    {FC_OP_SHR, 8, 100, 0},
+    {FC_OP_SHR, -8, -1, -1},
+    {FC_OP_MIN, -3, 2, -3},
+    {FC_OP_MAX, -3, 2, 2},
+    {FC_OP_AND, 12, 10, 8},
+    {FC_OP_OR, 12, 10, 14},
+    {FC_OP_XOR, 12, 10, 6},
+};
+
+/* Each case for int64 and (where it fits) int32, at element 300 of a longer input so that the
+ * vectorised full-chunk loop is the one checked. */
+START_TEST(test_int_binary_table)
+{
+    const IntCase *c = &int_cases[_i];
+    enum { N = 301 };
+    int64_t a[N], b[N], o[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = c->a;
+        b[i] = c->b;
+    }
+    ck_assert_int_eq(binary(c->op, FC_INT64, FC_INT64, a, b, o, N), FC_OK);
+    ck_assert_int_eq(o[0], c->want);
+    ck_assert_int_eq(o[300], c->want);
+    if (c->a >= INT32_MIN && c->a <= INT32_MAX && c->b >= -32 && c->b <= 31 && c->want >= INT32_MIN &&
+        c->want <= INT32_MAX && !(c->op == FC_OP_SHL && c->b > 30)) {
+        int32_t a32[N], b32[N], o32[N];
+        for (int i = 0; i < N; i++) {
+            a32[i] = (int32_t)c->a;
+            b32[i] = (int32_t)c->b;
+        }
+        ck_assert_int_eq(binary(c->op, FC_INT32, FC_INT32, a32, b32, o32, N), FC_OK);
+        ck_assert_int_eq(o32[0], c->want);
+        ck_assert_int_eq(o32[300], c->want);
+    }
+}
+END_TEST
+
+START_TEST(test_int32_edges)
+{
+    int32_t a[4] = {INT32_MIN, 1, 1, -5}, b[4] = {-1, 31, 32, 40}, o[4];
+    ck_assert_int_eq(binary(FC_OP_FLOORDIV, FC_INT32, FC_INT32, a, b, o, 1), FC_OK);
+    ck_assert_int_eq(o[0], INT32_MIN);
+    ck_assert_int_eq(binary(FC_OP_SHL, FC_INT32, FC_INT32, a, b, o, 4), FC_OK);
+    ck_assert_int_eq(o[1], INT32_MIN);
+    ck_assert_int_eq(o[2], 0);
+    ck_assert_int_eq(binary(FC_OP_SHR, FC_INT32, FC_INT32, a, b, o, 4), FC_OK);
+    ck_assert_int_eq(o[3], -1);
+    int32_t base[2] = {2, 2}, ex[2] = {31, 32};
+    ck_assert_int_eq(binary(FC_OP_POW, FC_INT32, FC_INT32, base, ex, o, 2), FC_OK);
+    ck_assert_int_eq(o[0], INT32_MIN);
+    ck_assert_int_eq(o[1], 0);
+}
+END_TEST
+
+static const FcOp zerodiv_ops[] = {FC_OP_FLOORDIV, FC_OP_MOD, FC_OP_FMOD};
+
+START_TEST(test_int_division_by_zero)
+{
+    int64_t a[600], b[600], o[600];
+    for (int i = 0; i < 600; i++) {
+        a[i] = i;
+        b[i] = i == 555 ? 0 : 3;
+    }
+    ck_assert_int_eq(binary(zerodiv_ops[_i], FC_INT64, FC_INT64, a, b, o, 600), FC_ERR_RUNTIME);
+    ck_assert_str_eq(err.msg, "ZeroDivisionError");
+    int32_t a32[2] = {1, 2}, b32[2] = {1, 0}, o32[2];
+    ck_assert_int_eq(binary(zerodiv_ops[_i], FC_INT32, FC_INT32, a32, b32, o32, 2), FC_ERR_RUNTIME);
+    ck_assert_str_eq(err.msg, "ZeroDivisionError");
+}
+END_TEST
+
+/* ---- bool ---- */
+
+START_TEST(test_bool_arithmetic)
+{
+    uint8_t a[4] = {0, 0, 1, 1}, b[4] = {0, 1, 0, 1}, o[4];
+    ck_assert_int_eq(binary(FC_OP_ADD, FC_BOOL, FC_BOOL, a, b, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 1, 1}), 4);
+    ck_assert_int_eq(binary(FC_OP_MUL, FC_BOOL, FC_BOOL, a, b, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 0, 0, 1}), 4);
+    ck_assert_int_eq(binary(FC_OP_XOR, FC_BOOL, FC_BOOL, a, b, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 1, 0}), 4);
+    ck_assert_int_eq(binary(FC_OP_MAX, FC_BOOL, FC_BOOL, a, b, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 1, 1}), 4);
+    ck_assert_int_eq(binary(FC_OP_LT, FC_BOOL, FC_BOOL, a, b, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 0, 0}), 4);
+    ck_assert_int_eq(unary(FC_OP_NOT, FC_BOOL, FC_BOOL, a, o, 4), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){1, 1, 0, 0}), 4);
+}
+END_TEST
+
+/* ---- floats ---- */
+
+typedef struct FloatCase {
+    FcOp op;
+    double a, b, want;
+} FloatCase;
+
+static const FloatCase float_cases[] = {
+    {FC_OP_FLOORDIV, 7, 2, 3},
+    {FC_OP_FLOORDIV, -7, 2, -4},
+    {FC_OP_FLOORDIV, 7, -2, -4},
+    {FC_OP_FLOORDIV, -7, -2, 3},
+    {FC_OP_FLOORDIV, 0.0, -1, -0.0},
+    {FC_OP_FLOORDIV, -0.0, 1, -0.0},
+    {FC_OP_FLOORDIV, 1, 3, 0.0},
+    {FC_OP_FLOORDIV, -1, INFINITY, -1},
+    {FC_OP_FLOORDIV, 1, 0.0, INFINITY},
+    {FC_OP_FLOORDIV, -1, 0.0, -INFINITY},
+    {FC_OP_FLOORDIV, 0.0, 0.0, NAN},
+    {FC_OP_FLOORDIV, 5.5, 0.5, 11},
+    {FC_OP_MOD, -7, 3, 2},
+    {FC_OP_MOD, 7, -3, -2},
+    {FC_OP_MOD, 5.5, -2, -0.5},
+    {FC_OP_MOD, -0.0, 3, -0.0},
+    {FC_OP_MOD, 6, -3, 0.0},
+    {FC_OP_MOD, 1, 0.0, NAN},
+    {FC_OP_FMOD, -7, 3, -1},
+    {FC_OP_FMOD, 7, -3, 1},
+    {FC_OP_POW, 2, 0.5, 1.4142135623730951},
+    {FC_OP_POW, -8, 1.0 / 3, NAN},
+    {FC_OP_MIN, NAN, 1, NAN},
+    {FC_OP_MIN, 1, NAN, NAN},
+    {FC_OP_MAX, NAN, 1, NAN},
+    {FC_OP_MAX, 1, NAN, NAN},
+    {FC_OP_MAX, -1, 2, 2},
+    {FC_OP_MIN, -1, 2, -1},
+    {FC_OP_DIV, 1, -0.0, -INFINITY},
+    {FC_OP_ATAN2, 1, 1, 0.78539816339744828},
+    {FC_OP_SUB, 0.0, 0.0, 0.0},
+};
+
+static float f32_of(double x) { return (float)x; }
+
+START_TEST(test_float_binary_table)
+{
+    const FloatCase *c = &float_cases[_i];
+    enum { N = 257 };
+    double a[N], b[N], o[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = c->a;
+        b[i] = c->b;
+    }
+    ck_assert_int_eq(binary(c->op, FC_FLOAT64, FC_FLOAT64, a, b, o, N), FC_OK);
+    ck_assert_same_f64(o[0], c->want);
+    ck_assert_same_f64(o[256], c->want);
+    float a32[N], b32[N], o32[N];
+    for (int i = 0; i < N; i++) {
+        a32[i] = f32_of(c->a);
+        b32[i] = f32_of(c->b);
+    }
+    ck_assert_int_eq(binary(c->op, FC_FLOAT32, FC_FLOAT32, a32, b32, o32, N), FC_OK);
+    ck_assert_same_f32(o32[0], f32_of(c->want));
+    ck_assert_same_f32(o32[200], f32_of(c->want));
+}
+END_TEST
+
+START_TEST(test_float_compare_nan)
+{
+    double a[3] = {NAN, 1, 2}, b[3] = {NAN, NAN, 2};
+    uint8_t o[3];
+    ck_assert_int_eq(binary(FC_OP_EQ, FC_FLOAT64, FC_BOOL, a, b, o, 3), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 0, 1}), 3);
+    ck_assert_int_eq(binary(FC_OP_NE, FC_FLOAT64, FC_BOOL, a, b, o, 3), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){1, 1, 0}), 3);
+    ck_assert_int_eq(binary(FC_OP_LE, FC_FLOAT64, FC_BOOL, a, b, o, 3), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 0, 1}), 3);
+    ck_assert_int_eq(binary(FC_OP_GE, FC_FLOAT64, FC_BOOL, a, b, o, 3), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 0, 1}), 3);
+}
+END_TEST
+
+typedef struct UnaryCase {
+    FcOp op;
+    double x, want;
+} UnaryCase;
+
+static const UnaryCase unary_cases[] = {
+    {FC_OP_NEG, 0.0, -0.0},
+    {FC_OP_ABS, -0.0, 0.0},
+    {FC_OP_SIGN, -2.5, -1},
+    {FC_OP_SIGN, 3, 1},
+    {FC_OP_SIGN, NAN, 0},
+    {FC_OP_RELU, -1, 0},
+    {FC_OP_RELU, -0.0, -0.0},   /* x itself when it equals the bound, as torch's clamp_min */
+    {FC_OP_RELU, NAN, NAN},
+    {FC_OP_RELU, 2, 2},
+    {FC_OP_ROUND, 2.5, 2},
+    {FC_OP_ROUND, 3.5, 4},
+    {FC_OP_ROUND, -0.5, -0.0},
+    {FC_OP_FLOOR, -1.5, -2},
+    {FC_OP_CEIL, -1.5, -1},
+    {FC_OP_TRUNC, -1.5, -1},
+    {FC_OP_SIGMOID, 0, 0.5},
+    {FC_OP_RSQRT, 4, 0.5},
+    {FC_OP_RECIPROCAL, -0.0, -INFINITY},
+    {FC_OP_SQUARE, -3, 9},
+    {FC_OP_EXP, 0, 1},
+    {FC_OP_LOG, 1, 0},
+    {FC_OP_LOG, -1, NAN},
+    {FC_OP_SQRT, 9, 3},
+    {FC_OP_LOG2, 8, 3},
+    {FC_OP_TANH, 0, 0},
+    {FC_OP_ERF, 0, 0},
+    {FC_OP_EXPM1, 0, 0},
+    {FC_OP_LOG1P, 0, 0},
+};
+
+START_TEST(test_float_unary_table)
+{
+    const UnaryCase *c = &unary_cases[_i];
+    enum { N = 256 };
+    double x[N], o[N];
+    float x32[N], o32[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = c->x;
+        x32[i] = (float)c->x;
+    }
+    ck_assert_int_eq(unary(c->op, FC_FLOAT64, FC_FLOAT64, x, o, N), FC_OK);
+    ck_assert_same_f64(o[0], c->want);
+    ck_assert_same_f64(o[255], c->want);
+    ck_assert_int_eq(unary(c->op, FC_FLOAT32, FC_FLOAT32, x32, o32, 3), FC_OK);
+    ck_assert_same_f32(o32[2], (float)c->want);
+}
+END_TEST
+
+START_TEST(test_isnan)
+{
+    float x[3] = {NAN, INFINITY, 0};
+    uint8_t o[3];
+    ck_assert_int_eq(unary(FC_OP_ISNAN, FC_FLOAT32, FC_BOOL, x, o, 3), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){1, 0, 0}), 3);
+    int32_t xi[2] = {1, 2};
+    ck_assert_int_eq(unary(FC_OP_ISNAN, FC_INT32, FC_BOOL, xi, o, 2), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 0}), 2);
+}
+END_TEST
+
+START_TEST(test_int_unary)
+{
+    int32_t x[5] = {-3, 0, 7, INT32_MIN, INT32_MAX}, o[5];
+    ck_assert_int_eq(unary(FC_OP_NOT, FC_INT32, FC_INT32, x, o, 5), FC_OK);
+    ck_assert_int_eq(o[0], 2);
+    ck_assert_int_eq(o[1], -1);
+    ck_assert_int_eq(unary(FC_OP_SIGN, FC_INT32, FC_INT32, x, o, 5), FC_OK);
+    ck_assert_mem_eq(o, ((int32_t[]){-1, 0, 1, -1, 1}), sizeof o);
+    ck_assert_int_eq(unary(FC_OP_RELU, FC_INT32, FC_INT32, x, o, 5), FC_OK);
+    ck_assert_mem_eq(o, ((int32_t[]){0, 0, 7, 0, INT32_MAX}), sizeof o);
+    ck_assert_int_eq(unary(FC_OP_ABS, FC_INT32, FC_INT32, x, o, 5), FC_OK);
+    ck_assert_mem_eq(o, ((int32_t[]){3, 0, 7, INT32_MIN, INT32_MAX}), sizeof o);
+    ck_assert_int_eq(unary(FC_OP_FLOOR, FC_INT32, FC_INT32, x, o, 5), FC_OK);
+    ck_assert_mem_eq(o, x, sizeof o);
+}
+END_TEST
+
+/* ---- where and casts ---- */
+
+START_TEST(test_where_keeps_bits)
+{
+    uint8_t m[4] = {1, 0, 1, 0};
+    double x[4] = {-0.0, 1, NAN, 3}, y[4] = {5, -0.0, 6, NAN}, o[4];
+    int64_t n = 4;
+    KB b;
+    kb_init(&b, 1, &n);
+    int c = kb_load(&b, FC_BOOL, m, 0, ONE);
+    int a = kb_load(&b, FC_FLOAT64, x, 0, ONE);
+    int d = kb_load(&b, FC_FLOAT64, y, 0, ONE);
+    kb_store(&b, kb_op(&b, FC_OP_WHERE, FC_FLOAT64, c, a, d), o, FC_FLOAT64, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(o[0], -0.0);
+    ck_assert_same_f64(o[1], -0.0);
+    ck_assert(isnan(o[2]));
+    ck_assert(isnan(o[3]));
+}
+END_TEST
+
+START_TEST(test_cast_float_to_int)
+{
+    double x[7] = {NAN, 1e20, -1e20, -3.7, 3.7, INFINITY, -2147483648.0};
+    int64_t o64[7];
+    int32_t o32[7];
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT64, FC_INT64, x, o64, 7), FC_OK);
+    ck_assert_mem_eq(o64, ((int64_t[]){INT64_MIN, INT64_MIN, INT64_MIN, -3, 3, INT64_MIN, -2147483648LL}), sizeof o64);
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT64, FC_INT32, x, o32, 7), FC_OK);
+    ck_assert_mem_eq(o32, ((int32_t[]){INT32_MIN, INT32_MIN, INT32_MIN, -3, 3, INT32_MIN, INT32_MIN}), sizeof o32);
+    float f[3] = {NAN, 3e9f, -2.5f};
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT32, FC_INT32, f, o32, 3), FC_OK);
+    ck_assert_mem_eq(o32, ((int32_t[]){INT32_MIN, INT32_MIN, -2}), 12);
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT32, FC_INT64, f, o64, 3), FC_OK);
+    ck_assert_mem_eq(o64, ((int64_t[]){INT64_MIN, 3000000000LL, -2}), 24);
+}
+END_TEST
+
+START_TEST(test_cast_other)
+{
+    double x[4] = {NAN, -0.0, 0.5, 0.0};
+    uint8_t ob[4];
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT64, FC_BOOL, x, ob, 4), FC_OK);
+    ck_assert_mem_eq(ob, ((uint8_t[]){1, 0, 1, 0}), 4);
+    int64_t w[2] = {(1LL << 32) + 5, -1};
+    int32_t o32[2];
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_INT64, FC_INT32, w, o32, 2), FC_OK);
+    ck_assert_int_eq(o32[0], 5);
+    ck_assert_int_eq(o32[1], -1);
+    uint8_t bools[2] = {1, 0};
+    float of[2];
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_BOOL, FC_FLOAT32, bools, of, 2), FC_OK);
+    ck_assert_same_f32(of[0], 1.0f);
+    ck_assert_same_f32(of[1], 0.0f);
+    double d[2] = {1e300, 0.1};
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_FLOAT64, FC_FLOAT32, d, of, 2), FC_OK);
+    ck_assert_same_f32(of[0], INFINITY);
+    ck_assert_same_f32(of[1], 0.1f);
+    int64_t big[1] = {(1LL << 53) + 1};
+    double od[1];
+    ck_assert_int_eq(unary(FC_OP_CAST, FC_INT64, FC_FLOAT64, big, od, 1), FC_OK);
+    ck_assert_same_f64(od[0], 9007199254740992.0);
+}
+END_TEST
+
+/* A store whose output dtype differs from the result register's converts. */
+START_TEST(test_store_converts)
+{
+    int32_t x[3] = {1, -2, 3};
+    double o[3];
+    int64_t n = 3;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_store(&b, kb_load(&b, FC_INT32, x, 0, ONE), o, FC_FLOAT64, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(o[1], -2.0);
+}
+END_TEST
+
+START_TEST(test_unsupported_combination)
+{
+    int32_t x[2] = {1, 2}, o[2];
+    ck_assert_int_eq(binary(FC_OP_DIV, FC_INT32, FC_INT32, x, x, o, 2), FC_ERR_TYPE);
+    ck_assert_int_eq(unary(FC_OP_EXP, FC_INT32, FC_INT32, x, o, 2), FC_ERR_TYPE);
+}
+END_TEST
+
+/* ---- loads ---- */
+
+START_TEST(test_load_strided_reversed_broadcast)
+{
+    int64_t x[600], n = 300;
+    for (int i = 0; i < 600; i++)
+        x[i] = i;
+    int64_t o[300];
+    KB b;
+    kb_init(&b, 1, &n);
+    int64_t s2 = 2, sm1 = -1, s0 = 0;
+    int ev = kb_load(&b, FC_INT64, x, 1, &s2);       /* 1, 3, 5, ... */
+    int rev = kb_load(&b, FC_INT64, x, 599, &sm1);  /* 599, 598, ... */
+    int bc = kb_load(&b, FC_INT64, x, 7, &s0);      /* 7 (invariant) */
+    ck_assert(b.code[bc].invariant);
+    int s = kb_op(&b, FC_OP_ADD, FC_INT64, ev, rev, -1);
+    kb_store(&b, kb_op(&b, FC_OP_MUL, FC_INT64, s, bc, -1), o, FC_INT64, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(o[i], 7 * ((1 + 2 * i) + (599 - i)));
+}
+END_TEST
+
+/* A loop-dependent broadcast: row i of a 2-D output gets x[i] (stride 0 along the inner loop). */
+START_TEST(test_load_row_broadcast)
+{
+    float x[3] = {1, 2, 3}, o[3 * 400];
+    int64_t ext[2] = {3, 400}, st[2] = {1, 0}, ost[2] = {400, 1};
+    KB b;
+    kb_init(&b, 2, ext);
+    kb_store(&b, kb_load(&b, FC_FLOAT32, x, 0, st), o, FC_FLOAT32, 0, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 400; j++)
+            ck_assert_same_f32(o[i * 400 + j], x[i]);
+}
+END_TEST
+
+START_TEST(test_gather)
+{
+    double table[5 * 3];
+    for (int i = 0; i < 15; i++)
+        table[i] = i * 1.5;
+    int64_t index[6] = {4, 0, 2, 2, 1, 3}, n = 6, ext[2] = {6, 3}, st[2] = {1, 0}, tst[2] = {0, 1}, ost[2] = {3, 1};
+    double o[18];
+    KB b;
+    kb_init(&b, 2, ext);
+    int ix = kb_load(&b, FC_INT64, index, 0, st);
+    int g = kb_load(&b, FC_FLOAT64, table, 0, tst);    /* table[index[i], j] */
+    kb_gather(&b, g, ix, 3, 5);
+    kb_store(&b, g, o, FC_FLOAT64, 0, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 3; j++)
+            ck_assert_same_f64(o[i * 3 + j], table[index[i] * 3 + j]);
+}
+END_TEST
+
+typedef struct GatherCase {
+    int64_t bad;
+    int dim;
+    const char *msg;
+} GatherCase;
+
+static const GatherCase gather_cases[] = {
+    {7, 0, "index 7 is out of bounds for dimension 0 with size 5"},
+    {-1, 0, "index -1 is out of bounds for dimension 0 with size 5"},
+    {5, 1, "index 5 is out of bounds for dimension 1 with size 4"},
+};
+
+/* Two gathered dims (5 x 4 table); one index out of range in a long input. */
+START_TEST(test_gather_out_of_bounds)
+{
+    const GatherCase *c = &gather_cases[_i];
+    enum { N = 1000 };
+    int32_t table[20] = {0};
+    int64_t i0[N], i1[N], n = N;
+    for (int i = 0; i < N; i++) {
+        i0[i] = i % 5;
+        i1[i] = i % 4;
+    }
+    (c->dim == 0 ? i0 : i1)[700] = c->bad;
+    int32_t o[N];
+    KB b;
+    kb_init(&b, 1, &n);
+    int r0 = kb_load(&b, FC_INT64, i0, 0, ONE);
+    int r1 = kb_load(&b, FC_INT64, i1, 0, ONE);
+    int64_t zero = 0;
+    int g = kb_load(&b, FC_INT32, table, 0, &zero);
+    kb_gather(&b, g, r0, 4, 5);
+    kb_gather(&b, g, r1, 1, 4);
+    kb_store(&b, g, o, FC_INT32, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, c->msg);
+}
+END_TEST
+
+/* ---- loops, iotas, shapes ---- */
+
+START_TEST(test_iota)
+{
+    int64_t ext[2] = {3, 300}, ost[2] = {300, 1};
+    int64_t o[900];
+    KB b;
+    kb_init(&b, 2, ext);
+    int r = kb_iota(&b, 0);
+    int c = kb_iota(&b, 1);
+    int k = kb_i(&b, FC_INT64, 1000);
+    int s = kb_op(&b, FC_OP_MUL, FC_INT64, r, k, -1);
+    kb_store(&b, kb_op(&b, FC_OP_ADD, FC_INT64, s, c, -1), o, FC_INT64, 0, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 300; j++)
+            ck_assert_int_eq(o[i * 300 + j], i * 1000 + j);
+}
+END_TEST
+
+/* A transpose with several tiles of rows (the last one partial) and several chunks per row. */
+START_TEST(test_transpose_tiles)
+{
+    int64_t e[2] = {37, 600}, st[2] = {1, 37}, ost[2] = {600, 1};
+    int64_t *x = malloc(37 * 600 * 8), *o = malloc(37 * 600 * 8);
+    for (int i = 0; i < 37 * 600; i++)
+        x[i] = i;
+    KB b;
+    kb_init(&b, 2, e);
+    kb_store(&b, kb_load(&b, FC_INT64, x, 0, st), o, FC_INT64, 0, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    int bad = 0;
+    for (int i = 0; i < 37; i++)
+        for (int j = 0; j < 600; j++)
+            bad += o[i * 600 + j] != x[j * 37 + i];
+    ck_assert_int_eq(bad, 0);
+    free(x);
+    free(o);
+}
+END_TEST
+
+/* A 3-D permuting copy: out[i][j][l] = x[l][i][j], inner extent short (so the executor may run
+ * chunks along another loop). */
+static const int64_t perm_shapes[][3] = {{4, 5, 300}, {70, 80, 3}, {2, 3, 2}};
+
+START_TEST(test_permute_3d)
+{
+    const int64_t *e = perm_shapes[_i];
+    int64_t n = e[0] * e[1] * e[2];
+    int32_t *x = malloc((size_t)n * 4), *o = malloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (int32_t)i;
+    /* x has shape (e2, e0, e1) C-contiguous */
+    int64_t st[3] = {e[1], 1, e[0] * e[1]}, ost[3] = {e[1] * e[2], e[2], 1};
+    KB b;
+    kb_init(&b, 3, e);
+    kb_store(&b, kb_load(&b, FC_INT32, x, 0, st), o, FC_INT32, 0, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int64_t i = 0; i < e[0]; i++)
+        for (int64_t j = 0; j < e[1]; j++)
+            for (int64_t l = 0; l < e[2]; l++)
+                ck_assert_int_eq(o[(i * e[1] + j) * e[2] + l], x[(l * e[0] + i) * e[1] + j]);
+    free(x);
+    free(o);
+}
+END_TEST
+
+START_TEST(test_extent_zero_store)
+{
+    int64_t ext[2] = {5, 0}, st[2] = {0, 1};
+    float x[1] = {1}, o[1] = {42};
+    KB b;
+    kb_init(&b, 2, ext);
+    kb_store(&b, kb_load(&b, FC_FLOAT32, x, 0, st), o, FC_FLOAT32, 0, st);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f32(o[0], 42.0f);
+}
+END_TEST
+
+/* An empty reduced loop still writes the initial value of each output point; nothing is
+ * evaluated, so an invariant division by zero does not fail. */
+typedef struct EmptyCase {
+    FcOp op;
+    FcDType in, out;
+    int64_t want;
+} EmptyCase;
+
+static const EmptyCase empty_cases[] = {
+    {FC_OP_SUM, FC_FLOAT32, FC_FLOAT32, 0},
+    {FC_OP_PROD, FC_INT64, FC_INT64, 1},
+    {FC_OP_ANY, FC_BOOL, FC_BOOL, 0},
+    {FC_OP_ALL, FC_BOOL, FC_BOOL, 1},
+};
+
+START_TEST(test_extent_zero_reduce)
+{
+    const EmptyCase *c = &empty_cases[_i];
+    int64_t ext[2] = {3, 0}, ost[2] = {1, 0}, st[2] = {0, 1};
+    bool red[2] = {false, true};
+    uint64_t x[1] = {0};
+    union {
+        float f[3];
+        int64_t i[3];
+        uint8_t b[3];
+    } o;
+    memset(&o, 0x55, sizeof o);
+    KB b;
+    kb_init(&b, 2, ext);
+    int one = kb_i(&b, FC_INT64, 1), zero = kb_i(&b, FC_INT64, 0);
+    kb_op(&b, FC_OP_FLOORDIV, FC_INT64, one, zero, -1);
+    kb_reduce(&b, c->op, kb_load(&b, c->in, x, 0, st), &o, c->out, red, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < 3; i++) {
+        if (c->out == FC_FLOAT32)
+            ck_assert_same_f32(o.f[i], (float)c->want);
+        else if (c->out == FC_INT64)
+            ck_assert_int_eq(o.i[i], c->want);
+        else
+            ck_assert_int_eq(o.b[i], c->want);
+    }
+}
+END_TEST
+
+START_TEST(test_nloop_zero)
+{
+    double x = 1.5, y = 2.25, o = 0;
+    KB b;
+    kb_init(&b, 0, NULL);
+    int a = kb_load(&b, FC_FLOAT64, &x, 0, NULL);
+    int c = kb_load(&b, FC_FLOAT64, &y, 0, NULL);
+    kb_store(&b, kb_op(&b, FC_OP_MUL, FC_FLOAT64, a, c, -1), &o, FC_FLOAT64, 0, NULL);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(o, 3.375);
+    kb_init(&b, 0, NULL);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT64, &x, 0, NULL), &o, FC_FLOAT64, NULL, NULL);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(o, 1.5);
+}
+END_TEST
+
+START_TEST(test_interrupt)
+{
+    volatile int stop = 1;
+    float x[1000], o[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = (float)i;
+    int64_t n = 1000;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_store(&b, kb_load(&b, FC_FLOAT32, x, 0, ONE), o, FC_FLOAT32, 0, ONE);
+    b.k.interrupt = &stop;
+    ck_assert_int_eq(kb_run(&b), FC_ERR_INTERRUPT);
+    ck_assert_str_eq(err.msg, "interrupted");
+    stop = 0;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f32(o[999], 999.0f);
+}
+END_TEST
+
+/* ---- reductions ---- */
+
+/* Sums over a 2-D [R, C] float64 input of small integers (exact in any order), reducing dim 0,
+ * dim 1 or both, for shapes that give horizontal, vertical and chunk-loop-switched reductions. */
+static const int64_t sum_shapes[][2] = {{3, 1000}, {1000, 3}, {100, 300}, {257, 255}, {1, 1}, {5000, 17}, {3, 2500}};
+
+START_TEST(test_sum_2d)
+{
+    const int64_t *e = sum_shapes[_i];
+    int64_t R = e[0], C = e[1];
+    double *x = malloc((size_t)(R * C) * 8), *o = malloc((size_t)(R + C) * 8);
+    for (int64_t i = 0; i < R * C; i++)
+        x[i] = (double)(i % 7) - 3;
+    int64_t st[2] = {C, 1};
+    for (int mode = 0; mode < 3; mode++) {
+        bool red[2] = {mode != 1, mode != 0};
+        int64_t ost[2] = {red[0] ? 0 : 1, red[1] ? 0 : 1};
+        KB b;
+        kb_init(&b, 2, e);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT64, x, 0, st), o, FC_FLOAT64, red, ost);
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        int64_t nout = mode == 0 ? C : mode == 1 ? R : 1;
+        double *want = calloc((size_t)nout, 8);
+        for (int64_t i = 0; i < R * C; i++)
+            want[mode == 0 ? i % C : mode == 1 ? i / C : 0] += x[i];
+        for (int64_t j = 0; j < nout; j++)
+            ck_assert_same_f64(o[j], want[j]);
+        free(want);
+    }
+    free(x);
+    free(o);
+}
+END_TEST
+
+/* Reduce loops 0 and 2 of [4, 5, 300], keeping loop 1; and loop 1 of the same, keeping 0 and 2. */
+START_TEST(test_sum_mixed_loops)
+{
+    int64_t e[3] = {4, 5, 300}, st[3] = {1500, 300, 1};
+    int64_t *x = malloc(6000 * 8), o[1200];
+    for (int i = 0; i < 6000; i++)
+        x[i] = i * 7919 % 1000;
+    KB b;
+    bool red[3] = {true, false, true};
+    int64_t ost[3] = {0, 1, 0};
+    kb_init(&b, 3, e);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT64, x, 0, st), o, FC_INT64, red, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int j = 0; j < 5; j++) {
+        int64_t want = 0;
+        for (int i = 0; i < 4; i++)
+            for (int l = 0; l < 300; l++)
+                want += x[i * 1500 + j * 300 + l];
+        ck_assert_int_eq(o[j], want);
+    }
+    bool red2[3] = {false, true, false};
+    int64_t ost2[3] = {300, 0, 1};
+    kb_init(&b, 3, e);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT64, x, 0, st), o, FC_INT64, red2, ost2);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < 4; i++)
+        for (int l = 0; l < 300; l++) {
+            int64_t want = 0;
+            for (int j = 0; j < 5; j++)
+                want += x[i * 1500 + j * 300 + l];
+            ck_assert_int_eq(o[i * 300 + l], want);
+        }
+    free(x);
+}
+END_TEST
+
+START_TEST(test_sum_int_types)
+{
+    int64_t n = 1000;
+    int32_t x[1000];
+    uint8_t bl[1000];
+    for (int i = 0; i < n; i++) {
+        x[i] = INT32_MAX;
+        bl[i] = i % 3 == 0;
+    }
+    int64_t o = 0, zero = 0;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT32, x, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 1000LL * INT32_MAX);
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_BOOL, bl, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 334);
+    int64_t big[2] = {INT64_MAX, 2}, two = 2;
+    kb_init(&b, 1, &two);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT64, big, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, INT64_MIN + 1);
+}
+END_TEST
+
+START_TEST(test_prod_float)
+{
+    int64_t n = 300, zero = 0;
+    float x[300], o = 0;
+    for (int i = 0; i < n; i++)
+        x[i] = i % 10 == 0 ? 2.0f : 1.0f;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_PROD, kb_load(&b, FC_FLOAT32, x, 0, ONE), &o, FC_FLOAT32, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f32(o, 1073741824.0f);
+}
+END_TEST
+
+/* amax/amin/argmax/argmin over the rows of an [R, C] float32 input (reduce dim 1, horizontal),
+ * and over its columns (reduce dim 0, vertical), against a direct scan. */
+static void extreme_ref(const float *x, int64_t n, int64_t stride, bool is_max, float *val, int64_t *idx)
+{
+    *idx = 0;
+    *val = x[0];
+    for (int64_t i = 1; i < n; i++) {
+        float v = x[i * stride], c = *val;
+        bool better = isnan(v) ? !isnan(c) : (is_max ? v > c : v < c);
+        if (better) {
+            *val = v;
+            *idx = i;
+        }
+    }
+}
+
+static const int64_t ext_shapes[][2] = {{3, 1000}, {600, 40}, {2, 3}, {300, 2}, {3, 2100}};
+
+START_TEST(test_extremes_2d)
+{
+    const int64_t *e = ext_shapes[_i];
+    int64_t R = e[0], C = e[1];
+    float *x = malloc((size_t)(R * C) * 4);
+    uint64_t s = 12345;
+    for (int64_t i = 0; i < R * C; i++)
+        x[i] = (float)(rng_next(&s) % 50);   /* many ties */
+    x[C + 1 < R * C ? C + 1 : 0] = NAN;
+    x[R * C - 1] = NAN;
+    int64_t st[2] = {C, 1};
+    for (int dim = 0; dim < 2; dim++) {
+        int64_t nout = dim == 0 ? C : R, len = dim == 0 ? R : C;
+        bool red[2] = {dim == 0, dim == 1};
+        int64_t ost[2] = {dim == 0 ? 0 : 1, dim == 0 ? 1 : 0};
+        for (int op = 0; op < 4; op++) {
+            FcOp rop = (FcOp[]){FC_OP_AMAX, FC_OP_AMIN, FC_OP_ARGMAX, FC_OP_ARGMIN}[op];
+            bool arg = op >= 2, is_max = op % 2 == 0;
+            static union {
+                float f[4096];
+                int64_t i[4096];
+            } o;
+            KB b;
+            kb_init(&b, 2, e);
+            kb_reduce(&b, rop, kb_load(&b, FC_FLOAT32, x, 0, st), &o, arg ? FC_INT64 : FC_FLOAT32, red, ost);
+            ck_assert_int_eq(kb_run(&b), FC_OK);
+            for (int64_t j = 0; j < nout; j++) {
+                float v;
+                int64_t ix;
+                extreme_ref(x + (dim == 0 ? j : j * C), len, dim == 0 ? C : 1, is_max, &v, &ix);
+                if (arg)
+                    ck_assert_int_eq(o.i[j], ix);
+                else
+                    ck_assert_same_f32(o.f[j], v);
+            }
+        }
+    }
+    free(x);
+}
+END_TEST
+
+START_TEST(test_argmax_first_nan_and_ties)
+{
+    double x[6] = {1, 5, NAN, 5, NAN, 0};
+    int64_t n = 6, zero = 0, o;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_ARGMAX, kb_load(&b, FC_FLOAT64, x, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 2);
+    b.k.reduce = FC_OP_ARGMIN;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 2);
+    int64_t y[5] = {3, 7, 7, -1, -1};
+    n = 5;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_ARGMAX, kb_load(&b, FC_INT64, y, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 1);
+    b.k.reduce = FC_OP_ARGMIN;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 3);
+}
+END_TEST
+
+/* Over full chunks (the vectorised path): ties keep the first index, the first NaN wins. */
+START_TEST(test_argmax_long_ties)
+{
+    enum { N = 700 };
+    float x[N];
+    int64_t n = N, zero = 0, o;
+    bool red = true;
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i % 97);
+    x[10] = x[500] = 1000.0f;
+    x[20] = x[650] = -5.0f;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_ARGMAX, kb_load(&b, FC_FLOAT32, x, 0, ONE), &o, FC_INT64, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 10);
+    b.k.reduce = FC_OP_ARGMIN;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 20);
+    x[300] = x[400] = NAN;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 300);
+    b.k.reduce = FC_OP_ARGMAX;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(o, 300);
+}
+END_TEST
+
+START_TEST(test_amax_nan_and_ints)
+{
+    float x[3] = {1, NAN, 2}, o;
+    int64_t n = 3, zero = 0;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_AMIN, kb_load(&b, FC_FLOAT32, x, 0, ONE), &o, FC_FLOAT32, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert(isnan(o));
+    int32_t y[3] = {INT32_MIN, -5, INT32_MAX}, oi;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_AMIN, kb_load(&b, FC_INT32, y, 0, ONE), &oi, FC_INT32, &red, &zero);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(oi, INT32_MIN);
+    b.k.reduce = FC_OP_AMAX;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_int_eq(oi, INT32_MAX);
+}
+END_TEST
+
+START_TEST(test_any_all)
+{
+    int64_t e[2] = {4, 300}, st[2] = {300, 1}, ost[2] = {1, 0};
+    bool red[2] = {false, true};
+    uint8_t x[1200] = {0}, o[4];
+    for (int j = 0; j < 300; j++) {
+        x[300 + j] = 1;           /* row 1 all true */
+        x[600 + j] = j == 299;    /* row 2 one true */
+        x[900 + j] = j != 5;      /* row 3 all but one */
+    }
+    KB b;
+    kb_init(&b, 2, e);
+    kb_reduce(&b, FC_OP_ANY, kb_load(&b, FC_BOOL, x, 0, st), o, FC_BOOL, red, ost);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 1, 1}), 4);
+    b.k.reduce = FC_OP_ALL;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_mem_eq(o, ((uint8_t[]){0, 1, 0, 0}), 4);
+}
+END_TEST
+
+/* A reduction of a fused expression with a strided, offset output. */
+START_TEST(test_reduce_fused_output_strides)
+{
+    int64_t e[2] = {50, 400}, st[2] = {400, 1}, ost[2] = {3, 0};
+    bool red[2] = {false, true};
+    float *x = malloc(20000 * 4);
+    double o[160];
+    for (int i = 0; i < 20000; i++)
+        x[i] = (float)(i % 13);
+    for (int i = 0; i < 160; i++)
+        o[i] = -7;
+    KB b;
+    kb_init(&b, 2, e);
+    int a = kb_load(&b, FC_FLOAT32, x, 0, st);
+    int sq = kb_op(&b, FC_OP_MUL, FC_FLOAT32, a, a, -1);
+    int d = kb_op(&b, FC_OP_CAST, FC_FLOAT64, sq, -1, -1);
+    kb_reduce(&b, FC_OP_SUM, d, o, FC_FLOAT64, red, ost);
+    b.k.out_offset = 2;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int r = 0; r < 50; r++) {
+        double want = 0;
+        for (int j = 0; j < 400; j++)
+            want += (double)x[r * 400 + j] * x[r * 400 + j];
+        ck_assert_same_f64(o[2 + 3 * r], want);
+        ck_assert_same_f64(o[3 + 3 * r], -7.0);
+    }
+    free(x);
+}
+END_TEST
+
+/* ---- thread-count independence ---- */
+
+/* Runs kernel k on a backend with `threads` threads. */
+static FcStatus run_with(KB *b, int threads)
+{
+    FcBackend *bk = fc_cpu_backend_new(threads);
+    ck_assert_ptr_nonnull(bk);
+    b->k.nthreads = threads;
+    FcStatus st = bk->run(bk, &b->k, &err);
+    bk->destroy(bk);
+    return st;
+}
+
+/* A float32 full sum, a float32 column sum with few columns (split into blocks), and an argmax
+ * over many elements give the same bits with 1, 2 and 4 threads. */
+START_TEST(test_deterministic_reductions)
+{
+    enum { N = 1 << 18 };
+    float *x = malloc((size_t)N * 4);
+    uint64_t s = 99;
+    for (int i = 0; i < N; i++)
+        x[i] = rng_float(&s) * 1000.0f;
+    x[N - 3] = 5000.0f;
+    float full[3], cols[3][32];
+    int64_t arg[3];
+    int threads[3] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+        int64_t n = N, zero = 0;
+        bool red = true;
+        KB b;
+        kb_init(&b, 1, &n);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT32, x, 0, ONE), &full[t], FC_FLOAT32, &red, &zero);
+        ck_assert_int_eq(run_with(&b, threads[t]), FC_OK);
+        b.k.reduce = FC_OP_ARGMAX;
+        b.k.out = &arg[t];
+        b.k.out_dtype = FC_INT64;
+        ck_assert_int_eq(run_with(&b, threads[t]), FC_OK);
+        int64_t e[2] = {N / 32, 32}, st[2] = {32, 1}, ost[2] = {0, 1};
+        bool red2[2] = {true, false};
+        kb_init(&b, 2, e);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT32, x, 0, st), cols[t], FC_FLOAT32, red2, ost);
+        ck_assert_int_eq(run_with(&b, threads[t]), FC_OK);
+    }
+    double want = 0;
+    for (int i = 0; i < N; i++)
+        want += x[i];
+    ck_assert_msg(fabs(full[0] - want) <= 1e-3 * fabs(want) + 1, "sum %g, expected %g", full[0], want);
+    ck_assert_int_eq(arg[0], N - 3);
+    for (int t = 1; t < 3; t++) {
+        ck_assert_mem_eq(&full[t], &full[0], sizeof full[0]);
+        ck_assert_mem_eq(cols[t], cols[0], sizeof cols[0]);
+        ck_assert_int_eq(arg[t], arg[0]);
+    }
+    free(x);
+}
+END_TEST
+
+/* Column sums and argmaxes of a wide input with few output units: the reduced loop is cut
+ * into blocks, each unit spanning several chunks. Exact (small integers), same with 1 and 4
+ * threads. */
+START_TEST(test_split_vertical)
+{
+    enum { R = 600, C = 2300 };
+    double *x = malloc((size_t)R * C * 8), sums[2][C], want[C];
+    int64_t args[2][C];
+    for (int i = 0; i < R * C; i++)
+        x[i] = (double)((i * 7919LL) % 101);
+    for (int j = 0; j < C; j++) {
+        want[j] = 0;
+        for (int i = 0; i < R; i++)
+            want[j] += x[i * C + j];
+    }
+    for (int t = 0; t < 2; t++) {
+        int64_t e[2] = {R, C}, st[2] = {C, 1}, ost[2] = {0, 1};
+        bool red[2] = {true, false};
+        KB b;
+        kb_init(&b, 2, e);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT64, x, 0, st), sums[t], FC_FLOAT64, red, ost);
+        ck_assert_int_eq(run_with(&b, t ? 4 : 1), FC_OK);
+        b.k.reduce = FC_OP_ARGMAX;
+        b.k.out = args[t];
+        b.k.out_dtype = FC_INT64;
+        ck_assert_int_eq(run_with(&b, t ? 4 : 1), FC_OK);
+    }
+    for (int j = 0; j < C; j++) {
+        ck_assert_same_f64(sums[0][j], want[j]);
+        int64_t best = 0;
+        for (int i = 1; i < R; i++)
+            if (x[i * C + j] > x[best * C + j])
+                best = i;
+        ck_assert_int_eq(args[0][j], best);
+    }
+    ck_assert_mem_eq(sums[1], sums[0], sizeof sums[0]);
+    ck_assert_mem_eq(args[1], args[0], sizeof args[0]);
+    free(x);
+}
+END_TEST
+
+/* A large elementwise kernel on several threads writes every element. */
+START_TEST(test_parallel_store)
+{
+    enum { N = 1 << 17 };
+    int32_t *x = malloc((size_t)N * 4), *o = malloc((size_t)N * 4);
+    for (int i = 0; i < N; i++) {
+        x[i] = i;
+        o[i] = -1;
+    }
+    int64_t n = N;
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, FC_INT32, x, 0, ONE);
+    kb_store(&b, kb_op(&b, FC_OP_ADD, FC_INT32, a, a, -1), o, FC_INT32, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += o[i] != 2 * i;
+    ck_assert_int_eq(bad, 0);
+    free(x);
+    free(o);
+}
+END_TEST
+
+/* An error in a parallel kernel is reported, and the same one with any thread count. */
+START_TEST(test_parallel_error)
+{
+    enum { N = 1 << 17 };
+    int64_t *x = malloc((size_t)N * 8), *o = malloc((size_t)N * 8);
+    for (int i = 0; i < N; i++)
+        x[i] = i % 1000 + 1;
+    x[100000] = 0;
+    int64_t n = N;
+    KB b;
+    kb_init(&b, 1, &n);
+    int k = kb_i(&b, FC_INT64, 7);
+    kb_store(&b, kb_op(&b, FC_OP_MOD, FC_INT64, k, kb_load(&b, FC_INT64, x, 0, ONE), -1), o, FC_INT64, 0, ONE);
+    ck_assert_int_eq(run_with(&b, 4), FC_ERR_RUNTIME);
+    ck_assert_str_eq(err.msg, "ZeroDivisionError");
+    ck_assert_int_eq(run_with(&b, 1), FC_ERR_RUNTIME);
+    free(x);
+    free(o);
+}
+END_TEST
+
+/* ---- matmul ---- */
+
+typedef struct MmCase {
+    int64_t m, n, k;
+    bool ta, tb;                /* A / B stored transposed */
+    int nbatch;
+    int64_t batch[2];
+    bool bcast_a;               /* A's first batch dim broadcast (stride 0) */
+} MmCase;
+
+static const MmCase mm_cases[] = {
+    {1, 1, 1, false, false, 0, {0}, false},
+    {5, 7, 3, false, false, 0, {0}, false},
+    {5, 7, 3, true, false, 0, {0}, false},
+    {5, 7, 3, false, true, 0, {0}, false},
+    {64, 64, 64, false, false, 0, {0}, false},
+    {67, 130, 300, true, true, 0, {0}, false},
+    {3, 5, 0, false, false, 0, {0}, false},
+    {300, 1, 257, false, false, 0, {0}, false},
+    {1, 300, 1100, false, true, 0, {0}, false},
+    {9, 10, 11, false, false, 2, {2, 3}, false},
+    {9, 10, 11, true, false, 2, {2, 3}, true},
+    {0, 4, 4, false, false, 0, {0}, false},
+};
+
+static const FcDType mm_dtypes[] = {FC_FLOAT32, FC_FLOAT64, FC_INT32, FC_INT64};
+
+static double mm_get(const void *p, FcDType dt, int64_t i)
+{
+    switch (dt) {
+    case FC_FLOAT32: return ((const float *)p)[i];
+    case FC_FLOAT64: return ((const double *)p)[i];
+    case FC_INT32: return ((const int32_t *)p)[i];
+    default: return (double)((const int64_t *)p)[i];
+    }
+}
+
+static void mm_set(void *p, FcDType dt, int64_t i, double v)
+{
+    switch (dt) {
+    case FC_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case FC_FLOAT64: ((double *)p)[i] = v; break;
+    case FC_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((int64_t *)p)[i] = (int64_t)v; break;
+    }
+}
+
+/* Small integer inputs: every product and sum is exact in every dtype, so the blocked result
+ * must equal the naive one exactly. */
+START_TEST(test_matmul_reference)
+{
+    const MmCase *c = &mm_cases[_i / 4];
+    FcDType dt = mm_dtypes[_i % 4];
+    size_t es = fc_dtype_size(dt);
+    int64_t nb = 1;
+    for (int d = 0; d < c->nbatch; d++)
+        nb *= c->batch[d];
+    int64_t asz = c->m * c->k, bsz = c->k * c->n, csz = c->m * c->n;
+    char *a = malloc((size_t)(nb * asz + 1) * es), *b = malloc((size_t)(nb * bsz + 1) * es);
+    char *out = malloc((size_t)(nb * csz + 1) * es);
+    uint64_t s = 7;
+    for (int64_t i = 0; i < nb * asz; i++)
+        mm_set(a, dt, i, (double)(int)(rng_next(&s) % 17) - 8);
+    for (int64_t i = 0; i < nb * bsz; i++)
+        mm_set(b, dt, i, (double)(int)(rng_next(&s) % 17) - 8);
+    for (int64_t i = 0; i < nb * csz; i++)
+        mm_set(out, dt, i, 12345);
+    FcMatmul m = {.dtype = dt, .nbatch = c->nbatch, .m = c->m, .n = c->n, .k = c->k, .nthreads = 4};
+    m.a = a;
+    m.b = b;
+    m.c = out;
+    m.a_rs = c->ta ? 1 : c->k;
+    m.a_cs = c->ta ? c->m : 1;
+    m.b_rs = c->tb ? 1 : c->n;
+    m.b_cs = c->tb ? c->k : 1;
+    m.c_rs = c->n;
+    m.c_cs = 1;
+    for (int d = c->nbatch - 1, sa = 1, sb = 1, sc = 1; d >= 0; d--) {
+        m.batch[d] = c->batch[d];
+        m.a_bstride[d] = c->bcast_a && d == 0 ? 0 : sa * asz;
+        m.b_bstride[d] = sb * bsz;
+        m.c_bstride[d] = sc * csz;
+        sa *= (int)c->batch[d];
+        sb *= (int)c->batch[d];
+        sc *= (int)c->batch[d];
+    }
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t ao = 0, bo = 0, co = 0, rest = bi;
+        for (int d = c->nbatch - 1; d >= 0; d--) {
+            int64_t i = rest % c->batch[d];
+            rest /= c->batch[d];
+            ao += i * m.a_bstride[d];
+            bo += i * m.b_bstride[d];
+            co += i * m.c_bstride[d];
+        }
+        for (int64_t i = 0; i < c->m; i++)
+            for (int64_t j = 0; j < c->n; j++) {
+                double want = 0;
+                for (int64_t p = 0; p < c->k; p++)
+                    want += mm_get(a, dt, ao + i * m.a_rs + p * m.a_cs) * mm_get(b, dt, bo + p * m.b_rs + j * m.b_cs);
+                double got = mm_get(out, dt, co + i * c->n + j);
+                ck_assert_msg(got == want, "case %d %s C[%lld][%lld][%lld] = %g, expected %g", _i / 4,
+                              fc_dtype_name(dt), (long long)bi, (long long)i, (long long)j, got, want);
+            }
+    }
+    free(a);
+    free(b);
+    free(out);
+}
+END_TEST
+
+/* A strided, offset C (every other column of a wider buffer) and wrapping int32 products. */
+START_TEST(test_matmul_strided_c_and_wrap)
+{
+    int32_t a[2 * 2] = {65536, 1, 2, 3}, b[2 * 2] = {65536, 0, 0, 1}, c[2 * 5];
+    for (int i = 0; i < 10; i++)
+        c[i] = -9;
+    FcMatmul m = {.dtype = FC_INT32, .m = 2, .n = 2, .k = 2, .nthreads = 1, .a = a, .b = b, .c = c};
+    m.a_rs = 2;
+    m.a_cs = 1;
+    m.b_rs = 2;
+    m.b_cs = 1;
+    m.c_offset = 1;
+    m.c_rs = 5;
+    m.c_cs = 2;
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+    ck_assert_mem_eq(c, ((int32_t[]){-9, 0, -9, 1, -9, -9, 131072, -9, 3, -9}), sizeof c);
+}
+END_TEST
+
+START_TEST(test_matmul_threads_bitwise)
+{
+    enum { M = 130, N = 70, K = 500 };
+    float *a = malloc(M * K * 4), *b = malloc(K * N * 4), *c1 = malloc(M * N * 4), *c4 = malloc(M * N * 4);
+    uint64_t s = 3;
+    for (int i = 0; i < M * K; i++)
+        a[i] = rng_float(&s);
+    for (int i = 0; i < K * N; i++)
+        b[i] = rng_float(&s);
+    FcMatmul m = {.dtype = FC_FLOAT32, .m = M, .n = N, .k = K, .a = a, .b = b, .a_rs = K, .a_cs = 1, .b_rs = N,
+                  .b_cs = 1, .c_rs = N, .c_cs = 1};
+    m.c = c1;
+    m.nthreads = 1;
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+    m.c = c4;
+    m.nthreads = 4;
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+    ck_assert_mem_eq(c1, c4, M * N * 4);
+    double want = 0;
+    for (int p = 0; p < K; p++)
+        want += (double)a[5 * K + p] * b[p * N + 9];
+    ck_assert_msg(fabs(c1[5 * N + 9] - want) < 1e-3, "%g vs %g", c1[5 * N + 9], want);
+    free(a);
+    free(b);
+    free(c1);
+    free(c4);
+}
+END_TEST
+
+START_TEST(test_matmul_interrupt_and_dtype)
+{
+    volatile int stop = 1;
+    float a[4] = {1, 2, 3, 4}, c[4];
+    FcMatmul m = {.dtype = FC_FLOAT32, .m = 2, .n = 2, .k = 2, .a = a, .b = a, .c = c, .a_rs = 2, .a_cs = 1,
+                  .b_rs = 2, .b_cs = 1, .c_rs = 2, .c_cs = 1, .nthreads = 1, .interrupt = &stop};
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_ERR_INTERRUPT);
+    ck_assert_str_eq(err.msg, "interrupted");
+    m.interrupt = NULL;
+    m.dtype = FC_BOOL;
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_ERR_RUNTIME);
+}
+END_TEST
+
+/* ---- benchmark (run by hand: TDL_CPU_BENCH=1 CK_FORK=no CK_RUN_SUITE=cpu_backend check_tdl) ----
+ * where(a > 0, a * b + c, c * 0.5).sum() over 16M float32 on 1 and 2 threads, against the same
+ * expression as a plain C loop and against a vectorised a + b + c sum (the bandwidth it can
+ * reach). Prints timings; asserts only that the sums agree. */
+
+static double bench_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+START_TEST(bench_fused_sum)
+{
+    enum { N = 16 << 20, REPS = 20 };
+    float *x = aligned_alloc(64, (size_t)N * 4), *y = aligned_alloc(64, (size_t)N * 4);
+    float *z = aligned_alloc(64, (size_t)N * 4), out = 0;
+    uint64_t s = 1;
+    for (int i = 0; i < N; i++) {
+        x[i] = rng_float(&s);
+        y[i] = rng_float(&s) + 1.0f;
+        z[i] = rng_float(&s) * 2.0f;
+    }
+    int64_t n = N, zero = 0;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    int a = kb_load(&b, FC_FLOAT32, x, 0, ONE), bb = kb_load(&b, FC_FLOAT32, y, 0, ONE);
+    int c = kb_load(&b, FC_FLOAT32, z, 0, ONE);
+    int gt = kb_op(&b, FC_OP_GT, FC_BOOL, a, kb_f(&b, FC_FLOAT32, 0), -1);
+    int t = kb_op(&b, FC_OP_ADD, FC_FLOAT32, kb_op(&b, FC_OP_MUL, FC_FLOAT32, a, bb, -1), c, -1);
+    int e = kb_op(&b, FC_OP_MUL, FC_FLOAT32, c, kb_f(&b, FC_FLOAT32, 0.5), -1);
+    kb_reduce(&b, FC_OP_SUM, kb_op(&b, FC_OP_WHERE, FC_FLOAT32, gt, t, e), &out, FC_FLOAT32, &red, &zero);
+    FcBackend *b2 = fc_cpu_backend_new(2);
+    double gb = 3.0 * N * 4 / 1e9;
+    for (int th = 1; th <= 2; th++) {
+        b.k.nthreads = th;
+        double best = 1e9;
+        for (int r = 0; r < REPS; r++) {
+            double t0 = bench_now();
+            ck_assert_int_eq(b2->run(b2, &b.k, &err), FC_OK);
+            best = fmin(best, bench_now() - t0);
+        }
+        fprintf(stderr, "tdl kernel, %d thread(s): %6.2f ms  %5.1f GB/s\n", th, best * 1e3, gb / best);
+    }
+    b2->destroy(b2);
+    double best = 1e9, plain = 0, bw = 0;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = bench_now(), acc = 0;
+        for (int i = 0; i < N; i++)
+            acc += x[i] > 0 ? x[i] * y[i] + z[i] : z[i] * 0.5f;
+        best = fmin(best, bench_now() - t0);
+        plain = acc;
+    }
+    fprintf(stderr, "plain C loop, 1 thread:  %6.2f ms  %5.1f GB/s\n", best * 1e3, gb / best);
+    best = 1e9;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = bench_now();
+        float l[8] = {0};
+        for (int i = 0; i < N; i += 8)
+            for (int j = 0; j < 8; j++)
+                l[j] += x[i + j] + y[i + j] + z[i + j];
+        best = fmin(best, bench_now() - t0);
+        bw = l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+    }
+    fprintf(stderr, "a+b+c sum, 1 thread:     %6.2f ms  %5.1f GB/s (bandwidth reference; %g)\n", best * 1e3,
+            gb / best, bw);
+    ck_assert_msg(fabs(out - plain) <= 1e-4 * fabs(plain) + 1e-2, "%g vs %g", out, plain);
+    free(x);
+    free(y);
+    free(z);
+}
+END_TEST
+
+Suite *cpu_backend_suite(void)
+{
+    Suite *s = suite_create("cpu_backend");
+    TCase *tc = tcase_create("memory");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_table);
+    tcase_add_test(tc, test_alloc_aligned_and_unique);
+    tcase_add_test(tc, test_alloc_failure);
+    tcase_add_test(tc, test_copies);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("elementwise");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, test_add_f32_sizes, 0, sizeof chunk_sizes / sizeof *chunk_sizes);
+    tcase_add_test(tc, test_fused_strided_output);
+    tcase_add_test(tc, test_invariant_chain);
+    tcase_add_test(tc, test_register_reuse);
+    tcase_add_test(tc, test_int_wraps);
+    tcase_add_loop_test(tc, test_int_binary_table, 0, sizeof int_cases / sizeof *int_cases);
+    tcase_add_test(tc, test_int32_edges);
+    tcase_add_loop_test(tc, test_int_division_by_zero, 0, sizeof zerodiv_ops / sizeof *zerodiv_ops);
+    tcase_add_test(tc, test_bool_arithmetic);
+    tcase_add_loop_test(tc, test_float_binary_table, 0, sizeof float_cases / sizeof *float_cases);
+    tcase_add_test(tc, test_float_compare_nan);
+    tcase_add_loop_test(tc, test_float_unary_table, 0, sizeof unary_cases / sizeof *unary_cases);
+    tcase_add_test(tc, test_isnan);
+    tcase_add_test(tc, test_int_unary);
+    tcase_add_test(tc, test_where_keeps_bits);
+    tcase_add_test(tc, test_cast_float_to_int);
+    tcase_add_test(tc, test_cast_other);
+    tcase_add_test(tc, test_store_converts);
+    tcase_add_test(tc, test_unsupported_combination);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("loops");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_load_strided_reversed_broadcast);
+    tcase_add_test(tc, test_load_row_broadcast);
+    tcase_add_test(tc, test_gather);
+    tcase_add_loop_test(tc, test_gather_out_of_bounds, 0, sizeof gather_cases / sizeof *gather_cases);
+    tcase_add_test(tc, test_iota);
+    tcase_add_test(tc, test_transpose_tiles);
+    tcase_add_loop_test(tc, test_permute_3d, 0, sizeof perm_shapes / sizeof *perm_shapes);
+    tcase_add_test(tc, test_extent_zero_store);
+    tcase_add_loop_test(tc, test_extent_zero_reduce, 0, sizeof empty_cases / sizeof *empty_cases);
+    tcase_add_test(tc, test_nloop_zero);
+    tcase_add_test(tc, test_interrupt);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reductions");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, test_sum_2d, 0, sizeof sum_shapes / sizeof *sum_shapes);
+    tcase_add_test(tc, test_sum_mixed_loops);
+    tcase_add_test(tc, test_sum_int_types);
+    tcase_add_test(tc, test_prod_float);
+    tcase_add_loop_test(tc, test_extremes_2d, 0, sizeof ext_shapes / sizeof *ext_shapes);
+    tcase_add_test(tc, test_argmax_first_nan_and_ties);
+    tcase_add_test(tc, test_argmax_long_ties);
+    tcase_add_test(tc, test_amax_nan_and_ints);
+    tcase_add_test(tc, test_any_all);
+    tcase_add_test(tc, test_reduce_fused_output_strides);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("threads");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_deterministic_reductions);
+    tcase_add_test(tc, test_split_vertical);
+    tcase_add_test(tc, test_parallel_store);
+    tcase_add_test(tc, test_parallel_error);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("matmul");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_matmul_reference, 0, 4 * (int)(sizeof mm_cases / sizeof *mm_cases));
+    tcase_add_test(tc, test_matmul_strided_c_and_wrap);
+    tcase_add_test(tc, test_matmul_threads_bitwise);
+    tcase_add_test(tc, test_matmul_interrupt_and_dtype);
+    suite_add_tcase(s, tc);
+
+    if (getenv("TDL_CPU_BENCH")) {
+        tc = tcase_create("bench");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, bench_fused_sum);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}

@@ -1,0 +1,290 @@
+/* test_fcdim_core.c — the tensor value, the IR and the scheduler: what materialisation does
+ * (how many kernels, which loops, which layout), lazy readers across writes, overlapping
+ * assignment, and results of small fused programs. Values of individual ops against PyTorch
+ * are checked by the golden and script tests; this suite checks the machinery. */
+#include "tests.h"
+
+#include "fcdim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static FcCtx *ctx;
+static FcError err;
+static int nkernels;
+static char last_kernel[4096];
+
+static void on_dump(void *ud, const char *text)
+{
+    (void)ud;
+    if (strncmp(text, "kernel:", 7) == 0) {
+        nkernels++;
+        snprintf(last_kernel, sizeof last_kernel, "%s", text);
+    }
+}
+
+static void setup(void)
+{
+    ck_assert_int_eq(fc_ctx_new(&ctx, &err), FC_OK);
+    ctx->dump = on_dump;
+    ctx->dump_flags = FC_DUMP_KERNELS;
+    nkernels = 0;
+    last_kernel[0] = 0;
+}
+
+static void teardown(void)
+{
+    fc_ctx_free(ctx);
+    ctx = NULL;
+}
+
+#define OK(x) ck_assert_msg((x) == FC_OK, "%s: %s", #x, err.msg)
+
+static FcTensor *from_f32(const float *data, int ndim, const int64_t *shape)
+{
+    FcView v;
+    memset(&v, 0, sizeof v);
+    v.dtype = FC_FLOAT32;
+    v.ndim = ndim;
+    memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
+    fc_contiguous_strides(ndim, shape, v.strides);
+    v.data = (void *)data;
+    FcTensor *t;
+    OK(fc_from_view(ctx, &v, fc_cpu(), &t, &err));
+    return t;
+}
+
+static FcTensor *scalar_f(double f)
+{
+    FcTensor *t;
+    OK(fc_scalar(ctx, FC_FLOAT64, (FcScalar){.f = f}, true, &t, &err));
+    return t;
+}
+
+static char *text_of(FcTensor *t)
+{
+    FcView v;
+    OK(fc_host_view(ctx, t, &v, &err));
+    char *s;
+    OK(fc_format_tensor(&v, NULL, &s, &err));
+    return s;
+}
+
+#define CHECK_TEXT(t, want) do { char *s_ = text_of(t); ck_assert_str_eq(s_, want); free(s_); } while (0)
+
+/* where(a > 0, a*b + c, c*0.5).sum(): one kernel, three loads, one reduction. */
+START_TEST(test_fused_chain_is_one_kernel)
+{
+    enum { N = 1000 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *c = malloc(N * sizeof *c);
+    double want = 0;
+    for (int i = 0; i < N; i++) {
+        a[i] = (float)((i % 7) - 3);
+        b[i] = (float)(i % 5);
+        c[i] = (float)(i % 3);
+        want += a[i] > 0 ? (double)(a[i] * b[i] + c[i]) : (double)(c[i] * 0.5f);
+    }
+    int64_t n = N;
+    FcTensor *A = from_f32(a, 1, &n), *B = from_f32(b, 1, &n), *C = from_f32(c, 1, &n);
+    FcTensor *zero = scalar_f(0), *half = scalar_f(0.5);
+    FcTensor *gt, *ab, *abc, *ch, *w, *s;
+    nkernels = 0;
+    OK(fc_binary(ctx, FC_OP_GT, A, zero, &gt, &err));
+    OK(fc_binary(ctx, FC_OP_MUL, A, B, &ab, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, ab, C, &abc, &err));
+    OK(fc_binary(ctx, FC_OP_MUL, C, half, &ch, &err));
+    OK(fc_where(ctx, gt, abc, ch, &w, &err));
+    OK(fc_reduce(ctx, FC_OP_SUM, w, 0, false, &s, &err));
+    ck_assert_int_eq(nkernels, 0);     /* nothing runs before a materialisation */
+    OK(fc_realize(ctx, s, &err));
+    ck_assert_int_eq(nkernels, 1);
+    ck_assert_ptr_nonnull(strstr(last_kernel, "kernel: 1 loops [1000r]"));
+    ck_assert_ptr_nonnull(strstr(last_kernel, "32-bit"));
+    FcScalar v;
+    OK(fc_item(ctx, s, &v, &err));
+    ck_assert_double_eq_tol(v.f, want, 1e-3);
+    /* The intermediates were never stored. */
+    ck_assert(fc_tensor_is_lazy(w) && fc_tensor_is_lazy(abc));
+    FcTensor *all[] = {A, B, C, zero, half, gt, ab, abc, ch, w, s};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_tensor_release(all[i]);
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* Dense contiguous data of any rank runs as one loop. */
+START_TEST(test_dense_loops_merge)
+{
+    float d[24];
+    for (int i = 0; i < 24; i++)
+        d[i] = (float)i;
+    int64_t shape[3] = {2, 3, 4};
+    FcTensor *x = from_f32(d, 3, shape), *y;
+    OK(fc_unary(ctx, FC_OP_NEG, x, &y, &err));
+    OK(fc_realize(ctx, y, &err));
+    ck_assert_ptr_nonnull(strstr(last_kernel, "kernel: 1 loops [24]"));
+    fc_tensor_release(x);
+    fc_tensor_release(y);
+}
+END_TEST
+
+/* A pointwise result keeps its input's dim order (TensorIterator), here a transpose. */
+START_TEST(test_layout_follows_input)
+{
+    float d[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    FcTensor *x = from_f32(d, 2, shape), *t, *y;
+    int64_t tshape[2] = {3, 2}, tstrides[2] = {1, 3};
+    OK(fc_as_strided(ctx, x, 2, tshape, tstrides, 0, &t, &err));
+    OK(fc_unary(ctx, FC_OP_NEG, t, &y, &err));
+    OK(fc_realize(ctx, y, &err));
+    ck_assert_int_eq(y->strides[0], 1);
+    ck_assert_int_eq(y->strides[1], 3);
+    CHECK_TEXT(y, "tensor([[-1., -4.],\n        [-2., -5.],\n        [-3., -6.]])");
+    /* ... and a reduction result is C-contiguous. */
+    FcTensor *s;
+    OK(fc_reduce(ctx, FC_OP_SUM, t, 1, true, &s, &err));
+    OK(fc_realize(ctx, s, &err));
+    ck_assert_int_eq(s->strides[0], 2);
+    ck_assert_int_eq(s->strides[1], 1);
+    CHECK_TEXT(s, "tensor([[ 6., 15.]])");
+    fc_tensor_release(x);
+    fc_tensor_release(t);
+    fc_tensor_release(y);
+    fc_tensor_release(s);
+}
+END_TEST
+
+/* A lazy tensor computed before a write sees the values from before the write. */
+START_TEST(test_lazy_reader_realised_before_write)
+{
+    float d[3] = {1, 2, 3};
+    int64_t n = 3;
+    FcTensor *x = from_f32(d, 1, &n), *two = scalar_f(2), *y, *fill;
+    OK(fc_binary(ctx, FC_OP_MUL, x, two, &y, &err));
+    ck_assert(fc_tensor_is_lazy(y));
+    OK(fc_full(ctx, FC_FLOAT32, 1, &n, (FcScalar){.f = 100}, &fill, &err));
+    OK(fc_assign(ctx, x, fill, &err));
+    ck_assert(!fc_tensor_is_lazy(y));
+    CHECK_TEXT(y, "tensor([2., 4., 6.])");
+    CHECK_TEXT(x, "tensor([100., 100., 100.])");
+    FcTensor *all[] = {x, two, y, fill};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_tensor_release(all[i]);
+}
+END_TEST
+
+/* t[1:] = t[:-1] reads all of the source before writing (PyTorch's result). */
+START_TEST(test_overlapping_assign)
+{
+    float d[5] = {1, 2, 3, 4, 5};
+    int64_t n = 5, n4 = 4, one = 1;
+    FcTensor *x = from_f32(d, 1, &n), *hi, *lo;
+    OK(fc_as_strided(ctx, x, 1, &n4, &one, 1, &hi, &err));
+    OK(fc_as_strided(ctx, x, 1, &n4, &one, 0, &lo, &err));
+    OK(fc_assign(ctx, hi, lo, &err));
+    CHECK_TEXT(x, "tensor([1., 1., 2., 3., 4.])");
+    fc_tensor_release(x);
+    fc_tensor_release(hi);
+    fc_tensor_release(lo);
+}
+END_TEST
+
+/* Broadcasting from the right, with the promotion of an int tensor and a float scalar. */
+START_TEST(test_broadcast_and_promotion)
+{
+    int64_t col[3] = {0, 1, 2};
+    FcView v;
+    memset(&v, 0, sizeof v);
+    v.dtype = FC_INT64;
+    v.ndim = 2;
+    v.shape[0] = 3;
+    v.shape[1] = 1;
+    v.strides[0] = 1;
+    v.strides[1] = 1;
+    v.data = col;
+    FcTensor *c, *r, *sum, *half;
+    OK(fc_from_view(ctx, &v, fc_cpu(), &c, &err));
+    OK(fc_iota(ctx, 4, &r, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, c, r, &sum, &err));
+    ck_assert_int_eq(sum->dtype, FC_INT64);
+    ck_assert_int_eq(sum->ndim, 2);
+    CHECK_TEXT(sum, "tensor([[0, 1, 2, 3],\n        [1, 2, 3, 4],\n        [2, 3, 4, 5]])");
+    FcTensor *p = scalar_f(0.5);
+    OK(fc_binary(ctx, FC_OP_MUL, sum, p, &half, &err));
+    ck_assert_int_eq(half->dtype, FC_FLOAT32);
+    CHECK_TEXT(half, "tensor([[0.0000, 0.5000, 1.0000, 1.5000],\n        [0.5000, 1.0000, 1.5000, 2.0000],\n"
+                     "        [1.0000, 1.5000, 2.0000, 2.5000]])");
+    FcTensor *bad;
+    int64_t five = 5;
+    FcTensor *f5;
+    OK(fc_full(ctx, FC_FLOAT32, 1, &five, (FcScalar){.f = 1}, &f5, &err));
+    ck_assert_int_eq(fc_binary(ctx, FC_OP_ADD, sum, f5, &bad, &err), FC_ERR_RUNTIME);
+    ck_assert_str_eq(err.msg, "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1");
+    FcTensor *all[] = {c, r, sum, half, p, f5};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_tensor_release(all[i]);
+}
+END_TEST
+
+/* A reduction over the outer dim of a contiguous matrix accumulates whole rows (vertical),
+ * and the result equals the other order's. */
+START_TEST(test_reduce_outer_and_inner)
+{
+    float d[12];
+    for (int i = 0; i < 12; i++)
+        d[i] = (float)i;
+    int64_t shape[2] = {3, 4};
+    FcTensor *x = from_f32(d, 2, shape), *s0, *s1, *am;
+    OK(fc_reduce(ctx, FC_OP_SUM, x, 1, false, &s0, &err));
+    CHECK_TEXT(s0, "tensor([12., 15., 18., 21.])");
+    ck_assert_ptr_nonnull(strstr(last_kernel, "kernel: 2 loops [3r, 4]"));
+    OK(fc_reduce(ctx, FC_OP_SUM, x, 2, false, &s1, &err));
+    CHECK_TEXT(s1, "tensor([ 6., 22., 38.])");
+    ck_assert_ptr_nonnull(strstr(last_kernel, "kernel: 2 loops [3, 4r]"));
+    OK(fc_reduce(ctx, FC_OP_ARGMAX, x, 1, false, &am, &err));
+    CHECK_TEXT(am, "tensor([2, 2, 2, 2])");
+    fc_tensor_release(x);
+    fc_tensor_release(s0);
+    fc_tensor_release(s1);
+    fc_tensor_release(am);
+}
+END_TEST
+
+/* A shared sub-expression is computed once per chunk, not once per use. */
+START_TEST(test_shared_subexpression_emitted_once)
+{
+    float d[4] = {1, 2, 3, 4};
+    int64_t n = 4;
+    FcTensor *x = from_f32(d, 1, &n), *e, *y;
+    OK(fc_unary(ctx, FC_OP_EXP, x, &e, &err));
+    OK(fc_binary(ctx, FC_OP_MUL, e, e, &y, &err));
+    OK(fc_realize(ctx, y, &err));
+    const char *first = strstr(last_kernel, "= exp");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_null(strstr(first + 1, "= exp"));
+    fc_tensor_release(x);
+    fc_tensor_release(e);
+    fc_tensor_release(y);
+}
+END_TEST
+
+Suite *fcdim_core_suite(void)
+{
+    Suite *s = suite_create("fcdim_core");
+    TCase *tc = tcase_create("schedule");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_fused_chain_is_one_kernel);
+    tcase_add_test(tc, test_dense_loops_merge);
+    tcase_add_test(tc, test_layout_follows_input);
+    tcase_add_test(tc, test_lazy_reader_realised_before_write);
+    tcase_add_test(tc, test_overlapping_assign);
+    tcase_add_test(tc, test_broadcast_and_promotion);
+    tcase_add_test(tc, test_reduce_outer_and_inner);
+    tcase_add_test(tc, test_shared_subexpression_emitted_once);
+    suite_add_tcase(s, tc);
+    return s;
+}

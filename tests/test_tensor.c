@@ -1,0 +1,268 @@
+/* test_tensor.c — tensors through the public API: argument binding errors in PyTorch's words (one
+ * table row per mistake), errors of fcdim with their kinds, tensor values across runs and
+ * interpreters, the default device, --dump-ir / --dump-kernels through tdl_config, Ctrl-C inside
+ * a kernel. What tensor programs print is checked by the tests/scripts/tensor_*.tdl scripts. */
+#include "tests.h"
+#include "tdl.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct Out { char buf[16384]; size_t n; } Out;
+
+static void capture(void *ud, const char *s, size_t len)
+{
+    Out *o = ud;
+    if (o->n + len >= sizeof o->buf) len = sizeof o->buf - 1 - o->n;
+    memcpy(o->buf + o->n, s, len);
+    o->n += len;
+    o->buf[o->n] = '\0';
+}
+
+static Out out, dumped;
+static tdl_interp *T;
+
+static void setup(void)
+{
+    memset(&out, 0, sizeof out);
+    memset(&dumped, 0, sizeof dumped);
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &out;
+    T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    ck_assert_int_eq(tdl_run_string(T, "x = arange(6)\nm = x.reshape(2, 3)", "<setup>"), TDL_OK);
+}
+
+static void teardown(void)
+{
+    tdl_close(T);
+    T = NULL;
+}
+
+/* ---- errors: kind and whole message ---- */
+
+static const struct { const char *code; tdl_error_kind kind; const char *msg; } errors[] = {
+    /* binding: types, counts, keywords */
+    {"x.reshape('a')", TDL_ERR_TYPE, "reshape(): argument 'shape' (position 1) must be tuple of ints, not str"},
+    {"reshape(x, 'a')", TDL_ERR_TYPE, "reshape(): argument 'shape' (position 2) must be tuple of ints, not str"},
+    {"x.reshape((2, 1.5))", TDL_ERR_TYPE,
+     "reshape(): argument 'shape' must be tuple of ints, but found element of type float at pos 2"},
+    {"x.reshape(2, 'a')", TDL_ERR_TYPE,
+     "reshape(): argument 'shape' must be tuple of ints, but found element of type str at pos 2"},
+    {"x.sum(foo=1)", TDL_ERR_TYPE, "sum() got an unexpected keyword argument 'foo'"},
+    {"x.max(foo=1)", TDL_ERR_TYPE, "max() got an unexpected keyword argument 'foo'"},
+    {"exp(x, 1)", TDL_ERR_TYPE, "exp() takes 1 positional argument but 2 were given"},
+    {"x.exp(1)", TDL_ERR_TYPE, "exp() takes 0 positional arguments but 1 was given"},
+    {"exp('a')", TDL_ERR_TYPE, "exp(): argument 'input' (position 1) must be Tensor, not str"},
+    {"x.sum(0, 1)", TDL_ERR_TYPE, "sum(): argument 'keepdim' (position 2) must be bool, not int"},
+    {"x.sum(0, dim=1)", TDL_ERR_TYPE, "sum() got multiple values for argument 'dim'"},
+    {"m.transpose(0)", TDL_ERR_TYPE, "transpose() missing 1 required positional argument: 'dim1'"},
+    {"m.transpose()", TDL_ERR_TYPE, "transpose() missing 2 required positional arguments: 'dim0' and 'dim1'"},
+    {"zeros(2, 3, dtype=5)", TDL_ERR_TYPE, "zeros(): argument 'dtype' must be dtype, not int"},
+    {"x.to('cpu', 5)", TDL_ERR_TYPE,
+     "to() received an invalid combination of arguments - got (str, int), but expected one of:\n"
+     " * (Device? device=None, ScalarType? dtype=None, bool non_blocking=False, bool copy=False, *, "
+     "MemoryFormat? memory_format=None)\n"
+     " * (ScalarType dtype, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)\n"
+     " * (Tensor other, bool non_blocking=False, bool copy=False, *, MemoryFormat? memory_format=None)"},
+    {"max(x, 'a')", TDL_ERR_TYPE,
+     "max() received an invalid combination of arguments - got (Tensor, str), but expected one of:\n"
+     " * (Tensor self)\n * (Tensor self, int dim, bool keepdim=False)\n * (Tensor self, Tensor other)"},
+    {"cat([x, 1])", TDL_ERR_TYPE, "cat(): expected Tensor as element 1 in argument 'tensors', but got int"},
+    {"x.contiguous(memory_format=1)", TDL_ERR_TYPE, "contiguous(): argument 'memory_format' must be memory_format, not int"},
+    {"x.to('xpu')", TDL_ERR_RUNTIME, "Expected one of cpu, cuda device type at start of device string: xpu"},
+    {"savez('f.npz', x, y=1)", TDL_ERR_TYPE, "savez(): argument 'y' must be Tensor, not int"},
+    /* tensor(data) */
+    {"tensor([[1, 2], [3, 4, 5]])", TDL_ERR_VALUE, "expected sequence of length 2 at dim 1 (got 3)"},
+    {"tensor([1, [2]])", TDL_ERR_TYPE, "'list' object cannot be interpreted as an integer"},
+    {"tensor([1.0, [2]])", TDL_ERR_TYPE, "must be real number, not list"},
+    {"tensor([[1], 2])", TDL_ERR_TYPE, "not a sequence"},
+    {"tensor([None])", TDL_ERR_RUNTIME, "Could not infer dtype of NoneType"},
+    {"tensor([x, x])", TDL_ERR_VALUE, "only one element tensors can be converted to Python scalars"},
+    /* host values */
+    {"bool(x)", TDL_ERR_RUNTIME,
+     "Boolean value of Tensor with more than one value is ambiguous (use where(cond, a, b) to choose per element, "
+     "or any() / all())"},
+    {"if zeros(0):\n    pass", TDL_ERR_RUNTIME,
+     "Boolean value of Tensor with no values is ambiguous (use where(cond, a, b) to choose per element, "
+     "or any() / all())"},
+    {"len(tensor(1))", TDL_ERR_TYPE, "len() of a 0-d tensor"},
+    {"for v in tensor(1):\n    pass", TDL_ERR_TYPE, "iteration over a 0-d tensor"},
+    {"float(x)", TDL_ERR_VALUE, "only one element tensors can be converted to Python scalars"},
+    {"int(tensor(float('nan')))", TDL_ERR_VALUE, "cannot convert float NaN to integer"},
+    {"x.item()", TDL_ERR_VALUE, "only one element tensors can be converted to Python scalars"},
+    {"x[7]", TDL_ERR_INDEX, "index 7 is out of bounds for dimension 0 with size 6"},
+    {"x[-7]", TDL_ERR_INDEX, "index -7 is out of bounds for dimension 0 with size 6"},
+    {"tensor(1)[0]", TDL_ERR_INDEX,
+     "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number"},
+    {"x[1:2]", TDL_ERR_NOT_IMPLEMENTED, "tensor indexing with slice is not supported yet (only t[i] with an int i)"},
+    {"x[0] = 1", TDL_ERR_NOT_IMPLEMENTED, "assignment into a tensor (t[...] = v) is not supported yet"},
+    {"x + 'a'", TDL_ERR_TYPE, "unsupported operand type(s) for +: 'Tensor' and 'str'"},
+    {"[1] * x", TDL_ERR_TYPE, "unsupported operand type(s) for *: 'list' and 'Tensor'"},
+    {"x < 'a'", TDL_ERR_TYPE, "'<' not supported between instances of 'Tensor' and 'str'"},
+    {"'a' in x", TDL_ERR_RUNTIME, "Tensor.__contains__ only supports Tensor or scalar, but you passed in a str"},
+    {"x.foo", TDL_ERR_ATTRIBUTE, "'Tensor' object has no attribute 'foo'"},
+    {"x.shape = (6,)", TDL_ERR_ATTRIBUTE, "'Tensor' object attribute 'shape' is read-only"},
+    /* checks of the bindings themselves */
+    {"x.clamp()", TDL_ERR_RUNTIME, "clamp: At least one of 'min' or 'max' must not be None"},
+    {"div(x, 2, rounding_mode='xx')", TDL_ERR_RUNTIME,
+     "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'xx'"},
+    {"ones(2, 3, 4).t()", TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is 3D"},
+    {"zeros(-1, 2)", TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension -1: [-1, 2]"},
+    {"m.sum(dim=(0, 0))", TDL_ERR_RUNTIME, "dim 0 appears multiple times in the list of dims"},
+    {"eye(-1)", TDL_ERR_RUNTIME, "n must be greater or equal to 0, got -1"},
+    {"rand(2, seed=-1)", TDL_ERR_VALUE, "seed must be non-negative, got -1"},
+    {"savez('/tmp/tdl_test_tensor.npz', x, arr_0=x)", TDL_ERR_VALUE, "Cannot use un-named variables and keyword arr_0"},
+    /* fcdim's errors keep their message and map onto tdl's kinds */
+    {"x.size(5)", TDL_ERR_INDEX, "Dimension out of range (expected to be in range of [-1, 0], but got 5)"},
+    {"x.view(4, 5)", TDL_ERR_RUNTIME, "shape '[4, 5]' is invalid for input of size 6"},
+    {"x + arange(4)", TDL_ERR_RUNTIME,
+     "The size of tensor a (6) must match the size of tensor b (4) at non-singleton dimension 0"},
+    {"x.mean()", TDL_ERR_RUNTIME,
+     "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"},
+    {"where(x, 1, 0)", TDL_ERR_RUNTIME,
+     "where expected condition to be a boolean tensor, but got a tensor with dtype Long"},
+    {"load('/nonexistent/dir/x.npy')", TDL_ERR_IO, NULL},
+    {"x.cuda()", TDL_ERR_DEVICE, NULL},
+};
+
+START_TEST(test_error)
+{
+    tdl_status st = tdl_run_string(T, errors[_i].code, "<test>");
+    ck_assert_msg(st == TDL_ERROR, "%s: no error", errors[_i].code);
+    ck_assert_msg(tdl_error_kind_of(T) == errors[_i].kind, "%s: %s", errors[_i].code, tdl_error_report(T));
+    if (errors[_i].msg) ck_assert_str_eq(tdl_error_message(T), errors[_i].msg);
+    ck_assert_ptr_nonnull(strstr(tdl_error_report(T), "<test>:"));
+    /* the interpreter is still usable, tensors included */
+    ck_assert_int_eq(tdl_run_string(T, "print(x.sum())", "<test>"), TDL_OK);
+    ck_assert_ptr_nonnull(strstr(out.buf, "tensor(15)\n"));
+}
+END_TEST
+
+/* ---- tensors as values of the interpreter ---- */
+
+START_TEST(test_values_persist)
+{
+    ck_assert_int_eq(tdl_run_string(T, "y = m.t() * 2", "<a>"), TDL_OK);
+    ck_assert_int_eq(tdl_run_string(T, "print(y.shape, y.sum().item(), m.is_contiguous(), y.is_contiguous())", "<b>"),
+                     TDL_OK);
+    ck_assert_str_eq(out.buf, "(3, 2) 30 True False\n");
+}
+END_TEST
+
+START_TEST(test_two_interpreters)
+{
+    Out o2 = {0};
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &o2;
+    tdl_interp *U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_int_eq(tdl_run_string(U, "manual_seed(3)\na = rand(4)\nx = 1", "<u>"), TDL_OK);
+    ck_assert_int_eq(tdl_run_string(T, "manual_seed(3)\na = rand(4)\nrand(4)", "<t>"), TDL_OK);
+    /* each interpreter has its own generator and globals */
+    ck_assert_int_eq(tdl_run_string(U, "b = rand(4)\nprint(x, (b == rand(4, seed=0)).all())", "<u>"), TDL_OK);
+    ck_assert_int_eq(tdl_run_string(T, "print(x.shape)", "<t>"), TDL_OK);
+    ck_assert_str_eq(o2.buf, "1 tensor(False)\n");
+    ck_assert_str_eq(out.buf, "(6,)\n");
+    tdl_close(U);
+}
+END_TEST
+
+START_TEST(test_echo)
+{
+    ck_assert_int_eq(tdl_run_string_ex(T, "m.float()\n", 10, "<stdin>", TDL_RUN_INTERACTIVE), TDL_OK);
+    ck_assert_str_eq(out.buf, "tensor([[0., 1., 2.],\n        [3., 4., 5.]])\n");
+}
+END_TEST
+
+START_TEST(test_device)
+{
+    ck_assert_int_eq(tdl_set_device(T, "cpu"), TDL_OK);
+    ck_assert_int_eq(tdl_set_device(T, "tpu"), TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_DEVICE);
+    ck_assert_str_eq(tdl_error_message(T), "unknown device 'tpu' (use cpu, cuda or cuda:N)");
+    ck_assert_int_eq(tdl_run_string(T, "print(zeros(1).device, tensor([1]).device)", "<test>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "cpu cpu\n");
+}
+END_TEST
+
+static void dump_capture(void *ud, const char *s, size_t len)
+{
+    capture(ud, s, len);
+}
+
+START_TEST(test_dump)
+{
+    static const struct { int flags; const char *want, *absent; } cases[] = {
+        {TDL_DUMP_IR, "= mul", "kernel:"},
+        {TDL_DUMP_KERNELS, "kernel:", "%0 ="},
+        {0, NULL, NULL},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        Out o = {0};
+        memset(&dumped, 0, sizeof dumped);
+        tdl_config cfg = {0};
+        cfg.write = capture;
+        cfg.write_ud = &o;
+        cfg.flags = cases[k].flags;
+        cfg.dump = dump_capture;
+        cfg.dump_ud = &dumped;
+        tdl_interp *U = tdl_open(&cfg);
+        ck_assert_ptr_nonnull(U);
+        ck_assert_int_eq(tdl_run_string(U, "print((arange(4) * 3).sum())", "<dump>"), TDL_OK);
+        ck_assert_str_eq(o.buf, "tensor(18)\n");
+        if (cases[k].want) {
+            ck_assert_msg(strstr(dumped.buf, cases[k].want) != NULL, "flags %d: %s", cases[k].flags, dumped.buf);
+            ck_assert_msg(strstr(dumped.buf, cases[k].absent) == NULL, "flags %d: %s", cases[k].flags, dumped.buf);
+            ck_assert(dumped.buf[dumped.n - 1] == '\n');
+        } else {
+            ck_assert_str_eq(dumped.buf, "");
+        }
+        tdl_close(U);
+    }
+}
+END_TEST
+
+static void *interrupt_later(void *arg)
+{
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    tdl_interrupt(arg);
+    return NULL;
+}
+
+START_TEST(test_interrupt_kernel)
+{
+    /* one long kernel (a sum over a lazy constant: no memory), stopped from another thread */
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupt_later, T), 0);
+    tdl_status st = tdl_run_string(T, "s = ones(400000, 400000).sum()\nprint(s)", "<test>");
+    pthread_join(th, NULL);
+    ck_assert_int_eq(st, TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_INTERRUPT);
+    ck_assert_int_eq(tdl_run_string(T, "print(x.sum())", "<test>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "tensor(15)\n");
+}
+END_TEST
+
+Suite *tensor_suite(void)
+{
+    Suite *s = suite_create("tensor");
+    TCase *tc = tcase_create("bindings");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, test_error, 0, sizeof errors / sizeof errors[0]);
+    tcase_add_test(tc, test_values_persist);
+    tcase_add_test(tc, test_two_interpreters);
+    tcase_add_test(tc, test_echo);
+    tcase_add_test(tc, test_device);
+    tcase_add_test(tc, test_dump);
+    tcase_add_test(tc, test_interrupt_kernel);
+    tcase_set_timeout(tc, 60);
+    suite_add_tcase(s, tc);
+    return s;
+}
