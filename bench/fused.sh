@@ -17,14 +17,12 @@
 # 1e-6 x sum |terms|, which any summation order meets and a wrong kernel does not).
 # All four read the same numbers: make_data.py writes them as .npy once; tdl load()s them.
 # Every timing is the best of several after warm-up; every result is materialised and printed.
-# The C loops and torch time themselves. tdl does too when it has a timer builtin (perf_counter,
-# time or clock); otherwise this script times whole tdl processes that evaluate y 1 and 31 times
-# and divides the difference by 30 (best of 5 each), which cancels start-up and loading.
+# The C loops, torch and tdl (with perf_counter()) each time themselves.
 #
 # Exit status: 1 when a result is WRONG or the C bound cannot be built; a tdl or torch run that
 # fails is reported on its row ("failed: <error>") without failing the benchmark, so that make
-# bench works while tdl's tensor core is being written. Needs cc with OpenMP, python3 with numpy
-# (for the data), POSIX sh, awk and date +%s%N.
+# bench still reports the other rows. Needs cc with OpenMP, python3 with numpy (for the data),
+# POSIX sh and awk.
 
 tdl=${1:-build/tdl}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,13 +31,8 @@ py=${TORCH_PYTHON:-/usr/bin/python3}
 n=16777216
 threads="1 2"
 crepeats=50         # C loops, each after 2 warm-up runs
-trepeats=10         # torch and tdl (with a timer), each after 3 warm-up runs
-procruns=5          # tdl without a timer: whole-process runs per repeat count
-procreps=31         # ... and evaluations in the longer run (the shorter one does 1)
+trepeats=10         # torch and tdl, each after 3 warm-up runs
 
-case $(date +%N) in
-    ''|*[!0-9]*) echo "fused.sh: needs a date that knows +%N (GNU coreutils)" >&2; exit 2 ;;
-esac
 if ! "$py" -c 'import numpy' 2>/dev/null; then
     py=python3
     if ! "$py" -c 'import numpy' 2>/dev/null; then
@@ -79,21 +72,7 @@ echo "machine: $cpu, nproc $(nproc 2>/dev/null || echo '?')"
 torchver=$("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) || torchver=
 echo "torch: ${torchver:-not found}   tdl: $tdl ($("$tdl" --version 2>/dev/null || echo 'not runnable'))"
 
-# Which timer builtin does this tdl have?
-timer=
-if [ -x "$tdl" ]; then
-    for name in perf_counter time clock; do
-        v=$("$tdl" -c "print($name() + 0.0)" 2>/dev/null) || continue
-        case $v in [0-9]*) timer=$name; break ;; esac
-    done
-fi
-if [ -n "$timer" ]; then
-    echo "tdl timing: in the script with $timer(), best of $trepeats after 3 warm-up evaluations"
-else
-    echo "tdl timing: no timer builtin; (best whole-process time of $procreps evaluations" \
-         "- that of 1) / $((procreps - 1)), best of $procruns runs each"
-fi
-echo "C: best of $crepeats after 2 warm-up runs; torch: best of $trepeats after 3 warm-up evaluations"
+echo "C: best of $crepeats after 2 warm-up runs; torch and tdl: best of $trepeats after 3 warm-up evaluations"
 echo "/STREAM: time / the faster of the two C passes (the memory bound); /torch: time / torch's time"
 echo
 
@@ -153,42 +132,11 @@ for T in $threads; do
     # tdl
     if [ ! -x "$tdl" ]; then
         row "$T" tdl failed "no tdl binary at $tdl (run make first)"
-    elif [ -n "$timer" ]; then
-        if TDL_NUM_THREADS=$T OMP_NUM_THREADS=$T "$tdl" "$dir/fused.tdl" "$tmp" $trepeats "$timer" \
-            >"$tmp/l.out" 2>"$tmp/err"; then
-            row "$T" tdl "$(awk '{ print $1 }' "$tmp/l.out")" "$(awk '{ print $2 }' "$tmp/l.out")"
-        else
-            row "$T" tdl failed "$(errline "$tmp/err")"
-        fi
+    elif TDL_NUM_THREADS=$T OMP_NUM_THREADS=$T "$tdl" "$dir/fused.tdl" "$tmp" $trepeats \
+        >"$tmp/l.out" 2>"$tmp/err"; then
+        row "$T" tdl "$(awk '{ print $1 }' "$tmp/l.out")" "$(awk '{ print $2 }' "$tmp/l.out")"
     else
-        tbest1=
-        tbestn=
-        y=
-        ok=1
-        for reps in 1 $procreps; do
-            best=
-            k=0
-            while [ $k -lt $procruns ]; do
-                t0=$(date +%s%N)
-                if ! TDL_NUM_THREADS=$T OMP_NUM_THREADS=$T "$tdl" "$dir/fused.tdl" "$tmp" $reps \
-                    >"$tmp/l.out" 2>"$tmp/err"; then
-                    ok=0
-                    break 2
-                fi
-                t1=$(date +%s%N)
-                dt=$((t1 - t0))
-                if [ -z "$best" ] || [ $dt -lt $best ]; then best=$dt; fi
-                k=$((k + 1))
-            done
-            if [ $reps = 1 ]; then tbest1=$best; else tbestn=$best; fi
-            y=$(awk '{ print $2 }' "$tmp/l.out")
-        done
-        if [ $ok = 1 ]; then
-            row "$T" tdl "$(awk -v a="$tbestn" -v b="$tbest1" -v k="$procreps" \
-                'BEGIN { printf "%.6f", (a - b) / (k - 1) / 1e9 }')" "$y"
-        else
-            row "$T" tdl failed "$(errline "$tmp/err")"
-        fi
+        row "$T" tdl failed "$(errline "$tmp/err")"
     fi
 done
 exit $status

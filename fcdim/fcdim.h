@@ -222,7 +222,8 @@ struct FcNode {
     int32_t refcnt;
     FcOp op;
     FcDType dtype;              /* of the result */
-    FcDType src_dtype;          /* comparisons: of the operands; otherwise = dtype, or the operand's for CAST */
+    FcDType src_dtype;          /* the dtype the operands are computed in: for comparisons that of the
+                                   compared values, for CAST and ISNAN the operand's; else = dtype */
     int nlev;
     int64_t *size;              /* [nlev] */
     int nin;

@@ -597,9 +597,23 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     k.bufs = bp;
     k.nbufs = s.nbufs;
     k.index32 = fits32(k.out_offset, k.out_strides, k.extent, k.nloop);
-    for (int c = 0; c < s.ncode && k.index32; c++)
-        if (s.code[c].op == FC_OP_LOAD)
-            k.index32 = fits32(s.code[c].offset, s.code[c].strides, k.extent, k.nloop) && s.code[c].ngather == 0;
+    for (int c = 0; c < s.ncode && k.index32; c++) {
+        const FcInstr *in = &s.code[c];
+        if (in->op != FC_OP_LOAD)
+            continue;
+        /* A gathered dim spans its stride times its extent (indices are checked against it). */
+        int64_t st2[2 * FC_MAX_DIMS], ext2[2 * FC_MAX_DIMS];
+        int n2 = 0;
+        for (int l = 0; l < k.nloop; l++, n2++) {
+            st2[n2] = in->strides[l];
+            ext2[n2] = k.extent[l];
+        }
+        for (int g = 0; g < in->ngather; g++, n2++) {
+            st2[n2] = in->gather_stride[g];
+            ext2[n2] = in->gather_extent[g] > 0 ? in->gather_extent[g] : 1;
+        }
+        k.index32 = fits32(in->offset, st2, ext2, n2);
+    }
     k.nthreads = ctx->nthreads;
     k.interrupt = ctx->interrupt;
     if (ctx->dump && (ctx->dump_flags & FC_DUMP_KERNELS))

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 /* From format.c; wants a declaration in interp.h next to format_str_repr. Decodes one UTF-8
  * sequence of s[0..n): the length in bytes (0 if malformed) and the code point in *cp. */
@@ -790,6 +791,15 @@ static bool bi_exit(BUILTIN_ARGS)
     return false;
 }
 
+/* perf_counter(): seconds on a monotonic clock, for timing (Python's time.perf_counter). */
+static bool bi_perf_counter(BUILTIN_ARGS)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *out = v_float((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return true;
+}
+
 static bool bi_repr(BUILTIN_ARGS)
 {
     Buf b = {0};
@@ -982,6 +992,7 @@ const BuiltinDef builtin_functions[] = {
     {"zip", bi_zip, 0, -1, NULL},
     {"isinstance", bi_isinstance, 2, 2, NULL},
     {"exit", bi_exit, 0, 1, NULL},
+    {"perf_counter", bi_perf_counter, 0, 0, NULL},
     {"repr", bi_repr, 1, 1, NULL},
     {"chr", bi_chr, 1, 1, NULL},
     {"ord", bi_ord, 1, 1, NULL},

@@ -2,8 +2,9 @@
  * (loads, constants, iotas, every op family, stores and reductions of both shapes), PyTorch's
  * edge cases (floor division and remainder signs, -0.0, NaN in min/max/amax/argmax, integer
  * division by zero, gathers out of range, float-to-int casts of NaN), chunk boundaries,
- * results that do not depend on the thread count, matrix products against a naive reference,
- * and interrupts.
+ * the same results with 32- and 64-bit offsets (index32), addresses past 2^32 elements and
+ * loops longer than 2^31, results that do not depend on the thread count, matrix products
+ * against a naive reference, and interrupts.
  *
  * Kernels are assembled with a small builder (KB) in which every instruction writes its own
  * register and invariance is derived as fcdim derives it (constants, loads with no varying
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 /* ---- fixture ---- */
@@ -1304,6 +1306,331 @@ START_TEST(test_reduce_fused_output_strides)
 }
 END_TEST
 
+/* ---- index widths ----
+ * FcKernel.index32 lets the executor compute offsets within a chunk in int32. The same kernels
+ * (strided, reversed, broadcast, transposing loads and stores, gathers, both reduction shapes)
+ * give the same bytes with it off and on, and what a naive loop gives. Values are small
+ * integers in every dtype, so sums are exact in any order. */
+
+/* Element k of a test input of dtype dt, and reading any dtype back as a double. */
+static void width_fill(FcDType dt, void *x, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) {
+        int64_t v = k * 7919 % 1000 - 500;
+        switch (dt) {
+        case FC_BOOL: ((uint8_t *)x)[k] = k % 3 == 0; break;
+        case FC_INT32: ((int32_t *)x)[k] = (int32_t)v; break;
+        case FC_INT64: ((int64_t *)x)[k] = v; break;
+        case FC_FLOAT32: ((float *)x)[k] = (float)v; break;
+        default: ((double *)x)[k] = (double)v; break;
+        }
+    }
+}
+
+static double width_get(FcDType dt, const void *x, int64_t k)
+{
+    switch (dt) {
+    case FC_BOOL: return ((const uint8_t *)x)[k];
+    case FC_INT32: return ((const int32_t *)x)[k];
+    case FC_INT64: return (double)((const int64_t *)x)[k];
+    case FC_FLOAT32: return ((const float *)x)[k];
+    default: return ((const double *)x)[k];
+    }
+}
+
+/* out = a (+ b) over the loop nest, stored or reduced (SUM / ARGMAX) into out. */
+typedef struct WidthCase {
+    FcDType dt;
+    int nloop;
+    int64_t ext[3];
+    int64_t a_off, a_str[3];
+    bool has_b;                 /* b added to a (the same buffer, other geometry) */
+    int64_t b_off, b_str[3];
+    int64_t o_off, o_str[3];
+    FcOp reduce;                /* FC_OP_NONE: a store */
+    bool red[3];
+} WidthCase;
+
+#define BIG ((int64_t)1 << 40)
+static const WidthCase width_cases[] = {
+    /* stride 3, several chunks */
+    {FC_FLOAT32, 1, {1000}, 0, {3}, false, 0, {0}, 0, {1}, FC_OP_NONE, {false}},
+    /* reversed, plus an invariant broadcast, into a reversed output */
+    {FC_FLOAT64, 1, {1000}, 1999, {-2}, true, 5, {0}, 999, {-1}, FC_OP_NONE, {false}},
+    /* transposing load (tiles), and transposing store */
+    {FC_INT32, 2, {67, 300}, 0, {1, 67}, false, 0, {0}, 0, {300, 1}, FC_OP_NONE, {false}},
+    {FC_INT64, 2, {300, 67}, 0, {67, 1}, false, 0, {0}, 0, {1, 300}, FC_OP_NONE, {false}},
+    /* bool 3-d permutation */
+    {FC_BOOL, 3, {4, 5, 300}, 0, {5, 1, 20}, false, 0, {0}, 0, {1500, 300, 1}, FC_OP_NONE, {false}},
+    /* a row broadcast plus a strided operand */
+    {FC_INT32, 2, {3, 400}, 0, {1, 0}, true, 2, {400, 3}, 0, {400, 1}, FC_OP_NONE, {false}},
+    /* a short inner loop: chunks run along loop 0 */
+    {FC_FLOAT32, 2, {300, 3}, 0, {1, 300}, false, 0, {0}, 0, {3, 1}, FC_OP_NONE, {false}},
+    /* a loop of extent 1 with strides far beyond int32 (never multiplied by anything but 0) */
+    {FC_INT64, 2, {1, 500}, 0, {BIG, 3}, false, 0, {0}, 0, {BIG, 1}, FC_OP_NONE, {false}},
+    /* horizontal sum along a strided loop; vertical sum with a strided chunk loop */
+    {FC_FLOAT32, 2, {16, 1000}, 0, {1, 16}, false, 0, {0}, 0, {1, 0}, FC_OP_SUM, {false, true}},
+    {FC_INT32, 2, {500, 70}, 0, {1, 500}, true, 3, {0, 2}, 0, {0, 1}, FC_OP_SUM, {true, false}},
+    /* argmax along a strided loop */
+    {FC_FLOAT64, 2, {40, 300}, 0, {1, 40}, false, 0, {0}, 0, {1, 0}, FC_OP_ARGMAX, {false, true}},
+};
+#undef BIG
+
+/* Elements an access needs: one past its highest address (its lowest is >= 0 in every case). */
+static int64_t width_extent(const WidthCase *c, int64_t off, const int64_t *str)
+{
+    int64_t hi = off;
+    for (int l = 0; l < c->nloop; l++)
+        if (str[l] > 0 && c->ext[l] > 1)
+            hi += str[l] * (c->ext[l] - 1);
+    return hi + 1;
+}
+
+/* Builds case c reading x and writing out, with the given index width. */
+static void width_build(KB *b, const WidthCase *c, const void *x, void *out, FcDType out_dt, bool index32)
+{
+    kb_init(b, c->nloop, c->ext);
+    int r = kb_load(b, c->dt, x, c->a_off, c->a_str);
+    if (c->has_b)
+        r = kb_op(b, FC_OP_ADD, c->dt, r, kb_load(b, c->dt, x, c->b_off, c->b_str), -1);
+    if (c->reduce == FC_OP_NONE)
+        kb_store(b, r, out, c->dt, c->o_off, c->o_str);
+    else
+        kb_reduce(b, c->reduce, r, out, out_dt, c->red, c->o_str);
+    b->k.index32 = index32;
+}
+
+START_TEST(test_index_widths_agree)
+{
+    const WidthCase *c = &width_cases[_i];
+    size_t es = fc_dtype_size(c->dt);
+    int64_t nx = width_extent(c, c->a_off, c->a_str);
+    if (c->has_b && width_extent(c, c->b_off, c->b_str) > nx)
+        nx = width_extent(c, c->b_off, c->b_str);
+    int64_t no = width_extent(c, c->o_off, c->o_str);
+    FcDType out_dt = c->reduce == FC_OP_ARGMAX ? FC_INT64
+                     : c->reduce == FC_OP_SUM && !fc_dtype_is_float(c->dt) ? FC_INT64 : c->dt;
+    size_t oes = fc_dtype_size(out_dt);
+    void *x = malloc((size_t)nx * es);
+    char *o32 = malloc((size_t)no * oes), *o64 = malloc((size_t)no * oes);
+    double *want = calloc((size_t)no, sizeof *want), *best = calloc((size_t)no, sizeof *best);
+    width_fill(c->dt, x, nx);
+    memset(o32, 0x55, (size_t)no * oes);
+    memset(o64, 0x55, (size_t)no * oes);
+    KB b;
+    width_build(&b, c, x, o64, out_dt, false);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    width_build(&b, c, x, o32, out_dt, true);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_mem_eq(o32, o64, (size_t)no * oes);
+
+    /* The naive loop nest (ARGMAX: the one reduced loop is the last). */
+    int64_t total = 1, idx[3] = {0, 0, 0};
+    bool *seen = calloc((size_t)no, 1);
+    for (int l = 0; l < c->nloop; l++)
+        total *= c->ext[l];
+    for (int64_t p = 0; p < total; p++) {
+        int64_t v = p, a = c->a_off, bo = c->b_off, o = c->o_off;
+        for (int l = c->nloop - 1; l >= 0; l--) {
+            idx[l] = v % c->ext[l];
+            v /= c->ext[l];
+        }
+        for (int l = 0; l < c->nloop; l++) {
+            a += c->a_str[l] * idx[l];
+            bo += c->b_str[l] * idx[l];
+            o += c->o_str[l] * idx[l];
+        }
+        double val = width_get(c->dt, x, a) + (c->has_b ? width_get(c->dt, x, bo) : 0);
+        if (c->reduce == FC_OP_NONE)
+            want[o] = val;
+        else if (c->reduce == FC_OP_SUM)
+            want[o] += val;
+        else if (!seen[o] || val > best[o]) {
+            best[o] = val;
+            want[o] = (double)idx[c->nloop - 1];
+        }
+        seen[o] = true;
+    }
+    for (int64_t k = 0; k < no; k++)
+        if (seen[k])
+            ck_assert_msg(width_get(out_dt, o32, k) == want[k], "out[%lld] = %g, expected %g", (long long)k,
+                          width_get(out_dt, o32, k), want[k]);
+        else
+            ck_assert_int_eq(((uint8_t *)o32)[k * (int64_t)oes], 0x55);
+    free(seen);
+    free(x);
+    free(o32);
+    free(o64);
+    free(want);
+    free(best);
+}
+END_TEST
+
+/* Gathers at both widths: two gathered dims plus a strided one, an invariant gathered index,
+ * and an index out of range reported the same way. */
+START_TEST(test_index_widths_gather)
+{
+    enum { R = 50, C = 8, N = 700 };
+    float table[R * C];
+    int64_t i0[N], i1[N], n = N, zero = 0, ext[2] = {N, 2}, st[2] = {1, 0}, tst[2] = {0, 3};
+    for (int k = 0; k < R * C; k++)
+        table[k] = (float)k;
+    for (int k = 0; k < N; k++) {
+        i0[k] = k * 31 % R;
+        i1[k] = k % 2;
+    }
+    float o[2][N * 2], p[2][N], scratch[N];
+    for (int w = 0; w < 2; w++) {
+        KB b;
+        kb_init(&b, 2, ext);
+        int r0 = kb_load(&b, FC_INT64, i0, 0, st), r1 = kb_load(&b, FC_INT64, i1, 0, st);
+        int g = kb_load(&b, FC_FLOAT32, table, 1, tst);      /* table[i0][i1 + 3 j + 1] */
+        kb_gather(&b, g, r0, C, R);
+        kb_gather(&b, g, r1, 1, 2);
+        int64_t ost[2] = {2, 1};
+        kb_store(&b, g, o[w], FC_FLOAT32, 0, ost);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        /* an invariant index: table[i0[7]][k] for every k < C, broadcast over n */
+        kb_init(&b, 1, &n);
+        int ri = kb_load(&b, FC_INT64, i0, 7, &zero);
+        int gi = kb_load(&b, FC_FLOAT32, table, 0, &zero);
+        kb_gather(&b, gi, ri, C, R);
+        ck_assert(b.code[gi].invariant);
+        kb_store(&b, gi, p[w], FC_FLOAT32, 0, ONE);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        /* out of range */
+        i0[600] = R;
+        kb_init(&b, 1, &n);
+        ri = kb_load(&b, FC_INT64, i0, 0, ONE);
+        gi = kb_load(&b, FC_FLOAT32, table, 0, &zero);
+        kb_gather(&b, gi, ri, C, R);
+        kb_store(&b, gi, scratch, FC_FLOAT32, 0, ONE);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+        ck_assert_str_eq(err.msg, "index 50 is out of bounds for dimension 0 with size 50");
+        i0[600] = 600 * 31 % R;
+    }
+    for (int k = 0; k < N; k++)
+        for (int j = 0; j < 2; j++)
+            ck_assert_same_f32(o[1][k * 2 + j], table[i0[k] * C + i1[k] + 3 * j + 1]);
+    ck_assert_mem_eq(o[0], o[1], sizeof o[0]);
+    for (int k = 0; k < N; k++) {
+        ck_assert_same_f32(p[0][k], table[i0[7] * C]);
+        ck_assert_same_f32(p[1][k], table[i0[7] * C]);
+    }
+}
+END_TEST
+
+/* Addresses past 2^31 and 2^32 elements, on the 64-bit path: a 16 GiB stretch of address space
+ * reserved without backing (MAP_NORESERVE), only the pages the kernels touch ever allocated.
+ * Every kernel also runs with index32 claimed: the executor sees that the accesses span more
+ * than 2^31 elements and stays at 64 bits. Skipped where the address space cannot be had. */
+START_TEST(test_addresses_beyond_int32)
+{
+    const int64_t n = ((int64_t)1 << 32) + (1 << 16), S = ((int64_t)1 << 31) + 3, F = ((int64_t)1 << 32) + 4096;
+    int32_t *x = mmap(NULL, (size_t)n * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+    if (x == MAP_FAILED)
+        return;
+    for (int64_t k = 0; k < 3; k++)
+        for (int j = 0; j < 40; j++)
+            x[k * S + j] = (int32_t)(1000 * k + j);
+    for (int j = 0; j < 600; j++)
+        x[F + j] = -j;
+    for (int64_t j = 0; j < 40; j++)
+        for (int i = 0; i < 8; i++)
+            x[(j << 26) + i] = (int32_t)(100 * j + i);
+    for (int w = 0; w < 2; w++) {
+        KB b;
+        int32_t o[320];
+        int64_t e3 = 3, e300 = 300, two = 2, zero = 0;
+        bool red = true;
+        /* strided load: stride S */
+        kb_init(&b, 1, &e3);
+        kb_store(&b, kb_load(&b, FC_INT32, x, 5, &S), o, FC_INT32, 0, ONE);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(o[k], 1000 * k + 5);
+        /* offset past 2^32, contiguous and strided */
+        kb_init(&b, 1, &e300);
+        int a = kb_load(&b, FC_INT32, x, F, ONE);
+        kb_store(&b, kb_op(&b, FC_OP_ADD, FC_INT32, a, kb_load(&b, FC_INT32, x, F + 1, &two), -1), o, FC_INT32,
+                 0, ONE);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int j = 0; j < 300; j++)
+            ck_assert_int_eq(o[j], -j - (1 + 2 * j));
+        /* a transpose whose rows are 2^26 elements apart: tiles, chunks along the strided loop */
+        int64_t et[2] = {8, 40}, tst[2] = {1, (int64_t)1 << 26}, tost[2] = {40, 1};
+        kb_init(&b, 2, et);
+        kb_store(&b, kb_load(&b, FC_INT32, x, 0, tst), o, FC_INT32, 0, tost);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 40; j++)
+                ck_assert_int_eq(o[i * 40 + j], 100 * j + i);
+        /* gather: index * S */
+        int64_t ix[3] = {2, 0, 1};
+        kb_init(&b, 1, &e3);
+        int ri = kb_load(&b, FC_INT64, ix, 0, ONE), g = kb_load(&b, FC_INT32, x, 13, &zero);
+        kb_gather(&b, g, ri, S, 3);
+        kb_store(&b, g, o, FC_INT32, 0, ONE);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int k = 0; k < 3; k++)
+            ck_assert_int_eq(o[k], 1000 * ix[k] + 13);
+        /* horizontal and vertical sums across the stretch */
+        int64_t sum[20];
+        kb_init(&b, 1, &e3);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT32, x, 17, &S), sum, FC_INT64, &red, &zero);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        ck_assert_int_eq(sum[0], 3000 + 3 * 17);
+        int64_t ev[2] = {3, 20}, sv[2] = {S, 1}, ov[2] = {0, 1};
+        bool rv[2] = {true, false};
+        kb_init(&b, 2, ev);
+        kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_INT32, x, 19, sv), sum, FC_INT64, rv, ov);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int j = 0; j < 20; j++)
+            ck_assert_int_eq(sum[j], 3000 + 3 * (19 + j));
+        /* strided store: stride S, into the stretch */
+        int32_t v[3] = {-7, -8, -9};
+        kb_init(&b, 1, &e3);
+        kb_store(&b, kb_load(&b, FC_INT32, v, 0, ONE), x, FC_INT32, 11, &S);
+        b.k.index32 = w;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int k = 0; k < 3; k++) {
+            ck_assert_int_eq(x[11 + k * S], v[k]);
+            ck_assert_int_eq(x[12 + k * S], 1000 * k + 12);
+            x[11 + k * S] = (int32_t)(1000 * k + 11);
+        }
+    }
+    munmap(x, (size_t)n * 4);
+}
+END_TEST
+
+/* A loop longer than 2^31 (stride 0: its addresses fit in int32, so index32 may be set) keeps
+ * 64-bit loop counters: sum and argmax over 2^31 + 300 elements. */
+START_TEST(test_extent_beyond_int32)
+{
+    const int64_t n = ((int64_t)1 << 31) + 300;
+    float one = 1.0f;
+    double sum = 0;
+    int64_t zero = 0;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    kb_reduce(&b, FC_OP_SUM, kb_load(&b, FC_FLOAT32, &one, 0, &zero), &sum, FC_FLOAT64, &red, &zero);
+    b.k.index32 = true;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(sum, (double)n);
+}
+END_TEST
+
 /* ---- thread-count independence ---- */
 
 /* Runs kernel k on a backend with `threads` threads. */
@@ -1756,6 +2083,15 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_amax_nan_and_ints);
     tcase_add_test(tc, test_any_all);
     tcase_add_test(tc, test_reduce_fused_output_strides);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("index widths");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_index_widths_agree, 0, sizeof width_cases / sizeof *width_cases);
+    tcase_add_test(tc, test_index_widths_gather);
+    tcase_add_test(tc, test_addresses_beyond_int32);
+    tcase_add_test(tc, test_extent_beyond_int32);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");

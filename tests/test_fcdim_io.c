@@ -1,11 +1,11 @@
-/* test_fcdim_io.c — fcdim's dtypes, PyTorch type promotion, and NumPy .npy/.npz files.
+/* test_fcdim_io.c — fcdim's dtypes and NumPy .npy/.npz files.
  *
- * Promotion is checked against every line of tests/golden/fcdim_io/promotion.txt (written by
- * torch through tests/golden/gen_fcdim_io.py); the .npy/.npz fixtures there were written by
- * numpy and manifest.txt lists their expected contents. Error cases build .npy images in
- * memory and compare whole messages. Loads of every prefix and of random corruptions of valid
- * files must fail cleanly (run the suite under ASan to make that mean "never out of bounds").
- * Paths are relative to the repository root, where the runner is started. */
+ * The .npy/.npz fixtures in tests/golden/fcdim_io/ were written by numpy through
+ * tests/golden/gen_fcdim_io.py and manifest.txt lists their expected contents. Error cases
+ * build .npy images in memory and compare whole messages. Loads of every prefix and of random
+ * corruptions of valid files must fail cleanly (run the suite under ASan to make that mean
+ * "never out of bounds"). Paths are relative to the repository root, where the runner is
+ * started. Type promotion is tested in test_promotion.c. */
 #include "tests.h"
 
 #include "fcdim.h"
@@ -234,99 +234,6 @@ START_TEST(view_numel_and_contiguous_strides)
     fc_contiguous_strides(shapes[_i].ndim, shapes[_i].shape, st);
     for (int k = 0; k < shapes[_i].ndim; k++)
         ck_assert_int_eq(st[k], shapes[_i].strides[k]);
-}
-END_TEST
-
-/* ---- promotion ---- */
-
-static bool parse_operand(const char *kind, const char *dt, FcOperand *op)
-{
-    if (strcmp(kind, "tensor") == 0)
-        op->kind = FC_OPERAND_TENSOR;
-    else if (strcmp(kind, "zero_dim") == 0)
-        op->kind = FC_OPERAND_ZERO_DIM;
-    else if (strcmp(kind, "scalar") == 0)
-        op->kind = FC_OPERAND_SCALAR;
-    else
-        return false;
-    return fc_dtype_from_name(dt, &op->dtype);
-}
-
-START_TEST(promotion_matches_torch_golden)
-{
-    FILE *f = fopen(GOLDEN "promotion.txt", "r");
-    ck_assert_ptr_nonnull(f);
-    char line[256];
-    int pairs = 0, triples = 0, lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (line[0] == '#')
-            continue;
-        char w[8][16];
-        int nw = sscanf(line, "%15s %15s %15s %15s %15s %15s %15s %15s", w[0], w[1], w[2], w[3], w[4], w[5],
-                        w[6], w[7]);
-        ck_assert_msg(nw == 6 || nw == 8, "promotion.txt:%d: bad line", lineno);
-        int nops = (nw - 2) / 2;
-        FcOperand ops[3];
-        for (int i = 0; i < nops; i++)
-            ck_assert_msg(parse_operand(w[2 * i], w[2 * i + 1], &ops[i]), "promotion.txt:%d: bad operand", lineno);
-        FcDType want, want_div;
-        ck_assert(fc_dtype_from_name(w[nw - 2], &want));
-        ck_assert(fc_dtype_from_name(w[nw - 1], &want_div));
-        ck_assert_msg(fc_result_type(ops, nops) == want, "promotion.txt:%d: %s got %s", lineno, line,
-                      fc_dtype_name(fc_result_type(ops, nops)));
-        ck_assert_msg(fc_div_result_type(ops, nops) == want_div, "promotion.txt:%d: %s div got %s", lineno, line,
-                      fc_dtype_name(fc_div_result_type(ops, nops)));
-        if (nops == 2)
-            pairs++;
-        else
-            triples++;
-    }
-    fclose(f);
-    ck_assert_int_eq(pairs, 13 * 13);       /* every ordered pair of the 13 operand kinds */
-    ck_assert_int_gt(triples, 500);
-}
-END_TEST
-
-#define T(d) {FC_OPERAND_TENSOR, FC_##d}
-#define Z(d) {FC_OPERAND_ZERO_DIM, FC_##d}
-#define S(d) {FC_OPERAND_SCALAR, FC_##d}
-static const struct {
-    FcOperand ops[3];
-    int n;
-    FcDType want, want_div;
-} promotions[] = {
-    {{T(INT32), T(INT64)}, 2, FC_INT64, FC_FLOAT32},
-    {{T(INT64), T(FLOAT32)}, 2, FC_FLOAT32, FC_FLOAT32},
-    {{T(BOOL), T(INT32)}, 2, FC_INT32, FC_FLOAT32},
-    {{Z(FLOAT32), T(INT64)}, 2, FC_FLOAT32, FC_FLOAT32},
-    {{Z(FLOAT64), T(FLOAT32)}, 2, FC_FLOAT32, FC_FLOAT32},
-    {{Z(INT64), T(INT32)}, 2, FC_INT32, FC_FLOAT32},
-    {{T(INT32), S(FLOAT64)}, 2, FC_FLOAT32, FC_FLOAT32},
-    {{T(BOOL), S(INT64)}, 2, FC_INT64, FC_FLOAT32},
-    {{T(INT32), S(INT64)}, 2, FC_INT32, FC_FLOAT32},
-    {{T(FLOAT64), S(FLOAT64)}, 2, FC_FLOAT64, FC_FLOAT64},
-    {{T(INT32), Z(FLOAT64)}, 2, FC_FLOAT64, FC_FLOAT64},     /* 0-dim float keeps its size */
-    {{S(INT64), S(FLOAT64)}, 2, FC_FLOAT32, FC_FLOAT32},
-    {{S(BOOL), S(BOOL)}, 2, FC_BOOL, FC_FLOAT32},
-    {{T(FLOAT64)}, 1, FC_FLOAT64, FC_FLOAT64},
-    {{T(INT32), Z(FLOAT64), S(FLOAT64)}, 3, FC_FLOAT64, FC_FLOAT64},
-    {{T(BOOL), Z(INT32), S(INT64)}, 3, FC_INT32, FC_FLOAT32},
-    {{T(BOOL), S(FLOAT64), Z(INT64)}, 3, FC_FLOAT32, FC_FLOAT32},   /* 0-dim int64 meets the float scalar first */
-    {{Z(INT32), Z(INT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
-    {{T(FLOAT32), Z(FLOAT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
-    {{S(BOOL), S(INT64), Z(BOOL)}, 3, FC_INT64, FC_FLOAT32},       /* a bool class always promotes */
-};
-#undef T
-#undef Z
-#undef S
-
-START_TEST(promotion_rules)
-{
-    ck_assert_str_eq(fc_dtype_name(fc_result_type(promotions[_i].ops, promotions[_i].n)),
-                     fc_dtype_name(promotions[_i].want));
-    ck_assert_str_eq(fc_dtype_name(fc_div_result_type(promotions[_i].ops, promotions[_i].n)),
-                     fc_dtype_name(promotions[_i].want_div));
 }
 END_TEST
 
@@ -1086,11 +993,6 @@ Suite *fcdim_io_suite(void)
     tcase_add_loop_test(tc, dtype_properties, 0, N(dtypes));
     tcase_add_test(tc, dtype_from_name_rejects_unknown);
     tcase_add_loop_test(tc, view_numel_and_contiguous_strides, 0, N(shapes));
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("promotion");
-    tcase_add_test(tc, promotion_matches_torch_golden);
-    tcase_add_loop_test(tc, promotion_rules, 0, N(promotions));
     suite_add_tcase(s, tc);
 
     tc = tcase_create("npy");

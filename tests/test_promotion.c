@@ -5,8 +5,11 @@
  * bool/int/float) torch.result_type and the dtypes of a + b, a / b and a < b; the dtype of
  * torch.where(cond, a, b) for every pair; and the dtype of torch.clamp(a, b, c) for the triples
  * clamp takes. Each test reads the whole file and reports every disagreeing line at once, so one
- * run tells the complete story. The file is found relative to the repository root, where the
- * runner is started. Torch is not needed to run this. */
+ * run tells the complete story. Where torch has no division to ask (two Python scalars, three
+ * operands) fc_div_result_type is held to the rule the generator checked on every other pair:
+ * the result type made floating. A short table of named cases (one operand, triples that mix
+ * Python scalars with tensors) states the rules readably. The file is found relative to the
+ * repository root, where the runner is started. Torch is not needed to run this. */
 #include "tests.h"
 
 #include "fcdim.h"
@@ -111,6 +114,13 @@ static FcDType want_dtype(const Record *r, int i)
     return d;
 }
 
+/* True division's dtype: the result type, with bool and integers going to the default float.
+ * gen_promotion.py checks this against torch's a / b for every pair that is a tensor question. */
+static FcDType made_floating(FcDType t)
+{
+    return fc_dtype_is_float(t) ? t : FC_FLOAT32;
+}
+
 /* pair KA DA KB DB RESULT_TYPE ADD DIV LT */
 START_TEST(pairs_match_torch)
 {
@@ -126,8 +136,10 @@ START_TEST(pairs_match_torch)
         if (rt != want_dtype(r, 0))
             report(&rep, r->lineno, r->line, "result_type", rt);
         if (strcmp(r->res[1], "-") == 0) {
-            /* two Python scalars: only result_type is a tensor question */
+            /* two Python scalars: only result_type is a tensor question; division follows it */
             ck_assert(r->ops[0].kind == FC_OPERAND_SCALAR && r->ops[1].kind == FC_OPERAND_SCALAR);
+            if (div != made_floating(want_dtype(r, 0)))
+                report(&rep, r->lineno, r->line, "a / b (result type made floating)", div);
             continue;
         }
         tensor_ops++;
@@ -165,7 +177,8 @@ START_TEST(where_matches_torch)
 }
 END_TEST
 
-/* clamp KA DA KB DB KC DC DTYPE: three operands in one promotion. */
+/* clamp KA DA KB DB KC DC DTYPE: three operands in one promotion; true division of the same
+ * three would take the result type made floating. */
 START_TEST(clamp_triples_match_torch)
 {
     Record *recs;
@@ -173,12 +186,59 @@ START_TEST(clamp_triples_match_torch)
     ck_assert_int_gt(n, 1000);
     Report rep = {.len = 0, .n = 0};
     for (int i = 0; i < n; i++) {
+        FcDType want = want_dtype(&recs[i], 0);
         FcDType got = fc_result_type(recs[i].ops, 3);
-        if (got != want_dtype(&recs[i], 0))
+        if (got != want)
             report(&rep, recs[i].lineno, recs[i].line, "clamp", got);
+        FcDType div = fc_div_result_type(recs[i].ops, 3);
+        if (div != made_floating(want))
+            report(&rep, recs[i].lineno, recs[i].line, "division (result type made floating)", div);
     }
     free(recs);
     ck_assert_msg(rep.n == 0, "%d disagreements with torch:\n%s", rep.n, rep.text);
+}
+END_TEST
+
+/* Named cases, readable on their own. Beyond the file they cover one operand and triples that
+ * mix Python scalars with tensors, which no torch operator takes as three promoted operands
+ * (torch._prims_common.elementwise_dtypes agrees with every line). */
+#define T(d) {FC_OPERAND_TENSOR, FC_##d}
+#define Z(d) {FC_OPERAND_ZERO_DIM, FC_##d}
+#define S(d) {FC_OPERAND_SCALAR, FC_##d}
+static const struct {
+    FcOperand ops[3];
+    int n;
+    FcDType want, want_div;
+} rules[] = {
+    {{T(INT32), T(INT64)}, 2, FC_INT64, FC_FLOAT32},
+    {{T(INT64), T(FLOAT32)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{T(BOOL), T(INT32)}, 2, FC_INT32, FC_FLOAT32},
+    {{Z(FLOAT32), T(INT64)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{Z(FLOAT64), T(FLOAT32)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{Z(INT64), T(INT32)}, 2, FC_INT32, FC_FLOAT32},
+    {{T(INT32), S(FLOAT64)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{T(BOOL), S(INT64)}, 2, FC_INT64, FC_FLOAT32},
+    {{T(INT32), S(INT64)}, 2, FC_INT32, FC_FLOAT32},
+    {{T(FLOAT64), S(FLOAT64)}, 2, FC_FLOAT64, FC_FLOAT64},
+    {{T(INT32), Z(FLOAT64)}, 2, FC_FLOAT64, FC_FLOAT64},     /* 0-dim float keeps its size */
+    {{S(INT64), S(FLOAT64)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{S(BOOL), S(BOOL)}, 2, FC_BOOL, FC_FLOAT32},
+    {{T(FLOAT64)}, 1, FC_FLOAT64, FC_FLOAT64},
+    {{T(INT32), Z(FLOAT64), S(FLOAT64)}, 3, FC_FLOAT64, FC_FLOAT64},
+    {{T(BOOL), Z(INT32), S(INT64)}, 3, FC_INT32, FC_FLOAT32},
+    {{T(BOOL), S(FLOAT64), Z(INT64)}, 3, FC_FLOAT32, FC_FLOAT32},   /* 0-dim int64 meets the float scalar first */
+    {{Z(INT32), Z(INT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
+    {{T(FLOAT32), Z(FLOAT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
+    {{S(BOOL), S(INT64), Z(BOOL)}, 3, FC_INT64, FC_FLOAT32},       /* a bool class always promotes */
+};
+#undef T
+#undef Z
+#undef S
+
+START_TEST(named_rules)
+{
+    ck_assert_str_eq(fc_dtype_name(fc_result_type(rules[_i].ops, rules[_i].n)), fc_dtype_name(rules[_i].want));
+    ck_assert_str_eq(fc_dtype_name(fc_div_result_type(rules[_i].ops, rules[_i].n)), fc_dtype_name(rules[_i].want_div));
 }
 END_TEST
 
@@ -217,6 +277,7 @@ Suite *promotion_suite(void)
     tcase_add_test(tc, where_matches_torch);
     tcase_add_test(tc, clamp_triples_match_torch);
     tcase_add_test(tc, order_independent);
+    tcase_add_loop_test(tc, named_rules, 0, (int)(sizeof rules / sizeof rules[0]));
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,6 +18,9 @@ pair  KA DA KB DB  RESULT ADD DIV LT
         Before writing LT the generator checks, with values that tell the candidates apart,
         that torch compares a and b in RESULT (the comparison's common dtype): a < b and a == b
         must equal the comparison of a and b both cast to RESULT.
+        It also checks that DIV is RESULT made floating (a bool or integer RESULT gives the
+        default float, float32): the C test leans on that rule where torch has no division to
+        ask, two Python scalars and three operands.
 where KA DA KB DB  DTYPE
         torch.where(bool_tensor, a, b).dtype for every ordered pair (a, b) of the 13 kinds
         (PyTorch 1.13 promotes the two value operands; the condition takes no part).
@@ -113,6 +116,8 @@ def pair_line(ka, da, kb, db):
         return f"pair {ka} {da} {kb} {db} {NAME[rt]} - - -"
     add = (a + b).dtype
     div = (a / b).dtype
+    if div != (rt if rt.is_floating_point else torch.float32):
+        raise SystemExit(f"gen_promotion.py: {ka} {da} / {kb} {db} gives {NAME[div]}, not {NAME[rt]} made floating")
     lt = (a < b).dtype
     check_compare_dtype(ka, da, kb, db, rt)
     return f"pair {ka} {da} {kb} {db} {NAME[rt]} {NAME[add]} {NAME[div]} {NAME[lt]}"
