@@ -6,31 +6,13 @@
  * and the messages are torch's: mean is sum / count; softmax subtracts the max along the dim,
  * which is realised before it is broadcast back; logsumexp zeroes infinite maxima first
  * (aten/src/ATen/native/ReduceOps.cpp: logsumexp_out_impl); clamp promotes like torch's two
- * overloads (scalar bounds vs tensor bounds). Depends on nothing but fcdim.h and the C library. */
-#include "fcdim.h"
+ * overloads (scalar bounds vs tensor bounds). Depends on fcdim.h, internal.h and the C library. */
+#include "internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
-static const char *torch_name(FcDType t)
-{
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
-    return (unsigned)t < FC_DTYPE__COUNT ? names[t] : "?";
-}
 
 /* The dims a reduction mask selects on an ndim tensor (0: all of them). */
 static uint64_t mask_dims(uint64_t mask, int ndim)
@@ -51,10 +33,10 @@ FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTen
 {
     *out = NULL;
     if (!fc_dtype_is_float(a->dtype))
-        return errf(err, FC_ERR_RUNTIME,
+        return fc_errf(err, FC_ERR_RUNTIME,
                     "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                     "dtype. Got: %s",
-                    torch_name(a->dtype));
+                    fc_dtype_torch_name(a->dtype));
     /* mean_out on CPU: sum_out(...).div_(dim_prod), dim_prod an integer. */
     uint64_t m = mask_dims(dim_mask, a->ndim);
     int64_t count = 1;
@@ -94,7 +76,7 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
         return st;
     }
     if (a->shape[d] == 0)
-        return errf(err, FC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", is_min ? "min" : "max",
+        return fc_errf(err, FC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", is_min ? "min" : "max",
                     d);
     uint64_t mask = (uint64_t)1 << d;
     st = fc_reduce(ctx, is_min ? FC_OP_AMIN : FC_OP_AMAX, a, mask, keepdim, values, err);
@@ -121,9 +103,9 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
     if (!fc_dtype_is_float(a->dtype)) {
         /* The kernel that refuses: log_softmax shares softmax's for the other dims. */
         bool last = a->ndim == 0 || d == a->ndim - 1;
-        return errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+        return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                     !last ? "softmax_kernel_impl" : log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
-                    torch_name(a->dtype));
+                    fc_dtype_torch_name(a->dtype));
     }
     FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
     uint64_t mask = (uint64_t)1 << d;
@@ -283,7 +265,7 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
 {
     *out = NULL;
     if (!lo && !hi)
-        return errf(err, FC_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
+        return fc_errf(err, FC_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
     /* torch.clamp has a Scalar overload and a Tensor overload. Python picks the Scalar one when
      * some bound is a number and the others convert to numbers (0-dim tensors); its bounds
      * promote as scalars and a NaN bound is special-cased. Otherwise every operand is a tensor. */
@@ -309,10 +291,10 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
         if (lo_nan || hi_nan)
             return fc_cast(ctx, a, rt, out, err);
         if (rt == FC_BOOL)
-            return errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Bool'",
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Bool'",
                         lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
     } else if (rt == FC_BOOL && lo && hi) {
-        return errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for 'Bool'");
+        return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for 'Bool'");
     }
     /* min(max(a, lo), hi), keeping a where it equals a bound: torch's std::max(a, lo) and its
      * vectorised clamp_min/clamp_max return a on a tie, which shows with signed zeros
@@ -353,7 +335,7 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
 FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err)
 {
     if (fc_tensor_numel(t) != 1)
-        return errf(err, FC_ERR_VALUE, "only one element tensors can be converted to Python scalars");
+        return fc_errf(err, FC_ERR_VALUE, "only one element tensors can be converted to Python scalars");
     FcTensor *h = NULL;
     FcStatus st = fc_to(ctx, t, t->dtype, fc_cpu(), &h, err);
     if (st)

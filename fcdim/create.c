@@ -22,33 +22,14 @@
  *                    in double, rounded to the dtype                           (streams 2, 3)
  * so a value depends only on (seed, n) and the four kinds never share a block. Not PyTorch's
  * stream (that is mt19937 on CPU); reproducible across thread counts and devices.
- * Depends on nothing but fcdim.h and the C library. */
-#include "fcdim.h"
+ * Depends on fcdim.h, internal.h and the C library. */
+#include "internal.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
-/* PyTorch's names of dtypes in "not implemented for 'Long'". */
-static const char *torch_name(FcDType t)
-{
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
-    return (unsigned)t < FC_DTYPE__COUNT ? names[t] : "?";
-}
 
 /* ---- filling a new tensor on the host ---- */
 
@@ -87,7 +68,7 @@ static FcStatus make_filled(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, cons
     fc_contiguous_strides(ndim, shape, v.strides);
     v.data = malloc(n > 0 ? (size_t)n * fc_dtype_size(dt) : 1);
     if (!v.data)
-        return errf(err, FC_ERR_NOMEM, "out of memory");
+        return fc_nomem(err);
     fill(v.data, n, ud);
     st = fc_from_view(ctx, &v, dev, out, err);
     free(v.data);
@@ -111,7 +92,7 @@ static FcStatus to_int(double v, FcDType dt, int64_t *out, FcError *err)
     bool i32 = dt == FC_INT32;
     double lo = i32 ? -2147483648.0 : -9223372036854775808.0, hi = i32 ? 2147483647.0 : 9223372036854775807.0;
     if (v != v || v < lo || v > hi || (!i32 && v >= 9223372036854775808.0))
-        return errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", i32 ? "int" : "int64_t");
+        return fc_errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", i32 ? "int" : "int64_t");
     *out = (int64_t)v;
     return FC_OK;
 }
@@ -154,7 +135,7 @@ FcStatus fc_arange(FcCtx *ctx, double start, double end, double step, FcDType dt
 {
     *out = NULL;
     if (dt == FC_BOOL)
-        return errf(err, FC_ERR_RUNTIME, "\"arange_cpu\" not implemented for 'Bool'");
+        return fc_errf(err, FC_ERR_RUNTIME, "\"arange_cpu\" not implemented for 'Bool'");
     ArangeArgs a = {.dt = dt, .start = start, .step = step};
     double size_d;
     if (fc_dtype_is_int(dt)) {
@@ -168,9 +149,9 @@ FcStatus fc_arange(FcCtx *ctx, double start, double end, double step, FcDType dt
         if (st)
             return st;
         if (a.istep == 0)
-            return errf(err, FC_ERR_RUNTIME, "step must be nonzero");
+            return fc_errf(err, FC_ERR_RUNTIME, "step must be nonzero");
         if (!((a.istep > 0 && xend >= a.istart) || (a.istep < 0 && xend <= a.istart)))
-            return errf(err, FC_ERR_RUNTIME, "upper bound and larger bound inconsistent with step sign");
+            return fc_errf(err, FC_ERR_RUNTIME, "upper bound and larger bound inconsistent with step sign");
         /* int64 measures the length in its own (truncated) values; int32 in the given doubles. */
         if (dt == FC_INT64)
             size_d = ceil((double)(int64_t)((uint64_t)xend - (uint64_t)a.istart) / (double)a.istep);
@@ -178,15 +159,15 @@ FcStatus fc_arange(FcCtx *ctx, double start, double end, double step, FcDType dt
             size_d = ceil((end - start) / step);
     } else {
         if (!(step > 0 || step < 0))
-            return errf(err, FC_ERR_RUNTIME, "step must be nonzero");
+            return fc_errf(err, FC_ERR_RUNTIME, "step must be nonzero");
         if (!isfinite(start) || !isfinite(end))
-            return errf(err, FC_ERR_RUNTIME, "unsupported range: %g -> %g", start, end);
+            return fc_errf(err, FC_ERR_RUNTIME, "unsupported range: %g -> %g", start, end);
         if (!((step > 0 && end >= start) || (step < 0 && end <= start)))
-            return errf(err, FC_ERR_RUNTIME, "upper bound and larger bound inconsistent with step sign");
+            return fc_errf(err, FC_ERR_RUNTIME, "upper bound and larger bound inconsistent with step sign");
         size_d = ceil((end - start) / step);
     }
     if (!(size_d >= 0 && size_d <= 9223372036854775807.0))
-        return errf(err, FC_ERR_RUNTIME, "invalid size, possible overflow?");
+        return fc_errf(err, FC_ERR_RUNTIME, "invalid size, possible overflow?");
     int64_t n = (int64_t)size_d;
     return make_filled(ctx, dt, dev, 1, &n, fill_arange, &a, out, err);
 }
@@ -276,7 +257,7 @@ FcStatus fc_linspace(FcCtx *ctx, double start, double end, int64_t steps, FcDTyp
 {
     *out = NULL;
     if (steps < 0)
-        return errf(err, FC_ERR_RUNTIME, "number of steps must be non-negative");
+        return fc_errf(err, FC_ERR_RUNTIME, "number of steps must be non-negative");
     if (steps <= 1) {
         /* No kernel: empty, or fill_(start). */
         ConstArgs c = {.dt = dt, .f = start, .is_float = true};
@@ -289,7 +270,7 @@ FcStatus fc_linspace(FcCtx *ctx, double start, double end, int64_t steps, FcDTyp
         return make_filled(ctx, dt, dev, 1, &steps, fill_const, &c, out, err);
     }
     if (dt == FC_BOOL)
-        return errf(err, FC_ERR_RUNTIME, "\"linspace_cpu\" not implemented for 'Bool'");
+        return fc_errf(err, FC_ERR_RUNTIME, "\"linspace_cpu\" not implemented for 'Bool'");
     LinspaceArgs a = {.dt = dt, .steps = steps};
     if (dt == FC_FLOAT32) {
         a.fstart = (float)start;
@@ -325,9 +306,9 @@ FcStatus fc_eye(FcCtx *ctx, int64_t n, int64_t m, FcDType dt, FcDevice dev, FcTe
 {
     *out = NULL;
     if (n < 0)
-        return errf(err, FC_ERR_RUNTIME, "n must be greater or equal to 0, got %lld", (long long)n);
+        return fc_errf(err, FC_ERR_RUNTIME, "n must be greater or equal to 0, got %lld", (long long)n);
     if (m < 0)
-        return errf(err, FC_ERR_RUNTIME, "m must be greater or equal to 0, got %lld", (long long)m);
+        return fc_errf(err, FC_ERR_RUNTIME, "m must be greater or equal to 0, got %lld", (long long)m);
     int64_t shape[2] = {n, m};
     EyeArgs e = {dt, m > 0 ? m : 1};
     return make_filled(ctx, dt, dev, 2, shape, fill_eye, &e, out, err);
@@ -395,8 +376,8 @@ static FcStatus random_tensor(FcCtx *ctx, FcDType dt, int ndim, const int64_t *s
 {
     *out = NULL;
     if (!fc_dtype_is_float(dt))
-        return errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'", normal ? "normal_kernel_cpu" : "check_uniform_bounds",
-                    torch_name(dt));
+        return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'", normal ? "normal_kernel_cpu" : "check_uniform_bounds",
+                    fc_dtype_torch_name(dt));
     RandArgs a = {dt, seed < 0 ? ctx->seed : (uint64_t)seed, seed < 0 ? ctx->rng_offset : 0, normal};
     FcStatus st = make_filled(ctx, dt, dev, ndim, shape, fill_rand, &a, out, err);
     if (st == FC_OK && seed < 0)

@@ -5,8 +5,8 @@
  * priority classes (tensors with dimensions, 0-dim tensors, Python scalars), each class promotes
  * within itself by the ordinary table, and a lower class only matters when its category
  * (bool < integral < floating) is higher than the classes above it (combine_categories).
- * Depends on nothing but fcdim.h and the C library. */
-#include "fcdim.h"
+ * Depends on fcdim.h, internal.h and the C library. */
+#include "internal.h"
 
 #include <string.h>
 
@@ -26,6 +26,12 @@ static bool dtype_valid(FcDType t) { return (unsigned)t < FC_DTYPE__COUNT; }
 size_t fc_dtype_size(FcDType t) { return dtype_valid(t) ? dtype_info[t].size : 0; }
 
 const char *fc_dtype_name(FcDType t) { return dtype_valid(t) ? dtype_info[t].name : "<invalid dtype>"; }
+
+const char *fc_dtype_torch_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
+    return dtype_valid(t) ? names[t] : "?";
+}
 
 bool fc_dtype_is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
 

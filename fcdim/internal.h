@@ -9,7 +9,9 @@
 /* Writes the message and returns status (for `return fc_errf(err, FC_ERR_VALUE, "...", ...)`). */
 FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 FcStatus fc_nomem(FcError *err);
-/* "[2, 3]" into buf (truncated to cap); returns buf. */
+/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double. */
+const char *fc_dtype_torch_name(FcDType t);
+/* "[2, 3]" (as c10 prints an IntArrayRef) into buf (truncated to cap); returns buf. */
 const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
 /* A tensor with refcnt 1, shape/strides arrays for ndim dims (zeroed), no storage, no node. */

@@ -54,13 +54,6 @@ bool fc_op_is_binary(FcOp op) { return op_valid(op) && (op_info[op].kind == K_BI
 bool fc_op_is_compare(FcOp op) { return op_valid(op) && op_info[op].kind == K_COMPARE; }
 bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_REDUCE; }
 
-/* PyTorch's names of dtypes in messages ("not implemented for 'Float'"). */
-static const char *torch_type_name(FcDType t)
-{
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
-    return (unsigned)t < FC_DTYPE__COUNT ? names[t] : "?";
-}
-
 /* ---- nodes ---- */
 
 FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in)
@@ -480,7 +473,7 @@ FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out
     case FC_OP_AND: case FC_OP_OR: case FC_OP_XOR: case FC_OP_SHL: case FC_OP_SHR:
         if (fc_dtype_is_float(common))
             return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for '%s'", fc_op_name(op),
-                           torch_type_name(common));
+                           fc_dtype_torch_name(common));
         if (common == FC_BOOL && (op == FC_OP_SHL || op == FC_OP_SHR))
             return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'",
                            op == FC_OP_SHL ? "lshift" : "rshift");
@@ -531,7 +524,7 @@ FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor
     *out = NULL;
     if (cond->dtype != FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, "where expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                       torch_type_name(cond->dtype));
+                       fc_dtype_torch_name(cond->dtype));
     FcOperand ops[2] = {operand_of(a), operand_of(b)};
     FcDType dt = fc_result_type(ops, 2);
     FcTensor *ts[3] = {cond, a, b};

@@ -10,12 +10,6 @@
 
 #include <string.h>
 
-static const char *type_name(FcDType t)
-{
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
-    return names[t];
-}
-
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -24,8 +18,8 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
         return fc_errf(err, FC_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
                        na, nb);
     if (a->dtype != b->dtype)
-        return fc_errf(err, FC_ERR_RUNTIME, "expected scalar type %s but found %s", type_name(a->dtype),
-                       type_name(b->dtype));
+        return fc_errf(err, FC_ERR_RUNTIME, "expected scalar type %s but found %s", fc_dtype_torch_name(a->dtype),
+                       fc_dtype_torch_name(b->dtype));
     if (a->dtype == FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
                                                                : "\"addmm_impl_cpu_\" not implemented for 'Bool'");

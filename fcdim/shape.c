@@ -10,8 +10,8 @@
  * message of every error. A view is an fc_as_strided of its input, which realises a lazy input
  * first: a view shares storage, so writes through it reach the base. Copies are an fc_empty of
  * the chosen strides filled by fc_assign, which evaluates a lazy source straight into place.
- * Depends on nothing but fcdim.h and the C library. */
-#include "fcdim.h"
+ * Depends on fcdim.h, internal.h and the C library. */
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,35 +20,11 @@
 
 /* ---- messages ---- */
 
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static FcStatus errf(FcError *err, FcStatus st, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
-
-/* "[2, 3]" as c10 prints an IntArrayRef. */
-static const char *dims_str(char *buf, size_t cap, int n, const int64_t *d)
-{
-    size_t w = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && w < cap; i++)
-        w += (size_t)snprintf(buf + w, cap - w, "%s%lld", i ? ", " : "", (long long)d[i]);
-    if (w < cap)
-        snprintf(buf + w, cap - w, "]");
-    return buf;
-}
-
 /* Tensor::toString() as Python shows it: "CPUFloatType", which torch's error processing renames
  * "torch.FloatTensor" for the legacy tensor types, bool not among them. */
 static const char *type_str(char *buf, size_t cap, const FcTensor *t)
 {
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
-    const char *name = (unsigned)t->dtype < FC_DTYPE__COUNT ? names[t->dtype] : "?";
+    const char *name = fc_dtype_torch_name(t->dtype);
     bool cuda = t->device.type == FC_DEV_CUDA;
     if (t->dtype == FC_BOOL)
         snprintf(buf, cap, "%sBoolType", cuda ? "CUDA" : "CPU");
@@ -59,7 +35,7 @@ static const char *type_str(char *buf, size_t cap, const FcTensor *t)
 
 static FcStatus too_many_dims(FcError *err, int ndim)
 {
-    return errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
+    return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
 }
 
 FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err)
@@ -67,7 +43,7 @@ FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err)
     /* maybe_wrap_dim(dim, ndim, wrap_scalar=true): a 0-dim tensor takes dims as if it had one. */
     int64_t n = ndim > 0 ? ndim : 1;
     if (dim < -n || dim > n - 1)
-        return errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+        return fc_errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
                     (long long)-n, (long long)(n - 1), (long long)dim);
     *out = (int)(dim < 0 ? dim + n : dim);
     return FC_OK;
@@ -188,7 +164,7 @@ static FcStatus format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int
     switch (mf) {
     case FC_MF_CHANNELS_LAST:
         if (nd != 4)
-            return errf(err, FC_ERR_RUNTIME, "required rank 4 tensor to use channels_last format");
+            return fc_errf(err, FC_ERR_RUNTIME, "required rank 4 tensor to use channels_last format");
         st[1] = 1;
         st[3] = sz[1];
         st[2] = st[3] * sz[3];
@@ -196,7 +172,7 @@ static FcStatus format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int
         return FC_OK;
     case FC_MF_CHANNELS_LAST_3D:
         if (nd != 5)
-            return errf(err, FC_ERR_RUNTIME, "required rank 5 tensor to use channels_last_3d format");
+            return fc_errf(err, FC_ERR_RUNTIME, "required rank 5 tensor to use channels_last_3d format");
         st[1] = 1;
         st[4] = sz[1];
         st[3] = st[4] * sz[4];
@@ -265,12 +241,12 @@ static FcStatus infer_size(int nd, const int64_t *shape, int64_t numel, int64_t 
     for (int d = 0; d < nd; d++) {
         if (shape[d] == -1) {
             if (infer >= 0)
-                return errf(err, FC_ERR_RUNTIME, "only one dimension can be inferred");
+                return fc_errf(err, FC_ERR_RUNTIME, "only one dimension can be inferred");
             infer = d;
         } else if (shape[d] >= 0) {
             newsize *= shape[d];
         } else {
-            return errf(err, FC_ERR_RUNTIME, "invalid shape dimension %lld", (long long)shape[d]);
+            return fc_errf(err, FC_ERR_RUNTIME, "invalid shape dimension %lld", (long long)shape[d]);
         }
         out[d] = shape[d];
     }
@@ -278,15 +254,15 @@ static FcStatus infer_size(int nd, const int64_t *shape, int64_t numel, int64_t 
     if (numel == newsize || (infer >= 0 && newsize > 0 && numel % newsize == 0)) {
         if (infer >= 0) {
             if (newsize == 0)
-                return errf(err, FC_ERR_RUNTIME,
+                return fc_errf(err, FC_ERR_RUNTIME,
                             "cannot reshape tensor of 0 elements into shape %s because the unspecified dimension "
                             "size -1 can be any value and is ambiguous",
-                            dims_str(buf, sizeof buf, nd, shape));
+                            fc_shape_str(buf, sizeof buf, nd, shape));
             out[infer] = numel / newsize;
         }
         return FC_OK;
     }
-    return errf(err, FC_ERR_RUNTIME, "shape '%s' is invalid for input of size %lld", dims_str(buf, sizeof buf, nd, shape),
+    return fc_errf(err, FC_ERR_RUNTIME, "shape '%s' is invalid for input of size %lld", fc_shape_str(buf, sizeof buf, nd, shape),
                 (long long)numel);
 }
 
@@ -354,7 +330,7 @@ static FcStatus view_or_reshape(FcCtx *ctx, FcTensor *t, int nd, const int64_t *
     if (compute_stride(t->ndim, t->shape, t->strides, nd, sz, st))
         return fc_as_strided(ctx, t, nd, sz, st, t->offset, out, err);
     if (!copy_ok)
-        return errf(err, FC_ERR_RUNTIME,
+        return fc_errf(err, FC_ERR_RUNTIME,
                     "view size is not compatible with input tensor's size and stride (at least one dimension spans "
                     "across two contiguous subspaces). Use .reshape(...) instead.");
     /* _unsafe_view(clone(contiguous), shape): the copy is C-contiguous, so any shape views it. */
@@ -383,7 +359,7 @@ FcStatus fc_permute(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *dims, FcTe
     *out = NULL;
     int nd = t->ndim;
     if (ndim != nd)
-        return errf(err, FC_ERR_RUNTIME,
+        return fc_errf(err, FC_ERR_RUNTIME,
                     "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
                     "desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d",
                     nd, ndim);
@@ -395,7 +371,7 @@ FcStatus fc_permute(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *dims, FcTe
         if (s)
             return s;
         if (seen[perm[i]])
-            return errf(err, FC_ERR_RUNTIME, "permute(): duplicate dims are not allowed.");
+            return fc_errf(err, FC_ERR_RUNTIME, "permute(): duplicate dims are not allowed.");
         seen[perm[i]] = true;
     }
     FcStatus s = fc_realize(ctx, t, err);
@@ -436,11 +412,11 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
     *out = NULL;
     char a[256], b[512], c[512];
     if (ndim < t->ndim)
-        return errf(err, FC_ERR_RUNTIME,
+        return fc_errf(err, FC_ERR_RUNTIME,
                     "expand(%s{%s}, size=%s): the number of sizes provided (%d) must be greater or equal to the "
                     "number of dimensions in the tensor (%d)",
-                    type_str(a, sizeof a, t), dims_str(b, sizeof b, t->ndim, t->shape),
-                    dims_str(c, sizeof c, ndim, shape), ndim, t->ndim);
+                    type_str(a, sizeof a, t), fc_shape_str(b, sizeof b, t->ndim, t->shape),
+                    fc_shape_str(c, sizeof c, ndim, shape), ndim, t->ndim);
     if (ndim > FC_MAX_DIMS)
         return too_many_dims(err, ndim);
     /* inferExpandGeometry needs t's strides: the input is realised (a stride-0 view of it). */
@@ -460,18 +436,18 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
         int64_t target = shape[i];
         if (target == -1) {
             if (dim < 0)
-                return errf(err, FC_ERR_RUNTIME,
+                return fc_errf(err, FC_ERR_RUNTIME,
                             "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension %d",
                             i);
             target = size;
         }
         if (size != target) {
             if (size != 1)
-                return errf(err, FC_ERR_RUNTIME,
+                return fc_errf(err, FC_ERR_RUNTIME,
                             "The expanded size of the tensor (%lld) must match the existing size (%lld) at "
                             "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
-                            (long long)target, (long long)size, i, dims_str(b, sizeof b, ndim, shape),
-                            dims_str(c, sizeof c, t->ndim, t->shape));
+                            (long long)target, (long long)size, i, fc_shape_str(b, sizeof b, ndim, shape),
+                            fc_shape_str(c, sizeof c, t->ndim, t->shape));
             size = target;
             stride = 0;
         }
@@ -480,7 +456,7 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
     }
     for (int i = 0; i < ndim; i++)
         if (sz[i] < 0)      /* as_strided's size check, as torch reports it */
-            return errf(err, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
+            return fc_errf(err, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
     return fc_as_strided(ctx, t, ndim, sz, st, t->offset, out, err);
 }
 
@@ -543,7 +519,7 @@ FcStatus fc_flatten(FcCtx *ctx, FcTensor *t, int64_t start, int64_t end, FcTenso
     if (s)
         return s;
     if (a > b)
-        return errf(err, FC_ERR_RUNTIME, "flatten() has invalid args: start_dim cannot come after end_dim");
+        return fc_errf(err, FC_ERR_RUNTIME, "flatten() has invalid args: start_dim cannot come after end_dim");
     if (nd == 0) {
         int64_t one = 1;
         return fc_reshape(ctx, t, 1, &one, out, err);
@@ -600,7 +576,7 @@ FcStatus fc_contiguous(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **ou
         return FC_OK;
     }
     if (mf == FC_MF_PRESERVE)
-        return errf(err, FC_ERR_RUNTIME, "preserve memory format is unsupported by the contiguous operator");
+        return fc_errf(err, FC_ERR_RUNTIME, "preserve memory format is unsupported by the contiguous operator");
     return fc_clone(ctx, t, mf, out, err);
 }
 
@@ -697,7 +673,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
     *out = NULL;
     for (int i = 0; i < n; i++)
         if (parts[i].ndim == 0)
-            return errf(err, FC_ERR_RUNTIME, "zero-dimensional tensor (at position %d) cannot be concatenated", i);
+            return fc_errf(err, FC_ERR_RUNTIME, "zero-dimensional tensor (at position %d) cannot be concatenated", i);
     /* legacy_cat_wrap_dim: wrap against the first tensor that is not a legacy empty 1-D [0]. */
     int dim = -1;
     int valid = -1;
@@ -712,7 +688,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
         }
     }
     if (n == 0)
-        return errf(err, FC_ERR_RUNTIME, "torch.cat(): expected a non-empty list of Tensors");
+        return fc_errf(err, FC_ERR_RUNTIME, "torch.cat(): expected a non-empty list of Tensors");
     /* Output memory format: channels-last only when every input suggests the same one. */
     FcMemoryFormat mf = FC_MF_CONTIGUOUS;
     for (int i = 0; i < n; i++) {
@@ -733,7 +709,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
     for (int i = 1; i < n; i++)
         if (!fc_device_eq(parts[i].t->device, dev)) {
             char x[24], y[24];
-            return errf(err, FC_ERR_DEVICE,
+            return fc_errf(err, FC_ERR_DEVICE,
                         "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
                         fc_device_name(dev, x), fc_device_name(parts[i].t->device, y));
         }
@@ -747,11 +723,11 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
             if (p->ndim == 1 && p->shape[0] == 0)
                 continue;
             if (p->ndim != v->ndim)
-                return errf(err, FC_ERR_RUNTIME, "Tensors must have same number of dimensions: got %d and %d", v->ndim,
+                return fc_errf(err, FC_ERR_RUNTIME, "Tensors must have same number of dimensions: got %d and %d", v->ndim,
                             p->ndim);
             for (int d = 0; d < v->ndim; d++)
                 if (d != dim && p->shape[d] != v->shape[d])
-                    return errf(err, FC_ERR_RUNTIME,
+                    return fc_errf(err, FC_ERR_RUNTIME,
                                 "Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
                                 "%lld for tensor number %d in the list.",
                                 dim, (long long)v->shape[d], (long long)p->shape[d], i);
@@ -802,7 +778,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
 static FcStatus parts_new(int n, CatPart **out, FcError *err)
 {
     *out = calloc(n > 0 ? (size_t)n : 1, sizeof **out);
-    return *out ? FC_OK : errf(err, FC_ERR_NOMEM, "out of memory");
+    return *out ? FC_OK : fc_nomem(err);
 }
 
 FcStatus fc_cat(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err)
@@ -822,7 +798,7 @@ FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor 
 {
     *out = NULL;
     if (n == 0)
-        return errf(err, FC_ERR_RUNTIME, "stack expects a non-empty TensorList");
+        return fc_errf(err, FC_ERR_RUNTIME, "stack expects a non-empty TensorList");
     int nd = ts[0]->ndim, d;
     FcStatus s = fc_wrap_dim(dim, nd + 1, &d, err);
     if (s)
@@ -833,9 +809,9 @@ FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor 
         for (int k = 0; k < nd && same; k++)
             same = ts[i]->shape[k] == ts[0]->shape[k];
         if (!same)
-            return errf(err, FC_ERR_RUNTIME, "stack expects each tensor to be equal size, but got %s at entry 0 and %s at "
-                        "entry %d", dims_str(a, sizeof a, nd, ts[0]->shape),
-                        dims_str(b, sizeof b, ts[i]->ndim, ts[i]->shape), i);
+            return fc_errf(err, FC_ERR_RUNTIME, "stack expects each tensor to be equal size, but got %s at entry 0 and %s at "
+                        "entry %d", fc_shape_str(a, sizeof a, nd, ts[0]->shape),
+                        fc_shape_str(b, sizeof b, ts[i]->ndim, ts[i]->shape), i);
     }
     if (nd + 1 > FC_MAX_DIMS)
         return too_many_dims(err, nd + 1);
