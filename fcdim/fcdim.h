@@ -237,6 +237,9 @@ struct FcNode {
     int64_t offset;
     int64_t *strides;           /* [nin] */
     int64_t *shape;             /* [nin]: extents of the stored view, for bounds checks */
+    uint64_t wrap;              /* LOAD: bit k set: a negative index k counts from the end */
+    int *index_dim;             /* LOAD: [nin] the dimension an out-of-range index k names (k unless
+                                   set otherwise) */
     uint32_t count;             /* nodes in the DAG rooted here (counting shared ones once per path; caps fusion) */
 };
 
@@ -352,6 +355,16 @@ FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
 
 #define FC_CHUNK 256
 
+/* An index read from a register (int64) and added to an address: a gathered dim of a load, or a
+ * scattered dim of a kernel's store. */
+typedef struct FcGather {
+    int reg;                    /* the int64 register holding the index */
+    int64_t stride;             /* elements per unit of the index */
+    int64_t extent;             /* valid indices: [0, extent), or [-extent, extent) when wrap */
+    bool wrap;                  /* a negative index counts from the end (Python's rule) */
+    int dim;                    /* the dimension an out-of-range message names */
+} FcGather;
+
 typedef struct FcInstr {
     FcOp op;
     FcDType dtype;              /* of dst */
@@ -362,10 +375,10 @@ typedef struct FcInstr {
     int buf;                    /* index into FcKernel.bufs */
     int64_t offset;             /* elements */
     int64_t *strides;           /* [nloop] elements per step of each loop (0: does not vary) */
-    int ngather;                /* gathered dims: index registers (int64) times strides */
-    int *gather_reg;
-    int64_t *gather_stride;
-    int64_t *gather_extent;     /* index must lie in [0, extent): else FC_ERR_INDEX */
+    int ngather;                /* gathered dims, each index checked against its extent before any
+                                   element is read (else FC_ERR_INDEX "index 7 is out of bounds for
+                                   dimension 0 with size 5") */
+    FcGather *gathers;          /* [ngather] */
     /* CONST */
     FcScalar konst;
     /* IOTA: the loop whose index it is */
@@ -388,6 +401,14 @@ typedef struct FcKernel {
     FcDType out_dtype;
     int64_t out_offset;
     int64_t out_strides[FC_MAX_DIMS];
+    /* A scattered store (index_put, scatter_add): each element's address also adds every scatter
+     * index times its stride (indices checked as a gather's are, before the chunk is written).
+     * accumulate: out += value instead of out = value (bool: logical or). A kernel with scatters
+     * runs on one thread, its loops in order, the last loop innermost: duplicates are written (or
+     * summed) in the order of the loop nest, the same bits every run. */
+    int nscatter;
+    FcGather *scatter;          /* [nscatter] */
+    bool accumulate;
     void **bufs;                /* base pointers of the loaded storages */
     int nbufs;
     bool index32;               /* every address fits in int32 arithmetic */

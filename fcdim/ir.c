@@ -62,7 +62,8 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
     for (int k = 0; k < nin; k++)
         nmap += (size_t)in[k]->nlev;
     bool load = op == FC_OP_LOAD;
-    size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) + (load ? 2 * (size_t)nin * sizeof(int64_t) : 0) +
+    size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) +
+                   (load ? (size_t)nin * (2 * sizeof(int64_t) + sizeof(int64_t)) : 0) +
                    (size_t)nin * (sizeof(FcNode *) + sizeof(int8_t *)) + nmap;
     FcNode *n = calloc(1, bytes);
     if (!n)
@@ -82,6 +83,10 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
         p += (size_t)nin * sizeof(int64_t);
         n->shape = (int64_t *)p;
         p += (size_t)nin * sizeof(int64_t);
+        n->index_dim = (int *)p;
+        p += (size_t)nin * sizeof(int64_t);
+        for (int k = 0; k < nin; k++)
+            n->index_dim[k] = k;
     }
     n->nin = nin;
     n->in = (FcNode **)p;

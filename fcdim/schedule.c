@@ -49,9 +49,7 @@ static void sched_free(Sched *s)
 {
     for (int i = 0; i < s->ncode; i++) {
         free(s->code[i].strides);
-        free(s->code[i].gather_reg);
-        free(s->code[i].gather_stride);
-        free(s->code[i].gather_extent);
+        free(s->code[i].gathers);
     }
     free(s->code);
     for (int i = 0; i < s->nmemo; i++)
@@ -143,8 +141,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
     if (!strides)
         return fail(s, FC_ERR_NOMEM, "out of memory");
     int64_t offset = n->offset;
-    int greg[FC_MAX_DIMS];
-    int64_t gstride[FC_MAX_DIMS], gext[FC_MAX_DIMS];
+    FcGather g[FC_MAX_DIMS];
     int ng = 0;
     bool invariant = true;
     for (int k = 0; k < n->nin; k++) {
@@ -159,13 +156,14 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
                     invariant = false;
             }
         } else if (ix->op == FC_OP_CONST) {
-            int64_t i = ix->konst.i;
-            if (i < 0 || i >= n->shape[k]) {
+            int64_t i = ix->konst.i, ext = n->shape[k];
+            bool wrap = n->wrap >> k & 1;
+            if (i >= ext || i < (wrap ? -ext : 0)) {
                 free(strides);
                 return fail(s, FC_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
-                            (long long)i, k, (long long)n->shape[k]);
+                            (long long)i, n->index_dim[k], (long long)ext);
             }
-            offset += i * n->strides[k];
+            offset += (i < 0 ? i + ext : i) * n->strides[k];
         } else {
             int r = emit(s, ix, sub);
             if (r < 0) {
@@ -174,10 +172,8 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
             }
             if (!s->code[r].invariant)
                 invariant = false;
-            greg[ng] = r;
-            gstride[ng] = n->strides[k];
-            gext[ng] = n->shape[k];
-            ng++;
+            g[ng++] = (FcGather){.reg = r, .stride = n->strides[k], .extent = n->shape[k],
+                                 .wrap = n->wrap >> k & 1, .dim = n->index_dim[k]};
         }
     }
     int b = buf_index(s, n->storage);
@@ -191,14 +187,10 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
     in->strides = strides;
     in->invariant = invariant;
     if (ng) {
-        in->gather_reg = malloc((size_t)ng * sizeof *in->gather_reg);
-        in->gather_stride = malloc((size_t)ng * sizeof *in->gather_stride);
-        in->gather_extent = malloc((size_t)ng * sizeof *in->gather_extent);
-        if (!in->gather_reg || !in->gather_stride || !in->gather_extent)
+        in->gathers = malloc((size_t)ng * sizeof *in->gathers);
+        if (!in->gathers)
             return fail(s, FC_ERR_NOMEM, "out of memory");
-        memcpy(in->gather_reg, greg, (size_t)ng * sizeof *greg);
-        memcpy(in->gather_stride, gstride, (size_t)ng * sizeof *gstride);
-        memcpy(in->gather_extent, gext, (size_t)ng * sizeof *gext);
+        memcpy(in->gathers, g, (size_t)ng * sizeof *g);
         in->ngather = ng;
     }
     return in->dst;
@@ -461,7 +453,7 @@ static bool fits32(int64_t offset, const int64_t *strides, const int64_t *extent
 }
 
 /* Linear-scan register allocation over the straight-line code; invariant registers are never
- * reused. Rewrites dst/a/b/c/gather_reg and k->result; sets k->nreg. */
+ * reused. Rewrites dst/a/b/c/gathers[].reg and k->result; sets k->nreg. */
 static bool alloc_registers(Sched *s, FcKernel *k, int result)
 {
     int n = s->ncode;
@@ -483,7 +475,7 @@ static bool alloc_registers(Sched *s, FcKernel *k, int result)
             if (ops[o] >= 0)
                 last[ops[o]] = i;
         for (int g = 0; g < in->ngather; g++)
-            last[in->gather_reg[g]] = i;
+            last[in->gathers[g].reg] = i;
     }
     if (result >= 0)
         last[result] = n;
@@ -494,7 +486,7 @@ static bool alloc_registers(Sched *s, FcKernel *k, int result)
         in->b = in->b >= 0 ? phys[in->b] : -1;
         in->c = in->c >= 0 ? phys[in->c] : -1;
         for (int g = 0; g < in->ngather; g++)
-            in->gather_reg[g] = phys[in->gather_reg[g]];
+            in->gathers[g].reg = phys[in->gathers[g].reg];
         phys[i] = nfree > 0 && !in->invariant ? freelist[--nfree] : nreg++;
         in->dst = phys[i];
         /* Free the operands whose last use is here (after choosing dst: no aliasing). */
@@ -609,8 +601,8 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             ext2[n2] = k.extent[l];
         }
         for (int g = 0; g < in->ngather; g++, n2++) {
-            st2[n2] = in->gather_stride[g];
-            ext2[n2] = in->gather_extent[g] > 0 ? in->gather_extent[g] : 1;
+            st2[n2] = in->gathers[g].stride;
+            ext2[n2] = in->gathers[g].extent > 0 ? in->gathers[g].extent : 1;
         }
         k.index32 = fits32(in->offset, st2, ext2, n2);
     }
@@ -769,7 +761,8 @@ char *fc_kernel_dump(const FcKernel *k)
             for (int l = 0; l < k->nloop; l++)
                 OUT(" %+lld*i%d", (long long)in->strides[l], l);
             for (int g = 0; g < in->ngather; g++)
-                OUT(" %+lld*r%d", (long long)in->gather_stride[g], in->gather_reg[g]);
+                OUT(" %+lld*r%d%s", (long long)in->gathers[g].stride, in->gathers[g].reg,
+                    in->gathers[g].wrap ? "(wrap)" : "");
             OUT("]");
         }
         int ops[3] = {in->a, in->b, in->c};

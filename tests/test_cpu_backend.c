@@ -47,8 +47,7 @@ typedef struct KB {
     FcKernel k;
     FcInstr code[KB_CODE];
     int64_t strides[KB_CODE][FC_MAX_DIMS];
-    int greg[KB_CODE][KB_GATHER];
-    int64_t gstride[KB_CODE][KB_GATHER], gext[KB_CODE][KB_GATHER];
+    FcGather gath[KB_CODE][KB_GATHER];
     void *bufs[16];
 } KB;
 
@@ -104,12 +103,8 @@ static void kb_gather(KB *b, int r, int index_reg, int64_t stride, int64_t exten
 {
     FcInstr *in = &b->code[r];
     int g = in->ngather++;
-    b->greg[r][g] = index_reg;
-    b->gstride[r][g] = stride;
-    b->gext[r][g] = extent;
-    in->gather_reg = b->greg[r];
-    in->gather_stride = b->gstride[r];
-    in->gather_extent = b->gext[r];
+    b->gath[r][g] = (FcGather){.reg = index_reg, .stride = stride, .extent = extent, .dim = g};
+    in->gathers = b->gath[r];
     in->invariant = in->invariant && kb_inv(b, index_reg);
 }
 

@@ -210,12 +210,12 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         FcDType a_dt = in->dtype;
         int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
         if (ng < 0 || ng > FC_MAX_DIMS ||
-            (ng > 0 && (!in->gather_reg || !in->gather_stride || !in->gather_extent))) {
+            (ng > 0 && !in->gathers)) {
             st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers", i);
             goto done;
         }
         for (int o = 0; o < 3 + ng; o++) {
-            int r = o < 3 ? ops[o] : in->gather_reg[o - 3];
+            int r = o < 3 ? ops[o] : in->gathers[o - 3].reg;
             if (r < 0 && o < 3) {
                 phys[i * 4 + 1 + o] = INT32_MIN;
                 continue;
@@ -464,7 +464,7 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         for (int l = 0; l < p->L && ok; l++)
             ok = span_add(&span, s->strides[l], ext[l]);
         for (int g = 0; g < in->ngather && ok; g++)
-            ok = span_add(&span, in->gather_stride[g], in->gather_extent[g]);
+            ok = span_add(&span, in->gathers[g].stride, in->gathers[g].extent);
         nramp += needs_ramp(s, cl);
     }
     p->idx32 = ok;
@@ -626,8 +626,8 @@ static void broadcast(void *d, const void *src, size_t es, int n)
         ramp_##w(s, p->cl, o, m);                                                                  \
         for (int g = 0; g < in->ngather; g++) {                                                    \
             const int64_t *ix = t->cur[s->g[g]];                                                   \
-            int64_t ext = in->gather_extent[g];                                                    \
-            IT gs = ext > 1 ? (IT)in->gather_stride[g] : 0;                                        \
+            int64_t ext = in->gathers[g].extent;                                                   \
+            IT gs = ext > 1 ? (IT)in->gathers[g].stride : 0;                                       \
             bool bad = false;                                                                      \
             for (int i = 0; i < m; i++)                                                            \
                 bad |= (uint64_t)ix[i] >= (uint64_t)ext;                                           \
@@ -636,7 +636,7 @@ static void broadcast(void *d, const void *src, size_t es, int n)
                     if ((uint64_t)ix[i] >= (uint64_t)ext)                                          \
                         return fail(t, FC_ERR_INDEX,                                               \
                                     "index %lld is out of bounds for dimension %d with size %lld", \
-                                    (long long)ix[i], g, (long long)ext);                          \
+                                    (long long)ix[i], in->gathers[g].dim, (long long)ext);         \
             CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                                 \
         }                                                                                          \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
