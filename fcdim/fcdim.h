@@ -32,6 +32,8 @@ const char *fc_dtype_name(FcDType t);            /* "float32", "int64", "bool", 
 bool fc_dtype_is_float(FcDType t);
 bool fc_dtype_is_int(FcDType t);                 /* int32, int64 (not bool) */
 bool fc_dtype_from_name(const char *name, FcDType *out);
+/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double. */
+const char *fc_dtype_torch_name(FcDType t);
 
 /* A participant in type promotion, as PyTorch sees it (c10/core/ScalarType.h and
  * aten/src/ATen/native/TypeProperties.cpp: result_type): a tensor with dimensions, a 0-dim
@@ -470,6 +472,49 @@ FcStatus fc_cat(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **
 FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err);
 /* To another dtype and/or device (same tensor, a new reference, when nothing changes). */
 FcStatus fc_to(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev, FcTensor **out, FcError *err);
+
+/* ---- indexing (index.c) ----
+ * PyTorch's translation of t[...] (torch/csrc/autograd/python_variable_indexing.cpp,
+ * ATen/TensorIndexing.h, ATen/native/TensorAdvancedIndexing.cpp), with its messages. Ints,
+ * slices, None and ... give views; a Python bool, a bool or integer tensor (int64 or int32, of
+ * any rank; a 0-dim int tensor selects like an int) is an advanced index: index tensors
+ * broadcast together, bool masks stand for their nonzero() coordinates, and the broadcast dims
+ * replace the indexed dims where the first of them was when they are adjacent, else go first.
+ * An advanced read is lazy: one LOAD whose operands are the index tensors' own IR, so a gather
+ * followed by math runs as one kernel. Index values are checked when the index is built
+ * (negative ones count from the end): out of range is FC_ERR_INDEX "index 7 is out of bounds for
+ * dimension 0 with size 5" (for advanced indices the dimension is the index's position among
+ * them, as in PyTorch). A negative slice step is NumPy's reversed slice (PyTorch rejects it). */
+
+typedef enum FcIndexKind { FC_IX_INT, FC_IX_SLICE, FC_IX_NONE, FC_IX_ELLIPSIS, FC_IX_BOOL, FC_IX_TENSOR } FcIndexKind;
+
+typedef struct FcIndex {
+    FcIndexKind kind;
+    int64_t i;                  /* INT: the index; BOOL: 0 or 1 */
+    int64_t start, stop, step;  /* SLICE: step != 0 (defaults 1); start/stop only when has_* */
+    bool has_start, has_stop;
+    FcTensor *t;                /* TENSOR (borrowed) */
+} FcIndex;
+
+/* t[ix[0], ..., ix[n-1]]: a view when every index is basic, else a lazy gather. */
+FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err);
+/* t[ix...] = v, in place (t must be stored). v broadcasts to the indexed shape (as PyTorch's
+ * setitem: v's leading size-1 dims are dropped first; the message names both shapes when it
+ * cannot); a basic write converts v's dtype (copy_), an advanced one requires t's dtype unless
+ * v is a wrapped Python number (index_put_). accumulate: duplicates are summed, in the order of
+ * the indexed elements (deterministic: the same bits every run, whatever the thread count). */
+FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor *v, bool accumulate,
+                      FcError *err);
+/* The coordinates of the nonzero elements of t: int64 [count, ndim], in C order. Realises t. */
+FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
+/* t.index_select(dim, index): index 1-D (or 0-D) int64/int32; lazy. */
+FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
+/* t.gather(dim, index): index int64 with t's rank, no bigger than t outside dim; lazy. */
+FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
+/* t.scatter_add_(dim, index, src), in place (t stored): t[..., index[i], ...] += src[i] over
+ * index's shape (index int64 with t's rank, no bigger than src, nor than t outside dim);
+ * deterministic as fc_index_put's accumulate. */
+FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err);
 
 /* ---- creation (create.c) ---- */
 

@@ -9,8 +9,6 @@
 /* Writes the message and returns status (for `return fc_errf(err, FC_ERR_VALUE, "...", ...)`). */
 FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 FcStatus fc_nomem(FcError *err);
-/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double. */
-const char *fc_dtype_torch_name(FcDType t);
 /* "[2, 3]" (as c10 prints an IntArrayRef) into buf (truncated to cap); returns buf. */
 const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
@@ -41,4 +39,20 @@ FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out
 /* Unregisters a lazy tensor from the storages it reads (before its node is dropped). */
 void fc_tensor_drop_reads(FcTensor *t);
 
+/* fc_expand's checks with its messages, without realising t (only its shape is read). */
+FcStatus fc_expand_check(const FcTensor *t, int ndim, const int64_t *shape, FcError *err);
+/* A scattered store (fcdim.h, FcKernel.scatter): index[g] is an int64 node over the levels of
+ * the value stored; at[g] gives its stride, extent, wrap and message dim (reg unused). */
+typedef struct FcScatter {
+    int n;
+    FcNode *index[FC_MAX_DIMS];
+    FcGather at[FC_MAX_DIMS];
+    bool accumulate;
+} FcScatter;
+/* Writes value (a node of dst's dtype) into dst at offset + sum strides[l] * i_l (one stride per
+ * level of value) plus the scattered indices, in the order of value's levels (duplicates: the
+ * last one wins, or all are summed). Lazy readers of dst are realised first; a value or index
+ * that reads dst is computed before anything is written. Nodes are borrowed. */
+FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                            const FcScatter *sc, FcError *err);
 #endif

@@ -205,6 +205,8 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
             return s->memo[i].reg;
     int reg = -1;
     FcInstr *in;
+    if (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype)    /* only moves levels (a broadcast) */
+        return emit_operand(s, n, 0, map);
     switch (n->op) {
     case FC_OP_CONST:
         in = new_instr(s, FC_OP_CONST, n->dtype);
@@ -378,12 +380,15 @@ static void apply_loop_order(Sched *s, FcKernel *k, const int *order, int n)
     s->nloop = n;
 }
 
-static void order_loops(Sched *s, FcKernel *k, bool by_output, bool keep_reduced)
+typedef enum LoopOrder { BY_OUTPUT, BY_INPUT, AS_GIVEN } LoopOrder;
+
+static void order_loops(Sched *s, FcKernel *k, LoopOrder how, bool keep_reduced)
 {
     /* Key: |stride| in the output (pointwise) or the first varying load (reductions); broadcast
-     * (0) loops go outermost. Stable: equal keys keep their order. */
-    const int64_t *key = k->out_strides;
-    if (!by_output) {
+     * (0) loops go outermost. Stable: equal keys keep their order. AS_GIVEN only drops the
+     * loops of extent 1 (scattered stores write in the order of the root's levels). */
+    const int64_t *key = how == BY_OUTPUT ? k->out_strides : NULL;
+    if (how == BY_INPUT) {
         key = NULL;
         for (int c = 0; c < s->ncode && !key; c++)
             if (s->code[c].op == FC_OP_LOAD && !s->code[c].invariant)
@@ -479,6 +484,8 @@ static bool alloc_registers(Sched *s, FcKernel *k, int result)
     }
     if (result >= 0)
         last[result] = n;
+    for (int g = 0; g < k->nscatter; g++)
+        last[k->scatter[g].reg] = n;        /* read by the store, after the code */
     int nfree = 0, nreg = 0;
     for (int i = 0; i < n; i++) {
         FcInstr *in = &s->code[i];
@@ -495,6 +502,8 @@ static bool alloc_registers(Sched *s, FcKernel *k, int result)
                 freelist[nfree++] = phys[j];
     }
     k->result = result >= 0 ? phys[result] : -1;
+    for (int g = 0; g < k->nscatter; g++)
+        k->scatter[g].reg = phys[k->scatter[g].reg];
     k->nreg = nreg;
     free(last);
     free(phys);
@@ -513,20 +522,31 @@ static void dump(FcCtx *ctx, int what, char *text)
 
 /* Schedules root and writes its value into out_storage at out_offset with out_strides (one per
  * root level); out_strides NULL: a fresh layout (TensorIterator's order, C order for
- * reductions) is chosen and a storage allocated, returned in *new_storage / new_strides. */
+ * reductions) is chosen and a storage allocated, returned in *new_storage / new_strides.
+ * sc (or NULL): the store is scattered by these indices (root is not a reduction). */
 static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage *out_storage,
-                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage,
-                         int64_t *new_strides, FcError *err)
+                         int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
+                         FcStorage **new_storage, int64_t *new_strides, FcError *err)
 {
     Sched s = {.ctx = ctx, .err = err};
     FcKernel k;
     memset(&k, 0, sizeof k);
+    FcGather scatter[FC_MAX_DIMS];
     FcBackend *be = NULL;
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
     bool is_reduce = fc_op_is_reduce(root->op);
     int result = emit_root(&s, root);
+    for (int g = 0; sc && g < sc->n && result >= 0; g++) {
+        int8_t map[FC_MAX_DIMS];
+        for (int l = 0; l < root->nlev; l++)
+            map[l] = (int8_t)l;
+        scatter[g] = sc->at[g];
+        scatter[g].reg = emit(&s, sc->index[g], map);
+        if (scatter[g].reg < 0)
+            result = -1;
+    }
     if (result < 0) {
         st = s.st;
         goto done;
@@ -563,8 +583,14 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     memcpy(k.out_strides, strides, (size_t)nlev * sizeof *strides);
     for (int l = nlev; l < s.nloop; l++)
         k.out_strides[l] = 0;
-    order_loops(&s, &k, !is_reduce, root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN);
+    order_loops(&s, &k, sc ? AS_GIVEN : is_reduce ? BY_INPUT : BY_OUTPUT,
+                root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN);
     merge_loops(&s, &k, root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN);
+    if (sc) {
+        k.nscatter = sc->n;
+        k.scatter = scatter;
+        k.accumulate = sc->accumulate;
+    }
     if (!alloc_registers(&s, &k, result)) {
         st = fc_nomem(err);
         goto done;
@@ -628,7 +654,7 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
         return FC_OK;
     FcStorage *storage = NULL;
     int64_t strides[FC_MAX_DIMS];
-    FcStatus st = run_root(ctx, t->node, t->device, NULL, 0, NULL, &storage, strides, err);
+    FcStatus st = run_root(ctx, t->node, t->device, NULL, 0, NULL, NULL, &storage, strides, err);
     if (st)
         return st;
     fc_tensor_drop_reads(t);
@@ -648,6 +674,26 @@ static bool dag_reads(const FcNode *n, const FcStorage *s)
         if (dag_reads(n->in[k], s))
             return true;
     return false;
+}
+
+/* When the DAG *n reads storage s (about to be written), computes it into fresh memory first
+ * and replaces *n by a load of that: a write never reads what it overwrites. */
+static FcStatus detach(FcCtx *ctx, FcNode **n, FcStorage *s, FcDevice dev, FcError *err)
+{
+    if (!dag_reads(*n, s))
+        return FC_OK;
+    FcTensor *tmp = fc_tensor_from_node(*n, dev, NULL, 0);     /* takes *n */
+    *n = NULL;
+    if (!tmp)
+        return fc_nomem(err);
+    FcStatus st = fc_realize(ctx, tmp, err);
+    if (!st) {
+        *n = fc_tensor_node(tmp);       /* holds the temporary's storage */
+        if (!*n)
+            st = fc_nomem(err);
+    }
+    fc_tensor_release(tmp);
+    return st;
 }
 
 FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
@@ -685,23 +731,9 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
     FcNode *n = fc_tensor_node(src);
     if (!n)
         return fc_nomem(err);
-    FcTensor *tmp = NULL;
-    if (dag_reads(n, dst->storage)) {
-        /* Overlap: compute src into fresh memory first. */
-        tmp = fc_tensor_from_node(n, src->device, NULL, 0);    /* takes n */
-        if (!tmp)
-            return fc_nomem(err);
-        st = fc_realize(ctx, tmp, err);
-        if (st) {
-            fc_tensor_release(tmp);
-            return st;
-        }
-        n = fc_tensor_node(tmp);
-        if (!n) {
-            fc_tensor_release(tmp);
-            return fc_nomem(err);
-        }
-    }
+    st = detach(ctx, &n, dst->storage, src->device, err);
+    if (st)
+        return st;
     bool direct = n->dtype == dst->dtype && n->nlev == dst->ndim;
     for (int i = 0; i < n->nlev && direct; i++)
         direct = n->size[i] == dst->shape[i];
@@ -717,15 +749,34 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
         }
         fc_node_release(n);
         n = c;
-        if (!n) {
-            fc_tensor_release(tmp);
+        if (!n)
             return fc_nomem(err);
-        }
     }
     FcStorage *unused = NULL;
-    st = run_root(ctx, n, dst->device, dst->storage, dst->offset, dst->strides, &unused, NULL, err);
+    st = run_root(ctx, n, dst->device, dst->storage, dst->offset, dst->strides, NULL, &unused, NULL, err);
     fc_node_release(n);
-    fc_tensor_release(tmp);
+    return st;
+}
+
+FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                            const FcScatter *sc, FcError *err)
+{
+    FcStatus st = fc_storage_prepare_write(ctx, dst, err);
+    if (st)
+        return st;
+    FcScatter own = *sc;
+    FcNode *n = fc_node_retain(value);
+    for (int g = 0; g < own.n; g++)
+        fc_node_retain(own.index[g]);
+    st = detach(ctx, &n, dst, dst->device, err);
+    for (int g = 0; g < own.n && !st; g++)
+        st = detach(ctx, &own.index[g], dst, dst->device, err);
+    FcStorage *unused = NULL;
+    if (!st)
+        st = run_root(ctx, n, dst->device, dst, offset, strides, &own, &unused, NULL, err);
+    fc_node_release(n);
+    for (int g = 0; g < own.n; g++)
+        fc_node_release(own.index[g]);
     return st;
 }
 
@@ -774,9 +825,11 @@ char *fc_kernel_dump(const FcKernel *k)
     if (k->reduce != FC_OP_NONE)
         OUT("  %s r%d -> out[%lld", fc_op_name(k->reduce), k->result, (long long)k->out_offset);
     else
-        OUT("  store r%d -> out[%lld", k->result, (long long)k->out_offset);
+        OUT("  %s r%d -> out[%lld", k->accumulate ? "add" : "store", k->result, (long long)k->out_offset);
     for (int l = 0; l < k->nloop; l++)
         OUT(" %+lld*i%d", (long long)k->out_strides[l], l);
+    for (int g = 0; g < k->nscatter; g++)
+        OUT(" %+lld*r%d%s", (long long)k->scatter[g].stride, k->scatter[g].reg, k->scatter[g].wrap ? "(wrap)" : "");
     OUT("] : %s\n", fc_dtype_name(k->out_dtype));
 #undef OUT
     if (n >= cap)

@@ -407,9 +407,8 @@ FcStatus fc_transpose(FcCtx *ctx, FcTensor *t, int64_t d0, int64_t d1, FcTensor 
     return fc_as_strided(ctx, t, t->ndim, sz, st, t->offset, out, err);
 }
 
-FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err)
+FcStatus fc_expand_check(const FcTensor *t, int ndim, const int64_t *shape, FcError *err)
 {
-    *out = NULL;
     char a[256], b[512], c[512];
     if (ndim < t->ndim)
         return fc_errf(err, FC_ERR_RUNTIME,
@@ -419,44 +418,52 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
                     fc_shape_str(c, sizeof c, ndim, shape), ndim, t->ndim);
     if (ndim > FC_MAX_DIMS)
         return too_many_dims(err, ndim);
+    for (int i = ndim - 1; i >= 0 && t->ndim > 0; i--) {
+        int dim = t->ndim - (ndim - i);
+        int64_t size = dim >= 0 ? t->shape[dim] : 1, target = shape[i];
+        if (target == -1 && dim < 0)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                        "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension %d",
+                        i);
+        if (target != -1 && size != target && size != 1)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                        "The expanded size of the tensor (%lld) must match the existing size (%lld) at "
+                        "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
+                        (long long)target, (long long)size, i, fc_shape_str(b, sizeof b, ndim, shape),
+                        fc_shape_str(c, sizeof c, t->ndim, t->shape));
+    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < -1 || (shape[i] == -1 && t->ndim == 0))   /* as_strided's size check, as torch reports it */
+            return fc_errf(err, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
+    return FC_OK;
+}
+
+FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus s = fc_expand_check(t, ndim, shape, err);
+    if (s)
+        return s;
     /* inferExpandGeometry needs t's strides: the input is realised (a stride-0 view of it). */
-    FcStatus s = fc_realize(ctx, t, err);
+    s = fc_realize(ctx, t, err);
     if (s)
         return s;
     int64_t sz[FC_MAX_DIMS], st[FC_MAX_DIMS];
-    for (int i = ndim - 1; i >= 0 && t->ndim == 0; i--) {
-        /* A 0-dim tensor takes the sizes as given, every stride 0 (-1 included, unchecked). */
-        sz[i] = shape[i];
-        st[i] = 0;
-    }
-    for (int i = ndim - 1; i >= 0 && t->ndim > 0; i--) {
+    for (int i = ndim - 1; i >= 0; i--) {
         int dim = t->ndim - (ndim - i);
         int64_t size = dim >= 0 ? t->shape[dim] : 1;
         int64_t stride = dim >= 0 ? t->strides[dim] : (i + 1 < ndim ? sz[i + 1] * st[i + 1] : 1);
-        int64_t target = shape[i];
-        if (target == -1) {
-            if (dim < 0)
-                return fc_errf(err, FC_ERR_RUNTIME,
-                            "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension %d",
-                            i);
-            target = size;
-        }
-        if (size != target) {
-            if (size != 1)
-                return fc_errf(err, FC_ERR_RUNTIME,
-                            "The expanded size of the tensor (%lld) must match the existing size (%lld) at "
-                            "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
-                            (long long)target, (long long)size, i, fc_shape_str(b, sizeof b, ndim, shape),
-                            fc_shape_str(c, sizeof c, t->ndim, t->shape));
-            size = target;
+        if (t->ndim == 0) {
+            /* A 0-dim tensor takes the sizes as given, every stride 0. */
+            size = shape[i];
+            stride = 0;
+        } else if (shape[i] != -1 && size != shape[i]) {
+            size = shape[i];
             stride = 0;
         }
         sz[i] = size;
         st[i] = stride;
     }
-    for (int i = 0; i < ndim; i++)
-        if (sz[i] < 0)      /* as_strided's size check, as torch reports it */
-            return fc_errf(err, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
     return fc_as_strided(ctx, t, ndim, sz, st, t->offset, out, err);
 }
 

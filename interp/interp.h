@@ -201,6 +201,9 @@ static inline BuiltinObj *as_builtin(Value v) { return (BuiltinObj *)v.o; }
 static inline Module *as_module(Value v) { return (Module *)v.o; }
 static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
 static inline FcTensor *as_tensor(Value v) { return ((TensorObj *)v.o)->t; }
+/* An int or a bool (a bool is an int in arithmetic and indices, as in Python). */
+static inline bool is_intlike(Value v) { return v.tag == V_INT || v.tag == V_BOOL; }
+static inline int64_t as_i(Value v) { return v.tag == V_BOOL ? (int64_t)v.b : v.i; }
 
 int64_t range_len(const RangeObj *r);
 
@@ -367,6 +370,7 @@ bool tensor_unary(Interp *I, LangOp op, Value a, Value *out);
 bool tensor_truthy(Interp *I, Value v, bool *out);
 bool tensor_len(Interp *I, Value v, int64_t *out);
 bool tensor_getitem(Interp *I, Value t, Value idx, Value *out);
+bool tensor_setitem(Interp *I, Value t, Value idx, Value v);    /* t[idx] = v, in place */
 bool tensor_contains(Interp *I, Value t, Value item, bool *out);
 /* Attributes of tensors (t.shape) and devices (d.type); *found false when there is none. */
 bool tensor_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);

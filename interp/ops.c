@@ -40,9 +40,7 @@ bool val_len(Interp *I, Value v, int64_t *out)
 
 /* ---- numbers ---- */
 
-static inline bool is_intlike(Value v) { return v.tag == V_INT || v.tag == V_BOOL; }
 static inline bool is_num(Value v) { return v.tag == V_INT || v.tag == V_BOOL || v.tag == V_FLOAT; }
-static inline int64_t as_i(Value v) { return v.tag == V_BOOL ? (int64_t)v.b : v.i; }
 static inline double as_f(Value v) { return v.tag == V_FLOAT ? v.f : (double)as_i(v); }
 
 static bool overflow(Interp *I, LangOp op, int64_t a, int64_t b)
@@ -672,7 +670,7 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
 bool val_setitem(Interp *I, Value obj, Value idx, Value v)
 {
     if (obj.tag == V_TENSOR)
-        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "assignment into a tensor (t[...] = v) is not supported yet");
+        return tensor_setitem(I, obj, idx, v);
     if (obj.tag != V_LIST) {
         if (obj.tag == V_TUPLE || obj.tag == V_STR || obj.tag == V_RANGE)
             return err_raise(I, TDL_ERR_TYPE, "'%s' object does not support item assignment", val_type_name(obj));

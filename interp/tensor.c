@@ -991,24 +991,148 @@ bool tensor_len(Interp *I, Value v, int64_t *out)
     return true;
 }
 
+/* ---- indexing ---- */
+
+/* PyTorch's treatSequenceAsTuple: a list used as an index is a tuple of indices when it is short
+ * and holds a tensor, a sequence, a slice, ... or None (NumPy's old rule); else one index. */
+static bool list_is_tuple(Value idx)
+{
+    ListObj *l = as_list(idx);
+    if (l->n >= 32) return false;
+    for (size_t k = 0; k < l->n; k++) {
+        ValueTag t = l->items[k].tag;
+        if (t == V_TENSOR || t == V_LIST || t == V_TUPLE || t == V_SLICE || t == V_ELLIPSIS || t == V_NONE)
+            return true;
+    }
+    return false;
+}
+
+static bool slice_part(Interp *I, Value v, bool *has, int64_t *out)
+{
+    *has = v.tag != V_NONE;
+    if (!*has) return true;
+    if (!is_intlike(v))
+        return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
+    *out = as_i(v);
+    return true;
+}
+
+/* One element of an index as fcdim's FcIndex; a tensor made from a list is kept in *owned. */
+static bool index_item(Interp *I, Value v, FcIndex *x, FcTensor **owned)
+{
+    memset(x, 0, sizeof *x);
+    switch (v.tag) {
+    case V_INT: x->kind = FC_IX_INT; x->i = v.i; return true;
+    case V_BOOL: x->kind = FC_IX_BOOL; x->i = v.b; return true;
+    case V_NONE: x->kind = FC_IX_NONE; return true;
+    case V_ELLIPSIS: x->kind = FC_IX_ELLIPSIS; return true;
+    case V_TENSOR: x->kind = FC_IX_TENSOR; x->t = as_tensor(v); return true;
+    case V_SLICE: {
+        SliceObj *s = as_slice(v);
+        bool has_step;
+        x->kind = FC_IX_SLICE;
+        x->step = 1;
+        return slice_part(I, s->start, &x->has_start, &x->start) && slice_part(I, s->stop, &x->has_stop, &x->stop) &&
+               slice_part(I, s->step, &has_step, &x->step);
+    }
+    case V_LIST: case V_TUPLE: {
+        /* A sequence is an index tensor: int64 unless it holds bools (indexing_tensor_from_data). */
+        FcTensor *t = NULL, *c = NULL;
+        FcError e;
+        if (!tensor_from_data(I, v, NULL, I->device, &t)) return false;
+        if (t->dtype != FC_BOOL && t->dtype != FC_INT64) {
+            FcStatus st = fc_cast(I->fc, t, FC_INT64, &c, &e);
+            fc_tensor_release(t);
+            if (!tensor_check(I, st, &e)) return false;
+            t = c;
+        }
+        *owned = t;
+        x->kind = FC_IX_TENSOR;
+        x->t = t;
+        return true;
+    }
+    default:
+        return err_raise(I, TDL_ERR_INDEX,
+                         "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                         "indices (got %s)", val_type_name(v));
+    }
+}
+
+typedef struct Index {
+    int n;
+    FcIndex *ix;
+    FcTensor **owned;
+} Index;
+
+static void index_free(Index *x)
+{
+    for (int k = 0; k < x->n; k++)
+        fc_tensor_release(x->owned[k]);
+    free(x->ix);
+    free(x->owned);
+}
+
+/* The index of t[idx] (a tuple is several; a list may be, see list_is_tuple). */
+static bool index_of(Interp *I, Value idx, Index *x)
+{
+    const Value *items = &idx;
+    size_t n = 1;
+    if (idx.tag == V_TUPLE) {
+        items = as_tuple(idx)->items;
+        n = as_tuple(idx)->n;
+    } else if (idx.tag == V_LIST && list_is_tuple(idx)) {
+        items = as_list(idx)->items;
+        n = as_list(idx)->n;
+    }
+    x->n = 0;
+    x->ix = calloc(n ? n : 1, sizeof *x->ix);
+    x->owned = calloc(n ? n : 1, sizeof *x->owned);
+    if (!x->ix || !x->owned) {
+        index_free(x);
+        return err_nomem(I);
+    }
+    for (; x->n < (int)n; x->n++)
+        if (!index_item(I, items[x->n], &x->ix[x->n], &x->owned[x->n])) {
+            index_free(x);
+            return false;
+        }
+    return true;
+}
+
 bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
 {
-    FcTensor *t = as_tensor(v), *r;
+    Index x;
+    FcTensor *r = NULL;
     FcError e;
-    if (idx.tag != V_INT)
-        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED,
-                         "tensor indexing with %s is not supported yet (only t[i] with an int i)", val_type_name(idx));
-    if (t->ndim == 0)
-        return err_raise(I, TDL_ERR_INDEX,
-                         "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number");
-    int64_t i = idx.i, n = t->shape[0];
-    if (i < -n || i >= n)
-        return err_raise(I, TDL_ERR_INDEX, "index %lld is out of bounds for dimension 0 with size %lld",
-                         (long long)i, (long long)n);
-    if (i < 0) i += n;
-    if (!tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
-    FcStatus st = fc_as_strided(I->fc, t, t->ndim - 1, t->shape + 1, t->strides + 1, t->offset + i * t->strides[0], &r, &e);
+    if (!index_of(I, idx, &x)) return false;
+    FcStatus st = fc_index(I->fc, as_tensor(v), x.n, x.ix, &r, &e);
+    index_free(&x);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
+{
+    FcTensor *t = as_tensor(v), *val = NULL;
+    FcError e;
+    if (value.tag == V_TENSOR) {
+        val = fc_tensor_retain(as_tensor(value));
+    } else if (is_number(value)) {
+        if (!tensor_from_number(I, value, &val)) return false;
+    } else {
+        return err_raise(I, TDL_ERR_TYPE, "can't assign a %s to a torch.%sTensor", val_type_name(value),
+                         fc_dtype_torch_name(t->dtype));
+    }
+    Index x;
+    bool ok = index_of(I, idx, &x);
+    FcStatus st = ok ? fc_realize(I->fc, t, &e) : FC_OK;
+    if (ok && !st)
+        st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
+    if (ok) {
+        index_free(&x);
+        ok = tensor_check(I, st, &e);
+    }
+    fc_tensor_release(val);
+    return ok;
 }
 
 bool tensor_contains(Interp *I, Value v, Value item, bool *out)

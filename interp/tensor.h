@@ -129,6 +129,9 @@ TensorArg *tensor_arg(const TensorSig *sig, TensorArg *a, const char *name);
 bool tensor_check(Interp *I, FcStatus st, const FcError *e);             /* st == FC_OK, else raises */
 /* A dim argument (int, int[] or None) as fcdim's dim mask over t's dims (0: all). */
 bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_t *mask);
+/* tensor(data): a new stored tensor from nested lists and tuples of numbers (and one-element
+ * tensors); dtype NULL: inferred as PyTorch does. */
+bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev, FcTensor **out);
 /* Scalar value s (of kind sdt) converted to dtype dt. */
 FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt);
 

@@ -172,20 +172,10 @@ static bool nested_walk(Interp *I, Value v, int dim, Nested *n)
     return true;
 }
 
-IMPL_FN(tensor)
+bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev, FcTensor **out)
 {
-    Value data = a[0].v;
-    FcDevice dev = device_or(ARG("device"), I->device);
-    FcTensor *t, *r;
+    FcTensor *t;
     FcError e;
-    if (data.tag == V_TENSOR) {     /* a copy, as torch.tensor(t) */
-        t = as_tensor(data);
-        if (!tensor_check(I, fc_clone(I->fc, t, FC_MF_CONTIGUOUS, &r, &e), &e)) return false;
-        t = r;
-        FcStatus st = fc_to(I->fc, t, dtype_or(ARG("dtype"), t->dtype), dev, &r, &e);
-        fc_tensor_release(t);
-        return result(I, st, &e, r, out);
-    }
     Nested n = {.ndim = 0, .dtype = -1};
     for (Value v = data;;) {
         const Value *items;
@@ -197,7 +187,7 @@ IMPL_FN(tensor)
         v = items[0];
     }
     if (!nested_walk(I, data, 0, &n)) return false;
-    n.want = dtype_or(ARG("dtype"), n.dtype < 0 ? FC_FLOAT32 : (FcDType)n.dtype);
+    n.want = dtype ? *dtype : n.dtype < 0 ? FC_FLOAT32 : (FcDType)n.dtype;
     FcView view = {.dtype = n.want, .ndim = n.ndim, .offset = 0};
     memcpy(view.shape, n.shape, sizeof n.shape);
     fc_contiguous_strides(n.ndim, n.shape, view.strides);
@@ -208,7 +198,26 @@ IMPL_FN(tensor)
     view.data = n.dst;
     if (ok) ok = tensor_check(I, fc_from_view(I->fc, &view, dev, &t, &e), &e);
     free(n.dst);
-    return ok && tensor_value_steal(I, t, out);
+    if (ok) *out = t;
+    return ok;
+}
+
+IMPL_FN(tensor)
+{
+    Value data = a[0].v;
+    FcDevice dev = device_or(ARG("device"), I->device);
+    const TensorArg *dt = ARG("dtype");
+    FcTensor *t, *r;
+    FcError e;
+    if (data.tag == V_TENSOR) {     /* a copy, as torch.tensor(t) */
+        t = as_tensor(data);
+        if (!tensor_check(I, fc_clone(I->fc, t, FC_MF_CONTIGUOUS, &r, &e), &e)) return false;
+        t = r;
+        FcStatus st = fc_to(I->fc, t, dtype_or(dt, t->dtype), dev, &r, &e);
+        fc_tensor_release(t);
+        return result(I, st, &e, r, out);
+    }
+    return tensor_from_data(I, data, dt && !dt->none ? &dt->dtype : NULL, dev, &t) && tensor_value_steal(I, t, out);
 }
 
 IMPL_FN(zeros)
@@ -667,6 +676,91 @@ IMPL_FN(stack)
     FcStatus st = fc_stack(I->fc, a[0].n, a[0].ts, a[1].i, &r, &e);
     return result(I, st, &e, r, out);
 }
+
+/* ---- indexing ------------------------------------------------------------------------------ */
+/* t[...] itself is tensor_getitem / tensor_setitem in tensor.c. */
+
+IMPL_FN(index_select)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_index_select(I->fc, a[0].t, a[1].i, a[2].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(gather)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_gather(I->fc, a[0].t, a[1].i, a[2].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(nonzero)
+{
+    FcTensor *r;
+    FcError e;
+    if (!tensor_check(I, fc_nonzero(I->fc, a[0].t, &r, &e), &e)) return false;
+    if (!ARG("as_tuple")->b) return tensor_value_steal(I, r, out);
+    /* One index tensor per dim (a 0-dim input counts as 1-dim). */
+    int nd = a[0].t->ndim > 0 ? a[0].t->ndim : 1;
+    TupleObj *tu = tuple_alloc(I, (size_t)nd);
+    bool ok = tu != NULL;
+    for (int d = 0; d < nd && ok; d++) {
+        FcTensor *col;
+        int64_t len = r->shape[0], stride = r->strides[0];
+        FcStatus st = a[0].t->ndim > 0 ? fc_as_strided(I->fc, r, 1, &len, &stride, r->offset + d, &col, &e)
+                                       : fc_full(I->fc, FC_INT64, 1, &len, (FcScalar){.i = 0}, &col, &e);
+        ok = tensor_check(I, st, &e) && tensor_value_steal(I, col, &tu->items[d]);
+    }
+    fc_tensor_release(r);
+    if (!tu) return false;
+    *out = TUPLEV(tu);
+    return ok;
+}
+
+/* The in-place operations return self; a copy first for their out-of-place forms. */
+static bool self_or_copy(Interp *I, FcTensor *self, bool copy, FcTensor **t)
+{
+    FcError e;
+    if (copy) return tensor_check(I, fc_clone(I->fc, self, FC_MF_PRESERVE, t, &e), &e);
+    *t = fc_tensor_retain(self);
+    return tensor_check(I, fc_realize(I->fc, self, &e), &e);
+}
+
+static bool index_put(Interp *I, TensorArg *a, bool copy, Value *out)
+{
+    FcTensor *t;
+    FcError e;
+    FcIndex ix[FC_MAX_DIMS];
+    int named = 0;      /* dims the indices name (a mask its rank), as make_info counts them */
+    for (int k = 0; k < a[1].n; k++)
+        named += a[1].ts[k]->dtype == FC_BOOL ? a[1].ts[k]->ndim : 1;
+    if (named > a[0].t->ndim)
+        return err_raise(I, TDL_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", a[0].t->ndim, named);
+    for (int k = 0; k < a[1].n; k++)
+        ix[k] = (FcIndex){.kind = FC_IX_TENSOR, .t = a[1].ts[k]};
+    if (!self_or_copy(I, a[0].t, copy, &t)) return false;
+    FcStatus st = fc_index_put(I->fc, t, a[1].n, ix, a[2].t, a[3].b, &e);
+    if (st) fc_tensor_release(t);
+    return copy ? result(I, st, &e, t, out) : tensor_check(I, st, &e) && tensor_value_steal(I, t, out);
+}
+
+IMPL_FN(index_put_) { return index_put(I, a, false, out); }
+IMPL_FN(index_put) { return index_put(I, a, true, out); }
+
+static bool scatter_add(Interp *I, TensorArg *a, bool copy, Value *out)
+{
+    FcTensor *t;
+    FcError e;
+    if (!self_or_copy(I, a[0].t, copy, &t)) return false;
+    FcStatus st = fc_scatter_add(I->fc, t, a[1].i, a[2].t, a[3].t, &e);
+    if (st) fc_tensor_release(t);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, t, out);
+}
+
+IMPL_FN(scatter_add_) { return scatter_add(I, a, false, out); }
+IMPL_FN(scatter_add) { return scatter_add(I, a, true, out); }
 
 /* ---- host values --------------------------------------------------------------------------- */
 

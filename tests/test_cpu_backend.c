@@ -1,7 +1,8 @@
 /* test_cpu_backend.c — the CPU backend (backend/cpu/): memory, scheduled kernels built by hand
  * (loads, constants, iotas, every op family, stores and reductions of both shapes), PyTorch's
  * edge cases (floor division and remainder signs, -0.0, NaN in min/max/amax/argmax, integer
- * division by zero, gathers out of range, float-to-int casts of NaN), chunk boundaries,
+ * division by zero, gathers out of range, float-to-int casts of NaN), negative indices that wrap,
+ * scattered stores (plain and accumulating, duplicates in loop order), chunk boundaries,
  * the same results with 32- and 64-bit offsets (index32), addresses past 2^32 elements and
  * loops longer than 2^31, results that do not depend on the thread count, matrix products
  * against a naive reference, and interrupts.
@@ -48,6 +49,7 @@ typedef struct KB {
     FcInstr code[KB_CODE];
     int64_t strides[KB_CODE][FC_MAX_DIMS];
     FcGather gath[KB_CODE][KB_GATHER];
+    FcGather scat[KB_GATHER];
     void *bufs[16];
 } KB;
 
@@ -98,14 +100,17 @@ static int kb_load(KB *b, FcDType dt, const void *data, int64_t offset, const in
     return r;
 }
 
-/* Adds a gathered dim to load r: + index_reg * stride, index in [0, extent). */
-static void kb_gather(KB *b, int r, int index_reg, int64_t stride, int64_t extent)
+/* Adds a gathered dim to load r: + index_reg * stride, index in [0, extent), named dim g in
+ * messages; the caller may set wrap and dim on the result. */
+static FcGather *kb_gather(KB *b, int r, int index_reg, int64_t stride, int64_t extent)
 {
     FcInstr *in = &b->code[r];
+    ck_assert_int_lt(in->ngather, KB_GATHER);
     int g = in->ngather++;
     b->gath[r][g] = (FcGather){.reg = index_reg, .stride = stride, .extent = extent, .dim = g};
     in->gathers = b->gath[r];
     in->invariant = in->invariant && kb_inv(b, index_reg);
+    return &b->gath[r][g];
 }
 
 static int kb_const(KB *b, FcDType dt, FcScalar v)
@@ -148,6 +153,16 @@ static void kb_reduce(KB *b, FcOp op, int r, void *out, FcDType dt, const bool *
     b->k.reduce = op;
     for (int l = 0; l < b->k.nloop; l++)
         b->k.reduced[l] = red[l];
+}
+
+/* Adds a scattered dim to the store: + index_reg * stride, as kb_gather. */
+static FcGather *kb_scatter(KB *b, int index_reg, int64_t stride, int64_t extent)
+{
+    ck_assert_int_lt(b->k.nscatter, KB_GATHER);
+    int g = b->k.nscatter++;
+    b->scat[g] = (FcGather){.reg = index_reg, .stride = stride, .extent = extent, .dim = g};
+    b->k.scatter = b->scat;
+    return &b->scat[g];
 }
 
 static FcStatus kb_run(KB *b) { return be->run(be, &b->k, &err); }
@@ -842,6 +857,95 @@ START_TEST(test_gather_out_of_bounds)
     kb_store(&b, g, o, FC_INT32, 0, ONE);
     ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
     ck_assert_str_eq(err.msg, c->msg);
+}
+END_TEST
+
+/* Wrapping gathers (Python's rule: -5 is the first of 5): every index in [-5, 5) of a long input,
+ * one gathered dim wrapping and the other not, and an invariant -5; at both index widths. */
+START_TEST(test_gather_wrap)
+{
+    enum { R = 5, C = 4, N = 1000 };
+    int32_t table[R * C];
+    int64_t i0[N], i1[N], n = N, zero = 0, minus5 = -5;
+    for (int k = 0; k < R * C; k++)
+        table[k] = 100 + k;
+    for (int k = 0; k < N; k++) {
+        i0[k] = k % (2 * R) - R;
+        i1[k] = k * 7 % C;
+    }
+    for (int w = 0; w < 2; w++) {
+        int32_t o[N], p[N];
+        KB b;
+        kb_init(&b, 1, &n);
+        int r0 = kb_load(&b, FC_INT64, i0, 0, ONE), r1 = kb_load(&b, FC_INT64, i1, 0, ONE);
+        int g = kb_load(&b, FC_INT32, table, 0, &zero);
+        kb_gather(&b, g, r0, C, R)->wrap = true;
+        kb_gather(&b, g, r1, 1, C);
+        kb_store(&b, g, o, FC_INT32, 0, ONE);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int k = 0; k < N; k++)
+            ck_assert_int_eq(o[k], table[(i0[k] + R) % R * C + i1[k]]);
+        kb_init(&b, 1, &n);
+        int ri = kb_load(&b, FC_INT64, &minus5, 0, &zero);
+        int gi = kb_load(&b, FC_INT32, table, 2, &zero);      /* table[-5][2] */
+        kb_gather(&b, gi, ri, C, R)->wrap = true;
+        ck_assert(b.code[gi].invariant);
+        kb_store(&b, gi, p, FC_INT32, 0, ONE);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (int k = 0; k < N; k++)
+            ck_assert_int_eq(p[k], table[2]);
+    }
+}
+END_TEST
+
+/* One bad index among valid ones (from [-5, 5) when wrapping, [0, 5) otherwise), for a gathered
+ * or scattered dim of extent 5 that messages name dimension 3: the message gives the index as
+ * written. Unsigned shortcuts must not let the extremes through. */
+typedef struct WrapCase {
+    int64_t bad;
+    bool wrap;
+    const char *msg;
+} WrapCase;
+
+static const WrapCase wrap_cases[] = {
+    {-6, true, "index -6 is out of bounds for dimension 3 with size 5"},
+    {5, true, "index 5 is out of bounds for dimension 3 with size 5"},
+    {INT64_MIN, true, "index -9223372036854775808 is out of bounds for dimension 3 with size 5"},
+    {INT64_MAX, true, "index 9223372036854775807 is out of bounds for dimension 3 with size 5"},
+    {-1, false, "index -1 is out of bounds for dimension 3 with size 5"},
+    {-5, false, "index -5 is out of bounds for dimension 3 with size 5"},
+};
+
+/* Indices for a WrapCase: n valid ones (-5 among them when wrapping), ix[bad_at] = c->bad. */
+static void wrap_indices(const WrapCase *c, int64_t *ix, int n, int bad_at)
+{
+    for (int k = 0; k < n; k++)
+        ix[k] = c->wrap ? k % 10 - 5 : k % 5;
+    ix[bad_at] = c->bad;
+}
+
+START_TEST(test_gather_wrap_out_of_bounds)
+{
+    const WrapCase *c = &wrap_cases[_i];
+    enum { N = 1000 };
+    float table[5] = {1, 2, 3, 4, 5}, o[N];
+    int64_t ix[N], n = N, zero = 0;
+    wrap_indices(c, ix, N, 700);
+    for (int w = 0; w < 2; w++) {
+        KB b;
+        kb_init(&b, 1, &n);
+        int r = kb_load(&b, FC_INT64, ix, 0, ONE);
+        int g = kb_load(&b, FC_FLOAT32, table, 0, &zero);
+        FcGather *ga = kb_gather(&b, g, r, 1, 5);
+        ga->wrap = c->wrap;
+        ga->dim = 3;
+        kb_store(&b, g, o, FC_FLOAT32, 0, ONE);
+        b.k.index32 = w == 1;
+        ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+        ck_assert_str_eq(err.msg, c->msg);
+    }
 }
 END_TEST
 
@@ -1769,6 +1873,374 @@ START_TEST(test_parallel_error)
 }
 END_TEST
 
+/* ---- scattered stores ----
+ * The element at loop indices (i, ...) goes to out + offset + its strides + each scatter index
+ * times its stride. Expected results come from the sequential loop nest in C order, which fixes
+ * which duplicate stays (plain stores) and the order duplicates are summed in (accumulate). */
+
+/* A plain scattered store into every third element of the output (the others untouched): a
+ * permutation, the same permutation as negative indices that wrap (-n included), and one with
+ * many duplicates, of which the last in loop order stays; 150k elements with 1 and 4 threads. */
+START_TEST(test_scatter_store)
+{
+    enum { N = 150000 };
+    int64_t n = N, zero = 0;
+    double *x = malloc((size_t)N * 8), *o = malloc((size_t)3 * N * 8), *want = malloc((size_t)3 * N * 8);
+    int64_t *perm = malloc((size_t)N * 8), *ix = malloc((size_t)N * 8);
+    uint64_t s = 5;
+    for (int k = 0; k < N; k++) {
+        x[k] = k * 0.5;
+        perm[k] = k;
+    }
+    for (int k = N - 1; k > 0; k--) {
+        int j = (int)(rng_next(&s) % (uint64_t)(k + 1));
+        int64_t t = perm[k];
+        perm[k] = perm[j];
+        perm[j] = t;
+    }
+    for (int c = 0; c < 3; c++) {
+        for (int k = 0; k < N; k++)
+            ix[k] = c == 0 ? perm[k] : c == 1 ? perm[k] - N : perm[k] % 1000;
+        for (int k = 0; k < 3 * N; k++)
+            want[k] = -1.0;
+        for (int k = 0; k < N; k++)
+            want[1 + 3 * (ix[k] < 0 ? ix[k] + N : ix[k])] = x[k];
+        for (int threads = 1; threads <= 4; threads += 3) {
+            for (int k = 0; k < 3 * N; k++)
+                o[k] = -1.0;
+            KB b;
+            kb_init(&b, 1, &n);
+            int v = kb_load(&b, FC_FLOAT64, x, 0, ONE);
+            kb_scatter(&b, kb_load(&b, FC_INT64, ix, 0, ONE), 3, N)->wrap = c == 1;
+            kb_store(&b, v, o, FC_FLOAT64, 1, &zero);
+            ck_assert_int_eq(run_with(&b, threads), FC_OK);
+            ck_assert_mem_eq(o, want, (size_t)3 * N * 8);
+        }
+    }
+    free(x);
+    free(o);
+    free(want);
+    free(perm);
+    free(ix);
+}
+END_TEST
+
+/* The next float32 value to add to a sum now at acc: 1e8 against the sign of acc, or a small one.
+ * Added in this order the sum stays within 1e8 of 0, where a small value is sometimes rounded
+ * away (float32 steps of 8 near 1e8) and sometimes not; any other order of the same values lets
+ * the sum drift, so the bits depend on the order. */
+static float order_val(float acc, uint64_t *s)
+{
+    static const float small[] = {1.0f, 3.0f, 0.25f, -1.0f};
+    uint64_t r = rng_next(s);
+    return r % 3 == 0 ? (acc > 0 ? -1e8f : 1e8f) : small[r / 3 % 4];
+}
+
+/* Accumulating into 13 slots from an R x C loop nest whose index varies along both loops: the
+ * float32 sums are those of the sequential loop, bit for bit, with 1 and 4 threads (which shows
+ * the order only if a reversed loop gives other bits, checked first). Shapes big enough for a
+ * plain store to take several threads (1.6M elements: enough tasks that the workers join in),
+ * and where it would run chunks along the outer loop (a short inner one) or in tiles (a
+ * transposed load). */
+typedef struct AccCase {
+    int64_t r, c;
+    bool transposed;            /* the values are read column by column */
+} AccCase;
+
+static const AccCase acc_cases[] = {{4000, 400, false}, {40000, 4, false}, {400, 400, true}};
+
+START_TEST(test_scatter_accumulate_f32)
+{
+    const AccCase *c = &acc_cases[_i];
+    enum { M = 13 };
+    int64_t n = c->r * c->c, e[2] = {c->r, c->c}, ist[2] = {c->c, 1}, ost[2] = {0, 0};
+    int64_t xst[2] = {c->transposed ? 1 : c->c, c->transposed ? c->r : 1};
+    float *x = malloc((size_t)n * 4), want[M], back[M], o[M];
+    int64_t *ix = malloc((size_t)n * 8);
+    uint64_t s = 7;
+    for (int j = 0; j < M; j++)
+        want[j] = back[j] = (float)j;
+    for (int64_t i = 0; i < c->r; i++)
+        for (int64_t j = 0; j < c->c; j++) {
+            int64_t *slot = &ix[i * c->c + j];
+            float *v = &x[i * xst[0] + j * xst[1]];
+            *slot = (int64_t)(rng_next(&s) % M);
+            *v = order_val(want[*slot], &s);
+            want[*slot] += *v;
+        }
+    for (int64_t i = c->r - 1; i >= 0; i--)
+        for (int64_t j = c->c - 1; j >= 0; j--)
+            back[ix[i * c->c + j]] += x[i * xst[0] + j * xst[1]];
+    ck_assert(memcmp(want, back, sizeof want) != 0);
+    for (int threads = 1; threads <= 4; threads += 3) {
+        for (int j = 0; j < M; j++)
+            o[j] = (float)j;
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_FLOAT32, x, 0, xst);
+        kb_scatter(&b, kb_load(&b, FC_INT64, ix, 0, ist), 1, M);
+        kb_store(&b, v, o, FC_FLOAT32, 0, ost);
+        b.k.accumulate = true;
+        ck_assert_int_eq(run_with(&b, threads), FC_OK);
+        for (int j = 0; j < M; j++)
+            ck_assert_same_f32(o[j], want[j]);
+    }
+    free(x);
+    free(ix);
+}
+END_TEST
+
+/* Accumulating with no scatter index (a stride-0 loop: out[c] += x[r][c] for every row r) sums
+ * row by row in float32, as the sequential loop does, with 1 and 4 threads (200k elements). */
+START_TEST(test_accumulate_unscattered)
+{
+    enum { R = 1000, C = 200 };
+    int64_t e[2] = {R, C}, st[2] = {C, 1}, ost[2] = {0, 1};
+    float *x = malloc((size_t)R * C * 4), want[C], o[C];
+    uint64_t s = 11;
+    for (int c = 0; c < C; c++)
+        want[c] = (float)c;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            x[r * C + c] = order_val(want[c], &s);
+            want[c] += x[r * C + c];
+        }
+    for (int threads = 1; threads <= 4; threads += 3) {
+        for (int c = 0; c < C; c++)
+            o[c] = (float)c;
+        KB b;
+        kb_init(&b, 2, e);
+        kb_store(&b, kb_load(&b, FC_FLOAT32, x, 0, st), o, FC_FLOAT32, 0, ost);
+        b.k.accumulate = true;
+        ck_assert_int_eq(run_with(&b, threads), FC_OK);
+        for (int c = 0; c < C; c++)
+            ck_assert_same_f32(o[c], want[c]);
+    }
+    free(x);
+}
+END_TEST
+
+/* out[idx[i]] = x[i] (accumulate: out[idx[i]] += x[i]) for i < n: x of dtype xdt stored as odt,
+ * idx in [0, m). */
+static FcStatus scatter_1d(FcDType xdt, const void *x, const int64_t *idx, int64_t n, void *out, FcDType odt,
+                           int64_t m, bool acc)
+{
+    KB b;
+    int64_t zero = 0;
+    kb_init(&b, 1, &n);
+    int v = kb_load(&b, xdt, x, 0, ONE);
+    kb_scatter(&b, kb_load(&b, FC_INT64, idx, 0, ONE), 1, m);
+    kb_store(&b, v, out, odt, 0, &zero);
+    b.k.accumulate = acc;
+    return kb_run(&b);
+}
+
+/* Each output dtype, the value converted to it first: integers wrap, bools or (plain: the last
+ * stays), float32 adds in float32 (a value converted before it is added; duplicates rounded at
+ * each step, where a double sum would give 16777218). */
+START_TEST(test_scatter_dtypes)
+{
+    int32_t xi[3] = {1, 5, 1};
+    int64_t ix_a[3] = {0, 1, 0}, o64[2] = {INT64_MAX, 10};
+    ck_assert_int_eq(scatter_1d(FC_INT32, xi, ix_a, 3, o64, FC_INT64, 2, true), FC_OK);
+    ck_assert_int_eq(o64[0], INT64_MIN + 1);
+    ck_assert_int_eq(o64[1], 15);
+
+    int64_t xl[3] = {1, ((int64_t)1 << 32) + 2, 7}, ix_b[3] = {0, 0, 1};
+    int32_t o32[2] = {INT32_MAX, -7};
+    ck_assert_int_eq(scatter_1d(FC_INT64, xl, ix_b, 3, o32, FC_INT32, 2, true), FC_OK);
+    ck_assert_int_eq(o32[0], INT32_MIN + 2);
+    ck_assert_int_eq(o32[1], 0);
+
+    int64_t xb[5] = {0, 3, 0, 0, -2}, ix_c[5] = {0, 1, 1, 2, 1};
+    uint8_t ob[3] = {1, 0, 0};
+    ck_assert_int_eq(scatter_1d(FC_INT64, xb, ix_c, 5, ob, FC_BOOL, 3, true), FC_OK);
+    ck_assert_int_eq(ob[0], 1);
+    ck_assert_int_eq(ob[1], 1);
+    ck_assert_int_eq(ob[2], 0);
+    ob[0] = 1;
+    ob[1] = 0;
+    ck_assert_int_eq(scatter_1d(FC_INT64, xb, ix_c, 4, ob, FC_BOOL, 3, false), FC_OK);
+    ck_assert_int_eq(ob[0], 0);
+    ck_assert_int_eq(ob[1], 0);
+    ck_assert_int_eq(ob[2], 0);
+
+    double xd[2] = {0.1, 1e40};
+    int64_t ix_d[2] = {1, 0};
+    float of[2] = {5, 5};
+    ck_assert_int_eq(scatter_1d(FC_FLOAT64, xd, ix_d, 2, of, FC_FLOAT32, 2, false), FC_OK);
+    ck_assert_same_f32(of[0], INFINITY);
+    ck_assert_same_f32(of[1], (float)0.1);
+
+    double xs[3] = {0x1p-24 + 0x1p-50, 1.0, 1.0};
+    int64_t ix_e[3] = {0, 1, 1};
+    float os[2] = {1.0f, 16777216.0f};
+    ck_assert_int_eq(scatter_1d(FC_FLOAT64, xs, ix_e, 3, os, FC_FLOAT32, 2, true), FC_OK);
+    ck_assert_same_f32(os[0], 1.0f);
+    ck_assert_same_f32(os[1], 16777216.0f);
+}
+END_TEST
+
+/* A bad scatter index (the cases of the gathers above) stops the kernel before any element of
+ * its chunk is written: out[ix[i]][i], stored or accumulated, keeps its old value at i = 699 in
+ * the chunk of the bad i = 700. */
+START_TEST(test_scatter_out_of_bounds)
+{
+    const WrapCase *c = &wrap_cases[_i];
+    enum { N = 1000 };
+    int32_t x[N], o[5 * N];
+    int64_t ix[N], n = N;
+    wrap_indices(c, ix, N, 700);
+    ck_assert_int_eq(699 / FC_CHUNK, 700 / FC_CHUNK);
+    for (int k = 0; k < N; k++)
+        x[k] = k + 1;
+    for (int acc = 0; acc < 2; acc++) {
+        for (int k = 0; k < 5 * N; k++)
+            o[k] = -1;
+        KB b;
+        kb_init(&b, 1, &n);
+        int v = kb_load(&b, FC_INT32, x, 0, ONE);
+        FcGather *sc = kb_scatter(&b, kb_load(&b, FC_INT64, ix, 0, ONE), N, 5);
+        sc->wrap = c->wrap;
+        sc->dim = 3;
+        kb_store(&b, v, o, FC_INT32, 0, ONE);
+        b.k.accumulate = acc;
+        ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+        ck_assert_str_eq(err.msg, c->msg);
+        ck_assert_int_eq(o[(ix[699] + 5) % 5 * N + 699], -1);
+    }
+}
+END_TEST
+
+/* Invariant scatter indices: a constant -2 (wrapping: row 3) sends a whole row there; a load
+ * that does not vary, accumulating, sums every value into one point in loop order; a constant
+ * out of range is reported. */
+START_TEST(test_scatter_invariant_index)
+{
+    enum { N = 1000, M = 5 };
+    int64_t n = N, zero = 0, minus2 = -2, x[N], o[M * N];
+    float y[N], sum[M] = {0}, want = 0;
+    uint64_t s = 3;
+    for (int k = 0; k < N; k++) {
+        x[k] = (int64_t)k * k;
+        y[k] = order_val(want, &s);
+        want += y[k];
+    }
+    for (int k = 0; k < M * N; k++)
+        o[k] = -1;
+    KB b;
+    kb_init(&b, 1, &n);
+    int v = kb_load(&b, FC_INT64, x, 0, ONE);
+    int r = kb_i(&b, FC_INT64, -2);
+    kb_scatter(&b, r, N, M)->wrap = true;
+    kb_store(&b, v, o, FC_INT64, 0, ONE);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < N; k++)
+            ck_assert_int_eq(o[i * N + k], i == 3 ? x[k] : -1);
+    b.code[r].konst.i = 5;
+    ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 5 is out of bounds for dimension 0 with size 5");
+
+    kb_init(&b, 1, &n);
+    v = kb_load(&b, FC_FLOAT32, y, 0, ONE);
+    r = kb_load(&b, FC_INT64, &minus2, 0, &zero);
+    ck_assert(b.code[r].invariant);
+    kb_scatter(&b, r, 1, M)->wrap = true;
+    kb_store(&b, v, sum, FC_FLOAT32, 0, &zero);
+    b.k.accumulate = true;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int i = 0; i < M; i++)
+        ck_assert_same_f32(sum[i], i == 3 ? want : 0.0f);
+}
+END_TEST
+
+/* Two scattered dims (the first wrapping) plus a strided loop dim: out[i0[r]][i1[r]][c] at
+ * element strides (70, 14, 2) from offset 1, over a 300 x 7 loop nest; the (i0, i1) pairs
+ * repeat, so rows overwrite each other (plain) or add up (accumulate). */
+START_TEST(test_scatter_two_dims)
+{
+    enum { R = 300, C = 7, M0 = 6, M1 = 5, OUT = M0 * M1 * C * 2 };
+    int64_t i0[R], i1[R], x[R * C], o[OUT], want[OUT];
+    int64_t e[2] = {R, C}, ist[2] = {1, 0}, xst[2] = {C, 1}, ost[2] = {0, 2};
+    for (int r = 0; r < R; r++) {
+        i0[r] = r * 7 % M0 - (r % 2 ? M0 : 0);
+        i1[r] = r * 3 % M1;
+    }
+    for (int k = 0; k < R * C; k++)
+        x[k] = k + 1;
+    for (int acc = 0; acc < 2; acc++) {
+        for (int k = 0; k < OUT; k++)
+            o[k] = want[k] = 1000;
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < C; c++) {
+                int64_t a = 1 + (i0[r] + M0) % M0 * (M1 * C * 2) + i1[r] * (C * 2) + c * 2;
+                want[a] = (acc ? want[a] : 0) + x[r * C + c];
+            }
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_INT64, x, 0, xst);
+        kb_scatter(&b, kb_load(&b, FC_INT64, i0, 0, ist), M1 * C * 2, M0)->wrap = true;
+        kb_scatter(&b, kb_load(&b, FC_INT64, i1, 0, ist), C * 2, M1);
+        kb_store(&b, v, o, FC_INT64, 1, ost);
+        b.k.accumulate = acc;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        ck_assert_mem_eq(o, want, sizeof o);
+    }
+}
+END_TEST
+
+/* A kernel with no loops scatters its one element: index -1 of 4 (stride 2, offset 1) is element
+ * 7; stored, then added; an index out of range writes nothing. */
+START_TEST(test_scatter_nloop_zero)
+{
+    double x = 2.5, o[9] = {0};
+    int64_t ix = -1;
+    KB b;
+    kb_init(&b, 0, NULL);
+    int v = kb_load(&b, FC_FLOAT64, &x, 0, NULL);
+    kb_scatter(&b, kb_load(&b, FC_INT64, &ix, 0, NULL), 2, 4)->wrap = true;
+    kb_store(&b, v, o, FC_FLOAT64, 1, NULL);
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    for (int k = 0; k < 9; k++)
+        ck_assert_same_f64(o[k], k == 7 ? 2.5 : 0.0);
+    b.k.accumulate = true;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+    ck_assert_same_f64(o[7], 5.0);
+    ix = 4;
+    ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 4 is out of bounds for dimension 0 with size 4");
+    ck_assert_same_f64(o[7], 5.0);
+}
+END_TEST
+
+/* Malformed scatters are refused before anything is written: with a reduction, reading a float
+ * or a register that does not exist, missing, too many, of negative extent. */
+START_TEST(test_scatter_malformed)
+{
+    float x[4] = {1, 2, 3, 4}, o[4] = {0};
+    int64_t ix[4] = {0, 1, 2, 3}, n = 4, zero = 0;
+    bool red = true;
+    KB b;
+    kb_init(&b, 1, &n);
+    int v = kb_load(&b, FC_FLOAT32, x, 0, ONE);
+    FcGather *sc = kb_scatter(&b, kb_load(&b, FC_INT64, ix, 0, ONE), 1, 4);
+    kb_store(&b, v, o, FC_FLOAT32, 0, &zero);
+    switch (_i) {
+    case 0: kb_reduce(&b, FC_OP_SUM, v, o, FC_FLOAT32, &red, &zero); break;
+    case 1: sc->reg = v; break;
+    case 2: sc->reg = 40; break;
+    case 3: b.k.scatter = NULL; break;
+    case 4: b.k.nscatter = FC_MAX_DIMS + 1; break;
+    default: sc->extent = -1; break;
+    }
+    ck_assert_int_eq(kb_run(&b), FC_ERR_VALUE);
+    ck_assert_msg(strncmp(err.msg, "cpu kernel: ", 12) == 0, "%s", err.msg);
+    for (int k = 0; k < 4; k++)
+        ck_assert_same_f32(o[k], 0.0f);
+}
+END_TEST
+
 /* ---- matmul ---- */
 
 typedef struct MmCase {
@@ -2057,6 +2529,8 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_load_row_broadcast);
     tcase_add_test(tc, test_gather);
     tcase_add_loop_test(tc, test_gather_out_of_bounds, 0, sizeof gather_cases / sizeof *gather_cases);
+    tcase_add_test(tc, test_gather_wrap);
+    tcase_add_loop_test(tc, test_gather_wrap_out_of_bounds, 0, sizeof wrap_cases / sizeof *wrap_cases);
     tcase_add_test(tc, test_iota);
     tcase_add_test(tc, test_transpose_tiles);
     tcase_add_loop_test(tc, test_permute_3d, 0, sizeof perm_shapes / sizeof *perm_shapes);
@@ -2096,6 +2570,20 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_split_vertical);
     tcase_add_test(tc, test_parallel_store);
     tcase_add_test(tc, test_parallel_error);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("scatter");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_scatter_store);
+    tcase_add_loop_test(tc, test_scatter_accumulate_f32, 0, sizeof acc_cases / sizeof *acc_cases);
+    tcase_add_test(tc, test_accumulate_unscattered);
+    tcase_add_test(tc, test_scatter_dtypes);
+    tcase_add_loop_test(tc, test_scatter_out_of_bounds, 0, sizeof wrap_cases / sizeof *wrap_cases);
+    tcase_add_test(tc, test_scatter_invariant_index);
+    tcase_add_test(tc, test_scatter_two_dims);
+    tcase_add_test(tc, test_scatter_nloop_zero);
+    tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("matmul");

@@ -12,6 +12,7 @@ Suite *fcdim_ops_suite(void);
 Suite *cpu_backend_suite(void);
 Suite *fcdim_core_suite(void);
 Suite *promotion_suite(void);
+Suite *indexing_suite(void);
 
 Suite *tensor_suite(void);
 #endif

@@ -21,7 +21,10 @@
  * do not depend on the thread count. When there are few units and much reduction work per
  * unit, each unit's reduced iterations are cut into blocks whose size depends only on the shape
  * (never on the thread count), blocks are reduced in parallel into partials, and the partials
- * are combined in block order afterwards.
+ * are combined in block order afterwards. A scattered store (FcKernel.scatter), or one that
+ * accumulates, is the exception: it keeps the innermost loop as the chunk loop and runs its
+ * units in order on one thread, so that elements sent to the same address are written, or
+ * summed, in the order of the loop nest.
  *
  * Addressing. Each chunk's first element is found with 64-bit arithmetic; the offsets of the
  * elements of a chunk from it (strided and gathered loads, strided stores) are computed in
@@ -33,11 +36,11 @@
  * arithmetic becomes 32-bit vector multiplies (AVX2 has none for 64 bits); at 64 bits such a
  * loop has four lanes and loses to scalar loads, so it is not compiled for AVX2. Loop counters
  * and chunk origins are 64-bit either way: index32 bounds addresses, not extents (a stride-0
- * loop may be longer than 2^31).
+ * loop may be longer than 2^31), and so are the output offsets of a scattered store.
  *
- * Errors found in the data (integer division by zero, a gathered index out of range) stop the
- * job; the one reported is that of the lowest-numbered failing task, the one a sequential run
- * would meet first among those that ran.
+ * Errors found in the data (integer division by zero, a gathered or scattered index out of
+ * range) stop the job; the one reported is that of the lowest-numbered failing task, the one a
+ * sequential run would meet first among those that ran.
  * Depends on cpu_internal.h (backend.h, fcdim.h) only. */
 #include "cpu_internal.h"
 
@@ -85,10 +88,12 @@ typedef struct Plan {
     int *gphys;                 /* storage for Step.g */
     int nshared, nphys;         /* buffers [0, nshared) are shared, [nshared, nphys) per thread */
     int res;                    /* physical buffer of the result */
+    int sphys[FC_MAX_DIMS];     /* physical buffers of the scatter indices (FcKernel.scatter) */
     FcDType res_dt;
     char *shared;
     /* iteration */
     bool reduce, hor;
+    bool scatter;               /* a scattered or accumulating store: in loop order, one thread */
     int nkl, kl[FC_MAX_DIMS];   /* kept loops other than cl */
     int nrl, rl[FC_MAX_DIMS];   /* reduced loops other than cl */
     int argloop;                /* arg reductions: the reduced loop, or -1 */
@@ -171,6 +176,18 @@ static void plan_free(Plan *p)
     free(p->ramps);
 }
 
+/* Whether n gathered (or scattered) dims at g are malformed: too many, missing, or of negative
+ * extent (which the unsigned bounds checks would take for a huge one). */
+static bool bad_gathers(const FcGather *g, int n)
+{
+    if (n < 0 || n > FC_MAX_DIMS || (n > 0 && !g))
+        return true;
+    for (int i = 0; i < n; i++)
+        if (g[i].extent < 0)
+            return true;
+    return false;
+}
+
 /* Renames registers onto buffers, checks the code, and splits it into invariant and other steps. */
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
@@ -209,8 +226,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         int nops = 0;
         FcDType a_dt = in->dtype;
         int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
-        if (ng < 0 || ng > FC_MAX_DIMS ||
-            (ng > 0 && !in->gathers)) {
+        if (bad_gathers(in->gathers, ng)) {
             st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers", i);
             goto done;
         }
@@ -301,6 +317,13 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         st = errorf(err, FC_ERR_VALUE, "cpu kernel: the result register %d is never written", k->result);
         goto done;
     }
+    for (int g = 0; g < k->nscatter; g++) {
+        int r = k->scatter[g].reg;
+        if (r < 0 || r >= nreg || map[r] == -1 || rdt[r] != FC_INT64) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: scatter %d reads r%d, not a written int64 register", g, r);
+            goto done;
+        }
+    }
     /* Final ids: shared buffers first, then the per-thread ones; the NULL slot last. */
     p->nshared = nshared;
     p->nphys = nshared + nlocal;
@@ -308,6 +331,8 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     for (int i = 0; i < gused; i++)
         p->gphys[i] = FINAL(p->gphys[i]);
     p->res = FINAL(map[k->result]);
+    for (int g = 0; g < k->nscatter; g++)
+        p->sphys[g] = FINAL(map[k->scatter[g].reg]);
     p->res_dt = rdt[k->result];
     /* Order: invariant steps first (they read only each other), then the rest, each in code order. */
     Step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
@@ -358,8 +383,10 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
         p->total = sat_mul(p->total, p->ext[l]);
     }
+    /* A scattered store keeps the last loop innermost and takes no tiles: its units then run in
+     * the order of the loop nest, the order in which duplicates must land. */
     int cl = p->L - 1;
-    if (p->ext[cl] < SHORT_CHUNK_LOOP) {
+    if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
         int best = cl;
         for (int l = 0; l < p->L; l++)
             if (p->ext[l] >= p->ext[best])
@@ -392,7 +419,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     p->tile = 1;
     /* A store that reads (or writes) along lk where it strides along cl, as a transpose does:
      * tiles of lk make the chunks of neighbouring units share cache lines and pages. */
-    if (!p->reduce && p->lk >= 0) {
+    if (!p->reduce && p->lk >= 0 && !p->scatter) {
         bool across = llabs(p->ostr[cl]) > 1 && llabs(p->ostr[p->lk]) == 1;
         for (int j = p->ninv; j < p->nsteps; j++) {
             const Step *s = &p->steps[j];
@@ -527,6 +554,28 @@ static void broadcast(void *d, const void *src, size_t es, int n)
     }
 }
 
+/* Whether every index ix[i], i < m, is valid for g: in [0, extent), or [-extent, extent) when it
+ * wraps (shifted up by the extent, one unsigned comparison either way); else fails t naming the
+ * first bad index as it was given. The common unwrapped test has a loop of its own rather than
+ * a shift by 0. Inlined into the gathers' AVX2 clones, these loops vectorise (with an int flag,
+ * not a bool, and a constant trip count): a 32-bit gather of int64 indices held in cache runs
+ * about a third faster than with the scalar test. */
+static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix, int m)
+{
+    uint64_t ext = (uint64_t)g->extent, lo = g->wrap ? ext : 0;
+    int bad = 0;
+    if (g->wrap)
+        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] + ext >= 2 * ext);
+    else
+        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] >= ext);
+    if (bad)
+        for (int i = 0; i < m; i++)
+            if ((uint64_t)ix[i] + lo >= ext + lo)
+                return fail(t, FC_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+                            (long long)ix[i], g->dim, (long long)g->extent);
+    return true;
+}
+
 /* ---- element addressing, for each offset width ----
  *
  * X(w, IT, CLONE): the functions whose per-element offsets are IT. Reading through a table of
@@ -618,26 +667,24 @@ static void broadcast(void *d, const void *src, size_t es, int n)
                                                                                                    \
     /* A gathered load of m elements whose first one (every gathered index 0) is element off:     \
      * offsets o (o[i] the chunk's own, from ramp_##w) plus each gathered index times its stride, \
-     * the indices checked against their extents before any element is read. */                  \
+     * the indices checked against their extents before any element is read. A checked index     \
+     * that wraps and is negative has the extent added (ix >> 63 is all ones just then). */      \
     CLONE static bool gather_##w(const Plan *p, const Step *s, Thread *t, int64_t off, int m)     \
     {                                                                                              \
         const FcInstr *in = s->in;                                                                 \
         IT *restrict o = t->offs;                                                                  \
         ramp_##w(s, p->cl, o, m);                                                                  \
         for (int g = 0; g < in->ngather; g++) {                                                    \
+            const FcGather *ga = &in->gathers[g];                                                  \
             const int64_t *ix = t->cur[s->g[g]];                                                   \
-            int64_t ext = in->gathers[g].extent;                                                   \
-            IT gs = ext > 1 ? (IT)in->gathers[g].stride : 0;                                       \
-            bool bad = false;                                                                      \
-            for (int i = 0; i < m; i++)                                                            \
-                bad |= (uint64_t)ix[i] >= (uint64_t)ext;                                           \
-            if (bad)                                                                               \
-                for (int i = 0; i < m; i++)                                                        \
-                    if ((uint64_t)ix[i] >= (uint64_t)ext)                                          \
-                        return fail(t, FC_ERR_INDEX,                                               \
-                                    "index %lld is out of bounds for dimension %d with size %lld", \
-                                    (long long)ix[i], in->gathers[g].dim, (long long)ext);         \
-            CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                                 \
+            int64_t ext = ga->extent;                                                              \
+            IT gs = ext > 1 ? (IT)ga->stride : 0;                                                  \
+            if (!check_indices(t, ga, ix, m))                                                      \
+                return false;                                                                      \
+            if (ga->wrap)                                                                          \
+                CHUNK_LOOP(m, o[i] += (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);                   \
+            else                                                                                   \
+                CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                             \
         }                                                                                          \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
         copy_at_##w(t->buf[s->d], src, o, s->esize, m);                                            \
@@ -669,6 +716,103 @@ static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
         store_step_32(dst, p->ostr32, src, p->out_es, n);
     else
         store_step_64(dst, p->ostr[p->cl], src, p->out_es, n);
+}
+
+/* ---- scattered stores (and accumulating ones, which may have no scatter index) ---- */
+
+/* The output offsets of a scattered chunk of n elements whose first one (every scatter index 0)
+ * is element off, into t->offs: 64-bit whatever the plan's width, every scatter index checked
+ * before any is used, then added times its stride (a negative one that wraps with the extent
+ * added, as in gather_##w). */
+static bool scatter_offsets(const Plan *p, Thread *t, int64_t off, int n)
+{
+    const FcKernel *k = p->k;
+    int64_t *restrict o = t->offs;
+    int64_t step = p->ostr[p->cl];
+    for (int g = 0; g < k->nscatter; g++)
+        if (!check_indices(t, &k->scatter[g], t->cur[p->sphys[g]], n))
+            return false;
+    for (int i = 0; i < n; i++)
+        o[i] = off + step * i;
+    for (int g = 0; g < k->nscatter; g++) {
+        const int64_t *ix = t->cur[p->sphys[g]];
+        int64_t ext = k->scatter[g].extent, stride = k->scatter[g].stride;
+        for (int i = 0; i < n; i++)
+            o[i] += (ix[i] + (ext & (ix[i] >> 63))) * stride;
+    }
+    return true;
+}
+
+/* Writes n values from src at the element offsets o, in order: of duplicates the last stays. */
+static void scatter_store(const Plan *p, const int64_t *o, const void *src, int n)
+{
+    switch (p->out_es) {
+    case 1: {
+        uint8_t *q = p->k->out;
+        const uint8_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = s[i];
+        break;
+    }
+    case 4: {
+        uint32_t *q = p->k->out;
+        const uint32_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = s[i];
+        break;
+    }
+    default: {
+        uint64_t *q = p->k->out;
+        const uint64_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = s[i];
+        break;
+    }
+    }
+}
+
+/* Adds n values from src into the output at the element offsets o, in order and in the output's
+ * dtype (integers wrap, done in unsigned; bools or; float32 adds in float), so duplicates sum
+ * as a sequential loop sums them. */
+static void scatter_add(const Plan *p, const int64_t *o, const void *src, int n)
+{
+    switch (p->k->out_dtype) {
+    case FC_BOOL: {
+        uint8_t *q = p->k->out;
+        const uint8_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] |= s[i];
+        break;
+    }
+    case FC_INT32: {
+        int32_t *q = p->k->out;
+        const int32_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = (int32_t)((uint32_t)q[o[i]] + (uint32_t)s[i]);
+        break;
+    }
+    case FC_INT64: {
+        int64_t *q = p->k->out;
+        const int64_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = (int64_t)((uint64_t)q[o[i]] + (uint64_t)s[i]);
+        break;
+    }
+    case FC_FLOAT32: {
+        float *q = p->k->out;
+        const float *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] += s[i];
+        break;
+    }
+    default: {
+        double *q = p->k->out;
+        const double *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] += s[i];
+        break;
+    }
+    }
 }
 
 /* A load of n elements starting at chunk position i0 (an invariant load reads one element and
@@ -813,7 +957,15 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
             p->store_cast(t->tmp, src, NULL, NULL, n);
             src = t->tmp;
         }
-        store_chunk(p, base + p->ostr[p->cl] * i0, src, n);
+        int64_t off = base + p->ostr[p->cl] * i0;
+        if (!p->scatter)
+            store_chunk(p, off, src, n);
+        else if (!scatter_offsets(p, t, off, n))
+            return false;
+        else if (p->k->accumulate)
+            scatter_add(p, t->offs, src, n);
+        else
+            scatter_store(p, t->offs, src, n);
     }
     return true;
 }
@@ -1083,7 +1235,12 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: malformed kernel");
     if ((unsigned)k->out_dtype >= FC_DTYPE__COUNT)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: bad output dtype");
-    Plan p = {.k = k, .reduce = k->reduce != FC_OP_NONE, .out_es = fc_dtype_size(k->out_dtype)};
+    if (bad_gathers(k->scatter, k->nscatter))
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: bad scatters");
+    Plan p = {.k = k, .reduce = k->reduce != FC_OP_NONE, .scatter = k->nscatter > 0 || k->accumulate,
+              .out_es = fc_dtype_size(k->out_dtype)};
+    if (p.scatter && p.reduce)
+        return errorf(err, FC_ERR_VALUE, "cpu kernel: a scattered or accumulating store cannot reduce");
     Thread **th = NULL;
     int nth = 1;
     Run run = {.p = &p};
@@ -1126,9 +1283,10 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
         goto done;
     }
 
-    /* Threads and tasks. Nothing here that changes a result depends on the thread count. */
+    /* Threads and tasks. Nothing here that changes a result depends on the thread count. A
+     * scattered store runs on one thread: units claimed in order, duplicates land in order. */
     int64_t work = p.total > p.nunits ? p.total : p.nunits;
-    nth = work < SMALL_WORK ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
+    nth = work < SMALL_WORK || p.scatter ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
     int64_t per_unit = work / p.nunits;
     int64_t ntasks;
     if (p.reduce && p.nunits < SPLIT_UNITS && p.nred > 1 && per_unit >= 2 * BLOCK_WORK) {

@@ -1,0 +1,817 @@
+/* index.c — t[...] with PyTorch's semantics, reading and writing, and the gathers and scatters of
+ * the same kind: index_select, gather, scatter_add, nonzero.
+ *
+ * An index is translated as PyTorch translates it (TensorIndexing.h applySlicing, then
+ * TensorAdvancedIndexing.cpp make_info): ints, slices, None and ... build a view of t's storage
+ * (a Plan's view); Python bools and tensors are recorded as advanced indices at the view dim
+ * they stand for (bool masks become their nonzero() coordinates, one index per mask dim); the
+ * index tensors broadcast together and their dims take the place of the indexed dims in the
+ * result (or go first when the indexed dims are not adjacent). Quirks are PyTorch's: a mask
+ * moves the position of the following indices by one dim, whatever its rank; every `...` skips
+ * the dims the others do not name.
+ *
+ * A read is one lazy LOAD of the view whose operand for an indexed dim is that index tensor's
+ * IR (so x[i] * 2 fuses into one kernel); a write is one kernel with a scattered store
+ * (fc_store_scattered). Index values are checked on the host before either is built, so an
+ * error names the line that indexed; the executor checks them again (it never trusts a kernel).
+ * Depends on fcdim.h and internal.h. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What an index expression selects: a view of src's storage, plus advanced indices. */
+typedef struct Plan {
+    FcTensor *src;                      /* the realised tensor indexed (a reference) */
+    int ndim;                           /* the view, after ints, slices, None and ... */
+    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;
+    FcTensor *idx[FC_MAX_DIMS];         /* per view dim: its int64/int32 index (a reference) or NULL */
+    int nidx;                           /* indices after masks are expanded: the view dims [0, nidx) */
+    int nb;                             /* their broadcast shape */
+    int64_t bshape[FC_MAX_DIMS];
+    int bpos;                           /* the result level of the broadcast shape's first dim */
+    int rdim;                           /* the result (or the written region) */
+    int64_t rshape[FC_MAX_DIMS];
+    int lev[FC_MAX_DIMS];               /* per view dim not indexed: its result level */
+} Plan;
+
+static void plan_free(Plan *p)
+{
+    fc_tensor_release(p->src);
+    for (int k = 0; k < FC_MAX_DIMS; k++)
+        fc_tensor_release(p->idx[k]);
+}
+
+static bool is_mask(const FcTensor *t) { return t->dtype == FC_BOOL; }
+
+static int64_t elem_int(const FcView *v, int64_t off)
+{
+    const char *p = (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype);
+    return v->dtype == FC_INT32 ? *(const int32_t *)p : *(const int64_t *)p;
+}
+
+static FcStatus out_of_bounds(FcError *err, FcStatus kind, int64_t i, int dim, int64_t size)
+{
+    return fc_errf(err, kind, "index %lld is out of bounds for dimension %d with size %lld", (long long)i, dim,
+                   (long long)size);
+}
+
+/* Checks index tensors idx[0..n) walked together over the broadcast shape (nb, bshape) in C
+ * order, as PyTorch's index kernel meets them: each value must lie in [0, extent[g]) or, with
+ * wrap, [-extent[g], extent[g]). The first bad one is reported (kind, naming dim[g]). The
+ * tensors are realised (and copied to the host when on a device). */
+static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64_t *extent, const int *dim,
+                            bool wrap, FcStatus kind, int nb, const int64_t *bshape, FcError *err)
+{
+    FcTensor *host[FC_MAX_DIMS] = {0};
+    FcView v[FC_MAX_DIMS];
+    int64_t str[FC_MAX_DIMS][FC_MAX_DIMS], off[FC_MAX_DIMS], pos[FC_MAX_DIMS] = {0};
+    FcStatus st = FC_OK;
+    int64_t numel = 1;
+    for (int d = 0; d < nb; d++)
+        numel *= bshape[d];
+    for (int g = 0; g < n && !st; g++) {
+        st = fc_to(ctx, idx[g], idx[g]->dtype, fc_cpu(), &host[g], err);
+        if (!st)
+            st = fc_host_view(ctx, host[g], &v[g], err);
+        if (st)
+            break;
+        off[g] = v[g].offset;
+        for (int d = 0; d < nb; d++) {
+            int j = d - (nb - v[g].ndim);
+            str[g][d] = j >= 0 && v[g].shape[j] != 1 ? v[g].strides[j] : 0;
+        }
+    }
+    for (int64_t e = 0; e < numel && !st; e++) {
+        for (int g = 0; g < n && !st; g++) {
+            int64_t i = elem_int(&v[g], off[g]);
+            if (i >= extent[g] || i < (wrap ? -extent[g] : 0))
+                st = out_of_bounds(err, kind, i, dim[g], extent[g]);
+        }
+        for (int d = nb - 1; d >= 0; d--) {      /* the next position, last dim fastest */
+            for (int g = 0; g < n; g++)
+                off[g] += str[g][d];
+            if (++pos[d] < bshape[d])
+                break;
+            for (int g = 0; g < n; g++)
+                off[g] -= str[g][d] * bshape[d];
+            pos[d] = 0;
+        }
+    }
+    for (int g = 0; g < n; g++)
+        fc_tensor_release(host[g]);
+    return st;
+}
+
+FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcTensor *h = NULL, *r = NULL;
+    FcView v;
+    FcStatus st = fc_to(ctx, t, t->dtype, fc_cpu(), &h, err);
+    if (!st)
+        st = fc_host_view(ctx, h, &v, err);
+    int nd = v.ndim;
+    int64_t numel = st ? 0 : fc_view_numel(&v), count = 0, pos[FC_MAX_DIMS] = {0};
+    size_t es = st ? 0 : fc_dtype_size(v.dtype);
+    /* Two walks over t in C order: count, then write the coordinates. */
+    for (int pass = 0; pass < 2 && !st; pass++) {
+        int64_t off = v.offset, k = 0, *rows = r ? r->storage->data : NULL;
+        for (int64_t e = 0; e < numel; e++) {
+            const void *p = (const char *)v.data + off * (int64_t)es;
+            bool nz;
+            switch (v.dtype) {
+            case FC_BOOL: nz = *(const unsigned char *)p != 0; break;
+            case FC_INT32: nz = *(const int32_t *)p != 0; break;
+            case FC_INT64: nz = *(const int64_t *)p != 0; break;
+            case FC_FLOAT32: nz = *(const float *)p != 0.0f; break;
+            default: nz = *(const double *)p != 0.0; break;
+            }
+            if (nz && rows)
+                memcpy(rows + k * nd, pos, (size_t)nd * sizeof *pos);
+            k += nz;
+            for (int d = nd - 1; d >= 0; d--) {
+                off += v.strides[d];
+                if (++pos[d] < v.shape[d])
+                    break;
+                off -= v.strides[d] * v.shape[d];
+                pos[d] = 0;
+            }
+        }
+        if (pass == 0) {
+            count = k;
+            int64_t shape[2] = {count, nd};
+            st = fc_empty(ctx, FC_INT64, fc_cpu(), 2, shape, NULL, &r, err);
+        }
+    }
+    fc_tensor_release(h);
+    if (!st && t->device.type != FC_DEV_CPU) {
+        FcTensor *d = NULL;
+        st = fc_to(ctx, r, FC_INT64, t->device, &d, err);
+        fc_tensor_release(r);
+        r = d;
+    }
+    if (st) {
+        fc_tensor_release(r);
+        return st;
+    }
+    *out = r;
+    return FC_OK;
+}
+
+/* ---- translating an index (applySlicing) ---- */
+
+/* Dims of t an index names: ints, slices, tensors (a mask its rank); None, ... and bools none. */
+static int specified_dims(int n, const FcIndex *ix)
+{
+    int count = 0;
+    for (int k = 0; k < n; k++) {
+        if (ix[k].kind == FC_IX_TENSOR)
+            count += is_mask(ix[k].t) ? ix[k].t->ndim : 1;
+        else if (ix[k].kind == FC_IX_INT || ix[k].kind == FC_IX_SLICE)
+            count++;
+    }
+    return count;
+}
+
+static void view_insert(Plan *p, int dim)
+{
+    memmove(p->shape + dim + 1, p->shape + dim, (size_t)(p->ndim - dim) * sizeof *p->shape);
+    memmove(p->strides + dim + 1, p->strides + dim, (size_t)(p->ndim - dim) * sizeof *p->strides);
+    p->shape[dim] = 1;
+    p->strides[dim] = dim < p->ndim ? p->shape[dim + 1] * p->strides[dim + 1] : 1;   /* as unsqueeze */
+    p->ndim++;
+}
+
+/* Selects index i of view dim `dim`; a message names `named`, the index's position in the index
+ * tuple (PyTorch's real_dim). */
+static FcStatus view_select(Plan *p, int dim, int64_t i, int named, FcError *err)
+{
+    int64_t size = p->shape[dim];
+    if (i < -size || i >= size)
+        return out_of_bounds(err, FC_ERR_INDEX, i, named, size);
+    p->offset += (i < 0 ? i + size : i) * p->strides[dim];
+    memmove(p->shape + dim, p->shape + dim + 1, (size_t)(p->ndim - dim - 1) * sizeof *p->shape);
+    memmove(p->strides + dim, p->strides + dim + 1, (size_t)(p->ndim - dim - 1) * sizeof *p->strides);
+    p->ndim--;
+    return FC_OK;
+}
+
+/* start:stop:step along dim: PyTorch's clamping for positive steps, Python's for negative ones. */
+static void view_slice(Plan *p, int dim, const FcIndex *s)
+{
+    int64_t len = p->shape[dim], step = s->step, lo, hi, count;
+    if (step > 0) {
+        lo = s->has_start ? s->start : 0;
+        hi = s->has_stop ? s->stop : len;
+        lo = lo < 0 ? (lo + len < 0 ? 0 : lo + len) : (lo > len ? len : lo);
+        hi = hi < 0 ? (hi + len < 0 ? 0 : hi + len) : (hi > len ? len : hi);
+        count = hi > lo ? (hi - lo - 1) / step + 1 : 0;
+    } else {
+        lo = s->has_start ? s->start : len - 1;
+        hi = s->has_stop ? s->stop : -1;
+        if (s->has_start)
+            lo = lo < 0 ? (lo + len < 0 ? -1 : lo + len) : (lo >= len ? len - 1 : lo);
+        if (s->has_stop)
+            hi = hi < 0 ? (hi + len < 0 ? -1 : hi + len) : (hi >= len ? len - 1 : hi);
+        count = lo > hi ? (lo - hi - 1) / -step + 1 : 0;
+    }
+    if (count > 0)
+        p->offset += lo * p->strides[dim];
+    p->shape[dim] = count;
+    p->strides[dim] *= step;
+}
+
+/* An int64 index tensor of one element 0 (true) or none (false): a Python bool as PyTorch
+ * indexes with it. */
+static FcStatus bool_index(FcCtx *ctx, bool b, FcTensor **out, FcError *err)
+{
+    int64_t n = b ? 1 : 0;
+    FcScalar zero = {.i = 0};
+    FcTensor *t = NULL;
+    FcStatus st = fc_full(ctx, FC_INT64, 1, &n, zero, &t, err);
+    if (!st)
+        st = fc_realize(ctx, t, err);
+    if (st) {
+        fc_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return FC_OK;
+}
+
+/* Applies the basic indices to t's view and records the advanced ones by view position in
+ * rec[0, *nrec) (references; NULL between them). */
+static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, Plan *p, FcTensor **rec, int *nrec,
+                            FcError *err)
+{
+    if (t->ndim == 0 && n > 0 && ix[0].kind == FC_IX_INT)
+        return fc_errf(err, FC_ERR_INDEX,
+                       "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number");
+    if (t->ndim == 0 && n > 0 && ix[0].kind == FC_IX_SLICE)
+        return fc_errf(err, FC_ERR_INDEX, "slice() cannot be applied to a 0-dim tensor.");
+    int specified = specified_dims(n, ix);
+    if (specified > t->ndim)
+        return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d", t->ndim);
+    FcStatus st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    p->src = fc_tensor_retain(t);
+    p->ndim = t->ndim;
+    memcpy(p->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+    memcpy(p->strides, t->strides, (size_t)t->ndim * sizeof *t->strides);
+    p->offset = t->offset;
+    int dim = 0;
+    for (int k = 0; k < n && !st; k++) {
+        FcIndex one = ix[k];
+        const FcIndex *x = &one;
+        if (x->kind == FC_IX_TENSOR && x->t->dtype != FC_BOOL && x->t->dtype != FC_INT64 && x->t->dtype != FC_INT32)
+            return fc_errf(err, FC_ERR_INDEX, "tensors used as indices must be long, int, byte or bool tensors");
+        if (x->kind == FC_IX_TENSOR && x->t->ndim == 0) {
+            /* A 0-dim int tensor selects as an int, a 0-dim bool tensor indexes as a bool. */
+            FcScalar v;
+            st = fc_item(ctx, x->t, &v, err);
+            if (st)
+                return st;
+            one.kind = x->t->dtype == FC_BOOL ? FC_IX_BOOL : FC_IX_INT;
+            one.i = v.i;
+        }
+        if (x->kind != FC_IX_ELLIPSIS && x->kind != FC_IX_NONE && x->kind != FC_IX_BOOL && dim >= p->ndim)
+            return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d", t->ndim);
+        if ((x->kind == FC_IX_NONE || x->kind == FC_IX_BOOL) && dim > p->ndim)
+            return fc_errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%d, %d], but got %d)",
+                           -p->ndim - 1, p->ndim, dim);
+        if ((x->kind == FC_IX_NONE || x->kind == FC_IX_BOOL) && p->ndim >= FC_MAX_DIMS)
+            return fc_errf(err, FC_ERR_INDEX, "an index with more than %d dims", FC_MAX_DIMS);
+        switch (x->kind) {
+        case FC_IX_INT:
+            st = view_select(p, dim, x->i, k, err);
+            break;
+        case FC_IX_SLICE:
+            if (x->step == 0)
+                return fc_errf(err, FC_ERR_VALUE, "slice step cannot be zero");
+            view_slice(p, dim++, x);
+            break;
+        case FC_IX_NONE:
+            view_insert(p, dim++);
+            break;
+        case FC_IX_ELLIPSIS:
+            dim += t->ndim - specified;
+            break;
+        case FC_IX_TENSOR:
+            rec[dim++] = fc_tensor_retain(x->t);
+            break;
+        case FC_IX_BOOL:
+            view_insert(p, dim);
+            st = bool_index(ctx, x->i != 0, &rec[dim], err);
+            dim++;
+            break;
+        }
+        if (dim > *nrec)
+            *nrec = dim;
+    }
+    return st;
+}
+
+/* Masks to coordinates (expandTensors), then the shape checks of make_info, the broadcast of
+ * the indices, their values, and where the result's dims come from. */
+static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcError *err)
+{
+    char a[512], b[512];
+    int n = 0;
+    FcStatus st = FC_OK;
+    for (int k = 0; k < nrec && !st; k++) {
+        FcTensor *x = rec[k];
+        if (!x || !is_mask(x)) {
+            if (n >= FC_MAX_DIMS)
+                return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d", p->ndim);
+            p->idx[n++] = fc_tensor_retain(x);
+            continue;
+        }
+        for (int j = 0; j < x->ndim; j++) {
+            int src = n + j;
+            if (src >= p->ndim)
+                return fc_errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%d, %d], but got %d)",
+                               -p->ndim, p->ndim - 1, src);
+            if (x->shape[j] != p->shape[src])
+                return fc_errf(err, FC_ERR_INDEX,
+                               "The shape of the mask %s at index %d does not match the shape of the indexed tensor %s "
+                               "at index %d",
+                               fc_shape_str(a, sizeof a, x->ndim, x->shape), j,
+                               fc_shape_str(b, sizeof b, p->ndim, p->shape), src);
+        }
+        FcTensor *nz = NULL;
+        st = fc_nonzero(ctx, x, &nz, err);
+        for (int j = 0; j < x->ndim && !st; j++) {
+            int64_t len = nz->shape[0], stride = nz->strides[0];
+            st = fc_as_strided(ctx, nz, 1, &len, &stride, nz->offset + j, &p->idx[n++], err);
+        }
+        fc_tensor_release(nz);
+    }
+    if (st)
+        return st;
+    if (n > p->ndim)
+        return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", p->ndim, n);
+    p->nidx = n;
+    /* Broadcast the defined indices; note where they are. */
+    int first = -1, last = -1, count = 0;
+    p->nb = 0;
+    for (int k = 0; k < n; k++) {
+        FcTensor *x = p->idx[k];
+        if (!x)
+            continue;
+        if (first < 0)
+            first = k;
+        last = k;
+        count++;
+        if (fc_broadcast_shapes(p->nb, p->bshape, x->ndim, x->shape, &p->nb, p->bshape, err)) {
+            size_t len = 0;
+            a[0] = 0;
+            for (int j = 0; j < n; j++)
+                if (p->idx[j] && len < sizeof a)
+                    len += (size_t)snprintf(a + len, sizeof a - len, "%s%s", len ? ", " : "",
+                                            fc_shape_str(b, sizeof b, p->idx[j]->ndim, p->idx[j]->shape));
+            return fc_errf(err, FC_ERR_INDEX, "shape mismatch: indexing tensors could not be broadcast together with "
+                                              "shapes %s", a);
+        }
+    }
+    /* The values, in the order PyTorch's kernel meets them. */
+    FcTensor *vals[FC_MAX_DIMS] = {0};
+    int64_t ext[FC_MAX_DIMS] = {0};
+    int dims[FC_MAX_DIMS] = {0}, nv = 0;
+    for (int k = 0; k < n; k++)
+        if (p->idx[k]) {
+            vals[nv] = p->idx[k];
+            ext[nv] = p->shape[k];
+            dims[nv] = nv;
+            nv++;
+        }
+    st = check_range(ctx, nv, vals, ext, dims, true, FC_ERR_INDEX, p->nb, p->bshape, err);
+    if (st)
+        return st;
+    /* The result: the broadcast dims where the first index was when the indexed dims are
+     * adjacent, else in front; the other view dims in order around them. */
+    bool adjacent = last - first + 1 == count;
+    p->bpos = adjacent ? first : 0;
+    if (p->ndim - count + p->nb > FC_MAX_DIMS)
+        return fc_errf(err, FC_ERR_INDEX, "the result of indexing would have more than %d dims", FC_MAX_DIMS);
+    int r = 0;
+    for (int k = 0; k < p->ndim; k++) {
+        if (k == p->bpos && adjacent)
+            r += p->nb;
+        if (!adjacent && k == 0)
+            r += p->nb;
+        if (k < n && p->idx[k])
+            continue;
+        p->lev[k] = r;
+        p->rshape[r++] = p->shape[k];
+    }
+    for (int j = 0; j < p->nb; j++)
+        p->rshape[p->bpos + j] = p->bshape[j];
+    p->rdim = r;
+    return FC_OK;
+}
+
+static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, Plan *p, FcError *err)
+{
+    memset(p, 0, sizeof *p);
+    FcTensor *rec[FC_MAX_DIMS] = {0};
+    int nrec = 0;
+    FcStatus st = apply_basic(ctx, t, n, ix, p, rec, &nrec, err);
+    bool advanced = false;
+    for (int k = 0; k < nrec; k++)
+        advanced |= rec[k] != NULL;
+    if (!st && advanced)
+        st = plan_advanced(ctx, p, rec, nrec, err);
+    for (int k = 0; k < nrec; k++)
+        fc_tensor_release(rec[k]);
+    if (!st && !advanced) {
+        p->rdim = p->ndim;
+        memcpy(p->rshape, p->shape, (size_t)p->ndim * sizeof *p->shape);
+    }
+    if (st)
+        plan_free(p);
+    return st;
+}
+
+/* ---- building the IR ---- */
+
+/* Index tensor x as an int64 node over a domain of nlev levels, x's dims going to the levels
+ * that end at level `end` (right-aligned), broadcast where x has size 1. */
+static FcNode *index_node(FcTensor *x, int nlev, const int64_t *size, int end)
+{
+    FcNode *n = fc_tensor_node(x);
+    if (!n)
+        return NULL;
+    FcNode *c = fc_node_new(FC_OP_CAST, FC_INT64, nlev, size, 1, &n);
+    fc_node_release(n);
+    if (!c)
+        return NULL;
+    c->src_dtype = x->dtype;
+    for (int j = 0; j < x->ndim; j++) {
+        int l = end - x->ndim + j;
+        c->lev_map[0][j] = (int8_t)(x->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
+    }
+    return c;
+}
+
+/* A LOAD of the view (offset, strides, shape over nin dims of src's storage) over a domain of
+ * nlev levels: operand k is the IOTA of level lev[k] when ix[k] is NULL, else ix[k]'s values
+ * (a node over the domain; taken). wrap: negative indices count from the end; index_dim[k]: the
+ * dim an out-of-range index names. NULL on out-of-memory. */
+static FcNode *load_node(const FcTensor *src, int64_t offset, int nin, const int64_t *shape, const int64_t *strides,
+                         int nlev, const int64_t *size, const int *lev, FcNode **ix, bool wrap, const int *index_dim)
+{
+    FcNode *ops[FC_MAX_DIMS] = {0};
+    bool ok = true;
+    for (int k = 0; k < nin; k++) {
+        ops[k] = ix[k];
+        if (!ix[k])
+            ops[k] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &size[lev[k]], 0, NULL);
+        ok = ok && ops[k];
+    }
+    FcNode *n = ok ? fc_node_new(FC_OP_LOAD, src->dtype, nlev, size, nin, ops) : NULL;
+    for (int k = 0; k < nin; k++)
+        fc_node_release(ops[k]);
+    if (!n)
+        return NULL;
+    for (int k = 0; k < nin; k++) {
+        if (!ix[k]) {
+            n->lev_map[k][0] = (int8_t)lev[k];
+        } else {
+            for (int l = 0; l < nlev; l++)
+                n->lev_map[k][l] = (int8_t)l;
+            n->wrap |= (uint64_t)wrap << k;
+            n->index_dim[k] = index_dim[k];
+        }
+        n->strides[k] = strides[k];
+        n->shape[k] = shape[k];
+    }
+    n->storage = fc_storage_retain(src->storage);
+    n->offset = offset;
+    return n;
+}
+
+/* The lazy tensor of a LOAD node built over src and the index tensors xs (for reader lists). */
+static FcStatus load_tensor(FcNode *n, FcTensor *src, FcTensor *const *xs, int nx, FcTensor **out, FcError *err)
+{
+    FcTensor *from[FC_MAX_DIMS + 1];
+    int nfrom = 0;
+    from[nfrom++] = src;
+    for (int k = 0; k < nx; k++)
+        if (xs[k])
+            from[nfrom++] = xs[k];
+    *out = fc_tensor_from_node(n, src->device, from, nfrom);
+    return *out ? FC_OK : fc_nomem(err);
+}
+
+/* The per-view-dim index nodes of an advanced plan, over its result levels. */
+static bool plan_index_nodes(const Plan *p, FcNode **ix, int *index_dim)
+{
+    int g = 0;
+    for (int k = 0; k < p->ndim; k++) {
+        ix[k] = NULL;
+        if (k >= p->nidx || !p->idx[k])
+            continue;
+        index_dim[k] = g++;
+        ix[k] = index_node(p->idx[k], p->rdim, p->rshape, p->bpos + p->nb);
+        if (!ix[k]) {
+            while (k-- > 0)
+                fc_node_release(ix[k]);
+            return false;
+        }
+    }
+    return true;
+}
+
+FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    Plan p;
+    FcStatus st = plan_index(ctx, t, n, ix, &p, err);
+    if (st)
+        return st;
+    if (p.nidx == 0) {
+        st = fc_as_strided(ctx, p.src, p.ndim, p.shape, p.strides, p.offset, out, err);
+        plan_free(&p);
+        return st;
+    }
+    FcNode *nodes[FC_MAX_DIMS];
+    int index_dim[FC_MAX_DIMS];
+    FcNode *load = NULL;
+    if (plan_index_nodes(&p, nodes, index_dim))
+        load = load_node(p.src, p.offset, p.ndim, p.shape, p.strides, p.rdim, p.rshape, p.lev, nodes, true,
+                         index_dim);
+    st = load ? load_tensor(load, p.src, p.idx, p.nidx, out, err) : fc_nomem(err);
+    plan_free(&p);
+    return st;
+}
+
+/* ---- writing ---- */
+
+/* v as a node of dtype dt over the levels (nlev, size), broadcast from the right. */
+static FcNode *value_node(FcTensor *v, FcDType dt, int nlev, const int64_t *size)
+{
+    FcNode *n = fc_tensor_node(v);
+    if (!n)
+        return NULL;
+    FcNode *c = fc_node_new(FC_OP_CAST, dt, nlev, size, 1, &n);
+    fc_node_release(n);
+    if (!c)
+        return NULL;
+    c->src_dtype = v->dtype;
+    for (int j = 0; j < v->ndim; j++) {
+        int l = j + nlev - v->ndim;
+        c->lev_map[0][j] = (int8_t)(v->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
+    }
+    return c;
+}
+
+/* v without its leading size-1 dims (PyTorch's setitem, slicePrefix1sDims), as a view. */
+static FcStatus strip_leading_ones(FcCtx *ctx, FcTensor *v, FcTensor **out, FcError *err)
+{
+    int lead = 0;
+    while (lead < v->ndim && v->shape[lead] == 1)
+        lead++;
+    if (lead == 0) {
+        *out = fc_tensor_retain(v);
+        return FC_OK;
+    }
+    return fc_reshape(ctx, v, v->ndim - lead, v->shape + lead, out, err);
+}
+
+FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor *v, bool accumulate,
+                      FcError *err)
+{
+    if (!t->storage)
+        return fc_errf(err, FC_ERR_VALUE, "internal error: index_put_ into a lazy tensor");
+    Plan p;
+    FcStatus st = plan_index(ctx, t, n, ix, &p, err);
+    if (st)
+        return st;
+    FcTensor *val = NULL;
+    st = strip_leading_ones(ctx, v, &val, err);
+    char a[256], b[256];
+    if (!st && p.nidx == 0 && !accumulate) {
+        /* Basic: copy_ into the view (which converts the dtype). */
+        FcTensor *view = NULL;
+        st = fc_expand_check(val, p.ndim, p.shape, err);
+        if (!st)
+            st = fc_as_strided(ctx, p.src, p.ndim, p.shape, p.strides, p.offset, &view, err);
+        if (!st)
+            st = fc_assign(ctx, view, val, err);
+        fc_tensor_release(view);
+        fc_tensor_release(val);
+        plan_free(&p);
+        return st;
+    }
+    /* A bool mask as the only advanced index and a one-element value: PyTorch fills
+     * (masked_fill_, which converts the value). */
+    int nmask = 0, nother = 0;
+    for (int k = 0; k < n; k++) {
+        bool tensor = ix[k].kind == FC_IX_TENSOR;
+        nmask += tensor && is_mask(ix[k].t) && ix[k].t->ndim > 0;
+        nother += ix[k].kind == FC_IX_BOOL || (tensor && ix[k].t->ndim > 0 && !is_mask(ix[k].t)) ||
+                  (tensor && ix[k].t->ndim == 0 && is_mask(ix[k].t));
+    }
+    bool fill = !accumulate && nmask == 1 && nother == 0 && fc_tensor_numel(val) == 1;
+    if (!st && fill && val->ndim > 0) {
+        FcTensor *s = NULL;
+        st = fc_reshape(ctx, val, 0, NULL, &s, err);
+        fc_tensor_release(val);
+        val = s;
+    }
+    if (!st && val->dtype != t->dtype && !val->wrapped_number && !fill)
+        st = fc_errf(err, FC_ERR_RUNTIME,
+                     "Index put requires the source and destination dtypes match, got %s for the destination and %s "
+                     "for the source.",
+                     fc_dtype_torch_name(t->dtype), fc_dtype_torch_name(val->dtype));
+    if (!st) {
+        int nd;
+        int64_t shape[FC_MAX_DIMS];
+        bool ok = val->ndim <= p.rdim &&
+                  fc_broadcast_shapes(val->ndim, val->shape, p.rdim, p.rshape, &nd, shape, err) == FC_OK;
+        for (int k = 0; ok && k < nd; k++)
+            ok = shape[k] == p.rshape[k];
+        if (!ok)
+            st = fc_errf(err, FC_ERR_RUNTIME, "shape mismatch: value tensor of shape %s cannot be broadcast to "
+                                              "indexing result of shape %s",
+                         fc_shape_str(a, sizeof a, val->ndim, val->shape), fc_shape_str(b, sizeof b, p.rdim, p.rshape));
+    }
+    /* The written region: the result's levels; the view dims not indexed are walked by their
+     * strides, the indexed ones scattered. */
+    FcScatter sc = {.accumulate = accumulate};
+    int64_t ostr[FC_MAX_DIMS] = {0};
+    FcNode *nodes[FC_MAX_DIMS] = {0}, *value = NULL;
+    int index_dim[FC_MAX_DIMS];
+    if (!st && !plan_index_nodes(&p, nodes, index_dim))
+        st = fc_nomem(err);
+    if (!st) {
+        for (int k = 0; k < p.ndim; k++) {
+            if (!nodes[k]) {
+                ostr[p.lev[k]] = p.strides[k];
+                continue;
+            }
+            sc.index[sc.n] = nodes[k];
+            sc.at[sc.n] = (FcGather){.stride = p.strides[k], .extent = p.shape[k], .wrap = true, .dim = index_dim[k]};
+            sc.n++;
+        }
+        value = value_node(val, t->dtype, p.rdim, p.rshape);
+        st = value ? fc_store_scattered(ctx, p.src->storage, p.offset, ostr, value, &sc, err) : fc_nomem(err);
+    }
+    fc_node_release(value);
+    for (int k = 0; k < p.ndim; k++)
+        fc_node_release(nodes[k]);
+    fc_tensor_release(val);
+    plan_free(&p);
+    return st;
+}
+
+/* ---- index_select, gather, scatter_add ---- */
+
+FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int d;
+    FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
+    if (st)
+        return st;
+    if (index->ndim > 1)
+        return fc_errf(err, FC_ERR_INDEX, "index_select(): Index is supposed to be a vector");
+    if (index->dtype != FC_INT64 && index->dtype != FC_INT32)
+        return fc_errf(err, FC_ERR_RUNTIME, "index_select(): Expected dtype int32 or int64 for index");
+    st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    /* A 0-dim t is indexed as one element along a dim of its own. */
+    int nin = t->ndim > 0 ? t->ndim : 1;
+    int64_t one = 1, zero = 0, len = fc_tensor_numel(index);
+    const int64_t *shape = t->ndim > 0 ? t->shape : &one, *strides = t->ndim > 0 ? t->strides : &zero;
+    st = check_range(ctx, 1, &index, &shape[d], &d, false, FC_ERR_INDEX, 1, &len, err);
+    if (st)
+        return st;
+    int64_t size[FC_MAX_DIMS];
+    int lev[FC_MAX_DIMS], index_dim[FC_MAX_DIMS] = {0};
+    FcNode *ix[FC_MAX_DIMS] = {0};
+    for (int k = 0; k < nin; k++) {
+        size[k] = k == d ? len : shape[k];
+        lev[k] = k;
+    }
+    index_dim[d] = d;
+    FcTensor *flat = NULL;
+    st = fc_reshape(ctx, index, 1, &len, &flat, err);
+    if (st)
+        return st;
+    ix[d] = index_node(flat, nin, size, d + 1);
+    FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, t->ndim, size, lev, ix, false, index_dim)
+                      : NULL;
+    st = n ? load_tensor(n, t, &flat, 1, out, err) : fc_nomem(err);
+    fc_tensor_release(flat);
+    return st;
+}
+
+/* The checks gather and scatter_add share (ScatterGatherChecks.h). */
+static FcStatus check_scatter_gather(const char *name, const FcTensor *t, int d, const FcTensor *index,
+                                     const FcTensor *src, FcError *err)
+{
+    char a[256], b[256], c[256];
+    if (index->dtype != FC_INT64)
+        return fc_errf(err, FC_ERR_RUNTIME, "%s(): Expected dtype int64 for index", name);
+    if (src && src->dtype != t->dtype)
+        return fc_errf(err, FC_ERR_RUNTIME, "%s(): Expected self.dtype to be equal to src.dtype", name);
+    int nt = t->ndim > 0 ? t->ndim : 1, ni = index->ndim > 0 ? index->ndim : 1;
+    if (nt != ni)
+        return fc_errf(err, FC_ERR_RUNTIME, "Index tensor must have the same number of dimensions as %s tensor",
+                       src ? "self" : "input");
+    if (src && (src->ndim > 0 ? src->ndim : 1) != ni)
+        return fc_errf(err, FC_ERR_RUNTIME, "Index tensor must have the same number of dimensions as src tensor");
+    for (int k = 0; k < index->ndim; k++) {
+        bool bad = (k != d && t->ndim > 0 && index->shape[k] > t->shape[k]) ||
+                   (src && src->ndim > 0 && index->shape[k] > src->shape[k]);
+        if (!bad)
+            continue;
+        fc_shape_str(a, sizeof a, index->ndim, index->shape);
+        fc_shape_str(b, sizeof b, t->ndim, t->shape);
+        if (src)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
+                           "size than src %s",
+                           a, b, d, fc_shape_str(c, sizeof c, src->ndim, src->shape));
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "Size does not match at dimension %d expected index %s to be smaller than self %s apart from "
+                       "dimension %d",
+                       k, a, b, d);
+    }
+    return FC_OK;
+}
+
+FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int d;
+    FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
+    if (!st)
+        st = check_scatter_gather("gather", t, d, index, NULL, err);
+    if (!st)
+        st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    int nin = t->ndim > 0 ? t->ndim : 1;
+    int64_t one = 1, zero = 0;
+    const int64_t *shape = t->ndim > 0 ? t->shape : &one, *strides = t->ndim > 0 ? t->strides : &zero;
+    st = check_range(ctx, 1, &index, &shape[d], &d, false, FC_ERR_RUNTIME, index->ndim, index->shape, err);
+    if (st)
+        return st;
+    int64_t size[FC_MAX_DIMS];
+    int lev[FC_MAX_DIMS], index_dim[FC_MAX_DIMS] = {0};
+    FcNode *ix[FC_MAX_DIMS] = {0};
+    int nlev = index->ndim;
+    memcpy(size, index->shape, (size_t)nlev * sizeof *size);
+    for (int k = 0; k < nin; k++)
+        lev[k] = k;
+    index_dim[d] = d;
+    ix[d] = index_node(index, nlev, size, nlev);
+    FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, nlev, size, lev, ix, false, index_dim) : NULL;
+    return n ? load_tensor(n, t, &index, 1, out, err) : fc_nomem(err);
+}
+
+FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err)
+{
+    if (!t->storage)
+        return fc_errf(err, FC_ERR_VALUE, "internal error: scatter_add_ into a lazy tensor");
+    int d;
+    FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
+    if (!st)
+        st = check_scatter_gather("scatter", t, d, index, src, err);
+    if (st)
+        return st;
+    int64_t one = 1, zero = 0;
+    const int64_t *shape = t->ndim > 0 ? t->shape : &one, *strides = t->ndim > 0 ? t->strides : &zero;
+    st = check_range(ctx, 1, &index, &shape[d], &d, false, FC_ERR_RUNTIME, index->ndim, index->shape, err);
+    if (st)
+        return st;
+    /* Over index's shape: src's elements there, added at t's place with dim d scattered. */
+    int nlev = index->ndim;
+    FcTensor *part = NULL;
+    int64_t sstr[FC_MAX_DIMS] = {0}, ostr[FC_MAX_DIMS] = {0};
+    st = fc_realize(ctx, src, err);
+    if (st)
+        return st;
+    for (int k = 0; k < nlev; k++) {
+        sstr[k] = src->ndim > 0 ? src->strides[k] : 0;
+        ostr[k] = k == d || t->ndim == 0 ? 0 : strides[k];
+    }
+    st = fc_as_strided(ctx, src, nlev, index->shape, sstr, src->offset, &part, err);
+    if (st)
+        return st;
+    FcScatter sc = {.n = 1, .accumulate = true};
+    sc.index[0] = index_node(index, nlev, index->shape, nlev);
+    sc.at[0] = (FcGather){.stride = strides[d], .extent = shape[d], .dim = d};
+    FcNode *value = value_node(part, t->dtype, nlev, index->shape);
+    st = sc.index[0] && value ? fc_store_scattered(ctx, t->storage, t->offset, ostr, value, &sc, err) : fc_nomem(err);
+    fc_node_release(value);
+    fc_node_release(sc.index[0]);
+    fc_tensor_release(part);
+    return st;
+}
