@@ -27,6 +27,7 @@ typedef struct Plan {
     int ndim;                           /* the view, after ints, slices, None and ... */
     int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;
     FcTensor *idx[FC_MAX_DIMS];         /* per view dim: its int64/int32 index (a reference) or NULL */
+    bool in_range[FC_MAX_DIMS];         /* idx[k] holds a mask's coordinates: no need to check them */
     int nidx;                           /* indices after masks are expanded: the view dims [0, nidx) */
     int nb;                             /* their broadcast shape */
     int64_t bshape[FC_MAX_DIMS];
@@ -345,6 +346,7 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
         st = fc_nonzero(ctx, x, &nz, err);
         for (int j = 0; j < x->ndim && !st; j++) {
             int64_t len = nz->shape[0], stride = nz->strides[0];
+            p->in_range[n] = true;
             st = fc_as_strided(ctx, nz, 1, &len, &stride, nz->offset + j, &p->idx[n++], err);
         }
         fc_tensor_release(nz);
@@ -379,14 +381,15 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
     /* The values, in the order PyTorch's kernel meets them. */
     FcTensor *vals[FC_MAX_DIMS] = {0};
     int64_t ext[FC_MAX_DIMS] = {0};
-    int dims[FC_MAX_DIMS] = {0}, nv = 0;
-    for (int k = 0; k < n; k++)
-        if (p->idx[k]) {
+    int dims[FC_MAX_DIMS] = {0}, nv = 0, g = 0;
+    for (int k = 0; k < n; k++) {
+        if (p->idx[k] && !p->in_range[k]) {
             vals[nv] = p->idx[k];
             ext[nv] = p->shape[k];
-            dims[nv] = nv;
-            nv++;
+            dims[nv++] = g;         /* its position among all advanced indices */
         }
+        g += p->idx[k] != NULL;
+    }
     st = check_range(ctx, nv, vals, ext, dims, true, FC_ERR_INDEX, p->nb, p->bshape, err);
     if (st)
         return st;

@@ -115,6 +115,83 @@ START_TEST(test_fused_chain_is_one_kernel)
 }
 END_TEST
 
+static FcTensor *from_i64(const int64_t *data, int ndim, const int64_t *shape)
+{
+    FcView v;
+    memset(&v, 0, sizeof v);
+    v.dtype = FC_INT64;
+    v.ndim = ndim;
+    memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
+    fc_contiguous_strides(ndim, shape, v.strides);
+    v.data = (void *)data;
+    FcTensor *t;
+    OK(fc_from_view(ctx, &v, fc_cpu(), &t, &err));
+    return t;
+}
+
+/* (x[i, 1:] * 2 + 1).sum() with a lazy index i = j - 1: the index is computed (and checked) once,
+ * then the gather, the math and the sum are one kernel whose load indexes by a register. */
+START_TEST(test_gather_fuses)
+{
+    float d[12];
+    for (int k = 0; k < 12; k++)
+        d[k] = (float)k;
+    int64_t shape[2] = {3, 4}, three = 3, jd[3] = {3, 1, 0};    /* i = [2, 0, -1] */
+    FcTensor *x = from_f32(d, 2, shape), *j = from_i64(jd, 1, &three), *one, *i, *g, *m, *a, *s;
+    OK(fc_scalar(ctx, FC_INT64, (FcScalar){.i = 1}, true, &one, &err));
+    OK(fc_binary(ctx, FC_OP_SUB, j, one, &i, &err));
+    FcIndex ix[2] = {{.kind = FC_IX_TENSOR, .t = i}, {.kind = FC_IX_SLICE, .start = 1, .has_start = true, .step = 1}};
+    nkernels = 0;
+    OK(fc_index(ctx, x, 2, ix, &g, &err));
+    ck_assert_int_eq(nkernels, 1);          /* i, for its range check */
+    ck_assert(fc_tensor_is_lazy(g));
+    FcTensor *two = scalar_f(2), *onef = scalar_f(1);
+    OK(fc_binary(ctx, FC_OP_MUL, g, two, &m, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, m, onef, &a, &err));
+    OK(fc_reduce(ctx, FC_OP_SUM, a, 0, false, &s, &err));
+    OK(fc_realize(ctx, s, &err));
+    ck_assert_int_eq(nkernels, 2);
+    ck_assert_ptr_nonnull(strstr(last_kernel, "(wrap)"));
+    FcScalar v;
+    OK(fc_item(ctx, s, &v, &err));
+    /* rows 2, 0, 2 (= -1), columns 1..3: 2 * (9+10+11 + 1+2+3 + 9+10+11) + 9 */
+    ck_assert_double_eq(v.f, 2 * 66 + 9);
+    FcTensor *all[] = {x, j, one, i, g, two, onef, m, a, s};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        fc_tensor_release(all[k]);
+}
+END_TEST
+
+/* An index out of range is found when the index is made, not when the gather runs. An index that
+ * reads the tensor written is read before the write: t[t] = -1 with t a cycle longer than a chunk
+ * sets every element (read while writing, the second chunk would meet -1 and wrap elsewhere). */
+START_TEST(test_index_checks_and_self_indices)
+{
+    enum { N = 600 };
+    int64_t n = N, d[N], bad[1] = {N}, one = 1;
+    for (int k = 0; k < N; k++)
+        d[k] = (k + 1) % N;
+    FcTensor *t = from_i64(d, 1, &n), *b = from_i64(bad, 1, &one), *g = NULL, *minus, *head, *s;
+    FcIndex ix = {.kind = FC_IX_TENSOR, .t = b};
+    ck_assert_int_eq(fc_index(ctx, t, 1, &ix, &g, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 600 is out of bounds for dimension 0 with size 600");
+    ck_assert_ptr_null(g);
+    OK(fc_scalar(ctx, FC_INT64, (FcScalar){.i = -1}, true, &minus, &err));
+    FcIndex self = {.kind = FC_IX_TENSOR, .t = t};
+    FcIndex first = {.kind = FC_IX_SLICE, .stop = 2, .has_stop = true, .step = 1};
+    OK(fc_index(ctx, t, 1, &first, &head, &err));          /* t[:2], a view */
+    OK(fc_index_put(ctx, t, 1, &self, minus, false, &err));
+    OK(fc_reduce(ctx, FC_OP_SUM, t, 0, false, &s, &err));
+    FcScalar v;
+    OK(fc_item(ctx, s, &v, &err));
+    ck_assert_int_eq(v.i, -N);
+    CHECK_TEXT(head, "tensor([-1, -1])");
+    FcTensor *all[] = {t, b, minus, head, s};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        fc_tensor_release(all[k]);
+}
+END_TEST
+
 /* Dense contiguous data of any rank runs as one loop. */
 START_TEST(test_dense_loops_merge)
 {
@@ -278,6 +355,8 @@ Suite *fcdim_core_suite(void)
     TCase *tc = tcase_create("schedule");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_fused_chain_is_one_kernel);
+    tcase_add_test(tc, test_gather_fuses);
+    tcase_add_test(tc, test_index_checks_and_self_indices);
     tcase_add_test(tc, test_dense_loops_merge);
     tcase_add_test(tc, test_layout_follows_input);
     tcase_add_test(tc, test_lazy_reader_realised_before_write);
