@@ -10,7 +10,9 @@
 #include "tests.h"
 #include "tdl.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,112 @@ START_TEST(indexing_case)
 }
 END_TEST
 
+/* ---- random index expressions: never a crash, never a read out of bounds ---- */
+
+static uint64_t rng_state;
+
+static int rnd(int n)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (int)((rng_state >> 33) % (uint64_t)n);
+}
+
+static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *b, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* One random index item: ints, slices (negative steps too), None, ..., bools, index tensors and
+ * lists with values around the sizes (out of range too), bool masks of random shapes. */
+static void random_item(char *b, size_t cap)
+{
+    switch (rnd(9)) {
+    case 0: put(b, cap, "%d", rnd(13) - 6); break;
+    case 1: {
+        static const char *const steps[] = {"", ":2", ":3", ":-1", ":-2"};
+        char lo[8] = "", hi[8] = "";
+        if (rnd(2)) snprintf(lo, sizeof lo, "%d", rnd(15) - 7);
+        if (rnd(2)) snprintf(hi, sizeof hi, "%d", rnd(15) - 7);
+        put(b, cap, "%s:%s%s", lo, hi, steps[rnd(5)]);
+        break;
+    }
+    case 2: put(b, cap, "None"); break;
+    case 3: put(b, cap, "..."); break;
+    case 4: put(b, cap, rnd(2) ? "True" : "False"); break;
+    case 5: case 6: {
+        char items[64] = "";
+        int n = rnd(4);
+        for (int k = 0; k < n; k++) put(items, sizeof items, "%s%d", k ? ", " : "", rnd(15) - 7);
+        put(b, cap, rnd(2) ? "tensor([%s], dtype=int64)" : "[%s]", items);
+        break;
+    }
+    case 7: put(b, cap, "tensor(%d)", rnd(9) - 4); break;
+    default: {
+        int n = 1 + rnd(4);
+        put(b, cap, "tensor([");
+        for (int k = 0; k < n; k++) put(b, cap, "%s%s", k ? ", " : "", rnd(2) ? "True" : "False");
+        put(b, cap, "])");
+        break;
+    }
+    }
+}
+
+/* Reads and writes with random indices on random bases of rank 0 to 4 (contiguous, transposed,
+ * stepped): each must succeed or raise one of indexing's error kinds; under AddressSanitizer
+ * (make check) a read or write out of bounds fails the test. */
+START_TEST(random_indices)
+{
+    static const char *const bases[] = {
+        "x = tensor(5.)", "x = arange(5)", "x = arange(12.).reshape(3, 4)", "x = arange(12).reshape(3, 4).t()",
+        "x = arange(24.).reshape(2, 3, 4)[:, ::2]", "x = arange(48).reshape(2, 3, 2, 4).permute(3, 1, 0, 2)",
+        "x = (arange(6) > 2).reshape(2, 3)",
+    };
+    static const char *const kinds[] = {"IndexError", "TypeError", "ValueError", "RuntimeError"};
+    rng_state = 12345;
+    int ok = 0, failed = 0;
+    tdl_interp *T = tdl_open(NULL);
+    ck_assert_ptr_nonnull(T);
+    for (int iter = 0; iter < 3000; iter++) {
+        char prog[1024] = "";
+        put(prog, sizeof prog, "%s\n", bases[rnd(7)]);
+        char ix[512] = "";
+        int n = rnd(5);
+        for (int k = 0; k < n; k++) {
+            if (k) put(ix, sizeof ix, ", ");
+            random_item(ix, sizeof ix);
+        }
+        if (n == 0) random_item(ix, sizeof ix);
+        switch (rnd(4)) {
+        case 0: put(prog, sizeof prog, "x[%s] = 7", ix); break;
+        case 1: put(prog, sizeof prog, "x[%s] = x[%s]", ix, ix); break;
+        case 2: put(prog, sizeof prog, "x.index_put_((tensor([%d]),), tensor(1).to(x.dtype), accumulate=True)\n"
+                                       "y = x[%s].sum()", rnd(11) - 5, ix); break;
+        default: put(prog, sizeof prog, "y = (x[%s] * 2).tolist()", ix); break;
+        }
+        tdl_status st = tdl_run_string(T, prog, "<random>");
+        if (st == TDL_OK) {
+            ok++;
+            continue;
+        }
+        ck_assert_msg(st == TDL_ERROR, "%s: status %d", prog, (int)st);
+        const char *kind = tdl_error_kind_name(tdl_error_kind_of(T));
+        bool known = false;
+        for (int k = 0; k < 4; k++)
+            known |= strcmp(kind, kinds[k]) == 0;
+        ck_assert_msg(known && tdl_error_message(T)[0], "%s: %s: %s", prog, kind, tdl_error_message(T));
+        failed++;
+    }
+    tdl_close(T);
+    /* The generator must reach both outcomes often, or it tests little. */
+    ck_assert_msg(ok > 600 && failed > 600, "%d succeeded, %d failed", ok, failed);
+}
+END_TEST
+
 Suite *indexing_suite(void)
 {
     load_cases();
@@ -189,5 +297,9 @@ Suite *indexing_suite(void)
     if (load_error[0] == '\0')
         tcase_add_loop_test(tc, indexing_case, 0, n_cases);
     suite_add_tcase(s, tc);
+    TCase *tr = tcase_create("random");
+    tcase_set_timeout(tr, 120);
+    tcase_add_test(tr, random_indices);
+    suite_add_tcase(s, tr);
     return s;
 }
