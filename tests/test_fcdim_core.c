@@ -41,11 +41,12 @@ static void teardown(void)
 
 #define OK(x) ck_assert_msg((x) == FC_OK, "%s: %s", #x, err.msg)
 
-static FcTensor *from_f32(const float *data, int ndim, const int64_t *shape)
+/* A stored copy of C data of dtype dt. */
+static FcTensor *from_data(FcDType dt, const void *data, int ndim, const int64_t *shape)
 {
     FcView v;
     memset(&v, 0, sizeof v);
-    v.dtype = FC_FLOAT32;
+    v.dtype = dt;
     v.ndim = ndim;
     memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
     fc_contiguous_strides(ndim, shape, v.strides);
@@ -53,6 +54,16 @@ static FcTensor *from_f32(const float *data, int ndim, const int64_t *shape)
     FcTensor *t;
     OK(fc_from_view(ctx, &v, fc_cpu(), &t, &err));
     return t;
+}
+
+static FcTensor *from_f32(const float *data, int ndim, const int64_t *shape)
+{
+    return from_data(FC_FLOAT32, data, ndim, shape);
+}
+
+static FcTensor *from_i64(const int64_t *data, int ndim, const int64_t *shape)
+{
+    return from_data(FC_INT64, data, ndim, shape);
 }
 
 static FcTensor *scalar_f(double f)
@@ -114,20 +125,6 @@ START_TEST(test_fused_chain_is_one_kernel)
     free(c);
 }
 END_TEST
-
-static FcTensor *from_i64(const int64_t *data, int ndim, const int64_t *shape)
-{
-    FcView v;
-    memset(&v, 0, sizeof v);
-    v.dtype = FC_INT64;
-    v.ndim = ndim;
-    memcpy(v.shape, shape, (size_t)ndim * sizeof *shape);
-    fc_contiguous_strides(ndim, shape, v.strides);
-    v.data = (void *)data;
-    FcTensor *t;
-    OK(fc_from_view(ctx, &v, fc_cpu(), &t, &err));
-    return t;
-}
 
 /* (x[i, 1:] * 2 + 1).sum() with a lazy index i = j - 1: the index is computed (and checked) once,
  * then the gather, the math and the sum are one kernel whose load indexes by a register. */
