@@ -684,6 +684,9 @@ FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, 
         return fc_errf(err, FC_ERR_INDEX, "index_select(): Index is supposed to be a vector");
     if (index->dtype != FC_INT64 && index->dtype != FC_INT32)
         return fc_errf(err, FC_ERR_RUNTIME, "index_select(): Expected dtype int32 or int64 for index");
+    if (t->ndim == 0 && fc_tensor_numel(index) != 1)     /* PyTorch 2's check (1.13 reads garbage) */
+        return fc_errf(err, FC_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                       (long long)fc_tensor_numel(index));
     st = fc_realize(ctx, t, err);
     if (st)
         return st;

@@ -102,6 +102,9 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"m.index_put_((0,), tensor(1))", TDL_ERR_TYPE,
      "index_put_(): expected Tensor as element 0 in argument 'indices', but got int"},
     {"x[0] = 'a'", TDL_ERR_TYPE, "can't assign a str to a torch.LongTensor"},
+    /* PyTorch 1.13 reads past the index here; PyTorch 2 raises this */
+    {"tensor(5.).index_select(0, tensor([0, 0]))", TDL_ERR_INDEX,
+     "index_select(): Index to scalar can have only 1 value, got 2 value(s)"},
     {"x[1.5]", TDL_ERR_INDEX,
      "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)"},
     {"x + 'a'", TDL_ERR_TYPE, "unsupported operand type(s) for +: 'Tensor' and 'str'"},
