@@ -122,6 +122,7 @@ bench: deps
 	$(MAKE) --no-print-directory SANITIZE=0 all
 	sh bench/host.sh build/tdl
 	sh bench/fused.sh build/tdl
+	sh bench/index.sh build/tdl
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

@@ -2,10 +2,11 @@
  * (loads, constants, iotas, every op family, stores and reductions of both shapes), PyTorch's
  * edge cases (floor division and remainder signs, -0.0, NaN in min/max/amax/argmax, integer
  * division by zero, gathers out of range, float-to-int casts of NaN), negative indices that wrap,
- * scattered stores (plain and accumulating, duplicates in loop order), chunk boundaries,
- * the same results with 32- and 64-bit offsets (index32), addresses past 2^32 elements and
- * loops longer than 2^31, results that do not depend on the thread count, matrix products
- * against a naive reference, and interrupts.
+ * scattered stores (plain and accumulating, duplicates in loop order), gathers and scatters
+ * whose indices hold along the chunk loop (flat) against the element-by-element path, chunk
+ * boundaries, the same results with 32- and 64-bit offsets (index32), addresses past 2^32
+ * elements and loops longer than 2^31, results that do not depend on the thread count, matrix
+ * products against a naive reference, and interrupts.
  *
  * Kernels are assembled with a small builder (KB) in which every instruction writes its own
  * register and invariance is derived as fcdim derives it (constants, loads with no varying
@@ -2241,6 +2242,376 @@ START_TEST(test_scatter_malformed)
 }
 END_TEST
 
+/* ---- indices that hold along the chunk loop ----
+ * Over an FR x FC loop nest whose inner loop is the chunk loop, an index that holds along each
+ * row (x[idx], z[idx] = x) makes a flat gather or scatter: checked once per chunk, then a whole
+ * run read or written. Each kernel is also run with its indices plus iota * 0 (kb_vary): the
+ * same values, which the executor cannot tell hold, so the same kernel goes element by element;
+ * the two must give the same bits and the same errors. */
+
+enum { FR = 70, FC = 600, FM0 = 5, FM1 = 3 };   /* rows, row length (chunks 256, 256, 88), table */
+
+/* r + iota(inner loop) * 0. */
+static int kb_vary(KB *b, int r)
+{
+    int zero = kb_op(b, FC_OP_MUL, FC_INT64, kb_iota(b, 1), kb_i(b, FC_INT64, 0), -1);
+    return kb_op(b, FC_OP_ADD, FC_INT64, r, zero, -1);
+}
+
+/* ix[i] along row i; varied when vary. */
+static int kb_row_index(KB *b, const int64_t *ix, bool vary)
+{
+    static const int64_t st[2] = {1, 0};
+    int r = kb_load(b, FC_INT64, ix, 0, st);
+    return vary ? kb_vary(b, r) : r;
+}
+
+/* Element (a, b, j) of an FM0 x FM1 x FC table at strides (sa, sb, sj) from offset off. */
+typedef struct FlatLayout {
+    int64_t sa, sb, sj, off;
+} FlatLayout;
+
+static const FlatLayout flat_layouts[] = {
+    {FM1 * FC, FC, 1, 0},                   /* contiguous: read in place */
+    {FM1 * FC, FC, -1, FC - 1},             /* reversed */
+    {FM1 * 3 * FC, 3 * FC, 3, 0},           /* a near stride: through a table of offsets at 32 bits */
+    {FM1, 1, FM0 * FM1, 0},                 /* a far stride (j outermost): a stepping pointer */
+    {FM1, 1, 0, 0},                         /* one value per (a, b), broadcast along the row */
+};
+
+/* out[i][j] = table[i0[i]][i % FM1][j]: the first index loaded (wrapping), the second an op
+ * over an iota of the rows; every layout, flat and element by element, at both widths. */
+START_TEST(test_flat_gather)
+{
+    const FlatLayout *lay = &flat_layouts[_i];
+    int64_t e[2] = {FR, FC}, ost[2] = {FC, 1}, tst[2] = {0, lay->sj}, i0[FR];
+    size_t nt = (size_t)FM0 * FM1 * 3 * FC;
+    float *table = malloc(nt * 4), *o[4];
+    for (size_t k = 0; k < nt; k++)
+        table[k] = (float)k;
+    for (int i = 0; i < FR; i++)
+        i0[i] = i * 7 % (2 * FM0) - FM0;
+    for (int run = 0; run < 4; run++) {
+        bool vary = run & 1;
+        o[run] = malloc((size_t)FR * FC * 4);
+        KB b;
+        kb_init(&b, 2, e);
+        int r0 = kb_row_index(&b, i0, vary);
+        int r1 = kb_op(&b, FC_OP_MOD, FC_INT64, kb_iota(&b, 0), kb_i(&b, FC_INT64, FM1), -1);
+        if (vary)
+            r1 = kb_vary(&b, r1);
+        int g = kb_load(&b, FC_FLOAT32, table, lay->off, tst);
+        kb_gather(&b, g, r0, lay->sa, FM0)->wrap = true;
+        kb_gather(&b, g, r1, lay->sb, FM1);
+        kb_store(&b, g, o[run], FC_FLOAT32, 0, ost);
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+    }
+    for (int i = 0; i < FR; i++)
+        for (int j = 0; j < FC; j++) {
+            int64_t a = (i0[i] + FM0) % FM0, at = lay->off + a * lay->sa + i % FM1 * lay->sb + j * lay->sj;
+            ck_assert_same_f32(o[0][i * FC + j], table[at]);
+        }
+    for (int run = 1; run < 4; run++)
+        ck_assert_mem_eq(o[run], o[0], (size_t)FR * FC * 4);
+    for (int run = 0; run < 4; run++)
+        free(o[run]);
+    free(table);
+}
+END_TEST
+
+/* One bad index (row 40 of a 42000-element store that runs on several threads): the flat
+ * gather reports it as element by element does, at both widths, before reading (the extremes
+ * would read far outside the table). */
+START_TEST(test_flat_gather_out_of_bounds)
+{
+    const WrapCase *c = &wrap_cases[_i];
+    int64_t e[2] = {FR, FC}, ost[2] = {FC, 1}, tst[2] = {0, 1}, ix[FR];
+    float *table = calloc(5 * FC, 4), *o = malloc((size_t)FR * FC * 4);
+    wrap_indices(c, ix, FR, 40);
+    for (int run = 0; run < 4; run++) {
+        KB b;
+        kb_init(&b, 2, e);
+        int r = kb_row_index(&b, ix, run & 1);
+        int g = kb_load(&b, FC_FLOAT32, table, 0, tst);
+        FcGather *ga = kb_gather(&b, g, r, FC, 5);
+        ga->wrap = c->wrap;
+        ga->dim = 3;
+        kb_store(&b, g, o, FC_FLOAT32, 0, ost);
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+        ck_assert_str_eq(err.msg, c->msg);
+    }
+    free(table);
+    free(o);
+}
+END_TEST
+
+/* x[idx] reduced, with small integers in float32 (every order sums them exactly): in full, as
+ * fcdim schedules (x[idx]).sum() (idx's loop innermost, so that the gather varies along the
+ * innermost loop and the executor takes the row elements as its chunk loop instead), by
+ * columns (vertical) and by rows (horizontal); at both widths, on 1 and 4 threads. */
+START_TEST(test_flat_gather_reduce)
+{
+    enum { R = 300, C = 600, M = 50 };
+    float *x = malloc((size_t)M * C * 4), col[C], row[R], full;
+    int64_t idx[R], wcol[C] = {0}, wrow[R] = {0}, wfull = 0;
+    for (int k = 0; k < M * C; k++)
+        x[k] = (float)(k % 17 - 8);
+    for (int i = 0; i < R; i++) {
+        idx[i] = i * 13 % M - (i % 3 == 0 ? M : 0);
+        for (int j = 0; j < C; j++) {
+            int64_t v = (((idx[i] + M) % M) * C + j) % 17 - 8;
+            wcol[j] += v;
+            wrow[i] += v;
+            wfull += v;
+        }
+    }
+    bool both[2] = {true, true}, by_col[2] = {true, false}, by_row[2] = {false, true};
+    int64_t ext_full[2] = {C, R}, ext[2] = {R, C}, zero2[2] = {0, 0}, ocol[2] = {0, 1}, orow[2] = {1, 0};
+    int64_t ist_full[2] = {0, 1}, xst_full[2] = {1, 0}, ist[2] = {1, 0}, xst[2] = {0, 1};
+    for (int run = 0; run < 4; run++) {
+        int threads = run & 1 ? 4 : 1;
+        KB b;
+        kb_init(&b, 2, ext_full);
+        int r = kb_load(&b, FC_INT64, idx, 0, ist_full);
+        int g = kb_load(&b, FC_FLOAT32, x, 0, xst_full);
+        kb_gather(&b, g, r, C, M)->wrap = true;
+        kb_reduce(&b, FC_OP_SUM, g, &full, FC_FLOAT32, both, zero2);
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(run_with(&b, threads), FC_OK);
+        ck_assert_same_f32(full, (float)wfull);
+        for (int shape = 0; shape < 2; shape++) {
+            kb_init(&b, 2, ext);
+            r = kb_load(&b, FC_INT64, idx, 0, ist);
+            g = kb_load(&b, FC_FLOAT32, x, 0, xst);
+            kb_gather(&b, g, r, C, M)->wrap = true;
+            kb_reduce(&b, FC_OP_SUM, g, shape ? row : col, FC_FLOAT32, shape ? by_row : by_col, shape ? orow : ocol);
+            b.k.index32 = run >= 2;
+            ck_assert_int_eq(run_with(&b, threads), FC_OK);
+        }
+        for (int j = 0; j < C; j++)
+            ck_assert_same_f32(col[j], (float)wcol[j]);
+        for (int i = 0; i < R; i++)
+            ck_assert_same_f32(row[i], (float)wrow[i]);
+    }
+    free(x);
+}
+END_TEST
+
+/* The output along the chunk loop of a scattered store: a step of ostr, scattered rows span
+ * elements apart, from offset off. */
+typedef struct ScatterLayout {
+    int64_t ostr, span, off;
+} ScatterLayout;
+
+static const ScatterLayout scatter_layouts[] = {
+    {1, FC, 0},                 /* a run: one copy, or a vector add */
+    {2, 2 * FC, 1},             /* strided */
+    {-1, FC, FC - 1},           /* reversed */
+    {0, 1, 0},                  /* a whole row onto one element: the last stays, or all add up */
+};
+
+enum { SM = 20 };               /* rows of a scattered output: FR rows land there, duplicated */
+
+static void put_int(void *p, FcDType dt, int64_t k, int64_t v)
+{
+    if (dt == FC_INT64)
+        ((int64_t *)p)[k] = v;
+    else
+        ((int32_t *)p)[k] = (int32_t)v;
+}
+
+/* Rows of x (int32) stored onto SM rows with duplicates (wrapping indices): every layout, with
+ * values read in place (runs held back and copied as one), computed (x * 3) and converted
+ * (stored as int64); flat and element by element, at both widths, against the sequential loop:
+ * of duplicates the last row stays. */
+START_TEST(test_flat_scatter)
+{
+    const ScatterLayout *lay = &scatter_layouts[_i / 3];
+    int kind = _i % 3;
+    FcDType odt = kind == 2 ? FC_INT64 : FC_INT32;
+    size_t es = fc_dtype_size(odt), nout = (size_t)SM * lay->span + 1;
+    int64_t e[2] = {FR, FC}, xst[2] = {FC, 1}, ost[2] = {0, lay->ostr}, ix[FR];
+    int32_t *x = malloc((size_t)FR * FC * 4);
+    char *want = malloc(nout * es), *o = malloc(nout * es);
+    for (int k = 0; k < FR * FC; k++)
+        x[k] = k * 7 + 1;
+    for (int i = 0; i < FR; i++)
+        ix[i] = i * 7 % SM - (i % 2 ? SM : 0);
+    memset(want, 0x5a, nout * es);
+    for (int i = 0; i < FR; i++)
+        for (int j = 0; j < FC; j++)
+            put_int(want, odt, lay->off + (ix[i] + SM) % SM * lay->span + lay->ostr * j,
+                    (int64_t)x[i * FC + j] * (kind == 1 ? 3 : 1));
+    for (int run = 0; run < 4; run++) {
+        memset(o, 0x5a, nout * es);
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_INT32, x, 0, xst);
+        if (kind == 1)
+            v = kb_op(&b, FC_OP_MUL, FC_INT32, v, kb_i(&b, FC_INT32, 3), -1);
+        kb_scatter(&b, kb_row_index(&b, ix, run & 1), lay->span, SM)->wrap = true;
+        kb_store(&b, v, o, odt, lay->off, ost);
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        ck_assert_mem_eq(o, want, nout * es);
+    }
+    free(x);
+    free(want);
+    free(o);
+}
+END_TEST
+
+/* z[idx] = z: rows moved within the storage the store reads (a permutation with two rows onto
+ * themselves, many rows read after they were written over). The flat path holds nothing back
+ * and gives what the element-by-element path and a sequential loop give. */
+START_TEST(test_flat_scatter_reads_output)
+{
+    int64_t e[2] = {FR, FC}, xst[2] = {FC, 1}, ost[2] = {0, 1}, ix[FR];
+    size_t n = (size_t)FR * FC;
+    int32_t *z = malloc(n * 4), *want = malloc(n * 4);
+    for (int i = 0; i < FR; i++)
+        ix[i] = i * 3 % FR;
+    for (size_t k = 0; k < n; k++)
+        want[k] = (int32_t)k;
+    for (int i = 0; i < FR; i++)
+        for (int j = 0; j < FC; j++)
+            want[ix[i] * FC + j] = want[i * FC + j];
+    for (int run = 0; run < 4; run++) {
+        for (size_t k = 0; k < n; k++)
+            z[k] = (int32_t)k;
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_INT32, z, 0, xst);
+        kb_scatter(&b, kb_row_index(&b, ix, run & 1), FC, FR);
+        kb_store(&b, v, z, FC_INT32, 0, ost);
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        ck_assert_mem_eq(z, want, n * 4);
+    }
+    free(z);
+    free(want);
+}
+END_TEST
+
+/* Rows of float32 values added onto SM rows with duplicates, the values chosen so that the sums
+ * depend on their order (order_val): flat chunks, added as a vector (a unit step), by steps or
+ * all onto one element, give the bits of the sequential loop, as element by element does, at
+ * both widths. */
+START_TEST(test_flat_scatter_accumulate)
+{
+    const ScatterLayout *lay = &scatter_layouts[_i];
+    size_t nout = (size_t)SM * lay->span + 1;
+    int64_t e[2] = {FR, FC}, xst[2] = {FC, 1}, ost[2] = {0, lay->ostr}, ix[FR];
+    float *x = malloc((size_t)FR * FC * 4), *want = malloc(nout * 4), *o = malloc(nout * 4);
+    uint64_t s = 13;
+    for (size_t k = 0; k < nout; k++)
+        want[k] = (float)k;
+    for (int i = 0; i < FR; i++) {
+        ix[i] = i * 7 % SM - (i % 2 ? SM : 0);
+        for (int j = 0; j < FC; j++) {
+            float *slot = &want[lay->off + (ix[i] + SM) % SM * lay->span + lay->ostr * j];
+            x[i * FC + j] = order_val(*slot, &s);
+            *slot += x[i * FC + j];
+        }
+    }
+    for (int run = 0; run < 4; run++) {
+        for (size_t k = 0; k < nout; k++)
+            o[k] = (float)k;
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_FLOAT32, x, 0, xst);
+        kb_scatter(&b, kb_row_index(&b, ix, run & 1), lay->span, SM)->wrap = true;
+        kb_store(&b, v, o, FC_FLOAT32, lay->off, ost);
+        b.k.accumulate = true;
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_OK);
+        for (size_t k = 0; k < nout; k++)
+            ck_assert_same_f32(o[k], want[k]);
+    }
+    free(x);
+    free(want);
+    free(o);
+}
+END_TEST
+
+/* Every output dtype of a flat accumulating scatter (int64 values converted first: integers
+ * wrap, bools or), with a unit step and with every element of a row onto one: the bits of the
+ * element-by-element path. */
+START_TEST(test_flat_accumulate_dtypes)
+{
+    static const FcDType dts[] = {FC_BOOL, FC_INT32, FC_INT64, FC_FLOAT32, FC_FLOAT64};
+    int64_t e[2] = {FR, FC}, xst[2] = {FC, 1}, ix[FR];
+    int64_t *x = malloc((size_t)FR * FC * 8);
+    uint64_t s = 21;
+    for (int k = 0; k < FR * FC; k++)
+        x[k] = (int64_t)rng_next(&s) >> (k % 3 == 0 ? 0 : 40);
+    for (int i = 0; i < FR; i++)
+        ix[i] = i * 7 % SM;
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
+        for (int step = 0; step < 2; step++) {
+            size_t es = fc_dtype_size(dts[d]), span = step ? FC : 1, nout = SM * span;
+            int64_t ost[2] = {0, step};
+            char *o[2];
+            for (int vary = 0; vary < 2; vary++) {
+                o[vary] = calloc(nout, es);
+                KB b;
+                kb_init(&b, 2, e);
+                int v = kb_load(&b, FC_INT64, x, 0, xst);
+                kb_scatter(&b, kb_row_index(&b, ix, vary), (int64_t)span, SM);
+                kb_store(&b, v, o[vary], dts[d], 0, ost);
+                b.k.accumulate = true;
+                ck_assert_int_eq(kb_run(&b), FC_OK);
+            }
+            ck_assert_mem_eq(o[0], o[1], nout * es);
+            free(o[0]);
+            free(o[1]);
+        }
+    free(x);
+}
+END_TEST
+
+/* A bad index in row 40 of a flat scattered store, stored (runs held back) or accumulated, at
+ * both widths: the message names it, rows 0 to 39 are written and nothing of row 40 or after. */
+START_TEST(test_flat_scatter_out_of_bounds)
+{
+    const WrapCase *c = &wrap_cases[_i];
+    int64_t e[2] = {FR, FC}, xst[2] = {FC, 1}, ost[2] = {0, 1}, ix[FR];
+    int32_t *x = malloc((size_t)FR * FC * 4), o[5 * FC], want[2][5 * FC];
+    wrap_indices(c, ix, FR, 40);
+    for (int k = 0; k < FR * FC; k++)
+        x[k] = k + 1;
+    for (int acc = 0; acc < 2; acc++) {
+        for (int k = 0; k < 5 * FC; k++)
+            want[acc][k] = -1;
+        for (int i = 0; i < 40; i++)
+            for (int j = 0; j < FC; j++) {
+                int32_t *slot = &want[acc][(ix[i] + 5) % 5 * FC + j];
+                *slot = acc ? *slot + x[i * FC + j] : x[i * FC + j];
+            }
+    }
+    for (int run = 0; run < 4; run++) {
+        int acc = run & 1;
+        for (int k = 0; k < 5 * FC; k++)
+            o[k] = -1;
+        KB b;
+        kb_init(&b, 2, e);
+        int v = kb_load(&b, FC_INT32, x, 0, xst);
+        FcGather *sc = kb_scatter(&b, kb_row_index(&b, ix, false), FC, 5);
+        sc->wrap = c->wrap;
+        sc->dim = 3;
+        kb_store(&b, v, o, FC_INT32, 0, ost);
+        b.k.accumulate = acc;
+        b.k.index32 = run >= 2;
+        ck_assert_int_eq(kb_run(&b), FC_ERR_INDEX);
+        ck_assert_str_eq(err.msg, c->msg);
+        ck_assert_mem_eq(o, want[acc], sizeof o);
+    }
+    free(x);
+}
+END_TEST
+
 /* ---- matmul ---- */
 
 typedef struct MmCase {
@@ -2584,6 +2955,19 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_scatter_two_dims);
     tcase_add_test(tc, test_scatter_nloop_zero);
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("flat");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_loop_test(tc, test_flat_gather, 0, sizeof flat_layouts / sizeof *flat_layouts);
+    tcase_add_loop_test(tc, test_flat_gather_out_of_bounds, 0, sizeof wrap_cases / sizeof *wrap_cases);
+    tcase_add_test(tc, test_flat_gather_reduce);
+    tcase_add_loop_test(tc, test_flat_scatter, 0, 3 * (int)(sizeof scatter_layouts / sizeof *scatter_layouts));
+    tcase_add_test(tc, test_flat_scatter_reads_output);
+    tcase_add_loop_test(tc, test_flat_scatter_accumulate, 0, sizeof scatter_layouts / sizeof *scatter_layouts);
+    tcase_add_test(tc, test_flat_accumulate_dtypes);
+    tcase_add_loop_test(tc, test_flat_scatter_out_of_bounds, 0, sizeof wrap_cases / sizeof *wrap_cases);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("matmul");

@@ -6,12 +6,17 @@
  * writes a buffer it reads (the op functions take restrict pointers); invariant instructions get
  * buffers shared by all threads and are evaluated once, before the loops. A load with unit
  * stride along the chunk loop reads memory in place (its register points into the input), other
- * loads copy, broadcast or gather.
+ * loads copy, broadcast or gather. A gathered or scattered index that holds one value along the
+ * chunk loop (x[idx] and z[idx] = x walk row i with idx[i] alone) makes its gather or scatter
+ * flat: the index is checked once per chunk and moved into the chunk's offset, and the chunk is
+ * read or written as the strided run it then is; only indices that vary along the chunk loop
+ * address element by element.
  *
  * Iteration. One loop is the chunk loop (the innermost, unless it is short and another loop is
- * long: addresses are affine in every loop index, so any loop can run along the chunk). The
- * other loops are split into kept (output) loops and reduced loops. The work is cut into units
- * that each produce a distinct set of outputs: for a store, one chunk of outputs (taken in tiles
+ * long, or a gather varies along it and along another long loop every access is a run:
+ * addresses are affine in every loop index, so any loop can run along the chunk). The other
+ * loops are split into kept (output) loops and reduced loops. The work is cut into units that
+ * each produce a distinct set of outputs: for a store, one chunk of outputs (taken in tiles
  * of rows when a load runs across the chunk loop, as in a transpose, so that neighbouring units
  * share cache lines); for a vertical reduction (chunk loop kept), a group of VERT_GROUP chunks
  * of outputs, each combined elementwise over all reduced iterations, the group's chunks visited
@@ -24,7 +29,7 @@
  * are combined in block order afterwards. A scattered store (FcKernel.scatter), or one that
  * accumulates, is the exception: it keeps the innermost loop as the chunk loop and runs its
  * units in order on one thread, so that elements sent to the same address are written, or
- * summed, in the order of the loop nest.
+ * summed, in the order of the loop nest (a flat one writes contiguous chunks as one run).
  *
  * Addressing. Each chunk's first element is found with 64-bit arithmetic; the offsets of the
  * elements of a chunk from it (strided and gathered loads, strided stores) are computed in
@@ -73,6 +78,9 @@ typedef struct Step {
     const int64_t *strides;     /* LOAD: [L] */
     const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): [FC_CHUNK]
                                    i * stride along the chunk loop (for i < its extent), or NULL */
+    bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
+                                   each element addressed on its own (else see walk_one) */
+    bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
 } Step;
 
 typedef struct Plan {
@@ -94,6 +102,8 @@ typedef struct Plan {
     /* iteration */
     bool reduce, hor;
     bool scatter;               /* a scattered or accumulating store: in loop order, one thread */
+    bool flat_scatter;          /* its scatter indices hold one value over each chunk */
+    bool defer;                 /* a flat scattered store that may hold back runs (defer_run) */
     int nkl, kl[FC_MAX_DIMS];   /* kept loops other than cl */
     int nrl, rl[FC_MAX_DIMS];   /* reduced loops other than cl */
     int argloop;                /* arg reductions: the reduced loop, or -1 */
@@ -121,6 +131,9 @@ typedef struct Thread {
     void *acc;                  /* [group * FC_CHUNK] accumulators */
     int64_t *aidx;              /* [group * FC_CHUNK] arg reductions: indices */
     int64_t idx[FC_MAX_DIMS];   /* current loop indices (not cl's: chunks pass their start) */
+    char *run;                  /* a scattered store's chunks held back (defer_run): run_len bytes */
+    const char *run_src;        /* to run from run_src */
+    size_t run_len;
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -370,6 +383,152 @@ done:
     return st;
 }
 
+/* ---- values that hold along a chunk ---- */
+
+/* What walk_one marks on an instruction. */
+enum {
+    HOLDS = 1,      /* its register holds one value over each chunk */
+    FLAT = 2,       /* a load whose gathered indices all hold */
+    WIDE = 4,       /* its value is read beyond position 0 (mark_wide) */
+};
+
+/* Whether register r (-1: no operand) holds, as far as walk_one has got. */
+static bool held(const uint8_t *mark, const int *def, int r) { return r < 0 || (mark[def[r]] & HOLDS); }
+
+/* Walks the code as if loop cl were the chunk loop, marking each instruction i in mark[i], with
+ * def[r] the instruction that last wrote register r. HOLDS, for a register that has one value
+ * at every position of its chunk (as an invariant's buffer does): constants, invariants, iotas
+ * of other loops, loads that move along cl neither by a stride nor by an index, ops over such
+ * operands, and anything at all when cl has one index. FLAT, for a load each of whose chunks
+ * is an ordinary strided run from an offset that its indices move. Returns the gathered loads
+ * that are not flat. */
+static int walk_one(const Plan *p, int cl, uint8_t *mark, int *def)
+{
+    const FcKernel *k = p->k;
+    int rough = 0;
+    for (int i = 0; i < k->ncode; i++) {
+        const FcInstr *in = &k->code[i];
+        bool holds = in->invariant || p->ext[cl] <= 1, flat = true;
+        switch (in->op) {
+        case FC_OP_CONST:
+            holds = true;
+            break;
+        case FC_OP_IOTA:
+            holds = holds || in->loop != cl;
+            break;
+        case FC_OP_LOAD:
+            for (int g = 0; g < in->ngather; g++)
+                flat = flat && held(mark, def, in->gathers[g].reg);
+            rough += in->ngather > 0 && !flat;
+            holds = holds || (flat && in->strides[cl] == 0);
+            break;
+        default:
+            holds = holds || (held(mark, def, in->a) && held(mark, def, in->b) && held(mark, def, in->c));
+            break;
+        }
+        mark[i] = (uint8_t)((holds ? HOLDS : 0) | (flat ? FLAT : 0));
+        def[in->dst] = i;
+    }
+    return rough;
+}
+
+/* Whether every access (the output and each load, its gathers flat) steps along loop l by at
+ * most one element. */
+static bool steady(const Plan *p, int l, uint8_t *mark, int *def)
+{
+    if (llabs(p->ostr[l]) > 1 || walk_one(p, l, mark, def) > 0)
+        return false;
+    for (int i = 0; i < p->k->ncode; i++) {
+        const FcInstr *in = &p->k->code[i];
+        if (in->op == FC_OP_LOAD && llabs(in->strides[l]) > 1)
+            return false;
+    }
+    return true;
+}
+
+/* Marks WIDE the instructions whose values are read beyond position 0: by an op, as an index
+ * that varies along the chunk, or as the result. The rest are read only as flat indices, which
+ * fold_indices reads at position 0 alone. */
+static void mark_wide(const Plan *p, uint8_t *mark, int *def)
+{
+    const FcKernel *k = p->k;
+    for (int i = 0; i < k->ncode; i++) {
+        const FcInstr *in = &k->code[i];
+        int ops[3] = {in->a, in->b, in->c};
+        if (in->op != FC_OP_LOAD && in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
+            for (int o = 0; o < 3; o++)
+                if (ops[o] >= 0)
+                    mark[def[ops[o]]] |= WIDE;
+        if (in->op == FC_OP_LOAD && !(mark[i] & FLAT))
+            for (int g = 0; g < in->ngather; g++)
+                mark[def[in->gathers[g].reg]] |= WIDE;
+        def[in->dst] = i;
+    }
+    mark[def[k->result]] |= WIDE;
+    for (int g = 0; g < k->nscatter && !p->flat_scatter; g++)
+        mark[def[k->scatter[g].reg]] |= WIDE;
+}
+
+/* Chooses the chunk loop, and marks what it leaves flat (walk_one): gathered loads and a
+ * scattered store that check each index once per chunk and read or write whole runs, and the
+ * loads of those indices, which then read one element per chunk (Step.narrow) rather than
+ * fill a chunk with copies of it (x[idx] broadcasts idx[i] along row i). */
+static FcStatus plan_chunk_loop(Plan *p, FcError *err)
+{
+    const FcKernel *k = p->k;
+    /* A scattered store keeps the last loop innermost: its units then run in the order of the
+     * loop nest, the order in which duplicates must land. */
+    int cl = p->L - 1;
+    if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
+        int best = cl;
+        for (int l = 0; l < p->L; l++)
+            if (p->ext[l] >= p->ext[best])
+                best = l;
+        if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
+            cl = best;
+    }
+    uint8_t *mark = malloc((size_t)k->ncode + 1);
+    int *def = malloc(((size_t)k->nreg + 1) * sizeof *def);
+    if (!mark || !def) {
+        free(mark);
+        free(def);
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+    /* A chunk loop along which some load gathers element by element gives way to a long loop
+     * along which every access is a run: (x[idx] * 2).sum() has its loops in the order of its
+     * first load, idx's, and would otherwise read one element of each row of x per step. */
+    if (!p->scatter && walk_one(p, cl, mark, def) > 0) {
+        int best = cl;
+        for (int l = 0; l < p->L; l++)
+            if (l != cl && p->ext[l] >= LONG_CHUNK_LOOP && (best == cl || p->ext[l] > p->ext[best]) &&
+                steady(p, l, mark, def))
+                best = l;
+        cl = best;
+    }
+    p->cl = cl;
+    walk_one(p, cl, mark, def);
+    p->flat_scatter = true;
+    for (int g = 0; g < k->nscatter; g++)
+        p->flat_scatter = p->flat_scatter && (mark[def[k->scatter[g].reg]] & HOLDS);
+    /* A run held back is written late (defer_run): never when a load reads the output's storage
+     * (a later chunk would read it before the write), nor from converted values (they sit in a
+     * thread buffer that the next chunk overwrites). */
+    p->defer = p->scatter && p->flat_scatter && !k->accumulate && !p->store_cast;
+    for (int b = 0; b < k->nbufs; b++)
+        p->defer = p->defer && k->bufs[b] != k->out;
+    mark_wide(p, mark, def);
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        uint8_t m = mark[s->in - k->code];
+        bool load = s->in->op == FC_OP_LOAD;
+        s->per_element = load && s->in->ngather > 0 && !(m & FLAT);
+        s->narrow = load && (m & HOLDS) && !(m & WIDE);
+    }
+    free(mark);
+    free(def);
+    return FC_OK;
+}
+
 /* Chooses the chunk loop and the shape of the iteration. */
 static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
 {
@@ -383,18 +542,10 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
         p->total = sat_mul(p->total, p->ext[l]);
     }
-    /* A scattered store keeps the last loop innermost and takes no tiles: its units then run in
-     * the order of the loop nest, the order in which duplicates must land. */
-    int cl = p->L - 1;
-    if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
-        int best = cl;
-        for (int l = 0; l < p->L; l++)
-            if (p->ext[l] >= p->ext[best])
-                best = l;
-        if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
-            cl = best;
-    }
-    p->cl = cl;
+    FcStatus st = plan_chunk_loop(p, err);
+    if (st != FC_OK)
+        return st;
+    int cl = p->cl;
     p->hor = p->red[cl];
     p->argloop = -1;
     int nred_loops = 0;
@@ -418,12 +569,13 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;
     p->tile = 1;
     /* A store that reads (or writes) along lk where it strides along cl, as a transpose does:
-     * tiles of lk make the chunks of neighbouring units share cache lines and pages. */
+     * tiles of lk make the chunks of neighbouring units share cache lines and pages. A
+     * scattered store takes no tiles, so that its units run in the order of the loop nest. */
     if (!p->reduce && p->lk >= 0 && !p->scatter) {
         bool across = llabs(p->ostr[cl]) > 1 && llabs(p->ostr[p->lk]) == 1;
         for (int j = p->ninv; j < p->nsteps; j++) {
             const Step *s = &p->steps[j];
-            if (s->in->op == FC_OP_LOAD && s->in->ngather == 0)
+            if (s->in->op == FC_OP_LOAD && !s->per_element)
                 across |= llabs(s->strides[cl]) > 1 && llabs(s->strides[p->lk]) == 1;
         }
         if (across)
@@ -454,15 +606,16 @@ static bool span_add(uint64_t *span, int64_t stride, int64_t ext)
     return *span <= INT32_MAX;
 }
 
-/* Whether a load reads through a table of 32-bit offsets (Step.ramp): gathers always; strided
- * loads when neighbouring elements share cache lines (about 10% faster than a stepping pointer
+/* Whether a load reads through a table of 32-bit offsets (Step.ramp): gathers element by
+ * element always (flat ones read as the strided loads they are); strided loads when
+ * neighbouring elements share cache lines (about 10% faster than a stepping pointer
  * at stride 2 to 4 floats). Where each element is a line of its own, as in a transpose, the
  * table costs a load per element: measured 7-10% slower on 256^2 and 512^2 float transposes
  * held in cache, 2% at 1024^2, and only at 4096^2 (a TLB miss per element) 7% faster. */
 static bool needs_ramp(const Step *s, int cl)
 {
     int64_t stride = s->strides[cl], near = NEAR_STRIDE_BYTES / (int64_t)s->esize;
-    if (s->in->ngather > 0)
+    if (s->per_element)
         return true;
     return stride != 0 && stride != 1 && stride >= -near && stride <= near;
 }
@@ -531,6 +684,8 @@ static bool fail(Thread *t, FcStatus st, const char *fmt, ...)
     return false;
 }
 
+/* d[i] = *src for i < n, by element size, in loops GCC vectorises: a value that holds along a
+ * row (s[idx] in x[idx] * s[idx]) is broadcast for every chunk of the row. */
 static void broadcast(void *d, const void *src, size_t es, int n)
 {
     switch (es) {
@@ -540,15 +695,13 @@ static void broadcast(void *d, const void *src, size_t es, int n)
     case 4: {
         uint32_t v, *q = d;
         memcpy(&v, src, 4);
-        for (int i = 0; i < n; i++)
-            q[i] = v;
+        CHUNK_LOOP(n, q[i] = v);
         break;
     }
     default: {
         uint64_t v, *q = d;
         memcpy(&v, src, 8);
-        for (int i = 0; i < n; i++)
-            q[i] = v;
+        CHUNK_LOOP(n, q[i] = v);
         break;
     }
     }
@@ -706,6 +859,20 @@ static void ramp_64(const Step *s, int cl, int64_t *restrict o, int m)
 
 INDEX_WIDTHS(DEF_INDEXED)
 
+/* Checks n indices that hold one value over the chunk (the registers phys) as check_indices
+ * does, one value each, and adds each times its stride to *off (a negative one that wraps with
+ * the extent added, as in gather_##w): a flat gather's or scatter's whole chunk moves as one. */
+static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, int64_t *off)
+{
+    for (int j = 0; j < n; j++) {
+        const int64_t *ix = t->cur[phys[j]];
+        if (!check_indices(t, &g[j], ix, 1))
+            return false;
+        *off += (ix[0] + (g[j].extent & (ix[0] >> 63))) * g[j].stride;
+    }
+    return true;
+}
+
 /* Writes n values from src to the output at element off, stepping along the chunk loop. */
 static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
@@ -771,52 +938,142 @@ static void scatter_store(const Plan *p, const int64_t *o, const void *src, int 
     }
 }
 
-/* Adds n values from src into the output at the element offsets o, in order and in the output's
- * dtype (integers wrap, done in unsigned; bools or; float32 adds in float), so duplicates sum
- * as a sequential loop sums them. */
-static void scatter_add(const Plan *p, const int64_t *o, const void *src, int n)
+/* Adding into the output as a sequential loop adds, in the output's dtype: integers wrap (done
+ * in unsigned), bools or, floats add in their own precision (float32 in float). */
+#define ADD_BOOL(q, s) ((q) |= (s))
+#define ADD_INT32(q, s) ((q) = (int32_t)((uint32_t)(q) + (uint32_t)(s)))
+#define ADD_INT64(q, s) ((q) = (int64_t)((uint64_t)(q) + (uint64_t)(s)))
+#define ADD_FLOAT(q, s) ((q) += (s))
+#define ADD_DTYPES(X)                                                                              \
+    X(b, uint8_t, ADD_BOOL) X(i32, int32_t, ADD_INT32) X(i64, int64_t, ADD_INT64) X(f32, float, ADD_FLOAT) \
+    X(f64, double, ADD_FLOAT)
+
+#define DEF_ADD(sfx, T, ADD)                                                                       \
+    /* q[o[i]] += s[i], in order: a chunk scattered element by element. */                       \
+    static void add_at_##sfx(void *out, const int64_t *o, const void *src, int n)                \
+    {                                                                                              \
+        T *q = out;                                                                                \
+        const T *s = src;                                                                          \
+        for (int i = 0; i < n; i++)                                                                \
+            ADD(q[o[i]], s[i]);                                                                    \
+    }                                                                                              \
+                                                                                                   \
+    /* q[i * step] += s[i], in order (s may overlap q). */                                         \
+    static void add_step_##sfx(void *out, int64_t step, const void *src, int n)                   \
+    {                                                                                              \
+        T *q = out;                                                                                \
+        const T *s = src;                                                                          \
+        for (int i = 0; i < n; i++)                                                                \
+            ADD(q[i * step], s[i]);                                                                \
+    }                                                                                              \
+                                                                                                   \
+    /* q[i] += s[i], the two apart: a vector loop. */                                              \
+    CPU_CLONES static void add_run_##sfx(void *restrict out, const void *restrict src, int n)     \
+    {                                                                                              \
+        T *restrict q = out;                                                                       \
+        const T *restrict s = src;                                                                 \
+        CHUNK_LOOP(n, ADD(q[i], s[i]));                                                            \
+    }
+ADD_DTYPES(DEF_ADD)
+
+typedef struct Adder {
+    void (*at)(void *out, const int64_t *o, const void *src, int n);
+    void (*step)(void *out, int64_t step, const void *src, int n);
+    void (*run)(void *restrict out, const void *restrict src, int n);
+} Adder;
+
+#define ADDER(sfx, T, ADD) [DT_##sfx] = {add_at_##sfx, add_step_##sfx, add_run_##sfx},
+static const Adder adders[FC_DTYPE__COUNT] = {ADD_DTYPES(ADDER)};
+
+/* Whether n bytes at a and n at b do not overlap (compared as integers: they may be parts of
+ * different objects). */
+static bool apart(const void *a, const void *b, size_t n)
 {
-    switch (p->k->out_dtype) {
-    case FC_BOOL: {
-        uint8_t *q = p->k->out;
-        const uint8_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] |= s[i];
-        break;
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x + n <= y || y + n <= x;
+}
+
+/* Writes the chunks that defer_run holds back, if any. */
+static void flush_run(Thread *t)
+{
+    if (t->run_len > 0)
+        memcpy(t->run, t->run_src, t->run_len);
+    t->run_len = 0;
+}
+
+/* Holds back a flat scattered chunk of len bytes, stored with a unit step at q from values read
+ * in place at src, while the next chunk continues it in the output and in the input alike, so
+ * that a row goes out in one copy. Copied chunk by chunk, where the output and the input share
+ * their offsets within pages (as large allocations do), glibc copies each 1 KiB piece
+ * backwards and the prefetchers lose the stream: z[idx] = x over 4096 x 1024 float32 took 3.5x
+ * as long as with whole rows. Nothing else is written while a run is held (the store runs on
+ * one thread and flushes before any other write and at the end of each task) and the plan
+ * holds none back when a load reads the output's storage, so the late copy reads and writes
+ * what chunk-by-chunk copies would. */
+static void defer_run(Thread *t, char *q, const char *src, size_t len)
+{
+    bool joins = t->run_len > 0 && q == t->run + t->run_len && src == t->run_src + t->run_len &&
+                 apart(t->run, t->run_src, t->run_len + len);
+    if (!joins) {
+        flush_run(t);
+        t->run = q;
+        t->run_src = src;
     }
-    case FC_INT32: {
-        int32_t *q = p->k->out;
-        const int32_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = (int32_t)((uint32_t)q[o[i]] + (uint32_t)s[i]);
-        break;
+    t->run_len += len;
+}
+
+/* Writes (or adds) n values from src along the chunk loop from element off: a flat scattered
+ * chunk, its indices already folded into off. Its elements land on distinct addresses unless
+ * the output does not move along the chunk loop, and only there, or where src overlaps the
+ * output, does the order within the chunk show: an in-order loop then gives what the
+ * element-by-element path gives (the last stays, sums in order); elsewhere a copy (perhaps
+ * held back, defer_run) or a vector add does. */
+static void flat_write(const Plan *p, Thread *t, int64_t off, const void *src, int n)
+{
+    int64_t step = p->ostr[p->cl];
+    size_t es = p->out_es, len = (size_t)n * es;
+    char *q = (char *)p->k->out + off * (int64_t)es;
+    bool contiguous = step == 1 && apart(q, src, len);
+    if (contiguous && p->defer && src != t->buf[p->res]) {
+        defer_run(t, q, src, len);
+        return;
     }
-    case FC_INT64: {
-        int64_t *q = p->k->out;
-        const int64_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = (int64_t)((uint64_t)q[o[i]] + (uint64_t)s[i]);
-        break;
+    flush_run(t);
+    const Adder *add = &adders[p->k->out_dtype];
+    if (p->k->accumulate && contiguous)
+        add->run(q, src, n);
+    else if (p->k->accumulate)
+        add->step(q, step, src, n);
+    else if (contiguous)
+        memcpy(q, src, len);
+    else
+        store_step_64(q, step, src, es, n);
+}
+
+/* Writes (or adds) a chunk of n values of a scattered store whose first element (every scatter
+ * index 0) is element off: in the order of the loop nest, the chunk's indices checked first. */
+static bool scatter_chunk(const Plan *p, Thread *t, int64_t off, const void *src, int n)
+{
+    const FcKernel *k = p->k;
+    if (p->flat_scatter) {
+        if (!fold_indices(t, k->scatter, p->sphys, k->nscatter, &off))
+            return false;
+        flat_write(p, t, off, src, n);
+    } else {
+        if (!scatter_offsets(p, t, off, n))
+            return false;
+        if (k->accumulate)
+            adders[k->out_dtype].at(k->out, t->offs, src, n);
+        else
+            scatter_store(p, t->offs, src, n);
     }
-    case FC_FLOAT32: {
-        float *q = p->k->out;
-        const float *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] += s[i];
-        break;
-    }
-    default: {
-        double *q = p->k->out;
-        const double *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] += s[i];
-        break;
-    }
-    }
+    return true;
 }
 
 /* A load of n elements starting at chunk position i0 (an invariant load reads one element and
- * fills the chunk with it). */
+ * fills the chunk with it). A gathered load whose indices vary along the chunk reads element by
+ * element; one whose indices hold (flat, as every invariant one is) checks them once and reads
+ * as an ordinary load from where they point. */
 static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int n, bool inv)
 {
     const FcInstr *in = s->in;
@@ -827,28 +1084,22 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int n, 
         if (l != p->cl)
             off += s->strides[l] * t->idx[l];
     void *d = t->buf[s->d];
-    int m = inv ? 1 : n;
-    if (in->ngather > 0) {
-        if (!(p->idx32 ? gather_32(p, s, t, off, m) : gather_64(p, s, t, off, m)))
-            return false;
-        if (inv)
-            broadcast(d, d, es, FC_CHUNK);
-    } else {
-        const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)es;
-        if (stride == 1 && !inv) {
-            t->cur[s->d] = src;
-            return true;
-        }
-        if (stride == 0 || m == 1)
-            broadcast(d, src, es, inv ? FC_CHUNK : n);
-        else if (s->ramp)
-            copy_at_32(d, src, s->ramp, es, n);
-        else if (p->idx32)
-            copy_step_32(d, src, (int32_t)stride, es, n);
-        else
-            copy_step_64(d, src, stride, es, n);
-    }
     t->cur[s->d] = d;
+    if (s->per_element)
+        return p->idx32 ? gather_32(p, s, t, off, n) : gather_64(p, s, t, off, n);
+    if (!fold_indices(t, in->gathers, s->g, in->ngather, &off))
+        return false;
+    const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)es;
+    if (stride == 1 && !inv)
+        t->cur[s->d] = src;
+    else if (stride == 0 || inv || n == 1)
+        broadcast(d, src, es, inv ? FC_CHUNK : s->narrow ? 1 : n);
+    else if (s->ramp)
+        copy_at_32(d, src, s->ramp, es, n);
+    else if (p->idx32)
+        copy_step_32(d, src, (int32_t)stride, es, n);
+    else
+        copy_step_64(d, src, stride, es, n);
     return true;
 }
 
@@ -960,12 +1211,8 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
         int64_t off = base + p->ostr[p->cl] * i0;
         if (!p->scatter)
             store_chunk(p, off, src, n);
-        else if (!scatter_offsets(p, t, off, n))
+        else if (!scatter_chunk(p, t, off, src, n))
             return false;
-        else if (p->k->accumulate)
-            scatter_add(p, t->offs, src, n);
-        else
-            scatter_store(p, t->offs, src, n);
     }
     return true;
 }
@@ -1093,12 +1340,13 @@ static bool task_units(void *arg, int tid, int64_t task)
     Thread *t = run->th[tid];
     int64_t u0 = task * run->units_per_task;
     int64_t u1 = u0 + run->units_per_task < p->nunits ? u0 + run->units_per_task : p->nunits;
-    for (int64_t u = u0; u < u1; u++)
-        if (!(p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u))) {
-            t->err_task = task;
-            return false;
-        }
-    return true;
+    bool ok = true;
+    for (int64_t u = u0; u < u1 && ok; u++)
+        ok = p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u);
+    flush_run(t);
+    if (!ok)
+        t->err_task = task;
+    return ok;
 }
 
 static void *partial_acc(const Run *run, int64_t unit, int64_t block)
