@@ -48,8 +48,26 @@ static bool is_mask(const FcTensor *t) { return t->dtype == FC_BOOL; }
 
 static int64_t elem_int(const FcView *v, int64_t off)
 {
-    const char *p = (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype);
-    return v->dtype == FC_INT32 ? *(const int32_t *)p : *(const int64_t *)p;
+    return v->dtype == FC_INT32 ? ((const int32_t *)v->data)[off] : ((const int64_t *)v->data)[off];
+}
+
+/* The first index of a dense run of n (int32 or int64) outside [lo, hi), or -1. */
+static int64_t first_bad(const FcView *v, int64_t off, int64_t n, int64_t lo, int64_t hi)
+{
+    int bad = 0;
+    if (v->dtype == FC_INT32) {
+        const int32_t *p = (const int32_t *)v->data + off;
+        for (int64_t i = 0; i < n; i++)
+            bad |= p[i] < lo || p[i] >= hi;
+    } else {
+        const int64_t *p = (const int64_t *)v->data + off;
+        for (int64_t i = 0; i < n; i++)
+            bad |= p[i] < lo || p[i] >= hi;
+    }
+    for (int64_t i = 0; bad && i < n; i++)
+        if (elem_int(v, off + i) < lo || elem_int(v, off + i) >= hi)
+            return i;
+    return -1;
 }
 
 static FcStatus out_of_bounds(FcError *err, FcStatus kind, int64_t i, int dim, int64_t size)
@@ -84,6 +102,21 @@ static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64
             str[g][d] = j >= 0 && v[g].shape[j] != 1 ? v[g].strides[j] : 0;
         }
     }
+    if (!st && n == 1 && v[0].ndim == nb && fc_view_numel(&v[0]) == numel) {
+        /* One index covering the whole shape, densely: one vectorisable pass. */
+        bool dense = true;
+        int64_t acc = 1;
+        for (int d = nb - 1; d >= 0 && dense; d--) {
+            dense = v[0].shape[d] == 1 || v[0].strides[d] == acc;
+            acc *= v[0].shape[d];
+        }
+        if (dense) {
+            int64_t i = first_bad(&v[0], v[0].offset, numel, wrap ? -extent[0] : 0, extent[0]);
+            if (i >= 0)
+                st = out_of_bounds(err, kind, elem_int(&v[0], v[0].offset + i), dim[0], extent[0]);
+            numel = 0;
+        }
+    }
     for (int64_t e = 0; e < numel && !st; e++) {
         for (int g = 0; g < n && !st; g++) {
             int64_t i = elem_int(&v[g], off[g]);
@@ -105,6 +138,75 @@ static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64
     return st;
 }
 
+/* Nonzero elements among the n of type T at p (floats: -0.0 and 0.0 are zero). With rows, also
+ * writes the coordinates of each: prefix[0, nd - 1) then the position in the run. */
+#define NONZERO_RUN(T)                                                                            \
+    static int64_t nonzero_run_##T(const T *p, int64_t n, int nd, const int64_t *prefix, int64_t *rows) \
+    {                                                                                             \
+        int64_t k = 0;                                                                            \
+        if (!rows) {                                                                              \
+            for (int64_t i = 0; i < n; i++)                                                       \
+                k += p[i] != 0;                                                                   \
+            return k;                                                                             \
+        }                                                                                         \
+        for (int64_t i = 0; i < n; i++)                                                           \
+            if (p[i] != 0) {                                                                      \
+                memcpy(rows + k * nd, prefix, (size_t)(nd - 1) * sizeof *prefix);                  \
+                rows[k * nd + nd - 1] = i;                                                        \
+                k++;                                                                              \
+            }                                                                                     \
+        return k;                                                                                 \
+    }
+NONZERO_RUN(uint8_t)
+NONZERO_RUN(int32_t)
+NONZERO_RUN(int64_t)
+NONZERO_RUN(float)
+NONZERO_RUN(double)
+
+static int64_t nonzero_run(const FcView *v, int64_t off, int64_t n, const int64_t *prefix, int64_t *rows)
+{
+    const char *p = (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case FC_BOOL: return nonzero_run_uint8_t((const uint8_t *)p, n, v->ndim, prefix, rows);
+    case FC_INT32: return nonzero_run_int32_t((const int32_t *)(const void *)p, n, v->ndim, prefix, rows);
+    case FC_INT64: return nonzero_run_int64_t((const int64_t *)(const void *)p, n, v->ndim, prefix, rows);
+    case FC_FLOAT32: return nonzero_run_float((const float *)(const void *)p, n, v->ndim, prefix, rows);
+    default: return nonzero_run_double((const double *)(const void *)p, n, v->ndim, prefix, rows);
+    }
+}
+
+/* Walks v in C order, a run of its last dim at a time (element by element when that dim is not
+ * unit-stride): counts the nonzero elements, and with rows writes their coordinates. */
+static int64_t nonzero_walk(const FcView *v, int64_t *rows)
+{
+    int nd = v->ndim;
+    int64_t numel = fc_view_numel(v), pos[FC_MAX_DIMS] = {0}, k = 0;
+    if (numel == 0)
+        return 0;
+    if (nd == 0)        /* one element, no coordinates */
+        return nonzero_run(v, v->offset, 1, pos, NULL);
+    bool unit = v->strides[nd - 1] == 1 || v->shape[nd - 1] == 1;
+    int last = unit ? nd - 1 : nd;          /* the dims walked one index at a time */
+    int64_t run = unit ? v->shape[nd - 1] : 1, off = v->offset;
+    for (int64_t e = 0; e < numel; e += run) {
+        if (unit) {
+            k += nonzero_run(v, off, run, pos, rows ? rows + k * nd : NULL);
+        } else if (nonzero_run(v, off, 1, pos, NULL)) {
+            if (rows)
+                memcpy(rows + k * nd, pos, (size_t)nd * sizeof *pos);
+            k++;
+        }
+        for (int d = last - 1; d >= 0; d--) {
+            off += v->strides[d];
+            if (++pos[d] < v->shape[d])
+                break;
+            off -= v->strides[d] * v->shape[d];
+            pos[d] = 0;
+        }
+    }
+    return k;
+}
+
 FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -113,38 +215,11 @@ FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
     FcStatus st = fc_to(ctx, t, t->dtype, fc_cpu(), &h, err);
     if (!st)
         st = fc_host_view(ctx, h, &v, err);
-    int nd = v.ndim;
-    int64_t numel = st ? 0 : fc_view_numel(&v), count = 0, pos[FC_MAX_DIMS] = {0};
-    size_t es = st ? 0 : fc_dtype_size(v.dtype);
-    /* Two walks over t in C order: count, then write the coordinates. */
-    for (int pass = 0; pass < 2 && !st; pass++) {
-        int64_t off = v.offset, k = 0, *rows = r ? r->storage->data : NULL;
-        for (int64_t e = 0; e < numel; e++) {
-            const void *p = (const char *)v.data + off * (int64_t)es;
-            bool nz;
-            switch (v.dtype) {
-            case FC_BOOL: nz = *(const unsigned char *)p != 0; break;
-            case FC_INT32: nz = *(const int32_t *)p != 0; break;
-            case FC_INT64: nz = *(const int64_t *)p != 0; break;
-            case FC_FLOAT32: nz = *(const float *)p != 0.0f; break;
-            default: nz = *(const double *)p != 0.0; break;
-            }
-            if (nz && rows)
-                memcpy(rows + k * nd, pos, (size_t)nd * sizeof *pos);
-            k += nz;
-            for (int d = nd - 1; d >= 0; d--) {
-                off += v.strides[d];
-                if (++pos[d] < v.shape[d])
-                    break;
-                off -= v.strides[d] * v.shape[d];
-                pos[d] = 0;
-            }
-        }
-        if (pass == 0) {
-            count = k;
-            int64_t shape[2] = {count, nd};
-            st = fc_empty(ctx, FC_INT64, fc_cpu(), 2, shape, NULL, &r, err);
-        }
+    if (!st) {
+        int64_t shape[2] = {nonzero_walk(&v, NULL), v.ndim};
+        st = fc_empty(ctx, FC_INT64, fc_cpu(), 2, shape, NULL, &r, err);
+        if (!st)
+            nonzero_walk(&v, r->storage->data);
     }
     fc_tensor_release(h);
     if (!st && t->device.type != FC_DEV_CPU) {

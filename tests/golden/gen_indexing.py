@@ -509,6 +509,17 @@ case("scatter_add/rank3", "x = zeros(2, 2, 3)\nprint(x.scatter_add(2, tensor([[[
 case("scatter_add/neg_dim", "x = zeros(2, 3, dtype=float64)\nprint(x.scatter_add(-1, tensor([[2, 2, 2]]), tensor([[0.5, 0.25, 0.125]], dtype=float64)))")
 case("scatter_add/transposed", "b = zeros(4, 3)\nx = b.t()\nx.scatter_add_(1, tensor([[0, 3], [1, 1], [2, 2]]), ones(3, 2))\nprint(b)")
 
+# ---- nonzero: the coordinates masks stand for, in C order of the logical tensor ----------------------------
+NZ = "x = arange(24.).reshape(2, 3, 4) - 11"
+case("nonzero/rank3", NZ + "\nprint(nonzero(x > 0))")
+case("nonzero/transposed", NZ + "\nprint(nonzero(x.transpose(0, 2) > 3))")
+case("nonzero/stepped", NZ + "\nprint(nonzero(x[:, ::2] < -5))")
+case("nonzero/permuted_float", NZ + "\nprint(nonzero(x.permute(2, 0, 1).clamp(min=0)))")
+case("nonzero/as_tuple", NZ + "\nprint(x.nonzero(as_tuple=True))")
+case("nonzero/rank0", "print(nonzero(tensor(0.)), nonzero(tensor(-0.0)), nonzero(tensor(2)), tensor(3).nonzero(as_tuple=True))")
+case("nonzero/int32_bool", "print(nonzero(tensor([0, 5, 0, -1], dtype=int32)), nonzero(tensor([[True, False], [False, True]])))")
+case("nonzero/empty", "print(nonzero(zeros(0, 3)), nonzero(zeros(2, 3)))")
+
 # ---- indexing inside expressions -----------------------------------------------------------------------
 case("math/adv_affine", R2 + "\ni = tensor([2, 0])\nprint(x[i] * 2 + 1)")
 case("math/rows_sum", R2 + "\nprint((x[[0, 2]] + x[1]).sum())")
