@@ -515,22 +515,13 @@ static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, Pl
 
 /* ---- building the IR ---- */
 
-/* Index tensor x as an int64 node over a domain of nlev levels, x's dims going to the levels
- * that end at level `end` (right-aligned), broadcast where x has size 1. */
-static FcNode *index_node(FcTensor *x, int nlev, const int64_t *size, int end)
+/* Tensor x as a node of dtype dt over a domain of nlev levels, its dims right-aligned to end at
+ * level `end`, broadcast where x has size 1. */
+static FcNode *placed_node(FcTensor *x, FcDType dt, int nlev, const int64_t *size, int end)
 {
     FcNode *n = fc_tensor_node(x);
-    if (!n)
-        return NULL;
-    FcNode *c = fc_node_new(FC_OP_CAST, FC_INT64, nlev, size, 1, &n);
+    FcNode *c = n ? fc_node_place(n, dt, nlev, size, end) : NULL;
     fc_node_release(n);
-    if (!c)
-        return NULL;
-    c->src_dtype = x->dtype;
-    for (int j = 0; j < x->ndim; j++) {
-        int l = end - x->ndim + j;
-        c->lev_map[0][j] = (int8_t)(x->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
-    }
     return c;
 }
 
@@ -593,7 +584,7 @@ static bool plan_index_nodes(const Plan *p, FcNode **ix, int *index_dim)
         if (k >= p->nidx || !p->idx[k])
             continue;
         index_dim[k] = g++;
-        ix[k] = index_node(p->idx[k], p->rdim, p->rshape, p->bpos + p->nb);
+        ix[k] = placed_node(p->idx[k], FC_INT64, p->rdim, p->rshape, p->bpos + p->nb);
         if (!ix[k]) {
             while (k-- > 0)
                 fc_node_release(ix[k]);
@@ -627,24 +618,6 @@ FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **
 }
 
 /* ---- writing ---- */
-
-/* v as a node of dtype dt over the levels (nlev, size), broadcast from the right. */
-static FcNode *value_node(FcTensor *v, FcDType dt, int nlev, const int64_t *size)
-{
-    FcNode *n = fc_tensor_node(v);
-    if (!n)
-        return NULL;
-    FcNode *c = fc_node_new(FC_OP_CAST, dt, nlev, size, 1, &n);
-    fc_node_release(n);
-    if (!c)
-        return NULL;
-    c->src_dtype = v->dtype;
-    for (int j = 0; j < v->ndim; j++) {
-        int l = j + nlev - v->ndim;
-        c->lev_map[0][j] = (int8_t)(v->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
-    }
-    return c;
-}
 
 /* v without its leading size-1 dims (PyTorch's setitem, slicePrefix1sDims), as a view. */
 static FcStatus strip_leading_ones(FcCtx *ctx, FcTensor *v, FcTensor **out, FcError *err)
@@ -735,7 +708,7 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
             sc.at[sc.n] = (FcGather){.stride = p.strides[k], .extent = p.shape[k], .wrap = true, .dim = index_dim[k]};
             sc.n++;
         }
-        value = value_node(val, t->dtype, p.rdim, p.rshape);
+        value = placed_node(val, t->dtype, p.rdim, p.rshape, p.rdim);
         st = value ? fc_store_scattered(ctx, p.src->storage, p.offset, ostr, value, &sc, err) : fc_nomem(err);
     }
     fc_node_release(value);
@@ -784,7 +757,7 @@ FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, 
     st = fc_reshape(ctx, index, 1, &len, &flat, err);
     if (st)
         return st;
-    ix[d] = index_node(flat, nin, size, d + 1);
+    ix[d] = placed_node(flat, FC_INT64, nin, size, d + 1);
     FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, t->ndim, size, lev, ix, false, index_dim)
                       : NULL;
     st = n ? load_tensor(n, t, &flat, 1, out, err) : fc_nomem(err);
@@ -852,7 +825,7 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
     for (int k = 0; k < nin; k++)
         lev[k] = k;
     index_dim[d] = d;
-    ix[d] = index_node(index, nlev, size, nlev);
+    ix[d] = placed_node(index, FC_INT64, nlev, size, nlev);
     FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, nlev, size, lev, ix, false, index_dim) : NULL;
     return n ? load_tensor(n, t, &index, 1, out, err) : fc_nomem(err);
 }
@@ -887,9 +860,9 @@ FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, F
     if (st)
         return st;
     FcScatter sc = {.n = 1, .accumulate = true};
-    sc.index[0] = index_node(index, nlev, index->shape, nlev);
+    sc.index[0] = placed_node(index, FC_INT64, nlev, index->shape, nlev);
     sc.at[0] = (FcGather){.stride = strides[d], .extent = shape[d], .dim = d};
-    FcNode *value = value_node(part, t->dtype, nlev, index->shape);
+    FcNode *value = placed_node(part, t->dtype, nlev, index->shape, nlev);
     st = sc.index[0] && value ? fc_store_scattered(ctx, t->storage, t->offset, ostr, value, &sc, err) : fc_nomem(err);
     fc_node_release(value);
     fc_node_release(sc.index[0]);

@@ -24,6 +24,10 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
  * of its storage. New reference, or NULL on out-of-memory. */
 FcNode *fc_tensor_node(FcTensor *t);
 
+/* n cast to dt over a domain of nlev levels (sizes size), n's levels going to the levels that
+ * end at `end` (right-aligned; end = nlev: broadcast from the right), broadcast where n has size
+ * 1. n is borrowed; a CAST to n's own dtype emits no instruction. NULL on out-of-memory. */
+FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int end);
 /* A lazy tensor of node's shape and dtype, taking over the reference to node; registers it as a
  * reader of every storage that node's DAG loads (the union of the operands' reads and the
  * storages of the stored operands, passed as `from`). NULL on out-of-memory (node released). */

@@ -150,6 +150,19 @@ FcNode *fc_tensor_node(FcTensor *t)
     return n;
 }
 
+FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int end)
+{
+    FcNode *c = fc_node_new(FC_OP_CAST, dt, nlev, size, 1, &n);
+    if (!c)
+        return NULL;
+    c->src_dtype = n->dtype;
+    for (int j = 0; j < n->nlev; j++) {
+        int l = end - n->nlev + j;
+        c->lev_map[0][j] = (int8_t)(n->size[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
+    }
+    return c;
+}
+
 /* ---- scalars ---- */
 
 FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to)

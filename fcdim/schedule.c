@@ -738,15 +738,8 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
     for (int i = 0; i < n->nlev && direct; i++)
         direct = n->size[i] == dst->shape[i];
     if (!direct) {
-        /* Cast and broadcast to dst's shape (a CAST to the same dtype is a copy). */
-        FcNode *c = fc_node_new(FC_OP_CAST, dst->dtype, dst->ndim, dst->shape, 1, &n);
-        if (c) {
-            c->src_dtype = n->dtype;
-            for (int j = 0; j < n->nlev; j++) {
-                int l = j + dst->ndim - n->nlev;
-                c->lev_map[0][j] = (int8_t)(n->size[j] == 1 && dst->shape[l] != 1 ? FC_LEV_BCAST : l);
-            }
-        }
+        /* Cast and broadcast to dst's shape. */
+        FcNode *c = fc_node_place(n, dst->dtype, dst->ndim, dst->shape, dst->ndim);
         fc_node_release(n);
         n = c;
         if (!n)
