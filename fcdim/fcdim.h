@@ -498,7 +498,7 @@ typedef struct FcIndex {
 
 /* t[ix[0], ..., ix[n-1]]: a view when every index is basic, else a lazy gather. */
 FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err);
-/* t[ix...] = v, in place (t must be stored). v broadcasts to the indexed shape (as PyTorch's
+/* t[ix...] = v, in place (a lazy t is realised first). v broadcasts to the indexed shape (as PyTorch's
  * setitem: v's leading size-1 dims are dropped first; the message names both shapes when it
  * cannot); a basic write converts v's dtype (copy_), an advanced one requires t's dtype unless
  * v is a wrapped Python number (index_put_). accumulate: duplicates are summed, in the order of
@@ -511,7 +511,7 @@ FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
 FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
 /* t.gather(dim, index): index int64 with t's rank, no bigger than t outside dim; lazy. */
 FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
-/* t.scatter_add_(dim, index, src), in place (t stored): t[..., index[i], ...] += src[i] over
+/* t.scatter_add_(dim, index, src), in place (a lazy t is realised first): t[..., index[i], ...] += src[i] over
  * index's shape (index int64 with t's rank, no bigger than src, nor than t outside dim);
  * deterministic as fc_index_put's accumulate. */
 FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err);

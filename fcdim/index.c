@@ -635,9 +635,7 @@ static FcStatus strip_leading_ones(FcCtx *ctx, FcTensor *v, FcTensor **out, FcEr
 FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor *v, bool accumulate,
                       FcError *err)
 {
-    if (!t->storage)
-        return fc_errf(err, FC_ERR_VALUE, "internal error: index_put_ into a lazy tensor");
-    Plan p;
+    Plan p;     /* plan_index realises t: the write goes into its storage */
     FcStatus st = plan_index(ctx, t, n, ix, &p, err);
     if (st)
         return st;
@@ -832,12 +830,12 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
 
 FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err)
 {
-    if (!t->storage)
-        return fc_errf(err, FC_ERR_VALUE, "internal error: scatter_add_ into a lazy tensor");
     int d;
     FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
     if (!st)
         st = check_scatter_gather("scatter", t, d, index, src, err);
+    if (!st)
+        st = fc_realize(ctx, t, err);       /* the sums go into its storage */
     if (st)
         return st;
     int64_t one = 1, zero = 0;

@@ -62,8 +62,9 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
     for (int k = 0; k < nin; k++)
         nmap += (size_t)in[k]->nlev;
     bool load = op == FC_OP_LOAD;
-    size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) +
-                   (load ? (size_t)nin * (2 * sizeof(int64_t) + sizeof(int64_t)) : 0) +
+    /* A load's strides, shape and index_dim arrays: three 8-byte slots per operand (index_dim's
+     * ints in 8-byte slots keep the pointer arrays after them aligned). */
+    size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) + (load ? 3 * (size_t)nin * sizeof(int64_t) : 0) +
                    (size_t)nin * (sizeof(FcNode *) + sizeof(int8_t *)) + nmap;
     FcNode *n = calloc(1, bytes);
     if (!n)

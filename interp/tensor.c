@@ -1124,10 +1124,8 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
     }
     Index x;
     bool ok = index_of(I, idx, &x);
-    FcStatus st = ok ? fc_realize(I->fc, t, &e) : FC_OK;
-    if (ok && !st)
-        st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
     if (ok) {
+        FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
         index_free(&x);
         ok = tensor_check(I, st, &e);
     }

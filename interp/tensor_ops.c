@@ -725,7 +725,7 @@ static bool self_or_copy(Interp *I, FcTensor *self, bool copy, FcTensor **t)
     FcError e;
     if (copy) return tensor_check(I, fc_clone(I->fc, self, FC_MF_PRESERVE, t, &e), &e);
     *t = fc_tensor_retain(self);
-    return tensor_check(I, fc_realize(I->fc, self, &e), &e);
+    return true;
 }
 
 static bool index_put(Interp *I, TensorArg *a, bool copy, Value *out)
