@@ -85,6 +85,7 @@ typedef enum FcStatus {
     FC_ERR_INDEX,       /* IndexError: dim or index out of range */
     FC_ERR_DEVICE,      /* DeviceError: no such device, tensors on different devices */
     FC_ERR_INTERRUPT,   /* the host asked to stop (FcCtx.interrupt) */
+    FC_ERR_DIM_BIND,    /* DimensionBindError: a first-class dim bound to two sizes, a bad dim pack */
 } FcStatus;
 typedef struct FcError { char msg[512]; } FcError;
 
@@ -248,12 +249,28 @@ struct FcNode {
 FcNode *fc_node_retain(FcNode *n);
 void fc_node_release(FcNode *n);
 
+/* ---- first-class dims (dims.c) ----
+ * functorch.dim's Dim: an object that names a dimension by identity. Its size is bound once
+ * (by `d.size = n`, or by indexing a positional dim of that size) and never changes. */
+typedef struct FcDim {
+    int32_t refcnt;
+    uint64_t serial;            /* creation order (functorch's level): batch dims are ordered by it */
+    int64_t size;               /* -1 while unbound */
+    char *name;                 /* as the dim prints */
+    bool named;                 /* the name was given (else a provisional "d0", "d1", ...) */
+    char *bound_at;             /* where the size was bound, for messages ("x.tdl:3:5, indexing
+                                   dim 0 of shape [3, 4]"), or NULL */
+} FcDim;
+
 /* ---- the tensor value ---- */
 
 /* A tensor is either stored (storage + shape/strides/offset: a strided view) or lazy (node: an
  * IR expression whose domain is the tensor's shape, materialised on demand into fresh storage).
  * Realising a lazy tensor sets storage and drops node, so each tensor value is computed at most
- * once. levels: one per dim; NULL entries are positional (first-class dims come later). */
+ * once. levels: NULL when every dim is positional, else one per dim: the first-class dim that
+ * dim stands for (a reference), or NULL for a positional dim — functorch.dim's (_tensor, _levels).
+ * Functions outside dims.c see every dim of a tensor as positional; dims.c gives the levels
+ * their meaning (fcdim.h's "first-class dims" section). */
 typedef struct FcTensor {
     int32_t refcnt;
     FcDType dtype;
@@ -268,6 +285,7 @@ typedef struct FcTensor {
     FcStorage **reads;          /* lazy: storages this tensor's IR loads (it is registered as a
                                    reader of each; the node holds the references) */
     int nreads;
+    FcDim **levels;             /* [ndim], or NULL: see above */
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);
@@ -291,6 +309,11 @@ typedef struct FcCtx {
     void (*dump)(void *ud, const char *text);
     void *dump_ud;
     volatile int *interrupt;    /* nonzero: running kernels stop with FC_ERR_INTERRUPT; may be NULL */
+    uint64_t dim_serial;        /* first-class dims made so far */
+    /* Where the host is (e.g. "x.tdl:3:5"), written into buf when a dim's size is bound, for the
+     * messages of later conflicts; may be NULL. */
+    void (*locate)(void *ud, char *buf, size_t cap);
+    void *locate_ud;
 } FcCtx;
 
 FcStatus fc_ctx_new(FcCtx **out, FcError *err);
@@ -486,7 +509,10 @@ FcStatus fc_to(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev, FcTensor **out
  * dimension 0 with size 5" (for advanced indices the dimension is the index's position among
  * them, as in PyTorch). A negative slice step is NumPy's reversed slice (PyTorch rejects it). */
 
-typedef enum FcIndexKind { FC_IX_INT, FC_IX_SLICE, FC_IX_NONE, FC_IX_ELLIPSIS, FC_IX_BOOL, FC_IX_TENSOR } FcIndexKind;
+typedef enum FcIndexKind {
+    FC_IX_INT, FC_IX_SLICE, FC_IX_NONE, FC_IX_ELLIPSIS, FC_IX_BOOL, FC_IX_TENSOR,
+    FC_IX_DIM, FC_IX_DIMPACK,   /* first-class dims: fc_index_dims only */
+} FcIndexKind;
 
 typedef struct FcIndex {
     FcIndexKind kind;
@@ -494,6 +520,9 @@ typedef struct FcIndex {
     int64_t start, stop, step;  /* SLICE: step != 0 (defaults 1); start/stop only when has_* */
     bool has_start, has_stop;
     FcTensor *t;                /* TENSOR (borrowed) */
+    FcDim *dim;                 /* DIM (borrowed) */
+    FcDim *const *pack;         /* DIMPACK: npack dims splitting one dim (borrowed) */
+    int npack;
 } FcIndex;
 
 /* t[ix[0], ..., ix[n-1]]: a view when every index is basic, else a lazy gather. */
@@ -515,6 +544,79 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
  * index's shape (index int64 with t's rank, no bigger than src, nor than t outside dim);
  * deterministic as fc_index_put's accumulate. */
 FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err);
+
+/* ---- first-class dims (dims.c) ----
+ * functorch.dim's semantics (functorch/csrc/dim/dim.cpp, PyTorch 1.13) over tensor levels: the
+ * results' values and the order of their levels (which printing shows) are functorch.dim's. A
+ * tensor's positional dims (npos of them) are what its shape and ndim show; its first-class
+ * levels stay where the operations put them. */
+
+/* A new dim (size -1: unbound); named: the name was given, else it is provisional. NULL on OOM. */
+FcDim *fc_dim_new(FcCtx *ctx, const char *name, bool named, int64_t size);
+FcDim *fc_dim_retain(FcDim *d);
+void fc_dim_release(FcDim *d);
+bool fc_dim_set_name(FcDim *d, const char *name);          /* false on out-of-memory */
+/* Binds d's size; what says how, for later messages ("indexing dim 0 of a tensor of shape
+ * [3, 4]"), with ctx->locate's position. Binding a bound dim to another size is FC_ERR_DIM_BIND
+ * naming the dim, both sizes and where each came from. */
+FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcError *err);
+/* d's size, or FC_ERR_VALUE "dimension d is unbound ...". */
+FcStatus fc_dim_size(const FcDim *d, int64_t *out, FcError *err);
+/* A dim used as a value: its index, an int64 iota over the level d. */
+FcStatus fc_dim_tensor(FcCtx *ctx, FcDim *d, FcTensor **out, FcError *err);
+
+/* The levels of a tensor, or of a result being built: at[k] the dim of level k (borrowed) or
+ * NULL for a positional level. */
+typedef struct FcLevels { int n; FcDim *at[FC_MAX_DIMS]; } FcLevels;
+/* A dim named in an operation: a first-class dim, or (dim NULL) positional dim pos (negative:
+ * from the end). */
+typedef struct FcDimRef { FcDim *dim; int64_t pos; } FcDimRef;
+
+static inline bool fc_tensor_has_dims(const FcTensor *t) { return t->levels != NULL; }
+int fc_tensor_npos(const FcTensor *t);                     /* positional dims */
+void fc_tensor_levels(const FcTensor *t, FcLevels *out);
+int fc_level_of_dim(const FcTensor *t, const FcDim *d);    /* its level, or -1 */
+int fc_level_of_pos(const FcTensor *t, int p);             /* the level of positional dim p (0-based), or -1 */
+/* "(i, 0)" as functorch.dim's repr shows levels (positional ones numbered from 0). */
+const char *fc_levels_str(char *buf, size_t cap, const FcLevels *lv);
+/* t's data with levels lv (lv->n == t->ndim): a new tensor sharing t's storage or node; without
+ * first-class levels it is an ordinary tensor. */
+FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **out, FcError *err);
+
+/* Pointwise operations: the result levels are the union of the operands' levels in order of
+ * appearance, positional levels aligned from the right (NULL entries of ts are skipped); each
+ * operand is then laid out over them by fc_match_levels as a positional tensor of lv->n dims
+ * (size 1 where it lacks a positional level, the dim's size with stride 0 where it lacks a dim). */
+FcStatus fc_levels_union(int n, FcTensor *const *ts, FcLevels *out, FcError *err);
+FcStatus fc_match_levels(FcCtx *ctx, FcTensor *t, const FcLevels *to, FcTensor **out, FcError *err);
+/* Other operations run batched (functorch's vmap fallback): the first-class dims of ts in the order
+ * they were made (*nbatch of them, out->at[0..nbatch)); fc_batch_tensor lays t out as those dims
+ * (full size) followed by its positional dims. */
+FcStatus fc_levels_batch(int n, FcTensor *const *ts, FcLevels *out, int *nbatch, FcError *err);
+FcStatus fc_batch_tensor(FcCtx *ctx, FcTensor *t, const FcLevels *batch, FcTensor **out, FcError *err);
+
+/* self[ix...] when dims are involved (functorch's getitem): DIM binds a positional dim (or, used
+ * twice, indexes by its iota: a diagonal), DIMPACK splits one, tensors carrying dims gather and
+ * add their dims; the rest as fc_index. keys: when not NULL, ix[q] indexes level keys[q] of
+ * self and the other levels are kept (t.index(dims, indices)); `...` is not allowed then. */
+FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int nkeys, const int *keys,
+                       FcTensor **out, FcError *err);
+/* t.order(...): the named levels become positional dims, first of the positional ones, in that
+ * order; refs are split into ngroups groups (group_len each), a group of several flattened into
+ * one dim. A dim t lacks, or one named twice, is FC_ERR_VALUE. */
+FcStatus fc_order(FcCtx *ctx, FcTensor *t, int n, const FcDimRef *refs, const int *group_len, int ngroups,
+                  FcTensor **out, FcError *err);
+/* t.expand(d...): new leading levels (stride 0); a dim t has is FC_ERR_DIM_BIND. */
+FcStatus fc_expand_dims(FcCtx *ctx, FcTensor *t, int n, FcDim *const *dims, FcTensor **out, FcError *err);
+/* stack(ts, new_dim, dim): the union of the operands' levels with new_dim (bound to n) inserted
+ * where dim is (dim NULL: first). */
+FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, const FcDimRef *dim, FcTensor **out,
+                       FcError *err);
+
+/* a * b summed over dims sum, as a matmul (functorch's delayed multiply: a and b hold only
+ * first-class dims): batch dims (in both), then a's, then b's; *levels gets the result's. */
+FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *const *sum, FcTensor **out,
+                     FcLevels *levels, FcError *err);
 
 /* ---- creation (create.c) ---- */
 

@@ -383,6 +383,9 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
             st = bool_index(ctx, x->i != 0, &rec[dim], err);
             dim++;
             break;
+        case FC_IX_DIM:
+        case FC_IX_DIMPACK:
+            return fc_errf(err, FC_ERR_RUNTIME, "internal error: first-class dims reached fc_index");
         }
         if (dim > *nrec)
             *nrec = dim;

@@ -249,6 +249,11 @@ void fc_tensor_release(FcTensor *t)
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
     fc_storage_release(t->storage);
+    if (t->levels) {
+        for (int k = 0; k < t->ndim; k++)
+            fc_dim_release(t->levels[k]);
+        free(t->levels);
+    }
     free(t);
 }
 

@@ -980,6 +980,8 @@ static bool bi_all(BUILTIN_ARGS)
 const BuiltinDef builtin_functions[] = {
     {"print", bi_print, 0, -1, "sep end flush"},
     {"len", bi_len, 1, 1, NULL},
+    {"dims", builtin_dims, 0, 2, "n sizes"},
+    {"dimlists", builtin_dimlists, 0, 2, "n sizes"},
     {"range", bi_range, 1, 3, NULL},
     {"min", bi_min, 1, -1, "key default"},
     {"max", bi_max, 1, -1, "key default"},
@@ -2732,7 +2734,10 @@ static const BuiltinDef str_methods[] = {
 
 const BuiltinDef *builtin_method(TypeId t, const char *name)
 {
-    if (t == T_TENSOR) return tensor_method(name);
+    if (t == T_TENSOR) {
+        const BuiltinDef *d = dims_method(name);
+        return d ? d : tensor_method(name);
+    }
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
                           : t == T_TUPLE ? tuple_methods : NULL;
     if (!tab) return NULL;
@@ -2869,7 +2874,7 @@ bool builtin_call(Interp *I, const BuiltinDef *def, Value self, const Value *arg
                   const char *const *kwnames, int nkw, Value *out)
 {
     size_t nhost = sizeof builtin_functions / sizeof builtin_functions[0];
-    if (nargs > 0 && args[0].tag == V_TENSOR && def >= builtin_functions && def < builtin_functions + nhost) {
+    if (nargs > 0 && is_tensorlike(args[0]) && def >= builtin_functions && def < builtin_functions + nhost) {
         const BuiltinDef *tdef = tensor_function(def->name);
         if (tdef) def = tdef;
     }

@@ -147,11 +147,26 @@ static bool eval_subscript_parts(Interp *I, Frame *F, Node *n, Value *obj, Value
     return true;
 }
 
+/* A dim or dim list made without a name takes the name of the variable it is first stored in
+ * (`i, j = dims(2)`), as functorch.dim names dims after the variables they are assigned to. */
+static bool name_dims(Interp *I, Node *t, Value v)
+{
+    if (v.tag == V_DIM && !as_dim(v)->named && !fc_dim_set_name(as_dim(v), t->str)) return err_nomem(I);
+    if (v.tag == V_DIMLIST && !as_dimlist(v)->named) {
+        char *s = strdup(t->str);
+        if (!s) return err_nomem(I);
+        free(as_dimlist(v)->name);
+        as_dimlist(v)->name = s;
+        as_dimlist(v)->named = true;
+    }
+    return true;
+}
+
 static bool assign(Interp *I, Frame *F, Node *t, Value v)
 {
     switch (t->kind) {
     case N_NAME:
-        return store_name(I, F, t, v);
+        return name_dims(I, t, v) && store_name(I, F, t, v);
     case N_TUPLE: case N_LIST:
         return unpack(I, F, t, v);
     case N_SUBSCRIPT: {
@@ -167,9 +182,12 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
         Value obj;
         if (!eval(I, F, t->a, &obj)) return false;
         bool ok;
+        bool found = false;
         if (obj.tag == V_MODULE) {
             int32_t k = module_slot(as_module(obj), t->str);
             ok = k >= 0 ? (replace(I, &as_module(obj)->vals[k], v), true) : err_nomem(I);
+        } else if (!(ok = dims_set_attr(I, obj, t->str, v, &found)) || found) {
+            /* d.size = n */
         } else {
             ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
         }
@@ -261,9 +279,13 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
     }
     if (ok) {
         Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false};
+        LangSource *stmt_src = I->stmt_src;
+        uint32_t stmt_pos = I->stmt_pos;
         I->depth++;
         Flow fl = exec(I, &fr, fn->body);
         I->depth--;
+        I->stmt_src = stmt_src;
+        I->stmt_pos = stmt_pos;
         if (fl == F_ERROR) {
             ok = false;
         } else if (fl == F_RETURN) {
@@ -803,6 +825,8 @@ static Flow exec(Interp *I, Frame *F, Node *st)
 {
     for (; st; st = st->next) {
         bool ok = true;
+        I->stmt_src = F->unit->src;
+        I->stmt_pos = st->pos;
         switch (st->kind) {
         case N_EXPR_STMT: {
             Value v;
@@ -815,6 +839,11 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             Value v;
             if (!eval(I, F, st->b, &v)) return F_ERROR;
             if (st->count == 1 && st->a->kind == N_NAME && st->a->scope == SCOPE_LOCAL) {
+                if ((v.tag == V_DIM || v.tag == V_DIMLIST) && !name_dims(I, st->a, v)) {
+                    val_decref(I, v);
+                    locate(I, F, st->pos);
+                    return F_ERROR;
+                }
                 Value old = F->slots[st->a->slot];     /* x = e on a local: takes v's reference */
                 F->slots[st->a->slot] = v;
                 val_decref(I, old);

@@ -420,6 +420,20 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_TENSOR:
         if (!tensor_repr(I, v, b)) return false;
         break;
+    case V_DIM:
+        buf_puts(b, as_dim(v)->name);
+        break;
+    case V_DIMLIST: {
+        DimListObj *l = as_dimlist(v);
+        if (!l->bound) {
+            buf_printf(b, "*%s", l->name);
+            break;
+        }
+        buf_puts(b, "(");
+        for (int k = 0; k < l->n; k++) buf_printf(b, "%s%s", k ? ", " : "", l->dims[k]->name);
+        buf_puts(b, l->n == 1 ? ",)" : ")");
+        break;
+    }
     case V_DTYPE:
         buf_puts(b, fc_dtype_name((FcDType)v.i));
         break;

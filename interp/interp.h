@@ -44,6 +44,8 @@ typedef enum ValueTag {
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
     V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
     V_TENSOR,           /* a TensorObj */
+    V_DIM,              /* a DimObj: a first-class dim (repr: its name) */
+    V_DIMLIST,          /* a DimListObj: a list of dims whose length binds when it indexes */
     V__COUNT
 } ValueTag;
 
@@ -82,7 +84,7 @@ static inline FcDevice device_of(Value v)
 typedef enum TypeId {
     T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
     T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
-    T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT,
+    T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT, T_DIM, T_DIMLIST,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -111,7 +113,12 @@ typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
 typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;
 typedef struct CellObj { Obj h; Value v; } CellObj;
 typedef struct SliceObj { Obj h; Value start, stop, step; } SliceObj;   /* each None or int */
-typedef struct TensorObj { Obj h; FcTensor *t; } TensorObj;             /* t: a reference */
+/* t: a reference. fa, fb: when t is a product of two float tensors with only first-class dims,
+ * its factors (references), so that summing it over dims is a matmul (dims.c), else NULL. */
+typedef struct TensorObj { Obj h; FcTensor *t, *fa, *fb; } TensorObj;
+typedef struct DimObj { Obj h; FcDim *d; } DimObj;                      /* d: a reference */
+/* dims: n references once bound (bind_len), NULL before; name: for the dims it makes ("batch0"). */
+typedef struct DimListObj { Obj h; char *name; bool named, bound; int n; FcDim **dims; } DimListObj;
 
 typedef struct Module Module;
 
@@ -188,6 +195,10 @@ bool slice_new(Interp *I, Value start, Value stop, Value step, Value *out);   /*
 bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out);
 /* Wraps t, taking over its reference (released on failure too). */
 bool tensor_value_steal(Interp *I, FcTensor *t, Value *out);
+/* Wraps d, taking over its reference (released on failure too). */
+bool dim_value_steal(Interp *I, FcDim *d, Value *out);
+/* An unbound dim list named name (named: given by the program, else provisional). */
+bool dimlist_new(Interp *I, const char *name, bool named, Value *out);
 Module *module_new(Interp *I, const char *name, const char *path);
 FuncObj *func_alloc(Interp *I, LangFunc *fn, LangUnit *unit, Module *m);   /* defaults/cells zeroed */
 void objects_free_all(Interp *I);                    /* tdl_close: frees cycles too */
@@ -201,6 +212,10 @@ static inline BuiltinObj *as_builtin(Value v) { return (BuiltinObj *)v.o; }
 static inline Module *as_module(Value v) { return (Module *)v.o; }
 static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
 static inline FcTensor *as_tensor(Value v) { return ((TensorObj *)v.o)->t; }
+static inline FcDim *as_dim(Value v) { return ((DimObj *)v.o)->d; }
+static inline DimListObj *as_dimlist(Value v) { return (DimListObj *)v.o; }
+/* A tensor, or a dim (a tensor of its indices wherever a tensor is expected). */
+static inline bool is_tensorlike(Value v) { return v.tag == V_TENSOR || v.tag == V_DIM; }
 /* An int or a bool (a bool is an int in arithmetic and indices, as in Python). */
 static inline bool is_intlike(Value v) { return v.tag == V_INT || v.tag == V_BOOL; }
 static inline int64_t as_i(Value v) { return v.tag == V_BOOL ? (int64_t)v.b : v.i; }
@@ -258,6 +273,8 @@ struct Interp {
     int nest;                   /* nesting of recursive compare/repr on containers */
     volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
+    LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */
+    uint32_t stmt_pos;          /* where a dim's size was bound */
     /* tensors (tensor.c) */
     FcCtx *fc;                  /* the tensor context: backends, random generator, dump hook */
     FcDevice device;            /* where creation ops put tensors by default */
@@ -379,5 +396,20 @@ bool tensor_to_number(Interp *I, Value v, TypeId want, Value *out);
 /* device("cuda:1") */
 bool tensor_device_new(Interp *I, const Value *args, int nargs, int nkw, Value *out);
 bool tensor_repr(Interp *I, Value v, Buf *b);
+
+/* ---- first-class dims (dims.c) ---- */
+
+/* dims(n=None, sizes=None), dimlists(n=None, sizes=None): builtin functions. */
+bool builtin_dims(Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                  Value *out);
+bool builtin_dimlists(Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                      Value *out);
+/* Attributes of dims, dim lists, and those dims add to tensors (t.dims, t.order, t.index, t.expand
+ * of dims); *found false when obj has no such attribute here. */
+bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);
+/* The tensor methods dims add or extend (order, index, expand), or NULL. */
+const BuiltinDef *dims_method(const char *name);
+/* d.size = n; *found false for anything else. */
+bool dims_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found);
 
 #endif

@@ -21,7 +21,7 @@ bool val_truthy(Interp *I, Value v, bool *out)
     case V_TUPLE: *out = as_tuple(v)->n != 0; return true;
     case V_LIST: *out = as_list(v)->n != 0; return true;
     case V_RANGE: *out = range_len(as_range(v)) != 0; return true;
-    case V_TENSOR: return tensor_truthy(I, v, out);
+    case V_TENSOR: case V_DIM: return tensor_truthy(I, v, out);
     default: *out = true; return true;
     }
 }
@@ -258,7 +258,7 @@ static bool unsupported(Interp *I, LangOp op, Value a, Value b)
 
 bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
-    if (a.tag == V_TENSOR || b.tag == V_TENSOR) return tensor_binop(I, op, a, b, out);
+    if (is_tensorlike(a) || is_tensorlike(b)) return tensor_binop(I, op, a, b, out);
     if (is_num(a) && is_num(b)) {
         if (op == OP_MATMUL) return unsupported(I, op, a, b);
         if ((op == OP_BITAND || op == OP_BITOR || op == OP_BITXOR || op == OP_LSHIFT || op == OP_RSHIFT)
@@ -285,7 +285,7 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 
 bool val_unary(Interp *I, LangOp op, Value a, Value *out)
 {
-    if (a.tag == V_TENSOR) return tensor_unary(I, op, a, out);
+    if (is_tensorlike(a)) return tensor_unary(I, op, a, out);
     if (is_intlike(a)) {
         int64_t x = as_i(a);
         if (op == OP_NEG) {
@@ -487,7 +487,7 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
 bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
     bool r;
-    if ((a.tag == V_TENSOR || b.tag == V_TENSOR) && op != OP_IS && op != OP_ISNOT && op != OP_IN &&
+    if ((is_tensorlike(a) || is_tensorlike(b)) && op != OP_IS && op != OP_ISNOT && op != OP_IN &&
         op != OP_NOTIN)
         return tensor_binop(I, op, a, b, out);
     if (!val_compare(I, op, a, b, &r)) return false;
@@ -742,6 +742,11 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
             return true;
         }
         return err_raise(I, TDL_ERR_ATTRIBUTE, "module '%s' has no attribute '%s'", m->name, name);
+    }
+    if (obj.tag == V_TENSOR || obj.tag == V_DIM || obj.tag == V_DIMLIST) {
+        bool found;
+        if (!dims_getattr(I, obj, name, out, &found)) return false;
+        if (found) return true;
     }
     const BuiltinDef *def = builtin_method(val_type(obj), name);
     if (def) return builtin_bind(I, def, obj, out);

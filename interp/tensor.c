@@ -25,6 +25,7 @@ bool tensor_fail(Interp *I, FcStatus st, const FcError *e)
         [FC_OK] = TDL_ERR_RUNTIME, [FC_ERR_IO] = TDL_ERR_IO, [FC_ERR_VALUE] = TDL_ERR_VALUE,
         [FC_ERR_NOMEM] = TDL_ERR_MEMORY, [FC_ERR_TYPE] = TDL_ERR_TYPE, [FC_ERR_RUNTIME] = TDL_ERR_RUNTIME,
         [FC_ERR_INDEX] = TDL_ERR_INDEX, [FC_ERR_DEVICE] = TDL_ERR_DEVICE, [FC_ERR_INTERRUPT] = TDL_ERR_INTERRUPT,
+        [FC_ERR_DIM_BIND] = TDL_ERR_DIMENSION_BIND,
     };
     if (st == FC_ERR_NOMEM) return err_nomem(I);
     if (st == FC_ERR_INTERRUPT) {
@@ -81,6 +82,8 @@ bool tensor_init(Interp *I, Module *m)
     }
     _Static_assert(sizeof(sig_atomic_t) == sizeof(int), "FcCtx.interrupt points at Interp.interrupt");
     I->fc->interrupt = (volatile int *)&I->interrupt;    /* Ctrl-C stops running kernels too */
+    I->fc->locate = dims_locate;
+    I->fc->locate_ud = I;
     int flags = (I->cfg.flags & TDL_DUMP_IR ? FC_DUMP_IR : 0) | (I->cfg.flags & TDL_DUMP_KERNELS ? FC_DUMP_KERNELS : 0);
     if (flags) {
         I->fc->dump_flags = flags;
@@ -452,6 +455,11 @@ static BindStatus convert(Interp *I, const TensorSig *sig, int k, bool method, V
         a->none = true;
         return BIND_OK;
     }
+    if ((p->type == TT_INT || p->type == TT_INTLIST) && strcmp(p->name, "dim") == 0 && dims_in_arg(v) &&
+        dims_row_takes_dims(sig->row)) {
+        a->fdim = true;         /* dims.c reads them from v */
+        return BIND_OK;
+    }
     switch (p->type) {
     case TT_TENSOR:
         if (v.tag == V_TENSOR) {
@@ -459,6 +467,7 @@ static BindStatus convert(Interp *I, const TensorSig *sig, int k, bool method, V
             return BIND_OK;
         }
         if (lenient && is_number(v)) return tensor_from_number(I, v, &a->t) ? BIND_OK : BIND_ERROR;
+        if (lenient && v.tag == V_DIM) return dims_tensor_of(I, v, &a->t) ? BIND_OK : BIND_ERROR;
         break;
     case TT_SCALAR:
         if (v.tag == V_BOOL || v.tag == V_INT) {
@@ -784,7 +793,7 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     return ok && tensor_value_steal(I, res, out);
 }
 
-static bool run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const TensorOpRow *r = sig->row;
     FcTensor *res = NULL, *x = NULL, *y = NULL;
@@ -860,7 +869,7 @@ static bool dispatch(Interp *I, int row, unsigned variant, const Call *c, Value 
                 if (!why[0]) memcpy(why, tmp, sizeof why);
                 continue;
             }
-            bool ok = run_row(I, sig, a, out);
+            bool ok = dims_involved(sig, a) ? dims_run(I, sig, a, out) : tensor_run_row(I, sig, a, out);
             release_args(sig, a);
             return ok;
         }
@@ -918,6 +927,12 @@ static const BuiltinDef *find_row(const char *name, unsigned variant)
 }
 
 const BuiltinDef *tensor_method(const char *name) { return find_row(name, TV_METHOD); }
+
+int tensor_row(const char *name, unsigned variant)
+{
+    const BuiltinDef *def = find_row(name, variant);
+    return def ? row_of(def) : -1;
+}
 const BuiltinDef *tensor_function(const char *name) { return find_row(name, TV_FUNCTION); }
 
 /* Calls the function (or, with self, the method) `name` on positional args, as tdl code would. */
@@ -940,9 +955,9 @@ static const char *const binop_names[OP__COUNT] = {
 
 bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
-    Value other = a.tag == V_TENSOR ? b : a;
+    Value other = is_tensorlike(a) ? b : a;
     const char *name = (unsigned)op < OP__COUNT ? binop_names[op] : NULL;
-    if (!name || (other.tag != V_TENSOR && !is_number(other))) {
+    if (!name || (!is_tensorlike(other) && !is_number(other))) {
         if (op == OP_EQ || op == OP_NE) {   /* Python's fallback: identity (a tensor is not a str) */
             *out = v_bool(op == OP_NE);
             return true;
@@ -969,6 +984,18 @@ bool tensor_unary(Interp *I, LangOp op, Value a, Value *out)
 
 bool tensor_truthy(Interp *I, Value v, bool *out)
 {
+    if (v.tag == V_DIM || as_tensor(v)->levels) {
+        FcLevels lv;
+        char buf[512];
+        FcTensor *t;
+        if (!dims_tensor_of(I, v, &t)) return false;
+        fc_tensor_levels(t, &lv);
+        fc_tensor_release(t);
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "a tensor with first-class dims %s has a value per index, and host control flow needs one: "
+                         "use where(cond, a, b) to choose per element, or reduce over the dims first",
+                         fc_levels_str(buf, sizeof buf, &lv));
+    }
     FcTensor *t = as_tensor(v);
     int64_t n = fc_tensor_numel(t);
     if (n != 1)
@@ -1018,7 +1045,7 @@ static bool slice_part(Interp *I, Value v, bool *has, int64_t *out)
 }
 
 /* One element of an index as fcdim's FcIndex; a tensor made from a list is kept in *owned. */
-static bool index_item(Interp *I, Value v, FcIndex *x, FcTensor **owned)
+bool tensor_index_item(Interp *I, Value v, FcIndex *x, FcTensor **owned)
 {
     memset(x, 0, sizeof *x);
     switch (v.tag) {
@@ -1092,7 +1119,7 @@ static bool index_of(Interp *I, Value idx, Index *x)
         return err_nomem(I);
     }
     for (; x->n < (int)n; x->n++)
-        if (!index_item(I, items[x->n], &x->ix[x->n], &x->owned[x->n])) {
+        if (!tensor_index_item(I, items[x->n], &x->ix[x->n], &x->owned[x->n])) {
             index_free(x);
             return false;
         }
@@ -1104,6 +1131,9 @@ bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
     Index x;
     FcTensor *r = NULL;
     FcError e;
+    bool done;
+    if (!dims_getitem(I, v, idx, out, &done)) return false;
+    if (done) return true;
     if (!index_of(I, idx, &x)) return false;
     FcStatus st = fc_index(I->fc, as_tensor(v), x.n, x.ix, &r, &e);
     index_free(&x);
@@ -1114,6 +1144,9 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
 {
     FcTensor *t = as_tensor(v), *val = NULL;
     FcError e;
+    if (t->levels || (value.tag == V_TENSOR && as_tensor(value)->levels) || dims_in_arg(idx) || value.tag == V_DIM)
+        return err_raise(I, TDL_ERR_TYPE, "writing through first-class dims (t[i] = v) is not supported yet: "
+                                          "write into t.order(...) or build the value with where()");
     if (value.tag == V_TENSOR) {
         val = fc_tensor_retain(as_tensor(value));
     } else if (is_number(value)) {
@@ -1236,5 +1269,6 @@ bool tensor_repr(Interp *I, Value v, Buf *b)
     if (st != FC_OK) return tensor_fail(I, st, &e);
     buf_puts(b, text);
     free(text);
+    if (t->levels) dims_repr_suffix(I, t, b);
     return b->nomem ? err_nomem(I) : true;
 }

@@ -115,6 +115,7 @@ struct TensorArg {
     int64_t ints[FC_MAX_DIMS];
     FcTensor **ts;              /* Tensor[] (malloc'd array of references) */
     const char **names;         /* `**` parameter: the keyword of each ts[k] (borrowed) */
+    bool fdim;                  /* a `dim` given as first-class dims (in v), for rows that take them */
 };
 
 /* What the BuiltinDef of row `row` calls (a trampoline per row, generated in tensor_ops.c): binds
@@ -134,5 +135,32 @@ bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_
 bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev, FcTensor **out);
 /* Scalar value s (of kind sdt) converted to dtype dt. */
 FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt);
+
+/* Runs a bound row (its generic lowering or impl) on plain arguments. */
+bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+/* One element of an index (an int, slice, None, ..., bool, tensor, or a list made a tensor, kept
+ * in *owned) as fcdim's FcIndex. */
+bool tensor_index_item(Interp *I, Value v, FcIndex *x, FcTensor **owned);
+/* The first row named name with the variant (TV_*), for tensor_dispatch; -1 if none. */
+int tensor_row(const char *name, unsigned variant);
+
+/* ---- first-class dims (dims.c) ---- */
+
+/* Does this row take dims for its `dim` argument (reductions, softmax, logsumexp)? */
+bool dims_row_takes_dims(const TensorOpRow *r);
+/* Is v a dim argument holding dims (a dim, a bound dim list, a sequence with one)? */
+bool dims_in_arg(Value v);
+/* Do the bound arguments carry first-class dims? Then dims_run runs the row. */
+bool dims_involved(const TensorSig *sig, const TensorArg *a);
+bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+/* A tensor or a dim (its iota) as an FcTensor (a new reference). */
+bool dims_tensor_of(Interp *I, Value v, FcTensor **out);
+/* t[idx] when dims are involved (*done true), else nothing (*done false). */
+bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done);
+/* "\nwith dims=(i, 0) sizes=(3, 4)" after a tensor with dims is printed. */
+bool dims_repr_suffix(Interp *I, const FcTensor *t, Buf *b);
+/* FcCtx.locate: the running statement's file:line:col. */
+void dims_locate(void *ud, char *buf, size_t cap);
+bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 
 #endif

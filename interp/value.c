@@ -17,6 +17,7 @@ static const char *const type_names[T__COUNT] = {
     [T_FUNCTION] = "function", [T_BUILTIN] = "builtin_function_or_method", [T_MODULE] = "module",
     [T_TYPE] = "type", [T_CELL] = "cell", [T_ELLIPSIS] = "ellipsis", [T_SLICE] = "slice",
     [T_TENSOR] = "Tensor", [T_DTYPE] = "dtype", [T_DEVICE] = "device", [T_MEMFMT] = "memory_format",
+    [T_DIM] = "Dim", [T_DIMLIST] = "DimList",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -43,6 +44,8 @@ TypeId val_type(Value v)
     case V_DTYPE: return T_DTYPE;
     case V_DEVICE: return T_DEVICE;
     case V_MEMFMT: return T_MEMFMT;
+    case V_DIM: return T_DIM;
+    case V_DIMLIST: return T_DIMLIST;
     default: return T_NONETYPE;
     }
 }
@@ -87,7 +90,18 @@ static void drop_values(Interp *I, Value *vals, size_t n)
 static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
-    if (o->tag == V_TENSOR) fc_tensor_release(((TensorObj *)o)->t);
+    if (o->tag == V_TENSOR) {
+        fc_tensor_release(((TensorObj *)o)->t);
+        fc_tensor_release(((TensorObj *)o)->fa);
+        fc_tensor_release(((TensorObj *)o)->fb);
+    }
+    if (o->tag == V_DIM) fc_dim_release(((DimObj *)o)->d);
+    if (o->tag == V_DIMLIST) {
+        DimListObj *l = (DimListObj *)o;
+        for (int k = 0; l->dims && k < l->n; k++) fc_dim_release(l->dims[k]);
+        free(l->dims);
+        free(l->name);
+    }
     if (o->tag == V_MODULE) {
         Module *m = (Module *)o;
         namemap_free(&m->names);
@@ -373,6 +387,32 @@ bool tensor_value_steal(Interp *I, FcTensor *t, Value *out)
     }
     o->t = t;
     *out = v_obj(V_TENSOR, &o->h);
+    return true;
+}
+
+bool dim_value_steal(Interp *I, FcDim *d, Value *out)
+{
+    DimObj *o = obj_alloc(I, sizeof *o, V_DIM, false);
+    if (!o) {
+        fc_dim_release(d);
+        return false;
+    }
+    o->d = d;
+    *out = v_obj(V_DIM, &o->h);
+    return true;
+}
+
+bool dimlist_new(Interp *I, const char *name, bool named, Value *out)
+{
+    DimListObj *o = obj_alloc(I, sizeof *o, V_DIMLIST, false);
+    if (!o) return false;
+    o->name = strdup(name);
+    o->named = named;
+    *out = v_obj(V_DIMLIST, &o->h);
+    if (!o->name) {
+        val_decref(I, *out);
+        return err_nomem(I);
+    }
     return true;
 }
 

@@ -1,0 +1,983 @@
+/* dims.c — first-class dims in the interpreter (functorch.dim's surface): Dim and DimList values
+ * (dims(), dimlists(), d.size, d.is_bound; a dim takes the name of the variable it is first
+ * assigned to, in eval.c), and what tensor operations do when dims are involved:
+ *   - pointwise rows align their operands' levels (fc_levels_union), reductions and softmax take
+ *     dims for `dim` (functorch's _wrap), other rows run batched over the dims (its vmap
+ *     fallback), `(a * b).sum(dims)` of two tensors with only first-class dims is a matmul
+ *     (functorch's delayed multiply);
+ *   - t[...] with dims, dim packs and tensors carrying dims (fc_index_dims), t.order(...),
+ *     t.expand(d...), t.index(dims, indices), stack(tensors, new_dim, dim), t.dims;
+ *   - a tensor with dims prints as functorch.dim's repr ("with dims=(i, 0) sizes=(3, 4)").
+ * The semantics are fcdim/dims.c's; this file maps values and operator rows onto it. */
+#include "tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "x.tdl:3:5": the statement running now (FcCtx.locate). */
+void dims_locate(void *ud, char *buf, size_t cap)
+{
+    Interp *I = ud;
+    if (!I->stmt_src) {
+        buf[0] = '\0';
+        return;
+    }
+    int line, col;
+    lang_source_linecol(I->stmt_src, I->stmt_pos, &line, &col);
+    snprintf(buf, cap, "%s:%d:%d", I->stmt_src->name, line, col);
+}
+
+static bool fc_ok(Interp *I, FcStatus st, const FcError *e) { return tensor_check(I, st, e); }
+
+/* ---- making dims ---- */
+
+static bool dimlist_bind_len(Interp *I, DimListObj *l, int64_t n)
+{
+    if (l->bound) {
+        if (l->n != n)
+            return err_raise(I, TDL_ERR_DIMENSION_BIND, "dim list %s has %d dims but is being bound to %lld",
+                             l->name, l->n, (long long)n);
+        return true;
+    }
+    if (n < 0 || n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "a dim list of %lld dims", (long long)n);
+    l->dims = calloc((size_t)(n ? n : 1), sizeof *l->dims);
+    if (!l->dims) return err_nomem(I);
+    for (int k = 0; k < n; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s%d", l->name, k);
+        l->dims[k] = fc_dim_new(I->fc, name, true, -1);
+        if (!l->dims[k]) {
+            for (int j = 0; j < k; j++) fc_dim_release(l->dims[j]);
+            free(l->dims);
+            l->dims = NULL;
+            return err_nomem(I);
+        }
+    }
+    l->n = (int)n;
+    l->bound = true;
+    return true;
+}
+
+static bool bind_size(Interp *I, FcDim *d, Value v, const char *what)
+{
+    if (!is_intlike(v))
+        return err_raise(I, TDL_ERR_TYPE, "the size of dim %s must be an int, not %s", d->name, val_type_name(v));
+    FcError e;
+    return fc_ok(I, fc_dim_bind(I->fc, d, as_i(v), what, &e), &e);
+}
+
+/* One item of sizes= (None, an int, or for a dim list a sequence of ints). */
+static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
+{
+    char name[32];
+    snprintf(name, sizeof name, "d%d", k);
+    if (!list) {
+        FcDim *d = fc_dim_new(I->fc, name, false, -1);
+        if (!d) return err_nomem(I);
+        if (!dim_value_steal(I, d, out)) return false;
+        if (size.tag != V_NONE && !bind_size(I, d, size, "dims(sizes=...)")) {
+            val_decref(I, *out);
+            return false;
+        }
+        return true;
+    }
+    if (!dimlist_new(I, name, false, out)) return false;
+    DimListObj *l = as_dimlist(*out);
+    bool ok = true;
+    if (is_intlike(size)) {
+        ok = dimlist_bind_len(I, l, as_i(size));
+    } else if (size.tag == V_TUPLE || size.tag == V_LIST) {
+        size_t n = size.tag == V_TUPLE ? as_tuple(size)->n : as_list(size)->n;
+        const Value *items = size.tag == V_TUPLE ? as_tuple(size)->items : as_list(size)->items;
+        ok = dimlist_bind_len(I, l, (int64_t)n);
+        for (size_t j = 0; ok && j < n; j++) ok = bind_size(I, l->dims[j], items[j], "dimlists(sizes=...)");
+    } else if (size.tag != V_NONE) {
+        ok = err_raise(I, TDL_ERR_TYPE, "dimlists(): a size must be None, an int or a sequence of ints");
+    }
+    if (!ok) val_decref(I, *out);
+    return ok;
+}
+
+static bool make_dims(Interp *I, bool list, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                      Value *out)
+{
+    const char *fname = list ? "dimlists" : "dims";
+    Value n = v_none(), sizes = v_none();
+    if (nargs > 0) n = args[0];
+    if (nargs > 1) sizes = args[1];
+    for (int k = 0; k < nkw; k++) {
+        Value *slot = strcmp(kwnames[k], "n") == 0 ? &n : strcmp(kwnames[k], "sizes") == 0 ? &sizes : NULL;
+        if (!slot || (slot == &n && nargs > 0) || (slot == &sizes && nargs > 1))
+            return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected or repeated keyword argument '%s'", fname,
+                             kwnames[k]);
+        *slot = args[nargs + k];
+    }
+    int64_t count = 1;
+    size_t nsizes = 0;
+    const Value *sz = NULL;
+    if (sizes.tag == V_TUPLE || sizes.tag == V_LIST) {
+        nsizes = sizes.tag == V_TUPLE ? as_tuple(sizes)->n : as_list(sizes)->n;
+        sz = sizes.tag == V_TUPLE ? as_tuple(sizes)->items : as_list(sizes)->items;
+        count = (int64_t)nsizes;
+    } else if (sizes.tag != V_NONE) {
+        return err_raise(I, TDL_ERR_TYPE, "%s(): sizes must be a list of sizes (None for unbound), not %s", fname,
+                         val_type_name(sizes));
+    }
+    if (n.tag != V_NONE) {
+        if (!is_intlike(n)) return err_raise(I, TDL_ERR_TYPE, "%s(): n must be an int, not %s", fname, val_type_name(n));
+        count = as_i(n);
+        if (sz && (int64_t)nsizes != count)
+            return err_raise(I, TDL_ERR_VALUE, "expected %lld sizes but found %zu", (long long)count, nsizes);
+    }
+    if (count < 1 || count > FC_MAX_DIMS)
+        return err_raise(I, TDL_ERR_VALUE, "%s(): n must be between 1 and %d, got %lld", fname, FC_MAX_DIMS, (long long)count);
+    if (count == 1) return make_one(I, list, 0, sz ? sz[0] : v_none(), out);
+    TupleObj *t = tuple_alloc(I, (size_t)count);
+    if (!t) return false;
+    Value tv = v_obj(V_TUPLE, &t->h);
+    for (int64_t k = 0; k < count; k++)
+        if (!make_one(I, list, (int)k, sz ? sz[k] : v_none(), &t->items[k])) {
+            val_decref(I, tv);
+            return false;
+        }
+    *out = tv;
+    return true;
+}
+
+bool builtin_dims(Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out)
+{
+    (void)self;
+    return make_dims(I, false, args, nargs, kwnames, nkw, out);
+}
+
+bool builtin_dimlists(Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                      Value *out)
+{
+    (void)self;
+    return make_dims(I, true, args, nargs, kwnames, nkw, out);
+}
+
+bool dims_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found)
+{
+    *found = obj.tag == V_DIM && strcmp(name, "size") == 0;
+    if (!*found) return true;
+    FcDim *d = as_dim(obj);
+    char what[96];
+    snprintf(what, sizeof what, "%s.size = %lld", d->name, is_intlike(v) ? (long long)as_i(v) : 0LL);
+    return bind_size(I, d, v, what);
+}
+
+/* ---- values as tensors ---- */
+
+bool dims_tensor_of(Interp *I, Value v, FcTensor **out)
+{
+    if (v.tag == V_TENSOR) {
+        *out = fc_tensor_retain(as_tensor(v));
+        return true;
+    }
+    FcError e;
+    return fc_ok(I, fc_dim_tensor(I->fc, as_dim(v), out, &e), &e);
+}
+
+/* The dims of a dim argument: a dim, a bound dim list, or a tuple/list of dims and ints. */
+static bool is_dimlike(Value v) { return v.tag == V_DIM || (v.tag == V_DIMLIST && as_dimlist(v)->bound); }
+
+bool dims_in_arg(Value v)
+{
+    if (is_dimlike(v)) return true;
+    if (v.tag != V_TUPLE && v.tag != V_LIST) return false;
+    size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+    const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+    for (size_t k = 0; k < n; k++)
+        if (is_dimlike(items[k])) return true;
+    return false;
+}
+
+/* A dim argument as refs (dims, or positional ints). */
+static bool dim_refs(Interp *I, Value v, FcDimRef *refs, int *n)
+{
+    *n = 0;
+    const Value *items = &v;
+    size_t cnt = 1;
+    if (v.tag == V_TUPLE || v.tag == V_LIST) {
+        cnt = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+    }
+    for (size_t k = 0; k < cnt; k++) {
+        Value x = items[k];
+        if (x.tag == V_DIMLIST && as_dimlist(x)->bound) {
+            for (int j = 0; j < as_dimlist(x)->n; j++) {
+                if (*n == FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+                refs[(*n)++] = (FcDimRef){as_dimlist(x)->dims[j], 0};
+            }
+            continue;
+        }
+        if (*n == FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+        if (x.tag == V_DIM) refs[(*n)++] = (FcDimRef){as_dim(x), 0};
+        else if (is_intlike(x)) refs[(*n)++] = (FcDimRef){NULL, as_i(x)};
+        else return err_raise(I, TDL_ERR_TYPE, "expected a dim or an int, got %s", val_type_name(x));
+    }
+    return true;
+}
+
+/* ---- printing ---- */
+
+bool dims_repr_suffix(Interp *I, const FcTensor *t, Buf *b)
+{
+    (void)I;
+    FcLevels lv;
+    char buf[1024];
+    fc_tensor_levels(t, &lv);
+    buf_printf(b, "\nwith dims=%s sizes=(", fc_levels_str(buf, sizeof buf, &lv));
+    for (int k = 0; k < t->ndim; k++) buf_printf(b, "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+    buf_puts(b, t->ndim == 1 ? ",)" : ")");
+    return true;
+}
+
+/* ---- results ---- */
+
+/* Wraps r with levels lv (stealing r). */
+static bool steal_with_levels(Interp *I, FcTensor *r, const FcLevels *lv, Value *out)
+{
+    FcTensor *w;
+    FcError e;
+    FcStatus st = fc_with_levels(I->fc, r, lv, &w, &e);
+    fc_tensor_release(r);
+    return fc_ok(I, st, &e) && tensor_value_steal(I, w, out);
+}
+
+/* The tensors in a result value (a tensor, or a tuple of them) relabelled: lv exactly (all
+ * results have lv->n dims), or, when nbatch >= 0, the first nbatch dims as lv's dims. */
+static bool relabel(Interp *I, Value *res, const FcLevels *lv, int nbatch)
+{
+    if (res->tag == V_TUPLE) {
+        TupleObj *t = as_tuple(*res);
+        for (size_t k = 0; k < t->n; k++)
+            if (!relabel(I, &t->items[k], lv, nbatch)) return false;
+        return true;
+    }
+    if (res->tag != V_TENSOR) return true;
+    FcTensor *r = as_tensor(*res);
+    FcLevels l = *lv;
+    if (nbatch >= 0) {
+        if (r->ndim < nbatch) return err_raise(I, TDL_ERR_RUNTIME, "internal error: a batched result lost its batch dims");
+        l.n = r->ndim;
+        for (int k = nbatch; k < r->ndim; k++) l.at[k] = NULL;
+    }
+    if (l.n != r->ndim) return err_raise(I, TDL_ERR_RUNTIME, "internal error: %d levels for %d dims", l.n, r->ndim);
+    Value w;
+    if (!steal_with_levels(I, fc_tensor_retain(r), &l, &w)) return false;
+    val_decref(I, *res);
+    *res = w;
+    return true;
+}
+
+/* ---- operator rows with dims (tensor.c's dispatch calls dims_run) ---- */
+
+typedef enum RowKind { RK_POINTWISE, RK_SELF, RK_DIMOP, RK_BATCH, RK_INFO, RK_OWN, RK_REFUSE } RowKind;
+
+static bool name_in(const char *name, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(name, *list) == 0) return true;
+    return false;
+}
+
+static RowKind row_kind(const TensorOpRow *r);
+
+bool dims_row_takes_dims(const TensorOpRow *r) { return row_kind(r) == RK_DIMOP; }
+
+static RowKind row_kind(const TensorOpRow *r)
+{
+    static const char *const pointwise[] = {"add", "sub", "div", "where", "clamp", "clip", NULL};
+    static const char *const self[] = {"to", "type", "cpu", "cuda", "clone", "contiguous", "zeros_like", "ones_like",
+                                       "full_like", "empty_like", "rand_like", "randn_like", NULL};
+    static const char *const dimop[] = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+                                        "any", "all", "logsumexp", "softmax", "log_softmax", NULL};
+    static const char *const batch[] = {"reshape", "view", "permute", "transpose", "t", "T", "expand", "expand_as",
+                                        "squeeze", "unsqueeze", "flatten", "cat", "stack", "matmul", "index_select",
+                                        "gather", NULL};
+    static const char *const info[] = {"numel", "dim", "size", "stride", "shape", "ndim", "dtype", "device",
+                                       "is_contiguous", NULL};
+    if (r->lower == TL_UNARY || r->lower == TL_BINARY || r->lower == TL_LOGICAL) {
+        if (strcmp(r->name, "max") == 0 || strcmp(r->name, "min") == 0) return r->overload[0] ? RK_POINTWISE : RK_DIMOP;
+        return RK_POINTWISE;
+    }
+    if (r->lower == TL_CAST) return RK_SELF;
+    if (strcmp(r->overload, "dims") == 0) return RK_OWN;     /* takes dims itself: stack(ts, new_dim) */
+    if (name_in(r->name, dimop)) return RK_DIMOP;
+    if (name_in(r->name, pointwise)) return RK_POINTWISE;
+    if (name_in(r->name, self)) return RK_SELF;
+    if (name_in(r->name, batch)) return RK_BATCH;
+    if (name_in(r->name, info)) return RK_INFO;
+    return RK_REFUSE;
+}
+
+static bool is_tensor_param(const TensorParam *p) { return p->type == TT_TENSOR; }
+
+bool dims_involved(const TensorSig *sig, const TensorArg *a)
+{
+    for (int k = 0; k < sig->nparams; k++) {
+        if (a[k].fdim) return true;
+        if (a[k].t && a[k].t->levels) return true;
+        for (int j = 0; a[k].ts && j < a[k].n; j++)
+            if (a[k].ts[j]->levels) return true;
+    }
+    return false;
+}
+
+static bool refuse(Interp *I, const TensorSig *sig)
+{
+    return err_raise(I, TDL_ERR_TYPE,
+                     "%s() does not take tensors with first-class dims: make them positional first with "
+                     "t.order(...)", sig->row->name);
+}
+
+/* Pointwise rows: every tensor operand laid out over the union of their levels. */
+static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *ts[TENSOR_MAX_PARAMS] = {NULL};
+    int n = 0;
+    for (int k = 0; k < sig->nparams; k++)
+        if (is_tensor_param(&sig->params[k]) && a[k].t && !a[k].t->wrapped_number) ts[n++] = a[k].t;
+    FcLevels lv;
+    FcError e;
+    if (!fc_ok(I, fc_levels_union(n, ts, &lv, &e), &e)) return false;
+    /* functorch delays a product of two float tensors with only first-class dims: summed over
+     * dims, it is a matmul (try_contract) */
+    bool delay = strcmp(sig->row->name, "mul") == 0 && n == 2 && ts[0]->levels && ts[1]->levels &&
+                 fc_tensor_npos(ts[0]) == 0 && fc_tensor_npos(ts[1]) == 0 && fc_dtype_is_float(ts[0]->dtype) &&
+                 fc_dtype_is_float(ts[1]->dtype);
+    FcTensor *fa = delay ? fc_tensor_retain(ts[0]) : NULL, *fb = delay ? fc_tensor_retain(ts[1]) : NULL;
+    for (int k = 0; k < sig->nparams; k++) {
+        if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number) continue;
+        FcTensor *m;
+        if (!fc_ok(I, fc_match_levels(I->fc, a[k].t, &lv, &m, &e), &e)) {
+            fc_tensor_release(fa);
+            fc_tensor_release(fb);
+            return false;
+        }
+        fc_tensor_release(a[k].t);
+        a[k].t = m;
+    }
+    if (!tensor_run_row(I, sig, a, out) || !relabel(I, out, &lv, -1)) {
+        fc_tensor_release(fa);
+        fc_tensor_release(fb);
+        return false;
+    }
+    if (delay && out->tag == V_TENSOR) {
+        ((TensorObj *)out->o)->fa = fa;
+        ((TensorObj *)out->o)->fb = fb;
+    }
+    return true;
+}
+
+/* Rows that keep self's levels (casts, copies, *_like): run on self's data, relabel as self. */
+static bool run_self(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    for (int k = 1; k < sig->nparams; k++)
+        if (a[k].t && a[k].t->levels) return refuse(I, sig);
+    FcLevels lv;
+    fc_tensor_levels(a[0].t, &lv);
+    return tensor_run_row(I, sig, a, out) && relabel(I, out, &lv, -1);
+}
+
+/* (a * b).sum(dims) where the product's operands have only first-class dims: a matmul over the
+ * summed dims (functorch's delayed multiply), so contractions give matmul's values. Returns
+ * true with *done false when it does not apply. */
+static bool try_contract(Interp *I, TensorArg *self, const FcDimRef *refs, int nref, Value *out, bool *done);
+/* Reductions, softmax, logsumexp: `dim` may hold dims (and ints: positional dims). */
+static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *dim = tensor_arg(sig, a, "dim"), *keep = tensor_arg(sig, a, "keepdim");
+    FcTensor *t = a[0].t;
+    bool reduce = strcmp(sig->row->name, "softmax") != 0 && strcmp(sig->row->name, "log_softmax") != 0;
+    bool keepdim = keep && keep->b;
+    FcLevels lv;
+    fc_tensor_levels(t, &lv);
+    FcDimRef refs[FC_MAX_DIMS];
+    int nref = 0;
+    FcError e;
+    bool all = !dim || dim->none || (!dim->fdim && dim->n == 0 && sig->params[dim - a].type == TT_INTLIST);
+    if (!all) {
+        if (dim->fdim) {
+            if (!dim_refs(I, dim->v, refs, &nref)) return false;
+        } else {
+            for (int k = 0; k < dim->n; k++) refs[nref++] = (FcDimRef){NULL, dim->ints[k]};
+        }
+    }
+    if (dim && dim->fdim && strcmp(sig->row->name, "sum") == 0 && !keepdim && !tensor_arg(sig, a, "dtype")->dtype &&
+        tensor_arg(sig, a, "dtype")->none) {
+        bool done;
+        if (!try_contract(I, &a[0], refs, nref, out, &done)) return false;
+        if (done) return true;
+    }
+    int npos = fc_tensor_npos(t);
+    bool drop[FC_MAX_DIMS] = {false};
+    int idx[FC_MAX_DIMS], nidx = 0;
+    if (all) {
+        if (npos == 0 && reduce) {
+            /* a reduction over no positional dims reduces nothing: add a size-1 one to reduce */
+            FcLevels to = lv;
+            to.at[to.n++] = NULL;
+            FcTensor *m;
+            if (to.n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+            if (!fc_ok(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
+            fc_tensor_release(a[0].t);
+            a[0].t = t = m;
+            idx[nidx++] = lv.n;
+        } else {
+            for (int p = 0; p < npos; p++) idx[nidx++] = fc_level_of_pos(t, p);
+        }
+    } else {
+        char buf[1024];
+        for (int k = 0; k < nref; k++) {
+            int l;
+            if (refs[k].dim) {
+                if (keepdim) return err_raise(I, TDL_ERR_VALUE, "cannot preserve first-class dimensions with keepdim=True");
+                l = fc_level_of_dim(t, refs[k].dim);
+                if (l < 0)
+                    return err_raise(I, TDL_ERR_VALUE, "tensor with dims %s does not contain dim %s",
+                                     fc_levels_str(buf, sizeof buf, &lv), refs[k].dim->name);
+            } else {
+                int p;
+                if (!fc_ok(I, fc_wrap_dim(refs[k].pos, npos, &p, &e), &e)) return false;
+                l = fc_level_of_pos(t, p);
+            }
+            idx[nidx++] = l;
+        }
+    }
+    if (reduce && !keepdim)
+        for (int k = 0; k < nidx; k++) drop[idx[k]] = true;
+    /* the row sees the level indices as plain dims */
+    if (dim) {
+        dim->none = false;
+        dim->fdim = false;
+        dim->n = nidx;
+        for (int k = 0; k < nidx; k++) dim->ints[k] = idx[k];
+        dim->i = nidx ? idx[0] : 0;
+        if (nidx != 1 && sig->params[dim - a].type == TT_INT)
+            return err_raise(I, TDL_ERR_TYPE, "%s() takes one dim, got %d", sig->row->name, nidx);
+    }
+    FcLevels res = {0, {0}};
+    int nl = t->ndim;
+    for (int k = 0; k < nl; k++)
+        if (!drop[k]) res.at[res.n++] = k < lv.n ? lv.at[k] : NULL;
+    return tensor_run_row(I, sig, a, out) && relabel(I, out, &res, -1);
+}
+
+static bool try_contract(Interp *I, TensorArg *self, const FcDimRef *refs, int nref, Value *out, bool *done)
+{
+    *done = false;
+    if (self->v.tag != V_TENSOR) return true;
+    TensorObj *o = (TensorObj *)self->v.o;
+    if (!o->fa || !o->fb) return true;
+    for (int k = 0; k < nref; k++)
+        if (!refs[k].dim || fc_level_of_dim(self->t, refs[k].dim) < 0) return true;
+    FcTensor *r = NULL;
+    FcError e;
+    FcLevels lv;
+    FcDim *sum[FC_MAX_DIMS];
+    for (int k = 0; k < nref; k++) sum[k] = refs[k].dim;
+    if (!fc_ok(I, fc_contract(I->fc, o->fa, o->fb, nref, sum, &r, &lv, &e), &e)) return false;
+    *done = true;
+    return steal_with_levels(I, r, &lv, out);
+}
+
+/* The int arguments of a batched row that name dims of self, or its sizes. */
+static bool is_dim_param(const char *name)
+{
+    return strcmp(name, "dim") == 0 || strcmp(name, "dim0") == 0 || strcmp(name, "dim1") == 0 ||
+           strcmp(name, "start_dim") == 0 || strcmp(name, "end_dim") == 0;
+}
+
+static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const char *name = sig->row->name;
+    FcTensor *ts[TENSOR_MAX_PARAMS * 4];
+    int n = 0;
+    for (int k = 0; k < sig->nparams; k++) {
+        if (a[k].fdim) return refuse(I, sig);
+        if (a[k].t && n < (int)(sizeof ts / sizeof *ts)) ts[n++] = a[k].t;
+        for (int j = 0; a[k].ts && j < a[k].n && n < (int)(sizeof ts / sizeof *ts); j++) ts[n++] = a[k].ts[j];
+    }
+    FcLevels b;
+    int nb;
+    FcError e;
+    if (!fc_ok(I, fc_levels_batch(n, ts, &b, &nb, &e), &e)) return false;
+    int npos = fc_tensor_npos(a[0].t ? a[0].t : a[0].ts[0]);
+    /* self's positional rank decides negative dims, as the row would without dims */
+    for (int k = 0; k < sig->nparams; k++) {
+        const TensorParam *p = &sig->params[k];
+        if (a[k].none) continue;
+        if (a[k].t) {
+            FcTensor *m;
+            if (!fc_ok(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) return false;
+            fc_tensor_release(a[k].t);
+            a[k].t = m;
+        }
+        for (int j = 0; a[k].ts && j < a[k].n; j++) {
+            FcTensor *m;
+            if (!fc_ok(I, fc_batch_tensor(I->fc, a[k].ts[j], &b, &m, &e), &e)) return false;
+            fc_tensor_release(a[k].ts[j]);
+            a[k].ts[j] = m;
+        }
+        if (p->type == TT_INT && is_dim_param(p->name)) {
+            /* unsqueeze's dim counts one more dim; the others count self's */
+            int rank = npos + (strcmp(name, "unsqueeze") == 0 || strcmp(name, "stack") == 0);
+            int64_t d = a[k].i;
+            if (d < 0) d += rank;
+            if (d >= 0) d += nb;
+            a[k].i = a[k].ints[0] = d;
+        } else if (p->type == TT_INTLIST && strcmp(p->name, "dims") == 0) {      /* permute */
+            if (a[k].n + nb > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+            for (int j = a[k].n - 1; j >= 0; j--) {
+                int64_t d = a[k].ints[j];
+                a[k].ints[j + nb] = d < 0 ? d + npos + nb : d + nb;
+            }
+            for (int j = 0; j < nb; j++) a[k].ints[j] = j;
+            a[k].n += nb;
+        } else if (p->type == TT_INTLIST && (strcmp(p->name, "size") == 0 || strcmp(p->name, "shape") == 0)) {
+            if (a[k].n + nb > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+            memmove(a[k].ints + nb, a[k].ints, (size_t)a[k].n * sizeof *a[k].ints);
+            for (int j = 0; j < nb; j++) a[k].ints[j] = b.at[j]->size;
+            a[k].n += nb;
+        }
+    }
+    if (strcmp(name, "t") == 0 || strcmp(name, "T") == 0) {
+        /* transpose / reverse the positional dims only */
+        FcTensor *x = a[0].t, *r;
+        int64_t perm[FC_MAX_DIMS];
+        for (int j = 0; j < x->ndim; j++) perm[j] = j < nb ? j : x->ndim - 1 - (j - nb);
+        if (strcmp(name, "t") == 0 && npos > 2)
+            return err_raise(I, TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is %dD", npos);
+        if (!fc_ok(I, fc_permute(I->fc, x, x->ndim, perm, &r, &e), &e)) return false;
+        return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
+    }
+    if (strcmp(name, "squeeze") == 0 && a[1].none) {
+        FcTensor *x = a[0].t, *r;
+        uint64_t mask = 0;
+        for (int j = nb; j < x->ndim; j++)
+            if (x->shape[j] == 1) mask |= UINT64_C(1) << j;
+        if (!mask) return relabel(I, (tensor_value_steal(I, fc_tensor_retain(x), out), out), &b, nb);
+        if (!fc_ok(I, fc_squeeze(I->fc, x, mask, &r, &e), &e)) return false;
+        return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
+    }
+    if (strcmp(name, "matmul") == 0) {
+        /* a vector operand per batch item stays a vector: unsqueeze it, squeeze the result */
+        FcTensor *x = a[0].t, *y = a[1].t, *xm = NULL, *ym = NULL, *r = NULL, *s = NULL;
+        int nx = x->ndim - nb, ny = y->ndim - nb;
+        if (nx == 0 || ny == 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
+                             nx, ny);
+        FcStatus st = nx == 1 ? fc_unsqueeze(I->fc, x, x->ndim - 1, &xm, &e) : (xm = fc_tensor_retain(x), FC_OK);
+        if (!st) st = ny == 1 ? fc_unsqueeze(I->fc, y, y->ndim, &ym, &e) : (ym = fc_tensor_retain(y), FC_OK);
+        if (!st) st = fc_matmul(I->fc, xm, ym, &r, &e);
+        if (!st && nx == 1) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - (ny == 1 ? 2 : 2)), &s, &e);
+        if (!st && nx == 1) {
+            fc_tensor_release(r);
+            r = s;
+            s = NULL;
+        }
+        if (!st && ny == 1) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - 1), &s, &e);
+        if (!st && ny == 1) {
+            fc_tensor_release(r);
+            r = s;
+        }
+        fc_tensor_release(xm);
+        fc_tensor_release(ym);
+        if (!fc_ok(I, st, &e)) {
+            fc_tensor_release(r);
+            return false;
+        }
+        return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
+    }
+    return tensor_run_row(I, sig, a, out) && relabel(I, out, &b, nb);
+}
+
+/* shape, size(), dim(), numel(), stride(): the positional dims only. */
+static bool run_info(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    const char *name = sig->row->name;
+    if (strcmp(name, "dtype") == 0 || strcmp(name, "device") == 0) return tensor_run_row(I, sig, a, out);
+    int npos = fc_tensor_npos(t);
+    FcError e;
+    if (strcmp(name, "dim") == 0 || strcmp(name, "ndim") == 0) {
+        *out = v_int(npos);
+        return true;
+    }
+    if (strcmp(name, "numel") == 0) {
+        int64_t n = 1;
+        for (int p = 0; p < npos; p++) n *= t->shape[fc_level_of_pos(t, p)];
+        *out = v_int(n);
+        return true;
+    }
+    bool stride = strcmp(name, "stride") == 0;
+    if (stride && !fc_ok(I, fc_realize(I->fc, t, &e), &e)) return false;
+    const int64_t *v = stride ? t->strides : t->shape;
+    TensorArg *dim = tensor_arg(sig, a, "dim");
+    if (dim && !dim->none) {
+        int p;
+        if (!fc_ok(I, fc_wrap_dim(dim->i, npos, &p, &e), &e)) return false;
+        *out = v_int(v[fc_level_of_pos(t, p)]);
+        return true;
+    }
+    if (strcmp(name, "is_contiguous") == 0) return refuse(I, sig);
+    TupleObj *tu = tuple_alloc(I, (size_t)npos);
+    if (!tu) return false;
+    for (int p = 0; p < npos; p++) tu->items[p] = v_int(v[fc_level_of_pos(t, p)]);
+    *out = v_obj(V_TUPLE, &tu->h);
+    return true;
+}
+
+bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    switch (row_kind(sig->row)) {
+    case RK_POINTWISE: return run_pointwise(I, sig, a, out);
+    case RK_SELF: return run_self(I, sig, a, out);
+    case RK_DIMOP: return run_dimop(I, sig, a, out);
+    case RK_BATCH: return run_batch(I, sig, a, out);
+    case RK_INFO: return run_info(I, sig, a, out);
+    case RK_OWN: return tensor_run_row(I, sig, a, out);
+    default: return refuse(I, sig);
+    }
+}
+
+/* ---- indexing with dims ---- */
+
+/* Is v, used as an index, about dims (functorch's getitem takes over)? */
+static bool index_has_dims(Value v)
+{
+    if (v.tag == V_DIM || v.tag == V_DIMLIST) return true;
+    if (v.tag == V_TENSOR) return as_tensor(v)->levels != NULL;
+    if (v.tag == V_TUPLE || v.tag == V_LIST) {
+        size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+        for (size_t k = 0; k < n; k++)
+            if (items[k].tag == V_DIM || items[k].tag == V_DIMLIST ||
+                (items[k].tag == V_TENSOR && as_tensor(items[k])->levels) ||
+                ((items[k].tag == V_TUPLE || items[k].tag == V_LIST) && index_has_dims(items[k])))
+                return true;
+    }
+    return false;
+}
+
+typedef struct DimIndex {
+    int n;
+    FcIndex ix[FC_MAX_DIMS * 2];
+    FcTensor *owned[FC_MAX_DIMS * 2];
+    FcDim *packs[FC_MAX_DIMS * 2][FC_MAX_DIMS];
+} DimIndex;
+
+static void dimindex_free(DimIndex *x)
+{
+    for (int k = 0; k < x->n; k++) fc_tensor_release(x->owned[k]);
+}
+
+/* A dim pack: a tuple or list whose first item is a dim. */
+static bool is_pack(Value v)
+{
+    if (v.tag != V_TUPLE && v.tag != V_LIST) return false;
+    size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+    const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+    return n > 0 && items[0].tag == V_DIM;
+}
+
+static bool dimindex_add(Interp *I, DimIndex *x, Value v)
+{
+    if (x->n == FC_MAX_DIMS * 2) return err_raise(I, TDL_ERR_INDEX, "too many indices");
+    int k = x->n;
+    FcIndex *f = &x->ix[k];
+    memset(f, 0, sizeof *f);
+    x->owned[k] = NULL;
+    if (v.tag == V_DIM) {
+        f->kind = FC_IX_DIM;
+        f->dim = as_dim(v);
+    } else if (is_pack(v)) {
+        size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+        if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_INDEX, "a dim pack of more than %d dims", FC_MAX_DIMS);
+        for (size_t j = 0; j < n; j++) {
+            if (items[j].tag != V_DIM)
+                return err_raise(I, TDL_ERR_TYPE, "a dim pack holds dims only, found %s", val_type_name(items[j]));
+            x->packs[k][j] = as_dim(items[j]);
+        }
+        f->kind = FC_IX_DIMPACK;
+        f->pack = x->packs[k];
+        f->npack = (int)n;
+    } else if (!tensor_index_item(I, v, f, &x->owned[k])) {
+        return false;
+    }
+    x->n++;
+    return true;
+}
+
+/* The index items of t[idx] with dim lists expanded (an unbound one takes the dims left). */
+static bool dimindex_of(Interp *I, const FcTensor *t, Value idx, DimIndex *x)
+{
+    x->n = 0;
+    const Value *items = &idx;
+    size_t n = 1;
+    if (idx.tag == V_TUPLE || (idx.tag == V_LIST && !is_pack(idx))) {
+        items = idx.tag == V_TUPLE ? as_tuple(idx)->items : as_list(idx)->items;
+        n = idx.tag == V_TUPLE ? as_tuple(idx)->n : as_list(idx)->n;
+    }
+    int indexed = 0;
+    DimListObj *unbound = NULL;
+    for (size_t k = 0; k < n; k++) {
+        Value v = items[k];
+        if (v.tag == V_DIMLIST) {
+            DimListObj *l = as_dimlist(v);
+            if (!l->bound) {
+                if (unbound)
+                    return err_raise(I, TDL_ERR_DIMENSION_BIND, "at most one ... or unbound dim list can be in an index");
+                unbound = l;
+            } else {
+                indexed += l->n;
+            }
+        } else if (v.tag != V_NONE && v.tag != V_ELLIPSIS) {
+            indexed++;
+        }
+    }
+    if (unbound) {
+        int npos = fc_tensor_npos(t);
+        for (size_t k = 0; k < n; k++)
+            if (items[k].tag == V_ELLIPSIS)
+                return err_raise(I, TDL_ERR_DIMENSION_BIND, "at most one ... or unbound dim list can be in an index");
+        if (indexed > npos)
+            return err_raise(I, TDL_ERR_VALUE, "at least %d indices were supplied but the tensor only has %d dimensions",
+                             indexed, npos);
+        if (!dimlist_bind_len(I, unbound, npos - indexed)) return false;
+    }
+    for (size_t k = 0; k < n; k++) {
+        Value v = items[k];
+        if (v.tag == V_DIMLIST) {
+            DimListObj *l = as_dimlist(v);
+            for (int j = 0; j < l->n; j++) {
+                Value d;
+                if (!dim_value_steal(I, fc_dim_retain(l->dims[j]), &d)) return false;
+                bool ok = dimindex_add(I, x, d);
+                val_decref(I, d);
+                if (!ok) return false;
+            }
+        } else if (!dimindex_add(I, x, v)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
+{
+    FcTensor *t = as_tensor(v);
+    *done = t->levels || index_has_dims(idx);
+    if (!*done) return true;
+    DimIndex *x = malloc(sizeof *x);
+    if (!x) return err_nomem(I);
+    bool ok = dimindex_of(I, t, idx, x);
+    FcTensor *r = NULL;
+    FcError e;
+    if (ok) ok = fc_ok(I, fc_index_dims(I->fc, t, x->n, x->ix, 0, NULL, &r, &e), &e);
+    dimindex_free(x);
+    free(x);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+/* ---- methods and attributes that dims add ---- */
+
+#define METHOD_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out
+
+/* t.order(d, ...): each argument a dim, an int, a bound dim list, or a sequence of dims (flattened). */
+static bool m_order(METHOD_ARGS)
+{
+    (void)kwnames;
+    if (nkw) return err_raise(I, TDL_ERR_TYPE, "order() takes no keyword arguments");
+    FcTensor *t;
+    if (!dims_tensor_of(I, self, &t)) return false;
+    FcDimRef refs[FC_MAX_DIMS];
+    int group[FC_MAX_DIMS], nref = 0, ng = 0;
+    bool ok = true;
+    for (int k = 0; k < nargs && ok; k++) {
+        FcDimRef r[FC_MAX_DIMS];
+        int n;
+        Value a = args[k];
+        bool seq = a.tag == V_TUPLE || a.tag == V_LIST;
+        if (!(ok = dim_refs(I, a, r, &n))) break;
+        if (nref + n > FC_MAX_DIMS) {
+            ok = err_raise(I, TDL_ERR_VALUE, "too many dims");
+            break;
+        }
+        memcpy(refs + nref, r, (size_t)n * sizeof *r);
+        nref += n;
+        if (seq) {
+            group[ng++] = n;
+        } else {
+            for (int j = 0; j < n; j++) group[ng++] = 1;
+        }
+    }
+    FcTensor *r = NULL;
+    FcError e;
+    if (ok) ok = fc_ok(I, fc_order(I->fc, t, nref, refs, group, ng, &r, &e), &e);
+    fc_tensor_release(t);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+/* t.expand(d, ...) with dims: new leading dims; with sizes: the positional expand. */
+static bool m_expand(METHOD_ARGS)
+{
+    bool dims = nargs > 0 && nkw == 0;
+    for (int k = 0; k < nargs && dims; k++) dims = args[k].tag == V_DIM;
+    if (!dims) return tensor_dispatch(I, tensor_row("expand", TV_METHOD), self, args, nargs, kwnames, nkw, out);
+    FcTensor *t, *r = NULL;
+    FcDim *ds[FC_MAX_DIMS];
+    if (nargs > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+    for (int k = 0; k < nargs; k++) ds[k] = as_dim(args[k]);
+    if (!dims_tensor_of(I, self, &t)) return false;
+    FcError e;
+    bool ok = fc_ok(I, fc_expand_dims(I->fc, t, nargs, ds, &r, &e), &e);
+    fc_tensor_release(t);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+/* t.index(dims, indices): index the named dims (dims or positional ints) of t, keep the rest. */
+static bool m_index(METHOD_ARGS)
+{
+    (void)kwnames;
+    if (nkw || nargs != 2) return err_raise(I, TDL_ERR_TYPE, "index() takes dims and indices");
+    Value dv = args[0], iv = args[1];
+    const Value *ds = &dv, *is = &iv;
+    size_t nd = 1, ni = 1;
+    bool dl = dv.tag == V_TUPLE || dv.tag == V_LIST, il = iv.tag == V_TUPLE || iv.tag == V_LIST;
+    if (dl && il) {
+        ds = dv.tag == V_TUPLE ? as_tuple(dv)->items : as_list(dv)->items;
+        nd = dv.tag == V_TUPLE ? as_tuple(dv)->n : as_list(dv)->n;
+        is = iv.tag == V_TUPLE ? as_tuple(iv)->items : as_list(iv)->items;
+        ni = iv.tag == V_TUPLE ? as_tuple(iv)->n : as_list(iv)->n;
+        if (nd != ni)
+            return err_raise(I, TDL_ERR_TYPE, "dims (%zu) and indices (%zu) must have the same length", nd, ni);
+    } else if (dl) {
+        return err_raise(I, TDL_ERR_TYPE, "index(): a sequence of dims needs a sequence of indices");
+    }
+    if (nd > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+    FcTensor *t;
+    if (!dims_tensor_of(I, self, &t)) return false;
+    int keys[FC_MAX_DIMS];
+    DimIndex *x = malloc(sizeof *x);
+    bool ok = x != NULL || err_nomem(I);
+    if (x) x->n = 0;
+    int npos = fc_tensor_npos(t);
+    for (size_t k = 0; k < nd && ok; k++) {
+        if (ds[k].tag == V_DIM) {
+            keys[k] = fc_level_of_dim(t, as_dim(ds[k]));
+            if (keys[k] < 0) ok = err_raise(I, TDL_ERR_TYPE, "dimension %s not in tensor", as_dim(ds[k])->name);
+        } else if (is_intlike(ds[k])) {
+            int64_t p = as_i(ds[k]);
+            if (p < -npos || p >= npos)
+                ok = err_raise(I, TDL_ERR_TYPE, "dimension %lld not in tensor of %d dimensions", (long long)p, npos);
+            else keys[k] = fc_level_of_pos(t, (int)(p < 0 ? p + npos : p));
+        } else {
+            ok = err_raise(I, TDL_ERR_TYPE, "expected a dimension specifier but found %s", val_type_name(ds[k]));
+        }
+        if (ok) ok = dimindex_add(I, x, is[k]);
+    }
+    FcTensor *r = NULL;
+    FcError e;
+    if (ok) ok = fc_ok(I, fc_index_dims(I->fc, t, x->n, x->ix, (int)nd, keys, &r, &e), &e);
+    if (x) dimindex_free(x);
+    free(x);
+    fc_tensor_release(t);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+static const BuiltinDef dim_methods[] = {
+    {"order", m_order, 0, -1, NULL},
+    {"expand", m_expand, 0, -1, "implicit"},
+    {"index", m_index, 2, 2, NULL},
+};
+
+const BuiltinDef *dims_method(const char *name)
+{
+    for (size_t k = 0; k < sizeof dim_methods / sizeof *dim_methods; k++)
+        if (strcmp(dim_methods[k].name, name) == 0) return &dim_methods[k];
+    return NULL;
+}
+
+bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found)
+{
+    *found = false;
+    if (obj.tag == V_DIMLIST) {
+        if (strcmp(name, "is_bound") == 0) {
+            *found = true;
+            *out = v_bool(as_dimlist(obj)->bound);
+        }
+        return true;
+    }
+    if (obj.tag == V_DIM) {
+        FcDim *d = as_dim(obj);
+        if (strcmp(name, "size") == 0) {
+            int64_t s;
+            FcError e;
+            *found = true;
+            if (!fc_ok(I, fc_dim_size(d, &s, &e), &e)) return false;
+            *out = v_int(s);
+            return true;
+        }
+        if (strcmp(name, "is_bound") == 0) {
+            *found = true;
+            *out = v_bool(d->size >= 0);
+            return true;
+        }
+    }
+    for (size_t k = 0; k < sizeof dim_methods / sizeof *dim_methods; k++)
+        if (strcmp(dim_methods[k].name, name) == 0) {
+            *found = true;
+            return builtin_bind(I, &dim_methods[k], obj, out);
+        }
+    if (strcmp(name, "dims") == 0) {
+        FcTensor *t;
+        if (!dims_tensor_of(I, obj, &t)) return false;
+        *found = true;
+        int n = 0;
+        for (int k = 0; t->levels && k < t->ndim; k++) n += t->levels[k] != NULL;
+        TupleObj *tu = tuple_alloc(I, (size_t)n);
+        bool ok = tu != NULL;
+        for (int k = 0, j = 0; ok && t->levels && k < t->ndim; k++)
+            if (t->levels[k]) ok = dim_value_steal(I, fc_dim_retain(t->levels[k]), &tu->items[j++]);
+        fc_tensor_release(t);
+        if (tu) *out = v_obj(V_TUPLE, &tu->h);
+        if (!ok && tu) val_decref(I, *out);
+        return ok;
+    }
+    if (obj.tag == V_DIM) {
+        /* anything else: the dim as a tensor */
+        FcTensor *t;
+        Value tv;
+        if (!dims_tensor_of(I, obj, &t) || !tensor_value_steal(I, t, &tv)) return false;
+        bool ok = val_getattr(I, tv, name, out);
+        val_decref(I, tv);
+        *found = true;
+        return ok;
+    }
+    return true;
+}
+
+/* stack(tensors, new_dim, dim=None): functorch.dim's stack (dim: a dim or a positional int). */
+bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *nd = tensor_arg(sig, a, "new_dim"), *dim = tensor_arg(sig, a, "dim");
+    if (nd->v.tag != V_DIM)
+        return err_raise(I, TDL_ERR_TYPE, "stack(): new_dim must be a dim, not %s", val_type_name(nd->v));
+    FcDimRef ref;
+    bool has = dim && !dim->none && dim->v.tag != V_UNDEF;
+    if (has) {
+        if (dim->v.tag == V_DIM) ref = (FcDimRef){as_dim(dim->v), 0};
+        else if (is_intlike(dim->v)) ref = (FcDimRef){NULL, as_i(dim->v)};
+        else return err_raise(I, TDL_ERR_TYPE, "stack(): dim must be a dim or an int, not %s", val_type_name(dim->v));
+    }
+    FcTensor *r = NULL;
+    FcError e;
+    return fc_ok(I, fc_stack_dims(I->fc, a[0].n, a[0].ts, as_dim(nd->v), has ? &ref : NULL, &r, &e), &e) &&
+           tensor_value_steal(I, r, out);
+}
