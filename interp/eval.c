@@ -582,7 +582,7 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
             }
             val_decref(I, res);
             res = v_bool(false);
-            if (left.tag == V_TENSOR || right.tag == V_TENSOR) {
+            if (is_tensorlike(left) || is_tensorlike(right)) {
                 ok = val_compare_value(I, (LangOp)item->op, left, right, &res);
                 if (ok && item->next) ok = truthy(I, res, &r);
             } else {

@@ -475,7 +475,7 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
         return true;
     default: {
         int c;
-        if (a.tag == V_TENSOR || b.tag == V_TENSOR) return tensor_compare_bool(I, op, a, b, out);
+        if (is_tensorlike(a) || is_tensorlike(b)) return tensor_compare_bool(I, op, a, b, out);
         if (!val_order(I, op, a, b, &c)) return false;
         if (c == 2) *out = false;
         else *out = op == OP_LT ? c < 0 : op == OP_LE ? c <= 0 : op == OP_GT ? c > 0 : c >= 0;
