@@ -814,8 +814,8 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     switch (seq.tag) {
     case V_LIST: case V_TUPLE: case V_STR: case V_RANGE:
         break;
-    case V_TENSOR:      /* over dim 0, as torch */
-        if (as_tensor(seq)->ndim == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
+    case V_TENSOR:      /* over (positional) dim 0, as torch */
+        if (fc_tensor_npos(as_tensor(seq)) == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
         break;
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not iterable", val_type_name(seq));
@@ -824,7 +824,7 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     it->seq = seq;
     it->i = 0;
     if (seq.tag == V_RANGE) it->n = range_len(as_range(seq));
-    else if (seq.tag == V_TENSOR) it->n = as_tensor(seq)->shape[0];
+    else if (seq.tag == V_TENSOR) it->n = as_tensor(seq)->shape[fc_level_of_pos(as_tensor(seq), 0)];
     else if (seq.tag == V_TUPLE) it->n = (int64_t)as_tuple(seq)->n;
     else if (seq.tag == V_STR) it->n = (int64_t)as_str(seq)->nchars;
     return true;

@@ -1013,8 +1013,8 @@ bool tensor_truthy(Interp *I, Value v, bool *out)
 bool tensor_len(Interp *I, Value v, int64_t *out)
 {
     FcTensor *t = as_tensor(v);
-    if (t->ndim == 0) return err_raise(I, TDL_ERR_TYPE, "len() of a 0-d tensor");
-    *out = t->shape[0];
+    if (fc_tensor_npos(t) == 0) return err_raise(I, TDL_ERR_TYPE, "len() of a 0-d tensor");
+    *out = t->shape[fc_level_of_pos(t, 0)];
     return true;
 }
 
