@@ -275,7 +275,7 @@ static bool relabel(Interp *I, Value *res, const FcLevels *lv, int nbatch)
 
 /* ---- operator rows with dims (tensor.c's dispatch calls dims_run) ---- */
 
-typedef enum RowKind { RK_POINTWISE, RK_SELF, RK_DIMOP, RK_BATCH, RK_INFO, RK_OWN, RK_REFUSE } RowKind;
+typedef enum RowKind { RK_POINTWISE, RK_DIMS_FIRST, RK_SELF, RK_DIMOP, RK_BATCH, RK_INFO, RK_OWN, RK_REFUSE } RowKind;
 
 static bool name_in(const char *name, const char *const *list)
 {
@@ -291,20 +291,23 @@ bool dims_row_takes_dims(const TensorOpRow *r) { return row_kind(r) == RK_DIMOP;
 static RowKind row_kind(const TensorOpRow *r)
 {
     static const char *const pointwise[] = {"add", "sub", "div", "where", "clamp", "clip", NULL};
-    static const char *const self[] = {"to", "type", "cpu", "cuda", "clone", "contiguous", "zeros_like", "ones_like",
+    static const char *const self[] = {"cpu", "cuda", "clone", "contiguous", "zeros_like", "ones_like",
                                        "full_like", "empty_like", "rand_like", "randn_like", NULL};
     static const char *const dimop[] = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
                                         "any", "all", "logsumexp", "softmax", "log_softmax", NULL};
     static const char *const batch[] = {"reshape", "view", "permute", "transpose", "t", "T", "expand", "expand_as",
                                         "squeeze", "unsqueeze", "flatten", "cat", "stack", "matmul", "index_select",
-                                        "gather", NULL};
+                                        "gather", "dot", "bmm", NULL};
+    /* pointwise, but not in functorch.dim's pointwise set: they run batched there, which puts the
+     * levels of the operands that carry dims before those of plain tensors (mul: unless delayed) */
+    static const char *const batch_pointwise[] = {"mul", "neg", "clip", "to", "type", NULL};
     static const char *const info[] = {"numel", "dim", "size", "stride", "shape", "ndim", "dtype", "device",
                                        "is_contiguous", NULL};
+    if (name_in(r->name, batch_pointwise) || r->lower == TL_CAST) return RK_DIMS_FIRST;
     if (r->lower == TL_UNARY || r->lower == TL_BINARY || r->lower == TL_LOGICAL) {
         if (strcmp(r->name, "max") == 0 || strcmp(r->name, "min") == 0) return r->overload[0] ? RK_POINTWISE : RK_DIMOP;
         return RK_POINTWISE;
     }
-    if (r->lower == TL_CAST) return RK_SELF;
     if (strcmp(r->overload, "dims") == 0) return RK_OWN;     /* takes dims itself: stack(ts, new_dim) */
     if (name_in(r->name, dimop)) return RK_DIMOP;
     if (name_in(r->name, pointwise)) return RK_POINTWISE;
@@ -329,26 +332,28 @@ bool dims_involved(const TensorSig *sig, const TensorArg *a)
 
 static bool refuse(Interp *I, const TensorSig *sig)
 {
-    return err_raise(I, TDL_ERR_TYPE,
+    return err_raise(I, TDL_ERR_RUNTIME,
                      "%s() does not take tensors with first-class dims: make them positional first with "
                      "t.order(...)", sig->row->name);
 }
 
-/* Pointwise rows: every tensor operand laid out over the union of their levels. */
-static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+/* Pointwise rows: every tensor operand laid out over the union of their levels (dims_first: the
+ * operands that carry dims counted first). */
+static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, bool dims_first, Value *out)
 {
     FcTensor *ts[TENSOR_MAX_PARAMS] = {NULL};
     int n = 0;
-    for (int k = 0; k < sig->nparams; k++)
-        if (is_tensor_param(&sig->params[k]) && a[k].t && !a[k].t->wrapped_number) ts[n++] = a[k].t;
+    for (int pass = dims_first ? 0 : 1; pass < 2; pass++)
+        for (int k = 0; k < sig->nparams; k++)
+            if (is_tensor_param(&sig->params[k]) && a[k].t && !a[k].t->wrapped_number &&
+                (!dims_first || (pass == 0) == (a[k].t->levels != NULL)))
+                ts[n++] = a[k].t;
     FcLevels lv;
     FcError e;
     if (!fc_ok(I, fc_levels_union(n, ts, &lv, &e), &e)) return false;
-    /* functorch delays a product of two float tensors with only first-class dims: summed over
-     * dims, it is a matmul (try_contract) */
-    bool delay = strcmp(sig->row->name, "mul") == 0 && n == 2 && ts[0]->levels && ts[1]->levels &&
-                 fc_tensor_npos(ts[0]) == 0 && fc_tensor_npos(ts[1]) == 0 && fc_dtype_is_float(ts[0]->dtype) &&
-                 fc_dtype_is_float(ts[1]->dtype);
+    /* functorch delays a product of two float tensors with only first-class dims (dims_run sends
+     * only those products here): summed over dims, it is a matmul (try_contract) */
+    bool delay = !dims_first && strcmp(sig->row->name, "mul") == 0 && n == 2;
     FcTensor *fa = delay ? fc_tensor_retain(ts[0]) : NULL, *fb = delay ? fc_tensor_retain(ts[1]) : NULL;
     for (int k = 0; k < sig->nparams; k++) {
         if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number) continue;
@@ -500,19 +505,20 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     int n = 0;
     for (int k = 0; k < sig->nparams; k++) {
         if (a[k].fdim) return refuse(I, sig);
-        if (a[k].t && n < (int)(sizeof ts / sizeof *ts)) ts[n++] = a[k].t;
+        if (a[k].t && !a[k].t->wrapped_number && n < (int)(sizeof ts / sizeof *ts)) ts[n++] = a[k].t;
         for (int j = 0; a[k].ts && j < a[k].n && n < (int)(sizeof ts / sizeof *ts); j++) ts[n++] = a[k].ts[j];
     }
     FcLevels b;
     int nb;
     FcError e;
     if (!fc_ok(I, fc_levels_batch(n, ts, &b, &nb, &e), &e)) return false;
-    int npos = fc_tensor_npos(a[0].t ? a[0].t : a[0].ts[0]);
+    FcTensor *first = a[0].t ? a[0].t : a[0].ts ? a[0].ts[0] : NULL;
+    int npos = first ? fc_tensor_npos(first) : 0;
     /* self's positional rank decides negative dims, as the row would without dims */
     for (int k = 0; k < sig->nparams; k++) {
         const TensorParam *p = &sig->params[k];
         if (a[k].none) continue;
-        if (a[k].t) {
+        if (a[k].t && !a[k].t->wrapped_number) {
             FcTensor *m;
             if (!fc_ok(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) return false;
             fc_tensor_release(a[k].t);
@@ -635,8 +641,14 @@ static bool run_info(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
+    const char *name = sig->row->name;
+    if (strcmp(name, "mul") == 0 && a[0].t && a[1].t && a[0].t->levels && a[1].t->levels &&
+        fc_tensor_npos(a[0].t) == 0 && fc_tensor_npos(a[1].t) == 0 && fc_dtype_is_float(a[0].t->dtype) &&
+        fc_dtype_is_float(a[1].t->dtype))
+        return run_pointwise(I, sig, a, false, out);        /* functorch's delayed multiply */
     switch (row_kind(sig->row)) {
-    case RK_POINTWISE: return run_pointwise(I, sig, a, out);
+    case RK_POINTWISE: return run_pointwise(I, sig, a, false, out);
+    case RK_DIMS_FIRST: return run_pointwise(I, sig, a, true, out);
     case RK_SELF: return run_self(I, sig, a, out);
     case RK_DIMOP: return run_dimop(I, sig, a, out);
     case RK_BATCH: return run_batch(I, sig, a, out);
@@ -928,6 +940,11 @@ bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *foun
         if (strcmp(name, "is_bound") == 0) {
             *found = true;
             *out = v_bool(d->size >= 0);
+            return true;
+        }
+        if (strcmp(name, "ndim") == 0) {      /* functorch.dim: a dim is a 1-D tensor */
+            *found = true;
+            *out = v_int(1);
             return true;
         }
     }

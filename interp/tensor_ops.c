@@ -415,6 +415,37 @@ IMPL_FN(matmul)
     return result(I, st, &e, r, out);
 }
 
+/* dot(a, b): two 1-D tensors of the same length (torch.dot's checks and messages). */
+IMPL_FN(dot)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *r;
+    FcError e;
+    if (x->ndim != 1 || y->ndim != 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "1D tensors expected, but got %dD and %dD tensors", x->ndim, y->ndim);
+    if (x->shape[0] != y->shape[0])
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of "
+                         "elements, but got %lld and %lld elements respectively", (long long)x->shape[0],
+                         (long long)y->shape[0], (long long)x->shape[0], (long long)y->shape[0]);
+    FcStatus st = fc_matmul(I->fc, x, y, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* bmm(a, b): batches of matrices, [b, n, k] @ [b, k, m], no broadcasting (torch.bmm's checks). */
+IMPL_FN(bmm)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *r;
+    FcError e;
+    if (x->ndim != 3) return err_raise(I, TDL_ERR_RUNTIME, "batch1 must be a 3D tensor");
+    if (y->ndim != 3) return err_raise(I, TDL_ERR_RUNTIME, "batch2 must be a 3D tensor");
+    if (y->shape[0] != x->shape[0] || y->shape[1] != x->shape[2])
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
+                         (long long)x->shape[0], (long long)x->shape[2], (long long)y->shape[0], (long long)y->shape[1]);
+    FcStatus st = fc_matmul(I->fc, x, y, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
 /* ---- dtype and device ---------------------------------------------------------------------- */
 
 /* to(device, dtype) / to(dtype) / to(other) / type(dtype): the tensor itself when nothing changes
