@@ -13,6 +13,7 @@ Suite *cpu_backend_suite(void);
 Suite *fcdim_core_suite(void);
 Suite *promotion_suite(void);
 Suite *indexing_suite(void);
+Suite *dims_suite(void);
 Suite *fcdim_dims_suite(void);
 
 Suite *tensor_suite(void);

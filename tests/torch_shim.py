@@ -16,8 +16,21 @@ Python's builtins keep their names where torch has the same one (abs, max, min, 
 any, pow, ...), as they do in tdl. `argv` is [SCRIPT, ARGS...]. load/save read and write .npy
 through numpy. rand/randn with seed= cannot reproduce tdl's generator and raise; keep them out
 of differential scripts.
+
+First-class dimensions (tests/golden/gen_dims.py) run under functorch.dim, imported on the first
+call of dims() so that a script without dims never sees functorch's patches of torch.Tensor:
+  - dims(n=None, sizes=None) names its dims after the assignment's targets, as tdl does
+    (`i, j = dims(2)`, `d = dims()`, `a, b = dims(sizes=[3, None])`): functorch's own inference
+    reads bytecode this Python no longer has, so the targets are read from the calling statement's
+    source line (one statement per line; see register_source for code that has no file);
+  - stack(tensors, new_dim, dim) and softmax(t, dim=d) are functorch's when a first-class dim
+    is involved, torch's otherwise;
+  - print writes a tensor with dims as functorch's repr does ("tensor(...)\nwith dims=(i, 0)
+    sizes=(2, 3)", dtype suffix without "torch."), a dim by its name.
 """
+import ast
 import builtins
+import linecache
 import os
 import sys
 
@@ -32,10 +45,21 @@ def _tensor_text(t):
     return repr(t).replace("dtype=torch.", "dtype=")
 
 
+def _fcdim():
+    """functorch.dim once some script has imported it (through dims()), else None."""
+    return sys.modules.get("functorch.dim")
+
+
 def fmt(v, top=True):
     """The text tdl's print gives for v (str() at the top level, repr() inside containers)."""
     if isinstance(v, torch.Tensor):
         return _tensor_text(v)
+    fd = _fcdim()
+    if fd is not None:
+        if isinstance(v, fd.Dim):
+            return repr(v)
+        if isinstance(v, fd.Tensor):
+            return _tensor_text(v)
     if isinstance(v, torch.dtype):
         return str(v)[len("torch."):]
     if isinstance(v, torch.Size):
@@ -64,6 +88,79 @@ def _save(path, t):
     np.save(path, t.detach().cpu().numpy())
 
 
+# ---- first-class dimensions -------------------------------------------------------------------------
+
+def register_source(filename, src):
+    """Makes src the text of filename for linecache, so that dims() can read its calling line in
+    code compiled from a string with that file name."""
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+
+
+def _target_names(frame):
+    """The names assigned by the statement on the frame's current line: `i, j = dims(2)` gives
+    (('i', 'j'), False), `d = dims()` gives (('d',), True) (True: a single name, not a tuple);
+    None when the line is not such an assignment."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals).strip()
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign) or len(tree.body[0].targets) != 1:
+        return None
+    target = tree.body[0].targets[0]
+    elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    if not all(isinstance(e, ast.Name) for e in elts):
+        return None
+    return tuple(e.id for e in elts), isinstance(target, ast.Name)
+
+
+def dims(n=None, sizes=None):
+    """tdl's dims(): n fresh functorch dims (one Dim when there is one target, else a tuple),
+    named after the assignment's targets, with the sizes given (None: unbound)."""
+    import functorch.dim as fd
+    names, single = _target_names(sys._getframe(1)) or ((), False)
+    if n is None:
+        n = len(sizes) if sizes is not None else len(names) or 1
+    if sizes is not None and len(sizes) != n:
+        raise ValueError("dims: %d sizes for %d dims" % (len(sizes), n))
+    if len(names) != n:    # `ds = dims(3)`: ds0, ds1, ds2
+        names = tuple("%s%d" % (names[0] if single else "d", k) for k in range(n))
+    ds = tuple(fd.Dim(name) for name in names)
+    for d, size in zip(ds, sizes or ()):
+        if size is not None:
+            d.size = size
+    return ds[0] if single and n == 1 else ds
+
+
+def _has_dims(*vals):
+    fd = _fcdim()
+    if fd is None:
+        return False
+    for v in vals:
+        if isinstance(v, (fd.Dim, fd.Tensor)):
+            return True
+        if isinstance(v, (tuple, list)) and _has_dims(*v):
+            return True
+    return False
+
+
+def _stack(tensors, *args, **kwargs):
+    """torch.stack(tensors, dim=0), or functorch.dim.stack(tensors, new_dim, dim=0) when the
+    second argument is a first-class dim."""
+    new_dim = args[0] if args else kwargs.get("new_dim")
+    if _has_dims(new_dim) or "new_dim" in kwargs:
+        import functorch.dim as fd
+        return fd.stack(tensors, *args, **kwargs)
+    return torch.stack(tensors, *args, **kwargs)
+
+
+def _softmax(input, *args, **kwargs):
+    """torch.softmax, or functorch.dim.softmax when a first-class dim is involved."""
+    if _has_dims(input, *args, *kwargs.values()):
+        return _fcdim().softmax(input, *args, **kwargs)
+    return torch.softmax(input, *args, **kwargs)
+
+
 def _no_seeded_random(*args, **kwargs):
     raise RuntimeError("rand/randn/randint in a torch-diff script: torch cannot reproduce tdl's generator")
 
@@ -81,6 +178,9 @@ def namespace(script, args):
         "rand": _no_seeded_random,
         "randn": _no_seeded_random,
         "randint": _no_seeded_random,
+        "dims": dims,
+        "stack": _stack,
+        "softmax": _softmax,
     })
     return ns
 
@@ -93,6 +193,7 @@ def main():
     with open(script) as f:
         src = f.read()
     torch.set_printoptions(profile="default")
+    register_source(os.path.basename(script), src)
     code = compile(src, os.path.basename(script), "exec")
     exec(code, namespace(os.path.basename(script), sys.argv[2:]))
     return 0
