@@ -12,8 +12,12 @@
  *
  * A read is one lazy LOAD of the view whose operand for an indexed dim is that index tensor's
  * IR (so x[i] * 2 fuses into one kernel); a write is one kernel with a scattered store
- * (fc_store_scattered). Index values are checked on the host before either is built, so an
- * error names the line that indexed; the executor checks them again (it never trusts a kernel).
+ * (fc_store_scattered). A read with an advanced index (and index_select, gather) of a lazy
+ * tensor whose node is a LOAD composes with that LOAD instead of realising it: x[i][j] is one
+ * gather of x through i (see "composing"). A basic index of a lazy tensor still realises it: the
+ * view must share its storage (fc_index_read is the composing read for callers that want values).
+ * Index values are checked on the host before either is built, so an error names the line that
+ * indexed; the executor checks them again (it never trusts a kernel).
  * Depends on fcdim.h and internal.h. */
 #include "internal.h"
 
@@ -23,9 +27,18 @@
 
 /* What an index expression selects: a view of src's storage, plus advanced indices. */
 typedef struct Plan {
-    FcTensor *src;                      /* the realised tensor indexed (a reference) */
+    FcTensor *src;                      /* the tensor indexed (a reference): realised, unless the
+                                           read is composed into its lazy LOAD (compose) */
     int ndim;                           /* the view, after ints, slices, None and ... */
-    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;
+    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;   /* strides, offset: src stored */
+    /* The same view in terms of src's dims (what composing needs): view dim k walks dim vdim[k]
+     * of src (-1: a dim that None or a bool inserted) from vstart[k] by vstep[k]; a dim j of src
+     * that an int selected is fixed at fixed[j] (has_fixed[j]). */
+    int vdim[FC_MAX_DIMS];
+    int64_t vstart[FC_MAX_DIMS], vstep[FC_MAX_DIMS];
+    bool has_fixed[FC_MAX_DIMS];
+    int64_t fixed[FC_MAX_DIMS];
+    bool compose;                       /* src is lazy: the read composes into its LOAD */
     FcTensor *idx[FC_MAX_DIMS];         /* per view dim: its int64/int32 index (a reference) or NULL */
     bool in_range[FC_MAX_DIMS];         /* idx[k] holds a mask's coordinates: no need to check them */
     int nidx;                           /* indices after masks are expanded: the view dims [0, nidx) */
@@ -251,13 +264,27 @@ static int specified_dims(int n, const FcIndex *ix)
     return count;
 }
 
+/* Moves the per-view-dim arrays from dim on by `by` (1: opens dim, -1: closes dim). */
+static void view_shift(Plan *p, int dim, int by)
+{
+    int from = by > 0 ? dim : dim + 1, to = from + by;
+    size_t n = (size_t)(p->ndim - from);
+    memmove(p->shape + to, p->shape + from, n * sizeof *p->shape);
+    memmove(p->strides + to, p->strides + from, n * sizeof *p->strides);
+    memmove(p->vdim + to, p->vdim + from, n * sizeof *p->vdim);
+    memmove(p->vstart + to, p->vstart + from, n * sizeof *p->vstart);
+    memmove(p->vstep + to, p->vstep + from, n * sizeof *p->vstep);
+    p->ndim += by;
+}
+
 static void view_insert(Plan *p, int dim)
 {
-    memmove(p->shape + dim + 1, p->shape + dim, (size_t)(p->ndim - dim) * sizeof *p->shape);
-    memmove(p->strides + dim + 1, p->strides + dim, (size_t)(p->ndim - dim) * sizeof *p->strides);
+    view_shift(p, dim, 1);
     p->shape[dim] = 1;
-    p->strides[dim] = dim < p->ndim ? p->shape[dim + 1] * p->strides[dim + 1] : 1;   /* as unsqueeze */
-    p->ndim++;
+    p->strides[dim] = dim + 1 < p->ndim ? p->shape[dim + 1] * p->strides[dim + 1] : 1;   /* as unsqueeze */
+    p->vdim[dim] = -1;
+    p->vstart[dim] = 0;
+    p->vstep[dim] = 1;
 }
 
 /* Selects index i of view dim `dim`; a message names `named`, the index's position in the index
@@ -267,10 +294,14 @@ static FcStatus view_select(Plan *p, int dim, int64_t i, int named, FcError *err
     int64_t size = p->shape[dim];
     if (i < -size || i >= size)
         return out_of_bounds(err, FC_ERR_INDEX, i, named, size);
-    p->offset += (i < 0 ? i + size : i) * p->strides[dim];
-    memmove(p->shape + dim, p->shape + dim + 1, (size_t)(p->ndim - dim - 1) * sizeof *p->shape);
-    memmove(p->strides + dim, p->strides + dim + 1, (size_t)(p->ndim - dim - 1) * sizeof *p->strides);
-    p->ndim--;
+    if (i < 0)
+        i += size;
+    p->offset += i * p->strides[dim];
+    if (p->vdim[dim] >= 0) {
+        p->has_fixed[p->vdim[dim]] = true;
+        p->fixed[p->vdim[dim]] = p->vstart[dim] + p->vstep[dim] * i;
+    }
+    view_shift(p, dim, -1);
     return FC_OK;
 }
 
@@ -293,10 +324,13 @@ static void view_slice(Plan *p, int dim, const FcIndex *s)
             hi = hi < 0 ? (hi + len < 0 ? -1 : hi + len) : (hi >= len ? len - 1 : hi);
         count = lo > hi ? (lo - hi - 1) / -step + 1 : 0;
     }
-    if (count > 0)
+    if (count > 0) {
         p->offset += lo * p->strides[dim];
+        p->vstart[dim] += lo * p->vstep[dim];
+    }
     p->shape[dim] = count;
     p->strides[dim] *= step;
+    p->vstep[dim] *= step;
 }
 
 /* An int64 index tensor of one element 0 (true) or none (false): a Python bool as PyTorch
@@ -330,14 +364,22 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
     int specified = specified_dims(n, ix);
     if (specified > t->ndim)
         return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d", t->ndim);
-    FcStatus st = fc_realize(ctx, t, err);
+    FcStatus st = p->compose ? FC_OK : fc_realize(ctx, t, err);
     if (st)
         return st;
     p->src = fc_tensor_retain(t);
     p->ndim = t->ndim;
     memcpy(p->shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
-    memcpy(p->strides, t->strides, (size_t)t->ndim * sizeof *t->strides);
-    p->offset = t->offset;
+    if (p->compose)     /* no storage yet: strides that keep view_insert's arithmetic defined */
+        fc_contiguous_strides(t->ndim, t->shape, p->strides);
+    else
+        memcpy(p->strides, t->strides, (size_t)t->ndim * sizeof *t->strides);
+    p->offset = p->compose ? 0 : t->offset;
+    for (int k = 0; k < t->ndim; k++) {
+        p->vdim[k] = k;
+        p->vstart[k] = 0;
+        p->vstep[k] = 1;
+    }
     int dim = 0;
     for (int k = 0; k < n && !st; k++) {
         FcIndex one = ix[k];
@@ -494,9 +536,12 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
     return FC_OK;
 }
 
-static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, Plan *p, FcError *err)
+/* Plans t[ix]; compose: t is a lazy tensor whose LOAD the read will compose with (it is not
+ * realised; the plan's strides and offset are then meaningless). */
+static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, bool compose, Plan *p, FcError *err)
 {
     memset(p, 0, sizeof *p);
+    p->compose = compose;
     FcTensor *rec[FC_MAX_DIMS] = {0};
     int nrec = 0;
     FcStatus st = apply_basic(ctx, t, n, ix, p, rec, &nrec, err);
@@ -510,6 +555,8 @@ static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, Pl
     if (!st && !advanced) {
         p->rdim = p->ndim;
         memcpy(p->rshape, p->shape, (size_t)p->ndim * sizeof *p->shape);
+        for (int k = 0; k < p->ndim; k++)
+            p->lev[k] = k;
     }
     if (st)
         plan_free(p);
@@ -597,25 +644,333 @@ static bool plan_index_nodes(const Plan *p, FcNode **ix, int *index_dim)
     return true;
 }
 
+/* The read of a plan over a realised tensor: one LOAD of the view, its indexed dims gathered. */
+static FcStatus plan_load(Plan *p, FcTensor **out, FcError *err)
+{
+    FcNode *nodes[FC_MAX_DIMS];
+    int index_dim[FC_MAX_DIMS];
+    FcNode *load = NULL;
+    if (plan_index_nodes(p, nodes, index_dim))
+        load = load_node(p->src, p->offset, p->ndim, p->shape, p->strides, p->rdim, p->rshape, p->lev, nodes, true,
+                         index_dim);
+    return load ? load_tensor(load, p->src, p->idx, p->nidx, out, err) : fc_nomem(err);
+}
+
+/* ---- composing a read with a lazy LOAD ----
+ *
+ * Reading t[...] where t is lazy and its node is a LOAD (a plain read or a gather of a stored
+ * tensor, itself perhaps composed) gives one new LOAD of the same storage, t unrealised: the old
+ * LOAD's index expressions are rebuilt over the new result's levels, each level j of t (each dim
+ * of t) replaced by what the new index gives for it (a Repl): a constant (an int), start +
+ * step * iota of a result level (a slice, or a dim not indexed), or an index tensor's values (an
+ * advanced index, already checked against t's dim j when the index was planned). Nodes are
+ * rebuilt once per (node, level mapping).
+ *
+ * Where a LOAD reads one of its dims by the iota of a level of t directly (every dim of a plain
+ * read, the dims a gather did not index), the replacement goes into the LOAD: a constant becomes
+ * a CONST operand, a slice moves the offset and scales the stride (the access stays affine: the
+ * scheduler sees an iota, not a gather register), an index tensor becomes a gathered operand with
+ * the extent of t's dim (negative values wrap around it) and the dim the new index names in
+ * messages. Any other operand (the index expression of an earlier gather) keeps its extent, wrap
+ * and message dim: its new values are a selection of values already checked against them. */
+
+typedef enum ReplKind { R_FIXED, R_AFFINE, R_GATHER } ReplKind;
+typedef struct Repl {
+    ReplKind kind;
+    int64_t start, step;        /* FIXED: the index (>= 0); AFFINE: start + step * iota(level lev) */
+    int lev;
+    FcNode *ix;                 /* GATHER: int64 over the new domain (borrowed) */
+    bool wrap;                  /* GATHER: a negative index counts from the end */
+    int dim;                    /* GATHER: the dim an out-of-range message names */
+} Repl;
+
+typedef struct ComposeMemo {
+    const FcNode *old;
+    int8_t map[FC_MAX_DIMS];    /* old's levels -> levels of t (or FC_LEV_BCAST) */
+    FcNode *node;               /* the rebuilt node (a reference) */
+} ComposeMemo;
+
+typedef struct Compose {
+    const Repl *repl;           /* per level of t */
+    bool used[FC_MAX_DIMS];     /* per level of t: its GATHER's index was built into the DAG */
+    int nlev;                   /* the new domain */
+    const int64_t *size;
+    ComposeMemo *memo;
+    int nmemo, capmemo;
+} Compose;
+
+/* Whether compose_node can rebuild n: loads, constants, casts and pointwise ops, iotas only as
+ * a load's operands (operand: n is one), no reductions. */
+static bool composable(const FcNode *n, bool operand)
+{
+    if (n->op == FC_OP_IOTA)
+        return operand;
+    if (n->op == FC_OP_CONST)
+        return true;
+    if (n->op != FC_OP_LOAD && n->op != FC_OP_CAST && !fc_op_is_unary(n->op) && !fc_op_is_binary(n->op) &&
+        n->op != FC_OP_WHERE)
+        return false;
+    for (int k = 0; k < n->nin; k++)
+        if (!composable(n->in[k], n->op == FC_OP_LOAD))
+            return false;
+    return true;
+}
+
+/* Whether a read of t composes with t's node rather than realising t. */
+static bool can_compose(const FcCtx *ctx, const FcTensor *t)
+{
+    return t->node && t->node->op == FC_OP_LOAD && t->ndim > 0 && t->node->count <= ctx->max_fused &&
+           composable(t->node, false);
+}
+
+static FcNode *compose_node(Compose *c, const FcNode *n, const int8_t *map);
+
+/* A CONST of dtype dt over no levels (an operand broadcast everywhere). */
+static FcNode *const_node(FcDType dt, FcScalar v)
+{
+    FcNode *n = fc_node_new(FC_OP_CONST, dt, 0, NULL, 0, NULL);
+    if (n)
+        n->konst = v;
+    return n;
+}
+
+/* The LOAD n rebuilt over the new domain (map: n's levels -> levels of t). */
+static FcNode *compose_load(Compose *c, const FcNode *n, const int8_t *map)
+{
+    FcNode *ops[FC_MAX_DIMS] = {0};
+    const Repl *r[FC_MAX_DIMS] = {0};       /* per operand read by the iota of a level of t */
+    bool ok = true;
+    for (int k = 0; k < n->nin && ok; k++) {
+        const FcNode *in = n->in[k];
+        int8_t sub[FC_MAX_DIMS];
+        for (int q = 0; q < in->nlev; q++) {
+            int m = n->lev_map[k][q];
+            sub[q] = (int8_t)(m < 0 ? FC_LEV_BCAST : map[m]);
+        }
+        if (in->op != FC_OP_IOTA) {
+            ops[k] = compose_node(c, in, sub);
+        } else if (sub[0] < 0 || c->repl[sub[0]].kind == R_FIXED) {
+            FcScalar v = {.i = sub[0] < 0 ? 0 : c->repl[sub[0]].start};
+            ops[k] = const_node(FC_INT64, v);
+        } else if (c->repl[sub[0]].kind == R_AFFINE) {
+            r[k] = &c->repl[sub[0]];
+            ops[k] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &c->size[r[k]->lev], 0, NULL);
+        } else {
+            r[k] = &c->repl[sub[0]];
+            ops[k] = fc_node_retain(r[k]->ix);
+            c->used[sub[0]] = true;
+        }
+        ok = ops[k] != NULL;
+    }
+    FcNode *l = ok ? fc_node_new(FC_OP_LOAD, n->dtype, c->nlev, c->size, n->nin, ops) : NULL;
+    for (int k = 0; k < n->nin; k++)
+        fc_node_release(ops[k]);
+    if (!l)
+        return NULL;
+    l->src_dtype = n->src_dtype;
+    l->storage = fc_storage_retain(n->storage);
+    l->offset = n->offset;
+    l->wrap = n->wrap;
+    for (int k = 0; k < n->nin; k++) {
+        const FcNode *in = l->in[k];
+        l->strides[k] = n->strides[k];
+        l->shape[k] = n->shape[k];
+        l->index_dim[k] = n->index_dim[k];
+        if (n->in[k]->op == FC_OP_IOTA)
+            l->wrap &= ~((uint64_t)1 << k);
+        if (r[k] && r[k]->kind == R_AFFINE) {
+            l->lev_map[k][0] = (int8_t)r[k]->lev;
+            if (in->size[0] > 0)
+                l->offset += r[k]->start * n->strides[k];
+            l->strides[k] = n->strides[k] * r[k]->step;
+            l->shape[k] = in->size[0];
+            continue;
+        }
+        if (r[k]) {     /* a gather of t's level: its extent, its dim, its wrap */
+            l->shape[k] = n->in[k]->size[0];
+            l->index_dim[k] = r[k]->dim;
+            l->wrap |= (uint64_t)r[k]->wrap << k;
+        }
+        for (int q = 0; q < in->nlev; q++)     /* the other operands are over the new domain, or none */
+            l->lev_map[k][q] = (int8_t)q;
+    }
+    return l;
+}
+
+/* n (an index expression over levels of t by map) rebuilt over the new domain: a node over all of
+ * its levels, or a CONST over none. New reference; NULL on out-of-memory. */
+static FcNode *compose_node(Compose *c, const FcNode *n, const int8_t *map)
+{
+    for (int i = 0; i < c->nmemo; i++)
+        if (c->memo[i].old == n && memcmp(c->memo[i].map, map, (size_t)n->nlev) == 0)
+            return fc_node_retain(c->memo[i].node);
+    FcNode *r = NULL;
+    if (n->op == FC_OP_CONST) {
+        r = const_node(n->dtype, n->konst);
+    } else if (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype) {
+        /* Only places its operand (a broadcast): the rebuilt operand is placed already. */
+        int8_t sub[FC_MAX_DIMS];
+        for (int q = 0; q < n->in[0]->nlev; q++) {
+            int m = n->lev_map[0][q];
+            sub[q] = (int8_t)(m < 0 ? FC_LEV_BCAST : map[m]);
+        }
+        r = compose_node(c, n->in[0], sub);
+    } else if (n->op == FC_OP_LOAD) {
+        r = compose_load(c, n, map);
+    } else {
+        FcNode *ops[3] = {0};
+        bool ok = n->nin <= 3;
+        for (int k = 0; k < n->nin && ok; k++) {
+            int8_t sub[FC_MAX_DIMS];
+            for (int q = 0; q < n->in[k]->nlev; q++) {
+                int m = n->lev_map[k][q];
+                sub[q] = (int8_t)(m < 0 ? FC_LEV_BCAST : map[m]);
+            }
+            ops[k] = compose_node(c, n->in[k], sub);
+            ok = ops[k] != NULL;
+        }
+        r = ok ? fc_node_new(n->op, n->dtype, c->nlev, c->size, n->nin, ops) : NULL;
+        for (int k = 0; k < n->nin && k < 3; k++)
+            fc_node_release(ops[k]);
+        if (r) {
+            r->src_dtype = n->src_dtype;
+            r->konst = n->konst;
+            for (int k = 0; k < n->nin; k++)
+                for (int q = 0; q < r->in[k]->nlev; q++)
+                    r->lev_map[k][q] = (int8_t)q;
+        }
+    }
+    if (!r)
+        return NULL;
+    ComposeMemo *m = c->memo;
+    if (c->nmemo == c->capmemo) {
+        int cap = c->capmemo ? 2 * c->capmemo : 16;
+        m = realloc(c->memo, (size_t)cap * sizeof *m);
+        if (!m) {
+            fc_node_release(r);
+            return NULL;
+        }
+        c->memo = m;
+        c->capmemo = cap;
+    }
+    m[c->nmemo].old = n;
+    memcpy(m[c->nmemo].map, map, (size_t)n->nlev);
+    m[c->nmemo++].node = fc_node_retain(r);
+    return r;
+}
+
+/* The LOAD node (over the levels of t) with each level j of t replaced by repl[j], over the new
+ * domain (nlev levels of sizes size); used[j]: repl[j]'s index is read by the result (a level
+ * that nothing reads leaves its index out). New reference; NULL on out-of-memory. */
+static FcNode *compose_read(const FcNode *node, const Repl *repl, int nlev, const int64_t *size, bool *used)
+{
+    Compose c = {.repl = repl, .nlev = nlev, .size = size};
+    int8_t map[FC_MAX_DIMS];
+    for (int j = 0; j < node->nlev; j++)
+        map[j] = (int8_t)j;
+    FcNode *n = compose_node(&c, node, map);
+    memcpy(used, c.used, (size_t)node->nlev * sizeof *used);
+    for (int i = 0; i < c.nmemo; i++)
+        fc_node_release(c.memo[i].node);
+    free(c.memo);
+    return n;
+}
+
+/* The read of a composing plan: what it gives for each dim of p->src, composed with its LOAD. */
+static FcStatus plan_compose(Plan *p, FcTensor **out, FcError *err)
+{
+    FcNode *nodes[FC_MAX_DIMS] = {0};
+    int index_dim[FC_MAX_DIMS];
+    if (!plan_index_nodes(p, nodes, index_dim))
+        return fc_nomem(err);
+    Repl repl[FC_MAX_DIMS];
+    for (int j = 0; j < p->src->ndim; j++)
+        repl[j] = (Repl){.kind = R_FIXED, .start = p->fixed[j]};    /* every other dim is a view dim's */
+    for (int k = 0; k < p->ndim; k++) {
+        int j = p->vdim[k];
+        if (j < 0)
+            continue;   /* inserted by None or a bool: an index there selects nothing of t */
+        if (nodes[k])   /* advanced: the view dim is all of dim j (vstart 0, vstep 1) */
+            repl[j] = (Repl){.kind = R_GATHER, .ix = nodes[k], .wrap = true, .dim = index_dim[k]};
+        else
+            repl[j] = (Repl){.kind = R_AFFINE, .start = p->vstart[k], .step = p->vstep[k], .lev = p->lev[k]};
+    }
+    /* t's node; or, when planning realised t (t[t] realises the index), a plain read of it. */
+    FcNode *base = fc_tensor_node(p->src);
+    bool used[FC_MAX_DIMS] = {0};
+    FcNode *load = base ? compose_read(base, repl, p->rdim, p->rshape, used) : NULL;
+    fc_node_release(base);
+    /* The reader lists name only the index tensors the DAG holds (an index of a dim that None
+     * inserted, or of a level nothing reads, is checked but not read). */
+    FcTensor *xs[FC_MAX_DIMS];
+    int nx = 0;
+    for (int k = 0; k < p->ndim; k++) {
+        if (nodes[k] && p->vdim[k] >= 0 && used[p->vdim[k]])
+            xs[nx++] = p->idx[k];
+        fc_node_release(nodes[k]);
+    }
+    return load ? load_tensor(load, p->src, xs, nx, out, err) : fc_nomem(err);
+}
+
+/* index_select's and gather's read of a lazy t (can_compose) composed with its LOAD: over a new
+ * domain of nlev levels (sizes size), dim d of t gathered by ix (int64 over the new domain,
+ * borrowed; negative values are errors, messages name d), every other dim k walking level k
+ * from 0. x: the index tensor (for the reader lists). */
+static FcStatus compose_gather(FcTensor *t, int d, FcNode *ix, FcTensor *x, int nlev, const int64_t *size,
+                               FcTensor **out, FcError *err)
+{
+    Repl repl[FC_MAX_DIMS];
+    for (int k = 0; k < t->ndim; k++)
+        repl[k] = k == d ? (Repl){.kind = R_GATHER, .ix = ix, .dim = d} : (Repl){.kind = R_AFFINE, .step = 1, .lev = k};
+    FcNode *base = fc_tensor_node(t);      /* t may have been realised since: t.gather(0, t) */
+    bool used[FC_MAX_DIMS] = {0};
+    FcNode *load = base ? compose_read(base, repl, nlev, size, used) : NULL;
+    fc_node_release(base);
+    return load ? load_tensor(load, t, &x, used[d] ? 1 : 0, out, err) : fc_nomem(err);
+}
+
+/* Whether an index has an advanced part (its result is then a new tensor, never a view). */
+static bool has_advanced(int n, const FcIndex *ix)
+{
+    for (int k = 0; k < n; k++)
+        if (ix[k].kind == FC_IX_BOOL ||
+            (ix[k].kind == FC_IX_TENSOR && (ix[k].t->ndim > 0 || ix[k].t->dtype == FC_BOOL ||
+                                            !fc_dtype_is_int(ix[k].t->dtype))))
+            return true;
+    return false;
+}
+
 FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err)
 {
     *out = NULL;
     Plan p;
-    FcStatus st = plan_index(ctx, t, n, ix, &p, err);
+    /* A view of a lazy t must share t's storage (a write through either shows in the other, and
+     * the view's strides are t's): t is realised. A read with an advanced index is a new tensor:
+     * when t's node is a LOAD, it composes. */
+    FcStatus st = plan_index(ctx, t, n, ix, has_advanced(n, ix) && can_compose(ctx, t), &p, err);
     if (st)
         return st;
-    if (p.nidx == 0) {
-        st = fc_as_strided(ctx, p.src, p.ndim, p.shape, p.strides, p.offset, out, err);
+    if (p.compose) {
+        st = plan_compose(&p, out, err);
         plan_free(&p);
         return st;
     }
-    FcNode *nodes[FC_MAX_DIMS];
-    int index_dim[FC_MAX_DIMS];
-    FcNode *load = NULL;
-    if (plan_index_nodes(&p, nodes, index_dim))
-        load = load_node(p.src, p.offset, p.ndim, p.shape, p.strides, p.rdim, p.rshape, p.lev, nodes, true,
-                         index_dim);
-    st = load ? load_tensor(load, p.src, p.idx, p.nidx, out, err) : fc_nomem(err);
+    if (p.nidx == 0)
+        st = fc_as_strided(ctx, p.src, p.ndim, p.shape, p.strides, p.offset, out, err);
+    else
+        st = plan_load(&p, out, err);
+    plan_free(&p);
+    return st;
+}
+
+FcStatus fc_index_read(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    Plan p;
+    FcStatus st = plan_index(ctx, t, n, ix, can_compose(ctx, t), &p, err);
+    if (st)
+        return st;
+    st = p.compose ? plan_compose(&p, out, err) : plan_load(&p, out, err);
     plan_free(&p);
     return st;
 }
@@ -639,7 +994,7 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
                       FcError *err)
 {
     Plan p;     /* plan_index realises t: the write goes into its storage */
-    FcStatus st = plan_index(ctx, t, n, ix, &p, err);
+    FcStatus st = plan_index(ctx, t, n, ix, false, &p, err);
     if (st)
         return st;
     FcTensor *val = NULL;
@@ -736,7 +1091,8 @@ FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, 
     if (t->ndim == 0 && fc_tensor_numel(index) != 1)     /* PyTorch 2's check (1.13 reads garbage) */
         return fc_errf(err, FC_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
                        (long long)fc_tensor_numel(index));
-    st = fc_realize(ctx, t, err);
+    bool compose = can_compose(ctx, t);     /* a lazy LOAD: read through it, not realised */
+    st = compose ? FC_OK : fc_realize(ctx, t, err);
     if (st)
         return st;
     /* A 0-dim t is indexed as one element along a dim of its own. */
@@ -759,6 +1115,12 @@ FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, 
     if (st)
         return st;
     ix[d] = placed_node(flat, FC_INT64, nin, size, d + 1);
+    if (compose) {
+        st = ix[d] ? compose_gather(t, d, ix[d], flat, t->ndim, size, out, err) : fc_nomem(err);
+        fc_node_release(ix[d]);
+        fc_tensor_release(flat);
+        return st;
+    }
     FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, t->ndim, size, lev, ix, false, index_dim)
                       : NULL;
     st = n ? load_tensor(n, t, &flat, 1, out, err) : fc_nomem(err);
@@ -808,7 +1170,8 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
     FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
     if (!st)
         st = check_scatter_gather("gather", t, d, index, NULL, err);
-    if (!st)
+    bool compose = can_compose(ctx, t);     /* a lazy LOAD: read through it, not realised */
+    if (!st && !compose)
         st = fc_realize(ctx, t, err);
     if (st)
         return st;
@@ -827,6 +1190,11 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
         lev[k] = k;
     index_dim[d] = d;
     ix[d] = placed_node(index, FC_INT64, nlev, size, nlev);
+    if (compose) {
+        st = ix[d] ? compose_gather(t, d, ix[d], index, nlev, size, out, err) : fc_nomem(err);
+        fc_node_release(ix[d]);
+        return st;
+    }
     FcNode *n = ix[d] ? load_node(t, t->offset, nin, shape, strides, nlev, size, lev, ix, false, index_dim) : NULL;
     return n ? load_tensor(n, t, &index, 1, out, err) : fc_nomem(err);
 }

@@ -59,4 +59,11 @@ typedef struct FcScatter {
  * that reads dst is computed before anything is written. Nodes are borrowed. */
 FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
                             const FcScatter *sc, FcError *err);
+
+/* ---- composed reads (index.c) ---- */
+/* t[ix...] as a new tensor, never a view: what fc_index reads, with its checks and messages, but
+ * a basic index too gives a lazy LOAD (of t's storage, or composed into t's node when t is lazy
+ * and that node is a LOAD: no realisation), so the result shares no storage with t and a write
+ * into either does not show in the other. For callers that want values, not PyTorch's views. */
+FcStatus fc_index_read(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err);
 #endif

@@ -5,6 +5,7 @@
 #include "tests.h"
 
 #include "fcdim.h"
+#include "internal.h"      /* fc_index_read */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,197 @@ START_TEST(test_shared_subexpression_emitted_once)
 }
 END_TEST
 
+/* ---- reads composed with a lazy read ---- */
+
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* x (5 x 6, 0..29), i = [4, 0, -1, 2] (t = x[i] is 4 x 6), j = [1, -1, 0], all stored. */
+static FcTensor *cx, *ci, *cj, *ct;
+
+static void compose_setup(void)
+{
+    setup();
+    float d[30];
+    for (int k = 0; k < 30; k++)
+        d[k] = (float)k;
+    int64_t shape[2] = {5, 6}, four = 4, three = 3, id[4] = {4, 0, -1, 2}, jd[3] = {1, -1, 0};
+    cx = from_f32(d, 2, shape);
+    ci = from_i64(id, 1, &four);
+    cj = from_i64(jd, 1, &three);
+    FcIndex ix = {.kind = FC_IX_TENSOR, .t = ci};
+    OK(fc_index(ctx, cx, 1, &ix, &ct, &err));
+    nkernels = 0;
+}
+
+static void compose_teardown(void)
+{
+    FcTensor *all[] = {cx, ci, cj, ct};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        fc_tensor_release(all[k]);
+    teardown();
+}
+
+static FcIndex tix(FcTensor *t) { return (FcIndex){.kind = FC_IX_TENSOR, .t = t}; }
+static FcIndex six(int64_t start, int64_t stop, int64_t step)
+{
+    return (FcIndex){.kind = FC_IX_SLICE, .start = start, .stop = stop, .step = step, .has_start = true,
+                     .has_stop = true};
+}
+
+/* x[i][j], x[i][j] * 2 + 1 and x[i][j][k] are each one kernel that gathers from x through i
+ * (x[i] is never stored); a composed gather wraps negative indices at every level. */
+START_TEST(test_gather_of_gather_fuses)
+{
+    FcIndex ij = tix(cj);
+    FcTensor *y, *m, *a, *two = scalar_f(2), *one = scalar_f(1), *y3, *k;
+    OK(fc_index(ctx, ct, 1, &ij, &y, &err));
+    ck_assert_int_eq(nkernels, 0);
+    ck_assert(fc_tensor_is_lazy(y) && y->node->op == FC_OP_LOAD && y->ndim == 2 && y->shape[0] == 3);
+    CHECK_TEXT(y, "tensor([[ 0.,  1.,  2.,  3.,  4.,  5.],\n        [12., 13., 14., 15., 16., 17.],\n"
+                  "        [24., 25., 26., 27., 28., 29.]])");
+    ck_assert_int_eq(nkernels, 1);
+    ck_assert_int_eq(count_of(last_kernel, "= load"), 3);          /* j, i through j, x through i */
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 2);
+    ck_assert(fc_tensor_is_lazy(ct));
+    fc_tensor_release(y);
+    OK(fc_index(ctx, ct, 1, &ij, &y, &err));
+    OK(fc_binary(ctx, FC_OP_MUL, y, two, &m, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, m, one, &a, &err));
+    CHECK_TEXT(a, "tensor([[ 1.,  3.,  5.,  7.,  9., 11.],\n        [25., 27., 29., 31., 33., 35.],\n"
+                  "        [49., 51., 53., 55., 57., 59.]])");
+    ck_assert_int_eq(nkernels, 2);
+    ck_assert(fc_tensor_is_lazy(y) && fc_tensor_is_lazy(ct));
+    int64_t two_n = 2, kd[2] = {-1, 0};
+    k = from_i64(kd, 1, &two_n);
+    nkernels = 2;       /* not counting k's copy */
+    FcIndex ik = tix(k);
+    OK(fc_index(ctx, y, 1, &ik, &y3, &err));
+    CHECK_TEXT(y3, "tensor([[24., 25., 26., 27., 28., 29.],\n        [ 0.,  1.,  2.,  3.,  4.,  5.]])");
+    ck_assert_int_eq(nkernels, 3);
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 3);
+    FcTensor *all[] = {y, m, a, two, one, y3, k};
+    for (size_t q = 0; q < sizeof all / sizeof *all; q++)
+        fc_tensor_release(all[q]);
+}
+END_TEST
+
+/* Slices and ints composed with a gather move offsets and strides: the loads stay affine (no
+ * gather register but the index tensors' own). */
+START_TEST(test_composed_slices_stay_affine)
+{
+    FcTensor *y;
+    /* x[i][1:4:2, j]: rows i[1], i[3]: i is read from element 1 by steps of 2 */
+    FcIndex a[2] = {six(1, 4, 2), tix(cj)};
+    OK(fc_index(ctx, ct, 2, a, &y, &err));
+    CHECK_TEXT(y, "tensor([[ 1.,  5.,  0.],\n        [13., 17., 12.]])");
+    ck_assert_int_eq(nkernels, 1);
+    ck_assert_ptr_nonnull(strstr(last_kernel, "[1 +2*i0 +0*i1] : int64"));
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 2);           /* x by i's values and by j's */
+    fc_tensor_release(y);
+    /* x[i][j, 1:5:3]: x's columns from 1 by steps of 3 */
+    FcIndex b[2] = {tix(cj), six(1, 5, 3)};
+    OK(fc_index(ctx, ct, 2, b, &y, &err));
+    CHECK_TEXT(y, "tensor([[ 1.,  4.],\n        [13., 16.],\n        [25., 28.]])");
+    ck_assert_ptr_nonnull(strstr(last_kernel, " +3*i1 +6*r"));
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 2);           /* i by j, x by i */
+    fc_tensor_release(y);
+    /* x[i][j, 2]: a constant offset */
+    FcIndex c[2] = {tix(cj), {.kind = FC_IX_INT, .i = -4}};
+    OK(fc_index(ctx, ct, 2, c, &y, &err));
+    CHECK_TEXT(y, "tensor([ 2., 14., 26.])");
+    ck_assert_ptr_nonnull(strstr(last_kernel, "[2 +0*i0 +6*r"));
+    fc_tensor_release(y);
+    ck_assert_int_eq(nkernels, 3);
+    ck_assert(fc_tensor_is_lazy(ct));
+    /* A basic read as a value (fc_index_read) composes too: x[i][:, 1:3], one kernel. */
+    FcIndex d[2] = {{.kind = FC_IX_SLICE, .step = 1}, six(1, 3, 1)};
+    OK(fc_index_read(ctx, ct, 2, d, &y, &err));
+    ck_assert(fc_tensor_is_lazy(y) && fc_tensor_is_lazy(ct));
+    CHECK_TEXT(y, "tensor([[25., 26.],\n        [ 1.,  2.],\n        [25., 26.],\n        [13., 14.]])");
+    ck_assert_int_eq(nkernels, 4);
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 1);
+    ck_assert_ptr_nonnull(strstr(last_kernel, "[1 +0*i0 +1*i1 +6*r"));
+    fc_tensor_release(y);
+    /* ... while fc_index gives PyTorch's view of x[i], which realises it. */
+    OK(fc_index(ctx, ct, 2, d, &y, &err));
+    ck_assert(!fc_tensor_is_lazy(ct) && !fc_tensor_is_lazy(y) && y->storage == ct->storage);
+    ck_assert_int_eq(y->strides[0], 6);
+    fc_tensor_release(y);
+    /* A lazy plain read of a view of x (a LOAD without gathers), then gathered: one kernel, one
+     * gather (j's), x read by steps of 2 along its columns. */
+    FcTensor *p;
+    FcIndex e[2] = {{.kind = FC_IX_SLICE, .start = 1, .has_start = true, .step = 1}, {.kind = FC_IX_SLICE, .step = 2}};
+    OK(fc_index_read(ctx, cx, 2, e, &p, &err));
+    ck_assert(fc_tensor_is_lazy(p) && p->node->op == FC_OP_LOAD);
+    FcIndex f = tix(cj);
+    nkernels = 0;
+    OK(fc_index(ctx, p, 1, &f, &y, &err));
+    CHECK_TEXT(y, "tensor([[12., 14., 16.],\n        [24., 26., 28.],\n        [ 6.,  8., 10.]])");
+    ck_assert_int_eq(nkernels, 1);
+    ck_assert_int_eq(count_of(last_kernel, "(wrap)"), 1);
+    ck_assert_ptr_nonnull(strstr(last_kernel, "[6 +0*i0 +2*i1 +6*r"));
+    fc_tensor_release(y);
+    fc_tensor_release(p);
+}
+END_TEST
+
+/* Out of range: the new index is checked on the host against x[i]'s shape (its position among the
+ * new index tensors named). A composed load keeps the executor's checks: poking a bad value into
+ * an index after the read was made (behind the write checks) is caught, naming the dim and size
+ * of the read that index belongs to. */
+START_TEST(test_composed_index_errors)
+{
+    int64_t one = 1, three = 3, bad4[1] = {4}, badm7[1] = {-7}, bad6[1] = {6};
+    FcTensor *b4 = from_i64(bad4, 1, &one), *bm7 = from_i64(badm7, 1, &one), *b6 = from_i64(bad6, 1, &one), *y = NULL;
+    nkernels = 0;
+    FcIndex a = tix(b4);
+    ck_assert_int_eq(fc_index(ctx, ct, 1, &a, &y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 4 is out of bounds for dimension 0 with size 4");
+    FcIndex b[2] = {{.kind = FC_IX_SLICE, .step = 1}, tix(bm7)};
+    ck_assert_int_eq(fc_index(ctx, ct, 2, b, &y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index -7 is out of bounds for dimension 0 with size 6");
+    FcIndex c[2] = {tix(cj), tix(b6)};
+    ck_assert_int_eq(fc_index(ctx, ct, 2, c, &y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 6 is out of bounds for dimension 1 with size 6");
+    ck_assert_ptr_null(y);
+    ck_assert_int_eq(nkernels, 0);
+    ck_assert(fc_tensor_is_lazy(ct));
+    /* The executor: j's values index x[i]'s 4 rows (dimension 0 of the second read) ... */
+    int64_t jd[3] = {1, -1, 0}, id[4] = {4, 0, -1, 2}, four = 4, kd[3] = {0, 2, 5};
+    FcTensor *j = from_i64(jd, 1, &three), *i = from_i64(id, 1, &four), *k = from_i64(kd, 1, &three), *t;
+    FcIndex ij = tix(j);
+    OK(fc_index(ctx, ct, 1, &ij, &y, &err));
+    ((int64_t *)j->storage->data)[0] = 7;
+    ck_assert_int_eq(fc_realize(ctx, y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 7 is out of bounds for dimension 0 with size 4");
+    fc_tensor_release(y);
+    /* ... i's values x's 5 rows (dimension 0 of the first) ... */
+    FcIndex ii = tix(i), jj = tix(cj);
+    OK(fc_index(ctx, cx, 1, &ii, &t, &err));
+    OK(fc_index(ctx, t, 1, &jj, &y, &err));
+    ((int64_t *)i->storage->data)[1] = 9;      /* cj[0] = 1 picks it */
+    ck_assert_int_eq(fc_realize(ctx, y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index 9 is out of bounds for dimension 0 with size 5");
+    fc_tensor_release(y);
+    /* ... and the second of two new index tensors x[i]'s 6 columns (dimension 1). */
+    FcIndex jk[2] = {tix(cj), tix(k)};
+    OK(fc_index(ctx, ct, 2, jk, &y, &err));
+    ((int64_t *)k->storage->data)[2] = -7;
+    ck_assert_int_eq(fc_realize(ctx, y, &err), FC_ERR_INDEX);
+    ck_assert_str_eq(err.msg, "index -7 is out of bounds for dimension 1 with size 6");
+    FcTensor *all[] = {b4, bm7, b6, y, j, i, k, t};
+    for (size_t q = 0; q < sizeof all / sizeof *all; q++)
+        fc_tensor_release(all[q]);
+}
+END_TEST
+
 Suite *fcdim_core_suite(void)
 {
     Suite *s = suite_create("fcdim_core");
@@ -362,5 +554,11 @@ Suite *fcdim_core_suite(void)
     tcase_add_test(tc, test_reduce_outer_and_inner);
     tcase_add_test(tc, test_shared_subexpression_emitted_once);
     suite_add_tcase(s, tc);
+    TCase *cc = tcase_create("compose");
+    tcase_add_checked_fixture(cc, compose_setup, compose_teardown);
+    tcase_add_test(cc, test_gather_of_gather_fuses);
+    tcase_add_test(cc, test_composed_slices_stay_affine);
+    tcase_add_test(cc, test_composed_index_errors);
+    suite_add_tcase(s, cc);
     return s;
 }

@@ -645,6 +645,78 @@ err("error/scatter_add_dtype", "x = zeros(3, 4)\nx.scatter_add(0, tensor([[0]]),
 err("error/str_value", R2F + "\nx[0] = 'a'")
 
 
+# ---- chains: reading the result of an advanced read ---------------------------------------------------------
+# x[i][...] where x[i] is a lazy gather: a read with an advanced part composes with it (one gather
+# of x, nothing stored in between); a basic one makes a view of x[i], which is realised for it. The
+# values, the errors (the second index is checked against x[i]'s shape, naming its position among
+# the second index's tensors) and what shares memory are PyTorch's either way.
+CI = "\ni = tensor([2, 0, -1, 2])"      # rows of a (3, 4) base: x[i] is (4, 4)
+CHAIN = [
+    ("itensor", "tensor([1, -1, 0])"), ("itensor_2d_neg", "tensor([[-4, 3], [0, -1]])"),
+    ("cols", ":, tensor([3, -4, 1])"), ("pair", "tensor([0, 3]), tensor([-1, 2])"),
+    ("itensor_int", "tensor([3, 1]), 2"), ("int_itensor", "-1, tensor([0, 3])"),
+    ("step_itensor", "::2, tensor([1, 0])"), ("itensor_step", "tensor([1, 3]), 1::2"),
+    ("neg_slice_itensor", "-3:-1, tensor([2])"), ("clamped_slice_itensor", "-10:10:3, tensor([[0], [3]])"),
+    ("none_ellipsis", "None, tensor([1, 2]), ..., None"), ("ellipsis_itensor", "..., tensor([0, 0, 3])"),
+    ("mask_rows", "tensor([True, False, True, True])"), ("mask_cols", ":, tensor([False, True, True, False])"),
+    ("mask_2d", "tensor([[True, False, False, True]] * 2 + [[False] * 4] * 2)"),
+    ("mask_then_itensor", "tensor([False, True, True, False]), tensor([3, 0])"),
+    ("bool_true", "True, tensor([1])"), ("bool_false", "False"), ("mask_0d", "tensor(True)"),
+    ("empty", "tensor([], dtype=int64)"), ("list", "[3, 0]"), ("list_pair", "[[1], [2]], [0, 3]"),
+]
+for base_name, base in [("r2", R2), ("r2t", R2T), ("r2s", R2S), ("r2e", R2E)]:
+    for n, k in CHAIN:
+        case("chain/%s_%s" % (n, base_name), "%s%s\nprint(x[i][%s])" % (base, CI, k))
+case("chain/self_mask", R2F + CI + "\nprint(x[i][x[i] > 4])")
+case("chain/three", R2 + CI + "\nprint(x[i][tensor([3, 1, 0])][tensor([-1, 0]), tensor([2, 3])])")
+case("chain/four", R2 + CI + "\nprint(x[i][:, tensor([3, 2, 1, 0])][tensor([1, 0])][:, tensor([-1, -1])])")
+case("chain/then_math", R2F + CI + "\nprint(x[i][tensor([1, 2])] * 2 + 1)")
+case("chain/then_sum", R2F + CI + "\nprint(x[i][:, tensor([0, 2])].sum(1))")
+case("chain/index_is_gather", R2 + CI + "\nprint(x[i][i[tensor([1, 3])] + 1])")
+case("chain/self_index", "x = tensor([2, 0, 1, 1])\nprint(x[x][x[x]])")
+case("chain/view_between", R2 + CI + "\nprint(x[i][1:][tensor([0, -1])])")
+case("chain/rank3_sep_by_slice", R3 + "\nprint(x[tensor([1, 0, -1])][tensor([0, 2]), 1:, tensor([3])])")
+case("chain/rank3_middle", R3 + "\nprint(x[:, tensor([2, 0])][tensor([1]), :, tensor([3, 0])])")
+case("chain/rank3_permuted", R3P + "\nprint(x[tensor([1, 0, 1])][..., tensor([2, 1]), 1:][tensor([2]), 0])")
+case("chain/rank4", R4 + "\nprint(x[tensor([1]), :, tensor([3, 0])][:, tensor([2, 0]), None, ::2])")
+case("chain/of_index_select", R2 + "\nprint(x.index_select(1, tensor([3, 0, 2]))[tensor([-1, 0]), 1:])")
+# a gather with an index smaller than x: x.gather(...) is (2, 2), its row -1 is row 1
+case("chain/of_gather", R2 + "\nprint(x.gather(1, tensor([[3, 0], [1, 1]]))[tensor([-1]), tensor([[0], [1]])])")
+case("chain/of_literal", "x = tensor([[1., 2.], [3., 4.], [5., 6.]])\nprint(x[tensor([2, 0])][tensor([-1]), -1])")
+# index_select and gather of x[i] compose the same way
+case("chain/index_select_of", R2 + CI + "\nprint(x[i].index_select(1, tensor([3, 0, -0])), x[i].index_select(0, tensor([3, 3])))")
+case("chain/index_select_of_t", R2T + CI + "\nprint(index_select(x[i], 1, tensor([2, 1])))")
+case("chain/gather_of", R2 + CI + "\nprint(x[i].gather(1, tensor([[0], [3], [1], [2]])), x[i].gather(0, tensor([[3, 0, 0, 1]])))")
+case("chain/gather_of_self", "x = tensor([2, 0, 1, 1])\nprint(x[x].gather(0, x[x]), x[x].index_select(0, x))")
+case("chain/gather_then_index", R2F + CI + "\nprint(x[i].gather(1, tensor([[0, 1], [3, 2]]))[tensor([-1]), tensor([1, 0])] * 10)")
+err("chain_error/index_select_oob", R2 + CI + "\nx[i].index_select(0, tensor([4]))",
+    tdl_msg=select_oob("index out of range in self", 4, 0, 4))
+err("chain_error/gather_oob", R2 + CI + "\nx[i].gather(0, tensor([[4]]))")
+err("chain_error/gather_oob_neg", R2 + CI + "\nx[i].gather(1, tensor([[-1]]))")
+# what shares memory: a view of x[i] writes through to it; advanced reads are copies
+case("chain_view/int_then_write", R2 + CI + "\nt = x[i]\nt[0][1] = 100\nprint(t)\nprint(x)")
+case("chain_view/slice_then_write", R2 + CI + "\nt = x[i]\nv = t[:, 1:3]\nv[0] = -1\nprint(t)")
+case("chain_view/sees_later_write", R2 + CI + "\nt = x[i]\nv = t[1]\nt[1, 0] = 5\nprint(v)")
+case("chain_view/strides", R2 + CI + "\nt = x[i]\nv = t[:, 1:3]\nprint(v.stride(), v.is_contiguous(), t[2].stride())")
+case("chain_copy/read_is_copy", R2 + CI + "\nt = x[i]\ny = t[tensor([0, 1])]\nt[0] = 0\ny[1] = 7\nprint(y)\nprint(t)\nprint(x)")
+case("chain_copy/base_written_after", R2 + CI + "\ny = x[i][tensor([1, 0])]\nx[...] = 0\nprint(y)")
+case("chain_copy/indices_written_after", R2 + CI + "\nj = tensor([1, 0])\ny = x[i][j, ::3]\nj[0] = 3\ni[0] = 1\nprint(y)")
+case("chain_copy/first_realised_later", R2 + CI + "\nt = x[i]\ny = t[:, tensor([0])]\nprint(t.sum())\nt[...] = 1\nprint(y, t)")
+case("chain_copy/written_into", R2F + CI + "\ny = x[i][tensor([1, 0])]\ny[0, tensor([0, 3])] = -1.\nprint(y)\nprint(x)")
+# errors: the second index is checked against x[i]
+err("chain_error/itensor_oob", R2 + CI + "\nx[i][tensor([4])]")
+err("chain_error/itensor_oob_neg", R2 + CI + "\nx[i][tensor([-5])]")
+err("chain_error/second_itensor_oob", R2 + CI + "\nx[i][tensor([0]), tensor([4])]")
+err("chain_error/after_slice", R2 + CI + "\nx[i][:, tensor([-5])]")
+err("chain_error/after_mask", R2 + CI + "\nx[i][tensor([True, False, True, False]), tensor([9])]")
+err("chain_error/int_oob", R2 + CI + "\nx[i][4, tensor([0])]")
+err("chain_error/third_oob", R2 + CI + "\nx[i][tensor([1, 2])][tensor([2])]")
+err("chain_error/mask_shape", R2 + CI + "\nx[i][tensor([True, False, True])]")
+err("chain_error/too_many", R2 + CI + "\nx[i][0, 0, tensor([0])]")
+err("chain_error/no_broadcast", R2 + CI + "\nx[i][tensor([0, 1]), tensor([0, 1, 2])]")
+err("chain_error/float_index", R2 + CI + "\nx[i][tensor([1.])]")
+err("chain_error/first_oob", R2 + "\nx[tensor([3])][tensor([0])]")
+
 # ---- running under torch --------------------------------------------------------------------------------
 
 def run(program):
