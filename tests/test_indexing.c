@@ -8,7 +8,7 @@
  * runs in a fresh interpreter, so no case sees another's variables. The file is read relative to
  * the repository root, where `make test` runs; torch is not needed here. */
 #include "tests.h"
-#include "tdl.h"
+#include "golden_cases.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -21,114 +21,9 @@
 /* The issue asks for at least 200; a file that lost cases must not pass quietly. */
 #define MIN_CASES 250
 
-/* ---- the cases file ---- */
-
-typedef struct ICase {
-    char *name, *program;
-    bool ok;           /* OK: the program runs and prints `text` */
-    char *kind, *text; /* ERR: it raises `kind` with message `text` */
-} ICase;
-
-static ICase *cases;
+static GoldenCase *cases;
 static int n_cases;
 static char load_error[256];
-
-/* Undoes the generator's escapes (\\ \t \n) in place. */
-static void unescape(char *s)
-{
-    char *w = s;
-    for (const char *r = s; *r; r++) {
-        if (*r == '\\' && r[1]) {
-            r++;
-            *w++ = *r == 'n' ? '\n' : *r == 't' ? '\t' : *r;
-        } else {
-            *w++ = *r;
-        }
-    }
-    *w = '\0';
-}
-
-/* Parses "name<TAB>program<TAB>expected" into *c; false when the line is malformed. */
-static bool parse_case(char *line, ICase *c)
-{
-    char *tab1 = strchr(line, '\t');
-    char *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
-    if (!tab2 || strchr(tab2 + 1, '\t'))
-        return false;
-    *tab1 = *tab2 = '\0';
-    char *exp = tab2 + 1;
-    unescape(tab1 + 1);
-    unescape(exp);
-    memset(c, 0, sizeof *c);
-    if (strncmp(exp, "OK ", 3) == 0) {
-        c->ok = true;
-        c->text = strdup(exp + 3);
-    } else if (strncmp(exp, "ERR ", 4) == 0) {
-        char *sp = strchr(exp + 4, ' ');
-        if (!sp)
-            return false;
-        c->kind = strndup(exp + 4, (size_t)(sp - (exp + 4)));
-        c->text = strdup(sp + 1);
-    } else {
-        return false;
-    }
-    c->name = strdup(line);
-    c->program = strdup(tab1 + 1);
-    return true;
-}
-
-static void load_cases(void)
-{
-    FILE *fp = fopen(CASES_FILE, "r");
-    if (!fp) {
-        snprintf(load_error, sizeof load_error, "cannot open %s (run from the repository root)", CASES_FILE);
-        return;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int lineno = 0, cap_cases = 0;
-    while ((len = getline(&line, &cap, fp)) >= 0) {
-        lineno++;
-        if (len > 0 && line[len - 1] == '\n')
-            line[--len] = '\0';
-        if (len == 0 || line[0] == '#')
-            continue;
-        if (n_cases == cap_cases) {
-            cap_cases = cap_cases ? 2 * cap_cases : 512;
-            cases = realloc(cases, (size_t)cap_cases * sizeof *cases);
-        }
-        if (!parse_case(line, &cases[n_cases])) {
-            snprintf(load_error, sizeof load_error, "%s:%d: malformed case", CASES_FILE, lineno);
-            break;
-        }
-        n_cases++;
-    }
-    free(line);
-    fclose(fp);
-}
-
-/* ---- running a case ---- */
-
-/* What the program prints, however long. */
-typedef struct Out { char *buf; size_t n, cap; } Out;
-
-static void capture(void *ud, const char *s, size_t len)
-{
-    Out *o = ud;
-    if (o->n + len + 1 > o->cap) {
-        size_t cap = o->cap ? o->cap : 1024;
-        while (o->n + len + 1 > cap)
-            cap *= 2;
-        char *p = realloc(o->buf, cap);
-        ck_assert_ptr_nonnull(p);
-        o->buf = p;
-        o->cap = cap;
-    }
-    memcpy(o->buf + o->n, s, len);
-    o->n += len;
-    o->buf[o->n] = '\0';
-}
 
 START_TEST(cases_load)
 {
@@ -152,30 +47,21 @@ static void free_report(void)
 START_TEST(indexing_case)
 {
     free_report();
-    const ICase *c = &cases[_i];
-    Out out = {0};
-    tdl_config cfg = {0};
-    cfg.write = capture;
-    cfg.write_ud = &out;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
-    tdl_status st = tdl_run_string(T, c->program, c->name);
-    const char *printed = out.buf ? out.buf : "";
-    bool raised = st == TDL_ERROR;
-    const char *kind = raised ? tdl_error_kind_name(tdl_error_kind_of(T)) : "";
-    const char *msg = raised ? tdl_error_message(T) : "";
-    bool pass = c->ok ? st == TDL_OK && strcmp(printed, c->text) == 0
-                      : raised && strcmp(kind, c->kind) == 0 && strcmp(msg, c->text) == 0;
+    const GoldenCase *c = &cases[_i];
+    GoldenRun r;
+    golden_run(c->program, c->name, &r);
+    bool raised = r.status == TDL_ERROR;
+    bool pass = c->ok ? r.status == TDL_OK && strcmp(r.printed, c->text) == 0
+                      : raised && strcmp(r.kind, c->kind) == 0 && strcmp(r.msg, c->text) == 0;
     if (!pass) {
         char status[48];
-        snprintf(status, sizeof status, "status %d, no error", (int)st);
+        snprintf(status, sizeof status, "status %d, no error", (int)r.status);
         if (asprintf(&report, "%s\n--- program:\n%s\n--- expected %s%s%s\n--- got %s%s%s\n--- printed:\n%s", c->name,
-                     c->program, c->ok ? "output:\n" : c->kind, c->ok ? "" : ": ", c->text, raised ? kind : status,
-                     raised ? ": " : "", msg, printed) < 0)
+                     c->program, c->ok ? "output:\n" : c->kind, c->ok ? "" : ": ", c->text, raised ? r.kind : status,
+                     raised ? ": " : "", r.msg, r.printed) < 0)
             report = NULL;
     }
-    tdl_close(T);
-    free(out.buf);
+    golden_run_free(&r);
     ck_assert_msg(pass, "case %s", report ? report : c->name);
 }
 END_TEST
@@ -286,13 +172,21 @@ START_TEST(random_indices)
 }
 END_TEST
 
+static void teardown(void)
+{
+    free_report();
+    golden_cases_free(cases, n_cases);
+    cases = NULL;
+    n_cases = 0;
+}
+
 Suite *indexing_suite(void)
 {
-    load_cases();
+    n_cases = golden_cases_load(CASES_FILE, &cases, load_error, sizeof load_error);
     Suite *s = suite_create("indexing");
     TCase *tc = tcase_create("golden");
     tcase_set_timeout(tc, 60);
-    tcase_add_unchecked_fixture(tc, NULL, free_report);
+    tcase_add_unchecked_fixture(tc, NULL, teardown);
     tcase_add_test(tc, cases_load);
     if (load_error[0] == '\0')
         tcase_add_loop_test(tc, indexing_case, 0, n_cases);

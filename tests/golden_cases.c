@@ -1,0 +1,139 @@
+/* golden_cases.c — reading the conformance case files and running one case (golden_cases.h). */
+#include "golden_cases.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Undoes the generator's escapes (\\ \t \n) in place. */
+static void unescape(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r == '\\' && r[1]) {
+            r++;
+            *w++ = *r == 'n' ? '\n' : *r == 't' ? '\t' : *r;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* Parses "name<TAB>program<TAB>expected" into *c; false when the line is malformed. */
+static bool parse_case(char *line, GoldenCase *c)
+{
+    char *tab1 = strchr(line, '\t');
+    char *tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
+    if (!tab2 || strchr(tab2 + 1, '\t'))
+        return false;
+    *tab1 = *tab2 = '\0';
+    char *exp = tab2 + 1;
+    unescape(tab1 + 1);
+    unescape(exp);
+    memset(c, 0, sizeof *c);
+    if (strncmp(exp, "OK ", 3) == 0) {
+        c->ok = true;
+        c->text = strdup(exp + 3);
+    } else if (strncmp(exp, "ERR ", 4) == 0) {
+        char *sp = strchr(exp + 4, ' ');
+        if (!sp || sp == exp + 4)
+            return false;
+        c->kind = strndup(exp + 4, (size_t)(sp - (exp + 4)));
+        c->text = strdup(sp + 1);
+    } else {
+        return false;
+    }
+    c->name = strdup(line);
+    c->program = strdup(tab1 + 1);
+    return true;
+}
+
+int golden_cases_load(const char *file, GoldenCase **cases, char *err, size_t errcap)
+{
+    *cases = NULL;
+    err[0] = '\0';
+    FILE *fp = fopen(file, "r");
+    if (!fp) {
+        snprintf(err, errcap, "cannot open %s (run from the repository root)", file);
+        return 0;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int n = 0, lineno = 0, cap_cases = 0;
+    while ((len = getline(&line, &cap, fp)) >= 0) {
+        lineno++;
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (len == 0 || line[0] == '#')
+            continue;
+        if (n == cap_cases) {
+            cap_cases = cap_cases ? 2 * cap_cases : 256;
+            *cases = realloc(*cases, (size_t)cap_cases * sizeof **cases);
+        }
+        if (!parse_case(line, &(*cases)[n])) {
+            snprintf(err, errcap, "%s:%d: malformed case", file, lineno);
+            break;
+        }
+        n++;
+    }
+    free(line);
+    fclose(fp);
+    return n;
+}
+
+void golden_cases_free(GoldenCase *cases, int n)
+{
+    for (int k = 0; k < n; k++) {
+        free(cases[k].name);
+        free(cases[k].program);
+        free(cases[k].text);
+        free(cases[k].kind);
+    }
+    free(cases);
+}
+
+/* What the program prints, however long. */
+typedef struct Out { char *buf; size_t n, cap; } Out;
+
+static void capture(void *ud, const char *s, size_t len)
+{
+    Out *o = ud;
+    if (o->n + len + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 1024;
+        while (o->n + len + 1 > cap)
+            cap *= 2;
+        char *p = realloc(o->buf, cap);
+        ck_assert_ptr_nonnull(p);
+        o->buf = p;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->n, s, len);
+    o->n += len;
+    o->buf[o->n] = '\0';
+}
+
+void golden_run(const char *program, const char *name, GoldenRun *r)
+{
+    Out out = {0};
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &out;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    r->status = tdl_run_string(T, program, name);
+    bool raised = r->status == TDL_ERROR;
+    r->printed = out.buf ? out.buf : strdup("");
+    r->kind = strdup(raised ? tdl_error_kind_name(tdl_error_kind_of(T)) : "");
+    r->msg = strdup(raised ? tdl_error_message(T) : "");
+    tdl_close(T);
+}
+
+void golden_run_free(GoldenRun *r)
+{
+    free(r->printed);
+    free(r->kind);
+    free(r->msg);
+}
