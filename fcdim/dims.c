@@ -146,9 +146,6 @@ int fc_level_of_pos(const FcTensor *t, int p)
 /* "(i, 0)": levels as functorch.dim's repr shows them (positional levels numbered from 0). */
 const char *fc_levels_str(char *buf, size_t cap, const FcLevels *lv)
 {
-    int npos = 0;
-    for (int k = 0; k < lv->n; k++)
-        npos += lv->at[k] == NULL;
     size_t n = (size_t)snprintf(buf, cap, "(");
     int p = 0;
     for (int k = 0; k < lv->n && n < cap; k++) {
@@ -159,7 +156,6 @@ const char *fc_levels_str(char *buf, size_t cap, const FcLevels *lv)
     }
     if (n < cap)
         snprintf(buf + n, cap - n, "%s)", lv->n == 1 ? "," : "");
-    (void)npos;
     return buf;
 }
 

@@ -28,8 +28,6 @@ void dims_locate(void *ud, char *buf, size_t cap)
     snprintf(buf, cap, "%s:%d:%d", I->stmt_src->name, line, col);
 }
 
-static bool fc_ok(Interp *I, FcStatus st, const FcError *e) { return tensor_check(I, st, e); }
-
 /* ---- making dims ---- */
 
 static bool dimlist_bind_len(Interp *I, DimListObj *l, int64_t n)
@@ -64,7 +62,7 @@ static bool bind_size(Interp *I, FcDim *d, Value v, const char *what)
     if (!is_intlike(v))
         return err_raise(I, TDL_ERR_TYPE, "the size of dim %s must be an int, not %s", d->name, val_type_name(v));
     FcError e;
-    return fc_ok(I, fc_dim_bind(I->fc, d, as_i(v), what, &e), &e);
+    return tensor_check(I, fc_dim_bind(I->fc, d, as_i(v), what, &e), &e);
 }
 
 /* One item of sizes= (None, an int, or for a dim list a sequence of ints). */
@@ -177,7 +175,7 @@ bool dims_tensor_of(Interp *I, Value v, FcTensor **out)
         return true;
     }
     FcError e;
-    return fc_ok(I, fc_dim_tensor(I->fc, as_dim(v), out, &e), &e);
+    return tensor_check(I, fc_dim_tensor(I->fc, as_dim(v), out, &e), &e);
 }
 
 /* The dims of a dim argument: a dim, a bound dim list, or a tuple/list of dims and ints. */
@@ -244,7 +242,7 @@ static bool steal_with_levels(Interp *I, FcTensor *r, const FcLevels *lv, Value 
     FcError e;
     FcStatus st = fc_with_levels(I->fc, r, lv, &w, &e);
     fc_tensor_release(r);
-    return fc_ok(I, st, &e) && tensor_value_steal(I, w, out);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, w, out);
 }
 
 /* The tensors in a result value (a tensor, or a tuple of them) relabelled: lv exactly (all
@@ -350,7 +348,7 @@ static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, bool di
                 ts[n++] = a[k].t;
     FcLevels lv;
     FcError e;
-    if (!fc_ok(I, fc_levels_union(n, ts, &lv, &e), &e)) return false;
+    if (!tensor_check(I, fc_levels_union(n, ts, &lv, &e), &e)) return false;
     /* functorch delays a product of two float tensors with only first-class dims (dims_run sends
      * only those products here): summed over dims, it is a matmul (try_contract) */
     bool delay = !dims_first && strcmp(sig->row->name, "mul") == 0 && n == 2;
@@ -358,7 +356,7 @@ static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, bool di
     for (int k = 0; k < sig->nparams; k++) {
         if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number) continue;
         FcTensor *m;
-        if (!fc_ok(I, fc_match_levels(I->fc, a[k].t, &lv, &m, &e), &e)) {
+        if (!tensor_check(I, fc_match_levels(I->fc, a[k].t, &lv, &m, &e), &e)) {
             fc_tensor_release(fa);
             fc_tensor_release(fb);
             return false;
@@ -412,8 +410,7 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
             for (int k = 0; k < dim->n; k++) refs[nref++] = (FcDimRef){NULL, dim->ints[k]};
         }
     }
-    if (dim && dim->fdim && strcmp(sig->row->name, "sum") == 0 && !keepdim && !tensor_arg(sig, a, "dtype")->dtype &&
-        tensor_arg(sig, a, "dtype")->none) {
+    if (dim && dim->fdim && strcmp(sig->row->name, "sum") == 0 && !keepdim && tensor_arg(sig, a, "dtype")->none) {
         bool done;
         if (!try_contract(I, &a[0], refs, nref, out, &done)) return false;
         if (done) return true;
@@ -428,7 +425,7 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
             to.at[to.n++] = NULL;
             FcTensor *m;
             if (to.n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
-            if (!fc_ok(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
+            if (!tensor_check(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
             fc_tensor_release(a[0].t);
             a[0].t = t = m;
             idx[nidx++] = lv.n;
@@ -447,7 +444,7 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                                      fc_levels_str(buf, sizeof buf, &lv), refs[k].dim->name);
             } else {
                 int p;
-                if (!fc_ok(I, fc_wrap_dim(refs[k].pos, npos, &p, &e), &e)) return false;
+                if (!tensor_check(I, fc_wrap_dim(refs[k].pos, npos, &p, &e), &e)) return false;
                 l = fc_level_of_pos(t, p);
             }
             idx[nidx++] = l;
@@ -486,7 +483,7 @@ static bool try_contract(Interp *I, TensorArg *self, const FcDimRef *refs, int n
     FcLevels lv;
     FcDim *sum[FC_MAX_DIMS];
     for (int k = 0; k < nref; k++) sum[k] = refs[k].dim;
-    if (!fc_ok(I, fc_contract(I->fc, o->fa, o->fb, nref, sum, &r, &lv, &e), &e)) return false;
+    if (!tensor_check(I, fc_contract(I->fc, o->fa, o->fb, nref, sum, &r, &lv, &e), &e)) return false;
     *done = true;
     return steal_with_levels(I, r, &lv, out);
 }
@@ -511,7 +508,7 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcLevels b;
     int nb;
     FcError e;
-    if (!fc_ok(I, fc_levels_batch(n, ts, &b, &nb, &e), &e)) return false;
+    if (!tensor_check(I, fc_levels_batch(n, ts, &b, &nb, &e), &e)) return false;
     FcTensor *first = a[0].t ? a[0].t : a[0].ts ? a[0].ts[0] : NULL;
     int npos = first ? fc_tensor_npos(first) : 0;
     /* self's positional rank decides negative dims, as the row would without dims */
@@ -520,13 +517,13 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         if (a[k].none) continue;
         if (a[k].t && !a[k].t->wrapped_number) {
             FcTensor *m;
-            if (!fc_ok(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) return false;
+            if (!tensor_check(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) return false;
             fc_tensor_release(a[k].t);
             a[k].t = m;
         }
         for (int j = 0; a[k].ts && j < a[k].n; j++) {
             FcTensor *m;
-            if (!fc_ok(I, fc_batch_tensor(I->fc, a[k].ts[j], &b, &m, &e), &e)) return false;
+            if (!tensor_check(I, fc_batch_tensor(I->fc, a[k].ts[j], &b, &m, &e), &e)) return false;
             fc_tensor_release(a[k].ts[j]);
             a[k].ts[j] = m;
         }
@@ -559,7 +556,7 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         for (int j = 0; j < x->ndim; j++) perm[j] = j < nb ? j : x->ndim - 1 - (j - nb);
         if (strcmp(name, "t") == 0 && npos > 2)
             return err_raise(I, TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is %dD", npos);
-        if (!fc_ok(I, fc_permute(I->fc, x, x->ndim, perm, &r, &e), &e)) return false;
+        if (!tensor_check(I, fc_permute(I->fc, x, x->ndim, perm, &r, &e), &e)) return false;
         return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
     }
     if (strcmp(name, "squeeze") == 0 && a[1].none) {
@@ -568,7 +565,7 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         for (int j = nb; j < x->ndim; j++)
             if (x->shape[j] == 1) mask |= UINT64_C(1) << j;
         if (!mask) return relabel(I, (tensor_value_steal(I, fc_tensor_retain(x), out), out), &b, nb);
-        if (!fc_ok(I, fc_squeeze(I->fc, x, mask, &r, &e), &e)) return false;
+        if (!tensor_check(I, fc_squeeze(I->fc, x, mask, &r, &e), &e)) return false;
         return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
     }
     if (strcmp(name, "matmul") == 0) {
@@ -581,7 +578,7 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         FcStatus st = nx == 1 ? fc_unsqueeze(I->fc, x, x->ndim - 1, &xm, &e) : (xm = fc_tensor_retain(x), FC_OK);
         if (!st) st = ny == 1 ? fc_unsqueeze(I->fc, y, y->ndim, &ym, &e) : (ym = fc_tensor_retain(y), FC_OK);
         if (!st) st = fc_matmul(I->fc, xm, ym, &r, &e);
-        if (!st && nx == 1) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - (ny == 1 ? 2 : 2)), &s, &e);
+        if (!st && nx == 1) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - 2), &s, &e);
         if (!st && nx == 1) {
             fc_tensor_release(r);
             r = s;
@@ -594,7 +591,7 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         }
         fc_tensor_release(xm);
         fc_tensor_release(ym);
-        if (!fc_ok(I, st, &e)) {
+        if (!tensor_check(I, st, &e)) {
             fc_tensor_release(r);
             return false;
         }
@@ -622,12 +619,12 @@ static bool run_info(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return true;
     }
     bool stride = strcmp(name, "stride") == 0;
-    if (stride && !fc_ok(I, fc_realize(I->fc, t, &e), &e)) return false;
+    if (stride && !tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
     const int64_t *v = stride ? t->strides : t->shape;
     TensorArg *dim = tensor_arg(sig, a, "dim");
     if (dim && !dim->none) {
         int p;
-        if (!fc_ok(I, fc_wrap_dim(dim->i, npos, &p, &e), &e)) return false;
+        if (!tensor_check(I, fc_wrap_dim(dim->i, npos, &p, &e), &e)) return false;
         *out = v_int(v[fc_level_of_pos(t, p)]);
         return true;
     }
@@ -792,7 +789,7 @@ bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
     bool ok = dimindex_of(I, t, idx, x);
     FcTensor *r = NULL;
     FcError e;
-    if (ok) ok = fc_ok(I, fc_index_dims(I->fc, t, x->n, x->ix, 0, NULL, &r, &e), &e);
+    if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x->n, x->ix, 0, NULL, &r, &e), &e);
     dimindex_free(x);
     free(x);
     return ok && tensor_value_steal(I, r, out);
@@ -832,7 +829,7 @@ static bool m_order(METHOD_ARGS)
     }
     FcTensor *r = NULL;
     FcError e;
-    if (ok) ok = fc_ok(I, fc_order(I->fc, t, nref, refs, group, ng, &r, &e), &e);
+    if (ok) ok = tensor_check(I, fc_order(I->fc, t, nref, refs, group, ng, &r, &e), &e);
     fc_tensor_release(t);
     return ok && tensor_value_steal(I, r, out);
 }
@@ -849,7 +846,7 @@ static bool m_expand(METHOD_ARGS)
     for (int k = 0; k < nargs; k++) ds[k] = as_dim(args[k]);
     if (!dims_tensor_of(I, self, &t)) return false;
     FcError e;
-    bool ok = fc_ok(I, fc_expand_dims(I->fc, t, nargs, ds, &r, &e), &e);
+    bool ok = tensor_check(I, fc_expand_dims(I->fc, t, nargs, ds, &r, &e), &e);
     fc_tensor_release(t);
     return ok && tensor_value_steal(I, r, out);
 }
@@ -897,7 +894,7 @@ static bool m_index(METHOD_ARGS)
     }
     FcTensor *r = NULL;
     FcError e;
-    if (ok) ok = fc_ok(I, fc_index_dims(I->fc, t, x->n, x->ix, (int)nd, keys, &r, &e), &e);
+    if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x->n, x->ix, (int)nd, keys, &r, &e), &e);
     if (x) dimindex_free(x);
     free(x);
     fc_tensor_release(t);
@@ -933,7 +930,7 @@ bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *foun
             int64_t s;
             FcError e;
             *found = true;
-            if (!fc_ok(I, fc_dim_size(d, &s, &e), &e)) return false;
+            if (!tensor_check(I, fc_dim_size(d, &s, &e), &e)) return false;
             *out = v_int(s);
             return true;
         }
@@ -996,6 +993,6 @@ bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     FcTensor *r = NULL;
     FcError e;
-    return fc_ok(I, fc_stack_dims(I->fc, a[0].n, a[0].ts, as_dim(nd->v), has ? &ref : NULL, &r, &e), &e) &&
+    return tensor_check(I, fc_stack_dims(I->fc, a[0].n, a[0].ts, as_dim(nd->v), has ? &ref : NULL, &r, &e), &e) &&
            tensor_value_steal(I, r, out);
 }
