@@ -4,7 +4,7 @@
 #   make test       install missing tools, build, run every test (Check suites + script tests)
 #   make test SANITIZE=1    the same under AddressSanitizer, LeakSanitizer and UBSan
 #   make check      both of the above (the README's test command)
-#   make bench      host-language benchmark against python3
+#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -123,6 +123,7 @@ bench: deps
 	sh bench/host.sh build/tdl
 	sh bench/fused.sh build/tdl
 	sh bench/index.sh build/tdl
+	sh bench/sched.sh build/tdl
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

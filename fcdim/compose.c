@@ -113,8 +113,6 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
         m = fc_tensor_retain(a);
     } else {
         st = fc_reduce(ctx, FC_OP_AMAX, a, mask, true, &m, err);
-        if (!st)
-            st = fc_realize(ctx, m, err);
     }
     if (!st)
         st = fc_binary(ctx, FC_OP_SUB, a, m, &xm, err);

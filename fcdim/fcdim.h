@@ -297,12 +297,20 @@ static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL
 
 enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2 };
 
+/* Scheduler passes (FcCtx.sched_off turns them off; each gives the same bits on or off):
+ * FUSE: a reduction used inside an expression is computed in the consumer's kernel (else
+ * realised first into a temporary); HOIST: each sub-expression is computed once per point of
+ * its own domain (else at every point of the loop nest); BOUNDS: a masked reduction loop runs to
+ * its data-dependent bound (else over its whole extent). */
+enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4 };
+
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */
     int nthreads;               /* from TDL_NUM_THREADS, default all cores */
     uint64_t seed;              /* manual_seed */
     uint64_t rng_offset;        /* draws from the global generator so far */
     uint32_t max_fused;         /* operands with bigger DAGs are realised first */
+    int sched_off;              /* scheduler passes turned off (FC_SCHED_*), for testing them */
     /* --dump-ir / --dump-kernels: dump is called with the text of each kernel's IR DAG
      * (FC_DUMP_IR) and of the scheduled kernel (FC_DUMP_KERNELS), as selected by dump_flags. */
     int dump_flags;
@@ -373,10 +381,16 @@ FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
 
 /* ---- scheduled kernels (what a backend runs) ----
  *
- * A kernel evaluates one expression over a loop nest (nloop loops, outermost first, the last one
- * contiguous in the output where possible) and either stores it or reduces it over the loops
- * marked reduced. The expression is straight-line code over registers; each register holds a
- * chunk of up to FC_CHUNK consecutive values along the innermost loop. */
+ * A kernel evaluates one expression over a loop nest and either stores it or reduces it over the
+ * loops marked reduced. The root loops (owner -1) are the output's (outermost first, the last one
+ * contiguous in the output where possible) and, for a reduction at the root, its reduced loops.
+ * A reduction inside the expression (softmax's max and sum, roi_align's sum over samples) is an
+ * instruction of the code that iterates loops of its own (owner = its index): its body, the
+ * instructions that vary over those loops, runs once per point of them, and is folded into the
+ * reduction's register. Every instruction varies over the loops in its `deps`; a backend
+ * computes it once per point of those loops (hoisting by domain), not per point of the nest.
+ * The code is straight-line SSA: instruction i writes register i; each register holds a chunk
+ * of up to FC_CHUNK consecutive values along the chunk loop. */
 
 #define FC_CHUNK 256
 
@@ -390,12 +404,24 @@ typedef struct FcGather {
     int dim;                    /* the dimension an out-of-range message names */
 } FcGather;
 
+/* A data-dependent bound of a loop of an inner reduction: the loop runs over the indices d with
+ * d < value (cmp FC_OP_LT) or d <= value (FC_OP_LE) only, value being register reg (int64 or
+ * float, one value over the reduction's domain) read before the loop. The body masks the other
+ * indices to the reduction's identity (or an idempotent fill: FcInstr.fill), so they are skipped. */
+typedef struct FcBound {
+    int loop;
+    int reg;
+    FcOp cmp;
+} FcBound;
+
 typedef struct FcInstr {
     FcOp op;
     FcDType dtype;              /* of dst */
-    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons: compared values) */
+    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons: compared values;
+                                   a reduction: its body's) */
     int dst, a, b, c;           /* registers; -1 when unused */
     bool invariant;             /* depends on no loop: computed once per thread, before the loops */
+    uint64_t deps;              /* bit l: the value varies along loop l (set by the scheduler) */
     /* LOAD */
     int buf;                    /* index into FcKernel.bufs */
     int64_t offset;             /* elements */
@@ -408,12 +434,23 @@ typedef struct FcInstr {
     FcScalar konst;
     /* IOTA: the loop whose index it is */
     int loop;
+    /* A reduction (SUM, PROD, AMAX, AMIN, ANY, ALL) inside the code: `a` is its body's result,
+     * its loops are those with owner = this instruction. nbound of them have data-dependent
+     * bounds; when a bound skips indices, the fill (the value the body gives at skipped indices:
+     * +-0 for a sum, 1 for a product, anything for max/min/any/all) is folded in once, which
+     * gives the bits of folding it at every skipped index. */
+    int nbound;
+    FcBound *bounds;            /* [nbound] */
+    FcScalar fill;              /* of dtype src_dtype */
 } FcInstr;
 
 typedef struct FcKernel {
     int nloop;
     int64_t extent[FC_MAX_DIMS];
-    bool reduced[FC_MAX_DIMS];
+    bool reduced[FC_MAX_DIMS];  /* reduced by the root reduction */
+    int owner[FC_MAX_DIMS];     /* -1: a root loop; else the index of the inner reduction iterating it */
+    int chunk_loop;             /* the root loop the backend must vectorise along, or -1: its choice */
+    bool no_hoist;              /* compute every instruction at every point (the unhoisted schedule) */
     FcInstr *code;
     int ncode;
     int nreg;

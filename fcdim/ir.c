@@ -2,9 +2,9 @@
  * math with PyTorch's broadcasting and type promotion, casts, where, reductions).
  *
  * Every operation here is lazy: it returns a tensor whose node is an expression over its dims,
- * with loads of stored tensors at the leaves. Operands whose node is a reduction, or whose DAG
- * has grown past ctx->max_fused nodes, are realised first, so a kernel is a pointwise DAG with at
- * most one reduction at its root. Depends on fcdim.h and internal.h only. */
+ * with loads of stored tensors at the leaves. Reductions stay in the DAG of their consumers (the
+ * scheduler fuses them, or realises them where fusing would recompute them); arg reductions, and
+ * operands whose DAG has grown past ctx->max_fused nodes, are realised first. Depends on fcdim.h and internal.h only. */
 #include "internal.h"
 
 #include <stdarg.h>
@@ -203,12 +203,21 @@ static FcOperand operand_of(const FcTensor *t)
     return o;
 }
 
-/* t's node as an operand of a new node of dtype dt: realised first when it is a reduction or too
- * big to fuse; constants convert in place, others get a CAST. */
+/* Whether an operand with node n is realised before it is used: an arg reduction (its index is
+ * only produced at a kernel's root), any reduction when fusion is off, a DAG too big to fuse. */
+static bool realise_first(const FcCtx *ctx, const FcNode *n)
+{
+    if (n->op == FC_OP_ARGMAX || n->op == FC_OP_ARGMIN)
+        return true;
+    return (fc_op_is_reduce(n->op) && (ctx->sched_off & FC_SCHED_FUSE)) || n->count > ctx->max_fused;
+}
+
+/* t's node as an operand of a new node of dtype dt: realised first when realise_first says so;
+ * constants convert in place, others get a CAST. */
 static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, FcError *err)
 {
     *out = NULL;
-    if (t->node && (fc_op_is_reduce(t->node->op) || t->node->count > ctx->max_fused)) {
+    if (t->node && realise_first(ctx, t->node)) {
         FcStatus st = fc_realize(ctx, t, err);
         if (st)
             return st;

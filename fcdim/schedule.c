@@ -29,33 +29,62 @@ typedef struct Memo {
     int reg;
 } Memo;
 
+/* A reduction that is not fused into its consumer: realised into tmp first, read as load. */
+typedef struct Sub {
+    const FcNode *node;
+    FcTensor *tmp;
+    FcNode *load;
+} Sub;
+
 typedef struct Sched {
     FcCtx *ctx;
     FcError *err;
     FcStatus st;
-    int nloop;
+    FcDevice dev;
+    int nloop, nroot;                  /* loops [0, nroot) are the root's, the rest inner reductions' */
     int64_t extent[FC_MAX_DIMS];
     bool reduced[FC_MAX_DIMS];
-    int8_t red_loop[FC_MAX_DIMS];      /* root reduction: operand level -> loop (or -1) */
+    int owner[FC_MAX_DIMS];            /* -1, or the inner reduction iterating the loop */
     FcInstr *code;
+    const FcNode **node_of;            /* [ncode] the node each instruction computes */
     int ncode, capcode;
     Memo *memo;
     int nmemo, capmemo;
     FcStorage **bufs;                  /* the storages loaded (borrowed from the DAG) */
     int nbufs, capbufs;
+    Sub *subs;
+    int nsubs, capsubs;
 } Sched;
 
-static void sched_free(Sched *s)
+/* Drops the code (not the substitutions): scheduling starts again. */
+static void sched_reset(Sched *s)
 {
     for (int i = 0; i < s->ncode; i++) {
         free(s->code[i].strides);
         free(s->code[i].gathers);
+        free(s->code[i].bounds);
     }
-    free(s->code);
+    s->ncode = 0;
     for (int i = 0; i < s->nmemo; i++)
         free(s->memo[i].map);
+    s->nmemo = 0;
+    s->nbufs = 0;
+    s->nloop = s->nroot = 0;
+    s->st = FC_OK;
+}
+
+static void sched_free(Sched *s)
+{
+    sched_reset(s);
+    free(s->code);
+    free(s->node_of);
     free(s->memo);
     free(s->bufs);
+    for (int i = 0; i < s->nsubs; i++) {
+        fc_node_release(s->subs[i].load);
+        fc_tensor_release(s->subs[i].tmp);
+    }
+    free(s->subs);
 }
 
 static bool grow(void **p, int *cap, int need, size_t elem)
@@ -86,12 +115,22 @@ static int fail(Sched *s, FcStatus st, const char *fmt, ...)
     return -1;
 }
 
-static FcInstr *new_instr(Sched *s, FcOp op, FcDType dt)
+static FcInstr *new_instr(Sched *s, const FcNode *node, FcOp op, FcDType dt)
 {
+    int cap = s->capcode;
     if (!grow((void **)&s->code, &s->capcode, s->ncode + 1, sizeof *s->code)) {
         fail(s, FC_ERR_NOMEM, "out of memory");
         return NULL;
     }
+    if (s->capcode != cap) {
+        const FcNode **q = realloc(s->node_of, (size_t)s->capcode * sizeof *q);
+        if (!q) {
+            fail(s, FC_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        s->node_of = q;
+    }
+    s->node_of[s->ncode] = node;
     FcInstr *in = &s->code[s->ncode];
     memset(in, 0, sizeof *in);
     in->op = op;
@@ -114,30 +153,31 @@ static int buf_index(Sched *s, FcStorage *st)
     return s->nbufs++;
 }
 
-/* Where level j of operand k of a node lands, given the node's mapping. */
-static int8_t compose(Sched *s, int8_t lm, const int8_t *map, int j)
+/* Where level j of an operand lands, given the node's mapping map and, for its reduced levels,
+ * red (the loops of the reduction; NULL for other nodes). */
+static int8_t compose(int8_t lm, const int8_t *map, const int8_t *red, int j)
 {
     if (lm == FC_LEV_BCAST)
         return -1;
     if (lm == FC_LEV_REDUCED)
-        return s->red_loop[j];
+        return red ? red[j] : -1;
     return map[lm];
 }
 
 static int emit(Sched *s, const FcNode *n, const int8_t *map);
 
-static int emit_operand(Sched *s, const FcNode *n, int k, const int8_t *map)
+static int emit_operand(Sched *s, const FcNode *n, int k, const int8_t *map, const int8_t *red)
 {
     const FcNode *in = n->in[k];
     int8_t sub[FC_MAX_DIMS];
     for (int j = 0; j < in->nlev; j++)
-        sub[j] = compose(s, n->lev_map[k][j], map, j);
+        sub[j] = compose(n->lev_map[k][j], map, red, j);
     return emit(s, in, sub);
 }
 
 static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
 {
-    int64_t *strides = calloc((size_t)(s->nloop ? s->nloop : 1), sizeof *strides);
+    int64_t *strides = calloc(FC_MAX_DIMS, sizeof *strides);
     if (!strides)
         return fail(s, FC_ERR_NOMEM, "out of memory");
     int64_t offset = n->offset;
@@ -148,7 +188,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
         const FcNode *ix = n->in[k];
         int8_t sub[FC_MAX_DIMS];
         for (int j = 0; j < ix->nlev; j++)
-            sub[j] = compose(s, n->lev_map[k][j], map, j);
+            sub[j] = compose(n->lev_map[k][j], map, NULL, j);
         if (ix->op == FC_OP_IOTA) {
             if (sub[0] >= 0) {
                 strides[sub[0]] += n->strides[k];
@@ -177,7 +217,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
         }
     }
     int b = buf_index(s, n->storage);
-    FcInstr *in = b < 0 ? NULL : new_instr(s, FC_OP_LOAD, n->dtype);
+    FcInstr *in = b < 0 ? NULL : new_instr(s, n, FC_OP_LOAD, n->dtype);
     if (!in) {
         free(strides);
         return -1;
@@ -196,6 +236,50 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
     return in->dst;
 }
 
+/* Gives the reduced levels of reduction n's operand loops of their own: red[j] for level j
+ * (-1 for kept levels); marks them reduced (root) or owned by owner (-2: not known yet). */
+static bool reduce_loops(Sched *s, const FcNode *n, bool root, int8_t *red)
+{
+    const FcNode *in = n->in[0];
+    for (int j = 0; j < in->nlev; j++) {
+        red[j] = -1;
+        if (n->lev_map[0][j] != FC_LEV_REDUCED)
+            continue;
+        if (s->nloop >= FC_MAX_DIMS) {
+            fail(s, FC_ERR_VALUE, "too many loops");
+            return false;
+        }
+        red[j] = (int8_t)s->nloop;
+        s->reduced[s->nloop] = root;
+        s->owner[s->nloop] = root ? -1 : -2;
+        s->extent[s->nloop++] = in->size[j];
+    }
+    return true;
+}
+
+/* A reduction inside the expression: its loops, its body, then the instruction that folds it. */
+static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
+{
+    if (n->op == FC_OP_ARGMAX || n->op == FC_OP_ARGMIN)
+        return fail(s, FC_ERR_VALUE, "internal error: an arg reduction inside a kernel");
+    int8_t red[FC_MAX_DIMS];
+    int first = s->nloop;
+    if (!reduce_loops(s, n, false, red))
+        return -1;
+    int body = emit_operand(s, n, 0, map, red);
+    if (body < 0)
+        return -1;
+    FcInstr *in = new_instr(s, n, n->op, n->dtype);
+    if (!in)
+        return -1;
+    in->a = body;
+    in->src_dtype = n->in[0]->dtype;
+    in->invariant = s->code[body].invariant;
+    for (int l = first; l < s->nloop; l++)
+        s->owner[l] = in->dst;
+    return in->dst;
+}
+
 static int emit(Sched *s, const FcNode *n, const int8_t *map)
 {
     if (s->st)
@@ -203,13 +287,16 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
     for (int i = 0; i < s->nmemo; i++)
         if (s->memo[i].node == n && memcmp(s->memo[i].map, map, (size_t)n->nlev) == 0)
             return s->memo[i].reg;
+    for (int i = 0; i < s->nsubs; i++)
+        if (s->subs[i].node == n)
+            return emit(s, s->subs[i].load, map);
     int reg = -1;
     FcInstr *in;
     if (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype)    /* only moves levels (a broadcast) */
-        return emit_operand(s, n, 0, map);
+        return emit_operand(s, n, 0, map, NULL);
     switch (n->op) {
     case FC_OP_CONST:
-        in = new_instr(s, FC_OP_CONST, n->dtype);
+        in = new_instr(s, n, FC_OP_CONST, n->dtype);
         if (!in)
             return -1;
         in->konst = n->konst;
@@ -218,13 +305,13 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
         break;
     case FC_OP_IOTA:
         if (map[0] < 0 || s->extent[map[0]] <= 1) {
-            in = new_instr(s, FC_OP_CONST, FC_INT64);
+            in = new_instr(s, n, FC_OP_CONST, FC_INT64);
             if (!in)
                 return -1;
             in->konst.i = 0;
             in->invariant = true;
         } else {
-            in = new_instr(s, FC_OP_IOTA, FC_INT64);
+            in = new_instr(s, n, FC_OP_IOTA, FC_INT64);
             if (!in)
                 return -1;
             in->loop = map[0];
@@ -235,17 +322,19 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
         reg = emit_load(s, n, map);
         break;
     default: {
-        if (fc_op_is_reduce(n->op))
-            return fail(s, FC_ERR_VALUE, "internal error: a reduction inside a kernel");
+        if (fc_op_is_reduce(n->op)) {
+            reg = emit_reduce(s, n, map);
+            break;
+        }
         int ops[3] = {-1, -1, -1};
         bool invariant = true;
         for (int k = 0; k < n->nin && k < 3; k++) {
-            ops[k] = emit_operand(s, n, k, map);
+            ops[k] = emit_operand(s, n, k, map, NULL);
             if (ops[k] < 0)
                 return -1;
             invariant = invariant && s->code[ops[k]].invariant;
         }
-        in = new_instr(s, n->op, n->dtype);
+        in = new_instr(s, n, n->op, n->dtype);
         if (!in)
             return -1;
         in->a = ops[0];
@@ -272,29 +361,50 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
     return reg;
 }
 
-/* Emits the code of root; the loops are root's levels then its reduced levels. Returns the
+/* Whether n is a masked value, as find_bounds reads it: where(cond, v, const), or a cast,
+ * negation, sum or product of masked values. */
+static bool masked_node(const FcNode *n)
+{
+    switch (n->op) {
+    case FC_OP_WHERE:
+        return n->in[2]->op == FC_OP_CONST;
+    case FC_OP_CAST: case FC_OP_NEG:
+        return masked_node(n->in[0]);
+    case FC_OP_ADD: case FC_OP_MUL:
+        return masked_node(n->in[0]) && masked_node(n->in[1]);
+    default:
+        return false;
+    }
+}
+
+/* A masked reduction with kept levels is scheduled as an inner reduction under a store, so that
+ * its loops can take data-dependent bounds (the threads split the kept loops). */
+static bool root_as_inner(const FcNode *root)
+{
+    return fc_op_is_reduce(root->op) && root->op != FC_OP_ARGMAX && root->op != FC_OP_ARGMIN && root->nlev > 0 &&
+           masked_node(root->in[0]);
+}
+
+/* Emits the code of root; the root loops are root's levels then its reduced levels. Returns the
  * register of the value to store or reduce. */
 static int emit_root(Sched *s, const FcNode *root)
 {
     s->nloop = root->nlev;
     memcpy(s->extent, root->size, (size_t)root->nlev * sizeof *s->extent);
-    int8_t map[FC_MAX_DIMS];
-    for (int l = 0; l < root->nlev; l++)
+    int8_t map[FC_MAX_DIMS], red[FC_MAX_DIMS];
+    for (int l = 0; l < root->nlev; l++) {
         map[l] = (int8_t)l;
-    if (!fc_op_is_reduce(root->op))
-        return emit(s, root, map);
-    const FcNode *in = root->in[0];
-    for (int j = 0; j < in->nlev; j++) {
-        s->red_loop[j] = -1;
-        if (root->lev_map[0][j] == FC_LEV_REDUCED) {
-            if (s->nloop >= FC_MAX_DIMS)
-                return fail(s, FC_ERR_VALUE, "too many loops");
-            s->red_loop[j] = (int8_t)s->nloop;
-            s->reduced[s->nloop] = true;
-            s->extent[s->nloop++] = in->size[j];
-        }
+        s->owner[l] = -1;
+        s->reduced[l] = false;
     }
-    return emit_operand(s, root, 0, map);
+    if (!fc_op_is_reduce(root->op) || root_as_inner(root)) {
+        s->nroot = s->nloop;
+        return emit(s, root, map);
+    }
+    if (!reduce_loops(s, root, true, red))
+        return -1;
+    s->nroot = s->nloop;
+    return emit_operand(s, root, 0, map, red);
 }
 
 /* ---- layout ---- */
@@ -349,17 +459,24 @@ static bool loop_has_iota(const Sched *s, int l)
     return false;
 }
 
-/* Renumbers loops: new loop i is old loop order[i]; loops not in order are dropped (extent 1). */
-static void apply_loop_order(Sched *s, FcKernel *k, const int *order, int n)
+/* Renumbers the root loops: new root loop i is old loop order[i]; root loops not in order are
+ * dropped (extent 1). The inner loops follow, in their order. */
+static void apply_loop_order(Sched *s, FcKernel *k, const int *order_root, int n)
 {
+    int order[FC_MAX_DIMS];
+    memcpy(order, order_root, (size_t)n * sizeof *order);
+    int m = n;
+    for (int l = s->nroot; l < s->nloop; l++)
+        order[m++] = l;
     int64_t ext[FC_MAX_DIMS], ostr[FC_MAX_DIMS];
     bool red[FC_MAX_DIMS];
-    int newof[FC_MAX_DIMS];
+    int own[FC_MAX_DIMS], newof[FC_MAX_DIMS];
     for (int l = 0; l < s->nloop; l++)
         newof[l] = -1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < m; i++) {
         ext[i] = s->extent[order[i]];
         red[i] = s->reduced[order[i]];
+        own[i] = s->owner[order[i]];
         ostr[i] = k->out_strides[order[i]];
         newof[order[i]] = i;
     }
@@ -369,15 +486,43 @@ static void apply_loop_order(Sched *s, FcKernel *k, const int *order, int n)
             in->loop = newof[in->loop];
         if (in->op == FC_OP_LOAD) {
             int64_t st[FC_MAX_DIMS];
-            for (int i = 0; i < n; i++)
+            for (int i = 0; i < m; i++)
                 st[i] = in->strides[order[i]];
-            memcpy(in->strides, st, (size_t)n * sizeof *st);
+            memcpy(in->strides, st, (size_t)m * sizeof *st);
         }
     }
-    memcpy(s->extent, ext, (size_t)n * sizeof *ext);
-    memcpy(s->reduced, red, (size_t)n * sizeof *red);
-    memcpy(k->out_strides, ostr, (size_t)n * sizeof *ostr);
-    s->nloop = n;
+    memcpy(s->extent, ext, (size_t)m * sizeof *ext);
+    memcpy(s->reduced, red, (size_t)m * sizeof *red);
+    memcpy(s->owner, own, (size_t)m * sizeof *own);
+    memcpy(k->out_strides, ostr, (size_t)m * sizeof *ostr);
+    s->nloop = m;
+    s->nroot = n;
+}
+
+/* A kernel with inner loops and no root loop gets a root loop of extent 1 to chunk along. */
+static void add_unit_loop(Sched *s, FcKernel *k)
+{
+    if (s->nroot > 0 || s->nloop == 0 || s->nloop >= FC_MAX_DIMS)
+        return;
+    for (int c = 0; c < s->ncode; c++) {
+        FcInstr *in = &s->code[c];
+        if (in->op == FC_OP_IOTA)
+            in->loop++;
+        if (in->op == FC_OP_LOAD) {
+            memmove(in->strides + 1, in->strides, (size_t)s->nloop * sizeof *in->strides);
+            in->strides[0] = 0;
+        }
+    }
+    memmove(s->extent + 1, s->extent, (size_t)s->nloop * sizeof *s->extent);
+    memmove(s->reduced + 1, s->reduced, (size_t)s->nloop * sizeof *s->reduced);
+    memmove(s->owner + 1, s->owner, (size_t)s->nloop * sizeof *s->owner);
+    memmove(k->out_strides + 1, k->out_strides, (size_t)s->nloop * sizeof *k->out_strides);
+    s->extent[0] = 1;
+    s->reduced[0] = false;
+    s->owner[0] = -1;
+    k->out_strides[0] = 0;
+    s->nloop++;
+    s->nroot = 1;
 }
 
 typedef enum LoopOrder { BY_OUTPUT, BY_INPUT, AS_GIVEN } LoopOrder;
@@ -386,7 +531,8 @@ static void order_loops(Sched *s, FcKernel *k, LoopOrder how, bool keep_reduced)
 {
     /* Key: |stride| in the output (pointwise) or the first varying load (reductions); broadcast
      * (0) loops go outermost. Stable: equal keys keep their order. AS_GIVEN only drops the
-     * loops of extent 1 (scattered stores write in the order of the root's levels). */
+     * loops of extent 1 (scattered stores write in the order of the root's levels). Only the
+     * root loops move. */
     const int64_t *key = how == BY_OUTPUT ? k->out_strides : NULL;
     if (how == BY_INPUT) {
         key = NULL;
@@ -395,7 +541,7 @@ static void order_loops(Sched *s, FcKernel *k, LoopOrder how, bool keep_reduced)
                 key = s->code[c].strides;
     }
     int order[FC_MAX_DIMS], n = 0;
-    for (int l = 0; l < s->nloop; l++)
+    for (int l = 0; l < s->nroot; l++)
         if (s->extent[l] != 1 || (keep_reduced && s->reduced[l]) || loop_has_iota(s, l))
             order[n++] = l;
     if (key) {
@@ -416,10 +562,10 @@ static void order_loops(Sched *s, FcKernel *k, LoopOrder how, bool keep_reduced)
     apply_loop_order(s, k, order, n);
 }
 
-/* Merges loop i into loop i+1 where every access steps through them as one. */
+/* Merges root loop i into loop i+1 where every access steps through them as one. */
 static void merge_loops(Sched *s, FcKernel *k, bool argreduce)
 {
-    for (int i = s->nloop - 2; i >= 0; i--) {
+    for (int i = s->nroot - 2; i >= 0; i--) {
         int j = i + 1;
         if (s->reduced[i] != s->reduced[j] || (argreduce && s->reduced[i]))
             continue;
@@ -433,7 +579,7 @@ static void merge_loops(Sched *s, FcKernel *k, bool argreduce)
             continue;
         int order[FC_MAX_DIMS], n = 0;
         s->extent[j] *= s->extent[i];
-        for (int l = 0; l < s->nloop; l++)
+        for (int l = 0; l < s->nroot; l++)
             if (l != i)
                 order[n++] = l;
         apply_loop_order(s, k, order, n);
@@ -457,57 +603,311 @@ static bool fits32(int64_t offset, const int64_t *strides, const int64_t *extent
     return true;
 }
 
-/* Linear-scan register allocation over the straight-line code; invariant registers are never
- * reused. Rewrites dst/a/b/c/gathers[].reg and k->result; sets k->nreg. */
-static bool alloc_registers(Sched *s, FcKernel *k, int result)
+/* ---- domains, fusion, bounds ---- */
+
+/* The loops iterated by inner reduction r. */
+static uint64_t owned_loops(const Sched *s, int r)
+{
+    uint64_t m = 0;
+    for (int l = s->nroot; l < s->nloop; l++)
+        if (s->owner[l] == r)
+            m |= (uint64_t)1 << l;
+    return m;
+}
+
+static uint64_t root_loops(const Sched *s)
+{
+    uint64_t m = 0;
+    for (int l = 0; l < s->nroot; l++)
+        if (s->extent[l] > 1)
+            m |= (uint64_t)1 << l;
+    return m;
+}
+
+/* deps of every instruction: the loops (of extent > 1) along which its value varies. */
+static void compute_deps(Sched *s)
+{
+    for (int c = 0; c < s->ncode; c++) {
+        FcInstr *in = &s->code[c];
+        uint64_t d = 0;
+        if (in->op == FC_OP_LOAD) {
+            for (int l = 0; l < s->nloop; l++)
+                if (in->strides[l] != 0 && s->extent[l] > 1)
+                    d |= (uint64_t)1 << l;
+            for (int g = 0; g < in->ngather; g++)
+                d |= s->code[in->gathers[g].reg].deps;
+        } else if (in->op == FC_OP_IOTA) {
+            d = s->extent[in->loop] > 1 ? (uint64_t)1 << in->loop : 0;
+        } else if (fc_op_is_reduce(in->op)) {
+            d = s->code[in->a].deps & ~owned_loops(s, c);
+        } else {
+            int ops[3] = {in->a, in->b, in->c};
+            for (int o = 0; o < 3; o++)
+                if (ops[o] >= 0)
+                    d |= s->code[ops[o]].deps;
+        }
+        in->deps = d;
+        in->invariant = d == 0;
+    }
+}
+
+/* The root loop the CPU backend vectorises along when left its choice (cpu_kernel.c's first
+ * rule): the innermost, unless it is short and another is long. */
+static int natural_chunk_loop(const Sched *s, bool scatter)
+{
+    if (s->nroot == 0)
+        return -1;
+    int cl = s->nroot - 1;
+    if (s->extent[cl] < 16 && !scatter) {
+        int best = cl;
+        for (int l = 0; l < s->nroot; l++)
+            if (s->extent[l] >= s->extent[best])
+                best = l;
+        if (s->extent[best] >= 64 && s->extent[best] >= 4 * s->extent[cl])
+            cl = best;
+    }
+    return cl;
+}
+
+/* Fusion: an inner reduction stays in the kernel when it is computed once per point of its own
+ * domain: its consumers vary over no loop it does not, except the chunk loop (softmax's max,
+ * one value per row, serves every chunk of the row; the backend keeps it across chunks). Else
+ * (a column sum under a row-major store, a full sum under a large output) it would be
+ * recomputed for every point of the missing loops: it is realised first instead. Marks the
+ * reductions to realise in bad[]; returns how many. */
+static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl, bool *bad)
 {
     int n = s->ncode;
-    int *last = malloc((size_t)(n ? n : 1) * sizeof *last);
-    int *phys = malloc((size_t)(n ? n : 1) * sizeof *phys);
-    int *freelist = malloc((size_t)(n ? n : 1) * sizeof *freelist);
-    if (!last || !phys || !freelist) {
-        free(last);
-        free(phys);
-        free(freelist);
+    int *list = malloc((size_t)(n + 1) * sizeof *list), *cx = malloc((size_t)(n + 1) * sizeof *cx);
+    uint64_t *own = malloc((size_t)(n + 1) * sizeof *own);
+    if (!list || !cx || !own) {
+        free(list);
+        free(cx);
+        free(own);
+        return -1;
+    }
+    for (int c = 0; c < n; c++)
+        own[c] = fc_op_is_reduce(s->code[c].op) ? owned_loops(s, c) : 0;
+    /* Each instruction's list (the innermost reduction whose loops it varies along) and the
+     * loop its list runs along the chunk (as the CPU backend plans it: a reduction of one value
+     * per chunk runs along its last loop). Outer lists come later in the code. */
+    for (int c = n - 1; c >= 0; c--) {
+        list[c] = -1;
+        for (int r = c + 1; r < n && list[c] < 0; r++)
+            if (s->code[c].deps & own[r])
+                list[c] = r;
+        if (list[c] < 0) {
+            cx[c] = cl;
+            continue;
+        }
+        int r = list[c], last = -1;
+        for (int l = 0; l < s->nloop; l++)
+            if (own[r] >> l & 1)
+                last = l;
+        bool wide = cx[r] >= 0 && (s->code[r].deps >> cx[r] & 1);
+        cx[c] = wide || last < 0 ? cx[r] : last;
+    }
+    /* A reduction fuses when every consumer varies over nothing more than it does, except that
+     * consumer's chunk loop (one value serves every chunk); one of no loops at all only when it
+     * is small (it is computed once, before the parallel loops). */
+    bool off = s->ctx->sched_off & FC_SCHED_FUSE;
+    for (int c = 0; c < n; c++)
+        bad[c] = off && fc_op_is_reduce(s->code[c].op) && c != result;   /* the root is where it is */
+    for (int c = 0; c < n; c++) {
+        const FcInstr *in = &s->code[c];
+        uint64_t d = in->deps | own[c];
+        int ops[3 + FC_MAX_DIMS], nops = 0;
+        ops[nops++] = in->a;
+        ops[nops++] = in->b;
+        ops[nops++] = in->c;
+        for (int g = 0; g < in->ngather; g++)
+            ops[nops++] = in->gathers[g].reg;
+        for (int o = 0; o < nops; o++) {
+            int v = ops[o];
+            if (v < 0 || !fc_op_is_reduce(s->code[v].op))
+                continue;
+            uint64_t missing = d & ~s->code[v].deps;
+            int ccx = o == 0 && own[c] ? -1 : cx[c];
+            if (missing != 0 && (ccx < 0 || missing != (uint64_t)1 << ccx))
+                bad[v] = true;
+        }
+    }
+    uint64_t roots = root_loops(s);
+    for (int g = -1; g < ns; g++) {
+        int v = g < 0 ? result : sregs[g];
+        if (fc_op_is_reduce(s->code[v].op)) {
+            uint64_t missing = roots & ~s->code[v].deps;
+            if (missing != 0 && (cl < 0 || missing != (uint64_t)1 << cl))
+                bad[v] = true;
+        }
+    }
+    int nbad = 0;
+    for (int c = 0; c < n; c++) {
+        const FcInstr *in = &s->code[c];
+        if (fc_op_is_reduce(in->op) && in->deps == 0 && !bad[c]) {
+            int64_t work = 1;
+            for (int l = 0; l < s->nloop; l++)
+                if (own[c] >> l & 1)
+                    work *= s->extent[l];
+            bad[c] = work > 65536;
+        }
+        nbad += bad[c];
+    }
+    free(list);
+    free(cx);
+    free(own);
+    return nbad;
+}
+
+/* Realises node into a temporary that the kernel then loads. */
+static bool add_sub(Sched *s, const FcNode *node)
+{
+    if (!grow((void **)&s->subs, &s->capsubs, s->nsubs + 1, sizeof *s->subs)) {
+        fail(s, FC_ERR_NOMEM, "out of memory");
         return false;
     }
-    for (int i = 0; i < n; i++)
-        last[i] = i;
-    for (int i = 0; i < n; i++) {
-        const FcInstr *in = &s->code[i];
-        int ops[3] = {in->a, in->b, in->c};
-        for (int o = 0; o < 3; o++)
-            if (ops[o] >= 0)
-                last[ops[o]] = i;
-        for (int g = 0; g < in->ngather; g++)
-            last[in->gathers[g].reg] = i;
+    FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)node), s->dev, NULL, 0);
+    if (!tmp) {
+        fail(s, FC_ERR_NOMEM, "out of memory");
+        return false;
     }
-    if (result >= 0)
-        last[result] = n;
-    for (int g = 0; g < k->nscatter; g++)
-        last[k->scatter[g].reg] = n;        /* read by the store, after the code */
-    int nfree = 0, nreg = 0;
-    for (int i = 0; i < n; i++) {
-        FcInstr *in = &s->code[i];
-        in->a = in->a >= 0 ? phys[in->a] : -1;
-        in->b = in->b >= 0 ? phys[in->b] : -1;
-        in->c = in->c >= 0 ? phys[in->c] : -1;
-        for (int g = 0; g < in->ngather; g++)
-            in->gathers[g].reg = phys[in->gathers[g].reg];
-        phys[i] = nfree > 0 && !in->invariant ? freelist[--nfree] : nreg++;
-        in->dst = phys[i];
-        /* Free the operands whose last use is here (after choosing dst: no aliasing). */
-        for (int j = 0; j < i; j++)
-            if (last[j] == i && !s->code[j].invariant)
-                freelist[nfree++] = phys[j];
+    FcStatus st = fc_realize(s->ctx, tmp, s->err);
+    FcNode *load = st ? NULL : fc_tensor_node(tmp);
+    if (!load) {
+        fc_tensor_release(tmp);
+        if (!st)
+            fail(s, FC_ERR_NOMEM, "out of memory");
+        else
+            s->st = st;
+        return false;
     }
-    k->result = result >= 0 ? phys[result] : -1;
-    for (int g = 0; g < k->nscatter; g++)
-        k->scatter[g].reg = phys[k->scatter[g].reg];
-    k->nreg = nreg;
-    free(last);
-    free(phys);
-    free(freelist);
+    s->subs[s->nsubs++] = (Sub){node, tmp, load};
+    return true;
+}
+
+/* The loop of inner reduction r whose index register i holds (an IOTA, or one cast to a float
+ * type that holds every index exactly), or -1. */
+static int index_loop(const Sched *s, int i, int r)
+{
+    const FcInstr *in = &s->code[i];
+    int64_t exact = INT64_MAX;
+    if (in->op == FC_OP_CAST && (in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64)) {
+        exact = in->dtype == FC_FLOAT32 ? (int64_t)1 << 24 : (int64_t)1 << 53;
+        in = &s->code[in->a];
+    }
+    if (in->op != FC_OP_IOTA || s->owner[in->loop] != r || s->extent[in->loop] > exact)
+        return -1;
+    return in->loop;
+}
+
+/* Adds the bounds that condition register c (a conjunction of comparisons, joined by &) puts on
+ * the loops of inner reduction r: index < e or index <= e (or e > index, e >= index) with e not
+ * varying over r's loops. */
+static void cond_bounds(const Sched *s, int c, int r, FcBound *b, int *nb)
+{
+    const FcInstr *in = &s->code[c];
+    if (in->op == FC_OP_AND && in->dtype == FC_BOOL) {
+        cond_bounds(s, in->a, r, b, nb);
+        cond_bounds(s, in->b, r, b, nb);
+        return;
+    }
+    FcOp op = in->op;
+    int x = in->a, y = in->b;
+    if (op == FC_OP_GT || op == FC_OP_GE) {
+        x = in->b;
+        y = in->a;
+        op = op == FC_OP_GT ? FC_OP_LT : FC_OP_LE;
+    }
+    if (op != FC_OP_LT && op != FC_OP_LE)
+        return;
+    int l = index_loop(s, x, r);
+    if (l < 0 || (s->code[y].deps & owned_loops(s, r)) || *nb >= FC_MAX_DIMS)
+        return;
+    b[(*nb)++] = (FcBound){.loop = l, .reg = y, .cmp = op};
+}
+
+/* Whether register i is masked for inner reduction r: where(cond, v, fill) with a constant
+ * fill and bounds from cond; or a cast, negation, or an op of two operands masked by the same
+ * bounds (the mask inside the reduced expression). Sets the bounds and the fill. */
+static bool masked(const Sched *s, int i, int r, FcBound *b, int *nb, FcScalar *fill)
+{
+    const FcInstr *in = &s->code[i];
+    *nb = 0;
+    switch (in->op) {
+    case FC_OP_WHERE:
+        if (s->code[in->c].op != FC_OP_CONST)
+            return false;
+        cond_bounds(s, in->a, r, b, nb);
+        *fill = s->code[in->c].konst;
+        return *nb > 0;
+    case FC_OP_CAST:
+        if (!masked(s, in->a, r, b, nb, fill))
+            return false;
+        *fill = fc_scalar_convert(*fill, in->src_dtype, in->dtype);
+        return true;
+    case FC_OP_NEG:
+        if (!masked(s, in->a, r, b, nb, fill))
+            return false;
+        if (fc_dtype_is_float(in->dtype))
+            fill->f = -fill->f;
+        else
+            fill->i = -fill->i;
+        return true;
+    case FC_OP_ADD: case FC_OP_MUL: case FC_OP_MIN: case FC_OP_MAX: {
+        FcBound b2[FC_MAX_DIMS];
+        int n2;
+        FcScalar f2;
+        if (!masked(s, in->a, r, b, nb, fill) || !masked(s, in->b, r, b2, &n2, &f2) || n2 != *nb ||
+            memcmp(b, b2, (size_t)n2 * sizeof *b2) != 0)
+            return false;
+        bool fl = fc_dtype_is_float(in->dtype);
+        if (in->op == FC_OP_ADD && fl)
+            fill->f += f2.f;
+        else if (in->op == FC_OP_ADD)
+            fill->i = (int64_t)((uint64_t)fill->i + (uint64_t)f2.i);
+        else if (in->op == FC_OP_MUL && fl)
+            fill->f *= f2.f;
+        else if (in->op == FC_OP_MUL)
+            fill->i = (int64_t)((uint64_t)fill->i * (uint64_t)f2.i);
+        else
+            return false;   /* min/max of fills: not worth the NaN rules */
+        return in->dtype != FC_INT32;   /* int32 wraps differently; keep it simple */
+    }
+    default:
+        return false;
+    }
+}
+
+/* Bound masks: an inner reduction of a masked body runs its loops only to their bounds, when
+ * the fill is the reduction's identity up to the sign of zero (sum: 0, product: 1) or the
+ * reduction is idempotent (max, min, any, all): folding the fill once then gives the bits of
+ * folding it at every skipped index. */
+static bool find_bounds(Sched *s)
+{
+    for (int c = 0; c < s->ncode; c++) {
+        FcInstr *in = &s->code[c];
+        if (!fc_op_is_reduce(in->op) || in->op == FC_OP_ARGMAX || in->op == FC_OP_ARGMIN)
+            continue;
+        FcBound b[FC_MAX_DIMS];
+        int nb;
+        FcScalar fill;
+        if (!masked(s, in->a, c, b, &nb, &fill))
+            continue;
+        bool fl = fc_dtype_is_float(in->src_dtype);
+        bool ok = in->op == FC_OP_SUM ? (fl ? fill.f == 0 : fill.i == 0)
+                  : in->op == FC_OP_PROD ? (fl ? fill.f == 1 : fill.i == 1)
+                                         : true;
+        if (!ok)
+            continue;
+        in->bounds = malloc((size_t)nb * sizeof *b);
+        if (!in->bounds) {
+            fail(s, FC_ERR_NOMEM, "out of memory");
+            return false;
+        }
+        memcpy(in->bounds, b, (size_t)nb * sizeof *b);
+        in->nbound = nb;
+        in->fill = fill;
+    }
     return true;
 }
 
@@ -528,48 +928,87 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
                          int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
                          FcStorage **new_storage, int64_t *new_strides, FcError *err)
 {
-    Sched s = {.ctx = ctx, .err = err};
+    Sched s = {.ctx = ctx, .err = err, .dev = dev};
     FcKernel k;
     memset(&k, 0, sizeof k);
     FcGather scatter[FC_MAX_DIMS];
+    int sregs[FC_MAX_DIMS];
+    bool *bad = NULL;
     FcBackend *be = NULL;
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
-    bool is_reduce = fc_op_is_reduce(root->op);
-    int result = emit_root(&s, root);
-    for (int g = 0; sc && g < sc->n && result >= 0; g++) {
-        int8_t map[FC_MAX_DIMS];
-        for (int l = 0; l < root->nlev; l++)
-            map[l] = (int8_t)l;
-        scatter[g] = sc->at[g];
-        scatter[g].reg = emit(&s, sc->index[g], map);
-        if (scatter[g].reg < 0)
-            result = -1;
+    bool is_reduce = fc_op_is_reduce(root->op) && !root_as_inner(root);
+    bool arg = root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN;
+    int nlev = root->nlev;
+    int64_t strides[FC_MAX_DIMS];
+    if (ctx->dump && (ctx->dump_flags & FC_DUMP_IR))
+        dump(ctx, FC_DUMP_IR, fc_node_dump(root));
+    /* Emit, order the loops, and check that the inner reductions fuse; those that do not are
+     * realised and the kernel is emitted again with loads of them. */
+    int result;
+    for (;;) {
+        result = emit_root(&s, root);
+        for (int g = 0; sc && g < sc->n && result >= 0; g++) {
+            int8_t map[FC_MAX_DIMS];
+            for (int l = 0; l < root->nlev; l++)
+                map[l] = (int8_t)l;
+            scatter[g] = sc->at[g];
+            scatter[g].reg = sregs[g] = emit(&s, sc->index[g], map);
+            if (scatter[g].reg < 0)
+                result = -1;
+        }
+        if (result < 0) {
+            st = s.st;
+            goto done;
+        }
+        if (out_strides) {
+            memcpy(strides, out_strides, (size_t)nlev * sizeof *strides);
+        } else {
+            int perm[FC_MAX_DIMS];
+            if (is_reduce) {
+                for (int i = 0; i < nlev; i++)
+                    perm[i] = nlev - 1 - i;
+            } else {
+                iterator_perm(&s, nlev, perm);
+            }
+            int64_t acc = 1;
+            for (int i = 0; i < nlev; i++) {
+                strides[perm[i]] = acc;
+                acc *= root->size[perm[i]] > 0 ? root->size[perm[i]] : 1;
+            }
+        }
+        memcpy(k.out_strides, strides, (size_t)nlev * sizeof *strides);
+        for (int l = nlev; l < s.nloop; l++)
+            k.out_strides[l] = 0;
+        order_loops(&s, &k, sc ? AS_GIVEN : is_reduce ? BY_INPUT : BY_OUTPUT, arg);
+        merge_loops(&s, &k, arg);
+        add_unit_loop(&s, &k);
+        compute_deps(&s);
+        int cl = natural_chunk_loop(&s, sc != NULL);
+        free(bad);
+        bad = malloc((size_t)s.ncode + 1);
+        int nbad = bad ? unfused(&s, result, sregs, sc ? sc->n : 0, cl, bad) : -1;
+        if (nbad < 0) {
+            st = fc_nomem(err);
+            goto done;
+        }
+        if (nbad == 0) {
+            k.chunk_loop = s.nloop > s.nroot ? cl : -1;
+            break;
+        }
+        for (int c = 0; c < s.ncode; c++)
+            if (bad[c] && !add_sub(&s, s.node_of[c])) {
+                st = s.st;
+                goto done;
+            }
+        sched_reset(&s);
     }
-    if (result < 0) {
+    if (!(ctx->sched_off & FC_SCHED_BOUNDS) && !find_bounds(&s)) {
         st = s.st;
         goto done;
     }
-    if (ctx->dump && (ctx->dump_flags & FC_DUMP_IR))
-        dump(ctx, FC_DUMP_IR, fc_node_dump(root));
-    int nlev = root->nlev;
-    int64_t strides[FC_MAX_DIMS];
-    if (out_strides) {
-        memcpy(strides, out_strides, (size_t)nlev * sizeof *strides);
-    } else {
-        int perm[FC_MAX_DIMS];
-        if (is_reduce) {
-            for (int i = 0; i < nlev; i++)
-                perm[i] = nlev - 1 - i;
-        } else {
-            iterator_perm(&s, nlev, perm);
-        }
-        int64_t acc = 1;
-        for (int i = 0; i < nlev; i++) {
-            strides[perm[i]] = acc;
-            acc *= root->size[perm[i]] > 0 ? root->size[perm[i]] : 1;
-        }
+    if (!out_strides) {
         int64_t numel = 1;
         for (int i = 0; i < nlev; i++)
             numel *= root->size[i];
@@ -580,24 +1019,18 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         memcpy(new_strides, strides, (size_t)nlev * sizeof *strides);
         out_offset = 0;
     }
-    memcpy(k.out_strides, strides, (size_t)nlev * sizeof *strides);
-    for (int l = nlev; l < s.nloop; l++)
-        k.out_strides[l] = 0;
-    order_loops(&s, &k, sc ? AS_GIVEN : is_reduce ? BY_INPUT : BY_OUTPUT,
-                root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN);
-    merge_loops(&s, &k, root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN);
     if (sc) {
         k.nscatter = sc->n;
         k.scatter = scatter;
         k.accumulate = sc->accumulate;
     }
-    if (!alloc_registers(&s, &k, result)) {
-        st = fc_nomem(err);
-        goto done;
-    }
+    k.no_hoist = ctx->sched_off & FC_SCHED_HOIST;
+    k.result = result;
+    k.nreg = s.ncode;
     k.nloop = s.nloop;
     memcpy(k.extent, s.extent, (size_t)s.nloop * sizeof *s.extent);
     memcpy(k.reduced, s.reduced, (size_t)s.nloop * sizeof *s.reduced);
+    memcpy(k.owner, s.owner, (size_t)s.nloop * sizeof *s.owner);
     k.code = s.code;
     k.ncode = s.ncode;
     k.reduce = is_reduce ? root->op : FC_OP_NONE;
@@ -634,12 +1067,13 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     }
     k.nthreads = ctx->nthreads;
     k.interrupt = ctx->interrupt;
-    if (ctx->dump && (ctx->dump_flags & FC_DUMP_KERNELS))
-        dump(ctx, FC_DUMP_KERNELS, fc_kernel_dump(&k));
+    if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(&k));
     st = be->run(be, &k, err);
     if (bp != bufs)
         free(bp);
 done:
+    free(bad);
     sched_free(&s);
     if (st && *new_storage) {
         fc_storage_release(*new_storage);
@@ -775,21 +1209,60 @@ FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const in
 
 /* ---- text of a kernel ---- */
 
+static void loops_str(char *buf, size_t cap, uint64_t m)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "{");
+    for (int l = 0; l < 64 && n < cap; l++)
+        if (m >> l & 1)
+            n += (size_t)snprintf(buf + n, cap - n, "%si%d", n > 1 ? "," : "", l);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "}");
+}
+
 char *fc_kernel_dump(const FcKernel *k)
 {
-    size_t cap = 1024 + (size_t)k->ncode * 256 + (size_t)k->nloop * 64;
+    size_t cap = 1024 + (size_t)k->ncode * 512 + (size_t)k->nloop * 64;
     char *p = malloc(cap);
     if (!p)
         return NULL;
     size_t n = 0;
 #define OUT(...) do { if (n < cap) n += (size_t)snprintf(p + n, cap - n, __VA_ARGS__); } while (0)
+    uint64_t roots = 0;
     OUT("kernel: %d loops [", k->nloop);
-    for (int l = 0; l < k->nloop; l++)
+    for (int l = 0; l < k->nloop; l++) {
         OUT("%s%lld%s", l ? ", " : "", (long long)k->extent[l], k->reduced[l] ? "r" : "");
-    OUT("], %d registers, %s indices\n", k->nreg, k->index32 ? "32-bit" : "64-bit");
+        if (k->owner[l] >= 0)
+            OUT(" in r%d", k->owner[l]);
+        else if (k->extent[l] > 1)
+            roots |= (uint64_t)1 << l;
+    }
+    OUT("], %d registers, %s indices", k->nreg, k->index32 ? "32-bit" : "64-bit");
+    if (k->chunk_loop >= 0)
+        OUT(", vector loop i%d", k->chunk_loop);
+    if (k->no_hoist)
+        OUT(", unhoisted");
+    OUT("\n");
+    char dom[512];
     for (int c = 0; c < k->ncode; c++) {
         const FcInstr *in = &k->code[c];
-        OUT("  r%d = %s", in->dst, fc_op_name(in->op));
+        /* Its context: the root loops and those of the reductions whose body it is in. */
+        uint64_t ctx = roots;
+        int depth = 0;
+        for (int l = 0; l < k->nloop; l++) {
+            int r = k->owner[l];
+            if (r >= 0 && r > c && (in->deps >> l & 1)) {
+                uint64_t own = 0;
+                for (int j = 0; j < k->nloop; j++)
+                    if (k->owner[j] == r)
+                        own |= (uint64_t)1 << j;
+                if (!(ctx & own))
+                    depth++;
+                ctx |= own;
+            }
+        }
+        OUT("  %*sr%d = %s", 2 * depth, "", in->dst, fc_op_name(in->op));
         if (in->op == FC_OP_CAST)
             OUT("<%s>", fc_dtype_name(in->src_dtype));
         if (in->op == FC_OP_CONST) {
@@ -813,7 +1286,23 @@ char *fc_kernel_dump(const FcKernel *k)
         for (int o = 0; o < 3; o++)
             if (ops[o] >= 0)
                 OUT(" r%d", ops[o]);
-        OUT(" : %s%s\n", fc_dtype_name(in->dtype), in->invariant ? " (invariant)" : "");
+        if (fc_op_is_reduce(in->op)) {
+            OUT(" over");
+            for (int l = 0; l < k->nloop; l++)
+                if (k->owner[l] == c) {
+                    OUT(" i%d", l);
+                    for (int b = 0; b < in->nbound; b++)
+                        if (in->bounds[b].loop == l)
+                            OUT(" (bound %s r%d)", in->bounds[b].cmp == FC_OP_LT ? "<" : "<=", in->bounds[b].reg);
+                }
+        }
+        loops_str(dom, sizeof dom, in->deps);
+        OUT(" : %s over %s", fc_dtype_name(in->dtype), dom);
+        if (in->deps == 0 && in->op != FC_OP_CONST)
+            OUT(" (invariant)");
+        else if ((in->deps & ctx) != ctx && in->op != FC_OP_CONST)
+            OUT(" (hoisted)");
+        OUT("\n");
     }
     if (k->reduce != FC_OP_NONE)
         OUT("  %s r%d -> out[%lld", fc_op_name(k->reduce), k->result, (long long)k->out_offset);

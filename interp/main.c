@@ -26,8 +26,10 @@ static const char usage_text[] =
     "  -                 run the program read from standard input\n"
     "  (nothing)         start the REPL (or run stdin when it is not a terminal)\n"
     "options:\n"
-    "  --dump-ir         print the lowered IR of tensor expressions\n"
-    "  --dump-kernels    print the source of generated kernels\n"
+    "  --dump-ir         print the IR of each materialised expression and its scheduled kernel\n"
+    "                    (loops, the domain each value is computed over, hoisting, bounds)\n"
+    "  --dump-kernels    print only the scheduled kernels\n"
+    "  --no-opt=PASSES   turn scheduler passes off (fuse,hoist,bounds): same results, slower\n"
     "  --device DEV      run tensor work on DEV: cpu or cuda (cuda:N)\n"
     "  -h, --help        print this help and exit\n"
     "  --version         print the version and exit\n"
@@ -57,6 +59,7 @@ typedef struct options {
     char **args;
     bool dump_ir;           /* tdl_config.flags TDL_DUMP_IR / TDL_DUMP_KERNELS */
     bool dump_kernels;
+    int no_opt;             /* TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS */
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
 } options;
 
@@ -137,6 +140,19 @@ static int parse_args(int argc, char **argv, options *o)
             o->dump_ir = true;
         } else if (strcmp(a, "--dump-kernels") == 0) {
             o->dump_kernels = true;
+        } else if (strncmp(a, "--no-opt=", 9) == 0) {
+            for (const char *q = a + 9; *q;) {
+                size_t len = strcspn(q, ",");
+                if (len == 4 && strncmp(q, "fuse", 4) == 0)
+                    o->no_opt |= TDL_NO_FUSE;
+                else if (len == 5 && strncmp(q, "hoist", 5) == 0)
+                    o->no_opt |= TDL_NO_HOIST;
+                else if (len == 6 && strncmp(q, "bounds", 6) == 0)
+                    o->no_opt |= TDL_NO_BOUNDS;
+                else
+                    return usage_error("unknown scheduler pass in --no-opt (use fuse, hoist, bounds):", a + 9);
+                q += len + (q[len] == ',');
+            }
         } else if (strcmp(a, "--device") == 0 || strncmp(a, "--device=", 9) == 0) {
             const char *dev = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!dev)
@@ -455,7 +471,7 @@ int main(int argc, char **argv)
     if (status >= 0)
         return status;
     tdl_config cfg = {0};
-    cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0);
+    cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) | o.no_opt;
     tdl_interp *T = tdl_open(&cfg);
     if (!T) {
         fputs("tdl: out of memory\n", stderr);

@@ -48,8 +48,10 @@ typedef struct tdl_config {
     const char *path;
     /* Maximum depth of tdl calls before a RecursionError (default 1000). */
     int recursion_limit;
-    /* TDL_DUMP_IR / TDL_DUMP_KERNELS: show the IR DAG / the scheduled kernel of every tensor
-     * materialisation (the --dump-ir / --dump-kernels flags of the tdl command). */
+    /* TDL_DUMP_IR / TDL_DUMP_KERNELS: show the IR DAG and the scheduled kernel / the scheduled
+     * kernel of every tensor materialisation (the --dump-ir / --dump-kernels flags of the tdl
+     * command). TDL_NO_FUSE / TDL_NO_HOIST / TDL_NO_BOUNDS turn a scheduler pass off (--no-opt=):
+     * the results are the same bits, only slower; for testing the passes. */
     int flags;
     /* Where that text goes. Default: stderr. */
     void (*dump)(void *ud, const char *text, size_t len);
@@ -60,6 +62,9 @@ typedef struct tdl_config {
 enum {
     TDL_DUMP_IR = 1,
     TDL_DUMP_KERNELS = 2,
+    TDL_NO_FUSE = 4,
+    TDL_NO_HOIST = 8,
+    TDL_NO_BOUNDS = 16,
 };
 
 /* Opens an interpreter. cfg may be NULL. Returns NULL only when out of memory. */

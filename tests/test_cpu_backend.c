@@ -58,6 +58,9 @@ static void kb_init(KB *b, int nloop, const int64_t *ext)
 {
     memset(b, 0, sizeof *b);
     b->k.nloop = nloop;
+    b->k.chunk_loop = -1;
+    for (int l = 0; l < FC_MAX_DIMS; l++)
+        b->k.owner[l] = -1;
     for (int l = 0; l < nloop; l++)
         b->k.extent[l] = ext[l];
     b->k.code = b->code;

@@ -15,6 +15,7 @@ Suite *promotion_suite(void);
 Suite *indexing_suite(void);
 Suite *dims_suite(void);
 Suite *fcdim_dims_suite(void);
+Suite *schedule_suite(void);
 
 Suite *tensor_suite(void);
 #endif

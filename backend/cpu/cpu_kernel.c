@@ -49,6 +49,7 @@
  * Depends on cpu_internal.h (backend.h, fcdim.h) only. */
 #include "cpu_internal.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,22 @@ typedef struct Step {
     bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
                                    each element addressed on its own (else see walk_one) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
+    int cx;                     /* the chunk loop of the list it is evaluated in */
+    bool wide;                  /* varies along cx: computed over the chunk; else one value */
+    bool fill;                  /* one value read beyond position 0: broadcast over FC_CHUNK */
+    int memo;                   /* kept across evaluations while its loops stay (hoisting): its
+                                   slot in Thread.mkey, or -1 */
+    uint64_t deps;              /* the loops it varies along */
+    /* an inner reduction */
+    int body0, body1;           /* its body: steps [body0, body1) */
+    int racc;                   /* its slot of accumulators in Thread.racc */
+    int rcl;                    /* a reduction of one value (not wide): the loop of its own it
+                                   runs along the chunk; -1 for a wide one */
+    int nrl, rl[FC_MAX_DIMS];   /* its loops other than rcl, outermost first */
+    int bvals[FC_MAX_DIMS];     /* physical buffers of its bounds' values */
+    FcDType bdt[FC_MAX_DIMS];   /* and their dtypes */
+    const void *fillv;          /* a chunk of the fill value (for bounds) */
+    CpuReducer red;
 } Step;
 
 typedef struct Plan {
@@ -91,8 +108,11 @@ typedef struct Plan {
     bool red[FC_MAX_DIMS];
     int64_t ostr[FC_MAX_DIMS];
     int64_t zero[FC_MAX_DIMS];  /* strides of loads of a kernel with no loops */
-    Step *steps;                /* invariant steps first, then the others, each in code order */
-    int ninv, nsteps;
+    Step *steps;                /* invariant steps first, then the others (the top list), then the
+                                   body of each inner reduction, each in code order */
+    int ninv, ntop, nsteps;     /* the top list is steps [ninv, ntop) */
+    int nmemo, nracc;           /* memoised steps, inner reductions */
+    char *fills;                /* the fill chunks of the bounded reductions */
     int *gphys;                 /* storage for Step.g */
     int nshared, nphys;         /* buffers [0, nshared) are shared, [nshared, nphys) per thread */
     int res;                    /* physical buffer of the result */
@@ -134,6 +154,9 @@ typedef struct Thread {
     char *run;                  /* a scattered store's chunks held back (defer_run): run_len bytes */
     const char *run_src;        /* to run from run_src */
     size_t run_len;
+    int64_t *mkey;              /* [nmemo * L]: the loop indices each memoised step was computed at */
+    bool *mok;                  /* [nmemo]: it was */
+    char *racc;                 /* [nracc * CHUNK_BYTES]: the inner reductions' accumulators */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -183,6 +206,7 @@ static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
 
 static void plan_free(Plan *p)
 {
+    free(p->fills);
     free(p->steps);
     free(p->gphys);
     free(p->shared);
@@ -201,33 +225,54 @@ static bool bad_gathers(const FcGather *g, int n)
     return false;
 }
 
-/* Renames registers onto buffers, checks the code, and splits it into invariant and other steps. */
+/* Checks the code and orders it into steps: the invariant ones (they vary along no loop), the
+ * top list (the rest of what the root evaluates), and the body of each inner reduction (what
+ * varies along its loops, innermost reduction first), each in code order. Operands become step
+ * numbers (registers may be reused: each read names the last instruction that wrote it);
+ * buffers are given by plan_buffers once the chunk loop is known. */
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
-    int nreg = k->nreg, n = k->ncode;
+    int nreg = k->nreg, n = k->ncode, L = k->nloop;
     int ngath = 0;
     for (int i = 0; i < n; i++)
         if (k->code[i].op == FC_OP_LOAD && k->code[i].ngather > 0)
             ngath += k->code[i].ngather;
-    int *map = malloc((size_t)(nreg + 1) * sizeof *map);
-    FcDType *rdt = malloc((size_t)(nreg + 1) * sizeof *rdt);
-    int *freel = malloc((size_t)(nreg + 2) * sizeof *freel);
-    int *phys = malloc((size_t)(n + 1) * 4 * sizeof *phys);   /* d, a, b, c per instruction */
+    int *def = malloc((size_t)(nreg + 1) * sizeof *def);
+    int *val = malloc((size_t)(n + 1) * 3 * sizeof *val);             /* a, b, c as instructions */
+    int *gval = malloc((size_t)(ngath + 1) * sizeof *gval);
+    int *bval = malloc((size_t)(n + 1) * sizeof *bval);               /* first bound value of each */
+    int nbv = 0;
+    for (int i = 0; i < n; i++)
+        nbv += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
+    int *bvals = malloc((size_t)(nbv + 1) * sizeof *bvals);
+    uint64_t *deps = malloc((size_t)(n + 1) * sizeof *deps), *own = calloc((size_t)(n + 1), sizeof *own);
+    int *list = malloc((size_t)(n + 1) * sizeof *list), *pos = malloc((size_t)(n + 1) * sizeof *pos);
     p->steps = calloc((size_t)(n + 1), sizeof *p->steps);
     p->gphys = malloc((size_t)(ngath + 1) * sizeof *p->gphys);
     FcStatus st = FC_OK;
-    if (!map || !rdt || !freel || !phys || !p->steps || !p->gphys) {
+    if (!def || !val || !gval || !bval || !bvals || !deps || !own || !list || !pos || !p->steps || !p->gphys) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
+    for (int l = 0; l < L; l++) {
+        int o = k->owner[l];
+        if (o < -1 || o >= n || (o >= 0 && (!is_reduce(k->code[o].op) || k->code[o].op == FC_OP_ARGMAX ||
+                                            k->code[o].op == FC_OP_ARGMIN))) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has a bad owner", l);
+            goto done;
+        }
+        if (o >= 0)
+            own[o] |= (uint64_t)1 << l;
+    }
     for (int r = 0; r < nreg; r++)
-        map[r] = -1;
-    /* Physical ids while renaming: local buffers l >= 0, shared buffers -(s + 2). */
-    int nfree = 0, nlocal = 0, nshared = 0, gused = 0;
+        def[r] = -1;
+    int gused = 0, bused = 0;
     for (int i = 0; i < n; i++) {
         const FcInstr *in = &k->code[i];
-        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_reduce(in->op) ||
-            (unsigned)in->dtype >= FC_DTYPE__COUNT) {
+        bool red = is_reduce(in->op);
+        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || in->op == FC_OP_ARGMAX ||
+            in->op == FC_OP_ARGMIN || (unsigned)in->dtype >= FC_DTYPE__COUNT ||
+            (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT)) {
             st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad op or dtype", i);
             goto done;
         }
@@ -235,69 +280,53 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d writes no register", i);
             goto done;
         }
-        int ops[3] = {in->a, in->b, in->c}, ophys[3 + FC_MAX_DIMS];
-        int nops = 0;
+        int ops[3] = {in->a, in->b, in->c};
         FcDType a_dt = in->dtype;
         int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
-        if (bad_gathers(in->gathers, ng)) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers", i);
+        if (bad_gathers(in->gathers, ng) || (red && (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds)))) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers or bounds", i);
             goto done;
         }
-        for (int o = 0; o < 3 + ng; o++) {
-            int r = o < 3 ? ops[o] : in->gathers[o - 3].reg;
+        int nb = red ? in->nbound : 0;
+        uint64_t d = 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int r = o < 3 ? ops[o] : o < 3 + ng ? in->gathers[o - 3].reg : in->bounds[o - 3 - ng].reg;
             if (r < 0 && o < 3) {
-                phys[i * 4 + 1 + o] = INT32_MIN;
+                val[i * 3 + o] = -1;
                 continue;
             }
-            if (r < 0 || r >= nreg || map[r] == -1) {
+            if (r < 0 || r >= nreg || def[r] == -1) {
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d reads register %d before it is written",
                             i, r);
                 goto done;
             }
-            FcDType want = o < 3 ? operand_dtype(in, o, o == 0 ? rdt[r] : a_dt) : FC_INT64;
+            int v = def[r];
+            FcDType want = o >= 3 + ng ? k->code[v].dtype
+                           : o >= 3    ? FC_INT64
+                           : red       ? in->src_dtype
+                                       : operand_dtype(in, o, o == 0 ? k->code[v].dtype : a_dt);
             if (o == 0)
-                a_dt = rdt[r];
-            if (rdt[r] != want) {
+                a_dt = k->code[v].dtype;
+            if (k->code[v].dtype != want ||
+                (o >= 3 + ng && want != FC_INT64 && want != FC_FLOAT32 && want != FC_FLOAT64)) {
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d (%s) reads r%d of dtype %s, expected %s",
-                            i, fc_op_name(in->op), r, fc_dtype_name(rdt[r]), fc_dtype_name(want));
+                            i, fc_op_name(in->op), r, fc_dtype_name(k->code[v].dtype), fc_dtype_name(want));
                 goto done;
             }
-            if (in->invariant && map[r] >= 0) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: invariant instruction %d reads loop-dependent r%d", i,
-                            r);
-                goto done;
-            }
-            ophys[nops++] = map[r];
             if (o < 3)
-                phys[i * 4 + 1 + o] = map[r];
+                val[i * 3 + o] = v;
+            else if (o < 3 + ng)
+                gval[gused + o - 3] = v;
             else
-                p->gphys[gused + o - 3] = map[r];
+                bvals[bused + o - 3 - ng] = v;
+            d |= o == 0 && red ? deps[v] & ~own[i] : deps[v];
         }
-        int old = map[in->dst], pd;
-        if (in->invariant) {
-            pd = -(nshared++ + 2);
-            if (old >= 0)
-                freel[nfree++] = old;
-        } else {
-            bool clash = false;
-            for (int o = 0; o < nops; o++)
-                clash |= ophys[o] == old;
-            if (old >= 0 && !clash) {
-                pd = old;
-            } else {
-                pd = nfree > 0 ? freel[--nfree] : nlocal++;
-                if (old >= 0)
-                    freel[nfree++] = old;
-            }
-        }
-        map[in->dst] = pd;
-        rdt[in->dst] = in->dtype;
-        phys[i * 4] = pd;
-
         Step *s = &p->steps[i];
         s->in = in;
         s->g = ng > 0 ? &p->gphys[gused] : NULL;
         gused += ng;
+        bval[i] = bused;
+        bused += nb;
         switch (in->op) {
         case FC_OP_LOAD:
             if (in->buf < 0 || in->buf >= k->nbufs || !k->bufs || (k->nloop > 0 && !in->strides)) {
@@ -306,6 +335,9 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             }
             s->esize = fc_dtype_size(in->dtype);
             s->strides = k->nloop > 0 ? in->strides : p->zero;
+            for (int l = 0; l < L; l++)
+                if (s->strides[l] != 0 && k->extent[l] > 1)
+                    d |= (uint64_t)1 << l;
             break;
         case FC_OP_CONST:
             break;
@@ -314,8 +346,26 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad iota", i);
                 goto done;
             }
+            if (k->nloop > 0 && k->extent[in->loop] > 1)
+                d |= (uint64_t)1 << in->loop;
             break;
         default:
+            if (red) {
+                for (int b = 0; b < nb; b++) {
+                    const FcBound *bd = &in->bounds[b];
+                    if (bd->loop < 0 || bd->loop >= L || k->owner[bd->loop] != i ||
+                        (bd->cmp != FC_OP_LT && bd->cmp != FC_OP_LE)) {
+                        st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad bound", i);
+                        goto done;
+                    }
+                }
+                if (!fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype)) {
+                    st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported",
+                                fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
+                    goto done;
+                }
+                break;
+            }
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
             if (!s->fn) {
                 bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
@@ -325,61 +375,110 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             }
             break;
         }
+        if (in->invariant && d != 0) {
+            st = errorf(err, FC_ERR_VALUE, "cpu kernel: invariant instruction %d reads loop-dependent values", i);
+            goto done;
+        }
+        deps[i] = d;
+        s->deps = d;
+        def[in->dst] = i;
     }
-    if (k->result < 0 || k->result >= nreg || map[k->result] == -1) {
+    if (k->result < 0 || k->result >= nreg || def[k->result] == -1) {
         st = errorf(err, FC_ERR_VALUE, "cpu kernel: the result register %d is never written", k->result);
         goto done;
     }
     for (int g = 0; g < k->nscatter; g++) {
         int r = k->scatter[g].reg;
-        if (r < 0 || r >= nreg || map[r] == -1 || rdt[r] != FC_INT64) {
+        if (r < 0 || r >= nreg || def[r] == -1 || k->code[def[r]].dtype != FC_INT64) {
             st = errorf(err, FC_ERR_VALUE, "cpu kernel: scatter %d reads r%d, not a written int64 register", g, r);
             goto done;
         }
     }
-    /* Final ids: shared buffers first, then the per-thread ones; the NULL slot last. */
-    p->nshared = nshared;
-    p->nphys = nshared + nlocal;
-#define FINAL(x) ((x) == INT32_MIN ? p->nphys : (x) <= -2 ? -(x) - 2 : nshared + (x))
-    for (int i = 0; i < gused; i++)
-        p->gphys[i] = FINAL(p->gphys[i]);
-    p->res = FINAL(map[k->result]);
-    for (int g = 0; g < k->nscatter; g++)
-        p->sphys[g] = FINAL(map[k->scatter[g].reg]);
-    p->res_dt = rdt[k->result];
-    /* Order: invariant steps first (they read only each other), then the rest, each in code order. */
+    /* Lists: an instruction belongs to the innermost inner reduction whose loops it varies
+     * along (the first one after it), else to the top. What it reads must be in its list or an
+     * enclosing one (a reduction also reads its body). */
+    for (int i = 0; i < n; i++) {
+        list[i] = -1;
+        for (int r = i + 1; r < n && list[i] < 0; r++)
+            if (deps[i] & own[r])
+                list[i] = r;
+    }
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? gval[(int)(p->steps[i].g - p->gphys) + o - 3] : bvals[bval[i] + o - 3 - ng];
+            if (v < 0)
+                continue;
+            bool ok = o == 0 && is_reduce(in->op) && list[v] == i;
+            for (int up = list[i]; !ok; up = list[up]) {
+                ok = list[v] == up;
+                if (up < 0)
+                    break;
+            }
+            if (!ok) {
+                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d reads r%d outside its loops", i, k->code[v].dst);
+                goto done;
+            }
+        }
+    }
+    /* Order: invariants, the top list, then each reduction's body. */
     Step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
     if (!sorted) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
     int m = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++)
-            if (k->code[i].invariant == (pass == 0)) {
-                Step s = p->steps[i];
-                s.d = FINAL(phys[i * 4]);
-                s.a = FINAL(phys[i * 4 + 1]);
-                s.b = FINAL(phys[i * 4 + 2]);
-                s.c = FINAL(phys[i * 4 + 3]);
-                sorted[m++] = s;
-                if (pass == 0)
-                    p->ninv++;
-            }
-#undef FINAL
+    for (int i = 0; i < n; i++)
+        if (deps[i] == 0 && list[i] < 0)
+            pos[i] = m++;
+    p->ninv = m;
+    for (int i = 0; i < n; i++)
+        if (deps[i] != 0 && list[i] < 0)
+            pos[i] = m++;
+    p->ntop = m;
+    for (int r = 0; r < n; r++) {
+        if (!is_reduce(k->code[r].op))
+            continue;
+        p->steps[r].body0 = m;
+        for (int i = 0; i < r; i++)
+            if (list[i] == r)
+                pos[i] = m++;
+        p->steps[r].body1 = m;
+        p->steps[r].racc = p->nracc++;
+    }
+    for (int i = 0; i < n; i++) {
+        Step s = p->steps[i];
+        const FcInstr *in = s.in;
+        s.d = -1;       /* plan_buffers */
+        s.a = val[i * 3] >= 0 ? pos[val[i * 3]] : -1;
+        s.b = val[i * 3 + 1] >= 0 ? pos[val[i * 3 + 1]] : -1;
+        s.c = val[i * 3 + 2] >= 0 ? pos[val[i * 3 + 2]] : -1;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            s.g[g] = pos[gval[(int)(s.g - p->gphys) + g]];
+        for (int b = 0; is_reduce(in->op) && b < in->nbound; b++) {
+            s.bvals[b] = pos[bvals[bval[i] + b]];
+            s.bdt[b] = k->code[bvals[bval[i] + b]].dtype;
+        }
+        sorted[pos[i]] = s;
+    }
+    p->res = pos[def[k->result]];
+    for (int g = 0; g < k->nscatter; g++)
+        p->sphys[g] = pos[def[k->scatter[g].reg]];
+    p->res_dt = k->code[def[k->result]].dtype;
     free(p->steps);
     p->steps = sorted;
     p->nsteps = n;
-    if (nshared > 0) {
-        p->shared = fc_cpu_aligned_alloc((size_t)nshared * CHUNK_BYTES);
-        if (!p->shared)
-            st = errorf(err, FC_ERR_NOMEM, "out of memory");
-    }
 done:
-    free(map);
-    free(rdt);
-    free(freel);
-    free(phys);
+    free(def);
+    free(val);
+    free(gval);
+    free(bval);
+    free(bvals);
+    free(deps);
+    free(own);
+    free(list);
+    free(pos);
     return st;
 }
 
@@ -446,43 +545,27 @@ static bool steady(const Plan *p, int l, uint8_t *mark, int *def)
     return true;
 }
 
-/* Marks WIDE the instructions whose values are read beyond position 0: by an op, as an index
- * that varies along the chunk, or as the result. The rest are read only as flat indices, which
- * fold_indices reads at position 0 alone. */
-static void mark_wide(const Plan *p, uint8_t *mark, int *def)
-{
-    const FcKernel *k = p->k;
-    for (int i = 0; i < k->ncode; i++) {
-        const FcInstr *in = &k->code[i];
-        int ops[3] = {in->a, in->b, in->c};
-        if (in->op != FC_OP_LOAD && in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
-            for (int o = 0; o < 3; o++)
-                if (ops[o] >= 0)
-                    mark[def[ops[o]]] |= WIDE;
-        if (in->op == FC_OP_LOAD && !(mark[i] & FLAT))
-            for (int g = 0; g < in->ngather; g++)
-                mark[def[in->gathers[g].reg]] |= WIDE;
-        def[in->dst] = i;
-    }
-    mark[def[k->result]] |= WIDE;
-    for (int g = 0; g < k->nscatter && !p->flat_scatter; g++)
-        mark[def[k->scatter[g].reg]] |= WIDE;
-}
+static FcStatus plan_marks(Plan *p, FcError *err);
 
-/* Chooses the chunk loop, and marks what it leaves flat (walk_one): gathered loads and a
- * scattered store that check each index once per chunk and read or write whole runs, and the
- * loads of those indices, which then read one element per chunk (Step.narrow) rather than
- * fill a chunk with copies of it (x[idx] broadcasts idx[i] along row i). */
 static FcStatus plan_chunk_loop(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
     /* A scattered store keeps the last loop innermost: its units then run in the order of the
-     * loop nest, the order in which duplicates must land. */
-    int cl = p->L - 1;
+     * loop nest, the order in which duplicates must land. Only root loops are chunk loops. */
+    int cl = 0;
+    for (int l = 0; l < p->L; l++)
+        if (k->nloop == 0 || k->owner[l] < 0)
+            cl = l;
+    if (k->chunk_loop >= 0) {
+        if (k->chunk_loop >= p->L || k->owner[k->chunk_loop] >= 0)
+            return errorf(err, FC_ERR_VALUE, "cpu kernel: bad chunk loop %d", k->chunk_loop);
+        p->cl = k->chunk_loop;
+        return plan_marks(p, err);
+    }
     if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
         int best = cl;
         for (int l = 0; l < p->L; l++)
-            if (p->ext[l] >= p->ext[best])
+            if (p->ext[l] >= p->ext[best] && (k->nloop == 0 || k->owner[l] < 0))
                 best = l;
         if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
             cl = best;
@@ -500,33 +583,272 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     if (!p->scatter && walk_one(p, cl, mark, def) > 0) {
         int best = cl;
         for (int l = 0; l < p->L; l++)
-            if (l != cl && p->ext[l] >= LONG_CHUNK_LOOP && (best == cl || p->ext[l] > p->ext[best]) &&
-                steady(p, l, mark, def))
+            if (l != cl && (k->nloop == 0 || k->owner[l] < 0) && p->ext[l] >= LONG_CHUNK_LOOP &&
+                (best == cl || p->ext[l] > p->ext[best]) && steady(p, l, mark, def))
                 best = l;
         cl = best;
     }
+    free(mark);
+    free(def);
     p->cl = cl;
-    walk_one(p, cl, mark, def);
+    return plan_marks(p, err);
+}
+
+/* The step of the reduction whose body holds step j, or -1 (the top list, or an invariant). */
+static int parent_of(const Plan *p, int j)
+{
+    if (j < p->ntop)
+        return -1;
+    for (int r = 0; r < p->nsteps; r++)
+        if (is_reduce(p->steps[r].in->op) && j >= p->steps[r].body0 && j < p->steps[r].body1)
+            return r;
+    return -1;
+}
+
+/* With the chunk loop known: each list's chunk loop (a reduction of one value per chunk runs
+ * along a loop of its own), which steps are computed over the chunk (wide), which hold one value
+ * and are kept while their loops stay (memo: the hoisting), which of those are read beyond
+ * position 0 (fill), and how loads address (flat gathers, narrow loads). Then the buffers. */
+static FcStatus plan_buffers(Plan *p, FcError *err);
+
+static FcStatus plan_marks(Plan *p, FcError *err)
+{
+    const FcKernel *k = p->k;
+    bool hoist = !k->no_hoist;
+    int *par = malloc((size_t)(p->nsteps + 1) * sizeof *par);
+    if (!par)
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < p->nsteps; j++)
+        par[j] = parent_of(p, j);
+    /* Chunk loops, outer lists first: a reduction's step comes before the steps of its body
+     * in no particular order, so repeat until settled (depth passes). */
+    for (int j = 0; j < p->nsteps; j++)
+        p->steps[j].cx = -2;
+    for (bool again = true; again;) {
+        again = false;
+        for (int j = 0; j < p->nsteps; j++) {
+            Step *s = &p->steps[j];
+            if (s->cx != -2)
+                continue;
+            int cx = par[j] < 0 ? p->cl : -2;
+            if (par[j] >= 0) {
+                const Step *r = &p->steps[par[j]];
+                if (r->cx == -2) {
+                    again = true;
+                    continue;
+                }
+                cx = r->wide ? r->cx : r->rcl >= 0 ? r->rcl : r->cx;
+            }
+            s->cx = cx;
+            s->wide = j >= p->ninv && cx >= 0 && (s->deps >> cx & 1);
+            if (is_reduce(s->in->op)) {
+                uint64_t own = 0;
+                for (int l = 0; l < p->L; l++)
+                    if (k->owner[l] == (int)(s->in - k->code))
+                        own |= (uint64_t)1 << l;
+                s->rcl = -1;
+                if (!s->wide)
+                    for (int l = 0; l < p->L; l++)
+                        if (own >> l & 1)
+                            s->rcl = l;
+                s->nrl = 0;
+                for (int l = 0; l < p->L; l++)
+                    if ((own >> l & 1) && l != s->rcl)
+                        s->rl[s->nrl++] = l;
+            } else if (!hoist && j >= p->ninv) {
+                s->wide = true;         /* the unhoisted schedule: everything at every point */
+            }
+            again = true;
+        }
+    }
+    /* Fills: one value read beyond position 0. */
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        bool flat = true;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            flat = flat && !p->steps[s->g[g]].wide;
+        s->per_element = in->op == FC_OP_LOAD && in->ngather > 0 && !flat;
+        if (in->op == FC_OP_LOAD) {
+            for (int g = 0; s->per_element && g < in->ngather; g++)
+                p->steps[s->g[g]].fill = true;
+        } else if (is_reduce(in->op)) {
+            if (s->a >= 0)
+                p->steps[s->a].fill = true;
+        } else if (s->wide) {
+            int ops[3] = {s->a, s->b, s->c};
+            for (int o = 0; o < 3; o++)
+                if (ops[o] >= 0)
+                    p->steps[ops[o]].fill = true;
+        }
+    }
+    p->steps[p->res].fill = true;
     p->flat_scatter = true;
     for (int g = 0; g < k->nscatter; g++)
-        p->flat_scatter = p->flat_scatter && (mark[def[k->scatter[g].reg]] & HOLDS);
-    /* A run held back is written late (defer_run): never when a load reads the output's storage
-     * (a later chunk would read it before the write), nor from converted values (they sit in a
-     * thread buffer that the next chunk overwrites). */
+        p->flat_scatter = p->flat_scatter && !p->steps[p->sphys[g]].wide;
+    for (int g = 0; g < k->nscatter && !p->flat_scatter; g++)
+        p->steps[p->sphys[g]].fill = true;
+    p->nmemo = 0;
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        s->memo = j >= p->ninv && !s->wide && hoist ? p->nmemo++ : -1;
+        s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
+        if (j < p->ninv)
+            s->fill = false;    /* invariants are computed over a whole chunk */
+    }
+    /* A bound is read at position 0 where its reduction starts: one that varies along the
+     * chunk (a per-position bound of a wide reduction) is not used (FC_BOOL marks it). */
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
+            if (p->steps[s->bvals[b]].wide)
+                s->bdt[b] = FC_BOOL;
+    }
+    size_t nfill = 0;
+    for (int j = 0; j < p->nsteps; j++)
+        if (is_reduce(p->steps[j].in->op) && p->steps[j].in->nbound > 0)
+            nfill++;
+    if (nfill) {
+        p->fills = fc_cpu_aligned_alloc(nfill * CHUNK_BYTES);
+        if (!p->fills) {
+            free(par);
+            return errorf(err, FC_ERR_NOMEM, "out of memory");
+        }
+        char *f = p->fills;
+        for (int j = 0; j < p->nsteps; j++) {
+            Step *s = &p->steps[j];
+            if (!is_reduce(s->in->op) || s->in->nbound == 0)
+                continue;
+            fc_cpu_fill(f, s->in->src_dtype, s->in->fill, FC_CHUNK);
+            s->fillv = f;
+            f += CHUNK_BYTES;
+        }
+    }
+    /* A scattered run held back is written late (defer_run): never when a load reads the
+     * output's storage (a later chunk would read it before the write), nor from converted
+     * values (they sit in a thread buffer that the next chunk overwrites). */
     p->defer = p->scatter && p->flat_scatter && !k->accumulate && !p->store_cast;
     for (int b = 0; b < k->nbufs; b++)
         p->defer = p->defer && k->bufs[b] != k->out;
-    mark_wide(p, mark, def);
-    for (int j = 0; j < p->nsteps; j++) {
-        Step *s = &p->steps[j];
-        uint8_t m = mark[s->in - k->code];
-        bool load = s->in->op == FC_OP_LOAD;
-        s->per_element = load && s->in->ngather > 0 && !(m & FLAT);
-        s->narrow = load && (m & HOLDS) && !(m & WIDE);
+    free(par);
+    return plan_buffers(p, err);
+}
+
+/* Buffers by liveness, in the order the steps run (a reduction's body before the reduction): a
+ * value read inside a body that it is not part of lives until that reduction's step; invariant
+ * values get shared buffers, memoised ones buffers of their own; the rest are reused. */
+static FcStatus plan_buffers(Plan *p, FcError *err)
+{
+    int n = p->nsteps;
+    int *seq = malloc((size_t)(n + 1) * sizeof *seq), *epos = malloc((size_t)(n + 1) * sizeof *epos);
+    int *last = malloc((size_t)(n + 1) * sizeof *last), *par = malloc((size_t)(n + 1) * sizeof *par);
+    int *phys = malloc((size_t)(n + 1) * sizeof *phys), *freel = malloc((size_t)(n + 1) * sizeof *freel);
+    int *stack = malloc((size_t)(2 * n + 2) * sizeof *stack);
+    FcStatus st = FC_OK;
+    if (!seq || !epos || !last || !par || !phys || !freel || !stack) {
+        st = errorf(err, FC_ERR_NOMEM, "out of memory");
+        goto done;
     }
-    free(mark);
-    free(def);
-    return FC_OK;
+    for (int j = 0; j < n; j++)
+        par[j] = parent_of(p, j);
+    /* Execution order: each list in order, a reduction's body just before it. */
+    int ns = 0, m = 0;
+    for (int j = p->ntop - 1; j >= 0; j--)
+        stack[ns++] = j;
+    while (ns > 0) {
+        int j = stack[--ns];
+        if (j < 0) {
+            j = -j - 1;
+            epos[j] = m;
+            seq[m++] = j;
+            continue;
+        }
+        const Step *s = &p->steps[j];
+        if (is_reduce(s->in->op)) {
+            stack[ns++] = -j - 1;
+            for (int b = s->body1 - 1; b >= s->body0; b--)
+                stack[ns++] = b;
+        } else {
+            epos[j] = m;
+            seq[m++] = j;
+        }
+    }
+    if (m != n) {
+        st = errorf(err, FC_ERR_VALUE, "cpu kernel: malformed reduction bodies");
+        goto done;
+    }
+    for (int j = 0; j < n; j++)
+        last[j] = epos[j];
+    for (int j = 0; j < n; j++) {
+        const Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int v = o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+            if (v < 0)
+                continue;
+            int u = j;
+            if (!(o == 0 && is_reduce(in->op)))
+                while (par[u] != par[v] && par[u] >= 0)
+                    u = par[u];
+            if (epos[u] > last[v])
+                last[v] = epos[u];
+        }
+    }
+    last[p->res] = n;
+    for (int g = 0; g < p->k->nscatter; g++)
+        last[p->sphys[g]] = n;
+    int nfree = 0, nlocal = 0, nshared = 0;
+    for (int q = 0; q < n; q++) {
+        int j = seq[q];
+        Step *s = &p->steps[j];
+        bool inv = j < p->ninv, sticky = inv || s->memo >= 0;
+        phys[j] = inv ? -(nshared++ + 2) : !sticky && nfree > 0 ? freel[--nfree] : nlocal++;
+        /* Free what is read for the last time here (after choosing phys[j]: no aliasing), and
+         * a value nothing reads. */
+        const FcInstr *in = s->in;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        for (int o = -1; o < 3 + ng + nb; o++) {
+            int v = o < 0 ? j : o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+            if (v < 0 || last[v] != q || v < p->ninv || p->steps[v].memo >= 0)
+                continue;
+            freel[nfree++] = phys[v];
+            last[v] = -1;       /* freed once */
+        }
+    }
+    p->nshared = nshared;
+    p->nphys = nshared + nlocal;
+#define FINAL(x) ((x) < 0 ? p->nphys : phys[x] <= -2 ? -phys[x] - 2 : nshared + phys[x])
+    for (int j = 0; j < n; j++) {
+        Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        s->d = FINAL(j);
+        s->a = FINAL(s->a);
+        s->b = FINAL(s->b);
+        s->c = FINAL(s->c);
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            s->g[g] = FINAL(s->g[g]);
+        for (int b = 0; is_reduce(in->op) && b < in->nbound; b++)
+            s->bvals[b] = FINAL(s->bvals[b]);
+    }
+    p->res = FINAL(p->res);
+    for (int g = 0; g < p->k->nscatter; g++)
+        p->sphys[g] = FINAL(p->sphys[g]);
+#undef FINAL
+    if (nshared > 0) {
+        p->shared = fc_cpu_aligned_alloc((size_t)nshared * CHUNK_BYTES);
+        if (!p->shared)
+            st = errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+done:
+    free(seq);
+    free(epos);
+    free(last);
+    free(par);
+    free(phys);
+    free(freel);
+    free(stack);
+    return st;
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
@@ -540,7 +862,8 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         p->ostr[l] = k->nloop > 0 && !p->red[l] ? k->out_strides[l] : 0;
         if (p->ext[l] < 0)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
-        p->total = sat_mul(p->total, p->ext[l]);
+        if (k->nloop == 0 || k->owner[l] < 0)
+            p->total = sat_mul(p->total, p->ext[l]);
     }
     FcStatus st = plan_chunk_loop(p, err);
     if (st != FC_OK)
@@ -554,7 +877,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
             nred_loops++;
             p->argloop = l;
         }
-        if (l == cl)
+        if (l == cl || (k->nloop > 0 && k->owner[l] >= 0))
             continue;
         if (p->red[l])
             p->rl[p->nrl++] = l;
@@ -645,7 +968,7 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
             ok = span_add(&span, s->strides[l], ext[l]);
         for (int g = 0; g < in->ngather && ok; g++)
             ok = span_add(&span, in->gathers[g].stride, in->gathers[g].extent);
-        nramp += needs_ramp(s, cl);
+        nramp += needs_ramp(s, s->cx);
     }
     p->idx32 = ok;
     if (!ok)
@@ -656,14 +979,13 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
     p->ramps = malloc((size_t)nramp * FC_CHUNK * sizeof *p->ramps);
     if (!p->ramps)
         return errorf(err, FC_ERR_NOMEM, "out of memory");
-    /* Only the first ext[cl] entries are ever read; the rest stay 0 rather than overflow. */
+    /* Only the first ext[cx] entries are ever read; the rest stay 0 rather than overflow. */
     int32_t *r = p->ramps;
-    int64_t len = ext[cl] < FC_CHUNK ? ext[cl] : FC_CHUNK;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        if (s->in->op != FC_OP_LOAD || !needs_ramp(s, cl))
+        if (s->in->op != FC_OP_LOAD || !needs_ramp(s, s->cx))
             continue;
-        int64_t stride = s->strides[cl];
+        int64_t stride = s->strides[s->cx], len = ext[s->cx] < FC_CHUNK ? ext[s->cx] : FC_CHUNK;
         for (int i = 0; i < FC_CHUNK; i++)
             r[i] = i < len ? (int32_t)(stride * i) : 0;
         s->ramp = r;
@@ -826,7 +1148,7 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
     {                                                                                              \
         const FcInstr *in = s->in;                                                                 \
         IT *restrict o = t->offs;                                                                  \
-        ramp_##w(s, p->cl, o, m);                                                                  \
+        ramp_##w(s, s->cx, o, m);                                                                  \
         for (int g = 0; g < in->ngather; g++) {                                                    \
             const FcGather *ga = &in->gathers[g];                                                  \
             const int64_t *ix = t->cur[s->g[g]];                                                   \
@@ -1074,77 +1396,218 @@ static bool scatter_chunk(const Plan *p, Thread *t, int64_t off, const void *src
  * fills the chunk with it). A gathered load whose indices vary along the chunk reads element by
  * element; one whose indices hold (flat, as every invariant one is) checks them once and reads
  * as an ordinary load from where they point. */
-static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int n, bool inv)
+/* Loads m values (m = the chunk's n for a wide load; 1, or FC_CHUNK copies, for one value). */
+static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, bool wide)
 {
     const FcInstr *in = s->in;
     size_t es = s->esize;
-    int64_t stride = s->strides[p->cl];
-    int64_t off = in->offset + stride * i0;
+    int cx = s->cx;
+    int64_t stride = s->strides[cx];
+    int64_t off = in->offset + (wide ? stride * i0 : 0);
     for (int l = 0; l < p->L; l++)
-        if (l != p->cl)
+        if (l != cx)
             off += s->strides[l] * t->idx[l];
     void *d = t->buf[s->d];
     t->cur[s->d] = d;
     if (s->per_element)
-        return p->idx32 ? gather_32(p, s, t, off, n) : gather_64(p, s, t, off, n);
+        return p->idx32 ? gather_32(p, s, t, off, m) : gather_64(p, s, t, off, m);
     if (!fold_indices(t, in->gathers, s->g, in->ngather, &off))
         return false;
     const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)es;
-    if (stride == 1 && !inv)
+    if (stride == 1 && wide)
         t->cur[s->d] = src;
-    else if (stride == 0 || inv || n == 1)
-        broadcast(d, src, es, inv ? FC_CHUNK : s->narrow ? 1 : n);
+    else if (stride == 0 || !wide || m == 1)
+        broadcast(d, src, es, m);
     else if (s->ramp)
-        copy_at_32(d, src, s->ramp, es, n);
+        copy_at_32(d, src, s->ramp, es, m);
     else if (p->idx32)
-        copy_step_32(d, src, (int32_t)stride, es, n);
+        copy_step_32(d, src, (int32_t)stride, es, m);
     else
-        copy_step_64(d, src, stride, es, n);
+        copy_step_64(d, src, stride, es, m);
     return true;
 }
 
-/* Evaluates steps [from, to) for the chunk of n positions starting at i0 along the chunk loop,
- * the other loops at t->idx. */
+/* Whether memoised step s still holds: its loops are where it was computed. */
+static bool memo_holds(const Plan *p, Thread *t, const Step *s)
+{
+    if (!t->mok[s->memo])
+        return false;
+    const int64_t *key = t->mkey + (size_t)s->memo * (size_t)p->L;
+    for (uint64_t d = s->deps; d; d &= d - 1) {
+        int l = __builtin_ctzll(d);
+        if (key[l] != t->idx[l])
+            return false;
+    }
+    return true;
+}
+
+static void memo_keep(const Plan *p, Thread *t, const Step *s)
+{
+    int64_t *key = t->mkey + (size_t)s->memo * (size_t)p->L;
+    for (uint64_t d = s->deps; d; d &= d - 1) {
+        int l = __builtin_ctzll(d);
+        key[l] = t->idx[l];
+    }
+    t->mok[s->memo] = true;
+}
+
+/* How many indices of a loop of extent ext satisfy index < v (LT) or index <= v (LE). */
+static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
+{
+    double c;
+    if (dt == FC_INT64) {
+        int64_t x = *(const int64_t *)v;
+        if (x >= ext)
+            return ext;
+        c = (double)(cmp == FC_OP_LT ? x : x + 1);
+    } else {
+        double x = dt == FC_FLOAT32 ? (double)*(const float *)v : *(const double *)v;
+        if (x != x)
+            return 0;
+        c = cmp == FC_OP_LT ? ceil(x) : floor(x) + 1;
+    }
+    return c <= 0 ? 0 : c >= (double)ext ? ext : (int64_t)c;
+}
+
+static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
+
+/* An inner reduction at the chunk [i0, i0 + n) of its list's chunk loop: its loops run (up to
+ * their bounds), the body is evaluated at each point and folded; a wide reduction keeps one
+ * accumulator per position of the chunk, one of one value folds its own loop rcl in chunks into
+ * lanes, as the root's horizontal reductions do. */
+static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int n)
+{
+    const FcInstr *in = s->in;
+    const CpuReducer *r = &s->red;
+    int64_t cnt[FC_MAX_DIMS];
+    for (int l = 0; l < p->L; l++)
+        cnt[l] = p->ext[l];
+    bool cut = false;
+    for (int b = 0; b < in->nbound; b++) {
+        const FcBound *bd = &in->bounds[b];
+        if (s->bdt[b] == FC_BOOL)
+            continue;
+        int64_t c = bound_count(bd->cmp, s->bdt[b], t->cur[s->bvals[b]], p->ext[bd->loop]);
+        if (c < cnt[bd->loop])
+            cnt[bd->loop] = c;
+        cut |= c < p->ext[bd->loop];
+    }
+    void *acc = t->racc + (size_t)s->racc * CHUNK_BYTES;
+    int width = s->wide ? n : CPU_LANES;
+    fc_cpu_reducer_reset(r, acc, NULL, width);
+    bool empty = false;
+    for (int j = 0; j < s->nrl; j++) {
+        t->idx[s->rl[j]] = 0;
+        empty |= cnt[s->rl[j]] == 0;
+    }
+    int64_t rext = s->rcl >= 0 ? cnt[s->rcl] : 1;
+    if (s->rcl >= 0 && rext == 0)
+        empty = true;
+    while (!empty) {
+        if (s->wide) {
+            if (!eval(p, t, s->body0, s->body1, i0, n))
+                return false;
+            r->vfold(acc, t->cur[s->a], n);
+        } else {
+            for (int64_t c0 = 0; c0 < rext; c0 += FC_CHUNK) {
+                int m = rext - c0 < FC_CHUNK ? (int)(rext - c0) : FC_CHUNK;
+                if (s->rcl < 0)
+                    m = 1;
+                if (!eval(p, t, s->body0, s->body1, c0, m))
+                    return false;
+                r->hfold(acc, t->cur[s->a], m);
+            }
+        }
+        int j = s->nrl - 1;
+        for (; j >= 0; j--) {
+            int l = s->rl[j];
+            if (++t->idx[l] < cnt[l])
+                break;
+            t->idx[l] = 0;
+        }
+        if (j < 0)
+            break;
+    }
+    if (cut) {
+        if (s->wide)
+            r->vfold(acc, s->fillv, n);
+        else
+            r->hfold(acc, s->fillv, 1);
+    }
+    void *d = t->buf[s->d];
+    if (s->wide) {
+        r->fin(d, acc, n);
+    } else {
+        for (int j = 1; j < CPU_LANES; j++)
+            r->comb(acc, (char *)acc + j * 8, 1);
+        r->fin(d, acc, 1);
+        if (s->fill)
+            broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
+    }
+    t->cur[s->d] = d;
+    return true;
+}
+
+/* Evaluates steps [from, to) (one list) for the chunk of n positions starting at i0 along the
+ * list's chunk loop, the other loops at t->idx. Invariant steps are computed over a whole
+ * chunk; a step of one value once (broadcast when read beyond position 0), and kept while its
+ * loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
-    bool inv = from < p->ninv;
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
+        if (s->memo >= 0 && memo_holds(p, t, s))
+            continue;
+        bool inv = j < p->ninv;
+        int m = inv ? FC_CHUNK : s->wide ? n : 1;
         void *d = t->buf[s->d];
         switch (in->op) {
         case FC_OP_LOAD:
-            if (!do_load(p, s, t, i0, n, inv))
+            if (!do_load(p, s, t, i0, inv || (!s->wide && s->fill) ? FC_CHUNK : m, s->wide))
                 return false;
+            if (s->memo >= 0)
+                memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
-            fc_cpu_fill(d, in->dtype, in->konst, n);
+            fc_cpu_fill(d, in->dtype, in->konst, inv || s->fill ? FC_CHUNK : m);
             break;
         case FC_OP_IOTA: {
             int64_t *q = d;
-            if (p->k->nloop > 0 && in->loop == p->cl) {
-                for (int i = 0; i < n; i++)
+            if (s->wide && in->loop == s->cx) {
+                for (int i = 0; i < m; i++)
                     q[i] = i0 + i;
             } else {
                 int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
-                for (int i = 0; i < n; i++)
+                int k = inv || s->fill ? FC_CHUNK : m;
+                for (int i = 0; i < k; i++)
                     q[i] = v;
             }
             break;
         }
+        case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL:
+            if (!eval_reduce(p, t, s, i0, n))
+                return false;
+            if (inv && !s->wide)
+                broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
+            break;
         default:
-            if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], n) != CPU_OK)
+            if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
+            if (!inv && !s->wide && s->fill)
+                broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
             break;
         }
         t->cur[s->d] = d;
+        if (s->memo >= 0)
+            memo_keep(p, t, s);
     }
     return true;
 }
 
 static inline bool eval_chunk(const Plan *p, Thread *t, int64_t i0, int n)
 {
-    return eval(p, t, p->ninv, p->nsteps, i0, n);
+    return eval(p, t, p->ninv, p->ntop, i0, n);
 }
 
 /* Sets t->idx for loops[0..n) from the row-major number v (the last loop fastest). */
@@ -1448,7 +1911,8 @@ static Thread **threads_new(const Plan *p, int n)
     size_t head = (sizeof(Thread) + 63) & ~(size_t)63;
     size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
     int nlocal = p->nphys - p->nshared;
-    size_t size = head + ptrs + (size_t)(nlocal + 2 + 2 * p->group) * CHUNK_BYTES;
+    size_t memo = ((size_t)p->nmemo * (size_t)p->L * sizeof(int64_t) + (size_t)p->nmemo + 63) & ~(size_t)63;
+    size_t size = head + ptrs + (size_t)(nlocal + 2 + 2 * p->group + p->nracc) * CHUNK_BYTES + memo;
     for (int i = 0; i < n; i++) {
         char *m = fc_cpu_aligned_alloc(size);
         if (!m) {
@@ -1472,6 +1936,10 @@ static Thread **threads_new(const Plan *p, int n)
         t->tmp = b + CHUNK_BYTES;
         t->acc = b + 2 * CHUNK_BYTES;
         t->aidx = (int64_t *)(void *)(b + (2 + (size_t)p->group) * CHUNK_BYTES);
+        t->racc = b + (2 + 2 * (size_t)p->group) * CHUNK_BYTES;
+        t->mkey = (int64_t *)(void *)(t->racc + (size_t)p->nracc * CHUNK_BYTES);
+        t->mok = (bool *)(t->mkey + (size_t)p->nmemo * (size_t)p->L);
+        memset(t->mok, 0, (size_t)p->nmemo);
         t->err_task = -1;
     }
     return th;

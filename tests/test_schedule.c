@@ -1,0 +1,190 @@
+/* test_schedule.c — the scheduler's passes: fused reductions, hoisting by domain, data-dependent
+ * loop bounds. Each program runs with every pass on, with each one off (tdl_config.flags
+ * TDL_NO_FUSE / TDL_NO_HOIST / TDL_NO_BOUNDS, the --no-opt= of the tdl command) and with all
+ * off; its results, saved as .npy, must be the same bytes every time. The kernel dumps show that
+ * the passes did happen (one kernel for softmax, values hoisted, loops bounded). */
+#include "tdl.h"
+#include "tests.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct Text { char *buf; size_t n; } Text;
+
+static void append(void *ud, const char *s, size_t len)
+{
+    Text *t = ud;
+    char *q = realloc(t->buf, t->n + len + 1);
+    ck_assert_ptr_nonnull(q);
+    memcpy(q + t->n, s, len);
+    t->n += len;
+    q[t->n] = 0;
+    t->buf = q;
+}
+
+/* Data shared by the programs: d is where they save. */
+static const char prelude[] =
+    "x = ((arange(64 * 300.0) * 0.37).sin() * 5).reshape(64, 300)\n"
+    "x64 = x.double() * 1.0001\n";
+
+static const char *const programs[] = {
+    /* softmax and friends: the reductions fused into their consumer */
+    "save(d + '/a', x.softmax(1))\n"
+    "save(d + '/b', x64.log_softmax(-1))\n"
+    "save(d + '/c', x - x.mean(1, keepdim=True))\n"
+    "save(d + '/e', (x - x.amax(1, keepdim=True)).exp().sum(1))\n",
+    /* masked reductions: float and int bounds, &-joined masks, amax, the mask inside */
+    "i, j = dims(2)\n"
+    "v = x[i, j]\n"
+    "e = x[i, 0].abs() * 40\n"
+    "save(d + '/a', where(j < e, v, 0).sum(j).order(i))\n"
+    "save(d + '/b', where((j < e) & (j <= x[i, 2].abs() * 50), v, 0).amax(j).order(i))\n"
+    "save(d + '/c', (where(j < e, v, 0) * where(j < e, v, 0)).sum(j).order(i))\n"
+    "save(d + '/e', where(j < (x[i, 1].abs() * 40).long(), x64[i, j], 0).sum(j).order(i))\n"
+    "save(d + '/f', (where(e > j, v, 0).sum(j) / e.clamp(min=1)).order(i))\n",
+    /* roi_align's shape: a gather through indices over (n, k), hoisted off c, a bounded sum */
+    "feats = ((arange(4 * 16 * 20.0) * 0.13).cos()).reshape(4, 16, 20)\n"
+    "b = tensor([0, 3, 1, 2, 3, 0])\n"
+    "start = tensor([0.5, 3.2, 7.9, 1.1, 12.4, 5.0])\n"
+    "n, c, k = dims(3)\n"
+    "k.size = 8\n"
+    "cnt = (start[n] * 0.7).ceil()\n"
+    "xs = (start[n] + k * 1.3).clamp(max=19.0)\n"
+    "xl = xs.floor().long()\n"
+    "w = xs - xl\n"
+    "val = feats[b[n]][c][xl] * (1 - w) + feats[b[n]][c][(xl + 1).clamp(max=19)] * w\n"
+    "save(d + '/a', (where(k < cnt, val, 0).sum(k) / cnt.clamp(min=1)).order(n, c))\n",
+};
+
+static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,
+                                TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS};
+static const char *const outputs[] = {"a", "b", "c", "e", "f"};
+
+/* Runs program p with flags into dir; returns the kernel dump. */
+static char *run(int p, int flags, const char *dir)
+{
+    Text dump = {0}, out = {0};
+    tdl_config cfg = {0};
+    cfg.flags = flags | TDL_DUMP_KERNELS;
+    cfg.dump = append;
+    cfg.dump_ud = &dump;
+    cfg.write = append;
+    cfg.write_ud = &out;
+    tdl_interp *U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    char head[512];
+    snprintf(head, sizeof head, "d = '%s'\n", dir);
+    ck_assert_int_eq(tdl_run_string(U, head, "<dir>"), TDL_OK);
+    ck_assert_int_eq(tdl_run_string(U, prelude, "<prelude>"), TDL_OK);
+    int st = tdl_run_string(U, programs[p], "<program>");
+    ck_assert_msg(st == TDL_OK, "program %d flags %d: %s", p, flags, tdl_error_message(U));
+    tdl_close(U);
+    free(out.buf);
+    return dump.buf ? dump.buf : strdup("");
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (;;) {
+        if (*n + 4096 > cap) {
+            cap = cap * 2 + 4096;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        size_t r = fread(buf + *n, 1, 4096, f);
+        *n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    return buf;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *q = s; (q = strstr(q, what)); q++)
+        n++;
+    return n;
+}
+
+START_TEST(test_same_bits)
+{
+    int p = _i;
+    char base[] = "/tmp/tdl-sched-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(base));
+    char *dumps[5];
+    char dirs[5][600];
+    for (int f = 0; f < 5; f++) {
+        snprintf(dirs[f], sizeof dirs[f], "%s/%d", base, f);
+        ck_assert_int_eq(mkdir(dirs[f], 0700), 0);
+        dumps[f] = run(p, flag_sets[f], dirs[f]);
+    }
+    int compared = 0;
+    for (size_t o = 0; o < sizeof outputs / sizeof *outputs; o++) {
+        char path[700];
+        size_t n0, n1;
+        snprintf(path, sizeof path, "%s/%s.npy", dirs[0], outputs[o]);
+        char *want = slurp(path, &n0);
+        if (!want)
+            continue;
+        for (int f = 1; f < 5; f++) {
+            snprintf(path, sizeof path, "%s/%s.npy", dirs[f], outputs[o]);
+            char *got = slurp(path, &n1);
+            ck_assert_msg(got && n1 == n0 && memcmp(got, want, n0) == 0,
+                          "program %d output %s: flags %d give other bits than all passes on", p,
+                          outputs[o], flag_sets[f]);
+            free(got);
+        }
+        compared++;
+        remove(path);
+        for (int f = 0; f < 5; f++) {
+            snprintf(path, sizeof path, "%s/%s.npy", dirs[f], outputs[o]);
+            remove(path);
+        }
+        free(want);
+    }
+    ck_assert_int_ge(compared, 1);
+    /* The passes happened with every pass on, and not with them off. */
+    if (p == 0) {
+        /* x once, then one kernel per result */
+        ck_assert_msg(count(dumps[0], "kernel:") == 5, "softmax etc. fuse into one kernel each:\n%s", dumps[0]);
+        ck_assert_int_gt(count(dumps[1], "kernel:"), 5);
+        ck_assert_ptr_nonnull(strstr(dumps[0], "(hoisted)"));
+    } else {
+        ck_assert_msg(strstr(dumps[0], "(bound <") != NULL, "%s", dumps[0]);
+        ck_assert_ptr_null(strstr(dumps[3], "(bound"));
+    }
+    if (p == 1)
+        ck_assert_ptr_nonnull(strstr(dumps[0], "(bound <= r"));
+    if (p == 2) {
+        /* the coordinates do not vary along c: computed once per (n, k) */
+        ck_assert_ptr_nonnull(strstr(dumps[0], "(hoisted)"));
+        ck_assert_ptr_nonnull(strstr(dumps[2], ", unhoisted"));
+    }
+    for (int f = 0; f < 5; f++) {
+        rmdir(dirs[f]);
+        free(dumps[f]);
+    }
+    rmdir(base);
+}
+END_TEST
+
+Suite *schedule_suite(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *tc = tcase_create("passes");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_same_bits, 0, (int)(sizeof programs / sizeof *programs));
+    suite_add_tcase(s, tc);
+    return s;
+}
