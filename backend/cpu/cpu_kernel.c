@@ -80,7 +80,7 @@ typedef struct Step {
     const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): [FC_CHUNK]
                                    i * stride along the chunk loop (for i < its extent), or NULL */
     bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
-                                   each element addressed on its own (else see walk_one) */
+                                   each element addressed on its own (plan_marks) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
     int cx;                     /* the chunk loop of the list it is evaluated in */
     bool wide;                  /* varies along cx: computed over the chunk; else one value */
@@ -89,6 +89,7 @@ typedef struct Step {
                                    slot in Thread.mkey, or -1 */
     uint64_t deps;              /* the loops it varies along */
     /* an inner reduction */
+    int parent;                 /* the step of the reduction whose body holds it, or -1 */
     int body0, body1;           /* its body: steps [body0, body1) */
     int racc;                   /* its slot of accumulators in Thread.racc */
     int rcl;                    /* a reduction of one value (not wide): the loop of its own it
@@ -451,6 +452,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         Step s = p->steps[i];
         const FcInstr *in = s.in;
         s.d = -1;       /* plan_buffers */
+        s.parent = list[i] >= 0 ? pos[list[i]] : -1;
         s.a = val[i * 3] >= 0 ? pos[val[i * 3]] : -1;
         s.b = val[i * 3 + 1] >= 0 ? pos[val[i * 3 + 1]] : -1;
         s.c = val[i * 3 + 2] >= 0 ? pos[val[i * 3 + 2]] : -1;
@@ -488,7 +490,6 @@ done:
 enum {
     HOLDS = 1,      /* its register holds one value over each chunk */
     FLAT = 2,       /* a load whose gathered indices all hold */
-    WIDE = 4,       /* its value is read beyond position 0 (mark_wide) */
 };
 
 /* Whether register r (-1: no operand) holds, as far as walk_one has got. */
@@ -594,17 +595,6 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     return plan_marks(p, err);
 }
 
-/* The step of the reduction whose body holds step j, or -1 (the top list, or an invariant). */
-static int parent_of(const Plan *p, int j)
-{
-    if (j < p->ntop)
-        return -1;
-    for (int r = 0; r < p->nsteps; r++)
-        if (is_reduce(p->steps[r].in->op) && j >= p->steps[r].body0 && j < p->steps[r].body1)
-            return r;
-    return -1;
-}
-
 /* With the chunk loop known: each list's chunk loop (a reduction of one value per chunk runs
  * along a loop of its own), which steps are computed over the chunk (wide), which hold one value
  * and are kept while their loops stay (memo: the hoisting), which of those are read beyond
@@ -615,11 +605,6 @@ static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
     bool hoist = !k->no_hoist;
-    int *par = malloc((size_t)(p->nsteps + 1) * sizeof *par);
-    if (!par)
-        return errorf(err, FC_ERR_NOMEM, "out of memory");
-    for (int j = 0; j < p->nsteps; j++)
-        par[j] = parent_of(p, j);
     /* Chunk loops, outer lists first: a reduction's step comes before the steps of its body
      * in no particular order, so repeat until settled (depth passes). */
     for (int j = 0; j < p->nsteps; j++)
@@ -630,9 +615,9 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             Step *s = &p->steps[j];
             if (s->cx != -2)
                 continue;
-            int cx = par[j] < 0 ? p->cl : -2;
-            if (par[j] >= 0) {
-                const Step *r = &p->steps[par[j]];
+            int cx = s->parent < 0 ? p->cl : -2;
+            if (s->parent >= 0) {
+                const Step *r = &p->steps[s->parent];
                 if (r->cx == -2) {
                     again = true;
                     continue;
@@ -710,10 +695,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             nfill++;
     if (nfill) {
         p->fills = fc_cpu_aligned_alloc(nfill * CHUNK_BYTES);
-        if (!p->fills) {
-            free(par);
+        if (!p->fills)
             return errorf(err, FC_ERR_NOMEM, "out of memory");
-        }
         char *f = p->fills;
         for (int j = 0; j < p->nsteps; j++) {
             Step *s = &p->steps[j];
@@ -730,7 +713,6 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     p->defer = p->scatter && p->flat_scatter && !k->accumulate && !p->store_cast;
     for (int b = 0; b < k->nbufs; b++)
         p->defer = p->defer && k->bufs[b] != k->out;
-    free(par);
     return plan_buffers(p, err);
 }
 
@@ -741,16 +723,14 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
 {
     int n = p->nsteps;
     int *seq = malloc((size_t)(n + 1) * sizeof *seq), *epos = malloc((size_t)(n + 1) * sizeof *epos);
-    int *last = malloc((size_t)(n + 1) * sizeof *last), *par = malloc((size_t)(n + 1) * sizeof *par);
+    int *last = malloc((size_t)(n + 1) * sizeof *last);
     int *phys = malloc((size_t)(n + 1) * sizeof *phys), *freel = malloc((size_t)(n + 1) * sizeof *freel);
     int *stack = malloc((size_t)(2 * n + 2) * sizeof *stack);
     FcStatus st = FC_OK;
-    if (!seq || !epos || !last || !par || !phys || !freel || !stack) {
+    if (!seq || !epos || !last || !phys || !freel || !stack) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int j = 0; j < n; j++)
-        par[j] = parent_of(p, j);
     /* Execution order: each list in order, a reduction's body just before it. */
     int ns = 0, m = 0;
     for (int j = p->ntop - 1; j >= 0; j--)
@@ -789,8 +769,8 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
                 continue;
             int u = j;
             if (!(o == 0 && is_reduce(in->op)))
-                while (par[u] != par[v] && par[u] >= 0)
-                    u = par[u];
+                while (p->steps[u].parent != p->steps[v].parent && p->steps[u].parent >= 0)
+                    u = p->steps[u].parent;
             if (epos[u] > last[v])
                 last[v] = epos[u];
         }
@@ -844,7 +824,6 @@ done:
     free(seq);
     free(epos);
     free(last);
-    free(par);
     free(phys);
     free(freel);
     free(stack);
