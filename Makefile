@@ -4,7 +4,7 @@
 #   make test       install missing tools, build, run every test (Check suites + script tests)
 #   make test SANITIZE=1    the same under AddressSanitizer, LeakSanitizer and UBSan
 #   make check      both of the above (the README's test command)
-#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch
+#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -105,6 +105,7 @@ test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl
 	CK_FORK=no $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
+	SANITIZE=$(SANITIZE) HOST_CFLAGS='$(SANFLAGS)' sh tests/test_install.sh $(B)
 
 # The README's test command: the suite, then the suite again under ASan + LSan + UBSan.
 check: test
@@ -113,6 +114,7 @@ check: test
 demo: deps
 	$(MAKE) --no-print-directory all
 	$(B)/tdl examples/demo.tdl
+	TDL_PATH=$(CURDIR)/stdlib $(B)/tdl examples/roi_align.tdl
 
 # Re-derive the expected output of the Python-subset scripts with the real CPython (needs python3).
 pycheck: all
@@ -124,15 +126,20 @@ bench: deps
 	sh bench/fused.sh build/tdl
 	sh bench/index.sh build/tdl
 	sh bench/sched.sh build/tdl
+	sh bench/roi_align.sh build/tdl
 
+# The binary, both libraries, the header, the stdlib and tdl.pc (from tdl.pc.in, for this PREFIX).
+# A copy staged with DESTDIR or moved elsewhere finds its stdlib beside its lib/ folder.
+TDL_VERSION := $(shell sed -n 's/.*tdl_version(void) { return "\([^"]*\)".*/\1/p' interp/api.c)
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/share/tdl/stdlib
 	install -m 755 $(B)/tdl $(DESTDIR)$(PREFIX)/bin/tdl
 	install -m 644 $(B)/libtdl.a $(DESTDIR)$(PREFIX)/lib/libtdl.a
 	install -m 755 $(B)/libtdl.so $(DESTDIR)$(PREFIX)/lib/libtdl.so
 	install -m 644 interp/tdl.h $(DESTDIR)$(PREFIX)/include/tdl.h
 	for f in stdlib/*.tdl; do [ -f "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/tdl/stdlib/; done; true
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(TDL_VERSION)|g' tdl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdl.pc
 
 clean:
 	rm -rf build build-san

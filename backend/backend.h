@@ -29,4 +29,62 @@ struct FcBackend {
  * first use). NULL on out-of-memory. */
 FcBackend *fc_cpu_backend_new(int nthreads);
 
+/* ---- the CUDA backend (backend/cuda/) ----
+ * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs
+ * everywhere: without them a request for a CUDA device is FC_ERR_DEVICE saying why. A kernel
+ * is printed as CUDA C source from the same FcKernel the CPU runs, compiled by NVRTC for the
+ * device's own architecture and cached in memory and on disk. */
+
+/* The backend of CUDA device index. FC_ERR_DEVICE with the reason when there is none here:
+ * "no CUDA driver (libcuda.so.1 not found)", "no CUDA device (...)", "NVRTC not found (...)". */
+FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err);
+
+/* The CUDA C source the backend compiles for k, then comment lines with this kernel's argument
+ * values and launch plan: what `tdl --dump-cuda` prints. A kernel the backend does not take
+ * gives one comment line with the reason. malloc'd; NULL on out-of-memory. */
+char *fc_cuda_kernel_dump(const FcKernel *k);
+/* The source of the CUDA backend's batched matrix product for dtype (malloc'd, or NULL). */
+char *fc_cuda_matmul_source(FcDType dt);
+
+/* NVRTC's version, or FC_ERR_DEVICE when libnvrtc cannot be loaded (the message says why). */
+FcStatus fc_cuda_nvrtc_version(int *major, int *minor, FcError *err);
+
+/* Compiled kernels, cached in memory and on disk, keyed by the source, the architecture, NVRTC's
+ * version and the options. Disk entries are files <dir>/<hash>.cubin written atomically
+ * (temporary file, then rename); each holds its whole key and a checksum of the image, and one
+ * that does not match (corrupt, truncated, stale, a hash collision) is compiled again and
+ * replaced, never trusted. Safe to use from several threads. */
+typedef struct FcCudaCache FcCudaCache;
+typedef struct FcCudaCacheStats {
+    int compiled;               /* NVRTC runs */
+    int memory_hits, disk_hits;
+    int disk_rejected;          /* entries found on disk but not used (corrupt or stale) */
+    int disk_written;
+    double compile_ms;          /* total time in NVRTC */
+} FcCudaCacheStats;
+/* dir: the disk cache's folder (created when needed); "" keeps the cache in memory only; NULL
+ * takes $TDL_CACHE_DIR ("off", "0" or empty: memory only), else $XDG_CACHE_HOME/tdl/cuda, else
+ * ~/.cache/tdl/cuda. NULL on out-of-memory. */
+FcCudaCache *fc_cuda_cache_new(const char *dir);
+void fc_cuda_cache_free(FcCudaCache *c);               /* NULL is fine */
+const char *fc_cuda_cache_dir(const FcCudaCache *c);   /* "" when memory only */
+FcCudaCacheStats fc_cuda_cache_stats(FcCudaCache *c);
+
+/* One compilation's result. image is malloc'd (the caller frees it, and log). */
+typedef enum FcCudaFrom { FC_CUDA_COMPILED, FC_CUDA_FROM_MEMORY, FC_CUDA_FROM_DISK } FcCudaFrom;
+typedef struct FcCudaBuild {
+    void *image;                /* a cubin, or PTX text (NUL-terminated) when ptx */
+    size_t len;
+    bool ptx;                   /* NVRTC is older than the architecture: PTX for the driver to JIT */
+    FcCudaFrom from;
+    double ms;                  /* time in NVRTC (0 when cached) */
+    char *log;                  /* on a compile error: NVRTC's log and the numbered source */
+} FcCudaBuild;
+/* Compiles src for sm_<sm> with the backend's options (--gpu-architecture=sm_XX --fmad=false:
+ * no contraction into FMA, so pointwise math rounds as the CPU's does), through cache c (NULL:
+ * a cold compile every time). FC_ERR_DEVICE when NVRTC cannot be loaded or does not know the
+ * architecture, FC_ERR_RUNTIME on a compile error (the first line of NVRTC's log in err, all of
+ * it in out->log). */
+FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *out, FcError *err);
+
 #endif

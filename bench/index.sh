@@ -14,7 +14,7 @@
 #   mask_select     x[x > 0].sum()                            reads x
 # For T = 1 and T = 2 threads it prints, for each workload, seconds per run of:
 #   bound   the bytes the workload must move (the column above) at the bandwidth of a C loop,
-#           STREAM-style (bench/index/bw.c; cc -O3 -march=native -fopenmp, OMP_NUM_THREADS=T):
+#           STREAM-style (bench/common/bw.c; cc -O3 -march=native -fopenmp, OMP_NUM_THREADS=T):
 #           a sum over an array for the workloads that only read, a copy for those that write.
 #           Random accesses (gather_elems, index_put_acc) fetch whole cache lines, so their
 #           bound is one no implementation reaches.
@@ -68,7 +68,7 @@ if ! "$py" "$dir/make_data.py" "$tmp" "$R" $C $N $M 2>"$tmp/err"; then
     cat "$tmp/err" >&2
     exit 2
 fi
-if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/bw" "$dir/bw.c" -lm 2>"$tmp/err"; then
+if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/bw" "$here/common/bw.c" -lm 2>"$tmp/err"; then
     echo "index.sh: cannot build bw.c with ${CC:-cc} -fopenmp:" >&2
     cat "$tmp/err" >&2
     exit 1

@@ -11,7 +11,7 @@
 # For T = 1 and T = 2 threads it prints, for each workload, seconds per evaluation of:
 #   bound      softmax only: the bytes it must move (read x once, write y once: 2 x R x C x 4) at
 #              the bandwidth of a C copy or scale loop over arrays of that size, STREAM-style
-#              (bench/sched/bw.c; cc -O3 -march=native -fopenmp, OMP_NUM_THREADS=T; the faster
+#              (bench/common/bw.c; cc -O3 -march=native -fopenmp, OMP_NUM_THREADS=T; the faster
 #              of the two). Softmax also computes an exp per element, which on a small machine
 #              costs more than the bytes: no implementation is expected near this bound.
 #   torch      PyTorch eager (/usr/bin/python3), torch.set_num_threads(T)
@@ -65,7 +65,7 @@ if ! "$py" "$dir/make_data.py" "$tmp" $R $C $N 2>"$tmp/err"; then
     cat "$tmp/err" >&2
     exit 2
 fi
-if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/bw" "$dir/bw.c" -lm 2>"$tmp/err"; then
+if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/bw" "$here/common/bw.c" -lm 2>"$tmp/err"; then
     echo "sched.sh: cannot build bw.c with ${CC:-cc} -fopenmp:" >&2
     cat "$tmp/err" >&2
     exit 1

@@ -243,7 +243,8 @@ struct FcNode {
     uint64_t wrap;              /* LOAD: bit k set: a negative index k counts from the end */
     int *index_dim;             /* LOAD: [nin] the dimension an out-of-range index k names (k unless
                                    set otherwise) */
-    uint32_t count;             /* nodes in the DAG rooted here (counting shared ones once per path; caps fusion) */
+    uint32_t count;             /* nodes in the DAG rooted here: counted per path while small, then
+                                   distinct nodes (ir.c dag_size); caps fusion */
 };
 
 FcNode *fc_node_retain(FcNode *n);
@@ -295,7 +296,12 @@ static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL
 
 /* ---- the context: one per interpreter (no globals) ---- */
 
-enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2 };
+/* FC_DUMP_CUDA: the CUDA source of every kernel (--dump-cuda); FC_DUMP_KERNELS shows it for the
+ * kernels that run on a CUDA device. */
+enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2, FC_DUMP_CUDA = 4 };
+
+#define FC_MAX_CUDA 16          /* CUDA devices a context addresses (cuda:0 .. cuda:15) */
+struct FcKernel;
 
 /* Scheduler passes (FcCtx.sched_off turns them off; each gives the same bits on or off):
  * FUSE: a reduction used inside an expression is computed in the consumer's kernel (else
@@ -322,6 +328,12 @@ typedef struct FcCtx {
      * messages of later conflicts; may be NULL. */
     void (*locate)(void *ud, char *buf, size_t cap);
     void *locate_ud;
+    /* Called with every scheduled kernel just before it runs, on whatever device (after the
+     * dumps): a way to collect what a program schedules (the CUDA backend's tests compile each
+     * one). May be NULL. */
+    void (*on_kernel)(void *ud, const struct FcKernel *k, FcDevice dev);
+    void *on_kernel_ud;
+    FcBackend *cuda[FC_MAX_CUDA];   /* owned; made by fc_ctx_backend on first use */
 } FcCtx;
 
 FcStatus fc_ctx_new(FcCtx **out, FcError *err);

@@ -100,7 +100,7 @@ static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64
     FcView v[FC_MAX_DIMS];
     int64_t str[FC_MAX_DIMS][FC_MAX_DIMS], off[FC_MAX_DIMS], pos[FC_MAX_DIMS] = {0};
     FcStatus st = FC_OK;
-    int64_t numel = 1;
+    int64_t numel = n > 0;      /* nothing to walk with no index to check */
     for (int d = 0; d < nb; d++)
         numel *= bshape[d];
     for (int g = 0; g < n && !st; g++) {
@@ -498,12 +498,15 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
                                               "shapes %s", a);
         }
     }
-    /* The values, in the order PyTorch's kernel meets them. */
+    /* The values, in the order PyTorch's kernel meets them. A lazy index is not realised to be
+     * checked here: the gather that reads through it checks each index as the kernel computes it
+     * (so roi_align's tap coordinates are never stored); an error then surfaces where the result
+     * is materialised, as with PyTorch's CUDA kernels. */
     FcTensor *vals[FC_MAX_DIMS] = {0};
     int64_t ext[FC_MAX_DIMS] = {0};
     int dims[FC_MAX_DIMS] = {0}, nv = 0, g = 0;
     for (int k = 0; k < n; k++) {
-        if (p->idx[k] && !p->in_range[k]) {
+        if (p->idx[k] && !p->in_range[k] && !fc_tensor_is_lazy(p->idx[k])) {
             vals[nv] = p->idx[k];
             ext[nv] = p->shape[k];
             dims[nv++] = g;         /* its position among all advanced indices */

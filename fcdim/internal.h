@@ -40,6 +40,11 @@ FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
 /* Allocates a storage of nbytes on dev's backend. */
 FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out, FcError *err);
 
+/* t's values as a stored tensor on device dev (t itself, a new reference, when it is stored
+ * there): realised on its own device (and made dense there when it is not), then its bytes
+ * copied with the backends' to_host/from_host (through host memory between two devices). */
+FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, FcError *err);
+
 /* Unregisters a lazy tensor from the storages it reads (before its node is dropped). */
 void fc_tensor_drop_reads(FcTensor *t);
 

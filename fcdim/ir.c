@@ -56,6 +56,52 @@ bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_RED
 
 /* ---- nodes ---- */
 
+/* Past this many nodes counted per path, a new node's count is made exact: the distinct nodes of
+ * its DAG. Per path, a DAG that reuses its values (roi_align's coordinates feed four taps and two
+ * masks) counts them once per use and looks exponentially bigger than the kernel it makes. */
+#define FC_DAG_EXACT 64
+
+/* The number of distinct nodes reachable from root: a depth-first walk with an open-addressing
+ * set of the nodes seen. Past 4096 (far beyond any fusion cap) or out of memory it gives up and
+ * returns upper, the per-path count, so the set stays small however large a DAG grows. */
+static uint32_t dag_size(const FcNode *root, uint32_t upper)
+{
+    size_t cap = 128;
+    while (cap < 2 * (size_t)upper && cap < ((size_t)1 << 13))
+        cap *= 2;
+    const FcNode **seen = calloc(cap, sizeof *seen);
+    const FcNode **stack = malloc(cap * sizeof *stack);
+    uint32_t count = 0;
+    size_t top = 0;
+    if (!seen || !stack)
+        goto fail;
+    stack[top++] = root;
+    while (top) {
+        const FcNode *n = stack[--top];
+        size_t h = ((uintptr_t)n >> 4) * 0x9E3779B97F4A7C15u & (cap - 1);
+        while (seen[h] && seen[h] != n)
+            h = (h + 1) & (cap - 1);
+        if (seen[h])
+            continue;
+        if (2 * (size_t)(count + 1) > cap)
+            goto fail;      /* bigger than the set: keep the per-path count */
+        seen[h] = n;
+        count++;
+        for (int k = 0; k < n->nin; k++) {
+            if (top == cap)
+                goto fail;
+            stack[top++] = n->in[k];
+        }
+    }
+    free(seen);
+    free(stack);
+    return count;
+fail:
+    free(seen);
+    free(stack);
+    return upper;
+}
+
 FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in)
 {
     size_t nmap = 0;
@@ -103,6 +149,8 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
         count += in[k]->count;
     }
     n->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+    if (n->count > FC_DAG_EXACT)
+        n->count = dag_size(n, n->count);
     return n;
 }
 

@@ -142,6 +142,53 @@ static FcInstr *new_instr(Sched *s, const FcNode *node, FcOp op, FcDType dt)
     return in;
 }
 
+/* Common subexpressions: an instruction that computes what probe would (the same op on the same
+ * registers, constant, loop or load) is reused rather than emitted again; the DAG can hold
+ * equal values as distinct nodes (roi_align gathers the batch index once per tap, and casts the
+ * same index to float for several uses). Reductions are never shared here (the memo of emit
+ * already shares a node's). */
+static bool same_gathers(const FcGather *a, const FcGather *b, int n)
+{
+    for (int g = 0; g < n; g++)
+        if (a[g].reg != b[g].reg || a[g].stride != b[g].stride || a[g].extent != b[g].extent ||
+            a[g].wrap != b[g].wrap || a[g].dim != b[g].dim)
+            return false;
+    return true;
+}
+
+static int same_instr(const Sched *s, const FcInstr *probe)
+{
+    for (int i = s->ncode - 1; i >= 0; i--) {
+        const FcInstr *in = &s->code[i];
+        if (in->op != probe->op || in->dtype != probe->dtype || in->src_dtype != probe->src_dtype)
+            continue;
+        switch (probe->op) {
+        case FC_OP_CONST:
+            if (in->konst.i == probe->konst.i)
+                return i;
+            break;
+        case FC_OP_IOTA:
+            if (in->loop == probe->loop)
+                return i;
+            break;
+        case FC_OP_LOAD:
+            if (in->buf == probe->buf && in->offset == probe->offset && in->ngather == probe->ngather &&
+                memcmp(in->strides, probe->strides, FC_MAX_DIMS * sizeof *in->strides) == 0 &&
+                same_gathers(in->gathers, probe->gathers, probe->ngather))
+                return i;
+            break;
+        case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL:
+        case FC_OP_ARGMAX: case FC_OP_ARGMIN:
+            break;
+        default:
+            if (in->a == probe->a && in->b == probe->b && in->c == probe->c)
+                return i;
+            break;
+        }
+    }
+    return -1;
+}
+
 static int buf_index(Sched *s, FcStorage *st)
 {
     for (int i = 0; i < s->nbufs; i++)
@@ -217,7 +264,18 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
         }
     }
     int b = buf_index(s, n->storage);
-    FcInstr *in = b < 0 ? NULL : new_instr(s, n, FC_OP_LOAD, n->dtype);
+    if (b < 0) {
+        free(strides);
+        return -1;
+    }
+    FcInstr probe = {.op = FC_OP_LOAD, .dtype = n->dtype, .src_dtype = n->dtype, .buf = b, .offset = offset,
+                     .strides = strides, .ngather = ng, .gathers = g};
+    int same = same_instr(s, &probe);
+    if (same >= 0) {
+        free(strides);
+        return same;
+    }
+    FcInstr *in = new_instr(s, n, FC_OP_LOAD, n->dtype);
     if (!in) {
         free(strides);
         return -1;
@@ -296,28 +354,22 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
         return emit_operand(s, n, 0, map, NULL);
     switch (n->op) {
     case FC_OP_CONST:
-        in = new_instr(s, n, FC_OP_CONST, n->dtype);
+    case FC_OP_IOTA: {
+        bool iota = n->op == FC_OP_IOTA && map[0] >= 0 && s->extent[map[0]] > 1;
+        FcInstr probe = {.op = iota ? FC_OP_IOTA : FC_OP_CONST, .dtype = iota ? FC_INT64 : n->dtype,
+                         .loop = iota ? map[0] : -1, .konst = n->op == FC_OP_CONST ? n->konst : (FcScalar){.i = 0}};
+        probe.src_dtype = probe.dtype;
+        if ((reg = same_instr(s, &probe)) >= 0)
+            break;
+        in = new_instr(s, n, probe.op, probe.dtype);
         if (!in)
             return -1;
-        in->konst = n->konst;
-        in->invariant = true;
+        in->konst = probe.konst;
+        in->loop = probe.loop;
+        in->invariant = !iota;
         reg = in->dst;
         break;
-    case FC_OP_IOTA:
-        if (map[0] < 0 || s->extent[map[0]] <= 1) {
-            in = new_instr(s, n, FC_OP_CONST, FC_INT64);
-            if (!in)
-                return -1;
-            in->konst.i = 0;
-            in->invariant = true;
-        } else {
-            in = new_instr(s, n, FC_OP_IOTA, FC_INT64);
-            if (!in)
-                return -1;
-            in->loop = map[0];
-        }
-        reg = in->dst;
-        break;
+    }
     case FC_OP_LOAD:
         reg = emit_load(s, n, map);
         break;
@@ -334,17 +386,22 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
                 return -1;
             invariant = invariant && s->code[ops[k]].invariant;
         }
+        FcInstr probe = {.op = n->op, .dtype = n->dtype, .src_dtype = n->dtype, .a = ops[0], .b = ops[1],
+                         .c = ops[2]};
+        if (n->op == FC_OP_CAST || n->op == FC_OP_ISNAN)
+            probe.src_dtype = n->in[0]->dtype;
+        else if (fc_op_is_compare(n->op))
+            probe.src_dtype = n->src_dtype;
+        if ((reg = same_instr(s, &probe)) >= 0)
+            break;
         in = new_instr(s, n, n->op, n->dtype);
         if (!in)
             return -1;
         in->a = ops[0];
         in->b = ops[1];
         in->c = ops[2];
+        in->src_dtype = probe.src_dtype;
         in->invariant = invariant;
-        if (n->op == FC_OP_CAST || n->op == FC_OP_ISNAN)
-            in->src_dtype = n->in[0]->dtype;
-        else if (fc_op_is_compare(n->op))
-            in->src_dtype = n->src_dtype;
         reg = in->dst;
         break;
     }
@@ -669,6 +726,31 @@ static int natural_chunk_loop(const Sched *s, bool scatter)
     return cl;
 }
 
+/* The chunk loop of a kernel with inner reductions, which the scheduler fixes: among the root
+ * loops long enough to fill chunks, the one the fewest instructions vary along, since every
+ * other value is computed once per chunk instead of once per element (roi_align's coordinates
+ * and weights do not vary along c: with c along the chunk only the taps and their sum are
+ * vector work). Ties go to the natural choice, then to the innermost. */
+static int chunk_loop_of(const Sched *s, bool scatter)
+{
+    int cl = natural_chunk_loop(s, scatter);
+    if (cl < 0 || scatter)
+        return cl;
+    int best = cl, best_wide = INT32_MAX;
+    for (int l = s->nroot - 1; l >= 0; l--) {
+        if (l != cl && s->extent[l] < 16)
+            continue;
+        int wide = 0;
+        for (int c = 0; c < s->ncode; c++)
+            wide += (int)(s->code[c].deps >> l & 1);
+        if (wide < best_wide || (wide == best_wide && l == cl)) {
+            best = l;
+            best_wide = wide;
+        }
+    }
+    return best;
+}
+
 /* Fusion: an inner reduction stays in the kernel when it is computed once per point of its own
  * domain: its consumers vary over no loop it does not, except the chunk loop (softmax's max,
  * one value per row, serves every chunk of the row; the backend keeps it across chunks). Else
@@ -802,14 +884,14 @@ static int index_loop(const Sched *s, int i, int r)
 
 /* Adds the bounds that condition register c (a conjunction of comparisons, joined by &) puts on
  * the loops of inner reduction r: index < e or index <= e (or e > index, e >= index) with e not
- * varying over r's loops. */
-static void cond_bounds(const Sched *s, int c, int r, FcBound *b, int *nb)
+ * varying over r's loops. Returns whether every term of the conjunction became a bound (then
+ * the condition holds wherever the bounded loops run). */
+static bool cond_bounds(const Sched *s, int c, int r, FcBound *b, int *nb)
 {
     const FcInstr *in = &s->code[c];
     if (in->op == FC_OP_AND && in->dtype == FC_BOOL) {
-        cond_bounds(s, in->a, r, b, nb);
-        cond_bounds(s, in->b, r, b, nb);
-        return;
+        bool all = cond_bounds(s, in->a, r, b, nb);
+        return cond_bounds(s, in->b, r, b, nb) && all;
     }
     FcOp op = in->op;
     int x = in->a, y = in->b;
@@ -819,11 +901,12 @@ static void cond_bounds(const Sched *s, int c, int r, FcBound *b, int *nb)
         op = op == FC_OP_GT ? FC_OP_LT : FC_OP_LE;
     }
     if (op != FC_OP_LT && op != FC_OP_LE)
-        return;
+        return false;
     int l = index_loop(s, x, r);
     if (l < 0 || (s->code[y].deps & owned_loops(s, r)) || *nb >= FC_MAX_DIMS)
-        return;
+        return false;
     b[(*nb)++] = (FcBound){.loop = l, .reg = y, .cmp = op};
+    return true;
 }
 
 /* Whether register i is masked for inner reduction r: where(cond, v, fill) with a constant
@@ -878,11 +961,20 @@ static bool masked(const Sched *s, int i, int r, FcBound *b, int *nb, FcScalar *
     }
 }
 
+/* Whether instruction c is in the body of an inner reduction (varies along a loop of one). */
+static bool in_body(const Sched *s, int c)
+{
+    for (int r = c + 1; r < s->ncode; r++)
+        if (fc_op_is_reduce(s->code[r].op) && (s->code[c].deps & owned_loops(s, r)))
+            return true;
+    return false;
+}
+
 /* Bound masks: an inner reduction of a masked body runs its loops only to their bounds, when
  * the fill is the reduction's identity up to the sign of zero (sum: 0, product: 1) or the
  * reduction is idempotent (max, min, any, all): folding the fill once then gives the bits of
  * folding it at every skipped index. */
-static bool find_bounds(Sched *s)
+static bool find_bounds(Sched *s, int cl)
 {
     for (int c = 0; c < s->ncode; c++) {
         FcInstr *in = &s->code[c];
@@ -907,7 +999,87 @@ static bool find_bounds(Sched *s)
         memcpy(in->bounds, b, (size_t)nb * sizeof *b);
         in->nbound = nb;
         in->fill = fill;
+        /* where(cond, v, fill) whose cond is all bounds is v wherever the loops now run: the
+         * reduction folds v, and the mask is no longer computed (compact_code drops it). Only
+         * where the backend is sure to apply the bounds: a reduction in the root's list whose
+         * bounds do not vary along the chunk loop cl (cpu_kernel.c's plan_marks). */
+        const FcInstr *body = &s->code[in->a];
+        FcBound b2[FC_MAX_DIMS];
+        int n2 = 0;
+        bool uniform = cl >= 0 && !in_body(s, c);
+        for (int j = 0; j < nb && uniform; j++)
+            uniform = !(s->code[b[j].reg].deps >> cl & 1);
+        if (uniform && body->op == FC_OP_WHERE && cond_bounds(s, body->a, c, b2, &n2))
+            in->a = body->b;
     }
+    return true;
+}
+
+/* Drops the instructions nothing needs (the masks find_bounds made redundant), renumbering the
+ * registers of the rest; result and sregs[0..ns) are renumbered too. */
+static bool compact_code(Sched *s, int *result, int *sregs, int ns)
+{
+    int n = s->ncode;
+    int *map = malloc((size_t)(n + 1) * sizeof *map);
+    if (!map) {
+        fail(s, FC_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    for (int i = 0; i < n; i++)
+        map[i] = 0;
+    map[*result] = 1;
+    for (int g = 0; g < ns; g++)
+        map[sregs[g]] = 1;
+    for (int l = 0; l < s->nloop; l++)
+        if (s->owner[l] >= 0)
+            map[s->owner[l]] = 1;       /* a reduction keeps its loops (even one only a mask read) */
+    for (int i = n - 1; i >= 0; i--) {
+        if (!map[i])
+            continue;
+        const FcInstr *in = &s->code[i];
+        int ops[3] = {in->a, in->b, in->c};
+        for (int o = 0; o < 3; o++)
+            if (ops[o] >= 0)
+                map[ops[o]] = 1;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            map[in->gathers[g].reg] = 1;
+        for (int b = 0; b < in->nbound; b++)
+            map[in->bounds[b].reg] = 1;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        map[i] = map[i] ? m++ : -1;
+    if (m == n) {
+        free(map);
+        return true;
+    }
+    for (int i = 0; i < n; i++) {
+        FcInstr *in = &s->code[i];
+        if (map[i] < 0) {
+            free(in->strides);
+            free(in->gathers);
+            free(in->bounds);
+            continue;
+        }
+        in->dst = map[i];
+        in->a = in->a >= 0 ? map[in->a] : -1;
+        in->b = in->b >= 0 ? map[in->b] : -1;
+        in->c = in->c >= 0 ? map[in->c] : -1;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            in->gathers[g].reg = map[in->gathers[g].reg];
+        for (int b = 0; b < in->nbound; b++)
+            in->bounds[b].reg = map[in->bounds[b].reg];
+        s->node_of[map[i]] = s->node_of[i];
+        s->code[map[i]] = *in;
+    }
+    for (int l = 0; l < s->nloop; l++)
+        if (s->owner[l] >= 0)
+            s->owner[l] = map[s->owner[l]];
+    *result = map[*result];
+    for (int g = 0; g < ns; g++)
+        sregs[g] = map[sregs[g]];
+    s->ncode = m;
+    free(map);
     return true;
 }
 
@@ -985,7 +1157,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         merge_loops(&s, &k, arg);
         add_unit_loop(&s, &k);
         compute_deps(&s);
-        int cl = natural_chunk_loop(&s, sc != NULL);
+        int cl = s.nloop > s.nroot ? chunk_loop_of(&s, sc != NULL) : natural_chunk_loop(&s, sc != NULL);
         free(bad);
         bad = malloc((size_t)s.ncode + 1);
         int nbad = bad ? unfused(&s, result, sregs, sc ? sc->n : 0, cl, bad) : -1;
@@ -1004,10 +1176,12 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             }
         sched_reset(&s);
     }
-    if (!(ctx->sched_off & FC_SCHED_BOUNDS) && !find_bounds(&s)) {
+    if (!(ctx->sched_off & FC_SCHED_BOUNDS) && (!find_bounds(&s, k.chunk_loop) || !compact_code(&s, &result, sregs, sc ? sc->n : 0))) {
         st = s.st;
         goto done;
     }
+    for (int g = 0; sc && g < sc->n; g++)
+        scatter[g].reg = sregs[g];
     if (!out_strides) {
         int64_t numel = 1;
         for (int i = 0; i < nlev; i++)
@@ -1069,6 +1243,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     k.interrupt = ctx->interrupt;
     if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
         dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(&k));
+    if (ctx->dump && (ctx->dump_flags & (dev.type == FC_DEV_CUDA ? FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA : FC_DUMP_CUDA)))
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_cuda_kernel_dump(&k));
+    if (ctx->on_kernel)
+        ctx->on_kernel(ctx->on_kernel_ud, &k, dev);
     st = be->run(be, &k, err);
     if (bp != bufs)
         free(bp);
@@ -1146,6 +1324,15 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
         char a[256], b[256];
         return fc_errf(err, FC_ERR_RUNTIME, "output with shape %s doesn't match the broadcast shape %s",
                        fc_shape_str(a, sizeof a, dst->ndim, dst->shape), fc_shape_str(b, sizeof b, nd, shape));
+    }
+    /* From another device (copy_, .to(), a host view into a CUDA tensor): moved first, as bytes. */
+    if (!fc_device_eq(src->device, dst->device)) {
+        FcTensor *moved = NULL;
+        st = fc_move_device(ctx, src, dst->device, &moved, err);
+        if (!st)
+            st = fc_assign(ctx, dst, moved, err);
+        fc_tensor_release(moved);
+        return st;
     }
     /* A reduction can be the root of the kernel that writes dst only when nothing is left to do
      * after it; otherwise (and for DAGs too big to fuse) src is realised first. */

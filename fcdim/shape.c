@@ -13,6 +13,8 @@
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
 
+#include "backend.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -868,14 +870,87 @@ FcStatus fc_to(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev, FcTensor **out
     if (s)
         return s;
     /* _to_copy with memory_format=preserve: dense inputs keep their strides, others take the
-     * suggested format. */
+     * suggested format. The copy (and cast) is made on t's device, then moved as bytes. */
     s = fc_realize(ctx, t, err);
     if (s)
         return s;
     int64_t st[FC_MAX_DIMS];
-    if (geo_non_overlapping_and_dense(t->ndim, t->shape, t->strides))
+    bool dense = geo_non_overlapping_and_dense(t->ndim, t->shape, t->strides);
+    if (dense && t->dtype == dt)
+        return fc_move_device(ctx, t, dev, out, err);
+    if (dense)
         memcpy(st, t->strides, (size_t)t->ndim * sizeof *st);
     else
         format_strides(geo_suggest(t->ndim, t->shape, t->strides), t->ndim, t->shape, st, NULL);
-    return copy_into_new(ctx, t, dt, dev, st, out, err);
+    FcTensor *tmp = NULL;
+    s = copy_into_new(ctx, t, dt, t->device, st, &tmp, err);
+    if (!s)
+        s = fc_move_device(ctx, tmp, dev, out, err);
+    fc_tensor_release(tmp);
+    return s;
+}
+
+FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus s = fc_realize(ctx, t, err);
+    if (s)
+        return s;
+    if (fc_device_eq(t->storage->device, dev)) {
+        *out = fc_tensor_retain(t);
+        return FC_OK;
+    }
+    if (!geo_non_overlapping_and_dense(t->ndim, t->shape, t->strides)) {
+        FcTensor *d = NULL;
+        s = fc_clone(ctx, t, FC_MF_PRESERVE, &d, err);
+        if (!s)
+            s = fc_move_device(ctx, d, dev, out, err);
+        fc_tensor_release(d);
+        return s;
+    }
+    /* Dense: the elements fill numel consecutive slots from the lowest address. */
+    int64_t lo = t->offset, numel = fc_tensor_numel(t);
+    for (int i = 0; i < t->ndim; i++)
+        if (t->strides[i] < 0 && t->shape[i] > 0)
+            lo += t->strides[i] * (t->shape[i] - 1);
+    size_t es = fc_dtype_size(t->dtype), nbytes = (size_t)numel * es;
+    FcBackend *from = NULL, *to = NULL;
+    s = fc_ctx_backend(ctx, dev, &to, err);
+    if (!s && t->storage->device.type != FC_DEV_CPU)
+        s = fc_ctx_backend(ctx, t->storage->device, &from, err);
+    FcStorage *st = NULL;
+    if (!s)
+        s = fc_storage_new(ctx, dev, nbytes, &st, err);
+    if (s)
+        return s;
+    const char *src = (const char *)t->storage->data + lo * (int64_t)es;
+    if (nbytes == 0)
+        s = FC_OK;
+    else if (!from)
+        s = to->from_host(to, st->data, src, nbytes, err);
+    else if (dev.type == FC_DEV_CPU)
+        s = from->to_host(from, st->data, src, nbytes, err);
+    else {
+        /* Between two devices: through host memory. */
+        void *h = malloc(nbytes);
+        s = h ? from->to_host(from, h, src, nbytes, err) : fc_nomem(err);
+        if (!s)
+            s = to->from_host(to, st->data, h, nbytes, err);
+        free(h);
+    }
+    FcTensor *r = s ? NULL : fc_tensor_alloc(t->ndim);
+    if (!s && !r)
+        s = fc_nomem(err);
+    if (s) {
+        fc_storage_release(st);
+        return s;
+    }
+    r->dtype = t->dtype;
+    r->device = dev;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset - lo;
+    r->storage = st;
+    *out = r;
+    return FC_OK;
 }

@@ -99,7 +99,7 @@ FcStatus fc_ctx_new(FcCtx **out, FcError *err)
     if (!ctx)
         return fc_nomem(err);
     ctx->nthreads = threads_from_env();
-    ctx->max_fused = 64;
+    ctx->max_fused = 256;
     ctx->cpu = fc_cpu_backend_new(ctx->nthreads);
     if (!ctx->cpu) {
         free(ctx);
@@ -115,6 +115,9 @@ void fc_ctx_free(FcCtx *ctx)
         return;
     if (ctx->cpu)
         ctx->cpu->destroy(ctx->cpu);
+    for (int i = 0; i < FC_MAX_CUDA; i++)
+        if (ctx->cuda[i])
+            ctx->cuda[i]->destroy(ctx->cuda[i]);
     free(ctx);
 }
 
@@ -125,8 +128,20 @@ FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err)
         return FC_OK;
     }
     char name[24];
-    return fc_errf(err, FC_ERR_DEVICE, "device %s is not available: tdl was built without CUDA support",
-                   fc_device_name(d, name));
+    if (d.index < 0 || d.index >= FC_MAX_CUDA)
+        return fc_errf(err, FC_ERR_DEVICE, "device %s is not available: tdl addresses cuda:0 to cuda:%d",
+                       fc_device_name(d, name), FC_MAX_CUDA - 1);
+    if (!ctx->cuda[d.index]) {
+        /* The CUDA backend loads the driver on first use: without one this says why. */
+        FcError why;
+        FcStatus st = fc_cuda_backend_new(d.index, &ctx->cuda[d.index], &why);
+        if (st == FC_ERR_DEVICE)
+            return fc_errf(err, st, "device %s is not available: %s", fc_device_name(d, name), why.msg);
+        if (st)
+            return fc_errf(err, st, "%s", why.msg);
+    }
+    *out = ctx->cuda[d.index];
+    return FC_OK;
 }
 
 /* ---- storage ---- */

@@ -1,7 +1,9 @@
-/* api.c — the public API of tdl.h: opening and closing interpreters, running code, reading
- * errors; also module import (search path, cache, cycles) and program output. */
+/* api.c — the public API of tdl.h for interpreters: opening and closing them, running code,
+ * reading and raising errors; also module import (search path, cache, cycles) and program output.
+ * Values, C builtins and tensors across the boundary are in embed.c. */
 #include "interp.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -14,14 +16,18 @@
 #define TDL_STDLIB_DIR "/usr/local/share/tdl/stdlib"
 #endif
 
-struct tdl_interp { Interp I; };
-
 const char *tdl_version(void) { return "0.1.0"; }
 
 void interp_write(Interp *I, const char *s, size_t len)
 {
     if (I->cfg.write) I->cfg.write(I->cfg.write_ud, s, len);
     else fwrite(s, 1, len, stdout);
+}
+
+bool interp_files_allowed(Interp *I, const char *fn)
+{
+    if (!(I->cfg.flags & TDL_NO_FILES)) return true;
+    return err_raise(I, TDL_ERR_IO, "%s(): programs may not access files in this interpreter (TDL_NO_FILES)", fn);
 }
 
 static bool set_global(Interp *I, Module *m, const char *name, Value v)
@@ -68,13 +74,21 @@ tdl_interp *tdl_open(const tdl_config *cfg)
 {
     tdl_interp *T = calloc(1, sizeof *T);
     if (!T) return NULL;
+    if (pthread_mutex_init(&T->lock, NULL) != 0) {
+        free(T);
+        return NULL;
+    }
+    T->owner = pthread_self();
     Interp *I = &T->I;
     if (cfg) I->cfg = *cfg;
+    const char *device = I->cfg.device;
+    I->cfg.device = NULL;       /* used here only: the host's string need not outlive this call */
     if (I->cfg.path) I->cfg.path = strdup(I->cfg.path);
     I->objects.next = I->objects.prev = &I->objects;
     I->builtins = module_new(I, "builtins", NULL);
     I->main = module_new(I, "__main__", NULL);
-    if (!I->builtins || !I->main || !init_builtins(I) || !set_global_str(I, I->main, "__name__", "__main__")) {
+    if (!I->builtins || !I->main || !init_builtins(I) || !set_global_str(I, I->main, "__name__", "__main__")
+        || (device && !tensor_set_device(I, device))) {
         tdl_close(T);
         return NULL;
     }
@@ -83,27 +97,65 @@ tdl_interp *tdl_open(const tdl_config *cfg)
 
 void tdl_close(tdl_interp *T)
 {
-    if (!T) return;
+    if (!T || T->closed || T->nest > 0) return;
+    api_enter(T);
     Interp *I = &T->I;
+    embed_drop_handles(T);
     err_clear(I);
     val_decref(I, I->ret);
+    I->ret = v_undef();
     for (size_t i = 0; i < I->nmods; i++)
         if (I->mods[i]) val_decref(I, v_obj(V_MODULE, &I->mods[i]->h));
     free(I->mods);
+    I->mods = NULL;
+    I->nmods = 0;
     namemap_free(&I->modmap);
     if (I->main) val_decref(I, v_obj(V_MODULE, &I->main->h));
     if (I->builtins) val_decref(I, v_obj(V_MODULE, &I->builtins->h));
+    I->main = I->builtins = NULL;
     objects_free_all(I);
-    tensor_fini(I);         /* after every tensor value is gone */
+    embed_free_host(T);
     free((char *)I->cfg.path);
     free(I->script_dir);
+    I->cfg.path = I->script_dir = NULL;
+    /* From here on a deleter on another thread may release storages itself: under the lock. */
+    pthread_mutex_lock(&T->lock);
+    T->closed = true;
+    for (size_t k = 0; k < T->npending; k++) fc_storage_release(T->pending[k]);
+    T->nexports -= T->npending;
+    T->npending = 0;
+    if (T->nexports > 0) {
+        T->kept_fc = I->fc;     /* exported storages are freed by its backend */
+        I->fc = NULL;
+    }
+    tensor_fini(I);             /* after every tensor value is gone */
+    bool last = T->nhandles == 0 && T->nexports == 0;
+    pthread_mutex_unlock(&T->lock);
+    if (last) embed_free_shell(T);
+}
+
+void embed_free_shell(tdl_interp *T)
+{
+    free(T->pending);
+    pthread_mutex_destroy(&T->lock);
     free(T);
+}
+
+bool api_enter(tdl_interp *T)
+{
+    if (!T || T->closed) return false;
+    pthread_mutex_lock(&T->lock);
+    T->owner = pthread_self();
+    for (size_t k = 0; k < T->npending; k++) fc_storage_release(T->pending[k]);
+    T->nexports -= T->npending;
+    T->npending = 0;
+    pthread_mutex_unlock(&T->lock);
+    return true;
 }
 
 /* Records where the C stack is, so deep recursion becomes a RecursionError, not a crash. */
 static void stack_guard(Interp *I, char *here)
 {
-    if (I->depth > 0) return;
     I->stack_base = here;
     I->stack_budget = 0;
     pthread_attr_t attr;
@@ -120,35 +172,53 @@ static void stack_guard(Interp *I, char *here)
     if (!I->stack_budget) I->stack_base = NULL;
 }
 
-static tdl_status run(Interp *I, const char *code, size_t len, const char *name, bool interactive)
+void api_run_begin(tdl_interp *T, ApiRun *r, char *here)
 {
-    char here;
+    Interp *I = &T->I;
+    r->stmt_src = I->stmt_src;
+    r->stmt_pos = I->stmt_pos;
     err_clear(I);
     I->exiting = false;
-    I->interrupt = 0;
-    stack_guard(I, &here);
-    LangSource *src = lang_source_new(name ? name : "<string>", code, len);
-    if (!src) {
-        err_nomem(I);
-        return TDL_ERROR;
+    if (T->nest++ == 0) {
+        I->interrupt = 0;
+        stack_guard(I, here);
     }
-    tdl_status st = interp_run_source(I, I->main, src, interactive);
+}
+
+void api_run_end(tdl_interp *T, const ApiRun *r)
+{
+    T->nest--;
+    T->I.stmt_src = r->stmt_src;
+    T->I.stmt_pos = r->stmt_pos;
+}
+
+static tdl_status run(tdl_interp *T, const char *code, size_t len, const char *name, bool interactive)
+{
+    char here;
+    Interp *I = &T->I;
+    ApiRun r;
+    api_run_begin(T, &r, &here);
+    LangSource *src = lang_source_new(name ? name : "<string>", code, len);
+    tdl_status st = TDL_ERROR;
+    if (!src) err_nomem(I);
+    else st = interp_run_source(I, I->main, src, interactive);
     lang_source_release(src);
+    api_run_end(T, &r);
     return st;
 }
 
 tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
 {
-    if (!T) return TDL_ERROR;
+    if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string: code is NULL"), TDL_ERROR;
-    return run(&T->I, code, strlen(code), name, false);
+    return run(T, code, strlen(code), name, false);
 }
 
 tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags)
 {
-    if (!T) return TDL_ERROR;
+    if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string_ex: code is NULL"), TDL_ERROR;
-    return run(&T->I, code, len, name, (flags & TDL_RUN_INTERACTIVE) != 0);
+    return run(T, code, len, name, (flags & TDL_RUN_INTERACTIVE) != 0);
 }
 
 /* Reads a whole file; NULL with errno set on failure. */
@@ -184,7 +254,7 @@ static char *dir_of(const char *path)
 
 tdl_status tdl_run_file(tdl_interp *T, const char *path)
 {
-    if (!T) return TDL_ERROR;
+    if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
     if (!path) return err_raise(I, TDL_ERR_VALUE, "tdl_run_file: path is NULL"), TDL_ERROR;
@@ -196,16 +266,19 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path)
         return TDL_ERROR;
     }
     if (!I->script_dir) I->script_dir = dir_of(path);
-    tdl_status st = run(I, text, len, path, false);
+    tdl_status st = run(T, text, len, path, false);
     free(text);
     return st;
 }
 
 tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 {
-    if (!T) return TDL_ERROR;
+    if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
+    if (argc < 0 || (argc > 0 && !argv))
+        return err_raise(I, TDL_ERR_VALUE, "tdl_set_argv: argc is %d and argv is %s", argc, argv ? "set" : "NULL"),
+               TDL_ERROR;
     ListObj *l = list_alloc(I, 0);
     if (!l) return TDL_ERROR;
     Value lv = v_obj(V_LIST, &l->h);
@@ -229,25 +302,46 @@ tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 
 tdl_status tdl_set_device(tdl_interp *T, const char *device)
 {
-    if (!T) return TDL_ERROR;
+    if (!api_enter(T)) return TDL_MISUSE;
     err_clear(&T->I);
     if (!device) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_set_device: device is NULL"), TDL_ERROR;
     return tensor_set_device(&T->I, device) ? TDL_OK : TDL_ERROR;
 }
 
-tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return T ? T->I.err.kind : TDL_ERR_NONE; }
+static bool usable(const tdl_interp *T) { return T && !T->closed; }
+
+tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return usable(T) ? T->I.err.kind : TDL_ERR_NONE; }
 
 const char *tdl_error_message(const tdl_interp *T)
 {
-    if (!T || T->I.err.kind == TDL_ERR_NONE) return "";
+    if (!usable(T) || T->I.err.kind == TDL_ERR_NONE) return "";
     if (T->I.err.msg) return T->I.err.msg;
     return T->I.err.kind == TDL_ERR_MEMORY ? "out of memory" : "";
 }
 
 const char *tdl_error_report(const tdl_interp *T)
 {
-    if (!T) return "";
+    if (!usable(T)) return "";
     return err_report((Interp *)&T->I);
+}
+
+tdl_status tdl_raise(tdl_interp *T, tdl_error_kind kind, const char *fmt, ...)
+{
+    if (!usable(T)) return TDL_MISUSE;
+    Interp *I = &T->I;
+    if (kind <= TDL_ERR_NONE || kind >= TDL_ERR__COUNT) kind = TDL_ERR_RUNTIME;
+    if (kind == TDL_ERR_MEMORY && !fmt) return err_nomem(I), TDL_ERROR;
+    char *msg = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+        va_end(ap);
+        if (!msg) return err_nomem(I), TDL_ERROR;
+    }
+    err_raise(I, kind, "%s", msg ? msg : "");
+    free(msg);
+    return TDL_ERROR;
 }
 
 void tdl_interrupt(tdl_interp *T)
@@ -255,7 +349,7 @@ void tdl_interrupt(tdl_interp *T)
     if (T) T->I.interrupt = 1;
 }
 
-int tdl_exit_code(const tdl_interp *T) { return T ? T->I.exit_code : 0; }
+int tdl_exit_code(const tdl_interp *T) { return usable(T) ? T->I.exit_code : 0; }
 
 /* ---- imports ---- */
 
@@ -288,28 +382,37 @@ static bool try_path_list(const char *list, const char *name, char **text, size_
     return false;
 }
 
-/* The search path: the main script's folder, the host's path, $TDL_PATH, the installed stdlib,
- * and the stdlib beside the running binary (a build tree: build/tdl -> stdlib/). */
+/* Tries rel under the folder holding file (a path of a program or library), e.g.
+ * "/opt/tdl/lib/libtdl.so" + "../share/tdl/stdlib". */
+static bool try_beside(const char *file, const char *rel, const char *name, char **text, size_t *len, char **path)
+{
+    const char *slash = file ? strrchr(file, '/') : NULL;
+    if (!slash) return false;
+    char dir[PATH_MAX + 32];
+    int n = snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - file), file, rel);
+    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path);
+}
+
+/* The search path: the main script's folder, the host's path, $TDL_PATH, the stdlib of this
+ * installed copy (share/tdl/stdlib beside the lib/ or bin/ folder of the library or program
+ * holding this code: right for a copy installed with DESTDIR or moved, and not another copy's),
+ * the stdlib where `make install` put it, and the stdlib beside the running binary (a build tree:
+ * build/tdl -> stdlib/). */
 static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path)
 {
     const char *sd = I->script_dir ? I->script_dir : ".";
     if (try_dir(sd, strlen(sd), name, text, len, path)) return true;
     if (try_path_list(I->cfg.path, name, text, len, path)) return true;
     if (try_path_list(getenv("TDL_PATH"), name, text, len, path)) return true;
-    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path)) return true;
+    Dl_info info;
+    if (dladdr((void *)find_module, &info) && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path))
+        return true;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char dir[PATH_MAX + 16];
-            snprintf(dir, sizeof dir, "%s/../stdlib", exe);
-            if (try_dir(dir, strlen(dir), name, text, len, path)) return true;
-        }
-    }
-    return false;
+    if (n > 0) exe[n] = '\0';
+    if (n > 0 && try_beside(exe, "../share/tdl/stdlib", name, text, len, path)) return true;
+    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path)) return true;
+    return n > 0 && try_beside(exe, "../stdlib", name, text, len, path);
 }
 
 bool import_module(Interp *I, const char *name, Value *out)

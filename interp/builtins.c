@@ -23,10 +23,6 @@
 #include <strings.h>
 #include <time.h>
 
-/* From format.c; wants a declaration in interp.h next to format_str_repr. Decodes one UTF-8
- * sequence of s[0..n): the length in bytes (0 if malformed) and the code point in *cp. */
-size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
-
 /* 128-bit arithmetic for exact integer rounding and modular products (a GNU C extension). */
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;

@@ -941,6 +941,30 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             }
             break;
         }
+        case N_RAISE: {
+            /* raise ValueError("...") : an error of that kind; tdl has no exception objects. */
+            tdl_error_kind kind = TDL_ERR_NONE;
+            for (int k = 1; k < TDL_ERR__COUNT && !kind; k++)
+                if (strlen(tdl_error_kind_name((tdl_error_kind)k)) == st->len &&
+                    memcmp(tdl_error_kind_name((tdl_error_kind)k), st->str, st->len) == 0)
+                    kind = (tdl_error_kind)k;
+            if (!kind || kind == TDL_ERR_INTERRUPT) {
+                ok = err_raise(I, TDL_ERR_TYPE, "raise takes one of tdl's error kinds (ValueError, TypeError, "
+                               "RuntimeError, IndexError, ...), not '%.*s'", (int)st->len, st->str);
+                break;
+            }
+            Buf b = {0};
+            if (st->a) {
+                Value m;
+                if (!eval(I, F, st->a, &m)) return F_ERROR;
+                ok = val_str(I, m, &b);
+                val_decref(I, m);
+                if (!ok) return F_ERROR;
+            }
+            ok = err_raise(I, kind, "%s", b.p ? b.p : "");
+            buf_free(&b);
+            break;
+        }
         case N_IMPORT: {
             Value m;
             if (strchr(st->str, '.')) {

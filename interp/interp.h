@@ -23,6 +23,7 @@
 #include "lang.h"
 #include "tdl.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -351,6 +352,8 @@ bool val_str(Interp *I, Value v, Buf *b);
 int format_double(double d, char *buf);
 /* Appends the repr of a string's bytes with Python's quoting rules. */
 void format_str_repr(const char *s, size_t len, Buf *b);
+/* Decodes one UTF-8 sequence of s[0..n): its length in bytes (0 if malformed), the code point in *cp. */
+size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 
 /* ---- builtins (builtins.c) ---- */
 
@@ -411,5 +414,60 @@ bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *foun
 const BuiltinDef *dims_method(const char *name);
 /* d.size = n; *found false for anything else. */
 bool dims_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found);
+
+/* ---- the embedding API (api.c, embed.c) ---- */
+
+typedef struct HostFn HostFn;           /* a C builtin (embed.c) */
+typedef struct ImportHold ImportHold;   /* a DLPack tensor imported and not yet released (embed.c) */
+
+/* What tdl.h's tdl_interp is: the Interp (first, so an Interp * is its tdl_interp *) and what the
+ * embedding API keeps around it. The shell outlives tdl_close while value handles or DLPack
+ * exports remain: closed is then set, every call on it is TDL_MISUSE, and the last handle freed or
+ * export deleted frees it.
+ *
+ * Threads: one thread at a time uses an interpreter, but a DLPack consumer may call an export's
+ * deleter from any thread. lock guards what such a deleter touches: owner, closed, nexports,
+ * nhandles after close, kept_fc and pending. A deleter running on the owner thread (or after
+ * close) releases its storage at once, under lock; on another thread it leaves the storage in
+ * pending, which the owner releases at its next call (api_enter). So storage reference counts are
+ * only ever changed by one thread at a time. */
+struct tdl_interp {
+    Interp I;
+    pthread_mutex_t lock;
+    pthread_t owner;            /* the thread of the last call (api_enter) */
+    bool closed;
+    int nest;                   /* calls running code, nested through C builtins */
+    struct tdl_value *handles;  /* live handles (doubly linked) */
+    size_t nhandles;            /* allocated handles, live or dead */
+    size_t nexports;            /* DLPack exports not yet released */
+    FcCtx *kept_fc;             /* after close: the context the exports' storages still need */
+    FcStorage **pending;        /* storages of exports deleted on other threads, to release */
+    size_t npending, cappending;   /* cappending >= nexports, so a deleter never allocates */
+    HostFn **fns;               /* C builtins, by the index their BuiltinObj carries */
+    int nfns, capfns;
+    ImportHold *imports;        /* DLPack tensors imported and not yet released (doubly linked) */
+};
+
+static inline tdl_interp *interp_shell(Interp *I) { return (tdl_interp *)I; }
+
+/* Starts every public call on T: false for a NULL or closed T (the call returns TDL_MISUSE);
+ * else records the calling thread as the owner and releases what deleters on other threads left. */
+bool api_enter(tdl_interp *T);
+/* Brackets a call that runs tdl code (tdl_run_*, tdl_call*, tdl_import): clears the error and the
+ * exit flag; at the outermost level also the interrupt flag and the C stack guard; keeps the
+ * running statement of an outer call (a C builtin calling back into tdl). here: a local of the
+ * caller. */
+typedef struct ApiRun { LangSource *stmt_src; uint32_t stmt_pos; } ApiRun;
+void api_run_begin(tdl_interp *T, ApiRun *r, char *here);
+void api_run_end(tdl_interp *T, const ApiRun *r);
+/* tdl_config.flags TDL_NO_FILES: raises IOError naming fn ("load") and returns false. */
+bool interp_files_allowed(Interp *I, const char *fn);
+
+/* embed.c, for tdl_close: drops the values of live handles (marking them dead), then, after every
+ * object is gone, frees the C builtins and the import records. */
+void embed_drop_handles(tdl_interp *T);
+void embed_free_host(tdl_interp *T);
+/* Frees the shell (the last handle or export of a closed interpreter is gone). */
+void embed_free_shell(tdl_interp *T);
 
 #endif

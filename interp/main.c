@@ -29,6 +29,7 @@ static const char usage_text[] =
     "  --dump-ir         print the IR of each materialised expression and its scheduled kernel\n"
     "                    (loops, the domain each value is computed over, hoisting, bounds)\n"
     "  --dump-kernels    print only the scheduled kernels\n"
+    "  --dump-cuda       print each kernel as the CUDA C source the GPU backend compiles\n"
     "  --no-opt=PASSES   turn scheduler passes off (fuse,hoist,bounds): same results, slower\n"
     "  --device DEV      run tensor work on DEV: cpu or cuda (cuda:N)\n"
     "  -h, --help        print this help and exit\n"
@@ -59,6 +60,7 @@ typedef struct options {
     char **args;
     bool dump_ir;           /* tdl_config.flags TDL_DUMP_IR / TDL_DUMP_KERNELS */
     bool dump_kernels;
+    bool dump_cuda;         /* TDL_DUMP_CUDA */
     int no_opt;             /* TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS */
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
 } options;
@@ -140,6 +142,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->dump_ir = true;
         } else if (strcmp(a, "--dump-kernels") == 0) {
             o->dump_kernels = true;
+        } else if (strcmp(a, "--dump-cuda") == 0) {
+            o->dump_cuda = true;
         } else if (strncmp(a, "--no-opt=", 9) == 0) {
             for (const char *q = a + 9; *q;) {
                 size_t len = strcspn(q, ",");
@@ -471,7 +475,8 @@ int main(int argc, char **argv)
     if (status >= 0)
         return status;
     tdl_config cfg = {0};
-    cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) | o.no_opt;
+    cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) |
+                (o.dump_cuda ? TDL_DUMP_CUDA : 0) | o.no_opt;
     tdl_interp *T = tdl_open(&cfg);
     if (!T) {
         fputs("tdl: out of memory\n", stderr);

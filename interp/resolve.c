@@ -223,6 +223,7 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             for (Node *t = st->a; t; t = t->next) resolve_expr(r, s, t);
             resolve_expr(r, s, st->b);
             break;
+        case N_RAISE: resolve_expr(r, s, st->a); break;
         case N_AUGASSIGN: case N_ASSERT:
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);

@@ -592,6 +592,16 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     return n;
 }
 
+Node *lang_raise(LangParser *p, uint32_t pos, const LangToken *name, Node *message)
+{
+    Node *n = lang_node1(p, N_RAISE, pos, message);
+    Node *e = lang_name(p, name);
+    if (n == &placeholder || e == &placeholder) return n;
+    n->str = e->str;
+    n->len = e->len;
+    return n;
+}
+
 Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *alias)
 {
     Node *n = lang_node(p, N_IMPORT, pos);
@@ -722,7 +732,7 @@ static const char *const kind_names[N__COUNT] = {
     "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
     "subscript", "slice", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
-    "break", "continue", "pass", "assert", "import", "global", "nonlocal", "param",
+    "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

@@ -24,7 +24,7 @@
 /* Token order fixes the codes; the lexer uses TK_* from grammar.h. */
 %token NEWLINE INDENT DEDENT NAME INT FLOAT STRING.
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
-       LAMBDA TRUE FALSE NONE.
+       LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
 
 /* Lowest first. */
@@ -79,6 +79,9 @@ small(A) ::= RETURN(K).                  { A = lang_node(p, N_RETURN, K.pos); }
 small(A) ::= RETURN(K) testlist(E).      { A = lang_node1(p, N_RETURN, K.pos, E); }
 small(A) ::= ASSERT(K) expr(C).          { A = lang_node1(p, N_ASSERT, K.pos, C); }
 small(A) ::= ASSERT(K) expr(C) COMMA expr(M). { A = lang_node2(p, N_ASSERT, K.pos, C, M); }
+small(A) ::= RAISE(K) NAME(N).           { A = lang_raise(p, K.pos, &N, NULL); }
+small(A) ::= RAISE(K) NAME(N) LPAREN RPAREN. { A = lang_raise(p, K.pos, &N, NULL); }
+small(A) ::= RAISE(K) NAME(N) LPAREN expr(M) RPAREN. { A = lang_raise(p, K.pos, &N, M); }
 small(A) ::= IMPORT(K) dotted(M).        { A = lang_import(p, K.pos, M, NULL); }
 small(A) ::= IMPORT(K) dotted(M) AS NAME(N). { A = lang_import(p, K.pos, M, &N); }
 small(A) ::= GLOBAL(K) names(L).         { A = lang_node1(p, N_GLOBAL, K.pos, L.head); }

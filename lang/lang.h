@@ -92,7 +92,7 @@ typedef enum NodeKind {
     N_IFEXP, N_LAMBDA, N_CALL, N_KWARG, N_ATTR, N_SUBSCRIPT, N_SLICE,
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
-    N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
+    N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
     N__COUNT
 } NodeKind;
 
@@ -129,6 +129,7 @@ typedef struct Node Node;
  *   N_WHILE     a = condition, b = body, c = else body
  *   N_FOR       a = target, b = iterable, c = body, d = else body
  *   N_ASSERT    a = condition, b = message (may be NULL)
+ *   N_RAISE     str = the exception's name (ValueError, ...), a = message (may be NULL)
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
  *   N_PARAM     str = name, a = default (may be NULL)

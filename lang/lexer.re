@@ -195,7 +195,8 @@ again:
         "not"       { TOK(TK_NOT); }       "is"       { TOK(TK_IS); }
         "is" [ \t]+ "not" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_ISNOT); }
         "not" [ \t]+ "in" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_NOTIN); }
-        "class" | "del" | "try" | "except" | "finally" | "raise" | "with" | "yield" | "from"
+        "raise"     { TOK(TK_RAISE); }
+        "class" | "del" | "try" | "except" | "finally" | "with" | "yield" | "from"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -404,6 +405,7 @@ const char *lang_token_name(int kind)
     case TK_CONTINUE: return "'continue'";
     case TK_PASS: return "'pass'";
     case TK_ASSERT: return "'assert'";
+    case TK_RAISE: return "'raise'";
     case TK_IMPORT: return "'import'";
     case TK_AS: return "'as'";
     case TK_GLOBAL: return "'global'";

@@ -19,6 +19,10 @@ int main(void)
     srunner_add_suite(sr, dims_suite());
     srunner_add_suite(sr, fcdim_dims_suite());
     srunner_add_suite(sr, schedule_suite());
+    srunner_add_suite(sr, cuda_suite());
+    srunner_add_suite(sr, embed_suite());
+    srunner_add_suite(sr, cpu_math_suite());
+    srunner_add_suite(sr, vision_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

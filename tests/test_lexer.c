@@ -442,7 +442,7 @@ static const ErrorCase errors[] = {
     {"try:", -1, "!ERROR 1:1 'try' is not supported in tdl"},
     {"except", -1, "!ERROR 1:1 'except' is not supported in tdl"},
     {"finally", -1, "!ERROR 1:1 'finally' is not supported in tdl"},
-    {"  raise x", -1, "INDENT !ERROR 1:3 'raise' is not supported in tdl"},
+    {"  raise x", -1, "INDENT 'raise' NAME(x) NEWLINE DEDENT end"},
     {"with f: pass", -1, "!ERROR 1:1 'with' is not supported in tdl"},
     {"x = yield", -1, "NAME(x) '=' !ERROR 1:5 'yield' is not supported in tdl"},
     {"from a import b", -1, "!ERROR 1:1 'from' is not supported in tdl"},

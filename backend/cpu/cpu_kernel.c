@@ -682,11 +682,14 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             s->fill = false;    /* invariants are computed over a whole chunk */
     }
     /* A bound is read at position 0 where its reduction starts: one that varies along the
-     * chunk (a per-position bound of a wide reduction) is not used (FC_BOOL marks it). */
+     * chunk (a per-position bound of a wide reduction) is not used (FC_BOOL marks it); the body
+     * then still holds its mask (the scheduler drops a mask only when its bounds do not vary
+     * along the chunk). Whether it varies is its loops', not its wide mark: unhoisted, every
+     * value is computed over the chunk but a bound that does not vary is still one value. */
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
-            if (p->steps[s->bvals[b]].wide)
+            if (s->cx >= 0 && (p->steps[s->bvals[b]].deps >> s->cx & 1))
                 s->bdt[b] = FC_BOOL;
     }
     size_t nfill = 0;

@@ -8,8 +8,10 @@
  * for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
  * arithmetic wraps (done in unsigned types, so it is never undefined behaviour), floor division
  * and remainder follow Python's signs, min/max propagate NaN, bool is a byte holding 0 or 1.
- * Depends on cpu_internal.h and libm only. */
+ * exp (and the ops torch builds on its vector exp: sigmoid) is cpu_math.h's, torch's SLEEF exp
+ * bit for bit, not libm's. Depends on cpu_internal.h, cpu_math.h and libm only. */
 #include "cpu_internal.h"
+#include "cpu_math.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,7 +29,6 @@
 #define FLOAT_UNARY(X, s, T, M)                                                                    \
     X(NEG, s, T, T, -x)                                                                            \
     X(ABS, s, T, T, M(fabs)(x))                                                                    \
-    X(EXP, s, T, T, M(exp)(x))                                                                     \
     X(LOG, s, T, T, M(log)(x))                                                                     \
     X(SQRT, s, T, T, M(sqrt)(x))                                                                   \
     X(RSQRT, s, T, T, (T)1 / M(sqrt)(x))                                                           \
@@ -35,7 +36,6 @@
     X(COS, s, T, T, M(cos)(x))                                                                     \
     X(TAN, s, T, T, M(tan)(x))                                                                     \
     X(TANH, s, T, T, M(tanh)(x))                                                                   \
-    X(SIGMOID, s, T, T, (T)1 / ((T)1 + M(exp)(-x)))                                                \
     X(RELU, s, T, T, x < 0 ? (T)0 : x)                                                             \
     X(FLOOR, s, T, T, M(floor)(x))                                                                 \
     X(CEIL, s, T, T, M(ceil)(x))                                                                   \
@@ -54,6 +54,15 @@
     X(ERF, s, T, T, M(erf)(x))                                                                     \
     X(SQUARE, s, T, T, x * x)                                                                      \
     X(ISNAN, s, T, uint8_t, x != x)
+
+/* The ops on cpu_math.h's exp, as torch's vector kernels compute them (Vectorized<T>::exp();
+ * sigmoid negates as 0 - x, which keeps a NaN's sign). Their loops are compiled with
+ * CPU_MATH_CLONES, for fused multiply-adds. Torch's sigmoid runs its vector code on all but the
+ * last few (under 2 * 32 bytes) values of each contiguous run and libm's exp on those and on
+ * strided data, so tdl's sigmoid has torch's bits everywhere except there (within an ulp). */
+#define FMA_UNARY(X, s, T)                                                                         \
+    X(EXP, s, T, T, cpu_exp_##s(x))                                                                \
+    X(SIGMOID, s, T, T, (T)1 / (cpu_exp_##s((T)0 - x) + (T)1))
 
 #define INT_UNARY(X, s, T, U)                                                                      \
     X(NEG, s, T, T, (T)((U)0 - (U)x))                                                              \
@@ -217,6 +226,18 @@ DEF_POWI(i64, int64_t, uint64_t)
         return CPU_OK;                                                                             \
     }
 
+#define DEF_UNARY_FMA(OP, s, T, R, expr)                                                           \
+    CPU_MATH_CLONES static int op_##OP##_##s(OP_PARAMS)                                            \
+    {                                                                                              \
+        R *restrict d = dv;                                                                        \
+        const T *restrict a = av;                                                                  \
+        CHUNK_LOOP(n, {                                                                            \
+            T x = a[i];                                                                            \
+            d[i] = (R)(expr);                                                                      \
+        });                                                                                        \
+        return CPU_OK;                                                                             \
+    }
+
 #define DEF_BINARY(OP, s, T, R, expr)                                                              \
     CPU_CLONES static int op_##OP##_##s(OP_PARAMS)                                                 \
     {                                                                                              \
@@ -233,6 +254,8 @@ DEF_POWI(i64, int64_t, uint64_t)
 
 FLOAT_UNARY(DEF_UNARY, f32, float, MATH_f32)
 FLOAT_UNARY(DEF_UNARY, f64, double, MATH_f64)
+FMA_UNARY(DEF_UNARY_FMA, f32, float)
+FMA_UNARY(DEF_UNARY_FMA, f64, double)
 INT_UNARY(DEF_UNARY, i32, int32_t, uint32_t)
 INT_UNARY(DEF_UNARY, i64, int64_t, uint64_t)
 BOOL_UNARY(DEF_UNARY, b, uint8_t)
@@ -351,6 +374,8 @@ DEF_COPY(8)
 static const CpuOpFn op_table[FC_OP__COUNT][FC_DTYPE__COUNT] = {
     FLOAT_UNARY(REG, f32, float, MATH_f32)
     FLOAT_UNARY(REG, f64, double, MATH_f64)
+    FMA_UNARY(REG, f32, float)
+    FMA_UNARY(REG, f64, double)
     INT_UNARY(REG, i32, int32_t, uint32_t)
     INT_UNARY(REG, i64, int64_t, uint64_t)
     BOOL_UNARY(REG, b, uint8_t)

@@ -1,0 +1,2077 @@
+/* cuda_codegen.c — a scheduled kernel (FcKernel, the one the CPU executor runs) printed as CUDA C
+ * source, with the plan of its launch: which entry point, how many points, which arguments.
+ *
+ * What the source is specialised on. Only the kernel's structure: its code (ops, dtypes, which
+ * instruction reads which), which loops each access moves along (and whether by a unit step
+ * along the vector loop), gathers, bounds, reductions and the way the GPU walks the loop nest.
+ * Every number (extents, strides, offsets, constants, fills) is a field of the argument struct,
+ * so a program that runs the same expression on other shapes or scalars hits the compile cache.
+ * The source includes no header (NVRTC compiles it in tens of milliseconds) and is meant to be
+ * read: one `vN` per instruction N of the kernel, loops named `iL` after the kernel's loops.
+ *
+ * Honesty. Pointwise math is the CPU executor's, operation for operation (cpu_ops.c: integer
+ * arithmetic in unsigned types, Python's floor division and remainder, NaN-propagating min/max,
+ * float-to-int conversions that give INT_MIN out of range, ...), compiled without contraction
+ * into FMA (--fmad=false), so +, -, *, / and sqrt give the CPU's bits; libm's functions (exp,
+ * sin, pow, ...) are CUDA's, within a few ulp of glibc's. Reductions accumulate as cpu_reduce.c
+ * does (double for floats, int64 for integers) with its identities, NaN rules and final
+ * conversions; a reduction computed by one thread also adds in the CPU's order (a reduction of
+ * one value per chunk over eight lanes, i % 8, combined lane by lane; a wide one element by
+ * element), so its bits are the CPU's. Reductions shared by the threads of a block (a row's
+ * max and sum in softmax, a root reduction of a long row) add in a tree: the same result up to
+ * the rounding of double additions. Bounds are the scheduler's (FcBound): a loop runs to
+ * min(e, extent) (bound_count's rounding of float e) and the fill is folded once when indices
+ * were skipped; a bound that varies along the vector loop is not applied (the mask in the body
+ * then gives the same bits), as the CPU does. Errors found in the data (a gathered index out of
+ * range, an integer division by zero) are recorded in an error slot that the backend reads
+ * after the launch, with the CPU's message.
+ *
+ * How the GPU walks the nest (CudaMode): a thread per output point (V consecutive points along
+ * the vector loop with 16-byte loads and stores where contiguous and aligned, checked at run
+ * time); a block per row when the kernel holds reductions computed once per row (softmax), the
+ * row's threads reducing cooperatively (warp shuffles, then shared memory); for a root
+ * reduction a block per output (split over blocks whose partials a second kernel combines in
+ * order) or a thread per output when outputs are many and the reduced loop is not innermost;
+ * scattered and accumulating stores on one thread in the loop nest's order, as the CPU runs them
+ * (duplicates land in order). Loops are grid- and block-stride loops; index arithmetic is 32-bit
+ * when the kernel's addresses (FcKernel.index32) and every count fit.
+ * Depends on cuda_internal.h and libc. */
+#include "cuda_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- text ---- */
+
+typedef struct Buf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} Buf;
+
+static void bvput(Buf *b, const char *fmt, va_list ap)
+{
+    if (b->oom)
+        return;
+    va_list aq;
+    va_copy(aq, ap);
+    int m = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, aq);
+    va_end(aq);
+    if (m < 0) {
+        b->oom = true;
+        return;
+    }
+    if (!b->p || b->n + (size_t)m + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + (size_t)m + 1)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+        vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    }
+    b->n += (size_t)m;
+}
+
+static void bput(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bput(Buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bvput(b, fmt, ap);
+    va_end(ap);
+}
+
+/* Writes template t into b with $x $y $z (operands), $T (the C type), $U (its unsigned type),
+ * $M (libm's suffix: f for float) and $B (its width in bits) replaced. */
+static void subst(Buf *b, const char *t, const char *x, const char *y, const char *z, const char *T,
+                  const char *U, const char *M, int bits)
+{
+    for (; *t; t++) {
+        if (*t != '$' || !t[1]) {
+            bput(b, "%c", *t);
+            continue;
+        }
+        t++;
+        switch (*t) {
+        case 'x': bput(b, "%s", x); break;
+        case 'y': bput(b, "%s", y); break;
+        case 'z': bput(b, "%s", z); break;
+        case 'T': bput(b, "%s", T); break;
+        case 'U': bput(b, "%s", U); break;
+        case 'M': bput(b, "%s", M); break;
+        case 'B': bput(b, "%d", bits); break;
+        default: bput(b, "$%c", *t); break;
+        }
+    }
+}
+
+/* ---- the prelude: the same text in every kernel ---- */
+
+static const char prelude[] =
+    "// ---- tdl prelude: types, and the semantics of tdl's CPU executor (cpu_ops.c, cpu_reduce.c) ----\n"
+    "typedef unsigned char b8;\n"
+    "typedef int int32;\n"
+    "typedef unsigned int uint32;\n"
+    "typedef long long int64;\n"
+    "typedef unsigned long long uint64;\n"
+    "typedef float f32;\n"
+    "typedef double f64;\n"
+    "#define LANES _Pragma(\"unroll\") for (int u = 0; u < V; u++)\n"
+    "#define I64_MIN (-9223372036854775807LL - 1)\n"
+    "#define I64_MAX 9223372036854775807LL\n"
+    "\n"
+    "// The error slot: code 1 an index out of range (value, dim, extent), 2 an integer division by zero.\n"
+    "struct Err { int32 code, dim; int64 value, extent; };\n"
+    "__device__ __noinline__ void fail(Err *e, int32 code, int64 value, int32 dim, int64 extent)\n"
+    "{\n"
+    "    if (atomicCAS(&e->code, 0, code) == 0) {\n"
+    "        e->dim = dim;\n"
+    "        e->value = value;\n"
+    "        e->extent = extent;\n"
+    "    }\n"
+    "}\n"
+    "// A gathered or scattered index checked against its extent (when wrap, a negative one counts\n"
+    "// from the end); an index out of range is recorded and reads element 0.\n"
+    "__device__ __forceinline__ int64 gix(int64 x, int64 ext, bool wrap, int32 dim, Err *e)\n"
+    "{\n"
+    "    const uint64 lo = wrap ? (uint64)ext : 0;\n"
+    "    if ((uint64)x + lo >= (uint64)ext + lo) {\n"
+    "        fail(e, 1, x, dim, ext);\n"
+    "        return 0;\n"
+    "    }\n"
+    "    return x + (ext & (x >> 63));\n"
+    "}\n"
+    "// Float to int as x86's cvtt: C's conversion in range, the minimum outside it and for NaN.\n"
+    "__device__ __forceinline__ int64 f64_to_int64(f64 x)\n"
+    "{\n"
+    "    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64)x : I64_MIN;\n"
+    "}\n"
+    "__device__ __forceinline__ int32 f64_to_int32(f64 x)\n"
+    "{\n"
+    "    return (x > -2147483649.0 && x < 2147483648.0) ? (int32)x : (int32)(-2147483647 - 1);\n"
+    "}\n"
+    "__device__ __forceinline__ f32 m_fmod(f32 a, f32 b) { return fmodf(a, b); }\n"
+    "__device__ __forceinline__ f64 m_fmod(f64 a, f64 b) { return fmod(a, b); }\n"
+    "__device__ __forceinline__ f32 m_floor(f32 a) { return floorf(a); }\n"
+    "__device__ __forceinline__ f64 m_floor(f64 a) { return floor(a); }\n"
+    "__device__ __forceinline__ f32 m_copysign(f32 a, f32 b) { return copysignf(a, b); }\n"
+    "__device__ __forceinline__ f64 m_copysign(f64 a, f64 b) { return copysign(a, b); }\n"
+    "// exp as the CPU executor computes it (cpu_math.h: SLEEF's xexpf and xexp, FMA build), bit for\n"
+    "// bit: fmaf/fma are fused, every other operation is rounded on its own (--fmad=false).\n"
+    "__device__ __forceinline__ f32 tdl_exp(f32 d)\n"
+    "{\n"
+    "    f32 t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f;\n"
+    "    t = fabsf(t) < 0x1p22f ? t : 0.0f;\n"
+    "    const f32 qf = (t + 0x1.8p23f) - 0x1.8p23f;\n"
+    "    const int32 q = (int32)qf;\n"
+    "    f32 s = fmaf(qf, -0.693145751953125f, d);\n"
+    "    s = fmaf(qf, -1.428606765330187045e-06f, s);\n"
+    "    f32 u = 0.000198527617612853646278381f;\n"
+    "    u = fmaf(u, s, 0.00139304355252534151077271f);\n"
+    "    u = fmaf(u, s, 0.00833336077630519866943359f);\n"
+    "    u = fmaf(u, s, 0.0416664853692054748535156f);\n"
+    "    u = fmaf(u, s, 0.166666671633720397949219f);\n"
+    "    u = fmaf(u, s, 0.5f);\n"
+    "    u = 1.0f + fmaf(s * s, u, s);\n"
+    "    const int32 q1 = q >> 1;\n"
+    "    u = u * __uint_as_float((uint32)(q1 + 0x7f) << 23);\n"
+    "    u = u * __uint_as_float((uint32)(q - q1 + 0x7f) << 23);\n"
+    "    if (d < -104.0f)\n"
+    "        u = 0.0f;\n"
+    "    return 100.0f < d ? __uint_as_float(0x7f800000u) : u;\n"
+    "}\n"
+    "__device__ __forceinline__ f64 tdl_exp(f64 d)\n"
+    "{\n"
+    "    f64 t = d * 1.442695040888963407359924681001892137426645954152985934135449406931;\n"
+    "    t = fabs(t) < 0x1p30 ? t : 0.0;\n"
+    "    const f64 qd = (t + 0x1.8p52) - 0x1.8p52;\n"
+    "    const int32 q = (int32)qd;\n"
+    "    f64 s = fma(qd, -.69314718055966295651160180568695068359375, d);\n"
+    "    s = fma(qd, -.28235290563031577122588448175013436025525412068e-12, s);\n"
+    "    const f64 s2 = s * s, s4 = s2 * s2, s8 = s4 * s4;\n"
+    "    const f64 p98 = fma(s, +0.2081276378237164457e-8, +0.2511210703042288022e-7);\n"
+    "    const f64 p76 = fma(s, +0.2755762628169491192e-6, +0.2755723402025388239e-5);\n"
+    "    const f64 p54 = fma(s, +0.2480158687479686264e-4, +0.1984126989855865850e-3);\n"
+    "    const f64 p32 = fma(s, +0.1388888888914497797e-2, +0.8333333333314938210e-2);\n"
+    "    const f64 p10 = fma(s, +0.4166666666666602598e-1, +0.1666666666666669072e+0);\n"
+    "    const f64 p7654 = fma(s2, p76, p54), p3210 = fma(s2, p32, p10);\n"
+    "    f64 u = fma(s8, p98, fma(s4, p7654, p3210));\n"
+    "    u = fma(u, s, 0.5);\n"
+    "    u = fma(u, s, 1.0);\n"
+    "    u = fma(u, s, 1.0);\n"
+    "    const int32 q1 = q >> 1;\n"
+    "    u = u * __longlong_as_double((int64)((uint64)(uint32)(q1 + 0x3ff) << 52));\n"
+    "    u = u * __longlong_as_double((int64)((uint64)(uint32)(q - q1 + 0x3ff) << 52));\n"
+    "    if (d > 709.78271114955742909217217426)\n"
+    "        u = __longlong_as_double(0x7ff0000000000000LL);\n"
+    "    return d < -1000.0 ? 0.0 : u;\n"
+    "}\n"
+    "// PyTorch's div_floor_floating and float remainder, in the float's own precision.\n"
+    "template <class T> __device__ T floordiv_f(T a, T b)\n"
+    "{\n"
+    "    if (b == 0)\n"
+    "        return a / b;\n"
+    "    T mod = m_fmod(a, b);\n"
+    "    T div = (a - mod) / b;\n"
+    "    if (mod != 0 && (b < 0) != (mod < 0))\n"
+    "        div -= (T)1;\n"
+    "    T fl;\n"
+    "    if (div != 0) {\n"
+    "        fl = m_floor(div);\n"
+    "        if (div - fl > (T)0.5)\n"
+    "            fl += (T)1;\n"
+    "    } else {\n"
+    "        fl = m_copysign((T)0, a / b);\n"
+    "    }\n"
+    "    return fl;\n"
+    "}\n"
+    "template <class T> __device__ T mod_f(T a, T b)\n"
+    "{\n"
+    "    T m = m_fmod(a, b);\n"
+    "    if (m != 0 && (b < 0) != (m < 0))\n"
+    "        m += b;\n"
+    "    return m;\n"
+    "}\n"
+    "template <class T> __device__ __forceinline__ T nan_min(T x, T y) { return y != y ? y : x != x ? x : x < y ? x : y; }\n"
+    "template <class T> __device__ __forceinline__ T nan_max(T x, T y) { return y != y ? y : x != x ? x : x > y ? x : y; }\n"
+    "// Integer power, floor division and remainders (Python's signs; MIN / -1 wraps).\n"
+    "template <class T, class U> __device__ T powi(T a, T b)\n"
+    "{\n"
+    "    if (b < 0)\n"
+    "        return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "    U r = 1, base = (U)a, e = (U)b;\n"
+    "    while (e) {\n"
+    "        if (e & 1)\n"
+    "            r *= base;\n"
+    "        e >>= 1;\n"
+    "        base *= base;\n"
+    "    }\n"
+    "    return (T)r;\n"
+    "}\n"
+    "template <class T, class U> __device__ T floordiv_i(T x, T y, Err *e)\n"
+    "{\n"
+    "    if (y == 0) {\n"
+    "        fail(e, 2, 0, 0, 0);\n"
+    "        return 0;\n"
+    "    }\n"
+    "    if (y == -1)\n"
+    "        return (T)((U)0 - (U)x);\n"
+    "    T q = x / y, r = x % y;\n"
+    "    return (r != 0 && (r < 0) != (y < 0)) ? q - 1 : q;\n"
+    "}\n"
+    "template <class T, class U> __device__ T mod_i(T x, T y, Err *e)\n"
+    "{\n"
+    "    if (y == 0) {\n"
+    "        fail(e, 2, 0, 0, 0);\n"
+    "        return 0;\n"
+    "    }\n"
+    "    T r = y == -1 ? 0 : x % y;\n"
+    "    return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;\n"
+    "}\n"
+    "template <class T, class U> __device__ T fmod_i(T x, T y, Err *e)\n"
+    "{\n"
+    "    if (y == 0) {\n"
+    "        fail(e, 2, 0, 0, 0);\n"
+    "        return 0;\n"
+    "    }\n"
+    "    return y == -1 ? 0 : x % y;\n"
+    "}\n"
+    "// Folds into accumulators (f64 for floats, int64 for ints and bools); NaN propagates.\n"
+    "__device__ __forceinline__ f64 c_sum(f64 a, f64 x) { return a + x; }\n"
+    "__device__ __forceinline__ int64 c_sum(int64 a, int64 x) { return (int64)((uint64)a + (uint64)x); }\n"
+    "__device__ __forceinline__ f64 c_prod(f64 a, f64 x) { return a * x; }\n"
+    "__device__ __forceinline__ int64 c_prod(int64 a, int64 x) { return (int64)((uint64)a * (uint64)x); }\n"
+    "__device__ __forceinline__ f64 c_amax(f64 a, f64 x) { return (x > a || x != x) ? x : a; }\n"
+    "__device__ __forceinline__ int64 c_amax(int64 a, int64 x) { return x > a ? x : a; }\n"
+    "__device__ __forceinline__ f64 c_amin(f64 a, f64 x) { return (x < a || x != x) ? x : a; }\n"
+    "__device__ __forceinline__ int64 c_amin(int64 a, int64 x) { return x < a ? x : a; }\n"
+    "__device__ __forceinline__ int64 c_any(int64 a, int64 x) { return a | (int64)(x != 0); }\n"
+    "__device__ __forceinline__ int64 c_all(int64 a, int64 x) { return a & (int64)(x != 0); }\n"
+    "// Arg reductions: whether v replaces the extreme c (strictly: the first one stays; NaN is the\n"
+    "// largest for argmax, the smallest for argmin).\n"
+    "__device__ __forceinline__ bool b_argmax(f64 v, f64 c) { return v != v ? c == c : v > c; }\n"
+    "__device__ __forceinline__ bool b_argmax(int64 v, int64 c) { return v > c; }\n"
+    "__device__ __forceinline__ bool b_argmin(f64 v, f64 c) { return v != v ? c == c : v < c; }\n"
+    "__device__ __forceinline__ bool b_argmin(int64 v, int64 c) { return v < c; }\n"
+    "template <bool MAX, class A> __device__ __forceinline__ void arg_comb(A &v, int64 &i, A ov, int64 oi)\n"
+    "{\n"
+    "    if (oi < 0)\n"
+    "        return;\n"
+    "    const bool ob = MAX ? b_argmax(ov, v) : b_argmin(ov, v), tb = MAX ? b_argmax(v, ov) : b_argmin(v, ov);\n"
+    "    if (i < 0 || ob || (!tb && oi < i)) {\n"
+    "        v = ov;\n"
+    "        i = oi;\n"
+    "    }\n"
+    "}\n"
+    "// How many indices of a loop of extent ext satisfy index < x (or index <= x when le).\n"
+    "__device__ inline int64 bcount(bool le, int64 x, int64 ext)\n"
+    "{\n"
+    "    if (x >= ext)\n"
+    "        return ext;\n"
+    "    const f64 c = (f64)(le ? x + 1 : x);\n"
+    "    return c <= 0 ? 0 : c >= (f64)ext ? ext : (int64)c;\n"
+    "}\n"
+    "__device__ inline int64 bcount(bool le, f64 x, int64 ext)\n"
+    "{\n"
+    "    if (x != x)\n"
+    "        return 0;\n"
+    "    const f64 c = le ? floor(x) + 1 : ceil(x);\n"
+    "    return c <= 0 ? 0 : c >= (f64)ext ? ext : (int64)c;\n"
+    "}\n"
+    "// V consecutive elements: one 4-, 8- or 16-byte access when aligned, else element by element.\n"
+    "template <class T, int N> struct alignas(sizeof(T) * N) Pack { T x[N]; };\n"
+    "template <int V, class T> __device__ __forceinline__ void ldv(T (&d)[V], const T *p)\n"
+    "{\n"
+    "    if (V > 1 && ((uint64)p & (sizeof(T) * V - 1)) == 0) {\n"
+    "        const Pack<T, V> w = *(const Pack<T, V> *)p;\n"
+    "        LANES d[u] = w.x[u];\n"
+    "    } else {\n"
+    "        LANES d[u] = p[u];\n"
+    "    }\n"
+    "}\n"
+    "template <int V, class T> __device__ __forceinline__ void stv(T *p, const T (&s)[V])\n"
+    "{\n"
+    "    if (V > 1 && ((uint64)p & (sizeof(T) * V - 1)) == 0) {\n"
+    "        Pack<T, V> w;\n"
+    "        LANES w.x[u] = s[u];\n"
+    "        *(Pack<T, V> *)p = w;\n"
+    "    } else {\n"
+    "        LANES p[u] = s[u];\n"
+    "    }\n"
+    "}\n"
+    "// Block reductions (every thread of the block calls them; all get the result). The order\n"
+    "// is fixed by the block size alone: a shuffle tree in each warp, then the warps in order.\n"
+    "template <class A, A (*F)(A, A)> __device__ A block_reduce(A x)\n"
+    "{\n"
+    "    __shared__ A sh[32];\n"
+    "    for (int d = 16; d > 0; d >>= 1)\n"
+    "        x = F(x, __shfl_down_sync(0xffffffffu, x, d));\n"
+    "    __syncthreads();\n"
+    "    if ((threadIdx.x & 31) == 0)\n"
+    "        sh[threadIdx.x >> 5] = x;\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
+    "            x = F(x, sh[w]);\n"
+    "        sh[0] = x;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    return sh[0];\n"
+    "}\n"
+    "template <bool MAX, class A> __device__ void block_argreduce(A &v, int64 &i)\n"
+    "{\n"
+    "    __shared__ A shv[32];\n"
+    "    __shared__ int64 shi[32];\n"
+    "    for (int d = 16; d > 0; d >>= 1) {\n"
+    "        const A ov = __shfl_down_sync(0xffffffffu, v, d);\n"
+    "        const int64 oi = __shfl_down_sync(0xffffffffu, i, d);\n"
+    "        arg_comb<MAX>(v, i, ov, oi);\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    if ((threadIdx.x & 31) == 0) {\n"
+    "        shv[threadIdx.x >> 5] = v;\n"
+    "        shi[threadIdx.x >> 5] = i;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
+    "            arg_comb<MAX>(v, i, shv[w], shi[w]);\n"
+    "        shv[0] = v;\n"
+    "        shi[0] = i;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    v = shv[0];\n"
+    "    i = shi[0];\n"
+    "}\n";
+
+/* ---- dtypes ---- */
+
+static const char *ctype(FcDType t)
+{
+    switch (t) {
+    case FC_BOOL: return "b8";
+    case FC_INT32: return "int32";
+    case FC_INT64: return "int64";
+    case FC_FLOAT32: return "f32";
+    default: return "f64";
+    }
+}
+
+static const char *utype(FcDType t) { return t == FC_INT32 ? "uint32" : "uint64"; }
+static bool is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
+static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
+static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
+
+/* The template of op over operand dtype t (the CPU's tables in cpu_ops.c), or NULL when the
+ * CPU executor does not take that combination either. */
+static const char *op_template(FcOp op, FcDType t)
+{
+    if (is_compare(op)) {
+        static const char *const cmp[] = {"(b8)($x == $y)", "(b8)($x != $y)", "(b8)($x < $y)",
+                                          "(b8)($x <= $y)", "(b8)($x > $y)", "(b8)($x >= $y)"};
+        return cmp[op - FC_OP_EQ];
+    }
+    if (is_float(t)) {
+        switch (op) {
+        case FC_OP_NEG: return "-$x";
+        case FC_OP_ABS: return "fabs$M($x)";
+        case FC_OP_EXP: return "tdl_exp($x)";
+        case FC_OP_LOG: return "log$M($x)";
+        case FC_OP_SQRT: return "sqrt$M($x)";
+        case FC_OP_RSQRT: return "($T)1 / sqrt$M($x)";
+        case FC_OP_SIN: return "sin$M($x)";
+        case FC_OP_COS: return "cos$M($x)";
+        case FC_OP_TAN: return "tan$M($x)";
+        case FC_OP_TANH: return "tanh$M($x)";
+        case FC_OP_SIGMOID: return "($T)1 / (tdl_exp(($T)0 - $x) + ($T)1)";
+        case FC_OP_RELU: return "$x < 0 ? ($T)0 : $x";
+        case FC_OP_FLOOR: return "floor$M($x)";
+        case FC_OP_CEIL: return "ceil$M($x)";
+        case FC_OP_ROUND: return "nearbyint$M($x)";
+        case FC_OP_TRUNC: return "trunc$M($x)";
+        case FC_OP_SIGN: return "($T)((0 < $x) - ($x < 0))";
+        case FC_OP_RECIPROCAL: return "($T)1 / $x";
+        case FC_OP_LOG2: return "log2$M($x)";
+        case FC_OP_LOG1P: return "log1p$M($x)";
+        case FC_OP_EXPM1: return "expm1$M($x)";
+        case FC_OP_ASIN: return "asin$M($x)";
+        case FC_OP_ACOS: return "acos$M($x)";
+        case FC_OP_ATAN: return "atan$M($x)";
+        case FC_OP_SINH: return "sinh$M($x)";
+        case FC_OP_COSH: return "cosh$M($x)";
+        case FC_OP_ERF: return "erf$M($x)";
+        case FC_OP_SQUARE: return "$x * $x";
+        case FC_OP_ISNAN: return "(b8)($x != $x)";
+        case FC_OP_ADD: return "$x + $y";
+        case FC_OP_SUB: return "$x - $y";
+        case FC_OP_MUL: return "$x * $y";
+        case FC_OP_DIV: return "$x / $y";
+        case FC_OP_FLOORDIV: return "floordiv_f($x, $y)";
+        case FC_OP_MOD: return "mod_f($x, $y)";
+        case FC_OP_FMOD: return "fmod$M($x, $y)";
+        case FC_OP_POW: return "pow$M($x, $y)";
+        case FC_OP_MIN: return "nan_min($x, $y)";
+        case FC_OP_MAX: return "nan_max($x, $y)";
+        case FC_OP_ATAN2: return "atan2$M($x, $y)";
+        default: return NULL;
+        }
+    }
+    if (t == FC_INT32 || t == FC_INT64) {
+        switch (op) {
+        case FC_OP_NEG: return "($T)(($U)0 - ($U)$x)";
+        case FC_OP_ABS: return "$x < 0 ? ($T)(($U)0 - ($U)$x) : $x";
+        case FC_OP_NOT: return "($T)~$x";
+        case FC_OP_RELU: return "$x < 0 ? ($T)0 : $x";
+        case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC: return "$x";
+        case FC_OP_SIGN: return "($T)((0 < $x) - ($x < 0))";
+        case FC_OP_SQUARE: return "($T)(($U)$x * ($U)$x)";
+        case FC_OP_ISNAN: return "(b8)0";
+        case FC_OP_ADD: return "($T)(($U)$x + ($U)$y)";
+        case FC_OP_SUB: return "($T)(($U)$x - ($U)$y)";
+        case FC_OP_MUL: return "($T)(($U)$x * ($U)$y)";
+        case FC_OP_POW: return "powi<$T, $U>($x, $y)";
+        case FC_OP_MIN: return "$x < $y ? $x : $y";
+        case FC_OP_MAX: return "$x > $y ? $x : $y";
+        case FC_OP_AND: return "($T)($x & $y)";
+        case FC_OP_OR: return "($T)($x | $y)";
+        case FC_OP_XOR: return "($T)($x ^ $y)";
+        case FC_OP_SHL: return "($y < 0 || $y >= $B) ? ($T)0 : ($T)(($U)$x << $y)";
+        case FC_OP_SHR: return "($y < 0 || $y >= $B) ? ($x < 0 ? ($T)-1 : ($T)0) : ($T)($x >> $y)";
+        case FC_OP_FLOORDIV: return "floordiv_i<$T, $U>($x, $y, a.err)";
+        case FC_OP_MOD: return "mod_i<$T, $U>($x, $y, a.err)";
+        case FC_OP_FMOD: return "fmod_i<$T, $U>($x, $y, a.err)";
+        default: return NULL;
+        }
+    }
+    switch (op) {   /* bool */
+    case FC_OP_NOT: return "(b8)!$x";
+    case FC_OP_ABS: case FC_OP_SIGN: case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC:
+        return "(b8)($x != 0)";
+    case FC_OP_ISNAN: return "(b8)0";
+    case FC_OP_ADD: case FC_OP_MAX: case FC_OP_OR: return "(b8)($x | $y)";
+    case FC_OP_MUL: case FC_OP_MIN: case FC_OP_AND: return "(b8)($x & $y)";
+    case FC_OP_XOR: return "(b8)($x ^ $y)";
+    default: return NULL;
+    }
+}
+
+/* The conversion of x from dtype s to dtype d (the CPU's CASTS and reductions' fin). */
+static void cast_expr(Buf *b, FcDType d, FcDType s, const char *x)
+{
+    if (d == s)
+        bput(b, "%s", x);
+    else if (d == FC_BOOL)
+        bput(b, "(b8)(%s != 0)", x);
+    else if (d == FC_INT32 && s == FC_INT64)
+        bput(b, "(int32)(uint32)(uint64)%s", x);
+    else if ((d == FC_INT32 || d == FC_INT64) && is_float(s))
+        bput(b, "f64_to_%s((f64)%s)", ctype(d), x);
+    else
+        bput(b, "(%s)%s", ctype(d), x);
+}
+
+/* ---- reductions ---- */
+
+typedef struct Reducer {
+    const char *comb;           /* c_sum, ..., or NULL for arg reductions */
+    bool fkind;                 /* f64 accumulator (else int64) */
+    const char *init;
+} Reducer;
+
+/* cpu_reduce.c's fc_cpu_reducer_init: false when it does not take the combination. */
+static bool reducer(FcOp op, FcDType in, FcDType out, Reducer *r)
+{
+    bool fin = is_float(in), fout = is_float(out);
+    switch (op) {
+    case FC_OP_SUM:
+        *r = (Reducer){"c_sum", fin || fout, fin || fout ? "0.0" : "0"};
+        return true;
+    case FC_OP_PROD:
+        *r = (Reducer){"c_prod", fin || fout, fin || fout ? "1.0" : "1"};
+        return true;
+    case FC_OP_AMAX:
+        *r = (Reducer){"c_amax", fin, fin ? "-__longlong_as_double(0x7ff0000000000000LL)" : "I64_MIN"};
+        return true;
+    case FC_OP_AMIN:
+        *r = (Reducer){"c_amin", fin, fin ? "__longlong_as_double(0x7ff0000000000000LL)" : "I64_MAX"};
+        return true;
+    case FC_OP_ANY:
+        *r = (Reducer){"c_any", false, "0"};
+        return !fin;
+    case FC_OP_ALL:
+        *r = (Reducer){"c_all", false, "1"};
+        return !fin;
+    case FC_OP_ARGMAX:
+    case FC_OP_ARGMIN:
+        *r = (Reducer){NULL, fin, "0"};
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---- the generator ---- */
+
+/* A level of a loop nest as the generated code opens it. */
+typedef enum LvKind {
+    LV_GRID,            /* grid-stride over the points of `mask`'s loops (decoded, vl first) */
+    LV_SERIAL,          /* the same on the one thread, the last loop fastest */
+    LV_BLOCKS,          /* block-stride over the points of `mask`'s loops */
+    LV_THREADS_VEC,     /* the block's threads along the vector loop, V indices each */
+    LV_THREADS_FLAT,    /* the block's threads over the points of `mask`'s loops (a split's share
+                           when it is the first reduced level) */
+    LV_SEQ,             /* one loop, in order */
+    LV_SEQ_SPLIT,       /* one loop, in order, over a split's share of it */
+    LV_LANES8,          /* one loop, in order, by eight (lane l = index % 8, unrolled) */
+    LV_THREADS_SEQ,     /* one loop, strided over the block's threads */
+} LvKind;
+
+typedef struct Level {
+    LvKind kind;
+    uint64_t mask;      /* the loops it binds */
+    int loop;           /* SEQ, LANES8, THREADS_SEQ: the loop */
+} Level;
+
+typedef struct Nest {
+    int lst;            /* the list whose instructions it places: -1 the top, else a reduction */
+    int nlv;
+    Level lv[FC_MAX_DIMS + 2];
+} Nest;
+
+/* A short piece of source returned by value ("v12[u]", "a.e3"): valid for the full expression. */
+typedef struct Name { char s[24]; } Name;
+
+typedef struct Gen {
+    const FcKernel *k;
+    FcError *err;
+    FcStatus st;
+    Buf b;                      /* the kernel's own source (after the prelude and struct Args) */
+    int ind;
+    int n, L;
+    int *opv;                   /* [3n] operand instructions, -1 when absent */
+    int *gopv, *goff;           /* gathered index instructions of instruction i: gopv[goff[i] + g] */
+    int *bopv, *boff;           /* bound value instructions */
+    uint64_t *deps, *own;
+    int *list;
+    bool *wide;                 /* an array of V values (varies along the vector loop) */
+    bool *coop;                 /* an inner reduction the block computes together */
+    bool *lanes;                /* an inner reduction that folds into eight lanes as the CPU does */
+    bool *done;                 /* emitted */
+    int res;                    /* the result's instruction */
+    int sres[FC_MAX_DIMS];      /* the scatter indices' instructions */
+    CudaMode mode;
+    int vl;
+    bool vec;
+    int V;
+    uint64_t roots, K, RR;      /* root loops (extent > 1), kept ones, reduced ones */
+    uint64_t T, D;              /* BLOCK_REDUCE: the reduced loops the threads split, and those
+                                   walked in order by the whole block (what a reduction inside
+                                   varies along, so it is computed once per point of them) */
+    bool idx32;
+    Reducer rr;                 /* the root reduction's */
+    CudaArg *args;
+    Name *refs;                 /* [capargs] "a.name" of each field */
+    int nargs, capargs;
+    CudaCode *code;
+} Gen;
+
+static int gfail(Gen *g, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int gfail(Gen *g, FcStatus st, const char *fmt, ...)
+{
+    if (g->st == FC_OK) {
+        g->st = st;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(g->err->msg, sizeof g->err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A line of source at the current indentation. */
+static void line(Gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(Gen *g, const char *fmt, ...)
+{
+    bput(&g->b, "%*s", 4 * g->ind, "");
+    va_list ap;
+    va_start(ap, fmt);
+    bvput(&g->b, fmt, ap);
+    va_end(ap);
+    bput(&g->b, "\n");
+}
+
+/* ---- arguments ----
+ * The fields of struct Args. Their storage is allocated once, for the most fields the kernel can
+ * need (analyse), so the "a.name" strings the functions below return stay valid. */
+
+/* Registers the field `name` (once: a second use returns the first) and returns "a.name".
+ * Numbers are stored as the field's C type: ix_t (4 or 8 bytes), b8, int32, int64, f32 or f64. */
+static const char *arg_field(Gen *g, CudaArgKind kind, const char *ct, int size, const void *val,
+                             const char *shown, const char *name)
+{
+    for (int i = 0; i < g->nargs; i++)
+        if (strcmp(g->args[i].name, name) == 0)
+            return g->refs[i].s;
+    if (g->nargs == g->capargs) {
+        gfail(g, FC_ERR_VALUE, "cuda kernel: more fields than planned");
+        return "a.out";
+    }
+    int i = g->nargs++;
+    CudaArg *a = &g->args[i];
+    memset(a, 0, sizeof *a);
+    a->kind = kind;
+    snprintf(a->name, sizeof a->name, "%s", name);
+    snprintf(a->ctype, sizeof a->ctype, "%s", ct);
+    a->size = size;
+    if (val)
+        memcpy(a->bytes, val, (size_t)size);
+    snprintf(a->shown, sizeof a->shown, "%s", shown ? shown : "");
+    snprintf(g->refs[i].s, sizeof g->refs[i].s, "a.%s", name);
+    return g->refs[i].s;
+}
+
+/* The field named by printf format fmt. */
+static const char *arg_named(Gen *g, CudaArgKind kind, const char *ct, int size, const void *val, const char *shown,
+                             const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static const char *arg_named(Gen *g, CudaArgKind kind, const char *ct, int size, const void *val, const char *shown,
+                             const char *fmt, ...)
+{
+    char name[16];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return arg_field(g, kind, ct, size, val, shown, name);
+}
+
+/* An index-typed field (extent, stride, offset). */
+static const char *arg_ix(Gen *g, int64_t v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static const char *arg_ix(Gen *g, int64_t v, const char *fmt, ...)
+{
+    char name[16], shown[32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    snprintf(shown, sizeof shown, "%lld", (long long)v);
+    if (g->idx32) {
+        int32_t w = (int32_t)v;
+        return arg_field(g, CARG_VAL, "ix_t", 4, &w, shown, name);
+    }
+    return arg_field(g, CARG_VAL, "ix_t", 8, &v, shown, name);
+}
+
+static const char *arg_i64(Gen *g, int64_t v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static const char *arg_i64(Gen *g, int64_t v, const char *fmt, ...)
+{
+    char name[16], shown[32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    snprintf(shown, sizeof shown, "%lld", (long long)v);
+    return arg_field(g, CARG_VAL, "int64", 8, &v, shown, name);
+}
+
+/* A scalar of dtype dt (konst.f for floats, konst.i otherwise), converted as fc_cpu_fill does;
+ * the field is named prefix followed by i. */
+static const char *arg_scalar(Gen *g, FcDType dt, FcScalar v, const char *prefix, int i)
+{
+    char shown[32], name[16];
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    switch (dt) {
+    case FC_BOOL: {
+        uint8_t x = v.i != 0;
+        snprintf(shown, sizeof shown, "%d", x);
+        return arg_field(g, CARG_VAL, "b8", 1, &x, shown, name);
+    }
+    case FC_INT32: {
+        int32_t x = (int32_t)(uint32_t)(uint64_t)v.i;
+        snprintf(shown, sizeof shown, "%d", x);
+        return arg_field(g, CARG_VAL, "int32", 4, &x, shown, name);
+    }
+    case FC_INT64:
+        snprintf(shown, sizeof shown, "%lld", (long long)v.i);
+        return arg_field(g, CARG_VAL, "int64", 8, &v.i, shown, name);
+    case FC_FLOAT32: {
+        float x = (float)v.f;
+        snprintf(shown, sizeof shown, "%.9g", x);
+        return arg_field(g, CARG_VAL, "f32", 4, &x, shown, name);
+    }
+    default:
+        snprintf(shown, sizeof shown, "%.17g", v.f);
+        return arg_field(g, CARG_VAL, "f64", 8, &v.f, shown, name);
+    }
+}
+
+/* The pointer field of buffer i ("buf<i>"). */
+static const char *arg_buf(Gen *g, int i)
+{
+    const char *r = arg_named(g, CARG_BUF, "const char *", 8, NULL, NULL, "buf%d", i);
+    for (int j = 0; j < g->nargs; j++)
+        if (g->args[j].kind == CARG_BUF && strcmp(g->refs[j].s, r) == 0)
+            g->args[j].buf = i;
+    return r;
+}
+
+static const char *ext_of(Gen *g, int l) { return arg_ix(g, g->k->extent[l], "e%d", l); }
+
+/* ---- analysis ---- */
+
+static FcStatus analyse(Gen *g)
+{
+    const FcKernel *k = g->k;
+    int n = k->ncode, L = k->nloop, nreg = k->nreg;
+    if (n < 1 || nreg < 1 || L < 0 || L > FC_MAX_DIMS || !k->code)
+        return gfail(g, FC_ERR_VALUE, "cuda kernel: no code"), g->st;
+    int ng = 0, nb = 0;
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
+        if (in->op == FC_OP_LOAD) {
+            if (in->ngather < 0 || in->ngather > FC_MAX_DIMS || (in->ngather && !in->gathers))
+                return gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad gathers", i), g->st;
+            ng += in->ngather;
+        }
+        if (is_reduce(in->op)) {
+            if (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds))
+                return gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad bounds", i), g->st;
+            nb += in->nbound;
+        }
+    }
+    g->n = n;
+    g->L = L;
+    /* The most fields the kernel can use: the fixed ones, an extent and an output stride per
+     * loop, per load an offset, a stride per loop and two per gather, a constant or fill per
+     * instruction, two per scatter and a pointer per buffer. */
+    int nload = 0;
+    for (int i = 0; i < n; i++)
+        nload += k->code[i].op == FC_OP_LOAD;
+    g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + n + 2 * k->nscatter + k->nbufs;
+    g->args = calloc((size_t)g->capargs, sizeof *g->args);
+    g->refs = calloc((size_t)g->capargs, sizeof *g->refs);
+    int *def = malloc((size_t)nreg * sizeof *def);
+    g->opv = malloc((size_t)3 * n * sizeof *g->opv);
+    g->gopv = malloc((size_t)(ng + 1) * sizeof *g->gopv);
+    g->goff = malloc((size_t)n * sizeof *g->goff);
+    g->bopv = malloc((size_t)(nb + 1) * sizeof *g->bopv);
+    g->boff = malloc((size_t)n * sizeof *g->boff);
+    g->deps = calloc((size_t)n, sizeof *g->deps);
+    g->own = calloc((size_t)n, sizeof *g->own);
+    g->list = malloc((size_t)n * sizeof *g->list);
+    g->wide = calloc((size_t)n, sizeof *g->wide);
+    g->coop = calloc((size_t)n, sizeof *g->coop);
+    g->lanes = calloc((size_t)n, sizeof *g->lanes);
+    g->done = calloc((size_t)n, sizeof *g->done);
+    if (!def || !g->args || !g->refs || !g->opv || !g->gopv || !g->goff || !g->bopv || !g->boff || !g->deps || !g->own || !g->list ||
+        !g->wide || !g->coop || !g->lanes || !g->done) {
+        free(def);
+        return gfail(g, FC_ERR_NOMEM, "out of memory"), g->st;
+    }
+    for (int l = 0; l < L; l++) {
+        int o = k->owner[l];
+        if (o < -1 || o >= n || (o >= 0 && !is_reduce(k->code[o].op))) {
+            free(def);
+            return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a bad owner", l), g->st;
+        }
+        if (o >= 0)
+            g->own[o] |= (uint64_t)1 << l;
+        if (k->extent[l] < 0) {
+            free(def);
+            return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a negative extent", l), g->st;
+        }
+    }
+    for (int r = 0; r < nreg; r++)
+        def[r] = -1;
+    int gused = 0, bused = 0;
+    /* Operands as instructions (registers may be reused: a read names the last write), and the
+     * loops each value varies along, derived as the CPU executor derives them. */
+    for (int i = 0; i < n && !g->st; i++) {
+        const FcInstr *in = &k->code[i];
+        bool red = is_reduce(in->op);
+        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || in->op == FC_OP_ARGMAX ||
+            in->op == FC_OP_ARGMIN || (unsigned)in->dtype >= FC_DTYPE__COUNT ||
+            (unsigned)in->src_dtype >= FC_DTYPE__COUNT || in->dst < 0 || in->dst >= nreg) {
+            gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad op, dtype or register", i);
+            break;
+        }
+        int ngi = in->op == FC_OP_LOAD ? in->ngather : 0, nbi = red ? in->nbound : 0;
+        g->goff[i] = gused;
+        g->boff[i] = bused;
+        uint64_t d = 0;
+        int regs[3] = {in->a, in->b, in->c};
+        for (int o = 0; o < 3 + ngi + nbi; o++) {
+            int r = o < 3 ? regs[o] : o < 3 + ngi ? in->gathers[o - 3].reg : in->bounds[o - 3 - ngi].reg;
+            if (o < 3 && r < 0) {
+                g->opv[3 * i + o] = -1;
+                continue;
+            }
+            if (r < 0 || r >= nreg || def[r] < 0) {
+                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d reads register %d before it is written", i, r);
+                break;
+            }
+            int v = def[r];
+            if (o < 3)
+                g->opv[3 * i + o] = v;
+            else if (o < 3 + ngi)
+                g->gopv[gused + o - 3] = v;
+            else
+                g->bopv[bused + o - 3 - ngi] = v;
+            if ((o >= 3 && o < 3 + ngi && k->code[v].dtype != FC_INT64) ||
+                (o >= 3 + ngi && k->code[v].dtype != FC_INT64 && !is_float(k->code[v].dtype))) {
+                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d reads r%d of dtype %s as an index or bound", i,
+                      r, fc_dtype_name(k->code[v].dtype));
+                break;
+            }
+            d |= o == 0 && red ? g->deps[v] & ~g->own[i] : g->deps[v];
+        }
+        gused += ngi;
+        bused += nbi;
+        if (in->op == FC_OP_LOAD) {
+            if (in->buf < 0 || in->buf >= k->nbufs || (L > 0 && !in->strides))
+                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad load", i);
+            for (int l = 0; l < L && !g->st; l++)
+                if (in->strides[l] != 0 && k->extent[l] > 1)
+                    d |= (uint64_t)1 << l;
+        } else if (in->op == FC_OP_IOTA) {
+            if (in->dtype != FC_INT64 || (L > 0 && (in->loop < 0 || in->loop >= L)))
+                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad iota", i);
+            else if (L > 0 && k->extent[in->loop] > 1)
+                d |= (uint64_t)1 << in->loop;
+        } else if (red) {
+            for (int b = 0; b < nbi; b++) {
+                const FcBound *bd = &in->bounds[b];
+                if (bd->loop < 0 || bd->loop >= L || k->owner[bd->loop] != i ||
+                    (bd->cmp != FC_OP_LT && bd->cmp != FC_OP_LE))
+                    gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad bound", i);
+            }
+            if (in->a < 0)
+                gfail(g, FC_ERR_VALUE, "cuda kernel: reduction %d has no body", i);
+        }
+        g->deps[i] = d;
+        def[in->dst] = i;
+    }
+    if (!g->st && (k->result < 0 || k->result >= nreg || def[k->result] < 0))
+        gfail(g, FC_ERR_VALUE, "cuda kernel: the result register %d is never written", k->result);
+    if (!g->st)
+        g->res = def[k->result];
+    for (int s = 0; s < k->nscatter && !g->st; s++) {
+        int r = k->scatter[s].reg;
+        if (r < 0 || r >= nreg || def[r] < 0 || k->code[def[r]].dtype != FC_INT64)
+            gfail(g, FC_ERR_VALUE, "cuda kernel: scatter %d reads r%d, not a written int64 register", s, r);
+        else
+            g->sres[s] = def[r];
+    }
+    free(def);
+    if (g->st)
+        return g->st;
+    /* Lists: the innermost reduction whose loops a value varies along (the first one after it). */
+    for (int i = 0; i < n; i++) {
+        g->list[i] = -1;
+        for (int r = i + 1; r < n && g->list[i] < 0; r++)
+            if (g->deps[i] & g->own[r])
+                g->list[i] = r;
+    }
+    for (int l = 0; l < L; l++)
+        if (k->owner[l] < 0 && k->extent[l] > 1)
+            g->roots |= (uint64_t)1 << l;
+    return FC_OK;
+}
+
+/* ---- the plan: how the GPU walks the nest ---- */
+
+static uint64_t big(const Gen *g, uint64_t mask);
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t points(const FcKernel *k, uint64_t mask)
+{
+    int64_t p = 1;
+    for (int l = 0; l < k->nloop; l++)
+        if (mask >> l & 1)
+            p = sat_mul(p, k->extent[l]);
+    return p;
+}
+
+/* Whether load i moves along the vector loop by one element (so V of them are contiguous). */
+static bool unit_along_vl(const Gen *g, int i)
+{
+    const FcInstr *in = &g->k->code[i];
+    if (in->strides[g->vl] != 1)
+        return false;
+    for (int j = 0; j < in->ngather; j++)
+        if (g->deps[g->gopv[g->goff[i] + j]] >> g->vl & 1)
+            return false;
+    return true;
+}
+
+static int pow2_block(int64_t work)
+{
+    int b = 32;
+    while (b < 256 && b < work)
+        b *= 2;
+    return b;
+}
+
+static void plan(Gen *g)
+{
+    const FcKernel *k = g->k;
+    bool reduce = k->reduce != FC_OP_NONE;
+    for (int l = 0; l < g->L; l++) {
+        if (k->owner[l] >= 0)
+            continue;
+        if (reduce && k->reduced[l])
+            g->RR |= (uint64_t)1 << l;
+        else
+            g->K |= (uint64_t)1 << l;
+    }
+    /* The vector loop: the scheduler's chunk loop when it fixed one (the loop the reductions
+     * inside may be missing), else the innermost kept loop. */
+    g->vl = -1;
+    if (k->chunk_loop >= 0 && k->chunk_loop < g->L && k->owner[k->chunk_loop] < 0)
+        g->vl = k->chunk_loop;
+    else
+        for (int l = 0; l < g->L; l++)
+            if (g->K >> l & 1)
+                g->vl = l;
+    int64_t nout = points(k, g->K), nred = points(k, g->RR);
+    if (k->nscatter > 0 || k->accumulate) {
+        g->mode = CUDA_SERIAL;
+    } else if (reduce) {
+        /* Many outputs with a kept innermost loop: threads read consecutive addresses, each
+         * looping over the reduced loops. Else a block per output. */
+        int inner = -1;
+        for (int l = 0; l < g->L; l++)
+            if (k->owner[l] < 0 && k->extent[l] > 1)
+                inner = l;
+        bool column = inner >= 0 && !(g->RR >> inner & 1);
+        g->mode = nred >= 32 && !(column && nout >= 16384) ? CUDA_BLOCK_REDUCE : CUDA_THREAD_REDUCE;
+        if (g->mode == CUDA_BLOCK_REDUCE) {
+            for (int r = 0; r < g->n; r++)
+                if (is_reduce(k->code[r].op) && g->list[r] < 0)
+                    g->D |= g->deps[r] & g->RR;
+            g->T = g->RR & ~g->D;
+            if (!big(g, g->T)) {        /* nothing left to split: the threads take every point */
+                g->D = 0;
+                g->T = g->RR;
+            }
+        }
+    } else {
+        g->mode = CUDA_THREAD;
+        if (g->vl >= 0 && k->extent[g->vl] > 1)
+            for (int r = 0; r < g->n; r++)
+                if (is_reduce(k->code[r].op) && g->list[r] < 0 && !(g->deps[r] >> g->vl & 1))
+                    g->mode = CUDA_ROW;
+    }
+    /* V points per thread along vl where something moves along it by unit steps and the
+     * output moves along it. */
+    if ((g->mode == CUDA_THREAD || g->mode == CUDA_ROW) && g->vl >= 0 && k->extent[g->vl] > 1 &&
+        k->out_strides[g->vl] != 0) {
+        size_t es = 0;
+        if (k->out_strides[g->vl] == 1)
+            es = fc_dtype_size(k->out_dtype);
+        for (int i = 0; i < g->n; i++)
+            if (k->code[i].op == FC_OP_LOAD && unit_along_vl(g, i) && fc_dtype_size(k->code[i].dtype) > es)
+                es = fc_dtype_size(k->code[i].dtype);
+        /* A bound that varies along vl could not be applied to V points at once: the loop
+         * running to each point's own bound is worth more than the wide accesses. */
+        for (int r = 0; r < g->n && es > 0; r++)
+            for (int j = 0; is_reduce(k->code[r].op) && j < k->code[r].nbound; j++)
+                if (g->deps[g->bopv[g->boff[r] + j]] >> g->vl & 1)
+                    es = 0;
+        if (es > 0) {
+            g->vec = true;
+            g->V = es <= 4 ? 4 : 2;
+        }
+    }
+    if (!g->vec)
+        g->V = 1;
+    for (int i = 0; i < g->n; i++)
+        g->wide[i] = g->vec && (g->deps[i] >> g->vl & 1);
+    /* The chunk loop of each list as the CPU executor plans it (plan_marks): the top list's is
+     * the kernel's chunk loop; a reduction that does not vary along its list's chunk loop runs
+     * along its own last loop, and so does its body. Such a reduction of floats folds into eight
+     * lanes, as the CPU's hfold does. */
+    int *cx = malloc((size_t)g->n * sizeof *cx);
+    if (!cx) {
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    for (int i = g->n - 1; i >= 0; i--) {
+        int lst = g->list[i];
+        int c = lst < 0 ? g->vl : cx[lst];
+        if (lst >= 0 && !(g->deps[lst] >> (c < 0 ? 0 : c) & 1 && c >= 0)) {
+            c = -1;
+            for (int l = 0; l < g->L; l++)
+                if (g->own[lst] >> l & 1)
+                    c = l;
+        }
+        if (!is_reduce(k->code[i].op)) {
+            cx[i] = c;
+            continue;
+        }
+        bool cpu_wide = c >= 0 && (g->deps[i] >> c & 1);
+        cx[i] = c;      /* the reduction's own list's chunk loop: its body's is derived above */
+        Reducer rd;
+        bool ok = reducer(k->code[i].op, k->code[i].src_dtype, k->code[i].dtype, &rd);
+        g->coop[i] = (g->mode == CUDA_ROW && lst < 0 && !(g->deps[i] >> g->vl & 1)) ||
+                     (g->mode == CUDA_BLOCK_REDUCE && lst < 0 && !(g->deps[i] & g->T));
+        g->lanes[i] = ok && g->own[i] && !cpu_wide && !g->coop[i] && !g->wide[i] && rd.fkind &&
+                      (k->code[i].op == FC_OP_SUM || k->code[i].op == FC_OP_PROD);
+    }
+    free(cx);
+    g->idx32 = k->index32;
+    for (int l = 0; l < g->L; l++)
+        g->idx32 = g->idx32 && k->extent[l] <= INT32_MAX;
+    g->idx32 = g->idx32 && points(k, g->roots) <= INT32_MAX;
+    CudaCode *c = g->code;
+    c->mode = g->mode;
+    c->vl = g->vl;
+    c->vec = g->vec;
+    c->V = g->V;
+    c->nred = nred;
+    switch (g->mode) {
+    case CUDA_THREAD:
+        c->npts = nout;
+        c->npts_v = g->vec ? nout / k->extent[g->vl] * (k->extent[g->vl] / g->V) : nout;
+        c->block = 256;
+        break;
+    case CUDA_ROW: {
+        c->npts = c->npts_v = nout / (k->extent[g->vl] ? k->extent[g->vl] : 1);
+        if (k->extent[g->vl] == 0)
+            c->npts = c->npts_v = 0;
+        int64_t work = k->extent[g->vl];
+        for (int r = 0; r < g->n; r++)
+            if (g->coop[r])
+                for (int l = 0; l < g->L; l++)
+                    if (g->own[r] >> l & 1 && k->extent[l] > work)
+                        work = k->extent[l];
+        c->block = pow2_block(work);
+        break;
+    }
+    case CUDA_BLOCK_REDUCE: {
+        c->npts = c->npts_v = nout;
+        int64_t work = points(k, g->T);
+        for (int r = 0; r < g->n; r++)
+            if (g->coop[r])
+                for (int l = 0; l < g->L; l++)
+                    if (g->own[r] >> l & 1 && k->extent[l] > work)
+                        work = k->extent[l];
+        c->block = pow2_block(work);
+        /* The blocks of a split share the first reduced level: the first loop walked in order,
+         * or the points the threads take. */
+        c->split_ext = points(k, g->T);
+        for (int l = 0; l < g->L; l++)
+            if (g->D >> l & 1) {
+                c->split_ext = k->extent[l];
+                break;
+            }
+        break;
+    }
+    case CUDA_THREAD_REDUCE:
+        c->npts = c->npts_v = nout;
+        c->block = 256;
+        break;
+    case CUDA_SERIAL:
+        c->npts = c->npts_v = points(k, g->roots);
+        for (int l = 0; l < g->L; l++)
+            if (k->owner[l] < 0 && k->extent[l] == 0)
+                c->npts = c->npts_v = 0;
+        c->block = 1;
+        break;
+    }
+    if (nout == 0 && g->mode != CUDA_SERIAL)
+        c->npts = c->npts_v = 0;
+}
+
+/* ---- emission ---- */
+
+/* Operand instruction j as read by a reader that is wide (lane u) or not. */
+static Name opnd(const Gen *g, int j, bool lane)
+{
+    Name n;
+    snprintf(n.s, sizeof n.s, g->wide[j] && lane ? "v%d[u]" : "v%d", j);
+    return n;
+}
+
+static void emit_instr(Gen *g, int i);
+
+/* The level of the nest at which instruction i is placed: after the last level whose loops it
+ * varies along is open. */
+static int level_of(const Gen *g, const Nest *ns, int i)
+{
+    int d = 0;
+    for (int j = 0; j < ns->nlv; j++)
+        if (g->deps[i] & ns->lv[j].mask)
+            d = j + 1;
+    return d;
+}
+
+static void emit_load(Gen *g, int i)
+{
+    const FcKernel *k = g->k;
+    const FcInstr *in = &k->code[i];
+    const char *T = ctype(in->dtype);
+    bool w = g->wide[i];
+    int base = g->goff[i];
+    /* Gathered indices, each checked before anything is read. */
+    for (int j = 0; j < in->ngather; j++) {
+        const FcGather *ga = &in->gathers[j];
+        int r = g->gopv[base + j];
+        const char *e = arg_i64(g, ga->extent, "l%dg%de", i, j), *wr = ga->wrap ? "true" : "false";
+        if (g->wide[r])
+            line(g, "int64 g%d_%d[V]; LANES g%d_%d[u] = gix(v%d[u], %s, %s, %d, a.err);", i, j, i, j, r, e, wr, ga->dim);
+        else
+            line(g, "const int64 g%d_%d = gix(v%d, %s, %s, %d, a.err);", i, j, r, e, wr, ga->dim);
+    }
+    /* The address without the vector loop's part (and per-lane gathers) when wide. */
+    Buf *b = &g->b;
+    bput(b, "%*sconst ix_t o%d = %s", 4 * g->ind, "", i, arg_ix(g, in->offset, "l%do", i));
+    for (int l = 0; l < g->L; l++) {
+        if (in->strides[l] == 0 || k->extent[l] <= 1 || (w && l == g->vl))
+            continue;
+        bput(b, " + i%d * %s", l, arg_ix(g, in->strides[l], "l%ds%d", i, l));
+    }
+    bool lane_gathers = false;
+    for (int j = 0; j < in->ngather; j++) {
+        if (g->wide[g->gopv[base + j]])
+            lane_gathers = true;
+        else
+            bput(b, " + (ix_t)g%d_%d * %s", i, j, arg_ix(g, in->gathers[j].stride, "l%dg%ds", i, j));
+    }
+    bput(b, ";\n");
+    const char *p = arg_buf(g, in->buf);
+    if (!w) {
+        line(g, "const %s v%d = ((const %s *)%s)[o%d];", T, i, T, p, i);
+        return;
+    }
+    if (in->strides[g->vl] == 1 && !lane_gathers) {
+        line(g, "%s v%d[V];", T, i);
+        line(g, "ldv<V>(v%d, (const %s *)%s + o%d + i%d);", i, T, p, i, g->vl);
+        return;
+    }
+    line(g, "%s v%d[V];", T, i);
+    bput(b, "%*sLANES v%d[u] = ((const %s *)%s)[o%d", 4 * g->ind, "", i, T, p, i);
+    if (in->strides[g->vl] != 0 && k->extent[g->vl] > 1)
+        bput(b, " + (i%d + u) * %s", g->vl, arg_ix(g, in->strides[g->vl], "l%ds%d", i, g->vl));
+    for (int j = 0; j < in->ngather; j++)
+        if (g->wide[g->gopv[base + j]])
+            bput(b, " + (ix_t)g%d_%d[u] * %s", i, j, arg_ix(g, in->gathers[j].stride, "l%dg%ds", i, j));
+    bput(b, "];\n");
+}
+
+static void emit_op(Gen *g, int i)
+{
+    const FcInstr *in = &g->k->code[i];
+    int x = g->opv[3 * i], y = g->opv[3 * i + 1], z = g->opv[3 * i + 2];
+    FcDType t = in->dtype;
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op))
+        t = x >= 0 ? g->k->code[x].dtype : in->src_dtype;
+    if ((is_compare(in->op) || in->op == FC_OP_ISNAN) && in->dtype != FC_BOOL) {
+        gfail(g, FC_ERR_TYPE, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op), fc_dtype_name(in->dtype));
+        return;
+    }
+    bool w = g->wide[i];
+    Name none = {""};
+    Name xn = x >= 0 ? opnd(g, x, w) : none, yn = y >= 0 ? opnd(g, y, w) : none, zn = z >= 0 ? opnd(g, z, w) : none;
+    const char *xb = xn.s, *yb = yn.s, *zb = zn.s;
+    Buf e = {0};
+    if (in->op == FC_OP_CAST) {
+        cast_expr(&e, in->dtype, t, xb);
+    } else if (in->op == FC_OP_WHERE) {
+        bput(&e, "%s ? %s : %s", xb, yb, zb);
+    } else {
+        const char *tm = op_template(in->op, t);
+        bool unary = fc_op_is_unary(in->op);
+        if (!tm || (unary ? x < 0 : (x < 0 || y < 0))) {
+            free(e.p);
+            bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
+            gfail(g, FC_ERR_TYPE, "cuda kernel: %s is not supported for %s", fc_op_name(in->op),
+                  fc_dtype_name(by_src ? t : in->dtype));
+            return;
+        }
+        subst(&e, tm, xb, yb, zb, ctype(t), utype(t), t == FC_FLOAT32 ? "f" : "", t == FC_INT32 ? 32 : 64);
+    }
+    if (e.oom) {
+        free(e.p);
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    if (w) {
+        line(g, "%s v%d[V];", ctype(in->dtype), i);
+        line(g, "LANES v%d[u] = %s;", i, e.p);
+    } else {
+        line(g, "const %s v%d = %s;", ctype(in->dtype), i, e.p);
+    }
+    free(e.p);
+}
+
+/* ---- nests ---- */
+
+static void nest_inner(Gen *g, const Nest *ns);
+static void nest_pre(Gen *g, const Nest *ns, int d);
+static void nest_post(Gen *g, const Nest *ns, int d);
+
+/* Decodes the point number `q` (of type ix_t) into the loops of mask: vl first (V indices per
+ * point) when it is among them and the kernel is vectorised, then the others, the highest
+ * numbered fastest (or strictly by number when serial). */
+static void decode(Gen *g, const char *q, uint64_t mask, bool serial)
+{
+    int order[FC_MAX_DIMS], no = 0;
+    if (!serial && g->vec && (mask >> g->vl & 1))
+        order[no++] = g->vl;
+    for (int l = g->L - 1; l >= 0; l--)
+        if ((mask >> l & 1) && !(no > 0 && order[0] == l))
+            order[no++] = l;
+    for (int j = 0; j < no; j++) {
+        int l = order[j];
+        const char *e = ext_of(g, l);
+        bool vecl = !serial && g->vec && l == g->vl;
+        if (j == no - 1) {
+            if (vecl)
+                line(g, "const ix_t i%d = %s * V;", l, q);
+            else
+                line(g, "const ix_t i%d = %s;", l, q);
+        } else if (vecl) {
+            line(g, "const ix_t i%d = %s %% (%s / V) * V;", l, q, e);
+            line(g, "%s /= %s / V;", q, e);
+        } else {
+            line(g, "const ix_t i%d = %s %% %s;", l, q, e);
+            line(g, "%s /= %s;", q, e);
+        }
+    }
+}
+
+/* Loops of extent <= 1 among mask's: their index is 0. */
+static void zero_loops(Gen *g, uint64_t mask)
+{
+    for (int l = 0; l < g->L; l++)
+        if ((mask >> l & 1) && g->k->extent[l] <= 1)
+            line(g, "const ix_t i%d = 0;", l);
+}
+
+static uint64_t big(const Gen *g, uint64_t mask)
+{
+    uint64_t m = 0;
+    for (int l = 0; l < g->L; l++)
+        if ((mask >> l & 1) && g->k->extent[l] > 1)
+            m |= (uint64_t)1 << l;
+    return m;
+}
+
+/* The count of loop l in reduction r's nest (bounded): n<r>_<l>. */
+static void count_name(char *buf, size_t cap, int r, int l) { snprintf(buf, cap, "n%d_%d", r, l); }
+
+static void open_level(Gen *g, const Nest *ns, int d)
+{
+    const Level *lv = &ns->lv[d];
+    char cnt[24];
+    switch (lv->kind) {
+    case LV_GRID:
+    case LV_SERIAL:
+        line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.npts; t += (int64)gridDim.x * blockDim.x) {");
+        g->ind++;
+        zero_loops(g, lv->mask & ~big(g, lv->mask));
+        if (big(g, lv->mask)) {
+            line(g, "ix_t q = (ix_t)t;");
+            decode(g, "q", big(g, lv->mask), lv->kind == LV_SERIAL);
+        }
+        return;
+    case LV_BLOCKS:
+        line(g, "for (int64 t = blockIdx.x; t < a.npts; t += gridDim.x) {");
+        g->ind++;
+        zero_loops(g, lv->mask & ~big(g, lv->mask));
+        if (big(g, lv->mask)) {
+            line(g, "ix_t q = (ix_t)t;");
+            decode(g, "q", big(g, lv->mask), false);
+        }
+        return;
+    case LV_THREADS_VEC: {
+        int l = g->vl;
+        line(g, "for (ix_t i%d = threadIdx.x * V; i%d < %s; i%d += blockDim.x * V) {", l, l, ext_of(g, l), l);
+        g->ind++;
+        return;
+    }
+    case LV_THREADS_FLAT:
+        if (d == 1) {
+            line(g, "const int64 lo = (int64)blockIdx.y * a.per, hi = lo + a.per < a.nred ? lo + a.per : a.nred;");
+            line(g, "for (int64 t2 = lo + threadIdx.x; t2 < hi; t2 += blockDim.x) {");
+        } else {
+            line(g, "for (int64 t2 = threadIdx.x; t2 < a.nt; t2 += blockDim.x) {");
+        }
+        g->ind++;
+        zero_loops(g, lv->mask & ~big(g, lv->mask));
+        if (big(g, lv->mask)) {
+            line(g, "ix_t q2 = (ix_t)t2;");
+            decode(g, "q2", big(g, lv->mask), true);
+        }
+        return;
+    case LV_SEQ_SPLIT: {
+        int l = lv->loop;
+        line(g, "const ix_t lo = (ix_t)(blockIdx.y * a.per), hi = lo + a.per < %s ? (ix_t)(lo + a.per) : %s;",
+             ext_of(g, l), ext_of(g, l));
+        line(g, "for (ix_t i%d = lo; i%d < hi; i%d++) {", l, l, l);
+        g->ind++;
+        return;
+    }
+    case LV_SEQ:
+        if (ns->lst >= 0)
+            count_name(cnt, sizeof cnt, ns->lst, lv->loop);
+        else
+            snprintf(cnt, sizeof cnt, "%s", ext_of(g, lv->loop));
+        line(g, "for (ix_t i%d = 0; i%d < %s; i%d++) {", lv->loop, lv->loop, cnt, lv->loop);
+        g->ind++;
+        return;
+    case LV_LANES8:
+        count_name(cnt, sizeof cnt, ns->lst, lv->loop);
+        line(g, "for (ix_t lb%d = 0; lb%d < %s; lb%d += 8) {", ns->lst, ns->lst, cnt, ns->lst);
+        g->ind++;
+        line(g, "_Pragma(\"unroll\") for (int l%d = 0; l%d < 8; l%d++) {", ns->lst, ns->lst, ns->lst);
+        g->ind++;
+        line(g, "const ix_t i%d = lb%d + l%d;", lv->loop, ns->lst, ns->lst);
+        line(g, "if (i%d < %s) {", lv->loop, cnt);
+        g->ind++;
+        return;
+    case LV_THREADS_SEQ:
+        count_name(cnt, sizeof cnt, ns->lst, lv->loop);
+        line(g, "for (ix_t i%d = threadIdx.x; i%d < %s; i%d += blockDim.x) {", lv->loop, lv->loop, cnt, lv->loop);
+        g->ind++;
+        return;
+    }
+}
+
+static void close_level(Gen *g, const Nest *ns, int d)
+{
+    int m = ns->lv[d].kind == LV_LANES8 ? 3 : 1;
+    for (int j = 0; j < m; j++) {
+        g->ind--;
+        line(g, "}");
+    }
+}
+
+/* Places the instructions of the nest's list: those at level d, then level d + 1 inside the
+ * next loop, and so on; the innermost level runs the nest's action. pre and post run at each
+ * level before and after what is inside it. */
+static void nest_level(Gen *g, const Nest *ns, int d)
+{
+    for (int i = 0; i < g->n && !g->st; i++)
+        if (!g->done[i] && g->list[i] == ns->lst && level_of(g, ns, i) == d && i != ns->lst)
+            emit_instr(g, i);
+    nest_pre(g, ns, d);
+    if (d == ns->nlv) {
+        nest_inner(g, ns);
+    } else {
+        open_level(g, ns, d);
+        nest_level(g, ns, d + 1);
+        close_level(g, ns, d);
+    }
+    nest_post(g, ns, d);
+}
+
+/* ---- inner reductions ---- */
+
+static void emit_reduce(Gen *g, int r)
+{
+    const FcKernel *k = g->k;
+    const FcInstr *in = &k->code[r];
+    Reducer rd;
+    if (!reducer(in->op, in->src_dtype, in->dtype, &rd)) {
+        gfail(g, FC_ERR_TYPE, "cuda kernel: %s of %s into %s is not supported", fc_op_name(in->op),
+              fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
+        return;
+    }
+    const char *A = rd.fkind ? "f64" : "int64";
+    int body = g->opv[3 * r];
+    if (k->code[body].dtype != in->src_dtype) {
+        gfail(g, FC_ERR_VALUE, "cuda kernel: reduction %d reads %s, expected %s", r,
+              fc_dtype_name(k->code[body].dtype), fc_dtype_name(in->src_dtype));
+        return;
+    }
+    Buf *b = &g->b;
+    bput(b, "%*s// v%d = %s of v%d over", 4 * g->ind, "", r, fc_op_name(in->op), body);
+    for (int l = 0; l < g->L; l++)
+        if (g->own[r] >> l & 1)
+            bput(b, " i%d", l);
+    bput(b, "%s%s\n", g->coop[r] ? ", by the block" : "", g->lanes[r] ? ", in eight lanes (the CPU's order)" : "");
+    if (g->lanes[r])
+        line(g, "%s a%d[8] = {%s, %s, %s, %s, %s, %s, %s, %s};", A, r, rd.init, rd.init, rd.init, rd.init, rd.init,
+             rd.init, rd.init, rd.init);
+    else if (g->wide[r])
+        line(g, "%s a%d[V]; LANES a%d[u] = %s;", A, r, r, rd.init);
+    else
+        line(g, "%s a%d = %s;", A, r, rd.init);
+    /* Counts, bounded: a bound whose value varies along the vector loop is not applied. */
+    bool cut = false;
+    for (int j = 0; j < in->nbound; j++)
+        if (!g->wide[g->bopv[g->boff[r] + j]])
+            cut = true;
+    for (int l = 0; l < g->L; l++)
+        if (g->own[r] >> l & 1)
+            line(g, "ix_t n%d_%d = %s;", r, l, ext_of(g, l));
+    if (cut)
+        line(g, "bool c%d = false;", r);
+    for (int j = 0; j < in->nbound; j++) {
+        int v = g->bopv[g->boff[r] + j];
+        if (g->wide[v])
+            continue;
+        const FcBound *bd = &in->bounds[j];
+        line(g, "{");
+        g->ind++;
+        line(g, "const int64 c = bcount(%s, (%s)v%d, %s);", bd->cmp == FC_OP_LE ? "true" : "false",
+             is_float(k->code[v].dtype) ? "f64" : "int64", v, ext_of(g, bd->loop));
+        line(g, "if (c < n%d_%d)", r, bd->loop);
+        line(g, "    n%d_%d = (ix_t)c;", r, bd->loop);
+        line(g, "if (c < %s)", ext_of(g, bd->loop));
+        line(g, "    c%d = true;", r);
+        g->ind--;
+        line(g, "}");
+    }
+    Nest ns = {.lst = r};
+    int last = -1;
+    for (int l = 0; l < g->L; l++)
+        if (g->own[r] >> l & 1)
+            last = l;
+    for (int l = 0; l < g->L; l++) {
+        if (!(g->own[r] >> l & 1))
+            continue;
+        LvKind kind = l != last ? LV_SEQ : g->coop[r] ? LV_THREADS_SEQ : g->lanes[r] ? LV_LANES8 : LV_SEQ;
+        ns.lv[ns.nlv++] = (Level){kind, (uint64_t)1 << l, l};
+    }
+    nest_level(g, &ns, 0);
+    if (g->coop[r])
+        line(g, "a%d = block_reduce<%s, %s>(a%d);", r, A, rd.comb, r);
+    if (cut) {
+        const char *f = arg_scalar(g, in->src_dtype, in->fill, "fill", r);
+        if (g->lanes[r])
+            line(g, "if (c%d)\n%*s    a%d[0] = %s(a%d[0], (%s)%s);", r, 4 * g->ind, "", r, rd.comb, r, A, f);
+        else if (g->wide[r])
+            line(g, "if (c%d)\n%*s    LANES a%d[u] = %s(a%d[u], (%s)%s);", r, 4 * g->ind, "", r, rd.comb, r, A, f);
+        else
+            line(g, "if (c%d)\n%*s    a%d = %s(a%d, (%s)%s);", r, 4 * g->ind, "", r, rd.comb, r, A, f);
+    }
+    char acc[24];
+    if (g->lanes[r]) {
+        line(g, "_Pragma(\"unroll\") for (int l = 1; l < 8; l++)");
+        line(g, "    a%d[0] = %s(a%d[0], a%d[l]);", r, rd.comb, r, r);
+        snprintf(acc, sizeof acc, "a%d[0]", r);
+    } else {
+        snprintf(acc, sizeof acc, g->wide[r] ? "a%d[u]" : "a%d", r);
+    }
+    Buf e = {0};
+    cast_expr(&e, in->dtype, rd.fkind ? FC_FLOAT64 : FC_INT64, acc);
+    if (g->wide[r]) {
+        line(g, "%s v%d[V];", ctype(in->dtype), r);
+        line(g, "LANES v%d[u] = %s;", r, e.oom ? "" : e.p);
+    } else {
+        line(g, "const %s v%d = %s;", ctype(in->dtype), r, e.oom ? "" : e.p);
+    }
+    if (e.oom)
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+    free(e.p);
+}
+
+static void emit_instr(Gen *g, int i)
+{
+    const FcInstr *in = &g->k->code[i];
+    g->done[i] = true;
+    switch (in->op) {
+    case FC_OP_LOAD:
+        emit_load(g, i);
+        break;
+    case FC_OP_CONST:
+        line(g, "const %s v%d = %s;", ctype(in->dtype), i, arg_scalar(g, in->dtype, in->konst, "k", i));
+        break;
+    case FC_OP_IOTA:
+        if (g->L == 0 || g->k->extent[in->loop] <= 1)
+            line(g, "const int64 v%d = 0;", i);
+        else if (g->wide[i])
+            line(g, "int64 v%d[V]; LANES v%d[u] = (int64)(i%d + u);", i, i, in->loop);
+        else
+            line(g, "const int64 v%d = (int64)i%d;", i, in->loop);
+        break;
+    default:
+        if (is_reduce(in->op))
+            emit_reduce(g, i);
+        else
+            emit_op(g, i);
+        break;
+    }
+}
+
+/* ---- the root: stores and root reductions ---- */
+
+/* The output's element offset (without the vector loop's part when vectorised). */
+static void out_offset(Gen *g, const char *ty, const char *name, bool skip_vl)
+{
+    const FcKernel *k = g->k;
+    bput(&g->b, "%*sconst %s %s = %s", 4 * g->ind, "", ty, name, arg_ix(g, k->out_offset, "oo"));
+    for (int l = 0; l < g->L; l++) {
+        if (k->owner[l] >= 0 || k->out_strides[l] == 0 || k->extent[l] <= 1 || (skip_vl && l == g->vl))
+            continue;
+        bput(&g->b, " + (%s)i%d * %s", ty, l, arg_ix(g, k->out_strides[l], "os%d", l));
+    }
+    bput(&g->b, ";\n");
+}
+
+static void emit_store(Gen *g)
+{
+    const FcKernel *k = g->k;
+    FcDType rt = k->code[g->res].dtype, ot = k->out_dtype;
+    const char *OT = ctype(ot);
+    const char *outp = arg_field(g, CARG_OUT, "char *", 8, NULL, NULL, "out");
+    bool w = g->vec && k->out_strides[g->vl] != 0 && k->extent[g->vl] > 1;
+    Buf v = {0};
+    cast_expr(&v, ot, rt, opnd(g, g->res, w).s);
+    if (v.oom) {
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    if (g->mode == CUDA_SERIAL) {
+        /* 64-bit addresses (the scattered dims may reach past 2^31); indices checked first, and
+         * an index out of range stops the store, as on the CPU. */
+        out_offset(g, "int64", "o", false);
+        for (int s = 0; s < k->nscatter; s++) {
+            const FcGather *sc = &k->scatter[s];
+            line(g, "const int64 s%d = gix(v%d, %s, %s, %d, a.err);", s, g->sres[s], arg_i64(g, sc->extent, "sc%de", s),
+                 sc->wrap ? "true" : "false", sc->dim);
+        }
+        if (k->nscatter > 0) {
+            line(g, "if (a.err->code != 0)");
+            line(g, "    return;");
+        }
+        bput(&g->b, "%*s%s *dst = (%s *)%s + o", 4 * g->ind, "", OT, OT, outp);
+        for (int s = 0; s < k->nscatter; s++)
+            bput(&g->b, " + s%d * %s", s, arg_i64(g, k->scatter[s].stride, "sc%ds", s));
+        bput(&g->b, ";\n");
+        if (!k->accumulate)
+            line(g, "*dst = %s;", v.p);
+        else if (ot == FC_BOOL)
+            line(g, "*dst = (b8)(*dst | %s);", v.p);
+        else if (ot == FC_INT32 || ot == FC_INT64)
+            line(g, "*dst = (%s)((%s)*dst + (%s)%s);", OT, utype(ot), utype(ot), v.p);
+        else
+            line(g, "*dst += %s;", v.p);
+        free(v.p);
+        return;
+    }
+    out_offset(g, "ix_t", "o", w);
+    if (!w) {
+        line(g, "((%s *)%s)[o] = %s;", OT, outp, v.p);
+    } else if (k->out_strides[g->vl] == 1) {
+        if (rt == ot && g->wide[g->res]) {
+            line(g, "stv<V>((%s *)%s + o + i%d, v%d);", OT, outp, g->vl, g->res);
+        } else {
+            line(g, "%s s[V];", OT);
+            line(g, "LANES s[u] = %s;", v.p);
+            line(g, "stv<V>((%s *)%s + o + i%d, s);", OT, outp, g->vl);
+        }
+    } else {
+        line(g, "LANES ((%s *)%s)[o + (i%d + u) * %s] = %s;", OT, outp, g->vl,
+             arg_ix(g, k->out_strides[g->vl], "os%d", g->vl), v.p);
+    }
+    free(v.p);
+}
+
+/* The root reduction's accumulator: r (and ri, the index, for arg reductions). */
+static void root_acc(Gen *g)
+{
+    const char *A = g->rr.fkind ? "f64" : "int64";
+    if (g->rr.comb) {
+        line(g, "%s r = %s;", A, g->rr.init);
+    } else {
+        line(g, "%s r = 0;", A);
+        line(g, "int64 ri = -1;");
+    }
+}
+
+static void root_fold(Gen *g)
+{
+    const FcKernel *k = g->k;
+    const char *A = g->rr.fkind ? "f64" : "int64";
+    if (g->rr.comb) {
+        line(g, "r = %s(r, (%s)v%d);", g->rr.comb, A, g->res);
+        return;
+    }
+    /* An arg reduction: the index along its one reduced loop; the first extreme stays. */
+    int rl = -1;
+    for (int l = 0; l < g->L; l++)
+        if (g->RR >> l & 1)
+            rl = l;
+    line(g, "if (ri < 0 || %s((%s)v%d, r)) {", k->reduce == FC_OP_ARGMAX ? "b_argmax" : "b_argmin", A, g->res);
+    line(g, "    r = (%s)v%d;", A, g->res);
+    if (rl >= 0 && k->extent[rl] > 1)
+        line(g, "    ri = (int64)i%d;", rl);
+    else
+        line(g, "    ri = 0;");
+    line(g, "}");
+}
+
+/* Stores the finished root reduction (acc: the accumulator's expression). */
+static void root_store(Gen *g, const char *acc, const char *accidx)
+{
+    const FcKernel *k = g->k;
+    const char *outp = arg_field(g, CARG_OUT, "char *", 8, NULL, NULL, "out");
+    Buf v = {0};
+    if (g->rr.comb)
+        cast_expr(&v, k->out_dtype, g->rr.fkind ? FC_FLOAT64 : FC_INT64, acc);
+    else
+        cast_expr(&v, k->out_dtype, FC_INT64, accidx);
+    out_offset(g, "ix_t", "o", false);
+    line(g, "((%s *)%s)[o] = %s;", ctype(k->out_dtype), outp, v.oom ? "" : v.p);
+    if (v.oom)
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+    free(v.p);
+}
+
+static void nest_pre(Gen *g, const Nest *ns, int d)
+{
+    if (ns->lst >= 0 || d != 1)
+        return;
+    if (g->mode == CUDA_THREAD_REDUCE || g->mode == CUDA_BLOCK_REDUCE)
+        root_acc(g);
+}
+
+static void nest_inner(Gen *g, const Nest *ns)
+{
+    if (ns->lst >= 0) {
+        /* Fold the body into the reduction's accumulator(s). */
+        int r = ns->lst, x = g->opv[3 * r];
+        Reducer rd;
+        reducer(g->k->code[r].op, g->k->code[r].src_dtype, g->k->code[r].dtype, &rd);
+        const char *A = rd.fkind ? "f64" : "int64";
+        if (g->lanes[r])
+            line(g, "a%d[l%d] = %s(a%d[l%d], (%s)v%d);", r, r, rd.comb, r, r, A, x);
+        else if (g->wide[r])
+            line(g, "LANES a%d[u] = %s(a%d[u], (%s)%s);", r, rd.comb, r, A, opnd(g, x, true).s);
+        else
+            line(g, "a%d = %s(a%d, (%s)v%d);", r, rd.comb, r, A, x);
+        return;
+    }
+    switch (g->mode) {
+    case CUDA_THREAD:
+    case CUDA_ROW:
+    case CUDA_SERIAL:
+        emit_store(g);
+        break;
+    case CUDA_THREAD_REDUCE:
+    case CUDA_BLOCK_REDUCE:
+        root_fold(g);
+        break;
+    }
+}
+
+static void nest_post(Gen *g, const Nest *ns, int d)
+{
+    if (ns->lst >= 0 || d != 1)
+        return;
+    const FcKernel *k = g->k;
+    if (g->mode == CUDA_THREAD_REDUCE) {
+        root_store(g, "r", "ri");
+    } else if (g->mode == CUDA_BLOCK_REDUCE) {
+        const char *A = g->rr.fkind ? "f64" : "int64";
+        if (g->rr.comb)
+            line(g, "r = block_reduce<%s, %s>(r);", A, g->rr.comb);
+        else
+            line(g, "block_argreduce<%s>(r, ri);", k->reduce == FC_OP_ARGMAX ? "true" : "false");
+        line(g, "if (threadIdx.x == 0) {");
+        g->ind++;
+        line(g, "if (a.nsplit == 1) {");
+        g->ind++;
+        root_store(g, "r", "ri");
+        g->ind--;
+        line(g, "} else {");
+        g->ind++;
+        arg_field(g, CARG_PART, "char *", 8, NULL, NULL, "part");
+        if (g->rr.comb) {
+            line(g, "((%s *)a.part)[t * a.nsplit + blockIdx.y] = r;", A);
+        } else {
+            line(g, "((%s *)a.part)[2 * (t * a.nsplit + blockIdx.y)] = r;", A);
+            line(g, "((int64 *)a.part)[2 * (t * a.nsplit + blockIdx.y) + 1] = ri;");
+        }
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+    }
+}
+
+/* ---- the whole kernel ---- */
+
+static const char *mode_name(CudaMode m)
+{
+    switch (m) {
+    case CUDA_THREAD: return "a thread per output point";
+    case CUDA_ROW: return "a block per row of the vector loop, its reductions computed by the block";
+    case CUDA_BLOCK_REDUCE: return "a root reduction, a block per output (or per share of one)";
+    case CUDA_THREAD_REDUCE: return "a root reduction, a thread per output";
+    default: return "a scattered or accumulating store, one thread in loop order";
+    }
+}
+
+static void emit_run(Gen *g)
+{
+    Nest ns = {.lst = -1};
+    switch (g->mode) {
+    case CUDA_THREAD:
+        ns.lv[ns.nlv++] = (Level){LV_GRID, g->K, -1};
+        break;
+    case CUDA_SERIAL:
+        ns.lv[ns.nlv++] = (Level){LV_SERIAL, g->K, -1};
+        break;
+    case CUDA_ROW:
+        ns.lv[ns.nlv++] = (Level){LV_BLOCKS, g->K & ~((uint64_t)1 << g->vl), -1};
+        ns.lv[ns.nlv++] = (Level){LV_THREADS_VEC, (uint64_t)1 << g->vl, g->vl};
+        break;
+    case CUDA_THREAD_REDUCE:
+        ns.lv[ns.nlv++] = (Level){LV_GRID, g->K, -1};
+        for (int l = 0; l < g->L; l++)
+            if (g->RR >> l & 1)
+                ns.lv[ns.nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
+        break;
+    case CUDA_BLOCK_REDUCE:
+        ns.lv[ns.nlv++] = (Level){LV_BLOCKS, g->K, -1};
+        for (int l = 0; l < g->L; l++)
+            if (g->D >> l & 1) {
+                LvKind kind = ns.nlv == 1 ? LV_SEQ_SPLIT : LV_SEQ;
+                ns.lv[ns.nlv++] = (Level){kind, (uint64_t)1 << l, l};
+            }
+        ns.lv[ns.nlv++] = (Level){LV_THREADS_FLAT, g->T, -1};
+        break;
+    }
+    line(g, "template <int V> __device__ __forceinline__ void run(const Args &a)");
+    line(g, "{");
+    g->ind++;
+    nest_level(g, &ns, 0);
+    g->ind--;
+    line(g, "}");
+}
+
+/* tdl_finish: combines the partials of a split block reduction in split order. */
+static void emit_finish(Gen *g)
+{
+    const char *A = g->rr.fkind ? "f64" : "int64";
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_finish(const Args a)");
+    line(g, "{");
+    g->ind++;
+    line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.npts; t += (int64)gridDim.x * blockDim.x) {");
+    g->ind++;
+    if (g->rr.comb) {
+        line(g, "const %s *p = (const %s *)a.part + t * a.nsplit;", A, A);
+        line(g, "%s r = p[0];", A);
+        line(g, "for (int64 s = 1; s < a.nsplit; s++)");
+        line(g, "    r = %s(r, p[s]);", g->rr.comb);
+    } else {
+        line(g, "const %s *p = (const %s *)a.part + 2 * t * a.nsplit;", A, A);
+        line(g, "%s r = p[0];", A);
+        line(g, "int64 ri = ((const int64 *)p)[1];");
+        line(g, "for (int64 s = 1; s < a.nsplit; s++)");
+        line(g, "    arg_comb<%s>(r, ri, p[2 * s], ((const int64 *)p)[2 * s + 1]);",
+             g->k->reduce == FC_OP_ARGMAX ? "true" : "false");
+    }
+    zero_loops(g, g->K & ~big(g, g->K));
+    if (big(g, g->K)) {
+        line(g, "ix_t q = (ix_t)t;");
+        decode(g, "q", big(g, g->K), false);
+    }
+    root_store(g, "r", "ri");
+    g->ind--;
+    line(g, "}");
+    g->ind--;
+    line(g, "}");
+}
+
+static void gen_free(Gen *g)
+{
+    free(g->opv);
+    free(g->gopv);
+    free(g->goff);
+    free(g->bopv);
+    free(g->boff);
+    free(g->deps);
+    free(g->own);
+    free(g->list);
+    free(g->wide);
+    free(g->coop);
+    free(g->lanes);
+    free(g->done);
+    free(g->b.p);
+    free(g->args);
+    free(g->refs);
+}
+
+void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *per)
+{
+    enum { SPLIT_TARGET = 256 };    /* blocks a split aims for */
+    *nsplit = 1;
+    *per = c->split_ext;
+    if (c->mode != CUDA_BLOCK_REDUCE || npts < 1 || npts >= SPLIT_TARGET || c->nred < (int64_t)c->block * 64)
+        return;
+    int64_t a = (SPLIT_TARGET + npts - 1) / npts, b = (c->nred + (int64_t)c->block * 32 - 1) / ((int64_t)c->block * 32);
+    int64_t n = a < b ? a : b;
+    if (n > c->split_ext)
+        n = c->split_ext;
+    if (n > 1024)
+        n = 1024;
+    if (n > 1) {
+        *nsplit = n;
+        *per = (c->split_ext + n - 1) / n;
+    }
+}
+
+void fc_cuda_code_free(CudaCode *c)
+{
+    if (!c)
+        return;
+    free(c->src);
+    free(c->args);
+    memset(c, 0, sizeof *c);
+}
+
+FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
+{
+    memset(out, 0, sizeof *out);
+    out->arg_npts = out->arg_nsplit = out->arg_per = -1;
+    Gen g = {.k = k, .err = err, .code = out};
+    if (analyse(&g) != FC_OK) {
+        gen_free(&g);
+        return g.st;
+    }
+    if (k->reduce != FC_OP_NONE && !reducer(k->reduce, k->code[g.res].dtype, k->out_dtype, &g.rr)) {
+        gfail(&g, FC_ERR_TYPE, "cuda kernel: %s of %s into %s is not supported", fc_op_name(k->reduce),
+              fc_dtype_name(k->code[g.res].dtype), fc_dtype_name(k->out_dtype));
+        gen_free(&g);
+        return g.st;
+    }
+    if ((k->reduce == FC_OP_ARGMAX || k->reduce == FC_OP_ARGMIN)) {
+        int nr = 0;
+        for (int l = 0; l < k->nloop; l++)
+            nr += k->owner[l] < 0 && k->reduced[l];
+        if (nr > 1) {
+            gfail(&g, FC_ERR_VALUE, "cuda kernel: an arg reduction over %d loops", nr);
+            gen_free(&g);
+            return g.st;
+        }
+    }
+    plan(&g);
+    /* The fields every kernel has, first: the pointers, then the launch-time counts. */
+    arg_field(&g, CARG_OUT, "char *", 8, NULL, NULL, "out");
+    arg_field(&g, CARG_ERR, "Err *", 8, NULL, NULL, "err");
+    arg_i64(&g, out->npts, "npts");
+    out->arg_npts = g.nargs - 1;
+    if (g.mode == CUDA_BLOCK_REDUCE) {
+        arg_field(&g, CARG_PART, "char *", 8, NULL, NULL, "part");
+        arg_i64(&g, 1, "nsplit");
+        out->arg_nsplit = g.nargs - 1;
+        arg_i64(&g, out->split_ext, "per");
+        out->arg_per = g.nargs - 1;
+        arg_i64(&g, out->split_ext, "nred");
+        arg_i64(&g, points(k, g.T), "nt");
+        out->part_elem = g.rr.comb ? 8 : 16;
+    }
+    emit_run(&g);
+    if (g.mode == CUDA_BLOCK_REDUCE) {
+        line(&g, "%s", "");
+        emit_finish(&g);
+    }
+    if (!g.st && g.b.oom)
+        gfail(&g, FC_ERR_NOMEM, "out of memory");
+    if (g.st) {
+        gen_free(&g);
+        return g.st;
+    }
+    /* Lay out the fields as C does (natural alignment), then assemble the source. */
+    size_t off = 0;
+    for (int i = 0; i < g.nargs; i++) {
+        CudaArg *a = &g.args[i];
+        off = (off + (size_t)a->size - 1) / (size_t)a->size * (size_t)a->size;
+        a->offset = off;
+        off += (size_t)a->size;
+    }
+    out->args_size = (off + 7) / 8 * 8;
+    Buf s = {0};
+    bput(&s, "%s\n", prelude);
+    bput(&s, "// ---- the kernel: %s; %d loop%s, %s indices", mode_name(g.mode), k->nloop, k->nloop == 1 ? "" : "s",
+         g.idx32 ? "32-bit" : "64-bit");
+    if (g.vec)
+        bput(&s, "; tdl_v takes %d points along i%d per thread", g.V, g.vl);
+    bput(&s, " ----\n");
+    bput(&s, "typedef %s ix_t;\n", g.idx32 ? "int32" : "int64");
+    bput(&s, "struct Args {\n");
+    for (int i = 0; i < g.nargs; i++) {
+        const CudaArg *a = &g.args[i];
+        bool ptr = a->ctype[strlen(a->ctype) - 1] == '*';
+        bput(&s, "    %s%s%s;\n", a->ctype, ptr ? "" : " ", a->name);
+    }
+    bput(&s, "};\n\n");
+    bput(&s, "%s\n", g.b.p ? g.b.p : "");
+    int lb = g.mode == CUDA_SERIAL ? 1 : 256;
+    bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
+    if (g.vec)
+        bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_v(const Args a) { run<%d>(a); }\n", lb, g.V);
+    free(g.b.p);
+    g.b.p = NULL;
+    if (s.oom) {
+        free(s.p);
+        gen_free(&g);
+        gfail(&g, FC_ERR_NOMEM, "out of memory");
+        return FC_ERR_NOMEM;
+    }
+    out->src = s.p;
+    out->len = s.n;
+    out->args = g.args;
+    out->nargs = g.nargs;
+    g.args = NULL;
+    gen_free(&g);
+    return FC_OK;
+}
+
+/* ---- text for --dump-cuda ---- */
+
+char *fc_cuda_kernel_dump(const FcKernel *k)
+{
+    CudaCode c;
+    FcError err;
+    Buf b = {0};
+    FcStatus st = fc_cuda_codegen(k, &c, &err);
+    if (st != FC_OK) {
+        bput(&b, "// cuda: %s\n", err.msg);
+        return b.oom ? (free(b.p), NULL) : b.p;
+    }
+    bput(&b, "%s", c.src);
+    bput(&b, "// launch: %d thread%s per block; %lld %s", c.block, c.block == 1 ? "" : "s", (long long)c.npts,
+         c.mode == CUDA_ROW ? "rows" : c.mode == CUDA_THREAD_REDUCE || c.mode == CUDA_BLOCK_REDUCE ? "outputs"
+                                                                                                   : "points");
+    if (c.vec)
+        bput(&b, " (%lld with tdl_v when i%d's extent is a multiple of %d)", (long long)c.npts_v, c.vl, c.V);
+    if (c.mode == CUDA_BLOCK_REDUCE)
+        bput(&b, ", %lld reduced each", (long long)c.nred);
+    bput(&b, "\n// args:");
+    int col = 9;
+    for (int i = 0; i < c.nargs; i++) {
+        const CudaArg *a = &c.args[i];
+        if (a->kind != CARG_VAL)
+            continue;
+        int w = (int)(strlen(a->name) + strlen(a->shown) + 4);
+        if (col + w > 100) {
+            bput(&b, "\n//      ");
+            col = 9;
+        }
+        bput(&b, " %s = %s%s", a->name, a->shown, i + 1 < c.nargs ? "," : "");
+        col += w;
+    }
+    bput(&b, "\n");
+    fc_cuda_code_free(&c);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* ---- the matrix product ---- */
+
+char *fc_cuda_matmul_source(FcDType dt)
+{
+    /* float32 accumulates in float32 and float64 in double, as the CPU's does; integers in
+     * unsigned arithmetic (wrapping). Each output element sums its products in k order. */
+    const char *T = ctype(dt), *A = dt == FC_FLOAT32 ? "f32" : dt == FC_FLOAT64 ? "f64" : utype(dt);
+    Buf b = {0};
+    bput(&b, "%s\n", prelude);
+    bput(&b,
+         "// ---- the batched matrix product C[b] = A[b] @ B[b] (%s): 16 x 16 tiles through shared memory ----\n"
+         "struct MmArgs {\n"
+         "    const char *a, *b;\n"
+         "    char *c;\n"
+         "    int64 m, n, k, nb, nbatch;\n"
+         "    int64 ao, ars, acs, bo, brs, bcs, co, crs, ccs;\n"
+         "    int64 batch[%d], abs_[%d], bbs[%d], cbs[%d];\n"
+         "};\n"
+         "\n"
+         "extern \"C\" __global__ void __launch_bounds__(256) tdl_mm(const MmArgs p)\n"
+         "{\n"
+         "    __shared__ %s ta[16][17], tb[16][17];\n"
+         "    const int tx = threadIdx.x, ty = threadIdx.y;\n"
+         "    for (int64 bt = blockIdx.z; bt < p.nb; bt += gridDim.z) {\n"
+         "        int64 ao = p.ao, bo = p.bo, co = p.co, q = bt;\n"
+         "        for (int d = (int)p.nbatch - 1; d >= 0; d--) {\n"
+         "            const int64 i = q %% p.batch[d];\n"
+         "            q /= p.batch[d];\n"
+         "            ao += i * p.abs_[d];\n"
+         "            bo += i * p.bbs[d];\n"
+         "            co += i * p.cbs[d];\n"
+         "        }\n"
+         "        for (int64 m0 = (int64)blockIdx.y * 16; m0 < p.m; m0 += (int64)gridDim.y * 16)\n"
+         "            for (int64 n0 = (int64)blockIdx.x * 16; n0 < p.n; n0 += (int64)gridDim.x * 16) {\n"
+         "                const int64 row = m0 + ty, col = n0 + tx;\n"
+         "                %s acc = 0;\n"
+         "                for (int64 k0 = 0; k0 < p.k; k0 += 16) {\n"
+         "                    ta[ty][tx] = row < p.m && k0 + tx < p.k ? (%s)((const %s *)p.a)[ao + row * p.ars + (k0 + tx) * p.acs] : 0;\n"
+         "                    tb[ty][tx] = k0 + ty < p.k && col < p.n ? (%s)((const %s *)p.b)[bo + (k0 + ty) * p.brs + col * p.bcs] : 0;\n"
+         "                    __syncthreads();\n"
+         "                    const int kk = p.k - k0 < 16 ? (int)(p.k - k0) : 16;\n"
+         "                    for (int j = 0; j < kk; j++)\n"
+         "                        acc = acc + ta[ty][j] * tb[j][tx];\n"
+         "                    __syncthreads();\n"
+         "                }\n"
+         "                if (row < p.m && col < p.n)\n"
+         "                    ((%s *)p.c)[co + row * p.crs + col * p.ccs] = (%s)acc;\n"
+         "            }\n"
+         "    }\n"
+         "}\n",
+         T, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, A, A, A, T, A, T, T, T);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,267 @@
+/* test_cpu_math.c — the CPU backend's exp (backend/cpu/cpu_math.h) against torch's, bit for bit.
+ *
+ * The golden files (tests/golden/exp/, written by gen_exp.py with torch, whose CPU exp is SLEEF's
+ * vector exp) hold inputs and torch's results of exp, softmax over the last dim and sigmoid, for
+ * float32 and float64: thresholds, denormal results, NaN payloads and signs included. Each is
+ * run through fcdim as a program would (stored and lazy inputs), which on an x86-64 with FMA
+ * runs the vectorised FMA clone of the chunk loops; and cpu_math.h's functions are also called
+ * directly from this file, which is compiled for the baseline ISA (fma from libm, the code a CPU
+ * without FMA runs), on the golden inputs and on sweeps that both paths must agree on. Torch is
+ * not needed; the files are read relative to the repository root, where `make test` runs. */
+#include "tests.h"
+
+#include "fcdim.h"
+/* White-box: the portable build of the functions the chunk loops inline. */
+#include "cpu/cpu_math.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GOLDEN_DIR "tests/golden/exp/"
+
+static const FcDType dtypes[2] = {FC_FLOAT32, FC_FLOAT64};
+
+static FcCtx *ctx;
+
+static void setup(void)
+{
+    FcError err;
+    ck_assert_int_eq(fc_ctx_new(&ctx, &err), FC_OK);
+}
+
+static void teardown(void)
+{
+    fc_ctx_free(ctx);
+    ctx = NULL;
+}
+
+/* GOLDEN_DIR/<what>_<dtype>.npy: a (2, ...) array of inputs and torch's results, of dtype dt. */
+static FcView load_golden(const char *what, FcDType dt)
+{
+    char path[256];
+    snprintf(path, sizeof path, GOLDEN_DIR "%s_%s.npy", what, fc_dtype_name(dt));
+    FcView v;
+    FcError err;
+    FcStatus st = fc_npy_load(path, &v, &err);
+    ck_assert_msg(st == FC_OK, "%s: %s", path, err.msg);
+    ck_assert_int_eq(v.dtype, dt);
+    ck_assert_int_ge(v.ndim, 2);
+    ck_assert_int_eq(v.shape[0], 2);
+    return v;
+}
+
+/* Half k (0: inputs, 1: results) of a golden array, as a C-contiguous view of its own. */
+static FcView golden_half(const FcView *g, int k)
+{
+    FcView h = *g;
+    h.ndim = g->ndim - 1;
+    memmove(h.shape, g->shape + 1, sizeof(int64_t) * (size_t)h.ndim);
+    fc_contiguous_strides(h.ndim, h.shape, h.strides);
+    h.offset = 0;
+    h.data = (char *)g->data + (size_t)k * (size_t)fc_view_numel(&h) * fc_dtype_size(g->dtype);
+    return h;
+}
+
+/* The element bits of a contiguous float view, as uint64. */
+static uint64_t bits_at(const void *data, FcDType dt, int64_t i)
+{
+    if (dt == FC_FLOAT32) {
+        uint32_t b;
+        memcpy(&b, (const float *)data + i, 4);
+        return b;
+    }
+    uint64_t b;
+    memcpy(&b, (const double *)data + i, 8);
+    return b;
+}
+
+static double value_at(const void *data, FcDType dt, int64_t i)
+{
+    return dt == FC_FLOAT32 ? ((const float *)data)[i] : ((const double *)data)[i];
+}
+
+/* got (a tensor) and want (n contiguous values) have the same bits; x names the inputs. */
+static void assert_same_bits(const char *what, FcTensor *got, const FcView *x, const FcView *want)
+{
+    FcView v;
+    FcError err;
+    ck_assert_int_eq(fc_host_view(ctx, got, &v, &err), FC_OK);
+    int64_t n = fc_view_numel(want);
+    ck_assert_int_eq(fc_view_numel(&v), n);
+    ck_assert_int_eq(v.dtype, want->dtype);
+    const char *base = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
+    int64_t contiguous[FC_MAX_DIMS];
+    fc_contiguous_strides(v.ndim, v.shape, contiguous);
+    for (int d = 0; d < v.ndim; d++)
+        ck_assert(v.shape[d] == 1 || v.strides[d] == contiguous[d]);
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(bits_at(base, v.dtype, i) == bits_at(want->data, v.dtype, i),
+                      "%s %s [%lld]: x = %a gives %a (0x%llx), torch %a (0x%llx)", what, fc_dtype_name(v.dtype),
+                      (long long)i, value_at(x->data, v.dtype, i), value_at(base, v.dtype, i),
+                      (unsigned long long)bits_at(base, v.dtype, i), value_at(want->data, v.dtype, i),
+                      (unsigned long long)bits_at(want->data, v.dtype, i));
+}
+
+/* A stored tensor of view h, made lazy (-(-x), the same bits) when asked. */
+static FcTensor *tensor_of(const FcView *h, bool lazy)
+{
+    FcTensor *t = NULL, *a = NULL, *b = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_from_view(ctx, h, fc_cpu(), &t, &err), FC_OK);
+    if (!lazy)
+        return t;
+    ck_assert_int_eq(fc_unary(ctx, FC_OP_NEG, t, &a, &err), FC_OK);
+    ck_assert_int_eq(fc_unary(ctx, FC_OP_NEG, a, &b, &err), FC_OK);
+    fc_tensor_release(t);
+    fc_tensor_release(a);
+    return b;
+}
+
+/* ---- through fcdim: the chunk loops ---- */
+
+/* _i: dtype (bit 0) and lazy input (bit 1). */
+static void run_unary(const char *what, FcOp op, int i)
+{
+    FcDType dt = dtypes[i & 1];
+    bool lazy = (i & 2) != 0;
+    FcView g = load_golden(what, dt);
+    FcView x = golden_half(&g, 0), want = golden_half(&g, 1);
+    FcTensor *in = tensor_of(&x, lazy), *out = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_unary(ctx, op, in, &out, &err), FC_OK);
+    assert_same_bits(what, out, &x, &want);
+    fc_tensor_release(in);
+    fc_tensor_release(out);
+    free(g.data);
+}
+
+START_TEST(exp_matches_torch)
+{
+    run_unary("exp", FC_OP_EXP, _i);
+}
+END_TEST
+
+START_TEST(sigmoid_matches_torch)
+{
+    run_unary("sigmoid", FC_OP_SIGMOID, _i);
+}
+END_TEST
+
+/* Rows whose sum of exp(x - max) is exactly 1 (see gen_exp.py): softmax gives exp's bits. */
+START_TEST(softmax_matches_torch)
+{
+    FcDType dt = dtypes[_i & 1];
+    FcView g = load_golden("softmax", dt);
+    FcView x = golden_half(&g, 0), want = golden_half(&g, 1);
+    FcTensor *in = tensor_of(&x, (_i & 2) != 0), *out = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_softmax(ctx, in, -1, false, &out, &err), FC_OK);
+    assert_same_bits("softmax", out, &x, &want);
+    fc_tensor_release(in);
+    fc_tensor_release(out);
+    free(g.data);
+}
+END_TEST
+
+/* ---- the portable build ---- */
+
+START_TEST(portable_exp_matches_torch)
+{
+    FcDType dt = dtypes[_i];
+    FcView g = load_golden("exp", dt);
+    FcView x = golden_half(&g, 0), want = golden_half(&g, 1);
+    int64_t n = fc_view_numel(&x);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t got;
+        if (dt == FC_FLOAT32)
+            got = cpu_f32_bits(cpu_exp_f32(((const float *)x.data)[i]));
+        else
+            got = cpu_f64_bits(cpu_exp_f64(((const double *)x.data)[i]));
+        ck_assert_msg(got == bits_at(want.data, dt, i),
+                      "portable exp %s [%lld]: x = %a gives 0x%llx, torch %a (0x%llx)", fc_dtype_name(dt),
+                      (long long)i, value_at(x.data, dt, i), (unsigned long long)got, value_at(want.data, dt, i),
+                      (unsigned long long)bits_at(want.data, dt, i));
+    }
+    free(g.data);
+}
+END_TEST
+
+/* A 64-bit xorshift, for sweeps that are the same on every run. */
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* The chunk loops (vectorised where the CPU allows) and the portable functions agree over a
+ * sweep: float32 every 2^13-th of all 2^32 bit patterns (NaNs, infinities, huge and tiny values)
+ * and 2^18 bit patterns spread evenly over [-104, 104] (thresholds -104 and 100); float64
+ * random values over [-1010, 720] and random bit patterns. */
+START_TEST(kernel_matches_portable_sweep)
+{
+    FcDType dt = dtypes[_i];
+    enum { N = 1 << 20 };
+    FcView v;
+    memset(&v, 0, sizeof v);
+    v.dtype = dt;
+    v.ndim = 1;
+    v.shape[0] = N + 3;     /* a short chunk at the end */
+    v.strides[0] = 1;
+    v.data = malloc((size_t)v.shape[0] * fc_dtype_size(dt));
+    ck_assert_ptr_nonnull(v.data);
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    for (int64_t i = 0; i < v.shape[0]; i++) {
+        if (dt == FC_FLOAT32) {
+            uint32_t b = (i & 1) ? (uint32_t)(i >> 1) << 13
+                                 : (i & 2 ? 0x80000000u : 0u) + (uint32_t)((i >> 2) * 0x10B2 % 0x42D00001);
+            memcpy((float *)v.data + i, &b, 4);
+        } else {
+            uint64_t r = next_rand(&s);
+            double d;
+            if (i % 4 == 3)
+                memcpy(&d, &r, 8);
+            else
+                d = (double)(r >> 11) / 9007199254740992.0 * 1730.0 - 1010.0;
+            ((double *)v.data)[i] = d;
+        }
+    }
+    FcTensor *in = tensor_of(&v, false), *out = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_unary(ctx, FC_OP_EXP, in, &out, &err), FC_OK);
+    FcView o;
+    ck_assert_int_eq(fc_host_view(ctx, out, &o, &err), FC_OK);
+    ck_assert(o.offset == 0 && o.strides[0] == 1);
+    for (int64_t i = 0; i < v.shape[0]; i++) {
+        uint64_t want = dt == FC_FLOAT32 ? cpu_f32_bits(cpu_exp_f32(((float *)v.data)[i]))
+                                         : cpu_f64_bits(cpu_exp_f64(((double *)v.data)[i]));
+        ck_assert_msg(bits_at(o.data, dt, i) == want, "exp %s [%lld]: x = %a, kernel %a (0x%llx), portable 0x%llx",
+                      fc_dtype_name(dt), (long long)i, value_at(v.data, dt, i), value_at(o.data, dt, i),
+                      (unsigned long long)bits_at(o.data, dt, i), (unsigned long long)want);
+    }
+    fc_tensor_release(in);
+    fc_tensor_release(out);
+    free(v.data);
+}
+END_TEST
+
+Suite *cpu_math_suite(void)
+{
+    Suite *s = suite_create("cpu_math");
+    TCase *tc = tcase_create("torch");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_loop_test(tc, exp_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, softmax_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, sigmoid_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, portable_exp_matches_torch, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("sweep");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,1307 @@
+/* test_cuda.c — the CUDA backend (backend/cuda/), mostly without a GPU.
+ *
+ * What runs anywhere NVRTC can be loaded (CI machines have the toolkit; where it cannot be, each
+ * test says so on stderr and passes):
+ *  - every kernel that the script tests (the .tdl files of tests/scripts) schedule, collected through
+ *    --dump-cuda (TDL_DUMP_CUDA: the CUDA source of each kernel as the CPU path runs it), is
+ *    compiled by NVRTC for sm_90 and sm_80; any compile error fails, with NVRTC's log and the
+ *    numbered source on stderr. The cold compile times are reported.
+ *  - representative kernels (a pointwise chain, a gather, softmax's fused reductions, a bounded
+ *    masked reduction, root reductions of both shapes, an argmax, a scattered accumulation, a
+ *    masked contraction and the matrix product the plain ones become) compile, and their source
+ *    has the structure the plan promises (a bounded loop for the masked sum, vector accesses
+ *    for the contiguous chain, block reductions for softmax, ...).
+ *  - the compile cache: memory hits, disk hits across cache objects, corrupt and truncated
+ *    entries recompiled and replaced, TDL_CACHE_DIR=off.
+ * What runs where g++ is (not under ASan): the generated source compiled for the host with an
+ * emulation of CUDA's execution model, run on every kernel of representative programs (of all the
+ * script tests with TDL_CUDA_HOST_SCRIPTS=1) and compared with the CPU executor, bit for bit
+ * except for the order of block reductions' additions.
+ * What needs no NVRTC: without a driver, device="cuda" is a DeviceError saying why, and the
+ * interpreter goes on. With a GPU (a driver and a device), programs run on cuda:0 and print
+ * what they print on the CPU; without one those tests say so and pass. */
+#include "tdl.h"
+#include "tests.h"
+
+#include "backend.h"
+#include "cuda/cuda_internal.h"     /* the code generator's plan, for the emulated launches */
+#include "interp.h"                 /* an interpreter's FcCtx, for its on_kernel hook */
+
+#include <dlfcn.h>
+#include <math.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- collecting kernels ---- */
+
+typedef struct Text { char *buf; size_t n; } Text;
+
+typedef struct Kernels {
+    char **src;
+    int n, cap;
+} Kernels;
+
+static void kernels_add(Kernels *ks, const char *s, size_t len)
+{
+    if (ks->n == ks->cap) {
+        ks->cap = ks->cap ? 2 * ks->cap : 64;
+        ks->src = realloc(ks->src, (size_t)ks->cap * sizeof *ks->src);
+        ck_assert_ptr_nonnull(ks->src);
+    }
+    char *c = malloc(len + 1);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, s, len);
+    c[len] = 0;
+    ks->src[ks->n++] = c;
+}
+
+static void kernels_free(Kernels *ks)
+{
+    for (int i = 0; i < ks->n; i++)
+        free(ks->src[i]);
+    free(ks->src);
+    memset(ks, 0, sizeof *ks);
+}
+
+/* The dump hook: each call is one kernel's text (it ends with a newline). */
+static void on_dump(void *ud, const char *text, size_t len)
+{
+    if (len == 1 && text[0] == '\n')
+        return;
+    kernels_add(ud, text, len);
+}
+
+static void sink(void *ud, const char *text, size_t len)
+{
+    Text *t = ud;
+    if (!t)
+        return;
+    char *q = realloc(t->buf, t->n + len + 1);
+    ck_assert_ptr_nonnull(q);
+    memcpy(q + t->n, text, len);
+    t->n += len;
+    q[t->n] = 0;
+    t->buf = q;
+}
+
+/* Runs program code (or the file path when code is NULL) with every kernel's CUDA source going
+ * into ks. Returns the run's status. */
+static tdl_status collect(const char *code, const char *path, Kernels *ks, Text *out)
+{
+    tdl_config cfg = {0};
+    cfg.flags = TDL_DUMP_CUDA;
+    cfg.dump = on_dump;
+    cfg.dump_ud = ks;
+    cfg.write = sink;
+    cfg.write_ud = out;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    const char *argv[] = {path ? path : "<test>"};
+    tdl_set_argv(T, 1, argv);
+    tdl_status st = code ? tdl_run_string(T, code, "<test>") : tdl_run_file(T, path);
+    tdl_close(T);
+    return st;
+}
+
+/* The source part of a dump (without the trailing "// launch" and "// args" comments). */
+static char *source_of(const char *dump)
+{
+    const char *e = strstr(dump, "// launch:");
+    size_t n = e ? (size_t)(e - dump) : strlen(dump);
+    char *s = malloc(n + 1);
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, dump, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Whether NVRTC can be loaded; when not, says so once per test. */
+static bool have_nvrtc(const char *test)
+{
+    int major, minor;
+    FcError err;
+    if (fc_cuda_nvrtc_version(&major, &minor, &err) == FC_OK)
+        return true;
+    fprintf(stderr, "cuda: %s skipped: %s\n", test, err.msg);
+    return false;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Compiles src for sm (no cache); on an error prints NVRTC's log and the numbered source and
+ * fails. Returns the compile time in ms. */
+static double compile_ok(const char *src, int sm, const char *what)
+{
+    FcCudaBuild b;
+    FcError err;
+    FcStatus st = fc_cuda_compile(NULL, src, sm, &b, &err);
+    if (st != FC_OK) {
+        fprintf(stderr, "cuda: %s does not compile for sm_%d: %s\n%s\n", what, sm, err.msg, b.log ? b.log : src);
+        free(b.log);
+        ck_abort_msg("%s does not compile for sm_%d: %s", what, sm, err.msg);
+    }
+    ck_assert(b.len > 0 && !b.ptx && b.from == FC_CUDA_COMPILED);
+    free(b.image);
+    free(b.log);
+    return b.ms;
+}
+
+/* ---- the generated source run on the host ----
+ *
+ * Without a GPU the CUDA source can still be run: compiled as C++ for the host (the system's
+ * g++, -std=c++17, so no contraction into FMA) with a small emulation of CUDA's execution model
+ * in front of it. Blocks run one after another; a block's threads are coroutines (ucontext),
+ * switched at __syncthreads and at every shuffle, so the block reductions run as written; the
+ * kernel's pointers are host memory. Each kernel a program runs on the CPU is also run this way
+ * (through FcCtx.on_kernel, on copies of its output) and the two results are compared bit for bit:
+ * the same values, except where the GPU adds in another order than the CPU (block reductions,
+ * split reductions, root reductions: the same up to the rounding of double additions) and libm
+ * versus CUDA's transcendental functions (here both are glibc's, so they agree too). */
+
+static const char emu_header[] =
+    "#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#include <ucontext.h>\n"
+    "struct dim3 { unsigned x, y, z; };\n"
+    "static dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
+    "#define __global__\n"
+    "#define __device__\n"
+    "#define __forceinline__ inline\n"
+    "#define __noinline__\n"
+    "#define __launch_bounds__(n)\n"
+    "#define __shared__ static\n"
+    "static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
+    "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
+    "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"
+    "static EmuThread *emu_th;\n"
+    "static int emu_cur;\n"
+    "static ucontext_t emu_main;\n"
+    "static void (*emu_fn)(const void *);\n"
+    "static const void *emu_arg;\n"
+    "static void __syncthreads() { emu_th[emu_cur].waiting = true; swapcontext(&emu_th[emu_cur].ctx, &emu_main); }\n"
+    "template <class T> static T __shfl_down_sync(unsigned, T v, int d)\n"
+    "{\n"
+    "    static unsigned char buf[1024][sizeof(T)];\n"
+    "    memcpy(buf[threadIdx.x], &v, sizeof v);\n"
+    "    __syncthreads();\n"
+    "    T r;\n"
+    "    memcpy(&r, buf[(threadIdx.x & 31) + d < 32 ? threadIdx.x + d : threadIdx.x], sizeof r);\n"
+    "    __syncthreads();\n"
+    "    return r;\n"
+    "}\n"
+    "static void emu_start(int i) { emu_fn(emu_arg); emu_th[i].done = true; }\n"
+    "// Runs fn(arg) on a grid of gx x gy blocks of bx threads.\n"
+    "static void emu_grid(void (*fn)(const void *), const void *arg, unsigned gx, unsigned gy, unsigned bx)\n"
+    "{\n"
+    "    enum { STACK = 128 * 1024 };\n"
+    "    emu_fn = fn;\n"
+    "    emu_arg = arg;\n"
+    "    emu_th = (EmuThread *)calloc(bx, sizeof *emu_th);\n"
+    "    char *stacks = (char *)malloc((size_t)bx * STACK);\n"
+    "    gridDim = {gx, gy, 1};\n"
+    "    blockDim = {bx, 1, 1};\n"
+    "    for (unsigned by = 0; by < gy; by++)\n"
+    "        for (unsigned b = 0; b < gx; b++) {\n"
+    "            blockIdx = {b, by, 0};\n"
+    "            for (unsigned i = 0; i < bx; i++) {\n"
+    "                emu_th[i].done = emu_th[i].waiting = false;\n"
+    "                getcontext(&emu_th[i].ctx);\n"
+    "                emu_th[i].ctx.uc_stack.ss_sp = stacks + (size_t)i * STACK;\n"
+    "                emu_th[i].ctx.uc_stack.ss_size = STACK;\n"
+    "                emu_th[i].ctx.uc_link = &emu_main;\n"
+    "                makecontext(&emu_th[i].ctx, (void (*)())emu_start, 1, (int)i);\n"
+    "            }\n"
+    "            for (;;) {\n"
+    "                bool live = false;\n"
+    "                for (unsigned i = 0; i < bx; i++) {\n"
+    "                    if (emu_th[i].done || emu_th[i].waiting)\n"
+    "                        continue;\n"
+    "                    emu_cur = (int)i;\n"
+    "                    threadIdx = {i, 0, 0};\n"
+    "                    swapcontext(&emu_main, &emu_th[i].ctx);\n"
+    "                }\n"
+    "                for (unsigned i = 0; i < bx; i++)\n"
+    "                    if (!emu_th[i].done) {\n"
+    "                        live = true;\n"
+    "                        emu_th[i].waiting = false;   /* every live thread is at the barrier */\n"
+    "                    }\n"
+    "                if (!live)\n"
+    "                    break;\n"
+    "            }\n"
+    "        }\n"
+    "    free(stacks);\n"
+    "    free(emu_th);\n"
+    "}\n";
+
+typedef void (*EmuLaunch)(int which, const void *args, unsigned gx, unsigned gy, unsigned bx);
+
+typedef struct EmuKernel {
+    char *src;
+    void *so;
+    EmuLaunch launch;
+} EmuKernel;
+
+typedef struct Emu {
+    char dir[128];
+    EmuKernel *k;
+    int nk;
+    FcBackend *cpu;
+    int checked, exact, rounded, skipped;   /* kernels compared; identical; differing within rounding */
+    int nfail;
+    char fail[1024];                         /* the first failure */
+    double max_rel;                          /* the largest relative difference seen where allowed */
+} Emu;
+
+/* Whether g++ is here (the emulation's compiler); sets up e's folder. */
+static bool emu_init(Emu *e)
+{
+    memset(e, 0, sizeof *e);
+    /* A fresh folder each time: the host builds stay loaded after dlclose (their template
+     * statics are unique symbols), so a path must not be reused. */
+    snprintf(e->dir, sizeof e->dir, "/tmp/tdl-cuda-emu-XXXXXX");
+    if (!mkdtemp(e->dir))
+        return false;
+    char p[300];
+    snprintf(p, sizeof p, "%s/emu.h", e->dir);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        return false;
+    fputs(emu_header, f);
+    fclose(f);
+    e->cpu = fc_cpu_backend_new(1);
+    return system("g++ --version > /dev/null 2>&1") == 0 && e->cpu;
+}
+
+static void emu_free(Emu *e)
+{
+    for (int i = 0; i < e->nk; i++) {
+        free(e->k[i].src);
+        if (e->k[i].so)
+            dlclose(e->k[i].so);
+    }
+    free(e->k);
+    if (e->cpu)
+        e->cpu->destroy(e->cpu);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cuda: could not remove %s\n", e->dir);
+}
+
+static void emu_failf(Emu *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void emu_failf(Emu *e, const char *fmt, ...)
+{
+    if (e->nfail++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->fail, sizeof e->fail, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* The host build of c's source (compiled on first use), or NULL. */
+static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
+{
+    for (int i = 0; i < e->nk; i++)
+        if (strcmp(e->k[i].src, c->src) == 0)
+            return e->k[i].launch;
+    char src[200], so[200], cmd[1024];
+    snprintf(src, sizeof src, "%s/k%d.cpp", e->dir, e->nk);
+    snprintf(so, sizeof so, "%s/k%d.so", e->dir, e->nk);
+    FILE *f = fopen(src, "w");
+    if (!f)
+        return NULL;
+    fputs(c->src, f);
+    fprintf(f, "\nstatic void emu_s(const void *a) { tdl_s(*(const Args *)a); }\n");
+    if (c->vec)
+        fprintf(f, "static void emu_v(const void *a) { tdl_v(*(const Args *)a); }\n");
+    if (c->mode == CUDA_BLOCK_REDUCE)
+        fprintf(f, "static void emu_f(const void *a) { tdl_finish(*(const Args *)a); }\n");
+    fprintf(f, "extern \"C\" void emu_launch(int which, const void *a, unsigned gx, unsigned gy, unsigned bx)\n"
+               "{\n"
+               "    static_assert(sizeof(Args) == %zu, \"the argument struct's layout\");\n"
+               "    emu_grid(which == 0 ? emu_s : which == 1 ? %s : %s, a, gx, gy, bx);\n"
+               "}\n",
+            c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", e->dir, src,
+             so, src);
+    EmuKernel k = {strdup(c->src), NULL, NULL};
+    if (system(cmd) == 0)
+        k.so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (k.so)
+        k.launch = (EmuLaunch)dlsym(k.so, "emu_launch");
+    e->k = realloc(e->k, (size_t)(e->nk + 1) * sizeof *e->k);
+    e->k[e->nk++] = k;
+    if (!k.launch) {
+        char log[600] = "";
+        snprintf(cmd, sizeof cmd, "%s.log", src);
+        FILE *lf = fopen(cmd, "r");
+        if (lf) {
+            size_t m = fread(log, 1, sizeof log - 1, lf);
+            log[m] = 0;
+            fclose(lf);
+        }
+        emu_failf(e, "the host build of a kernel failed (%s):\n%s", src, log);
+    }
+    return k.launch;
+}
+
+/* The output's span in elements, [lo, hi), that k can write. False when it writes nothing. */
+static bool out_span(const FcKernel *k, int64_t *lo, int64_t *hi)
+{
+    int64_t a = k->out_offset, b = k->out_offset;
+    for (int l = 0; l < k->nloop; l++) {
+        if (k->extent[l] == 0 && k->owner[l] < 0)
+            return false;
+        int64_t s = k->out_strides[l] * (k->extent[l] > 0 ? k->extent[l] - 1 : 0);
+        if (s > 0)
+            b += s;
+        else
+            a += s;
+    }
+    for (int g = 0; g < k->nscatter; g++) {
+        int64_t s = k->scatter[g].stride * (k->scatter[g].extent > 0 ? k->scatter[g].extent - 1 : 0);
+        if (s > 0)
+            b += s;
+        else
+            a += s;
+    }
+    *lo = a;
+    *hi = b + 1;
+    return true;
+}
+
+/* Runs c's entry point `which` (0 tdl_s, 1 tdl_v) on the host into out (whose element 0 is the
+ * output's element `lo`). Returns the status the backend would, with its message in err. */
+static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch launch, int which, char *out, int64_t lo,
+                        FcError *err)
+{
+    struct { int32_t code, dim; int64_t value, extent; } slot = {0};
+    int64_t npts = which ? c->npts_v : c->npts, nsplit = 1, per = c->split_ext;
+    fc_cuda_split(c, npts, &nsplit, &per);
+    void *part = nsplit > 1 ? calloc((size_t)(npts * nsplit), c->part_elem) : NULL;
+    unsigned char *args = calloc(1, c->args_size + 8);
+    size_t es = fc_dtype_size(k->out_dtype);
+    for (int i = 0; i < c->nargs; i++) {
+        const CudaArg *a = &c->args[i];
+        uintptr_t p = 0;
+        switch (a->kind) {
+        case CARG_OUT: p = (uintptr_t)out - (uintptr_t)(lo * (int64_t)es); break;
+        case CARG_BUF: p = (uintptr_t)k->bufs[a->buf]; break;
+        case CARG_ERR: p = (uintptr_t)&slot; break;
+        case CARG_PART: p = (uintptr_t)part; break;
+        case CARG_VAL: memcpy(args + a->offset, a->bytes, (size_t)a->size); continue;
+        }
+        memcpy(args + a->offset, &p, 8);
+    }
+    memcpy(args + c->args[c->arg_npts].offset, &npts, 8);
+    if (c->arg_nsplit >= 0) {
+        memcpy(args + c->args[c->arg_nsplit].offset, &nsplit, 8);
+        memcpy(args + c->args[c->arg_per].offset, &per, 8);
+    }
+    /* A few blocks: the grid- and block-stride loops cover the rest. */
+    unsigned few = 3, bx = (unsigned)c->block;
+    switch (c->mode) {
+    case CUDA_THREAD:
+    case CUDA_THREAD_REDUCE: {
+        int64_t g = (npts + bx - 1) / bx;
+        launch(which, args, g < few ? (unsigned)g : few, 1, bx);
+        break;
+    }
+    case CUDA_ROW:
+        launch(which, args, npts < few ? (unsigned)npts : few, 1, bx);
+        break;
+    case CUDA_BLOCK_REDUCE:
+        launch(which, args, npts < few ? (unsigned)npts : few, (unsigned)nsplit, bx);
+        if (nsplit > 1)
+            launch(2, args, 2, 1, 32);
+        break;
+    case CUDA_SERIAL:
+        launch(which, args, 1, 1, 1);
+        break;
+    }
+    free(part);
+    free(args);
+    if (slot.code == 1) {
+        snprintf(err->msg, sizeof err->msg, "index %lld is out of bounds for dimension %d with size %lld",
+                 (long long)slot.value, slot.dim, (long long)slot.extent);
+        return FC_ERR_INDEX;
+    }
+    if (slot.code == 2) {
+        snprintf(err->msg, sizeof err->msg, "ZeroDivisionError");
+        return FC_ERR_RUNTIME;
+    }
+    return FC_OK;
+}
+
+/* Compares the emulated output with the CPU's: bits, or (where the GPU adds in another order)
+ * values within the rounding of double sums. */
+static void emu_compare(Emu *e, const FcKernel *k, const CudaCode *c, const char *want, const char *got, size_t n,
+                        const char *what)
+{
+    if (memcmp(want, got, n) == 0) {
+        e->exact++;
+        return;
+    }
+    bool reorders = c->mode == CUDA_BLOCK_REDUCE || c->mode == CUDA_THREAD_REDUCE || c->mode == CUDA_ROW;
+    FcDType dt = k->out_dtype;
+    size_t es = fc_dtype_size(dt), bad = 0, first = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n / es; i++) {
+        if (memcmp(want + i * es, got + i * es, es) == 0)
+            continue;
+        double x = dt == FC_FLOAT32 ? ((const float *)want)[i] : dt == FC_FLOAT64 ? ((const double *)want)[i] : NAN;
+        double y = dt == FC_FLOAT32 ? ((const float *)got)[i] : dt == FC_FLOAT64 ? ((const double *)got)[i] : NAN;
+        double rel = fabs(x - y) / (fabs(x) > 1e-300 ? fabs(x) : 1e-300);
+        if (!(rel <= (dt == FC_FLOAT32 ? 2e-7 : 1e-13)))
+            rel = INFINITY;
+        if (bad++ == 0)
+            first = i;
+        if (rel > worst)
+            worst = rel;
+    }
+    if (reorders && worst < INFINITY) {
+        e->rounded++;
+        if (worst > e->max_rel)
+            e->max_rel = worst;
+        return;
+    }
+    char a[64] = "?", b[64] = "?";
+    if (dt == FC_FLOAT32)
+        snprintf(a, sizeof a, "%.9g", ((const float *)want)[first]), snprintf(b, sizeof b, "%.9g", ((const float *)got)[first]);
+    else if (dt == FC_FLOAT64)
+        snprintf(a, sizeof a, "%.17g", ((const double *)want)[first]), snprintf(b, sizeof b, "%.17g", ((const double *)got)[first]);
+    else if (dt == FC_INT64)
+        snprintf(a, sizeof a, "%lld", (long long)((const int64_t *)want)[first]), snprintf(b, sizeof b, "%lld", (long long)((const int64_t *)got)[first]);
+    else if (dt == FC_INT32)
+        snprintf(a, sizeof a, "%d", ((const int32_t *)want)[first]), snprintf(b, sizeof b, "%d", ((const int32_t *)got)[first]);
+    else
+        snprintf(a, sizeof a, "%d", ((const uint8_t *)want)[first]), snprintf(b, sizeof b, "%d", ((const uint8_t *)got)[first]);
+    char *dump = fc_kernel_dump(k);
+    emu_failf(e, "%s: %zu of %zu elements differ from the CPU's (the first, %zu: cpu %s, cuda %s)\n%s", what, bad,
+              n / es, first, a, b, dump ? dump : "");
+    free(dump);
+}
+
+/* FcCtx.on_kernel: every kernel the CPU is about to run, run on copies of its output by the CPU
+ * backend and by the host build of its CUDA source (tdl_s, and tdl_v where it applies). */
+static void emu_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    Emu *e = ud;
+    int64_t lo, hi;
+    if (dev.type != FC_DEV_CPU || !out_span(k, &lo, &hi))
+        return;
+    CudaCode c;
+    FcError err;
+    if (fc_cuda_codegen(k, &c, &err) != FC_OK) {
+        e->skipped++;
+        return;
+    }
+    EmuLaunch launch = emu_compile(e, &c);
+    if (!launch) {
+        fc_cuda_code_free(&c);
+        return;
+    }
+    size_t es = fc_dtype_size(k->out_dtype), n = (size_t)(hi - lo) * es;
+    const char *cur = (const char *)k->out + lo * (int64_t)es;
+    char *want = malloc(n), *got = malloc(n);
+    memcpy(want, cur, n);
+    FcKernel k2 = *k;
+    k2.out = want - lo * (int64_t)es;
+    k2.nthreads = 1;
+    k2.interrupt = NULL;
+    FcError e1, e2;
+    FcStatus s1 = e->cpu->run(e->cpu, &k2, &e1);
+    for (int which = 0; which < 2; which++) {
+        if (which == 1 && !(c.vec && k->extent[c.vl] % c.V == 0))
+            break;
+        memcpy(got, cur, n);
+        FcStatus s2 = emu_run(e, k, &c, launch, which, got, lo, &e2);
+        e->checked++;
+        const char *what = which ? "tdl_v" : "tdl_s";
+        if (s1 != s2 || (s1 && strcmp(e1.msg, e2.msg) != 0))
+            emu_failf(e, "%s: the CPU gives %d (%s), the CUDA source %d (%s)", what, s1, s1 ? e1.msg : "", s2,
+                      s2 ? e2.msg : "");
+        else if (!s1)
+            emu_compare(e, k, &c, want, got, n, what);
+        else
+            e->exact++;
+    }
+    free(want);
+    free(got);
+    fc_cuda_code_free(&c);
+}
+
+/* Runs code (or the file path) with every kernel also checked through the host build of its
+ * CUDA source. */
+static tdl_status emu_program(Emu *e, const char *code, const char *path)
+{
+    tdl_config cfg = {0};
+    cfg.write = sink;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    T->I.fc->on_kernel = emu_on_kernel;
+    T->I.fc->on_kernel_ud = e;
+    const char *argv[] = {path ? path : "<test>"};
+    tdl_set_argv(T, 1, argv);
+    tdl_status st = code ? tdl_run_string(T, code, "<test>") : tdl_run_file(T, path);
+    tdl_close(T);
+    return st;
+}
+
+static void emu_report(const Emu *e, const char *what)
+{
+    fprintf(stderr,
+            "cuda: %s, run on the host: %d launches checked against the CPU, %d identical, %d within the rounding "
+            "of double sums (relative %.1e at most), %d kernels compiled, %d refused\n",
+            what, e->checked, e->exact, e->rounded, e->max_rel, e->nk, e->skipped);
+}
+
+/* ---- every kernel of the script tests ---- */
+
+typedef struct Job {
+    char **src;                 /* distinct sources */
+    const char **from;          /* the script each came from */
+    int n;
+    atomic_int next;
+    double *ms;                 /* [2n]: sm_90, sm_80 */
+    char **fail;                /* [n] a compile error report, or NULL */
+} Job;
+
+static void *compile_worker(void *arg)
+{
+    Job *j = arg;
+    for (;;) {
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= 2 * j->n)
+            return NULL;
+        int k = i / 2, sm = i % 2 ? 80 : 90;
+        FcCudaBuild b;
+        FcError err;
+        if (fc_cuda_compile(NULL, j->src[k], sm, &b, &err) == FC_OK) {
+            j->ms[i] = b.ms;
+        } else if (!j->fail[k]) {
+            size_t cap = strlen(err.msg) + (b.log ? strlen(b.log) : 0) + 256;
+            j->fail[k] = malloc(cap);
+            if (j->fail[k])
+                snprintf(j->fail[k], cap, "sm_%d, a kernel of %s: %s\n%s", sm, j->from[k], err.msg,
+                         b.log ? b.log : "");
+        }
+        free(b.image);
+        free(b.log);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+START_TEST(script_kernels_compile)
+{
+    if (!have_nvrtc("compiling the script tests' kernels"))
+        return;
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir("tests/scripts"), 0);
+    DIR *d = opendir(".");
+    ck_assert_ptr_nonnull(d);
+    char **names = NULL;
+    int nn = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".tdl") == 0) {
+            names = realloc(names, (size_t)(nn + 1) * sizeof *names);
+            names[nn++] = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    /* Run each script as run_scripts.sh does (its output discarded), collecting its kernels. */
+    Kernels all = {0};
+    const char **from = NULL;
+    int nfrom = 0, unsupported = 0;
+    double t0 = now_ms();
+    for (int i = 0; i < nn; i++) {
+        Kernels ks = {0};
+        collect(NULL, names[i], &ks, NULL);
+        for (int k = 0; k < ks.n; k++) {
+            if (strncmp(ks.src[k], "// cuda: ", 9) == 0) {
+                /* A kernel the code generator refused: only what the CPU refuses too. */
+                if (!strstr(ks.src[k], "is not supported"))
+                    ck_abort_msg("%s: the CUDA code generator refused a kernel: %s", names[i], ks.src[k] + 9);
+                unsupported++;
+                continue;
+            }
+            char *s = source_of(ks.src[k]);
+            kernels_add(&all, s, strlen(s));
+            free(s);
+            from = realloc(from, (size_t)(nfrom + 1) * sizeof *from);
+            from[nfrom++] = names[i];
+        }
+        kernels_free(&ks);
+    }
+    double t_run = now_ms() - t0;
+    ck_assert_int_eq(chdir(cwd), 0);
+    /* Distinct sources (the same structure on other shapes or scalars is the same source). */
+    Job j = {0};
+    j.src = malloc((size_t)(all.n + 1) * sizeof *j.src);
+    j.from = malloc((size_t)(all.n + 1) * sizeof *j.from);
+    for (int i = 0; i < all.n; i++) {
+        bool dup = false;
+        for (int q = 0; q < j.n && !dup; q++)
+            dup = strcmp(j.src[q], all.src[i]) == 0;
+        if (!dup) {
+            j.src[j.n] = all.src[i];
+            j.from[j.n++] = from[i];
+        }
+    }
+    j.ms = calloc((size_t)(2 * j.n + 1), sizeof *j.ms);
+    j.fail = calloc((size_t)(j.n + 1), sizeof *j.fail);
+    atomic_init(&j.next, 0);
+    t0 = now_ms();
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = ncpu < 2 ? 2 : ncpu > 8 ? 8 : (int)ncpu;
+    pthread_t th[8];
+    for (int t = 0; t < nth; t++)
+        ck_assert_int_eq(pthread_create(&th[t], NULL, compile_worker, &j), 0);
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    double t_compile = now_ms() - t0;
+    int nfail = 0;
+    for (int k = 0; k < j.n; k++)
+        if (j.fail[k]) {
+            if (nfail++ == 0)
+                fprintf(stderr, "cuda: a script test's kernel does not compile: %s\n", j.fail[k]);
+        }
+    double *s90 = malloc((size_t)(j.n + 1) * sizeof *s90), total = 0;
+    for (int k = 0; k < j.n; k++) {
+        s90[k] = j.ms[2 * k];
+        total += j.ms[2 * k] + j.ms[2 * k + 1];
+    }
+    qsort(s90, (size_t)j.n, sizeof *s90, cmp_double);
+    fprintf(stderr,
+            "cuda: %d kernels from %d scripts (%d distinct sources; %d refused as on the CPU) collected in %.1f s; "
+            "compiled for sm_90 and sm_80 in %.1f s on %d threads (%.1f s of NVRTC); cold compile per kernel "
+            "(sm_90): median %.0f ms, max %.0f ms\n",
+            all.n, nn, j.n, unsupported, t_run / 1e3, t_compile / 1e3, nth, total / 1e3, j.n ? s90[j.n / 2] : 0.0,
+            j.n ? s90[j.n - 1] : 0.0);
+    ck_assert_msg(nfail == 0, "%d of %d distinct kernels of the script tests do not compile (the first is on stderr)",
+                  nfail, j.n);
+    ck_assert_int_gt(j.n, 50);
+    for (int k = 0; k < j.n; k++)
+        free(j.fail[k]);
+    free(j.fail);
+    free(j.ms);
+    free(j.src);
+    free(j.from);
+    free(s90);
+    free(from);
+    kernels_free(&all);
+    for (int i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+}
+END_TEST
+
+/* ---- representative kernels ---- */
+
+/* A program, the number of its kernel to look at (the last: -1), what its source must contain
+ * and must not contain ("" for nothing). */
+typedef struct Shape {
+    const char *name;
+    const char *code;
+    int kernel;
+    const char *has[6];
+    const char *hasnt[3];
+} Shape;
+
+static const Shape shapes[] = {
+    {"pointwise chain",
+     "x = arange(4096.0).reshape(64, 64)\ny = x.t().contiguous()\n"
+     "z = (x * 0.5 + 1).sin() * y - x.abs().sqrt()\nprint(z[0, :3])\n",
+     -1,
+     {"a thread per output point", "ldv<V>(", "stv<V>(", "tdl_v(const Args a) { run<4>(a); }", "sinf(", NULL},
+     {"fma", "block_reduce", NULL}},
+    {"gather",
+     "x = arange(1000.0).reshape(100, 10)\ni = tensor([3, -1, 7, 0, 99])\nprint(x[i] * 2)\n",
+     -1,
+     {"gix(", ", true, 0, a.err)", "const ix_t o", NULL},
+     {NULL}},
+    {"softmax",
+     "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\ny = x.softmax(1)\nprint(y[0, :3])\n",
+     -1,
+     {"a block per row", "block_reduce<f64, c_amax>", "block_reduce<f64, c_sum>", "by the block",
+      "stv<V>(", NULL},
+     {NULL}},
+    {"a sum of softmax: rows in order, shared out over split blocks",
+     "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\nprint(x.softmax(1).sum().item() > 0)\n",
+     -1,
+     {"a block per output", "for (ix_t i0 = lo; i0 < hi; i0++)", "block_reduce<f64, c_amax>(a2)",
+      "t2 < a.nt", NULL},
+     {NULL}},
+    {"bounded masked sum",
+     "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\n"
+     "i, j = dims(2)\nv = x[i, j]\ne = x[i, 0].abs() * 40\n"
+     "s = where(j < e, v, 0).sum(j).order(i)\nprint(s[:3])\n",
+     -1,
+     {"bcount(false, (f64)v", "if (c < n", "; i", "a.f", NULL},
+     {NULL}},
+    {"root reduction, a block per output",
+     "x = arange(100000.0).reshape(10, 10000)\nprint(x.sum(1))\n",
+     0,
+     {"a block per output", "block_reduce<f64, c_sum>(r)", "tdl_finish", "a.nsplit", NULL},
+     {NULL}},
+    {"root reduction, a thread per output",
+     "x = arange(40000.0).reshape(2, 20000)\ny = x.sum(0)\nprint(y[:3])\n",
+     -1,
+     {"a thread per output", "r = c_sum(r, (f64)v", NULL},
+     {"block_reduce", NULL}},
+    {"argmax",
+     "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\nprint(x.argmax(1))\n",
+     -1,
+     {"block_argreduce<true>(r, ri)", "b_argmax(", NULL},
+     {NULL}},
+    {"lanes: a fused row sum under a thread per output",
+     "x = (arange(20000 * 20.0) * 0.37).sin().reshape(20000, 20)\n"
+     "y = (x - x.sum(1, keepdim=True)).exp().sum(1)\nprint(y[:3])\n",
+     -1,
+     {"in eight lanes (the CPU's order)", "_Pragma(\"unroll\") for (int l", "a thread per output", NULL},
+     {NULL}},
+    {"scattered accumulation",
+     "z = zeros(10)\nz.index_put_((tensor([1, 3, 1, 9]),), tensor([1.0, 2.0, 3.0, 4.0]), accumulate=True)\nprint(z)\n",
+     -1,
+     {"one thread in loop order", "*dst += ", "if (a.err->code != 0)", NULL},
+     {NULL}},
+    {"masked contraction",
+     "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
+     "print(where(k < 3, a * b, 0).sum(k).order(i, j))\n",
+     -1,
+     {"bcount(", "c_sum", NULL},
+     {NULL}},
+};
+
+START_TEST(representative_kernels)
+{
+    bool nvrtc = have_nvrtc("compiling representative kernels");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *sh = &shapes[s];
+        Kernels ks = {0};
+        Text out = {0};
+        tdl_status st = collect(sh->code, NULL, &ks, &out);
+        ck_assert_msg(st == TDL_OK, "%s: the program fails", sh->name);
+        ck_assert_msg(ks.n > 0, "%s: no kernel", sh->name);
+        int k = sh->kernel < 0 ? ks.n + sh->kernel : sh->kernel;
+        ck_assert_msg(k >= 0 && k < ks.n, "%s: %d kernels", sh->name, ks.n);
+        const char *src = strstr(ks.src[k], "// ---- the kernel");    /* after the prelude */
+        ck_assert_msg(src != NULL, "%s: no kernel in the dump", sh->name);
+        for (int h = 0; h < 6 && sh->has[h]; h++)
+            if (!strstr(src, sh->has[h])) {
+                fprintf(stderr, "%s\n", src);
+                ck_abort_msg("%s: the source (on stderr) lacks \"%s\"", sh->name, sh->has[h]);
+            }
+        for (int h = 0; h < 3 && sh->hasnt[h]; h++)
+            if (strstr(src, sh->hasnt[h])) {
+                fprintf(stderr, "%s\n", src);
+                ck_abort_msg("%s: the source (on stderr) has \"%s\"", sh->name, sh->hasnt[h]);
+            }
+        if (nvrtc)
+            for (int q = 0; q < ks.n; q++) {
+                char *c = source_of(ks.src[q]);
+                double ms = compile_ok(c, 90, sh->name);
+                if (q == k)
+                    fprintf(stderr, "cuda: cold compile, %s: %.0f ms\n", sh->name, ms);
+                compile_ok(c, 80, sh->name);
+                free(c);
+            }
+        kernels_free(&ks);
+        free(out.buf);
+    }
+    if (nvrtc)
+        for (FcDType dt = FC_INT32; dt <= FC_FLOAT64; dt++) {
+            char *c = fc_cuda_matmul_source(dt);
+            ck_assert_ptr_nonnull(c);
+            double ms = compile_ok(c, 90, "the matrix product");
+            fprintf(stderr, "cuda: cold compile, the matrix product (%s): %.0f ms\n", fc_dtype_name(dt), ms);
+            free(c);
+        }
+}
+END_TEST
+
+/* Without --dump-cuda, --dump-kernels shows no CUDA for CPU kernels: its text is unchanged. */
+START_TEST(cpu_dump_unchanged)
+{
+    Kernels ks = {0};
+    tdl_config cfg = {0};
+    cfg.flags = TDL_DUMP_KERNELS;
+    cfg.dump = on_dump;
+    cfg.dump_ud = &ks;
+    cfg.write = sink;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_int_eq(tdl_run_string(T, "x = arange(10.0)\ny = (x * 2).exp()\nprint(y.sum())\n", "<t>"), TDL_OK);
+    tdl_close(T);
+    ck_assert_int_gt(ks.n, 0);
+    for (int i = 0; i < ks.n; i++) {
+        ck_assert(strncmp(ks.src[i], "kernel: ", 8) == 0);
+        ck_assert(!strstr(ks.src[i], "__global__"));
+    }
+    kernels_free(&ks);
+}
+END_TEST
+
+/* The same structure on other sizes and scalars is the same source (so it hits the cache). */
+START_TEST(source_independent_of_numbers)
+{
+    Kernels a = {0}, b = {0};
+    ck_assert_int_eq(collect("x = arange(1000.0)\nprint((x * 3 + 1).sin().sum() > 0)\n", NULL, &a, NULL), TDL_OK);
+    ck_assert_int_eq(collect("x = arange(2000.0)\nprint((x * 5 + 2).sin().sum() > 0)\n", NULL, &b, NULL), TDL_OK);
+    ck_assert_int_eq(a.n, b.n);
+    for (int i = 0; i < a.n; i++) {
+        char *x = source_of(a.src[i]), *y = source_of(b.src[i]);
+        ck_assert_str_eq(x, y);
+        ck_assert_str_ne(a.src[i], b.src[i]);     /* the argument values differ */
+        free(x);
+        free(y);
+    }
+    kernels_free(&a);
+    kernels_free(&b);
+}
+END_TEST
+
+/* ---- the compile cache ---- */
+
+static char cache_dir[256];
+
+static void rm_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* The one entry file in cache_dir/sub (its path into p), and how many files there are. */
+static int entries(const char *dir, char *p, size_t cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        n++;
+        snprintf(p, cap, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+static const char tiny[] =
+    "extern \"C\" __global__ void tdl_s(float *o, const float *a, long long n)\n"
+    "{\n"
+    "    for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+    "        o[i] = a[i] * 2.0f + 1.0f;\n"
+    "}\n";
+
+static FcCudaFrom build_from(FcCudaCache *c, const char *src, int sm, void **img, size_t *len)
+{
+    FcCudaBuild b;
+    FcError err;
+    ck_assert_int_eq(fc_cuda_compile(c, src, sm, &b, &err), FC_OK);
+    if (img) {
+        *img = b.image;
+        *len = b.len;
+    } else {
+        free(b.image);
+    }
+    free(b.log);
+    return b.from;
+}
+
+START_TEST(cache_memory_and_disk)
+{
+    if (!have_nvrtc("the compile cache"))
+        return;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/tdl-cuda-cache-%ld/sub/dir", (long)getpid());
+    FcCudaCache *c = fc_cuda_cache_new(cache_dir);
+    ck_assert_str_eq(fc_cuda_cache_dir(c), cache_dir);
+    void *img1, *img2;
+    size_t len1, len2;
+    ck_assert_int_eq(build_from(c, tiny, 90, &img1, &len1), FC_CUDA_COMPILED);
+    ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_FROM_MEMORY);
+    ck_assert_int_eq(build_from(c, tiny, 80, NULL, NULL), FC_CUDA_COMPILED);     /* another architecture */
+    FcCudaCacheStats s = fc_cuda_cache_stats(c);
+    ck_assert_int_eq(s.compiled, 2);
+    ck_assert_int_eq(s.memory_hits, 1);
+    ck_assert_int_eq(s.disk_written, 2);
+    ck_assert(s.compile_ms > 0);
+    fc_cuda_cache_free(c);
+    /* A new cache (a new process) finds both on disk, byte for byte. */
+    char path[600];
+    ck_assert_int_eq(entries(cache_dir, path, sizeof path), 2);
+    c = fc_cuda_cache_new(cache_dir);
+    ck_assert_int_eq(build_from(c, tiny, 90, &img2, &len2), FC_CUDA_FROM_DISK);
+    ck_assert_uint_eq(len1, len2);
+    ck_assert(memcmp(img1, img2, len1) == 0);
+    free(img2);
+    ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_FROM_MEMORY);
+    fc_cuda_cache_free(c);
+    rm_dir(cache_dir);
+    /* Corrupt entries: a flipped byte in the image, a truncated file, another key under the
+     * same name. Each is compiled again and replaced. */
+    for (int how = 0; how < 3; how++) {
+        c = fc_cuda_cache_new(cache_dir);
+        ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_COMPILED);
+        fc_cuda_cache_free(c);
+        ck_assert_int_eq(entries(cache_dir, path, sizeof path), 1);
+        FILE *f = fopen(path, "r+b");
+        ck_assert_ptr_nonnull(f);
+        fseek(f, 0, SEEK_END);
+        long size = ftell(f);
+        if (how == 0) {
+            fseek(f, size - 100, SEEK_SET);
+            int ch = fgetc(f);
+            fseek(f, size - 100, SEEK_SET);
+            fputc(ch ^ 0x5a, f);
+            fclose(f);
+        } else if (how == 1) {
+            fclose(f);
+            ck_assert_int_eq(truncate(path, size / 2), 0);
+        } else {
+            fseek(f, 48 + 40, SEEK_SET);    /* inside the key (the header is 48 bytes) */
+            fputc('#', f);
+            fclose(f);
+        }
+        c = fc_cuda_cache_new(cache_dir);
+        ck_assert_int_eq(build_from(c, tiny, 90, &img2, &len2), FC_CUDA_COMPILED);
+        s = fc_cuda_cache_stats(c);
+        ck_assert_int_eq(s.disk_rejected, 1);
+        ck_assert_int_eq(s.disk_written, 1);
+        ck_assert_uint_eq(len2, len1);
+        free(img2);
+        fc_cuda_cache_free(c);
+        c = fc_cuda_cache_new(cache_dir);
+        ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_FROM_DISK);
+        fc_cuda_cache_free(c);
+        rm_dir(cache_dir);
+    }
+    free(img1);
+    /* Memory only: "" and TDL_CACHE_DIR=off write nothing. */
+    c = fc_cuda_cache_new("");
+    ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_COMPILED);
+    ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_FROM_MEMORY);
+    ck_assert_int_eq(fc_cuda_cache_stats(c).disk_written, 0);
+    fc_cuda_cache_free(c);
+    const char *old = getenv("TDL_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TDL_CACHE_DIR", "off", 1);
+    c = fc_cuda_cache_new(NULL);
+    ck_assert_str_eq(fc_cuda_cache_dir(c), "");
+    fc_cuda_cache_free(c);
+    setenv("TDL_CACHE_DIR", cache_dir, 1);
+    c = fc_cuda_cache_new(NULL);
+    ck_assert_str_eq(fc_cuda_cache_dir(c), cache_dir);
+    fc_cuda_cache_free(c);
+    unsetenv("TDL_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", "/x/y", 1);
+    c = fc_cuda_cache_new(NULL);
+    ck_assert_str_eq(fc_cuda_cache_dir(c), "/x/y/tdl/cuda");
+    fc_cuda_cache_free(c);
+    unsetenv("XDG_CACHE_HOME");
+    if (saved) {
+        setenv("TDL_CACHE_DIR", saved, 1);
+        free(saved);
+    }
+    char top[300];
+    snprintf(top, sizeof top, "/tmp/tdl-cuda-cache-%ld/sub", (long)getpid());
+    rmdir(top);
+    snprintf(top, sizeof top, "/tmp/tdl-cuda-cache-%ld", (long)getpid());
+    rmdir(top);
+}
+END_TEST
+
+START_TEST(compile_error_report)
+{
+    if (!have_nvrtc("the compile error report"))
+        return;
+    FcCudaBuild b;
+    FcError err;
+    const char *bad = "extern \"C\" __global__ void tdl_s(int *o)\n{\n    o[0] = undefined_name;\n}\n";
+    ck_assert_int_eq(fc_cuda_compile(NULL, bad, 90, &b, &err), FC_ERR_RUNTIME);
+    ck_assert_msg(strncmp(err.msg, "the CUDA kernel does not compile: ", 34) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "undefined_name"), "%s", err.msg);
+    ck_assert_ptr_nonnull(b.log);
+    ck_assert_msg(strstr(b.log, "    3      o[0] = undefined_name;"), "%s", b.log);
+    ck_assert_ptr_null(b.image);
+    free(b.log);
+    /* An architecture older than anything NVRTC compiles for. */
+    ck_assert_int_eq(fc_cuda_compile(NULL, tiny, 10, &b, &err), FC_ERR_DEVICE);
+    ck_assert_msg(strstr(err.msg, "does not compile for sm_10"), "%s", err.msg);
+}
+END_TEST
+
+/* ---- the generated source run on the host, against the CPU ---- */
+
+/* Programs whose kernels cover the code generator's paths: every mode, vector widths, dtypes,
+ * gathers with negative indices, bounds of both kinds, fills, nested and fused reductions,
+ * arg reductions, scatters, casts, integer division (and by zero). */
+static const char *const emu_programs[] = {
+    "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\nx64 = x.double() * 1.0001\n"
+    "print(x.softmax(1)[0, :4], x64.log_softmax(-1)[3, :4], (x - x.mean(1, keepdim=True))[5, :4])\n"
+    "print((x - x.amax(1, keepdim=True)).exp().sum(1)[:4], x.softmax(1).sum(), x64.softmax(0)[:2, :3])\n",
+    "x = (arange(64 * 300.0) * 0.37).sin().reshape(64, 300)\nx64 = x.double() * 1.0001\n"
+    "i, j = dims(2)\nv = x[i, j]\ne = x[i, 0].abs() * 40\n"
+    "print(where(j < e, v, 0).sum(j).order(i)[:5])\n"
+    "print(where((j < e) & (j <= x[i, 2].abs() * 50), v, 0).amax(j).order(i)[:5])\n"
+    "print((where(j < e, v, 0) * where(j < e, v, 0)).sum(j).order(i)[:5])\n"
+    "print(where(j < (x[i, 1].abs() * 40).long(), x64[i, j], 0).sum(j).order(i)[:5])\n"
+    "print((where(e > j, v, 0).sum(j) / e.clamp(min=1)).order(i)[:5])\n",
+    "feats = ((arange(4 * 16 * 20.0) * 0.13).cos()).reshape(4, 16, 20)\nb = tensor([0, 3, 1, 2, 3, 0])\n"
+    "start = tensor([0.5, 3.2, 7.9, 1.1, 12.4, 5.0])\nn, c, k = dims(3)\nk.size = 8\n"
+    "cnt = (start[n] * 0.7).ceil()\nxs = (start[n] + k * 1.3).clamp(max=19.0)\nxl = xs.floor().long()\nw = xs - xl\n"
+    "val = feats[b[n]][c][xl] * (1 - w) + feats[b[n]][c][(xl + 1).clamp(max=19)] * w\n"
+    "print((where(k < cnt, val, 0).sum(k) / cnt.clamp(min=1)).order(n, c)[:2, :4])\n",
+    "x = arange(100000.0).reshape(10, 10000) * 0.001\nprint(x.sum(1), x.sum(), x.double().prod(1), x.amin(0)[:3])\n"
+    "print(x.argmax(1), x.argmin(0)[:4], (x > 50).any(1), (x > -1).all(), (x > 5).sum(1))\n"
+    "y = arange(40000.0).reshape(2, 20000)\nprint(y.sum(0)[:3], y.long().sum(0)[:3], y.int().amax(0)[:3])\n",
+    "x = (arange(20000 * 20.0) * 0.37).sin().reshape(20000, 20)\n"
+    "print((x - x.sum(1, keepdim=True)).exp().sum(1)[:3], x.double().cumsum(1)[0, :3] if False else 0)\n",
+    "x = arange(1000.0).reshape(100, 10)\ni = tensor([3, -1, 7, 0, 99])\nprint(x[i] * 2, x[:, tensor([1, -2])])\n"
+    "z = zeros(10)\nz.index_put_((tensor([1, 3, 1, 9]),), tensor([1.0, 2.0, 3.0, 4.0]), accumulate=True)\nprint(z)\n"
+    "z[tensor([2, 2, 5])] = tensor([7.0, 8.0, 9.0])\nprint(z)\n"
+    "s = zeros(3, 4).scatter_add_(0, tensor([[0, 1, 2, 0], [2, 2, 1, 1]]), ones(2, 4))\nprint(s)\n",
+    "x = arange(-10, 10)\ny = tensor([3, -3, 4, -1] * 5)\nprint(x // y, x % y, x.fmod(y), x >> 2, x << 3, x.abs(), -x)\n"
+    "f = x * 0.7\nprint(f // 0.3, f % -0.4, f.fmod(0.3), f.floor(), f.round(), f.long(), f.int(), f.bool())\n"
+    "print((f / 0).long(), (-f / 0).int(), (f * 0 / 0).long(), x.float().sqrt(), f.exp(), f.sigmoid(), f.tanh())\n"
+    "print(x.pow(2), (x + 11).pow(y.abs()), f.pow(2.5), f.relu(), f.sign(), f.clamp(-1, 2), x.max(y), f.min(f * -1))\n",
+    "x = arange(10)\nprint(x // tensor([1, 2, 0, 1, 1, 1, 1, 1, 1, 1]))\n",
+    "a = arange(24.0).reshape(2, 3, 4)\nprint(a.permute(2, 0, 1).contiguous(), a.transpose(0, 2).sum(0), a[:, 1:, ::2] * 3)\n"
+    "print(cat([a, a * 2], 1)[0], stack([a[0], a[1]]).amax(0), a.to(int32) + 1, a.double().exp()[1, 2])\n"
+    "c = a.contiguous(memory_format=channels_last) if False else a\nprint(c.mean((0, 2)), c.var(1) if False else 0)\n",
+    "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
+    "print(where(k < 3, a * b, 0).sum(k).order(i, j), (a * b).sum(k).order(i, j))\n",
+};
+
+START_TEST(kernels_run_on_the_host)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fprintf(stderr, "cuda: the host runs of CUDA sources skipped: their coroutines (swapcontext) confuse ASan\n");
+    return;
+#endif
+    Emu e;
+    if (!emu_init(&e)) {
+        fprintf(stderr, "cuda: the host runs of CUDA sources skipped: no g++\n");
+        emu_free(&e);
+        return;
+    }
+    for (size_t p = 0; p < sizeof emu_programs / sizeof emu_programs[0]; p++)
+        emu_program(&e, emu_programs[p], NULL);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        emu_program(&e, shapes[s].code, NULL);
+    if (access("examples/roi_align.tdl", R_OK) == 0)      /* the standard library's roi_align */
+        emu_program(&e, NULL, "examples/roi_align.tdl");
+    emu_report(&e, "representative programs");
+    if (e.nfail)
+        fprintf(stderr, "cuda: %d failures; the first:\n%s\n", e.nfail, e.fail);
+    int nfail = e.nfail, checked = e.checked;
+    emu_free(&e);
+    ck_assert_msg(nfail == 0, "%d kernels compute other values than the CPU (the first on stderr)", nfail);
+    ck_assert_int_gt(checked, 40);
+}
+END_TEST
+
+/* Every kernel of the script tests, run on the host against the CPU: slow (a g++ build per
+ * kernel), so only with TDL_CUDA_HOST_SCRIPTS=1. */
+START_TEST(script_kernels_run_on_the_host)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fprintf(stderr, "cuda: the host runs of CUDA sources skipped: their coroutines (swapcontext) confuse ASan\n");
+    return;
+#endif
+    if (!getenv("TDL_CUDA_HOST_SCRIPTS")) {
+        fprintf(stderr, "cuda: the host runs of the script tests' kernels skipped (set TDL_CUDA_HOST_SCRIPTS=1)\n");
+        return;
+    }
+    Emu e;
+    if (!emu_init(&e)) {
+        fprintf(stderr, "cuda: the host runs of CUDA sources skipped: no g++\n");
+        emu_free(&e);
+        return;
+    }
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir("tests/scripts"), 0);
+    DIR *d = opendir(".");
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len > 4 && strcmp(de->d_name + len - 4, ".tdl") == 0)
+            emu_program(&e, NULL, de->d_name);
+    }
+    closedir(d);
+    ck_assert_int_eq(chdir(cwd), 0);
+    emu_report(&e, "the script tests");
+    if (e.nfail)
+        fprintf(stderr, "cuda: %d failures; the first:\n%s\n", e.nfail, e.fail);
+    int nfail = e.nfail;
+    emu_free(&e);
+    ck_assert_msg(nfail == 0, "%d kernels compute other values than the CPU (the first on stderr)", nfail);
+}
+END_TEST
+
+/* ---- devices ---- */
+
+/* Whether a CUDA device is here (the driver and device 0). */
+static bool have_device(char *why, size_t cap)
+{
+    FcBackend *be = NULL;
+    FcError err;
+    FcStatus st = fc_cuda_backend_new(0, &be, &err);
+    if (st == FC_OK) {
+        be->destroy(be);
+        return true;
+    }
+    snprintf(why, cap, "%s", err.msg);
+    return false;
+}
+
+START_TEST(no_device_is_a_device_error)
+{
+    char why[512];
+    if (have_device(why, sizeof why)) {
+        fprintf(stderr, "cuda: the no-driver test skipped: this machine has a CUDA device\n");
+        return;
+    }
+    FcBackend *be = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_cuda_backend_new(0, &be, &err), FC_ERR_DEVICE);
+    ck_assert_ptr_null(be);
+    /* The interpreter: a DeviceError that says why, and it goes on. */
+    Text out = {0};
+    tdl_config cfg = {0};
+    cfg.write = sink;
+    cfg.write_ud = &out;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_int_eq(tdl_run_string(T, "x = zeros(3, device='cuda')\n", "<t>"), TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_DEVICE);
+    char want[600];
+    snprintf(want, sizeof want, "device cuda:0 is not available: %s", why);
+    ck_assert_str_eq(tdl_error_message(T), want);
+    ck_assert_int_eq(tdl_run_string(T, "print(arange(3).cuda())\n", "<t>"), TDL_ERROR);
+    ck_assert_str_eq(tdl_error_message(T), want);
+    ck_assert_int_eq(tdl_run_string(T, "print(arange(3) + 1)\n", "<t>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "tensor([1, 2, 3])\n");
+    tdl_close(T);
+    free(out.buf);
+    if (access("/usr/lib/x86_64-linux-gnu/libcuda.so.1", F_OK) != 0 && access("/usr/lib64/libcuda.so.1", F_OK) != 0 &&
+        access("/usr/lib/libcuda.so.1", F_OK) != 0)
+        ck_assert_str_eq(why, "no CUDA driver (libcuda.so.1 not found)");
+}
+END_TEST
+
+/* With a GPU: programs print on cuda:0 what they print on the CPU (the device suffix aside). */
+static const char *const device_programs[] = {
+    "x = arange(12.0, device=D).reshape(3, 4)\nprint(((x * 2 + 1).sin() * x).cpu())\n",
+    "x = arange(1000.0, device=D)\nprint(x.sum().cpu(), x.amax().cpu(), x.argmax().cpu())\n",
+    "x = (arange(64 * 300.0, device=D) * 0.37).sin().reshape(64, 300)\nprint(x.softmax(1)[:2, :5].cpu())\n",
+    "x = arange(100.0, device=D).reshape(10, 10)\ni = tensor([3, -1, 7], device=D)\nprint(x[i].cpu())\n",
+    "i, j = dims(2)\nx = (arange(64 * 300.0, device=D) * 0.37).sin().reshape(64, 300)\n"
+    "v = x[i, j]\ne = x[i, 0].abs() * 40\nprint(where(j < e, v, 0).sum(j).order(i)[:6].cpu())\n",
+    "z = zeros(10, device=D)\nz.index_put_((tensor([1, 3, 1, 9], device=D),), tensor([1.0, 2.0, 3.0, 4.0], device=D), "
+    "accumulate=True)\nprint(z.cpu())\n",
+    "a = arange(12.0, device=D).reshape(3, 4)\nb = arange(20.0, device=D).reshape(4, 5)\nprint((a @ b).cpu())\n",
+    "x = arange(10, device=D)\nprint((x // 3).cpu(), (x % 4).cpu(), x.cpu().cuda().cpu())\n",
+};
+
+START_TEST(programs_on_the_gpu)
+{
+    char why[512];
+    if (!have_device(why, sizeof why)) {
+        fprintf(stderr, "cuda: the GPU tests skipped: %s\n", why);
+        return;
+    }
+    for (size_t p = 0; p < sizeof device_programs / sizeof device_programs[0]; p++) {
+        Text cpu = {0}, gpu = {0};
+        for (int dev = 0; dev < 2; dev++) {
+            tdl_config cfg = {0};
+            cfg.write = sink;
+            cfg.write_ud = dev ? &gpu : &cpu;
+            tdl_interp *T = tdl_open(&cfg);
+            char code[2048];
+            snprintf(code, sizeof code, "D = '%s'\n%s", dev ? "cuda" : "cpu", device_programs[p]);
+            tdl_status st = tdl_run_string(T, code, "<t>");
+            ck_assert_msg(st == TDL_OK, "program %zu on %s: %s", p, dev ? "cuda" : "cpu", tdl_error_message(T));
+            tdl_close(T);
+        }
+        ck_assert_msg(cpu.buf && gpu.buf && strcmp(cpu.buf, gpu.buf) == 0, "program %zu:\ncpu:\n%s\ncuda:\n%s", p,
+                      cpu.buf, gpu.buf);
+        free(cpu.buf);
+        free(gpu.buf);
+    }
+}
+END_TEST
+
+Suite *cuda_suite(void)
+{
+    Suite *s = suite_create("cuda");
+    TCase *tc = tcase_create("codegen");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, representative_kernels);
+    tcase_add_test(tc, cpu_dump_unchanged);
+    tcase_add_test(tc, source_independent_of_numbers);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("scripts");
+    tcase_set_timeout(tc, 1800);
+    tcase_add_test(tc, script_kernels_compile);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("host");
+    tcase_set_timeout(tc, 3600);
+    tcase_add_test(tc, kernels_run_on_the_host);
+    tcase_add_test(tc, script_kernels_run_on_the_host);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("nvrtc");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, cache_memory_and_disk);
+    tcase_add_test(tc, compile_error_report);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("device");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, no_device_is_a_device_error);
+    tcase_add_test(tc, programs_on_the_gpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
