@@ -708,6 +708,35 @@ static void compute_deps(Sched *s)
     }
 }
 
+/* The registers instruction in reads: a, b, c (those in use), its gathers' indices and its
+ * bounds' values, as pointers into in (so that they can be renumbered). Returns how many. */
+static int operand_slots(FcInstr *in, int **slots)
+{
+    int n = 0;
+    int *abc[3] = {&in->a, &in->b, &in->c};
+    for (int o = 0; o < 3; o++)
+        if (*abc[o] >= 0)
+            slots[n++] = abc[o];
+    for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+        slots[n++] = &in->gathers[g].reg;
+    for (int b = 0; b < in->nbound; b++)
+        slots[n++] = &in->bounds[b].reg;
+    return n;
+}
+
+/* The list instruction c belongs to: the innermost inner reduction whose loops it varies along
+ * (the first such one after it), or -1 for the top list. own[r]: the loops of instruction r
+ * (owned_loops), or NULL to work them out here. */
+static int list_of(const Sched *s, const uint64_t *own, int c)
+{
+    for (int r = c + 1; r < s->ncode; r++) {
+        uint64_t o = own ? own[r] : fc_op_is_reduce(s->code[r].op) ? owned_loops(s, r) : 0;
+        if (s->code[c].deps & o)
+            return r;
+    }
+    return -1;
+}
+
 /* The root loop the CPU backend vectorises along when left its choice (cpu_kernel.c's first
  * rule): the innermost, unless it is short and another is long. */
 static int natural_chunk_loop(const Sched *s, bool scatter)
@@ -774,10 +803,7 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
      * loop its list runs along the chunk (as the CPU backend plans it: a reduction of one value
      * per chunk runs along its last loop). Outer lists come later in the code. */
     for (int c = n - 1; c >= 0; c--) {
-        list[c] = -1;
-        for (int r = c + 1; r < n && list[c] < 0; r++)
-            if (s->code[c].deps & own[r])
-                list[c] = r;
+        list[c] = list_of(s, own, c);
         if (list[c] < 0) {
             cx[c] = cl;
             continue;
@@ -796,20 +822,16 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
     for (int c = 0; c < n; c++)
         bad[c] = off && fc_op_is_reduce(s->code[c].op) && c != result;   /* the root is where it is */
     for (int c = 0; c < n; c++) {
-        const FcInstr *in = &s->code[c];
+        FcInstr *in = &s->code[c];
         uint64_t d = in->deps | own[c];
-        int ops[3 + FC_MAX_DIMS], nops = 0;
-        ops[nops++] = in->a;
-        ops[nops++] = in->b;
-        ops[nops++] = in->c;
-        for (int g = 0; g < in->ngather; g++)
-            ops[nops++] = in->gathers[g].reg;
+        int *ops[3 + 2 * FC_MAX_DIMS];
+        int nops = operand_slots(in, ops);
         for (int o = 0; o < nops; o++) {
-            int v = ops[o];
-            if (v < 0 || !fc_op_is_reduce(s->code[v].op))
+            int v = *ops[o];
+            if (!fc_op_is_reduce(s->code[v].op))
                 continue;
             uint64_t missing = d & ~s->code[v].deps;
-            int ccx = o == 0 && own[c] ? -1 : cx[c];
+            int ccx = ops[o] == &in->a && own[c] ? -1 : cx[c];
             if (missing != 0 && (ccx < 0 || missing != (uint64_t)1 << ccx))
                 bad[v] = true;
         }
@@ -961,15 +983,6 @@ static bool masked(const Sched *s, int i, int r, FcBound *b, int *nb, FcScalar *
     }
 }
 
-/* Whether instruction c is in the body of an inner reduction (varies along a loop of one). */
-static bool in_body(const Sched *s, int c)
-{
-    for (int r = c + 1; r < s->ncode; r++)
-        if (fc_op_is_reduce(s->code[r].op) && (s->code[c].deps & owned_loops(s, r)))
-            return true;
-    return false;
-}
-
 /* Bound masks: an inner reduction of a masked body runs its loops only to their bounds, when
  * the fill is the reduction's identity up to the sign of zero (sum: 0, product: 1) or the
  * reduction is idempotent (max, min, any, all): folding the fill once then gives the bits of
@@ -1006,7 +1019,7 @@ static bool find_bounds(Sched *s, int cl)
         const FcInstr *body = &s->code[in->a];
         FcBound b2[FC_MAX_DIMS];
         int n2 = 0;
-        bool uniform = cl >= 0 && !in_body(s, c);
+        bool uniform = cl >= 0 && list_of(s, NULL, c) < 0;
         for (int j = 0; j < nb && uniform; j++)
             uniform = !(s->code[b[j].reg].deps >> cl & 1);
         if (uniform && body->op == FC_OP_WHERE && cond_bounds(s, body->a, c, b2, &n2))
@@ -1033,18 +1046,11 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
     for (int l = 0; l < s->nloop; l++)
         if (s->owner[l] >= 0)
             map[s->owner[l]] = 1;       /* a reduction keeps its loops (even one only a mask read) */
+    int *ops[3 + 2 * FC_MAX_DIMS];
     for (int i = n - 1; i >= 0; i--) {
-        if (!map[i])
-            continue;
-        const FcInstr *in = &s->code[i];
-        int ops[3] = {in->a, in->b, in->c};
-        for (int o = 0; o < 3; o++)
-            if (ops[o] >= 0)
-                map[ops[o]] = 1;
-        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
-            map[in->gathers[g].reg] = 1;
-        for (int b = 0; b < in->nbound; b++)
-            map[in->bounds[b].reg] = 1;
+        int nops = map[i] ? operand_slots(&s->code[i], ops) : 0;
+        for (int o = 0; o < nops; o++)
+            map[*ops[o]] = 1;
     }
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -1062,13 +1068,9 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
             continue;
         }
         in->dst = map[i];
-        in->a = in->a >= 0 ? map[in->a] : -1;
-        in->b = in->b >= 0 ? map[in->b] : -1;
-        in->c = in->c >= 0 ? map[in->c] : -1;
-        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
-            in->gathers[g].reg = map[in->gathers[g].reg];
-        for (int b = 0; b < in->nbound; b++)
-            in->bounds[b].reg = map[in->bounds[b].reg];
+        int nops = operand_slots(in, ops);
+        for (int o = 0; o < nops; o++)
+            *ops[o] = map[*ops[o]];
         s->node_of[map[i]] = s->node_of[i];
         s->code[map[i]] = *in;
     }
