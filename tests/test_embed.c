@@ -5,6 +5,7 @@
  * file-access flag, independent interpreters on two threads, and misuse. LeakSanitizer checks
  * that nothing is left behind when the suite runs under SANITIZE=1. */
 #include "tests.h"
+#include "capture.h"
 #include "tdl.h"
 
 #include <dlpack/dlpack.h>
@@ -13,17 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct Out { char buf[8192]; size_t n; } Out;
-
-static void capture(void *ud, const char *s, size_t len)
-{
-    Out *o = ud;
-    if (o->n + len >= sizeof o->buf) len = sizeof o->buf - 1 - o->n;
-    memcpy(o->buf + o->n, s, len);
-    o->n += len;
-    o->buf[o->n] = '\0';
-}
 
 static Out out;
 static tdl_interp *T;

@@ -1,6 +1,7 @@
 /* test_eval.c — the evaluator through the public API: values, control flow, functions and
  * closures, errors with their kind, message and position, the REPL statuses, imports. */
 #include "tests.h"
+#include "capture.h"
 #include "tdl.h"
 
 #include <pthread.h>
@@ -9,17 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct Out { char buf[8192]; size_t n; } Out;
-
-static void capture(void *ud, const char *s, size_t len)
-{
-    Out *o = ud;
-    if (o->n + len >= sizeof o->buf) len = sizeof o->buf - 1 - o->n;
-    memcpy(o->buf + o->n, s, len);
-    o->n += len;
-    o->buf[o->n] = '\0';
-}
 
 static Out out;
 static tdl_interp *T;

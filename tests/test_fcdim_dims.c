@@ -5,42 +5,33 @@
  * failed statement leaves dims and the interpreter usable. Values against functorch.dim itself
  * are the conformance suite's (test_dims.c). */
 #include "tests.h"
+#include "capture.h"
 #include "tdl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Out { char buf[65536]; size_t n; int kernels; } Out;
-
-static void capture(void *ud, const char *s, size_t len)
-{
-    Out *o = ud;
-    if (o->n + len >= sizeof o->buf) len = sizeof o->buf - 1 - o->n;
-    memcpy(o->buf + o->n, s, len);
-    o->n += len;
-    o->buf[o->n] = '\0';
-}
-
+/* A dump callback: counts the kernels run (each dump starts with "kernel:"). */
 static void count_kernels(void *ud, const char *s, size_t len)
 {
-    Out *o = ud;
-    if (len >= 7 && strncmp(s, "kernel:", 7) == 0) o->kernels++;
+    if (len >= 7 && strncmp(s, "kernel:", 7) == 0) ++*(int *)ud;
 }
 
-static Out out, dumped;
+static Out out;
+static int kernels;
 static tdl_interp *T;
 
 static void setup(void)
 {
     memset(&out, 0, sizeof out);
-    memset(&dumped, 0, sizeof dumped);
+    kernels = 0;
     tdl_config cfg = {0};
     cfg.write = capture;
     cfg.write_ud = &out;
     cfg.flags = TDL_DUMP_KERNELS;
     cfg.dump = count_kernels;
-    cfg.dump_ud = &dumped;
+    cfg.dump_ud = &kernels;
     T = tdl_open(&cfg);
     ck_assert_ptr_nonnull(T);
 }
@@ -69,9 +60,9 @@ static void expect_out(const char *code, const char *want)
 START_TEST(test_binding_runs_nothing)
 {
     run("A = arange(12.).reshape(3, 4)\nprint(A.sum())\ni, j, d, e = dims(4)\nd.size = 2");
-    dumped.kernels = 0;
+    kernels = 0;
     run("B = A[i, j]\nC = B.order(j)\nD = A[i].expand(d)\nE = (A * 2)[i]\nF = E.order(i)\nG = A[:, (d, e)]");
-    ck_assert_int_eq(dumped.kernels, 0);
+    ck_assert_int_eq(kernels, 0);
     expect_out("print(F.order(0).sum(), j.size, e.size, G.dims)", "tensor(132.) 4 2 (d, e)\n");
 }
 END_TEST
@@ -80,11 +71,11 @@ END_TEST
 START_TEST(test_gather_with_dims_is_one_kernel)
 {
     run("x = arange(24.).reshape(2, 3, 4)\nidx = tensor([1, 0, 1])\nprint(idx.sum())\nn, c = dims(2)");
-    dumped.kernels = 0;
+    kernels = 0;
     expect_out("print(((x[idx[n]][c] * 2 + 1).sum(c)).order(n))",
                "tensor([[ 99., 105., 111., 117.],\n        [ 27.,  33.,  39.,  45.],\n"
                "        [ 99., 105., 111., 117.]])\n");
-    ck_assert_int_eq(dumped.kernels, 1);
+    ck_assert_int_eq(kernels, 1);
 }
 END_TEST
 

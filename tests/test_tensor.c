@@ -3,6 +3,7 @@
  * interpreters, the default device, --dump-ir / --dump-kernels through tdl_config, Ctrl-C inside
  * a kernel. What tensor programs print is checked by the tests/scripts/tensor_*.tdl scripts. */
 #include "tests.h"
+#include "capture.h"
 #include "tdl.h"
 
 #include <pthread.h>
@@ -10,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-typedef struct Out { char buf[16384]; size_t n; } Out;
-
-static void capture(void *ud, const char *s, size_t len)
-{
-    Out *o = ud;
-    if (o->n + len >= sizeof o->buf) len = sizeof o->buf - 1 - o->n;
-    memcpy(o->buf + o->n, s, len);
-    o->n += len;
-    o->buf[o->n] = '\0';
-}
 
 static Out out, dumped;
 static tdl_interp *T;
