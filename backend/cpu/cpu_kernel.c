@@ -87,6 +87,9 @@ typedef struct Step {
     bool fill;                  /* one value read beyond position 0: broadcast over FC_CHUNK */
     int memo;                   /* kept across evaluations while its loops stay (hoisting): its
                                    slot in Thread.mkey, or -1 */
+    bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
+                                   loops: always computed and kept together, so one holds when
+                                   the other does (a chain of coordinates is checked once) */
     uint64_t deps;              /* the loops it varies along */
     /* an inner reduction */
     int parent;                 /* the step of the reduction whose body holds it, or -1 */
@@ -677,6 +680,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         s->memo = j >= p->ninv && !s->wide && hoist ? p->nmemo++ : -1;
+        const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
+        s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
         if (j < p->ninv)
             s->fill = false;    /* invariants are computed over a whole chunk */
@@ -1536,11 +1541,15 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
  * loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
+    bool held = false;          /* whether the last memoised step checked still held */
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
-        if (s->memo >= 0 && memo_holds(p, t, s))
-            continue;
+        if (s->memo >= 0) {
+            held = s->memo_as_prev && j > from ? held : memo_holds(p, t, s);
+            if (held)
+                continue;
+        }
         bool inv = j < p->ninv;
         int m = inv ? FC_CHUNK : s->wide ? n : 1;
         void *d = t->buf[s->d];
