@@ -28,7 +28,9 @@
 # largest mmap threshold, 32 MiB) each one is a new mapping whose page faults are in torch's
 # softmax time (about half of it at T = 1 on the 2-core VM this was written on). Debian's
 # python3-torch does A @ B with the BLAS that libblas.so.3 points at (the header prints torch's
-# BLAS_INFO; "generic" is usually netlib's reference BLAS, single-threaded).
+# BLAS_INFO, "generic" whichever it is): netlib's reference BLAS unless an optimised one such as
+# libopenblas0-pthread is installed, which then takes over; torch runs with OMP_NUM_THREADS and
+# OPENBLAS_NUM_THREADS set to T, so that such a BLAS uses T threads too.
 #
 # Exit status: 1 when a result is WRONG or the C bound cannot be built; a tdl or torch run that
 # fails is reported on its rows ("failed: <error>") without failing the benchmark, so that make
@@ -153,7 +155,7 @@ for T in $threads; do
     : >"$tmp/t.out"
     : >"$tmp/l.out"
     : >"$tmp/terr"
-    [ -n "$torchver" ] && "$py" "$dir/torch_sched.py" "$tmp" "$T" $trepeats >"$tmp/t.out" 2>"$tmp/terr"
+    [ -n "$torchver" ] && OMP_NUM_THREADS=$T OPENBLAS_NUM_THREADS=$T "$py" "$dir/torch_sched.py" "$tmp" "$T" $trepeats >"$tmp/t.out" 2>"$tmp/terr"
     # tdl: one process per workload, so that one that fails leaves the others' rows
     if [ -x "$tdl" ]; then
         for name in softmax contract_dims contract_matmul; do
