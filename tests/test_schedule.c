@@ -57,6 +57,22 @@ static const char *const programs[] = {
     "w = xs - xl\n"
     "val = feats[b[n]][c][xl] * (1 - w) + feats[b[n]][c][(xl + 1).clamp(max=19)] * w\n"
     "save(d + '/a', (where(k < cnt, val, 0).sum(k) / cnt.clamp(min=1)).order(n, c))\n",
+    /* memo tables: y over (n, p, iy) sits inside the loop over q, x over (n, q, ix) inside the
+     * loop over p, the sample loops cycle inside both; c (300) runs in two chunks */
+    "img = ((arange(4 * 300 * 12 * 14.0) * 0.011).sin()).reshape(4, 300, 12, 14)\n"
+    "n, c, p, q, iy, ix = dims(6)\n"
+    "p.size, q.size, iy.size, ix.size = 5, 6, 3, 2\n"
+    "off = tensor([0.3, 2.7, 1.1, 4.9])\n"
+    "y = (off[n] + p * 1.3 + iy * 0.45).clamp(max=10.5)\n"
+    "x = (off[n] * 0.5 + q * 1.7 + ix * 0.8).clamp(max=12.5)\n"
+    "yl = y.floor().long()\n"
+    "xl = x.floor().long()\n"
+    "wy = y - yl\n"
+    "wx = x - xl\n"
+    "v = img[n][c][yl][xl] * (1 - wy) * (1 - wx) + img[n][c][yl + 1][xl + 1] * wy * wx\n"
+    "save(d + '/a', v.sum((iy, ix)).order(n, c, p, q))\n"
+    "save(d + '/b', where(ix < (off[n] + 0.5).long(), v, 0).sum((iy, ix)).order(n, p, q, c))\n"
+    "save(d + '/c', v.sum((iy, ix)).order(c, n, p, q))\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,

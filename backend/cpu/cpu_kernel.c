@@ -10,7 +10,10 @@
  * chunk loop (x[idx] and z[idx] = x walk row i with idx[i] alone) makes its gather or scatter
  * flat: the index is checked once per chunk and moved into the chunk's offset, and the chunk is
  * read or written as the strided run it then is; only indices that vary along the chunk loop
- * address element by element.
+ * address element by element. A step that does not vary along its list's chunk loop holds one
+ * value per chunk and is memoised (hoisting by domain): kept across chunks while its loops stay,
+ * in a table over its loops that cycle inside a loop it does not vary along (plan_memo); each
+ * list is ordered by domain so that the steps of one domain are checked, and skipped, as one run.
  *
  * Iteration. One loop is the chunk loop (the innermost, unless it is short and another loop is
  * long, or a gather varies along it and along another long loop every access is a run:
@@ -66,42 +69,73 @@ enum {
     TILE = 16,                  /* indices per tile of a transposing store */
     PARTIAL_BYTES = 8 << 20,    /* about the most memory the partials of a split may take */
     NEAR_STRIDE_BYTES = 32,     /* 32-bit offsets: strided loads up to this step read through a table */
+    MEMO_TABLE = 1024,          /* entries of one memo table at most */
+    MEMO_ENTRIES = 64 * 1024,   /* entries of all of a kernel's memo tables at most (per thread) */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
 
-/* One instruction, with its registers renamed to physical buffers. */
+/* A memoised step whose value is copied back from its table when its chain holds (memo_restore):
+ * what that needs, apart from the step (whose struct is large). */
+typedef struct Restore {
+    int memo;                   /* its slot */
+    int d;                      /* its buffer */
+    int w;                      /* positions to fill */
+    int esize;
+    size_t val0;                /* its table's values */
+} Restore;
+
+/* One instruction, with its registers renamed to physical buffers. What every evaluation reads
+ * comes first: a step is large (its arrays run to FC_MAX_DIMS), and a list of steps is walked
+ * for every chunk, so each visit should touch one or two cache lines. */
 typedef struct Step {
     const FcInstr *in;
     CpuOpFn fn;                 /* ops other than LOAD, CONST, IOTA */
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
     int *g;                     /* [in->ngather] physical buffers of the gathered indices */
-    size_t esize;               /* LOAD: bytes per element */
+    size_t esize;               /* bytes per element of its value */
     const int64_t *strides;     /* LOAD: [L] */
     const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): [FC_CHUNK]
                                    i * stride along the chunk loop (for i < its extent), or NULL */
     bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
                                    each element addressed on its own (plan_marks) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
-    int cx;                     /* the chunk loop of the list it is evaluated in */
     bool wide;                  /* varies along cx: computed over the chunk; else one value */
-    bool fill;                  /* one value read beyond position 0: broadcast over FC_CHUNK */
-    int memo;                   /* kept across evaluations while its loops stay (hoisting): its
-                                   slot in Thread.mkey, or -1 */
+    bool fill;                  /* one value read beyond position 0: broadcast over fillw */
+    int cx;                     /* the chunk loop of the list it is evaluated in */
+    int fillw;                  /* positions its readers read: the longest chunk of their lists */
+    uint64_t deps;              /* the loops it varies along */
+    /* hoisting */
+    int memo;                   /* kept across evaluations: its slot among the memoised steps,
+                                   or -1 */
+    int chain;                  /* memoised: the slot of the first step of its chain, whose
+                                   key, generation and table entries the chain shares */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
-    uint64_t deps;              /* the loops it varies along */
+    bool restore;               /* memoised: read outside its chain, so a value found in its
+                                   table is copied back to its buffer */
+    size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart */
+    /* the first step of a chain: its table, one entry per point of the loops `tab` (the loops
+     * it varies along that cycle inside a loop it does not vary along), entry sum of tl[j].str *
+     * idx[tl[j].loop]; the other loops it varies along are its key, a new key a new generation */
+    uint64_t tab;
+    int chain_end;              /* the step after its last */
+    int rfirst, rcount;         /* its steps that restore: Plan.rlist[rfirst, + rcount) */
+    int ntl;
+    int64_t tsize;              /* entries */
+    size_t stamp0;              /* its entries' generations: Thread.stamps[stamp0 ...] */
+    struct { int loop; int64_t str; } tl[FC_MAX_DIMS];
     /* an inner reduction */
     int parent;                 /* the step of the reduction whose body holds it, or -1 */
     int body0, body1;           /* its body: steps [body0, body1) */
     int racc;                   /* its slot of accumulators in Thread.racc */
     int rcl;                    /* a reduction of one value (not wide): the loop of its own it
                                    runs along the chunk; -1 for a wide one */
+    const void *fillv;          /* a chunk of the fill value (for bounds) */
+    CpuReducer red;
     int nrl, rl[FC_MAX_DIMS];   /* its loops other than rcl, outermost first */
     int bvals[FC_MAX_DIMS];     /* physical buffers of its bounds' values */
     FcDType bdt[FC_MAX_DIMS];   /* and their dtypes */
-    const void *fillv;          /* a chunk of the fill value (for bounds) */
-    CpuReducer red;
 } Step;
 
 typedef struct Plan {
@@ -116,6 +150,8 @@ typedef struct Plan {
                                    body of each inner reduction, each in code order */
     int ninv, ntop, nsteps;     /* the top list is steps [ninv, ntop) */
     int nmemo, nracc;           /* memoised steps, inner reductions */
+    size_t nstamps, nvals;      /* table entries of the chains, and of their steps */
+    struct Restore *rlist;      /* the steps of each chain that restore (Step.rfirst) */
     char *fills;                /* the fill chunks of the bounded reductions */
     int *gphys;                 /* storage for Step.g */
     int nshared, nphys;         /* buffers [0, nshared) are shared, [nshared, nphys) per thread */
@@ -158,8 +194,14 @@ typedef struct Thread {
     char *run;                  /* a scattered store's chunks held back (defer_run): run_len bytes */
     const char *run_src;        /* to run from run_src */
     size_t run_len;
-    int64_t *mkey;              /* [nmemo * L]: the loop indices each memoised step was computed at */
-    bool *mok;                  /* [nmemo]: it was */
+    /* memoised steps, by slot (chains by their first step's) */
+    int64_t *mkey;              /* [nmemo * L]: a chain's key: the indices of its key loops */
+    uint64_t *mgen;             /* [nmemo]: a chain's generation (0: no key yet) */
+    int64_t *ment;              /* [nmemo]: a chain's entry at the last check */
+    int64_t *mcur;              /* [nmemo]: the entry a step's buffer holds ... */
+    uint64_t *mcg;              /* [nmemo]: ... and its generation (0: none) */
+    uint64_t *stamps;           /* [nstamps]: the generation each entry was computed in */
+    char *tvals;                /* [nvals * 8]: the entries' values */
     char *racc;                 /* [nracc * CHUNK_BYTES]: the inner reductions' accumulators */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
@@ -215,6 +257,7 @@ static void plan_free(Plan *p)
     free(p->gphys);
     free(p->shared);
     free(p->ramps);
+    free(p->rlist);
 }
 
 /* Whether n gathered (or scattered) dims at g are malformed: too many, missing, or of negative
@@ -234,6 +277,38 @@ static bool bad_gathers(const FcGather *g, int n)
  * varies along its loops, innermost reduction first), each in code order. Operands become step
  * numbers (registers may be reused: each read names the last instruction that wrote it);
  * buffers are given by plan_buffers once the chunk loop is known. */
+/* Places the instructions [0, n) of list r (but the invariants) at pos m on: by the loops they
+ * vary along, fewer loops first, then in code order. Any operand varies along a subset of its
+ * reader's loops, so this is an order in which values are written before they are read; and
+ * the steps of each domain come together, as one memo chain checked once (roi_align's y
+ * coordinate, its clamps and weights: one chain over (box, bin row, sample row)). */
+static int by_deps(const void *x, const void *y, void *deps)
+{
+    int i = *(const int *)x, j = *(const int *)y;
+    uint64_t a = ((const uint64_t *)deps)[i], b = ((const uint64_t *)deps)[j];
+    int pa = __builtin_popcountll(a), pb = __builtin_popcountll(b);
+    if (pa != pb)
+        return pa < pb ? -1 : 1;
+    if (a != b)
+        return a < b ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static int place_list(int *pos, int m, const uint64_t *deps, const int *list, int r, int n)
+{
+    int *idx = malloc((size_t)(n + 1) * sizeof *idx), cnt = 0;
+    for (int i = 0; i < n; i++)
+        if (list[i] == r && (r >= 0 || deps[i] != 0))
+            pos[i] = idx ? (idx[cnt++] = i, -1) : m++;
+    if (!idx)
+        return m;       /* code order, which is as good a schedule */
+    qsort_r(idx, (size_t)cnt, sizeof *idx, by_deps, (void *)deps);
+    for (int q = 0; q < cnt; q++)
+        pos[idx[q]] = m++;
+    free(idx);
+    return m;
+}
+
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
     int nreg = k->nreg, n = k->ncode, L = k->nloop;
@@ -331,13 +406,13 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         gused += ng;
         bval[i] = bused;
         bused += nb;
+        s->esize = fc_dtype_size(in->dtype);
         switch (in->op) {
         case FC_OP_LOAD:
             if (in->buf < 0 || in->buf >= k->nbufs || !k->bufs || (k->nloop > 0 && !in->strides)) {
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad load", i);
                 goto done;
             }
-            s->esize = fc_dtype_size(in->dtype);
             s->strides = k->nloop > 0 ? in->strides : p->zero;
             for (int l = 0; l < L; l++)
                 if (s->strides[l] != 0 && k->extent[l] > 1)
@@ -437,17 +512,13 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         if (deps[i] == 0 && list[i] < 0)
             pos[i] = m++;
     p->ninv = m;
-    for (int i = 0; i < n; i++)
-        if (deps[i] != 0 && list[i] < 0)
-            pos[i] = m++;
+    m = place_list(pos, m, deps, list, -1, n);
     p->ntop = m;
     for (int r = 0; r < n; r++) {
         if (!is_reduce(k->code[r].op))
             continue;
         p->steps[r].body0 = m;
-        for (int i = 0; i < r; i++)
-            if (list[i] == r)
-                pos[i] = m++;
+        m = place_list(pos, m, deps, list, r, r);
         p->steps[r].body1 = m;
         p->steps[r].racc = p->nracc++;
     }
@@ -604,6 +675,42 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
  * position 0 (fill), and how loads address (flat gathers, narrow loads). Then the buffers. */
 static FcStatus plan_buffers(Plan *p, FcError *err);
 
+/* The most positions a chunk along loop cx holds (1 for a reduction of one value that runs no
+ * loop of its own along the chunk). */
+static int chunk_width(const Plan *p, int cx)
+{
+    return cx < 0 ? 1 : p->ext[cx] < FC_CHUNK ? (int)p->ext[cx] : FC_CHUNK;
+}
+
+static void mark_fill(Step *s, int w)
+{
+    s->fill = true;
+    if (w > s->fillw)
+        s->fillw = w;
+}
+
+/* Whether a value of one step s could be kept for a later evaluation: some loop that cycles
+ * while its list is evaluated (a root loop, a loop of a reduction whose body holds it; a chunk
+ * loop cycles when it has more than one chunk) leaves it alone. A value that varies along all
+ * of them is computed afresh every time. */
+static bool may_hold(const Plan *p, const Step *s)
+{
+    uint64_t loops = 0;
+    for (int l = 0; l < p->L; l++)
+        if (p->k->nloop == 0 || p->k->owner[l] < 0)
+            loops |= (uint64_t)1 << l;
+    for (int r = s->parent; r >= 0; r = p->steps[r].parent)
+        for (int l = 0; l < p->L; l++)
+            if (p->k->owner[l] == (int)(p->steps[r].in - p->k->code))
+                loops |= (uint64_t)1 << l;
+    for (uint64_t d = loops & ~s->deps; d; d &= d - 1) {
+        int l = __builtin_ctzll(d);
+        if (p->ext[l] > (l == p->cl || l == s->cx ? FC_CHUNK : 1))
+            return true;
+    }
+    return false;
+}
+
 static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -649,7 +756,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             again = true;
         }
     }
-    /* Fills: one value read beyond position 0. */
+    /* Fills: one value read beyond position 0, by readers whose chunks are at most as long as
+     * their lists' chunk loops. */
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         const FcInstr *in = s->in;
@@ -657,35 +765,56 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
             flat = flat && !p->steps[s->g[g]].wide;
         s->per_element = in->op == FC_OP_LOAD && in->ngather > 0 && !flat;
+        int w = chunk_width(p, s->cx);
         if (in->op == FC_OP_LOAD) {
             for (int g = 0; s->per_element && g < in->ngather; g++)
-                p->steps[s->g[g]].fill = true;
+                mark_fill(&p->steps[s->g[g]], w);
         } else if (is_reduce(in->op)) {
             if (s->a >= 0)
-                p->steps[s->a].fill = true;
+                mark_fill(&p->steps[s->a], chunk_width(p, s->wide ? s->cx : s->rcl));
         } else if (s->wide) {
             int ops[3] = {s->a, s->b, s->c};
             for (int o = 0; o < 3; o++)
                 if (ops[o] >= 0)
-                    p->steps[ops[o]].fill = true;
+                    mark_fill(&p->steps[ops[o]], w);
         }
     }
-    p->steps[p->res].fill = true;
+    mark_fill(&p->steps[p->res], chunk_width(p, p->cl));
     p->flat_scatter = true;
     for (int g = 0; g < k->nscatter; g++)
         p->flat_scatter = p->flat_scatter && !p->steps[p->sphys[g]].wide;
     for (int g = 0; g < k->nscatter && !p->flat_scatter; g++)
-        p->steps[p->sphys[g]].fill = true;
+        mark_fill(&p->steps[p->sphys[g]], chunk_width(p, p->cl));
     p->nmemo = 0;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        s->memo = j >= p->ninv && !s->wide && hoist ? p->nmemo++ : -1;
+        s->memo = j >= p->ninv && !s->wide && hoist && may_hold(p, s) ? p->nmemo++ : -1;
         const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
         s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
         if (j < p->ninv)
             s->fill = false;    /* invariants are computed over a whole chunk */
+        s->chain = !s->memo_as_prev ? s->memo : q->chain;
     }
+    /* A memoised value read only inside its own chain is never copied back from its table:
+     * whenever the chain runs, it is computed. */
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        const Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        int nb = is_reduce(in->op) ? in->nbound : 0;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int v = o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+            if (v < 0)
+                continue;
+            Step *q = &p->steps[v];
+            if (q->memo >= 0 && !(s->memo >= 0 && s->chain == q->chain))
+                q->restore = true;
+        }
+    }
+    p->steps[p->res].restore = true;
+    for (int g = 0; g < k->nscatter; g++)
+        p->steps[p->sphys[g]].restore = true;
     /* A bound is read at position 0 where its reduction starts: one that varies along the
      * chunk (a per-position bound of a wide reduction) is not used (FC_BOOL marks it); the body
      * then still holds its mask (the scheduler drops a mask only when its bounds do not vary
@@ -900,6 +1029,97 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     p->nred = p->hor ? sat_mul(reduced, p->nchunk) : reduced;
     if (p->nunits == INT64_MAX || p->nred == INT64_MAX)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: the loop nest is too large");
+    return FC_OK;
+}
+
+/* The memo tables. A memoised step is computed once per point of its loops while they hold; a
+ * loop it does not vary along that cycles outside some of its loops (roi_align's y over (box,
+ * bin row, sample row) sits in the loop over the bin column, and the sample rows cycle inside
+ * that) would make it recompute at every turn, so the loops inside the first such loop get a
+ * table: one entry per point, kept for as long as the loops outside it (its key) stay. The order
+ * is that of the iteration: kept root loops, the root chunk loop, reduced root loops, then each
+ * inner reduction's loops. The steps of a chain share the check, so the first one's table is
+ * theirs. */
+static FcStatus plan_memo(Plan *p, FcError *err)
+{
+    int order[FC_MAX_DIMS], no = 0;
+    for (int j = 0; j < p->nkl; j++)
+        order[no++] = p->kl[j];
+    order[no++] = p->cl;
+    for (int j = 0; j < p->nrl; j++)
+        order[no++] = p->rl[j];
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        const Step *s = &p->steps[j];
+        for (int i = 0; is_reduce(s->in->op) && i < s->nrl && no < FC_MAX_DIMS; i++)
+            order[no++] = s->rl[i];
+        if (is_reduce(s->in->op) && s->rcl >= 0 && no < FC_MAX_DIMS)
+            order[no++] = s->rcl;
+    }
+    size_t entries = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (s->memo < 0)
+            continue;
+        if (!s->memo_as_prev) {
+            int i = 0;
+            for (; i < no; i++) {
+                int l = order[i];
+                bool cycles = p->ext[l] > (l == p->cl || l == s->cx ? FC_CHUNK : 1);
+                if (cycles && !(s->deps >> l & 1))
+                    break;
+            }
+            size_t len = 1;     /* the chain's steps, each a table of values, and the stamps */
+            while (j + (int)len < p->nsteps && s[len].memo_as_prev)
+                len++;
+            s->tab = 0;
+            s->ntl = 0;
+            int64_t size = 1;
+            for (int q = no - 1; q > i; q--) {
+                int l = order[q];
+                if (!(s->deps >> l & 1) || p->ext[l] <= 1)
+                    continue;
+                if (p->ext[l] > MEMO_TABLE / size || entries + (size_t)(size * p->ext[l]) * (len + 1) > MEMO_ENTRIES)
+                    break;      /* the loops further out stay in the key */
+                s->tab |= (uint64_t)1 << l;
+                s->tl[s->ntl].loop = l;
+                s->tl[s->ntl++].str = size;
+                size *= p->ext[l];
+            }
+            s->tsize = size;
+            s->stamp0 = p->nstamps;
+            p->nstamps += (size_t)size;
+            entries += (size_t)size;
+        } else {
+            s->tab = s[-1].tab;
+            s->tsize = s[-1].tsize;
+            s->ntl = s[-1].ntl;
+            memcpy(s->tl, s[-1].tl, sizeof s->tl);
+            s->stamp0 = s[-1].stamp0;
+        }
+        s->val0 = p->nvals;
+        p->nvals += (size_t)s->tsize;
+        entries += (size_t)s->tsize;
+    }
+    /* a chain that holds is skipped: only its steps that restore are visited */
+    p->rlist = malloc((size_t)(p->nsteps + 1) * sizeof *p->rlist);
+    if (!p->rlist)
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    int nr = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (s->memo < 0 || s->memo_as_prev)
+            continue;
+        s->rfirst = nr;
+        int q = j;
+        for (; q < p->nsteps && (q == j || p->steps[q].memo_as_prev); q++)
+            if (p->steps[q].restore) {
+                const Step *r = &p->steps[q];
+                p->rlist[nr++] = (Restore){.memo = r->memo, .d = r->d, .w = r->fill ? r->fillw : 1,
+                                           .esize = (int)r->esize, .val0 = r->val0};
+            }
+        s->rcount = nr - s->rfirst;
+        s->chain_end = q;
+    }
     return FC_OK;
 }
 
@@ -1414,28 +1634,58 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
     return true;
 }
 
-/* Whether memoised step s still holds: its loops are where it was computed. */
+/* Whether the chain that memoised step s begins holds a value for the current loop indices
+ * (its entry computed in the current generation of its key); sets the chain's entry. A new key
+ * starts a generation, which leaves every entry of the old one stale. */
 static bool memo_holds(const Plan *p, Thread *t, const Step *s)
 {
-    if (!t->mok[s->memo])
-        return false;
-    const int64_t *key = t->mkey + (size_t)s->memo * (size_t)p->L;
-    for (uint64_t d = s->deps; d; d &= d - 1) {
+    int g = s->memo;
+    int64_t *key = t->mkey + (size_t)g * (size_t)p->L;
+    bool same = t->mgen[g] != 0;
+    for (uint64_t d = s->deps & ~s->tab; d && same; d &= d - 1) {
         int l = __builtin_ctzll(d);
-        if (key[l] != t->idx[l])
-            return false;
+        same = key[l] == t->idx[l];
     }
-    return true;
+    if (!same) {
+        for (uint64_t d = s->deps & ~s->tab; d; d &= d - 1) {
+            int l = __builtin_ctzll(d);
+            key[l] = t->idx[l];
+        }
+        t->mgen[g]++;
+    }
+    int64_t e = 0;
+    for (int j = 0; j < s->ntl; j++)
+        e += s->tl[j].str * t->idx[s->tl[j].loop];
+    t->ment[g] = e;
+    uint64_t *stamp = &t->stamps[s->stamp0 + (size_t)e];
+    if (*stamp == t->mgen[g])
+        return true;
+    *stamp = t->mgen[g];        /* the chain is computed next, in full */
+    return false;
 }
 
+/* The steps that restore of a chain that holds at entry e of generation gen: each buffer that
+ * holds another entry gets its value back from the table. */
+static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t gen)
+{
+    for (; n > 0; n--, r++) {
+        if (t->mcur[r->memo] == e && t->mcg[r->memo] == gen)
+            continue;
+        void *d = t->buf[r->d];
+        broadcast(d, t->tvals + (r->val0 + (size_t)e) * 8, (size_t)r->esize, r->w);
+        t->cur[r->d] = d;
+        t->mcur[r->memo] = e;
+        t->mcg[r->memo] = gen;
+    }
+}
+
+/* Memoised step s, just computed: its value goes to its chain's current entry. */
 static void memo_keep(const Plan *p, Thread *t, const Step *s)
 {
-    int64_t *key = t->mkey + (size_t)s->memo * (size_t)p->L;
-    for (uint64_t d = s->deps; d; d &= d - 1) {
-        int l = __builtin_ctzll(d);
-        key[l] = t->idx[l];
-    }
-    t->mok[s->memo] = true;
+    int64_t e = t->ment[s->chain];
+    broadcast(t->tvals + (s->val0 + (size_t)e) * 8, t->buf[s->d], s->esize, 1);
+    t->mcur[s->memo] = e;
+    t->mcg[s->memo] = t->mgen[s->chain];
 }
 
 /* How many indices of a loop of extent ext satisfy index < v (LT) or index <= v (LE). */
@@ -1529,7 +1779,7 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
             r->comb(acc, (char *)acc + j * 8, 1);
         r->fin(d, acc, 1);
         if (s->fill)
-            broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
+            broadcast(d, d, s->esize, s->fillw);
     }
     t->cur[s->d] = d;
     return true;
@@ -1541,27 +1791,26 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
  * loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
-    bool held = false;          /* whether the last memoised step checked still held */
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
-        if (s->memo >= 0) {
-            held = s->memo_as_prev && j > from ? held : memo_holds(p, t, s);
-            if (held)
-                continue;
+        if (s->memo >= 0 && !s->memo_as_prev && memo_holds(p, t, s)) {
+            memo_restore(t, p->rlist + s->rfirst, s->rcount, t->ment[s->memo], t->mgen[s->memo]);
+            j = s->chain_end - 1;
+            continue;
         }
         bool inv = j < p->ninv;
         int m = inv ? FC_CHUNK : s->wide ? n : 1;
         void *d = t->buf[s->d];
         switch (in->op) {
         case FC_OP_LOAD:
-            if (!do_load(p, s, t, i0, inv || (!s->wide && s->fill) ? FC_CHUNK : m, s->wide))
+            if (!do_load(p, s, t, i0, inv ? FC_CHUNK : !s->wide && s->fill ? s->fillw : m, s->wide))
                 return false;
             if (s->memo >= 0)
                 memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
-            fc_cpu_fill(d, in->dtype, in->konst, inv || s->fill ? FC_CHUNK : m);
+            fc_cpu_fill(d, in->dtype, in->konst, inv ? FC_CHUNK : s->fill ? s->fillw : m);
             break;
         case FC_OP_IOTA: {
             int64_t *q = d;
@@ -1570,7 +1819,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                     q[i] = i0 + i;
             } else {
                 int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
-                int k = inv || s->fill ? FC_CHUNK : m;
+                int k = inv ? FC_CHUNK : s->fill ? s->fillw : m;
                 for (int i = 0; i < k; i++)
                     q[i] = v;
             }
@@ -1580,13 +1829,13 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             if (!eval_reduce(p, t, s, i0, n))
                 return false;
             if (inv && !s->wide)
-                broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
+                broadcast(d, d, s->esize, FC_CHUNK);
             break;
         default:
             if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
             if (!inv && !s->wide && s->fill)
-                broadcast(d, d, fc_dtype_size(in->dtype), FC_CHUNK);
+                broadcast(d, d, s->esize, s->fillw);
             break;
         }
         t->cur[s->d] = d;
@@ -1902,7 +2151,7 @@ static Thread **threads_new(const Plan *p, int n)
     size_t head = (sizeof(Thread) + 63) & ~(size_t)63;
     size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
     int nlocal = p->nphys - p->nshared;
-    size_t memo = ((size_t)p->nmemo * (size_t)p->L * sizeof(int64_t) + (size_t)p->nmemo + 63) & ~(size_t)63;
+    size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
     size_t size = head + ptrs + (size_t)(nlocal + 2 + 2 * p->group + p->nracc) * CHUNK_BYTES + memo;
     for (int i = 0; i < n; i++) {
         char *m = fc_cpu_aligned_alloc(size);
@@ -1929,8 +2178,13 @@ static Thread **threads_new(const Plan *p, int n)
         t->aidx = (int64_t *)(void *)(b + (2 + (size_t)p->group) * CHUNK_BYTES);
         t->racc = b + (2 + 2 * (size_t)p->group) * CHUNK_BYTES;
         t->mkey = (int64_t *)(void *)(t->racc + (size_t)p->nracc * CHUNK_BYTES);
-        t->mok = (bool *)(t->mkey + (size_t)p->nmemo * (size_t)p->L);
-        memset(t->mok, 0, (size_t)p->nmemo);
+        t->mgen = (uint64_t *)(t->mkey + (size_t)p->nmemo * (size_t)p->L);
+        t->ment = (int64_t *)(t->mgen + p->nmemo);
+        t->mcur = t->ment + p->nmemo;
+        t->mcg = (uint64_t *)(t->mcur + p->nmemo);
+        t->stamps = t->mcg + p->nmemo;
+        t->tvals = (char *)(t->stamps + p->nstamps);
+        memset(t->mgen, 0, ((size_t)p->nmemo * 4 + p->nstamps) * 8);
         t->err_task = -1;
     }
     return th;
@@ -1974,6 +2228,9 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
     }
     st = plan_loops(&p, k, err);
     if (st != FC_OK || p.nunits == 0)
+        goto done;
+    st = plan_memo(&p, err);
+    if (st != FC_OK)
         goto done;
     st = plan_index(&p, k, err);
     if (st != FC_OK)
