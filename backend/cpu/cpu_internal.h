@@ -115,6 +115,14 @@ typedef int (*CpuOpFn)(void *restrict d, const void *restrict a, const void *res
  * combination. Covers the unary, binary, comparison, WHERE and CAST ops. */
 CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype);
 
+/* where(a[i] <cmp> *k, b[i], c[i]) for i in [0, n): a comparison with one value fused into the
+ * select that reads it (the executor's rewrite of where(x > 0, ...)), *k of the compared dtype. */
+typedef int (*CpuSelFn)(void *restrict d, const void *restrict a, const void *restrict b,
+                        const void *restrict c, const void *k, int n);
+
+/* The fused select for comparison cmp of src_dtype values choosing dtype values, or NULL. */
+CpuSelFn fc_cpu_sel_fn(FcOp cmp, FcDType src_dtype, FcDType dtype);
+
 /* Fills n values of dtype with a scalar (konst.f for floats, konst.i otherwise). */
 void fc_cpu_fill(void *d, FcDType dtype, FcScalar v, int n);
 

@@ -90,7 +90,11 @@ typedef struct Restore {
 typedef struct Step {
     const FcInstr *in;
     CpuOpFn fn;                 /* ops other than LOAD, CONST, IOTA */
+    CpuSelFn sel;               /* a WHERE whose comparison with a constant it makes itself: a is
+                                   then the compared value (plan_selects), else NULL */
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
+    bool dead;                  /* a comparison that its selects make: not evaluated */
+    char selk[8];               /* sel: the constant, in the compared dtype */
     int *g;                     /* [in->ngather] physical buffers of the gathered indices */
     size_t esize;               /* bytes per element of its value */
     const int64_t *strides;     /* LOAD: [L] */
@@ -309,6 +313,85 @@ static int place_list(int *pos, int m, const uint64_t *deps, const int *list, in
     return m;
 }
 
+/* where(x <cmp> k, y, z) with k a constant: when every reader of the comparison is such a
+ * select over the same loops, the selects compare (CpuSelFn: no chunk of bools written and read
+ * back) and the comparison is dead. val[i * 3 + o]: instruction i's operands as instructions. */
+static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, const int *bvals,
+                         const int *bval, const uint64_t *deps, const int *def)
+{
+    int n = k->ncode;
+    int *reads = calloc((size_t)n + 1, sizeof *reads), *sels = calloc((size_t)n + 1, sizeof *sels);
+    if (!reads || !sels)
+        goto done;      /* no fusion: the same results */
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? gval[(int)(p->steps[i].g - p->gphys) + o - 3] : bvals[bval[i] + o - 3 - ng];
+            if (v >= 0)
+                reads[v]++;
+        }
+        int c = val[i * 3];
+        if (in->op == FC_OP_WHERE && c >= 0 && is_compare(k->code[c].op) && deps[c] == deps[i])
+            sels[c]++;
+    }
+    reads[def[k->result]]++;
+    for (int g = 0; g < k->nscatter; g++)
+        reads[def[k->scatter[g].reg]]++;
+    /* twice: first whether each select can compare (else its comparison stays), then the fusion */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            const FcInstr *in = &k->code[i];
+            int c = val[i * 3];
+            if (in->op != FC_OP_WHERE || c < 0 || sels[c] <= 0 || sels[c] != reads[c])
+                continue;
+            const FcInstr *cmp = &k->code[c];
+            int x = val[c * 3], kk = val[c * 3 + 1];
+            FcOp op = cmp->op;
+            if (x >= 0 && k->code[x].op == FC_OP_CONST) {  /* k <cmp> x: x <flipped cmp> k */
+                int t = x;
+                x = kk;
+                kk = t;
+                op = op == FC_OP_LT ? FC_OP_GT : op == FC_OP_GT ? FC_OP_LT : op == FC_OP_LE ? FC_OP_GE
+                     : op == FC_OP_GE ? FC_OP_LE : op;
+            }
+            CpuSelFn fn = fc_cpu_sel_fn(op, cmp->src_dtype, in->dtype);
+            if (x < 0 || kk < 0 || k->code[kk].op != FC_OP_CONST || !fn) {
+                sels[c] = -1;   /* not this one, so none of its readers */
+                continue;
+            }
+            if (pass == 0)
+                continue;
+            Step *s = &p->steps[i];
+            FcScalar v = k->code[kk].konst;
+            switch (cmp->src_dtype) {
+            case FC_INT32: {
+                int32_t q = (int32_t)(uint32_t)(uint64_t)v.i;
+                memcpy(s->selk, &q, sizeof q);
+                break;
+            }
+            case FC_FLOAT32: {
+                float q = (float)v.f;
+                memcpy(s->selk, &q, sizeof q);
+                break;
+            }
+            case FC_INT64:
+                memcpy(s->selk, &v.i, sizeof v.i);
+                break;
+            default:
+                memcpy(s->selk, &v.f, sizeof v.f);
+                break;
+            }
+            s->sel = fn;
+            val[i * 3] = x;
+            p->steps[c].dead = true;
+        }
+    }
+done:
+    free(reads);
+    free(sels);
+}
+
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
     int nreg = k->nreg, n = k->ncode, L = k->nloop;
@@ -501,6 +584,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             }
         }
     }
+    plan_selects(p, k, val, gval, bvals, bval, deps, def);
     /* Order: invariants, the top list, then each reduction's body. */
     Step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
     if (!sorted) {
@@ -788,7 +872,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     p->nmemo = 0;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        s->memo = j >= p->ninv && !s->wide && hoist && may_hold(p, s) ? p->nmemo++ : -1;
+        s->memo = j >= p->ninv && !s->wide && !s->dead && hoist && may_hold(p, s) ? p->nmemo++ : -1;
         const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
         s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
@@ -1794,6 +1878,8 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
+        if (s->dead)
+            continue;
         if (s->memo >= 0 && !s->memo_as_prev && memo_holds(p, t, s)) {
             memo_restore(t, p->rlist + s->rfirst, s->rcount, t->ment[s->memo], t->mgen[s->memo]);
             j = s->chain_end - 1;
@@ -1832,7 +1918,9 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                 broadcast(d, d, s->esize, FC_CHUNK);
             break;
         default:
-            if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], m) != CPU_OK)
+            if (s->sel)
+                s->sel(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], s->selk, m);
+            else if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
             if (!inv && !s->wide && s->fill)
                 broadcast(d, d, s->esize, s->fillw);

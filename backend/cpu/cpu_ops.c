@@ -343,6 +343,35 @@ DEF_WHERE(1, uint8_t)
 DEF_WHERE(4, uint32_t)
 DEF_WHERE(8, uint64_t)
 
+/* where(x <cmp> k, y, z) with k one value: the comparison made in the select, the mask never
+ * stored as bools (see CpuSelFn). The same bits as the comparison then op_WHERE_w. */
+#define DEF_SEL(OP, s, T, R, expr, w, U)                                                           \
+    CPU_CLONES static int sel_##OP##_##s##_##w(void *restrict dv, const void *restrict av,         \
+                                               const void *restrict bv, const void *restrict cv,  \
+                                               const void *kv, int n)                              \
+    {                                                                                              \
+        U *restrict d = dv;                                                                        \
+        const T *restrict a = av;                                                                  \
+        const U *restrict p = bv;                                                                  \
+        const U *restrict q = cv;                                                                  \
+        T y;                                                                                       \
+        memcpy(&y, kv, sizeof y);                                                                  \
+        CHUNK_LOOP(n, {                                                                            \
+            T x = a[i];                                                                            \
+            U k = (U)((U)0 - (U)(expr));                                                           \
+            d[i] = (U)((p[i] & k) | (q[i] & (U)~k));                                               \
+        });                                                                                        \
+        return CPU_OK;                                                                             \
+    }
+#define DEF_SELS(OP, s, T, R, expr)                                                                \
+    DEF_SEL(OP, s, T, R, expr, 1, uint8_t)                                                         \
+    DEF_SEL(OP, s, T, R, expr, 4, uint32_t)                                                        \
+    DEF_SEL(OP, s, T, R, expr, 8, uint64_t)
+COMPARE(DEF_SELS, i32, int32_t)
+COMPARE(DEF_SELS, i64, int64_t)
+COMPARE(DEF_SELS, f32, float)
+COMPARE(DEF_SELS, f64, double)
+
 #define DEF_CAST(ds, DT, ss, ST, expr)                                                             \
     CPU_CLONES static int cast_##ds##_##ss(OP_PARAMS)                                              \
     {                                                                                              \
@@ -433,6 +462,23 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
     if (op == FC_OP_ISNAN)
         return dtype == FC_BOOL ? op_table[op][src_dtype] : NULL;
     return op_table[op][dtype];
+}
+
+#define REG_SEL(OP, s, T, R, expr)                                                                 \
+    [FC_OP_##OP][DT_##s] = {[1] = sel_##OP##_##s##_1, [4] = sel_##OP##_##s##_4, [8] = sel_##OP##_##s##_8},
+static const CpuSelFn sel_table[FC_OP__COUNT][FC_DTYPE__COUNT][9] = {
+    COMPARE(REG_SEL, i32, int32_t)
+    COMPARE(REG_SEL, i64, int64_t)
+    COMPARE(REG_SEL, f32, float)
+    COMPARE(REG_SEL, f64, double)
+};
+
+CpuSelFn fc_cpu_sel_fn(FcOp cmp, FcDType src_dtype, FcDType dtype)
+{
+    if ((unsigned)cmp >= FC_OP__COUNT || (unsigned)src_dtype >= FC_DTYPE__COUNT ||
+        (unsigned)dtype >= FC_DTYPE__COUNT || fc_dtype_size(dtype) > 8)
+        return NULL;
+    return sel_table[cmp][src_dtype][fc_dtype_size(dtype)];
 }
 
 void fc_cpu_fill(void *d, FcDType dtype, FcScalar v, int n)
