@@ -2746,6 +2746,63 @@ START_TEST(test_matmul_strided_c_and_wrap)
 }
 END_TEST
 
+/* Float products are fused multiply-adds in k's order, one chain per block of K (1024 bytes of
+ * K: 256 float32, 128 float64) added to the previous blocks' sum: the exact bits, for inputs
+ * whose products round. */
+START_TEST(test_matmul_fma_bits)
+{
+    enum { M = 7, N = 19, K = 300 };
+    bool f64 = _i == 1;
+    int64_t kc = f64 ? 128 : 256;
+    double *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
+    void *ab = malloc(M * K * 8), *bb = malloc(K * N * 8), *out = malloc(M * N * 8);
+    uint64_t s = 11;
+    for (int i = 0; i < M * K; i++) {
+        a[i] = f64 ? (double)rng_float(&s) * 1.37 + (double)rng_float(&s) * 1e-9 : rng_float(&s);
+        if (f64) ((double *)ab)[i] = a[i]; else ((float *)ab)[i] = (float)a[i];
+    }
+    for (int i = 0; i < K * N; i++) {
+        b[i] = f64 ? (double)rng_float(&s) * 0.71 + (double)rng_float(&s) * 1e-9 : rng_float(&s);
+        if (f64) ((double *)bb)[i] = b[i]; else ((float *)bb)[i] = (float)b[i];
+    }
+    FcMatmul m = {.dtype = f64 ? FC_FLOAT64 : FC_FLOAT32, .m = M, .n = N, .k = K, .nthreads = 2};
+    m.a = ab;
+    m.b = bb;
+    m.c = out;
+    m.a_rs = K, m.a_cs = 1, m.b_rs = N, m.b_cs = 1, m.c_rs = N, m.c_cs = 1;
+    ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            if (f64) {
+                double total = 0;
+                for (int64_t p0 = 0; p0 < K; p0 += kc) {
+                    double acc = 0;
+                    for (int64_t p = p0; p < p0 + kc && p < K; p++)
+                        acc = fma(a[i * K + p], b[p * N + j], acc);
+                    total += acc;
+                }
+                ck_assert_msg(((double *)out)[i * N + j] == total, "float64 C[%d][%d] = %.17g, expected %.17g",
+                              i, j, ((double *)out)[i * N + j], total);
+            } else {
+                float total = 0;
+                for (int64_t p0 = 0; p0 < K; p0 += kc) {
+                    float acc = 0;
+                    for (int64_t p = p0; p < p0 + kc && p < K; p++)
+                        acc = fmaf((float)a[i * K + p], (float)b[p * N + j], acc);
+                    total += acc;
+                }
+                ck_assert_msg(((float *)out)[i * N + j] == total, "float32 C[%d][%d] = %.9g, expected %.9g",
+                              i, j, (double)((float *)out)[i * N + j], (double)total);
+            }
+        }
+    free(a);
+    free(b);
+    free(ab);
+    free(bb);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_matmul_threads_bitwise)
 {
     enum { M = 130, N = 70, K = 500 };
@@ -2979,6 +3036,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_matmul_reference, 0, 4 * (int)(sizeof mm_cases / sizeof *mm_cases));
     tcase_add_test(tc, test_matmul_strided_c_and_wrap);
     tcase_add_test(tc, test_matmul_threads_bitwise);
+    tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 2);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
     suite_add_tcase(s, tc);
 

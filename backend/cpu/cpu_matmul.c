@@ -3,14 +3,21 @@
  * contiguous panels, a register-blocked MR x NR micro-kernel accumulating over the packed K
  * dimension, the C block kept in a contiguous buffer and written out through C's strides once.
  *
- * float32 accumulates in float32 (as BLAS does); integers accumulate in unsigned arithmetic,
- * so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
+ * float32 accumulates in float32 (as BLAS does), floats by fused multiply-adds; integers
+ * accumulate in unsigned arithmetic, so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
  * batch dims, transposed or non-contiguous matrices). Work is split over (batch, block of rows)
  * tasks; every element of C is computed by one thread in an order fixed by KC alone, so results
  * do not depend on the thread count.
  * Depends on cpu_internal.h only. */
 #include "cpu_internal.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define MM_FMA 1                /* the AVX2 + FMA float micro-kernels exist */
+#else
+#define MM_FMA 0
+#endif
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,7 @@ typedef struct MmRun {
     int64_t nmb;                /* row blocks per batch item */
     char **scratch;             /* per thread: packed A, packed B, C block */
     size_t a_bytes, b_bytes;
+    bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
 } MmRun;
 
 /* Element offsets of batch item bi in A, B and C. */
@@ -51,18 +59,22 @@ static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *b
     }
 }
 
-/* One task: rows [i0, i0 + mc) of batch item bi. T is the element type, A the arithmetic type.
- * The micro-kernel keeps its MR x NR block of C in registers, as two 32-byte vectors per row
- * (GCC/Clang vector extensions: plain C loops leave the accumulators in memory): 12 of AVX2's 16
- * registers, compiled for AVX2 and for the baseline (where each vector is two SSE registers).
- * Each element of C is a multiply and an add per k in k's order on either path (AVX2 without
- * FMA contracts nothing), so both give the same bits. */
-#define DEF_MATMUL(s, T, A)                                                                        \
+/* The micro-kernels: an MR x NR block of C (+=) from kc steps of packed A and B, the block kept
+ * in registers as two 32-byte vectors per row (12 of AVX2's 16 registers).
+ *
+ * Floats: each element of C is a fused multiply-add per k, in k's order, on every machine: with
+ * AVX2 and FMA (x86-64-v3) through intrinsics, elsewhere through libm's fma (slow where the
+ * hardware has none, the same bits). Integers wrap in unsigned arithmetic: GCC/Clang vector
+ * extensions (plain C loops leave the accumulators in memory), compiled for AVX2 and the
+ * baseline. */
+#define DEF_UKERNEL_INT(s, A)                                                                      \
     typedef A vec_##s __attribute__((vector_size(32)));                                            \
-    CPU_CLONES static void ukernel_##s(int64_t kc, const A *restrict ap, const A *restrict bp,     \
-                                       A *restrict c, int64_t ldc, int mr, int nr)                 \
+    CPU_CLONES static void ukernel_##s(bool use_fma, int64_t kc, const A *restrict ap,             \
+                                       const A *restrict bp, A *restrict c, int64_t ldc, int mr,   \
+                                       int nr)                                                     \
     {                                                                                              \
         enum { VL = 32 / sizeof(A), NR = 2 * VL };                                                 \
+        (void)use_fma;                                                                             \
         vec_##s acc[MM_MR][2];                                                                     \
         memset(acc, 0, sizeof acc);                                                                \
         for (int64_t p = 0; p < kc; p++) {                                                         \
@@ -80,7 +92,73 @@ static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *b
         for (int i = 0; i < mr; i++)                                                               \
             for (int j = 0; j < nr; j++)                                                           \
                 c[i * ldc + j] += out[i][j];                                                       \
-    }                                                                                              \
+    }
+DEF_UKERNEL_INT(i32, uint32_t)
+DEF_UKERNEL_INT(i64, uint64_t)
+
+#if MM_FMA
+/* V: the 32-byte vector type, VS: its intrinsics' suffix (ps, pd). */
+#define DEF_UKERNEL_FMA(s, A, V, VS)                                                               \
+    __attribute__((target("avx2,fma"))) static void ukernel_fma_##s(                               \
+        int64_t kc, const A *restrict ap, const A *restrict bp, A *restrict c, int64_t ldc, int mr, \
+        int nr)                                                                                    \
+    {                                                                                              \
+        enum { VL = 32 / sizeof(A), NR = 2 * VL };                                                 \
+        V acc[MM_MR][2];                                                                           \
+        _Pragma("GCC unroll 8")                                                                    \
+        for (int i = 0; i < MM_MR; i++)                                                            \
+            acc[i][0] = acc[i][1] = _mm256_setzero_##VS();                                         \
+        for (int64_t p = 0; p < kc; p++) {                                                         \
+            V b0 = _mm256_loadu_##VS(bp + p * NR), b1 = _mm256_loadu_##VS(bp + p * NR + VL);       \
+            _Pragma("GCC unroll 8")         /* all rows: the accumulators stay in registers */     \
+            for (int i = 0; i < MM_MR; i++) {                                                      \
+                V a = _mm256_set1_##VS(ap[p * MM_MR + i]);                                         \
+                acc[i][0] = _mm256_fmadd_##VS(a, b0, acc[i][0]);                                   \
+                acc[i][1] = _mm256_fmadd_##VS(a, b1, acc[i][1]);                                   \
+            }                                                                                      \
+        }                                                                                          \
+        A out[MM_MR][NR];                                                                          \
+        _Pragma("GCC unroll 8")                                                                    \
+        for (int i = 0; i < MM_MR; i++) {                                                          \
+            _mm256_storeu_##VS(out[i], acc[i][0]);                                                 \
+            _mm256_storeu_##VS(out[i] + VL, acc[i][1]);                                            \
+        }                                                                                          \
+        for (int i = 0; i < mr; i++)                                                               \
+            for (int j = 0; j < nr; j++)                                                           \
+                c[i * ldc + j] += out[i][j];                                                       \
+    }
+DEF_UKERNEL_FMA(f32, float, __m256, ps)
+DEF_UKERNEL_FMA(f64, double, __m256d, pd)
+#define CALL_FMA(s) ukernel_fma_##s(kc, ap, bp, c, ldc, mr, nr)
+#else
+#define CALL_FMA(s) (void)0
+#endif
+
+/* F: libm's fma. */
+#define DEF_UKERNEL_FLOAT(s, A, F)                                                                 \
+    static void ukernel_##s(bool use_fma, int64_t kc, const A *restrict ap, const A *restrict bp,  \
+                            A *restrict c, int64_t ldc, int mr, int nr)                            \
+    {                                                                                              \
+        enum { NR = 64 / sizeof(A) };                                                              \
+        if (use_fma) {                                                                             \
+            CALL_FMA(s);                                                                           \
+            return;                                                                                \
+        }                                                                                          \
+        A acc[MM_MR][NR];                                                                          \
+        memset(acc, 0, sizeof acc);                                                                \
+        for (int64_t p = 0; p < kc; p++)                                                           \
+            for (int i = 0; i < MM_MR; i++)                                                        \
+                for (int j = 0; j < NR; j++)                                                       \
+                    acc[i][j] = F(ap[p * MM_MR + i], bp[p * NR + j], acc[i][j]);                   \
+        for (int i = 0; i < mr; i++)                                                               \
+            for (int j = 0; j < nr; j++)                                                           \
+                c[i * ldc + j] += acc[i][j];                                                       \
+    }
+DEF_UKERNEL_FLOAT(f32, float, fmaf)
+DEF_UKERNEL_FLOAT(f64, double, fma)
+
+/* One task: rows [i0, i0 + mc) of batch item bi. T is the element type, A the arithmetic type. */
+#define DEF_MATMUL(s, T, A)                                                                        \
     static bool mm_task_##s(void *arg, int tid, int64_t task)                                      \
     {                                                                                              \
         const MmRun *run = arg;                                                                    \
@@ -141,8 +219,8 @@ static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *b
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(kc, apack + ir * kc, bpack + jr * kc, cbuf + ir * ldc + jr, ldc, mr, \
-                                    nr);                                                           \
+                        ukernel_##s(run->fma, kc, apack + ir * kc, bpack + jr * kc,                \
+                                    cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
@@ -178,7 +256,11 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
         snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
         return FC_ERR_VALUE;
     }
-    MmRun run = {.m = m, .nbatch = 1};
+    MmRun run = {.m = m, .nbatch = 1,
+#if MM_FMA
+                 .fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+#endif
+    };
     for (int d = 0; d < m->nbatch; d++)
         run.nbatch *= m->batch[d];
     if (run.nbatch <= 0 || m->m == 0 || m->n == 0)
