@@ -119,9 +119,10 @@ typedef struct Step {
     bool restore;               /* memoised: read outside its chain, so a value found in its
                                    table is copied back to its buffer */
     size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart */
-    /* the first step of a chain: its table, one entry per point of the loops `tab` (the loops
-     * it varies along that cycle inside a loop it does not vary along), entry sum of tl[j].str *
-     * idx[tl[j].loop]; the other loops it varies along are its key, a new key a new generation */
+    /* the first step of a chain (the others share its check): its table, one entry per point of
+     * the loops `tab` (the loops it varies along that cycle inside a loop it does not vary
+     * along), entry sum of tl[j].str * idx[tl[j].loop]; the other loops it varies along are its
+     * key, a new key a new generation */
     uint64_t tab;
     int chain_end;              /* the step after its last */
     int rfirst, rcount;         /* its steps that restore: Plan.rlist[rfirst, + rcount) */
@@ -650,6 +651,19 @@ enum {
     FLAT = 2,       /* a load whose gathered indices all hold */
 };
 
+/* The values step s reads: a, b, c, its gathered indices, its bounds' values (steps, or after
+ * plan_buffers physical buffers; -1 for an absent a, b or c). */
+static int step_operands(const Step *s)
+{
+    return 3 + (s->in->op == FC_OP_LOAD ? s->in->ngather : 0) + (is_reduce(s->in->op) ? s->in->nbound : 0);
+}
+
+static int step_operand(const Step *s, int o)
+{
+    int ng = s->in->op == FC_OP_LOAD ? s->in->ngather : 0;
+    return o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+}
+
 /* Whether register r (-1: no operand) holds, as far as walk_one has got. */
 static bool held(const uint8_t *mark, const int *def, int r) { return r < 0 || (mark[def[r]] & HOLDS); }
 
@@ -884,11 +898,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
      * whenever the chain runs, it is computed. */
     for (int j = p->ninv; j < p->nsteps; j++) {
         const Step *s = &p->steps[j];
-        const FcInstr *in = s->in;
-        int nb = is_reduce(in->op) ? in->nbound : 0;
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
-        for (int o = 0; o < 3 + ng + nb; o++) {
-            int v = o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+        for (int o = 0; o < step_operands(s); o++) {
+            int v = step_operand(s, o);
             if (v < 0)
                 continue;
             Step *q = &p->steps[v];
@@ -983,9 +994,8 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
     for (int j = 0; j < n; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
-        for (int o = 0; o < 3 + ng + nb; o++) {
-            int v = o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+        for (int o = 0; o < step_operands(s); o++) {
+            int v = step_operand(s, o);
             if (v < 0)
                 continue;
             int u = j;
@@ -1007,10 +1017,8 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
         phys[j] = inv ? -(nshared++ + 2) : !sticky && nfree > 0 ? freel[--nfree] : nlocal++;
         /* Free what is read for the last time here (after choosing phys[j]: no aliasing), and
          * a value nothing reads. */
-        const FcInstr *in = s->in;
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
-        for (int o = -1; o < 3 + ng + nb; o++) {
-            int v = o < 0 ? j : o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+        for (int o = -1; o < step_operands(s); o++) {
+            int v = o < 0 ? j : step_operand(s, o);
             if (v < 0 || last[v] != q || v < p->ninv || p->steps[v].memo >= 0)
                 continue;
             freel[nfree++] = phys[v];
@@ -1140,11 +1148,12 @@ static FcStatus plan_memo(Plan *p, FcError *err)
             order[no++] = s->rcl;
     }
     size_t entries = 0;
+    int64_t tsize = 1;          /* entries of the current chain's table */
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         if (s->memo < 0)
             continue;
-        if (!s->memo_as_prev) {
+        if (!s->memo_as_prev) {     /* the chain's first step: its table */
             int i = 0;
             for (; i < no; i++) {
                 int l = order[i];
@@ -1173,16 +1182,11 @@ static FcStatus plan_memo(Plan *p, FcError *err)
             s->stamp0 = p->nstamps;
             p->nstamps += (size_t)size;
             entries += (size_t)size;
-        } else {
-            s->tab = s[-1].tab;
-            s->tsize = s[-1].tsize;
-            s->ntl = s[-1].ntl;
-            memcpy(s->tl, s[-1].tl, sizeof s->tl);
-            s->stamp0 = s[-1].stamp0;
+            tsize = size;
         }
-        s->val0 = p->nvals;
-        p->nvals += (size_t)s->tsize;
-        entries += (size_t)s->tsize;
+        s->val0 = p->nvals;     /* every step of the chain: a value per entry of its table */
+        p->nvals += (size_t)tsize;
+        entries += (size_t)tsize;
     }
     /* a chain that holds is skipped: only its steps that restore are visited */
     p->rlist = malloc((size_t)(p->nsteps + 1) * sizeof *p->rlist);

@@ -324,8 +324,11 @@ COMPARE(DEF_BINARY, f64, double)
 DEF_INT_DIV(i32, int32_t, uint32_t)
 DEF_INT_DIV(i64, int64_t, uint64_t)
 
-/* where(cond, x, y) by element width, as a bit mask so that it vectorises; the bits of x or y
- * are copied unchanged (NaN payloads and -0.0 included). */
+/* The bits of x where c (0 or 1) is 1, else of y, as a bit mask so that it vectorises (NaN
+ * payloads and -0.0 copied unchanged). */
+#define SELECT_BITS(U, c, x, y) ((U)((y) ^ (((x) ^ (y)) & (U)((U)0 - (U)(c)))))
+
+/* where(cond, x, y) by element width. */
 #define DEF_WHERE(w, U)                                                                            \
     CPU_CLONES static int op_WHERE_##w(OP_PARAMS)                                                  \
     {                                                                                              \
@@ -333,10 +336,7 @@ DEF_INT_DIV(i64, int64_t, uint64_t)
         const uint8_t *restrict m = av;                                                            \
         const U *restrict x = bv;                                                                  \
         const U *restrict y = cv;                                                                  \
-        CHUNK_LOOP(n, {                                                                            \
-            U k = (U)((U)0 - (U)(m[i] != 0));                                                      \
-            d[i] = (U)((x[i] & k) | (y[i] & (U)~k));                                               \
-        });                                                                                        \
+        CHUNK_LOOP(n, d[i] = SELECT_BITS(U, m[i] != 0, x[i], y[i]));                               \
         return CPU_OK;                                                                             \
     }
 DEF_WHERE(1, uint8_t)
@@ -358,8 +358,7 @@ DEF_WHERE(8, uint64_t)
         memcpy(&y, kv, sizeof y);                                                                  \
         CHUNK_LOOP(n, {                                                                            \
             T x = a[i];                                                                            \
-            U k = (U)((U)0 - (U)(expr));                                                           \
-            d[i] = (U)((p[i] & k) | (q[i] & (U)~k));                                               \
+            d[i] = SELECT_BITS(U, expr, p[i], q[i]);                                               \
         });                                                                                        \
         return CPU_OK;                                                                             \
     }
