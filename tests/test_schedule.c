@@ -73,6 +73,27 @@ static const char *const programs[] = {
     "save(d + '/a', v.sum((iy, ix)).order(n, c, p, q))\n"
     "save(d + '/b', where(ix < (off[n] + 0.5).long(), v, 0).sum((iy, ix)).order(n, p, q, c))\n"
     "save(d + '/c', v.sum((iy, ix)).order(c, n, p, q))\n",
+    /* chunks that span several loops (c, 16, is short): coordinates over (h) and (w) widened
+     * to (h, w), taps gathered by rows of c (a run; strided through offsets in chw), stores in
+     * another order than the chunk's, a result that does not vary along a loop of its chunk,
+     * a bound that keeps n out of the chunk. Unhoisted, the chunk is c's alone. */
+    "img = ((arange(3 * 20 * 24 * 16.0) * 0.013).sin()).reshape(3, 20, 24, 16)\n"
+    "chw = ((arange(3 * 16 * 20 * 24.0) * 0.029).cos()).reshape(3, 16, 20, 24)\n"
+    "n, h, w, c, k = dims(5)\n"
+    "h.size, w.size, k.size = 5, 4, 3\n"
+    "base = tensor([0.5, 7.25, 13.0])\n"
+    "yy = (base[n] + h * 2.1 + k * 0.4).clamp(max=18.5)\n"
+    "xx = (base[n] * 0.5 + w * 3.3).clamp(max=22.5)\n"
+    "yl = yy.long()\n"
+    "xl = xx.long()\n"
+    "t1 = img[n][yl][xl][c] * (yy - yl) + img[n][yl + 1][xl][c] * (xx - xl)\n"
+    "save(d + '/a', t1.sum(k).order(n, c, h, w))\n"
+    "t2 = chw[n][c][yl][xl] * (1 - (yy - yl)) + chw[n][c][yl][-1 - xl] * xx\n"
+    "save(d + '/b', t2.sum(k).order(n, h, w, c))\n"
+    "save(d + '/c', xx.order(n, w)[:, None, :].expand(3, 5, 4).contiguous())\n"
+    "save(d + '/e', (yl * 100 + xl + c + (yy > xx)).order(n, h, k, w, c))\n"
+    "cnt = (base[n] * 0.2 + 1).ceil()\n"
+    "save(d + '/f', where(k < cnt, where(yy > xx, t1, yy * c), 0).sum(k).order(n, w, h, c))\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,

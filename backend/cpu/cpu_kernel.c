@@ -17,7 +17,9 @@
  *
  * Iteration. One loop is the chunk loop (the innermost, unless it is short and another loop is
  * long, or a gather varies along it and along another long loop every access is a run:
- * addresses are affine in every loop index, so any loop can run along the chunk). The other
+ * addresses are affine in every loop index, so any loop can run along the chunk). A short
+ * chunk loop of a store takes whole loops into its chunk too (plan_span: a chunk that spans
+ * several loops, each value computed over the loops of the chunk it varies along). The other
  * loops are split into kept (output) loops and reduced loops. The work is cut into units that
  * each produce a distinct set of outputs: for a store, one chunk of outputs (taken in tiles
  * of rows when a load runs across the chunk loop, as in a transpose, so that neighbouring units
@@ -71,6 +73,8 @@ enum {
     NEAR_STRIDE_BYTES = 32,     /* 32-bit offsets: strided loads up to this step read through a table */
     MEMO_TABLE = 1024,          /* entries of one memo table at most */
     MEMO_ENTRIES = 64 * 1024,   /* entries of all of a kernel's memo tables at most (per thread) */
+    SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
+    SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
 
@@ -84,38 +88,67 @@ typedef struct Restore {
     size_t val0;                /* its table's values */
 } Restore;
 
+/* How a gathered index of a load read element by element is read: one value (narrow: moved into
+ * the chunk's offset), or a value per position of the load (or of its rows), through a table
+ * when, in a span, the index varies along fewer of the chunk's loops (x, over the index's m
+ * positions). */
+typedef struct GatherX {
+    bool wide;
+    int m;
+    const int32_t *x;
+} GatherX;
+
 /* One instruction, with its registers renamed to physical buffers. What every evaluation reads
- * comes first: a step is large (its arrays run to FC_MAX_DIMS), and a list of steps is walked
- * for every chunk, so each visit should touch one or two cache lines. */
+ * comes first, and the arrays over loops are elsewhere (Plan.pool): a list of steps is walked
+ * for every chunk, so each visit should touch one or two cache lines (the first 64 bytes: any
+ * visit; the next: a load's). */
 typedef struct Step {
+    /* the first cache line: what every visit reads */
     const FcInstr *in;
     CpuOpFn fn;                 /* ops other than LOAD, CONST, IOTA */
     CpuSelFn sel;               /* a WHERE whose comparison with a constant it makes itself: a is
                                    then the compared value (plan_selects), else NULL */
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
-    bool dead;                  /* a comparison that its selects make: not evaluated */
-    char selk[8];               /* sel: the constant, in the compared dtype */
-    int *g;                     /* [in->ngather] physical buffers of the gathered indices */
-    size_t esize;               /* bytes per element of its value */
-    const int64_t *strides;     /* LOAD: [L] */
-    const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): [FC_CHUNK]
-                                   i * stride along the chunk loop (for i < its extent), or NULL */
-    bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
-                                   each element addressed on its own (plan_marks) */
-    bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
-    bool wide;                  /* varies along cx: computed over the chunk; else one value */
-    bool fill;                  /* one value read beyond position 0: broadcast over fillw */
-    int cx;                     /* the chunk loop of the list it is evaluated in */
-    int fillw;                  /* positions its readers read: the longest chunk of their lists */
-    uint64_t deps;              /* the loops it varies along */
-    /* hoisting */
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
-    int chain;                  /* memoised: the slot of the first step of its chain, whose
-                                   key, generation and table entries the chain shares */
+    bool dead;                  /* a comparison that its selects make: not evaluated */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
+    bool wide;                  /* varies along its chunk: computed over it; else one value */
+    bool fill;                  /* one value read beyond position 0: broadcast over fillw */
+    bool widens;                /* an operand is read through a table (x[]) */
+    bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
+                                   each element addressed on its own (plan_marks) */
+    bool inplace;               /* LOAD: a wide one read where it lies (its offsets are 0, 1, ...) */
+    bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
+    int m;                      /* wide, in a list whose chunk spans several loops: its positions
+                                   (those of its shape); else 0 (the chunk's) */
+    int fillw;                  /* positions its readers read: the longest chunk of their lists */
+    int chain_end;              /* the first step of a memo chain: the step after its last */
+    /* loads */
+    char selk[8];               /* sel: the constant, in the compared dtype */
+    size_t esize;               /* bytes per element of its value */
+    const int64_t *strides;     /* LOAD: [L] */
+    int64_t cstride;            /* LOAD: its stride along its shape's one loop (0 for several) */
+    const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): the offset of each
+                                   position of its shape (its rows) from the first, or NULL */
+    int *g;                     /* [in->ngather] physical buffers of the gathered indices */
+    GatherX *gx;                /* [in->ngather] how they are read (per_element) */
+    int cx;                     /* the chunk loop of the list it is evaluated in */
+    int rows, rlen;             /* a gathered LOAD in a span whose indices vary along none of its
+                                   inner loops: read as rows (one offset each) of rlen values ... */
+    const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous run */
+    uint64_t outer;             /* its rows' loops (the others are inner) */
+    uint64_t deps;              /* the loops it varies along */
+    uint64_t shape;             /* wide: the loops of its list's chunk it varies along */
+    const int32_t *x[3];        /* a, b, c (a reduction's a) widened to its shape: for each of its
+                                   positions, the operand's (plan_widen), or NULL */
+    int xes[3];                 /* their element sizes */
+    int xrep[3];                /* > 0: the widening repeats each value this many times */
+    /* hoisting */
+    int chain;                  /* memoised: the slot of the first step of its chain, whose
+                                   key, generation and table entries the chain shares */
     bool restore;               /* memoised: read outside its chain, so a value found in its
                                    table is copied back to its buffer */
     size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart */
@@ -124,12 +157,11 @@ typedef struct Step {
      * along), entry sum of tl[j].str * idx[tl[j].loop]; the other loops it varies along are its
      * key, a new key a new generation */
     uint64_t tab;
-    int chain_end;              /* the step after its last */
     int rfirst, rcount;         /* its steps that restore: Plan.rlist[rfirst, + rcount) */
     int ntl;
     int64_t tsize;              /* entries */
     size_t stamp0;              /* its entries' generations: Thread.stamps[stamp0 ...] */
-    struct { int loop; int64_t str; } tl[FC_MAX_DIMS];
+    struct TabLoop { int loop; int64_t str; } *tl;  /* [L] */
     /* an inner reduction */
     int parent;                 /* the step of the reduction whose body holds it, or -1 */
     int body0, body1;           /* its body: steps [body0, body1) */
@@ -138,15 +170,33 @@ typedef struct Step {
                                    runs along the chunk; -1 for a wide one */
     const void *fillv;          /* a chunk of the fill value (for bounds) */
     CpuReducer red;
-    int nrl, rl[FC_MAX_DIMS];   /* its loops other than rcl, outermost first */
-    int bvals[FC_MAX_DIMS];     /* physical buffers of its bounds' values */
-    FcDType bdt[FC_MAX_DIMS];   /* and their dtypes */
+    int nrl, *rl;               /* [L] its loops other than rcl, outermost first */
+    int *bvals;                 /* [L] physical buffers of its bounds' values */
+    FcDType *bdt;               /* [L] and their dtypes */
 } Step;
+
+/* A widening table: positions of shape `to` -> positions of shape `from` (a subset). */
+typedef struct Widen {
+    uint64_t from, to;
+    int32_t *tab;
+} Widen;
 
 typedef struct Plan {
     const FcKernel *k;
     int L;                      /* loops (a kernel with none runs one of extent 1) */
     int cl;                     /* the chunk loop */
+    /* the root chunk (plan_span): the loops it spans, outermost first (the chunk loop last) */
+    int nck, ck[FC_MAX_DIMS];
+    uint64_t ckmask;
+    int span;                   /* positions of a chunk that spans several loops (whole ones), or 0 */
+    int cap;                    /* positions a buffer holds: FC_CHUNK, or more for a span */
+    size_t cbytes;              /* bytes of a buffer */
+    int32_t *otab;              /* a span: the output offset of each position, NULL when 0, 1, ... */
+    const int32_t *xres;        /* a span: the result widened to the chunk, or NULL */
+    Widen *widen;               /* the widening tables */
+    int nwiden;
+    GatherX *gxs;               /* storage for Step.gx */
+    void *pool;                 /* storage for Step.tl, rl, bvals, bdt */
     int64_t ext[FC_MAX_DIMS];
     bool red[FC_MAX_DIMS];
     int64_t ostr[FC_MAX_DIMS];
@@ -191,8 +241,9 @@ typedef struct Plan {
 typedef struct Thread {
     void **buf;                 /* [nphys + 1]: where each buffer is written */
     const void **cur;           /* [nphys + 1]: where it is read (its buffer, or loaded memory) */
-    void *offs;                 /* [FC_CHUNK] gathered element offsets (int32_t or int64_t) */
-    void *tmp;                  /* [FC_CHUNK] values converted for a store */
+    void *offs;                 /* [cap] gathered element offsets (int32_t or int64_t) */
+    void *tmp;                  /* [cap] values converted for a store */
+    char *xbuf;                 /* [3 * cbytes] operands widened for a step */
     void *acc;                  /* [group * FC_CHUNK] accumulators */
     int64_t *aidx;              /* [group * FC_CHUNK] arg reductions: indices */
     int64_t idx[FC_MAX_DIMS];   /* current loop indices (not cl's: chunks pass their start) */
@@ -207,7 +258,7 @@ typedef struct Thread {
     uint64_t *mcg;              /* [nmemo]: ... and its generation (0: none) */
     uint64_t *stamps;           /* [nstamps]: the generation each entry was computed in */
     char *tvals;                /* [nvals * 8]: the entries' values */
-    char *racc;                 /* [nracc * CHUNK_BYTES]: the inner reductions' accumulators */
+    char *racc;                 /* [nracc * cbytes]: the inner reductions' accumulators */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -263,6 +314,12 @@ static void plan_free(Plan *p)
     free(p->shared);
     free(p->ramps);
     free(p->rlist);
+    free(p->otab);
+    free(p->gxs);
+    free(p->pool);
+    for (int i = 0; i < p->nwiden; i++)
+        free(p->widen[i].tab);
+    free(p->widen);
 }
 
 /* Whether n gathered (or scattered) dims at g are malformed: too many, missing, or of negative
@@ -412,10 +469,23 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     int *list = malloc((size_t)(n + 1) * sizeof *list), *pos = malloc((size_t)(n + 1) * sizeof *pos);
     p->steps = calloc((size_t)(n + 1), sizeof *p->steps);
     p->gphys = malloc((size_t)(ngath + 1) * sizeof *p->gphys);
+    p->gxs = calloc((size_t)(ngath + 1), sizeof *p->gxs);
+    size_t nl = L > 0 ? (size_t)L : 1;
+    size_t per = (nl * (sizeof(struct TabLoop) + 2 * sizeof(int) + sizeof(FcDType)) + 15) & ~(size_t)15;
+    p->pool = malloc((size_t)(n + 1) * per);
     FcStatus st = FC_OK;
-    if (!def || !val || !gval || !bval || !bvals || !deps || !own || !list || !pos || !p->steps || !p->gphys) {
+    if (!def || !val || !gval || !bval || !bvals || !deps || !own || !list || !pos || !p->steps || !p->gphys ||
+        !p->gxs || !p->pool) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        char *q = (char *)p->pool + (size_t)i * per;
+        Step *s = &p->steps[i];
+        s->tl = (struct TabLoop *)(void *)q;
+        s->rl = (int *)(void *)(q + nl * sizeof(struct TabLoop));
+        s->bvals = s->rl + nl;
+        s->bdt = (FcDType *)(void *)(s->bvals + nl);
     }
     for (int l = 0; l < L; l++) {
         int o = k->owner[l];
@@ -487,6 +557,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         Step *s = &p->steps[i];
         s->in = in;
         s->g = ng > 0 ? &p->gphys[gused] : NULL;
+        s->gx = ng > 0 ? &p->gxs[gused] : NULL;
         gused += ng;
         bval[i] = bused;
         bused += nb;
@@ -719,6 +790,142 @@ static bool steady(const Plan *p, int l, uint8_t *mark, int *def)
 }
 
 static FcStatus plan_marks(Plan *p, FcError *err);
+static bool spans_fit(const Plan *p);
+
+/* ---- chunks that span several loops ----
+ *
+ * A short chunk loop leaves each chunk too little work for what it costs to run a step (roi_align
+ * on 16 channels: twenty steps of 16 positions per sample). When the root stores, such a chunk
+ * takes whole loops too, the innermost root loops first, up to SPAN_CAP positions: the chunk
+ * spans loops ck[] (outermost first, the chunk loop last), which then do not cycle. A value over
+ * the chunk holds one entry per point of the chunk's loops it varies along (its shape), row-major
+ * in ck's order, so that a coordinate over (bin row) is computed at 7 positions and a tap over
+ * (bin row, bin column, channel) at 784; an operand with a smaller shape than its reader's is
+ * widened through a table of positions (plan_widen). Offsets within such a chunk are 32-bit. */
+
+static int64_t shape_size(const Plan *p, uint64_t shape)
+{
+    int64_t n = 1;
+    for (uint64_t d = shape; d; d &= d - 1)
+        n *= p->ext[__builtin_ctzll(d)];
+    return n;
+}
+
+/* out[i] for the first (at most limit) positions i of shape: the sum of coef[l] times the index
+ * of loop l there. A shape is one loop, or loops of the root chunk. */
+static void shape_table(const Plan *p, uint64_t shape, const int64_t *coef, int32_t *out, int64_t limit)
+{
+    int loops[FC_MAX_DIMS], nl = 0;
+    int64_t idx[FC_MAX_DIMS] = {0}, v = 0, n = shape_size(p, shape);
+    if (n > limit)
+        n = limit;
+    for (int j = 0; j < p->nck; j++)
+        if (shape >> p->ck[j] & 1)
+            loops[nl++] = p->ck[j];
+    if (shape && !(shape & (shape - 1)) && !(shape & p->ckmask))
+        loops[nl++] = __builtin_ctzll(shape);
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = (int32_t)v;
+        for (int j = nl - 1; j >= 0; j--) {
+            int l = loops[j];
+            v += coef[l];
+            if (++idx[j] < p->ext[l])
+                break;
+            v -= coef[l] * p->ext[l];
+            idx[j] = 0;
+        }
+    }
+}
+
+/* Makes the chunk span several loops when it should (see above); else it is the chunk loop's. */
+static void plan_span(Plan *p)
+{
+    const FcKernel *k = p->k;
+    int cl = p->cl;
+    p->nck = 1;
+    p->ck[0] = cl;
+    p->ckmask = (uint64_t)1 << cl;
+    p->span = 0;
+    p->cap = FC_CHUNK;
+    p->cbytes = CHUNK_BYTES;
+    if (p->reduce || p->scatter || k->no_hoist || k->nloop == 0 || p->ext[cl] < 1 || p->ext[cl] >= SPAN_LOOP ||
+        !spans_fit(p))
+        return;
+    /* Not the loops a reduction's bound varies along: the scheduler keeps a bound's mask only
+     * where the bound varies along the chunk loop, so the bound must hold over the chunk. */
+    uint64_t bounded = 0;
+    for (int j = 0; j < p->nsteps; j++) {
+        const Step *s = &p->steps[j];
+        for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
+            bounded |= p->steps[s->bvals[b]].deps;
+    }
+    int64_t size = p->ext[cl];
+    int add[FC_MAX_DIMS], na = 0;
+    for (int l = p->L - 1; l >= 0; l--) {
+        if (l == cl || k->owner[l] >= 0 || p->ext[l] <= 1 || (bounded >> l & 1))
+            continue;
+        if (p->ext[l] > SPAN_CAP / size)
+            break;
+        size *= p->ext[l];
+        add[na++] = l;
+    }
+    if (na == 0)
+        return;
+    p->nck = 0;
+    for (int j = na - 1; j >= 0; j--) {
+        p->ck[p->nck++] = add[j];
+        p->ckmask |= (uint64_t)1 << add[j];
+    }
+    p->ck[p->nck++] = cl;
+    p->span = (int)size;
+    p->cap = (int)((size > FC_CHUNK ? size : FC_CHUNK) + 31) & ~31;
+    p->cbytes = (size_t)p->cap * 8;
+}
+
+/* The loops of the chunk of a list whose chunk loop is cx. */
+static uint64_t chunk_mask(const Plan *p, int cx)
+{
+    return cx < 0 ? 0 : cx == p->cl ? p->ckmask : (uint64_t)1 << cx;
+}
+
+/* The table that widens a value of shape `from` to shape `to` (kept in the plan, one per pair),
+ * or NULL when out of memory. */
+static const int32_t *plan_widen(Plan *p, uint64_t from, uint64_t to)
+{
+    for (int i = 0; i < p->nwiden; i++)
+        if (p->widen[i].from == from && p->widen[i].to == to)
+            return p->widen[i].tab;
+    Widen *w = realloc(p->widen, (size_t)(p->nwiden + 1) * sizeof *w);
+    if (!w)
+        return NULL;
+    p->widen = w;
+    int64_t coef[FC_MAX_DIMS] = {0}, str = 1;
+    for (int j = p->nck - 1; j >= 0; j--)
+        if (from >> p->ck[j] & 1) {
+            coef[p->ck[j]] = str;
+            str *= p->ext[p->ck[j]];
+        }
+    int32_t *tab = malloc((size_t)shape_size(p, to) * sizeof *tab);
+    if (!tab)
+        return NULL;
+    shape_table(p, to, coef, tab, INT64_MAX);
+    p->widen[p->nwiden++] = (Widen){from, to, tab};
+    return tab;
+}
+
+/* How many times widening from `from` to `to` repeats each value in a row, when it does so (the
+ * loops it adds all come after from's in the chunk's order), else 0. */
+static int widen_rep(const Plan *p, uint64_t from, uint64_t to)
+{
+    bool added = false;
+    for (int j = 0; j < p->nck; j++) {
+        uint64_t b = (uint64_t)1 << p->ck[j];
+        if ((from & b) && added)
+            return 0;
+        added |= (to & ~from & b) != 0;
+    }
+    return (int)shape_size(p, to & ~from);
+}
 
 static FcStatus plan_chunk_loop(Plan *p, FcError *err)
 {
@@ -733,6 +940,7 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
         if (k->chunk_loop >= p->L || k->owner[k->chunk_loop] >= 0)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: bad chunk loop %d", k->chunk_loop);
         p->cl = k->chunk_loop;
+        plan_span(p);
         return plan_marks(p, err);
     }
     if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
@@ -764,6 +972,7 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     free(mark);
     free(def);
     p->cl = cl;
+    plan_span(p);
     return plan_marks(p, err);
 }
 
@@ -777,7 +986,22 @@ static FcStatus plan_buffers(Plan *p, FcError *err);
  * loop of its own along the chunk). */
 static int chunk_width(const Plan *p, int cx)
 {
-    return cx < 0 ? 1 : p->ext[cx] < FC_CHUNK ? (int)p->ext[cx] : FC_CHUNK;
+    return cx < 0 ? 1 : cx == p->cl && p->span ? p->span : p->ext[cx] < FC_CHUNK ? (int)p->ext[cx] : FC_CHUNK;
+}
+
+/* The positions wide step s is computed over. */
+static int positions(const Plan *p, const Step *s)
+{
+    return s->m > 0 ? s->m : chunk_width(p, s->cx);
+}
+
+/* Whether loop l cycles while a list whose chunk loop is cx is evaluated: a loop of the root
+ * chunk, or cx, when it has more than one chunk; any other loop of more than one index. */
+static bool cycles(const Plan *p, int cx, int l)
+{
+    if (p->ckmask >> l & 1)
+        return p->span == 0 && p->ext[l] > FC_CHUNK;
+    return p->ext[l] > (l == cx ? FC_CHUNK : 1);
 }
 
 static void mark_fill(Step *s, int w)
@@ -801,11 +1025,9 @@ static bool may_hold(const Plan *p, const Step *s)
         for (int l = 0; l < p->L; l++)
             if (p->k->owner[l] == (int)(p->steps[r].in - p->k->code))
                 loops |= (uint64_t)1 << l;
-    for (uint64_t d = loops & ~s->deps; d; d &= d - 1) {
-        int l = __builtin_ctzll(d);
-        if (p->ext[l] > (l == p->cl || l == s->cx ? FC_CHUNK : 1))
+    for (uint64_t d = loops & ~s->deps; d; d &= d - 1)
+        if (cycles(p, s->cx, __builtin_ctzll(d)))
             return true;
-    }
     return false;
 }
 
@@ -833,7 +1055,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
                 cx = r->wide ? r->cx : r->rcl >= 0 ? r->rcl : r->cx;
             }
             s->cx = cx;
-            s->wide = j >= p->ninv && cx >= 0 && (s->deps >> cx & 1);
+            s->wide = j >= p->ninv && (s->deps & chunk_mask(p, cx));
             if (is_reduce(s->in->op)) {
                 uint64_t own = 0;
                 for (int l = 0; l < p->L; l++)
@@ -851,11 +1073,13 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             } else if (!hoist && j >= p->ninv) {
                 s->wide = true;         /* the unhoisted schedule: everything at every point */
             }
+            s->shape = s->wide ? s->deps & chunk_mask(p, cx) : 0;
+            s->m = s->wide && p->span && cx == p->cl ? (int)shape_size(p, s->shape) : 0;
             again = true;
         }
     }
     /* Fills: one value read beyond position 0, by readers whose chunks are at most as long as
-     * their lists' chunk loops. */
+     * their lists' chunk loops. Widening: a wide value read by a step of a larger shape. */
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         const FcInstr *in = s->in;
@@ -863,21 +1087,59 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
             flat = flat && !p->steps[s->g[g]].wide;
         s->per_element = in->op == FC_OP_LOAD && in->ngather > 0 && !flat;
-        int w = chunk_width(p, s->cx);
+        int ops[3] = {s->a, s->b, s->c}, nops = 0;
         if (in->op == FC_OP_LOAD) {
-            for (int g = 0; s->per_element && g < in->ngather; g++)
-                mark_fill(&p->steps[s->g[g]], w);
+            s->outer = s->shape;
+            if (s->per_element && s->m > 0) {
+                /* rows: the inner loops of its shape that no index varies along go by runs */
+                uint64_t vary = 0, inner = 0;
+                for (int g = 0; g < in->ngather; g++)
+                    vary |= p->steps[s->g[g]].wide ? p->steps[s->g[g]].shape : 0;
+                for (int q = p->nck - 1; q >= 0 && !(vary >> p->ck[q] & 1); q--)
+                    inner |= s->shape & (uint64_t)1 << p->ck[q];
+                if (inner && inner != s->shape) {
+                    s->outer = s->shape & ~inner;
+                    s->rows = (int)shape_size(p, s->outer);
+                    s->rlen = (int)shape_size(p, inner);
+                }
+            }
+            for (int g = 0; s->per_element && g < in->ngather; g++) {
+                const Step *q = &p->steps[s->g[g]];
+                GatherX *gx = &s->gx[g];
+                gx->wide = q->wide;
+                gx->m = q->m;
+                bool widen = s->m > 0 && q->wide && q->shape != s->outer;
+                gx->x = widen ? plan_widen(p, q->shape, s->outer) : NULL;
+                if (widen && !gx->x)
+                    return errorf(err, FC_ERR_NOMEM, "out of memory");
+            }
         } else if (is_reduce(in->op)) {
             if (s->a >= 0)
-                mark_fill(&p->steps[s->a], chunk_width(p, s->wide ? s->cx : s->rcl));
+                mark_fill(&p->steps[s->a], s->wide ? positions(p, s) : chunk_width(p, s->rcl));
+            nops = s->wide ? 1 : 0;
         } else if (s->wide) {
-            int ops[3] = {s->a, s->b, s->c};
             for (int o = 0; o < 3; o++)
                 if (ops[o] >= 0)
-                    mark_fill(&p->steps[ops[o]], w);
+                    mark_fill(&p->steps[ops[o]], positions(p, s));
+            nops = 3;
+        }
+        for (int o = 0; o < nops; o++) {
+            const Step *q = ops[o] >= 0 ? &p->steps[ops[o]] : NULL;
+            if (!q || !q->wide || q->shape == s->shape || s->m == 0)
+                continue;
+            if ((q->shape & ~s->shape) || !(s->x[o] = plan_widen(p, q->shape, s->shape)))
+                return errorf(err, (q->shape & ~s->shape) ? FC_ERR_VALUE : FC_ERR_NOMEM,
+                              (q->shape & ~s->shape) ? "cpu kernel: an operand varies where its reader does not"
+                                                     : "out of memory");
+            s->xes[o] = (int)q->esize;
+            s->xrep[o] = widen_rep(p, q->shape, s->shape);
+            s->widens = true;
         }
     }
     mark_fill(&p->steps[p->res], chunk_width(p, p->cl));
+    const Step *rs = &p->steps[p->res];
+    if (p->span && rs->wide && rs->shape != p->ckmask && !(p->xres = plan_widen(p, rs->shape, p->ckmask)))
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
     p->flat_scatter = true;
     for (int g = 0; g < k->nscatter; g++)
         p->flat_scatter = p->flat_scatter && !p->steps[p->sphys[g]].wide;
@@ -918,7 +1180,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
-            if (s->cx >= 0 && (p->steps[s->bvals[b]].deps >> s->cx & 1))
+            if (p->steps[s->bvals[b]].deps & chunk_mask(p, s->cx))
                 s->bdt[b] = FC_BOOL;
     }
     size_t nfill = 0;
@@ -926,7 +1188,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         if (is_reduce(p->steps[j].in->op) && p->steps[j].in->nbound > 0)
             nfill++;
     if (nfill) {
-        p->fills = fc_cpu_aligned_alloc(nfill * CHUNK_BYTES);
+        p->fills = fc_cpu_aligned_alloc(nfill * p->cbytes);
         if (!p->fills)
             return errorf(err, FC_ERR_NOMEM, "out of memory");
         char *f = p->fills;
@@ -934,9 +1196,9 @@ static FcStatus plan_marks(Plan *p, FcError *err)
             Step *s = &p->steps[j];
             if (!is_reduce(s->in->op) || s->in->nbound == 0)
                 continue;
-            fc_cpu_fill(f, s->in->src_dtype, s->in->fill, FC_CHUNK);
+            fc_cpu_fill(f, s->in->src_dtype, s->in->fill, p->cap);
             s->fillv = f;
-            f += CHUNK_BYTES;
+            f += p->cbytes;
         }
     }
     /* A scattered run held back is written late (defer_run): never when a load reads the
@@ -1045,7 +1307,7 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
         p->sphys[g] = FINAL(p->sphys[g]);
 #undef FINAL
     if (nshared > 0) {
-        p->shared = fc_cpu_aligned_alloc((size_t)nshared * CHUNK_BYTES);
+        p->shared = fc_cpu_aligned_alloc((size_t)nshared * p->cbytes);
         if (!p->shared)
             st = errorf(err, FC_ERR_NOMEM, "out of memory");
     }
@@ -1085,7 +1347,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
             nred_loops++;
             p->argloop = l;
         }
-        if (l == cl || (k->nloop > 0 && k->owner[l] >= 0))
+        if ((p->ckmask >> l & 1) || (k->nloop > 0 && k->owner[l] >= 0))
             continue;
         if (p->red[l])
             p->rl[p->nrl++] = l;
@@ -1094,7 +1356,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     }
     if (p->r.arg && nred_loops > 1)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: %s over %d loops", fc_op_name(k->reduce), nred_loops);
-    p->nchunk = (p->ext[cl] + FC_CHUNK - 1) / FC_CHUNK;
+    p->nchunk = p->span ? 1 : (p->ext[cl] + FC_CHUNK - 1) / FC_CHUNK;
     p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
     p->ngroup = (p->nchunk + p->group - 1) / p->group;
     p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;
@@ -1102,7 +1364,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     /* A store that reads (or writes) along lk where it strides along cl, as a transpose does:
      * tiles of lk make the chunks of neighbouring units share cache lines and pages. A
      * scattered store takes no tiles, so that its units run in the order of the loop nest. */
-    if (!p->reduce && p->lk >= 0 && !p->scatter) {
+    if (!p->reduce && p->lk >= 0 && !p->scatter && !p->span) {
         bool across = llabs(p->ostr[cl]) > 1 && llabs(p->ostr[p->lk]) == 1;
         for (int j = p->ninv; j < p->nsteps; j++) {
             const Step *s = &p->steps[j];
@@ -1137,7 +1399,8 @@ static FcStatus plan_memo(Plan *p, FcError *err)
     int order[FC_MAX_DIMS], no = 0;
     for (int j = 0; j < p->nkl; j++)
         order[no++] = p->kl[j];
-    order[no++] = p->cl;
+    for (int j = 0; j < p->nck; j++)
+        order[no++] = p->ck[j];
     for (int j = 0; j < p->nrl; j++)
         order[no++] = p->rl[j];
     for (int j = p->ninv; j < p->nsteps; j++) {
@@ -1157,8 +1420,7 @@ static FcStatus plan_memo(Plan *p, FcError *err)
             int i = 0;
             for (; i < no; i++) {
                 int l = order[i];
-                bool cycles = p->ext[l] > (l == p->cl || l == s->cx ? FC_CHUNK : 1);
-                if (cycles && !(s->deps >> l & 1))
+                if (cycles(p, s->cx, l) && !(s->deps >> l & 1))
                     break;
             }
             size_t len = 1;     /* the chain's steps, each a table of values, and the stamps */
@@ -1224,17 +1486,44 @@ static bool span_add(uint64_t *span, int64_t stride, int64_t ext)
     return *span <= INT32_MAX;
 }
 
+/* Whether every access (the output over its loops, each load with its gathers) spans fewer
+ * than 2^31 elements, and the kernel says its addresses fit in int32 (FcKernel.index32). */
+static bool spans_fit(const Plan *p)
+{
+    uint64_t span = 0;
+    bool ok = p->k->index32;
+    for (int l = 0; l < p->L && ok; l++)
+        ok = span_add(&span, p->ostr[l], p->ext[l]);
+    for (int j = 0; j < p->nsteps && ok; j++) {
+        const Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        if (in->op != FC_OP_LOAD)
+            continue;
+        span = 0;
+        for (int l = 0; l < p->L && ok; l++)
+            ok = span_add(&span, s->strides[l], p->ext[l]);
+        for (int g = 0; g < in->ngather && ok; g++)
+            ok = span_add(&span, in->gathers[g].stride, in->gathers[g].extent);
+    }
+    return ok;
+}
+
 /* Whether a load reads through a table of 32-bit offsets (Step.ramp): gathers element by
- * element always (flat ones read as the strided loads they are); strided loads when
+ * element always (flat ones read as the strided loads they are), and wide loads over several
+ * loops of a chunk (unless the table is 0, 1, ...: Step.inplace); strided loads when
  * neighbouring elements share cache lines (about 10% faster than a stepping pointer
  * at stride 2 to 4 floats). Where each element is a line of its own, as in a transpose, the
  * table costs a load per element: measured 7-10% slower on 256^2 and 512^2 float transposes
  * held in cache, 2% at 1024^2, and only at 4096^2 (a TLB miss per element) 7% faster. */
-static bool needs_ramp(const Step *s, int cl)
+static bool needs_ramp(const Step *s)
 {
-    int64_t stride = s->strides[cl], near = NEAR_STRIDE_BYTES / (int64_t)s->esize;
+    int64_t stride = s->cstride, near = NEAR_STRIDE_BYTES / (int64_t)s->esize;
     if (s->per_element)
         return true;
+    if (!s->wide)
+        return false;
+    if (s->shape & (s->shape - 1))
+        return !s->inplace;
     return stride != 0 && stride != 1 && stride >= -near && stride <= near;
 }
 
@@ -1243,48 +1532,75 @@ static bool needs_ramp(const Step *s, int cl)
  * over the loops it is written along), so it fits in int32 when each access spans fewer than
  * 2^31 elements. The kernel's index32 (all addresses fit in int32, which implies this for
  * addresses into real buffers) asks for 32 bits; the spans are checked here all the same, so a
- * kernel that claims it wrongly runs on the 64-bit path instead of overflowing. */
+ * kernel that claims it wrongly runs on the 64-bit path instead of overflowing. Then each load's
+ * stride along its chunk, its table of offsets, and (a span) the output's. */
 static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
 {
     const int64_t *ext = p->ext;
     int cl = p->cl;
-    uint64_t span = 0;
-    bool ok = k->index32;
-    for (int l = 0; l < p->L && ok; l++)
-        ok = span_add(&span, p->ostr[l], ext[l]);
     int nramp = 0;
-    for (int j = 0; j < p->nsteps && ok; j++) {
-        const Step *s = &p->steps[j];
-        const FcInstr *in = s->in;
-        if (in->op != FC_OP_LOAD)
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (s->in->op != FC_OP_LOAD)
             continue;
-        span = 0;
-        for (int l = 0; l < p->L && ok; l++)
-            ok = span_add(&span, s->strides[l], ext[l]);
-        for (int g = 0; g < in->ngather && ok; g++)
-            ok = span_add(&span, in->gathers[g].stride, in->gathers[g].extent);
-        nramp += needs_ramp(s, s->cx);
+        bool one = s->shape != 0 && !(s->shape & (s->shape - 1));
+        s->cstride = one ? s->strides[__builtin_ctzll(s->shape)] : 0;
+        s->inplace = s->wide && !s->per_element && (one ? s->cstride == 1 : s->shape != 0);
+        for (uint64_t d = s->shape; d && s->inplace && !one; d &= d - 1) {
+            int l = __builtin_ctzll(d);    /* row-major over the shape: stride = the loops inside */
+            int64_t inner = 1;
+            for (int q = p->nck - 1; q >= 0 && p->ck[q] != l; q--)
+                if (s->shape >> p->ck[q] & 1)
+                    inner *= ext[p->ck[q]];
+            s->inplace = s->strides[l] == inner;
+        }
+        nramp += needs_ramp(s) + (s->rows > 0);
     }
-    p->idx32 = ok;
-    if (!ok)
+    p->idx32 = spans_fit(p);
+    if (!p->idx32) {
+        if (p->span)
+            return errorf(err, FC_ERR_VALUE, "cpu kernel: a spanning chunk needs 32-bit offsets");
         return FC_OK;
+    }
     p->ostr32 = ext[cl] > 1 ? (int32_t)p->ostr[cl] : 0;
+    if (p->span) {
+        p->otab = malloc((size_t)p->span * sizeof *p->otab);
+        if (!p->otab)
+            return errorf(err, FC_ERR_NOMEM, "out of memory");
+        shape_table(p, p->ckmask, p->ostr, p->otab, p->span);
+        bool ident = true;
+        for (int i = 0; i < p->span && ident; i++)
+            ident = p->otab[i] == i;
+        if (ident) {
+            free(p->otab);
+            p->otab = NULL;
+        }
+    }
     if (nramp == 0)
         return FC_OK;
-    p->ramps = malloc((size_t)nramp * FC_CHUNK * sizeof *p->ramps);
+    p->ramps = malloc((size_t)nramp * (size_t)p->cap * sizeof *p->ramps);
     if (!p->ramps)
         return errorf(err, FC_ERR_NOMEM, "out of memory");
-    /* Only the first ext[cx] entries are ever read; the rest stay 0 rather than overflow. */
+    /* Only the first positions(s) entries are ever read; the rest stay 0 rather than overflow. */
     int32_t *r = p->ramps;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        if (s->in->op != FC_OP_LOAD || !needs_ramp(s, s->cx))
+        if (s->in->op != FC_OP_LOAD || !needs_ramp(s))
             continue;
-        int64_t stride = s->strides[s->cx], len = ext[s->cx] < FC_CHUNK ? ext[s->cx] : FC_CHUNK;
-        for (int i = 0; i < FC_CHUNK; i++)
-            r[i] = i < len ? (int32_t)(stride * i) : 0;
+        memset(r, 0, (size_t)p->cap * sizeof *r);
+        if (s->outer)
+            shape_table(p, s->outer, s->strides, r, p->cap);
         s->ramp = r;
-        r += FC_CHUNK;
+        r += p->cap;
+        if (s->rows > 0) {      /* the offsets within a row, unless they are 0, 1, ... */
+            uint64_t inner = s->shape & ~s->outer;
+            shape_table(p, inner, s->strides, r, p->cap);
+            bool run = true;
+            for (int i = 0; i < s->rlen && run; i++)
+                run = r[i] == i;
+            s->iramp = run ? NULL : r;
+            r += p->cap;
+        }
     }
     return FC_OK;
 }
@@ -1354,6 +1670,39 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
  * (copy_step, store_step) becomes a stepping pointer at either width; AVX2 has no scatter to
  * vectorise the stores. */
 #define INDEX_WIDTHS(X) X(32, int32_t, CPU_CLONES) X(64, int64_t, )
+
+static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, int64_t *off);
+static void copy_at_32(void *restrict d, const char *restrict src, const int32_t *restrict o, size_t es, int n);
+
+/* A gathered load read by rows (Step.rows): row r of its n values, rlen long, from element o[r]
+ * of src, as a run or through the offsets iramp. Runs of 16, 32 and 64 bytes are fixed-size
+ * copies (a few vector moves each). Rows come only with 32-bit offsets (a span needs them):
+ * offs is int32_t. */
+#define COPY_ROWS(bytes)                                                                           \
+    for (int r = 0; r < rows; r++)                                                                 \
+        memcpy(q + (size_t)r * (bytes), src + (int64_t)o[r] * es, bytes)
+static void copy_rows(void *d, const char *src, const void *offs, const Step *s, int n)
+{
+    char *q = d;
+    size_t es = s->esize, len = (size_t)s->rlen * es;
+    int rows = n / s->rlen;
+    if (s->iramp) {
+        const int32_t *o = offs;
+        for (int r = 0; r < rows; r++)
+            copy_at_32(q + (size_t)r * len, src + (int64_t)o[r] * (int64_t)es, s->iramp, es, s->rlen);
+    } else {
+        const int32_t *o = offs;
+        if (len == 64)
+            COPY_ROWS(64);
+        else if (len == 32)
+            COPY_ROWS(32);
+        else if (len == 16)
+            COPY_ROWS(16);
+        else
+            COPY_ROWS(len);
+    }
+}
+#undef COPY_ROWS
 
 #define DEF_INDEXED(w, IT, CLONE)                                                                  \
     /* d[i] = src[i * stride], by element size. */                                                 \
@@ -1443,21 +1792,38 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
     {                                                                                              \
         const FcInstr *in = s->in;                                                                 \
         IT *restrict o = t->offs;                                                                  \
+        int mr = m;                                                                                \
+        if (s->rows > 0)                                                                           \
+            m = s->rows;        /* offsets of the rows */                                          \
         ramp_##w(s, s->cx, o, m);                                                                  \
         for (int g = 0; g < in->ngather; g++) {                                                    \
             const FcGather *ga = &in->gathers[g];                                                  \
+            const GatherX *gx = &s->gx[g];                                                         \
             const int64_t *ix = t->cur[s->g[g]];                                                   \
             int64_t ext = ga->extent;                                                              \
             IT gs = ext > 1 ? (IT)ga->stride : 0;                                                  \
-            if (!check_indices(t, ga, ix, m))                                                      \
+            if (!gx->wide) {                                                                       \
+                if (!fold_indices(t, ga, &s->g[g], 1, &off))                                       \
+                    return false;                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            if (!check_indices(t, ga, ix, gx->x ? gx->m : m))  /* its own positions */             \
                 return false;                                                                      \
-            if (ga->wrap)                                                                          \
+            const int32_t *x = gx->x;                                                              \
+            if (x && ga->wrap)                                                                     \
+                CHUNK_LOOP(m, o[i] += (IT)(ix[x[i]] + (ext & (ix[x[i]] >> 63))) * gs);             \
+            else if (x)                                                                            \
+                CHUNK_LOOP(m, o[i] += (IT)ix[x[i]] * gs);                                          \
+            else if (ga->wrap)                                                                     \
                 CHUNK_LOOP(m, o[i] += (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);                   \
             else                                                                                   \
                 CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                             \
         }                                                                                          \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
-        copy_at_##w(t->buf[s->d], src, o, s->esize, m);                                            \
+        if (s->rows > 0)                                                                           \
+            copy_rows(t->buf[s->d], src, o, s, mr);                                                \
+        else                                                                                       \
+            copy_at_##w(t->buf[s->d], src, o, s->esize, m);                                        \
         return true;                                                                               \
     }
 
@@ -1469,7 +1835,7 @@ static void ramp_32(const Step *s, int cl, int32_t *restrict o, int m)
 }
 static void ramp_64(const Step *s, int cl, int64_t *restrict o, int m)
 {
-    int64_t stride = s->strides[cl];
+    int64_t stride = s->cstride;
     for (int i = 0; i < m; i++)
         o[i] = stride * i;
 }
@@ -1490,11 +1856,33 @@ static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, i
     return true;
 }
 
-/* Writes n values from src to the output at element off, stepping along the chunk loop. */
+/* dst[o[i]] = src[i] for i < n, by element size: a spanning chunk's store. */
+static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es, int n)
+{
+    switch (es) {
+    case 1:
+        for (int i = 0; i < n; i++)
+            dst[o[i]] = ((const char *)src)[i];
+        break;
+    case 4:
+        for (int i = 0; i < n; i++)
+            ((uint32_t *)(void *)dst)[o[i]] = ((const uint32_t *)src)[i];
+        break;
+    default:
+        for (int i = 0; i < n; i++)
+            ((uint64_t *)(void *)dst)[o[i]] = ((const uint64_t *)src)[i];
+        break;
+    }
+}
+
+/* Writes n values from src to the output at element off, stepping along the chunk loop (or over
+ * the loops of a spanning chunk). */
 static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
     char *dst = (char *)p->k->out + off * (int64_t)p->out_es;
-    if (p->ostr[p->cl] == 1)
+    if (p->otab)
+        store_at_32(dst, p->otab, src, p->out_es, n);
+    else if (p->span || p->ostr[p->cl] == 1)
         memmove(dst, src, (size_t)n * p->out_es);
     else if (p->idx32)
         store_step_32(dst, p->ostr32, src, p->out_es, n);
@@ -1687,17 +2075,17 @@ static bool scatter_chunk(const Plan *p, Thread *t, int64_t off, const void *src
     return true;
 }
 
-/* A load of n elements starting at chunk position i0 (an invariant load reads one element and
- * fills the chunk with it). A gathered load whose indices vary along the chunk reads element by
- * element; one whose indices hold (flat, as every invariant one is) checks them once and reads
- * as an ordinary load from where they point. */
-/* Loads m values (m = the chunk's n for a wide load; 1, or FC_CHUNK copies, for one value). */
+/* A load of m values: a wide one over its positions from chunk position i0 (m = the chunk's n,
+ * or its shape's positions in a span), one value read once (and broadcast over m copies). A
+ * gathered load whose indices vary along the chunk reads element by element; one whose indices
+ * hold (flat, as every invariant one is) checks them once and reads as an ordinary load from
+ * where they point. */
 static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, bool wide)
 {
     const FcInstr *in = s->in;
     size_t es = s->esize;
     int cx = s->cx;
-    int64_t stride = s->strides[cx];
+    int64_t stride = s->cstride;
     int64_t off = in->offset + (wide ? stride * i0 : 0);
     for (int l = 0; l < p->L; l++)
         if (l != cx)
@@ -1709,9 +2097,9 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
     if (!fold_indices(t, in->gathers, s->g, in->ngather, &off))
         return false;
     const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)es;
-    if (stride == 1 && wide)
+    if (s->inplace && wide)
         t->cur[s->d] = src;
-    else if (stride == 0 || !wide || m == 1)
+    else if ((stride == 0 && !s->ramp) || !wide || m == 1)
         broadcast(d, src, es, m);
     else if (s->ramp)
         copy_at_32(d, src, s->ramp, es, m);
@@ -1796,6 +2184,47 @@ static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
 
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
 
+/* d[j * rep + r] = v[j] for j < n / rep and r < rep, by element size: a value widened along
+ * loops inside its own. Rows of whole vectors where they fit (GCC's vector extension: a
+ * broadcast and a store per vector). */
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint64_t U64x4 __attribute__((vector_size(32)));
+CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int n, int rep, size_t es)
+{
+    char *q = d;
+    if (es == 4 && rep % 8 == 0) {
+        const uint32_t *x = v;
+        for (int j = 0; j < n / rep; j++) {
+            U32x8 b = (U32x8){0} + x[j];
+            for (int r = 0; r < rep; r += 8, q += 32)
+                memcpy(q, &b, 32);
+        }
+    } else if (es == 8 && rep % 4 == 0) {
+        const uint64_t *x = v;
+        for (int j = 0; j < n / rep; j++) {
+            U64x4 b = (U64x4){0} + x[j];
+            for (int r = 0; r < rep; r += 4, q += 32)
+                memcpy(q, &b, 32);
+        }
+    } else {
+        for (int j = 0; j < n / rep; j++, q += (size_t)rep * es)
+            broadcast(q, (const char *)v + (size_t)j * es, es, rep);
+    }
+}
+
+/* Operand o of step s as it reads it: v itself, or widened to its m positions (into scratch). */
+static inline const void *widened(const Plan *p, Thread *t, const Step *s, int o, const void *v, int m)
+{
+    if (!s->x[o])
+        return v;
+    void *d = t->xbuf + (size_t)o * p->cbytes;
+    if (s->xrep[o] > 0)
+        repeat_vals(d, v, m, s->xrep[o], (size_t)s->xes[o]);
+    else
+        copy_at_32(d, v, s->x[o], (size_t)s->xes[o], m);
+    return d;
+}
+
 /* An inner reduction at the chunk [i0, i0 + n) of its list's chunk loop: its loops run (up to
  * their bounds), the body is evaluated at each point and folded; a wide reduction keeps one
  * accumulator per position of the chunk, one of one value folds its own loop rcl in chunks into
@@ -1817,8 +2246,8 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
             cnt[bd->loop] = c;
         cut |= c < p->ext[bd->loop];
     }
-    void *acc = t->racc + (size_t)s->racc * CHUNK_BYTES;
-    int width = s->wide ? n : CPU_LANES;
+    void *acc = t->racc + (size_t)s->racc * p->cbytes;
+    int width = s->wide ? (s->m > 0 ? s->m : n) : CPU_LANES;
     fc_cpu_reducer_reset(r, acc, NULL, width);
     bool empty = false;
     for (int j = 0; j < s->nrl; j++) {
@@ -1832,7 +2261,7 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
         if (s->wide) {
             if (!eval(p, t, s->body0, s->body1, i0, n))
                 return false;
-            r->vfold(acc, t->cur[s->a], n);
+            r->vfold(acc, widened(p, t, s, 0, t->cur[s->a], width), width);
         } else {
             for (int64_t c0 = 0; c0 < rext; c0 += FC_CHUNK) {
                 int m = rext - c0 < FC_CHUNK ? (int)(rext - c0) : FC_CHUNK;
@@ -1855,13 +2284,13 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
     }
     if (cut) {
         if (s->wide)
-            r->vfold(acc, s->fillv, n);
+            r->vfold(acc, s->fillv, width);
         else
             r->hfold(acc, s->fillv, 1);
     }
     void *d = t->buf[s->d];
     if (s->wide) {
-        r->fin(d, acc, n);
+        r->fin(d, acc, width);
     } else {
         for (int j = 1; j < CPU_LANES; j++)
             r->comb(acc, (char *)acc + j * 8, 1);
@@ -1890,26 +2319,26 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             continue;
         }
         bool inv = j < p->ninv;
-        int m = inv ? FC_CHUNK : s->wide ? n : 1;
+        int m = inv ? p->cap : !s->wide ? 1 : s->m > 0 ? s->m : n;
         void *d = t->buf[s->d];
         switch (in->op) {
         case FC_OP_LOAD:
-            if (!do_load(p, s, t, i0, inv ? FC_CHUNK : !s->wide && s->fill ? s->fillw : m, s->wide))
+            if (!do_load(p, s, t, i0, inv ? p->cap : !s->wide && s->fill ? s->fillw : m, s->wide))
                 return false;
             if (s->memo >= 0)
                 memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
-            fc_cpu_fill(d, in->dtype, in->konst, inv ? FC_CHUNK : s->fill ? s->fillw : m);
+            fc_cpu_fill(d, in->dtype, in->konst, inv ? p->cap : s->fill ? s->fillw : m);
             break;
         case FC_OP_IOTA: {
             int64_t *q = d;
-            if (s->wide && in->loop == s->cx) {
+            if (s->wide && (s->shape >> in->loop & 1)) {     /* the loop's own shape: 0, 1, ... */
                 for (int i = 0; i < m; i++)
                     q[i] = i0 + i;
             } else {
                 int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
-                int k = inv ? FC_CHUNK : s->fill ? s->fillw : m;
+                int k = inv ? p->cap : s->fill ? s->fillw : m;
                 for (int i = 0; i < k; i++)
                     q[i] = v;
             }
@@ -1919,16 +2348,23 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             if (!eval_reduce(p, t, s, i0, n))
                 return false;
             if (inv && !s->wide)
-                broadcast(d, d, s->esize, FC_CHUNK);
+                broadcast(d, d, s->esize, p->cap);
             break;
-        default:
+        default: {
+            const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
+            if (s->widens) {
+                a = widened(p, t, s, 0, a, m);
+                b = widened(p, t, s, 1, b, m);
+                c = widened(p, t, s, 2, c, m);
+            }
             if (s->sel)
-                s->sel(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], s->selk, m);
-            else if (s->fn(d, t->cur[s->a], t->cur[s->b], t->cur[s->c], m) != CPU_OK)
+                s->sel(d, a, b, c, s->selk, m);
+            else if (s->fn(d, a, b, c, m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
             if (!inv && !s->wide && s->fill)
                 broadcast(d, d, s->esize, s->fillw);
             break;
+        }
         }
         t->cur[s->d] = d;
         if (s->memo >= 0)
@@ -1964,6 +2400,11 @@ static int64_t out_base(const Plan *p, const Thread *t)
 /* Chunk number c along the chunk loop: [*i0, *i0 + *n). */
 static void chunk_at(const Plan *p, int64_t c, int64_t *i0, int *n)
 {
+    if (p->span) {
+        *i0 = 0;
+        *n = p->span;
+        return;
+    }
     *i0 = c * FC_CHUNK;
     int64_t left = p->ext[p->cl] - *i0;
     *n = left < FC_CHUNK ? (int)left : FC_CHUNK;
@@ -1999,6 +2440,10 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
         if (!eval_chunk(p, t, i0, n))
             return false;
         const void *src = t->cur[p->res];
+        if (p->xres) {
+            copy_at_32(t->xbuf, src, p->xres, fc_dtype_size(p->res_dt), n);
+            src = t->xbuf;
+        }
         if (p->store_cast) {
             p->store_cast(t->tmp, src, NULL, NULL, n);
             src = t->tmp;
@@ -2244,7 +2689,8 @@ static Thread **threads_new(const Plan *p, int n)
     size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
     int nlocal = p->nphys - p->nshared;
     size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
-    size_t size = head + ptrs + (size_t)(nlocal + 2 + 2 * p->group + p->nracc) * CHUNK_BYTES + memo;
+    size_t cb = p->cbytes;      /* buffers, offs, tmp, racc, xbuf; acc and aidx by FC_CHUNK */
+    size_t size = head + ptrs + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo;
     for (int i = 0; i < n; i++) {
         char *m = fc_cpu_aligned_alloc(size);
         if (!m) {
@@ -2258,18 +2704,19 @@ static Thread **threads_new(const Plan *p, int n)
         t->cur = (const void **)(t->buf + p->nphys + 1);
         char *b = m + head + ptrs;
         for (int j = 0; j < p->nshared; j++)
-            t->buf[j] = p->shared + (size_t)j * CHUNK_BYTES;
-        for (int j = p->nshared; j < p->nphys; j++, b += CHUNK_BYTES)
+            t->buf[j] = p->shared + (size_t)j * cb;
+        for (int j = p->nshared; j < p->nphys; j++, b += cb)
             t->buf[j] = b;
         t->buf[p->nphys] = NULL;
         for (int j = 0; j <= p->nphys; j++)
             t->cur[j] = t->buf[j];
         t->offs = (int64_t *)(void *)b;
-        t->tmp = b + CHUNK_BYTES;
-        t->acc = b + 2 * CHUNK_BYTES;
-        t->aidx = (int64_t *)(void *)(b + (2 + (size_t)p->group) * CHUNK_BYTES);
-        t->racc = b + (2 + 2 * (size_t)p->group) * CHUNK_BYTES;
-        t->mkey = (int64_t *)(void *)(t->racc + (size_t)p->nracc * CHUNK_BYTES);
+        t->tmp = b + cb;
+        t->racc = b + 2 * cb;
+        t->xbuf = t->racc + (size_t)p->nracc * cb;
+        t->acc = t->xbuf + 3 * cb;
+        t->aidx = (int64_t *)(void *)((char *)t->acc + (size_t)p->group * CHUNK_BYTES);
+        t->mkey = (int64_t *)(void *)((char *)t->aidx + (size_t)p->group * CHUNK_BYTES);
         t->mgen = (uint64_t *)(t->mkey + (size_t)p->nmemo * (size_t)p->L);
         t->ment = (int64_t *)(t->mgen + p->nmemo);
         t->mcur = t->ment + p->nmemo;
@@ -2376,7 +2823,7 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
     run.th = th;
     /* Invariants, once, into the shared buffers (skipped when nothing is evaluated at all, so
      * that an empty reduction cannot fail on them). */
-    if (p.ninv > 0 && p.total > 0 && !eval(&p, th[0], 0, p.ninv, 0, FC_CHUNK)) {
+    if (p.ninv > 0 && p.total > 0 && !eval(&p, th[0], 0, p.ninv, 0, p.cap)) {
         *err = th[0]->err;
         st = th[0]->status;
         goto done;
