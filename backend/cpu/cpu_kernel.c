@@ -192,7 +192,8 @@ typedef struct Plan {
     int cap;                    /* positions a buffer holds: FC_CHUNK, or more for a span */
     size_t cbytes;              /* bytes of a buffer */
     int32_t *otab;              /* a span: the output offset of each position, NULL when 0, 1, ... */
-    const int32_t *xres;        /* a span: the result widened to the chunk, or NULL */
+    const int32_t *xres;        /* a span: the result widened to the chunk, or NULL ... */
+    int xrep;                   /* ... by repeating each value this many times (> 0) */
     Widen *widen;               /* the widening tables */
     int nwiden;
     GatherX *gxs;               /* storage for Step.gx */
@@ -811,19 +812,53 @@ static int64_t shape_size(const Plan *p, uint64_t shape)
     return n;
 }
 
-/* out[i] for the first (at most limit) positions i of shape: the sum of coef[l] times the index
- * of loop l there. A shape is one loop, or loops of the root chunk. */
-static void shape_table(const Plan *p, uint64_t shape, const int64_t *coef, int32_t *out, int64_t limit)
+/* The loops of a shape in the order of its positions (outermost first): one loop, or loops of the
+ * root chunk in the chunk's order. Returns how many. */
+static int shape_loops(const Plan *p, uint64_t shape, int *loops)
 {
-    int loops[FC_MAX_DIMS], nl = 0;
-    int64_t idx[FC_MAX_DIMS] = {0}, v = 0, n = shape_size(p, shape);
-    if (n > limit)
-        n = limit;
+    int nl = 0;
     for (int j = 0; j < p->nck; j++)
         if (shape >> p->ck[j] & 1)
             loops[nl++] = p->ck[j];
     if (shape && !(shape & (shape - 1)) && !(shape & p->ckmask))
         loops[nl++] = __builtin_ctzll(shape);
+    return nl;
+}
+
+/* str[l] for each loop l of shape: its step between positions (row-major); 0 elsewhere. */
+static void shape_strides(const Plan *p, uint64_t shape, int64_t *str)
+{
+    int loops[FC_MAX_DIMS], nl = shape_loops(p, shape, loops);
+    int64_t s = 1;
+    memset(str, 0, (size_t)p->L * sizeof *str);
+    for (int j = nl - 1; j >= 0; j--) {
+        str[loops[j]] = s;
+        s *= p->ext[loops[j]];
+    }
+}
+
+/* Whether coef[l] * index of l, summed over the loops of shape, is the position itself (0, 1,
+ * ...): an access over the shape that is one run in its order. */
+static bool row_major(const Plan *p, uint64_t shape, const int64_t *coef)
+{
+    int64_t str[FC_MAX_DIMS];
+    shape_strides(p, shape, str);
+    for (uint64_t d = shape; d; d &= d - 1) {
+        int l = __builtin_ctzll(d);
+        if (p->ext[l] > 1 && coef[l] != str[l])
+            return false;
+    }
+    return true;
+}
+
+/* out[i] for the first (at most limit) positions i of shape: the sum of coef[l] times the index
+ * of loop l there. */
+static void shape_table(const Plan *p, uint64_t shape, const int64_t *coef, int32_t *out, int64_t limit)
+{
+    int loops[FC_MAX_DIMS], nl = shape_loops(p, shape, loops);
+    int64_t idx[FC_MAX_DIMS] = {0}, v = 0, n = shape_size(p, shape);
+    if (n > limit)
+        n = limit;
     for (int64_t i = 0; i < n; i++) {
         out[i] = (int32_t)v;
         for (int j = nl - 1; j >= 0; j--) {
@@ -849,7 +884,7 @@ static void plan_span(Plan *p)
     p->cap = FC_CHUNK;
     p->cbytes = CHUNK_BYTES;
     if (p->reduce || p->scatter || k->no_hoist || k->nloop == 0 || p->ext[cl] < 1 || p->ext[cl] >= SPAN_LOOP ||
-        !spans_fit(p))
+        !p->idx32)
         return;
     /* Not the loops a reduction's bound varies along: the scheduler keeps a bound's mask only
      * where the bound varies along the chunk loop, so the bound must hold over the chunk. */
@@ -899,12 +934,8 @@ static const int32_t *plan_widen(Plan *p, uint64_t from, uint64_t to)
     if (!w)
         return NULL;
     p->widen = w;
-    int64_t coef[FC_MAX_DIMS] = {0}, str = 1;
-    for (int j = p->nck - 1; j >= 0; j--)
-        if (from >> p->ck[j] & 1) {
-            coef[p->ck[j]] = str;
-            str *= p->ext[p->ck[j]];
-        }
+    int64_t coef[FC_MAX_DIMS];
+    shape_strides(p, from, coef);
     int32_t *tab = malloc((size_t)shape_size(p, to) * sizeof *tab);
     if (!tab)
         return NULL;
@@ -1138,8 +1169,11 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     }
     mark_fill(&p->steps[p->res], chunk_width(p, p->cl));
     const Step *rs = &p->steps[p->res];
-    if (p->span && rs->wide && rs->shape != p->ckmask && !(p->xres = plan_widen(p, rs->shape, p->ckmask)))
-        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    if (p->span && rs->wide && rs->shape != p->ckmask) {
+        if (!(p->xres = plan_widen(p, rs->shape, p->ckmask)))
+            return errorf(err, FC_ERR_NOMEM, "out of memory");
+        p->xrep = widen_rep(p, rs->shape, p->ckmask);
+    }
     p->flat_scatter = true;
     for (int g = 0; g < k->nscatter; g++)
         p->flat_scatter = p->flat_scatter && !p->steps[p->sphys[g]].wide;
@@ -1335,6 +1369,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         if (k->nloop == 0 || k->owner[l] < 0)
             p->total = sat_mul(p->total, p->ext[l]);
     }
+    p->idx32 = spans_fit(p);
     FcStatus st = plan_chunk_loop(p, err);
     if (st != FC_OK)
         return st;
@@ -1545,36 +1580,18 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
             continue;
         bool one = s->shape != 0 && !(s->shape & (s->shape - 1));
         s->cstride = one ? s->strides[__builtin_ctzll(s->shape)] : 0;
-        s->inplace = s->wide && !s->per_element && (one ? s->cstride == 1 : s->shape != 0);
-        for (uint64_t d = s->shape; d && s->inplace && !one; d &= d - 1) {
-            int l = __builtin_ctzll(d);    /* row-major over the shape: stride = the loops inside */
-            int64_t inner = 1;
-            for (int q = p->nck - 1; q >= 0 && p->ck[q] != l; q--)
-                if (s->shape >> p->ck[q] & 1)
-                    inner *= ext[p->ck[q]];
-            s->inplace = s->strides[l] == inner;
-        }
-        nramp += needs_ramp(s) + (s->rows > 0);
+        s->inplace = s->wide && !s->per_element && s->shape && row_major(p, s->shape, s->strides);
+        bool run = s->rows > 0 && row_major(p, s->shape & ~s->outer, s->strides);
+        nramp += needs_ramp(s) + (s->rows > 0 && !run);
     }
-    p->idx32 = spans_fit(p);
-    if (!p->idx32) {
-        if (p->span)
-            return errorf(err, FC_ERR_VALUE, "cpu kernel: a spanning chunk needs 32-bit offsets");
+    if (!p->idx32)
         return FC_OK;
-    }
     p->ostr32 = ext[cl] > 1 ? (int32_t)p->ostr[cl] : 0;
-    if (p->span) {
+    if (p->span && !row_major(p, p->ckmask, p->ostr)) {
         p->otab = malloc((size_t)p->span * sizeof *p->otab);
         if (!p->otab)
             return errorf(err, FC_ERR_NOMEM, "out of memory");
         shape_table(p, p->ckmask, p->ostr, p->otab, p->span);
-        bool ident = true;
-        for (int i = 0; i < p->span && ident; i++)
-            ident = p->otab[i] == i;
-        if (ident) {
-            free(p->otab);
-            p->otab = NULL;
-        }
     }
     if (nramp == 0)
         return FC_OK;
@@ -1592,13 +1609,9 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
             shape_table(p, s->outer, s->strides, r, p->cap);
         s->ramp = r;
         r += p->cap;
-        if (s->rows > 0) {      /* the offsets within a row, unless they are 0, 1, ... */
-            uint64_t inner = s->shape & ~s->outer;
-            shape_table(p, inner, s->strides, r, p->cap);
-            bool run = true;
-            for (int i = 0; i < s->rlen && run; i++)
-                run = r[i] == i;
-            s->iramp = run ? NULL : r;
+        if (s->rows > 0 && !row_major(p, s->shape & ~s->outer, s->strides)) {
+            shape_table(p, s->shape & ~s->outer, s->strides, r, p->cap);     /* within a row */
+            s->iramp = r;
             r += p->cap;
         }
     }
@@ -1686,12 +1699,11 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
     char *q = d;
     size_t es = s->esize, len = (size_t)s->rlen * es;
     int rows = n / s->rlen;
+    const int32_t *o = offs;
     if (s->iramp) {
-        const int32_t *o = offs;
         for (int r = 0; r < rows; r++)
             copy_at_32(q + (size_t)r * len, src + (int64_t)o[r] * (int64_t)es, s->iramp, es, s->rlen);
     } else {
-        const int32_t *o = offs;
         if (len == 64)
             COPY_ROWS(64);
         else if (len == 32)
@@ -1795,7 +1807,7 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
         int mr = m;                                                                                \
         if (s->rows > 0)                                                                           \
             m = s->rows;        /* offsets of the rows */                                          \
-        ramp_##w(s, s->cx, o, m);                                                                  \
+        ramp_##w(s, o, m);                                                                         \
         for (int g = 0; g < in->ngather; g++) {                                                    \
             const FcGather *ga = &in->gathers[g];                                                  \
             const GatherX *gx = &s->gx[g];                                                         \
@@ -1829,11 +1841,11 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
 
 /* o[i] = i * (the load's stride along the chunk loop), i < m: a copy of the plan's table at 32
  * bits, computed at 64. */
-static void ramp_32(const Step *s, int cl, int32_t *restrict o, int m)
+static void ramp_32(const Step *s, int32_t *restrict o, int m)
 {
     memcpy(o, s->ramp, (size_t)m * sizeof *o);
 }
-static void ramp_64(const Step *s, int cl, int64_t *restrict o, int m)
+static void ramp_64(const Step *s, int64_t *restrict o, int m)
 {
     int64_t stride = s->cstride;
     for (int i = 0; i < m; i++)
@@ -2212,17 +2224,23 @@ CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int
     }
 }
 
+/* Values v widened to m positions into d: each repeated rep times (rep > 0), else through the
+ * table x. Returns d. */
+static void *widen_values(void *d, const void *v, const int32_t *x, int rep, size_t es, int m)
+{
+    if (rep > 0)
+        repeat_vals(d, v, m, rep, es);
+    else
+        copy_at_32(d, v, x, es, m);
+    return d;
+}
+
 /* Operand o of step s as it reads it: v itself, or widened to its m positions (into scratch). */
 static inline const void *widened(const Plan *p, Thread *t, const Step *s, int o, const void *v, int m)
 {
     if (!s->x[o])
         return v;
-    void *d = t->xbuf + (size_t)o * p->cbytes;
-    if (s->xrep[o] > 0)
-        repeat_vals(d, v, m, s->xrep[o], (size_t)s->xes[o]);
-    else
-        copy_at_32(d, v, s->x[o], (size_t)s->xes[o], m);
-    return d;
+    return widen_values(t->xbuf + (size_t)o * p->cbytes, v, s->x[o], s->xrep[o], (size_t)s->xes[o], m);
 }
 
 /* An inner reduction at the chunk [i0, i0 + n) of its list's chunk loop: its loops run (up to
@@ -2440,10 +2458,8 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
         if (!eval_chunk(p, t, i0, n))
             return false;
         const void *src = t->cur[p->res];
-        if (p->xres) {
-            copy_at_32(t->xbuf, src, p->xres, fc_dtype_size(p->res_dt), n);
-            src = t->xbuf;
-        }
+        if (p->xres)
+            src = widen_values(t->xbuf, src, p->xres, p->xrep, fc_dtype_size(p->res_dt), n);
         if (p->store_cast) {
             p->store_cast(t->tmp, src, NULL, NULL, n);
             src = t->tmp;
