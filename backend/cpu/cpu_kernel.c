@@ -2224,23 +2224,17 @@ CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int
     }
 }
 
-/* Values v widened to m positions into d: each repeated rep times (rep > 0), else through the
- * table x. Returns d. */
-static void *widen_values(void *d, const void *v, const int32_t *x, int rep, size_t es, int m)
-{
-    if (rep > 0)
-        repeat_vals(d, v, m, rep, es);
-    else
-        copy_at_32(d, v, x, es, m);
-    return d;
-}
-
 /* Operand o of step s as it reads it: v itself, or widened to its m positions (into scratch). */
 static inline const void *widened(const Plan *p, Thread *t, const Step *s, int o, const void *v, int m)
 {
     if (!s->x[o])
         return v;
-    return widen_values(t->xbuf + (size_t)o * p->cbytes, v, s->x[o], s->xrep[o], (size_t)s->xes[o], m);
+    void *d = t->xbuf + (size_t)o * p->cbytes;
+    if (s->xrep[o] > 0)
+        repeat_vals(d, v, m, s->xrep[o], (size_t)s->xes[o]);
+    else
+        copy_at_32(d, v, s->x[o], (size_t)s->xes[o], m);
+    return d;
 }
 
 /* An inner reduction at the chunk [i0, i0 + n) of its list's chunk loop: its loops run (up to
@@ -2458,8 +2452,13 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
         if (!eval_chunk(p, t, i0, n))
             return false;
         const void *src = t->cur[p->res];
-        if (p->xres)
-            src = widen_values(t->xbuf, src, p->xres, p->xrep, fc_dtype_size(p->res_dt), n);
+        if (p->xres) {      /* as widened() widens an operand */
+            if (p->xrep > 0)
+                repeat_vals(t->xbuf, src, n, p->xrep, fc_dtype_size(p->res_dt));
+            else
+                copy_at_32(t->xbuf, src, p->xres, fc_dtype_size(p->res_dt), n);
+            src = t->xbuf;
+        }
         if (p->store_cast) {
             p->store_cast(t->tmp, src, NULL, NULL, n);
             src = t->tmp;
