@@ -457,9 +457,16 @@ typedef struct Flat {
     FcIndex ix;                 /* INT SLICE NONE BOOL: as given; TENSOR: tensor below */
     FcDim *dim;                 /* a dim binding this position (when not a tensor) */
     FcTensor *t;                /* an index tensor (a reference), levels in tl */
-    Lev tl[FC_MAX_DIMS];
     int ntl;
+    Lev tl[FC_MAX_DIMS];
 } Flat;
+
+/* Entry k of the flattened index, zeroed but for its levels (read only up to ntl). */
+static Flat *flat_at(Flat *flat, int k)
+{
+    memset(&flat[k], 0, offsetof(Flat, tl));
+    return &flat[k];
+}
 
 typedef struct Uses { FcDim *d[FC_MAX_DIMS * 2]; int n[FC_MAX_DIMS * 2]; int count; } Uses;
 
@@ -533,11 +540,18 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
             has_packs_or_none = true;
     }
 
-    Flat *flat = calloc(FC_MAX_DIMS * 2, sizeof *flat);
+    /* Each of self's dims makes an entry (or a pack's), each None one more. The entries are
+     * large (a tensor's levels): only those used are zeroed, up to their levels (flat_at). */
+    int nflat = 0, most = self->ndim + (keys ? n : nin);
+    for (int k = 0; k < (keys ? n : nin); k++)
+        if ((keys ? ix : in)[k].kind == FC_IX_DIMPACK)
+            most += (keys ? ix : in)[k].npack;
+    most = most < FC_MAX_DIMS * 2 ? most + 1 : FC_MAX_DIMS * 2;
+    Flat *flat = malloc((size_t)most * sizeof *flat);
     if (!flat)
         return fc_nomem(err);
-    int nflat = 0;
-    Uses uses = {{0}, {0}, 0};
+    Uses uses;
+    uses.count = 0;
     int64_t nsz[FC_MAX_DIMS * 2], nsd[FC_MAX_DIMS * 2];
     int nn = 0;
     int it = 0;
@@ -559,7 +573,7 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
         if (!keys && take)
             while (it < nin && in[it].kind == FC_IX_NONE) {
                 NEED_FLAT();
-                flat[nflat++].ix = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+                flat_at(flat, nflat++)->ix = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
                 nsz[nn] = 1;
                 nsd[nn++] = 0;
                 it++;
@@ -577,8 +591,9 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
         if (!arg && own) {
             use_dim(&uses, own);
             NEED_FLAT();
-            flat[nflat].ix = noslice;
-            flat[nflat++].dim = own;
+            Flat *f = flat_at(flat, nflat++);
+            f->ix = noslice;
+            f->dim = own;
             nsz[nn] = self->shape[i];
             nsd[nn++] = self->strides[i];
             continue;
@@ -589,14 +604,16 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
             arg = &noslice;
         int64_t sz = self->shape[i];
         NEED_FLAT();
-        Flat *f = &flat[nflat];
+        Flat *f = flat_at(flat, nflat);
         switch (arg->kind) {
         case FC_IX_DIM: {
-            char what[128], shp[96];
-            snprintf(what, sizeof what, "indexing dim %d of a tensor of shape %s", i,
-                     fc_shape_str(shp, sizeof shp, self->ndim, self->shape));
-            if ((st = fc_dim_bind(ctx, arg->dim, sz, what, err)))
-                goto done;
+            if (arg->dim->size != sz) {     /* binds it, or says why not */
+                char what[128], shp[96];
+                snprintf(what, sizeof what, "indexing dim %d of a tensor of shape %s", i,
+                         fc_shape_str(shp, sizeof shp, self->ndim, self->shape));
+                if ((st = fc_dim_bind(ctx, arg->dim, sz, what, err)))
+                    goto done;
+            }
             use_dim(&uses, arg->dim);
             f->ix = noslice;
             f->dim = arg->dim;
@@ -623,8 +640,9 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
             }
             for (int q = 0; q < arg->npack; q++) {
                 use_dim(&uses, arg->pack[q]);
-                flat[nflat].ix = noslice;
-                flat[nflat++].dim = arg->pack[q];
+                Flat *fq = flat_at(flat, nflat++);
+                fq->ix = noslice;
+                fq->dim = arg->pack[q];
             }
             if ((st = bind_pack(ctx, sz, self->strides[i], arg->pack, arg->npack, nsz, nsd, &nn, err)))
                 goto done;

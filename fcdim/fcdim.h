@@ -243,8 +243,10 @@ struct FcNode {
     uint64_t wrap;              /* LOAD: bit k set: a negative index k counts from the end */
     int *index_dim;             /* LOAD: [nin] the dimension an out-of-range index k names (k unless
                                    set otherwise) */
-    uint32_t count;             /* nodes in the DAG rooted here: counted per path while small, then
-                                   distinct nodes (ir.c dag_size); caps fusion */
+    uint32_t count;             /* nodes in the DAG rooted here: counted per path (an upper bound),
+                                   until fc_node_bigger counts the distinct ones; caps fusion */
+    bool exact;                 /* count is of distinct nodes */
+    uint64_t mark;              /* the last walk that saw it (ir.c dag_size) */
 };
 
 FcNode *fc_node_retain(FcNode *n);

@@ -722,7 +722,7 @@ static bool composable(const FcNode *n, bool operand)
 /* Whether a read of t composes with t's node rather than realising t. */
 static bool can_compose(const FcCtx *ctx, const FcTensor *t)
 {
-    return t->node && t->node->op == FC_OP_LOAD && t->ndim > 0 && t->node->count <= ctx->max_fused &&
+    return t->node && t->node->op == FC_OP_LOAD && t->ndim > 0 && !fc_node_bigger(t->node, ctx->max_fused) &&
            composable(t->node, false);
 }
 

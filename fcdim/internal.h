@@ -19,6 +19,9 @@ FcTensor *fc_tensor_alloc(int ndim);
  * sized by in[k]->nlev; filled with FC_LEV_BCAST). Takes a reference to each operand. LOAD
  * nodes also get strides/shape arrays of nin entries. NULL on out-of-memory. */
 FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in);
+/* Whether n's DAG holds more than cap distinct nodes (counted once when its per-path count
+ * passes cap, and kept in n). */
+bool fc_node_bigger(FcNode *n, uint32_t cap);
 
 /* The IR node that reads t over its own dims (level k = dim k): t's node when lazy, else a LOAD
  * of its storage. New reference, or NULL on out-of-memory. */

@@ -56,50 +56,64 @@ bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_RED
 
 /* ---- nodes ---- */
 
-/* Past this many nodes counted per path, a new node's count is made exact: the distinct nodes of
- * its DAG. Per path, a DAG that reuses its values (roi_align's coordinates feed four taps and two
- * masks) counts them once per use and looks exponentially bigger than the kernel it makes. */
-#define FC_DAG_EXACT 64
-
-/* The number of distinct nodes reachable from root: a depth-first walk with an open-addressing
- * set of the nodes seen. Past 4096 (far beyond any fusion cap) or out of memory it gives up and
- * returns upper, the per-path count, so the set stays small however large a DAG grows. */
-static uint32_t dag_size(const FcNode *root, uint32_t upper)
+/* The number of distinct nodes reachable from root: a depth-first walk that marks the nodes it
+ * has seen with a stamp of its own (FcNode.mark; nodes belong to one thread, as their reference
+ * counts do). Past 4096 (far beyond any fusion cap) or out of memory it gives up and returns
+ * upper, the per-path count. */
+static uint32_t dag_size(FcNode *root, uint32_t upper)
 {
-    size_t cap = 128;
-    while (cap < 2 * (size_t)upper && cap < ((size_t)1 << 13))
-        cap *= 2;
-    const FcNode **seen = calloc(cap, sizeof *seen);
-    const FcNode **stack = malloc(cap * sizeof *stack);
-    uint32_t count = 0;
-    size_t top = 0;
-    if (!seen || !stack)
-        goto fail;
+    static _Thread_local uint64_t stamp;
+    enum { GIVE_UP = 4096, LOCAL = 256 };
+    uint64_t mark = ++stamp;
+    FcNode *local[LOCAL], **stack = local;
+    size_t cap = LOCAL, top = 0;
+    uint32_t count = 1;
+    root->mark = mark;
     stack[top++] = root;
     while (top) {
-        const FcNode *n = stack[--top];
-        size_t h = ((uintptr_t)n >> 4) * 0x9E3779B97F4A7C15u & (cap - 1);
-        while (seen[h] && seen[h] != n)
-            h = (h + 1) & (cap - 1);
-        if (seen[h])
-            continue;
-        if (2 * (size_t)(count + 1) > cap)
-            goto fail;      /* bigger than the set: keep the per-path count */
-        seen[h] = n;
-        count++;
+        FcNode *n = stack[--top];
         for (int k = 0; k < n->nin; k++) {
-            if (top == cap)
-                goto fail;
-            stack[top++] = n->in[k];
+            FcNode *c = n->in[k];
+            if (c->mark == mark)
+                continue;
+            if (++count > GIVE_UP)
+                goto give_up;
+            c->mark = mark;
+            if (top == cap) {
+                FcNode **more = malloc(2 * cap * sizeof *more);
+                if (!more)
+                    goto give_up;
+                memcpy(more, stack, top * sizeof *stack);
+                if (stack != local)
+                    free(stack);
+                stack = more;
+                cap *= 2;
+            }
+            stack[top++] = c;
         }
     }
-    free(seen);
-    free(stack);
+    if (stack != local)
+        free(stack);
     return count;
-fail:
-    free(seen);
-    free(stack);
+give_up:
+    if (stack != local)
+        free(stack);
     return upper;
+}
+
+/* Whether n's DAG holds more than cap nodes. A node counts its DAG per path (1 + its operands'
+ * counts), which is exact for a tree but grows exponentially with a DAG that reuses its values
+ * (roi_align's coordinates feed four taps and two masks); past cap the distinct nodes are counted
+ * once (dag_size), and kept. */
+bool fc_node_bigger(FcNode *n, uint32_t cap)
+{
+    if (n->count <= cap)
+        return false;
+    if (!n->exact) {
+        n->count = dag_size(n, n->count);
+        n->exact = true;
+    }
+    return n->count > cap;
 }
 
 FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin, FcNode *const *in)
@@ -149,8 +163,6 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
         count += in[k]->count;
     }
     n->count = count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
-    if (n->count > FC_DAG_EXACT)
-        n->count = dag_size(n, n->count);
     return n;
 }
 
@@ -253,11 +265,11 @@ static FcOperand operand_of(const FcTensor *t)
 
 /* Whether an operand with node n is realised before it is used: an arg reduction (its index is
  * only produced at a kernel's root), any reduction when fusion is off, a DAG too big to fuse. */
-static bool realise_first(const FcCtx *ctx, const FcNode *n)
+static bool realise_first(const FcCtx *ctx, FcNode *n)
 {
     if (n->op == FC_OP_ARGMAX || n->op == FC_OP_ARGMIN)
         return true;
-    return (fc_op_is_reduce(n->op) && (ctx->sched_off & FC_SCHED_FUSE)) || n->count > ctx->max_fused;
+    return (fc_op_is_reduce(n->op) && (ctx->sched_off & FC_SCHED_FUSE)) || fc_node_bigger(n, ctx->max_fused);
 }
 
 /* t's node as an operand of a new node of dtype dt: realised first when realise_first says so;

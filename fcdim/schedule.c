@@ -1338,7 +1338,7 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
     }
     /* A reduction can be the root of the kernel that writes dst only when nothing is left to do
      * after it; otherwise (and for DAGs too big to fuse) src is realised first. */
-    if (src->node && (fc_op_is_reduce(src->node->op) || src->node->count > ctx->max_fused)) {
+    if (src->node && (fc_op_is_reduce(src->node->op) || fc_node_bigger(src->node, ctx->max_fused))) {
         bool root_ok = fc_op_is_reduce(src->node->op) && src->dtype == dst->dtype && src->ndim == dst->ndim;
         for (int i = 0; i < src->ndim && root_ok; i++)
             root_ok = src->shape[i] == dst->shape[i];

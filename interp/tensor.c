@@ -13,9 +13,12 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { ROW_SLOTS = 1024 };     /* find_row's index of the table's names */
 
 /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -103,6 +106,8 @@ bool tensor_init(Interp *I, Module *m)
             return err_raise(I, TDL_ERR_RUNTIME, "tensor_ops.def: %s%s%s: %s", row->name,
                              row->overload[0] ? "." : "", row->overload, why);
     }
+    if (tensor_nops > ROW_SLOTS / 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "tensor_ops.def: %d rows; find_row's index holds %d", tensor_nops, ROW_SLOTS / 2);
     /* Overloads are consecutive rows: each row knows where its group ends. */
     for (int r = tensor_nops - 1; r >= 0; r--) {
         bool same = r + 1 < tensor_nops && strcmp(tensor_ops[r].name, tensor_ops[r + 1].name) == 0;
@@ -921,11 +926,39 @@ bool tensor_dispatch(Interp *I, int row, Value self, const Value *args, int narg
     return dispatch(I, row, self.tag == V_UNDEF ? TV_FUNCTION : TV_METHOD, &c, out);
 }
 
+/* The table's names, hashed (FNV-1a) into open-addressed slots that hold each name's first row
+ * plus one (0: empty); a name's overloads are consecutive rows (interp_tensor_init checks). Built
+ * once per process: operators and methods look their rows up by name at every call. */
+static int16_t row_slot[ROW_SLOTS];
+static pthread_once_t row_once = PTHREAD_ONCE_INIT;
+
+static uint32_t name_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static void index_rows(void)
+{
+    for (int r = 0; r < tensor_nops; r++) {
+        if (r > 0 && strcmp(tensor_ops[r].name, tensor_ops[r - 1].name) == 0) continue;
+        uint32_t h = name_hash(tensor_ops[r].name) & (ROW_SLOTS - 1);
+        while (row_slot[h]) h = (h + 1) & (ROW_SLOTS - 1);
+        row_slot[h] = (int16_t)(r + 1);
+    }
+}
+
 static const BuiltinDef *find_row(const char *name, unsigned variant)
 {
-    for (int r = 0; r < tensor_nops; r++)
-        if ((tensor_ops[r].variants & variant) && tensor_ops[r].name[0] == name[0] && strcmp(tensor_ops[r].name, name) == 0)
-            return &tensor_ops[r].def;
+    pthread_once(&row_once, index_rows);
+    for (uint32_t h = name_hash(name) & (ROW_SLOTS - 1); row_slot[h]; h = (h + 1) & (ROW_SLOTS - 1)) {
+        int r = row_slot[h] - 1;
+        if (strcmp(tensor_ops[r].name, name) != 0) continue;
+        for (; r < tensor_nops && strcmp(tensor_ops[r].name, name) == 0; r++)
+            if (tensor_ops[r].variants & variant) return &tensor_ops[r].def;
+        return NULL;
+    }
     return NULL;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 enum { HUGE_PAGE = 2 << 20 };
 
@@ -100,6 +101,31 @@ typedef struct WorkerArg {
     uint64_t gen;               /* the generation before the worker's first job */
 } WorkerArg;
 
+/* Waits up to SPIN_NS for *v to differ from old (a uint64_t or int, read with atomic loads), for
+ * the next job of a caller that runs kernels back to back: a thread asleep on a condition variable
+ * takes tens of microseconds to wake, as long as a small kernel takes to run. */
+#define SPIN_NS 100000
+#define SPIN_WHILE(v, old)                                                                         \
+    do {                                                                                           \
+        struct timespec t0_, t1_;                                                                  \
+        clock_gettime(CLOCK_MONOTONIC, &t0_);                                                      \
+        for (unsigned i_ = 1; __atomic_load_n(v, __ATOMIC_ACQUIRE) == (old); i_++) {               \
+            cpu_relax();                                                                           \
+            if (i_ % 64 == 0) {                                                                    \
+                clock_gettime(CLOCK_MONOTONIC, &t1_);                                              \
+                if ((t1_.tv_sec - t0_.tv_sec) * 1000000000L + (t1_.tv_nsec - t0_.tv_nsec) > SPIN_NS) \
+                    break;                                                                         \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *worker_main(void *p)
 {
     WorkerArg wa = *(WorkerArg *)p;
@@ -108,6 +134,11 @@ static void *worker_main(void *p)
     uint64_t seen = wa.gen;
     pthread_mutex_lock(&be->mu);
     for (;;) {
+        if (!be->quit && be->gen == seen) {
+            pthread_mutex_unlock(&be->mu);
+            SPIN_WHILE(&be->gen, seen);
+            pthread_mutex_lock(&be->mu);
+        }
         while (!be->quit && be->gen == seen)
             pthread_cond_wait(&be->wake, &be->mu);
         if (be->quit)
@@ -119,7 +150,9 @@ static void *worker_main(void *p)
         pthread_mutex_unlock(&be->mu);
         job_work(job, wa.id + 1);
         pthread_mutex_lock(&be->mu);
-        if (--be->pending == 0)
+        int left = be->pending - 1;
+        __atomic_store_n(&be->pending, left, __ATOMIC_RELEASE);
+        if (left == 0)
             pthread_cond_signal(&be->done);
     }
     pthread_mutex_unlock(&be->mu);
@@ -180,12 +213,15 @@ bool fc_cpu_parallel_for(CpuBackend *be, int nthreads, int64_t ntasks, CpuTaskFn
             be->job = &job;
             be->job_workers = nw;
             be->pending = nw;
-            be->gen++;
+            __atomic_store_n(&be->gen, be->gen + 1, __ATOMIC_RELEASE);
             pthread_cond_broadcast(&be->wake);
             pthread_mutex_unlock(&be->mu);
         }
         job_work(&job, 0);
         if (nw > 0) {
+            int left = __atomic_load_n(&be->pending, __ATOMIC_ACQUIRE);
+            if (left > 0)
+                SPIN_WHILE(&be->pending, left);
             pthread_mutex_lock(&be->mu);
             while (be->pending > 0)
                 pthread_cond_wait(&be->done, &be->mu);

@@ -229,7 +229,9 @@ typedef struct Plan {
     int lk;                     /* stores and vertical reductions: the last kept loop other than cl */
     int64_t tile;               /* units taken in tiles of this many indices of lk */
     int64_t nunits, nred;       /* units, and reduction steps per unit */
-    int64_t total;              /* points in the loop nest (saturating) */
+    int64_t total;              /* points of the root loops (saturating) */
+    int64_t work;               /* points of every loop, inner reductions' too: evaluations of the
+                                   innermost body, which threading weighs (saturating) */
     CpuReducer r;
     CpuOpFn store_cast;         /* result dtype -> out dtype, when they differ */
     size_t out_es;
@@ -1360,6 +1362,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
 {
     p->L = k->nloop > 0 ? k->nloop : 1;
     p->total = 1;
+    p->work = 1;
     for (int l = 0; l < p->L; l++) {
         p->ext[l] = k->nloop > 0 ? k->extent[l] : 1;
         p->red[l] = k->nloop > 0 && p->reduce && k->reduced[l];
@@ -1368,6 +1371,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
         if (k->nloop == 0 || k->owner[l] < 0)
             p->total = sat_mul(p->total, p->ext[l]);
+        p->work = sat_mul(p->work, p->ext[l]);
     }
     p->idx32 = spans_fit(p);
     FcStatus st = plan_chunk_loop(p, err);
@@ -2803,7 +2807,7 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
 
     /* Threads and tasks. Nothing here that changes a result depends on the thread count. A
      * scattered store runs on one thread: units claimed in order, duplicates land in order. */
-    int64_t work = p.total > p.nunits ? p.total : p.nunits;
+    int64_t work = p.work > p.nunits ? p.work : p.nunits;
     nth = work < SMALL_WORK || p.scatter ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
     int64_t per_unit = work / p.nunits;
     int64_t ntasks;
@@ -2826,6 +2830,8 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
         ntasks = p.nunits * run.nblocks;
     } else {
         run.units_per_task = TASK_WORK / per_unit > 0 ? TASK_WORK / per_unit : 1;
+        ntasks = (p.nunits + run.units_per_task - 1) / run.units_per_task;
+        run.units_per_task = (p.nunits + ntasks - 1) / ntasks;     /* about as many in each */
         ntasks = (p.nunits + run.units_per_task - 1) / run.units_per_task;
     }
     if (ntasks < nth)
