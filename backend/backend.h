@@ -21,6 +21,12 @@ struct FcBackend {
     /* Runs a kernel to completion. Errors found in the data (an integer division by zero, a
      * gathered index out of range) are FC_ERR_RUNTIME / FC_ERR_INDEX with PyTorch's message. */
     FcStatus (*run)(FcBackend *be, const FcKernel *k, FcError *err);
+    /* Optional (NULL: each run is planned afresh): a kernel kept to run again (the scheduler's
+     * kernel cache). prepare plans k, whose code must outlive the handle; run_prepared runs it
+     * as run would for a kernel equal to k but for bufs, out and interrupt; release frees it. */
+    FcStatus (*prepare)(FcBackend *be, const FcKernel *k, void **handle, FcError *err);
+    FcStatus (*run_prepared)(FcBackend *be, void *handle, const FcKernel *k, FcError *err);
+    void (*release)(FcBackend *be, void *handle);
     FcStatus (*matmul)(FcBackend *be, const FcMatmul *m, FcError *err);
     void (*destroy)(FcBackend *be);     /* frees the backend itself (threads joined) */
 };

@@ -246,7 +246,8 @@ struct FcNode {
     uint32_t count;             /* nodes in the DAG rooted here: counted per path (an upper bound),
                                    until fc_node_bigger counts the distinct ones; caps fusion */
     bool exact;                 /* count is of distinct nodes */
-    uint64_t mark;              /* the last walk that saw it (ir.c dag_size) */
+    uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
+    uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };
 
 FcNode *fc_node_retain(FcNode *n);
@@ -310,7 +311,7 @@ struct FcKernel;
  * realised first into a temporary); HOIST: each sub-expression is computed once per point of
  * its own domain (else at every point of the loop nest); BOUNDS: a masked reduction loop runs to
  * its data-dependent bound (else over its whole extent). */
-enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4 };
+enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8 };
 
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */
@@ -336,6 +337,8 @@ typedef struct FcCtx {
     void (*on_kernel)(void *ud, const struct FcKernel *k, FcDevice dev);
     void *on_kernel_ud;
     FcBackend *cuda[FC_MAX_CUDA];   /* owned; made by fc_ctx_backend on first use */
+    struct FcKernelCache *kcache;   /* scheduled kernels kept for DAGs that come again (owned;
+                                       kernel_cache.c; off with FC_SCHED_CACHE in sched_off) */
 } FcCtx;
 
 FcStatus fc_ctx_new(FcCtx **out, FcError *err);

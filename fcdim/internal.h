@@ -22,6 +22,9 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
 /* Whether n's DAG holds more than cap distinct nodes (counted once when its per-path count
  * passes cap, and kept in n). */
 bool fc_node_bigger(FcNode *n, uint32_t cap);
+/* A stamp no walk of this thread's has used: a walk marks the nodes it has seen with it
+ * (FcNode.mark). Nodes belong to one thread, as their reference counts do. */
+uint64_t fc_walk_stamp(void);
 
 /* The IR node that reads t over its own dims (level k = dim k): t's node when lazy, else a LOAD
  * of its storage. New reference, or NULL on out-of-memory. */
@@ -74,4 +77,50 @@ FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const in
  * and that node is a LOAD: no realisation), so the result shares no storage with t and a write
  * into either does not show in the other. For callers that want values, not PyTorch's views. */
 FcStatus fc_index_read(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **out, FcError *err);
+/* ---- the kernel cache (kernel_cache.c) ---- */
+
+/* What the scheduler reads of a DAG, the output's geometry and the context's settings, as words;
+ * the storages loaded, in order of first appearance. */
+typedef struct FcKey {
+    uint64_t *w;
+    size_t n, cap;
+    uint64_t hash;
+    FcStorage **st;
+    int nst, capst;
+} FcKey;
+
+/* A kept kernel: its code (owned; bufs, out and interrupt are each run's), the key's storage each
+ * of its buffers loads, the output strides the scheduler chose (when it chose them), and the
+ * backend's plan of it (or NULL). */
+typedef struct FcCached {
+    FcKey key;
+    FcKernel k;
+    int *buf_of;
+    int64_t strides[FC_MAX_DIMS];
+    FcBackend *be;
+    void *prep;
+    uint64_t used;
+} FcCached;
+
+typedef struct FcKernelCache FcKernelCache;
+typedef struct FcKernelCacheStats {
+    int kept;
+    uint64_t hits;
+} FcKernelCacheStats;
+
+/* The key of scheduling root on dev into out_strides at out_offset (out_strides NULL: strides
+ * the scheduler chooses). False on out-of-memory or a DAG too big to keep (*key is then empty). */
+bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
+                 int64_t out_offset);
+void fc_key_free(FcKey *key);
+/* The kept kernel of key (now the most recently used), or NULL. */
+FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key);
+/* Keeps a copy of k, scheduled for key (taken when kept): bufs are the storages k loads, strides
+ * the output's when the scheduler chose them (else NULL); be plans it when it can. The entry, or
+ * NULL when it could not be kept (out of memory; key is then left to the caller). */
+FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,
+                        const int64_t *strides, FcBackend *be);
+void fc_kcache_free(FcCtx *ctx);
+FcKernelCacheStats fc_kcache_stats(const FcCtx *ctx);
+
 #endif

@@ -1094,6 +1094,66 @@ static void dump(FcCtx *ctx, int what, char *text)
     free(text);
 }
 
+/* Dumps k as asked, shows it to the host's hook and runs it (by the backend's plan prep when
+ * there is one). */
+static FcStatus launch(FcCtx *ctx, FcBackend *be, const FcKernel *k, FcDevice dev, void *prep, FcError *err)
+{
+    if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(k));
+    if (ctx->dump && (ctx->dump_flags & (dev.type == FC_DEV_CUDA ? FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA : FC_DUMP_CUDA)))
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_cuda_kernel_dump(k));
+    if (ctx->on_kernel)
+        ctx->on_kernel(ctx->on_kernel_ud, k, dev);
+    return prep ? be->run_prepared(be, prep, k, err) : be->run(be, k, err);
+}
+
+/* The output storage of root when run_root allocates it (its strides are the caller's). */
+static FcStatus new_output(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage **out, FcError *err)
+{
+    int64_t numel = 1;
+    for (int i = 0; i < root->nlev; i++)
+        numel *= root->size[i];
+    return fc_storage_new(ctx, dev, (size_t)numel * fc_dtype_size(root->dtype), out, err);
+}
+
+/* Runs kept kernel c (fc_kcache_find) for the DAG whose key is key: the kernel as scheduled, with
+ * the storages of this DAG and the output. */
+static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcKey *key, const FcNode *root,
+                         FcDevice dev, FcStorage *out_storage, FcStorage **new_storage, int64_t *new_strides,
+                         FcError *err)
+{
+    FcKernel k = c->k;
+    if (!out_storage) {
+        FcStatus st = new_output(ctx, root, dev, &out_storage, err);
+        if (st)
+            return st;
+        *new_storage = out_storage;
+        memcpy(new_strides, c->strides, (size_t)root->nlev * sizeof *new_strides);
+    }
+    void *bufs[64];
+    void **bp = k.nbufs <= 64 ? bufs : malloc((size_t)k.nbufs * sizeof *bp);
+    if (!bp) {
+        if (*new_storage) {
+            fc_storage_release(*new_storage);
+            *new_storage = NULL;
+        }
+        return fc_nomem(err);
+    }
+    for (int i = 0; i < k.nbufs; i++)
+        bp[i] = key->st[c->buf_of[i]]->data;
+    k.bufs = bp;
+    k.out = out_storage->data;
+    k.interrupt = ctx->interrupt;
+    FcStatus st = launch(ctx, be, &k, dev, c->prep, err);
+    if (bp != bufs)
+        free(bp);
+    if (st && *new_storage) {
+        fc_storage_release(*new_storage);
+        *new_storage = NULL;
+    }
+    return st;
+}
+
 /* Schedules root and writes its value into out_storage at out_offset with out_strides (one per
  * root level); out_strides NULL: a fresh layout (TensorIterator's order, C order for
  * reductions) is chosen and a storage allocated, returned in *new_storage / new_strides.
@@ -1118,8 +1178,22 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     int64_t strides[FC_MAX_DIMS];
     if (ctx->dump && (ctx->dump_flags & FC_DUMP_IR))
         dump(ctx, FC_DUMP_IR, fc_node_dump(root));
+    /* A DAG scheduled before (but for its storages) runs the kernel kept then. Scattered stores
+     * are not kept. */
+    FcKey key = {0};
+    bool keep = !sc && !(ctx->sched_off & FC_SCHED_CACHE) &&
+                fc_key_make(&key, ctx, (FcNode *)root, dev, out_strides, out_offset);
+    if (keep) {
+        const FcCached *c = fc_kcache_find(ctx, &key);
+        if (c) {
+            st = run_kept(ctx, be, c, &key, root, dev, out_storage, new_storage, new_strides, err);
+            fc_key_free(&key);
+            return st;
+        }
+    }
     /* Emit, order the loops, and check that the inner reductions fuse; those that do not are
-     * realised and the kernel is emitted again with loads of them. */
+     * realised and the kernel is emitted again with loads of them (and such a kernel is not
+     * kept: its key is of the DAG before those were realised). */
     int result;
     for (;;) {
         result = emit_root(&s, root);
@@ -1177,6 +1251,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
                 goto done;
             }
         sched_reset(&s);
+        keep = false;
     }
     if (!(ctx->sched_off & FC_SCHED_BOUNDS) && (!find_bounds(&s, k.chunk_loop) || !compact_code(&s, &result, sregs, sc ? sc->n : 0))) {
         st = s.st;
@@ -1185,10 +1260,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     for (int g = 0; sc && g < sc->n; g++)
         scatter[g].reg = sregs[g];
     if (!out_strides) {
-        int64_t numel = 1;
-        for (int i = 0; i < nlev; i++)
-            numel *= root->size[i];
-        st = fc_storage_new(ctx, dev, (size_t)numel * fc_dtype_size(root->dtype), &out_storage, err);
+        st = new_output(ctx, root, dev, &out_storage, err);
         if (st)
             goto done;
         *new_storage = out_storage;
@@ -1243,16 +1315,12 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     }
     k.nthreads = ctx->nthreads;
     k.interrupt = ctx->interrupt;
-    if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
-        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(&k));
-    if (ctx->dump && (ctx->dump_flags & (dev.type == FC_DEV_CUDA ? FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA : FC_DUMP_CUDA)))
-        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_cuda_kernel_dump(&k));
-    if (ctx->on_kernel)
-        ctx->on_kernel(ctx->on_kernel_ud, &k, dev);
-    st = be->run(be, &k, err);
+    const FcCached *kept = keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
+    st = launch(ctx, be, &k, dev, kept ? kept->prep : NULL, err);
     if (bp != bufs)
         free(bp);
 done:
+    fc_key_free(&key);
     free(bad);
     sched_free(&s);
     if (st && *new_storage) {

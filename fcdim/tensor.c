@@ -113,6 +113,7 @@ void fc_ctx_free(FcCtx *ctx)
 {
     if (!ctx)
         return;
+    fc_kcache_free(ctx);        /* before the backends: it holds their plans */
     if (ctx->cpu)
         ctx->cpu->destroy(ctx->cpu);
     for (int i = 0; i < FC_MAX_CUDA; i++)

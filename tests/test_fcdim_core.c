@@ -127,6 +127,130 @@ START_TEST(test_fused_chain_is_one_kernel)
 }
 END_TEST
 
+/* (a * b + k).sum(1) of two 4 x 6 float32 tensors: a lazy 4-vector. */
+static FcTensor *mul_add_sum(FcTensor *a, FcTensor *b, double k)
+{
+    FcTensor *ab, *kk = scalar_f(k), *abk, *r;
+    OK(fc_binary(ctx, FC_OP_MUL, a, b, &ab, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, ab, kk, &abk, &err));
+    OK(fc_reduce(ctx, FC_OP_SUM, abk, 1u << 1, false, &r, &err));
+    fc_tensor_release(ab);
+    fc_tensor_release(kk);
+    fc_tensor_release(abk);
+    return r;
+}
+
+/* r (a 4-vector, realised) against (a * b + k).sum(1) computed here, a and b 4 x 6 with
+ * element (i, j) at a[i * as0 + j * as1] (exact: small integers). */
+static void check_mul_add_sum(FcTensor *r, const float *a, int64_t as0, int64_t as1, const float *b, double k)
+{
+    FcView v;
+    OK(fc_host_view(ctx, r, &v, &err));
+    ck_assert_int_eq(v.ndim, 1);
+    for (int i = 0; i < 4; i++) {
+        double want = 0;
+        for (int j = 0; j < 6; j++)
+            want += a[i * as0 + j * as1] * b[i * 6 + j] + k;
+        ck_assert_double_eq(((const float *)v.data)[i * v.strides[0] + v.offset], want);
+    }
+}
+
+/* The kernel cache: a DAG scheduled again with other storages runs the kernel kept from the
+ * first, on the new storages' values; one that differs in a constant, in loading one storage
+ * twice, in a load's strides or in the output's offset is scheduled afresh; the least recently
+ * used kernels go when the cache is full; FC_SCHED_CACHE turns it off. */
+START_TEST(test_kernel_cache)
+{
+    float a1[24], b1[24], a2[24], b2[24];
+    for (int i = 0; i < 24; i++) {
+        a1[i] = (float)(i % 5);
+        b1[i] = (float)(i % 3 - 1);
+        a2[i] = (float)(i % 7 - 2);
+        b2[i] = (float)(i % 4);
+    }
+    int64_t shape[2] = {4, 6};
+    FcTensor *A1 = from_f32(a1, 2, shape), *B1 = from_f32(b1, 2, shape);
+    FcTensor *A2 = from_f32(a2, 2, shape), *B2 = from_f32(b2, 2, shape);
+    int64_t tshape[2] = {6, 4}, vshape[2] = {4, 6}, vstrides[2] = {1, 4};
+    FcTensor *T = from_f32(a1, 2, tshape), *Tv;      /* a1 as 6 x 4, viewed as its transpose */
+    OK(fc_as_strided(ctx, T, 2, vshape, vstrides, 0, &Tv, &err));
+    FcKernelCacheStats s0 = fc_kcache_stats(ctx);
+    FcTensor *r = mul_add_sum(A1, B1, 2.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a1, 6, 1, b1, 2.0);
+    fc_tensor_release(r);
+    FcKernelCacheStats s1 = fc_kcache_stats(ctx);
+    ck_assert_int_eq(s1.kept, s0.kept + 1);
+    ck_assert_uint_eq(s1.hits, s0.hits);
+    /* other storages, same structure: the kept kernel, the new values */
+    r = mul_add_sum(A2, B2, 2.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a2, 6, 1, b2, 2.0);
+    fc_tensor_release(r);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 1);
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept);
+    /* another constant; one storage loaded twice; a transposed view (other strides): afresh */
+    r = mul_add_sum(A2, B2, 3.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a2, 6, 1, b2, 3.0);
+    fc_tensor_release(r);
+    r = mul_add_sum(B2, B2, 2.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, b2, 6, 1, b2, 2.0);
+    fc_tensor_release(r);
+    r = mul_add_sum(Tv, B1, 2.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a1, 1, 4, b1, 2.0);
+    fc_tensor_release(r);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 1);
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 3);
+    /* into a given output: its offset is part of the key */
+    int64_t eight = 8, four = 4, one = 1;
+    FcTensor *D, *D0, *D1;
+    OK(fc_empty(ctx, FC_FLOAT32, fc_cpu(), 1, &eight, NULL, &D, &err));
+    OK(fc_as_strided(ctx, D, 1, &four, &one, 0, &D0, &err));
+    OK(fc_as_strided(ctx, D, 1, &four, &one, 4, &D1, &err));
+    FcKernelCacheStats s2 = fc_kcache_stats(ctx);
+    r = mul_add_sum(A1, B1, 2.0);
+    OK(fc_assign(ctx, D0, r, &err));
+    fc_tensor_release(r);
+    r = mul_add_sum(A2, B2, 2.0);
+    OK(fc_assign(ctx, D1, r, &err));
+    fc_tensor_release(r);
+    r = mul_add_sum(A2, B1, 2.0);
+    OK(fc_assign(ctx, D0, r, &err));
+    fc_tensor_release(r);
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s2.kept + 2);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s2.hits + 1);
+    check_mul_add_sum(D0, a2, 6, 1, b1, 2.0);
+    check_mul_add_sum(D1, a2, 6, 1, b2, 2.0);
+    /* full: the least recently used go, and what runs is still right */
+    for (int k = 0; k < 40; k++) {
+        r = mul_add_sum(A1, B2, 10.0 + k);
+        OK(fc_realize(ctx, r, &err));
+        check_mul_add_sum(r, a1, 6, 1, b2, 10.0 + k);
+        fc_tensor_release(r);
+    }
+    FcKernelCacheStats s3 = fc_kcache_stats(ctx);
+    ck_assert_int_le(s3.kept, 32);
+    r = mul_add_sum(A1, B2, 49.0);      /* the last kept */
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a1, 6, 1, b2, 49.0);
+    fc_tensor_release(r);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s3.hits + 1);
+    /* off */
+    ctx->sched_off |= FC_SCHED_CACHE;
+    r = mul_add_sum(A1, B2, 49.0);
+    OK(fc_realize(ctx, r, &err));
+    check_mul_add_sum(r, a1, 6, 1, b2, 49.0);
+    fc_tensor_release(r);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s3.hits + 1);
+    FcTensor *all[] = {A1, B1, A2, B2, T, Tv, D, D0, D1};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_tensor_release(all[i]);
+}
+END_TEST
+
 /* (x[i, 1:] * 2 + 1).sum() with a lazy index i = j - 1: nothing runs when indexing (a lazy index
  * is checked by the gather that reads through it); the index, the gather, the math and the sum
  * are one kernel whose load indexes by a register. */
@@ -554,6 +678,7 @@ Suite *fcdim_core_suite(void)
     tcase_add_test(tc, test_broadcast_and_promotion);
     tcase_add_test(tc, test_reduce_outer_and_inner);
     tcase_add_test(tc, test_shared_subexpression_emitted_once);
+    tcase_add_test(tc, test_kernel_cache);
     suite_add_tcase(s, tc);
     TCase *cc = tcase_create("compose");
     tcase_add_checked_fixture(cc, compose_setup, compose_teardown);

@@ -71,6 +71,21 @@ static FcStatus cpu_run(FcBackend *be, const FcKernel *k, FcError *err)
     return fc_cpu_run_kernel((CpuBackend *)be, k, err);
 }
 
+static FcStatus cpu_prepare(FcBackend *be, const FcKernel *k, void **handle, FcError *err)
+{
+    return fc_cpu_prepare((CpuBackend *)be, k, handle, err);
+}
+
+static FcStatus cpu_run_prepared(FcBackend *be, void *handle, const FcKernel *k, FcError *err)
+{
+    return fc_cpu_run_prepared((CpuBackend *)be, handle, k, err);
+}
+
+static void cpu_release(FcBackend *be, void *handle)
+{
+    fc_cpu_release(handle);
+}
+
 static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
 {
     return fc_cpu_matmul((CpuBackend *)be, m, err);
@@ -267,6 +282,9 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         .to_host = cpu_copy,
         .from_host = cpu_copy,
         .run = cpu_run,
+        .prepare = cpu_prepare,
+        .run_prepared = cpu_run_prepared,
+        .release = cpu_release,
         .matmul = cpu_mm,
         .destroy = cpu_destroy,
     };

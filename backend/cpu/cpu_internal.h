@@ -189,6 +189,12 @@ void fc_cpu_reducer_reset(const CpuReducer *r, void *acc, int64_t *idx, int n);
 /* ---- executors ---- */
 
 FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err);
+/* A kernel planned once and run many times (FcBackend.prepare): fc_cpu_prepare checks and plans
+ * k (its code must outlive the handle); fc_cpu_run_prepared runs the plan with the buffers,
+ * output and interrupt of k, a kernel equal to the planned one but for those. */
+FcStatus fc_cpu_prepare(CpuBackend *be, const FcKernel *k, void **handle, FcError *err);
+FcStatus fc_cpu_run_prepared(CpuBackend *be, void *handle, const FcKernel *k, FcError *err);
+void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
 
 #endif

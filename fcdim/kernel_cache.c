@@ -1,0 +1,304 @@
+/* kernel_cache.c — scheduled kernels kept for DAGs that come again.
+ *
+ * A program that runs one computation on new data (a loop body, a function called again, like
+ * vision.roi_align) builds DAGs that differ only in the storages they load. Scheduling such a
+ * DAG and planning its kernel can cost as much as running a small one, so the scheduler keys
+ * each DAG by everything it reads of it (fc_key_make) and keeps the kernel it made, with the
+ * backend's plan of it; a DAG with the same key schedules to the same kernel but for the
+ * storages' addresses, which are filled in (run_root in schedule.c).
+ *
+ * The key: every node of the DAG in a post-order walk (each once, so that what is shared counts),
+ * with its op, dtypes, sizes, operands (by their place in the walk), level maps and constant, and
+ * a load's offset, strides, shape, wrap and index dims and its storage by order of first
+ * appearance (not address); then the output's geometry when it is given, the device and the
+ * context's settings that scheduling reads. A context keeps KCACHE_ENTRIES kernels; the least
+ * recently used goes first.
+ * Depends on fcdim.h, internal.h and the backend interface. */
+#include "internal.h"
+
+#include "backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    KCACHE_ENTRIES = 32,
+    KEY_NODES = 4096,           /* a DAG of more nodes is not kept */
+};
+
+struct FcKernelCache {
+    FcCached e[KCACHE_ENTRIES];
+    int n;
+    uint64_t tick;              /* uses so far: an entry's `used` is the tick of its last use */
+    uint64_t hits;
+};
+
+/* ---- keys ---- */
+
+static bool put(FcKey *key, uint64_t w)
+{
+    if (key->n == key->cap) {
+        size_t cap = key->cap ? 2 * key->cap : 256;
+        uint64_t *q = realloc(key->w, cap * sizeof *q);
+        if (!q)
+            return false;
+        key->w = q;
+        key->cap = cap;
+    }
+    key->w[key->n++] = w;
+    return true;
+}
+
+static bool put_all(FcKey *key, const int64_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!put(key, (uint64_t)v[i]))
+            return false;
+    return true;
+}
+
+/* Bytes, eight to a word. */
+static bool put_bytes(FcKey *key, const int8_t *b, int n)
+{
+    for (int i = 0; i < n; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, (size_t)(n - i < 8 ? n - i : 8));
+        if (!put(key, w))
+            return false;
+    }
+    return true;
+}
+
+/* The storage's number among the key's (appended when new), or -1 on out-of-memory. */
+static int64_t storage_id(FcKey *key, FcStorage *st)
+{
+    for (int i = 0; i < key->nst; i++)
+        if (key->st[i] == st)
+            return i;
+    if (key->nst == key->capst) {
+        int cap = key->capst ? 2 * key->capst : 8;
+        FcStorage **q = realloc(key->st, (size_t)cap * sizeof *q);
+        if (!q)
+            return -1;
+        key->st = q;
+        key->capst = cap;
+    }
+    key->st[key->nst] = st;
+    return key->nst++;
+}
+
+/* Appends n and the nodes under it not yet seen by this walk (mark), operands first; numbers
+ * each (walk_id). False on out-of-memory or past KEY_NODES. */
+static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
+{
+    if (n->mark == mark)
+        return true;
+    for (int k = 0; k < n->nin; k++)
+        if (!put_node(key, n->in[k], mark, count))
+            return false;
+    if (*count == KEY_NODES)
+        return false;
+    n->mark = mark;
+    n->walk_id = (*count)++;
+    bool load = n->op == FC_OP_LOAD;
+    if (!put(key, (uint64_t)n->op | (uint64_t)n->dtype << 8 | (uint64_t)n->src_dtype << 16 |
+                      (uint64_t)(uint32_t)n->nlev << 24 | (uint64_t)(uint32_t)n->nin << 40) ||
+        !put_all(key, n->size, n->nlev))
+        return false;
+    for (int k = 0; k < n->nin; k++)
+        if (!put(key, n->in[k]->walk_id) || !put_bytes(key, n->lev_map[k], n->in[k]->nlev))
+            return false;
+    if (n->op == FC_OP_CONST && !put(key, (uint64_t)n->konst.i))
+        return false;
+    if (load) {
+        int64_t id = storage_id(key, n->storage);
+        if (id < 0 || !put(key, (uint64_t)id) || !put(key, (uint64_t)n->offset) || !put(key, n->wrap) ||
+            !put_all(key, n->strides, n->nin) || !put_all(key, n->shape, n->nin))
+            return false;
+        for (int k = 0; k < n->nin; k++)
+            if (!put(key, (uint64_t)(uint32_t)n->index_dim[k]))
+                return false;
+    }
+    return true;
+}
+
+bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
+                 int64_t out_offset)
+{
+    *key = (FcKey){0};
+    uint32_t count = 0;
+    bool ok = put_node(key, root, fc_walk_stamp(), &count) && put(key, (uint64_t)dev.type) &&
+              put(key, (uint64_t)(int64_t)dev.index) && put(key, (uint64_t)ctx->sched_off) &&
+              put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) && put(key, out_strides != NULL);
+    if (ok && out_strides)
+        ok = put_all(key, out_strides, root->nlev) && put(key, (uint64_t)out_offset);
+    if (!ok) {
+        fc_key_free(key);
+        return false;
+    }
+    uint64_t h = 0x243F6A8885A308D3u;
+    for (size_t i = 0; i < key->n; i++) {
+        h = (h ^ key->w[i]) * 0x9E3779B97F4A7C15u;
+        h ^= h >> 31;
+    }
+    key->hash = h;
+    return true;
+}
+
+void fc_key_free(FcKey *key)
+{
+    free(key->w);
+    free(key->st);
+    *key = (FcKey){0};
+}
+
+/* ---- the cache ---- */
+
+static void code_free(FcInstr *code, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(code[i].strides);
+        free(code[i].gathers);
+        free(code[i].bounds);
+    }
+    free(code);
+}
+
+/* A copy of n instructions over nloop loops, with their arrays. */
+static FcInstr *code_copy(const FcInstr *code, int n, int nloop)
+{
+    FcInstr *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    if (!c)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &code[i];
+        FcInstr *o = &c[i];
+        *o = *in;
+        o->strides = NULL;
+        o->gathers = NULL;
+        o->bounds = NULL;
+        bool ok = true;
+        if (in->strides) {
+            o->strides = malloc((size_t)(nloop > 0 ? nloop : 1) * sizeof *o->strides);
+            ok = o->strides != NULL;
+            if (ok && nloop > 0)
+                memcpy(o->strides, in->strides, (size_t)nloop * sizeof *o->strides);
+        }
+        if (ok && in->ngather > 0) {
+            o->gathers = malloc((size_t)in->ngather * sizeof *o->gathers);
+            ok = o->gathers != NULL;
+            if (ok)
+                memcpy(o->gathers, in->gathers, (size_t)in->ngather * sizeof *o->gathers);
+        }
+        if (ok && in->nbound > 0) {
+            o->bounds = malloc((size_t)in->nbound * sizeof *o->bounds);
+            ok = o->bounds != NULL;
+            if (ok)
+                memcpy(o->bounds, in->bounds, (size_t)in->nbound * sizeof *o->bounds);
+        }
+        if (!ok) {
+            code_free(c, i + 1);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+static void entry_free(FcCached *e)
+{
+    if (e->prep)
+        e->be->release(e->be, e->prep);
+    code_free(e->k.code, e->k.ncode);
+    free(e->buf_of);
+    fc_key_free(&e->key);
+    *e = (FcCached){0};
+}
+
+FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key)
+{
+    FcKernelCache *c = ctx->kcache;
+    for (int i = 0; c && i < c->n; i++) {
+        FcCached *e = &c->e[i];
+        if (e->key.hash == key->hash && e->key.n == key->n && e->key.nst == key->nst &&
+            memcmp(e->key.w, key->w, key->n * sizeof *key->w) == 0) {
+            e->used = ++c->tick;
+            c->hits++;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,
+                        const int64_t *strides, FcBackend *be)
+{
+    if (!ctx->kcache && !(ctx->kcache = calloc(1, sizeof *ctx->kcache)))
+        return NULL;
+    FcKernelCache *c = ctx->kcache;
+    FcCached e = {.be = be, .used = ++c->tick};
+    e.buf_of = malloc((size_t)(k->nbufs > 0 ? k->nbufs : 1) * sizeof *e.buf_of);
+    e.k = *k;
+    e.k.code = code_copy(k->code, k->ncode, k->nloop);
+    e.k.bufs = NULL;
+    e.k.out = NULL;
+    e.k.interrupt = NULL;
+    e.k.scatter = NULL;
+    bool ok = e.buf_of && e.k.code;
+    for (int b = 0; ok && b < k->nbufs; b++) {
+        e.buf_of[b] = -1;
+        for (int j = 0; j < key->nst; j++)
+            if (key->st[j] == bufs[b])
+                e.buf_of[b] = j;
+        ok = e.buf_of[b] >= 0;
+    }
+    if (ok && strides)
+        memcpy(e.strides, strides, sizeof e.strides);
+    /* Planned with this run's buffers and output (which the plan does not keep: each run gives
+     * its own); a backend that cannot plan it runs it as a new kernel each time. */
+    FcKernel now = e.k;
+    now.bufs = k->bufs;
+    now.out = k->out;
+    FcError ignored;
+    if (ok && be->prepare && be->prepare(be, &now, &e.prep, &ignored) != FC_OK)
+        e.prep = NULL;
+    if (!ok) {
+        entry_free(&e);
+        return NULL;
+    }
+    e.key = *key;               /* taken */
+    *key = (FcKey){0};
+    int slot = c->n;
+    if (c->n == KCACHE_ENTRIES) {
+        slot = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->e[i].used < c->e[slot].used)
+                slot = i;
+        entry_free(&c->e[slot]);
+    } else {
+        c->n++;
+    }
+    c->e[slot] = e;
+    return &c->e[slot];
+}
+
+void fc_kcache_free(FcCtx *ctx)
+{
+    FcKernelCache *c = ctx->kcache;
+    if (!c)
+        return;
+    for (int i = 0; i < c->n; i++)
+        entry_free(&c->e[i]);
+    free(c);
+    ctx->kcache = NULL;
+}
+
+FcKernelCacheStats fc_kcache_stats(const FcCtx *ctx)
+{
+    const FcKernelCache *c = ctx->kcache;
+    FcKernelCacheStats s = {0};
+    if (c) {
+        s.kept = c->n;
+        s.hits = c->hits;
+    }
+    return s;
+}
