@@ -2838,9 +2838,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
 
     /* Threads and tasks. Nothing here that changes a result depends on the thread count. A
      * scattered store runs on one thread: units claimed in order, duplicates land in order. */
-    int64_t work = p->work > p->nunits ? p->work : p->nunits;
-    nth = work < SMALL_WORK || p->scatter ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
-    int64_t per_unit = work / p->nunits;
+    nth = p->work < SMALL_WORK || p->scatter ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
+    int64_t per_unit = (p->total > p->nunits ? p->total : p->nunits) / p->nunits;
     int64_t ntasks;
     if (p->reduce && p->nunits < SPLIT_UNITS && p->nred > 1 && per_unit >= 2 * BLOCK_WORK) {
         run.split = true;
@@ -2860,9 +2859,14 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         }
         ntasks = p->nunits * run.nblocks;
     } else {
+        /* Tasks of about TASK_WORK root points (consecutive units share cache lines), but at
+         * least four per thread when there are units enough, as many units in each: a kernel
+         * whose inner loops make each point costly (roi_align SMALL: 32 units) is spread too. */
         run.units_per_task = TASK_WORK / per_unit > 0 ? TASK_WORK / per_unit : 1;
         ntasks = (p->nunits + run.units_per_task - 1) / run.units_per_task;
-        run.units_per_task = (p->nunits + ntasks - 1) / ntasks;     /* about as many in each */
+        if (ntasks < 4 * (int64_t)nth)
+            ntasks = p->nunits < 4 * (int64_t)nth ? p->nunits : 4 * (int64_t)nth;
+        run.units_per_task = (p->nunits + ntasks - 1) / ntasks;
         ntasks = (p->nunits + run.units_per_task - 1) / run.units_per_task;
     }
     if (ntasks < nth)
