@@ -56,15 +56,15 @@ bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_RED
 
 /* ---- nodes ---- */
 
-/* The number of distinct nodes reachable from root: a depth-first walk that marks the nodes it
- * has seen with a stamp of its own (FcNode.mark, fc_walk_stamp). Past 4096 (far beyond any fusion cap) or out of memory it gives up and returns
- * upper, the per-path count. */
 uint64_t fc_walk_stamp(void)
 {
     static _Thread_local uint64_t stamp;
     return ++stamp;
 }
 
+/* The number of distinct nodes reachable from root: a depth-first walk that marks the nodes it
+ * has seen with a stamp of its own (FcNode.mark, fc_walk_stamp). Past 4096 (far beyond any
+ * fusion cap) or out of memory it gives up and returns upper, the per-path count. */
 static uint32_t dag_size(FcNode *root, uint32_t upper)
 {
     enum { GIVE_UP = 4096, LOCAL = 256 };

@@ -1348,14 +1348,24 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     return FC_OK;
 }
 
-static bool dag_reads(const FcNode *n, const FcStorage *s)
+/* Whether the DAG n reads storage s; each node is looked at once (those marked with this walk's
+ * stamp are not looked at again: a DAG that reuses its values has far more paths than nodes). */
+static bool reads_storage(FcNode *n, const FcStorage *s, uint64_t mark)
 {
+    if (n->mark == mark)
+        return false;
+    n->mark = mark;
     if (n->op == FC_OP_LOAD && n->storage == s)
         return true;
     for (int k = 0; k < n->nin; k++)
-        if (dag_reads(n->in[k], s))
+        if (reads_storage(n->in[k], s, mark))
             return true;
     return false;
+}
+
+static bool dag_reads(FcNode *n, const FcStorage *s)
+{
+    return reads_storage(n, s, fc_walk_stamp());
 }
 
 /* When the DAG *n reads storage s (about to be written), computes it into fresh memory first

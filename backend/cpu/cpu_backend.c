@@ -116,6 +116,13 @@ typedef struct WorkerArg {
     uint64_t gen;               /* the generation before the worker's first job */
 } WorkerArg;
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* Waits up to SPIN_NS for *v to differ from old (a uint64_t or int, read with atomic loads), for
  * the next job of a caller that runs kernels back to back: a thread asleep on a condition variable
  * takes tens of microseconds to wake, as long as a small kernel takes to run. */
@@ -133,13 +140,6 @@ typedef struct WorkerArg {
             }                                                                                      \
         }                                                                                          \
     } while (0)
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 static void *worker_main(void *p)
 {

@@ -2705,28 +2705,33 @@ static void threads_free(Thread **th, int n)
     free(th);
 }
 
+/* A thread's block begins with the Thread and its buffer pointers (buf, cur), each on whole
+ * cache lines (THREAD_STRUCT bytes, then the pointers); thread_head: the bytes of both, after
+ * which its buffers lie. */
+#define THREAD_STRUCT ((sizeof(Thread) + 63) & ~(size_t)63)
+static size_t thread_head(const Plan *p)
+{
+    return THREAD_STRUCT + (((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63);
+}
+
 /* The bytes of one thread's block: the Thread, its buffers and its scratch. */
 static size_t thread_bytes(const Plan *p)
 {
-    size_t head = (sizeof(Thread) + 63) & ~(size_t)63;
-    size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
     int nlocal = p->nphys - p->nshared;
     size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
     size_t cb = p->cbytes;      /* buffers, offs, tmp, racc, xbuf; acc and aidx by FC_CHUNK */
-    return head + ptrs + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo;
+    return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo;
 }
 
 /* Lays a thread out in block m (thread_bytes long) for a run: its state as new. */
 static Thread *thread_init(const Plan *p, char *m)
 {
-    size_t head = (sizeof(Thread) + 63) & ~(size_t)63;
-    size_t ptrs = ((size_t)(p->nphys + 1) * 2 * sizeof(void *) + 63) & ~(size_t)63;
     size_t cb = p->cbytes;
     Thread *t = (Thread *)(void *)m;
     memset(t, 0, sizeof *t);
-    t->buf = (void **)(void *)(m + head);
+    t->buf = (void **)(void *)(m + THREAD_STRUCT);
     t->cur = (const void **)(t->buf + p->nphys + 1);
-    char *b = m + head + ptrs;
+    char *b = m + thread_head(p);
     for (int j = 0; j < p->nshared; j++)
         t->buf[j] = p->shared + (size_t)j * cb;
     for (int j = p->nshared; j < p->nphys; j++, b += cb)
