@@ -23,7 +23,7 @@
 
 FcDim *fc_dim_new(FcCtx *ctx, const char *name, bool named, int64_t size)
 {
-    FcDim *d = calloc(1, sizeof *d);
+    FcDim *d = fc_zalloc(sizeof *d);
     if (!d)
         return NULL;
     d->name = strdup(name);
@@ -191,11 +191,7 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
         r->storage = fc_storage_retain(t->storage);
     }
     if (levels_have_dims(lv)) {
-        r->levels = calloc((size_t)lv->n, sizeof *r->levels);
-        if (!r->levels) {
-            fc_tensor_release(r);
-            return fc_nomem(err);
-        }
+        r->levels = fc_tensor_level_room(r);
         for (int k = 0; k < lv->n; k++)
             r->levels[k] = fc_dim_retain(lv->at[k]);
     }
@@ -547,7 +543,8 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
         if ((keys ? ix : in)[k].kind == FC_IX_DIMPACK)
             most += (keys ? ix : in)[k].npack;
     most = most < FC_MAX_DIMS * 2 ? most + 1 : FC_MAX_DIMS * 2;
-    Flat *flat = malloc((size_t)most * sizeof *flat);
+    Flat few[8];                /* most indexings need no more: no allocation */
+    Flat *flat = most <= 8 ? few : malloc((size_t)most * sizeof *flat);
     if (!flat)
         return fc_nomem(err);
     Uses uses;
@@ -756,7 +753,8 @@ done:
 #undef NEED_FLAT
     for (int k = 0; k < nflat; k++)
         fc_tensor_release(flat[k].t);
-    free(flat);
+    if (flat != few)
+        free(flat);
     fc_tensor_release(base);
     return st;
 }

@@ -289,7 +289,7 @@ typedef struct FcTensor {
     FcStorage **reads;          /* lazy: storages this tensor's IR loads (it is registered as a
                                    reader of each; the node holds the references) */
     int nreads;
-    FcDim **levels;             /* [ndim], or NULL: see above */
+    FcDim **levels;             /* [ndim], or NULL: see above (in the tensor's own block) */
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);

@@ -6,6 +6,22 @@
 
 #include "fcdim.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+/* calloc for the small objects made on every operation (nodes, tensors): glibc's calloc skips
+ * its per-thread cache and takes the arena's slow path, malloc does not. (The empty asm keeps
+ * GCC from turning malloc + memset back into calloc.) */
+static inline void *fc_zalloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (p) {
+        __asm__ volatile("" : : "r"(p) : "memory");
+        memset(p, 0, bytes);
+    }
+    return p;
+}
+
 /* Writes the message and returns status (for `return fc_errf(err, FC_ERR_VALUE, "...", ...)`). */
 FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 FcStatus fc_nomem(FcError *err);
@@ -14,6 +30,9 @@ const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
 /* A tensor with refcnt 1, shape/strides arrays for ndim dims (zeroed), no storage, no node. */
 FcTensor *fc_tensor_alloc(int ndim);
+/* Room for t's levels ([ndim], zeroed) in fc_tensor_alloc's block: t->levels points here when
+ * set (so it is never freed on its own). */
+FcDim **fc_tensor_level_room(FcTensor *t);
 
 /* A node with refcnt 1 and arrays for nlev levels and the nin operands (each operand's lev_map
  * sized by in[k]->nlev; filled with FC_LEV_BCAST). Takes a reference to each operand. LOAD

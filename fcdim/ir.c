@@ -130,7 +130,7 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
      * ints in 8-byte slots keep the pointer arrays after them aligned). */
     size_t bytes = sizeof(FcNode) + (size_t)nlev * sizeof(int64_t) + (load ? 3 * (size_t)nin * sizeof(int64_t) : 0) +
                    (size_t)nin * (sizeof(FcNode *) + sizeof(int8_t *)) + nmap;
-    FcNode *n = calloc(1, bytes);
+    FcNode *n = fc_zalloc(bytes);
     if (!n)
         return NULL;
     char *p = (char *)(n + 1);

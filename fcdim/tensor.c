@@ -154,7 +154,7 @@ FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
-    FcStorage *s = calloc(1, sizeof *s);
+    FcStorage *s = fc_zalloc(sizeof *s);
     if (!s)
         return fc_nomem(err);
     st = be->alloc(be, nbytes, &s->data, err);
@@ -212,11 +212,21 @@ static void storage_remove_reader(FcStorage *s, FcTensor *t)
         }
 }
 
+/* fc_tensor_alloc's block holds, after the shape and strides, room for the levels (one per dim)
+ * and for the first few storages a lazy tensor reads: most tensors need no other allocation. */
+enum { INLINE_READS = 4 };
+
+static FcStorage **inline_reads(FcTensor *t)
+{
+    return (FcStorage **)(fc_tensor_level_room(t) + (t->ndim > 0 ? t->ndim : 1));
+}
+
 void fc_tensor_drop_reads(FcTensor *t)
 {
     for (int i = 0; i < t->nreads; i++)
         storage_remove_reader(t->reads[i], t);
-    free(t->reads);
+    if (t->reads != inline_reads(t))
+        free(t->reads);
     t->reads = NULL;
     t->nreads = 0;
 }
@@ -240,7 +250,9 @@ FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
 
 FcTensor *fc_tensor_alloc(int ndim)
 {
-    FcTensor *t = calloc(1, sizeof *t + 2 * (size_t)(ndim > 0 ? ndim : 1) * sizeof(int64_t));
+    size_t nd = (size_t)(ndim > 0 ? ndim : 1);
+    FcTensor *t = fc_zalloc(sizeof *t + 2 * nd * sizeof(int64_t) + nd * sizeof(FcDim *) +
+                            INLINE_READS * sizeof(FcStorage *));
     if (!t)
         return NULL;
     t->refcnt = 1;
@@ -249,6 +261,11 @@ FcTensor *fc_tensor_alloc(int ndim)
     t->strides = t->shape + ndim;
     t->device = fc_cpu();
     return t;
+}
+
+FcDim **fc_tensor_level_room(FcTensor *t)
+{
+    return (FcDim **)(t->shape + 2 * (t->ndim > 0 ? t->ndim : 1));
 }
 
 FcTensor *fc_tensor_retain(FcTensor *t)
@@ -268,7 +285,6 @@ void fc_tensor_release(FcTensor *t)
     if (t->levels) {
         for (int k = 0; k < t->ndim; k++)
             fc_dim_release(t->levels[k]);
-        free(t->levels);
     }
     free(t);
 }
@@ -362,7 +378,7 @@ FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from,
     for (int i = 0; i < nfrom; i++)
         cap += from[i]->storage ? 1 : from[i]->nreads;
     if (cap > 0) {
-        t->reads = malloc((size_t)cap * sizeof *t->reads);
+        t->reads = cap <= INLINE_READS ? inline_reads(t) : malloc((size_t)cap * sizeof *t->reads);
         if (!t->reads) {
             fc_tensor_release(t);
             return NULL;

@@ -11,6 +11,8 @@
  * The semantics are fcdim/dims.c's; this file maps values and operator rows onto it. */
 #include "tensor.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,7 +288,7 @@ static RowKind row_kind(const TensorOpRow *r);
 
 bool dims_row_takes_dims(const TensorOpRow *r) { return row_kind(r) == RK_DIMOP; }
 
-static RowKind row_kind(const TensorOpRow *r)
+static RowKind classify_row(const TensorOpRow *r)
 {
     static const char *const pointwise[] = {"add", "sub", "div", "where", "clamp", "clip", NULL};
     static const char *const self[] = {"cpu", "cuda", "clone", "contiguous", "zeros_like", "ones_like",
@@ -313,6 +315,23 @@ static RowKind row_kind(const TensorOpRow *r)
     if (name_in(r->name, batch)) return RK_BATCH;
     if (name_in(r->name, info)) return RK_INFO;
     return RK_REFUSE;
+}
+
+/* Each row's kind, classified once (by name: tens of string compares) for all interpreters. */
+enum { KIND_ROWS = 512 };       /* tensor.c refuses a table of more rows */
+static uint8_t row_kinds[KIND_ROWS];
+static pthread_once_t kinds_once = PTHREAD_ONCE_INIT;
+
+static void classify_rows(void)
+{
+    for (int r = 0; r < tensor_nops && r < KIND_ROWS; r++) row_kinds[r] = (uint8_t)classify_row(&tensor_ops[r]);
+}
+
+static RowKind row_kind(const TensorOpRow *r)
+{
+    pthread_once(&kinds_once, classify_rows);
+    ptrdiff_t k = r - tensor_ops;
+    return k >= 0 && k < KIND_ROWS ? (RowKind)row_kinds[k] : classify_row(r);
 }
 
 static bool is_tensor_param(const TensorParam *p) { return p->type == TT_TENSOR; }
@@ -678,12 +697,15 @@ typedef struct DimIndex {
     int n;
     FcIndex ix[FC_MAX_DIMS * 2];
     FcTensor *owned[FC_MAX_DIMS * 2];
-    FcDim *packs[FC_MAX_DIMS * 2][FC_MAX_DIMS];
+    FcDim **packs[FC_MAX_DIMS * 2];     /* a pack's dims (allocated: few indices have packs) */
 } DimIndex;
 
 static void dimindex_free(DimIndex *x)
 {
-    for (int k = 0; k < x->n; k++) fc_tensor_release(x->owned[k]);
+    for (int k = 0; k < x->n; k++) {
+        fc_tensor_release(x->owned[k]);
+        free(x->packs[k]);
+    }
 }
 
 /* A dim pack: a tuple or list whose first item is a dim. */
@@ -702,6 +724,7 @@ static bool dimindex_add(Interp *I, DimIndex *x, Value v)
     FcIndex *f = &x->ix[k];
     memset(f, 0, sizeof *f);
     x->owned[k] = NULL;
+    x->packs[k] = NULL;
     if (v.tag == V_DIM) {
         f->kind = FC_IX_DIM;
         f->dim = as_dim(v);
@@ -709,11 +732,11 @@ static bool dimindex_add(Interp *I, DimIndex *x, Value v)
         size_t n = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
         const Value *items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
         if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_INDEX, "a dim pack of more than %d dims", FC_MAX_DIMS);
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; j < n; j++)
             if (items[j].tag != V_DIM)
                 return err_raise(I, TDL_ERR_TYPE, "a dim pack holds dims only, found %s", val_type_name(items[j]));
-            x->packs[k][j] = as_dim(items[j]);
-        }
+        if (!(x->packs[k] = malloc(n * sizeof *x->packs[k]))) return err_nomem(I);
+        for (size_t j = 0; j < n; j++) x->packs[k][j] = as_dim(items[j]);
         f->kind = FC_IX_DIMPACK;
         f->pack = x->packs[k];
         f->npack = (int)n;
@@ -784,14 +807,12 @@ bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
     FcTensor *t = as_tensor(v);
     *done = t->levels || index_has_dims(idx);
     if (!*done) return true;
-    DimIndex *x = malloc(sizeof *x);
-    if (!x) return err_nomem(I);
-    bool ok = dimindex_of(I, t, idx, x);
+    DimIndex x;
+    bool ok = dimindex_of(I, t, idx, &x);
     FcTensor *r = NULL;
     FcError e;
-    if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x->n, x->ix, 0, NULL, &r, &e), &e);
-    dimindex_free(x);
-    free(x);
+    if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x.n, x.ix, 0, NULL, &r, &e), &e);
+    dimindex_free(&x);
     return ok && tensor_value_steal(I, r, out);
 }
 
