@@ -94,6 +94,34 @@ static const char *const programs[] = {
     "save(d + '/e', (yl * 100 + xl + c + (yy > xx)).order(n, h, k, w, c))\n"
     "cnt = (base[n] * 0.2 + 1).ceil()\n"
     "save(d + '/f', where(k < cnt, where(yy > xx, t1, yy * c), 0).sum(k).order(n, w, h, c))\n",
+    /* weighted rows (the CPU executor's ROW_MULADD and ROW_MUL): bilinear taps read by rows of
+     * channels, each times a weight over the rows' (n, h, w), summed; rows of 16 float32 and
+     * 12 float64 (whole vectors), of 20 float32 (element by element), the weight on either
+     * side, and a product read by no sum. f: two sample loops (one bounded), the coordinates
+     * over (h, k) kept across k2 and those over (w, k2) in a table over k2 (wide values
+     * memoised).
+     * Unhoisted, nothing spans, fuses or is memoised. */
+    "img = ((arange(3 * 20 * 24 * 16.0) * 0.013).sin()).reshape(3, 20, 24, 16)\n"
+    "img20 = ((arange(3 * 20 * 24 * 20.0) * 0.007).cos()).reshape(3, 20, 24, 20)\n"
+    "n, h, w, c, c20, c12, k, k2 = dims(8)\n"
+    "h.size, w.size, k.size, k2.size = 5, 4, 3, 2\n"
+    "base = tensor([0.5, 7.25, 13.0])\n"
+    "yy = (base[n] + h * 2.1 + k * 0.4).clamp(max=18.5)\n"
+    "xx = (base[n] * 0.5 + w * 3.3).clamp(max=22.5)\n"
+    "def taps(t, c, yy, xx):\n"
+    "    yl = yy.long()\n"
+    "    xl = xx.long()\n"
+    "    wy = yy - yl\n"
+    "    wx = xx - xl\n"
+    "    return (t[n][yl][xl][c] * ((1 - wy) * (1 - wx)) + t[n][yl + 1][xl][c] * (wy * (1 - wx))\n"
+    "            + ((1 - wy) * wx) * t[n][yl][xl + 1][c] + t[n][yl + 1][xl + 1][c] * (wy * wx))\n"
+    "save(d + '/a', taps(img, c, yy, xx).sum(k).order(n, c, h, w))\n"
+    "save(d + '/b', taps(img20, c20, yy, xx).sum(k).order(n, c20, h, w))\n"
+    "save(d + '/c', taps(img.double()[..., :12].contiguous(), c12, yy, xx).sum(k).order(n, h, w, c12))\n"
+    "save(d + '/e', (img[n][yy.long()][xx.long()][c] * ((yy - yy.long()) * xx)).sum(k).order(n, c, h, w))\n"
+    "xk = (base[n] * 0.5 + w * 3.3 + k2 * 0.6).clamp(max=22.5)\n"
+    "cnt = (base[n] * 0.2 + 1).ceil()\n"
+    "save(d + '/f', where(k2 < cnt, taps(img, c, yy, xk), 0).sum((k, k2)).order(n, c, h, w))\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,

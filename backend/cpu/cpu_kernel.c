@@ -65,7 +65,7 @@ enum {
     TASK_WORK = 32 * 1024,      /* elements of work per task when spreading units */
     BLOCK_WORK = 64 * 1024,     /* elements per reduction block when a unit is split */
     SPLIT_UNITS = 32,           /* a reduction with fewer units than this may split them */
-    SHORT_CHUNK_LOOP = 16,      /* an innermost loop shorter than this may give way ... */
+    SHORT_CHUNK_LOOP = 32,      /* an innermost loop shorter than this may give way ... */
     LONG_CHUNK_LOOP = 64,       /* ... to a loop at least this long as the chunk loop */
     VERT_GROUP = 8,             /* chunks per unit of a vertical reduction */
     TILE = 16,                  /* indices per tile of a transposing store */
@@ -73,6 +73,7 @@ enum {
     NEAR_STRIDE_BYTES = 32,     /* 32-bit offsets: strided loads up to this step read through a table */
     MEMO_TABLE = 1024,          /* entries of one memo table at most */
     MEMO_ENTRIES = 64 * 1024,   /* entries of all of a kernel's memo tables at most (per thread) */
+    MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
 };
@@ -83,8 +84,10 @@ enum {
 typedef struct Restore {
     int memo;                   /* its slot */
     int d;                      /* its buffer */
-    int w;                      /* positions to fill */
+    int w;                      /* positions to fill (one value), or 0: a wide value, read where it
+                                   lies in the table */
     int esize;
+    int m;                      /* a wide value's positions */
     size_t val0;                /* its table's values */
 } Restore;
 
@@ -97,6 +100,9 @@ typedef struct GatherX {
     int m;
     const int32_t *x;
 } GatherX;
+
+/* Step.rowop: weighted rows (see "weighted rows" below). */
+enum { ROW_MUL = 1, ROW_MULADD = 2 };
 
 /* One instruction, with its registers renamed to physical buffers. What every evaluation reads
  * comes first, and the arrays over loops are elsewhere (Plan.pool): a list of steps is walked
@@ -122,6 +128,11 @@ typedef struct Step {
                                    each element addressed on its own (plan_marks) */
     bool inplace;               /* LOAD: a wide one read where it lies (its offsets are 0, 1, ...) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
+    uint8_t rowop;              /* weighted rows (plan_rowops): ROW_MUL (a times the rows c ...),
+                                   ROW_MULADD (... plus a: a + b times the rows c), or 0 */
+    bool rowdefer;              /* LOAD by rows read in place by its rowop reader: its buffer
+                                   holds where the rows are (RowRef), not their values */
+    int rowg;                   /* rowop: the step of its rows (c) */
     int m;                      /* wide, in a list whose chunk spans several loops: its positions
                                    (those of its shape); else 0 (the chunk's) */
     int fillw;                  /* positions its readers read: the longest chunk of their lists */
@@ -151,12 +162,15 @@ typedef struct Step {
                                    key, generation and table entries the chain shares */
     bool restore;               /* memoised: read outside its chain, so a value found in its
                                    table is copied back to its buffer */
-    size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart */
+    size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart (a
+                                   wide one's: its m values packed in m such slots per entry) */
     /* the first step of a chain (the others share its check): its table, one entry per point of
      * the loops `tab` (the loops it varies along that cycle inside a loop it does not vary
      * along), entry sum of tl[j].str * idx[tl[j].loop]; the other loops it varies along are its
      * key, a new key a new generation */
     uint64_t tab;
+    uint64_t key;               /* the loops of its key: those it varies along but tab's and the
+                                   chunk's (whose values a span's chunk holds whole) */
     int rfirst, rcount;         /* its steps that restore: Plan.rlist[rfirst, + rcount) */
     int ntl;
     int64_t tsize;              /* entries */
@@ -249,7 +263,8 @@ typedef struct Thread {
     void **buf;                 /* [nphys + 1]: where each buffer is written */
     const void **cur;           /* [nphys + 1]: where it is read (its buffer, or loaded memory) */
     void *offs;                 /* [cap] gathered element offsets (int32_t or int64_t) */
-    void *tmp;                  /* [cap] values converted for a store */
+    void *tmp;                  /* [cap] values converted for a store; during evaluation, a
+                                   gather's scaled indices */
     char *xbuf;                 /* [3 * cbytes] operands widened for a step */
     void *acc;                  /* [group * FC_CHUNK] accumulators */
     int64_t *aidx;              /* [group * FC_CHUNK] arg reductions: indices */
@@ -1071,6 +1086,101 @@ static bool may_hold(const Plan *p, const Step *s)
     return false;
 }
 
+/* Whether wide step s may be memoised like a value of one: in a span (its positions, s->m, the
+ * same at every evaluation), a short one (the coordinates that vary along one loop of the
+ * chunk and along a reduction's loop, recomputed for every point of the reduction otherwise),
+ * whose buffer holds its values (not weighted rows' whereabouts), not a reduction. */
+static bool memo_wide(const Step *s)
+{
+    return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->rowop && !is_reduce(s->in->op);
+}
+
+/* Whether step v, read by a step of m positions, is a product of weighted rows (see "weighted
+ * rows"): a float MUL of m positions, not a select, of a load by contiguous rows that only it
+ * reads and that it reads as is, and of a value with one entry per row, repeated along each
+ * (its operands at *w and *g). reads[]: how many times each step is read. */
+static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, int *g)
+{
+    const Step *s = &p->steps[v];
+    if (s->in->op != FC_OP_MUL || !s->wide || s->m != m || s->sel || s->dead || v < p->ninv ||
+        (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64))
+        return false;
+    for (int o = 0; o < 2; o++) {
+        int gi = o ? s->a : s->b, wi = o ? s->b : s->a;
+        if (gi < 0 || wi < 0)
+            continue;
+        const Step *ld = &p->steps[gi], *ws = &p->steps[wi];
+        if (ld->in->op != FC_OP_LOAD || ld->rows <= 0 || reads[gi] != 1 || ld->shape != s->shape ||
+            s->x[o ? 0 : 1] || gi < p->ninv || !row_major(p, ld->shape & ~ld->outer, ld->strides))
+            continue;
+        if (!ws->wide || ws->shape != ld->outer || ws->in->dtype != s->in->dtype || !s->x[o ? 1 : 0] ||
+            s->xrep[o ? 1 : 0] != ld->rlen)
+            continue;
+        *w = wi;
+        *g = gi;
+        return true;
+    }
+    return false;
+}
+
+/* Fuses weighted rows (see above): an ADD of a value and a product of weighted rows that only
+ * it reads (in its own list) becomes ROW_MULADD with operands (value, weight, rows), the
+ * product dead; a product read otherwise becomes ROW_MUL with (weight, -, rows). Runs after the marks, before memoisation and buffers (which see the new operands).
+ * False when out of memory. */
+static bool plan_rowops(Plan *p)
+{
+    if (!p->span)
+        return true;
+    int *reads = calloc((size_t)p->nsteps + 1, sizeof *reads);
+    if (!reads)
+        return false;
+    for (int j = 0; j < p->nsteps; j++)
+        for (int o = 0; o < step_operands(&p->steps[j]); o++) {
+            int v = step_operand(&p->steps[j], o);
+            if (v >= 0)
+                reads[v]++;
+        }
+    reads[p->res]++;
+    for (int g = 0; g < p->k->nscatter; g++)
+        reads[p->sphys[g]]++;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (s->in->op != FC_OP_ADD || !s->wide || s->m == 0 || s->sel)
+            continue;
+        for (int o = 0; o < 2; o++) {
+            int pi = o ? s->b : s->a, xi = o ? s->a : s->b, w, g;
+            if (pi < 0 || xi < 0 || reads[pi] != 1 || s->x[0] || s->x[1] || p->steps[pi].parent != s->parent ||
+                !row_product(p, pi, s->m, reads, &w, &g))
+                continue;
+            const Step *x = &p->steps[xi];
+            if (x->in->dtype != s->in->dtype || !x->wide || x->shape != s->shape)
+                continue;
+            p->steps[pi].dead = true;
+            p->steps[g].rowdefer = true;
+            s->rowop = ROW_MULADD;
+            s->rowg = g;
+            s->a = xi;
+            s->b = w;
+            s->c = g;
+            break;
+        }
+    }
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        int w, g;
+        if (s->rowop || s->m == 0 || !row_product(p, j, s->m, reads, &w, &g))
+            continue;
+        p->steps[g].rowdefer = true;
+        s->rowop = ROW_MUL;
+        s->rowg = g;
+        s->a = w;
+        s->b = -1;
+        s->c = g;
+    }
+    free(reads);
+    return true;
+}
+
 static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -1188,10 +1298,12 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         p->flat_scatter = p->flat_scatter && !p->steps[p->sphys[g]].wide;
     for (int g = 0; g < k->nscatter && !p->flat_scatter; g++)
         mark_fill(&p->steps[p->sphys[g]], chunk_width(p, p->cl));
+    if (!plan_rowops(p))
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
     p->nmemo = 0;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        s->memo = j >= p->ninv && !s->wide && !s->dead && hoist && may_hold(p, s) ? p->nmemo++ : -1;
+        s->memo = j >= p->ninv && (!s->wide || memo_wide(s)) && !s->dead && hoist && may_hold(p, s) ? p->nmemo++ : -1;
         const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
         s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
@@ -1472,6 +1584,7 @@ static FcStatus plan_memo(Plan *p, FcError *err)
             size_t len = 1;     /* the chain's steps, each a table of values, and the stamps */
             while (j + (int)len < p->nsteps && s[len].memo_as_prev)
                 len++;
+            len *= (size_t)(s->wide ? s->m : 1);
             s->tab = 0;
             s->ntl = 0;
             int64_t size = 1;
@@ -1487,14 +1600,15 @@ static FcStatus plan_memo(Plan *p, FcError *err)
                 size *= p->ext[l];
             }
             s->tsize = size;
+            s->key = s->deps & ~s->tab & ~chunk_mask(p, s->cx);
             s->stamp0 = p->nstamps;
             p->nstamps += (size_t)size;
             entries += (size_t)size;
             tsize = size;
         }
         s->val0 = p->nvals;     /* every step of the chain: a value per entry of its table */
-        p->nvals += (size_t)tsize;
-        entries += (size_t)tsize;
+        p->nvals += (size_t)tsize * (size_t)(s->wide ? s->m : 1);
+        entries += (size_t)tsize * (size_t)(s->wide ? s->m : 1);
     }
     /* a chain that holds is skipped: only its steps that restore are visited */
     p->rlist = malloc((size_t)(p->nsteps + 1) * sizeof *p->rlist);
@@ -1510,8 +1624,8 @@ static FcStatus plan_memo(Plan *p, FcError *err)
         for (; q < p->nsteps && (q == j || p->steps[q].memo_as_prev); q++)
             if (p->steps[q].restore) {
                 const Step *r = &p->steps[q];
-                p->rlist[nr++] = (Restore){.memo = r->memo, .d = r->d, .w = r->fill ? r->fillw : 1,
-                                           .esize = (int)r->esize, .val0 = r->val0};
+                p->rlist[nr++] = (Restore){.memo = r->memo, .d = r->d, .w = r->wide ? 0 : r->fill ? r->fillw : 1,
+                                           .esize = (int)r->esize, .val0 = r->val0, .m = r->m};
             }
         s->rcount = nr - s->rfirst;
         s->chain_end = q;
@@ -1698,6 +1812,59 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
 static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, int64_t *off);
 static void copy_at_32(void *restrict d, const char *restrict src, const int32_t *restrict o, size_t es, int n);
 
+/* ---- weighted rows ----
+ *
+ * x + w * load, where the load is gathered by rows (Step.rows: runs of rlen values, one offset
+ * per row) and w holds one value per row (a weight widened along the rows by repeats), is
+ * bilinear interpolation's and any weighted gather's inner step: the rows would be copied out,
+ * w repeated over them, multiplied and added, four passes over the chunk. plan_rowops gives
+ * the ADD (or a MUL read by no such ADD) the load and the weight as operands and evaluates
+ * them in one pass that reads the rows where they lie: the same products and sums, rounded
+ * the same way (a * b + c is not contracted in ISO C mode), in one loop. */
+/* What a rowdefer load leaves in its buffer: the element its offsets count from, then the
+ * offset of each row (32-bit: rows come with 32-bit offsets only). */
+typedef struct RowRef {
+    const char *src;
+    int32_t o[];
+} RowRef;
+
+/* Rows of whole vectors (GCC's vector extension: 32 bytes, loaded and stored unaligned) where
+ * rlen is a multiple of one, else element by element (at -O2 GCC vectorises no loop whose trip
+ * count it does not know). */
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef double F64x4 __attribute__((vector_size(32)));
+#define DEF_ROWS(T, V, sfx)                                                                        \
+    CPU_CLONES static void rows_##sfx(T *restrict d, const T *restrict x, const T *restrict w,     \
+                                      const RowRef *g, int rows, int rlen)                         \
+    {                                                                                              \
+        const T *src = (const T *)(const void *)g->src;                                            \
+        enum { LANES = sizeof(V) / sizeof(T) };                                                    \
+        for (int r = 0; r < rows; r++, d += rlen) {                                                \
+            const T *restrict v = src + g->o[r];                                                   \
+            T wr = w[r];                                                                           \
+            if (rlen % LANES == 0) {                                                               \
+                V wv = (V){0} + wr, a, b;                                                          \
+                for (int j = 0; j < rlen; j += LANES) {                                            \
+                    memcpy(&b, v + j, sizeof b);                                                   \
+                    b = wv * b;                                                                    \
+                    if (x) {                                                                       \
+                        memcpy(&a, x + j, sizeof a);                                               \
+                        b = a + b;                                                                 \
+                    }                                                                              \
+                    memcpy(d + j, &b, sizeof b);                                                   \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int j = 0; j < rlen; j++)                                                     \
+                    d[j] = x ? x[j] + wr * v[j] : wr * v[j];                                       \
+            }                                                                                      \
+            if (x)                                                                                 \
+                x += rlen;                                                                         \
+        }                                                                                          \
+    }
+DEF_ROWS(float, F32x8, f32)
+DEF_ROWS(double, F64x4, f64)
+#undef DEF_ROWS
+
 /* A gathered load read by rows (Step.rows): row r of its n values, rlen long, from element o[r]
  * of src, as a run or through the offsets iramp. Runs of 16, 32 and 64 bytes are fixed-size
  * copies (a few vector moves each). Rows come only with 32-bit offsets (a span needs them):
@@ -1833,17 +2000,25 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             if (!check_indices(t, ga, ix, gx->x ? gx->m : m))  /* its own positions */             \
                 return false;                                                                      \
             const int32_t *x = gx->x;                                                              \
-            if (x && ga->wrap)                                                                     \
-                CHUNK_LOOP(m, o[i] += (IT)(ix[x[i]] + (ext & (ix[x[i]] >> 63))) * gs);             \
-            else if (x)                                                                            \
-                CHUNK_LOOP(m, o[i] += (IT)ix[x[i]] * gs);                                          \
-            else if (ga->wrap)                                                                     \
+            if (x) {            /* scaled over its own positions, then widened */                 \
+                IT *restrict sc = t->tmp;                                                          \
+                int mx = gx->m;                                                                    \
+                if (ga->wrap)                                                                      \
+                    CHUNK_LOOP(mx, sc[i] = (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);              \
+                else                                                                               \
+                    CHUNK_LOOP(mx, sc[i] = (IT)ix[i] * gs);                                        \
+                CHUNK_LOOP(m, o[i] += sc[x[i]]);                                                   \
+            } else if (ga->wrap)                                                                   \
                 CHUNK_LOOP(m, o[i] += (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);                   \
             else                                                                                   \
                 CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                             \
         }                                                                                          \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
-        if (s->rows > 0)                                                                           \
+        if (s->rowdefer) {                                                                         \
+            RowRef *ref = t->buf[s->d];                                                            \
+            ref->src = src;                                                                        \
+            memcpy(ref->o, o, (size_t)m * sizeof *o);                                              \
+        } else if (s->rows > 0)                                                                    \
             copy_rows(t->buf[s->d], src, o, s, mr);                                                \
         else                                                                                       \
             copy_at_##w(t->buf[s->d], src, o, s->esize, m);                                        \
@@ -2141,12 +2316,12 @@ static bool memo_holds(const Plan *p, Thread *t, const Step *s)
     int g = s->memo;
     int64_t *key = t->mkey + (size_t)g * (size_t)p->L;
     bool same = t->mgen[g] != 0;
-    for (uint64_t d = s->deps & ~s->tab; d && same; d &= d - 1) {
+    for (uint64_t d = s->key; d && same; d &= d - 1) {
         int l = __builtin_ctzll(d);
         same = key[l] == t->idx[l];
     }
     if (!same) {
-        for (uint64_t d = s->deps & ~s->tab; d; d &= d - 1) {
+        for (uint64_t d = s->key; d; d &= d - 1) {
             int l = __builtin_ctzll(d);
             key[l] = t->idx[l];
         }
@@ -2168,6 +2343,10 @@ static bool memo_holds(const Plan *p, Thread *t, const Step *s)
 static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t gen)
 {
     for (; n > 0; n--, r++) {
+        if (r->w == 0) {
+            t->cur[r->d] = t->tvals + (r->val0 + (size_t)e * (size_t)r->m) * 8;
+            continue;
+        }
         if (t->mcur[r->memo] == e && t->mcg[r->memo] == gen)
             continue;
         void *d = t->buf[r->d];
@@ -2182,6 +2361,10 @@ static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t
 static void memo_keep(const Plan *p, Thread *t, const Step *s)
 {
     int64_t e = t->ment[s->chain];
+    if (s->wide) {
+        memcpy(t->tvals + (s->val0 + (size_t)e * (size_t)s->m) * 8, t->cur[s->d], (size_t)s->m * s->esize);
+        return;
+    }
     broadcast(t->tvals + (s->val0 + (size_t)e) * 8, t->buf[s->d], s->esize, 1);
     t->mcur[s->memo] = e;
     t->mcg[s->memo] = t->mgen[s->chain];
@@ -2375,6 +2558,15 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             break;
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
+            if (s->rowop) {
+                const Step *g = &p->steps[s->rowg];
+                const void *x = s->rowop == ROW_MULADD ? a : NULL, *w = x ? b : a;
+                if (s->esize == 4)
+                    rows_f32(d, x, w, c, g->rows, g->rlen);
+                else
+                    rows_f64(d, x, w, c, g->rows, g->rlen);
+                break;
+            }
             if (s->widens) {
                 a = widened(p, t, s, 0, a, m);
                 b = widened(p, t, s, 1, b, m);

@@ -330,6 +330,8 @@ void fc_cpu_reducer_reset(const CpuReducer *r, void *acc, int64_t *idx, int n)
         int64_t *a = acc;
         for (int i = 0; i < n; i++)
             a[i] = r->arg ? 0 : r->init.i;
+    } else if (r->init.f == 0 && !signbit(r->init.f)) {
+        memset(acc, 0, (size_t)n * sizeof(double));     /* sums (the loop is scalar at -O2) */
     } else {
         double *a = acc;
         for (int i = 0; i < n; i++)
