@@ -117,7 +117,8 @@ typedef struct Step {
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
-    bool dead;                  /* a comparison that its selects make: not evaluated */
+    bool dead;                  /* not evaluated: a comparison that its selects make, or a
+                                   product that its ROW_MULADD reader computes */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
@@ -1125,8 +1126,9 @@ static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, i
 
 /* Fuses weighted rows (see above): an ADD of a value and a product of weighted rows that only
  * it reads (in its own list) becomes ROW_MULADD with operands (value, weight, rows), the
- * product dead; a product read otherwise becomes ROW_MUL with (weight, -, rows). Runs after the marks, before memoisation and buffers (which see the new operands).
- * False when out of memory. */
+ * product dead; a product read otherwise becomes ROW_MUL with (weight, -, rows). Runs after
+ * the marks, before memoisation and buffers (which see the new operands). False when out of
+ * memory. */
 static bool plan_rowops(Plan *p)
 {
     if (!p->span)
