@@ -94,12 +94,15 @@ static const char *const programs[] = {
     "save(d + '/e', (yl * 100 + xl + c + (yy > xx)).order(n, h, k, w, c))\n"
     "cnt = (base[n] * 0.2 + 1).ceil()\n"
     "save(d + '/f', where(k < cnt, where(yy > xx, t1, yy * c), 0).sum(k).order(n, w, h, c))\n",
-    /* weighted rows (the CPU executor's ROW_MULADD and ROW_MUL): bilinear taps read by rows of
-     * channels, each times a weight over the rows' (n, h, w), summed; rows of 16 float32 and
-     * 12 float64 (whole vectors), of 20 float32 (element by element), the weight on either
-     * side, and a product read by no sum. f: two sample loops (one bounded), the coordinates
-     * over (h, k) kept across k2 and those over (w, k2) in a table over k2 (wide values
-     * memoised).
+    /* weighted rows (the CPU executor's steps of weighted rows): bilinear taps read by rows of
+     * channels, each times a weight over the rows' (n, h, w), summed (the four terms in one
+     * step, each weight a product computed in it: over (h) times over (w), the other way
+     * round, and the weight of g's second term over (h, w) times over (h), not an outer
+     * product); rows of 16 float32 and 12 float64 (whole vectors), of 20 float32 (element by
+     * element), the weight on either side, and a product read by no sum. f: two sample loops
+     * (one bounded), the coordinates over (h, k) kept across k2 and those over (w, k2) in a
+     * table over k2 (wide values memoised). g: five terms, one more than a step takes (rows
+     * over (h, w): n does not fit in the chunk).
      * Unhoisted, nothing spans, fuses or is memoised. */
     "img = ((arange(3 * 20 * 24 * 16.0) * 0.013).sin()).reshape(3, 20, 24, 16)\n"
     "img20 = ((arange(3 * 20 * 24 * 20.0) * 0.007).cos()).reshape(3, 20, 24, 20)\n"
@@ -121,12 +124,20 @@ static const char *const programs[] = {
     "save(d + '/e', (img[n][yy.long()][xx.long()][c] * ((yy - yy.long()) * xx)).sum(k).order(n, c, h, w))\n"
     "xk = (base[n] * 0.5 + w * 3.3 + k2 * 0.6).clamp(max=22.5)\n"
     "cnt = (base[n] * 0.2 + 1).ceil()\n"
-    "save(d + '/f', where(k2 < cnt, taps(img, c, yy, xk), 0).sum((k, k2)).order(n, c, h, w))\n",
+    "save(d + '/f', where(k2 < cnt, taps(img, c, yy, xk), 0).sum((k, k2)).order(n, c, h, w))\n"
+    "yl = yy.long()\n"
+    "xl = xx.long()\n"
+    "wy = yy - yl\n"
+    "wx = xx - xl\n"
+    "g5 = (img20[n][yl][xl][c20] * (wx * (1 - wy)) + ((wy * wx) * wy) * img20[n][yl + 1][xl + 1][c20]\n"
+    "      + img20[n][yl][xl + 1][c20] * (wy * (1 - wx)) + img20[n][yl + 1][xl][c20] * ((1 - wy) * (1 - wx))\n"
+    "      + (wx * wy) * img20[n][yl][xl][c20])\n"
+    "save(d + '/g', g5.sum(k).order(n, c20, h, w))\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,
                                 TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS};
-static const char *const outputs[] = {"a", "b", "c", "e", "f"};
+static const char *const outputs[] = {"a", "b", "c", "e", "f", "g"};
 
 /* Runs program p with flags into dir; returns the kernel dump. */
 static char *run(int p, int flags, const char *dir)

@@ -101,8 +101,19 @@ typedef struct GatherX {
     const int32_t *x;
 } GatherX;
 
-/* Step.rowop: weighted rows (see "weighted rows" below). */
-enum { ROW_MUL = 1, ROW_MULADD = 2 };
+/* Terms of one step of weighted rows at most (see "weighted rows" below). */
+enum { ROW_TERMS = 4 };
+
+/* A term of weighted rows: the weight w (or the product w * v) times the rows r; w and v each
+ * read through a widening table (wx, vx: for each row, its position) or by row (NULL). When
+ * outer > 0 the product is an outer one: the weight of row a * outer + b is w[a] * v[b] (wx
+ * repeats each value outer times, vx cycles through outer values), or v[a] * w[b] when wx
+ * cycles and vx repeats (outer < 0, by -outer). */
+typedef struct RowTerm {
+    int w, v, r;                /* steps, then physical buffers (as Step.a); v -1: none */
+    const int32_t *wx, *vx;
+    int outer;
+} RowTerm;
 
 /* One instruction, with its registers renamed to physical buffers. What every evaluation reads
  * comes first, and the arrays over loops are elsewhere (Plan.pool): a list of steps is walked
@@ -118,7 +129,7 @@ typedef struct Step {
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
     bool dead;                  /* not evaluated: a comparison that its selects make, or a
-                                   product that its ROW_MULADD reader computes */
+                                   product or sum of weighted rows that its reader computes */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
@@ -129,11 +140,11 @@ typedef struct Step {
                                    each element addressed on its own (plan_marks) */
     bool inplace;               /* LOAD: a wide one read where it lies (its offsets are 0, 1, ...) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
-    uint8_t rowop;              /* weighted rows (plan_rowops): ROW_MUL (a times the rows c ...),
-                                   ROW_MULADD (... plus a: a + b times the rows c), or 0 */
-    bool rowdefer;              /* LOAD by rows read in place by its rowop reader: its buffer
+    uint8_t nterm;              /* weighted rows (plan_rowops): a (or nothing, when a is absent)
+                                   plus term[k], k < nterm, in that order; else 0 */
+    bool rowdefer;              /* LOAD by rows read in place by its nterm reader: its buffer
                                    holds where the rows are (RowRef), not their values */
-    int rowg;                   /* rowop: the step of its rows (c) */
+    int rowg;                   /* nterm: the step of its first rows (their number and length) */
     int m;                      /* wide, in a list whose chunk spans several loops: its positions
                                    (those of its shape); else 0 (the chunk's) */
     int fillw;                  /* positions its readers read: the longest chunk of their lists */
@@ -148,6 +159,7 @@ typedef struct Step {
     int *g;                     /* [in->ngather] physical buffers of the gathered indices */
     GatherX *gx;                /* [in->ngather] how they are read (per_element) */
     int cx;                     /* the chunk loop of the list it is evaluated in */
+    bool rampz;                 /* LOAD: its offsets along its shape (its rows) are all 0 */
     int rows, rlen;             /* a gathered LOAD in a span whose indices vary along none of its
                                    inner loops: read as rows (one offset each) of rlen values ... */
     const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous run */
@@ -157,13 +169,14 @@ typedef struct Step {
     const int32_t *x[3];        /* a, b, c (a reduction's a) widened to its shape: for each of its
                                    positions, the operand's (plan_widen), or NULL */
     int xes[3];                 /* their element sizes */
-    int xrep[3];                /* > 0: the widening repeats each value this many times */
+    int xrep[3];                /* > 0: the widening repeats each value this many times ... */
+    int xcyc[3];                /* ... > 0: it repeats this many values in order, over and over */
     /* hoisting */
     int chain;                  /* memoised: the slot of the first step of its chain, whose
                                    key, generation and table entries the chain shares */
-    bool restore;               /* memoised: read outside its chain, so a value found in its
-                                   table is copied back to its buffer */
-    size_t val0;                /* memoised: its values, Thread.tvals + val0 * 8, 8 bytes apart (a
+    bool restore;               /* memoised: read outside its chain, so its values are kept in
+                                   its table and one found there is copied back to its buffer */
+    size_t val0;                /* restore: its values, Thread.tvals + val0 * 8, 8 bytes apart (a
                                    wide one's: its m values packed in m such slots per entry) */
     /* the first step of a chain (the others share its check): its table, one entry per point of
      * the loops `tab` (the loops it varies along that cycle inside a loop it does not vary
@@ -188,6 +201,7 @@ typedef struct Step {
     int nrl, *rl;               /* [L] its loops other than rcl, outermost first */
     int *bvals;                 /* [L] physical buffers of its bounds' values */
     FcDType *bdt;               /* [L] and their dtypes */
+    RowTerm term[ROW_TERMS];    /* nterm: its terms */
 } Step;
 
 /* A widening table: positions of shape `to` -> positions of shape `from` (a subset). */
@@ -208,7 +222,7 @@ typedef struct Plan {
     size_t cbytes;              /* bytes of a buffer */
     int32_t *otab;              /* a span: the output offset of each position, NULL when 0, 1, ... */
     const int32_t *xres;        /* a span: the result widened to the chunk, or NULL ... */
-    int xrep;                   /* ... by repeating each value this many times (> 0) */
+    int xrep, xcyc;             /* ... in a pattern (widen_rep, widen_cycle), when it has one */
     Widen *widen;               /* the widening tables */
     int nwiden;
     GatherX *gxs;               /* storage for Step.gx */
@@ -748,17 +762,27 @@ enum {
     FLAT = 2,       /* a load whose gathered indices all hold */
 };
 
-/* The values step s reads: a, b, c, its gathered indices, its bounds' values (steps, or after
- * plan_buffers physical buffers; -1 for an absent a, b or c). */
+/* The values step s reads: a, b, c, its gathered indices, its bounds' values, its terms'
+ * weights and rows (steps, or after plan_buffers physical buffers; -1 for an absent a, b, c or
+ * second factor of a weight). */
 static int step_operands(const Step *s)
 {
-    return 3 + (s->in->op == FC_OP_LOAD ? s->in->ngather : 0) + (is_reduce(s->in->op) ? s->in->nbound : 0);
+    return 3 + (s->in->op == FC_OP_LOAD ? s->in->ngather : 0) + (is_reduce(s->in->op) ? s->in->nbound : 0) +
+           3 * s->nterm;
 }
 
 static int step_operand(const Step *s, int o)
 {
-    int ng = s->in->op == FC_OP_LOAD ? s->in->ngather : 0;
-    return o == 0 ? s->a : o == 1 ? s->b : o == 2 ? s->c : o < 3 + ng ? s->g[o - 3] : s->bvals[o - 3 - ng];
+    int ng = s->in->op == FC_OP_LOAD ? s->in->ngather : 0, nb = is_reduce(s->in->op) ? s->in->nbound : 0;
+    if (o < 3)
+        return o == 0 ? s->a : o == 1 ? s->b : s->c;
+    if ((o -= 3) < ng)
+        return s->g[o];
+    if ((o -= ng) < nb)
+        return s->bvals[o];
+    const RowTerm *q = &s->term[(o - nb) / 3];
+    o = (o - nb) % 3;
+    return o == 0 ? q->w : o == 1 ? q->v : q->r;
 }
 
 /* Whether register r (-1: no operand) holds, as far as walk_one has got. */
@@ -983,6 +1007,20 @@ static int widen_rep(const Plan *p, uint64_t from, uint64_t to)
     return (int)shape_size(p, to & ~from);
 }
 
+/* How many values widening from `from` to `to` repeats in order, over and over, when it does so
+ * (the loops it adds all come before from's in the chunk's order), else 0. */
+static int widen_cycle(const Plan *p, uint64_t from, uint64_t to)
+{
+    bool seen = false;
+    for (int j = 0; j < p->nck; j++) {
+        uint64_t b = (uint64_t)1 << p->ck[j];
+        if ((to & ~from & b) && seen)
+            return 0;
+        seen |= (from & b) != 0;
+    }
+    return (int)shape_size(p, from);
+}
+
 static FcStatus plan_chunk_loop(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -1093,7 +1131,7 @@ static bool may_hold(const Plan *p, const Step *s)
  * whose buffer holds its values (not weighted rows' whereabouts), not a reduction. */
 static bool memo_wide(const Step *s)
 {
-    return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->rowop && !is_reduce(s->in->op);
+    return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->nterm && !is_reduce(s->in->op);
 }
 
 /* Whether step v, read by a step of m positions, is a product of weighted rows (see "weighted
@@ -1125,10 +1163,24 @@ static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, i
 }
 
 /* Fuses weighted rows (see above): an ADD of a value and a product of weighted rows that only
- * it reads (in its own list) becomes ROW_MULADD with operands (value, weight, rows), the
- * product dead; a product read otherwise becomes ROW_MUL with (weight, -, rows). Runs after
- * the marks, before memoisation and buffers (which see the new operands). False when out of
- * memory. */
+ * it reads (in its own list) becomes a step of one term (weight, rows) added to the value (a),
+ * the product dead; a product read otherwise becomes one term alone. Then a step whose value a
+ * is such a step that only it reads takes that step's terms before its own (up to ROW_TERMS),
+ * the other dead: a sum of taps is one pass. Last, a weight that is a product only its term
+ * reads, recomputed at every evaluation anyway (not memoised), is computed row by row in that
+ * pass from its factors (bilinear weights: hy * hx). Runs after the marks, before memoisation
+ * and buffers (which see the new operands). False when out of memory. */
+static void row_term(Plan *p, Step *s, int x, int w, int g)
+{
+    p->steps[g].rowdefer = true;
+    s->nterm = 1;
+    s->term[0] = (RowTerm){.w = w, .v = -1, .r = g};
+    s->rowg = g;
+    s->a = x;
+    s->b = -1;
+    s->c = -1;
+}
+
 static bool plan_rowops(Plan *p)
 {
     if (!p->span)
@@ -1158,26 +1210,51 @@ static bool plan_rowops(Plan *p)
             if (x->in->dtype != s->in->dtype || !x->wide || x->shape != s->shape)
                 continue;
             p->steps[pi].dead = true;
-            p->steps[g].rowdefer = true;
-            s->rowop = ROW_MULADD;
-            s->rowg = g;
-            s->a = xi;
-            s->b = w;
-            s->c = g;
+            row_term(p, s, xi, w, g);
             break;
         }
     }
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         int w, g;
-        if (s->rowop || s->m == 0 || !row_product(p, j, s->m, reads, &w, &g))
+        if (!s->nterm && s->m > 0 && row_product(p, j, s->m, reads, &w, &g))
+            row_term(p, s, -1, w, g);
+    }
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        Step *x = s->nterm && s->a >= 0 ? &p->steps[s->a] : NULL;
+        if (!x || !x->nterm || reads[s->a] != 1 || x->parent != s->parent || x->nterm + s->nterm > ROW_TERMS ||
+            p->steps[x->rowg].rows != p->steps[s->rowg].rows || p->steps[x->rowg].rlen != p->steps[s->rowg].rlen)
             continue;
-        p->steps[g].rowdefer = true;
-        s->rowop = ROW_MUL;
-        s->rowg = g;
-        s->a = w;
-        s->b = -1;
-        s->c = g;
+        RowTerm term[ROW_TERMS];
+        int n = 0;
+        for (int k = 0; k < x->nterm; k++)
+            term[n++] = x->term[k];
+        for (int k = 0; k < s->nterm; k++)
+            term[n++] = s->term[k];
+        memcpy(s->term, term, sizeof term);
+        s->nterm = (uint8_t)n;
+        s->a = x->a;
+        s->rowg = x->rowg;
+        x->dead = true;
+        x->nterm = 0;
+        x->a = -1;
+    }
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        for (int k = 0; k < s->nterm; k++) {
+            RowTerm *tm = &s->term[k];
+            Step *w = &p->steps[tm->w];
+            if (w->in->op != FC_OP_MUL || w->sel || w->dead || w->nterm || !w->wide || w->m == 0 || tm->w < p->ninv ||
+                reads[tm->w] != 1 || w->parent != s->parent || w->in->dtype != s->in->dtype || w->a < 0 || w->b < 0 ||
+                (memo_wide(w) && may_hold(p, w)))
+                continue;
+            int outer = w->xrep[0] > 0 && w->xcyc[1] == w->xrep[0]   ? w->xrep[0]
+                        : w->xcyc[0] > 0 && w->xrep[1] == w->xcyc[0] ? -w->xcyc[0]
+                                                                     : 0;
+            *tm = (RowTerm){.w = w->a, .v = w->b, .r = tm->r, .wx = w->x[0], .vx = w->x[1], .outer = outer};
+            w->dead = true;
+        }
     }
     free(reads);
     return true;
@@ -1285,6 +1362,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
                                                      : "out of memory");
             s->xes[o] = (int)q->esize;
             s->xrep[o] = widen_rep(p, q->shape, s->shape);
+            s->xcyc[o] = widen_cycle(p, q->shape, s->shape);
             s->widens = true;
         }
     }
@@ -1294,6 +1372,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         if (!(p->xres = plan_widen(p, rs->shape, p->ckmask)))
             return errorf(err, FC_ERR_NOMEM, "out of memory");
         p->xrep = widen_rep(p, rs->shape, p->ckmask);
+        p->xcyc = widen_cycle(p, rs->shape, p->ckmask);
     }
     p->flat_scatter = true;
     for (int g = 0; g < k->nscatter; g++)
@@ -1458,6 +1537,11 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
             s->g[g] = FINAL(s->g[g]);
         for (int b = 0; is_reduce(in->op) && b < in->nbound; b++)
             s->bvals[b] = FINAL(s->bvals[b]);
+        for (int q = 0; q < s->nterm; q++) {
+            s->term[q].w = FINAL(s->term[q].w);
+            s->term[q].v = FINAL(s->term[q].v);
+            s->term[q].r = FINAL(s->term[q].r);
+        }
     }
     p->res = FINAL(p->res);
     for (int g = 0; g < p->k->nscatter; g++)
@@ -1583,10 +1667,10 @@ static FcStatus plan_memo(Plan *p, FcError *err)
                 if (cycles(p, s->cx, l) && !(s->deps >> l & 1))
                     break;
             }
-            size_t len = 1;     /* the chain's steps, each a table of values, and the stamps */
-            while (j + (int)len < p->nsteps && s[len].memo_as_prev)
-                len++;
-            len *= (size_t)(s->wide ? s->m : 1);
+            size_t len = 0;     /* the chain's steps that restore, each a table of values */
+            for (int q = 0; q == 0 || (j + q < p->nsteps && s[q].memo_as_prev); q++)
+                len += s[q].restore;
+            len = len * (size_t)(s->wide ? s->m : 1) + 1;   /* and the stamps */
             s->tab = 0;
             s->ntl = 0;
             int64_t size = 1;
@@ -1608,7 +1692,9 @@ static FcStatus plan_memo(Plan *p, FcError *err)
             entries += (size_t)size;
             tsize = size;
         }
-        s->val0 = p->nvals;     /* every step of the chain: a value per entry of its table */
+        if (!s->restore)        /* computed whenever its chain runs: never kept */
+            continue;
+        s->val0 = p->nvals;     /* a value per entry of its chain's table */
         p->nvals += (size_t)tsize * (size_t)(s->wide ? s->m : 1);
         entries += (size_t)tsize * (size_t)(s->wide ? s->m : 1);
     }
@@ -1709,6 +1795,9 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         s->cstride = one ? s->strides[__builtin_ctzll(s->shape)] : 0;
         s->inplace = s->wide && !s->per_element && s->shape && row_major(p, s->shape, s->strides);
         bool run = s->rows > 0 && row_major(p, s->shape & ~s->outer, s->strides);
+        s->rampz = true;
+        for (uint64_t d = s->rows > 0 ? s->outer : s->shape; d; d &= d - 1)
+            s->rampz = s->rampz && s->strides[__builtin_ctzll(d)] == 0;
         nramp += needs_ramp(s) + (s->rows > 0 && !run);
     }
     if (!p->idx32)
@@ -1814,15 +1903,70 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
 static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, int64_t *off);
 static void copy_at_32(void *restrict d, const char *restrict src, const int32_t *restrict o, size_t es, int n);
 
+/* d[j * rep + r] = v[j] for j < n / rep and r < rep, by element size: a value widened along
+ * loops inside its own. Rows of whole vectors where they fit (GCC's vector extension: a
+ * broadcast and a store per vector). */
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint64_t U64x4 __attribute__((vector_size(32)));
+CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int n, int rep, size_t es)
+{
+    char *q = d;
+    if (es == 4 && rep % 8 == 0) {
+        const uint32_t *x = v;
+        for (int j = 0; j < n / rep; j++) {
+            U32x8 b = (U32x8){0} + x[j];
+            for (int r = 0; r < rep; r += 8, q += 32)
+                memcpy(q, &b, 32);
+        }
+    } else if (es == 8 && rep % 4 == 0) {
+        const uint64_t *x = v;
+        for (int j = 0; j < n / rep; j++) {
+            U64x4 b = (U64x4){0} + x[j];
+            for (int r = 0; r < rep; r += 4, q += 32)
+                memcpy(q, &b, 32);
+        }
+    } else if (es == 4) {
+        const uint32_t *x = v;
+        uint32_t *o = d;
+        for (int j = 0; j < n / rep; j++, o += rep)
+            for (int r = 0; r < rep; r++)
+                o[r] = x[j];
+    } else if (es == 8) {
+        const uint64_t *x = v;
+        uint64_t *o = d;
+        for (int j = 0; j < n / rep; j++, o += rep)
+            for (int r = 0; r < rep; r++)
+                o[r] = x[j];
+    } else {
+        for (int j = 0; j < n / rep; j++, q += (size_t)rep * es)
+            broadcast(q, (const char *)v + (size_t)j * es, es, rep);
+    }
+}
+
+/* d[i] = v[x[i]], i < m: values widened through table x, by the pattern it has when it has one
+ * (rep > 0: each value repeated rep times; cyc > 0: cyc values over and over). */
+static void widen_vals(void *restrict d, const void *restrict v, int m, const int32_t *x, int rep, int cyc,
+                       size_t es)
+{
+    if (rep > 0) {
+        repeat_vals(d, v, m, rep, es);
+    } else if (cyc > 0) {
+        for (int i = 0; i < m; i += cyc)
+            memcpy((char *)d + (size_t)i * es, v, (size_t)cyc * es);
+    } else {
+        copy_at_32(d, v, x, es, m);
+    }
+}
+
 /* ---- weighted rows ----
  *
  * x + w * load, where the load is gathered by rows (Step.rows: runs of rlen values, one offset
  * per row) and w holds one value per row (a weight widened along the rows by repeats), is
  * bilinear interpolation's and any weighted gather's inner step: the rows would be copied out,
- * w repeated over them, multiplied and added, four passes over the chunk. plan_rowops gives
- * the ADD (or a MUL read by no such ADD) the load and the weight as operands and evaluates
- * them in one pass that reads the rows where they lie: the same products and sums, rounded
- * the same way (a * b + c is not contracted in ISO C mode), in one loop. */
+ * w repeated over them, multiplied and added, four passes over the chunk, and again for each
+ * tap. plan_rowops makes a sum of such products (x + w0 * rows0 + w1 * rows1 ..., added in
+ * that order) one step that reads the rows where they lie: the same products and sums, rounded
+ * the same way (a * b + c is not contracted in ISO C mode), in one pass. */
 /* What a rowdefer load leaves in its buffer: the element its offsets count from, then the
  * offset of each row (32-bit: rows come with 32-bit offsets only). */
 typedef struct RowRef {
@@ -1830,37 +1974,87 @@ typedef struct RowRef {
     int32_t o[];
 } RowRef;
 
-/* Rows of whole vectors (GCC's vector extension: 32 bytes, loaded and stored unaligned) where
- * rlen is a multiple of one, else element by element (at -O2 GCC vectorises no loop whose trip
- * count it does not know). */
+/* A term as rows_f32/f64 read it: a weight per row and where the rows are. */
+typedef struct RowW {
+    const void *w;
+    const RowRef *g;
+} RowW;
+
+/* d = x + w[0] * rows[0] + ... + w[nt - 1] * rows[nt - 1] (no x when NULL), row by row: rows of
+ * whole vectors (GCC's vector extension: 32 bytes, loaded and stored unaligned) where rlen is a
+ * multiple of one, else element by element (at -O2 GCC vectorises no loop whose trip count it
+ * does not know). Inlined with nt a constant, for each number of terms. */
 typedef float F32x8 __attribute__((vector_size(32)));
 typedef double F64x4 __attribute__((vector_size(32)));
 #define DEF_ROWS(T, V, sfx)                                                                        \
-    CPU_CLONES static void rows_##sfx(T *restrict d, const T *restrict x, const T *restrict w,     \
-                                      const RowRef *g, int rows, int rlen)                         \
+    /* d[r] = w[wx[r]] * v[vx[r]], r < rows (wx, vx NULL: r): the weights of a term that are    \
+     * products (RowTerm), by the outer product they are when they are one. */                    \
+    static void row_weights_##sfx(T *restrict d, const T *w, const T *v, const RowTerm *tm, int rows) \
     {                                                                                              \
-        const T *src = (const T *)(const void *)g->src;                                            \
+        int o = tm->outer > 0 ? tm->outer : -tm->outer;                                            \
+        if (tm->outer > 0) {                                                                       \
+            for (int a = 0; a < rows / o; a++, d += o)                                             \
+                for (int b = 0; b < o; b++)                                                        \
+                    d[b] = w[a] * v[b];                                                            \
+        } else if (tm->outer < 0) {                                                                \
+            for (int a = 0; a < rows / o; a++, d += o)                                             \
+                for (int b = 0; b < o; b++)                                                        \
+                    d[b] = w[b] * v[a];                                                            \
+        } else {                                                                                   \
+            const int32_t *wx = tm->wx, *vx = tm->vx;                                              \
+            for (int r = 0; r < rows; r++)                                                         \
+                d[r] = w[wx ? wx[r] : r] * v[vx ? vx[r] : r];                                      \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    static inline __attribute__((always_inline)) void rows_##sfx##_n(                              \
+        T *restrict d, const T *restrict x, const int nt, const RowW *w, int rows, int rlen)      \
+    {                                                                                              \
         enum { LANES = sizeof(V) / sizeof(T) };                                                    \
         for (int r = 0; r < rows; r++, d += rlen) {                                                \
-            const T *restrict v = src + g->o[r];                                                   \
-            T wr = w[r];                                                                           \
+            const T *restrict v[ROW_TERMS];                                                        \
+            T wr[ROW_TERMS];                                                                       \
+            _Pragma("GCC unroll 4") for (int k = 0; k < nt; k++) {                                 \
+                v[k] = (const T *)(const void *)w[k].g->src + w[k].g->o[r];                        \
+                wr[k] = ((const T *)w[k].w)[r];                                                    \
+            }                                                                                      \
             if (rlen % LANES == 0) {                                                               \
-                V wv = (V){0} + wr, a, b;                                                          \
                 for (int j = 0; j < rlen; j += LANES) {                                            \
-                    memcpy(&b, v + j, sizeof b);                                                   \
-                    b = wv * b;                                                                    \
+                    V acc, b;                                                                      \
+                    memcpy(&b, v[0] + j, sizeof b);                                                \
+                    acc = ((V){0} + wr[0]) * b;                                                    \
                     if (x) {                                                                       \
-                        memcpy(&a, x + j, sizeof a);                                               \
-                        b = a + b;                                                                 \
+                        memcpy(&b, x + j, sizeof b);                                               \
+                        acc = b + acc;                                                             \
                     }                                                                              \
-                    memcpy(d + j, &b, sizeof b);                                                   \
+                    _Pragma("GCC unroll 4") for (int k = 1; k < nt; k++) {                         \
+                        memcpy(&b, v[k] + j, sizeof b);                                            \
+                        acc = acc + ((V){0} + wr[k]) * b;                                          \
+                    }                                                                              \
+                    memcpy(d + j, &acc, sizeof acc);                                               \
                 }                                                                                  \
             } else {                                                                               \
-                for (int j = 0; j < rlen; j++)                                                     \
-                    d[j] = x ? x[j] + wr * v[j] : wr * v[j];                                       \
+                for (int j = 0; j < rlen; j++) {                                                   \
+                    T acc = wr[0] * v[0][j];                                                       \
+                    if (x)                                                                         \
+                        acc = x[j] + acc;                                                          \
+                    for (int k = 1; k < nt; k++)                                                   \
+                        acc = acc + wr[k] * v[k][j];                                               \
+                    d[j] = acc;                                                                    \
+                }                                                                                  \
             }                                                                                      \
             if (x)                                                                                 \
                 x += rlen;                                                                         \
+        }                                                                                          \
+    }                                                                                              \
+    CPU_CLONES static void rows_##sfx(T *restrict d, const T *restrict x, int nt, const RowW *w, int rows, \
+                                      int rlen)                                                    \
+    {                                                                                              \
+        switch (nt) {                                                                              \
+        case 1: rows_##sfx##_n(d, x, 1, w, rows, rlen); break;                                     \
+        case 2: rows_##sfx##_n(d, x, 2, w, rows, rlen); break;                                     \
+        case 3: rows_##sfx##_n(d, x, 3, w, rows, rlen); break;                                     \
+        default: rows_##sfx##_n(d, x, 4, w, rows, rlen); break;     /* ROW_TERMS */             \
         }                                                                                          \
     }
 DEF_ROWS(float, F32x8, f32)
@@ -1983,11 +2177,14 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
     CLONE static bool gather_##w(const Plan *p, const Step *s, Thread *t, int64_t off, int m)     \
     {                                                                                              \
         const FcInstr *in = s->in;                                                                 \
-        IT *restrict o = t->offs;                                                                  \
+        RowRef *ref = s->rowdefer ? t->buf[s->d] : NULL;                                           \
+        IT *restrict o = ref ? (IT *)(void *)ref->o : (IT *)t->offs;  /* rows: 32-bit only */     \
         int mr = m;                                                                                \
         if (s->rows > 0)                                                                           \
             m = s->rows;        /* offsets of the rows */                                          \
-        ramp_##w(s, o, m);                                                                         \
+        bool set = !s->rampz;   /* o holds offsets to add to */                                   \
+        if (set)                                                                                   \
+            ramp_##w(s, o, m);                                                                     \
         for (int g = 0; g < in->ngather; g++) {                                                    \
             const FcGather *ga = &in->gathers[g];                                                  \
             const GatherX *gx = &s->gx[g];                                                         \
@@ -2009,18 +2206,29 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
                     CHUNK_LOOP(mx, sc[i] = (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);              \
                 else                                                                               \
                     CHUNK_LOOP(mx, sc[i] = (IT)ix[i] * gs);                                        \
-                CHUNK_LOOP(m, o[i] += sc[x[i]]);                                                   \
-            } else if (ga->wrap)                                                                   \
-                CHUNK_LOOP(m, o[i] += (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);                   \
-            else                                                                                   \
-                CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                             \
+                if (set)                                                                           \
+                    CHUNK_LOOP(m, o[i] += sc[x[i]]);                                               \
+                else                                                                               \
+                    CHUNK_LOOP(m, o[i] = sc[x[i]]);                                                \
+            } else if (ga->wrap) {                                                                 \
+                if (set)                                                                           \
+                    CHUNK_LOOP(m, o[i] += (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);               \
+                else                                                                               \
+                    CHUNK_LOOP(m, o[i] = (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);                \
+            } else {                                                                               \
+                if (set)                                                                           \
+                    CHUNK_LOOP(m, o[i] += (IT)ix[i] * gs);                                         \
+                else                                                                               \
+                    CHUNK_LOOP(m, o[i] = (IT)ix[i] * gs);                                          \
+            }                                                                                      \
+            set = true;                                                                            \
         }                                                                                          \
+        if (!set)                                                                                  \
+            memset(o, 0, (size_t)m * sizeof *o);                                                   \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
-        if (s->rowdefer) {                                                                         \
-            RowRef *ref = t->buf[s->d];                                                            \
+        if (ref)                                                                                   \
             ref->src = src;                                                                        \
-            memcpy(ref->o, o, (size_t)m * sizeof *o);                                              \
-        } else if (s->rows > 0)                                                                    \
+        else if (s->rows > 0)                                                                      \
             copy_rows(t->buf[s->d], src, o, s, mr);                                                \
         else                                                                                       \
             copy_at_##w(t->buf[s->d], src, o, s->esize, m);                                        \
@@ -2359,7 +2567,7 @@ static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t
     }
 }
 
-/* Memoised step s, just computed: its value goes to its chain's current entry. */
+/* Memoised step s that restores, just computed: its value goes to its chain's current entry. */
 static void memo_keep(const Plan *p, Thread *t, const Step *s)
 {
     int64_t e = t->ment[s->chain];
@@ -2392,44 +2600,13 @@ static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
 
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
 
-/* d[j * rep + r] = v[j] for j < n / rep and r < rep, by element size: a value widened along
- * loops inside its own. Rows of whole vectors where they fit (GCC's vector extension: a
- * broadcast and a store per vector). */
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint64_t U64x4 __attribute__((vector_size(32)));
-CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int n, int rep, size_t es)
-{
-    char *q = d;
-    if (es == 4 && rep % 8 == 0) {
-        const uint32_t *x = v;
-        for (int j = 0; j < n / rep; j++) {
-            U32x8 b = (U32x8){0} + x[j];
-            for (int r = 0; r < rep; r += 8, q += 32)
-                memcpy(q, &b, 32);
-        }
-    } else if (es == 8 && rep % 4 == 0) {
-        const uint64_t *x = v;
-        for (int j = 0; j < n / rep; j++) {
-            U64x4 b = (U64x4){0} + x[j];
-            for (int r = 0; r < rep; r += 4, q += 32)
-                memcpy(q, &b, 32);
-        }
-    } else {
-        for (int j = 0; j < n / rep; j++, q += (size_t)rep * es)
-            broadcast(q, (const char *)v + (size_t)j * es, es, rep);
-    }
-}
-
 /* Operand o of step s as it reads it: v itself, or widened to its m positions (into scratch). */
 static inline const void *widened(const Plan *p, Thread *t, const Step *s, int o, const void *v, int m)
 {
     if (!s->x[o])
         return v;
     void *d = t->xbuf + (size_t)o * p->cbytes;
-    if (s->xrep[o] > 0)
-        repeat_vals(d, v, m, s->xrep[o], (size_t)s->xes[o]);
-    else
-        copy_at_32(d, v, s->x[o], (size_t)s->xes[o], m);
+    widen_vals(d, v, m, s->x[o], s->xrep[o], s->xcyc[o], (size_t)s->xes[o]);
     return d;
 }
 
@@ -2510,6 +2687,32 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
     return true;
 }
 
+/* Step s of weighted rows into d, a its value a (or NULL). Its weights that are products first:
+ * into the scratch of widened operands (at most ROW_TERMS * rows <= 2 * cap values: a row has
+ * two or more). Not inlined: eval's loop stays small. */
+static __attribute__((noinline)) void eval_rows(const Plan *p, Thread *t, const Step *s, void *d, const void *a)
+{
+    const Step *g = &p->steps[s->rowg];
+    RowW w[ROW_TERMS];
+    for (int q = 0; q < s->nterm; q++) {
+        const RowTerm *tm = &s->term[q];
+        const void *wv = t->cur[tm->w], *vv = t->cur[tm->v];
+        if (vv) {
+            void *wd = t->xbuf + (size_t)q * (size_t)g->rows * s->esize;
+            if (s->esize == 4)
+                row_weights_f32(wd, wv, vv, tm, g->rows);
+            else
+                row_weights_f64(wd, wv, vv, tm, g->rows);
+            wv = wd;
+        }
+        w[q] = (RowW){wv, t->cur[tm->r]};
+    }
+    if (s->esize == 4)
+        rows_f32(d, a, s->nterm, w, g->rows, g->rlen);
+    else
+        rows_f64(d, a, s->nterm, w, g->rows, g->rlen);
+}
+
 /* Evaluates steps [from, to) (one list) for the chunk of n positions starting at i0 along the
  * list's chunk loop, the other loops at t->idx. Invariant steps are computed over a whole
  * chunk; a step of one value once (broadcast when read beyond position 0), and kept while its
@@ -2533,7 +2736,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         case FC_OP_LOAD:
             if (!do_load(p, s, t, i0, inv ? p->cap : !s->wide && s->fill ? s->fillw : m, s->wide))
                 return false;
-            if (s->memo >= 0)
+            if (s->memo >= 0 && s->restore)
                 memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
@@ -2560,13 +2763,8 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             break;
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
-            if (s->rowop) {
-                const Step *g = &p->steps[s->rowg];
-                const void *x = s->rowop == ROW_MULADD ? a : NULL, *w = x ? b : a;
-                if (s->esize == 4)
-                    rows_f32(d, x, w, c, g->rows, g->rlen);
-                else
-                    rows_f64(d, x, w, c, g->rows, g->rlen);
+            if (s->nterm) {
+                eval_rows(p, t, s, d, a);
                 break;
             }
             if (s->widens) {
@@ -2584,7 +2782,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         }
         }
         t->cur[s->d] = d;
-        if (s->memo >= 0)
+        if (s->memo >= 0 && s->restore)
             memo_keep(p, t, s);
     }
     return true;
@@ -2658,10 +2856,7 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
             return false;
         const void *src = t->cur[p->res];
         if (p->xres) {      /* as widened() widens an operand */
-            if (p->xrep > 0)
-                repeat_vals(t->xbuf, src, n, p->xrep, fc_dtype_size(p->res_dt));
-            else
-                copy_at_32(t->xbuf, src, p->xres, fc_dtype_size(p->res_dt), n);
+            widen_vals(t->xbuf, src, n, p->xres, p->xrep, p->xcyc, fc_dtype_size(p->res_dt));
             src = t->xbuf;
         }
         if (p->store_cast) {
