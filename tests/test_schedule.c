@@ -102,7 +102,9 @@ static const char *const programs[] = {
      * element), the weight on either side, and a product read by no sum. f: two sample loops
      * (one bounded), the coordinates over (h, k) kept across k2 and those over (w, k2) in a
      * table over k2 (wide values memoised). g: five terms, one more than a step takes (rows
-     * over (h, w): n does not fit in the chunk).
+     * over (h, w): n does not fit in the chunk), the image read as NCHW from channels_last
+     * memory as roi_align reads it, the result stored NCHW from a chunk over (h, w, c20): a
+     * transposing store (20 x 20: 8 x 8 blocks and edges).
      * Unhoisted, nothing spans, fuses or is memoised. */
     "img = ((arange(3 * 20 * 24 * 16.0) * 0.013).sin()).reshape(3, 20, 24, 16)\n"
     "img20 = ((arange(3 * 20 * 24 * 20.0) * 0.007).cos()).reshape(3, 20, 24, 20)\n"
@@ -129,10 +131,12 @@ static const char *const programs[] = {
     "xl = xx.long()\n"
     "wy = yy - yl\n"
     "wx = xx - xl\n"
-    "g5 = (img20[n][yl][xl][c20] * (wx * (1 - wy)) + ((wy * wx) * wy) * img20[n][yl + 1][xl + 1][c20]\n"
-    "      + img20[n][yl][xl + 1][c20] * (wy * (1 - wx)) + img20[n][yl + 1][xl][c20] * ((1 - wy) * (1 - wx))\n"
-    "      + (wx * wy) * img20[n][yl][xl][c20])\n"
-    "save(d + '/g', g5.sum(k).order(n, c20, h, w))\n",
+    "t = img20.permute(0, 3, 1, 2)[n][c20]\n"
+    "g5 = (t[yl, xl] * (wx * (1 - wy)) + ((wy * wx) * wy) * t[yl + 1, xl + 1] + t[yl, xl + 1] * (wy * (1 - wx))\n"
+    "      + t[yl + 1, xl] * ((1 - wy) * (1 - wx)) + (wx * wy) * t[yl, xl])\n"
+    "g5 = g5.sum(k).order(n, c20, h, w)\n"
+    "g5.stride()\n"
+    "save(d + '/g', g5)\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,

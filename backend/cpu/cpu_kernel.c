@@ -221,6 +221,8 @@ typedef struct Plan {
     int cap;                    /* positions a buffer holds: FC_CHUNK, or more for a span */
     size_t cbytes;              /* bytes of a buffer */
     int32_t *otab;              /* a span: the output offset of each position, NULL when 0, 1, ... */
+    int trr, trc;               /* a span whose store is a transpose (plan_transpose), else 0: */
+    int64_t trld;               /* position a * trc + b goes to offset b * trld + a */
     const int32_t *xres;        /* a span: the result widened to the chunk, or NULL ... */
     int xrep, xcyc;             /* ... in a pattern (widen_rep, widen_cycle), when it has one */
     Widen *widen;               /* the widening tables */
@@ -1388,8 +1390,6 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
         s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
-        if (j < p->ninv)
-            s->fill = false;    /* invariants are computed over a whole chunk */
         s->chain = !s->memo_as_prev ? s->memo : q->chain;
     }
     /* A memoised value read only inside its own chain is never copied back from its table:
@@ -1782,6 +1782,31 @@ static bool needs_ramp(const Step *s)
  * addresses into real buffers) asks for 32 bits; the spans are checked here all the same, so a
  * kernel that claims it wrongly runs on the 64-bit path instead of overflowing. Then each load's
  * stride along its chunk, its table of offsets, and (a span) the output's. */
+/* Whether a span's store is a transpose: its loops split into outer ones A and inner ones B,
+ * with A's positions at output offsets 0, 1, ... and B's at multiples of a stride (its
+ * positions taken row-major within each part), as a reduction over bins of channels_last
+ * taps written NCHW is. Sets trr, trc, trld. */
+static bool plan_transpose(Plan *p)
+{
+    for (int j = 1; j < p->nck; j++) {
+        uint64_t a = 0, b = 0;
+        for (int q = 0; q < p->nck; q++)
+            *(q < j ? &a : &b) |= (uint64_t)1 << p->ck[q];
+        int64_t ld = p->ostr[p->ck[p->nck - 1]], str[FC_MAX_DIMS];
+        shape_strides(p, b, str);
+        bool ok = row_major(p, a, p->ostr) && ld >= shape_size(p, a);
+        for (int q = j; q < p->nck && ok; q++)
+            ok = p->ostr[p->ck[q]] == ld * str[p->ck[q]];
+        if (ok) {
+            p->trr = (int)shape_size(p, a);
+            p->trc = (int)shape_size(p, b);
+            p->trld = ld;
+            return true;
+        }
+    }
+    return false;
+}
+
 static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
 {
     const int64_t *ext = p->ext;
@@ -1803,7 +1828,7 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
     if (!p->idx32)
         return FC_OK;
     p->ostr32 = ext[cl] > 1 ? (int32_t)p->ostr[cl] : 0;
-    if (p->span && !row_major(p, p->ckmask, p->ostr)) {
+    if (p->span && !row_major(p, p->ckmask, p->ostr) && !plan_transpose(p)) {
         p->otab = malloc((size_t)p->span * sizeof *p->otab);
         if (!p->otab)
             return errorf(err, FC_ERR_NOMEM, "out of memory");
@@ -2285,10 +2310,57 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
 
 /* Writes n values from src to the output at element off, stepping along the chunk loop (or over
  * the loops of a spanning chunk). */
+/* dst[b * ld + a] = src[a * c + b], a < r, b < c: a span's transposing store (plan_transpose).
+ * 4-byte elements go by 8 x 8 blocks, each eight vector loads, a transpose in registers
+ * (GCC's vector shuffles: AVX's unpack, shuffle and lane permute at -mavx2) and eight vector
+ * stores; the edges and other sizes element by element. */
+typedef uint32_t U32x8v __attribute__((vector_size(32)));
+#define SHUF(x, y, ...) __builtin_shuffle(x, y, (U32x8v){__VA_ARGS__})
+CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c, int64_t ld, size_t es)
+{
+    int a0 = 0, b0 = 0;
+    if (es == 4) {
+        const uint32_t *x = src;
+        uint32_t *d = (uint32_t *)(void *)dst;
+        for (; a0 + 8 <= r; a0 += 8) {
+            for (b0 = 0; b0 + 8 <= c; b0 += 8) {
+                U32x8v v[8], t[8], u[8];
+                for (int k = 0; k < 8; k++)
+                    memcpy(&v[k], x + (size_t)(a0 + k) * (size_t)c + b0, sizeof v[k]);
+                for (int k = 0; k < 8; k += 2) {
+                    t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                    t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+                }
+                for (int k = 0; k < 8; k += 4) {
+                    u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                    u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+                    u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+                    u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+                }
+                for (int k = 0; k < 4; k++) {
+                    U32x8v lo = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                    U32x8v hi = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+                    memcpy(d + (int64_t)(b0 + k) * ld + a0, &lo, sizeof lo);
+                    memcpy(d + (int64_t)(b0 + k + 4) * ld + a0, &hi, sizeof hi);
+                }
+            }
+            for (int b = b0; b < c; b++)
+                for (int a = a0; a < a0 + 8; a++)
+                    d[(int64_t)b * ld + a] = x[(size_t)a * (size_t)c + b];
+        }
+    }
+    for (int b = 0; b < c; b++)
+        for (int a = a0; a < r; a++)
+            memcpy(dst + ((int64_t)b * ld + a) * (int64_t)es, (const char *)src + ((size_t)a * (size_t)c + b) * es, es);
+}
+#undef SHUF
+
 static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
     char *dst = (char *)p->k->out + off * (int64_t)p->out_es;
-    if (p->otab)
+    if (p->trc)
+        store_transposed(dst, src, p->trr, p->trc, p->trld, p->out_es);
+    else if (p->otab)
         store_at_32(dst, p->otab, src, p->out_es, n);
     else if (p->span || p->ostr[p->cl] == 1)
         memmove(dst, src, (size_t)n * p->out_es);
@@ -2714,9 +2786,8 @@ static __attribute__((noinline)) void eval_rows(const Plan *p, Thread *t, const 
 }
 
 /* Evaluates steps [from, to) (one list) for the chunk of n positions starting at i0 along the
- * list's chunk loop, the other loops at t->idx. Invariant steps are computed over a whole
- * chunk; a step of one value once (broadcast when read beyond position 0), and kept while its
- * loops stay. */
+ * list's chunk loop, the other loops at t->idx. A step of one value (an invariant too) is
+ * computed once (broadcast when read beyond position 0), and kept while its loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
     for (int j = from; j < to; j++) {
@@ -2729,18 +2800,17 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             j = s->chain_end - 1;
             continue;
         }
-        bool inv = j < p->ninv;
-        int m = inv ? p->cap : !s->wide ? 1 : s->m > 0 ? s->m : n;
+        int m = !s->wide ? 1 : s->m > 0 ? s->m : n;
         void *d = t->buf[s->d];
         switch (in->op) {
         case FC_OP_LOAD:
-            if (!do_load(p, s, t, i0, inv ? p->cap : !s->wide && s->fill ? s->fillw : m, s->wide))
+            if (!do_load(p, s, t, i0, !s->wide && s->fill ? s->fillw : m, s->wide))
                 return false;
             if (s->memo >= 0 && s->restore)
                 memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
-            fc_cpu_fill(d, in->dtype, in->konst, inv ? p->cap : s->fill ? s->fillw : m);
+            fc_cpu_fill(d, in->dtype, in->konst, s->fill ? s->fillw : m);
             break;
         case FC_OP_IOTA: {
             int64_t *q = d;
@@ -2749,7 +2819,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                     q[i] = i0 + i;
             } else {
                 int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
-                int k = inv ? p->cap : s->fill ? s->fillw : m;
+                int k = s->fill ? s->fillw : m;
                 for (int i = 0; i < k; i++)
                     q[i] = v;
             }
@@ -2758,8 +2828,6 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL:
             if (!eval_reduce(p, t, s, i0, n))
                 return false;
-            if (inv && !s->wide)
-                broadcast(d, d, s->esize, p->cap);
             break;
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
@@ -2776,7 +2844,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                 s->sel(d, a, b, c, s->selk, m);
             else if (s->fn(d, a, b, c, m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
-            if (!inv && !s->wide && s->fill)
+            if (!s->wide && s->fill)
                 broadcast(d, d, s->esize, s->fillw);
             break;
         }
