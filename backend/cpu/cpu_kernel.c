@@ -99,6 +99,7 @@ typedef struct GatherX {
     bool wide;
     int m;
     const int32_t *x;
+    int xrep, xcyc;             /* x's pattern (widen_rep, widen_cycle), when it has one */
 } GatherX;
 
 /* Terms of one step of weighted rows at most (see "weighted rows" below). */
@@ -160,6 +161,9 @@ typedef struct Step {
     GatherX *gx;                /* [in->ngather] how they are read (per_element) */
     int cx;                     /* the chunk loop of the list it is evaluated in */
     bool rampz;                 /* LOAD: its offsets along its shape (its rows) are all 0 */
+    int osum, og[2];            /* a gathered LOAD whose offsets are an outer sum (plan_index):
+                                   the offset of position a * osum + b is that of gathered index
+                                   og[0] at a plus that of og[1] at b; else osum is 0 */
     int rows, rlen;             /* a gathered LOAD in a span whose indices vary along none of its
                                    inner loops: read as rows (one offset each) of rlen values ... */
     const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous run */
@@ -1343,6 +1347,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
                 gx->x = widen ? plan_widen(p, q->shape, s->outer) : NULL;
                 if (widen && !gx->x)
                     return errorf(err, FC_ERR_NOMEM, "out of memory");
+                gx->xrep = widen ? widen_rep(p, q->shape, s->outer) : 0;
+                gx->xcyc = widen ? widen_cycle(p, q->shape, s->outer) : 0;
             }
         } else if (is_reduce(in->op)) {
             if (s->a >= 0)
@@ -1823,6 +1829,22 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         s->rampz = true;
         for (uint64_t d = s->rows > 0 ? s->outer : s->shape; d; d &= d - 1)
             s->rampz = s->rampz && s->strides[__builtin_ctzll(d)] == 0;
+        /* Two wide indices, one repeated and one cycled as widely, nothing else moving: the
+         * offsets are their outer sum (bilinear taps: y's row offset plus x's). */
+        int wide[3], nw = 0;
+        for (int g = 0; s->per_element && g < s->in->ngather && nw < 3; g++)
+            if (s->gx[g].wide)
+                wide[nw++] = g;
+        s->osum = 0;
+        if (p->idx32 && s->rampz && nw == 2) {
+            const GatherX *x0 = &s->gx[wide[0]], *x1 = &s->gx[wide[1]];
+            int r = x0->xrep > 0 && x0->xrep == x1->xcyc ? 0 : x1->xrep > 0 && x1->xrep == x0->xcyc ? 1 : -1;
+            if (r >= 0 && x0->x && x1->x) {
+                s->og[0] = wide[r];
+                s->og[1] = wide[1 - r];
+                s->osum = s->gx[s->og[0]].xrep;
+            }
+        }
         nramp += needs_ramp(s) + (s->rows > 0 && !run);
     }
     if (!p->idx32)
@@ -2225,12 +2247,14 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
                 return false;                                                                      \
             const int32_t *x = gx->x;                                                              \
             if (x) {            /* scaled over its own positions, then widened */                 \
-                IT *restrict sc = t->tmp;                                                          \
+                IT *restrict sc = (IT *)t->tmp + (s->osum && g == s->og[1] ? p->cap : 0);          \
                 int mx = gx->m;                                                                    \
                 if (ga->wrap)                                                                      \
                     CHUNK_LOOP(mx, sc[i] = (IT)(ix[i] + (ext & (ix[i] >> 63))) * gs);              \
                 else                                                                               \
                     CHUNK_LOOP(mx, sc[i] = (IT)ix[i] * gs);                                        \
+                if (s->osum)                                                                       \
+                    continue;   /* summed below */                                                 \
                 if (set)                                                                           \
                     CHUNK_LOOP(m, o[i] += sc[x[i]]);                                               \
                 else                                                                               \
@@ -2248,8 +2272,15 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             }                                                                                      \
             set = true;                                                                            \
         }                                                                                          \
-        if (!set)                                                                                  \
+        if (s->osum) {          /* 32-bit: t->tmp holds 2 * cap offsets */                          \
+            const IT *sa = t->tmp, *sb = (const IT *)t->tmp + p->cap;                              \
+            int r = s->osum;                                                                       \
+            for (int a = 0; a < m / r; a++)                                                        \
+                for (int b = 0; b < r; b++)                                                        \
+                    o[a * r + b] = sa[a] + sb[b];                                                  \
+        } else if (!set) {                                                                         \
             memset(o, 0, (size_t)m * sizeof *o);                                                   \
+        }                                                                                          \
         const char *src = (const char *)p->k->bufs[in->buf] + off * (int64_t)s->esize;             \
         if (ref)                                                                                   \
             ref->src = src;                                                                        \
