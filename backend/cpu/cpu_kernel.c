@@ -2356,19 +2356,19 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
         for (; a0 + 8 <= r; a0 += 8) {
             for (b0 = 0; b0 + 8 <= c; b0 += 8) {
                 U32x8v v[8], t[8], u[8];
-                for (int k = 0; k < 8; k++)
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
                     memcpy(&v[k], x + (size_t)(a0 + k) * (size_t)c + b0, sizeof v[k]);
-                for (int k = 0; k < 8; k += 2) {
+                _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
                     t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
                     t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
                 }
-                for (int k = 0; k < 8; k += 4) {
+                _Pragma("GCC unroll 2") for (int k = 0; k < 8; k += 4) {
                     u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
                     u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
                     u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
                     u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
                 }
-                for (int k = 0; k < 4; k++) {
+                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
                     U32x8v lo = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
                     U32x8v hi = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
                     memcpy(d + (int64_t)(b0 + k) * ld + a0, &lo, sizeof lo);
