@@ -137,6 +137,25 @@ static const char *const programs[] = {
     "g5 = g5.sum(k).order(n, c20, h, w)\n"
     "g5.stride()\n"
     "save(d + '/g', g5)\n",
+    /* precomputed values (the CPU executor's tables, filled before the run): coordinates over
+     * (n, p), one value per chunk of c, in a chain longer than the tables' budget, so that its
+     * first steps are precomputed (a load over (p, n) among them) and the rest computed per
+     * chunk from them; an integer floor division and remainder (which can fail) read them and
+     * are never precomputed; b sums the chain over p up to a bound, precomputed past it too. */
+    "feats = ((arange(50 * 32 * 9.0) * 0.07).sin()).reshape(50, 32, 9)\n"
+    "n, c, p = dims(3)\n"
+    "p.size = 14\n"
+    "st = (arange(1000.0) * 0.37).sin() * 3 + 3\n"
+    "adj = ((arange(14 * 1000.0) * 0.01).cos() * 0.2).reshape(14, 1000)\n"
+    "adj.stride()\n"
+    "y = st[n] + p * 0.4 + adj[p, n]\n"
+    "for i in range(12):\n"
+    "    y = where(y > 4.0, y * 0.75 + 0.5, (y + 0.3) * 1.1)\n"
+    "yl = y.clamp(0, 7.5).long()\n"
+    "b = (yl * 7 + n) // 3 % 50\n"
+    "save(d + '/a', (feats[b][c][yl] * (y - yl)).order(n, p, c))\n"
+    "cnt = (st[n] * 3).ceil()\n"
+    "save(d + '/b', where(p < cnt, feats[b][c][yl + 1] * (y - yl), 0).sum(p).order(n, c))\n",
 };
 
 static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,

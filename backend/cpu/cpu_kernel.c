@@ -76,6 +76,8 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
+    PRE_POS = 16 * 1024,        /* points of a precomputed step's loops at most (plan_pre) ... */
+    PRE_BYTES = 1 << 20,        /* ... and bytes of all of a kernel's tables */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
 
@@ -90,6 +92,29 @@ typedef struct Restore {
     int m;                      /* a wide value's positions */
     size_t val0;                /* its table's values */
 } Restore;
+
+/* How a precomputed step's table is filled (pre_fill): its operands (steps, -1 for none) each
+ * invariant or precomputed, the latter widened to its loops through x (with the pattern of
+ * widen_vals) where theirs are fewer. */
+typedef struct PreFill {
+    int step;
+    int n;                      /* the table's values */
+    int op[3];
+    const int32_t *x[3];
+    int xrep[3], xcyc[3];
+} PreFill;
+
+/* A precomputed step read by others, as the first step of its run points at it (pre_point):
+ * its values for the current loop indices begin at entry sum of tl[j].str * idx[tl[j].loop]
+ * of its table (its loops outside the chunk; those in it come last in the table, whole). */
+typedef struct PreX {
+    int d;                      /* its buffer */
+    int w;                      /* 0: pointed at; else one value broadcast over w positions */
+    int esize;
+    int nl;
+    const struct TabLoop *tl;
+    size_t pre0;
+} PreX;
 
 /* How a gathered index of a load read element by element is read: one value (narrow: moved into
  * the chunk's offset), or a value per position of the load (or of its rows), through a table
@@ -129,8 +154,12 @@ typedef struct Step {
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
-    bool dead;                  /* not evaluated: a comparison that its selects make, or a
-                                   product or sum of weighted rows that its reader computes */
+    bool dead;                  /* not evaluated: a comparison that its selects make, a product
+                                   or sum of weighted rows that its reader computes, or a
+                                   precomputed value that only precomputed values read */
+    bool pre;                   /* precomputed (plan_pre): its values lie in a table filled before
+                                   the units run; one read by other steps is pointed at there, by
+                                   the first such step of its run (pre_end, pfirst, pcount) */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
@@ -175,6 +204,11 @@ typedef struct Step {
     int xes[3];                 /* their element sizes */
     int xrep[3];                /* > 0: the widening repeats each value this many times ... */
     int xcyc[3];                /* ... > 0: it repeats this many values in order, over and over */
+    /* precomputing (plan_pre) */
+    size_t pre0;                /* its table: Plan.pretab + pre0, a value per point of its loops */
+    int pre_end;                /* the first of a run of precomputed steps read by others: the
+                                   step after the run ... */
+    int pfirst, pcount;         /* ... and its steps read by others, Plan.plist[pfirst, + pcount) */
     /* hoisting */
     int chain;                  /* memoised: the slot of the first step of its chain, whose
                                    key, generation and table entries the chain shares */
@@ -275,6 +309,13 @@ typedef struct Plan {
     bool idx32;                 /* offsets within a chunk in int32_t */
     int32_t ostr32;             /* idx32: the output stride along cl (0 when cl has one index) */
     int32_t *ramps;             /* idx32: storage for Step.ramp */
+    /* precomputing (plan_pre) */
+    struct PreFill *pfill;      /* how each precomputed step's table is filled, in step order */
+    int npfill;
+    struct PreX *plist;         /* the precomputed steps read by others (Step.pfirst) */
+    struct TabLoop *ptl;        /* storage for PreX.tl */
+    char *pretab;               /* the tables */
+    char *prex;                 /* [3 * cap of a table * 8] operands widened for a fill */
     /* running */
     struct Thread **th;         /* the threads of its runs (plan_threads) */
     int nth;
@@ -363,6 +404,11 @@ static void plan_free(Plan *p)
     free(p->otab);
     free(p->gxs);
     free(p->pool);
+    free(p->pfill);
+    free(p->plist);
+    free(p->ptl);
+    free(p->pretab);
+    free(p->prex);
     for (int i = 0; i < p->nwiden; i++)
         free(p->widen[i].tab);
     free(p->widen);
@@ -867,16 +913,18 @@ static int64_t shape_size(const Plan *p, uint64_t shape)
     return n;
 }
 
-/* The loops of a shape in the order of its positions (outermost first): one loop, or loops of the
- * root chunk in the chunk's order. Returns how many. */
+/* The loops of a shape in the order of its positions (outermost first): those outside the root
+ * chunk in increasing order, then those of the chunk in the chunk's order (a value over the
+ * chunk's loops only, or over one loop, is the common case; a precomputed table has others
+ * outside them). Returns how many. */
 static int shape_loops(const Plan *p, uint64_t shape, int *loops)
 {
     int nl = 0;
+    for (uint64_t d = shape & ~p->ckmask; d; d &= d - 1)
+        loops[nl++] = __builtin_ctzll(d);
     for (int j = 0; j < p->nck; j++)
         if (shape >> p->ck[j] & 1)
             loops[nl++] = p->ck[j];
-    if (shape && !(shape & (shape - 1)) && !(shape & p->ckmask))
-        loops[nl++] = __builtin_ctzll(shape);
     return nl;
 }
 
@@ -1000,29 +1048,31 @@ static const int32_t *plan_widen(Plan *p, uint64_t from, uint64_t to)
 }
 
 /* How many times widening from `from` to `to` repeats each value in a row, when it does so (the
- * loops it adds all come after from's in the chunk's order), else 0. */
+ * loops it adds all come after from's in to's order), else 0. */
 static int widen_rep(const Plan *p, uint64_t from, uint64_t to)
 {
+    int loops[FC_MAX_DIMS], nl = shape_loops(p, to, loops);
     bool added = false;
-    for (int j = 0; j < p->nck; j++) {
-        uint64_t b = (uint64_t)1 << p->ck[j];
-        if ((from & b) && added)
+    for (int j = 0; j < nl; j++) {
+        bool f = from >> loops[j] & 1;
+        if (f && added)
             return 0;
-        added |= (to & ~from & b) != 0;
+        added |= !f;
     }
     return (int)shape_size(p, to & ~from);
 }
 
 /* How many values widening from `from` to `to` repeats in order, over and over, when it does so
- * (the loops it adds all come before from's in the chunk's order), else 0. */
+ * (the loops it adds all come before from's in to's order), else 0. */
 static int widen_cycle(const Plan *p, uint64_t from, uint64_t to)
 {
+    int loops[FC_MAX_DIMS], nl = shape_loops(p, to, loops);
     bool seen = false;
-    for (int j = 0; j < p->nck; j++) {
-        uint64_t b = (uint64_t)1 << p->ck[j];
-        if ((to & ~from & b) && seen)
+    for (int j = 0; j < nl; j++) {
+        bool f = from >> loops[j] & 1;
+        if (!f && seen)
             return 0;
-        seen |= (from & b) != 0;
+        seen |= f;
     }
     return (int)shape_size(p, from);
 }
@@ -1266,6 +1316,180 @@ static bool plan_rowops(Plan *p)
     return true;
 }
 
+/* ---- precomputed values ----
+ *
+ * A value that varies along few of the chunk's positions (a coordinate over a bin row, one per
+ * box) is computed many times over few positions: roi_align's sixty coordinate steps, seven
+ * positions each, once per box and sample, cost more in dispatch than in arithmetic. When its
+ * loops hold few points, it is computed once for all of them before the units run, into a table
+ * (a value per point, the loops outside the chunk first, those of the chunk last, each in
+ * shape_loops' order), as one pass per step over the whole table; during the run each chunk
+ * points at its slice. Only what cannot fail is precomputed (loads that gather nothing, iotas,
+ * ops but integer division): a body that runs to a bound would otherwise fail on points it
+ * never reaches. A step is precomputed when it is not computed over the whole chunk (one value,
+ * or at most MEMO_WIDE positions of a span), its operands are invariant or precomputed and its
+ * table fits (PRE_POS, PRE_BYTES); the unhoisted schedule precomputes nothing. */
+
+/* Whether step j may be precomputed (plan_pre), its operands apart. */
+static bool pre_able(const Plan *p, int j)
+{
+    const Step *s = &p->steps[j];
+    const FcInstr *in = s->in;
+    if (j < p->ninv || s->dead || s->nterm || s->rowdefer || is_reduce(in->op) || s->cx != p->cl || j == p->res ||
+        s->deps == 0 || (s->wide && (s->m == 0 || s->m > MEMO_WIDE)))
+        return false;
+    for (int g = 0; g < p->k->nscatter; g++)
+        if (p->sphys[g] == j)
+            return false;
+    switch (in->op) {
+    case FC_OP_LOAD:
+        return in->ngather == 0 && p->k->bufs[in->buf] != p->k->out;
+    case FC_OP_IOTA:
+        return true;
+    case FC_OP_CONST:
+        return false;
+    case FC_OP_FLOORDIV: case FC_OP_MOD: case FC_OP_FMOD:
+        return in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64;
+    default:
+        return true;
+    }
+}
+
+/* Marks the precomputed steps and plans their tables (see above); the ones no other step reads
+ * become dead, and each run of consecutive precomputed (or dead) steps of a list that holds
+ * some read by others gets a head: its first such step. Before memoisation and buffers. */
+static FcStatus plan_pre(Plan *p, FcError *err)
+{
+    if (p->k->no_hoist)
+        return FC_OK;
+    size_t bytes = 0;
+    int64_t most = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (!pre_able(p, j))
+            continue;
+        bool ok = true;
+        for (int o = 0; o < 3; o++) {
+            int v = o == 0 ? s->a : o == 1 ? s->b : s->c;
+            ok = ok && (v < p->ninv || p->steps[v].pre);
+        }
+        int64_t n = shape_size(p, s->deps);
+        size_t b = ((size_t)n * s->esize + 63) & ~(size_t)63;
+        if (!ok || n > PRE_POS || bytes + b > PRE_BYTES)
+            continue;
+        s->pre = true;
+        s->pre0 = bytes;
+        bytes += b;
+        p->npfill++;
+        most = n > most ? n : most;
+    }
+    if (p->npfill == 0)
+        return FC_OK;
+    p->pfill = calloc((size_t)p->npfill, sizeof *p->pfill);
+    p->pretab = fc_cpu_aligned_alloc(bytes);
+    p->prex = fc_cpu_aligned_alloc(3 * (size_t)most * 8);
+    bool *read = calloc((size_t)p->nsteps + 1, sizeof *read);
+    int *lend = malloc((size_t)p->nsteps * sizeof *lend);
+    if (!p->pfill || !p->pretab || !p->prex || !read || !lend) {
+        free(read);
+        free(lend);
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+    int nf = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        if (s->pre) {
+            PreFill *f = &p->pfill[nf++];
+            f->step = j;
+            f->n = (int)shape_size(p, s->deps);
+            for (int o = 0; o < 3; o++) {
+                int v = o == 0 ? s->a : o == 1 ? s->b : s->c;
+                const Step *q = v >= 0 ? &p->steps[v] : NULL;
+                f->op[o] = v;
+                if (!q || !q->pre || q->deps == s->deps)
+                    continue;
+                if (!(f->x[o] = plan_widen(p, q->deps, s->deps))) {
+                    free(read);
+                    free(lend);
+                    return errorf(err, FC_ERR_NOMEM, "out of memory");
+                }
+                f->xrep[o] = widen_rep(p, q->deps, s->deps);
+                f->xcyc[o] = widen_cycle(p, q->deps, s->deps);
+            }
+        } else if (!s->dead) {
+            for (int o = 0; o < step_operands(s); o++) {
+                int v = step_operand(s, o);
+                if (v >= 0)
+                    read[v] = true;
+            }
+        }
+    }
+    for (int j = p->ninv; j < p->nsteps; j++)
+        if (p->steps[j].pre && !read[j])
+            p->steps[j].dead = true;
+    for (int j = p->ninv; j < p->nsteps; j++)
+        lend[j] = p->ntop;
+    for (int r = 0; r < p->nsteps; r++)
+        if (is_reduce(p->steps[r].in->op))
+            for (int j = p->steps[r].body0; j < p->steps[r].body1; j++)
+                lend[j] = p->steps[r].body1;
+    for (int j = p->ninv; j < p->nsteps;) {
+        Step *s = &p->steps[j];
+        if (!s->pre || s->dead) {
+            j++;
+            continue;
+        }
+        int e = j + 1;
+        while (e < lend[j] && (p->steps[e].pre || p->steps[e].dead))
+            e++;
+        s->pre_end = e;
+        j = e;
+    }
+    free(read);
+    free(lend);
+    return FC_OK;
+}
+
+/* The heads' lists of the precomputed steps that others read (Plan.plist), once the buffers
+ * are known. */
+static FcStatus plan_pre_points(Plan *p, FcError *err)
+{
+    int nx = 0;
+    for (int j = p->ninv; j < p->nsteps; j++)
+        nx += p->steps[j].pre && !p->steps[j].dead;
+    if (nx == 0)
+        return FC_OK;
+    p->plist = malloc((size_t)nx * sizeof *p->plist);
+    p->ptl = malloc((size_t)nx * (size_t)p->L * sizeof *p->ptl);
+    if (!p->plist || !p->ptl)
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        Step *h = &p->steps[j];
+        if (!h->pre || h->dead || h->pre_end == 0)
+            continue;
+        h->pfirst = n;
+        for (int q = j; q < h->pre_end; q++) {
+            const Step *s = &p->steps[q];
+            if (!s->pre || s->dead)
+                continue;
+            PreX *x = &p->plist[n];
+            struct TabLoop *tl = p->ptl + (size_t)n * (size_t)p->L;
+            int64_t str[FC_MAX_DIMS];
+            shape_strides(p, s->deps, str);
+            *x = (PreX){.d = s->d, .w = !s->wide && s->fill ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
+                        .pre0 = s->pre0};
+            for (uint64_t d = s->deps & ~p->ckmask; d; d &= d - 1) {
+                int l = __builtin_ctzll(d);
+                tl[x->nl++] = (struct TabLoop){l, str[l]};
+            }
+            n++;
+        }
+        h->pcount = n - h->pfirst;
+    }
+    return FC_OK;
+}
+
 static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -1389,10 +1613,15 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         mark_fill(&p->steps[p->sphys[g]], chunk_width(p, p->cl));
     if (!plan_rowops(p))
         return errorf(err, FC_ERR_NOMEM, "out of memory");
+    FcStatus st = plan_pre(p, err);
+    if (st != FC_OK)
+        return st;
     p->nmemo = 0;
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        s->memo = j >= p->ninv && (!s->wide || memo_wide(s)) && !s->dead && hoist && may_hold(p, s) ? p->nmemo++ : -1;
+        s->memo = j >= p->ninv && (!s->wide || memo_wide(s)) && !s->dead && !s->pre && hoist && may_hold(p, s)
+                      ? p->nmemo++
+                      : -1;
         const Step *q = j > p->ninv ? &p->steps[j - 1] : NULL;
         s->memo_as_prev = s->memo >= 0 && q && q->memo >= 0 && q->parent == s->parent && q->deps == s->deps;
         s->narrow = s->in->op == FC_OP_LOAD && !s->wide && !s->fill;
@@ -2703,6 +2932,76 @@ static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
 
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
 
+/* Fills the precomputed steps' tables (plan_pre), in step order, with t's invariants: a load
+ * and an iota by walking their loops, an op in one pass over the table, its operands widened. */
+static void pre_fill(const Plan *p, Thread *t)
+{
+    for (int i = 0; i < p->npfill; i++) {
+        const PreFill *f = &p->pfill[i];
+        const Step *s = &p->steps[f->step];
+        const FcInstr *in = s->in;
+        char *d = p->pretab + s->pre0;
+        if (in->op == FC_OP_IOTA) {     /* over its own loop alone */
+            for (int q = 0; q < f->n; q++)
+                ((int64_t *)(void *)d)[q] = q;
+            continue;
+        }
+        if (in->op == FC_OP_LOAD) {
+            const char *src = (const char *)p->k->bufs[in->buf] + in->offset * (int64_t)s->esize;
+            int loops[FC_MAX_DIMS], nl = shape_loops(p, s->deps, loops);
+            int64_t idx[FC_MAX_DIMS] = {0}, off = 0;
+            for (int q = 0; q < f->n; q++) {
+                memcpy(d + (size_t)q * s->esize, src + off * (int64_t)s->esize, s->esize);
+                for (int j = nl - 1; j >= 0; j--) {
+                    int l = loops[j];
+                    off += s->strides[l];
+                    if (++idx[j] < p->ext[l])
+                        break;
+                    off -= s->strides[l] * p->ext[l];
+                    idx[j] = 0;
+                }
+            }
+            continue;
+        }
+        const void *v[3];
+        for (int o = 0; o < 3; o++) {
+            const Step *q = f->op[o] >= 0 ? &p->steps[f->op[o]] : NULL;
+            char *x = p->prex + (size_t)o * (size_t)f->n * 8;
+            v[o] = NULL;
+            if (q && !q->pre) {
+                broadcast(x, t->cur[q->d], q->esize, f->n);
+                v[o] = x;
+            } else if (q && f->x[o]) {
+                widen_vals(x, p->pretab + q->pre0, f->n, f->x[o], f->xrep[o], f->xcyc[o], q->esize);
+                v[o] = x;
+            } else if (q) {
+                v[o] = p->pretab + q->pre0;
+            }
+        }
+        if (s->sel)
+            s->sel(d, v[0], v[1], v[2], s->selk, f->n);
+        else
+            s->fn(d, v[0], v[1], v[2], f->n);
+    }
+}
+
+/* The precomputed steps of head s's run that others read, pointed at their values for the
+ * current loop indices (or a value broadcast where it is read beyond position 0). */
+static void pre_point(const Plan *p, Thread *t, const Step *s)
+{
+    for (const PreX *x = p->plist + s->pfirst, *end = x + s->pcount; x < end; x++) {
+        int64_t e = 0;
+        for (int j = 0; j < x->nl; j++)
+            e += x->tl[j].str * t->idx[x->tl[j].loop];
+        const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
+        if (x->w) {
+            broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
+            v = t->buf[x->d];
+        }
+        t->cur[x->d] = v;
+    }
+}
+
 /* Operand o of step s as it reads it: v itself, or widened to its m positions (into scratch). */
 static inline const void *widened(const Plan *p, Thread *t, const Step *s, int o, const void *v, int m)
 {
@@ -2826,6 +3125,11 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         const FcInstr *in = s->in;
         if (s->dead)
             continue;
+        if (s->pre) {
+            pre_point(p, t, s);
+            j = s->pre_end - 1;
+            continue;
+        }
         if (s->memo >= 0 && !s->memo_as_prev && memo_holds(p, t, s)) {
             memo_restore(t, p->rlist + s->rfirst, s->rcount, t->ment[s->memo], t->mgen[s->memo]);
             j = s->chain_end - 1;
@@ -3304,6 +3608,8 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         return st;
     }
     st = plan_memo(p, err);
+    if (st == FC_OK)
+        st = plan_pre_points(p, err);
     if (st != FC_OK)
         return st;
     st = plan_index(p, k, err);
@@ -3377,6 +3683,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         st = th[0]->status;
         goto done;
     }
+    if (p->npfill > 0 && p->total > 0)
+        pre_fill(p, th[0]);
     for (int i = 1; i < nth; i++)
         for (int j = 0; j < p->nshared; j++)
             th[i]->cur[j] = th[0]->cur[j];
