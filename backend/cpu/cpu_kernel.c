@@ -158,8 +158,8 @@ typedef struct Step {
                                    or sum of weighted rows that its reader computes, or a
                                    precomputed value that only precomputed values read */
     bool pre;                   /* precomputed (plan_pre): its values lie in a table filled before
-                                   the units run; one read by other steps is pointed at there, by
-                                   the first such step of its run (pre_end, pfirst, pcount) */
+                                   the units run, where the first step of its run points the
+                                   steps that read it (skip) */
     bool memo_as_prev;          /* memoised, right after a memoised step of its list with the same
                                    loops: always computed and kept together, so one holds when
                                    the other does (a chain of coordinates is checked once) */
@@ -174,11 +174,15 @@ typedef struct Step {
                                    plus term[k], k < nterm, in that order; else 0 */
     bool rowdefer;              /* LOAD by rows read in place by its nterm reader: its buffer
                                    holds where the rows are (RowRef), not their values */
-    int rowg;                   /* nterm: the step of its first rows (their number and length) */
+    int skip;                   /* the first of a run of steps not evaluated one by one (dead or
+                                   precomputed): the step after the run, which a visit jumps to
+                                   once it has pointed the run's precomputed values that others
+                                   read at their tables (pfirst, pcount); else 0 (plan_runs) */
     int m;                      /* wide, in a list whose chunk spans several loops: its positions
                                    (those of its shape); else 0 (the chunk's) */
     int fillw;                  /* positions its readers read: the longest chunk of their lists */
     int chain_end;              /* the first step of a memo chain: the step after its last */
+    int rowg;                   /* nterm: the step of its first rows (their number and length) */
     /* loads */
     char selk[8];               /* sel: the constant, in the compared dtype */
     size_t esize;               /* bytes per element of its value */
@@ -205,10 +209,10 @@ typedef struct Step {
     int xrep[3];                /* > 0: the widening repeats each value this many times ... */
     int xcyc[3];                /* ... > 0: it repeats this many values in order, over and over */
     /* precomputing (plan_pre) */
-    size_t pre0;                /* its table: Plan.pretab + pre0, a value per point of its loops */
-    int pre_end;                /* the first of a run of precomputed steps read by others: the
-                                   step after the run ... */
-    int pfirst, pcount;         /* ... and its steps read by others, Plan.plist[pfirst, + pcount) */
+    size_t pre0;                /* its table: Plan.pretab + pre0, a value per point of its loops (an
+                                   invariant that precomputed steps read: its value repeated) */
+    int pfirst, pcount;         /* skip: the precomputed steps of its run that others read,
+                                   Plan.plist[pfirst, + pcount) */
     /* hoisting */
     int chain;                  /* memoised: the slot of the first step of its chain, whose
                                    key, generation and table entries the chain shares */
@@ -312,6 +316,8 @@ typedef struct Plan {
     /* precomputing (plan_pre) */
     struct PreFill *pfill;      /* how each precomputed step's table is filled, in step order */
     int npfill;
+    int *pinv, npinv;           /* the invariant steps they read, repeated first (Step.pre0) */
+    int pmost;                  /* values of the largest table */
     struct PreX *plist;         /* the precomputed steps read by others (Step.pfirst) */
     struct TabLoop *ptl;        /* storage for PreX.tl */
     char *pretab;               /* the tables */
@@ -405,6 +411,7 @@ static void plan_free(Plan *p)
     free(p->gxs);
     free(p->pool);
     free(p->pfill);
+    free(p->pinv);
     free(p->plist);
     free(p->ptl);
     free(p->pretab);
@@ -1355,9 +1362,8 @@ static bool pre_able(const Plan *p, int j)
     }
 }
 
-/* Marks the precomputed steps and plans their tables (see above); the ones no other step reads
- * become dead, and each run of consecutive precomputed (or dead) steps of a list that holds
- * some read by others gets a head: its first such step. Before memoisation and buffers. */
+/* Marks the precomputed steps and plans their tables (see above), the ones no other step reads
+ * dead. Before memoisation and buffers. */
 static FcStatus plan_pre(Plan *p, FcError *err)
 {
     if (p->k->no_hoist)
@@ -1385,14 +1391,30 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     }
     if (p->npfill == 0)
         return FC_OK;
+    /* the invariants they read, each repeated over the largest table once */
+    bool *read = calloc((size_t)p->nsteps + 1, sizeof *read);
+    p->pinv = malloc((size_t)(p->ninv + 1) * sizeof *p->pinv);
+    if (!read || !p->pinv) {
+        free(read);
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+    for (int j = p->ninv; j < p->nsteps; j++)
+        for (int o = 0; o < 3 && p->steps[j].pre; o++) {
+            int v = o == 0 ? p->steps[j].a : o == 1 ? p->steps[j].b : p->steps[j].c;
+            if (v >= 0 && v < p->ninv && !read[v]) {
+                read[v] = true;
+                p->pinv[p->npinv++] = v;
+                p->steps[v].pre0 = bytes;
+                bytes += ((size_t)most * p->steps[v].esize + 63) & ~(size_t)63;
+            }
+        }
+    memset(read, 0, (size_t)p->nsteps * sizeof *read);
+    p->pmost = (int)most;
     p->pfill = calloc((size_t)p->npfill, sizeof *p->pfill);
     p->pretab = fc_cpu_aligned_alloc(bytes);
     p->prex = fc_cpu_aligned_alloc(3 * (size_t)most * 8);
-    bool *read = calloc((size_t)p->nsteps + 1, sizeof *read);
-    int *lend = malloc((size_t)p->nsteps * sizeof *lend);
-    if (!p->pfill || !p->pretab || !p->prex || !read || !lend) {
+    if (!p->pfill || !p->pretab || !p->prex) {
         free(read);
-        free(lend);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     }
     int nf = 0;
@@ -1410,7 +1432,6 @@ static FcStatus plan_pre(Plan *p, FcError *err)
                     continue;
                 if (!(f->x[o] = plan_widen(p, q->deps, s->deps))) {
                     free(read);
-                    free(lend);
                     return errorf(err, FC_ERR_NOMEM, "out of memory");
                 }
                 f->xrep[o] = widen_rep(p, q->deps, s->deps);
@@ -1427,49 +1448,44 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     for (int j = p->ninv; j < p->nsteps; j++)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
-    for (int j = p->ninv; j < p->nsteps; j++)
-        lend[j] = p->ntop;
-    for (int r = 0; r < p->nsteps; r++)
-        if (is_reduce(p->steps[r].in->op))
-            for (int j = p->steps[r].body0; j < p->steps[r].body1; j++)
-                lend[j] = p->steps[r].body1;
-    for (int j = p->ninv; j < p->nsteps;) {
-        Step *s = &p->steps[j];
-        if (!s->pre || s->dead) {
-            j++;
-            continue;
-        }
-        int e = j + 1;
-        while (e < lend[j] && (p->steps[e].pre || p->steps[e].dead))
-            e++;
-        s->pre_end = e;
-        j = e;
-    }
     free(read);
-    free(lend);
     return FC_OK;
 }
 
-/* The heads' lists of the precomputed steps that others read (Plan.plist), once the buffers
- * are known. */
-static FcStatus plan_pre_points(Plan *p, FcError *err)
+/* The runs of each list's steps that are not evaluated one by one, dead or precomputed: the
+ * first step of each jumps past it (Step.skip), with a list of the run's precomputed steps that
+ * others read (Plan.plist), pointed at their tables. Once the buffers are known. */
+static FcStatus plan_runs(Plan *p, FcError *err)
 {
     int nx = 0;
     for (int j = p->ninv; j < p->nsteps; j++)
         nx += p->steps[j].pre && !p->steps[j].dead;
-    if (nx == 0)
-        return FC_OK;
-    p->plist = malloc((size_t)nx * sizeof *p->plist);
-    p->ptl = malloc((size_t)nx * (size_t)p->L * sizeof *p->ptl);
-    if (!p->plist || !p->ptl)
+    p->plist = malloc((size_t)(nx + 1) * sizeof *p->plist);
+    p->ptl = malloc((size_t)(nx + 1) * (size_t)p->L * sizeof *p->ptl);
+    int *lend = malloc((size_t)(p->nsteps + 1) * sizeof *lend);   /* the end of each step's list */
+    if (!p->plist || !p->ptl || !lend) {
+        free(lend);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+    for (int j = 0; j < p->nsteps; j++)
+        lend[j] = j < p->ninv ? p->ninv : p->ntop;
+    for (int r = 0; r < p->nsteps; r++)
+        if (is_reduce(p->steps[r].in->op))
+            for (int j = p->steps[r].body0; j < p->steps[r].body1; j++)
+                lend[j] = p->steps[r].body1;
     int n = 0;
-    for (int j = p->ninv; j < p->nsteps; j++) {
+    for (int j = 0; j < p->nsteps;) {
         Step *h = &p->steps[j];
-        if (!h->pre || h->dead || h->pre_end == 0)
+        if (!h->dead && !h->pre) {
+            j++;
             continue;
+        }
+        int e = j + 1;
+        while (e < lend[j] && (p->steps[e].dead || p->steps[e].pre))
+            e++;
+        h->skip = e;
         h->pfirst = n;
-        for (int q = j; q < h->pre_end; q++) {
+        for (int q = j; q < e; q++) {
             const Step *s = &p->steps[q];
             if (!s->pre || s->dead)
                 continue;
@@ -1486,7 +1502,9 @@ static FcStatus plan_pre_points(Plan *p, FcError *err)
             n++;
         }
         h->pcount = n - h->pfirst;
+        j = e;
     }
+    free(lend);
     return FC_OK;
 }
 
@@ -2936,6 +2954,10 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
  * and an iota by walking their loops, an op in one pass over the table, its operands widened. */
 static void pre_fill(const Plan *p, Thread *t)
 {
+    for (int i = 0; i < p->npinv; i++) {
+        const Step *q = &p->steps[p->pinv[i]];
+        broadcast(p->pretab + q->pre0, t->cur[q->d], q->esize, p->pmost);
+    }
     for (int i = 0; i < p->npfill; i++) {
         const PreFill *f = &p->pfill[i];
         const Step *s = &p->steps[f->step];
@@ -2968,10 +2990,7 @@ static void pre_fill(const Plan *p, Thread *t)
             const Step *q = f->op[o] >= 0 ? &p->steps[f->op[o]] : NULL;
             char *x = p->prex + (size_t)o * (size_t)f->n * 8;
             v[o] = NULL;
-            if (q && !q->pre) {
-                broadcast(x, t->cur[q->d], q->esize, f->n);
-                v[o] = x;
-            } else if (q && f->x[o]) {
+            if (q && f->x[o]) {
                 widen_vals(x, p->pretab + q->pre0, f->n, f->x[o], f->xrep[o], f->xcyc[o], q->esize);
                 v[o] = x;
             } else if (q) {
@@ -3123,11 +3142,10 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
-        if (s->dead)
-            continue;
-        if (s->pre) {
-            pre_point(p, t, s);
-            j = s->pre_end - 1;
+        if (s->skip) {
+            if (s->pcount)
+                pre_point(p, t, s);
+            j = s->skip - 1;
             continue;
         }
         if (s->memo >= 0 && !s->memo_as_prev && memo_holds(p, t, s)) {
@@ -3609,7 +3627,7 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     }
     st = plan_memo(p, err);
     if (st == FC_OK)
-        st = plan_pre_points(p, err);
+        st = plan_runs(p, err);
     if (st != FC_OK)
         return st;
     st = plan_index(p, k, err);
