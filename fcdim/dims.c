@@ -126,6 +126,16 @@ void fc_tensor_levels(const FcTensor *t, FcLevels *out)
         out->at[k] = t->levels ? t->levels[k] : NULL;
 }
 
+bool fc_tensor_levels_are(const FcTensor *t, const FcLevels *lv)
+{
+    if (t->ndim != lv->n)
+        return false;
+    for (int k = 0; k < t->ndim; k++)
+        if ((t->levels ? t->levels[k] : NULL) != lv->at[k])
+            return false;
+    return true;
+}
+
 int fc_level_of_dim(const FcTensor *t, const FcDim *d)
 {
     for (int k = 0; t->levels && k < t->ndim; k++)
@@ -196,6 +206,25 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
             r->levels[k] = fc_dim_retain(lv->at[k]);
     }
     *out = r;
+    return FC_OK;
+}
+
+FcStatus fc_take_levels(FcCtx *ctx, FcTensor **t, const FcLevels *lv, FcError *err)
+{
+    FcTensor *r = *t;
+    if (r->refcnt != 1 || r->levels || lv->n != r->ndim) {
+        FcStatus st = fc_with_levels(ctx, r, lv, t, err);
+        if (st != FC_OK)
+            *t = r;
+        else
+            fc_tensor_release(r);
+        return st;
+    }
+    if (levels_have_dims(lv)) {
+        r->levels = fc_tensor_level_room(r);
+        for (int k = 0; k < lv->n; k++)
+            r->levels[k] = fc_dim_retain(lv->at[k]);
+    }
     return FC_OK;
 }
 

@@ -629,6 +629,7 @@ typedef struct FcDimRef { FcDim *dim; int64_t pos; } FcDimRef;
 static inline bool fc_tensor_has_dims(const FcTensor *t) { return t->levels != NULL; }
 int fc_tensor_npos(const FcTensor *t);                     /* positional dims */
 void fc_tensor_levels(const FcTensor *t, FcLevels *out);
+bool fc_tensor_levels_are(const FcTensor *t, const FcLevels *lv);     /* exactly lv, in order */
 int fc_level_of_dim(const FcTensor *t, const FcDim *d);    /* its level, or -1 */
 int fc_level_of_pos(const FcTensor *t, int p);             /* the level of positional dim p (0-based), or -1 */
 /* "(i, 0)" as functorch.dim's repr shows levels (positional ones numbered from 0). */
@@ -636,6 +637,11 @@ const char *fc_levels_str(char *buf, size_t cap, const FcLevels *lv);
 /* t's data with levels lv (lv->n == t->ndim): a new tensor sharing t's storage or node; without
  * first-class levels it is an ordinary tensor. */
 FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **out, FcError *err);
+/* The same for a reference the caller gives up: *t becomes the tensor with levels lv, t itself
+ * when that reference was its only one and it had no first-class levels (a fresh result
+ * relabelled: nothing is made), else a new one (and the old reference is released). On failure
+ * *t is as it was. */
+FcStatus fc_take_levels(FcCtx *ctx, FcTensor **t, const FcLevels *lv, FcError *err);
 
 /* Pointwise operations: the result levels are the union of the operands' levels in order of
  * appearance, positional levels aligned from the right (NULL entries of ts are skipped); each

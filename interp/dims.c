@@ -266,6 +266,11 @@ static bool relabel(Interp *I, Value *res, const FcLevels *lv, int nbatch)
         for (int k = nbatch; k < r->ndim; k++) l.at[k] = NULL;
     }
     if (l.n != r->ndim) return err_raise(I, TDL_ERR_RUNTIME, "internal error: %d levels for %d dims", l.n, r->ndim);
+    TensorObj *o = (TensorObj *)res->o;
+    if (o->h.refcnt == 1 && !o->fa && !o->fb) {     /* a fresh result: relabelled where it is */
+        FcError e;
+        return tensor_check(I, fc_take_levels(I->fc, &o->t, &l, &e), &e);
+    }
     Value w;
     if (!steal_with_levels(I, fc_tensor_retain(r), &l, &w)) return false;
     val_decref(I, *res);
@@ -372,8 +377,12 @@ static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, bool di
      * only those products here): summed over dims, it is a matmul (try_contract) */
     bool delay = !dims_first && strcmp(sig->row->name, "mul") == 0 && n == 2;
     FcTensor *fa = delay ? fc_tensor_retain(ts[0]) : NULL, *fb = delay ? fc_tensor_retain(ts[1]) : NULL;
+    /* Each operand laid out over lv as a positional tensor. One already over lv goes as it is:
+     * the row's fcdim functions do not read levels, and its result is relabelled anyway. */
     for (int k = 0; k < sig->nparams; k++) {
-        if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number) continue;
+        if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number ||
+            fc_tensor_levels_are(a[k].t, &lv))
+            continue;
         FcTensor *m;
         if (!tensor_check(I, fc_match_levels(I->fc, a[k].t, &lv, &m, &e), &e)) {
             fc_tensor_release(fa);
