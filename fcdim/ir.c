@@ -113,9 +113,21 @@ bool fc_node_bigger(FcNode *n, uint32_t cap)
 {
     if (n->count <= cap)
         return false;
-    if (!n->exact) {
-        n->count = dag_size(n, n->count);
-        n->exact = true;
+    if (n->exact)
+        return n->count > cap;
+    /* A node of one operand holds one node more than it: a chain of them (the relayouts that
+     * each use of a big value gets) is counted below its end, once, and up the chain from there. */
+    FcNode *end = n;
+    uint32_t k = 0;
+    for (; !end->exact && end->nin == 1; end = end->in[0])
+        k++;
+    if (!end->exact) {
+        end->count = dag_size(end, end->count);
+        end->exact = true;
+    }
+    for (FcNode *c = n; c != end; c = c->in[0], k--) {
+        c->count = end->count > UINT32_MAX - k ? UINT32_MAX : end->count + k;
+        c->exact = true;
     }
     return n->count > cap;
 }
