@@ -125,7 +125,21 @@ typedef struct GatherX {
     int m;
     const int32_t *x;
     int xrep, xcyc;             /* x's pattern (widen_rep, widen_cycle), when it has one */
+    /* 32-bit offsets, a precomputed index: its table scaled by the stride (sc, entry for entry
+     * with ix0, its table), checked as a whole (*ok: every index in range; else each chunk's
+     * are checked as they are read) by pre_fill */
+    const int32_t *sc;
+    const int64_t *ix0;
+    const bool *ok;
 } GatherX;
+
+/* A precomputed index that a gather reads, scaled and checked once by pre_fill (GatherX.sc). */
+typedef struct PreScale {
+    const FcGather *ga;
+    int q;                      /* the index's step */
+    int32_t *sc;
+    bool ok;
+} PreScale;
 
 /* Terms of one step of weighted rows at most (see "weighted rows" below). */
 enum { ROW_TERMS = 4 };
@@ -322,6 +336,8 @@ typedef struct Plan {
     struct TabLoop *ptl;        /* storage for PreX.tl */
     char *pretab;               /* the tables */
     char *prex;                 /* [3 * cap of a table * 8] operands widened for a fill */
+    PreScale *pscale;           /* the gathers' precomputed indices, scaled */
+    int npscale;
     /* running */
     struct Thread **th;         /* the threads of its runs (plan_threads) */
     int nth;
@@ -411,6 +427,10 @@ static void plan_free(Plan *p)
     free(p->gxs);
     free(p->pool);
     free(p->pfill);
+    if (p->pscale)
+        for (int i = 0; i < p->npscale; i++)
+            free(p->pscale[i].sc);
+    free(p->pscale);
     free(p->pinv);
     free(p->plist);
     free(p->ptl);
@@ -1449,6 +1469,34 @@ static FcStatus plan_pre(Plan *p, FcError *err)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
     free(read);
+    /* with 32-bit offsets, the precomputed indices that gathers read element by element */
+    for (int pass = 0; pass < 2 && p->idx32; pass++) {
+        int n = 0;
+        for (int j = p->ninv; j < p->nsteps; j++) {
+            Step *s = &p->steps[j];
+            for (int g = 0; s->per_element && !s->pre && !s->dead && g < s->in->ngather; g++) {
+                const Step *q = &p->steps[s->g[g]];
+                if (!s->gx[g].wide || !q->pre)
+                    continue;
+                if (pass == 1) {
+                    PreScale *c = &p->pscale[n];
+                    *c = (PreScale){.ga = &s->in->gathers[g], .q = s->g[g]};
+                    /* eight more: gather_32 reads eight from any entry (the outer sum) */
+                    if (!(c->sc = calloc((size_t)shape_size(p, q->deps) + 8, sizeof *c->sc)))
+                        return errorf(err, FC_ERR_NOMEM, "out of memory");
+                    s->gx[g].sc = c->sc;
+                    s->gx[g].ix0 = (const int64_t *)(const void *)(p->pretab + q->pre0);
+                    s->gx[g].ok = &c->ok;
+                }
+                n++;
+            }
+        }
+        if (pass == 0 && n > 0 && !(p->pscale = calloc((size_t)n, sizeof *p->pscale)))
+            return errorf(err, FC_ERR_NOMEM, "out of memory");
+        p->npscale = pass == 1 ? n : 0;
+        if (n == 0)
+            break;
+    }
     return FC_OK;
 }
 
@@ -2477,6 +2525,7 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
         if (s->rows > 0)                                                                           \
             m = s->rows;        /* offsets of the rows */                                          \
         bool set = !s->rampz;   /* o holds offsets to add to */                                   \
+        const IT *os[2] = {t->tmp, (const IT *)t->tmp + p->cap};    /* osum's scaled indices */  \
         if (set)                                                                                   \
             ramp_##w(s, o, m);                                                                     \
         for (int g = 0; g < in->ngather; g++) {                                                    \
@@ -2490,9 +2539,28 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
                     return false;                                                                  \
                 continue;                                                                          \
             }                                                                                      \
-            if (!check_indices(t, ga, ix, gx->x ? gx->m : m))  /* its own positions */             \
-                return false;                                                                      \
             const int32_t *x = gx->x;                                                              \
+            if (w == 32 && gx->sc) {    /* scaled and checked by pre_fill */                       \
+                if (!*gx->ok && !check_indices(t, ga, ix, x ? gx->m : m))                          \
+                    return false;                                                                  \
+                const IT *sc = (const IT *)(const void *)gx->sc + (ix - gx->ix0);                  \
+                if (s->osum) {                                                                     \
+                    os[g == s->og[1]] = sc;                                                        \
+                    continue;                                                                      \
+                }                                                                                  \
+                if (x && set)                                                                      \
+                    CHUNK_LOOP(m, o[i] += sc[x[i]]);                                               \
+                else if (x)                                                                        \
+                    CHUNK_LOOP(m, o[i] = sc[x[i]]);                                                \
+                else if (set)                                                                      \
+                    CHUNK_LOOP(m, o[i] += sc[i]);                                                  \
+                else                                                                               \
+                    memcpy(o, sc, (size_t)m * sizeof *o);                                          \
+                set = true;                                                                        \
+                continue;                                                                          \
+            }                                                                                      \
+            if (!check_indices(t, ga, ix, x ? gx->m : m))  /* its own positions */                 \
+                return false;                                                                      \
             if (x) {            /* scaled over its own positions, then widened */                 \
                 IT *restrict sc = (IT *)t->tmp + (s->osum && g == s->og[1] ? p->cap : 0);          \
                 int mx = gx->m;                                                                    \
@@ -2519,12 +2587,22 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             }                                                                                      \
             set = true;                                                                            \
         }                                                                                          \
-        if (s->osum) {          /* 32-bit: t->tmp holds 2 * cap offsets */                          \
-            const IT *sa = t->tmp, *sb = (const IT *)t->tmp + p->cap;                              \
+        if (s->osum) {          /* 32-bit: t->tmp holds 2 * cap offsets, or the tables do */        \
+            const IT *sa = os[0], *sb = os[1];                                                     \
             int r = s->osum;                                                                       \
-            for (int a = 0; a < m / r; a++)                                                        \
-                for (int b = 0; b < r; b++)                                                        \
-                    o[a * r + b] = sa[a] + sb[b];                                                  \
+            if (w == 32 && r <= 8) {    /* a row of eight per a (the next row overwrites the     \
+                                           rest; sb and o have room for eight past the end) */   \
+                U32x8 vb;                                                                          \
+                memcpy(&vb, sb, sizeof vb);                                                        \
+                for (int a = 0; a < m / r; a++) {                                                  \
+                    U32x8 v = vb + (uint32_t)sa[a];                                                \
+                    memcpy(o + a * r, &v, sizeof v);                                               \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int a = 0; a < m / r; a++)                                                    \
+                    for (int b = 0; b < r; b++)                                                    \
+                        o[a * r + b] = sa[a] + sb[b];                                              \
+            }                                                                                      \
         } else if (!set) {                                                                         \
             memset(o, 0, (size_t)m * sizeof *o);                                                   \
         }                                                                                          \
@@ -2950,6 +3028,23 @@ static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
 
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
 
+/* sc[i] = index ix[i] times g's stride as gather_32 reads it (a negative one that wraps with the
+ * extent added), i < n; 0 for one out of range. Returns whether all are in range (check_indices'
+ * test, in a loop that vectorises). */
+CPU_CLONES static bool scale_indices(int32_t *restrict sc, const int64_t *restrict ix, int n, const FcGather *g)
+{
+    uint64_t ext = (uint64_t)g->extent, lo = g->wrap ? ext : 0;
+    uint32_t gs = ext > 1 ? (uint32_t)g->stride : 0;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        int out = (uint64_t)ix[i] + lo >= ext + lo;
+        uint32_t v = (uint32_t)((uint64_t)ix[i] + (ext & (uint64_t)(ix[i] >> 63))) * gs;
+        sc[i] = (int32_t)(out ? 0 : v);
+        bad |= out;
+    }
+    return !bad;
+}
+
 /* Fills the precomputed steps' tables (plan_pre), in step order, with t's invariants: a load
  * and an iota by walking their loops, an op in one pass over the table, its operands widened. */
 static void pre_fill(const Plan *p, Thread *t)
@@ -3001,6 +3096,12 @@ static void pre_fill(const Plan *p, Thread *t)
             s->sel(d, v[0], v[1], v[2], s->selk, f->n);
         else
             s->fn(d, v[0], v[1], v[2], f->n);
+    }
+    for (int i = 0; i < p->npscale; i++) {
+        PreScale *c = &p->pscale[i];
+        const Step *q = &p->steps[c->q];
+        c->ok = scale_indices(c->sc, (const int64_t *)(const void *)(p->pretab + q->pre0),
+                              (int)shape_size(p, q->deps), c->ga);
     }
 }
 
