@@ -315,6 +315,9 @@ typedef struct Plan {
     int64_t ngroup;             /* groups of chunks along cl */
     int lk;                     /* stores and vertical reductions: the last kept loop other than cl */
     int64_t tile;               /* units taken in tiles of this many indices of lk */
+    bool tcopy;                 /* a copy whose input runs along lk and output along cl (NCHW made
+                                   channels_last): eight units at a time, copied straight from the
+                                   input by blocks transposed in registers (copy_units) */
     int64_t nunits, nred;       /* units, and reduction steps per unit */
     bool idle;                  /* nothing to evaluate (a loop of extent 0) */
     int64_t total;              /* points of the root loops (saturating) */
@@ -1918,6 +1921,11 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         }
         if (across)
             p->tile = TILE;
+        const Step *s = &p->steps[p->ninv];
+        p->tcopy = across && p->ntop == p->ninv + 1 && p->nsteps == p->ntop && s->d == p->res &&
+                   s->in->op == FC_OP_LOAD && s->in->ngather == 0 && s->wide && !p->store_cast &&
+                   p->out_es == 4 && p->group == 1 && p->ostr[cl] == 1 && s->strides[p->lk] == 1 &&
+                   llabs(s->strides[cl]) > 1 && p->ext[p->lk] >= 8 && k->bufs[s->in->buf] != k->out;
     }
     int64_t kept = 1, reduced = 1;
     for (int j = 0; j < p->nkl; j++)
@@ -2666,13 +2674,14 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
 
 /* Writes n values from src to the output at element off, stepping along the chunk loop (or over
  * the loops of a spanning chunk). */
-/* dst[b * ld + a] = src[a * c + b], a < r, b < c: a span's transposing store (plan_transpose).
+/* dst[b * ld + a] = src[a * sld + b], a < r, b < c: a span's transposing store (plan_transpose,
+ * sld = c), or a block of a transposing copy straight from its input (copy_units).
  * 4-byte elements go by 8 x 8 blocks, each eight vector loads, a transpose in registers
  * (GCC's vector shuffles: AVX's unpack, shuffle and lane permute at -mavx2) and eight vector
  * stores; the edges and other sizes element by element. */
 typedef uint32_t U32x8v __attribute__((vector_size(32)));
 #define SHUF(x, y, ...) __builtin_shuffle(x, y, (U32x8v){__VA_ARGS__})
-CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c, int64_t ld, size_t es)
+CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c, int64_t sld, int64_t ld, size_t es)
 {
     int a0 = 0, b0 = 0;
     if (es == 4) {
@@ -2682,7 +2691,7 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
             for (b0 = 0; b0 + 8 <= c; b0 += 8) {
                 U32x8v v[8], t[8], u[8];
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
-                    memcpy(&v[k], x + (size_t)(a0 + k) * (size_t)c + b0, sizeof v[k]);
+                    memcpy(&v[k], x + (a0 + k) * sld + b0, sizeof v[k]);
                 _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
                     t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
                     t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
@@ -2702,12 +2711,12 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
             }
             for (int b = b0; b < c; b++)
                 for (int a = a0; a < a0 + 8; a++)
-                    d[(int64_t)b * ld + a] = x[(size_t)a * (size_t)c + b];
+                    d[(int64_t)b * ld + a] = x[a * sld + b];
         }
     }
     for (int b = 0; b < c; b++)
         for (int a = a0; a < r; a++)
-            memcpy(dst + ((int64_t)b * ld + a) * (int64_t)es, (const char *)src + ((size_t)a * (size_t)c + b) * es, es);
+            memcpy(dst + ((int64_t)b * ld + a) * (int64_t)es, (const char *)src + (a * sld + b) * (int64_t)es, es);
 }
 #undef SHUF
 
@@ -2715,7 +2724,7 @@ static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
     char *dst = (char *)p->k->out + off * (int64_t)p->out_es;
     if (p->trc)
-        store_transposed(dst, src, p->trr, p->trc, p->trld, p->out_es);
+        store_transposed(dst, src, p->trr, p->trc, p->trc, p->trld, p->out_es);
     else if (p->otab)
         store_at_32(dst, p->otab, src, p->out_es, n);
     else if (p->span || p->ostr[p->cl] == 1)
@@ -3394,6 +3403,36 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
     return true;
 }
 
+/* Whether units [u, u + 8) of a tcopy plan are eight consecutive indices of lk over one chunk
+ * (within a tile: see unit_pos). */
+static bool eight_units(const Plan *p, int64_t u, int64_t u1)
+{
+    if (!p->tcopy || u + 8 > u1)
+        return false;
+    int64_t e = p->ext[p->lk], g = p->ngroup, tl = p->tile;
+    int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
+    int64_t rows = e - tile * tl < tl ? e - tile * tl : tl;
+    return rr % rows % 8 == 0 && rr % rows + 8 <= rows;
+}
+
+/* Units [u, u + 8) of a tcopy plan (eight_units): their chunk of input, eight runs along lk
+ * one per position of the chunk, goes to eight output runs along cl, block by block. */
+static void copy_units(const Plan *p, Thread *t, int64_t u)
+{
+    const Step *s = &p->steps[p->ninv];
+    int64_t c0, i0;
+    int nc, n;
+    unit_pos(p, t, u, &c0, &nc);
+    chunk_at(p, c0, &i0, &n);
+    int64_t off = s->in->offset + s->strides[p->cl] * i0;
+    for (int l = 0; l < p->L; l++)
+        if (l != p->cl)
+            off += s->strides[l] * t->idx[l];
+    const char *src = (const char *)p->k->bufs[s->in->buf] + off * (int64_t)s->esize;
+    char *dst = (char *)p->k->out + (out_base(p, t) + i0) * (int64_t)p->out_es;
+    store_transposed(dst, src, n, 8, s->strides[p->cl], p->ostr[p->lk], p->out_es);
+}
+
 /* A long reduction also looks at the host's interrupt flag between steps, not only between
  * tasks (a task may be one output point of a huge reduction). */
 static bool interrupted(const Plan *p, Thread *t, int64_t s)
@@ -3518,8 +3557,14 @@ static bool task_units(void *arg, int tid, int64_t task)
     int64_t u0 = task * run->units_per_task;
     int64_t u1 = u0 + run->units_per_task < p->nunits ? u0 + run->units_per_task : p->nunits;
     bool ok = true;
-    for (int64_t u = u0; u < u1 && ok; u++)
-        ok = p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u);
+    for (int64_t u = u0; u < u1 && ok; u++) {
+        if (eight_units(p, u, u1)) {
+            copy_units(p, t, u);
+            u += 7;
+        } else {
+            ok = p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u);
+        }
+    }
     flush_run(t);
     if (!ok)
         t->err_task = task;
