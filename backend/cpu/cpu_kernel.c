@@ -316,8 +316,9 @@ typedef struct Plan {
     int lk;                     /* stores and vertical reductions: the last kept loop other than cl */
     int64_t tile;               /* units taken in tiles of this many indices of lk */
     bool tcopy;                 /* a copy whose input runs along lk and output along cl (NCHW made
-                                   channels_last): eight units at a time, copied straight from the
-                                   input by blocks transposed in registers (copy_units) */
+                                   channels_last), or the other way round: eight units at a time,
+                                   copied straight from the input by blocks transposed in
+                                   registers (copy_units) */
     int64_t nunits, nred;       /* units, and reduction steps per unit */
     bool idle;                  /* nothing to evaluate (a loop of extent 0) */
     int64_t total;              /* points of the root loops (saturating) */
@@ -1921,11 +1922,12 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         }
         if (across)
             p->tile = TILE;
-        const Step *s = &p->steps[p->ninv];
-        p->tcopy = across && p->ntop == p->ninv + 1 && p->nsteps == p->ntop && s->d == p->res &&
-                   s->in->op == FC_OP_LOAD && s->in->ngather == 0 && s->wide && !p->store_cast &&
-                   p->out_es == 4 && p->group == 1 && p->ostr[cl] == 1 && s->strides[p->lk] == 1 &&
-                   llabs(s->strides[cl]) > 1 && p->ext[p->lk] >= 8 && k->bufs[s->in->buf] != k->out;
+        const Step *s = p->ntop == p->ninv + 1 && p->nsteps == p->ntop ? &p->steps[p->ninv] : NULL;
+        bool copy = across && s && s->d == p->res && s->in->op == FC_OP_LOAD && s->in->ngather == 0 && s->wide &&
+                    !p->store_cast && p->out_es == 4 && p->group == 1 && p->ext[p->lk] >= 8 &&
+                    k->bufs[s->in->buf] != k->out;
+        p->tcopy = copy && ((p->ostr[cl] == 1 && s->strides[p->lk] == 1 && llabs(s->strides[cl]) > 1) ||
+                            (p->ostr[p->lk] == 1 && s->strides[cl] == 1 && llabs(p->ostr[cl]) > 1));
     }
     int64_t kept = 1, reduced = 1;
     for (int j = 0; j < p->nkl; j++)
@@ -3416,7 +3418,8 @@ static bool eight_units(const Plan *p, int64_t u, int64_t u1)
 }
 
 /* Units [u, u + 8) of a tcopy plan (eight_units): their chunk of input, eight runs along lk
- * one per position of the chunk, goes to eight output runs along cl, block by block. */
+ * one per position of the chunk, goes to eight output runs along cl, block by block (or eight
+ * input runs along cl to runs along lk). */
 static void copy_units(const Plan *p, Thread *t, int64_t u)
 {
     const Step *s = &p->steps[p->ninv];
@@ -3429,8 +3432,11 @@ static void copy_units(const Plan *p, Thread *t, int64_t u)
         if (l != p->cl)
             off += s->strides[l] * t->idx[l];
     const char *src = (const char *)p->k->bufs[s->in->buf] + off * (int64_t)s->esize;
-    char *dst = (char *)p->k->out + (out_base(p, t) + i0) * (int64_t)p->out_es;
-    store_transposed(dst, src, n, 8, s->strides[p->cl], p->ostr[p->lk], p->out_es);
+    char *dst = (char *)p->k->out + (out_base(p, t) + p->ostr[p->cl] * i0) * (int64_t)p->out_es;
+    if (p->ostr[p->cl] == 1)
+        store_transposed(dst, src, n, 8, s->strides[p->cl], p->ostr[p->lk], p->out_es);
+    else
+        store_transposed(dst, src, 8, n, s->strides[p->lk], p->ostr[p->cl], p->out_es);
 }
 
 /* A long reduction also looks at the host's interrupt flag between steps, not only between
