@@ -1537,6 +1537,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
             e++;
         h->skip = e;
         h->pfirst = n;
+        const PreX *prev = NULL;
         for (int q = j; q < e; q++) {
             const Step *s = &p->steps[q];
             if (!s->pre || s->dead)
@@ -1551,6 +1552,9 @@ static FcStatus plan_runs(Plan *p, FcError *err)
                 int l = __builtin_ctzll(d);
                 tl[x->nl++] = (struct TabLoop){l, str[l]};
             }
+            if (prev && prev->nl == x->nl && memcmp(prev->tl, tl, (size_t)x->nl * sizeof *tl) == 0)
+                x->tl = prev->tl;       /* the same entry: pre_point computes it once */
+            prev = x;
             n++;
         }
         h->pcount = n - h->pfirst;
@@ -3120,10 +3124,15 @@ static void pre_fill(const Plan *p, Thread *t)
  * current loop indices (or a value broadcast where it is read beyond position 0). */
 static void pre_point(const Plan *p, Thread *t, const Step *s)
 {
+    const struct TabLoop *tl = NULL;
+    int64_t e = 0;
     for (const PreX *x = p->plist + s->pfirst, *end = x + s->pcount; x < end; x++) {
-        int64_t e = 0;
-        for (int j = 0; j < x->nl; j++)
-            e += x->tl[j].str * t->idx[x->tl[j].loop];
+        if (x->tl != tl) {      /* values over the loops of the one before share its entry */
+            tl = x->tl;
+            e = 0;
+            for (int j = 0; j < x->nl; j++)
+                e += tl[j].str * t->idx[tl[j].loop];
+        }
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
         if (x->w) {
             broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
