@@ -35,16 +35,20 @@ struct FcKernelCache {
 
 /* ---- keys ---- */
 
-static bool put(FcKey *key, uint64_t w)
+static bool grow(FcKey *key, size_t cap)
 {
-    if (key->n == key->cap) {
-        size_t cap = key->cap ? 2 * key->cap : 256;
-        uint64_t *q = realloc(key->w, cap * sizeof *q);
-        if (!q)
-            return false;
-        key->w = q;
-        key->cap = cap;
-    }
+    uint64_t *q = realloc(key->w, cap * sizeof *q);
+    if (!q)
+        return false;
+    key->w = q;
+    key->cap = cap;
+    return true;
+}
+
+static inline bool put(FcKey *key, uint64_t w)
+{
+    if (key->n == key->cap && !grow(key, key->cap ? 2 * key->cap : 256))
+        return false;
     key->w[key->n++] = w;
     return true;
 }
@@ -127,7 +131,10 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
 {
     *key = (FcKey){0};
     uint32_t count = 0;
-    bool ok = put_node(key, root, fc_walk_stamp(), &count) && put(key, (uint64_t)dev.type) &&
+    /* about sixteen words a node (its sizes, its operands' maps): one allocation, not a chain
+     * (the count is an upper bound; past 512 nodes the key grows as it goes) */
+    uint32_t nodes = root->count < 512 ? root->count : 512;
+    bool ok = grow(key, 16 * (size_t)(nodes > 16 ? nodes : 16)) && put_node(key, root, fc_walk_stamp(), &count) && put(key, (uint64_t)dev.type) &&
               put(key, (uint64_t)(int64_t)dev.index) && put(key, (uint64_t)ctx->sched_off) &&
               put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) && put(key, out_strides != NULL);
     if (ok && out_strides)
@@ -136,12 +143,23 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
         fc_key_free(key);
         return false;
     }
-    uint64_t h = 0x243F6A8885A308D3u;
-    for (size_t i = 0; i < key->n; i++) {
-        h = (h ^ key->w[i]) * 0x9E3779B97F4A7C15u;
-        h ^= h >> 31;
+    /* four lanes, so that the multiplies overlap, then combined */
+    uint64_t h[4] = {0x243F6A8885A308D3u, 0x13198A2E03707344u, 0xA4093822299F31D0u, 0x082EFA98EC4E6C89u};
+    size_t i = 0;
+    for (; i + 4 <= key->n; i += 4)
+        for (int j = 0; j < 4; j++) {
+            h[j] = (h[j] ^ key->w[i + j]) * 0x9E3779B97F4A7C15u;
+            h[j] ^= h[j] >> 31;
+        }
+    for (; i < key->n; i++) {
+        h[0] = (h[0] ^ key->w[i]) * 0x9E3779B97F4A7C15u;
+        h[0] ^= h[0] >> 31;
     }
-    key->hash = h;
+    key->hash = h[0];
+    for (int j = 1; j < 4; j++) {
+        key->hash = (key->hash ^ h[j]) * 0x9E3779B97F4A7C15u;
+        key->hash ^= key->hash >> 31;
+    }
     return true;
 }
 
