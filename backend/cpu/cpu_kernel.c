@@ -1473,33 +1473,36 @@ static FcStatus plan_pre(Plan *p, FcError *err)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
     free(read);
-    /* with 32-bit offsets, the precomputed indices that gathers read element by element */
-    for (int pass = 0; pass < 2 && p->idx32; pass++) {
-        int n = 0;
-        for (int j = p->ninv; j < p->nsteps; j++) {
-            Step *s = &p->steps[j];
-            for (int g = 0; s->per_element && !s->pre && !s->dead && g < s->in->ngather; g++) {
-                const Step *q = &p->steps[s->g[g]];
-                if (!s->gx[g].wide || !q->pre)
-                    continue;
-                if (pass == 1) {
-                    PreScale *c = &p->pscale[n];
-                    *c = (PreScale){.ga = &s->in->gathers[g], .q = s->g[g]};
-                    /* eight more: gather_32 reads eight from any entry (the outer sum) */
-                    if (!(c->sc = calloc((size_t)shape_size(p, q->deps) + 8, sizeof *c->sc)))
-                        return errorf(err, FC_ERR_NOMEM, "out of memory");
-                    s->gx[g].sc = c->sc;
-                    s->gx[g].ix0 = (const int64_t *)(const void *)(p->pretab + q->pre0);
-                    s->gx[g].ok = &c->ok;
-                }
-                n++;
+    /* with 32-bit offsets, the precomputed indices that gathers read element by element, each
+     * scaled once for all the gathers that read it alike (a tap's y is read by two taps) */
+    int most_scaled = 0;
+    for (int j = p->ninv; j < p->nsteps && p->idx32; j++)
+        most_scaled += p->steps[j].per_element ? p->steps[j].in->ngather : 0;
+    if (most_scaled > 0 && !(p->pscale = calloc((size_t)most_scaled, sizeof *p->pscale)))
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    for (int j = p->ninv; j < p->nsteps && p->idx32; j++) {
+        Step *s = &p->steps[j];
+        for (int g = 0; s->per_element && !s->pre && !s->dead && g < s->in->ngather; g++) {
+            const Step *q = &p->steps[s->g[g]];
+            const FcGather *ga = &s->in->gathers[g];
+            if (!s->gx[g].wide || !q->pre)
+                continue;
+            PreScale *c = p->pscale;
+            for (; c < p->pscale + p->npscale; c++)
+                if (c->q == s->g[g] && c->ga->stride == ga->stride && c->ga->extent == ga->extent &&
+                    c->ga->wrap == ga->wrap)
+                    break;
+            if (c == p->pscale + p->npscale) {
+                *c = (PreScale){.ga = ga, .q = s->g[g]};
+                /* eight more: gather_32 reads eight from any entry (the outer sum) */
+                if (!(c->sc = calloc((size_t)shape_size(p, q->deps) + 8, sizeof *c->sc)))
+                    return errorf(err, FC_ERR_NOMEM, "out of memory");
+                p->npscale++;
             }
+            s->gx[g].sc = c->sc;
+            s->gx[g].ix0 = (const int64_t *)(const void *)(p->pretab + q->pre0);
+            s->gx[g].ok = &c->ok;
         }
-        if (pass == 0 && n > 0 && !(p->pscale = calloc((size_t)n, sizeof *p->pscale)))
-            return errorf(err, FC_ERR_NOMEM, "out of memory");
-        p->npscale = pass == 1 ? n : 0;
-        if (n == 0)
-            break;
     }
     return FC_OK;
 }
@@ -3051,11 +3054,15 @@ CPU_CLONES static bool scale_indices(int32_t *restrict sc, const int64_t *restri
     uint64_t ext = (uint64_t)g->extent, lo = g->wrap ? ext : 0;
     uint32_t gs = ext > 1 ? (uint32_t)g->stride : 0;
     int bad = 0;
+    CHUNK_LOOP(n, bad |= (uint64_t)ix[i] + lo >= ext + lo);
+    if (!bad && !g->wrap) {
+        CHUNK_LOOP(n, sc[i] = (int32_t)((uint32_t)ix[i] * gs));
+        return true;
+    }
     for (int i = 0; i < n; i++) {
         int out = (uint64_t)ix[i] + lo >= ext + lo;
         uint32_t v = (uint32_t)((uint64_t)ix[i] + (ext & (uint64_t)(ix[i] >> 63))) * gs;
         sc[i] = (int32_t)(out ? 0 : v);
-        bad |= out;
     }
     return !bad;
 }
