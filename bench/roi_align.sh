@@ -29,8 +29,9 @@
 # is a checksum sum y[k, c, p, q] wk[k] wc[c] wp[p] wq[q] with random float64 weights per axis,
 # computed in double after the clock stops; it must agree within 1e-5 x the 2-norm of its terms,
 # the size by which a value in a wrong place moves it.
-# Every timing is the best of ROI_REPEATS (default 5) after 2 warm-up evaluations; torch and tdl
-# time themselves (time.perf_counter(), perf_counter()); each tdl evaluation is realised in full
+# Every timing is the best of ROI_REPEATS (default 5) after 2 warm-up evaluations, SMALL's (a
+# call of a fifth of a millisecond, whose best of 5 moved by half between runs on a shared
+# machine) the best of 60 times as many after 20; torch and tdl time themselves (time.perf_counter(), perf_counter()); each tdl evaluation is realised in full
 # (stride()) and the previous result dropped first.
 # Then, for each T, the peak resident memory (ru_maxrss) of one tdl process per workload that
 # makes its input with rand() (no load(): tdl's load holds the file's bytes and the array at once,
@@ -51,6 +52,8 @@ threads="1 2"
 crepeats=20         # C loops, each after 2 warm-up runs
 repeats=${ROI_REPEATS:-5}
 warmup=2
+small_repeats=$((repeats * 60))
+small_warmup=20
 workloads="small maskrcnn maskrcnn_cl adaptive"
 big=$((2 * 256 * 200 * 304))        # elements of the big input
 small=$((16 * 32 * 32))
@@ -122,7 +125,7 @@ awk -v big=$big '$1 == "small" { printf "small: 1 x 16 x 32 x 32, 32 boxes, 7x7,
 echo "machine: $cpu, nproc $(nproc 2>/dev/null || echo '?')"
 torchver=$("$py" -c 'import torch, torchvision; print(torch.__version__, "torchvision", torchvision.__version__)' 2>/dev/null) || torchver=
 echo "torch: ${torchver:-not found}   tdl: $tdl ($("$tdl" --version 2>/dev/null || echo 'not runnable'))"
-echo "C: best of $crepeats after 2 warm-up runs; torch and tdl: best of $repeats after $warmup warm-up evaluations"
+echo "C: best of $crepeats after 2 warm-up runs; torch and tdl: best of $repeats after $warmup warm-up evaluations (small: $small_repeats after $small_warmup)"
 echo "/bound: time / the bytes moved at the C copy's bandwidth; /torch: time / torch's time"
 echo
 
@@ -159,11 +162,15 @@ for T in $threads; do
     : >"$tmp/t.out"
     : >"$tmp/l.out"
     : >"$tmp/terr"
-    [ -n "$torchver" ] && "$py" "$dir/torch_roi_align.py" "$tmp" "$T" "$repeats" $warmup >"$tmp/t.out" 2>"$tmp/terr"
+    if [ -n "$torchver" ]; then
+        "$py" "$dir/torch_roi_align.py" "$tmp" "$T" $small_repeats $small_warmup small >"$tmp/t.out" 2>"$tmp/terr"
+        "$py" "$dir/torch_roi_align.py" "$tmp" "$T" "$repeats" $warmup maskrcnn,maskrcnn_cl,adaptive >>"$tmp/t.out" 2>>"$tmp/terr"
+    fi
     # tdl: one process per workload, so that one that fails leaves the others' rows
     if [ -x "$tdl" ]; then
         for w in $workloads; do
-            TDL_NUM_THREADS=$T "$tdl" "$dir/roi_align.tdl" "$tmp" "$repeats" $warmup "$w" >>"$tmp/l.out" 2>"$tmp/lerr.$w"
+            case $w in small) r=$small_repeats u=$small_warmup ;; *) r=$repeats u=$warmup ;; esac
+            TDL_NUM_THREADS=$T "$tdl" "$dir/roi_align.tdl" "$tmp" "$r" $u "$w" >>"$tmp/l.out" 2>"$tmp/lerr.$w"
         done
     fi
     for w in $workloads; do

@@ -2,9 +2,10 @@
 """torch_roi_align.py — torchvision's roi_align (PyTorch eager, CPU) on bench/roi_align.sh's
 workloads.
 
-usage: /usr/bin/python3 torch_roi_align.py DIR THREADS [REPEATS [WARMUP]]
+usage: /usr/bin/python3 torch_roi_align.py DIR THREADS [REPEATS [WARMUP [NAMES]]]
 Loads the inputs that make_data.py wrote, sets torch.set_num_threads(THREADS), and for each
-workload runs WARMUP evaluations (default 2) and then times REPEATS (default 5) with
+workload (those in NAMES, comma-separated, or all) runs WARMUP evaluations (default 2) and then
+times REPEATS (default 5) with
 time.perf_counter(). Prints one line per workload, "NAME BEST Y", as bench/roi_align/roi_align.tdl
 does: Y is the checksum sum y[k, c, p, q] wk[k] wc[c] wp[p] wq[q] in float64 of the last
 evaluation (computed untimed). The previous result is dropped before each evaluation, so that
@@ -35,6 +36,7 @@ def main():
     d, threads = sys.argv[1], int(sys.argv[2])
     repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     warmup = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+    names = sys.argv[5].split(",") if len(sys.argv) > 5 else [w[0] for w in WORKLOADS]
     torch.set_num_threads(threads)
 
     def load(name):
@@ -43,6 +45,8 @@ def main():
     xs = {"small": load("x_small"), "big": load("x_big")}
     bs = {"small": load("boxes_small"), "big": load("boxes_big")}
     for name, xn, bn, osz, scale, ratio, aligned, cl, wn in WORKLOADS:
+        if name not in names:
+            continue
         x = xs[xn].contiguous(memory_format=torch.channels_last) if cl else xs[xn]
         b = bs[bn]
         best = float("inf")
