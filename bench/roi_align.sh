@@ -31,8 +31,9 @@
 # the size by which a value in a wrong place moves it.
 # Every timing is the best of ROI_REPEATS (default 5) after 2 warm-up evaluations, SMALL's (a
 # call of a fifth of a millisecond, whose best of 5 moved by half between runs on a shared
-# machine) the best of 60 times as many after 20; torch and tdl time themselves (time.perf_counter(), perf_counter()); each tdl evaluation is realised in full
-# (stride()) and the previous result dropped first.
+# machine) the best of 60 times as many after 20; torch and tdl time themselves
+# (time.perf_counter(), perf_counter()); each tdl evaluation is realised in full (stride()) and
+# the previous result dropped first.
 # Then, for each T, the peak resident memory (ru_maxrss) of one tdl process per workload that
 # makes its input with rand() (no load(): tdl's load holds the file's bytes and the array at once,
 # twice the input, which would hide roi_align's own peak) and evaluates once; "input" is a process
@@ -125,7 +126,8 @@ awk -v big=$big '$1 == "small" { printf "small: 1 x 16 x 32 x 32, 32 boxes, 7x7,
 echo "machine: $cpu, nproc $(nproc 2>/dev/null || echo '?')"
 torchver=$("$py" -c 'import torch, torchvision; print(torch.__version__, "torchvision", torchvision.__version__)' 2>/dev/null) || torchver=
 echo "torch: ${torchver:-not found}   tdl: $tdl ($("$tdl" --version 2>/dev/null || echo 'not runnable'))"
-echo "C: best of $crepeats after 2 warm-up runs; torch and tdl: best of $repeats after $warmup warm-up evaluations (small: $small_repeats after $small_warmup)"
+echo "C: best of $crepeats after 2 warm-up runs; torch and tdl: best of $repeats after $warmup warm-up" \
+    "evaluations (small: $small_repeats after $small_warmup)"
 echo "/bound: time / the bytes moved at the C copy's bandwidth; /torch: time / torch's time"
 echo
 
@@ -164,7 +166,8 @@ for T in $threads; do
     : >"$tmp/terr"
     if [ -n "$torchver" ]; then
         "$py" "$dir/torch_roi_align.py" "$tmp" "$T" $small_repeats $small_warmup small >"$tmp/t.out" 2>"$tmp/terr"
-        "$py" "$dir/torch_roi_align.py" "$tmp" "$T" "$repeats" $warmup maskrcnn,maskrcnn_cl,adaptive >>"$tmp/t.out" 2>>"$tmp/terr"
+        "$py" "$dir/torch_roi_align.py" "$tmp" "$T" "$repeats" $warmup maskrcnn,maskrcnn_cl,adaptive \
+            >>"$tmp/t.out" 2>>"$tmp/terr"
     fi
     # tdl: one process per workload, so that one that fails leaves the others' rows
     if [ -x "$tdl" ]; then

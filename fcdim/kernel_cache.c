@@ -134,9 +134,10 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
     /* about sixteen words a node (its sizes, its operands' maps): one allocation, not a chain
      * (the count is an upper bound; past 512 nodes the key grows as it goes) */
     uint32_t nodes = root->count < 512 ? root->count : 512;
-    bool ok = grow(key, 16 * (size_t)(nodes > 16 ? nodes : 16)) && put_node(key, root, fc_walk_stamp(), &count) && put(key, (uint64_t)dev.type) &&
-              put(key, (uint64_t)(int64_t)dev.index) && put(key, (uint64_t)ctx->sched_off) &&
-              put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) && put(key, out_strides != NULL);
+    bool ok = grow(key, 16 * (size_t)(nodes > 16 ? nodes : 16)) && put_node(key, root, fc_walk_stamp(), &count) &&
+              put(key, (uint64_t)dev.type) && put(key, (uint64_t)(int64_t)dev.index) &&
+              put(key, (uint64_t)ctx->sched_off) && put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) &&
+              put(key, out_strides != NULL);
     if (ok && out_strides)
         ok = put_all(key, out_strides, root->nlev) && put(key, (uint64_t)out_offset);
     if (!ok) {
