@@ -35,16 +35,17 @@ typedef struct CpuBackend {
     /* The pool: nthreads - 1 workers, started by the first job that wants more than one thread. */
     pthread_mutex_t mu;
     pthread_cond_t wake;        /* workers wait here for a new generation */
-    pthread_cond_t done;        /* the caller waits here for pending to drop to 0 */
+    pthread_cond_t done;        /* the caller waits here for active to drop to 0 */
     pthread_mutex_t busy;       /* held while a job uses the pool (a second caller runs alone) */
     pthread_t *workers;
     int nworkers;               /* started so far */
     bool pool_tried;
     bool quit;
     uint64_t gen;               /* bumped for each job */
-    CpuJob *job;                /* the current job */
-    int job_workers;            /* workers 0..job_workers-1 take part in it */
-    int pending;                /* of those, how many have not finished */
+    CpuJob *job;                /* the current job, until its caller has claimed its last task */
+    int job_workers;            /* workers 0..job_workers-1 may take part in it */
+    int active;                 /* workers working on it: the caller waits for these only (one
+                                   that wakes after the job is closed never touches it) */
 } CpuBackend;
 
 /* Runs fn over ntasks tasks on up to nthreads threads (clamped to the pool). Returns false when
