@@ -177,6 +177,16 @@ static bool levels_have_dims(const FcLevels *lv)
     return false;
 }
 
+/* Gives r (without levels of its own) the levels lv, in its block, when they hold a dim. */
+static void set_levels(FcTensor *r, const FcLevels *lv)
+{
+    if (!levels_have_dims(lv))
+        return;
+    r->levels = fc_tensor_level_room(r);
+    for (int k = 0; k < lv->n; k++)
+        r->levels[k] = fc_dim_retain(lv->at[k]);
+}
+
 FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **out, FcError *err)
 {
     (void)ctx;
@@ -200,11 +210,7 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
         r->offset = t->offset;
         r->storage = fc_storage_retain(t->storage);
     }
-    if (levels_have_dims(lv)) {
-        r->levels = fc_tensor_level_room(r);
-        for (int k = 0; k < lv->n; k++)
-            r->levels[k] = fc_dim_retain(lv->at[k]);
-    }
+    set_levels(r, lv);
     *out = r;
     return FC_OK;
 }
@@ -220,11 +226,7 @@ FcStatus fc_take_levels(FcCtx *ctx, FcTensor **t, const FcLevels *lv, FcError *e
             fc_tensor_release(r);
         return st;
     }
-    if (levels_have_dims(lv)) {
-        r->levels = fc_tensor_level_room(r);
-        for (int k = 0; k < lv->n; k++)
-            r->levels[k] = fc_dim_retain(lv->at[k]);
-    }
+    set_levels(r, lv);
     return FC_OK;
 }
 

@@ -1400,7 +1400,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
             continue;
         bool ok = true;
         for (int o = 0; o < 3; o++) {
-            int v = o == 0 ? s->a : o == 1 ? s->b : s->c;
+            int v = step_operand(s, o);
             ok = ok && (v < p->ninv || p->steps[v].pre);
         }
         int64_t n = shape_size(p, s->deps);
@@ -1424,7 +1424,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     }
     for (int j = p->ninv; j < p->nsteps; j++)
         for (int o = 0; o < 3 && p->steps[j].pre; o++) {
-            int v = o == 0 ? p->steps[j].a : o == 1 ? p->steps[j].b : p->steps[j].c;
+            int v = step_operand(&p->steps[j], o);
             if (v >= 0 && v < p->ninv && !read[v]) {
                 read[v] = true;
                 p->pinv[p->npinv++] = v;
@@ -1449,7 +1449,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
             f->step = j;
             f->n = (int)shape_size(p, s->deps);
             for (int o = 0; o < 3; o++) {
-                int v = o == 0 ? s->a : o == 1 ? s->b : s->c;
+                int v = step_operand(s, o);
                 const Step *q = v >= 0 ? &p->steps[v] : NULL;
                 f->op[o] = v;
                 if (!q || !q->pre || q->deps == s->deps)
@@ -2228,6 +2228,20 @@ static void broadcast(void *d, const void *src, size_t es, int n)
     }
 }
 
+/* Whether some index ix[i], i < m, is out of range for g (check_indices' test, below; also
+ * scale_indices'); always inlined, so that the AVX2 clones vectorise it (GCC did not inline it
+ * there on its own). */
+static inline __attribute__((always_inline)) bool any_out_of_range(const FcGather *g, const int64_t *ix, int m)
+{
+    uint64_t ext = (uint64_t)g->extent;
+    int bad = 0;
+    if (g->wrap)
+        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] + ext >= 2 * ext);
+    else
+        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] >= ext);
+    return bad;
+}
+
 /* Whether every index ix[i], i < m, is valid for g: in [0, extent), or [-extent, extent) when it
  * wraps (shifted up by the extent, one unsigned comparison either way); else fails t naming the
  * first bad index as it was given. The common unwrapped test has a loop of its own rather than
@@ -2237,12 +2251,7 @@ static void broadcast(void *d, const void *src, size_t es, int n)
 static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix, int m)
 {
     uint64_t ext = (uint64_t)g->extent, lo = g->wrap ? ext : 0;
-    int bad = 0;
-    if (g->wrap)
-        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] + ext >= 2 * ext);
-    else
-        CHUNK_LOOP(m, bad |= (uint64_t)ix[i] >= ext);
-    if (bad)
+    if (any_out_of_range(g, ix, m))
         for (int i = 0; i < m; i++)
             if ((uint64_t)ix[i] + lo >= ext + lo)
                 return fail(t, FC_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
@@ -2934,16 +2943,23 @@ static bool scatter_chunk(const Plan *p, Thread *t, int64_t off, const void *src
  * gathered load whose indices vary along the chunk reads element by element; one whose indices
  * hold (flat, as every invariant one is) checks them once and reads as an ordinary load from
  * where they point. */
+/* The element load s reads first for the current loop indices, its list's chunk loop at i0
+ * (0 for a load of one value). */
+static int64_t load_origin(const Plan *p, const Step *s, const Thread *t, int64_t i0)
+{
+    int64_t off = s->in->offset + s->cstride * i0;
+    for (int l = 0; l < p->L; l++)
+        if (l != s->cx)
+            off += s->strides[l] * t->idx[l];
+    return off;
+}
+
 static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, bool wide)
 {
     const FcInstr *in = s->in;
     size_t es = s->esize;
-    int cx = s->cx;
     int64_t stride = s->cstride;
-    int64_t off = in->offset + (wide ? stride * i0 : 0);
-    for (int l = 0; l < p->L; l++)
-        if (l != cx)
-            off += s->strides[l] * t->idx[l];
+    int64_t off = load_origin(p, s, t, wide ? i0 : 0);
     void *d = t->buf[s->d];
     t->cur[s->d] = d;
     if (s->per_element)
@@ -2962,6 +2978,15 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
     else
         copy_step_64(d, src, stride, es, m);
     return true;
+}
+
+/* The entry of a table over loops tl[0..n) (Step.tl, PreX.tl) at loop indices idx. */
+static inline int64_t tab_entry(const struct TabLoop *tl, int n, const int64_t *idx)
+{
+    int64_t e = 0;
+    for (int j = 0; j < n; j++)
+        e += tl[j].str * idx[tl[j].loop];
+    return e;
 }
 
 /* Whether the chain that memoised step s begins holds a value for the current loop indices
@@ -2983,9 +3008,7 @@ static bool memo_holds(const Plan *p, Thread *t, const Step *s)
         }
         t->mgen[g]++;
     }
-    int64_t e = 0;
-    for (int j = 0; j < s->ntl; j++)
-        e += s->tl[j].str * t->idx[s->tl[j].loop];
+    int64_t e = tab_entry(s->tl, s->ntl, t->idx);
     t->ment[g] = e;
     uint64_t *stamp = &t->stamps[s->stamp0 + (size_t)e];
     if (*stamp == t->mgen[g])
@@ -3047,14 +3070,13 @@ static int64_t bound_count(FcOp cmp, FcDType dt, const void *v, int64_t ext)
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n);
 
 /* sc[i] = index ix[i] times g's stride as gather_32 reads it (a negative one that wraps with the
- * extent added), i < n; 0 for one out of range. Returns whether all are in range (check_indices'
- * test, in a loop that vectorises). */
+ * extent added), i < n; 0 for one out of range. Returns whether all are in range
+ * (any_out_of_range, as check_indices tests them). */
 CPU_CLONES static bool scale_indices(int32_t *restrict sc, const int64_t *restrict ix, int n, const FcGather *g)
 {
     uint64_t ext = (uint64_t)g->extent, lo = g->wrap ? ext : 0;
     uint32_t gs = ext > 1 ? (uint32_t)g->stride : 0;
-    int bad = 0;
-    CHUNK_LOOP(n, bad |= (uint64_t)ix[i] + lo >= ext + lo);
+    bool bad = any_out_of_range(g, ix, n);
     if (!bad && !g->wrap) {
         CHUNK_LOOP(n, sc[i] = (int32_t)((uint32_t)ix[i] * gs));
         return true;
@@ -3136,9 +3158,7 @@ static void pre_point(const Plan *p, Thread *t, const Step *s)
     for (const PreX *x = p->plist + s->pfirst, *end = x + s->pcount; x < end; x++) {
         if (x->tl != tl) {      /* values over the loops of the one before share its entry */
             tl = x->tl;
-            e = 0;
-            for (int j = 0; j < x->nl; j++)
-                e += tl[j].str * t->idx[tl[j].loop];
+            e = tab_entry(tl, x->nl, t->idx);
         }
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
         if (x->w) {
@@ -3378,15 +3398,26 @@ static void chunk_at(const Plan *p, int64_t c, int64_t *i0, int *n)
  * chunks [*c0, *c0 + *nc) along the chunk loop. Units are numbered over the kept loops and the
  * groups of p->group chunks, the last kept loop (lk) taken in tiles of p->tile indices: the
  * units of one tile share their chunks, so that a load running along lk reuses cache lines. */
-static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
+/* Where unit u lies in its tile: lk's index is *first + *row, of the tile's *rows, over group
+ * *grp of chunks; returns the number of the outer kept loops' point. */
+static int64_t tile_place(const Plan *p, int64_t u, int64_t *first, int64_t *row, int64_t *rows, int64_t *grp)
 {
     int64_t e = p->lk >= 0 ? p->ext[p->lk] : 1, g = p->ngroup, tl = p->tile;
-    decode(p, t, p->kl, p->lk >= 0 ? p->nkl - 1 : p->nkl, u / (e * g));
     int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
-    int64_t rows = e - tile * tl < tl ? e - tile * tl : tl;
+    *first = tile * tl;
+    *rows = e - *first < tl ? e - *first : tl;
+    *row = rr % *rows;
+    *grp = rr / *rows;
+    return u / (e * g);
+}
+
+static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
+{
+    int64_t first, row, rows, grp;
+    decode(p, t, p->kl, p->lk >= 0 ? p->nkl - 1 : p->nkl, tile_place(p, u, &first, &row, &rows, &grp));
     if (p->lk >= 0)
-        t->idx[p->lk] = tile * tl + rr % rows;
-    *c0 = rr / rows * p->group;
+        t->idx[p->lk] = first + row;
+    *c0 = grp * p->group;
     int64_t left = p->nchunk - *c0;
     *nc = left < p->group ? (int)left : p->group;
 }
@@ -3427,10 +3458,9 @@ static bool eight_units(const Plan *p, int64_t u, int64_t u1)
 {
     if (!p->tcopy || u + 8 > u1)
         return false;
-    int64_t e = p->ext[p->lk], g = p->ngroup, tl = p->tile;
-    int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
-    int64_t rows = e - tile * tl < tl ? e - tile * tl : tl;
-    return rr % rows % 8 == 0 && rr % rows + 8 <= rows;
+    int64_t first, row, rows, grp;
+    tile_place(p, u, &first, &row, &rows, &grp);
+    return row % 8 == 0 && row + 8 <= rows;
 }
 
 /* Units [u, u + 8) of a tcopy plan (eight_units): their chunk of input, eight runs along lk
@@ -3443,11 +3473,7 @@ static void copy_units(const Plan *p, Thread *t, int64_t u)
     int nc, n;
     unit_pos(p, t, u, &c0, &nc);
     chunk_at(p, c0, &i0, &n);
-    int64_t off = s->in->offset + s->strides[p->cl] * i0;
-    for (int l = 0; l < p->L; l++)
-        if (l != p->cl)
-            off += s->strides[l] * t->idx[l];
-    const char *src = (const char *)p->k->bufs[s->in->buf] + off * (int64_t)s->esize;
+    const char *src = (const char *)p->k->bufs[s->in->buf] + load_origin(p, s, t, i0) * (int64_t)s->esize;
     char *dst = (char *)p->k->out + (out_base(p, t) + p->ostr[p->cl] * i0) * (int64_t)p->out_es;
     if (p->ostr[p->cl] == 1)
         store_transposed(dst, src, n, 8, s->strides[p->cl], p->ostr[p->lk], p->out_es);
