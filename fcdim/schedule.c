@@ -324,6 +324,7 @@ static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
     int first = s->nloop;
     if (!reduce_loops(s, n, false, red))
         return -1;
+    int last = s->nloop;         /* the body's own inner reductions add loops after these */
     int body = emit_operand(s, n, 0, map, red);
     if (body < 0)
         return -1;
@@ -333,7 +334,7 @@ static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
     in->a = body;
     in->src_dtype = n->in[0]->dtype;
     in->invariant = s->code[body].invariant;
-    for (int l = first; l < s->nloop; l++)
+    for (int l = first; l < last; l++)
         s->owner[l] = in->dst;
     return in->dst;
 }
