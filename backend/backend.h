@@ -34,6 +34,9 @@ struct FcBackend {
 /* The CPU backend (backend/cpu/): vectorised chunked loops on nthreads threads (a pool started on
  * first use). NULL on out-of-memory. */
 FcBackend *fc_cpu_backend_new(int nthreads);
+/* The CPU backend standing in for a CUDA device (FcCtx.fake_cuda, for tests without a GPU): host
+ * memory, kernels run by the CPU executor, device FC_DEV_CUDA. NULL on out-of-memory. */
+FcBackend *fc_cpu_backend_as_cuda_new(int nthreads);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

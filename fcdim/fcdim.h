@@ -286,6 +286,9 @@ typedef struct FcTensor {
     FcStorage *storage;         /* NULL while lazy */
     FcNode *node;               /* NULL once stored */
     bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
+    bool unplaced;              /* reads no storage and came from a dim's index (an iota): belongs to
+                                   no device until it meets one, as a Python number does; device
+                                   says cpu, where it runs when it meets none */
     FcStorage **reads;          /* lazy: storages this tensor's IR loads (it is registered as a
                                    reader of each; the node holds the references) */
     int nreads;
@@ -296,6 +299,19 @@ FcTensor *fc_tensor_retain(FcTensor *t);
 void fc_tensor_release(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
 static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL; }
+/* Whether t takes the device of the tensors it meets: a Python number, a CPU 0-dim tensor (as in
+ * PyTorch), or an unplaced value. */
+static inline bool fc_tensor_goes_anywhere(const FcTensor *t)
+{
+    return t->wrapped_number || t->unplaced || (t->ndim == 0 && t->device.type == FC_DEV_CPU);
+}
+/* The device of an operation over ts: that of the tensors that do not go anywhere, which must
+ * agree (else FC_ERR_DEVICE with PyTorch's message); when all of them go anywhere, that of the
+ * first one that is not a Python number (cpu for an unplaced one). */
+FcStatus fc_common_device(FcTensor *const *ts, int n, FcDevice *out, FcError *err);
+/* Puts an unplaced t on dev (before it is realised there for an operation on dev); a placed
+ * tensor is left as it is. */
+void fc_tensor_place(FcTensor *t, FcDevice dev);
 
 /* ---- the context: one per interpreter (no globals) ---- */
 
@@ -337,6 +353,9 @@ typedef struct FcCtx {
     void (*on_kernel)(void *ud, const struct FcKernel *k, FcDevice dev);
     void *on_kernel_ud;
     FcBackend *cuda[FC_MAX_CUDA];   /* owned; made by fc_ctx_backend on first use */
+    /* TDL_FAKE_CUDA=1: cuda devices are served by the CPU backend on host memory, so that what
+     * lives where, what mixes and what is copied back is tested on machines with no GPU. */
+    bool fake_cuda;
     struct FcKernelCache *kcache;   /* scheduled kernels kept for DAGs that come again (owned;
                                        kernel_cache.c; off with FC_SCHED_CACHE in sched_off) */
 } FcCtx;

@@ -324,30 +324,38 @@ static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, 
     return FC_OK;
 }
 
-static FcDevice common_device(FcTensor *const *ts, int n, FcStatus *st, FcError *err)
+void fc_tensor_place(FcTensor *t, FcDevice dev)
 {
-    /* Wrapped numbers and CPU 0-dim tensors go with any device, as in PyTorch. */
+    if (t->unplaced) {
+        t->device = dev;
+        t->unplaced = false;
+    }
+}
+
+FcStatus fc_common_device(FcTensor *const *ts, int n, FcDevice *out, FcError *err)
+{
     FcDevice dev = fc_cpu();
     bool have = false;
-    *st = FC_OK;
     for (int i = 0; i < n; i++) {
-        if (ts[i]->wrapped_number || (ts[i]->ndim == 0 && ts[i]->device.type == FC_DEV_CPU))
+        if (fc_tensor_goes_anywhere(ts[i]))
             continue;
         if (!have) {
             dev = ts[i]->device;
             have = true;
         } else if (!fc_device_eq(dev, ts[i]->device)) {
             char a[24], b[24];
-            *st = fc_errf(err, FC_ERR_DEVICE,
-                          "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                          fc_device_name(dev, a), fc_device_name(ts[i]->device, b));
+            return fc_errf(err, FC_ERR_DEVICE,
+                           "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+                           fc_device_name(dev, a), fc_device_name(ts[i]->device, b));
         }
     }
-    if (!have)
-        for (int i = 0; i < n; i++)
-            if (!ts[i]->wrapped_number)
-                return ts[i]->device;
-    return dev;
+    for (int i = 0; i < n && !have; i++)
+        if (!ts[i]->wrapped_number) {
+            dev = ts[i]->device;
+            have = true;
+        }
+    *out = dev;
+    return FC_OK;
 }
 
 FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out,
@@ -396,8 +404,8 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
                           const FcDType *operand_dts, FcTensor **out, FcError *err)
 {
     *out = NULL;
-    FcStatus st;
-    FcDevice dev = common_device(ts, n, &st, err);
+    FcDevice dev;
+    FcStatus st = fc_common_device(ts, n, &dev, err);
     if (st)
         return st;
     int nd = 0;
@@ -739,9 +747,7 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
     n->src_dtype = in_dt;
     memcpy(n->lev_map[0], map, (size_t)nd);
     FcTensor *ts[1] = {a};
-    FcStatus dst;
-    FcDevice dev = common_device(ts, 1, &dst, err);
-    *out = fc_tensor_from_node(n, dev, ts, 1);
+    *out = fc_tensor_from_node(n, a->device, ts, 1);
     return *out ? FC_OK : fc_nomem(err);
 }
 

@@ -23,12 +23,11 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (a->dtype == FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
                                                                : "\"addmm_impl_cpu_\" not implemented for 'Bool'");
-    if (!fc_device_eq(a->device, b->device)) {
-        char x[24], y[24];
-        return fc_errf(err, FC_ERR_DEVICE,
-                       "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                       fc_device_name(a->device, x), fc_device_name(b->device, y));
-    }
+    FcTensor *ab[2] = {a, b};
+    FcDevice dev;
+    FcStatus dst = fc_common_device(ab, 2, &dev, err);
+    if (dst)
+        return dst;
     /* A as (batch..., m, k), B as (batch..., k, n); a 1-D A is one row, a 1-D B one column. */
     int64_t m = na >= 2 ? a->shape[na - 2] : 1, ka = a->shape[na - 1];
     int64_t kb = nb >= 2 ? b->shape[nb - 2] : b->shape[0], n = nb >= 2 ? b->shape[nb - 1] : 1;
@@ -59,6 +58,8 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
                        "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
                        (long long)nb_elems, (long long)ka, (long long)nb_elems, (long long)kb);
     }
+    fc_tensor_place(a, dev);
+    fc_tensor_place(b, dev);
     if ((st = fc_realize(ctx, a, err)) || (st = fc_realize(ctx, b, err)))
         return st;
     int64_t shape[FC_MAX_DIMS];
@@ -70,7 +71,7 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (nb >= 2)
         shape[nd++] = n;
     FcTensor *c;
-    st = fc_empty(ctx, a->dtype, a->device, nd, shape, NULL, &c, err);
+    st = fc_empty(ctx, a->dtype, dev, nd, shape, NULL, &c, err);
     if (st)
         return st;
     FcMatmul mm;
@@ -104,7 +105,7 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     mm.nthreads = ctx->nthreads;
     mm.interrupt = ctx->interrupt;
     FcBackend *be = NULL;
-    st = fc_ctx_backend(ctx, a->device, &be, err);
+    st = fc_ctx_backend(ctx, dev, &be, err);
     if (!st)
         st = be->matmul(be, &mm, err);
     if (st) {

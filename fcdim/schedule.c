@@ -1340,6 +1340,7 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     FcStatus st = run_root(ctx, t->node, t->device, NULL, 0, NULL, NULL, &storage, strides, err);
     if (st)
         return st;
+    t->unplaced = false;        /* its values now live on t->device */
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
     t->node = NULL;

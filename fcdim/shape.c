@@ -714,14 +714,16 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
         FcOperand ops[2] = {{FC_OPERAND_TENSOR, dt}, {FC_OPERAND_TENSOR, parts[i].t->dtype}};
         dt = fc_result_type(ops, 2);
     }
-    FcDevice dev = parts[0].t->device;
-    for (int i = 1; i < n; i++)
-        if (!fc_device_eq(parts[i].t->device, dev)) {
-            char x[24], y[24];
-            return fc_errf(err, FC_ERR_DEVICE,
-                        "Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-                        fc_device_name(dev, x), fc_device_name(parts[i].t->device, y));
-        }
+    FcTensor **ts = calloc((size_t)(n > 0 ? n : 1), sizeof *ts);
+    if (!ts)
+        return fc_nomem(err);
+    for (int i = 0; i < n; i++)
+        ts[i] = parts[i].t;
+    FcDevice dev;
+    FcStatus dst = fc_common_device(ts, n, &dev, err);
+    free(ts);
+    if (dst)
+        return dst;
     int nd = 1;
     int64_t sz[FC_MAX_DIMS] = {0};
     if (valid >= 0) {

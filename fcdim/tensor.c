@@ -99,6 +99,8 @@ FcStatus fc_ctx_new(FcCtx **out, FcError *err)
     if (!ctx)
         return fc_nomem(err);
     ctx->nthreads = threads_from_env();
+    const char *fake = getenv("TDL_FAKE_CUDA");
+    ctx->fake_cuda = fake && strcmp(fake, "1") == 0;
     ctx->max_fused = 256;
     ctx->cpu = fc_cpu_backend_new(ctx->nthreads);
     if (!ctx->cpu) {
@@ -132,7 +134,10 @@ FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err)
     if (d.index < 0 || d.index >= FC_MAX_CUDA)
         return fc_errf(err, FC_ERR_DEVICE, "device %s is not available: tdl addresses cuda:0 to cuda:%d",
                        fc_device_name(d, name), FC_MAX_CUDA - 1);
-    if (!ctx->cuda[d.index]) {
+    if (!ctx->cuda[d.index] && ctx->fake_cuda) {
+        if (!(ctx->cuda[d.index] = fc_cpu_backend_as_cuda_new(ctx->nthreads)))
+            return fc_nomem(err);
+    } else if (!ctx->cuda[d.index]) {
         /* The CUDA backend loads the driver on first use: without one this says why. */
         FcError why;
         FcStatus st = fc_cuda_backend_new(d.index, &ctx->cuda[d.index], &why);
@@ -361,6 +366,20 @@ FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t 
     return FC_OK;
 }
 
+/* Whether a value computed from these operands is unplaced: at least one of them is, and the
+ * others go with any device too (Python numbers, CPU 0-dim tensors). */
+static bool from_unplaced(FcTensor *const *from, int nfrom)
+{
+    bool any = false;
+    for (int i = 0; i < nfrom; i++) {
+        if (from[i]->unplaced)
+            any = true;
+        else if (!fc_tensor_goes_anywhere(from[i]))
+            return false;
+    }
+    return any;
+}
+
 FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom)
 {
     FcTensor *t = fc_tensor_alloc(node->nlev);
@@ -373,6 +392,7 @@ FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from,
     memcpy(t->shape, node->size, (size_t)node->nlev * sizeof *t->shape);
     fc_contiguous_strides(t->ndim, t->shape, t->strides);
     t->node = node;
+    t->unplaced = dev.type == FC_DEV_CPU && from_unplaced(from, nfrom);
     /* The storages read: the union over the operands. */
     int cap = 0;
     for (int i = 0; i < nfrom; i++)
@@ -450,7 +470,10 @@ FcStatus fc_iota(FcCtx *ctx, int64_t n, FcTensor **out, FcError *err)
     if (!node)
         return fc_nomem(err);
     *out = fc_tensor_from_node(node, fc_cpu(), NULL, 0);
-    return *out ? FC_OK : fc_nomem(err);
+    if (!*out)
+        return fc_nomem(err);
+    (*out)->unplaced = true;
+    return FC_OK;
 }
 
 FcStatus fc_from_view(FcCtx *ctx, const FcView *v, FcDevice dev, FcTensor **out, FcError *err)

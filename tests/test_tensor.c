@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static Out out, dumped;
 static tdl_interp *T;
@@ -187,6 +188,83 @@ START_TEST(test_device)
 }
 END_TEST
 
+/* The device rules, on a cuda:0 that is host memory run by the CPU backend (TDL_FAKE_CUDA=1), so
+ * that they are checked on machines with no GPU: a dim's index (and what is computed from dims
+ * and numbers alone) takes the device of the tensors it meets, as a Python number does; CPU 0-dim
+ * tensors go with any device (PyTorch); two real devices do not mix; results land where their
+ * operands are; item, tolist, printing, cpu() and save copy back. */
+static const struct { const char *code, *want, *error; } device_rules[] = {
+    {"x = arange(4.).cuda()\ni = dims(1)\nprint((x[i] * i + i).order(i))",
+     "tensor([ 0.,  2.,  6., 12.], device='cuda:0')\n", NULL},
+    {"k = dims(1)\nk.size = 3\nprint((k * 2).order(k), (k * 2).order(k).device)", "tensor([0, 2, 4]) cpu\n", NULL},
+    {"print(tensor(2.) * arange(3.).cuda())", "tensor([0., 2., 4.], device='cuda:0')\n", NULL},
+    {"y = arange(3.).cuda()\nprint(y.sum().item(), y.tolist(), y.cpu(), y.device)",
+     "3.0 [0.0, 1.0, 2.0] tensor([0., 1., 2.]) cuda:0\n", NULL},
+    /* an unplaced operand of a matrix product is computed on the other's device */
+    {"b = dims(1)\nb.size = 3\nprint(arange(6.).reshape(2, 3).cuda() @ (b * 1.).order(b))",
+     "tensor([ 5., 14.], device='cuda:0')\n", NULL},
+    {"c = dims(1)\nc.size = 2\nprint(cat([arange(2.).cuda(), (c * 1.).order(c)]))",
+     "tensor([0., 1., 0., 1.], device='cuda:0')\n", NULL},
+    {"c = dims(1)\nc.size = 2\nprint(where(c < 1, arange(2.).cuda()[c], 5.).order(c))",
+     "tensor([0., 5.], device='cuda:0')\n", NULL},
+    {"print(arange(3.).cuda()[tensor([0, 2])])", "tensor([0., 2.], device='cuda:0')\n", NULL},
+    /* realised on the CPU, an unplaced value is a CPU tensor from then on */
+    {"i = dims(1)\ni.size = 2\nv = (i * 1.).order(i)\nprint(v)\nprint(v + arange(2.).cuda())", "tensor([0., 1.])\n",
+     "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"},
+    {"arange(3.) + arange(3.).cuda()", "",
+     "Expected all tensors to be on the same device, but found at least two devices, cpu and cuda:0!"},
+    {"cat([arange(2.).cuda(), arange(2.)])", "",
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"},
+    {"arange(6.).reshape(2, 3).cuda() @ arange(3.)", "",
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"},
+};
+
+START_TEST(test_device_rules)
+{
+    setenv("TDL_FAKE_CUDA", "1", 1);
+    Out o = {0};
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &o;
+    tdl_interp *U = tdl_open(&cfg);
+    unsetenv("TDL_FAKE_CUDA");
+    ck_assert_ptr_nonnull(U);
+    tdl_status st = tdl_run_string(U, device_rules[_i].code, "<test>");
+    if (device_rules[_i].error) {
+        ck_assert_int_eq(st, TDL_ERROR);
+        ck_assert_int_eq(tdl_error_kind_of(U), TDL_ERR_DEVICE);
+        ck_assert_str_eq(tdl_error_message(U), device_rules[_i].error);
+    } else {
+        ck_assert_msg(st == TDL_OK, "%s: %s", device_rules[_i].code, tdl_error_message(U));
+    }
+    ck_assert_str_eq(o.buf, device_rules[_i].want);
+    tdl_close(U);
+}
+END_TEST
+
+/* save copies a device tensor back to the host: what load reads is its values. */
+START_TEST(test_device_save)
+{
+    char dir[] = "/tmp/tdl_device_XXXXXX", code[256];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("TDL_FAKE_CUDA", "1", 1);
+    Out o = {0};
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &o;
+    tdl_interp *U = tdl_open(&cfg);
+    unsetenv("TDL_FAKE_CUDA");
+    ck_assert_ptr_nonnull(U);
+    snprintf(code, sizeof code, "y = arange(3.).cuda() * 2\nsave('%s/y.npy', y)\nprint(load('%s/y.npy'))", dir, dir);
+    ck_assert_int_eq(tdl_run_string(U, code, "<test>"), TDL_OK);
+    ck_assert_str_eq(o.buf, "tensor([0., 2., 4.])\n");
+    tdl_close(U);
+    snprintf(code, sizeof code, "%s/y.npy", dir);
+    ck_assert_int_eq(remove(code), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static void dump_capture(void *ud, const char *s, size_t len)
 {
     capture(ud, s, len);
@@ -256,6 +334,8 @@ Suite *tensor_suite(void)
     tcase_add_test(tc, test_two_interpreters);
     tcase_add_test(tc, test_echo);
     tcase_add_test(tc, test_device);
+    tcase_add_loop_test(tc, test_device_rules, 0, sizeof device_rules / sizeof device_rules[0]);
+    tcase_add_test(tc, test_device_save);
     tcase_add_test(tc, test_dump);
     tcase_add_test(tc, test_interrupt_kernel);
     tcase_set_timeout(tc, 60);

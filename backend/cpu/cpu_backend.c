@@ -320,3 +320,13 @@ FcBackend *fc_cpu_backend_new(int nthreads)
     }
     return &be->base;
 }
+
+FcBackend *fc_cpu_backend_as_cuda_new(int nthreads)
+{
+    FcBackend *be = fc_cpu_backend_new(nthreads);
+    if (be) {
+        be->name = "cuda (host memory, for tests)";
+        be->device = FC_DEV_CUDA;
+    }
+    return be;
+}
