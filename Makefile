@@ -3,7 +3,9 @@
 #   make demo       install missing tools, build, run the main demo
 #   make test       install missing tools, build, run every test (Check suites + script tests)
 #   make test SANITIZE=1    the same under AddressSanitizer, LeakSanitizer and UBSan
-#   make check      both of the above (the README's test command)
+#   make check      both of the above, then make check-device (the README's test command)
+#   make check-device   the device rules without a GPU: scripts and golden suites on a cuda:0 of host memory
+#   make check-gpu  the whole suite on the GPU (cuda:0) where there is one; says so and passes where not
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -107,9 +109,26 @@ test: deps
 	sh tests/run_scripts.sh $(B)/tdl
 	SANITIZE=$(SANITIZE) HOST_CFLAGS='$(SANFLAGS)' sh tests/test_install.sh $(B)
 
-# The README's test command: the suite, then the suite again under ASan + LSan + UBSan.
+# The README's test command: the suite, then the suite again under ASan + LSan + UBSan, then the
+# device rules (sanitized build) on a stand-in device.
 check: test
-	$(MAKE) --no-print-directory SANITIZE=1 test
+	$(MAKE) --no-print-directory SANITIZE=1 test check-device
+
+# Every script test and golden suite with cuda:0 as the default device, served by the CPU backend on
+# host memory (TDL_FAKE_CUDA=1): placement, mixing and copies back tested with no GPU.
+check-device: deps
+	$(MAKE) --no-print-directory all $(B)/check_tdl
+	TDL_FAKE_CUDA=1 sh tests/check_device.sh $(B) cuda
+
+# The same on the real GPU, with the CUDA backend's suite (kernels run on the device and compared
+# with the CPU). Without a GPU it says why and passes.
+check-gpu: deps
+	$(MAKE) --no-print-directory all $(B)/check_tdl
+	@if ! $(B)/tdl --device cuda -c 'pass' 2>/tmp/tdl-check-gpu.$$$$; then \
+	  echo "make check-gpu: no GPU here ($$(tail -n 1 /tmp/tdl-check-gpu.$$$$)): nothing run"; \
+	  rm -f /tmp/tdl-check-gpu.$$$$; exit 0; fi; \
+	rm -f /tmp/tdl-check-gpu.$$$$; \
+	sh tests/check_device.sh $(B) cuda cuda
 
 demo: deps
 	$(MAKE) --no-print-directory all
@@ -144,5 +163,5 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all deps test check demo pycheck bench install clean
+.PHONY: all deps test check check-device check-gpu demo pycheck bench install clean
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d

@@ -115,10 +115,67 @@ static void capture(void *ud, const char *s, size_t len)
     o->buf[o->n] = '\0';
 }
 
+const char *golden_device(void)
+{
+    const char *d = getenv("TDL_TEST_DEVICE");
+    return d && *d ? d : NULL;
+}
+
+/* s without the device suffix, with whitespace runs as one space, and PyTorch's names of CUDA
+ * tensor types as the CPU's ("torch.cuda.FloatTensor", "CUDABoolType" in its messages), malloc'd. */
+static char *device_normalised(const char *s)
+{
+    char *r = malloc(strlen(s) + 1);
+    ck_assert_ptr_nonnull(r);
+    size_t n = 0;
+    while (*s) {
+        if (*s == ',') {
+            const char *q = s + 1 + strspn(s + 1, " \n\t");
+            if (strncmp(q, "device='cuda", 12) == 0 && (q = strchr(q + 12, '\''))) {
+                s = q + 1;
+                continue;
+            }
+        }
+        if (strncmp(s, "torch.cuda.", 11) == 0) {
+            memcpy(r + n, "torch.", 6);
+            n += 6;
+            s += 11;
+            continue;
+        }
+        if (strncmp(s, "CUDABoolType", 12) == 0) {
+            memcpy(r + n, "CPUBoolType", 11);
+            n += 11;
+            s += 12;
+            continue;
+        }
+        if (*s == ' ' || *s == '\n' || *s == '\t') {
+            while (*s == ' ' || *s == '\n' || *s == '\t')
+                s++;
+            r[n++] = ' ';
+            continue;
+        }
+        r[n++] = *s++;
+    }
+    r[n] = '\0';
+    return r;
+}
+
+bool golden_same_output(const char *got, const char *want)
+{
+    if (!golden_device())
+        return strcmp(got, want) == 0;
+    char *a = device_normalised(got), *b = device_normalised(want);
+    bool same = strcmp(a, b) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
 void golden_run(const char *program, const char *name, GoldenRun *r)
 {
     Out out = {0};
     tdl_config cfg = {0};
+    cfg.device = golden_device();
     cfg.write = capture;
     cfg.write_ud = &out;
     tdl_interp *T = tdl_open(&cfg);

@@ -32,4 +32,13 @@ typedef struct GoldenRun {
 void golden_run(const char *program, const char *name, GoldenRun *r);
 void golden_run_free(GoldenRun *r);
 
+/* The device the golden suites run on: $TDL_TEST_DEVICE ("cuda", "cuda:1"; with TDL_FAKE_CUDA=1
+ * host memory standing in for it), or NULL for the CPU. golden_run opens its interpreters with it
+ * as the default device (make check-device, make check-gpu). */
+const char *golden_device(void);
+/* Whether printed output got is want: the same text, or on another device the same after the
+ * device suffix PyTorch prints (", device='cuda:0'") is taken out and whitespace runs, line
+ * breaks included, count as one space (the suffix moves the line wrapping). */
+bool golden_same_output(const char *got, const char *want);
+
 #endif

@@ -14,7 +14,14 @@
 # that fails under torch is reported and its NAME.out left alone. The normal run compares tdl
 # with the committed NAME.out and needs neither python3 nor torch.
 #
-# usage: sh tests/run_scripts.sh [--python | --regen | --torch | --torch-check] path/to/tdl [NAME...]
+# `--device DEV` runs every script with DEV (cuda, cuda:N) as the default device and compares with
+# the same expectations, after taking the device suffix out of both (`, device='cuda:0'`, which
+# also moves PyTorch's line wrapping: whitespace runs, line breaks included, count as one space).
+# A script whose output names the device on purpose has NAME.device.out / NAME.device.err, used
+# instead in this mode. With TDL_FAKE_CUDA=1 the cuda devices are host memory run by the CPU
+# backend: that is how the device rules are tested on machines without a GPU (make check-device).
+#
+# usage: sh tests/run_scripts.sh [--python | --regen | --torch | --torch-check | --device DEV] path/to/tdl [NAME...]
 # NAMEs (with or without .tdl) restrict the run to those scripts, e.g. to regenerate only the
 # .out files of the scripts one is writing.
 set -u
@@ -24,7 +31,12 @@ case "${1:-}" in
     --regen) mode=regen; shift ;;
     --torch) mode=torch; shift ;;
     --torch-check) mode=torch-check; shift ;;
+    --device) mode=device; device=$2; shift 2 ;;
 esac
+# The output of a run on another device, made comparable with the CPU's (see --device above).
+normalise() {
+    tr -s ' \n\t' '   ' < "$1" | sed -e "s/, device='cuda:[0-9]*'//g"
+}
 torch_py=${TORCH_PYTHON:-/usr/bin/python3}
 tdl=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
@@ -54,7 +66,7 @@ for f in *.tdl; do
         fi
         continue
     esac
-    if [ "$mode" != check ]; then
+    if [ "$mode" = python ] || [ "$mode" = regen ]; then
         if ! head -n 1 "$f" | grep -q '^# python-subset'; then continue; fi
         if ! command -v python3 >/dev/null; then skip=$((skip + 1)); continue; fi
         python3 "$f" > "$tmp/py.out" 2>/dev/null
@@ -65,21 +77,36 @@ for f in *.tdl; do
         fi
         continue
     fi
-    "$tdl" "$f" > "$tmp/out" 2> "$tmp/err" < /dev/null
-    code=$?
+    want_out=$name.out want_err=$name.err
+    if [ "$mode" = device ]; then
+        [ -f "$name.device.out" ] && want_out=$name.device.out
+        [ -f "$name.device.err" ] && want_err=$name.device.err
+        "$tdl" --device "$device" "$f" > "$tmp/raw_out" 2> "$tmp/raw_err" < /dev/null
+        code=$?
+        normalise "$tmp/raw_out" > "$tmp/out"
+        normalise "$tmp/raw_err" > "$tmp/err"
+        for w in out err; do
+            eval "want=\$want_$w"
+            if [ -f "$want" ]; then normalise "$want" > "$tmp/want_$w"; else : > "$tmp/want_$w"; fi
+            eval "want_$w=\$tmp/want_$w"
+        done
+    else
+        "$tdl" "$f" > "$tmp/out" 2> "$tmp/err" < /dev/null
+        code=$?
+    fi
     want_code=0
     [ -f "$name.err" ] && want_code=1
     [ -f "$name.code" ] && want_code=$(cat "$name.code")
     ok=1
-    if [ -f "$name.out" ]; then cmp -s "$tmp/out" "$name.out" || ok=0; else [ -s "$tmp/out" ] && ok=0; fi
-    if [ -f "$name.err" ]; then cmp -s "$tmp/err" "$name.err" || ok=0; else [ -s "$tmp/err" ] && ok=0; fi
+    if [ -f "$want_out" ]; then cmp -s "$tmp/out" "$want_out" || ok=0; else [ -s "$tmp/out" ] && ok=0; fi
+    if [ -f "$want_err" ]; then cmp -s "$tmp/err" "$want_err" || ok=0; else [ -s "$tmp/err" ] && ok=0; fi
     [ "$code" = "$want_code" ] || ok=0
     if [ $ok = 1 ]; then pass=$((pass + 1)); else
         fail=$((fail + 1))
         echo "FAIL $f (exit $code, want $want_code)"
-        [ -f "$name.out" ] && diff "$name.out" "$tmp/out" | head -n 20
-        [ -f "$name.err" ] && diff "$name.err" "$tmp/err" | head -n 20
-        [ -f "$name.err" ] || head -n 20 "$tmp/err"
+        [ -f "$want_out" ] && diff "$want_out" "$tmp/out" | head -n 20
+        [ -f "$want_err" ] && diff "$want_err" "$tmp/err" | head -n 20
+        [ -f "$want_err" ] || head -n 20 "$tmp/err"
     fi
 done
 if [ $skip -gt 0 ]; then
