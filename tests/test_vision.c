@@ -20,6 +20,7 @@
 #include "tests.h"
 
 #include "fcdim.h"
+#include "golden_cases.h"
 #include "tdl.h"
 
 #include <math.h>
@@ -140,6 +141,7 @@ static tdl_interp *open_interp(int flags)
     cfg.path = "stdlib";
     cfg.write = discard;
     cfg.flags = flags;
+    cfg.device = golden_device();
     return tdl_open(&cfg);
 }
 
@@ -158,7 +160,12 @@ static void put(char *b, size_t cap, const char *fmt, ...)
 static void case_program(const RoiCase *c, char *prog, size_t cap)
 {
     prog[0] = '\0';
-    put(prog, cap, "import vision\nx = load('" DIR "%s')\n", c->f[F_INPUT]);
+    /* On another device (make check-device, check-gpu) the inputs go there and y comes back. */
+    const char *dev = golden_device();
+    char to[64] = "";
+    if (dev)
+        snprintf(to, sizeof to, ".to('%s')", dev);
+    put(prog, cap, "import vision\nx = load('" DIR "%s')%s\n", c->f[F_INPUT], to);
     const char *boxes = c->f[F_BOXES];
     if (boxes[0] == '[') {
         /* "[a.npy, b.npy]": one load per file */
@@ -166,7 +173,7 @@ static void case_program(const RoiCase *c, char *prog, size_t cap)
         const char *p = boxes + 1;
         for (int k = 0; *p && *p != ']'; k++) {
             size_t n = strcspn(p, ",]");
-            put(prog, cap, "%sload('" DIR "%.*s')", k ? ", " : "", (int)n, p);
+            put(prog, cap, "%sload('" DIR "%.*s')%s", k ? ", " : "", (int)n, p, to);
             p += n;
             if (*p == ',')
                 p++;
@@ -175,10 +182,12 @@ static void case_program(const RoiCase *c, char *prog, size_t cap)
         }
         put(prog, cap, "]\n");
     } else {
-        put(prog, cap, "b = load('" DIR "%s')\n", boxes);
+        put(prog, cap, "b = load('" DIR "%s')%s\n", boxes, to);
     }
     put(prog, cap, "y = vision.roi_align(x, b, %s, spatial_scale=%s, sampling_ratio=%s, aligned=%s)\n",
         c->f[F_OSIZE], c->f[F_SCALE], c->f[F_RATIO], c->f[F_ALIGNED]);
+    if (dev)
+        put(prog, cap, "assert y.device == x.device, y.device\nx = x.cpu()\ny = y.cpu()\n");
 }
 
 static double value_at(const void *data, tdl_dtype dt, int64_t i)
@@ -320,10 +329,10 @@ static const ErrCase err_cases[] = {
      "ValueError", {"boxes", "4"}},
     {"batch_index_high", "x = randn(2, 3, 8, 8, seed=1)\n"
                          "y = vision.roi_align(x, tensor([[2., 1., 1., 5., 5.]]), (2, 2))\ns = y.sum().item()",
-     "IndexError", {"batch", "2"}},
+     "IndexError", {"index 2 is out of bounds", "size 2"}},
     {"batch_index_negative", "x = randn(2, 3, 8, 8, seed=1)\n"
                              "y = vision.roi_align(x, tensor([[-1., 1., 1., 5., 5.]]), (2, 2))\ns = y.sum().item()",
-     "IndexError", {"batch", "-1"}},
+     "IndexError", {"index -3 is out of bounds", "size 2"}},
     {"dtype_mismatch", "x = randn(1, 3, 8, 8, seed=1)\n"
                        "y = vision.roi_align(x, " BOX ".double(), (2, 2))\ns = y.sum().item()",
      "TypeError", {"float32", "float64"}},
