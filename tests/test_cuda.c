@@ -1145,14 +1145,15 @@ START_TEST(kernels_run_on_the_host)
 END_TEST
 
 /* Every kernel of the script tests, run on the host against the CPU: slow (a g++ build per
- * kernel), so only with TDL_CUDA_HOST_SCRIPTS=1. */
+ * kernel), so only with TDL_CUDA_HOST_SCRIPTS=1, or =NAME,NAME... for those scripts alone. */
 START_TEST(script_kernels_run_on_the_host)
 {
 #if defined(__SANITIZE_ADDRESS__)
     fprintf(stderr, "cuda: the host runs of CUDA sources skipped: their coroutines (swapcontext) confuse ASan\n");
     return;
 #endif
-    if (!getenv("TDL_CUDA_HOST_SCRIPTS")) {
+    const char *only = getenv("TDL_CUDA_HOST_SCRIPTS");
+    if (!only) {
         fprintf(stderr, "cuda: the host runs of the script tests' kernels skipped (set TDL_CUDA_HOST_SCRIPTS=1)\n");
         return;
     }
@@ -1169,7 +1170,14 @@ START_TEST(script_kernels_run_on_the_host)
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         size_t len = strlen(de->d_name);
-        if (len > 4 && strcmp(de->d_name + len - 4, ".tdl") == 0)
+        if (len <= 4 || strcmp(de->d_name + len - 4, ".tdl") != 0)
+            continue;
+        bool listed = strcmp(only, "1") == 0;
+        for (const char *p = only; !listed && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+            size_t n = strcspn(p, ",");
+            listed = n == len - 4 && strncmp(p, de->d_name, n) == 0;
+        }
+        if (listed)
             emu_program(&e, NULL, de->d_name);
     }
     closedir(d);
