@@ -30,7 +30,8 @@ EDIT_LIBS   := $(shell pkg-config --libs libedit 2>/dev/null || echo -ledit)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
-CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wno-unused-parameter -fPIC -MMD -MP \
+# Hidden visibility: the shared library exports only what tdl.h declares (tdl_*).
+CFLAGS  := -std=c11 -D_GNU_SOURCE $(OPT) -Wall -Wextra -Wno-unused-parameter -fPIC -fvisibility=hidden -MMD -MP \
            $(SANFLAGS) -I$(B)/lang -Ilang -Iinterp -Ifcdim -Ibackend \
            -DTDL_STDLIB_DIR='"$(PREFIX)/share/tdl/stdlib"'
 LDFLAGS := $(SANFLAGS)

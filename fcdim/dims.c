@@ -100,6 +100,7 @@ FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcErr
 
 FcStatus fc_dim_size(const FcDim *d, int64_t *out, FcError *err)
 {
+    *out = 0;
     if (d->size < 0)
         return fc_errf(err, FC_ERR_VALUE, "dimension %s is unbound: give it a size (%s.size = n) or index a dim with it",
                        d->name, d->name);

@@ -44,6 +44,7 @@ FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err)
 {
     /* maybe_wrap_dim(dim, ndim, wrap_scalar=true): a 0-dim tensor takes dims as if it had one. */
     int64_t n = ndim > 0 ? ndim : 1;
+    *out = 0;
     if (dim < -n || dim > n - 1)
         return fc_errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
                     (long long)-n, (long long)(n - 1), (long long)dim);

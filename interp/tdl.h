@@ -35,6 +35,8 @@ extern "C" {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define TDL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* The library is compiled with hidden visibility: what this header declares is all it exports. */
+#pragma GCC visibility push(default)
 #else
 #define TDL_PRINTF(f, a)
 #endif
@@ -321,6 +323,9 @@ tdl_status tdl_tensor_from_dlpack_versioned(tdl_interp *T, struct DLManagedTenso
 tdl_status tdl_tensor_to_dlpack(tdl_interp *T, tdl_value *v, struct DLManagedTensor **out);
 tdl_status tdl_tensor_to_dlpack_versioned(tdl_interp *T, tdl_value *v, struct DLManagedTensorVersioned **out);
 
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

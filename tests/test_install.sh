@@ -33,6 +33,12 @@ grep -q "^prefix=$prefix\$" "$root/lib/pkgconfig/tdl.pc" || fail "tdl.pc does no
 export PKG_CONFIG_PATH="$root/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$stage"
 pkg-config --exists tdl || fail "pkg-config does not find tdl"
 
+# The shared library exports its API and nothing else (a host links it beside its own code).
+if command -v nm >/dev/null; then
+    others=$(nm -D --defined-only "$root/lib/libtdl.so" | awk '{print $3}' | grep -v '^tdl_' | grep -v '^_init$' | grep -v '^_fini$')
+    [ -z "$others" ] || fail "libtdl.so exports symbols outside tdl_*: $(echo $others | head -c 300)"
+fi
+
 # The public header stands alone.
 printf '#include <tdl.h>\nint main(void) { return tdl_version()[0] == 0; }\n' > "$tmp/alone.c"
 $cc -std=c99 -Wall -Wextra -pedantic -Werror $(pkg-config --cflags tdl) -c "$tmp/alone.c" -o "$tmp/alone.o" \
