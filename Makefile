@@ -113,7 +113,8 @@ test: deps
 # The README's test command: the suite, then the suite again under ASan + LSan + UBSan, then the
 # device rules (sanitized build) on a stand-in device.
 check: test
-	$(MAKE) --no-print-directory SANITIZE=1 test check-device
+	$(MAKE) --no-print-directory SANITIZE=1 test
+	$(MAKE) --no-print-directory SANITIZE=1 check-device
 
 # Every script test and golden suite with cuda:0 as the default device, served by the CPU backend on
 # host memory (TDL_FAKE_CUDA=1): placement, mixing and copies back tested with no GPU.
