@@ -19,9 +19,13 @@ for name in "$@"; do
     case $name in
     interp) seeds="$root/tests/scripts/*.tdl $root/examples/*.tdl $root/stdlib/*.tdl" ;;
     npy) seeds="$root/tests/golden/fcdim_io/*.np[yz] $root/tests/golden/roi_align/empty*.npy" ;;
-    *) seeds="$root/tests/fuzz/seeds/$name/*" ;;
+    *) seeds="" ;;      # embed: grown from nothing
     esac
     for f in $seeds; do [ -f "$f" ] && cp "$f" "$corpus/"; done
+    # and the first-class dims programs checked against functorch.dim (tab-separated, escaped)
+    [ "$name" = interp ] && awk -F'\t' -v dir="$corpus" '/^#/ || NF < 2 { next }
+        { p = $2; gsub(/\\\\/, "\001", p); gsub(/\\n/, "\n", p); gsub(/\\t/, "\t", p); gsub(/\001/, "\\", p)
+          f = dir "/dims-" NR ".tdl"; print p > f; close(f) }' "$root/tests/golden/dims/cases.txt"
     dict=""
     # Programs: the dictionary, and mutations that keep to ASCII (tdl source is mostly ASCII).
     case $name in interp) dict="-dict=$root/tests/fuzz/tdl.dict -only_ascii=1" ;; esac
@@ -30,8 +34,9 @@ for name in "$@"; do
     # -rss_limit_mb / -malloc_limit_mb: an input that asks for more memory is a finding only if
     # tdl does not turn the failed allocation into a MemoryError, so the allocation limit is
     # below the RSS limit (libFuzzer reports a malloc over the limit as a crash).
+    # A request too large for ASan's allocator returns NULL (tdl's MemoryError) instead of aborting.
     # shellcheck disable=SC2086
-    if ! "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -malloc_limit_mb=2048 \
+    if ! ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=3072 -malloc_limit_mb=2048 \
         -max_len=4096 -print_final_stats=1 -artifact_prefix="$art/" $dict ${FUZZ_FLAGS:-} \
         "$corpus" "$root/tests/fuzz/crashes/$name" >"$build/fuzz-$name.log" 2>&1; then
         tail -n 60 "$build/fuzz-$name.log"
