@@ -135,8 +135,8 @@ $(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/libtdl.a
 fuzz-build: deps
 	$(MAKE) --no-print-directory FUZZ=1 $(addprefix build-fuzz/fuzz/fuzz_,$(FUZZERS))
 fuzz: fuzz-build
-	sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
-# What CI runs: a short run of each.
+	FUZZ_FLAGS='$(FUZZ_FLAGS)' sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
+# What CI runs: a short run of each (45 s unless FUZZ_SECONDS is given on the command line).
 fuzz-ci:
 	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),45)
 
@@ -171,7 +171,7 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(TDL_VERSION)|g' tdl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdl.pc
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-clang
 
 .PHONY: all deps test check demo pycheck bench install clean fuzz fuzz-build fuzz-ci
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d

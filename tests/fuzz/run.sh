@@ -5,7 +5,7 @@
 # inputs below, plus tests/fuzz/crashes/NAME (reproducers of bugs found before: each must run
 # clean). A crash, leak, UB report, out-of-memory or timeout stops that fuzzer; the script goes on
 # with the others, prints each reproducer's path and exits 1. FUZZ_FLAGS adds libFuzzer flags
-# (e.g. FUZZ_FLAGS=-jobs=2).
+# (e.g. FUZZ_FLAGS=-seed=1).
 set -u
 build=$1 seconds=$2
 shift 2
