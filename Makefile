@@ -6,6 +6,8 @@
 #   make check      both of the above, then make check-device (the README's test command)
 #   make check-device   the device rules without a GPU: scripts and golden suites on a cuda:0 of host memory
 #   make check-gpu  the whole suite on the GPU (cuda:0) where there is one; says so and passes where not
+#   make test CC=clang B=build-clang    the suite built with clang (CI runs it)
+#   make fuzz       libFuzzer harnesses (build-fuzz/, clang) run FUZZ_SECONDS each; fuzz-ci: briefly
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -15,7 +17,14 @@ CC      ?= cc
 PREFIX  ?= /usr/local
 SANITIZE ?= 0
 
-ifeq ($(SANITIZE),1)
+ifeq ($(FUZZ),1)
+# The fuzzing build (make fuzz): clang, ASan + UBSan, coverage for libFuzzer, warnings as errors.
+FUZZ_CC ?= clang
+override CC := $(FUZZ_CC)
+B       := build-fuzz
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g -Werror
+else ifeq ($(SANITIZE),1)
 B       := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT     := -O1 -g
@@ -50,7 +59,8 @@ all: $(B)/tdl $(B)/libtdl.a $(B)/libtdl.so
 
 # ---- tools ---------------------------------------------------------------
 # `make deps` installs what is missing through apt-get (root); it is a no-op when all is there.
-DEB_PKGS := re2c lemon check pkg-config libedit-dev libdlpack-dev zlib1g-dev libsubunit-dev
+# clang and libclang-rt-dev (libFuzzer's runtime, only recommended by clang) are for make fuzz.
+DEB_PKGS := re2c lemon check pkg-config libedit-dev libdlpack-dev zlib1g-dev libsubunit-dev clang libclang-rt-dev
 deps:
 	@missing=""; \
 	command -v re2c >/dev/null || missing="$$missing re2c"; \
@@ -60,6 +70,8 @@ deps:
 	pkg-config --exists libedit 2>/dev/null || missing="$$missing libedit-dev"; \
 	[ -f /usr/include/dlpack/dlpack.h ] || missing="$$missing libdlpack-dev"; \
 	[ -f /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
+	command -v clang >/dev/null || missing="$$missing clang"; \
+	ls "$$(clang -print-runtime-dir 2>/dev/null)"/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || missing="$$missing libclang-rt-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "make deps: installing$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root for apt-get install$$missing" >&2; exit 1; fi; \
@@ -132,6 +144,23 @@ check-gpu: deps
 	rm -f /tmp/tdl-check-gpu.$$$$; \
 	sh tests/check_device.sh $(B) cuda cuda
 
+# ---- fuzzing ------------------------------------------------------------------
+# The harnesses of tests/fuzz/ link the library built with FUZZ=1 (build-fuzz/); tests/fuzz/run.sh
+# runs each for FUZZ_SECONDS on its seeds, the crash reproducers kept in tests/fuzz/crashes/ and
+# the corpus it grew before (build-fuzz/corpus/), and fails on any crash, leak, UB or timeout.
+FUZZERS := interp npy embed
+FUZZ_SECONDS ?= 60
+$(B)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/libtdl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(B)/libtdl.a $(LIBS)
+fuzz-build: deps
+	$(MAKE) --no-print-directory FUZZ=1 $(addprefix build-fuzz/fuzz/fuzz_,$(FUZZERS))
+fuzz: fuzz-build
+	FUZZ_FLAGS='$(FUZZ_FLAGS)' sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
+# What CI runs: a short run of each (45 s unless FUZZ_SECONDS is given on the command line).
+fuzz-ci:
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),45)
+
 demo: deps
 	$(MAKE) --no-print-directory all
 	$(B)/tdl examples/demo.tdl
@@ -163,7 +192,7 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(TDL_VERSION)|g' tdl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tdl.pc
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz build-clang
 
-.PHONY: all deps test check check-device check-gpu demo pycheck bench install clean
+.PHONY: all deps test check check-device check-gpu demo pycheck bench install clean fuzz fuzz-build fuzz-ci
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d

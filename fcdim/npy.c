@@ -279,12 +279,13 @@ static void view_from_header(const NpyHeader *h, void *data, FcView *out)
     out->dtype = h->dtype;
     out->ndim = h->ndim;
     memcpy(out->shape, h->shape, sizeof(int64_t) * (size_t)h->ndim);
-    if (h->fortran) {
-        int64_t s = 1;
-        for (int k = 0; k < h->ndim; k++) {
-            out->strides[k] = s;
-            s *= h->shape[k] > 1 ? h->shape[k] : 1;
-        }
+    if (h->fortran) {       /* the C strides of the reversed shape, reversed */
+        int64_t rshape[FC_MAX_DIMS], rstrides[FC_MAX_DIMS];
+        for (int k = 0; k < h->ndim; k++)
+            rshape[k] = h->shape[h->ndim - 1 - k];
+        fc_contiguous_strides(h->ndim, rshape, rstrides);
+        for (int k = 0; k < h->ndim; k++)
+            out->strides[k] = rstrides[h->ndim - 1 - k];
     } else {
         fc_contiguous_strides(h->ndim, h->shape, out->strides);
     }

@@ -74,7 +74,17 @@ tdl_interp *tdl_open(const tdl_config *cfg)
 {
     tdl_interp *T = calloc(1, sizeof *T);
     if (!T) return NULL;
-    if (pthread_mutex_init(&T->lock, NULL) != 0) {
+    /* Recursive: releasing a storage under the lock can run the deleter of one of T's own
+     * exports (a tensor viewing an import of it), which takes the lock again. */
+    pthread_mutexattr_t attr;
+    if (pthread_mutexattr_init(&attr) != 0) {
+        free(T);
+        return NULL;
+    }
+    bool locked = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+                  pthread_mutex_init(&T->lock, &attr) == 0;
+    pthread_mutexattr_destroy(&attr);
+    if (!locked) {
         free(T);
         return NULL;
     }

@@ -433,7 +433,7 @@ typedef struct ImportHold ImportHold;   /* a DLPack tensor imported and not yet 
  * only ever changed by one thread at a time. */
 struct tdl_interp {
     Interp I;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;       /* recursive: a release under it may run one of T's own exports' deleters */
     pthread_t owner;            /* the thread of the last call (api_enter) */
     bool closed;
     int nest;                   /* calls running code, nested through C builtins */

@@ -1040,6 +1040,34 @@ START_TEST(test_dlpack_deleter_on_another_thread)
 }
 END_TEST
 
+/* An export of a tensor that views an import of the same interpreter's own export: deleting the
+ * outer export releases the import, whose deleter is the inner export's (found by fuzz_embed; it
+ * deadlocked on the interpreter's lock, taken again on the same thread). Before and after close. */
+START_TEST(test_dlpack_export_of_own_import)
+{
+    for (int closed = 0; closed < 2; closed++) {
+        int64_t buf[3] = {4, 5, 6}, n = 3;
+        Released rel = {0};
+        tdl_interp *U = tdl_open(NULL);
+        tdl_value *x, *y;
+        DLManagedTensor *inner, *outer;
+        ck_assert_int_eq(tdl_tensor_borrow(U, TDL_DTYPE_INT64, 1, &n, NULL, buf, on_release, &rel, &x), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_to_dlpack(U, x, &inner), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_from_dlpack(U, inner, &y), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_to_dlpack(U, y, &outer), TDL_OK);
+        tdl_value_free(x);
+        tdl_value_free(y);
+        if (closed)
+            tdl_close(U);
+        ck_assert_int_eq(((int64_t *)outer->dl_tensor.data)[2], 6);
+        outer->deleter(outer);          /* after close, the last export: it frees U */
+        ck_assert_int_eq(rel.count, 1);
+        if (!closed)
+            tdl_close(U);
+    }
+}
+END_TEST
+
 /* ---- options ---- */
 
 START_TEST(test_no_files)
@@ -1331,6 +1359,7 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_dlpack_versioned_readonly_and_version);
     tcase_add_test(tc, test_dlpack_export_outlives_close);
     tcase_add_test(tc, test_dlpack_deleter_on_another_thread);
+    tcase_add_test(tc, test_dlpack_export_of_own_import);
     tcase_add_test(tc, test_no_files);
     tcase_add_test(tc, test_config_device);
     tcase_add_test(tc, test_two_interpreters);

@@ -2269,7 +2269,10 @@ static inline bool check_indices(Thread *t, const FcGather *g, const int64_t *ix
 #define INDEX_WIDTHS(X) X(32, int32_t, CPU_CLONES) X(64, int64_t, )
 
 static bool fold_indices(Thread *t, const FcGather *g, const int *phys, int n, int64_t *off);
-static void copy_at_32(void *restrict d, const char *restrict src, const int32_t *restrict o, size_t es, int n);
+/* With its clones, as defined below: Clang takes the attribute only when the first declaration
+ * has it. */
+CPU_CLONES static void copy_at_32(void *restrict d, const char *restrict src, const int32_t *restrict o, size_t es,
+                                  int n);
 
 /* d[j * rep + r] = v[j] for j < n / rep and r < rep, by element size: a value widened along
  * loops inside its own. Rows of whole vectors where they fit (GCC's vector extension: a
@@ -2698,7 +2701,11 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
  * (GCC's vector shuffles: AVX's unpack, shuffle and lane permute at -mavx2) and eight vector
  * stores; the edges and other sizes element by element. */
 typedef uint32_t U32x8v __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define SHUF(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#else
 #define SHUF(x, y, ...) __builtin_shuffle(x, y, (U32x8v){__VA_ARGS__})
+#endif
 CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c, int64_t sld, int64_t ld, size_t es)
 {
     int a0 = 0, b0 = 0;
