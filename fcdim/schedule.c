@@ -681,7 +681,10 @@ static uint64_t root_loops(const Sched *s)
     return m;
 }
 
-/* deps of every instruction: the loops (of extent > 1) along which its value varies. */
+/* deps of every instruction: the loops along which its value varies, those of extent 1 left
+ * out. A loop of extent 0 counts: a value read under it must not be hoisted out and computed
+ * once, since the loop runs no iteration (a load would read past an empty tensor, a gather
+ * check fail on an index never asked for). The backends compute deps by the same rule. */
 static void compute_deps(Sched *s)
 {
     for (int c = 0; c < s->ncode; c++) {
@@ -689,12 +692,12 @@ static void compute_deps(Sched *s)
         uint64_t d = 0;
         if (in->op == FC_OP_LOAD) {
             for (int l = 0; l < s->nloop; l++)
-                if (in->strides[l] != 0 && s->extent[l] > 1)
+                if (in->strides[l] != 0 && s->extent[l] != 1)
                     d |= (uint64_t)1 << l;
             for (int g = 0; g < in->ngather; g++)
                 d |= s->code[in->gathers[g].reg].deps;
         } else if (in->op == FC_OP_IOTA) {
-            d = s->extent[in->loop] > 1 ? (uint64_t)1 << in->loop : 0;
+            d = s->extent[in->loop] != 1 ? (uint64_t)1 << in->loop : 0;
         } else if (fc_op_is_reduce(in->op)) {
             d = s->code[in->a].deps & ~owned_loops(s, c);
         } else {

@@ -693,7 +693,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             }
             s->strides = k->nloop > 0 ? in->strides : p->zero;
             for (int l = 0; l < L; l++)
-                if (s->strides[l] != 0 && k->extent[l] > 1)
+                if (s->strides[l] != 0 && k->extent[l] != 1)    /* as the scheduler's deps */
                     d |= (uint64_t)1 << l;
             break;
         case FC_OP_CONST:
@@ -703,7 +703,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad iota", i);
                 goto done;
             }
-            if (k->nloop > 0 && k->extent[in->loop] > 1)
+            if (k->nloop > 0 && k->extent[in->loop] != 1)
                 d |= (uint64_t)1 << in->loop;
             break;
         default:
