@@ -110,6 +110,19 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"ones(2, 3, 4).t()", TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is 3D"},
     {"zeros(-1, 2)", TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension -1: [-1, 2]"},
     {"m.sum(dim=(0, 0))", TDL_ERR_RUNTIME, "dim 0 appears multiple times in the list of dims"},
+    /* an extreme over nothing (issue 23), named as torch names it: max() is amax() inside */
+    {"zeros(0, 3).max()", TDL_ERR_RUNTIME,
+     "max(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(0, 3).min()", TDL_ERR_RUNTIME,
+     "min(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(0, 3).amin()", TDL_ERR_RUNTIME,
+     "amin(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(3, 0).amax(1)", TDL_ERR_INDEX, "amax(): Expected reduction dim 1 to have non-zero size."},
+    {"zeros(3, 0).argmin()", TDL_ERR_INDEX, "argmin(): Expected reduction dim to be specified for input.numel() == 0."},
+    {"zeros(3, 0).max(1)", TDL_ERR_INDEX, "max(): Expected reduction dim 1 to have non-zero size."},
     /* shapes whose element or byte count overflows int64 (issue 23), with PyTorch's messages;
      * one with a zero extent is fine in any order (tdiff_shape_empty_huge) */
     {"zeros(2**62, 4)", TDL_ERR_RUNTIME, "Storage size calculation overflowed with sizes=[4611686018427387904, 4]"},
