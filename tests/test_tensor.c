@@ -135,6 +135,11 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"zeros(0).reshape(2**62, 4)", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
     {"zeros(0, 2**62, 4).flatten(1)", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
     {"i = dims()\nzeros(0, 2**62, 4)[i].numel()", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
+    {"i, j, k = dims(3)\nzeros(0, 2**62, 4)[i, j, k].order(i, (j, k))", TDL_ERR_RUNTIME,
+     "numel: integer multiplication overflow"},
+    {"a, b = dims(2)\na.size = 2**62\nb.size = 4\nzeros(0)[(a, b),]", TDL_ERR_DIMENSION_BIND,
+     "dimension sizes do not match (0 != more than 2**63 - 1) when matching dimension pack "
+     "(a=4611686018427387904, b=4)"},
     {"eye(-1)", TDL_ERR_RUNTIME, "n must be greater or equal to 0, got -1"},
     {"rand(2, seed=-1)", TDL_ERR_VALUE, "seed must be non-negative, got -1"},
     {"savez('/tmp/tdl_test_tensor.npz', x, arr_0=x)", TDL_ERR_VALUE, "Cannot use un-named variables and keyword arr_0"},
