@@ -981,24 +981,24 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
 
 /* ---- contractions (functorch's dot) ---- */
 
-typedef struct Part { FcDim *d[FC_MAX_DIMS]; int n; int64_t size; } Part;
+typedef struct Part { FcDim *d[FC_MAX_DIMS]; int n; } Part;
 
-static void part_add(Part *p, FcDim *d)
-{
-    p->d[p->n++] = d;
-    p->size *= d->size;
-}
+static void part_add(Part *p, FcDim *d) { p->d[p->n++] = d; }
 
 /* t over the dims of parts, each part flattened into one positional dim. */
 static FcStatus dot_prepare(FcCtx *ctx, FcTensor *t, const Part *const *parts, int nparts, FcTensor **out, FcError *err)
 {
     Lev from[FC_MAX_DIMS], to[FC_MAX_DIMS];
     int nf = levs_of(t, from), nt = 0;
-    int64_t shape[3];
+    int64_t shape[3], sizes[FC_MAX_DIMS];
     for (int q = 0; q < nparts; q++) {
-        for (int k = 0; k < parts[q]->n; k++)
+        for (int k = 0; k < parts[q]->n; k++) {
             to[nt++] = (Lev){parts[q]->d[k], 0};
-        shape[q] = parts[q]->size;
+            sizes[k] = parts[q]->d[k]->size;
+        }
+        /* A part flattened into one dim: its size must fit, as flatten's (a zero one does). */
+        if (!fc_shape_numel(parts[q]->n, sizes, &shape[q]))
+            return fc_numel_overflow(err);
     }
     FcTensor *m;
     FcStatus st = match_levs(ctx, t, from, nf, to, nt, &m, err);
@@ -1013,7 +1013,7 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
                      FcLevels *levels, FcError *err)
 {
     *out = NULL;
-    Part lro = {{0}, 0, 1}, lo = {{0}, 0, 1}, ro = {{0}, 0, 1}, lr = {{0}, 0, 1};
+    Part lro = {{0}, 0}, lo = {{0}, 0}, ro = {{0}, 0}, lr = {{0}, 0};
     for (int k = 0; k < nsum; k++)
         part_add(&lr, sum[k]);
     for (int k = 0; k < a->ndim; k++) {

@@ -137,6 +137,8 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"i = dims()\nzeros(0, 2**62, 4)[i].numel()", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
     {"i, j, k = dims(3)\nzeros(0, 2**62, 4)[i, j, k].order(i, (j, k))", TDL_ERR_RUNTIME,
      "numel: integer multiplication overflow"},
+    {"i, j, k, l = dims(4)\n(zeros(2**62, 4, 0)[i, j, k] * zeros(0, 3)[k, l]).sum(k)", TDL_ERR_RUNTIME,
+     "numel: integer multiplication overflow"},
     {"a, b = dims(2)\na.size = 2**62\nb.size = 4\nzeros(0)[(a, b),]", TDL_ERR_DIMENSION_BIND,
      "dimension sizes do not match (0 != more than 2**63 - 1) when matching dimension pack "
      "(a=4611686018427387904, b=4)"},
