@@ -39,10 +39,12 @@ FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTen
                     fc_dtype_torch_name(a->dtype));
     /* mean_out on CPU: sum_out(...).div_(dim_prod), dim_prod an integer. */
     uint64_t m = mask_dims(dim_mask, a->ndim);
-    int64_t count = 1;
+    int64_t count, reduced[FC_MAX_DIMS];
+    int nr = 0;
     for (int d = 0; d < a->ndim; d++)
         if ((m >> d) & 1)
-            count *= a->shape[d];
+            reduced[nr++] = a->shape[d];
+    fc_shape_numel(nr, reduced, &count);    /* saturates only where the result is empty */
     FcTensor *sum = NULL, *n = NULL;
     FcStatus st = fc_reduce(ctx, FC_OP_SUM, a, dim_mask, keepdim, &sum, err);
     if (!st)

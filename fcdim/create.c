@@ -58,15 +58,15 @@ static FcStatus make_filled(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, cons
     memset(&v, 0, sizeof v);
     v.dtype = dt;
     v.ndim = ndim;
-    int64_t n = 1;
-    for (int k = 0; k < ndim; k++) {
-        if (shape[k] < 0)   /* fc_empty reports it */
-            n = 0;
+    /* A negative extent or an overflowing shape: fc_from_view reports it (n is then 0). */
+    int64_t n, nbytes;
+    for (int k = 0; k < ndim; k++)
         v.shape[k] = shape[k];
-        n *= shape[k] > 0 ? shape[k] : 0;
-    }
+    if (!fc_shape_nbytes(ndim, shape, dt, &nbytes))
+        nbytes = 0;
+    n = nbytes / (int64_t)fc_dtype_size(dt);
     fc_contiguous_strides(ndim, shape, v.strides);
-    v.data = malloc(n > 0 ? (size_t)n * fc_dtype_size(dt) : 1);
+    v.data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
     if (!v.data)
         return fc_nomem(err);
     fill(v.data, n, ud);

@@ -428,17 +428,24 @@ FcStatus fc_batch_tensor(FcCtx *ctx, FcTensor *t, const FcLevels *batch, FcTenso
 static FcStatus bind_pack(FcCtx *ctx, int64_t sz, int64_t sd, FcDim *const *pack, int n, int64_t *nsz,
                           int64_t *nsd, int *nn, FcError *err)
 {
-    int64_t prod = 1;
+    /* The product of the sizes known: 0 when one is 0, else checked (a product that overflows
+     * matches no dim, which holds at most 2**63 - 1 elements). */
+    int64_t known[FC_MAX_DIMS], prod;
+    int nk = 0;
+    if (n > FC_MAX_DIMS)
+        return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", n, FC_MAX_DIMS);
+    for (int i = 0; i < n; i++)
+        if (pack[i]->size >= 0)
+            known[nk++] = pack[i]->size;
+    bool fits = fc_shape_numel(nk, known, &prod);
     FcStatus st;
     for (int i = 0; i < n; i++) {
         if (pack[i]->size < 0) {
-            for (int j = i + 1; j < n; j++) {
+            for (int j = i + 1; j < n; j++)
                 if (pack[j]->size < 0)
                     return fc_errf(err, FC_ERR_DIM_BIND, "cannot infer the sizes of two dimensions at once: %s and %s",
                                    pack[i]->name, pack[j]->name);
-                prod *= pack[j]->size;
-            }
-            if (prod == 0 || sz % prod != 0) {
+            if (!fits || prod == 0 || sz % prod != 0) {
                 char buf[256];
                 size_t m = 0;
                 for (int j = 0; j < n && m < sizeof buf; j++) {
@@ -457,24 +464,27 @@ static FcStatus bind_pack(FcCtx *ctx, int64_t sz, int64_t sd, FcDim *const *pack
             if ((st = fc_dim_bind(ctx, pack[i], sz / prod, what, err)))
                 return st;
             prod = sz;
+            fits = true;
             break;
         }
-        prod *= pack[i]->size;
     }
-    if (prod != sz) {
+    if (!fits || prod != sz) {
         char buf[256];
         size_t m = 0;
         for (int j = 0; j < n && m < sizeof buf; j++)
             m += (size_t)snprintf(buf + m, sizeof buf - m, "%s%s=%lld", j ? ", " : "", pack[j]->name,
                                   (long long)pack[j]->size);
-        return fc_errf(err, FC_ERR_DIM_BIND, "dimension sizes do not match (%lld != %lld) when matching dimension pack (%s)",
-                       (long long)sz, (long long)prod, buf);
+        char ps[32] = "more than 2**63 - 1";
+        if (fits)
+            snprintf(ps, sizeof ps, "%lld", (long long)prod);
+        return fc_errf(err, FC_ERR_DIM_BIND, "dimension sizes do not match (%lld != %s) when matching dimension pack (%s)",
+                       (long long)sz, ps, buf);
     }
     int64_t stride = sd;
     for (int i = n - 1; i >= 0; i--) {
         nsd[*nn + i] = stride;
         nsz[*nn + i] = pack[i]->size;
-        stride *= pack[i]->size;
+        stride = fc_mul_wrap(stride, pack[i]->size);     /* as a view's strides (shape.c) */
     }
     *nn += n;
     return FC_OK;
@@ -866,9 +876,11 @@ FcStatus fc_order(FcCtx *ctx, FcTensor *t, int n, const FcDimRef *refs, const in
         rl[nr++] = nlv[k];
     }
     for (int g = 0, k = 0; g < ngroups; g++) {
-        int64_t s = 1;
-        for (int q = 0; q < group_len[g]; q++)
-            s *= m->shape[insert + k + q];
+        int64_t s;
+        if (!fc_shape_numel(group_len[g], m->shape + insert + k, &s)) {    /* as flatten's */
+            fc_tensor_release(m);
+            return fc_numel_overflow(err);
+        }
         if (group_len[g] != 1)
             reshape = true;
         shape[nr] = s;
@@ -970,24 +982,24 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
 
 /* ---- contractions (functorch's dot) ---- */
 
-typedef struct Part { FcDim *d[FC_MAX_DIMS]; int n; int64_t size; } Part;
+typedef struct Part { FcDim *d[FC_MAX_DIMS]; int n; } Part;
 
-static void part_add(Part *p, FcDim *d)
-{
-    p->d[p->n++] = d;
-    p->size *= d->size;
-}
+static void part_add(Part *p, FcDim *d) { p->d[p->n++] = d; }
 
 /* t over the dims of parts, each part flattened into one positional dim. */
 static FcStatus dot_prepare(FcCtx *ctx, FcTensor *t, const Part *const *parts, int nparts, FcTensor **out, FcError *err)
 {
     Lev from[FC_MAX_DIMS], to[FC_MAX_DIMS];
     int nf = levs_of(t, from), nt = 0;
-    int64_t shape[3];
+    int64_t shape[3], sizes[FC_MAX_DIMS];
     for (int q = 0; q < nparts; q++) {
-        for (int k = 0; k < parts[q]->n; k++)
+        for (int k = 0; k < parts[q]->n; k++) {
             to[nt++] = (Lev){parts[q]->d[k], 0};
-        shape[q] = parts[q]->size;
+            sizes[k] = parts[q]->d[k]->size;
+        }
+        /* A part flattened into one dim: its size must fit, as flatten's (a zero one does). */
+        if (!fc_shape_numel(parts[q]->n, sizes, &shape[q]))
+            return fc_numel_overflow(err);
     }
     FcTensor *m;
     FcStatus st = match_levs(ctx, t, from, nf, to, nt, &m, err);
@@ -1002,7 +1014,7 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
                      FcLevels *levels, FcError *err)
 {
     *out = NULL;
-    Part lro = {{0}, 0, 1}, lo = {{0}, 0, 1}, ro = {{0}, 0, 1}, lr = {{0}, 0, 1};
+    Part lro = {{0}, 0}, lo = {{0}, 0}, ro = {{0}, 0}, lr = {{0}, 0};
     for (int k = 0; k < nsum; k++)
         part_add(&lr, sum[k]);
     for (int k = 0; k < a->ndim; k++) {

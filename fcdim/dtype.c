@@ -115,20 +115,65 @@ FcDType fc_div_result_type(const FcOperand *ops, int n)
 
 /* ---- strided views ---- */
 
+bool fc_shape_numel(int ndim, const int64_t *shape, int64_t *out)
+{
+    /* A zero extent first: (2**62, 4, 0) holds no element, as (0, 2**62, 4) does, whatever
+     * the product of the other extents. */
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] == 0) {
+            *out = 0;
+            return true;
+        }
+    int64_t n = 1;
+    for (int k = 0; k < ndim; k++)
+        if (shape[k] < 0 || __builtin_mul_overflow(n, shape[k], &n)) {
+            *out = INT64_MAX;
+            return false;
+        }
+    *out = n;
+    return true;
+}
+
+bool fc_shape_nbytes(int ndim, const int64_t *shape, FcDType dt, int64_t *out)
+{
+    int64_t n;
+    if (!fc_shape_numel(ndim, shape, &n) || __builtin_mul_overflow(n, (int64_t)fc_dtype_size(dt), out)) {
+        *out = INT64_MAX;
+        return false;
+    }
+    return true;
+}
+
 int64_t fc_view_numel(const FcView *v)
 {
-    int64_t n = 1;
-    for (int k = 0; k < v->ndim; k++)
-        n *= v->shape[k];
+    int64_t n;
+    fc_shape_numel(v->ndim, v->shape, &n);
     return n;
+}
+
+/* PyTorch's dense strides (c10's contiguous_strides): a size-0 or size-1 dim is given the stride
+ * it would have with size 1. The products wrap in 64 bits as PyTorch's do: they only overflow
+ * for a tensor with no element (any other has a numel that fits), whose strides address
+ * nothing; torch.zeros(0, 2**62, 4).stride() is (0, 4, 1). */
+void fc_dense_strides(int ndim, const int64_t *shape, const int *perm, int64_t *strides)
+{
+    uint64_t s = 1;
+    for (int i = 0; i < ndim; i++) {
+        int k = perm ? perm[i] : ndim - 1 - i;
+        strides[k] = (int64_t)s;
+        s *= shape[k] > 1 ? (uint64_t)shape[k] : 1;
+    }
 }
 
 void fc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 {
-    int64_t s = 1;
-    for (int k = ndim - 1; k >= 0; k--) {
-        strides[k] = s;
-        /* PyTorch gives a size-0 or size-1 dim the stride it would have with size 1. */
-        s *= shape[k] > 1 ? shape[k] : 1;
-    }
+    fc_dense_strides(ndim, shape, NULL, strides);
+}
+
+void fc_fortran_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+    int perm[FC_MAX_DIMS];
+    for (int k = 0; k < ndim; k++)
+        perm[k] = k;
+    fc_dense_strides(ndim, shape, perm, strides);
 }

@@ -67,9 +67,21 @@ typedef struct FcView {
     void *data;
 } FcView;
 
+/* The element count of a shape: 0 when any extent is 0 (the order of the dims does not matter),
+ * else the product of the extents. False (and *out INT64_MAX) when an extent is negative or
+ * the product overflows int64. fc_shape_nbytes: the same times the dtype's size. Every extent
+ * product goes through these (no signed overflow anywhere). */
+bool fc_shape_numel(int ndim, const int64_t *shape, int64_t *out);
+bool fc_shape_nbytes(int ndim, const int64_t *shape, FcDType dt, int64_t *out);
+/* The view's element count (it fits: every tensor's shape was checked when it was made). */
 int64_t fc_view_numel(const FcView *v);
-/* Row-major (C order) contiguous strides for shape. */
+/* Row-major (C order) contiguous strides for shape; Fortran order (the first dim innermost).
+ * As PyTorch's: a size-0 or size-1 dim has the stride of size 1, and for a shape with no
+ * element whose extents' product overflows the strides wrap in 64 bits as PyTorch's do. */
 void fc_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+void fc_fortran_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* The same with the dims laid out in the order perm gives, innermost first (NULL: C order). */
+void fc_dense_strides(int ndim, const int64_t *shape, const int *perm, int64_t *strides);
 
 /* ---- errors ---- */
 

@@ -100,9 +100,10 @@ static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64
     FcView v[FC_MAX_DIMS];
     int64_t str[FC_MAX_DIMS][FC_MAX_DIMS], off[FC_MAX_DIMS], pos[FC_MAX_DIMS] = {0};
     FcStatus st = FC_OK;
-    int64_t numel = n > 0;      /* nothing to walk with no index to check */
-    for (int d = 0; d < nb; d++)
-        numel *= bshape[d];
+    int64_t numel;
+    fc_shape_numel(nb, bshape, &numel);
+    if (n == 0)
+        numel = 0;      /* nothing to walk with no index to check */
     for (int g = 0; g < n && !st; g++) {
         st = fc_to(ctx, idx[g], idx[g]->dtype, fc_cpu(), &host[g], err);
         if (!st)
@@ -121,7 +122,7 @@ static FcStatus check_range(FcCtx *ctx, int n, FcTensor *const *idx, const int64
         int64_t acc = 1;
         for (int d = nb - 1; d >= 0 && dense; d--) {
             dense = v[0].shape[d] == 1 || v[0].strides[d] == acc;
-            acc *= v[0].shape[d];
+            acc = fc_mul_wrap(acc, v[0].shape[d]);
         }
         if (dense) {
             int64_t i = first_bad(&v[0], v[0].offset, numel, wrap ? -extent[0] : 0, extent[0]);
@@ -281,7 +282,8 @@ static void view_insert(Plan *p, int dim)
 {
     view_shift(p, dim, 1);
     p->shape[dim] = 1;
-    p->strides[dim] = dim + 1 < p->ndim ? p->shape[dim + 1] * p->strides[dim + 1] : 1;   /* as unsqueeze */
+    /* as unsqueeze */
+    p->strides[dim] = dim + 1 < p->ndim ? fc_mul_wrap(p->shape[dim + 1], p->strides[dim + 1]) : 1;
     p->vdim[dim] = -1;
     p->vstart[dim] = 0;
     p->vstep[dim] = 1;
@@ -329,8 +331,8 @@ static void view_slice(Plan *p, int dim, const FcIndex *s)
         p->vstart[dim] += lo * p->vstep[dim];
     }
     p->shape[dim] = count;
-    p->strides[dim] *= step;
-    p->vstep[dim] *= step;
+    p->strides[dim] = fc_mul_wrap(p->strides[dim], step);    /* as PyTorch's slice (an empty view's may wrap) */
+    p->vstep[dim] = fc_mul_wrap(p->vstep[dim], step);
 }
 
 /* An int64 index tensor of one element 0 (true) or none (false): a Python bool as PyTorch

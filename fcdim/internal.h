@@ -25,6 +25,16 @@ static inline void *fc_zalloc(size_t bytes)
 /* Writes the message and returns status (for `return fc_errf(err, FC_ERR_VALUE, "...", ...)`). */
 FcStatus fc_errf(FcError *err, FcStatus status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 FcStatus fc_nomem(FcError *err);
+/* FC_OK when a tensor of this shape and dtype has a byte size that fits int64 (fc_shape_nbytes),
+ * else PyTorch's RuntimeError "Storage size calculation overflowed with sizes=[...]": for the
+ * results of operations whose shape is not a view's (a reduction, a broadcast). */
+FcStatus fc_check_nbytes(int ndim, const int64_t *shape, FcDType dt, FcError *err);
+/* PyTorch's RuntimeError for a view's shape whose element count overflows int64 (reshape,
+ * expand, flatten): "numel: integer multiplication overflow". */
+FcStatus fc_numel_overflow(FcError *err);
+/* a * b wrapped in 64 bits, as PyTorch's stride products are (they overflow only for tensors
+ * with no element, whose strides address nothing). */
+static inline int64_t fc_mul_wrap(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 /* "[2, 3]" (as c10 prints an IntArrayRef) into buf (truncated to cap); returns buf. */
 const char *fc_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 

@@ -424,6 +424,9 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
         nd = ntmp;
         memcpy(shape, tmp, (size_t)nd * sizeof *shape);
     }
+    /* (2**62, 1) + (1, 4) of bools: a shape whose bytes overflow. */
+    if (n > 1 && (st = fc_check_nbytes(nd, shape, dt, err)) != FC_OK)
+        return st;
     FcNode *ins[3] = {NULL, NULL, NULL};
     for (int k = 0; k < n; k++) {
         st = operand_node(ctx, ts[k], operand_dts ? operand_dts[k] : in_dt, &ins[k], err);
@@ -723,10 +726,6 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
     default:
         break;
     }
-    FcNode *in;
-    FcStatus st = operand_node(ctx, a, in_dt, &in, err);
-    if (st)
-        return st;
     int64_t shape[FC_MAX_DIMS];
     int8_t map[FC_MAX_DIMS];
     int no = 0;
@@ -740,6 +739,14 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
             shape[no++] = a->shape[d];
         }
     }
+    /* zeros(0, 2**62, 4).sum(0) would hold 2**64 elements: PyTorch's error. */
+    FcStatus st = fc_check_nbytes(no, shape, dt, err);
+    if (st)
+        return st;
+    FcNode *in;
+    st = operand_node(ctx, a, in_dt, &in, err);
+    if (st)
+        return st;
     FcNode *n = fc_node_new(op, dt, no, shape, 1, &in);
     fc_node_release(in);
     if (!n)

@@ -51,9 +51,8 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (st)
         return st;
     if (ka != kb) {
-        int64_t nb_elems = 1;
-        for (int i = 0; i < nbatch; i++)
-            nb_elems *= batch[i];
+        int64_t nb_elems;
+        fc_shape_numel(nbatch, batch, &nb_elems);
         return fc_errf(err, FC_ERR_RUNTIME,
                        "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
                        (long long)nb_elems, (long long)ka, (long long)nb_elems, (long long)kb);
@@ -74,6 +73,10 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     st = fc_empty(ctx, a->dtype, dev, nd, shape, NULL, &c, err);
     if (st)
         return st;
+    if (fc_tensor_numel(c) == 0) {
+        *out = c;       /* nothing to write (and the batch strides below could overflow) */
+        return FC_OK;
+    }
     FcMatmul mm;
     memset(&mm, 0, sizeof mm);
     mm.dtype = a->dtype;

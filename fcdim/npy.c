@@ -279,16 +279,10 @@ static void view_from_header(const NpyHeader *h, void *data, FcView *out)
     out->dtype = h->dtype;
     out->ndim = h->ndim;
     memcpy(out->shape, h->shape, sizeof(int64_t) * (size_t)h->ndim);
-    if (h->fortran) {       /* the C strides of the reversed shape, reversed */
-        int64_t rshape[FC_MAX_DIMS], rstrides[FC_MAX_DIMS];
-        for (int k = 0; k < h->ndim; k++)
-            rshape[k] = h->shape[h->ndim - 1 - k];
-        fc_contiguous_strides(h->ndim, rshape, rstrides);
-        for (int k = 0; k < h->ndim; k++)
-            out->strides[k] = rstrides[h->ndim - 1 - k];
-    } else {
+    if (h->fortran)
+        fc_fortran_strides(h->ndim, h->shape, out->strides);
+    else
         fc_contiguous_strides(h->ndim, h->shape, out->strides);
-    }
     out->offset = 0;
     out->data = data;
     /* Any nonzero byte is True: tdl's kernels assume 0 or 1. */
@@ -429,10 +423,10 @@ static size_t npy_header(const FcView *v, unsigned char *hdr)
 
 static bool is_c_contiguous(const FcView *v)
 {
+    if (fc_view_numel(v) == 0)
+        return true;    /* the products below then fit */
     int64_t s = 1;
     for (int k = v->ndim - 1; k >= 0; k--) {
-        if (v->shape[k] == 0)
-            return true;
         if (v->shape[k] != 1 && v->strides[k] != s)
             return false;
         s *= v->shape[k];

@@ -629,14 +629,16 @@ static void merge_loops(Sched *s, FcKernel *k, bool argreduce)
             continue;
         if (loop_has_iota(s, i) || loop_has_iota(s, j))
             continue;
-        bool ok = k->out_strides[i] == k->out_strides[j] * s->extent[j];
+        /* Checked products: in a nest with an empty loop the others' may overflow (no merge). */
+        int64_t p;
+        bool ok = !__builtin_mul_overflow(k->out_strides[j], s->extent[j], &p) && k->out_strides[i] == p;
         for (int c = 0; c < s->ncode && ok; c++)
             if (s->code[c].op == FC_OP_LOAD)
-                ok = s->code[c].strides[i] == s->code[c].strides[j] * s->extent[j];
-        if (!ok)
+                ok = !__builtin_mul_overflow(s->code[c].strides[j], s->extent[j], &p) && s->code[c].strides[i] == p;
+        if (!ok || __builtin_mul_overflow(s->extent[j], s->extent[i], &p))
             continue;
         int order[FC_MAX_DIMS], n = 0;
-        s->extent[j] *= s->extent[i];
+        s->extent[j] = p;
         for (int l = 0; l < s->nroot; l++)
             if (l != i)
                 order[n++] = l;
@@ -646,11 +648,14 @@ static void merge_loops(Sched *s, FcKernel *k, bool argreduce)
 
 static bool fits32(int64_t offset, const int64_t *strides, const int64_t *extent, int n)
 {
+    for (int l = 0; l < n; l++)
+        if (extent[l] == 0)
+            return true;        /* nothing is addressed (and the spans below could overflow) */
     int64_t lo = offset, hi = offset;
     for (int l = 0; l < n; l++) {
-        if (extent[l] == 0)
-            return true;
-        int64_t span = strides[l] * (extent[l] - 1);
+        int64_t span;
+        if (__builtin_mul_overflow(strides[l], extent[l] - 1, &span))
+            return false;
         if (span > 0)
             hi += span;
         else
@@ -682,7 +687,10 @@ static uint64_t root_loops(const Sched *s)
     return m;
 }
 
-/* deps of every instruction: the loops (of extent > 1) along which its value varies. */
+/* deps of every instruction: the loops along which its value varies, those of extent 1 left
+ * out. A loop of extent 0 counts: a value read under it must not be hoisted out and computed
+ * once, since the loop runs no iteration (a load would read past an empty tensor, a gather
+ * check fail on an index never asked for). The backends compute deps by the same rule. */
 static void compute_deps(Sched *s)
 {
     for (int c = 0; c < s->ncode; c++) {
@@ -690,12 +698,12 @@ static void compute_deps(Sched *s)
         uint64_t d = 0;
         if (in->op == FC_OP_LOAD) {
             for (int l = 0; l < s->nloop; l++)
-                if (in->strides[l] != 0 && s->extent[l] > 1)
+                if (in->strides[l] != 0 && s->extent[l] != 1)
                     d |= (uint64_t)1 << l;
             for (int g = 0; g < in->ngather; g++)
                 d |= s->code[in->gathers[g].reg].deps;
         } else if (in->op == FC_OP_IOTA) {
-            d = s->extent[in->loop] > 1 ? (uint64_t)1 << in->loop : 0;
+            d = s->extent[in->loop] != 1 ? (uint64_t)1 << in->loop : 0;
         } else if (fc_op_is_reduce(in->op)) {
             d = s->code[in->a].deps & ~owned_loops(s, c);
         } else {
@@ -1111,10 +1119,9 @@ static FcStatus launch(FcCtx *ctx, FcBackend *be, const FcKernel *k, FcDevice de
 /* The output storage of root when run_root allocates it (its strides are the caller's). */
 static FcStatus new_output(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage **out, FcError *err)
 {
-    int64_t numel = 1;
-    for (int i = 0; i < root->nlev; i++)
-        numel *= root->size[i];
-    return fc_storage_new(ctx, dev, (size_t)numel * fc_dtype_size(root->dtype), out, err);
+    int64_t nbytes;
+    fc_shape_nbytes(root->nlev, root->size, root->dtype, &nbytes);   /* it fits: the op checked its shape */
+    return fc_storage_new(ctx, dev, (size_t)nbytes, out, err);
 }
 
 /* Runs kept kernel c (fc_kcache_find) for the DAG whose key is key: the kernel as scheduled, with
@@ -1221,11 +1228,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             } else {
                 iterator_perm(&s, nlev, perm);
             }
-            int64_t acc = 1;
-            for (int i = 0; i < nlev; i++) {
-                strides[perm[i]] = acc;
-                acc *= root->size[perm[i]] > 0 ? root->size[perm[i]] : 1;
-            }
+            fc_dense_strides(nlev, root->size, perm, strides);
         }
         memcpy(k.out_strides, strides, (size_t)nlev * sizeof *strides);
         for (int l = nlev; l < s.nloop; l++)

@@ -7,8 +7,11 @@
  * (c10/core/TensorImpl.cpp: compute_contiguous, compute_channels_last_contiguous_2d/3d,
  * compute_non_overlapping_and_dense; c10/core/MemoryFormat.h: is_channels_last_strides_2d/3d),
  * the strides a copy gets (empty_like's infer_dense_strides, suggest_memory_format), and the
- * message of every error. A view is an fc_as_strided of its input, which realises a lazy input
- * first: a view shares storage, so writes through it reach the base. Copies are an fc_empty of
+ * message of every error. Stride and layout products wrap in 64 bits as c10's do (fc_mul_wrap):
+ * they overflow only for a tensor with no element (zeros(0, 2**62, 4)), whose strides address
+ * nothing, while extent products are checked (fc_shape_numel). A view is an fc_as_strided of
+ * its input, which realises a lazy input first: a view shares storage, so writes through it
+ * reach the base. Copies are an fc_empty of
  * the chosen strides filled by fc_assign, which evaluates a lazy source straight into place.
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
@@ -64,7 +67,7 @@ static bool geo_contiguous(int nd, const int64_t *sz, const int64_t *st)
         if (sz[d] != 1) {
             if (st[d] != z)
                 return false;
-            z *= sz[d];
+            z = fc_mul_wrap(z, sz[d]);
         }
     return true;
 }
@@ -79,7 +82,7 @@ static bool geo_ordered_contiguous(const int64_t *sz, const int64_t *st, const i
         if (sz[d] != 1) {
             if (st[d] != expected)
                 return false;
-            expected *= sz[d];
+            expected = fc_mul_wrap(expected, sz[d]);
         }
     }
     return true;
@@ -113,7 +116,7 @@ static bool geo_strides_like(const int64_t *sz, const int64_t *st, const int *or
             return false;
         min = st[d];
         if (sz[d] > 1)
-            min *= sz[d];
+            min = fc_mul_wrap(min, sz[d]);
     }
     return true;
 }
@@ -145,7 +148,7 @@ static bool geo_non_overlapping_and_dense(int nd, const int64_t *sz, const int64
             return true;
         if (st[d] != require)
             return false;
-        require *= sz[d];
+        require = fc_mul_wrap(require, sz[d]);
     }
     return true;
 }
@@ -170,17 +173,17 @@ static FcStatus format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int
             return fc_errf(err, FC_ERR_RUNTIME, "required rank 4 tensor to use channels_last format");
         st[1] = 1;
         st[3] = sz[1];
-        st[2] = st[3] * sz[3];
-        st[0] = st[2] * sz[2];
+        st[2] = fc_mul_wrap(st[3], sz[3]);
+        st[0] = fc_mul_wrap(st[2], sz[2]);
         return FC_OK;
     case FC_MF_CHANNELS_LAST_3D:
         if (nd != 5)
             return fc_errf(err, FC_ERR_RUNTIME, "required rank 5 tensor to use channels_last_3d format");
         st[1] = 1;
         st[4] = sz[1];
-        st[3] = st[4] * sz[4];
-        st[2] = st[3] * sz[3];
-        st[0] = st[2] * sz[2];
+        st[3] = fc_mul_wrap(st[4], sz[4]);
+        st[2] = fc_mul_wrap(st[3], sz[3]);
+        st[0] = fc_mul_wrap(st[2], sz[2]);
         return FC_OK;
     default:
         fc_contiguous_strides(nd, sz, st);
@@ -230,7 +233,7 @@ static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, in
         int d = perm[i];
         out[d] = cur;
         if (sz[d] > 1)
-            cur *= sz[d];
+            cur = fc_mul_wrap(cur, sz[d]);
     }
 }
 
@@ -239,20 +242,22 @@ static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, in
 /* infer_size: resolves the one -1 of shape against numel, with PyTorch's checks and messages. */
 static FcStatus infer_size(int nd, const int64_t *shape, int64_t numel, int64_t *out, FcError *err)
 {
-    int64_t newsize = 1;
-    int infer = -1;
+    int64_t newsize, given[FC_MAX_DIMS];
+    int infer = -1, ngiven = 0;
     for (int d = 0; d < nd; d++) {
         if (shape[d] == -1) {
             if (infer >= 0)
                 return fc_errf(err, FC_ERR_RUNTIME, "only one dimension can be inferred");
             infer = d;
         } else if (shape[d] >= 0) {
-            newsize *= shape[d];
+            given[ngiven++] = shape[d];
         } else {
             return fc_errf(err, FC_ERR_RUNTIME, "invalid shape dimension %lld", (long long)shape[d]);
         }
         out[d] = shape[d];
     }
+    if (!fc_shape_numel(ngiven, given, &newsize))
+        return fc_numel_overflow(err);
     char buf[512];
     if (numel == newsize || (infer >= 0 && newsize > 0 && numel % newsize == 0)) {
         if (infer >= 0) {
@@ -279,19 +284,16 @@ static bool compute_stride(int on, const int64_t *oldshape, const int64_t *oldst
             newstride[d] = 1;
         return true;
     }
-    int64_t numel = 1;
-    for (int d = 0; d < on; d++)
-        numel *= oldshape[d];
+    int64_t numel;
+    fc_shape_numel(on, oldshape, &numel);
     if (numel == 0) {
         bool same = on == nn;
         for (int d = 0; d < on && same; d++)
             same = oldshape[d] == newshape[d];
-        if (same) {
+        if (same)
             memcpy(newstride, oldstride, (size_t)on * sizeof *newstride);
-            return true;
-        }
-        for (int d = nn - 1; d >= 0; d--)
-            newstride[d] = d == nn - 1 ? 1 : (newshape[d + 1] > 1 ? newshape[d + 1] : 1) * newstride[d + 1];
+        else
+            fc_contiguous_strides(nn, newshape, newstride);
         return true;
     }
     int view_d = nn - 1;
@@ -455,7 +457,7 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
     for (int i = ndim - 1; i >= 0; i--) {
         int dim = t->ndim - (ndim - i);
         int64_t size = dim >= 0 ? t->shape[dim] : 1;
-        int64_t stride = dim >= 0 ? t->strides[dim] : (i + 1 < ndim ? sz[i + 1] * st[i + 1] : 1);
+        int64_t stride = dim >= 0 ? t->strides[dim] : (i + 1 < ndim ? fc_mul_wrap(sz[i + 1], st[i + 1]) : 1);
         if (t->ndim == 0) {
             /* A 0-dim tensor takes the sizes as given, every stride 0. */
             size = shape[i];
@@ -467,6 +469,9 @@ FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTe
         sz[i] = size;
         st[i] = stride;
     }
+    int64_t numel;
+    if (!fc_shape_numel(ndim, sz, &numel))
+        return fc_numel_overflow(err);
     return fc_as_strided(ctx, t, ndim, sz, st, t->offset, out, err);
 }
 
@@ -510,7 +515,7 @@ FcStatus fc_unsqueeze(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor **out, FcEr
     for (int i = 0, j = 0; i <= nd; i++) {
         if (i == d) {
             sz[i] = 1;
-            st[i] = d >= nd ? 1 : t->shape[d] * t->strides[d];
+            st[i] = d >= nd ? 1 : fc_mul_wrap(t->shape[d], t->strides[d]);
         } else {
             sz[i] = t->shape[j];
             st[i] = t->strides[j++];
@@ -542,9 +547,10 @@ FcStatus fc_flatten(FcCtx *ctx, FcTensor *t, int64_t start, int64_t end, FcTenso
     int n = 0;
     for (int d = 0; d < a; d++)
         sz[n++] = t->shape[d];
-    int64_t slice = 1;
-    for (int d = a; d <= b; d++)
-        slice *= t->shape[d];
+    /* (0, 2**62, 4).flatten(1) would make a dim of 2**64: refused (PyTorch wraps it to 0). */
+    int64_t slice;
+    if (!fc_shape_numel(b - a + 1, t->shape + a, &slice))
+        return fc_numel_overflow(err);
     sz[n++] = slice;
     for (int d = b + 1; d < nd; d++)
         sz[n++] = t->shape[d];
@@ -743,7 +749,8 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
                                 "Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
                                 "%lld for tensor number %d in the list.",
                                 dim, (long long)v->shape[d], (long long)p->shape[d], i);
-            at_dim += p->shape[dim];
+            if (__builtin_add_overflow(at_dim, p->shape[dim], &at_dim))
+                return fc_numel_overflow(err);
         }
         nd = v->ndim;
         memcpy(sz, v->shape, (size_t)nd * sizeof *sz);

@@ -296,26 +296,28 @@ void fc_tensor_release(FcTensor *t)
 
 int64_t fc_tensor_numel(const FcTensor *t)
 {
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->shape[i];
+    int64_t n;
+    fc_shape_numel(t->ndim, t->shape, &n);
     return n;
 }
 
-/* Bytes spanned by a view, or -1 on overflow. */
-static int64_t view_nbytes(FcDType dt, int ndim, const int64_t *shape)
+/* The error for a shape whose bytes overflow int64 (PyTorch's computeStorageNbytesContiguous). */
+static FcStatus too_large(FcError *err, int ndim, const int64_t *shape)
 {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
-            return -1;
-        if (shape[i] && n > INT64_MAX / shape[i])
-            return -1;
-        n *= shape[i];
-    }
-    if (n > INT64_MAX / 8)
-        return -1;
-    return n * (int64_t)fc_dtype_size(dt);
+    char buf[256];
+    return fc_errf(err, FC_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s",
+                   fc_shape_str(buf, sizeof buf, ndim, shape));
+}
+
+FcStatus fc_check_nbytes(int ndim, const int64_t *shape, FcDType dt, FcError *err)
+{
+    int64_t nbytes;
+    return fc_shape_nbytes(ndim, shape, dt, &nbytes) ? FC_OK : too_large(err, ndim, shape);
+}
+
+FcStatus fc_numel_overflow(FcError *err)
+{
+    return fc_errf(err, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
 }
 
 FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t *shape,
@@ -333,20 +335,22 @@ FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t 
     int64_t nbytes;
     if (strides) {
         /* The extent the strides reach (they are non-negative here). */
-        int64_t hi = 0;
-        bool empty = false;
-        for (int i = 0; i < ndim; i++) {
-            if (shape[i] == 0)
-                empty = true;
-            else
-                hi += (shape[i] - 1) * strides[i];
+        int64_t hi = 0, numel;
+        bool over = false;
+        fc_shape_numel(ndim, shape, &numel);
+        for (int i = 0; i < ndim && numel != 0; i++) {
+            int64_t span;
+            over |= __builtin_mul_overflow(shape[i] - 1, strides[i], &span) ||
+                    __builtin_add_overflow(hi, span, &hi);
         }
-        nbytes = empty ? 0 : (hi + 1) * (int64_t)fc_dtype_size(dt);
-    } else {
-        nbytes = view_nbytes(dt, ndim, shape);
+        if (numel == 0)
+            nbytes = 0;
+        else if (over || __builtin_add_overflow(hi, 1, &hi) ||
+                 __builtin_mul_overflow(hi, (int64_t)fc_dtype_size(dt), &nbytes))
+            return too_large(err, ndim, shape);
+    } else if (!fc_shape_nbytes(ndim, shape, dt, &nbytes)) {
+        return too_large(err, ndim, shape);
     }
-    if (nbytes < 0)
-        return fc_errf(err, FC_ERR_RUNTIME, "tensor is too large");
     FcTensor *t = fc_tensor_alloc(ndim);
     if (!t)
         return fc_nomem(err);
@@ -456,8 +460,9 @@ FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScala
             return fc_errf(err, FC_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: %s",
                            (long long)shape[i], fc_shape_str(buf, sizeof buf, ndim, shape));
         }
-    if (view_nbytes(dt, ndim, shape) < 0)
-        return fc_errf(err, FC_ERR_RUNTIME, "tensor is too large");
+    FcStatus st = fc_check_nbytes(ndim, shape, dt, err);
+    if (st)
+        return st;
     return const_tensor(dt, ndim, shape, fc_scalar_convert(v, dt, dt), false, out, err);
 }
 

@@ -641,8 +641,11 @@ static bool run_info(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return true;
     }
     if (strcmp(name, "numel") == 0) {
-        int64_t n = 1;
-        for (int p = 0; p < npos; p++) n *= t->shape[fc_level_of_pos(t, p)];
+        int64_t sizes[FC_MAX_DIMS], n;
+        for (int p = 0; p < npos; p++) sizes[p] = t->shape[fc_level_of_pos(t, p)];
+        /* zeros(0, 2**62, 4)[i]: the positional (2**62, 4) hold 2**64 elements */
+        if (!fc_shape_numel(npos, sizes, &n))
+            return err_raise(I, TDL_ERR_RUNTIME, "numel: integer multiplication overflow");
         *out = v_int(n);
         return true;
     }

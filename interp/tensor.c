@@ -791,7 +791,19 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
         x = st == FC_OK ? y : NULL;
     }
     bool ok = tensor_check(I, st, &e) && tensor_dim_mask(I, x, dim, &mask);
-    if (ok) ok = tensor_check(I, fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e), &e);
+    if (ok) {
+        st = fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
+        /* max() is amax over every dim, but torch's message names max ("max(): Expected
+         * reduction dim to be specified for input.numel() == 0. ...") */
+        const char *op = fc_op_name(r->op);
+        size_t n = strlen(op);
+        char msg[sizeof e.msg];
+        if (st && strcmp(op, r->name) != 0 && strncmp(e.msg, op, n) == 0 && strncmp(e.msg + n, "():", 3) == 0) {
+            snprintf(msg, sizeof msg, "%s%s", r->name, e.msg + n);
+            memcpy(e.msg, msg, sizeof msg);
+        }
+        ok = tensor_check(I, st, &e);
+    }
     if (ok && cast && res->dtype != want) {     /* sum(dtype=int32) stays int32 */
         ok = tensor_check(I, fc_to(I->fc, res, want, res->device, &y, &e), &e);
         fc_tensor_release(res);

@@ -365,12 +365,13 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
     return k.launch;
 }
 
-/* The output's span in elements, [lo, hi), that k can write. False when it writes nothing. */
+/* The output's span in elements, [lo, hi), that k can write. False when it writes nothing (an
+ * empty kept loop; a root reduction over an empty loop still writes its identity). */
 static bool out_span(const FcKernel *k, int64_t *lo, int64_t *hi)
 {
     int64_t a = k->out_offset, b = k->out_offset;
     for (int l = 0; l < k->nloop; l++) {
-        if (k->extent[l] == 0 && k->owner[l] < 0)
+        if (k->extent[l] == 0 && k->owner[l] < 0 && !(k->reduce != FC_OP_NONE && k->reduced[l]))
             return false;
         int64_t s = k->out_strides[l] * (k->extent[l] > 0 ? k->extent[l] - 1 : 0);
         if (s > 0)
@@ -796,6 +797,16 @@ static const Shape shapes[] = {
      -1,
      {"one thread in loop order", "*dst += ", "if (a.err->code != 0)", NULL},
      {NULL}},
+    {"a root reduction over an empty loop: the body inside the loop, never run",
+     "x = arange(0).reshape(0, 9).float()\nprint(x.sum(0))\n",
+     -1,
+     {"a thread per output", "for (ix_t i0 = 0; i0 < a.e0; i0++) {\n            const ix_t o0 = ", NULL},
+     {NULL}},
+    {"an inner reduction over an empty loop: the body inside the loop, never run",
+     "x = arange(0).reshape(0, 9).float()\nprint(x.logsumexp(0))\n",
+     -1,
+     {"for (ix_t i1 = 0; i1 < n3_1; i1++) {\n            const ix_t o0 = ", NULL},
+     {NULL}},
     {"masked contraction",
      "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
      "print(where(k < 3, a * b, 0).sum(k).order(i, j))\n",
@@ -1114,6 +1125,12 @@ static const char *const emu_programs[] = {
     "c = a.contiguous(memory_format=channels_last) if False else a\nprint(c.mean((0, 2)), c.var(1) if False else 0)\n",
     "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
     "print(where(k < 3, a * b, 0).sum(k).order(i, j), (a * b).sum(k).order(i, j))\n",
+    /* Reductions over an empty loop, at the root and inside: the identity, the body never run. */
+    "x = arange(0).reshape(0, 9)\nf = x.float()\nprint(x.sum(0), x.prod(0), f.all(0), f.any(0), f.exp().amax(1))\n"
+    "print(f.logsumexp(0), f.sum(0) + 1, f.reciprocal().prod(0) * 2, x.all(0).long().sum(), f.mean(0))\n"
+    "w = zeros(300, 0).contiguous()\nprint(w.sum(1)[:3], w.logsumexp(1).amax(), w.all(1).sum(), w.sum())\n"
+    "print(zeros(5, 3)[4, tensor([False, False, False])].logsumexp(0))\n"
+    "i, j = dims(2)\nt = f[i, j]\nprint(t.sum(i), (t.exp().sum(i) * 2).order(j), (t.logsumexp(i) + t.all(i)).order(j))\n",
 };
 
 START_TEST(kernels_run_on_the_host)

@@ -486,6 +486,44 @@ START_TEST(npy_header_accepted)
 }
 END_TEST
 
+/* Shapes with no element whose other extents' product overflows int64: accepted whatever the
+ * order of the dims, with PyTorch's strides (its products wrap in 64 bits:
+ * torch.zeros(0, 2**62, 4).stride() is (0, 4, 1), torch.zeros(0, 3, 2**62).stride() is
+ * (-2**62, 2**62, 1)). Under UBSan this also checks that no stride computation overflows. */
+static const struct {
+    const char *dict;
+    int64_t shape[3], strides[3];
+} empty_huge[] = {
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }",
+     {0, INT64_C(4611686018427387904), 4}, {0, 4, 1}},
+    {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4, 0), }",
+     {INT64_C(4611686018427387904), 4, 0}, {4, 1, 1}},
+    {"{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3, 4611686018427387904), }",
+     {0, 3, INT64_C(4611686018427387904)}, {-INT64_C(4611686018427387904), INT64_C(4611686018427387904), 1}},
+    {"{'descr': '<i8', 'fortran_order': True, 'shape': (0, 4611686018427387904, 4), }",
+     {0, INT64_C(4611686018427387904), 4}, {1, 1, INT64_C(4611686018427387904)}},
+    {"{'descr': '|b1', 'fortran_order': True, 'shape': (4611686018427387904, 4, 0), }",
+     {INT64_C(4611686018427387904), 4, 0}, {1, INT64_C(4611686018427387904), 0}},
+};
+
+START_TEST(npy_header_empty_huge_dims)
+{
+    size_t len;
+    unsigned char *b = make_npy(1, empty_huge[_i].dict, NULL, 0, &len);
+    FcView v;
+    FcError err = {""};
+    ck_assert_msg(fc_npy_load_mem(b, len, "t.npy", &v, &err) == FC_OK, "%s: %s", empty_huge[_i].dict, err.msg);
+    ck_assert_int_eq(v.ndim, 3);
+    ck_assert_int_eq(fc_view_numel(&v), 0);
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(v.shape[k], empty_huge[_i].shape[k]);
+        ck_assert_int_eq(v.strides[k], empty_huge[_i].strides[k]);
+    }
+    free(v.data);
+    free(b);
+}
+END_TEST
+
 static const struct {
     const char *dict;       /* NULL: use raw instead */
     size_t data_bytes;
@@ -1005,6 +1043,7 @@ Suite *fcdim_io_suite(void)
     tcase_add_test(tc, npy_save_replaces_existing_file);
     tcase_add_test(tc, npy_save_errors);
     tcase_add_loop_test(tc, npy_header_accepted, 0, N(accepted));
+    tcase_add_loop_test(tc, npy_header_empty_huge_dims, 0, N(empty_huge));
     tcase_add_loop_test(tc, npy_header_rejected, 0, N(rejected));
     tcase_add_loop_test(tc, npy_preamble_rejected, 0, N(bad_preamble));
     tcase_add_test(tc, npy_load_missing_file);

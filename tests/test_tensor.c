@@ -111,6 +111,38 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"ones(2, 3, 4).t()", TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is 3D"},
     {"zeros(-1, 2)", TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension -1: [-1, 2]"},
     {"m.sum(dim=(0, 0))", TDL_ERR_RUNTIME, "dim 0 appears multiple times in the list of dims"},
+    /* an extreme over nothing (issue 23), named as torch names it: max() is amax() inside */
+    {"zeros(0, 3).max()", TDL_ERR_RUNTIME,
+     "max(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(0, 3).min()", TDL_ERR_RUNTIME,
+     "min(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(0, 3).amin()", TDL_ERR_RUNTIME,
+     "amin(): Expected reduction dim to be specified for input.numel() == 0. "
+     "Specify the reduction dim with the 'dim' argument."},
+    {"zeros(3, 0).amax(1)", TDL_ERR_INDEX, "amax(): Expected reduction dim 1 to have non-zero size."},
+    {"zeros(3, 0).argmin()", TDL_ERR_INDEX, "argmin(): Expected reduction dim to be specified for input.numel() == 0."},
+    {"zeros(3, 0).max(1)", TDL_ERR_INDEX, "max(): Expected reduction dim 1 to have non-zero size."},
+    /* shapes whose element or byte count overflows int64 (issue 23), with PyTorch's messages;
+     * one with a zero extent is fine in any order (tdiff_shape_empty_huge) */
+    {"zeros(2**62, 4)", TDL_ERR_RUNTIME, "Storage size calculation overflowed with sizes=[4611686018427387904, 4]"},
+    {"ones(2**61)", TDL_ERR_RUNTIME, "Storage size calculation overflowed with sizes=[2305843009213693952]"},
+    {"zeros(0, 2**62, 4).sum(0)", TDL_ERR_RUNTIME,
+     "Storage size calculation overflowed with sizes=[4611686018427387904, 4]"},
+    {"zeros(2**62, 1, dtype=bool) | zeros(1, 4, dtype=bool)", TDL_ERR_RUNTIME,
+     "Storage size calculation overflowed with sizes=[4611686018427387904, 4]"},
+    {"zeros(1, 1).expand(2**62, 4)", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
+    {"zeros(0).reshape(2**62, 4)", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
+    {"zeros(0, 2**62, 4).flatten(1)", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
+    {"i = dims()\nzeros(0, 2**62, 4)[i].numel()", TDL_ERR_RUNTIME, "numel: integer multiplication overflow"},
+    {"i, j, k = dims(3)\nzeros(0, 2**62, 4)[i, j, k].order(i, (j, k))", TDL_ERR_RUNTIME,
+     "numel: integer multiplication overflow"},
+    {"i, j, k, l = dims(4)\n(zeros(2**62, 4, 0)[i, j, k] * zeros(0, 3)[k, l]).sum(k)", TDL_ERR_RUNTIME,
+     "numel: integer multiplication overflow"},
+    {"a, b = dims(2)\na.size = 2**62\nb.size = 4\nzeros(0)[(a, b),]", TDL_ERR_DIMENSION_BIND,
+     "dimension sizes do not match (0 != more than 2**63 - 1) when matching dimension pack "
+     "(a=4611686018427387904, b=4)"},
     {"eye(-1)", TDL_ERR_RUNTIME, "n must be greater or equal to 0, got -1"},
     {"rand(2, seed=-1)", TDL_ERR_VALUE, "seed must be non-negative, got -1"},
     {"savez('/tmp/tdl_test_tensor.npz', x, arr_0=x)", TDL_ERR_VALUE, "Cannot use un-named variables and keyword arr_0"},

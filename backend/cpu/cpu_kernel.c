@@ -693,7 +693,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             }
             s->strides = k->nloop > 0 ? in->strides : p->zero;
             for (int l = 0; l < L; l++)
-                if (s->strides[l] != 0 && k->extent[l] > 1)
+                if (s->strides[l] != 0 && k->extent[l] != 1)    /* as the scheduler's deps */
                     d |= (uint64_t)1 << l;
             break;
         case FC_OP_CONST:
@@ -703,7 +703,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
                 st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad iota", i);
                 goto done;
             }
-            if (k->nloop > 0 && k->extent[in->loop] > 1)
+            if (k->nloop > 0 && k->extent[in->loop] != 1)
                 d |= (uint64_t)1 << in->loop;
             break;
         default:
@@ -1912,7 +1912,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     }
     if (p->r.arg && nred_loops > 1)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: %s over %d loops", fc_op_name(k->reduce), nred_loops);
-    p->nchunk = p->span ? 1 : (p->ext[cl] + FC_CHUNK - 1) / FC_CHUNK;
+    p->nchunk = p->span ? 1 : p->ext[cl] / FC_CHUNK + (p->ext[cl] % FC_CHUNK != 0);   /* no overflow */
     p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
     p->ngroup = (p->nchunk + p->group - 1) / p->group;
     p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;

@@ -877,12 +877,12 @@ static FcStatus analyse(Gen *g)
             if (in->buf < 0 || in->buf >= k->nbufs || (L > 0 && !in->strides))
                 gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad load", i);
             for (int l = 0; l < L && !g->st; l++)
-                if (in->strides[l] != 0 && k->extent[l] > 1)
+                if (in->strides[l] != 0 && k->extent[l] != 1)   /* as the scheduler's deps */
                     d |= (uint64_t)1 << l;
         } else if (in->op == FC_OP_IOTA) {
             if (in->dtype != FC_INT64 || (L > 0 && (in->loop < 0 || in->loop >= L)))
                 gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad iota", i);
-            else if (L > 0 && k->extent[in->loop] > 1)
+            else if (L > 0 && k->extent[in->loop] != 1)
                 d |= (uint64_t)1 << in->loop;
         } else if (red) {
             for (int b = 0; b < nbi; b++) {
