@@ -70,7 +70,7 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
         /* One element: itself (a copy, as torch's values are a new tensor), index 0. */
         st = fc_clone(ctx, a, FC_MF_CONTIGUOUS, values, err);
         if (!st)
-            st = fc_full(ctx, FC_INT64, 0, NULL, (FcScalar){.i = 0}, indices, err);
+            st = fc_full(ctx, FC_INT64, a->device, 0, NULL, (FcScalar){.i = 0}, indices, err);
         if (st) {
             fc_tensor_release(*values);
             *values = NULL;
@@ -286,7 +286,7 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
         if ((st = is_nan_scalar(ctx, lo, &lo_nan, err)) || (st = is_nan_scalar(ctx, hi, &hi_nan, err)))
             return st;
         if (lo && hi && (lo_nan || hi_nan))
-            return fc_full(ctx, rt, a->ndim, a->shape, (FcScalar){.f = NAN}, out, err);
+            return fc_full(ctx, rt, a->device, a->ndim, a->shape, (FcScalar){.f = NAN}, out, err);
         /* One bound alone: std::max(a, NaN) and the vector max both keep a. */
         if (lo_nan || hi_nan)
             return fc_cast(ctx, a, rt, out, err);

@@ -384,8 +384,10 @@ FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t 
                   const int64_t *strides, FcTensor **out, FcError *err);
 /* A lazy 0-dim constant; wrapped: a Python scalar (see wrapped_number). v.i for bool/int dtypes. */
 FcStatus fc_scalar(FcCtx *ctx, FcDType dt, FcScalar v, bool wrapped, FcTensor **out, FcError *err);
-/* A lazy tensor equal to v everywhere (expanded constant). */
-FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScalar v, FcTensor **out, FcError *err);
+/* A lazy tensor on dev equal to v everywhere (expanded constant; computed where it is used, on any
+ * device: FC_ERR_DEVICE when dev is not there). */
+FcStatus fc_full(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t *shape, FcScalar v, FcTensor **out,
+                 FcError *err);
 /* A lazy 1-D int64 tensor 0..n-1. */
 FcStatus fc_iota(FcCtx *ctx, int64_t n, FcTensor **out, FcError *err);
 /* A stored copy of host data. */

@@ -342,7 +342,7 @@ static FcStatus bool_index(FcCtx *ctx, bool b, FcTensor **out, FcError *err)
     int64_t n = b ? 1 : 0;
     FcScalar zero = {.i = 0};
     FcTensor *t = NULL;
-    FcStatus st = fc_full(ctx, FC_INT64, 1, &n, zero, &t, err);
+    FcStatus st = fc_full(ctx, FC_INT64, fc_cpu(), 1, &n, zero, &t, err);
     if (!st)
         st = fc_realize(ctx, t, err);
     if (st) {

@@ -427,7 +427,7 @@ FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from,
     return t;
 }
 
-static FcStatus const_tensor(FcDType dt, int ndim, const int64_t *shape, FcScalar v, bool wrapped,
+static FcStatus const_tensor(FcDType dt, FcDevice dev, int ndim, const int64_t *shape, FcScalar v, bool wrapped,
                              FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -435,7 +435,7 @@ static FcStatus const_tensor(FcDType dt, int ndim, const int64_t *shape, FcScala
     if (!n)
         return fc_nomem(err);
     n->konst = v;
-    FcTensor *t = fc_tensor_from_node(n, fc_cpu(), NULL, 0);
+    FcTensor *t = fc_tensor_from_node(n, dev, NULL, 0);
     if (!t)
         return fc_nomem(err);
     t->wrapped_number = wrapped;
@@ -445,13 +445,17 @@ static FcStatus const_tensor(FcDType dt, int ndim, const int64_t *shape, FcScala
 
 FcStatus fc_scalar(FcCtx *ctx, FcDType dt, FcScalar v, bool wrapped, FcTensor **out, FcError *err)
 {
-    return const_tensor(dt, 0, NULL, fc_scalar_convert(v, dt, dt), wrapped, out, err);
+    return const_tensor(dt, fc_cpu(), 0, NULL, fc_scalar_convert(v, dt, dt), wrapped, out, err);
 }
 
-FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScalar v, FcTensor **out,
+FcStatus fc_full(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t *shape, FcScalar v, FcTensor **out,
                  FcError *err)
 {
     *out = NULL;
+    FcBackend *be;
+    FcStatus dst = fc_ctx_backend(ctx, dev, &be, err);      /* a device that is not there says so now */
+    if (dst)
+        return dst;
     if (ndim < 0 || ndim > FC_MAX_DIMS)
         return fc_errf(err, FC_ERR_VALUE, "too many dimensions (%d): at most %d", ndim, FC_MAX_DIMS);
     for (int i = 0; i < ndim; i++)
@@ -463,7 +467,7 @@ FcStatus fc_full(FcCtx *ctx, FcDType dt, int ndim, const int64_t *shape, FcScala
     FcStatus st = fc_check_nbytes(ndim, shape, dt, err);
     if (st)
         return st;
-    return const_tensor(dt, ndim, shape, fc_scalar_convert(v, dt, dt), false, out, err);
+    return const_tensor(dt, dev, ndim, shape, fc_scalar_convert(v, dt, dt), false, out, err);
 }
 
 FcStatus fc_iota(FcCtx *ctx, int64_t n, FcTensor **out, FcError *err)

@@ -26,17 +26,6 @@ static FcDType dtype_or(const TensorArg *d, FcDType dflt) { return d && !d->none
 static FcDevice device_or(const TensorArg *d, FcDevice dflt) { return d && !d->none ? d->device : dflt; }
 static double scalar_f(const TensorArg *s) { return s->sdt == FC_FLOAT64 ? s->s.f : (double)s->s.i; }
 
-/* Wraps t moved to device dev (t itself when it is there); steals t. */
-static bool wrap_on(Interp *I, FcTensor *t, FcDevice dev, Value *out)
-{
-    FcTensor *r;
-    FcError e;
-    if (fc_device_eq(t->device, dev)) return tensor_value_steal(I, t, out);
-    FcStatus st = fc_to(I->fc, t, t->dtype, dev, &r, &e);
-    fc_tensor_release(t);
-    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
-}
-
 /* A result of one fcdim call: wraps *r on success. */
 static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
 {
@@ -65,8 +54,8 @@ static bool make_full(Interp *I, int n, const int64_t *size, FcScalar v, FcDType
     FcTensor *t;
     FcError e;
     if (!check_sizes(I, n, size)) return false;
-    if (!tensor_check(I, fc_full(I->fc, dt, n, size, tensor_scalar_as(v, vdt, dt), &t, &e), &e)) return false;
-    return wrap_on(I, t, dev, out);
+    FcStatus st = fc_full(I->fc, dt, dev, n, size, tensor_scalar_as(v, vdt, dt), &t, &e);
+    return result(I, st, &e, t, out);
 }
 
 static FcScalar int_scalar(int64_t i)
@@ -741,7 +730,7 @@ IMPL_FN(nonzero)
         FcTensor *col;
         int64_t len = r->shape[0], stride = r->strides[0];
         FcStatus st = a[0].t->ndim > 0 ? fc_as_strided(I->fc, r, 1, &len, &stride, r->offset + d, &col, &e)
-                                       : fc_full(I->fc, FC_INT64, 1, &len, (FcScalar){.i = 0}, &col, &e);
+                                       : fc_full(I->fc, FC_INT64, a[0].t->device, 1, &len, (FcScalar){.i = 0}, &col, &e);
         ok = tensor_check(I, st, &e) && tensor_value_steal(I, col, &tu->items[d]);
     }
     fc_tensor_release(r);

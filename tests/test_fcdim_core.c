@@ -366,7 +366,7 @@ START_TEST(test_lazy_reader_realised_before_write)
     FcTensor *x = from_f32(d, 1, &n), *two = scalar_f(2), *y, *fill;
     OK(fc_binary(ctx, FC_OP_MUL, x, two, &y, &err));
     ck_assert(fc_tensor_is_lazy(y));
-    OK(fc_full(ctx, FC_FLOAT32, 1, &n, (FcScalar){.f = 100}, &fill, &err));
+    OK(fc_full(ctx, FC_FLOAT32, fc_cpu(), 1, &n, (FcScalar){.f = 100}, &fill, &err));
     OK(fc_assign(ctx, x, fill, &err));
     ck_assert(!fc_tensor_is_lazy(y));
     CHECK_TEXT(y, "tensor([2., 4., 6.])");
@@ -421,7 +421,7 @@ START_TEST(test_broadcast_and_promotion)
     FcTensor *bad;
     int64_t five = 5;
     FcTensor *f5;
-    OK(fc_full(ctx, FC_FLOAT32, 1, &five, (FcScalar){.f = 1}, &f5, &err));
+    OK(fc_full(ctx, FC_FLOAT32, fc_cpu(), 1, &five, (FcScalar){.f = 1}, &f5, &err));
     ck_assert_int_eq(fc_binary(ctx, FC_OP_ADD, sum, f5, &bad, &err), FC_ERR_RUNTIME);
     ck_assert_str_eq(err.msg, "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1");
     FcTensor *all[] = {c, r, sum, half, p, f5};
