@@ -146,7 +146,7 @@ static inline void cpu_relax(void)
 static void *worker_main(void *p)
 {
     WorkerArg wa = *(WorkerArg *)p;
-    free(p);
+    free(p);    /* libc: freed on the worker's thread, which no interpreter's account covers */
     CpuBackend *be = wa.be;
     uint64_t seen = wa.gen;
     pthread_mutex_lock(&be->mu);
@@ -184,11 +184,13 @@ static void pool_start(CpuBackend *be)
         return;
     be->pool_tried = true;
     int want = be->nthreads - 1;
-    be->workers = calloc((size_t)want, sizeof *be->workers);
+    /* The pool's own startup calls libc: it is the backend's, not a program's, and a failure
+     * only means fewer workers. */
+    be->workers = calloc((size_t)want, sizeof *be->workers);   /* libc: the pool's startup */
     if (!be->workers)
         return;
     for (int i = 0; i < want; i++) {
-        WorkerArg *wa = malloc(sizeof *wa);
+        WorkerArg *wa = malloc(sizeof *wa);     /* libc: the pool's startup */
         if (!wa)
             break;
         wa->be = be;
@@ -199,7 +201,7 @@ static void pool_start(CpuBackend *be)
         if (pthread_create(&be->workers[i], NULL, worker_main, wa) == 0) {
             be->nworkers++;
         } else {
-            free(wa);
+            free(wa);       /* libc: the pool's startup */
             break;
         }
     }
@@ -268,7 +270,7 @@ static void cpu_destroy(FcBackend *base)
     pthread_mutex_unlock(&be->mu);
     for (int i = 0; i < be->nworkers; i++)
         pthread_join(be->workers[i], NULL);
-    free(be->workers);
+    free(be->workers);      /* libc: the pool's startup */
     pthread_cond_destroy(&be->wake);
     pthread_cond_destroy(&be->done);
     pthread_mutex_destroy(&be->mu);
