@@ -2,6 +2,7 @@
  * reading and raising errors; also module import (search path, cache, cycles) and program output.
  * Values, C builtins and tensors across the boundary are in embed.c. */
 #include "interp.h"
+#include "mem.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -72,10 +73,10 @@ static bool init_builtins(Interp *I)
 
 tdl_interp *tdl_open(const tdl_config *cfg)
 {
-    tdl_interp *T = calloc(1, sizeof *T);
+    tdl_interp *T = mem_calloc(1, sizeof *T);
     if (!T) return NULL;
     if (pthread_mutex_init(&T->lock, NULL) != 0) {
-        free(T);
+        mem_free(T);
         return NULL;
     }
     T->owner = pthread_self();
@@ -83,7 +84,7 @@ tdl_interp *tdl_open(const tdl_config *cfg)
     if (cfg) I->cfg = *cfg;
     const char *device = I->cfg.device;
     I->cfg.device = NULL;       /* used here only: the host's string need not outlive this call */
-    if (I->cfg.path) I->cfg.path = strdup(I->cfg.path);
+    if (I->cfg.path) I->cfg.path = mem_strdup(I->cfg.path);
     I->objects.next = I->objects.prev = &I->objects;
     I->builtins = module_new(I, "builtins", NULL);
     I->main = module_new(I, "__main__", NULL);
@@ -106,7 +107,7 @@ void tdl_close(tdl_interp *T)
     I->ret = v_undef();
     for (size_t i = 0; i < I->nmods; i++)
         if (I->mods[i]) val_decref(I, v_obj(V_MODULE, &I->mods[i]->h));
-    free(I->mods);
+    mem_free(I->mods);
     I->mods = NULL;
     I->nmods = 0;
     namemap_free(&I->modmap);
@@ -115,8 +116,8 @@ void tdl_close(tdl_interp *T)
     I->main = I->builtins = NULL;
     objects_free_all(I);
     embed_free_host(T);
-    free((char *)I->cfg.path);
-    free(I->script_dir);
+    mem_free((char *)I->cfg.path);
+    mem_free(I->script_dir);
     I->cfg.path = I->script_dir = NULL;
     /* From here on a deleter on another thread may release storages itself: under the lock. */
     pthread_mutex_lock(&T->lock);
@@ -136,9 +137,9 @@ void tdl_close(tdl_interp *T)
 
 void embed_free_shell(tdl_interp *T)
 {
-    free(T->pending);
+    mem_free(T->pending);
     pthread_mutex_destroy(&T->lock);
-    free(T);
+    mem_free(T);
 }
 
 bool api_enter(tdl_interp *T)
@@ -227,19 +228,19 @@ static char *read_file(const char *path, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
+    char *buf = mem_malloc(cap);
     while (buf) {
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
         if (n < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) { free(buf); buf = NULL; errno = ENOMEM; break; }
+        char *nb = mem_realloc(buf, cap * 2);
+        if (!nb) { mem_free(buf); buf = NULL; errno = ENOMEM; break; }
         buf = nb;
         cap *= 2;
     }
     int bad = ferror(f);
     fclose(f);
-    if (bad) { free(buf); errno = EIO; return NULL; }
+    if (bad) { mem_free(buf); errno = EIO; return NULL; }
     *len = n;
     return buf;
 }
@@ -247,9 +248,9 @@ static char *read_file(const char *path, size_t *len)
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return mem_strdup(".");
+    if (slash == path) return mem_strdup("/");
+    return mem_strndup(path, (size_t)(slash - path));
 }
 
 tdl_status tdl_run_file(tdl_interp *T, const char *path)
@@ -267,7 +268,7 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path)
     }
     if (!I->script_dir) I->script_dir = dir_of(path);
     tdl_status st = run(T, text, len, path, false);
-    free(text);
+    mem_free(text);
     return st;
 }
 
@@ -335,12 +336,12 @@ tdl_status tdl_raise(tdl_interp *T, tdl_error_kind kind, const char *fmt, ...)
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+        if (mem_vasprintf(&msg, fmt, ap) < 0) msg = NULL;
         va_end(ap);
         if (!msg) return err_nomem(I), TDL_ERROR;
     }
     err_raise(I, kind, "%s", msg ? msg : "");
-    free(msg);
+    mem_free(msg);
     return TDL_ERROR;
 }
 
@@ -358,12 +359,12 @@ static bool try_dir(const char *dir, size_t dlen, const char *name, char **text,
 {
     if (dlen == 0) return false;
     char *p = NULL;
-    int r = dlen == 1 && dir[0] == '.' ? asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
-                                       : asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
+    int r = dlen == 1 && dir[0] == '.' ? mem_asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
+                                       : mem_asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
     if (r < 0) return false;
     *text = read_file(p, len);
     if (!*text) {
-        free(p);
+        mem_free(p);
         return false;
     }
     *path = p;
@@ -432,15 +433,15 @@ bool import_module(Interp *I, const char *name, Value *out)
         return err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
     Module *m = module_new(I, name, path);
     LangSource *src = m ? lang_source_new(path, text, len) : NULL;
-    free(text);
-    free(path);
+    mem_free(text);
+    mem_free(path);
     if (!m || !src) {
         if (m) val_decref(I, v_obj(V_MODULE, &m->h));
         return m ? err_nomem(I) : false;
     }
     if (I->nmods == I->capmods) {
         size_t cap = I->capmods ? I->capmods * 2 : 8;
-        Module **mods = realloc(I->mods, cap * sizeof *mods);
+        Module **mods = mem_realloc(I->mods, cap * sizeof *mods);
         if (!mods) {
             lang_source_release(src);
             val_decref(I, v_obj(V_MODULE, &m->h));

@@ -13,6 +13,7 @@
  * Depends on interp.h (and so fcdim.h) and dlpack/dlpack.h; nothing else.
  */
 #include "interp.h"
+#include "mem.h"
 
 #include <dlpack/dlpack.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static tdl_status status(bool ok) { return ok ? TDL_OK : TDL_ERROR; }
 /* A new handle holding v (a reference taken over, released on failure too). */
 static bool new_handle(tdl_interp *T, Value v, tdl_value **out)
 {
-    tdl_value *h = malloc(sizeof *h);
+    tdl_value *h = mem_malloc(sizeof *h);
     if (!h) {
         val_decref(&T->I, v);
         *out = NULL;
@@ -79,7 +80,7 @@ void tdl_value_free(tdl_value *v)
         pthread_mutex_lock(&T->lock);
         bool last = --T->nhandles == 0 && T->nexports == 0 && T->closed;
         pthread_mutex_unlock(&T->lock);
-        free(v);
+        mem_free(v);
         if (last) embed_free_shell(T);
         return;
     }
@@ -89,7 +90,7 @@ void tdl_value_free(tdl_value *v)
     if (v->next) v->next->prev = v->prev;
     T->nhandles--;
     Value x = v->v;
-    free(v);
+    mem_free(v);
     val_decref(&T->I, x);
 }
 
@@ -208,7 +209,7 @@ static tdl_status make_seq(tdl_interp *T, const char *fn, bool tuple, size_t n, 
     Interp *I = &T->I;
     if (!need_out(I, fn, out)) return TDL_ERROR;
     if (n > SIZE_MAX / sizeof(Value) / 2) return err_nomem(I), TDL_ERROR;
-    Value *vals = malloc((n ? n : 1) * sizeof *vals);
+    Value *vals = mem_malloc((n ? n : 1) * sizeof *vals);
     if (!vals) return err_nomem(I), TDL_ERROR;
     bool ok = items_of(T, fn, n, items, vals);
     Value v = v_undef();
@@ -226,7 +227,7 @@ static tdl_status make_seq(tdl_interp *T, const char *fn, bool tuple, size_t n, 
         val_incref(vals[k]);
         dst[k] = vals[k];
     }
-    free(vals);
+    mem_free(vals);
     return status(ok && new_handle(T, v, out));
 }
 
@@ -719,8 +720,8 @@ static void hostfn_free(Interp *I, HostFn *h)
 {
     if (!h) return;
     for (int k = 0; k < h->nparams; k++) val_decref(I, h->params[k].dflt);
-    free(h->name);
-    free(h);
+    mem_free(h->name);
+    mem_free(h);
 }
 
 /* Binds a call's arguments to h's parameters (Python's rules), defaults filled in; bound values
@@ -859,9 +860,9 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
     if (!signature)
         return err_raise(I, TDL_ERR_VALUE, "tdl_register: the signature of '%s' is NULL (\"\" for none)", name),
                TDL_ERROR;
-    HostFn *h = calloc(1, sizeof *h);
+    HostFn *h = mem_calloc(1, sizeof *h);
     if (!h) return err_nomem(I), TDL_ERROR;
-    h->name = strdup(name);
+    h->name = mem_strdup(name);
     h->fn = fn;
     h->ud = ud;
     if (!h->name) {
@@ -875,7 +876,7 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
     h->def = (BuiltinDef){h->name, host_call, 0, -1, "*"};
     if (T->nfns == T->capfns) {
         int cap = T->capfns ? T->capfns * 2 : 8;
-        HostFn **fns = realloc(T->fns, (size_t)cap * sizeof *fns);
+        HostFn **fns = mem_realloc(T->fns, (size_t)cap * sizeof *fns);
         if (!fns) {
             hostfn_free(I, h);
             return err_nomem(I), TDL_ERROR;
@@ -991,14 +992,14 @@ static void borrow_release(void *ud, void *data)
 {
     BorrowHold *b = ud;
     if (b->release) b->release(b->ud, b->data);
-    free(b);
+    mem_free(b);
 }
 
 /* A storage over host memory whose element (0, ..., 0) is at data; release(ud) runs when it
  * goes (also when this fails). NULL with the error raised on failure. */
 static FcStorage *host_storage(Interp *I, const Geometry *g, void *data, void (*release)(void *, void *), void *ud)
 {
-    FcStorage *s = calloc(1, sizeof *s);
+    FcStorage *s = mem_calloc(1, sizeof *s);
     if (!s) {
         release(ud, NULL);
         err_nomem(I);
@@ -1076,7 +1077,7 @@ tdl_status tdl_tensor_borrow(tdl_interp *T, tdl_dtype dt, int ndim, const int64_
     bool ok = need_out(I, fn, out);
     if (ok && !dtype_in(dt, &fdt)) ok = err_raise(I, TDL_ERR_VALUE, "%s: %d is not a tdl_dtype", fn, (int)dt);
     ok = ok && geometry(I, fn, fdt, ndim, shape, strides, data, &g) && aligned(I, fn, &g, data);
-    if (ok && !(b = malloc(sizeof *b))) ok = err_nomem(I);
+    if (ok && !(b = mem_malloc(sizeof *b))) ok = err_nomem(I);
     if (!ok) {
         if (release) release(ud, data);
         return TDL_ERROR;
@@ -1203,13 +1204,13 @@ static void import_release(void *ud, void *data)
         if (h->next) h->next->prev = h->prev;
     }
     call_deleter(h->mt, h->versioned);
-    free(h);
+    mem_free(h);
 }
 
 void embed_free_host(tdl_interp *T)
 {
     for (int k = 0; k < T->nfns; k++) hostfn_free(&T->I, T->fns[k]);
-    free(T->fns);
+    mem_free(T->fns);
     T->fns = NULL;
     T->nfns = T->capfns = 0;
     /* Imports still alive are held by exports; they outlive the list. */
@@ -1301,7 +1302,7 @@ static tdl_status dlpack_import(tdl_interp *T, const char *fn, void *mt, bool ve
         call_deleter(mt, versioned);
         return status(ok && wrap_tensor(T, t, out));
     }
-    if (ok && !(h = calloc(1, sizeof *h))) ok = err_nomem(I);
+    if (ok && !(h = mem_calloc(1, sizeof *h))) ok = err_nomem(I);
     if (!ok) {
         call_deleter(mt, versioned);
         return TDL_ERROR;
@@ -1355,7 +1356,7 @@ static void export_release(ExportHold *x)
         T->pending[T->npending++] = x->s;   /* room reserved at export */
     }
     pthread_mutex_unlock(&T->lock);
-    free(x);
+    mem_free(x);
     if (last) embed_free_shell(T);
 }
 
@@ -1372,20 +1373,20 @@ static tdl_status dlpack_export(tdl_interp *T, const char *fn, tdl_value *v, boo
     if (t->device.type != FC_DEV_CPU)
         return err_raise(I, TDL_ERR_DEVICE, "%s: exporting device memory is not supported yet: copy the tensor to "
                          "the host with .cpu() first", fn), TDL_ERROR;
-    ExportHold *x = calloc(1, sizeof *x + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
+    ExportHold *x = mem_calloc(1, sizeof *x + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
     if (!x) return err_nomem(I), TDL_ERROR;
     pthread_mutex_lock(&T->lock);
     bool room = true;
     if (T->cappending < T->nexports + 1) {
         size_t cap = T->cappending ? 2 * T->cappending : 8;
-        FcStorage **p = realloc(T->pending, cap * sizeof *p);
+        FcStorage **p = mem_realloc(T->pending, cap * sizeof *p);
         if (p) T->pending = p, T->cappending = cap;
         else room = false;
     }
     if (room) T->nexports++;
     pthread_mutex_unlock(&T->lock);
     if (!room) {
-        free(x);
+        mem_free(x);
         return err_nomem(I), TDL_ERROR;
     }
     x->T = T;

@@ -8,6 +8,7 @@
  * soon without waiting for the tasks nobody has claimed yet.
  * Depends on backend.h and pthreads only. */
 #include "cpu_internal.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
      * rounded up to whole ones, so it holds nothing else. */
     if (nbytes >= 4 * (size_t)HUGE_PAGE) {
         size_t n = (nbytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-        void *p = aligned_alloc(HUGE_PAGE, n);
+        void *p = mem_aligned_alloc(HUGE_PAGE, n);
 #ifdef MADV_HUGEPAGE
         if (p)
             madvise(p, n, MADV_HUGEPAGE);     /* a hint: refused, the pages are small */
@@ -39,7 +40,7 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
     }
     /* aligned_alloc wants a multiple of the alignment; 0 still gives a unique pointer. */
     size_t n = (nbytes + 63) & ~(size_t)63;
-    return aligned_alloc(64, n ? n : 64);
+    return mem_aligned_alloc(64, n ? n : 64);
 }
 
 /* ---- memory ---- */
@@ -57,7 +58,7 @@ static FcStatus cpu_alloc(FcBackend *be, size_t nbytes, void **out, FcError *err
     return FC_OK;
 }
 
-static void cpu_free(FcBackend *be, void *p) { free(p); }
+static void cpu_free(FcBackend *be, void *p) { mem_free(p); }
 
 static FcStatus cpu_copy(FcBackend *be, void *dst, const void *src, size_t nbytes, FcError *err)
 {
@@ -275,12 +276,12 @@ static void cpu_destroy(FcBackend *base)
     pthread_cond_destroy(&be->done);
     pthread_mutex_destroy(&be->mu);
     pthread_mutex_destroy(&be->busy);
-    free(be);
+    mem_free(be);
 }
 
 FcBackend *fc_cpu_backend_new(int nthreads)
 {
-    CpuBackend *be = calloc(1, sizeof *be);
+    CpuBackend *be = mem_calloc(1, sizeof *be);
     if (!be)
         return NULL;
     be->base = (FcBackend){
@@ -299,25 +300,25 @@ FcBackend *fc_cpu_backend_new(int nthreads)
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
     if (pthread_mutex_init(&be->mu, NULL) != 0) {
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_mutex_init(&be->busy, NULL) != 0) {
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_cond_init(&be->wake, NULL) != 0) {
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_cond_init(&be->done, NULL) != 0) {
         pthread_cond_destroy(&be->wake);
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     return &be->base;
