@@ -81,7 +81,14 @@ tdl_interp *tdl_open(const tdl_config *cfg)
     }
     T->owner = pthread_self();
     Interp *I = &T->I;
-    if (cfg) I->cfg = *cfg;
+    if (cfg) {
+        /* tdl.h's ABI rule: the host's struct is cfg->size bytes long (0: tdl 0.1's members). */
+        size_t n = cfg->size ? cfg->size : TDL_CONFIG_SIZE_0_1;
+        memcpy(&I->cfg, cfg, n < sizeof I->cfg ? n : sizeof I->cfg);
+    }
+    I->cfg.size = sizeof I->cfg;
+    T->mem.limit = I->cfg.max_memory > INT64_MAX ? INT64_MAX : (int64_t)I->cfg.max_memory;
+    API_MEM_SCOPE(T);
     const char *device = I->cfg.device;
     I->cfg.device = NULL;       /* used here only: the host's string need not outlive this call */
     if (I->cfg.path) I->cfg.path = mem_strdup(I->cfg.path);
@@ -99,6 +106,7 @@ tdl_interp *tdl_open(const tdl_config *cfg)
 void tdl_close(tdl_interp *T)
 {
     if (!T || T->closed || T->nest > 0) return;
+    API_MEM_SCOPE(T);
     api_enter(T);
     Interp *I = &T->I;
     embed_drop_handles(T);
@@ -210,6 +218,7 @@ static tdl_status run(tdl_interp *T, const char *code, size_t len, const char *n
 
 tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string: code is NULL"), TDL_ERROR;
     return run(T, code, strlen(code), name, false);
@@ -217,6 +226,7 @@ tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
 
 tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string_ex: code is NULL"), TDL_ERROR;
     return run(T, code, len, name, (flags & TDL_RUN_INTERACTIVE) != 0);
@@ -255,6 +265,7 @@ static char *dir_of(const char *path)
 
 tdl_status tdl_run_file(tdl_interp *T, const char *path)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
@@ -274,6 +285,7 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path)
 
 tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
@@ -303,6 +315,7 @@ tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 
 tdl_status tdl_set_device(tdl_interp *T, const char *device)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     err_clear(&T->I);
     if (!device) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_set_device: device is NULL"), TDL_ERROR;
@@ -316,19 +329,20 @@ tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return usable(T) ? T->I.
 const char *tdl_error_message(const tdl_interp *T)
 {
     if (!usable(T) || T->I.err.kind == TDL_ERR_NONE) return "";
-    if (T->I.err.msg) return T->I.err.msg;
-    return T->I.err.kind == TDL_ERR_MEMORY ? "out of memory" : "";
+    return err_message(&T->I);
 }
 
 const char *tdl_error_report(const tdl_interp *T)
 {
     if (!usable(T)) return "";
+    API_MEM_SCOPE(T);
     return err_report((Interp *)&T->I);
 }
 
 tdl_status tdl_raise(tdl_interp *T, tdl_error_kind kind, const char *fmt, ...)
 {
     if (!usable(T)) return TDL_MISUSE;
+    API_MEM_SCOPE(T);
     Interp *I = &T->I;
     if (kind <= TDL_ERR_NONE || kind >= TDL_ERR__COUNT) kind = TDL_ERR_RUNTIME;
     if (kind == TDL_ERR_MEMORY && !fmt) return err_nomem(I), TDL_ERROR;

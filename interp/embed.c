@@ -31,7 +31,7 @@ struct tdl_value {
 
 #define VALUE_MAGIC 0x7464c176u
 
-#define ENTER(T) do { if (!api_enter(T)) return TDL_MISUSE; } while (0)
+#define ENTER(T) API_MEM_SCOPE(T); do { if (!api_enter(T)) return TDL_MISUSE; } while (0)
 
 static tdl_status status(bool ok) { return ok ? TDL_OK : TDL_ERROR; }
 
@@ -75,6 +75,7 @@ void tdl_value_free(tdl_value *v)
 {
     if (!v || v->magic != VALUE_MAGIC || v->arg) return;
     tdl_interp *T = v->T;
+    API_MEM_SCOPE(T);
     v->magic = 0;
     if (v->dead) {
         pthread_mutex_lock(&T->lock);
@@ -1066,6 +1067,7 @@ tdl_status tdl_tensor_borrow(tdl_interp *T, tdl_dtype dt, int ndim, const int64_
 {
     const char *fn = "tdl_tensor_borrow";
     if (out) *out = NULL;
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) {
         if (release) release(ud, data);
         return TDL_MISUSE;
@@ -1266,6 +1268,7 @@ static bool dl_check(Interp *I, const char *fn, const DLTensor *dl, Geometry *g,
 static tdl_status dlpack_import(tdl_interp *T, const char *fn, void *mt, bool versioned, tdl_value **out)
 {
     if (out) *out = NULL;
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) {
         if (mt) call_deleter(mt, versioned);
         return TDL_MISUSE;
@@ -1342,6 +1345,7 @@ typedef struct ExportHold {
 static void export_release(ExportHold *x)
 {
     tdl_interp *T = x->T;
+    API_MEM_SCOPE(T);       /* the consumer's thread, outside any call: credit what is freed to T */
     bool last = false;
     pthread_mutex_lock(&T->lock);
     if (T->closed || pthread_equal(T->owner, pthread_self())) {

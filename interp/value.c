@@ -574,9 +574,23 @@ bool err_nomem(Interp *I)
 {
     err_clear(I);
     I->err.kind = TDL_ERR_MEMORY;
-    I->err.msg = NULL;      /* the report says "out of memory" without allocating */
+    I->err.msg = NULL;      /* err_message says it without allocating */
     I->err.need_loc = true;
+    MemAccount *a = &interp_shell(I)->mem;
+    if (a->hit) {
+        a->hit = false;
+        snprintf(I->err.nomem, sizeof I->err.nomem, "over the interpreter's memory limit (max_memory = %lld bytes)",
+                 (long long)a->limit);
+    }
     return false;
+}
+
+const char *err_message(const Interp *I)
+{
+    const Error *e = &I->err;
+    if (e->msg) return e->msg;
+    if (e->kind != TDL_ERR_MEMORY) return "";
+    return e->nomem[0] ? e->nomem : "out of memory";
 }
 
 void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func)
@@ -626,7 +640,7 @@ const char *err_report(Interp *I)
     if (e->kind == TDL_ERR_NONE) return "";
     if (e->report) return e->report;
     Buf b = {0};
-    const char *msg = e->msg ? e->msg : (e->kind == TDL_ERR_MEMORY ? "out of memory" : "");
+    const char *msg = err_message(I);
     char caret[1024];
     if (e->syntax && e->ntrace > 0) {
         TraceEntry *t = &e->trace[0];
