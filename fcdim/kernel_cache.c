@@ -176,6 +176,8 @@ void fc_key_free(FcKey *key)
 
 static void code_free(FcInstr *code, int n)
 {
+    if (!code)
+        return;         /* a copy that failed: nothing of it is left */
     for (int i = 0; i < n; i++) {
         mem_free(code[i].strides);
         mem_free(code[i].gathers);
