@@ -274,10 +274,14 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path)
     char *text = read_file(path, &len);
     if (!text) {
         int e = errno;
+        if (e == ENOMEM) return err_nomem(I), TDL_ERROR;
         err_raise(I, TDL_ERR_IO, "can't open file '%s': [Errno %d] %s", path, e, strerror(e));
         return TDL_ERROR;
     }
-    if (!I->script_dir) I->script_dir = dir_of(path);
+    if (!I->script_dir && !(I->script_dir = dir_of(path))) {
+        mem_free(text);
+        return err_nomem(I), TDL_ERROR;
+    }
     tdl_status st = run(T, text, len, path, false);
     mem_free(text);
     return st;
@@ -368,16 +372,19 @@ int tdl_exit_code(const tdl_interp *T) { return usable(T) ? T->I.exit_code : 0; 
 
 /* ---- imports ---- */
 
-/* Tries dir/name.tdl; on success *text, *len and *path are set (caller frees). */
-static bool try_dir(const char *dir, size_t dlen, const char *name, char **text, size_t *len, char **path)
+/* Tries dir/name.tdl; on success *text, *len and *path are set (caller frees). Out of memory
+ * (reading it or making its name) sets *nomem and is false: the search stops there. */
+static bool try_dir(const char *dir, size_t dlen, const char *name, char **text, size_t *len, char **path,
+                    bool *nomem)
 {
-    if (dlen == 0) return false;
+    if (dlen == 0 || *nomem) return false;
     char *p = NULL;
     int r = dlen == 1 && dir[0] == '.' ? mem_asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
                                        : mem_asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
-    if (r < 0) return false;
+    if (r < 0) return *nomem = true, false;
     *text = read_file(p, len);
     if (!*text) {
+        if (errno == ENOMEM) *nomem = true;
         mem_free(p);
         return false;
     }
@@ -385,12 +392,12 @@ static bool try_dir(const char *dir, size_t dlen, const char *name, char **text,
     return true;
 }
 
-static bool try_path_list(const char *list, const char *name, char **text, size_t *len, char **path)
+static bool try_path_list(const char *list, const char *name, char **text, size_t *len, char **path, bool *nomem)
 {
     if (!list) return false;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ":");
-        if (try_dir(p, n, name, text, len, path)) return true;
+        if (try_dir(p, n, name, text, len, path, nomem)) return true;
         p += n;
         if (*p == ':') p++;
     }
@@ -399,35 +406,36 @@ static bool try_path_list(const char *list, const char *name, char **text, size_
 
 /* Tries rel under the folder holding file (a path of a program or library), e.g.
  * "/opt/tdl/lib/libtdl.so" + "../share/tdl/stdlib". */
-static bool try_beside(const char *file, const char *rel, const char *name, char **text, size_t *len, char **path)
+static bool try_beside(const char *file, const char *rel, const char *name, char **text, size_t *len, char **path,
+                       bool *nomem)
 {
     const char *slash = file ? strrchr(file, '/') : NULL;
     if (!slash) return false;
     char dir[PATH_MAX + 32];
     int n = snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - file), file, rel);
-    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path);
+    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path, nomem);
 }
 
-/* The search path: the main script's folder, the host's path, $TDL_PATH, the stdlib of this
+/* The search path (stopping where memory runs out: *nomem): the main script's folder, the host's path, $TDL_PATH, the stdlib of this
  * installed copy (share/tdl/stdlib beside the lib/ or bin/ folder of the library or program
  * holding this code: right for a copy installed with DESTDIR or moved, and not another copy's),
  * the stdlib where `make install` put it, and the stdlib beside the running binary (a build tree:
  * build/tdl -> stdlib/). */
-static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path)
+static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path, bool *nomem)
 {
     const char *sd = I->script_dir ? I->script_dir : ".";
-    if (try_dir(sd, strlen(sd), name, text, len, path)) return true;
-    if (try_path_list(I->cfg.path, name, text, len, path)) return true;
-    if (try_path_list(getenv("TDL_PATH"), name, text, len, path)) return true;
+    if (try_dir(sd, strlen(sd), name, text, len, path, nomem)) return true;
+    if (try_path_list(I->cfg.path, name, text, len, path, nomem)) return true;
+    if (try_path_list(getenv("TDL_PATH"), name, text, len, path, nomem)) return true;
     Dl_info info;
-    if (dladdr((void *)find_module, &info) && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path))
+    if (dladdr((void *)find_module, &info) && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path, nomem))
         return true;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) exe[n] = '\0';
-    if (n > 0 && try_beside(exe, "../share/tdl/stdlib", name, text, len, path)) return true;
-    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path)) return true;
-    return n > 0 && try_beside(exe, "../stdlib", name, text, len, path);
+    if (n > 0 && try_beside(exe, "../share/tdl/stdlib", name, text, len, path, nomem)) return true;
+    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path, nomem)) return true;
+    return n > 0 && try_beside(exe, "../stdlib", name, text, len, path, nomem);
 }
 
 bool import_module(Interp *I, const char *name, Value *out)
@@ -443,8 +451,9 @@ bool import_module(Interp *I, const char *name, Value *out)
     }
     char *text = NULL, *path = NULL;
     size_t len = 0;
-    if (!find_module(I, name, &text, &len, &path))
-        return err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
+    bool nomem = false;
+    if (!find_module(I, name, &text, &len, &path, &nomem))
+        return nomem ? err_nomem(I) : err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
     Module *m = module_new(I, name, path);
     LangSource *src = m ? lang_source_new(path, text, len) : NULL;
     mem_free(text);
