@@ -564,6 +564,7 @@ bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...)
     char *msg = NULL;
     if (mem_vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
+    if (!msg) return err_nomem(I);     /* no room for the message: the error is that */
     I->err.kind = kind;
     I->err.msg = msg;
     I->err.need_loc = true;
