@@ -25,10 +25,18 @@ void interp_write(Interp *I, const char *s, size_t len)
     else fwrite(s, 1, len, stdout);
 }
 
-bool interp_files_allowed(Interp *I, const char *fn)
+bool interp_files_allowed(Interp *I, const char *fn, bool write)
 {
-    if (!(I->cfg.flags & TDL_NO_FILES)) return true;
-    return err_raise(I, TDL_ERR_IO, "%s(): programs may not access files in this interpreter (TDL_NO_FILES)", fn);
+    int flags = I->cfg.flags;
+    if (flags & TDL_NO_FILES)
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not access files in this interpreter (TDL_NO_FILES)", fn);
+    if (!write && (flags & TDL_NO_FILE_READ))
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not read files in this interpreter (TDL_NO_FILE_READ)",
+                         fn);
+    if (write && (flags & TDL_NO_FILE_WRITE))
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not write files in this interpreter (TDL_NO_FILE_WRITE)",
+                         fn);
+    return true;
 }
 
 static bool set_global(Interp *I, Module *m, const char *name, Value v)

@@ -480,8 +480,10 @@ bool api_enter(tdl_interp *T);
 typedef struct ApiRun { LangSource *stmt_src; uint32_t stmt_pos; } ApiRun;
 void api_run_begin(tdl_interp *T, ApiRun *r, char *here);
 void api_run_end(tdl_interp *T, const ApiRun *r);
-/* tdl_config.flags TDL_NO_FILES: raises IOError naming fn ("load") and returns false. */
-bool interp_files_allowed(Interp *I, const char *fn);
+/* tdl_config.flags TDL_NO_FILES, TDL_NO_FILE_READ, TDL_NO_FILE_WRITE: whether fn ("load"), which
+ * reads (write false) or writes files, may run; else raises IOError naming fn and returns false.
+ * Every builtin that touches a file asks first. */
+bool interp_files_allowed(Interp *I, const char *fn, bool write);
 
 /* embed.c, for tdl_close: drops the values of live handles (marking them dead), then, after every
  * object is gone, frees the C builtins and the import records. */

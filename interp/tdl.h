@@ -91,7 +91,9 @@ typedef struct tdl_config {
      * command). TDL_NO_FUSE / TDL_NO_HOIST / TDL_NO_BOUNDS turn a scheduler pass off (--no-opt=):
      * the results are the same bits, only slower; for testing the passes. TDL_NO_FILES: programs
      * may not read or write files (load, save, loadz, savez, savez_compressed raise IOError);
-     * imports and tdl_run_file, which the host controls, still work. */
+     * TDL_NO_FILE_READ only not read them (load, loadz), TDL_NO_FILE_WRITE only not write them
+     * (save, savez, savez_compressed). Imports and tdl_run_file, which the host controls, still
+     * work. */
     int flags;
     /* Where that text goes. Default: stderr. */
     void (*dump)(void *ud, const char *text, size_t len);
@@ -120,6 +122,8 @@ enum {
     TDL_NO_BOUNDS = 16,
     TDL_NO_FILES = 32,
     TDL_DUMP_CUDA = 64,     /* the CUDA C source of every kernel, whatever its device (--dump-cuda) */
+    TDL_NO_FILE_READ = 128,
+    TDL_NO_FILE_WRITE = 256,
 };
 
 /* ==== interpreters and running code ==== */

@@ -929,7 +929,7 @@ IMPL_FN(load)
     FcView v;
     FcTensor *t;
     FcError e;
-    if (!interp_files_allowed(I, "load")) return false;
+    if (!interp_files_allowed(I, "load", false)) return false;
     if (!tensor_check(I, fc_npy_load(a[0].str, &v, &e), &e)) return false;
     FcStatus st = fc_from_view(I->fc, &v, I->device, &t, &e);
     mem_free(v.data);
@@ -941,7 +941,7 @@ IMPL_FN(save)
     FcView v;
     FcTensor *keep = NULL;
     FcError e;
-    if (!interp_files_allowed(I, "save")) return false;
+    if (!interp_files_allowed(I, "save", true)) return false;
     char *path = with_ext(I, a[0].str, ".npy");
     if (!path) return false;
     bool ok = host_view(I, a[1].t, &v, &keep) && tensor_check(I, fc_npy_save(path, &v, &e), &e);
@@ -957,7 +957,7 @@ IMPL_FN(loadz)
     FcNamedView *arrs = NULL;
     int n = 0;
     FcError e;
-    if (!interp_files_allowed(I, "loadz")) return false;
+    if (!interp_files_allowed(I, "loadz", false)) return false;
     if (!tensor_check(I, fc_npz_load(a[0].str, &arrs, &n, &e), &e)) return false;
     ListObj *l = list_alloc(I, (size_t)n);
     bool ok = l != NULL;
@@ -982,7 +982,7 @@ IMPL_FN(loadz)
 /* savez(file, *args, **kwds) and savez_compressed: positional arrays are arr_0, arr_1, ... */
 IMPL_FN(savez)
 {
-    if (!interp_files_allowed(I, sig->row->name)) return false;
+    if (!interp_files_allowed(I, sig->row->name, true)) return false;
     TensorArg *pos = &a[1], *kw = &a[2];
     int n = pos->n + kw->n;
     FcNamedView *arrs = mem_calloc((size_t)(n ? n : 1), sizeof *arrs);
