@@ -63,28 +63,56 @@ static bool compute_lines(LangSource *s)
     return true;
 }
 
-void lang_source_linecol(LangSource *s, uint32_t pos, int *line, int *col)
+/* Byte offset of the start of the line holding pos (pos <= len), and its 0-based number: from the
+ * line table, or by scanning the text when there is no memory for the table (a position is never
+ * wrong for want of memory). */
+static uint32_t line_start(LangSource *s, uint32_t pos, uint32_t *lineno)
 {
-    *line = 1;
-    *col = 1;
-    if (!s || !compute_lines(s)) return;
-    if (pos > s->len) pos = (uint32_t)s->len;
+    if (!compute_lines(s)) {
+        uint32_t start = 0, n = 0;
+        for (uint32_t i = 0; i < pos; i++)
+            if (line_end(s, i)) start = i + 1, n++;
+        *lineno = n;
+        return start;
+    }
     uint32_t lo = 0, hi = s->nlines - 1;
     while (lo < hi) {
         uint32_t mid = (lo + hi + 1) / 2;
         if (s->lines[mid] <= pos) lo = mid; else hi = mid - 1;
     }
+    *lineno = lo;
+    return s->lines[lo];
+}
+
+void lang_source_linecol(LangSource *s, uint32_t pos, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    if (!s) return;
+    if (pos > s->len) pos = (uint32_t)s->len;
+    uint32_t lo;
+    uint32_t start = line_start(s, pos, &lo);
     *line = (int)lo + 1;
     int c = 1;
-    for (uint32_t i = s->lines[lo]; i < pos; i++)
+    for (uint32_t i = start; i < pos; i++)
         if (((unsigned char)s->text[i] & 0xC0) != 0x80) c++;   /* count characters, not bytes */
     *col = c;
 }
 
 bool lang_source_line(LangSource *s, int line, const char **start, size_t *len)
 {
-    if (!s || !compute_lines(s) || line < 1 || (uint32_t)line > s->nlines) return false;
-    uint32_t b = s->lines[line - 1];
+    if (!s || line < 1) return false;
+    uint32_t b;
+    if (compute_lines(s)) {
+        if ((uint32_t)line > s->nlines) return false;
+        b = s->lines[line - 1];
+    } else {
+        /* No memory for the table: the line's start by scanning. */
+        int n = 1;
+        for (b = 0; n < line && b < s->len; b++)
+            if (line_end(s, b)) n++;
+        if (n < line) return false;
+    }
     uint32_t e = b;
     while (e < s->len && s->text[e] != '\n' && s->text[e] != '\r') e++;
     *start = s->text + b;
