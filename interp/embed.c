@@ -764,6 +764,10 @@ static bool bind_params(Interp *I, const HostFn *h, const Value *args, int nargs
         nmissing++;
         missing_kwonly = p->kwonly;
     }
+    if (nmissing && missing.nomem) {
+        buf_free(&missing);
+        return err_nomem(I);
+    }
     if (nmissing) {
         err_raise(I, TDL_ERR_TYPE, "%s() missing %d required %s argument%s: %s", h->name, nmissing,
                   missing_kwonly && nmissing == 1 ? "keyword-only" : "positional", nmissing == 1 ? "" : "s",

@@ -248,8 +248,9 @@ static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, in
             buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
                        fn->slot_names[i]);
         }
-        err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
-                  missing == 1 ? "" : "s", b.p ? b.p : "");
+        if (b.nomem) err_nomem(I);
+        else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
+                       missing == 1 ? "" : "s", b.p ? b.p : "");
         buf_free(&b);
         return false;
     }
