@@ -86,6 +86,8 @@ FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcErr
         return FC_OK;
     if (d->size >= 0) {
         char *now = binding_text(ctx, what);
+        if (!now)
+            return fc_nomem(err);
         FcStatus st = fc_errf(err, FC_ERR_DIM_BIND,
                               "dim '%s' was bound to size %lld (%s) and cannot bind to size %lld (%s)", d->name,
                               (long long)d->size, d->bound_at && d->bound_at[0] ? d->bound_at : "earlier",
@@ -93,9 +95,13 @@ FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcErr
         mem_free(now);
         return st;
     }
+    /* Where it was bound is part of every later message about it: no memory for that is no bind. */
+    char *at = binding_text(ctx, what);
+    if (!at)
+        return fc_nomem(err);
     d->size = size;
     mem_free(d->bound_at);
-    d->bound_at = binding_text(ctx, what);
+    d->bound_at = at;
     return FC_OK;
 }
 
