@@ -68,7 +68,8 @@ static bool bind_size(Interp *I, FcDim *d, Value v, const char *what)
     return tensor_check(I, fc_dim_bind(I->fc, d, as_i(v), what, &e), &e);
 }
 
-/* One item of sizes= (None, an int, or for a dim list a sequence of ints). */
+/* One item of sizes= (None, an int, or for a dim list a sequence of ints). On failure *out is
+ * V_UNDEF: the caller's tuple may hold it. */
 static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
 {
     char name[32];
@@ -79,6 +80,7 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
         if (!dim_value_steal(I, d, out)) return false;
         if (size.tag != V_NONE && !bind_size(I, d, size, "dims(sizes=...)")) {
             val_decref(I, *out);
+            *out = v_undef();
             return false;
         }
         return true;
@@ -96,7 +98,10 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
     } else if (size.tag != V_NONE) {
         ok = err_raise(I, TDL_ERR_TYPE, "dimlists(): a size must be None, an int or a sequence of ints");
     }
-    if (!ok) val_decref(I, *out);
+    if (!ok) {
+        val_decref(I, *out);
+        *out = v_undef();
+    }
     return ok;
 }
 
