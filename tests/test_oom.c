@@ -194,6 +194,26 @@ static tdl_status prog_error(tdl_interp *T)
     return st;
 }
 
+/* Errors whose messages are built from parts: a call missing arguments, a dim bound to two sizes
+ * (the message says where each came from), a bad size among dims(sizes=...). */
+static tdl_status prog_error_args(tdl_interp *T)
+{
+    return run(T, "def area(w, h, d):\n    return w * h\n\nprint(area(2))\n");
+}
+
+static tdl_status prog_error_bind(tdl_interp *T)
+{
+    return run(T, "i, j = dims(2)\n"
+                  "A = arange(12.).reshape(3, 4)\n"
+                  "B = arange(20.).reshape(4, 5)\n"
+                  "x = A[i, j]\n"
+                  "def rows(t):\n"
+                  "    return t[i]\n"
+                  "y = rows(B)\n");
+}
+
+static tdl_status prog_error_sizes(tdl_interp *T) { return run(T, "a, b, c = dims(sizes=[3, 4, -1])\n"); }
+
 /* REPL mode: expression values echoed, an open block reported incomplete. */
 static tdl_status prog_repl(tdl_interp *T)
 {
@@ -305,7 +325,8 @@ static void sweep(Program p, const char *what, bool persistent)
 static const struct { const char *name; Program p; } programs[] = {
     {"parse", prog_parse}, {"tensor", prog_tensor}, {"tensor_more", prog_tensor_more}, {"dims", prog_dims},
     {"roi_align", prog_roi_align}, {"embed", prog_embed}, {"error", prog_error}, {"repl", prog_repl},
-    {"builtin", prog_builtin},
+    {"builtin", prog_builtin}, {"error_args", prog_error_args}, {"error_bind", prog_error_bind},
+    {"error_sizes", prog_error_sizes},
 };
 enum { NPROGRAMS = sizeof programs / sizeof programs[0] };
 
@@ -316,6 +337,31 @@ START_TEST(oom_program)
     char path[64];
     snprintf(path, sizeof path, "/tmp/tdl_oom_%d.npy", (int)getpid());
     unlink(path);
+}
+END_TEST
+
+/* Script files named in TDL_OOM_SCRIPTS (space-separated), swept the same way in both modes: not
+ * part of make check (all of tests/scripts at every N takes minutes under the sanitizers), for a
+ * deeper run: TDL_OOM_SCRIPTS="$(ls tests/scripts/NAME.tdl ...)" CK_RUN_CASE=scripts. */
+static const char *script_path;
+
+static tdl_status prog_script(tdl_interp *T) { return tdl_run_file(T, script_path); }
+
+START_TEST(oom_scripts)
+{
+    const char *list = getenv("TDL_OOM_SCRIPTS");
+    char path[1024];
+    for (const char *p = list ? list : ""; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > 0 && n < sizeof path) {
+            memcpy(path, p, n);
+            path[n] = 0;
+            script_path = path;
+            sweep(prog_script, path, false);
+            sweep(prog_script, path, true);
+        }
+        p += n + (p[n] == ' ');
+    }
 }
 END_TEST
 
@@ -347,5 +393,9 @@ Suite *oom_suite(void)
     tcase_add_test(tc, oom_open);
     tcase_add_loop_test(tc, oom_program, 0, 2 * NPROGRAMS);
     suite_add_tcase(s, tc);
+    TCase *scripts = tcase_create("scripts");
+    tcase_set_timeout(scripts, 0);
+    tcase_add_test(scripts, oom_scripts);
+    suite_add_tcase(s, scripts);
     return s;
 }
