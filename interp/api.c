@@ -424,11 +424,11 @@ static bool try_beside(const char *file, const char *rel, const char *name, char
     return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path, nomem);
 }
 
-/* The search path (stopping where memory runs out: *nomem): the main script's folder, the host's path, $TDL_PATH, the stdlib of this
+/* The search path: the main script's folder, the host's path, $TDL_PATH, the stdlib of this
  * installed copy (share/tdl/stdlib beside the lib/ or bin/ folder of the library or program
  * holding this code: right for a copy installed with DESTDIR or moved, and not another copy's),
  * the stdlib where `make install` put it, and the stdlib beside the running binary (a build tree:
- * build/tdl -> stdlib/). */
+ * build/tdl -> stdlib/). Out of memory on the way stops the search with *nomem set. */
 static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path, bool *nomem)
 {
     const char *sd = I->script_dir ? I->script_dir : ".";
@@ -436,7 +436,8 @@ static bool find_module(Interp *I, const char *name, char **text, size_t *len, c
     if (try_path_list(I->cfg.path, name, text, len, path, nomem)) return true;
     if (try_path_list(getenv("TDL_PATH"), name, text, len, path, nomem)) return true;
     Dl_info info;
-    if (dladdr((void *)find_module, &info) && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path, nomem))
+    if (dladdr((void *)find_module, &info)
+        && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path, nomem))
         return true;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

@@ -240,7 +240,7 @@ typedef struct Error {
     TraceEntry *trace;          /* innermost first */
     size_t ntrace, cap;
     char *report;               /* formatted on demand */
-    char nomem[96];             /* a MemoryError's message when msg is NULL ("" : "out of memory") */
+    char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
 } Error;
 
 /* Records an error (replacing any earlier one) and returns false. */
