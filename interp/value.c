@@ -578,8 +578,7 @@ bool err_nomem(Interp *I)
     I->err.msg = NULL;      /* err_message says it without allocating */
     I->err.need_loc = true;
     MemAccount *a = &interp_shell(I)->mem;
-    if (a->hit) {
-        a->hit = false;
+    if (__atomic_exchange_n(&a->hit, false, __ATOMIC_RELAXED)) {
         snprintf(I->err.nomem, sizeof I->err.nomem, "over the interpreter's memory limit (max_memory = %lld bytes)",
                  (long long)a->limit);
     }

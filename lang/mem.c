@@ -55,7 +55,7 @@ static bool refused(size_t n)
     if (a && a->limit > 0) {
         int64_t used = atomic_load_explicit((_Atomic int64_t *)&a->used, memory_order_relaxed);
         if (n > (uint64_t)a->limit || used > a->limit - (int64_t)n) {
-            a->hit = true;
+            __atomic_store_n(&a->hit, true, __ATOMIC_RELAXED);
             return true;
         }
     }

@@ -53,7 +53,8 @@ long mem_fail_count(void);
 typedef struct MemAccount {
     int64_t used;       /* bytes charged now (atomic; a deleter may free on another thread) */
     int64_t limit;      /* 0: no limit */
-    bool hit;           /* an allocation was refused for the limit since the owner cleared it */
+    bool hit;           /* an allocation was refused for the limit since the owner cleared it
+                           (atomic too) */
 } MemAccount;
 
 /* Makes a current on this thread (a may be NULL: none) and returns the one it replaces, for
