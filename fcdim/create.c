@@ -24,6 +24,7 @@
  * stream (that is mt19937 on CPU); reproducible across thread counts and devices.
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
+#include "mem.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -66,12 +67,12 @@ static FcStatus make_filled(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, cons
         nbytes = 0;
     n = nbytes / (int64_t)fc_dtype_size(dt);
     fc_contiguous_strides(ndim, shape, v.strides);
-    v.data = malloc(nbytes > 0 ? (size_t)nbytes : 1);
+    v.data = mem_malloc(nbytes > 0 ? (size_t)nbytes : 1);
     if (!v.data)
         return fc_nomem(err);
     fill(v.data, n, ud);
     st = fc_from_view(ctx, &v, dev, out, err);
-    free(v.data);
+    mem_free(v.data);
     return st;
 }
 

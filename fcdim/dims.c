@@ -14,6 +14,7 @@
  * maps its levels (a CAST to its own dtype, which the scheduler emits as nothing).
  * Depends on fcdim.h and internal.h. */
 #include "internal.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,9 @@ FcDim *fc_dim_new(FcCtx *ctx, const char *name, bool named, int64_t size)
     FcDim *d = fc_zalloc(sizeof *d);
     if (!d)
         return NULL;
-    d->name = strdup(name);
+    d->name = mem_strdup(name);
     if (!d->name) {
-        free(d);
+        mem_free(d);
         return NULL;
     }
     d->refcnt = 1;
@@ -49,17 +50,17 @@ void fc_dim_release(FcDim *d)
 {
     if (!d || --d->refcnt > 0)
         return;
-    free(d->name);
-    free(d->bound_at);
-    free(d);
+    mem_free(d->name);
+    mem_free(d->bound_at);
+    mem_free(d);
 }
 
 bool fc_dim_set_name(FcDim *d, const char *name)
 {
-    char *s = strdup(name);
+    char *s = mem_strdup(name);
     if (!s)
         return false;
-    free(d->name);
+    mem_free(d->name);
     d->name = s;
     d->named = true;
     return true;
@@ -74,7 +75,7 @@ static char *binding_text(FcCtx *ctx, const char *what)
     snprintf(buf, sizeof buf, "%s%s%s", where[0] ? "at " : "", where, what && what[0] ? (where[0] ? ", " : "") : "");
     if (what && what[0])
         snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s", what);
-    return strdup(buf);
+    return mem_strdup(buf);
 }
 
 FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcError *err)
@@ -85,16 +86,22 @@ FcStatus fc_dim_bind(FcCtx *ctx, FcDim *d, int64_t size, const char *what, FcErr
         return FC_OK;
     if (d->size >= 0) {
         char *now = binding_text(ctx, what);
+        if (!now)
+            return fc_nomem(err);
         FcStatus st = fc_errf(err, FC_ERR_DIM_BIND,
                               "dim '%s' was bound to size %lld (%s) and cannot bind to size %lld (%s)", d->name,
                               (long long)d->size, d->bound_at && d->bound_at[0] ? d->bound_at : "earlier",
                               (long long)size, now && now[0] ? now : "here");
-        free(now);
+        mem_free(now);
         return st;
     }
+    /* Where it was bound is part of every later message about it: no memory for that is no bind. */
+    char *at = binding_text(ctx, what);
+    if (!at)
+        return fc_nomem(err);
     d->size = size;
-    free(d->bound_at);
-    d->bound_at = binding_text(ctx, what);
+    mem_free(d->bound_at);
+    d->bound_at = at;
     return FC_OK;
 }
 
@@ -586,7 +593,7 @@ FcStatus fc_index_dims(FcCtx *ctx, FcTensor *self, int n, const FcIndex *ix, int
             most += (keys ? ix : in)[k].npack;
     most = most < FC_MAX_DIMS * 2 ? most + 1 : FC_MAX_DIMS * 2;
     Flat few[8];                /* most indexings need no more: no allocation */
-    Flat *flat = most <= 8 ? few : malloc((size_t)most * sizeof *flat);
+    Flat *flat = most <= 8 ? few : mem_malloc((size_t)most * sizeof *flat);
     if (!flat)
         return fc_nomem(err);
     Uses uses;
@@ -796,7 +803,7 @@ done:
     for (int k = 0; k < nflat; k++)
         fc_tensor_release(flat[k].t);
     if (flat != few)
-        free(flat);
+        mem_free(flat);
     fc_tensor_release(base);
     return st;
 }
@@ -959,7 +966,7 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
         if (raw < 0)
             return fc_errf(err, FC_ERR_TYPE, "dimension %s does not exist in the inputs", l.dim ? l.dim->name : "?");
     }
-    FcTensor **ms = calloc((size_t)(n > 0 ? n : 1), sizeof *ms);
+    FcTensor **ms = mem_calloc((size_t)(n > 0 ? n : 1), sizeof *ms);
     if (!ms)
         return fc_nomem(err);
     for (int k = 0; k < n && !st; k++)
@@ -969,7 +976,7 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
         st = fc_stack(ctx, n, ms, raw, &r, err);
     for (int k = 0; k < n; k++)
         fc_tensor_release(ms[k]);
-    free(ms);
+    mem_free(ms);
     if (st)
         return st;
     FcLevels lv = {0, {0}};

@@ -20,6 +20,7 @@
  * indexed; the executor checks them again (it never trusts a kernel).
  * Depends on fcdim.h and internal.h. */
 #include "internal.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -850,7 +851,7 @@ static FcNode *compose_node(Compose *c, const FcNode *n, const int8_t *map)
     ComposeMemo *m = c->memo;
     if (c->nmemo == c->capmemo) {
         int cap = c->capmemo ? 2 * c->capmemo : 16;
-        m = realloc(c->memo, (size_t)cap * sizeof *m);
+        m = mem_realloc(c->memo, (size_t)cap * sizeof *m);
         if (!m) {
             fc_node_release(r);
             return NULL;
@@ -877,7 +878,7 @@ static FcNode *compose_read(const FcNode *node, const Repl *repl, int nlev, cons
     memcpy(used, c.used, (size_t)node->nlev * sizeof *used);
     for (int i = 0; i < c.nmemo; i++)
         fc_node_release(c.memo[i].node);
-    free(c.memo);
+    mem_free(c.memo);
     return n;
 }
 

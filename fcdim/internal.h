@@ -5,6 +5,7 @@
 #define TDL_FCDIM_INTERNAL_H
 
 #include "fcdim.h"
+#include "mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
  * GCC from turning malloc + memset back into calloc.) */
 static inline void *fc_zalloc(size_t bytes)
 {
-    void *p = malloc(bytes);
+    void *p = mem_malloc(bytes);
     if (p) {
         __asm__ volatile("" : : "r"(p) : "memory");
         memset(p, 0, bytes);

@@ -6,6 +6,7 @@
  * scheduler fuses them, or realises them where fusing would recompute them); arg reductions, and
  * operands whose DAG has grown past ctx->max_fused nodes, are realised first. Depends on fcdim.h and internal.h only. */
 #include "internal.h"
+#include "mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,12 +85,12 @@ static uint32_t dag_size(FcNode *root, uint32_t upper)
                 goto give_up;
             c->mark = mark;
             if (top == cap) {
-                FcNode **more = malloc(2 * cap * sizeof *more);
+                FcNode **more = mem_malloc(2 * cap * sizeof *more);
                 if (!more)
                     goto give_up;
                 memcpy(more, stack, top * sizeof *stack);
                 if (stack != local)
-                    free(stack);
+                    mem_free(stack);
                 stack = more;
                 cap *= 2;
             }
@@ -97,11 +98,11 @@ static uint32_t dag_size(FcNode *root, uint32_t upper)
         }
     }
     if (stack != local)
-        free(stack);
+        mem_free(stack);
     return count;
 give_up:
     if (stack != local)
-        free(stack);
+        mem_free(stack);
     return upper;
 }
 
@@ -196,7 +197,7 @@ void fc_node_release(FcNode *n)
     for (int k = 0; k < n->nin; k++)
         fc_node_release(n->in[k]);
     fc_storage_release(n->storage);
-    free(n);
+    mem_free(n);
 }
 
 FcNode *fc_tensor_node(FcTensor *t)
@@ -783,7 +784,7 @@ static void dump_printf(DumpBuf *b, const char *fmt, ...)
         size_t cap = b->cap ? b->cap * 2 : 256;
         while (cap <= b->n + (size_t)k)
             cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = mem_realloc(b->p, cap);
         if (!p) {
             b->nomem = true;
             return;
@@ -844,17 +845,17 @@ char *fc_node_dump(const FcNode *n)
 {
     DumpBuf b = {0};
     enum { CAP = 4096 };
-    const FcNode **seen = malloc(CAP * sizeof *seen);
+    const FcNode **seen = mem_malloc(CAP * sizeof *seen);
     if (!seen)
         return NULL;
     int nseen = 0;
     dump_node(n, seen, &nseen, CAP, &b);
-    free(seen);
+    mem_free(seen);
     if (b.nomem) {
-        free(b.p);
+        mem_free(b.p);
         return NULL;
     }
     if (!b.p)
-        b.p = calloc(1, 1);
+        b.p = mem_calloc(1, 1);
     return b.p;
 }

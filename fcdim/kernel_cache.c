@@ -15,6 +15,7 @@
  * recently used goes first.
  * Depends on fcdim.h, internal.h and the backend interface. */
 #include "internal.h"
+#include "mem.h"
 
 #include "backend.h"
 
@@ -37,7 +38,7 @@ struct FcKernelCache {
 
 static bool grow(FcKey *key, size_t cap)
 {
-    uint64_t *q = realloc(key->w, cap * sizeof *q);
+    uint64_t *q = mem_realloc(key->w, cap * sizeof *q);
     if (!q)
         return false;
     key->w = q;
@@ -81,7 +82,7 @@ static int64_t storage_id(FcKey *key, FcStorage *st)
             return i;
     if (key->nst == key->capst) {
         int cap = key->capst ? 2 * key->capst : 8;
-        FcStorage **q = realloc(key->st, (size_t)cap * sizeof *q);
+        FcStorage **q = mem_realloc(key->st, (size_t)cap * sizeof *q);
         if (!q)
             return -1;
         key->st = q;
@@ -166,8 +167,8 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
 
 void fc_key_free(FcKey *key)
 {
-    free(key->w);
-    free(key->st);
+    mem_free(key->w);
+    mem_free(key->st);
     *key = (FcKey){0};
 }
 
@@ -175,18 +176,20 @@ void fc_key_free(FcKey *key)
 
 static void code_free(FcInstr *code, int n)
 {
+    if (!code)
+        return;         /* a copy that failed: nothing of it is left */
     for (int i = 0; i < n; i++) {
-        free(code[i].strides);
-        free(code[i].gathers);
-        free(code[i].bounds);
+        mem_free(code[i].strides);
+        mem_free(code[i].gathers);
+        mem_free(code[i].bounds);
     }
-    free(code);
+    mem_free(code);
 }
 
 /* A copy of n instructions over nloop loops, with their arrays. */
 static FcInstr *code_copy(const FcInstr *code, int n, int nloop)
 {
-    FcInstr *c = calloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    FcInstr *c = mem_calloc((size_t)(n > 0 ? n : 1), sizeof *c);
     if (!c)
         return NULL;
     for (int i = 0; i < n; i++) {
@@ -198,19 +201,19 @@ static FcInstr *code_copy(const FcInstr *code, int n, int nloop)
         o->bounds = NULL;
         bool ok = true;
         if (in->strides) {
-            o->strides = malloc((size_t)(nloop > 0 ? nloop : 1) * sizeof *o->strides);
+            o->strides = mem_malloc((size_t)(nloop > 0 ? nloop : 1) * sizeof *o->strides);
             ok = o->strides != NULL;
             if (ok && nloop > 0)
                 memcpy(o->strides, in->strides, (size_t)nloop * sizeof *o->strides);
         }
         if (ok && in->ngather > 0) {
-            o->gathers = malloc((size_t)in->ngather * sizeof *o->gathers);
+            o->gathers = mem_malloc((size_t)in->ngather * sizeof *o->gathers);
             ok = o->gathers != NULL;
             if (ok)
                 memcpy(o->gathers, in->gathers, (size_t)in->ngather * sizeof *o->gathers);
         }
         if (ok && in->nbound > 0) {
-            o->bounds = malloc((size_t)in->nbound * sizeof *o->bounds);
+            o->bounds = mem_malloc((size_t)in->nbound * sizeof *o->bounds);
             ok = o->bounds != NULL;
             if (ok)
                 memcpy(o->bounds, in->bounds, (size_t)in->nbound * sizeof *o->bounds);
@@ -228,7 +231,7 @@ static void entry_free(FcCached *e)
     if (e->prep)
         e->be->release(e->be, e->prep);
     code_free(e->k.code, e->k.ncode);
-    free(e->buf_of);
+    mem_free(e->buf_of);
     fc_key_free(&e->key);
     *e = (FcCached){0};
 }
@@ -251,11 +254,11 @@ FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key)
 FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,
                         const int64_t *strides, FcBackend *be)
 {
-    if (!ctx->kcache && !(ctx->kcache = calloc(1, sizeof *ctx->kcache)))
+    if (!ctx->kcache && !(ctx->kcache = mem_calloc(1, sizeof *ctx->kcache)))
         return NULL;
     FcKernelCache *c = ctx->kcache;
     FcCached e = {.be = be, .used = ++c->tick};
-    e.buf_of = malloc((size_t)(k->nbufs > 0 ? k->nbufs : 1) * sizeof *e.buf_of);
+    e.buf_of = mem_malloc((size_t)(k->nbufs > 0 ? k->nbufs : 1) * sizeof *e.buf_of);
     e.k = *k;
     e.k.code = code_copy(k->code, k->ncode, k->nloop);
     e.k.bufs = NULL;
@@ -307,7 +310,7 @@ void fc_kcache_free(FcCtx *ctx)
         return;
     for (int i = 0; i < c->n; i++)
         entry_free(&c->e[i]);
-    free(c);
+    mem_free(c);
     ctx->kcache = NULL;
 }
 

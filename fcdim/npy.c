@@ -10,6 +10,7 @@
  * Writes go to a temporary file next to the target and are renamed over it, so a reader never
  * sees half a file. Depends on fcdim.h, the C library, POSIX file calls and zlib. */
 #include "fcdim.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -298,7 +299,7 @@ FcStatus fc_npy_load_mem(const void *buf, size_t len, const char *name_for_messa
     FcStatus st = parse_header(buf, len, &h, name, err);
     if (st != FC_OK)
         return st;
-    void *data = malloc(h.nbytes ? h.nbytes : 1);
+    void *data = mem_malloc(h.nbytes ? h.nbytes : 1);
     if (!data)
         return fail(err, FC_ERR_NOMEM, "%s: out of memory for %zu bytes of data", name, h.nbytes);
     memcpy(data, (const unsigned char *)buf + h.data_offset, h.nbytes);
@@ -322,7 +323,7 @@ static FcStatus read_file(const char *path, unsigned char **buf, size_t *len, Fc
         return fail(err, FC_ERR_NOMEM, "%s: file is too large to load", path);
     }
     size_t n = (size_t)sb.st_size;
-    unsigned char *b = malloc(n ? n : 1);
+    unsigned char *b = mem_malloc(n ? n : 1);
     if (!b) {
         fclose(f);
         return fail(err, FC_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, n);
@@ -331,7 +332,7 @@ static FcStatus read_file(const char *path, unsigned char **buf, size_t *len, Fc
     bool bad = ferror(f) != 0;
     fclose(f);
     if (bad || got != n) {
-        free(b);
+        mem_free(b);
         return fail(err, FC_ERR_IO, "%s: read error", path);
     }
     *buf = b;
@@ -349,12 +350,12 @@ FcStatus fc_npy_load(const char *path, FcView *out, FcError *err)
     NpyHeader h;
     st = parse_header(buf, len, &h, path, err);
     if (st != FC_OK) {
-        free(buf);
+        mem_free(buf);
         return st;
     }
     /* Reuse the file buffer for the data rather than holding two copies. */
     memmove(buf, buf + h.data_offset, h.nbytes);
-    unsigned char *data = realloc(buf, h.nbytes ? h.nbytes : 1);
+    unsigned char *data = mem_realloc(buf, h.nbytes ? h.nbytes : 1);
     view_from_header(&h, data ? data : buf, out);
     return FC_OK;
 }
@@ -464,7 +465,7 @@ static FcStatus npy_encode(const FcView *v, unsigned char **out, size_t *outlen,
     size_t hl = npy_header(v, hdr), nb = view_nbytes(v);
     if (nb > SIZE_MAX - hl)
         return fail(err, FC_ERR_NOMEM, "%s: array too large", name);
-    unsigned char *b = malloc(hl + nb);
+    unsigned char *b = mem_malloc(hl + nb);
     if (!b)
         return fail(err, FC_ERR_NOMEM, "%s: out of memory encoding %zu bytes", name, hl + nb);
     memcpy(b, hdr, hl);
@@ -486,7 +487,7 @@ static FcStatus atomic_open(AtomicFile *af, const char *path, FcError *err)
     af->f = NULL;
     af->path = path;
     size_t cap = strlen(path) + 40;
-    af->tmp = malloc(cap);
+    af->tmp = mem_malloc(cap);
     if (!af->tmp)
         return fail(err, FC_ERR_NOMEM, "%s: out of memory", path);
     /* O_EXCL with a pid-and-counter name rather than mkstemp, so the file gets the usual
@@ -507,7 +508,7 @@ static FcStatus atomic_open(AtomicFile *af, const char *path, FcError *err)
         return FC_OK;
     }
     FcStatus st = fail(err, FC_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    free(af->tmp);
+    mem_free(af->tmp);
     af->tmp = NULL;
     return st;
 }
@@ -518,7 +519,7 @@ static void atomic_abort(AtomicFile *af)
         fclose(af->f);
     if (af->tmp) {
         unlink(af->tmp);
-        free(af->tmp);
+        mem_free(af->tmp);
     }
     af->f = NULL;
     af->tmp = NULL;
@@ -540,7 +541,7 @@ static FcStatus atomic_commit(AtomicFile *af, bool ok, FcError *err)
         atomic_abort(af);
         return fail(err, FC_ERR_IO, "%s: write error: %s", af->path, strerror(e));
     }
-    free(af->tmp);
+    mem_free(af->tmp);
     af->tmp = NULL;
     return FC_OK;
 }
@@ -559,7 +560,7 @@ FcStatus fc_npy_save(const char *path, const FcView *v, FcError *err)
         if (is_c_contiguous(v) && v->dtype != FC_BOOL) {
             data = (const unsigned char *)v->data + v->offset * (int64_t)fc_dtype_size(v->dtype);
         } else {
-            gathered = malloc(nb);
+            gathered = mem_malloc(nb);
             if (!gathered)
                 return fail(err, FC_ERR_NOMEM, "%s: out of memory gathering %zu bytes", path, nb);
             gather(v, gathered);
@@ -570,7 +571,7 @@ FcStatus fc_npy_save(const char *path, const FcView *v, FcError *err)
     st = atomic_open(&af, path, err);
     if (st == FC_OK)
         st = atomic_commit(&af, atomic_write(&af, hdr, hl) && atomic_write(&af, data, nb), err);
-    free(gathered);
+    mem_free(gathered);
     return st;
 }
 
@@ -587,10 +588,10 @@ void fc_npz_free(FcNamedView *arrays, int n)
     if (!arrays)
         return;
     for (int i = 0; i < n; i++) {
-        free(arrays[i].name);
-        free(arrays[i].view.data);
+        mem_free(arrays[i].name);
+        mem_free(arrays[i].view.data);
     }
-    free(arrays);
+    mem_free(arrays);
 }
 
 /* Finds the end-of-central-directory record and the directory's entry count, offset and size,
@@ -673,7 +674,7 @@ FcStatus fc_npz_load_mem(const void *buf, size_t len, const char *name_for_messa
     if (count > cd_size / 46 || count > INT_MAX)
         return fail(err, FC_ERR_IO, "%s: corrupt ZIP archive: %llu entries do not fit the central directory",
                     name, (unsigned long long)count);
-    FcNamedView *out = calloc(count ? (size_t)count : 1, sizeof *out);
+    FcNamedView *out = mem_calloc(count ? (size_t)count : 1, sizeof *out);
     if (!out)
         return fail(err, FC_ERR_NOMEM, "%s: out of memory", name);
     int got = 0;
@@ -764,7 +765,7 @@ FcStatus fc_npz_load_mem(const void *buf, size_t len, const char *name_for_messa
         }
         const unsigned char *member = b + data;
         if (method == 8) {
-            raw = malloc(usize ? (size_t)usize : 1);
+            raw = mem_malloc(usize ? (size_t)usize : 1);
             if (!raw) {
                 st = fail(err, FC_ERR_NOMEM, "%s: out of memory inflating '%s'", name, mname);
                 goto done;
@@ -791,21 +792,21 @@ FcStatus fc_npz_load_mem(const void *buf, size_t len, const char *name_for_messa
         if (st != FC_OK)
             goto done;
         mname[nlen - 4] = '\0';
-        out[got].name = strdup(mname);
+        out[got].name = mem_strdup(mname);
         if (!out[got].name) {
-            free(out[got].view.data);
+            mem_free(out[got].view.data);
             st = fail(err, FC_ERR_NOMEM, "%s: out of memory", name);
             goto done;
         }
         got++;
-        free(raw);
+        mem_free(raw);
         raw = NULL;
     }
     *arrays = out;
     *n = got;
     return FC_OK;
 done:
-    free(raw);
+    mem_free(raw);
     fc_npz_free(out, got);
     return st;
 }
@@ -820,7 +821,7 @@ FcStatus fc_npz_load(const char *path, FcNamedView **arrays, int *n, FcError *er
     if (st != FC_OK)
         return st;
     st = fc_npz_load_mem(buf, len, path, arrays, n, err);
-    free(buf);
+    mem_free(buf);
     return st;
 }
 
@@ -841,7 +842,7 @@ static FcStatus deflate_all(const unsigned char *src, size_t n, unsigned char **
         return fail(err, FC_ERR_NOMEM, "%s: cannot start deflate", name);
     /* Callers keep n under 4 GiB (the ZIP limit), so zlib's uLong/uInt sizes hold it. */
     uLong cap = deflateBound(&zs, (uLong)n);
-    unsigned char *d = malloc(cap);
+    unsigned char *d = mem_malloc(cap);
     if (!d) {
         deflateEnd(&zs);
         return fail(err, FC_ERR_NOMEM, "%s: out of memory compressing", name);
@@ -854,7 +855,7 @@ static FcStatus deflate_all(const unsigned char *src, size_t n, unsigned char **
     *outlen = zs.total_out;
     deflateEnd(&zs);
     if (rc != Z_STREAM_END) {
-        free(d);
+        mem_free(d);
         return fail(err, FC_ERR_IO, "%s: deflate failed", name);
     }
     *out = d;
@@ -875,13 +876,13 @@ FcStatus fc_npz_save(const char *path, const FcNamedView *arrays, int n, bool co
         if (st != FC_OK)
             return st;
     }
-    ZipEntry *ents = calloc(n ? (size_t)n : 1, sizeof *ents);
+    ZipEntry *ents = mem_calloc(n ? (size_t)n : 1, sizeof *ents);
     if (!ents)
         return fail(err, FC_ERR_NOMEM, "%s: out of memory", path);
     AtomicFile af;
     FcStatus st = atomic_open(&af, path, err);
     if (st != FC_OK) {
-        free(ents);
+        mem_free(ents);
         return st;
     }
     bool ok = true;
@@ -933,8 +934,8 @@ FcStatus fc_npz_save(const char *path, const FcNamedView *arrays, int n, bool co
         ok = atomic_write(&af, lh, 30) && atomic_write(&af, arrays[i].name, nlen - 4) &&
              atomic_write(&af, ".npy", 4) && atomic_write(&af, payload, clen);
         pos += 30 + nlen + clen;
-        free(npy);
-        free(packed);
+        mem_free(npy);
+        mem_free(packed);
         npy = packed = NULL;
     }
     uint64_t cd_start = pos;
@@ -970,12 +971,12 @@ FcStatus fc_npz_save(const char *path, const FcNamedView *arrays, int n, bool co
         wr32(end + 16, (uint32_t)cd_start);
         ok = atomic_write(&af, end, 22);
     }
-    free(ents);
+    mem_free(ents);
     return atomic_commit(&af, ok, err);
 fail_out:
-    free(npy);
-    free(packed);
-    free(ents);
+    mem_free(npy);
+    mem_free(packed);
+    mem_free(ents);
     atomic_abort(&af);
     return st;
 }

@@ -16,6 +16,7 @@
  *
  * Works on a materialised FcView only; depends on nothing but fcdim.h and the C library. */
 #include "fcdim.h"
+#include "mem.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -50,7 +51,7 @@ static void sb_append(StrBuf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 128;
         while (b->len + n + 1 > cap)
             cap *= 2;
-        char *p = realloc(b->p, cap);
+        char *p = mem_realloc(b->p, cap);
         if (!p) {
             b->failed = true;
             return;
@@ -82,7 +83,7 @@ static FcStatus sb_finish(StrBuf *b, char **out, FcError *err)
     if (!b->failed && !b->p)
         sb_append(b, "", 0);
     if (b->failed) {
-        free(b->p);
+        mem_free(b->p);
         snprintf(err->msg, sizeof err->msg, "out of memory formatting a tensor");
         return FC_ERR_NOMEM;
     }

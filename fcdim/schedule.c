@@ -15,6 +15,7 @@
  *  - 32-bit index arithmetic when every access fits.
  * Depends on fcdim.h, internal.h and the backend interface. */
 #include "internal.h"
+#include "mem.h"
 
 #include "backend.h"
 
@@ -60,13 +61,13 @@ typedef struct Sched {
 static void sched_reset(Sched *s)
 {
     for (int i = 0; i < s->ncode; i++) {
-        free(s->code[i].strides);
-        free(s->code[i].gathers);
-        free(s->code[i].bounds);
+        mem_free(s->code[i].strides);
+        mem_free(s->code[i].gathers);
+        mem_free(s->code[i].bounds);
     }
     s->ncode = 0;
     for (int i = 0; i < s->nmemo; i++)
-        free(s->memo[i].map);
+        mem_free(s->memo[i].map);
     s->nmemo = 0;
     s->nbufs = 0;
     s->nloop = s->nroot = 0;
@@ -76,15 +77,15 @@ static void sched_reset(Sched *s)
 static void sched_free(Sched *s)
 {
     sched_reset(s);
-    free(s->code);
-    free(s->node_of);
-    free(s->memo);
-    free(s->bufs);
+    mem_free(s->code);
+    mem_free(s->node_of);
+    mem_free(s->memo);
+    mem_free(s->bufs);
     for (int i = 0; i < s->nsubs; i++) {
         fc_node_release(s->subs[i].load);
         fc_tensor_release(s->subs[i].tmp);
     }
-    free(s->subs);
+    mem_free(s->subs);
 }
 
 static bool grow(void **p, int *cap, int need, size_t elem)
@@ -94,7 +95,7 @@ static bool grow(void **p, int *cap, int need, size_t elem)
     int c = *cap ? *cap * 2 : 16;
     while (c < need)
         c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
+    void *q = mem_realloc(*p, (size_t)c * elem);
     if (!q)
         return false;
     *p = q;
@@ -123,7 +124,7 @@ static FcInstr *new_instr(Sched *s, const FcNode *node, FcOp op, FcDType dt)
         return NULL;
     }
     if (s->capcode != cap) {
-        const FcNode **q = realloc(s->node_of, (size_t)s->capcode * sizeof *q);
+        const FcNode **q = mem_realloc(s->node_of, (size_t)s->capcode * sizeof *q);
         if (!q) {
             fail(s, FC_ERR_NOMEM, "out of memory");
             return NULL;
@@ -224,7 +225,7 @@ static int emit_operand(Sched *s, const FcNode *n, int k, const int8_t *map, con
 
 static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
 {
-    int64_t *strides = calloc(FC_MAX_DIMS, sizeof *strides);
+    int64_t *strides = mem_calloc(FC_MAX_DIMS, sizeof *strides);
     if (!strides)
         return fail(s, FC_ERR_NOMEM, "out of memory");
     int64_t offset = n->offset;
@@ -246,7 +247,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
             int64_t i = ix->konst.i, ext = n->shape[k];
             bool wrap = n->wrap >> k & 1;
             if (i >= ext || i < (wrap ? -ext : 0)) {
-                free(strides);
+                mem_free(strides);
                 return fail(s, FC_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
                             (long long)i, n->index_dim[k], (long long)ext);
             }
@@ -254,7 +255,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
         } else {
             int r = emit(s, ix, sub);
             if (r < 0) {
-                free(strides);
+                mem_free(strides);
                 return -1;
             }
             if (!s->code[r].invariant)
@@ -265,19 +266,19 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
     }
     int b = buf_index(s, n->storage);
     if (b < 0) {
-        free(strides);
+        mem_free(strides);
         return -1;
     }
     FcInstr probe = {.op = FC_OP_LOAD, .dtype = n->dtype, .src_dtype = n->dtype, .buf = b, .offset = offset,
                      .strides = strides, .ngather = ng, .gathers = g};
     int same = same_instr(s, &probe);
     if (same >= 0) {
-        free(strides);
+        mem_free(strides);
         return same;
     }
     FcInstr *in = new_instr(s, n, FC_OP_LOAD, n->dtype);
     if (!in) {
-        free(strides);
+        mem_free(strides);
         return -1;
     }
     in->buf = b;
@@ -285,7 +286,7 @@ static int emit_load(Sched *s, const FcNode *n, const int8_t *map)
     in->strides = strides;
     in->invariant = invariant;
     if (ng) {
-        in->gathers = malloc((size_t)ng * sizeof *in->gathers);
+        in->gathers = mem_malloc((size_t)ng * sizeof *in->gathers);
         if (!in->gathers)
             return fail(s, FC_ERR_NOMEM, "out of memory");
         memcpy(in->gathers, g, (size_t)ng * sizeof *g);
@@ -411,7 +412,7 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
         return -1;
     if (!grow((void **)&s->memo, &s->capmemo, s->nmemo + 1, sizeof *s->memo))
         return fail(s, FC_ERR_NOMEM, "out of memory");
-    int8_t *m = malloc((size_t)(n->nlev ? n->nlev : 1));
+    int8_t *m = mem_malloc((size_t)(n->nlev ? n->nlev : 1));
     if (!m)
         return fail(s, FC_ERR_NOMEM, "out of memory");
     memcpy(m, map, (size_t)n->nlev);
@@ -798,12 +799,12 @@ static int chunk_loop_of(const Sched *s, bool scatter)
 static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl, bool *bad)
 {
     int n = s->ncode;
-    int *list = malloc((size_t)(n + 1) * sizeof *list), *cx = malloc((size_t)(n + 1) * sizeof *cx);
-    uint64_t *own = malloc((size_t)(n + 1) * sizeof *own);
+    int *list = mem_malloc((size_t)(n + 1) * sizeof *list), *cx = mem_malloc((size_t)(n + 1) * sizeof *cx);
+    uint64_t *own = mem_malloc((size_t)(n + 1) * sizeof *own);
     if (!list || !cx || !own) {
-        free(list);
-        free(cx);
-        free(own);
+        mem_free(list);
+        mem_free(cx);
+        mem_free(own);
         return -1;
     }
     for (int c = 0; c < n; c++)
@@ -866,9 +867,9 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
         }
         nbad += bad[c];
     }
-    free(list);
-    free(cx);
-    free(own);
+    mem_free(list);
+    mem_free(cx);
+    mem_free(own);
     return nbad;
 }
 
@@ -1013,7 +1014,7 @@ static bool find_bounds(Sched *s, int cl)
                                          : true;
         if (!ok)
             continue;
-        in->bounds = malloc((size_t)nb * sizeof *b);
+        in->bounds = mem_malloc((size_t)nb * sizeof *b);
         if (!in->bounds) {
             fail(s, FC_ERR_NOMEM, "out of memory");
             return false;
@@ -1042,7 +1043,7 @@ static bool find_bounds(Sched *s, int cl)
 static bool compact_code(Sched *s, int *result, int *sregs, int ns)
 {
     int n = s->ncode;
-    int *map = malloc((size_t)(n + 1) * sizeof *map);
+    int *map = mem_malloc((size_t)(n + 1) * sizeof *map);
     if (!map) {
         fail(s, FC_ERR_NOMEM, "out of memory");
         return false;
@@ -1065,15 +1066,15 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
     for (int i = 0; i < n; i++)
         map[i] = map[i] ? m++ : -1;
     if (m == n) {
-        free(map);
+        mem_free(map);
         return true;
     }
     for (int i = 0; i < n; i++) {
         FcInstr *in = &s->code[i];
         if (map[i] < 0) {
-            free(in->strides);
-            free(in->gathers);
-            free(in->bounds);
+            mem_free(in->strides);
+            mem_free(in->gathers);
+            mem_free(in->bounds);
             continue;
         }
         in->dst = map[i];
@@ -1090,7 +1091,7 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
     for (int g = 0; g < ns; g++)
         sregs[g] = map[sregs[g]];
     s->ncode = m;
-    free(map);
+    mem_free(map);
     return true;
 }
 
@@ -1100,7 +1101,7 @@ static void dump(FcCtx *ctx, int what, char *text)
 {
     if (text && ctx->dump && (ctx->dump_flags & what))
         ctx->dump(ctx->dump_ud, text);
-    free(text);
+    mem_free(text);
 }
 
 /* Dumps k as asked, shows it to the host's hook and runs it (by the backend's plan prep when
@@ -1139,7 +1140,7 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcK
         memcpy(new_strides, c->strides, (size_t)root->nlev * sizeof *new_strides);
     }
     void *bufs[64];
-    void **bp = k.nbufs <= 64 ? bufs : malloc((size_t)k.nbufs * sizeof *bp);
+    void **bp = k.nbufs <= 64 ? bufs : mem_malloc((size_t)k.nbufs * sizeof *bp);
     if (!bp) {
         if (*new_storage) {
             fc_storage_release(*new_storage);
@@ -1154,7 +1155,7 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcK
     k.interrupt = ctx->interrupt;
     FcStatus st = launch(ctx, be, &k, dev, c->prep, err);
     if (bp != bufs)
-        free(bp);
+        mem_free(bp);
     if (st && *new_storage) {
         fc_storage_release(*new_storage);
         *new_storage = NULL;
@@ -1238,8 +1239,8 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         add_unit_loop(&s, &k);
         compute_deps(&s);
         int cl = s.nloop > s.nroot ? chunk_loop_of(&s, sc != NULL) : natural_chunk_loop(&s, sc != NULL);
-        free(bad);
-        bad = malloc((size_t)s.ncode + 1);
+        mem_free(bad);
+        bad = mem_malloc((size_t)s.ncode + 1);
         int nbad = bad ? unfused(&s, result, sregs, sc ? sc->n : 0, cl, bad) : -1;
         if (nbad < 0) {
             st = fc_nomem(err);
@@ -1290,7 +1291,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     k.out_dtype = root->dtype;
     k.out_offset = out_offset;
     void *bufs[64];
-    void **bp = s.nbufs <= 64 ? bufs : malloc((size_t)s.nbufs * sizeof *bp);
+    void **bp = s.nbufs <= 64 ? bufs : mem_malloc((size_t)s.nbufs * sizeof *bp);
     if (!bp) {
         st = fc_nomem(err);
         goto done;
@@ -1322,10 +1323,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     const FcCached *kept = keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
     st = launch(ctx, be, &k, dev, kept ? kept->prep : NULL, err);
     if (bp != bufs)
-        free(bp);
+        mem_free(bp);
 done:
     fc_key_free(&key);
-    free(bad);
+    mem_free(bad);
     sched_free(&s);
     if (st && *new_storage) {
         fc_storage_release(*new_storage);
@@ -1496,7 +1497,7 @@ static void loops_str(char *buf, size_t cap, uint64_t m)
 char *fc_kernel_dump(const FcKernel *k)
 {
     size_t cap = 1024 + (size_t)k->ncode * 512 + (size_t)k->nloop * 64;
-    char *p = malloc(cap);
+    char *p = mem_malloc(cap);
     if (!p)
         return NULL;
     size_t n = 0;

@@ -15,6 +15,7 @@
  * the chosen strides filled by fc_assign, which evaluates a lazy source straight into place.
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
+#include "mem.h"
 
 #include "backend.h"
 
@@ -721,14 +722,14 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
         FcOperand ops[2] = {{FC_OPERAND_TENSOR, dt}, {FC_OPERAND_TENSOR, parts[i].t->dtype}};
         dt = fc_result_type(ops, 2);
     }
-    FcTensor **ts = calloc((size_t)(n > 0 ? n : 1), sizeof *ts);
+    FcTensor **ts = mem_calloc((size_t)(n > 0 ? n : 1), sizeof *ts);
     if (!ts)
         return fc_nomem(err);
     for (int i = 0; i < n; i++)
         ts[i] = parts[i].t;
     FcDevice dev;
     FcStatus dst = fc_common_device(ts, n, &dev, err);
-    free(ts);
+    mem_free(ts);
     if (dst)
         return dst;
     int nd = 1;
@@ -796,7 +797,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
 
 static FcStatus parts_new(int n, CatPart **out, FcError *err)
 {
-    *out = calloc(n > 0 ? (size_t)n : 1, sizeof **out);
+    *out = mem_calloc(n > 0 ? (size_t)n : 1, sizeof **out);
     return *out ? FC_OK : fc_nomem(err);
 }
 
@@ -809,7 +810,7 @@ FcStatus fc_cat(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **
         s = part_init(ctx, &parts[i], ts[i], -1, err);
     if (!s)
         s = cat_parts(ctx, n, parts, dim, false, out, err);
-    free(parts);
+    mem_free(parts);
     return s;
 }
 
@@ -859,7 +860,7 @@ FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor 
         if (!s)
             s = cat_parts(ctx, n, parts, d, true, out, err);
     }
-    free(parts);
+    mem_free(parts);
     return s;
 }
 
@@ -942,11 +943,11 @@ FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, F
         s = from->to_host(from, st->data, src, nbytes, err);
     else {
         /* Between two devices: through host memory. */
-        void *h = malloc(nbytes);
+        void *h = mem_malloc(nbytes);
         s = h ? from->to_host(from, h, src, nbytes, err) : fc_nomem(err);
         if (!s)
             s = to->from_host(to, st->data, h, nbytes, err);
-        free(h);
+        mem_free(h);
     }
     FcTensor *r = s ? NULL : fc_tensor_alloc(t->ndim);
     if (!s && !r)

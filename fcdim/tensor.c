@@ -6,6 +6,7 @@
  * lazy tensor registers itself with the storages its IR loads (FcStorage.readers), and
  * fc_storage_prepare_write realises them first. Depends on fcdim.h and the backend interface. */
 #include "internal.h"
+#include "mem.h"
 
 #include "backend.h"
 
@@ -95,7 +96,7 @@ static int threads_from_env(void)
 FcStatus fc_ctx_new(FcCtx **out, FcError *err)
 {
     *out = NULL;
-    FcCtx *ctx = calloc(1, sizeof *ctx);
+    FcCtx *ctx = mem_calloc(1, sizeof *ctx);
     if (!ctx)
         return fc_nomem(err);
     ctx->nthreads = threads_from_env();
@@ -104,7 +105,7 @@ FcStatus fc_ctx_new(FcCtx **out, FcError *err)
     ctx->max_fused = 256;
     ctx->cpu = fc_cpu_backend_new(ctx->nthreads);
     if (!ctx->cpu) {
-        free(ctx);
+        mem_free(ctx);
         return fc_nomem(err);
     }
     *out = ctx;
@@ -121,7 +122,7 @@ void fc_ctx_free(FcCtx *ctx)
     for (int i = 0; i < FC_MAX_CUDA; i++)
         if (ctx->cuda[i])
             ctx->cuda[i]->destroy(ctx->cuda[i]);
-    free(ctx);
+    mem_free(ctx);
 }
 
 FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err)
@@ -164,7 +165,7 @@ FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out
         return fc_nomem(err);
     st = be->alloc(be, nbytes, &s->data, err);
     if (st) {
-        free(s);
+        mem_free(s);
         return st;
     }
     s->refcnt = 1;
@@ -190,15 +191,15 @@ void fc_storage_release(FcStorage *s)
         s->release(s->release_ud, s->data);
     else if (s->backend)
         s->backend->free(s->backend, s->data);
-    free(s->readers);
-    free(s);
+    mem_free(s->readers);
+    mem_free(s);
 }
 
 static bool storage_add_reader(FcStorage *s, FcTensor *t)
 {
     if (s->nreaders == s->capreaders) {
         int cap = s->capreaders ? s->capreaders * 2 : 4;
-        FcTensor **r = realloc(s->readers, (size_t)cap * sizeof *r);
+        FcTensor **r = mem_realloc(s->readers, (size_t)cap * sizeof *r);
         if (!r)
             return false;
         s->readers = r;
@@ -231,7 +232,7 @@ void fc_tensor_drop_reads(FcTensor *t)
     for (int i = 0; i < t->nreads; i++)
         storage_remove_reader(t->reads[i], t);
     if (t->reads != inline_reads(t))
-        free(t->reads);
+        mem_free(t->reads);
     t->reads = NULL;
     t->nreads = 0;
 }
@@ -291,7 +292,7 @@ void fc_tensor_release(FcTensor *t)
         for (int k = 0; k < t->ndim; k++)
             fc_dim_release(t->levels[k]);
     }
-    free(t);
+    mem_free(t);
 }
 
 int64_t fc_tensor_numel(const FcTensor *t)
@@ -356,7 +357,7 @@ FcStatus fc_empty(FcCtx *ctx, FcDType dt, FcDevice dev, int ndim, const int64_t 
         return fc_nomem(err);
     FcStatus st = fc_storage_new(ctx, dev, (size_t)nbytes, &t->storage, err);
     if (st) {
-        free(t);
+        mem_free(t);
         return st;
     }
     t->dtype = dt;
@@ -402,7 +403,7 @@ FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from,
     for (int i = 0; i < nfrom; i++)
         cap += from[i]->storage ? 1 : from[i]->nreads;
     if (cap > 0) {
-        t->reads = cap <= INLINE_READS ? inline_reads(t) : malloc((size_t)cap * sizeof *t->reads);
+        t->reads = cap <= INLINE_READS ? inline_reads(t) : mem_malloc((size_t)cap * sizeof *t->reads);
         if (!t->reads) {
             fc_tensor_release(t);
             return NULL;

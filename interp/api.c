@@ -2,6 +2,7 @@
  * reading and raising errors; also module import (search path, cache, cycles) and program output.
  * Values, C builtins and tensors across the boundary are in embed.c. */
 #include "interp.h"
+#include "mem.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,10 +25,18 @@ void interp_write(Interp *I, const char *s, size_t len)
     else fwrite(s, 1, len, stdout);
 }
 
-bool interp_files_allowed(Interp *I, const char *fn)
+bool interp_files_allowed(Interp *I, const char *fn, bool write)
 {
-    if (!(I->cfg.flags & TDL_NO_FILES)) return true;
-    return err_raise(I, TDL_ERR_IO, "%s(): programs may not access files in this interpreter (TDL_NO_FILES)", fn);
+    int flags = I->cfg.flags;
+    if (flags & TDL_NO_FILES)
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not access files in this interpreter (TDL_NO_FILES)", fn);
+    if (!write && (flags & TDL_NO_FILE_READ))
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not read files in this interpreter (TDL_NO_FILE_READ)",
+                         fn);
+    if (write && (flags & TDL_NO_FILE_WRITE))
+        return err_raise(I, TDL_ERR_IO, "%s(): programs may not write files in this interpreter (TDL_NO_FILE_WRITE)",
+                         fn);
+    return true;
 }
 
 static bool set_global(Interp *I, Module *m, const char *name, Value v)
@@ -72,28 +81,35 @@ static bool init_builtins(Interp *I)
 
 tdl_interp *tdl_open(const tdl_config *cfg)
 {
-    tdl_interp *T = calloc(1, sizeof *T);
+    tdl_interp *T = mem_calloc(1, sizeof *T);
     if (!T) return NULL;
     /* Recursive: releasing a storage under the lock can run the deleter of one of T's own
      * exports (a tensor viewing an import of it), which takes the lock again. */
     pthread_mutexattr_t attr;
     if (pthread_mutexattr_init(&attr) != 0) {
-        free(T);
+        mem_free(T);
         return NULL;
     }
     bool locked = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) == 0 &&
                   pthread_mutex_init(&T->lock, &attr) == 0;
     pthread_mutexattr_destroy(&attr);
     if (!locked) {
-        free(T);
+        mem_free(T);
         return NULL;
     }
     T->owner = pthread_self();
     Interp *I = &T->I;
-    if (cfg) I->cfg = *cfg;
+    if (cfg) {
+        /* tdl.h's ABI rule: the host's struct is cfg->size bytes long (0: tdl 0.1's members). */
+        size_t n = cfg->size ? cfg->size : TDL_CONFIG_SIZE_0_1;
+        memcpy(&I->cfg, cfg, n < sizeof I->cfg ? n : sizeof I->cfg);
+    }
+    I->cfg.size = sizeof I->cfg;
+    T->mem.limit = I->cfg.max_memory > INT64_MAX ? INT64_MAX : (int64_t)I->cfg.max_memory;
+    API_MEM_SCOPE(T);
     const char *device = I->cfg.device;
     I->cfg.device = NULL;       /* used here only: the host's string need not outlive this call */
-    if (I->cfg.path) I->cfg.path = strdup(I->cfg.path);
+    if (I->cfg.path) I->cfg.path = mem_strdup(I->cfg.path);
     I->objects.next = I->objects.prev = &I->objects;
     I->builtins = module_new(I, "builtins", NULL);
     I->main = module_new(I, "__main__", NULL);
@@ -108,6 +124,7 @@ tdl_interp *tdl_open(const tdl_config *cfg)
 void tdl_close(tdl_interp *T)
 {
     if (!T || T->closed || T->nest > 0) return;
+    API_MEM_SCOPE(T);
     api_enter(T);
     Interp *I = &T->I;
     embed_drop_handles(T);
@@ -116,7 +133,7 @@ void tdl_close(tdl_interp *T)
     I->ret = v_undef();
     for (size_t i = 0; i < I->nmods; i++)
         if (I->mods[i]) val_decref(I, v_obj(V_MODULE, &I->mods[i]->h));
-    free(I->mods);
+    mem_free(I->mods);
     I->mods = NULL;
     I->nmods = 0;
     namemap_free(&I->modmap);
@@ -125,8 +142,8 @@ void tdl_close(tdl_interp *T)
     I->main = I->builtins = NULL;
     objects_free_all(I);
     embed_free_host(T);
-    free((char *)I->cfg.path);
-    free(I->script_dir);
+    mem_free((char *)I->cfg.path);
+    mem_free(I->script_dir);
     I->cfg.path = I->script_dir = NULL;
     /* From here on a deleter on another thread may release storages itself: under the lock. */
     pthread_mutex_lock(&T->lock);
@@ -146,9 +163,9 @@ void tdl_close(tdl_interp *T)
 
 void embed_free_shell(tdl_interp *T)
 {
-    free(T->pending);
+    mem_free(T->pending);
     pthread_mutex_destroy(&T->lock);
-    free(T);
+    mem_free(T);
 }
 
 bool api_enter(tdl_interp *T)
@@ -219,6 +236,7 @@ static tdl_status run(tdl_interp *T, const char *code, size_t len, const char *n
 
 tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string: code is NULL"), TDL_ERROR;
     return run(T, code, strlen(code), name, false);
@@ -226,6 +244,7 @@ tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)
 
 tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     if (!code) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_run_string_ex: code is NULL"), TDL_ERROR;
     return run(T, code, len, name, (flags & TDL_RUN_INTERACTIVE) != 0);
@@ -237,19 +256,19 @@ static char *read_file(const char *path, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
+    char *buf = mem_malloc(cap);
     while (buf) {
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
         if (n < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) { free(buf); buf = NULL; errno = ENOMEM; break; }
+        char *nb = mem_realloc(buf, cap * 2);
+        if (!nb) { mem_free(buf); buf = NULL; errno = ENOMEM; break; }
         buf = nb;
         cap *= 2;
     }
     int bad = ferror(f);
     fclose(f);
-    if (bad) { free(buf); errno = EIO; return NULL; }
+    if (bad) { mem_free(buf); errno = EIO; return NULL; }
     *len = n;
     return buf;
 }
@@ -257,13 +276,14 @@ static char *read_file(const char *path, size_t *len)
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return mem_strdup(".");
+    if (slash == path) return mem_strdup("/");
+    return mem_strndup(path, (size_t)(slash - path));
 }
 
 tdl_status tdl_run_file(tdl_interp *T, const char *path)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
@@ -272,17 +292,22 @@ tdl_status tdl_run_file(tdl_interp *T, const char *path)
     char *text = read_file(path, &len);
     if (!text) {
         int e = errno;
+        if (e == ENOMEM) return err_nomem(I), TDL_ERROR;
         err_raise(I, TDL_ERR_IO, "can't open file '%s': [Errno %d] %s", path, e, strerror(e));
         return TDL_ERROR;
     }
-    if (!I->script_dir) I->script_dir = dir_of(path);
+    if (!I->script_dir && !(I->script_dir = dir_of(path))) {
+        mem_free(text);
+        return err_nomem(I), TDL_ERROR;
+    }
     tdl_status st = run(T, text, len, path, false);
-    free(text);
+    mem_free(text);
     return st;
 }
 
 tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     Interp *I = &T->I;
     err_clear(I);
@@ -312,6 +337,7 @@ tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
 
 tdl_status tdl_set_device(tdl_interp *T, const char *device)
 {
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) return TDL_MISUSE;
     err_clear(&T->I);
     if (!device) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_set_device: device is NULL"), TDL_ERROR;
@@ -325,19 +351,20 @@ tdl_error_kind tdl_error_kind_of(const tdl_interp *T) { return usable(T) ? T->I.
 const char *tdl_error_message(const tdl_interp *T)
 {
     if (!usable(T) || T->I.err.kind == TDL_ERR_NONE) return "";
-    if (T->I.err.msg) return T->I.err.msg;
-    return T->I.err.kind == TDL_ERR_MEMORY ? "out of memory" : "";
+    return err_message(&T->I);
 }
 
 const char *tdl_error_report(const tdl_interp *T)
 {
     if (!usable(T)) return "";
+    API_MEM_SCOPE(T);
     return err_report((Interp *)&T->I);
 }
 
 tdl_status tdl_raise(tdl_interp *T, tdl_error_kind kind, const char *fmt, ...)
 {
     if (!usable(T)) return TDL_MISUSE;
+    API_MEM_SCOPE(T);
     Interp *I = &T->I;
     if (kind <= TDL_ERR_NONE || kind >= TDL_ERR__COUNT) kind = TDL_ERR_RUNTIME;
     if (kind == TDL_ERR_MEMORY && !fmt) return err_nomem(I), TDL_ERROR;
@@ -345,12 +372,12 @@ tdl_status tdl_raise(tdl_interp *T, tdl_error_kind kind, const char *fmt, ...)
     if (fmt) {
         va_list ap;
         va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+        if (mem_vasprintf(&msg, fmt, ap) < 0) msg = NULL;
         va_end(ap);
         if (!msg) return err_nomem(I), TDL_ERROR;
     }
     err_raise(I, kind, "%s", msg ? msg : "");
-    free(msg);
+    mem_free(msg);
     return TDL_ERROR;
 }
 
@@ -363,29 +390,32 @@ int tdl_exit_code(const tdl_interp *T) { return usable(T) ? T->I.exit_code : 0; 
 
 /* ---- imports ---- */
 
-/* Tries dir/name.tdl; on success *text, *len and *path are set (caller frees). */
-static bool try_dir(const char *dir, size_t dlen, const char *name, char **text, size_t *len, char **path)
+/* Tries dir/name.tdl; on success *text, *len and *path are set (caller frees). Out of memory
+ * (reading it or making its name) sets *nomem and is false: the search stops there. */
+static bool try_dir(const char *dir, size_t dlen, const char *name, char **text, size_t *len, char **path,
+                    bool *nomem)
 {
-    if (dlen == 0) return false;
+    if (dlen == 0 || *nomem) return false;
     char *p = NULL;
-    int r = dlen == 1 && dir[0] == '.' ? asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
-                                       : asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
-    if (r < 0) return false;
+    int r = dlen == 1 && dir[0] == '.' ? mem_asprintf(&p, "%s.tdl", name)     /* "x.tdl", not "./x.tdl" */
+                                       : mem_asprintf(&p, "%.*s/%s.tdl", (int)dlen, dir, name);
+    if (r < 0) return *nomem = true, false;
     *text = read_file(p, len);
     if (!*text) {
-        free(p);
+        if (errno == ENOMEM) *nomem = true;
+        mem_free(p);
         return false;
     }
     *path = p;
     return true;
 }
 
-static bool try_path_list(const char *list, const char *name, char **text, size_t *len, char **path)
+static bool try_path_list(const char *list, const char *name, char **text, size_t *len, char **path, bool *nomem)
 {
     if (!list) return false;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ":");
-        if (try_dir(p, n, name, text, len, path)) return true;
+        if (try_dir(p, n, name, text, len, path, nomem)) return true;
         p += n;
         if (*p == ':') p++;
     }
@@ -394,35 +424,37 @@ static bool try_path_list(const char *list, const char *name, char **text, size_
 
 /* Tries rel under the folder holding file (a path of a program or library), e.g.
  * "/opt/tdl/lib/libtdl.so" + "../share/tdl/stdlib". */
-static bool try_beside(const char *file, const char *rel, const char *name, char **text, size_t *len, char **path)
+static bool try_beside(const char *file, const char *rel, const char *name, char **text, size_t *len, char **path,
+                       bool *nomem)
 {
     const char *slash = file ? strrchr(file, '/') : NULL;
     if (!slash) return false;
     char dir[PATH_MAX + 32];
     int n = snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - file), file, rel);
-    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path);
+    return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n, name, text, len, path, nomem);
 }
 
 /* The search path: the main script's folder, the host's path, $TDL_PATH, the stdlib of this
  * installed copy (share/tdl/stdlib beside the lib/ or bin/ folder of the library or program
  * holding this code: right for a copy installed with DESTDIR or moved, and not another copy's),
  * the stdlib where `make install` put it, and the stdlib beside the running binary (a build tree:
- * build/tdl -> stdlib/). */
-static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path)
+ * build/tdl -> stdlib/). Out of memory on the way stops the search with *nomem set. */
+static bool find_module(Interp *I, const char *name, char **text, size_t *len, char **path, bool *nomem)
 {
     const char *sd = I->script_dir ? I->script_dir : ".";
-    if (try_dir(sd, strlen(sd), name, text, len, path)) return true;
-    if (try_path_list(I->cfg.path, name, text, len, path)) return true;
-    if (try_path_list(getenv("TDL_PATH"), name, text, len, path)) return true;
+    if (try_dir(sd, strlen(sd), name, text, len, path, nomem)) return true;
+    if (try_path_list(I->cfg.path, name, text, len, path, nomem)) return true;
+    if (try_path_list(getenv("TDL_PATH"), name, text, len, path, nomem)) return true;
     Dl_info info;
-    if (dladdr((void *)find_module, &info) && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path))
+    if (dladdr((void *)find_module, &info)
+        && try_beside(info.dli_fname, "../share/tdl/stdlib", name, text, len, path, nomem))
         return true;
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) exe[n] = '\0';
-    if (n > 0 && try_beside(exe, "../share/tdl/stdlib", name, text, len, path)) return true;
-    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path)) return true;
-    return n > 0 && try_beside(exe, "../stdlib", name, text, len, path);
+    if (n > 0 && try_beside(exe, "../share/tdl/stdlib", name, text, len, path, nomem)) return true;
+    if (try_dir(TDL_STDLIB_DIR, strlen(TDL_STDLIB_DIR), name, text, len, path, nomem)) return true;
+    return n > 0 && try_beside(exe, "../stdlib", name, text, len, path, nomem);
 }
 
 bool import_module(Interp *I, const char *name, Value *out)
@@ -438,19 +470,20 @@ bool import_module(Interp *I, const char *name, Value *out)
     }
     char *text = NULL, *path = NULL;
     size_t len = 0;
-    if (!find_module(I, name, &text, &len, &path))
-        return err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
+    bool nomem = false;
+    if (!find_module(I, name, &text, &len, &path, &nomem))
+        return nomem ? err_nomem(I) : err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
     Module *m = module_new(I, name, path);
     LangSource *src = m ? lang_source_new(path, text, len) : NULL;
-    free(text);
-    free(path);
+    mem_free(text);
+    mem_free(path);
     if (!m || !src) {
         if (m) val_decref(I, v_obj(V_MODULE, &m->h));
         return m ? err_nomem(I) : false;
     }
     if (I->nmods == I->capmods) {
         size_t cap = I->capmods ? I->capmods * 2 : 8;
-        Module **mods = realloc(I->mods, cap * sizeof *mods);
+        Module **mods = mem_realloc(I->mods, cap * sizeof *mods);
         if (!mods) {
             lang_source_release(src);
             val_decref(I, v_obj(V_MODULE, &m->h));

@@ -12,6 +12,7 @@
  * a BuiltinFn runs, so each function may index args[0 .. def->min_args) without checking.
  */
 #include "interp.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -288,11 +289,11 @@ static bool sort_values(Interp *I, Value *vals, size_t n, Value key, bool revers
 {
     if (n < 2 && key.tag == V_NONE) return true;
     bool haskey = key.tag != V_NONE;
-    SortItem *a = malloc((n ? n : 1) * sizeof *a);
-    SortItem *tmp = malloc((n / 2 + 1) * sizeof *tmp);
+    SortItem *a = mem_malloc((n ? n : 1) * sizeof *a);
+    SortItem *tmp = mem_malloc((n / 2 + 1) * sizeof *tmp);
     if (!a || !tmp) {
-        free(a);
-        free(tmp);
+        mem_free(a);
+        mem_free(tmp);
         return err_nomem(I);
     }
     size_t nkeys = 0;
@@ -320,8 +321,8 @@ static bool sort_values(Interp *I, Value *vals, size_t n, Value key, bool revers
     /* After a failed key call the keys are a[0..nkeys); once all are made, sorting only
      * permutes a[0..n). */
     for (size_t i = 0; i < nkeys; i++) val_decref(I, a[i].key);
-    free(a);
-    free(tmp);
+    mem_free(a);
+    mem_free(tmp);
     return ok;
 }
 
@@ -710,7 +711,7 @@ static bool bi_enumerate(BUILTIN_ARGS)
 
 static bool bi_zip(BUILTIN_ARGS)
 {
-    ListObj **cols = calloc((size_t)(nargs ? nargs : 1), sizeof *cols);
+    ListObj **cols = mem_calloc((size_t)(nargs ? nargs : 1), sizeof *cols);
     if (!cols) return err_nomem(I);
     bool ok = true;
     size_t n = SIZE_MAX;
@@ -735,7 +736,7 @@ static bool bi_zip(BUILTIN_ARGS)
     }
     for (int i = 0; i < nargs; i++)
         if (cols[i]) val_decref(I, LISTV(cols[i]));
-    free(cols);
+    mem_free(cols);
     if (!ok) {
         if (l) val_decref(I, LISTV(l));
         return false;
@@ -1085,7 +1086,7 @@ static bool parse_float_text(const char *s, size_t len, double *out)
         return true;
     }
     char small[128];
-    char *buf = rest + 2 <= sizeof small ? small : malloc(rest + 2);
+    char *buf = rest + 2 <= sizeof small ? small : mem_malloc(rest + 2);
     if (!buf) return false;     /* treated as not convertible; only for huge strings */
     size_t o = 0;
     buf[o++] = neg ? '-' : '+';
@@ -1120,7 +1121,7 @@ static bool parse_float_text(const char *s, size_t len, double *out)
         buf[o] = '\0';
         *out = strtod(buf, NULL);
     }
-    if (buf != small) free(buf);
+    if (buf != small) mem_free(buf);
     return ok;
 }
 
@@ -1141,7 +1142,7 @@ static bool ascii_digits(const StrObj *s, char **text, size_t *len, char **buf)
     *text = (char *)s->data;
     *len = s->len;
     if (s->len == s->nchars) return true;
-    char *o = malloc(s->len + 1);
+    char *o = mem_malloc(s->len + 1);
     if (!o) return false;
     size_t n = 0;
     for (size_t i = 0; i < s->len;) {
@@ -1167,7 +1168,7 @@ static bool int_from_str(Interp *I, Value s, int base, Value *out)
     size_t len;
     if (!ascii_digits(as_str(s), &text, &len, &tmp)) return err_nomem(I);
     int r = parse_int_text(text, len, base, &v);
-    free(tmp);
+    mem_free(tmp);
     if (r == 0) {
         *out = v_int(v);
         return true;
@@ -1258,7 +1259,7 @@ static bool type_float(Interp *I, Value x, Value *out)
         size_t len;
         if (!ascii_digits(as_str(x), &text, &len, &tmp)) return err_nomem(I);
         bool ok = parse_float_text(text, len, &d);
-        free(tmp);
+        mem_free(tmp);
         if (ok) {
             *out = v_float(d);
             return true;
@@ -1577,7 +1578,7 @@ static bool m_list_sort(BUILTIN_ARGS)
         *out = v_none();
         return true;
     }
-    Value *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    Value *tmp = mem_malloc((n ? n : 1) * sizeof *tmp);
     if (!tmp) return err_nomem(I);
     for (size_t i = 0; i < n; i++) {
         tmp[i] = l->items[i];
@@ -1593,7 +1594,7 @@ static bool m_list_sort(BUILTIN_ARGS)
         }
     }
     for (size_t i = 0; i < n; i++) val_decref(I, tmp[i]);
-    free(tmp);
+    mem_free(tmp);
     if (!ok) return false;
     *out = v_none();
     return true;
@@ -2375,7 +2376,7 @@ static char *alloc_printf(const char *fmt, int prec, double v)
 {
     int need = snprintf(NULL, 0, fmt, prec, v);
     if (need < 0) return NULL;
-    char *p = malloc((size_t)need + 3);      /* room for ".0" or "%" appended later */
+    char *p = mem_malloc((size_t)need + 3);      /* room for ".0" or "%" appended later */
     if (p) snprintf(p, (size_t)need + 1, fmt, prec, v);
     return p;
 }
@@ -2420,7 +2421,7 @@ static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b, co
             }
             sprintf(m, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
         } else {
-            free(body);
+            mem_free(body);
             if (!(body = alloc_printf("%.*f", p - 1 - exp10, a))) return err_nomem(I);
             size_t n = strlen(body);
             if (!strchr(body, '.')) {
@@ -2452,7 +2453,7 @@ static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b, co
     } else {
         put_padded(b, sp, prefix, plen, body, blen, '>');
     }
-    if (body != small) free(body);
+    if (body != small) mem_free(body);
     return true;
 }
 

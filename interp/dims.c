@@ -10,6 +10,7 @@
  *   - a tensor with dims prints as functorch.dim's repr ("with dims=(i, 0) sizes=(3, 4)").
  * The semantics are fcdim/dims.c's; this file maps values and operator rows onto it. */
 #include "tensor.h"
+#include "mem.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -41,7 +42,7 @@ static bool dimlist_bind_len(Interp *I, DimListObj *l, int64_t n)
         return true;
     }
     if (n < 0 || n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "a dim list of %lld dims", (long long)n);
-    l->dims = calloc((size_t)(n ? n : 1), sizeof *l->dims);
+    l->dims = mem_calloc((size_t)(n ? n : 1), sizeof *l->dims);
     if (!l->dims) return err_nomem(I);
     for (int k = 0; k < n; k++) {
         char name[96];
@@ -49,7 +50,7 @@ static bool dimlist_bind_len(Interp *I, DimListObj *l, int64_t n)
         l->dims[k] = fc_dim_new(I->fc, name, true, -1);
         if (!l->dims[k]) {
             for (int j = 0; j < k; j++) fc_dim_release(l->dims[j]);
-            free(l->dims);
+            mem_free(l->dims);
             l->dims = NULL;
             return err_nomem(I);
         }
@@ -67,7 +68,8 @@ static bool bind_size(Interp *I, FcDim *d, Value v, const char *what)
     return tensor_check(I, fc_dim_bind(I->fc, d, as_i(v), what, &e), &e);
 }
 
-/* One item of sizes= (None, an int, or for a dim list a sequence of ints). */
+/* One item of sizes= (None, an int, or for a dim list a sequence of ints). On failure *out is
+ * V_UNDEF: the caller's tuple may hold it. */
 static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
 {
     char name[32];
@@ -78,6 +80,7 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
         if (!dim_value_steal(I, d, out)) return false;
         if (size.tag != V_NONE && !bind_size(I, d, size, "dims(sizes=...)")) {
             val_decref(I, *out);
+            *out = v_undef();
             return false;
         }
         return true;
@@ -95,7 +98,10 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
     } else if (size.tag != V_NONE) {
         ok = err_raise(I, TDL_ERR_TYPE, "dimlists(): a size must be None, an int or a sequence of ints");
     }
-    if (!ok) val_decref(I, *out);
+    if (!ok) {
+        val_decref(I, *out);
+        *out = v_undef();
+    }
     return ok;
 }
 
@@ -716,7 +722,7 @@ static void dimindex_free(DimIndex *x)
 {
     for (int k = 0; k < x->n; k++) {
         fc_tensor_release(x->owned[k]);
-        free(x->packs[k]);
+        mem_free(x->packs[k]);
     }
 }
 
@@ -747,7 +753,7 @@ static bool dimindex_add(Interp *I, DimIndex *x, Value v)
         for (size_t j = 0; j < n; j++)
             if (items[j].tag != V_DIM)
                 return err_raise(I, TDL_ERR_TYPE, "a dim pack holds dims only, found %s", val_type_name(items[j]));
-        if (!(x->packs[k] = malloc(n * sizeof *x->packs[k]))) return err_nomem(I);
+        if (!(x->packs[k] = mem_malloc(n * sizeof *x->packs[k]))) return err_nomem(I);
         for (size_t j = 0; j < n; j++) x->packs[k][j] = as_dim(items[j]);
         f->kind = FC_IX_DIMPACK;
         f->pack = x->packs[k];
@@ -907,7 +913,7 @@ static bool m_index(METHOD_ARGS)
     FcTensor *t;
     if (!dims_tensor_of(I, self, &t)) return false;
     int keys[FC_MAX_DIMS];
-    DimIndex *x = malloc(sizeof *x);
+    DimIndex *x = mem_malloc(sizeof *x);
     bool ok = x != NULL || err_nomem(I);
     if (x) x->n = 0;
     int npos = fc_tensor_npos(t);
@@ -929,7 +935,7 @@ static bool m_index(METHOD_ARGS)
     FcError e;
     if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x->n, x->ix, (int)nd, keys, &r, &e), &e);
     if (x) dimindex_free(x);
-    free(x);
+    mem_free(x);
     fc_tensor_release(t);
     return ok && tensor_value_steal(I, r, out);
 }

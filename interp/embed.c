@@ -13,6 +13,7 @@
  * Depends on interp.h (and so fcdim.h) and dlpack/dlpack.h; nothing else.
  */
 #include "interp.h"
+#include "mem.h"
 
 #include <dlpack/dlpack.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@ struct tdl_value {
 
 #define VALUE_MAGIC 0x7464c176u
 
-#define ENTER(T) do { if (!api_enter(T)) return TDL_MISUSE; } while (0)
+#define ENTER(T) API_MEM_SCOPE(T); do { if (!api_enter(T)) return TDL_MISUSE; } while (0)
 
 static tdl_status status(bool ok) { return ok ? TDL_OK : TDL_ERROR; }
 
@@ -39,7 +40,7 @@ static tdl_status status(bool ok) { return ok ? TDL_OK : TDL_ERROR; }
 /* A new handle holding v (a reference taken over, released on failure too). */
 static bool new_handle(tdl_interp *T, Value v, tdl_value **out)
 {
-    tdl_value *h = malloc(sizeof *h);
+    tdl_value *h = mem_malloc(sizeof *h);
     if (!h) {
         val_decref(&T->I, v);
         *out = NULL;
@@ -74,12 +75,13 @@ void tdl_value_free(tdl_value *v)
 {
     if (!v || v->magic != VALUE_MAGIC || v->arg) return;
     tdl_interp *T = v->T;
+    API_MEM_SCOPE(T);
     v->magic = 0;
     if (v->dead) {
         pthread_mutex_lock(&T->lock);
         bool last = --T->nhandles == 0 && T->nexports == 0 && T->closed;
         pthread_mutex_unlock(&T->lock);
-        free(v);
+        mem_free(v);
         if (last) embed_free_shell(T);
         return;
     }
@@ -89,7 +91,7 @@ void tdl_value_free(tdl_value *v)
     if (v->next) v->next->prev = v->prev;
     T->nhandles--;
     Value x = v->v;
-    free(v);
+    mem_free(v);
     val_decref(&T->I, x);
 }
 
@@ -208,7 +210,7 @@ static tdl_status make_seq(tdl_interp *T, const char *fn, bool tuple, size_t n, 
     Interp *I = &T->I;
     if (!need_out(I, fn, out)) return TDL_ERROR;
     if (n > SIZE_MAX / sizeof(Value) / 2) return err_nomem(I), TDL_ERROR;
-    Value *vals = malloc((n ? n : 1) * sizeof *vals);
+    Value *vals = mem_malloc((n ? n : 1) * sizeof *vals);
     if (!vals) return err_nomem(I), TDL_ERROR;
     bool ok = items_of(T, fn, n, items, vals);
     Value v = v_undef();
@@ -226,7 +228,7 @@ static tdl_status make_seq(tdl_interp *T, const char *fn, bool tuple, size_t n, 
         val_incref(vals[k]);
         dst[k] = vals[k];
     }
-    free(vals);
+    mem_free(vals);
     return status(ok && new_handle(T, v, out));
 }
 
@@ -719,8 +721,8 @@ static void hostfn_free(Interp *I, HostFn *h)
 {
     if (!h) return;
     for (int k = 0; k < h->nparams; k++) val_decref(I, h->params[k].dflt);
-    free(h->name);
-    free(h);
+    mem_free(h->name);
+    mem_free(h);
 }
 
 /* Binds a call's arguments to h's parameters (Python's rules), defaults filled in; bound values
@@ -761,6 +763,10 @@ static bool bind_params(Interp *I, const HostFn *h, const Value *args, int nargs
         buf_printf(&missing, "%s'%s'", nmissing ? ", " : "", p->name);
         nmissing++;
         missing_kwonly = p->kwonly;
+    }
+    if (nmissing && missing.nomem) {
+        buf_free(&missing);
+        return err_nomem(I);
     }
     if (nmissing) {
         err_raise(I, TDL_ERR_TYPE, "%s() missing %d required %s argument%s: %s", h->name, nmissing,
@@ -859,9 +865,9 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
     if (!signature)
         return err_raise(I, TDL_ERR_VALUE, "tdl_register: the signature of '%s' is NULL (\"\" for none)", name),
                TDL_ERROR;
-    HostFn *h = calloc(1, sizeof *h);
+    HostFn *h = mem_calloc(1, sizeof *h);
     if (!h) return err_nomem(I), TDL_ERROR;
-    h->name = strdup(name);
+    h->name = mem_strdup(name);
     h->fn = fn;
     h->ud = ud;
     if (!h->name) {
@@ -875,7 +881,7 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
     h->def = (BuiltinDef){h->name, host_call, 0, -1, "*"};
     if (T->nfns == T->capfns) {
         int cap = T->capfns ? T->capfns * 2 : 8;
-        HostFn **fns = realloc(T->fns, (size_t)cap * sizeof *fns);
+        HostFn **fns = mem_realloc(T->fns, (size_t)cap * sizeof *fns);
         if (!fns) {
             hostfn_free(I, h);
             return err_nomem(I), TDL_ERROR;
@@ -991,14 +997,14 @@ static void borrow_release(void *ud, void *data)
 {
     BorrowHold *b = ud;
     if (b->release) b->release(b->ud, b->data);
-    free(b);
+    mem_free(b);
 }
 
 /* A storage over host memory whose element (0, ..., 0) is at data; release(ud) runs when it
  * goes (also when this fails). NULL with the error raised on failure. */
 static FcStorage *host_storage(Interp *I, const Geometry *g, void *data, void (*release)(void *, void *), void *ud)
 {
-    FcStorage *s = calloc(1, sizeof *s);
+    FcStorage *s = mem_calloc(1, sizeof *s);
     if (!s) {
         release(ud, NULL);
         err_nomem(I);
@@ -1065,6 +1071,7 @@ tdl_status tdl_tensor_borrow(tdl_interp *T, tdl_dtype dt, int ndim, const int64_
 {
     const char *fn = "tdl_tensor_borrow";
     if (out) *out = NULL;
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) {
         if (release) release(ud, data);
         return TDL_MISUSE;
@@ -1076,7 +1083,7 @@ tdl_status tdl_tensor_borrow(tdl_interp *T, tdl_dtype dt, int ndim, const int64_
     bool ok = need_out(I, fn, out);
     if (ok && !dtype_in(dt, &fdt)) ok = err_raise(I, TDL_ERR_VALUE, "%s: %d is not a tdl_dtype", fn, (int)dt);
     ok = ok && geometry(I, fn, fdt, ndim, shape, strides, data, &g) && aligned(I, fn, &g, data);
-    if (ok && !(b = malloc(sizeof *b))) ok = err_nomem(I);
+    if (ok && !(b = mem_malloc(sizeof *b))) ok = err_nomem(I);
     if (!ok) {
         if (release) release(ud, data);
         return TDL_ERROR;
@@ -1203,13 +1210,13 @@ static void import_release(void *ud, void *data)
         if (h->next) h->next->prev = h->prev;
     }
     call_deleter(h->mt, h->versioned);
-    free(h);
+    mem_free(h);
 }
 
 void embed_free_host(tdl_interp *T)
 {
     for (int k = 0; k < T->nfns; k++) hostfn_free(&T->I, T->fns[k]);
-    free(T->fns);
+    mem_free(T->fns);
     T->fns = NULL;
     T->nfns = T->capfns = 0;
     /* Imports still alive are held by exports; they outlive the list. */
@@ -1265,6 +1272,7 @@ static bool dl_check(Interp *I, const char *fn, const DLTensor *dl, Geometry *g,
 static tdl_status dlpack_import(tdl_interp *T, const char *fn, void *mt, bool versioned, tdl_value **out)
 {
     if (out) *out = NULL;
+    API_MEM_SCOPE(T);
     if (!api_enter(T)) {
         if (mt) call_deleter(mt, versioned);
         return TDL_MISUSE;
@@ -1301,7 +1309,7 @@ static tdl_status dlpack_import(tdl_interp *T, const char *fn, void *mt, bool ve
         call_deleter(mt, versioned);
         return status(ok && wrap_tensor(T, t, out));
     }
-    if (ok && !(h = calloc(1, sizeof *h))) ok = err_nomem(I);
+    if (ok && !(h = mem_calloc(1, sizeof *h))) ok = err_nomem(I);
     if (!ok) {
         call_deleter(mt, versioned);
         return TDL_ERROR;
@@ -1341,6 +1349,7 @@ typedef struct ExportHold {
 static void export_release(ExportHold *x)
 {
     tdl_interp *T = x->T;
+    API_MEM_SCOPE(T);       /* the consumer's thread, outside any call: credit what is freed to T */
     bool last = false;
     pthread_mutex_lock(&T->lock);
     if (T->closed || pthread_equal(T->owner, pthread_self())) {
@@ -1355,7 +1364,7 @@ static void export_release(ExportHold *x)
         T->pending[T->npending++] = x->s;   /* room reserved at export */
     }
     pthread_mutex_unlock(&T->lock);
-    free(x);
+    mem_free(x);
     if (last) embed_free_shell(T);
 }
 
@@ -1372,20 +1381,20 @@ static tdl_status dlpack_export(tdl_interp *T, const char *fn, tdl_value *v, boo
     if (t->device.type != FC_DEV_CPU)
         return err_raise(I, TDL_ERR_DEVICE, "%s: exporting device memory is not supported yet: copy the tensor to "
                          "the host with .cpu() first", fn), TDL_ERROR;
-    ExportHold *x = calloc(1, sizeof *x + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
+    ExportHold *x = mem_calloc(1, sizeof *x + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
     if (!x) return err_nomem(I), TDL_ERROR;
     pthread_mutex_lock(&T->lock);
     bool room = true;
     if (T->cappending < T->nexports + 1) {
         size_t cap = T->cappending ? 2 * T->cappending : 8;
-        FcStorage **p = realloc(T->pending, cap * sizeof *p);
+        FcStorage **p = mem_realloc(T->pending, cap * sizeof *p);
         if (p) T->pending = p, T->cappending = cap;
         else room = false;
     }
     if (room) T->nexports++;
     pthread_mutex_unlock(&T->lock);
     if (!room) {
-        free(x);
+        mem_free(x);
         return err_nomem(I), TDL_ERROR;
     }
     x->T = T;

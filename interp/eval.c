@@ -5,6 +5,7 @@
  * innermost node that sees it attaches its position (Error.need_loc), and every tdl call on the
  * way up adds the caller's position, which builds the traceback. */
 #include "interp.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,9 +154,9 @@ static bool name_dims(Interp *I, Node *t, Value v)
 {
     if (v.tag == V_DIM && !as_dim(v)->named && !fc_dim_set_name(as_dim(v), t->str)) return err_nomem(I);
     if (v.tag == V_DIMLIST && !as_dimlist(v)->named) {
-        char *s = strdup(t->str);
+        char *s = mem_strdup(t->str);
         if (!s) return err_nomem(I);
-        free(as_dimlist(v)->name);
+        mem_free(as_dimlist(v)->name);
         as_dimlist(v)->name = s;
         as_dimlist(v)->named = true;
     }
@@ -247,8 +248,9 @@ static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, in
             buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
                        fn->slot_names[i]);
         }
-        err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
-                  missing == 1 ? "" : "s", b.p ? b.p : "");
+        if (b.nomem) err_nomem(I);
+        else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
+                       missing == 1 ? "" : "s", b.p ? b.p : "");
         buf_free(&b);
         return false;
     }
@@ -935,7 +937,7 @@ static Flow exec(Interp *I, Frame *F, Node *st)
                     buf_free(&b);
                 } else {
                     ok = err_raise(I, TDL_ERR_ASSERTION, "%s", "");
-                    free(I->err.msg);
+                    mem_free(I->err.msg);
                     I->err.msg = NULL;
                 }
             }

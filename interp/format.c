@@ -6,6 +6,7 @@
  * and ignores further text, so callers check once at the end instead of after every append.
  */
 #include "interp.h"
+#include "mem.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -27,7 +28,7 @@ static bool buf_reserve(Buf *b, size_t n)
     if (need <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = mem_realloc(b->p, cap);
     if (!p) {
         b->nomem = true;
         return false;
@@ -73,7 +74,7 @@ void buf_printf(Buf *b, const char *fmt, ...)
 void buf_free(Buf *b)
 {
     if (!b) return;
-    free(b->p);
+    mem_free(b->p);
     b->p = NULL;
     b->n = b->cap = 0;
     b->nomem = false;

@@ -21,6 +21,7 @@
 
 #include "fcdim.h"
 #include "lang.h"
+#include "mem.h"
 #include "tdl.h"
 
 #include <pthread.h>
@@ -239,11 +240,16 @@ typedef struct Error {
     TraceEntry *trace;          /* innermost first */
     size_t ntrace, cap;
     char *report;               /* formatted on demand */
+    char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
 } Error;
 
 /* Records an error (replacing any earlier one) and returns false. */
 bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* MemoryError, raised without allocating: "out of memory", or the interpreter's max_memory
+ * when that is what refused the allocation. */
 bool err_nomem(Interp *I);
+/* The message of the error recorded (never NULL). */
+const char *err_message(const Interp *I);
 void err_clear(Interp *I);
 /* Appends a traceback entry for position pos of src in function func. */
 void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func);
@@ -446,9 +452,23 @@ struct tdl_interp {
     HostFn **fns;               /* C builtins, by the index their BuiltinObj carries */
     int nfns, capfns;
     ImportHold *imports;        /* DLPack tensors imported and not yet released (doubly linked) */
+    MemAccount mem;             /* what T's allocations hold, against tdl_config.max_memory */
 };
 
 static inline tdl_interp *interp_shell(Interp *I) { return (tdl_interp *)I; }
+
+/* T's memory account when it has a limit (else NULL: nothing to count). */
+static inline MemAccount *api_account(const tdl_interp *T)
+{
+    return T && T->mem.limit > 0 ? (MemAccount *)&T->mem : NULL;
+}
+/* Makes T's memory account current on this thread until the end of the enclosing block, so what
+ * is allocated for T, in fcdim/ and the backends too (which do not know the interpreter), is
+ * charged to it. Every public entry point starts with it (before api_enter: that releases
+ * storages); the previous account comes back on the way out (a C builtin calls back in, a host
+ * runs several interpreters on one thread). */
+#define API_MEM_SCOPE(T)                                                                           \
+    MemAccount *api_mem_prev_ __attribute__((cleanup(mem_scope_end))) = mem_scope_begin(api_account(T))
 
 /* Starts every public call on T: false for a NULL or closed T (the call returns TDL_MISUSE);
  * else records the calling thread as the owner and releases what deleters on other threads left. */
@@ -460,8 +480,10 @@ bool api_enter(tdl_interp *T);
 typedef struct ApiRun { LangSource *stmt_src; uint32_t stmt_pos; } ApiRun;
 void api_run_begin(tdl_interp *T, ApiRun *r, char *here);
 void api_run_end(tdl_interp *T, const ApiRun *r);
-/* tdl_config.flags TDL_NO_FILES: raises IOError naming fn ("load") and returns false. */
-bool interp_files_allowed(Interp *I, const char *fn);
+/* tdl_config.flags TDL_NO_FILES, TDL_NO_FILE_READ, TDL_NO_FILE_WRITE: whether fn ("load"), which
+ * reads (write false) or writes files, may run; else raises IOError naming fn and returns false.
+ * Every builtin that touches a file asks first. */
+bool interp_files_allowed(Interp *I, const char *fn, bool write);
 
 /* embed.c, for tdl_close: drops the values of live handles (marking them dead), then, after every
  * object is gone, frees the C builtins and the import records. */

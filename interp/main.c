@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static const char usage_text[] =
     "  --dump-cuda       print each kernel as the CUDA C source the GPU backend compiles\n"
     "  --no-opt=PASSES   turn scheduler passes off (fuse,hoist,bounds): same results, slower\n"
     "  --device DEV      run tensor work on DEV: cpu or cuda (cuda:N)\n"
+    "  --max-memory N    MemoryError past N bytes of host memory (suffix k, M or G: KiB, MiB, GiB)\n"
     "  -h, --help        print this help and exit\n"
     "  --version         print the version and exit\n"
     "  --                end of options\n"
@@ -63,7 +65,22 @@ typedef struct options {
     bool dump_cuda;         /* TDL_DUMP_CUDA */
     int no_opt;             /* TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS */
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
+    size_t max_memory;      /* tdl_config.max_memory (0: none) */
 } options;
+
+/* "N", "Nk", "NM", "NG" (binary units) as bytes into *out; false for anything else or zero. */
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9') return false;
+    unsigned long long n = strtoull(s, &end, 10);
+    int shift = *end == 'k' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (shift) end++;
+    if (errno || *end || n == 0 || n > (SIZE_MAX >> shift)) return false;
+    *out = (size_t)n << shift;
+    return true;
+}
 
 /* A growable byte buffer; always NUL-terminated once anything was appended. */
 typedef struct buffer {
@@ -164,6 +181,12 @@ static int parse_args(int argc, char **argv, options *o)
             if (!valid_device(dev))
                 return usage_error("unknown device (use cpu or cuda):", dev);
             o->device = dev;
+        } else if (strcmp(a, "--max-memory") == 0 || strncmp(a, "--max-memory=", 13) == 0) {
+            const char *n = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!n)
+                return usage_error("option --max-memory needs an argument", NULL);
+            if (!parse_size(n, &o->max_memory))
+                return usage_error("bad size for --max-memory (bytes, or with k, M or G):", n);
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
             return 0;
@@ -474,7 +497,8 @@ int main(int argc, char **argv)
     int status = parse_args(argc, argv, &o);
     if (status >= 0)
         return status;
-    tdl_config cfg = {0};
+    tdl_config cfg = {.size = sizeof cfg};
+    cfg.max_memory = o.max_memory;
     cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) |
                 (o.dump_cuda ? TDL_DUMP_CUDA : 0) | o.no_opt;
     tdl_interp *T = tdl_open(&cfg);

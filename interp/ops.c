@@ -3,6 +3,7 @@
  * builtins. A tensor operand hands the operation to tensor.c (Python's dunder methods of torch's
  * Tensor), so every operator below has one entry point whatever the operand types. */
 #include "interp.h"
+#include "mem.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -186,11 +187,11 @@ static bool seq_repeat(Interp *I, Value seq, int64_t times, Value *out)
         if (s->len && (uint64_t)times > (uint64_t)(INT32_MAX) / s->len)
             return err_raise(I, TDL_ERR_MEMORY, "repeated string is too long");
         size_t n = s->len * (size_t)times;
-        char *p = malloc(n + 1);
+        char *p = mem_malloc(n + 1);
         if (!p) return err_nomem(I);
         for (int64_t k = 0; k < times; k++) memcpy(p + (size_t)k * s->len, s->data, s->len);
         bool ok = str_new(I, p, n, out);
-        free(p);
+        mem_free(p);
         return ok;
     }
     size_t len = seq.tag == V_LIST ? as_list(seq)->n : as_tuple(seq)->n;
@@ -221,12 +222,12 @@ static bool seq_concat(Interp *I, Value a, Value b, Value *out)
 {
     if (a.tag == V_STR) {
         StrObj *x = as_str(a), *y = as_str(b);
-        char *p = malloc(x->len + y->len + 1);
+        char *p = mem_malloc(x->len + y->len + 1);
         if (!p) return err_nomem(I);
         memcpy(p, x->data, x->len);
         memcpy(p + x->len, y->data, y->len);
         bool ok = str_new(I, p, x->len + y->len, out);
-        free(p);
+        mem_free(p);
         return ok;
     }
     size_t na = a.tag == V_LIST ? as_list(a)->n : as_tuple(a)->n;
@@ -712,7 +713,7 @@ bool val_setitem(Interp *I, Value obj, Value idx, Value v)
     if (stop < start) stop = start;
     size_t keep_tail = l->n - (size_t)stop;
     size_t newn = (size_t)start + src->n + keep_tail;
-    Value *items = malloc((newn ? newn : 1) * sizeof *items);
+    Value *items = mem_malloc((newn ? newn : 1) * sizeof *items);
     if (!items) { ok = err_nomem(I); goto out; }
     memcpy(items, l->items, (size_t)start * sizeof *items);
     for (size_t k = 0; k < src->n; k++) { items[start + (int64_t)k] = src->items[k]; val_incref(src->items[k]); }
@@ -723,7 +724,7 @@ bool val_setitem(Interp *I, Value obj, Value idx, Value v)
     l->items = items;
     l->n = l->cap = newn;
     for (size_t k = 0; k < oldn; k++) val_decref(I, dropped[k]);
-    free(old);
+    mem_free(old);
 out:
     if (src) val_decref(I, v_obj(V_LIST, &src->h));
     return ok;

@@ -5,6 +5,7 @@
  * ('return' outside function, 'break' outside loop, bad nonlocal). Results are written into the
  * tree (Node.scope/slot/builtin, LangFunc's slot tables) in the unit's arena. */
 #include "interp.h"
+#include "mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ static int names_add(Resolver *r, Names *ns, const char *s)
     if (k >= 0) return k;
     if (ns->n == ns->cap) {
         int cap = ns->cap ? ns->cap * 2 : 8;
-        const char **v = realloc(ns->v, (size_t)cap * sizeof *v);
+        const char **v = mem_realloc(ns->v, (size_t)cap * sizeof *v);
         if (!v) {
             if (!r->failed) err_nomem(r->I);
             r->failed = true;
@@ -70,12 +71,12 @@ static int names_add(Resolver *r, Names *ns, const char *s)
 
 static void scope_free(Scope *s)
 {
-    free(s->locals.v);
-    free(s->globals.v);
-    free(s->nonlocals.v);
-    free(s->free.v);
-    free(s->free_from);
-    free(s->is_cell);
+    mem_free(s->locals.v);
+    mem_free(s->globals.v);
+    mem_free(s->nonlocals.v);
+    mem_free(s->free.v);
+    mem_free(s->free_from);
+    mem_free(s->is_cell);
 }
 
 /* ---- pass 1: which names does a function bind? ---- */
@@ -142,7 +143,7 @@ static int capture(Resolver *r, Scope *s, const char *name)
     }
     k = names_add(r, &s->free, name);
     if (k < 0) return -1;
-    int32_t *ff = realloc(s->free_from, (size_t)s->free.cap * sizeof *ff);
+    int32_t *ff = mem_realloc(s->free_from, (size_t)s->free.cap * sizeof *ff);
     if (!ff) {
         if (!r->failed) err_nomem(r->I);
         r->failed = true;
@@ -340,7 +341,7 @@ static void resolve_function(Resolver *r, Scope *parent, LangFunc *fn)
     for (Node *p = fn->params; p; p = p->next) names_add(r, &s.locals, p->str);
     collect(r, &s, fn->body);
     /* Nonlocal names must come from an enclosing function. */
-    s.is_cell = calloc((size_t)(s.locals.n ? s.locals.n : 1), 1);
+    s.is_cell = mem_calloc((size_t)(s.locals.n ? s.locals.n : 1), 1);
     if (!s.is_cell) {
         if (!r->failed) err_nomem(r->I);
         r->failed = true;

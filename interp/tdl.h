@@ -69,9 +69,17 @@ typedef enum tdl_error_kind {
     TDL_ERR__COUNT
 } tdl_error_kind;
 
-/* Host hooks and options; any member may be 0/NULL (the default). Members are only ever added at
- * the end. */
+/* Host hooks, options and limits; any member may be 0/NULL (the default).
+ *
+ * ABI: members are only ever added at the end, and a host says how much of the struct it knows
+ * by setting size to sizeof(tdl_config) as its header has it (`tdl_config cfg = {.size = sizeof cfg};`).
+ * tdl_open reads the first size bytes and takes the default for every member past them, so a
+ * host built against an older tdl.h keeps working with a newer library (and a newer host's
+ * members an older library does not know are ignored). size 0 reads the members up to and
+ * including device (those of tdl 0.1, before size and the limits): a host that leaves size 0
+ * gets no max_memory. */
 typedef struct tdl_config {
+    size_t size;
     /* Program output (print, REPL echo). Default: fwrite to stdout. */
     void (*write)(void *ud, const char *text, size_t len);
     void *write_ud;
@@ -85,7 +93,9 @@ typedef struct tdl_config {
      * command). TDL_NO_FUSE / TDL_NO_HOIST / TDL_NO_BOUNDS turn a scheduler pass off (--no-opt=):
      * the results are the same bits, only slower; for testing the passes. TDL_NO_FILES: programs
      * may not read or write files (load, save, loadz, savez, savez_compressed raise IOError);
-     * imports and tdl_run_file, which the host controls, still work. */
+     * TDL_NO_FILE_READ only not read them (load, loadz), TDL_NO_FILE_WRITE only not write them
+     * (save, savez, savez_compressed). Imports and tdl_run_file, which the host controls, still
+     * work. */
     int flags;
     /* Where that text goes. Default: stderr. */
     void (*dump)(void *ud, const char *text, size_t len);
@@ -93,7 +103,17 @@ typedef struct tdl_config {
     /* The device new tensors go to when a program names none ("cpu", "cuda", "cuda:N"; default
      * "cpu"). tdl_open fails (NULL) when it is not available: tdl_set_device says why. */
     const char *device;
+    /* ---- since 0.2 ---- */
+    /* Most bytes of host memory the interpreter may hold (its values, tensors' storage and the
+     * compiled kernels, counted as the allocator's usable size of each block), 0: no limit. An
+     * allocation past it raises MemoryError at the statement that made it (the memory of what
+     * failed is freed and the interpreter stays usable). Memory the host gave (tdl_tensor_borrow,
+     * DLPack imports) is not counted; device (CUDA) memory is not counted. */
+    size_t max_memory;
 } tdl_config;
+
+/* The bytes of tdl_config that tdl 0.1 hosts (size 0) give. */
+#define TDL_CONFIG_SIZE_0_1 (offsetof(tdl_config, device) + sizeof(const char *))
 
 /* Flags of tdl_config.flags. */
 enum {
@@ -104,6 +124,8 @@ enum {
     TDL_NO_BOUNDS = 16,
     TDL_NO_FILES = 32,
     TDL_DUMP_CUDA = 64,     /* the CUDA C source of every kernel, whatever its device (--dump-cuda) */
+    TDL_NO_FILE_READ = 128,
+    TDL_NO_FILE_WRITE = 256,
 };
 
 /* ==== interpreters and running code ==== */

@@ -10,6 +10,7 @@
  * fcdim keep their message and map onto tdl's kinds (tensor_fail).
  */
 #include "tensor.h"
+#include "mem.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -97,7 +98,7 @@ bool tensor_init(Interp *I, Module *m)
         I->fc->dump_ud = I;
     }
     I->device = fc_cpu();
-    I->tsigs = calloc((size_t)tensor_nops, sizeof *I->tsigs);
+    I->tsigs = mem_calloc((size_t)tensor_nops, sizeof *I->tsigs);
     if (!I->tsigs) return err_nomem(I);
     for (int r = 0; r < tensor_nops; r++) {
         char why[160];
@@ -152,7 +153,7 @@ void tensor_fini(Interp *I)
 {
     if (I->fc) fc_ctx_free(I->fc);
     I->fc = NULL;
-    free(I->tsigs);
+    mem_free(I->tsigs);
     I->tsigs = NULL;
 }
 
@@ -427,9 +428,9 @@ static void release_args(const TensorSig *sig, TensorArg *a)
         fc_tensor_release(a[k].t);
         if (a[k].ts) {
             for (int j = 0; j < a[k].n; j++) fc_tensor_release(a[k].ts[j]);
-            free(a[k].ts);
+            mem_free(a[k].ts);
         }
-        free(a[k].names);
+        mem_free(a[k].names);
     }
 }
 
@@ -587,7 +588,7 @@ static BindStatus convert(Interp *I, const TensorSig *sig, int k, bool method, V
                          param_shown(sig, k, method), val_type_name(items[j]));
                 return BIND_MISMATCH;
             }
-        a->ts = malloc((n ? n : 1) * sizeof *a->ts);
+        a->ts = mem_malloc((n ? n : 1) * sizeof *a->ts);
         if (!a->ts) return err_nomem(I), BIND_ERROR;
         for (size_t j = 0; j < n; j++) a->ts[j] = fc_tensor_retain(as_tensor(items[j]));
         a->n = (int)n;
@@ -635,8 +636,8 @@ static void apply_default(const TensorParam *p, TensorArg *a)
 static BindStatus collect(Interp *I, const TensorSig *sig, int k, const Value *vals, const char *const *names,
                           int n, TensorArg *a, char *why, size_t whylen)
 {
-    a->ts = malloc((size_t)(n ? n : 1) * sizeof *a->ts);
-    a->names = names ? malloc((size_t)(n ? n : 1) * sizeof *a->names) : NULL;
+    a->ts = mem_malloc((size_t)(n ? n : 1) * sizeof *a->ts);
+    a->names = names ? mem_malloc((size_t)(n ? n : 1) * sizeof *a->names) : NULL;
     if (!a->ts || (names && !a->names)) return err_nomem(I), BIND_ERROR;
     for (int j = 0; j < n; j++) {
         if (vals[j].tag != V_TENSOR) {
@@ -1143,8 +1144,8 @@ static void index_free(Index *x)
 {
     for (int k = 0; k < x->n; k++)
         fc_tensor_release(x->owned[k]);
-    free(x->ix);
-    free(x->owned);
+    mem_free(x->ix);
+    mem_free(x->owned);
 }
 
 /* The index of t[idx] (a tuple is several; a list may be, see list_is_tuple). */
@@ -1160,8 +1161,8 @@ static bool index_of(Interp *I, Value idx, Index *x)
         n = as_list(idx)->n;
     }
     x->n = 0;
-    x->ix = calloc(n ? n : 1, sizeof *x->ix);
-    x->owned = calloc(n ? n : 1, sizeof *x->owned);
+    x->ix = mem_calloc(n ? n : 1, sizeof *x->ix);
+    x->owned = mem_calloc(n ? n : 1, sizeof *x->owned);
     if (!x->ix || !x->owned) {
         index_free(x);
         return err_nomem(I);
@@ -1316,7 +1317,7 @@ bool tensor_repr(Interp *I, Value v, Buf *b)
     fc_tensor_release(host);
     if (st != FC_OK) return tensor_fail(I, st, &e);
     buf_puts(b, text);
-    free(text);
+    mem_free(text);
     if (t->levels) dims_repr_suffix(I, t, b);
     return b->nomem ? err_nomem(I) : true;
 }

@@ -9,6 +9,7 @@
  * fcdim does the tensor work.
  */
 #include "tensor.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,12 +182,12 @@ bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev,
     memcpy(view.shape, n.shape, sizeof n.shape);
     fc_contiguous_strides(n.ndim, n.shape, view.strides);
     int64_t count = fc_view_numel(&view);
-    n.dst = malloc((size_t)(count ? count : 1) * fc_dtype_size(n.want));
+    n.dst = mem_malloc((size_t)(count ? count : 1) * fc_dtype_size(n.want));
     if (!n.dst) return err_nomem(I);
     bool ok = nested_walk(I, data, 0, &n);
     view.data = n.dst;
     if (ok) ok = tensor_check(I, fc_from_view(I->fc, &view, dev, &t, &e), &e);
-    free(n.dst);
+    mem_free(n.dst);
     if (ok) *out = t;
     return ok;
 }
@@ -905,7 +906,7 @@ IMPL_FN(stride)
 static char *with_ext(Interp *I, const char *path, const char *ext)
 {
     size_t n = strlen(path), k = strlen(ext);
-    char *p = malloc(n + k + 1);
+    char *p = mem_malloc(n + k + 1);
     if (!p) return err_nomem(I), NULL;
     memcpy(p, path, n + 1);
     if (n < k || strcmp(path + n - k, ext) != 0) memcpy(p + n, ext, k + 1);
@@ -917,10 +918,10 @@ IMPL_FN(load)
     FcView v;
     FcTensor *t;
     FcError e;
-    if (!interp_files_allowed(I, "load")) return false;
+    if (!interp_files_allowed(I, "load", false)) return false;
     if (!tensor_check(I, fc_npy_load(a[0].str, &v, &e), &e)) return false;
     FcStatus st = fc_from_view(I->fc, &v, I->device, &t, &e);
-    free(v.data);
+    mem_free(v.data);
     return result(I, st, &e, t, out);
 }
 
@@ -929,12 +930,12 @@ IMPL_FN(save)
     FcView v;
     FcTensor *keep = NULL;
     FcError e;
-    if (!interp_files_allowed(I, "save")) return false;
+    if (!interp_files_allowed(I, "save", true)) return false;
     char *path = with_ext(I, a[0].str, ".npy");
     if (!path) return false;
     bool ok = host_view(I, a[1].t, &v, &keep) && tensor_check(I, fc_npy_save(path, &v, &e), &e);
     fc_tensor_release(keep);
-    free(path);
+    mem_free(path);
     if (ok) *out = v_none();
     return ok;
 }
@@ -945,7 +946,7 @@ IMPL_FN(loadz)
     FcNamedView *arrs = NULL;
     int n = 0;
     FcError e;
-    if (!interp_files_allowed(I, "loadz")) return false;
+    if (!interp_files_allowed(I, "loadz", false)) return false;
     if (!tensor_check(I, fc_npz_load(a[0].str, &arrs, &n, &e), &e)) return false;
     ListObj *l = list_alloc(I, (size_t)n);
     bool ok = l != NULL;
@@ -970,12 +971,12 @@ IMPL_FN(loadz)
 /* savez(file, *args, **kwds) and savez_compressed: positional arrays are arr_0, arr_1, ... */
 IMPL_FN(savez)
 {
-    if (!interp_files_allowed(I, sig->row->name)) return false;
+    if (!interp_files_allowed(I, sig->row->name, true)) return false;
     TensorArg *pos = &a[1], *kw = &a[2];
     int n = pos->n + kw->n;
-    FcNamedView *arrs = calloc((size_t)(n ? n : 1), sizeof *arrs);
-    FcTensor **keep = calloc((size_t)(n ? n : 1), sizeof *keep);
-    char (*names)[24] = calloc((size_t)(pos->n ? pos->n : 1), sizeof *names);
+    FcNamedView *arrs = mem_calloc((size_t)(n ? n : 1), sizeof *arrs);
+    FcTensor **keep = mem_calloc((size_t)(n ? n : 1), sizeof *keep);
+    char (*names)[24] = mem_calloc((size_t)(pos->n ? pos->n : 1), sizeof *names);
     char *path = NULL;
     bool ok = arrs && keep && names ? true : err_nomem(I);
     for (int k = 0; k < kw->n && ok; k++)
@@ -994,10 +995,10 @@ IMPL_FN(savez)
     if (ok) ok = (path = with_ext(I, a[0].str, ".npz")) != NULL;
     if (ok) ok = tensor_check(I, fc_npz_save(path, arrs, n, strcmp(sig->row->name, "savez_compressed") == 0, &e), &e);
     for (int k = 0; keep && k < n; k++) fc_tensor_release(keep[k]);
-    free(keep);
-    free(arrs);
-    free(names);
-    free(path);
+    mem_free(keep);
+    mem_free(arrs);
+    mem_free(names);
+    mem_free(path);
     if (ok) *out = v_none();
     return ok;
 }

@@ -4,6 +4,7 @@
  * obj_free when its count reaches zero. Containers are linked into I->objects so that tdl_close
  * can free objects kept alive only by reference cycles. */
 #include "interp.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ TypeId val_type(Value v)
 
 static void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
 {
-    Obj *o = malloc(size);      /* not calloc: glibc's skips its per-thread cache */
+    Obj *o = mem_malloc(size);      /* not calloc: glibc's skips its per-thread cache */
     if (!o) {
         err_nomem(I);
         return NULL;
@@ -84,7 +85,7 @@ static void untrack(Obj *o)
 static void drop_values(Interp *I, Value *vals, size_t n)
 {
     for (size_t i = 0; i < n; i++) val_decref(I, vals[i]);
-    free(vals);
+    mem_free(vals);
 }
 
 /* Frees what an emptied object owns besides values (syntax tree, names, a tensor). */
@@ -100,15 +101,15 @@ static void release_extras(Obj *o)
     if (o->tag == V_DIMLIST) {
         DimListObj *l = (DimListObj *)o;
         for (int k = 0; l->dims && k < l->n; k++) fc_dim_release(l->dims[k]);
-        free(l->dims);
-        free(l->name);
+        mem_free(l->dims);
+        mem_free(l->name);
     }
     if (o->tag == V_MODULE) {
         Module *m = (Module *)o;
         namemap_free(&m->names);
-        free(m->val_names);
-        free(m->name);
-        free(m->path);
+        mem_free(m->val_names);
+        mem_free(m->name);
+        mem_free(m->path);
     }
 }
 
@@ -145,13 +146,13 @@ static void obj_clear(Interp *I, Obj *o)
         FuncObj *f = (FuncObj *)o;
         if (f->defaults) {
             for (int i = 0; i < f->fn->ndefaults; i++) val_decref(I, f->defaults[i]);
-            free(f->defaults);
+            mem_free(f->defaults);
             f->defaults = NULL;
         }
         if (f->cells) {
             for (int i = 0; i < f->fn->nfree; i++)
                 if (f->cells[i]) val_decref(I, v_obj(V_CELL, &f->cells[i]->h));
-            free(f->cells);
+            mem_free(f->cells);
             f->cells = NULL;
         }
         if (f->module) {
@@ -221,7 +222,7 @@ static void obj_destroy(Interp *I, Obj *o)
     obj_clear(I, o);
     untrack(o);
     release_extras(o);
-    free(o);
+    mem_free(o);
 }
 
 /* Frees every tracked object, cycles included (tdl_close). */
@@ -234,7 +235,7 @@ void objects_free_all(Interp *I)
         Obj *o = I->objects.next;
         untrack(o);
         release_extras(o);
-        free(o);
+        mem_free(o);
     }
 }
 
@@ -266,13 +267,13 @@ bool str_printf(Interp *I, Value *out, const char *fmt, ...)
     va_end(ap);
     if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "bad format");
     if ((size_t)n < sizeof small) return str_new(I, small, (size_t)n, out);
-    char *big = malloc((size_t)n + 1);
+    char *big = mem_malloc((size_t)n + 1);
     if (!big) return err_nomem(I);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
     bool ok = str_new(I, big, (size_t)n, out);
-    free(big);
+    mem_free(big);
     return ok;
 }
 
@@ -294,10 +295,10 @@ ListObj *list_alloc(Interp *I, size_t n)
     ListObj *l = obj_alloc(I, sizeof *l, V_LIST, true);
     if (!l) return NULL;
     if (n) {
-        l->items = n <= SIZE_MAX / sizeof(Value) ? malloc(n * sizeof(Value)) : NULL;
+        l->items = n <= SIZE_MAX / sizeof(Value) ? mem_malloc(n * sizeof(Value)) : NULL;
         if (!l->items) {
             untrack(&l->h);
-            free(l);
+            mem_free(l);
             err_nomem(I);
             return NULL;
         }
@@ -311,7 +312,7 @@ bool list_append(Interp *I, ListObj *l, Value v)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 4;
-        Value *p = cap <= SIZE_MAX / sizeof(Value) ? realloc(l->items, cap * sizeof(Value)) : NULL;
+        Value *p = cap <= SIZE_MAX / sizeof(Value) ? mem_realloc(l->items, cap * sizeof(Value)) : NULL;
         if (!p) return err_nomem(I);
         l->items = p;
         l->cap = cap;
@@ -407,7 +408,7 @@ bool dimlist_new(Interp *I, const char *name, bool named, Value *out)
 {
     DimListObj *o = obj_alloc(I, sizeof *o, V_DIMLIST, false);
     if (!o) return false;
-    o->name = strdup(name);
+    o->name = mem_strdup(name);
     o->named = named;
     *out = v_obj(V_DIMLIST, &o->h);
     if (!o->name) {
@@ -425,8 +426,8 @@ FuncObj *func_alloc(Interp *I, LangFunc *fn, LangUnit *unit, Module *m)
     f->unit = lang_unit_retain(unit);
     f->module = m;
     m->h.refcnt++;
-    if (fn->ndefaults) f->defaults = calloc((size_t)fn->ndefaults, sizeof(Value));
-    if (fn->nfree) f->cells = calloc((size_t)fn->nfree, sizeof(CellObj *));
+    if (fn->ndefaults) f->defaults = mem_calloc((size_t)fn->ndefaults, sizeof(Value));
+    if (fn->nfree) f->cells = mem_calloc((size_t)fn->nfree, sizeof(CellObj *));
     if ((fn->ndefaults && !f->defaults) || (fn->nfree && !f->cells)) {
         obj_free(I, &f->h);
         err_nomem(I);
@@ -440,8 +441,8 @@ Module *module_new(Interp *I, const char *name, const char *path)
     Module *m = obj_alloc(I, sizeof *m, V_MODULE, true);
     if (!m) return NULL;
     memset((char *)m + sizeof(Obj), 0, sizeof *m - sizeof(Obj));
-    m->name = strdup(name);
-    m->path = path ? strdup(path) : NULL;
+    m->name = mem_strdup(name);
+    m->path = path ? mem_strdup(path) : NULL;
     if (!m->name || (path && !m->path)) {
         obj_free(I, &m->h);
         err_nomem(I);
@@ -456,10 +457,10 @@ int32_t module_slot(Module *m, const char *name)
     if (k >= 0) return k;
     if (m->nvals == m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        Value *v = realloc(m->vals, cap * sizeof *v);
+        Value *v = mem_realloc(m->vals, cap * sizeof *v);
         if (!v) return -1;
         m->vals = v;
-        const char **nm = realloc(m->val_names, cap * sizeof *nm);
+        const char **nm = mem_realloc(m->val_names, cap * sizeof *nm);
         if (!nm) return -1;
         m->val_names = nm;
         m->cap = cap;
@@ -495,11 +496,11 @@ int32_t namemap_get(const NameMap *m, const char *key)
 static bool namemap_grow(NameMap *m)
 {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    const char **keys = calloc(cap, sizeof *keys);
-    int32_t *vals = calloc(cap, sizeof *vals);
+    const char **keys = mem_calloc(cap, sizeof *keys);
+    int32_t *vals = mem_calloc(cap, sizeof *vals);
     if (!keys || !vals) {
-        free(keys);
-        free(vals);
+        mem_free(keys);
+        mem_free(vals);
         return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
@@ -509,8 +510,8 @@ static bool namemap_grow(NameMap *m)
         keys[j] = m->keys[i];
         vals[j] = m->vals[i];
     }
-    free(m->keys);
-    free(m->vals);
+    mem_free(m->keys);
+    mem_free(m->vals);
     m->keys = keys;
     m->vals = vals;
     m->cap = cap;
@@ -527,7 +528,7 @@ const char *namemap_put(NameMap *m, const char *key, int32_t val)
             m->vals[i] = val;
             return m->keys[i];
         }
-    char *k = strdup(key);
+    char *k = mem_strdup(key);
     if (!k) return NULL;
     m->keys[i] = k;
     m->vals[i] = val;
@@ -537,9 +538,9 @@ const char *namemap_put(NameMap *m, const char *key, int32_t val)
 
 void namemap_free(NameMap *m)
 {
-    for (size_t i = 0; i < m->cap; i++) free((char *)m->keys[i]);
-    free(m->keys);
-    free(m->vals);
+    for (size_t i = 0; i < m->cap; i++) mem_free((char *)m->keys[i]);
+    mem_free(m->keys);
+    mem_free(m->vals);
     memset(m, 0, sizeof *m);
 }
 
@@ -549,9 +550,9 @@ void err_clear(Interp *I)
 {
     Error *e = &I->err;
     for (size_t i = 0; i < e->ntrace; i++) lang_source_release(e->trace[i].src);
-    free(e->trace);
-    free(e->msg);
-    free(e->report);
+    mem_free(e->trace);
+    mem_free(e->msg);
+    mem_free(e->report);
     memset(e, 0, sizeof *e);
 }
 
@@ -561,8 +562,9 @@ bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    if (mem_vasprintf(&msg, fmt, ap) < 0) msg = NULL;
     va_end(ap);
+    if (!msg) return err_nomem(I);     /* no room for the message: the error is that */
     I->err.kind = kind;
     I->err.msg = msg;
     I->err.need_loc = true;
@@ -573,9 +575,22 @@ bool err_nomem(Interp *I)
 {
     err_clear(I);
     I->err.kind = TDL_ERR_MEMORY;
-    I->err.msg = NULL;      /* the report says "out of memory" without allocating */
+    I->err.msg = NULL;      /* err_message says it without allocating */
     I->err.need_loc = true;
+    MemAccount *a = &interp_shell(I)->mem;
+    if (__atomic_exchange_n(&a->hit, false, __ATOMIC_RELAXED)) {
+        snprintf(I->err.nomem, sizeof I->err.nomem, "over the interpreter's memory limit (max_memory = %lld bytes)",
+                 (long long)a->limit);
+    }
     return false;
+}
+
+const char *err_message(const Interp *I)
+{
+    const Error *e = &I->err;
+    if (e->msg) return e->msg;
+    if (e->kind != TDL_ERR_MEMORY) return "";
+    return e->nomem[0] ? e->nomem : "out of memory";
 }
 
 void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func)
@@ -583,7 +598,7 @@ void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func)
     Error *e = &I->err;
     if (e->ntrace == e->cap) {
         size_t cap = e->cap ? e->cap * 2 : 8;
-        TraceEntry *t = realloc(e->trace, cap * sizeof *t);
+        TraceEntry *t = mem_realloc(e->trace, cap * sizeof *t);
         if (!t) return;     /* a shorter traceback, not a second error */
         e->trace = t;
         e->cap = cap;
@@ -625,7 +640,7 @@ const char *err_report(Interp *I)
     if (e->kind == TDL_ERR_NONE) return "";
     if (e->report) return e->report;
     Buf b = {0};
-    const char *msg = e->msg ? e->msg : (e->kind == TDL_ERR_MEMORY ? "out of memory" : "");
+    const char *msg = err_message(I);
     char caret[1024];
     if (e->syntax && e->ntrace > 0) {
         TraceEntry *t = &e->trace[0];

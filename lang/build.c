@@ -5,6 +5,7 @@
  * conversion (integers with overflow checks, string escapes) happens here, with errors reported
  * at the literal's position. Depends on nothing outside lang/. */
 #include "parse_int.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -647,7 +648,7 @@ LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangErr
     p.src = src;
     p.arena = lang_arena_new();
     p.lx = lang_lexer_new(src, interactive);
-    void *parser = p.arena && p.lx ? LangParseAlloc(malloc, &p) : NULL;
+    void *parser = p.arena && p.lx ? LangParseAlloc(mem_malloc, &p) : NULL;
     LangStatus st = LANG_OK;
     if (!parser) {
         st = LANG_NOMEM;
@@ -689,7 +690,7 @@ LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangErr
         p.prev2 = p.prev;
         p.prev = t;
     }
-    LangUnit *u = calloc(1, sizeof *u);
+    LangUnit *u = mem_calloc(1, sizeof *u);
     if (!u) {
         st = LANG_NOMEM;
         goto out;
@@ -706,7 +707,7 @@ out:
         err->pos = 0;
         snprintf(err->msg, sizeof err->msg, "out of memory while parsing");
     }
-    if (parser) LangParseFree(parser, free);
+    if (parser) LangParseFree(parser, mem_free);
     lang_lexer_free(p.lx);
     lang_arena_free(p.arena);
     return st;
@@ -723,7 +724,7 @@ void lang_unit_release(LangUnit *u)
     if (!u || --u->refcnt > 0) return;
     lang_source_release(u->src);
     lang_arena_free(u->arena);
-    free(u);
+    mem_free(u);
 }
 
 /* ---- dump ---- */

@@ -6,6 +6,7 @@
  * comment-only lines skipped. Positions are byte offsets; line:col is computed only for errors.
  * Depends on nothing outside lang/. */
 #include "parse_int.h"
+#include "mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ static LangStatus fail(LangError *err, LangErrorKind kind, uint32_t pos, const c
 
 LangLexer *lang_lexer_new(LangSource *src, bool interactive)
 {
-    LangLexer *lx = calloc(1, sizeof *lx);
+    LangLexer *lx = mem_calloc(1, sizeof *lx);
     if (!lx) return NULL;
     lx->src = lang_source_retain(src);
     lx->cur = src->text;
@@ -63,7 +64,7 @@ void lang_lexer_free(LangLexer *lx)
 {
     if (!lx) return;
     lang_source_release(lx->src);
-    free(lx);
+    mem_free(lx);
 }
 
 int lang_lexer_open_paren(LangLexer *lx, uint32_t *pos)

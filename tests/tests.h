@@ -20,6 +20,8 @@ Suite *cuda_suite(void);
 Suite *embed_suite(void);
 Suite *cpu_math_suite(void);
 Suite *vision_suite(void);
+Suite *oom_suite(void);
+Suite *limits_suite(void);
 
 Suite *tensor_suite(void);
 #endif

@@ -8,6 +8,7 @@
  * soon without waiting for the tasks nobody has claimed yet.
  * Depends on backend.h and pthreads only. */
 #include "cpu_internal.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
      * rounded up to whole ones, so it holds nothing else. */
     if (nbytes >= 4 * (size_t)HUGE_PAGE) {
         size_t n = (nbytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-        void *p = aligned_alloc(HUGE_PAGE, n);
+        void *p = mem_aligned_alloc(HUGE_PAGE, n);
 #ifdef MADV_HUGEPAGE
         if (p)
             madvise(p, n, MADV_HUGEPAGE);     /* a hint: refused, the pages are small */
@@ -39,7 +40,7 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
     }
     /* aligned_alloc wants a multiple of the alignment; 0 still gives a unique pointer. */
     size_t n = (nbytes + 63) & ~(size_t)63;
-    return aligned_alloc(64, n ? n : 64);
+    return mem_aligned_alloc(64, n ? n : 64);
 }
 
 /* ---- memory ---- */
@@ -57,7 +58,7 @@ static FcStatus cpu_alloc(FcBackend *be, size_t nbytes, void **out, FcError *err
     return FC_OK;
 }
 
-static void cpu_free(FcBackend *be, void *p) { free(p); }
+static void cpu_free(FcBackend *be, void *p) { mem_free(p); }
 
 static FcStatus cpu_copy(FcBackend *be, void *dst, const void *src, size_t nbytes, FcError *err)
 {
@@ -146,7 +147,7 @@ static inline void cpu_relax(void)
 static void *worker_main(void *p)
 {
     WorkerArg wa = *(WorkerArg *)p;
-    free(p);
+    free(p);    /* libc: freed on the worker's thread, which no interpreter's account covers */
     CpuBackend *be = wa.be;
     uint64_t seen = wa.gen;
     pthread_mutex_lock(&be->mu);
@@ -184,11 +185,13 @@ static void pool_start(CpuBackend *be)
         return;
     be->pool_tried = true;
     int want = be->nthreads - 1;
-    be->workers = calloc((size_t)want, sizeof *be->workers);
+    /* The pool's own startup calls libc: it is the backend's, not a program's, and a failure
+     * only means fewer workers. */
+    be->workers = calloc((size_t)want, sizeof *be->workers);   /* libc: the pool's startup */
     if (!be->workers)
         return;
     for (int i = 0; i < want; i++) {
-        WorkerArg *wa = malloc(sizeof *wa);
+        WorkerArg *wa = malloc(sizeof *wa);     /* libc: the pool's startup */
         if (!wa)
             break;
         wa->be = be;
@@ -199,7 +202,7 @@ static void pool_start(CpuBackend *be)
         if (pthread_create(&be->workers[i], NULL, worker_main, wa) == 0) {
             be->nworkers++;
         } else {
-            free(wa);
+            free(wa);       /* libc: the pool's startup */
             break;
         }
     }
@@ -268,17 +271,17 @@ static void cpu_destroy(FcBackend *base)
     pthread_mutex_unlock(&be->mu);
     for (int i = 0; i < be->nworkers; i++)
         pthread_join(be->workers[i], NULL);
-    free(be->workers);
+    free(be->workers);      /* libc: the pool's startup */
     pthread_cond_destroy(&be->wake);
     pthread_cond_destroy(&be->done);
     pthread_mutex_destroy(&be->mu);
     pthread_mutex_destroy(&be->busy);
-    free(be);
+    mem_free(be);
 }
 
 FcBackend *fc_cpu_backend_new(int nthreads)
 {
-    CpuBackend *be = calloc(1, sizeof *be);
+    CpuBackend *be = mem_calloc(1, sizeof *be);
     if (!be)
         return NULL;
     be->base = (FcBackend){
@@ -297,25 +300,25 @@ FcBackend *fc_cpu_backend_new(int nthreads)
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
     if (pthread_mutex_init(&be->mu, NULL) != 0) {
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_mutex_init(&be->busy, NULL) != 0) {
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_cond_init(&be->wake, NULL) != 0) {
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     if (pthread_cond_init(&be->done, NULL) != 0) {
         pthread_cond_destroy(&be->wake);
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return NULL;
     }
     return &be->base;

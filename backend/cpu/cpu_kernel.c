@@ -53,6 +53,7 @@
  * sequential run would meet first among those that ran.
  * Depends on cpu_internal.h (backend.h, fcdim.h) only. */
 #include "cpu_internal.h"
+#include "mem.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -421,28 +422,28 @@ static void threads_free(Thread **th, int n);
 static void plan_free(Plan *p)
 {
     threads_free(p->th, p->nth);
-    free(p->fills);
-    free(p->steps);
-    free(p->gphys);
-    free(p->shared);
-    free(p->ramps);
-    free(p->rlist);
-    free(p->otab);
-    free(p->gxs);
-    free(p->pool);
-    free(p->pfill);
+    mem_free(p->fills);
+    mem_free(p->steps);
+    mem_free(p->gphys);
+    mem_free(p->shared);
+    mem_free(p->ramps);
+    mem_free(p->rlist);
+    mem_free(p->otab);
+    mem_free(p->gxs);
+    mem_free(p->pool);
+    mem_free(p->pfill);
     if (p->pscale)
         for (int i = 0; i < p->npscale; i++)
-            free(p->pscale[i].sc);
-    free(p->pscale);
-    free(p->pinv);
-    free(p->plist);
-    free(p->ptl);
-    free(p->pretab);
-    free(p->prex);
+            mem_free(p->pscale[i].sc);
+    mem_free(p->pscale);
+    mem_free(p->pinv);
+    mem_free(p->plist);
+    mem_free(p->ptl);
+    mem_free(p->pretab);
+    mem_free(p->prex);
     for (int i = 0; i < p->nwiden; i++)
-        free(p->widen[i].tab);
-    free(p->widen);
+        mem_free(p->widen[i].tab);
+    mem_free(p->widen);
 }
 
 /* Whether n gathered (or scattered) dims at g are malformed: too many, missing, or of negative
@@ -481,7 +482,7 @@ static int by_deps(const void *x, const void *y, void *deps)
 
 static int place_list(int *pos, int m, const uint64_t *deps, const int *list, int r, int n)
 {
-    int *idx = malloc((size_t)(n + 1) * sizeof *idx), cnt = 0;
+    int *idx = mem_malloc((size_t)(n + 1) * sizeof *idx), cnt = 0;
     for (int i = 0; i < n; i++)
         if (list[i] == r && (r >= 0 || deps[i] != 0))
             pos[i] = idx ? (idx[cnt++] = i, -1) : m++;
@@ -490,7 +491,7 @@ static int place_list(int *pos, int m, const uint64_t *deps, const int *list, in
     qsort_r(idx, (size_t)cnt, sizeof *idx, by_deps, (void *)deps);
     for (int q = 0; q < cnt; q++)
         pos[idx[q]] = m++;
-    free(idx);
+    mem_free(idx);
     return m;
 }
 
@@ -501,7 +502,7 @@ static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, 
                          const int *bval, const uint64_t *deps, const int *def)
 {
     int n = k->ncode;
-    int *reads = calloc((size_t)n + 1, sizeof *reads), *sels = calloc((size_t)n + 1, sizeof *sels);
+    int *reads = mem_calloc((size_t)n + 1, sizeof *reads), *sels = mem_calloc((size_t)n + 1, sizeof *sels);
     if (!reads || !sels)
         goto done;      /* no fusion: the same results */
     for (int i = 0; i < n; i++) {
@@ -569,8 +570,8 @@ static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, 
         }
     }
 done:
-    free(reads);
-    free(sels);
+    mem_free(reads);
+    mem_free(sels);
 }
 
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
@@ -580,22 +581,22 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     for (int i = 0; i < n; i++)
         if (k->code[i].op == FC_OP_LOAD && k->code[i].ngather > 0)
             ngath += k->code[i].ngather;
-    int *def = malloc((size_t)(nreg + 1) * sizeof *def);
-    int *val = malloc((size_t)(n + 1) * 3 * sizeof *val);             /* a, b, c as instructions */
-    int *gval = malloc((size_t)(ngath + 1) * sizeof *gval);
-    int *bval = malloc((size_t)(n + 1) * sizeof *bval);               /* first bound value of each */
+    int *def = mem_malloc((size_t)(nreg + 1) * sizeof *def);
+    int *val = mem_malloc((size_t)(n + 1) * 3 * sizeof *val);             /* a, b, c as instructions */
+    int *gval = mem_malloc((size_t)(ngath + 1) * sizeof *gval);
+    int *bval = mem_malloc((size_t)(n + 1) * sizeof *bval);               /* first bound value of each */
     int nbv = 0;
     for (int i = 0; i < n; i++)
         nbv += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
-    int *bvals = malloc((size_t)(nbv + 1) * sizeof *bvals);
-    uint64_t *deps = malloc((size_t)(n + 1) * sizeof *deps), *own = calloc((size_t)(n + 1), sizeof *own);
-    int *list = malloc((size_t)(n + 1) * sizeof *list), *pos = malloc((size_t)(n + 1) * sizeof *pos);
-    p->steps = calloc((size_t)(n + 1), sizeof *p->steps);
-    p->gphys = malloc((size_t)(ngath + 1) * sizeof *p->gphys);
-    p->gxs = calloc((size_t)(ngath + 1), sizeof *p->gxs);
+    int *bvals = mem_malloc((size_t)(nbv + 1) * sizeof *bvals);
+    uint64_t *deps = mem_malloc((size_t)(n + 1) * sizeof *deps), *own = mem_calloc((size_t)(n + 1), sizeof *own);
+    int *list = mem_malloc((size_t)(n + 1) * sizeof *list), *pos = mem_malloc((size_t)(n + 1) * sizeof *pos);
+    p->steps = mem_calloc((size_t)(n + 1), sizeof *p->steps);
+    p->gphys = mem_malloc((size_t)(ngath + 1) * sizeof *p->gphys);
+    p->gxs = mem_calloc((size_t)(ngath + 1), sizeof *p->gxs);
     size_t nl = L > 0 ? (size_t)L : 1;
     size_t per = (nl * (sizeof(struct TabLoop) + 2 * sizeof(int) + sizeof(FcDType)) + 15) & ~(size_t)15;
-    p->pool = malloc((size_t)(n + 1) * per);
+    p->pool = mem_malloc((size_t)(n + 1) * per);
     FcStatus st = FC_OK;
     if (!def || !val || !gval || !bval || !bvals || !deps || !own || !list || !pos || !p->steps || !p->gphys ||
         !p->gxs || !p->pool) {
@@ -781,7 +782,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     }
     plan_selects(p, k, val, gval, bvals, bval, deps, def);
     /* Order: invariants, the top list, then each reduction's body. */
-    Step *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
+    Step *sorted = mem_malloc((size_t)(n + 1) * sizeof *sorted);
     if (!sorted) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
@@ -821,19 +822,19 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     for (int g = 0; g < k->nscatter; g++)
         p->sphys[g] = pos[def[k->scatter[g].reg]];
     p->res_dt = k->code[def[k->result]].dtype;
-    free(p->steps);
+    mem_free(p->steps);
     p->steps = sorted;
     p->nsteps = n;
 done:
-    free(def);
-    free(val);
-    free(gval);
-    free(bval);
-    free(bvals);
-    free(deps);
-    free(own);
-    free(list);
-    free(pos);
+    mem_free(def);
+    mem_free(val);
+    mem_free(gval);
+    mem_free(bval);
+    mem_free(bvals);
+    mem_free(deps);
+    mem_free(own);
+    mem_free(list);
+    mem_free(pos);
     return st;
 }
 
@@ -1064,13 +1065,13 @@ static const int32_t *plan_widen(Plan *p, uint64_t from, uint64_t to)
     for (int i = 0; i < p->nwiden; i++)
         if (p->widen[i].from == from && p->widen[i].to == to)
             return p->widen[i].tab;
-    Widen *w = realloc(p->widen, (size_t)(p->nwiden + 1) * sizeof *w);
+    Widen *w = mem_realloc(p->widen, (size_t)(p->nwiden + 1) * sizeof *w);
     if (!w)
         return NULL;
     p->widen = w;
     int64_t coef[FC_MAX_DIMS];
     shape_strides(p, from, coef);
-    int32_t *tab = malloc((size_t)shape_size(p, to) * sizeof *tab);
+    int32_t *tab = mem_malloc((size_t)shape_size(p, to) * sizeof *tab);
     if (!tab)
         return NULL;
     shape_table(p, to, coef, tab, INT64_MAX);
@@ -1132,11 +1133,11 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
         if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
             cl = best;
     }
-    uint8_t *mark = malloc((size_t)k->ncode + 1);
-    int *def = malloc(((size_t)k->nreg + 1) * sizeof *def);
+    uint8_t *mark = mem_malloc((size_t)k->ncode + 1);
+    int *def = mem_malloc(((size_t)k->nreg + 1) * sizeof *def);
     if (!mark || !def) {
-        free(mark);
-        free(def);
+        mem_free(mark);
+        mem_free(def);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     }
     /* A chunk loop along which some load gathers element by element gives way to a long loop
@@ -1150,8 +1151,8 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
                 best = l;
         cl = best;
     }
-    free(mark);
-    free(def);
+    mem_free(mark);
+    mem_free(def);
     p->cl = cl;
     plan_span(p);
     return plan_marks(p, err);
@@ -1272,7 +1273,7 @@ static bool plan_rowops(Plan *p)
 {
     if (!p->span)
         return true;
-    int *reads = calloc((size_t)p->nsteps + 1, sizeof *reads);
+    int *reads = mem_calloc((size_t)p->nsteps + 1, sizeof *reads);
     if (!reads)
         return false;
     for (int j = 0; j < p->nsteps; j++)
@@ -1343,7 +1344,7 @@ static bool plan_rowops(Plan *p)
             w->dead = true;
         }
     }
-    free(reads);
+    mem_free(reads);
     return true;
 }
 
@@ -1416,10 +1417,10 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     if (p->npfill == 0)
         return FC_OK;
     /* the invariants they read, each repeated over the largest table once */
-    bool *read = calloc((size_t)p->nsteps + 1, sizeof *read);
-    p->pinv = malloc((size_t)(p->ninv + 1) * sizeof *p->pinv);
+    bool *read = mem_calloc((size_t)p->nsteps + 1, sizeof *read);
+    p->pinv = mem_malloc((size_t)(p->ninv + 1) * sizeof *p->pinv);
     if (!read || !p->pinv) {
-        free(read);
+        mem_free(read);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     }
     for (int j = p->ninv; j < p->nsteps; j++)
@@ -1434,11 +1435,11 @@ static FcStatus plan_pre(Plan *p, FcError *err)
         }
     memset(read, 0, (size_t)p->nsteps * sizeof *read);
     p->pmost = (int)most;
-    p->pfill = calloc((size_t)p->npfill, sizeof *p->pfill);
+    p->pfill = mem_calloc((size_t)p->npfill, sizeof *p->pfill);
     p->pretab = fc_cpu_aligned_alloc(bytes);
     p->prex = fc_cpu_aligned_alloc(3 * (size_t)most * 8);
     if (!p->pfill || !p->pretab || !p->prex) {
-        free(read);
+        mem_free(read);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     }
     int nf = 0;
@@ -1455,7 +1456,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
                 if (!q || !q->pre || q->deps == s->deps)
                     continue;
                 if (!(f->x[o] = plan_widen(p, q->deps, s->deps))) {
-                    free(read);
+                    mem_free(read);
                     return errorf(err, FC_ERR_NOMEM, "out of memory");
                 }
                 f->xrep[o] = widen_rep(p, q->deps, s->deps);
@@ -1472,13 +1473,13 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     for (int j = p->ninv; j < p->nsteps; j++)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
-    free(read);
+    mem_free(read);
     /* with 32-bit offsets, the precomputed indices that gathers read element by element, each
      * scaled once for all the gathers that read it alike (a tap's y is read by two taps) */
     int most_scaled = 0;
     for (int j = p->ninv; j < p->nsteps && p->idx32; j++)
         most_scaled += p->steps[j].per_element ? p->steps[j].in->ngather : 0;
-    if (most_scaled > 0 && !(p->pscale = calloc((size_t)most_scaled, sizeof *p->pscale)))
+    if (most_scaled > 0 && !(p->pscale = mem_calloc((size_t)most_scaled, sizeof *p->pscale)))
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     for (int j = p->ninv; j < p->nsteps && p->idx32; j++) {
         Step *s = &p->steps[j];
@@ -1495,7 +1496,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
             if (c == p->pscale + p->npscale) {
                 *c = (PreScale){.ga = ga, .q = s->g[g]};
                 /* eight more: gather_32 reads eight from any entry (the outer sum) */
-                if (!(c->sc = calloc((size_t)shape_size(p, q->deps) + 8, sizeof *c->sc)))
+                if (!(c->sc = mem_calloc((size_t)shape_size(p, q->deps) + 8, sizeof *c->sc)))
                     return errorf(err, FC_ERR_NOMEM, "out of memory");
                 p->npscale++;
             }
@@ -1515,11 +1516,11 @@ static FcStatus plan_runs(Plan *p, FcError *err)
     int nx = 0;
     for (int j = p->ninv; j < p->nsteps; j++)
         nx += p->steps[j].pre && !p->steps[j].dead;
-    p->plist = malloc((size_t)(nx + 1) * sizeof *p->plist);
-    p->ptl = malloc((size_t)(nx + 1) * (size_t)p->L * sizeof *p->ptl);
-    int *lend = malloc((size_t)(p->nsteps + 1) * sizeof *lend);   /* the end of each step's list */
+    p->plist = mem_malloc((size_t)(nx + 1) * sizeof *p->plist);
+    p->ptl = mem_malloc((size_t)(nx + 1) * (size_t)p->L * sizeof *p->ptl);
+    int *lend = mem_malloc((size_t)(p->nsteps + 1) * sizeof *lend);   /* the end of each step's list */
     if (!p->plist || !p->ptl || !lend) {
-        free(lend);
+        mem_free(lend);
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     }
     for (int j = 0; j < p->nsteps; j++)
@@ -1563,7 +1564,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
         h->pcount = n - h->pfirst;
         j = e;
     }
-    free(lend);
+    mem_free(lend);
     return FC_OK;
 }
 
@@ -1764,10 +1765,10 @@ static FcStatus plan_marks(Plan *p, FcError *err)
 static FcStatus plan_buffers(Plan *p, FcError *err)
 {
     int n = p->nsteps;
-    int *seq = malloc((size_t)(n + 1) * sizeof *seq), *epos = malloc((size_t)(n + 1) * sizeof *epos);
-    int *last = malloc((size_t)(n + 1) * sizeof *last);
-    int *phys = malloc((size_t)(n + 1) * sizeof *phys), *freel = malloc((size_t)(n + 1) * sizeof *freel);
-    int *stack = malloc((size_t)(2 * n + 2) * sizeof *stack);
+    int *seq = mem_malloc((size_t)(n + 1) * sizeof *seq), *epos = mem_malloc((size_t)(n + 1) * sizeof *epos);
+    int *last = mem_malloc((size_t)(n + 1) * sizeof *last);
+    int *phys = mem_malloc((size_t)(n + 1) * sizeof *phys), *freel = mem_malloc((size_t)(n + 1) * sizeof *freel);
+    int *stack = mem_malloc((size_t)(2 * n + 2) * sizeof *stack);
     FcStatus st = FC_OK;
     if (!seq || !epos || !last || !phys || !freel || !stack) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
@@ -1865,12 +1866,12 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
             st = errorf(err, FC_ERR_NOMEM, "out of memory");
     }
 done:
-    free(seq);
-    free(epos);
-    free(last);
-    free(phys);
-    free(freel);
-    free(stack);
+    mem_free(seq);
+    mem_free(epos);
+    mem_free(last);
+    mem_free(phys);
+    mem_free(freel);
+    mem_free(stack);
     return st;
 }
 
@@ -2017,7 +2018,7 @@ static FcStatus plan_memo(Plan *p, FcError *err)
         entries += (size_t)tsize * (size_t)(s->wide ? s->m : 1);
     }
     /* a chain that holds is skipped: only its steps that restore are visited */
-    p->rlist = malloc((size_t)(p->nsteps + 1) * sizeof *p->rlist);
+    p->rlist = mem_malloc((size_t)(p->nsteps + 1) * sizeof *p->rlist);
     if (!p->rlist)
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     int nr = 0;
@@ -2163,14 +2164,14 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         return FC_OK;
     p->ostr32 = ext[cl] > 1 ? (int32_t)p->ostr[cl] : 0;
     if (p->span && !row_major(p, p->ckmask, p->ostr) && !plan_transpose(p)) {
-        p->otab = malloc((size_t)p->span * sizeof *p->otab);
+        p->otab = mem_malloc((size_t)p->span * sizeof *p->otab);
         if (!p->otab)
             return errorf(err, FC_ERR_NOMEM, "out of memory");
         shape_table(p, p->ckmask, p->ostr, p->otab, p->span);
     }
     if (nramp == 0)
         return FC_OK;
-    p->ramps = malloc((size_t)nramp * (size_t)p->cap * sizeof *p->ramps);
+    p->ramps = mem_malloc((size_t)nramp * (size_t)p->cap * sizeof *p->ramps);
     if (!p->ramps)
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     /* Only the first positions(s) entries are ever read; the rest stay 0 rather than overflow. */
@@ -3712,8 +3713,8 @@ static void threads_free(Thread **th, int n)
     if (!th)
         return;
     for (int i = 0; i < n; i++)
-        free(th[i]);
-    free(th);
+        mem_free(th[i]);
+    mem_free(th);
 }
 
 /* A thread's block begins with the Thread and its buffer pointers (buf, cur), each on whole
@@ -3775,7 +3776,7 @@ static Thread **plan_threads(Plan *p, int n)
     if (p->nth < n) {
         threads_free(p->th, p->nth);
         p->nth = 0;
-        p->th = calloc((size_t)n, sizeof *p->th);
+        p->th = mem_calloc((size_t)n, sizeof *p->th);
         if (!p->th)
             return NULL;
         size_t size = thread_bytes(p);
@@ -3870,7 +3871,7 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         if ((p->nred + run.steps_per_block - 1) / run.steps_per_block > max_blocks)
             run.steps_per_block = (p->nred + max_blocks - 1) / max_blocks;
         run.nblocks = (p->nred + run.steps_per_block - 1) / run.steps_per_block;
-        run.partials = malloc((size_t)(p->nunits * run.nblocks) * run.partial_size);
+        run.partials = mem_malloc((size_t)(p->nunits * run.nblocks) * run.partial_size);
         if (!run.partials) {
             st = errorf(err, FC_ERR_NOMEM, "out of memory");
             goto done;
@@ -3921,7 +3922,7 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         combine_blocks(&run, th[0]);
     }
 done:
-    free(run.partials);
+    mem_free(run.partials);
     return st;
 }
 
@@ -3950,13 +3951,13 @@ FcStatus fc_cpu_run_kernel(CpuBackend *be, const FcKernel *k, FcError *err)
 FcStatus fc_cpu_prepare(CpuBackend *be, const FcKernel *k, void **handle, FcError *err)
 {
     *handle = NULL;
-    Plan *p = malloc(sizeof *p);
+    Plan *p = mem_malloc(sizeof *p);
     if (!p)
         return errorf(err, FC_ERR_NOMEM, "out of memory");
     FcStatus st = plan_kernel(p, k, err);
     if (st != FC_OK) {
         plan_free(p);
-        free(p);
+        mem_free(p);
         return st;
     }
     *handle = p;
@@ -3972,5 +3973,5 @@ void fc_cpu_release(void *handle)
 {
     if (handle)
         plan_free(handle);
-    free(handle);
+    mem_free(handle);
 }

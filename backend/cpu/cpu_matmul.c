@@ -10,6 +10,7 @@
  * do not depend on the thread count.
  * Depends on cpu_internal.h only. */
 #include "cpu_internal.h"
+#include "mem.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -291,7 +292,7 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     run.a_bytes = ((size_t)(run.mblk * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
     run.b_bytes = ((size_t)(ldc * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
     size_t c_bytes = (size_t)(run.mblk * ldc) * es;
-    run.scratch = calloc((size_t)nth, sizeof *run.scratch);
+    run.scratch = mem_calloc((size_t)nth, sizeof *run.scratch);
     FcStatus st = FC_OK;
     if (!run.scratch)
         goto nomem;
@@ -310,7 +311,7 @@ nomem:
 done:
     if (run.scratch)
         for (int i = 0; i < nth; i++)
-            free(run.scratch[i]);
-    free(run.scratch);
+            mem_free(run.scratch[i]);
+    mem_free(run.scratch);
     return st;
 }

@@ -23,6 +23,7 @@
  * generator and the compiler behind it are tested there; see tests/test_cuda.c).
  * Depends on cuda_internal.h, libc and pthreads. */
 #include "cuda_internal.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,7 @@ static bool live_add(CudaBackend *be, CUdeviceptr p, size_t size)
 {
     if (2 * (be->nlive + 1) > be->caplive) {
         size_t cap = be->caplive ? 2 * be->caplive : 256;
-        Block *old = be->live, *q = calloc(cap, sizeof *q);
+        Block *old = be->live, *q = mem_calloc(cap, sizeof *q);
         if (!q)
             return false;
         size_t oldcap = be->caplive;
@@ -126,7 +127,7 @@ static bool live_add(CudaBackend *be, CUdeviceptr p, size_t size)
                     j = (j + 1) & (cap - 1);
                 q[j] = old[i];
             }
-        free(old);
+        mem_free(old);
     }
     size_t j = live_slot(be, p);
     while (be->live[j].p)
@@ -214,7 +215,7 @@ static void dev_free(CudaBackend *be, CUdeviceptr p)
         live_remove(be, e);
         if (be->ncached == be->capcached) {
             size_t cap = be->capcached ? 2 * be->capcached : 64;
-            Block *q = realloc(be->cached, cap * sizeof *q);
+            Block *q = mem_realloc(be->cached, cap * sizeof *q);
             if (q) {
                 be->cached = q;
                 be->capcached = cap;
@@ -283,13 +284,13 @@ static FcStatus load_module(CudaBackend *be, const char *src, CUmodule *mod, FcE
         /* The log and numbered source go to stderr once: a compile error is a bug in tdl. */
         if (b.log)
             fprintf(stderr, "tdl: a generated CUDA kernel does not compile:\n%s\n", b.log);
-        free(b.log);
-        free(b.image);
+        mem_free(b.log);
+        mem_free(b.image);
         return st;
     }
     CUresult r = be->d->ModuleLoadData(mod, b.image);
-    free(b.image);
-    free(b.log);
+    mem_free(b.image);
+    mem_free(b.log);
     return r == CUDA_OK ? FC_OK : cu_fail(be, r, "cuModuleLoadData", err);
 }
 
@@ -303,7 +304,7 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
         }
     if (be->nmods == be->capmods) {
         int cap = be->capmods ? 2 * be->capmods : 32;
-        Module *q = realloc(be->mods, (size_t)cap * sizeof *q);
+        Module *q = mem_realloc(be->mods, (size_t)cap * sizeof *q);
         if (!q) {
             snprintf(err->msg, sizeof err->msg, "out of memory");
             return FC_ERR_NOMEM;
@@ -312,7 +313,7 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
         be->capmods = cap;
     }
     Module m = {.hash = h};
-    m.src = strdup(c->src);
+    m.src = mem_strdup(c->src);
     if (!m.src) {
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return FC_ERR_NOMEM;
@@ -330,7 +331,7 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
         be->d->ModuleUnload(m.mod);
     }
     if (st) {
-        free(m.src);
+        mem_free(m.src);
         return st;
     }
     be->mods[be->nmods] = m;
@@ -453,9 +454,9 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
     }
     Module *m = NULL;
     st = kernel_module(be, &c, &m, err);
-    CUdeviceptr *tmp = calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0;
-    CUdeviceptr *bases = calloc((size_t)k->nbufs + 1, sizeof *bases);
-    unsigned char *args = calloc(1, c.args_size + 8);
+    CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0;
+    CUdeviceptr *bases = mem_calloc((size_t)k->nbufs + 1, sizeof *bases);
+    unsigned char *args = mem_calloc(1, c.args_size + 8);
     if (!st && (!tmp || !bases || !args)) {
         snprintf(err->msg, sizeof err->msg, "out of memory");
         st = FC_ERR_NOMEM;
@@ -534,9 +535,9 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
             dev_free(be, tmp[b]);
     if (part)
         dev_free(be, part);
-    free(tmp);
-    free(bases);
-    free(args);
+    mem_free(tmp);
+    mem_free(bases);
+    mem_free(args);
     fc_cuda_code_free(&c);
     return st;
 }
@@ -559,7 +560,7 @@ static FcStatus cuda_matmul(FcBackend *base, const FcMatmul *m, FcError *err)
             return FC_ERR_NOMEM;
         }
         FcStatus st = load_module(be, src, &be->mm_mod[dt], err);
-        free(src);
+        mem_free(src);
         if (st)
             return st;
         CUresult r = be->d->ModuleGetFunction(&be->mm_fn[dt], be->mm_mod[dt], "tdl_mm");
@@ -609,9 +610,9 @@ static void cuda_destroy(FcBackend *base)
     be->d->CtxSynchronize();
     for (int i = 0; i < be->nmods; i++) {
         be->d->ModuleUnload(be->mods[i].mod);
-        free(be->mods[i].src);
+        mem_free(be->mods[i].src);
     }
-    free(be->mods);
+    mem_free(be->mods);
     for (int t = 0; t < FC_DTYPE__COUNT; t++)
         if (be->mm_mod[t])
             be->d->ModuleUnload(be->mm_mod[t]);
@@ -619,14 +620,14 @@ static void cuda_destroy(FcBackend *base)
     for (size_t i = 0; i < be->caplive; i++)
         if (be->live[i].p)
             be->d->MemFree(be->live[i].p);
-    free(be->live);
-    free(be->cached);
+    mem_free(be->live);
+    mem_free(be->cached);
     if (be->err_slot)
         be->d->MemFree(be->err_slot);
     be->d->DevicePrimaryCtxRelease(be->dev);
     fc_cuda_cache_free(be->cache);
     pthread_mutex_destroy(&be->mu);
-    free(be);
+    mem_free(be);
 }
 
 FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
@@ -659,9 +660,9 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
         snprintf(err->msg, sizeof err->msg, "%s", why);
         return FC_ERR_DEVICE;
     }
-    CudaBackend *be = calloc(1, sizeof *be);
+    CudaBackend *be = mem_calloc(1, sizeof *be);
     if (!be || pthread_mutex_init(&be->mu, NULL) != 0) {
-        free(be);
+        mem_free(be);
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return FC_ERR_NOMEM;
     }
@@ -696,7 +697,7 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
     if (r != CUDA_OK) {
         FcStatus st = cu_fail(be, r, "opening the device", err);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return st == FC_ERR_NOMEM ? st : FC_ERR_DEVICE;
     }
     be->sm = major * 10 + minor;
@@ -715,7 +716,7 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
         d->DevicePrimaryCtxRelease(be->dev);
         fc_cuda_cache_free(be->cache);
         pthread_mutex_destroy(&be->mu);
-        free(be);
+        mem_free(be);
         return st;
     }
     *out = &be->base;

@@ -37,6 +37,7 @@
  * when the kernel's addresses (FcKernel.index32) and every count fit.
  * Depends on cuda_internal.h and libc. */
 #include "cuda_internal.h"
+#include "mem.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,7 +68,7 @@ static void bvput(Buf *b, const char *fmt, va_list ap)
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->n + (size_t)m + 1)
             cap *= 2;
-        char *q = realloc(b->p, cap);
+        char *q = mem_realloc(b->p, cap);
         if (!q) {
             b->oom = true;
             return;
@@ -794,36 +795,36 @@ static FcStatus analyse(Gen *g)
     for (int i = 0; i < n; i++)
         nload += k->code[i].op == FC_OP_LOAD;
     g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + n + 2 * k->nscatter + k->nbufs;
-    g->args = calloc((size_t)g->capargs, sizeof *g->args);
-    g->refs = calloc((size_t)g->capargs, sizeof *g->refs);
-    int *def = malloc((size_t)nreg * sizeof *def);
-    g->opv = malloc((size_t)3 * n * sizeof *g->opv);
-    g->gopv = malloc((size_t)(ng + 1) * sizeof *g->gopv);
-    g->goff = malloc((size_t)n * sizeof *g->goff);
-    g->bopv = malloc((size_t)(nb + 1) * sizeof *g->bopv);
-    g->boff = malloc((size_t)n * sizeof *g->boff);
-    g->deps = calloc((size_t)n, sizeof *g->deps);
-    g->own = calloc((size_t)n, sizeof *g->own);
-    g->list = malloc((size_t)n * sizeof *g->list);
-    g->wide = calloc((size_t)n, sizeof *g->wide);
-    g->coop = calloc((size_t)n, sizeof *g->coop);
-    g->lanes = calloc((size_t)n, sizeof *g->lanes);
-    g->done = calloc((size_t)n, sizeof *g->done);
+    g->args = mem_calloc((size_t)g->capargs, sizeof *g->args);
+    g->refs = mem_calloc((size_t)g->capargs, sizeof *g->refs);
+    int *def = mem_malloc((size_t)nreg * sizeof *def);
+    g->opv = mem_malloc((size_t)3 * n * sizeof *g->opv);
+    g->gopv = mem_malloc((size_t)(ng + 1) * sizeof *g->gopv);
+    g->goff = mem_malloc((size_t)n * sizeof *g->goff);
+    g->bopv = mem_malloc((size_t)(nb + 1) * sizeof *g->bopv);
+    g->boff = mem_malloc((size_t)n * sizeof *g->boff);
+    g->deps = mem_calloc((size_t)n, sizeof *g->deps);
+    g->own = mem_calloc((size_t)n, sizeof *g->own);
+    g->list = mem_malloc((size_t)n * sizeof *g->list);
+    g->wide = mem_calloc((size_t)n, sizeof *g->wide);
+    g->coop = mem_calloc((size_t)n, sizeof *g->coop);
+    g->lanes = mem_calloc((size_t)n, sizeof *g->lanes);
+    g->done = mem_calloc((size_t)n, sizeof *g->done);
     if (!def || !g->args || !g->refs || !g->opv || !g->gopv || !g->goff || !g->bopv || !g->boff || !g->deps || !g->own || !g->list ||
         !g->wide || !g->coop || !g->lanes || !g->done) {
-        free(def);
+        mem_free(def);
         return gfail(g, FC_ERR_NOMEM, "out of memory"), g->st;
     }
     for (int l = 0; l < L; l++) {
         int o = k->owner[l];
         if (o < -1 || o >= n || (o >= 0 && !is_reduce(k->code[o].op))) {
-            free(def);
+            mem_free(def);
             return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a bad owner", l), g->st;
         }
         if (o >= 0)
             g->own[o] |= (uint64_t)1 << l;
         if (k->extent[l] < 0) {
-            free(def);
+            mem_free(def);
             return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a negative extent", l), g->st;
         }
     }
@@ -908,7 +909,7 @@ static FcStatus analyse(Gen *g)
         else
             g->sres[s] = def[r];
     }
-    free(def);
+    mem_free(def);
     if (g->st)
         return g->st;
     /* Lists: the innermost reduction whose loops a value varies along (the first one after it). */
@@ -1042,7 +1043,7 @@ static void plan(Gen *g)
      * the kernel's chunk loop; a reduction that does not vary along its list's chunk loop runs
      * along its own last loop, and so does its body. Such a reduction of floats folds into eight
      * lanes, as the CPU's hfold does. */
-    int *cx = malloc((size_t)g->n * sizeof *cx);
+    int *cx = mem_malloc((size_t)g->n * sizeof *cx);
     if (!cx) {
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
@@ -1069,7 +1070,7 @@ static void plan(Gen *g)
         g->lanes[i] = ok && g->own[i] && !cpu_wide && !g->coop[i] && !g->wide[i] && rd.fkind &&
                       (k->code[i].op == FC_OP_SUM || k->code[i].op == FC_OP_PROD);
     }
-    free(cx);
+    mem_free(cx);
     g->idx32 = k->index32;
     for (int l = 0; l < g->L; l++)
         g->idx32 = g->idx32 && k->extent[l] <= INT32_MAX;
@@ -1234,7 +1235,7 @@ static void emit_op(Gen *g, int i)
         const char *tm = op_template(in->op, t);
         bool unary = fc_op_is_unary(in->op);
         if (!tm || (unary ? x < 0 : (x < 0 || y < 0))) {
-            free(e.p);
+            mem_free(e.p);
             bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
             gfail(g, FC_ERR_TYPE, "cuda kernel: %s is not supported for %s", fc_op_name(in->op),
                   fc_dtype_name(by_src ? t : in->dtype));
@@ -1243,7 +1244,7 @@ static void emit_op(Gen *g, int i)
         subst(&e, tm, xb, yb, zb, ctype(t), utype(t), t == FC_FLOAT32 ? "f" : "", t == FC_INT32 ? 32 : 64);
     }
     if (e.oom) {
-        free(e.p);
+        mem_free(e.p);
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
@@ -1253,7 +1254,7 @@ static void emit_op(Gen *g, int i)
     } else {
         line(g, "const %s v%d = %s;", ctype(in->dtype), i, e.p);
     }
-    free(e.p);
+    mem_free(e.p);
 }
 
 /* ---- nests ---- */
@@ -1517,7 +1518,7 @@ static void emit_reduce(Gen *g, int r)
     }
     if (e.oom)
         gfail(g, FC_ERR_NOMEM, "out of memory");
-    free(e.p);
+    mem_free(e.p);
 }
 
 static void emit_instr(Gen *g, int i)
@@ -1601,7 +1602,7 @@ static void emit_store(Gen *g)
             line(g, "*dst = (%s)((%s)*dst + (%s)%s);", OT, utype(ot), utype(ot), v.p);
         else
             line(g, "*dst += %s;", v.p);
-        free(v.p);
+        mem_free(v.p);
         return;
     }
     out_offset(g, "ix_t", "o", w);
@@ -1619,7 +1620,7 @@ static void emit_store(Gen *g)
         line(g, "LANES ((%s *)%s)[o + (i%d + u) * %s] = %s;", OT, outp, g->vl,
              arg_ix(g, k->out_strides[g->vl], "os%d", g->vl), v.p);
     }
-    free(v.p);
+    mem_free(v.p);
 }
 
 /* The root reduction's accumulator: r (and ri, the index, for arg reductions). */
@@ -1670,7 +1671,7 @@ static void root_store(Gen *g, const char *acc, const char *accidx)
     line(g, "((%s *)%s)[o] = %s;", ctype(k->out_dtype), outp, v.oom ? "" : v.p);
     if (v.oom)
         gfail(g, FC_ERR_NOMEM, "out of memory");
-    free(v.p);
+    mem_free(v.p);
 }
 
 static void nest_pre(Gen *g, const Nest *ns, int d)
@@ -1832,21 +1833,21 @@ static void emit_finish(Gen *g)
 
 static void gen_free(Gen *g)
 {
-    free(g->opv);
-    free(g->gopv);
-    free(g->goff);
-    free(g->bopv);
-    free(g->boff);
-    free(g->deps);
-    free(g->own);
-    free(g->list);
-    free(g->wide);
-    free(g->coop);
-    free(g->lanes);
-    free(g->done);
-    free(g->b.p);
-    free(g->args);
-    free(g->refs);
+    mem_free(g->opv);
+    mem_free(g->gopv);
+    mem_free(g->goff);
+    mem_free(g->bopv);
+    mem_free(g->boff);
+    mem_free(g->deps);
+    mem_free(g->own);
+    mem_free(g->list);
+    mem_free(g->wide);
+    mem_free(g->coop);
+    mem_free(g->lanes);
+    mem_free(g->done);
+    mem_free(g->b.p);
+    mem_free(g->args);
+    mem_free(g->refs);
 }
 
 void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *per)
@@ -1872,8 +1873,8 @@ void fc_cuda_code_free(CudaCode *c)
 {
     if (!c)
         return;
-    free(c->src);
-    free(c->args);
+    mem_free(c->src);
+    mem_free(c->args);
     memset(c, 0, sizeof *c);
 }
 
@@ -1958,10 +1959,10 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
     if (g.vec)
         bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_v(const Args a) { run<%d>(a); }\n", lb, g.V);
-    free(g.b.p);
+    mem_free(g.b.p);
     g.b.p = NULL;
     if (s.oom) {
-        free(s.p);
+        mem_free(s.p);
         gen_free(&g);
         gfail(&g, FC_ERR_NOMEM, "out of memory");
         return FC_ERR_NOMEM;
@@ -1985,7 +1986,7 @@ char *fc_cuda_kernel_dump(const FcKernel *k)
     FcStatus st = fc_cuda_codegen(k, &c, &err);
     if (st != FC_OK) {
         bput(&b, "// cuda: %s\n", err.msg);
-        return b.oom ? (free(b.p), NULL) : b.p;
+        return b.oom ? (mem_free(b.p), NULL) : b.p;
     }
     bput(&b, "%s", c.src);
     bput(&b, "// launch: %d thread%s per block; %lld %s", c.block, c.block == 1 ? "" : "s", (long long)c.npts,
@@ -2012,7 +2013,7 @@ char *fc_cuda_kernel_dump(const FcKernel *k)
     bput(&b, "\n");
     fc_cuda_code_free(&c);
     if (b.oom) {
-        free(b.p);
+        mem_free(b.p);
         return NULL;
     }
     return b.p;
@@ -2070,7 +2071,7 @@ char *fc_cuda_matmul_source(FcDType dt)
          "}\n",
          T, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, A, A, A, T, A, T, T, T);
     if (b.oom) {
-        free(b.p);
+        mem_free(b.p);
         return NULL;
     }
     return b.p;

@@ -16,6 +16,7 @@
  * rounds as the CPU executor's does), -std=c++17.
  * Depends on cuda_internal.h, libc and POSIX files. */
 #include "cuda_internal.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,11 +60,11 @@ static double now_ms(void)
 
 FcCudaCache *fc_cuda_cache_new(const char *dir)
 {
-    FcCudaCache *c = calloc(1, sizeof *c);
+    FcCudaCache *c = mem_calloc(1, sizeof *c);
     if (!c)
         return NULL;
     if (pthread_mutex_init(&c->mu, NULL) != 0) {
-        free(c);
+        mem_free(c);
         return NULL;
     }
     if (dir) {
@@ -89,12 +90,12 @@ void fc_cuda_cache_free(FcCudaCache *c)
     if (!c)
         return;
     for (int i = 0; i < c->n; i++) {
-        free(c->e[i].key);
-        free(c->e[i].image);
+        mem_free(c->e[i].key);
+        mem_free(c->e[i].image);
     }
-    free(c->e);
+    mem_free(c->e);
     pthread_mutex_destroy(&c->mu);
-    free(c);
+    mem_free(c);
 }
 
 const char *fc_cuda_cache_dir(const FcCudaCache *c) { return c ? c->dir : ""; }
@@ -117,7 +118,7 @@ static bool memory_find(FcCudaCache *c, uint64_t h, const char *key, size_t keyl
         const CacheEntry *e = &c->e[i];
         if (e->hash != h || e->keylen != keylen || memcmp(e->key, key, keylen) != 0)
             continue;
-        out->image = malloc(e->len + 1);
+        out->image = mem_malloc(e->len + 1);
         if (!out->image)
             return false;
         memcpy(out->image, e->image, e->len);
@@ -138,18 +139,18 @@ static void memory_add(FcCudaCache *c, uint64_t h, const char *key, size_t keyle
             return;
     if (c->n == c->cap) {
         int cap = c->cap ? 2 * c->cap : 16;
-        CacheEntry *q = realloc(c->e, (size_t)cap * sizeof *q);
+        CacheEntry *q = mem_realloc(c->e, (size_t)cap * sizeof *q);
         if (!q)
             return;
         c->e = q;
         c->cap = cap;
     }
     CacheEntry e = {.hash = h, .keylen = keylen, .len = len, .ptx = ptx};
-    e.key = malloc(keylen);
-    e.image = malloc(len);
+    e.key = mem_malloc(keylen);
+    e.image = mem_malloc(len);
     if (!e.key || !e.image) {
-        free(e.key);
-        free(e.image);
+        mem_free(e.key);
+        mem_free(e.image);
         return;
     }
     memcpy(e.key, key, keylen);
@@ -198,16 +199,16 @@ static bool disk_read(const char *dir, uint64_t h, const char *key, size_t keyle
               hd.keyhash == h && hd.imglen > 0 && hd.imglen < ((uint64_t)1 << 30);
     char *k = NULL, *img = NULL;
     if (ok) {
-        k = malloc(keylen);
-        img = malloc(hd.imglen + 1);
+        k = mem_malloc(keylen);
+        img = mem_malloc(hd.imglen + 1);
         ok = k && img && fread(k, 1, keylen, f) == keylen && memcmp(k, key, keylen) == 0 &&
              fread(img, 1, hd.imglen, f) == hd.imglen && fgetc(f) == EOF &&
              fnv1a(img, hd.imglen, FNV_SEED) == hd.imghash;
     }
     fclose(f);
-    free(k);
+    mem_free(k);
     if (!ok) {
-        free(img);
+        mem_free(img);
         return false;
     }
     img[hd.imglen] = 0;
@@ -300,7 +301,7 @@ static char *numbered(const char *log, const char *src)
     for (const char *s = src; *s; s++)
         lines += *s == '\n';
     size_t cap = strlen(log) + strlen(src) + lines * 8 + 64;
-    char *o = malloc(cap);
+    char *o = mem_malloc(cap);
     if (!o)
         return NULL;
     size_t n = (size_t)snprintf(o, cap, "%s\n---- the source ----\n", log);
@@ -329,7 +330,7 @@ static FcStatus nvrtc_run(const CudaNvrtc *nv, const char *src, const char *cons
     out->ms = now_ms() - t0;
     size_t loglen = 0;
     char *log = NULL;
-    if (nv->GetProgramLogSize(prog, &loglen) == 0 && loglen > 0 && (log = malloc(loglen + 1)) != NULL) {
+    if (nv->GetProgramLogSize(prog, &loglen) == 0 && loglen > 0 && (log = mem_malloc(loglen + 1)) != NULL) {
         if (nv->GetProgramLog(prog, log) != 0)
             log[0] = 0;
         log[loglen] = 0;
@@ -340,14 +341,14 @@ static FcStatus nvrtc_run(const CudaNvrtc *nv, const char *src, const char *cons
         snprintf(err->msg, sizeof err->msg, "the CUDA kernel does not compile: %.*s", (int)(fl > 400 ? 400 : fl),
                  first);
         out->log = numbered(log ? log : nv->GetErrorString(r), src);
-        free(log);
+        mem_free(log);
         nv->DestroyProgram(&prog);
         return FC_ERR_RUNTIME;
     }
-    free(log);
+    mem_free(log);
     size_t n = 0;
     r = ptx ? nv->GetPTXSize(prog, &n) : nv->GetCUBINSize(prog, &n);
-    if (r == 0 && n > 0 && (out->image = malloc(n + 1)) != NULL) {
+    if (r == 0 && n > 0 && (out->image = mem_malloc(n + 1)) != NULL) {
         r = ptx ? nv->GetPTX(prog, out->image) : nv->GetCUBIN(prog, out->image);
         ((char *)out->image)[n] = 0;
         out->len = n;
@@ -357,7 +358,7 @@ static FcStatus nvrtc_run(const CudaNvrtc *nv, const char *src, const char *cons
     }
     nv->DestroyProgram(&prog);
     if (r != 0) {
-        free(out->image);
+        mem_free(out->image);
         out->image = NULL;
         snprintf(err->msg, sizeof err->msg, "NVRTC gave no %s", ptx ? "PTX" : "cubin");
         return FC_ERR_RUNTIME;
@@ -390,7 +391,7 @@ FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *o
     int hn = snprintf(head, sizeof head, "tdl cuda kernel, cache format %d\nnvrtc %d.%d\n%s %s %s\n", ENTRY_FORMAT,
                       nv->major, nv->minor, opts[0], opts[1], opts[2]);
     size_t srclen = strlen(src), keylen = (size_t)hn + srclen;
-    char *key = malloc(keylen);
+    char *key = mem_malloc(keylen);
     if (!key) {
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return FC_ERR_NOMEM;
@@ -406,7 +407,7 @@ FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *o
         pthread_mutex_unlock(&c->mu);
         if (hit) {
             out->from = FC_CUDA_FROM_MEMORY;
-            free(key);
+            mem_free(key);
             return FC_OK;
         }
         bool found = false;
@@ -416,7 +417,7 @@ FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *o
             memory_add(c, h, key, keylen, out->image, out->len, out->ptx);
             pthread_mutex_unlock(&c->mu);
             out->from = FC_CUDA_FROM_DISK;
-            free(key);
+            mem_free(key);
             return FC_OK;
         }
         if (found) {
@@ -438,6 +439,6 @@ FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *o
             memory_add(c, h, key, keylen, out->image, out->len, ptx);
         pthread_mutex_unlock(&c->mu);
     }
-    free(key);
+    mem_free(key);
     return st;
 }

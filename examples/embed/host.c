@@ -95,8 +95,9 @@ static int roi_align(tdl_interp *T, tdl_value *img4)
 
 int main(void)
 {
-    tdl_config cfg = {0};
+    tdl_config cfg = {.size = sizeof cfg};  /* size: which members this host's tdl.h has */
     cfg.flags = TDL_NO_FILES;           /* this host's scripts have no business with files */
+    cfg.max_memory = 64 << 20;          /* and 64 MiB is plenty for them */
     tdl_interp *T = tdl_open(&cfg);
     if (!T) return 1;
 
