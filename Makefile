@@ -4,6 +4,7 @@
 #   make test       install missing tools, build, run every test (Check suites + script tests)
 #   make test SANITIZE=1    the same under AddressSanitizer, LeakSanitizer and UBSan
 #   make check      both of the above (the README's test command)
+#   make fuzz-torch random programs run by tdl and by PyTorch, compared (needs python3-torch)
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -128,6 +129,16 @@ bench: deps
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
 
+# The differential tester against PyTorch (tests/fuzz_torch/): FUZZ_TORCH_N random programs run by
+# tdl (1 and 2 threads, and without fusion) and by torch through tests/torch_shim.py; mismatches
+# are minimised into tests/fuzz_torch/found/. Needs Debian's python3-torch, so it is not in `make test`.
+TORCH_PYTHON ?= /usr/bin/python3
+FUZZ_TORCH_N ?= 2000
+FUZZ_TORCH_SEED ?= 1
+fuzz-torch:
+	$(MAKE) --no-print-directory all
+	$(TORCH_PYTHON) tests/fuzz_torch/run.py -n $(FUZZ_TORCH_N) --seed $(FUZZ_TORCH_SEED) --tdl $(B)/tdl
+
 # The binary, both libraries, the header, the stdlib and tdl.pc (from tdl.pc.in, for this PREFIX).
 # A copy staged with DESTDIR or moved elsewhere finds its stdlib beside its lib/ folder.
 TDL_VERSION := $(shell sed -n 's/.*tdl_version(void) { return "\([^"]*\)".*/\1/p' interp/api.c)
@@ -144,5 +155,5 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all deps test check demo pycheck bench install clean
+.PHONY: all deps test check demo pycheck bench fuzz-torch install clean
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d
