@@ -43,6 +43,7 @@ NOT_COMPARABLE = (
     "expected scalar type",
     "expected both vectors to have same dtype",
     "Deprecated",
+    "doesn't define __round__",         # tdl's round(t) is the tensor function
 )
 
 
@@ -249,9 +250,11 @@ class Gen:
                 self.vars.append(name)
 
     def finish_error(self, expr):
+        """Ends the program with `vN = expr` when torch refuses it comparably."""
         name = self.fresh()
         stmt = "%s = %s" % (name, expr)
-        if self.run(stmt) is not None:
+        err = self.run(stmt)
+        if err is not None and self.comparable(err):
             self.lines.append(stmt)
             self.done = True
 
@@ -260,7 +263,7 @@ class Gen:
         way worth comparing and the dice say keep it as the failing statement; else None."""
         v = self.eval(expr)
         if isinstance(v, Exception):
-            if self.allow_error and self.comparable(v) and self.r.random() < 0.08:
+            if self.allow_error and self.comparable(v) and self.r.random() < 0.15:
                 return expr
             return None
         if not isinstance(v, torch.Tensor) and not self.is_dimmed(v):
@@ -382,7 +385,7 @@ class Gen:
             return "%s.clamp(%s)" % (self.paren(e), kw)
         if f == "log":
             return "log(abs(%s) + 1)" % e
-        if r.random() < 0.5:
+        if r.random() < 0.5 and f != "round":    # round(t) is Python's builtin under torch
             return "%s(%s)" % (f, e)
         return "%s.%s()" % (self.paren(e), f)
 
@@ -597,7 +600,8 @@ class Gen:
         r = self.r
         pe = self.paren(e)
         n = v.ndim
-        if n == 0:
+        if n == 0 or v.dtype == torch.bool:
+            # torch has no bool matmul, but skips its dtype checks when an operand is empty
             raise Reject
         c = r.random()
         if c < 0.3 and n >= 2:
@@ -615,6 +619,57 @@ class Gen:
         if r.random() < 0.2 and n >= 2:
             return "matmul(%s, %s)" % (e, self.literal((2, k, m) if n == 2 else (k, m), dt))
         return "%s @ %s" % (pe, self.literal((k, m), dt))
+
+    def bad(self):
+        """A statement that is likely an error (torch decides): an index or dim out of range, a
+        shape that does not fit, a dim bound to a second size, a value of many elements as one."""
+        r = self.r
+        cands = self.plain_vars()
+        if not cands:
+            return
+        x = r.choice(cands)
+        v = self.val(x)
+        n, sh = v.ndim, list(v.shape)
+        k = r.choice(("index", "dim", "reshape", "broadcast", "cat", "matmul", "item", "rebind",
+                      "index_tensor", "setitem"))
+        if k == "index" and n:
+            d = r.randrange(n)
+            e = "%s[%s%d]" % (x, ":, " * d, r.choice((sh[d], -sh[d] - 1, sh[d] + 2)))
+        elif k == "dim":
+            e = "%s.%s(%d)" % (x, r.choice(("sum", "amax", "softmax", "unsqueeze", "squeeze", "flatten")),
+                               r.choice((n + 1, -n - 2, n)))
+        elif k == "reshape":
+            e = "%s.reshape(%d, -1)" % (x, v.numel() + 1) if v.numel() else "%s.reshape(-1, 0)" % x
+        elif k == "broadcast" and n:
+            bad = list(sh)
+            bad[-1] = sh[-1] + 1
+            e = "%s + %s" % (x, self.literal(tuple(bad), dtype_name(v)))
+        elif k == "cat" and n:
+            bad = list(sh)
+            d = r.randrange(n)
+            bad[(d + 1) % n] += 1
+            e = "cat([%s, %s], %d)" % (x, self.literal(tuple(bad), dtype_name(v)), d)
+        elif k == "matmul" and n:
+            e = "%s @ %s" % (x, self.literal((sh[-1] + 1, 2), dtype_name(v)))
+        elif k == "item":
+            e = "%s.item()" % x
+        elif k == "rebind" and self.dims and n:
+            d = r.choice(self.dims)
+            if not self.ns[d].is_bound:
+                return
+            e = "%s[%s]" % (x, d)
+        elif k == "index_tensor" and n:
+            e = "%s[tensor([0, %d])]" % (x, sh[0] + r.randint(0, 3))
+        elif k == "setitem" and n:
+            stmt = "%s[%s] = %s" % (x, r.choice(("0", "::2", "..., 0")), self.literal((sh[-1] + 2,), dtype_name(v)))
+            err = self.run(stmt)
+            if err is not None and self.comparable(err):
+                self.lines.append(stmt)
+                self.done = True
+            return
+        else:
+            return
+        self.finish_error(e)
 
     # ---- first-class dims -------------------------------------------------------------------------
 
@@ -798,6 +853,8 @@ class Gen:
                 self.base()
             elif c < 0.87:
                 self.make_dims()
+            elif c < 0.91 and self.allow_error:
+                self.bad()
             elif self.vars:
                 self.print_var(r.choice(self.vars[-3:]))
         if not self.done:

@@ -22,9 +22,10 @@ TDL_NUM_THREADS=2, and TDL_NUM_THREADS=1 with --no-opt=fuse. Then it compares:
     bits at every thread count).
 Each failing program is minimised (statements removed, then sub-expressions put in the place
 of their expressions, tensor literals shrunk) while it still fails the same way on the same
-variant, and written as DIR/fuzz_torch_NNN.tdl (a `# torch-diff` script: move it into
-tests/scripts and run `sh tests/run_scripts.sh --torch build/tdl NAME` to make its .out) with
-DIR/fuzz_torch_NNN.txt holding torch's and tdl's outputs. A minimised program equal to an
+variant, and written as DIR/fuzz_torch_NNN.tdl (a `# torch-diff` script; to make it a script
+test, move it into tests/scripts and run `sh tests/run_scripts.sh --torch build/tdl NAME`), with
+DIR/fuzz_torch_NNN.txt holding torch's and tdl's outputs and DIR/fuzz_torch_NNN.out torch's
+output (when torch does not raise). A minimised program equal to an
 earlier one (or with the same operations and the same failure) counts as the same finding.
 
 Programs run under torch in forked children of this process (torch imported once), each from
@@ -45,6 +46,7 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True     # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))   # tests/, for torch_shim
 sys.path.insert(0, HERE)
@@ -337,7 +339,7 @@ def _children(node):
                 or isinstance(a, ast.List)]
     elif isinstance(node, ast.Subscript):
         out.append(node.value)
-    elif isinstance(node, ast.Attribute):
+    elif isinstance(node, ast.Attribute) and node.attr == "T":
         out.append(node.value)
     return out
 
@@ -363,20 +365,34 @@ def _drop_along(node, axis, k):
             _drop_along(e, axis - 1, k)
 
 
+def _nodes(tree):
+    """The nodes line_variants may change, in a fixed order (see there)."""
+    stmt = tree.body[0]
+    root = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.Expr)) else stmt
+    nodes = list(ast.walk(root))
+    if isinstance(stmt, (ast.Assign, ast.AugAssign)):
+        for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+            if isinstance(t, ast.Subscript):
+                nodes += [n for n in ast.walk(t.slice)]
+    return nodes
+
+
 def line_variants(line):
     """Simpler versions of one statement."""
     try:
         tree = ast.parse(line)
     except SyntaxError:
         return
-    if len(tree.body) != 1:
-        return
-    nodes = list(ast.walk(tree.body[0]))
+    if len(tree.body) != 1 or "dims(" in line:
+        return      # a dims() line names its dims after its targets: keep it whole
+    # only the value side and a target's index: `t[i] += v` must not become `t += v` (which
+    # rebinds t in tdl, and adds in place in Python)
+    nodes = _nodes(tree)
     for idx, node in enumerate(nodes):
         # an expression replaced by one of its operands
         for ci, _ in enumerate(_children(node)):
             t2 = ast.parse(line)
-            n2 = list(ast.walk(t2.body[0]))[idx]
+            n2 = _nodes(t2)[idx]
             child = _children(n2)[ci]
             for parent in ast.walk(t2):
                 for field, value in ast.iter_fields(parent):
@@ -390,33 +406,30 @@ def line_variants(line):
             for field in ("args", "keywords"):
                 for k in range(len(getattr(node, field))):
                     t2 = ast.parse(line)
-                    n2 = list(ast.walk(t2.body[0]))[idx]
+                    n2 = _nodes(t2)[idx]
                     lst = getattr(n2, field)
                     del lst[k]
                     yield ast.unparse(t2)
         if isinstance(node, ast.Tuple) and len(node.elts) > 1:
             for k in range(len(node.elts)):
                 t2 = ast.parse(line)
-                n2 = list(ast.walk(t2.body[0]))[idx]
+                n2 = _nodes(t2)[idx]
                 del n2.elts[k]
                 yield ast.unparse(t2)
         # a tensor literal shrunk by one index along one axis, or its numbers made small
-        if isinstance(node, ast.List) and idx > 0:
-            sh = _list_depth_shape(node)
-            if sh:
-                for axis, n in enumerate(sh):
-                    for k in range(n):
-                        if n <= 1:
-                            continue
-                        t2 = ast.parse(line)
-                        n2 = list(ast.walk(t2.body[0]))[idx]
-                        _drop_along(n2, axis, k)
-                        yield ast.unparse(t2)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tensor" and node.args \
+                and isinstance(node.args[0], ast.List):
+            sh = _list_depth_shape(node.args[0])
+            for axis, n in enumerate(sh or ()):
+                for k in range(n if n > 1 else 0):
+                    t2 = ast.parse(line)
+                    _drop_along(_nodes(t2)[idx].args[0], axis, k)
+                    yield ast.unparse(t2)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool) and node.value not in (0, 1):
             for rep in (0, 1):
                 t2 = ast.parse(line)
-                n2 = list(ast.walk(t2.body[0]))[idx]
+                n2 = _nodes(t2)[idx]
                 n2.value = type(node.value)(rep)
                 yield ast.unparse(t2)
 
@@ -509,8 +522,10 @@ def main():
     ap.add_argument("--only", type=int, default=None, help="run program ONLY of the seed alone")
     ap.add_argument("--tdl", default="build/tdl")
     ap.add_argument("--found", default=os.path.join(HERE, "found"))
-    ap.add_argument("--max-minimise", type=int, default=int(os.environ.get("FUZZ_TORCH_MAX_MIN", "40")))
-    ap.add_argument("--budget", type=int, default=300, help="tries per minimisation")
+    ap.add_argument("--max-minimise", type=int, default=int(os.environ.get("FUZZ_TORCH_MAX_MIN", "30")))
+    ap.add_argument("--max-per-class", type=int, default=int(os.environ.get("FUZZ_TORCH_MAX_PER_CLASS", "4")),
+                    help="minimise at most this many programs failing the same way (class and variants)")
+    ap.add_argument("--budget", type=int, default=200, help="tries per minimisation")
     ap.add_argument("--show", action="store_true", help="print each program and its verdict")
     ap.add_argument("-v", action="store_true", help="print progress")
     a = ap.parse_args()
@@ -529,6 +544,8 @@ def main():
     findings = {}          # identity -> [file, count, verdict]
     new_files = []
     minimised = 0
+    per_class = {}        # failure signature -> failing programs
+    raised = 0            # programs whose torch run raises (their error kinds compared)
     tmpdir = tempfile.mkdtemp(prefix="fuzz_torch.")
     t0 = time.monotonic()
     ids = [a.only] if a.only is not None else range(a.n)
@@ -549,12 +566,15 @@ def main():
                 print("---- program %d: %s\n%s" % (i, verdict, src), flush=True)
             else:
                 print("---- program %d: %s" % (i, report_text(src, verdict, details)), flush=True)
+        if details and details["torch"][1]:
+            raised += 1
         if verdict in ("exact", "approx", "skip"):
             counts[verdict] += 1
         else:
             counts["fail"] += 1
             cls = verdict
-            if minimised < a.max_minimise:
+            per_class[cls] = per_class.get(cls, 0) + 1
+            if minimised < a.max_minimise and per_class[cls] <= a.max_per_class:
                 minimised += 1
                 variants = [v for v in VARIANTS if v[0] in cls.split(":")[1].split(",") or v[0] == "t1"]
                 if "threads" in cls:
@@ -562,7 +582,7 @@ def main():
 
                 def same(s, cls=cls, variants=variants):
                     vv, _ = judge(s, tdl, tmpdir, variants)
-                    return vv not in ("exact", "approx", "skip") and _overlap(vv, cls)
+                    return vv == cls
                 small = minimise(list(lines), same, a.budget)
                 ssrc = "\n".join(small) + "\n"
                 sv, sd = judge(ssrc, tdl, tmpdir)
@@ -589,20 +609,17 @@ def main():
     print("fuzz-torch: seed %d, %d programs in %.0f s: %d exact, %d within float tolerance, %d skipped "
           "(torch crashes or hangs)" % (a.seed, len(ids), time.monotonic() - t0, counts["exact"],
                                        counts["approx"], counts["skip"]))
+    print("  %d programs end in an error under torch (tdl must raise the same kind)" % raised)
+    for cls, n in sorted(per_class.items()):
+        print("  failing %-40s %d program%s" % (cls, n, "s" if n > 1 else ""))
     for ident, (fname, n, sv) in sorted(findings.items(), key=lambda kv: kv[1][0]):
         print("  %s  %-40s (%d program%s)%s" % (fname, sv, n, "s" if n > 1 else "",
                                                "  new" if fname in new_files else ""))
-    if counts["fail"] > minimised:
-        print("  (%d failing programs not minimised: --max-minimise)" % (counts["fail"] - sum(f[1] for f in findings.values())))
+    left = counts["fail"] - sum(f[1] for f in findings.values())
+    if left:
+        print("  (%d failing programs not minimised: --max-minimise, --max-per-class)" % left)
     print("%d passed, %d failed" % (passed, counts["fail"]))
     return 1 if counts["fail"] else 0
-
-
-def _overlap(verdict, cls):
-    """Whether a minimised candidate fails as the original did: a class and a variant in common."""
-    c1, v1 = verdict.split(":")
-    c2, v2 = cls.split(":")
-    return bool(set(c1.split("+")) & set(c2.split("+"))) and bool(set(v1.split(",")) & set(v2.split(",")))
 
 
 def _body(src):
@@ -619,6 +636,9 @@ def _write_finding(folder, src, verdict, details, seed, i):
         f.write(header + src)
     with open(os.path.join(folder, name + ".txt"), "w") as f:
         f.write(report_text(src, verdict, details))
+    if not details["torch"][1]:     # torch's output is the script test's .out
+        with open(os.path.join(folder, name + ".out"), "w") as f:
+            f.write(details["torch"][0])
     return name + ".tdl"
 
 
