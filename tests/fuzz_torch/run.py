@@ -122,10 +122,27 @@ def _recv(fd):
     return pickle.loads(_read_exact(fd, int.from_bytes(_read_exact(fd, 8), "little")))
 
 
+def _import_functorch_dim_unpatched():
+    """Loads functorch.dim (half a second, most of it its C extension) and then unloads its
+    Python modules, taking back their patches of torch.Tensor (index, expand, split): the shim
+    imports functorch.dim on a program's first dims(), so the lines before it see torch's own
+    methods; importing it again there takes a millisecond and patches torch.Tensor again."""
+    before = dict(vars(torch.Tensor))
+    import functorch.dim  # noqa: F401
+    for k, v in list(vars(torch.Tensor).items()):
+        if before.get(k) is not v:
+            if k in before:
+                setattr(torch.Tensor, k, before[k])
+            else:
+                delattr(torch.Tensor, k)
+    for k in [k for k in sys.modules if k == "functorch.dim" or k.startswith("functorch.dim.")]:
+        del sys.modules[k]
+
+
 class Zygote:
-    """A child of this process that has imported functorch.dim once (half a second) and forks a
-    grandchild per call, so that programs with dims start from that state while the others run
-    in children of this process, which never imports functorch.dim (it patches torch.Tensor)."""
+    """A child of this process that has imported functorch.dim once and forks a grandchild per
+    call, so that programs with dims need not import it each (see _import_functorch_dim_unpatched),
+    while the others run in children of this process, which never imports functorch.dim."""
 
     def __init__(self):
         self.pid = None
@@ -138,7 +155,7 @@ class Zygote:
             try:
                 os.close(w1)
                 os.close(r2)
-                import functorch.dim  # noqa: F401
+                _import_functorch_dim_unpatched()
                 while True:
                     try:
                         fn, args, timeout = _recv(r1)
