@@ -122,27 +122,12 @@ def _recv(fd):
     return pickle.loads(_read_exact(fd, int.from_bytes(_read_exact(fd, 8), "little")))
 
 
-def _import_functorch_dim_unpatched():
-    """Loads functorch.dim (half a second, most of it its C extension) and then unloads its
-    Python modules, taking back their patches of torch.Tensor (index, expand, split): the shim
-    imports functorch.dim on a program's first dims(), so the lines before it see torch's own
-    methods; importing it again there takes a millisecond and patches torch.Tensor again."""
-    before = dict(vars(torch.Tensor))
-    import functorch.dim  # noqa: F401
-    for k, v in list(vars(torch.Tensor).items()):
-        if before.get(k) is not v:
-            if k in before:
-                setattr(torch.Tensor, k, before[k])
-            else:
-                delattr(torch.Tensor, k)
-    for k in [k for k in sys.modules if k == "functorch.dim" or k.startswith("functorch.dim.")]:
-        del sys.modules[k]
-
-
 class Zygote:
-    """A child of this process that has imported functorch.dim once and forks a grandchild per
-    call, so that programs with dims need not import it each (see _import_functorch_dim_unpatched),
-    while the others run in children of this process, which never imports functorch.dim."""
+    """A child of this process that has imported functorch.dim once (half a second) and forks a
+    grandchild per call: the generator runs there. Programs themselves run in children of this
+    process, which never loads functorch.dim: once loaded, its C part changes torch's indexing
+    (and reloads its Python part, which patches torch.Tensor's expand, index and split), while
+    the shim loads it on a program's first dims(), so that the lines before see torch alone."""
 
     def __init__(self):
         self.pid = None
@@ -155,7 +140,7 @@ class Zygote:
             try:
                 os.close(w1)
                 os.close(r2)
-                _import_functorch_dim_unpatched()
+                import functorch.dim  # noqa: F401 - loaded once for the generator
                 while True:
                     try:
                         fn, args, timeout = _recv(r1)
@@ -205,10 +190,7 @@ def torch_run_here(src):
 
 def torch_run(src):
     """torch_run_here in a child: the triple, or None when torch crashes or hangs."""
-    if "dims(" in src:
-        r = ZYGOTE.call(torch_run_here, (src,), TORCH_TIMEOUT_S)
-    else:
-        r = in_child(lambda: torch_run_here(src), TORCH_TIMEOUT_S)
+    r = in_child(lambda: torch_run_here(src), TORCH_TIMEOUT_S)
     return r[1] if r[0] == "ok" else None
 
 
