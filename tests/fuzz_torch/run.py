@@ -30,7 +30,14 @@ earlier one (or with the same operations and the same failure) counts as the sam
 
 Programs run under torch in forked children of this process (torch imported once), each from
 the same state; a child that crashes or hangs (functorch.dim aborts on a few inputs) is
-skipped. Program i of seed S is the same on every run: `-n 1 --seed S --only i` reruns it.
+skipped. Program i of seed S is the same on every run: `--seed S --only i --show` reruns it and
+prints it with both outputs. Ctrl-C (or SIGTERM) stops the run and prints the summary so far.
+
+Judging: a float result that is within tolerance can still feed an operation that is not
+continuous (floor, //, %, a comparison, argmax of a tie), and then differ by a whole step; the
+generator keeps most values integers (small integer-valued float literals) so that this is rare,
+but a reproducer whose inputs are not exact (softmax, mean, exp, 0.1) should be read with that
+in mind.
 """
 import argparse
 import ast
@@ -548,65 +555,74 @@ def main():
     tmpdir = tempfile.mkdtemp(prefix="fuzz_torch.")
     t0 = time.monotonic()
     ids = [a.only] if a.only is not None else range(a.n)
-    for i in ids:
-        lines = None
-        for attempt in range(3):
-            g = ZYGOTE.call(gen.generate_seeded, ("%d:%d:%d" % (a.seed, i, attempt),), TORCH_TIMEOUT_S * 2)
-            if g[0] == "ok" and g[1]:
-                lines = g[1]
-                break
-        if lines is None:
-            counts["skip"] += 1
-            continue
-        src = "\n".join(lines) + "\n"
-        verdict, details = judge(src, tdl, tmpdir)
-        if a.show:
+    ran = 0
+    interrupted = False
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        for i in ids:
+            lines = None
+            for attempt in range(3):
+                g = ZYGOTE.call(gen.generate_seeded, ("%d:%d:%d" % (a.seed, i, attempt),), TORCH_TIMEOUT_S * 2)
+                if g[0] == "ok" and g[1]:
+                    lines = g[1]
+                    break
+            if lines is None:
+                counts["skip"] += 1
+                ran += 1
+                continue
+            src = "\n".join(lines) + "\n"
+            verdict, details = judge(src, tdl, tmpdir)
+            if a.show:
+                if verdict in ("exact", "approx", "skip"):
+                    print("---- program %d: %s\n%s" % (i, verdict, src), flush=True)
+                else:
+                    print("---- program %d: %s" % (i, report_text(src, verdict, details)), flush=True)
+            if details and details["torch"][1]:
+                raised += 1
             if verdict in ("exact", "approx", "skip"):
-                print("---- program %d: %s\n%s" % (i, verdict, src), flush=True)
+                counts[verdict] += 1
             else:
-                print("---- program %d: %s" % (i, report_text(src, verdict, details)), flush=True)
-        if details and details["torch"][1]:
-            raised += 1
-        if verdict in ("exact", "approx", "skip"):
-            counts[verdict] += 1
-        else:
-            counts["fail"] += 1
-            cls = verdict
-            per_class[cls] = per_class.get(cls, 0) + 1
-            if minimised < a.max_minimise and per_class[cls] <= a.max_per_class:
-                minimised += 1
-                variants = [v for v in VARIANTS if v[0] in cls.split(":")[1].split(",") or v[0] == "t1"]
-                if "threads" in cls:
-                    variants = [v for v in VARIANTS if v[0] in ("t1", "t2")]
+                counts["fail"] += 1
+                cls = verdict
+                per_class[cls] = per_class.get(cls, 0) + 1
+                if minimised < a.max_minimise and per_class[cls] <= a.max_per_class:
+                    minimised += 1
+                    variants = [v for v in VARIANTS if v[0] in cls.split(":")[1].split(",") or v[0] == "t1"]
+                    if "threads" in cls:
+                        variants = [v for v in VARIANTS if v[0] in ("t1", "t2")]
 
-                def same(s, cls=cls, variants=variants):
-                    vv, _ = judge(s, tdl, tmpdir, variants)
-                    return vv == cls
-                small = minimise(list(lines), same, a.budget)
-                ssrc = "\n".join(small) + "\n"
-                sv, sd = judge(ssrc, tdl, tmpdir)
-                ident = (sv.split(":")[0], op_names(ssrc))
-                if _body(ssrc) in known:
-                    ident = ("file", known[_body(ssrc)])
-                if ident not in findings:
-                    if ident[0] == "file":
-                        fname = ident[1]
-                    else:
-                        fname = _write_finding(a.found, ssrc, sv, sd, a.seed, i)
-                        known[_body(ssrc)] = fname
-                        new_files.append(fname)
-                    findings[ident] = [fname, 0, sv]
-                findings[ident][1] += 1
-                if a.v:
-                    print("program %d: %s -> %s" % (i, verdict, findings[ident][0]), flush=True)
-            elif a.v:
-                print("program %d: %s (not minimised: limit reached)" % (i, verdict), flush=True)
-        if a.v and (i + 1) % 100 == 0:
-            print("... %d programs, %d failed (%.0f s)" % (i + 1, counts["fail"], time.monotonic() - t0),
-                  flush=True)
+                    def same(s, cls=cls, variants=variants):
+                        vv, _ = judge(s, tdl, tmpdir, variants)
+                        return vv == cls
+                    small = minimise(list(lines), same, a.budget)
+                    ssrc = "\n".join(small) + "\n"
+                    sv, sd = judge(ssrc, tdl, tmpdir)
+                    ident = (sv.split(":")[0], op_names(ssrc))
+                    if _body(ssrc) in known:
+                        ident = ("file", known[_body(ssrc)])
+                    if ident not in findings:
+                        if ident[0] == "file":
+                            fname = ident[1]
+                        else:
+                            fname = _write_finding(a.found, ssrc, sv, sd, a.seed, i)
+                            known[_body(ssrc)] = fname
+                            new_files.append(fname)
+                        findings[ident] = [fname, 0, sv]
+                    findings[ident][1] += 1
+                    if a.v:
+                        print("program %d: %s -> %s" % (i, verdict, findings[ident][0]), flush=True)
+                elif a.v:
+                    print("program %d: %s (not minimised: limit reached)" % (i, verdict), flush=True)
+            ran += 1
+            if a.v and (i + 1) % 100 == 0:
+                print("... %d programs, %d failed (%.0f s)" % (i + 1, counts["fail"], time.monotonic() - t0),
+                      flush=True)
+    except KeyboardInterrupt:
+        interrupted = True      # Ctrl-C or SIGTERM: the summary of what ran
     passed = counts["exact"] + counts["approx"]
-    print("fuzz-torch: seed %d, %d programs in %.0f s: %d exact, %d within float tolerance, %d skipped "
-          "(torch crashes or hangs)" % (a.seed, len(ids), time.monotonic() - t0, counts["exact"],
+    print("fuzz-torch: seed %d, %d programs%s in %.0f s: %d exact, %d within float tolerance, %d skipped "
+          "(torch crashes or hangs)" % (a.seed, ran, " (interrupted)" if interrupted else "",
+                                       time.monotonic() - t0, counts["exact"],
                                        counts["approx"], counts["skip"]))
     print("  %d programs end in an error under torch (tdl must raise the same kind)" % raised)
     for cls, n in sorted(per_class.items()):
@@ -619,6 +635,10 @@ def main():
         print("  (%d failing programs not minimised: --max-minimise, --max-per-class)" % left)
     print("%d passed, %d failed" % (passed, counts["fail"]))
     return 1 if counts["fail"] else 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _body(src):
