@@ -26,7 +26,7 @@ import torch_shim
 FILENAME = "prog.tdl"
 DTYPES = ("float32", "float64", "int32", "int64", "bool")
 FLOAT = ("float32", "float64")
-DIM_NAMES = ("i", "j", "k", "l", "m", "n")
+DIM_NAMES = ("i", "j", "k", "l", "m", "n", "p", "q", "s", "u")
 
 # Errors torch raises where tdl is documented to differ (docs/language.md, "Differences from
 # PyTorch"), or where the generator's state may be off: a statement torch refuses with one of
@@ -282,8 +282,8 @@ class Gen:
             ops += [self.dim_reduce, self.dim_reduce, self.order]
         if self.dims and not dimmed and v.ndim > 0:
             ops += [self.dim_index, self.dim_index]
-        if dimmed and r.random() < 0.2:
-            ops.append(self.dim_pointwise)
+        if dimmed:
+            ops += [self.dim_pointwise, self.dim_pointwise]
         else:
             ops.append(self.chain)
         try:
@@ -673,6 +673,34 @@ class Gen:
 
     # ---- first-class dims -------------------------------------------------------------------------
 
+    def contraction(self):
+        """A matrix product written with dims, `(A[i, k] * B[k, j]).sum(k)` (tdl runs it as a
+        matmul), or an outer product reduced over one of its dims, then maybe ordered back."""
+        r = self.r
+        cands = self.plain_vars(lambda t: t.ndim == 2 and t.dtype.is_floating_point)
+        free = [d for d in DIM_NAMES if d not in self.dims]
+        if not cands or len(free) < 3:
+            return
+        a = r.choice(cands)
+        p, q = self.val(a).shape
+        i, j, k = free[:3]
+        if not self.emit("%s, %s, %s = dims(3)" % (i, j, k), intended_error_ok=False):
+            return
+        self.dims += [i, j, k]
+        b = self.literal((q, r.choice((1, 2, 3))), dtype_name(self.val(a)))
+        if r.random() < 0.7:
+            e = "(%s[%s, %s] * %s[%s, %s]).sum(%s)" % (a, i, k, b, k, j, k)
+            ds = [i, j]
+        else:
+            e = "(%s[%s] * %s[%s]).%s(%s)" % (a, i, b, j, r.choice(("sum", "amax", "mean")), j)
+            ds = [i]
+        if r.random() < 0.6:
+            r.shuffle(ds)
+            e = "%s.order(%s)" % (e, ", ".join(ds))
+        name = self.fresh()
+        if self.emit("%s = %s" % (name, e)) and not self.done:
+            self.vars.append(name)
+
     def make_dims(self):
         free = [d for d in DIM_NAMES if d not in self.dims]
         if not free:
@@ -851,8 +879,10 @@ class Gen:
                 self.view_alias()
             elif c < 0.82:
                 self.base()
-            elif c < 0.87:
+            elif c < 0.85:
                 self.make_dims()
+            elif c < 0.87:
+                self.contraction()
             elif c < 0.91 and self.allow_error:
                 self.bad()
             elif self.vars:
