@@ -481,6 +481,11 @@ def minimise(lines, same, budget):
                     lines = cand
                     changed = True
                     break
+    # a last pass over the statements, past the budget: what the budget left unused
+    for i in reversed(range(len(lines))):
+        cand = lines[:i] + lines[i + 1:]
+        if cand and same("\n".join(cand) + "\n"):
+            lines = cand
     return lines
 
 
