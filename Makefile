@@ -8,6 +8,7 @@
 #   make check-gpu  the whole suite on the GPU (cuda:0) where there is one; says so and passes where not
 #   make test CC=clang B=build-clang    the suite built with clang (CI runs it)
 #   make fuzz       libFuzzer harnesses (build-fuzz/, clang) run FUZZ_SECONDS each; fuzz-ci: briefly
+#   make fuzz-torch random programs run by tdl and by PyTorch, compared (needs python3-torch)
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -178,6 +179,16 @@ bench: deps
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
 
+# The differential tester against PyTorch (tests/fuzz_torch/): FUZZ_TORCH_N random programs run by
+# tdl (1 and 2 threads, and without fusion) and by torch through tests/torch_shim.py; mismatches
+# are minimised into tests/fuzz_torch/found/. Needs Debian's python3-torch, so it is not in `make test`.
+TORCH_PYTHON ?= /usr/bin/python3
+FUZZ_TORCH_N ?= 2000
+FUZZ_TORCH_SEED ?= 1
+fuzz-torch:
+	$(MAKE) --no-print-directory all
+	$(TORCH_PYTHON) tests/fuzz_torch/run.py -n $(FUZZ_TORCH_N) --seed $(FUZZ_TORCH_SEED) --tdl $(B)/tdl
+
 # The binary, both libraries, the header, the stdlib and tdl.pc (from tdl.pc.in, for this PREFIX).
 # A copy staged with DESTDIR or moved elsewhere finds its stdlib beside its lib/ folder.
 TDL_VERSION := $(shell sed -n 's/.*tdl_version(void) { return "\([^"]*\)".*/\1/p' interp/api.c)
@@ -194,5 +205,5 @@ install: all
 clean:
 	rm -rf build build-san build-fuzz build-clang
 
-.PHONY: all deps test check check-device check-gpu demo pycheck bench install clean fuzz fuzz-build fuzz-ci
+.PHONY: all deps test check check-device check-gpu demo pycheck bench install clean fuzz fuzz-build fuzz-ci fuzz-torch
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(B)/interp/main.d
