@@ -20,6 +20,7 @@ Suite *cuda_suite(void);
 Suite *embed_suite(void);
 Suite *cpu_math_suite(void);
 Suite *vision_suite(void);
+Suite *nn_suite(void);
 
 Suite *tensor_suite(void);
 #endif
