@@ -135,6 +135,7 @@ demo: deps
 	$(MAKE) --no-print-directory all
 	$(B)/tdl examples/demo.tdl
 	TDL_PATH=$(CURDIR)/stdlib $(B)/tdl examples/roi_align.tdl
+	TDL_PATH=$(CURDIR)/stdlib $(B)/tdl examples/mask_head.tdl
 
 # Re-derive the expected output of the Python-subset scripts with the real CPython (needs python3).
 pycheck: all

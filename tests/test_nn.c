@@ -26,6 +26,7 @@
 
 #define DIR "tests/golden/nn/"
 #define CASES_FILE DIR "cases.txt"
+#define MASK_DIR "tests/golden/mask_head/"
 /* A file that lost cases must not pass quietly. */
 #define MIN_CASES 400
 
@@ -148,19 +149,12 @@ static tdl_dtype npy_dtype(FcDType dt)
     }
 }
 
-/* Compares global `var` of T with one check "FILE|MAG|STRIDES"; appends what differs to why. */
-static void check_result(tdl_interp *T, const char *var, char *spec, char *why, size_t cap)
+/* Compares global `var` of T with PyTorch's result in the .npy file `path`: |tdl - torch| <= tol *
+ * (|torch| + mag), or with mag < 0, tol * (|torch| + amax|torch|); and the strides of st_s
+ * ("s0,s1,..." or "-": not checked) on the dims of size > 1. Appends what differs to why. */
+static void compare_result(tdl_interp *T, const char *var, const char *path, double mag, const char *st_s,
+                           char *why, size_t cap)
 {
-    char *mag_s = strchr(spec, '|'), *st_s = mag_s ? strchr(mag_s + 1, '|') : NULL;
-    if (!st_s) {
-        put(why, cap, "%s: malformed check", var);
-        return;
-    }
-    *mag_s++ = '\0';
-    *st_s++ = '\0';
-    double mag = strtod(mag_s, NULL);
-    char path[512];
-    snprintf(path, sizeof path, DIR "%s", spec);
     FcView g;
     FcError ferr;
     if (fc_npy_load(path, &g, &ferr) != FC_OK) {
@@ -187,6 +181,11 @@ static void check_result(tdl_interp *T, const char *var, char *spec, char *why, 
         put(why, cap, ")");
         goto out;
     }
+    if (mag < 0) {
+        mag = 0.0;
+        for (int64_t i = 0; i < yi.numel; i++)
+            mag = fmax(mag, fabs(host_value(g.data, want, i)));
+    }
     double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : want == TDL_DTYPE_FLOAT64 ? 1e-12 : 0.0;
     int64_t idx[FC_MAX_DIMS] = {0};
     for (int64_t i = 0; i < yi.numel; i++) {
@@ -203,7 +202,7 @@ static void check_result(tdl_interp *T, const char *var, char *spec, char *why, 
             idx[k] = 0;
     }
     if (strcmp(st_s, "-") != 0) {
-        char *p = st_s;
+        char *p = (char *)st_s;
         for (int k = 0; k < yi.ndim; k++) {
             long long s = strtoll(p, &p, 10);
             if (*p == ',')
@@ -220,6 +219,21 @@ static void check_result(tdl_interp *T, const char *var, char *spec, char *why, 
 out:
     tdl_value_free(v);
     free(g.data);
+}
+
+/* Compares global `var` of T with one check of a case, "FILE|MAG|STRIDES" (spec is cut up). */
+static void check_result(tdl_interp *T, const char *var, char *spec, char *why, size_t cap)
+{
+    char *mag_s = strchr(spec, '|'), *st_s = mag_s ? strchr(mag_s + 1, '|') : NULL;
+    if (!st_s) {
+        put(why, cap, "%s: malformed check", var);
+        return;
+    }
+    *mag_s++ = '\0';
+    *st_s++ = '\0';
+    char path[512];
+    snprintf(path, sizeof path, DIR "%s", spec);
+    compare_result(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
 }
 
 /* Runs case c in T. Returns NULL when it agrees with PyTorch, else a malloc'd report. */
@@ -289,6 +303,28 @@ START_TEST(nn_case_no_opt)
 }
 END_TEST
 
+/* examples/mask_head.tdl on tests/golden/mask_head/ (gen_mask_head.py): roi_align, torchvision's
+ * MaskRCNNHeads and MaskRCNNPredictor with the weights of weights.npz must give torchvision's mask
+ * logits, within 1e-5 x (|torch| + amax|torch|) (gen_mask_head.py says why). */
+START_TEST(mask_head)
+{
+    free_report();
+    tdl_interp *T = open_interp(0);
+    ck_assert_ptr_nonnull(T);
+    const char *argv[] = {"examples/mask_head.tdl"};
+    char why[2048] = "";
+    if (tdl_set_argv(T, 1, argv) != TDL_OK || tdl_run_file(T, argv[0]) != TDL_OK) {
+        put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+    } else {
+        compare_result(T, "logits", MASK_DIR "logits.npy", -1.0, "-", why, sizeof why);
+    }
+    tdl_close(T);
+    if (why[0] && asprintf(&report, "mask_head: %s", why) < 0)
+        report = NULL;
+    ck_assert_msg(report == NULL, "%s", report ? report : "");
+}
+END_TEST
+
 Suite *nn_suite(void)
 {
     load_cases();
@@ -301,6 +337,7 @@ Suite *nn_suite(void)
         tcase_add_loop_test(tc, nn_case, 0, n_cases);
         tcase_add_loop_test(tc, nn_case_no_opt, 0, n_cases);
     }
+    tcase_add_test(tc, mask_head);
     suite_add_tcase(s, tc);
     return s;
 }
