@@ -6,7 +6,8 @@
 #   make check      both of the above, then make check-device (the README's test command)
 #   make check-device   the device rules without a GPU: scripts and golden suites on a cuda:0 of host memory
 #   make check-gpu  the whole suite on the GPU (cuda:0) where there is one; says so and passes where not
-#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
+#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision;
+#                   the Mask R-CNN mask head vs torch
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -148,6 +149,7 @@ bench: deps
 	sh bench/index.sh build/tdl
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
+	sh bench/mask_head.sh build/tdl
 
 # The binary, both libraries, the header, the stdlib and tdl.pc (from tdl.pc.in, for this PREFIX).
 # A copy staged with DESTDIR or moved elsewhere finds its stdlib beside its lib/ folder.
