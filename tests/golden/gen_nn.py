@@ -438,6 +438,8 @@ errcase("conv_bias_size", XW + [("b", (5,))], "y = nn.conv2d(x, w, b)", lambda t
 errcase("conv_bias_dtype", XW + [("b", (6,))], "y = nn.conv2d(x, w, b.double())",
         lambda t: F.conv2d(t["x"], t["w"], t["b"].double()))
 errcase("conv_weight_dtype", XW, "y = nn.conv2d(x, w.double())", lambda t: F.conv2d(t["x"], t["w"].double()))
+errcase("conv_weight_3d", X + [("w", (6, 4, 3))], "y = nn.conv2d(x, w, stride=2)",
+        lambda t: F.conv2d(t["x"], t["w"], stride=2))
 errcase("conv_stride3", XW, "y = nn.conv2d(x, w, stride=(1, 1, 1))", lambda t: F.conv2d(t["x"], t["w"], stride=(1, 1, 1)))
 errcase("convt_output_padding", [("x", (2, 4, 5, 6)), ("w", (4, 3, 2, 2))],
         "y = nn.conv_transpose2d(x, w, stride=2, output_padding=2)",
