@@ -259,6 +259,22 @@ for dn, dt in DTYPES:
     y, i = F.max_pool2d(x, 3, stride=2, padding=1, return_indices=True)
     ok(c, [("y", y, 4, None), ("i", i, 0, None)])
 
+for dn, dt in DTYPES:
+    for fmt in FMTS:
+        # NaN: the maximum is NaN, and its index the window's last NaN (ATen keeps val > max || isnan)
+        c = Case("max_pool2d_nan_%s_%s" % (dn, fmt))
+        x = c.input("x", (1, 2, 6, 6), dt, fmt)
+        nan = np.zeros((1, 2, 6, 6), bool)
+        nan[0, 0, 1, 1] = nan[0, 0, 2, 2] = nan[0, 0, 2, 3] = nan[0, 1, 0, 0] = nan[0, 1, 5, 4] = True
+        x.masked_fill_(torch.from_numpy(nan), float("nan"))
+        f = "%s.x.npy" % c.name
+        c.files[f] = x.contiguous().numpy()
+        c.prog.append("y, i = nn.max_pool2d(x, 2, return_indices=True); ya, ia = nn.adaptive_max_pool2d(x, (2, 3), "
+                      "return_indices=True)")
+        y, i = F.max_pool2d(x, 2, return_indices=True)
+        ya, ia = F.adaptive_max_pool2d(x, (2, 3), return_indices=True)
+        ok(c, [("y", y, 3, None), ("i", i, 0, None), ("ya", ya, 3, None), ("ia", ia, 0, None)])
+
 AVGP = [
     ("k2", (2, 3, 6, 8), {"kernel_size": 2}),
     ("k3s2p1", (2, 3, 7, 9), {"kernel_size": 3, "stride": 2, "padding": 1}),
@@ -552,6 +568,7 @@ def check(tdl):
                 else:
                     tol = {"float32": 1e-5, "float64": 1e-12}.get(str(want.dtype), 0.0)
                     e = np.abs(got.astype(float) - want.astype(float)) - tol * (np.abs(want.astype(float)) + float(mag))
+                    e[np.isnan(got.astype(float)) & np.isnan(want.astype(float))] = 0
                     if e.size and not (e <= 0).all():
                         at = np.unravel_index(np.argmax(np.where(np.isnan(e), np.inf, e)), e.shape)
                         why = "value at %s: %r, want %r" % (at, got[at], want[at])
