@@ -495,6 +495,12 @@ errcase("interp_align_nearest", X, "y = nn.interpolate(x, size=3, align_corners=
         lambda t: F.interpolate(t["x"], size=3, align_corners=True))
 errcase("interp_size3", X, "y = nn.interpolate(x, size=(1, 2, 3))", lambda t: F.interpolate(t["x"], size=(1, 2, 3)))
 errcase("interp_size0", X, "y = nn.interpolate(x, size=0)", lambda t: F.interpolate(t["x"], size=0))
+errcase("interp_bilinear_3d", [("x", (2, 4, 5))], "y = nn.interpolate(x, size=3, mode='bilinear')",
+        lambda t: F.interpolate(t["x"], size=3, mode="bilinear"))
+errcase("interp_linear_4d", X, "y = nn.interpolate(x, size=3, mode='linear')",
+        lambda t: F.interpolate(t["x"], size=3, mode="linear"))
+errcase("interp_mode", X, "y = nn.interpolate(x, size=3, mode='foo')", lambda t: F.interpolate(t["x"], size=3, mode="foo"))
+errcase("interp_2d", [("x", (3, 4))], "y = nn.interpolate(x, size=3)", lambda t: F.interpolate(t["x"], size=3))
 errcase("dropout_p", X, "y = nn.dropout(x, p=1.5)", lambda t: F.dropout(t["x"], p=1.5))
 errcase("gelu_approximate", X, "y = nn.gelu(x, approximate='foo')", lambda t: F.gelu(t["x"], approximate="foo"))
 
