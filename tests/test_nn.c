@@ -10,7 +10,9 @@
  * case, is the size of the terms the result is made of), and the same strides on every dim of size
  * greater than 1 (the memory format PyTorch gives). A case "ERR Kind: message" must raise
  * PyTorch's error, kind and message, and leave the interpreter able to run the first case. Files
- * are read relative to the repository root, where `make test` runs; torch is not needed here. */
+ * are read relative to the repository root, where `make test` runs; torch is not needed here. With
+ * TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device and the results come
+ * back from it. */
 #include "tests.h"
 
 #include "fcdim.h"
@@ -113,6 +115,7 @@ static tdl_interp *open_interp(int flags)
     cfg.path = "stdlib";
     cfg.write = discard;
     cfg.flags = flags;
+    cfg.device = golden_device();
     return tdl_open(&cfg);
 }
 
@@ -236,11 +239,36 @@ static void check_result(tdl_interp *T, const char *var, char *spec, char *why, 
     compare_result(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
 }
 
+/* The program of case c: on another device (make check-device, check-gpu) every loaded input is
+ * moved there, and each result checked comes back (assert: it was computed there). */
+static void case_program(const NnCase *c, char *prog, size_t cap)
+{
+    const char *dev = golden_device();
+    snprintf(prog, cap, "import nn\n");
+    for (const char *p = c->program; *p;) {
+        const char *q = strstr(p, ".npy')");
+        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
+        put(prog, cap, "%.*s", (int)n, p);
+        if (q && dev)
+            put(prog, cap, ".to('%s')", dev);
+        p += n;
+    }
+    put(prog, cap, "\n");
+    if (dev && strncmp(c->expected, "OK", 2) == 0) {
+        for (const char *p = c->expected + 2; (p = strchr(p, ' ')) != NULL;) {
+            p++;
+            size_t n = strcspn(p, "=");
+            put(prog, cap, "assert %.*s.device == device('%s'), %.*s.device\n%.*s = %.*s.cpu()\n", (int)n, p, dev,
+                (int)n, p, (int)n, p, (int)n, p);
+        }
+    }
+}
+
 /* Runs case c in T. Returns NULL when it agrees with PyTorch, else a malloc'd report. */
 static char *run_case(tdl_interp *T, const NnCase *c)
 {
     char prog[8192], why[2048] = "";
-    snprintf(prog, sizeof prog, "import nn\n%s\n", c->program);
+    case_program(c, prog, sizeof prog);
     tdl_status st = tdl_run_string(T, prog, c->name);
     const char *kind = tdl_error_kind_name(tdl_error_kind_of(T)), *msg = tdl_error_message(T);
     if (strncmp(c->expected, "ERR ", 4) == 0) {
@@ -313,7 +341,9 @@ START_TEST(mask_head)
     ck_assert_ptr_nonnull(T);
     const char *argv[] = {"examples/mask_head.tdl"};
     char why[2048] = "";
-    if (tdl_set_argv(T, 1, argv) != TDL_OK || tdl_run_file(T, argv[0]) != TDL_OK) {
+    /* on another device (make check-device) the example runs there; the logits come back */
+    if (tdl_set_argv(T, 1, argv) != TDL_OK || tdl_run_file(T, argv[0]) != TDL_OK ||
+        tdl_run_string(T, "logits = logits.cpu()", "mask_head") != TDL_OK) {
         put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
     } else {
         compare_result(T, "logits", MASK_DIR "logits.npy", -1.0, "-", why, sizeof why);
