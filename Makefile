@@ -9,7 +9,8 @@
 #   make test CC=clang B=build-clang    the suite built with clang (CI runs it)
 #   make fuzz       libFuzzer harnesses (build-fuzz/, clang) run FUZZ_SECONDS each; fuzz-ci: briefly
 #   make fuzz-torch random programs run by tdl and by PyTorch, compared (needs python3-torch)
-#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision
+#   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision;
+#                   the Mask R-CNN mask head vs torch
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -166,6 +167,7 @@ demo: deps
 	$(MAKE) --no-print-directory all
 	$(B)/tdl examples/demo.tdl
 	TDL_PATH=$(CURDIR)/stdlib $(B)/tdl examples/roi_align.tdl
+	TDL_PATH=$(CURDIR)/stdlib $(B)/tdl examples/mask_head.tdl
 
 # Re-derive the expected output of the Python-subset scripts with the real CPython (needs python3).
 pycheck: all
@@ -178,6 +180,7 @@ bench: deps
 	sh bench/index.sh build/tdl
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
+	sh bench/mask_head.sh build/tdl
 
 # The differential tester against PyTorch (tests/fuzz_torch/): FUZZ_TORCH_N random programs run by
 # tdl (1 and 2 threads, and without fusion) and by torch through tests/torch_shim.py; mismatches

@@ -22,6 +22,7 @@ Suite *cpu_math_suite(void);
 Suite *vision_suite(void);
 Suite *oom_suite(void);
 Suite *limits_suite(void);
+Suite *nn_suite(void);
 
 Suite *tensor_suite(void);
 #endif

@@ -1,0 +1,373 @@
+/* test_nn.c — the stdlib's nn module (stdlib/nn.tdl): torch.nn.functional's layers against PyTorch.
+ *
+ * The golden cases (tests/golden/nn/cases.txt and its .npy files, written by gen_nn.py with
+ * PyTorch 1.13) cover conv2d, conv_transpose2d, max_pool2d, avg_pool2d, the adaptive pools,
+ * linear, the activations, batch_norm, layer_norm, group_norm and interpolate with their options,
+ * float32 and float64, contiguous and channels_last inputs; the generator documents them. A case is
+ * a program (after `import nn`) that loads its inputs and leaves its results in globals; each
+ * result is compared with PyTorch's: the same shape and dtype, |tdl - torch| <= tol * (|torch| +
+ * MAG) elementwise (tol 1e-5 for float32, 1e-12 for float64, exact for integers; MAG, from the
+ * case, is the size of the terms the result is made of), and the same strides on every dim of size
+ * greater than 1 (the memory format PyTorch gives). A case "ERR Kind: message" must raise
+ * PyTorch's error, kind and message, and leave the interpreter able to run the first case. Files
+ * are read relative to the repository root, where `make test` runs; torch is not needed here. With
+ * TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device and the results come
+ * back from it. */
+#include "tests.h"
+
+#include "fcdim.h"
+#include "golden_cases.h"
+#include "tdl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIR "tests/golden/nn/"
+#define CASES_FILE DIR "cases.txt"
+#define MASK_DIR "tests/golden/mask_head/"
+/* A file that lost cases must not pass quietly. */
+#define MIN_CASES 400
+
+typedef struct NnCase {
+    char *line;                 /* owns the text the fields point into */
+    char *name, *program, *expected;
+} NnCase;
+
+static NnCase *cases;
+static int n_cases;
+static char load_error[256];
+
+static void load_cases(void)
+{
+    FILE *fp = fopen(CASES_FILE, "r");
+    if (!fp) {
+        snprintf(load_error, sizeof load_error, "cannot open %s (run from the repository root)", CASES_FILE);
+        return;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0, cap_cases = 0;
+    while ((len = getline(&line, &cap, fp)) >= 0) {
+        lineno++;
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = '\0';
+        if (len == 0 || line[0] == '#')
+            continue;
+        char *a = strchr(line, '\t'), *b = a ? strchr(a + 1, '\t') : NULL;
+        if (!b || strchr(b + 1, '\t') || (strncmp(b + 1, "OK", 2) != 0 && strncmp(b + 1, "ERR ", 4) != 0)) {
+            snprintf(load_error, sizeof load_error, "%s:%d: malformed case", CASES_FILE, lineno);
+            break;
+        }
+        if (n_cases == cap_cases) {
+            cap_cases = cap_cases ? 2 * cap_cases : 256;
+            NnCase *grown = realloc(cases, (size_t)cap_cases * sizeof *cases);
+            if (!grown) {
+                snprintf(load_error, sizeof load_error, "out of memory");
+                break;
+            }
+            cases = grown;
+        }
+        *a = *b = '\0';
+        cases[n_cases++] = (NnCase){line, line, a + 1, b + 1};
+        line = NULL;
+        cap = 0;
+    }
+    free(line);
+    fclose(fp);
+}
+
+static char *report;
+
+static void free_report(void)
+{
+    free(report);
+    report = NULL;
+}
+
+static void teardown(void)
+{
+    free_report();
+    for (int k = 0; k < n_cases; k++)
+        free(cases[k].line);
+    free(cases);
+    cases = NULL;
+    n_cases = 0;
+}
+
+START_TEST(cases_load)
+{
+    ck_assert_msg(load_error[0] == '\0', "%s", load_error);
+    ck_assert_msg(n_cases >= MIN_CASES, "%s holds %d cases, fewer than %d", CASES_FILE, n_cases, MIN_CASES);
+}
+END_TEST
+
+static void discard(void *ud, const char *s, size_t len) {}
+
+/* A fresh interpreter that finds `import nn` in the repository's stdlib/. */
+static tdl_interp *open_interp(int flags)
+{
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    cfg.write = discard;
+    cfg.flags = flags;
+    cfg.device = golden_device();
+    return tdl_open(&cfg);
+}
+
+static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *b, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+/* Element i of a buffer of dtype dt, as a double (exact for the integers of these cases). */
+static double host_value(const void *data, tdl_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case TDL_DTYPE_FLOAT32: return ((const float *)data)[i];
+    case TDL_DTYPE_FLOAT64: return ((const double *)data)[i];
+    case TDL_DTYPE_INT64: return (double)((const int64_t *)data)[i];
+    case TDL_DTYPE_INT32: return ((const int32_t *)data)[i];
+    default: return ((const unsigned char *)data)[i];
+    }
+}
+
+static tdl_dtype npy_dtype(FcDType dt)
+{
+    switch (dt) {
+    case FC_FLOAT32: return TDL_DTYPE_FLOAT32;
+    case FC_FLOAT64: return TDL_DTYPE_FLOAT64;
+    case FC_INT64: return TDL_DTYPE_INT64;
+    case FC_INT32: return TDL_DTYPE_INT32;
+    default: return TDL_DTYPE_BOOL;
+    }
+}
+
+/* Compares global `var` of T with PyTorch's result in the .npy file `path`: |tdl - torch| <= tol *
+ * (|torch| + mag), or with mag < 0, tol * (|torch| + amax|torch|); and the strides of st_s
+ * ("s0,s1,..." or "-": not checked) on the dims of size > 1. Appends what differs to why. */
+static void compare_result(tdl_interp *T, const char *var, const char *path, double mag, const char *st_s,
+                           char *why, size_t cap)
+{
+    FcView g;
+    FcError ferr;
+    if (fc_npy_load(path, &g, &ferr) != FC_OK) {
+        put(why, cap, "%s: %s", var, ferr.msg);
+        return;
+    }
+    tdl_value *v = NULL;
+    tdl_tensor_info yi;
+    tdl_dtype want = npy_dtype(g.dtype);
+    if (tdl_get_global(T, var, &v) != TDL_OK || tdl_tensor_read(T, v, TDL_DTYPE_ANY, &yi) != TDL_OK) {
+        put(why, cap, "reading %s: %s: %s", var, tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+        goto out;
+    }
+    bool same = yi.ndim == g.ndim && yi.dtype == want;
+    for (int k = 0; same && k < g.ndim; k++)
+        same = yi.shape[k] == g.shape[k];
+    if (!same) {
+        put(why, cap, "%s: %s (", var, tdl_dtype_name(yi.dtype));
+        for (int k = 0; k < yi.ndim; k++)
+            put(why, cap, "%s%lld", k ? ", " : "", (long long)yi.shape[k]);
+        put(why, cap, "), want %s (", tdl_dtype_name(want));
+        for (int k = 0; k < g.ndim; k++)
+            put(why, cap, "%s%lld", k ? ", " : "", (long long)g.shape[k]);
+        put(why, cap, ")");
+        goto out;
+    }
+    if (mag < 0) {
+        mag = 0.0;
+        for (int64_t i = 0; i < yi.numel; i++)
+            mag = fmax(mag, fabs(host_value(g.data, want, i)));
+    }
+    double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : want == TDL_DTYPE_FLOAT64 ? 1e-12 : 0.0;
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < yi.numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < yi.ndim; k++)
+            off += idx[k] * yi.strides[k];
+        double a = host_value(yi.data, yi.dtype, off), b = host_value(g.data, want, i);
+        if (!(fabs(a - b) <= tol * (fabs(b) + mag)) && !(isnan(a) && isnan(b))) {
+            put(why, cap, "%s: at flat index %lld: tdl %.17g, torch %.17g (tolerance %.0e x (|torch| + %g))", var,
+                (long long)i, a, b, tol, mag);
+            goto out;
+        }
+        for (int k = yi.ndim - 1; k >= 0 && ++idx[k] == yi.shape[k]; k--)
+            idx[k] = 0;
+    }
+    if (strcmp(st_s, "-") != 0) {
+        char *p = (char *)st_s;
+        for (int k = 0; k < yi.ndim; k++) {
+            long long s = strtoll(p, &p, 10);
+            if (*p == ',')
+                p++;
+            if (yi.shape[k] > 1 && s != yi.strides[k]) {
+                put(why, cap, "%s: strides (", var);
+                for (int q = 0; q < yi.ndim; q++)
+                    put(why, cap, "%s%lld", q ? ", " : "", (long long)yi.strides[q]);
+                put(why, cap, "), want (%s) (dims of size 1 aside)", st_s);
+                goto out;
+            }
+        }
+    }
+out:
+    tdl_value_free(v);
+    free(g.data);
+}
+
+/* Compares global `var` of T with one check of a case, "FILE|MAG|STRIDES" (spec is cut up). */
+static void check_result(tdl_interp *T, const char *var, char *spec, char *why, size_t cap)
+{
+    char *mag_s = strchr(spec, '|'), *st_s = mag_s ? strchr(mag_s + 1, '|') : NULL;
+    if (!st_s) {
+        put(why, cap, "%s: malformed check", var);
+        return;
+    }
+    *mag_s++ = '\0';
+    *st_s++ = '\0';
+    char path[512];
+    snprintf(path, sizeof path, DIR "%s", spec);
+    compare_result(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
+}
+
+/* The program of case c: on another device (make check-device, check-gpu) every loaded input is
+ * moved there, and each result checked comes back (assert: it was computed there). */
+static void case_program(const NnCase *c, char *prog, size_t cap)
+{
+    const char *dev = golden_device();
+    snprintf(prog, cap, "import nn\n");
+    for (const char *p = c->program; *p;) {
+        const char *q = strstr(p, ".npy')");
+        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
+        put(prog, cap, "%.*s", (int)n, p);
+        if (q && dev)
+            put(prog, cap, ".to('%s')", dev);
+        p += n;
+    }
+    put(prog, cap, "\n");
+    if (dev && strncmp(c->expected, "OK", 2) == 0) {
+        for (const char *p = c->expected + 2; (p = strchr(p, ' ')) != NULL;) {
+            p++;
+            size_t n = strcspn(p, "=");
+            put(prog, cap, "assert %.*s.device == device('%s'), %.*s.device\n%.*s = %.*s.cpu()\n", (int)n, p, dev,
+                (int)n, p, (int)n, p, (int)n, p);
+        }
+    }
+}
+
+/* Runs case c in T. Returns NULL when it agrees with PyTorch, else a malloc'd report. */
+static char *run_case(tdl_interp *T, const NnCase *c)
+{
+    char prog[8192], why[2048] = "";
+    case_program(c, prog, sizeof prog);
+    tdl_status st = tdl_run_string(T, prog, c->name);
+    const char *kind = tdl_error_kind_name(tdl_error_kind_of(T)), *msg = tdl_error_message(T);
+    if (strncmp(c->expected, "ERR ", 4) == 0) {
+        const char *want = c->expected + 4;
+        size_t kn = strlen(kind);
+        if (st != TDL_ERROR)
+            put(why, sizeof why, "no error; want %s", want);
+        else if (strncmp(want, kind, kn) != 0 || strncmp(want + kn, ": ", 2) != 0 || strcmp(want + kn + 2, msg) != 0)
+            put(why, sizeof why, "raised %s: %s\n    want %s", kind, msg, want);
+    } else if (st != TDL_OK) {
+        put(why, sizeof why, "raised %s: %s", kind, msg);
+    } else {
+        char *spec = strdup(c->expected + 2), *save = NULL;
+        for (char *tok = spec ? strtok_r(spec, " ", &save) : NULL; tok && !why[0]; tok = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(tok, '=');
+            if (!eq) {
+                put(why, sizeof why, "malformed check %s", tok);
+                break;
+            }
+            *eq = '\0';
+            check_result(T, tok, eq + 1, why, sizeof why);
+        }
+        free(spec);
+    }
+    if (why[0] == '\0')
+        return NULL;
+    char *r = NULL;
+    if (asprintf(&r, "%s: %s\n--- program:\n%s", c->name, why, prog) < 0)
+        r = NULL;
+    return r;
+}
+
+static void check_case(int i, int flags)
+{
+    free_report();
+    tdl_interp *T = open_interp(flags);
+    ck_assert_ptr_nonnull(T);
+    report = run_case(T, &cases[i]);
+    /* after an error the interpreter goes on: the first case still passes in it */
+    if (!report && strncmp(cases[i].expected, "ERR", 3) == 0) {
+        char *after = run_case(T, &cases[0]);
+        if (after && asprintf(&report, "%s: after the error, %s", cases[i].name, after) < 0)
+            report = NULL;
+        free(after);
+    }
+    tdl_close(T);
+    ck_assert_msg(report == NULL, "case %s%s", flags ? "(scheduler passes off) " : "", report ? report : "");
+}
+
+START_TEST(nn_case)
+{
+    check_case(_i, 0);
+}
+END_TEST
+
+/* The same with the scheduler's fusion, hoisting and data-dependent bounds off: the same results. */
+START_TEST(nn_case_no_opt)
+{
+    check_case(_i, TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS);
+}
+END_TEST
+
+/* examples/mask_head.tdl on tests/golden/mask_head/ (gen_mask_head.py): roi_align, torchvision's
+ * MaskRCNNHeads and MaskRCNNPredictor with the weights of weights.npz must give torchvision's mask
+ * logits, within 1e-5 x (|torch| + amax|torch|) (gen_mask_head.py says why). */
+START_TEST(mask_head)
+{
+    free_report();
+    tdl_interp *T = open_interp(0);
+    ck_assert_ptr_nonnull(T);
+    const char *argv[] = {"examples/mask_head.tdl"};
+    char why[2048] = "";
+    /* on another device (make check-device) the example runs there; the logits come back */
+    if (tdl_set_argv(T, 1, argv) != TDL_OK || tdl_run_file(T, argv[0]) != TDL_OK ||
+        tdl_run_string(T, "logits = logits.cpu()", "mask_head") != TDL_OK) {
+        put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+    } else {
+        compare_result(T, "logits", MASK_DIR "logits.npy", -1.0, "-", why, sizeof why);
+    }
+    tdl_close(T);
+    if (why[0] && asprintf(&report, "mask_head: %s", why) < 0)
+        report = NULL;
+    ck_assert_msg(report == NULL, "%s", report ? report : "");
+}
+END_TEST
+
+Suite *nn_suite(void)
+{
+    load_cases();
+    Suite *s = suite_create("nn");
+    TCase *tc = tcase_create("functional");
+    tcase_set_timeout(tc, 60);
+    tcase_add_unchecked_fixture(tc, NULL, teardown);
+    tcase_add_test(tc, cases_load);
+    if (load_error[0] == '\0') {
+        tcase_add_loop_test(tc, nn_case, 0, n_cases);
+        tcase_add_loop_test(tc, nn_case_no_opt, 0, n_cases);
+    }
+    tcase_add_test(tc, mask_head);
+    suite_add_tcase(s, tc);
+    return s;
+}
