@@ -21,6 +21,7 @@ typedef struct Frame {
     bool echo;                  /* interactive top level: print expression statement values */
 } Frame;
 
+/* A new reference in *out; on failure false, with the error set and *out not written. */
 static bool eval(Interp *I, Frame *F, Node *n, Value *out);
 static Flow exec(Interp *I, Frame *F, Node *st);
 
@@ -415,6 +416,7 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
         size_t k = 0;
         for (Node *e = n->a; e; e = e->next, k++) {
             if (!eval_index(I, F, e, &t->items[k])) {
+                t->items[k] = v_none();
                 val_decref(I, v_obj(V_TUPLE, &t->h));
                 return false;
             }
@@ -425,28 +427,32 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
     return eval(I, F, n, out);
 }
 
+/* A list or tuple display. Like every evaluator here, it sets *out only on success: a caller
+ * may be filling a slot of a container it frees on failure (a[0, [y]]). */
 static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
 {
+    Value seq;
     Value *dst;
     if (n->kind == N_LIST) {
         ListObj *l = list_alloc(I, (size_t)n->count);
         if (!l) return false;
-        *out = v_obj(V_LIST, &l->h);
+        seq = v_obj(V_LIST, &l->h);
         dst = l->items;
     } else {
         TupleObj *t = tuple_alloc(I, (size_t)n->count);
         if (!t) return false;
-        *out = v_obj(V_TUPLE, &t->h);
+        seq = v_obj(V_TUPLE, &t->h);
         dst = t->items;
     }
     size_t k = 0;
     for (Node *e = n->a; e; e = e->next, k++) {
         if (!eval(I, F, e, &dst[k])) {
-            dst[k] = v_none();
-            val_decref(I, *out);
+            dst[k] = v_none();          /* whatever a failed evaluator left there is not ours */
+            val_decref(I, seq);
             return false;
         }
     }
+    *out = seq;
     return true;
 }
 

@@ -409,11 +409,11 @@ bool dimlist_new(Interp *I, const char *name, bool named, Value *out)
     if (!o) return false;
     o->name = strdup(name);
     o->named = named;
-    *out = v_obj(V_DIMLIST, &o->h);
     if (!o->name) {
-        val_decref(I, *out);
+        val_decref(I, v_obj(V_DIMLIST, &o->h));
         return err_nomem(I);
     }
+    *out = v_obj(V_DIMLIST, &o->h);
     return true;
 }
 
