@@ -25,6 +25,14 @@ typedef struct Frame {
 static bool eval(Interp *I, Frame *F, Node *n, Value *out);
 static Flow exec(Interp *I, Frame *F, Node *st);
 
+/* Whether the C stack is nearly used up (see stack_guard in api.c): deep recursion, of tdl calls or
+ * of the walk of a deep expression inside them, then raises RecursionError instead of crashing. */
+static inline bool stack_exhausted(Interp *I)
+{
+    char here;
+    return I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget;
+}
+
 /* Attaches the innermost position to an error that has none yet. */
 static void locate(Interp *I, Frame *F, uint32_t pos)
 {
@@ -261,9 +269,8 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
 {
     LangFunc *fn = f->fn;
     int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
-    char here;
     if (!interp_check_interrupt(I)) return false;
-    if (I->depth >= limit || (I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget))
+    if (I->depth >= limit || stack_exhausted(I))
         return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
     Value slots[fn->nslots + 1];
     for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
@@ -509,6 +516,11 @@ static inline bool compare(Interp *I, LangOp op, Value a, Value b, bool *out)
 static bool eval(Interp *I, Frame *F, Node *n, Value *out)
 {
     bool ok = true;
+    if (stack_exhausted(I)) {
+        err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+        locate(I, F, n->pos);
+        return false;
+    }
     switch (n->kind) {
     case N_NAME:
         if (n->scope == SCOPE_LOCAL && F->slots[n->slot].tag != V_UNDEF) {   /* the common case */
