@@ -239,6 +239,7 @@ typedef struct Error {
     TraceEntry *trace;          /* innermost first */
     size_t ntrace, cap;
     char *report;               /* formatted on demand */
+    char short_report[256];     /* the report's last line when there is no memory for it all */
 } Error;
 
 /* Records an error (replacing any earlier one) and returns false. */
