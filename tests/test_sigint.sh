@@ -35,7 +35,14 @@ run() {
     (cd "$tmp" && exec env --default-signal=INT "$tdl" "$1.tdl") > "$tmp/$1.out" 2> "$tmp/$1.err" &
     pid=$!
     i=0
-    while [ $i -lt 100 ] && ! grep -q started "$tmp/$1.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    while [ $i -lt 600 ] && ! grep -q started "$tmp/$1.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+    if ! grep -q started "$tmp/$1.out" 2>/dev/null; then
+        echo "FAIL sigint $1: the script did not start within a minute"
+        fail=$((fail + 1))
+        kill -KILL $pid
+        wait $pid
+        return
+    fi
     sleep 0.2
     stop $pid
     if [ $code != 130 ] || ! tail -n 1 "$tmp/$1.err" | grep -q "^$1.tdl:$2:[0-9]*: KeyboardInterrupt"; then
@@ -48,13 +55,13 @@ run() {
 run loop '[23]' 'print("started", flush=True)
 while True:
     pass'
-run calls '[26]' 'def f(x):
+run calls '[256]' 'def f(x):
     return x + 1
 print("started", flush=True)
 n = 0
 while True:
     n = f(n)'
-run tensors '[4-6]' 't = rand(128, 128)
+run tensors '[3-6]' 't = rand(128, 128)
 print("started", flush=True)
 while True:
     t = (t @ t).softmax(1)
@@ -66,7 +73,7 @@ printf 'print("started", flush=True)\nwhile True:\n    pass\n' > "$tmp/ign.tdl"
 (trap '' INT && cd "$tmp" && exec "$tdl" ign.tdl) > "$tmp/ign.out" &
 pid=$!
 i=0
-while [ $i -lt 100 ] && ! grep -q started "$tmp/ign.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 600 ] && ! grep -q started "$tmp/ign.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
 kill -INT $pid
 sleep 0.5
 if kill -0 $pid 2>/dev/null; then kill -TERM $pid; else fail=$((fail + 1)); echo "FAIL sigint ign: an ignored SIGINT stopped tdl"; fi
