@@ -122,6 +122,7 @@ test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl
 	CK_FORK=no $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
+	sh tests/test_sigint.sh $(B)/tdl
 	SANITIZE=$(SANITIZE) HOST_CFLAGS='$(SANFLAGS)' sh tests/test_install.sh $(B)
 
 # The README's test command: the suite, then the suite again under ASan + LSan + UBSan, then the

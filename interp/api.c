@@ -111,6 +111,9 @@ tdl_interp *tdl_open(const tdl_config *cfg)
     I->cfg.device = NULL;       /* used here only: the host's string need not outlive this call */
     if (I->cfg.path) I->cfg.path = mem_strdup(I->cfg.path);
     I->objects.next = I->objects.prev = &I->objects;
+    /* room for a traceback's first entries before any error: see err_clear */
+    I->err.trace = mem_malloc(8 * sizeof *I->err.trace);
+    I->err.cap = I->err.trace ? 8 : 0;
     I->builtins = module_new(I, "builtins", NULL);
     I->main = module_new(I, "__main__", NULL);
     if (!I->builtins || !I->main || !init_builtins(I) || !set_global_str(I, I->main, "__name__", "__main__")
@@ -129,6 +132,9 @@ void tdl_close(tdl_interp *T)
     Interp *I = &T->I;
     embed_drop_handles(T);
     err_clear(I);
+    mem_free(I->err.trace);
+    I->err.trace = NULL;
+    I->err.cap = 0;
     val_decref(I, I->ret);
     I->ret = v_undef();
     for (size_t i = 0; i < I->nmods; i++)

@@ -353,10 +353,14 @@ static bool bi_print(BUILTIN_ARGS)
 {
     const char *sep = " ", *end = "\n";
     size_t seplen = 1, endlen = 1;
+    bool flush = false;
     for (int k = 0; k < nkw; k++) {
         Value v = args[nargs + k];
         bool is_sep = strcmp(kwnames[k], "sep") == 0;
-        if (!is_sep && strcmp(kwnames[k], "end") != 0) continue;     /* flush */
+        if (!is_sep && strcmp(kwnames[k], "end") != 0) {                /* flush */
+            if (!val_truthy(I, v, &flush)) return false;
+            continue;
+        }
         if (v.tag == V_NONE) continue;
         if (v.tag != V_STR)
             return err_raise(I, TDL_ERR_TYPE, "%s must be None or a string, not %s",
@@ -384,6 +388,7 @@ static bool bi_print(BUILTIN_ARGS)
     }
     interp_write(I, b.p ? b.p : "", b.n);
     buf_free(&b);
+    if (flush && !I->cfg.write) fflush(stdout);     /* a host's write callback has no buffer of ours */
     *out = v_none();
     return true;
 }

@@ -77,16 +77,18 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
     if (!list) {
         FcDim *d = fc_dim_new(I->fc, name, false, -1);
         if (!d) return err_nomem(I);
-        if (!dim_value_steal(I, d, out)) return false;
+        Value dv;
+        if (!dim_value_steal(I, d, &dv)) return false;
         if (size.tag != V_NONE && !bind_size(I, d, size, "dims(sizes=...)")) {
-            val_decref(I, *out);
-            *out = v_undef();
+            val_decref(I, dv);
             return false;
         }
+        *out = dv;
         return true;
     }
-    if (!dimlist_new(I, name, false, out)) return false;
-    DimListObj *l = as_dimlist(*out);
+    Value lv;
+    if (!dimlist_new(I, name, false, &lv)) return false;
+    DimListObj *l = as_dimlist(lv);
     bool ok = true;
     if (is_intlike(size)) {
         ok = dimlist_bind_len(I, l, as_i(size));
@@ -98,10 +100,8 @@ static bool make_one(Interp *I, bool list, int k, Value size, Value *out)
     } else if (size.tag != V_NONE) {
         ok = err_raise(I, TDL_ERR_TYPE, "dimlists(): a size must be None, an int or a sequence of ints");
     }
-    if (!ok) {
-        val_decref(I, *out);
-        *out = v_undef();
-    }
+    if (ok) *out = lv;
+    else val_decref(I, lv);
     return ok;
 }
 
@@ -1000,8 +1000,8 @@ bool dims_getattr(Interp *I, Value obj, const char *name, Value *out, bool *foun
         for (int k = 0, j = 0; ok && t->levels && k < t->ndim; k++)
             if (t->levels[k]) ok = dim_value_steal(I, fc_dim_retain(t->levels[k]), &tu->items[j++]);
         fc_tensor_release(t);
-        if (tu) *out = v_obj(V_TUPLE, &tu->h);
-        if (!ok && tu) val_decref(I, *out);
+        if (ok) *out = v_obj(V_TUPLE, &tu->h);
+        else if (tu) val_decref(I, v_obj(V_TUPLE, &tu->h));
         return ok;
     }
     if (obj.tag == V_DIM) {

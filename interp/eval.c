@@ -22,8 +22,17 @@ typedef struct Frame {
     bool echo;                  /* interactive top level: print expression statement values */
 } Frame;
 
+/* A new reference in *out; on failure false, with the error set and *out not written. */
 static bool eval(Interp *I, Frame *F, Node *n, Value *out);
 static Flow exec(Interp *I, Frame *F, Node *st);
+
+/* Whether the C stack is nearly used up (see stack_guard in api.c): deep recursion, of tdl calls or
+ * of the walk of a deep expression inside them, then raises RecursionError instead of crashing. */
+static inline bool stack_exhausted(Interp *I)
+{
+    char here;
+    return I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget;
+}
 
 /* Attaches the innermost position to an error that has none yet. */
 static void locate(Interp *I, Frame *F, uint32_t pos)
@@ -262,9 +271,8 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
 {
     LangFunc *fn = f->fn;
     int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
-    char here;
     if (!interp_check_interrupt(I)) return false;
-    if (I->depth >= limit || (I->stack_base && (size_t)(I->stack_base - &here) > I->stack_budget))
+    if (I->depth >= limit || stack_exhausted(I))
         return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
     Value slots[fn->nslots + 1];
     for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
@@ -417,6 +425,7 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
         size_t k = 0;
         for (Node *e = n->a; e; e = e->next, k++) {
             if (!eval_index(I, F, e, &t->items[k])) {
+                t->items[k] = v_none();
                 val_decref(I, v_obj(V_TUPLE, &t->h));
                 return false;
             }
@@ -427,28 +436,32 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
     return eval(I, F, n, out);
 }
 
+/* A list or tuple display. Like every evaluator here, it sets *out only on success: a caller
+ * may be filling a slot of a container it frees on failure (a[0, [y]]). */
 static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
 {
+    Value seq;
     Value *dst;
     if (n->kind == N_LIST) {
         ListObj *l = list_alloc(I, (size_t)n->count);
         if (!l) return false;
-        *out = v_obj(V_LIST, &l->h);
+        seq = v_obj(V_LIST, &l->h);
         dst = l->items;
     } else {
         TupleObj *t = tuple_alloc(I, (size_t)n->count);
         if (!t) return false;
-        *out = v_obj(V_TUPLE, &t->h);
+        seq = v_obj(V_TUPLE, &t->h);
         dst = t->items;
     }
     size_t k = 0;
     for (Node *e = n->a; e; e = e->next, k++) {
         if (!eval(I, F, e, &dst[k])) {
-            dst[k] = v_none();
-            val_decref(I, *out);
+            dst[k] = v_none();          /* whatever a failed evaluator left there is not ours */
+            val_decref(I, seq);
             return false;
         }
     }
+    *out = seq;
     return true;
 }
 
@@ -505,6 +518,11 @@ static inline bool compare(Interp *I, LangOp op, Value a, Value b, bool *out)
 static bool eval(Interp *I, Frame *F, Node *n, Value *out)
 {
     bool ok = true;
+    if (stack_exhausted(I)) {
+        err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+        locate(I, F, n->pos);
+        return false;
+    }
     switch (n->kind) {
     case N_NAME:
         if (n->scope == SCOPE_LOCAL && F->slots[n->slot].tag != V_UNDEF) {   /* the common case */

@@ -241,6 +241,7 @@ typedef struct Error {
     size_t ntrace, cap;
     char *report;               /* formatted on demand */
     char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
+    char short_report[256];     /* the report's last line when there is no memory for it all */
 } Error;
 
 /* Records an error (replacing any earlier one) and returns false. */

@@ -270,6 +270,41 @@ static tdl_status set_argv(tdl_interp *T, const char *arg0, int nargs, char **ar
     return st;
 }
 
+/* The interpreter that Ctrl-C interrupts while it runs code (signal handlers can only reach it
+ * through a static). */
+static tdl_interp *volatile running;
+
+static void on_sigint_running(int sig)
+{
+    (void)sig;
+    if (running)
+        tdl_interrupt(running);
+}
+
+/* From here until stop_catching_sigint, Ctrl-C stops the code running in T with a
+ * KeyboardInterrupt (traceback and all) instead of killing the process. A batch run leaves an
+ * ignored SIGINT ignored (a background job of a shell script), as CPython does; the REPL always
+ * catches it. *old is for stop_catching_sigint. */
+static void catch_sigint(tdl_interp *T, bool unless_ignored, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint_running;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, NULL, old);
+    if (unless_ignored && old->sa_handler == SIG_IGN)
+        return;
+    running = T;
+    sigaction(SIGINT, &sa, NULL);
+}
+
+static void stop_catching_sigint(const struct sigaction *old)
+{
+    sigaction(SIGINT, old, NULL);
+    running = NULL;
+}
+
 /* Turns the status of a batch run into the process's exit status, reporting errors. */
 static int batch_exit_status(tdl_interp *T, tdl_status st, const char *name)
 {
@@ -288,7 +323,8 @@ static int batch_exit_status(tdl_interp *T, tdl_status st, const char *name)
     case TDL_ERROR:
     default:
         print_error(T);
-        return 1;
+        /* 128 + SIGINT, what a shell reports for a program that Ctrl-C stopped (CPython too) */
+        return tdl_error_kind_of(T) == TDL_ERR_INTERRUPT ? 130 : 1;
     }
 }
 
@@ -297,25 +333,24 @@ static int run_batch(tdl_interp *T, const options *o)
 {
     if (set_argv(T, o->arg0, o->nargs, o->args) != TDL_OK)
         return 1;
-    tdl_status st;
-    const char *name;
-    if (o->mode == MODE_FILE) {
-        name = o->source;
-        st = tdl_run_file(T, o->source);
-    } else if (o->mode == MODE_STRING) {
-        name = "<string>";
-        st = tdl_run_string_ex(T, o->source, strlen(o->source), name, 0);
-    } else {
-        name = "<stdin>";
-        size_t len;
-        char *code = read_all(stdin, &len);
-        if (!code) {
-            fprintf(stderr, "tdl: cannot read standard input: %s\n", strerror(errno));
-            return 1;
-        }
-        st = tdl_run_string_ex(T, code, len, name, 0);
-        free(code);
+    const char *name = o->mode == MODE_FILE ? o->source : o->mode == MODE_STRING ? "<string>" : "<stdin>";
+    char *code = NULL;
+    size_t len = 0;
+    if (o->mode == MODE_STDIN && !(code = read_all(stdin, &len))) {
+        fprintf(stderr, "tdl: cannot read standard input: %s\n", strerror(errno));
+        return 1;
     }
+    struct sigaction old;
+    catch_sigint(T, true, &old);
+    tdl_status st;
+    if (o->mode == MODE_FILE)
+        st = tdl_run_file(T, o->source);
+    else if (o->mode == MODE_STRING)
+        st = tdl_run_string_ex(T, o->source, strlen(o->source), name, 0);
+    else
+        st = tdl_run_string_ex(T, code, len, name, 0);
+    stop_catching_sigint(&old);
+    free(code);
     int status = batch_exit_status(T, st, name);
     fflush(stdout);
     return status;
@@ -333,30 +368,13 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
-/* The interpreter that Ctrl-C interrupts while the REPL runs code (signal handlers can only
- * reach it through a static). */
-static tdl_interp *volatile running;
-
-static void on_sigint_running(int sig)
-{
-    (void)sig;
-    if (running)
-        tdl_interrupt(running);
-}
-
 /* Runs one REPL entry; Ctrl-C meanwhile stops the code with a KeyboardInterrupt, not the REPL. */
 static tdl_status run_interruptible(tdl_interp *T, const char *code, size_t len)
 {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint_running;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    running = T;
-    sigaction(SIGINT, &sa, &old);
+    struct sigaction old;
+    catch_sigint(T, false, &old);
     tdl_status st = tdl_run_string_ex(T, code, len, "<stdin>", TDL_RUN_INTERACTIVE);
-    sigaction(SIGINT, &old, NULL);
-    running = NULL;
+    stop_catching_sigint(&old);
     return st;
 }
 

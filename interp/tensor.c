@@ -814,17 +814,47 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     return ok && tensor_value_steal(I, res, out);
 }
 
+/* The dtypes torch's kernels refuse for the named functions (fcdim would compute them: floor of a
+ * bool is a copy). Returns false with torch's error. `~` on a float tensor is a TypeError instead
+ * (tensor_unary), as torch's operator raises it before any kernel. */
+static bool torch_kernel_accepts(Interp *I, const TensorOpRow *r, const FcTensor *t)
+{
+    if (r->lower != TL_UNARY && r->lower != TL_REDUCE) return true;
+    switch (r->op) {
+    case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC:
+        if (t->dtype == FC_BOOL)
+            return err_raise(I, TDL_ERR_RUNTIME, "\"%s_vml_cpu\" not implemented for 'Bool'", r->name);
+        return true;
+    case FC_OP_RELU:
+        if (t->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "Boolean inputs not supported for relu");
+        return true;
+    case FC_OP_ARGMAX: case FC_OP_ARGMIN:
+        if (t->dtype == FC_BOOL)
+            return err_raise(I, TDL_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'", r->name);
+        return true;
+    case FC_OP_NOT:
+        if (fc_dtype_is_float(t->dtype))
+            return err_raise(I, TDL_ERR_RUNTIME, "\"bitwise_not_cpu\" not implemented for '%s'",
+                             fc_dtype_torch_name(t->dtype));
+        return true;
+    default:
+        return true;
+    }
+}
+
 bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const TensorOpRow *r = sig->row;
     FcTensor *res = NULL, *x = NULL, *y = NULL;
     FcError e;
     FcStatus st;
+    if (!torch_kernel_accepts(I, r, a[0].t)) return false;
     switch (r->lower) {
     case TL_UNARY:
         st = fc_unary(I->fc, r->op, a[0].t, &res, &e);
         break;
     case TL_BINARY:
+        if (!tensor_check_divisor(I, r->op, a[0].t, a[1].t)) return false;
         st = fc_binary(I->fc, r->op, a[0].t, a[1].t, &res, &e);
         break;
     case TL_LOGICAL:
@@ -1028,6 +1058,9 @@ bool tensor_unary(Interp *I, LangOp op, Value a, Value *out)
         *out = a;
         return true;
     }
+    /* torch's operator checks this before its kernel does (which would be a RuntimeError) */
+    if (op == OP_INVERT && a.tag == V_TENSOR && fc_dtype_is_float(as_tensor(a)->dtype))
+        return err_raise(I, TDL_ERR_TYPE, "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     return tensor_call_name(I, op == OP_NEG ? "neg" : "bitwise_not", v_undef(), &a, 1, out);
 }
 
@@ -1204,8 +1237,14 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
         return err_raise(I, TDL_ERR_TYPE, "can't assign a %s to a torch.%sTensor", val_type_name(value),
                          fc_dtype_torch_name(t->dtype));
     }
+    /* A lone bool is not an advanced index here (torch's setitem): t[False] = v does nothing and
+     * t[True] = v is t[None] = v, a copy that converts the dtype. Inside a tuple it is a mask. */
+    if (idx.tag == V_BOOL && !idx.b) {
+        fc_tensor_release(val);
+        return true;
+    }
     Index x;
-    bool ok = index_of(I, idx, &x);
+    bool ok = index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x);
     if (ok) {
         FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
         index_free(&x);

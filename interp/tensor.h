@@ -128,6 +128,10 @@ TensorArg *tensor_arg(const TensorSig *sig, TensorArg *a, const char *name);
 
 /* Helpers shared by the lowerings. */
 bool tensor_check(Interp *I, FcStatus st, const FcError *e);             /* st == FC_OK, else raises */
+/* For FLOORDIV, MOD and FMOD of an integral result: raises torch's RuntimeError "ZeroDivisionError"
+ * now if some divisor in y is 0, although the quotient is lazy (realises y: the project checks
+ * index values eagerly in the same way). True when there is nothing to raise. */
+bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y);
 /* A dim argument (int, int[] or None) as fcdim's dim mask over t's dims (0: all). */
 bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_t *mask);
 /* tensor(data): a new stored tensor from nested lists and tuples of numbers (and one-element

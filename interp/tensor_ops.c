@@ -75,6 +75,25 @@ static FcOperand operand_of(const FcTensor *t)
     return o;
 }
 
+bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
+{
+    if (op != FC_OP_FLOORDIV && op != FC_OP_MOD && op != FC_OP_FMOD) return true;
+    FcOperand ops[2] = {operand_of(x), operand_of(y)};
+    if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0) return true;
+    FcTensor *zero = NULL, *eq = NULL, *any = NULL;
+    FcScalar v = {0};
+    FcError e;
+    FcStatus st = fc_scalar(I->fc, FC_INT64, int_scalar(0), true, &zero, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, y, zero, &eq, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ANY, eq, 0, false, &any, &e);
+    if (st == FC_OK) st = fc_item(I->fc, any, &v, &e);
+    fc_tensor_release(zero);
+    fc_tensor_release(eq);
+    fc_tensor_release(any);
+    if (!tensor_check(I, st, &e)) return false;
+    return v.i ? err_raise(I, TDL_ERR_RUNTIME, "ZeroDivisionError") : true;     /* torch's message */
+}
+
 /* ---- creation ------------------------------------------------------------------------------ */
 
 /* tensor(data): nested lists and tuples of bools, ints, floats and one-element tensors. */
@@ -326,14 +345,28 @@ IMPL_FN(empty_like)
 
 /* ---- pointwise ----------------------------------------------------------------------------- */
 
-/* add / sub: self op other * alpha. */
+/* add / sub: self op other * alpha. As in torch, alpha takes no part in type promotion: it is
+ * checked against, and cast to, the dtype of self op other (True + True * 2 is True). */
 static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
 {
+    FcOperand ops[2] = {operand_of(a[0].t), operand_of(a[1].t)};
+    FcDType rdt = fc_result_type(ops, 2);
+    FcDType adt = a[2].sdt;
+    FcScalar av = a[2].s;
+    if (adt == FC_BOOL && rdt != FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "Boolean alpha only supported for Boolean results.");
+    if (!fc_dtype_is_float(rdt) && fc_dtype_is_float(adt))
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "For integral input tensors, argument alpha must not be a floating point number.");
+    if (rdt == FC_BOOL) {
+        av.i = av.i != 0;
+        adt = FC_BOOL;
+    }
     FcTensor *other = fc_tensor_retain(a[1].t), *alpha, *r;
     FcError e;
     FcStatus st = FC_OK;
-    if (a[2].sdt != FC_INT64 || a[2].s.i != 1) {
-        st = fc_scalar(I->fc, a[2].sdt, a[2].s, true, &alpha, &e);
+    if (adt == FC_BOOL ? av.i != 1 : adt != FC_INT64 || av.i != 1) {
+        st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
         if (st == FC_OK) {
             st = fc_binary(I->fc, FC_OP_MUL, other, alpha, &r, &e);
             fc_tensor_release(alpha);
@@ -358,17 +391,27 @@ IMPL_FN(div)
     if (!mode) {
         st = fc_binary(I->fc, FC_OP_DIV, x, y, &r, &e);
     } else if (strcmp(mode, "floor") == 0) {
+        if (!tensor_check_divisor(I, FC_OP_FLOORDIV, x, y)) return false;
         st = fc_binary(I->fc, FC_OP_FLOORDIV, x, y, &r, &e);
     } else if (strcmp(mode, "trunc") == 0) {
         FcOperand ops[2] = {operand_of(x), operand_of(y)};
-        if (fc_dtype_is_float(fc_result_type(ops, 2))) {
+        FcDType rdt = fc_result_type(ops, 2);
+        if (fc_dtype_is_float(rdt)) {
             st = fc_binary(I->fc, FC_OP_DIV, x, y, &d, &e);
             if (st == FC_OK) st = fc_unary(I->fc, FC_OP_TRUNC, d, &r, &e);
+        } else if (rdt == FC_BOOL) {
+            return err_raise(I, TDL_ERR_RUNTIME, "\"div_trunc_cpu\" not implemented for 'Bool'");
         } else {
-            /* exact for integers: (x - fmod(x, y)) is a multiple of y */
-            st = fc_binary(I->fc, FC_OP_FMOD, x, y, &m, &e);
+            /* exact for integers: (x - fmod(x, y)) is a multiple of y; a bool x is first made the
+             * result's integer type, as torch computes in it (bool has no subtraction) */
+            if (!tensor_check_divisor(I, FC_OP_FMOD, x, y)) return false;
+            FcTensor *xi = NULL;
+            st = x->dtype == FC_BOOL ? fc_cast(I->fc, x, rdt, &xi, &e) : FC_OK;
+            if (xi) x = xi;
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_FMOD, x, y, &m, &e);
             if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
             if (st == FC_OK) st = fc_binary(I->fc, FC_OP_FLOORDIV, d, y, &r, &e);
+            fc_tensor_release(xi);
         }
     } else {
         return err_raise(I, TDL_ERR_RUNTIME,

@@ -410,11 +410,11 @@ bool dimlist_new(Interp *I, const char *name, bool named, Value *out)
     if (!o) return false;
     o->name = mem_strdup(name);
     o->named = named;
-    *out = v_obj(V_DIMLIST, &o->h);
     if (!o->name) {
-        val_decref(I, *out);
+        val_decref(I, v_obj(V_DIMLIST, &o->h));
         return err_nomem(I);
     }
+    *out = v_obj(V_DIMLIST, &o->h);
     return true;
 }
 
@@ -550,10 +550,15 @@ void err_clear(Interp *I)
 {
     Error *e = &I->err;
     for (size_t i = 0; i < e->ntrace; i++) lang_source_release(e->trace[i].src);
-    mem_free(e->trace);
     mem_free(e->msg);
     mem_free(e->report);
+    /* The trace array stays (tdl_close frees it): a MemoryError must still get its location when
+     * nothing more can be allocated. */
+    TraceEntry *trace = e->trace;
+    size_t cap = e->cap;
     memset(e, 0, sizeof *e);
+    e->trace = trace;
+    e->cap = cap;
 }
 
 bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...)
@@ -687,8 +692,14 @@ const char *err_report(Interp *I)
         else buf_printf(&b, "%s\n", kind_names[e->kind]);
     }
     if (b.nomem) {
+        /* no memory for the whole report: at least where and what, in the error's own buffer */
         buf_free(&b);
-        return kind_names[e->kind];
+        if (e->ntrace == 0) return kind_names[e->kind];
+        int line, col;
+        lang_source_linecol(e->trace[0].src, e->trace[0].pos, &line, &col);
+        snprintf(e->short_report, sizeof e->short_report, "%s:%d:%d: %s%s%s\n", e->trace[0].src->name, line, col,
+                 kind_names[e->kind], *msg ? ": " : "", msg);
+        return e->short_report;
     }
     e->report = b.p;
     return e->report ? e->report : "";

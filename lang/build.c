@@ -132,6 +132,28 @@ static int list_len(Node *n)
 
 /* ---- nodes ---- */
 
+#define INT_TOO_LARGE "integer literal too large: tdl ints are 64-bit (at most 9223372036854775807)"
+
+/* Every builder calls this for each child it links under n (child: a chain linked by next, or
+ * NULL). It keeps n->height above its children's and refuses, as the nodes are made (so no walker
+ * of a whole tree is needed, nor could one recurse through it safely):
+ *  - a tree deeper than LANG_MAX_DEPTH, at the node that crosses the limit;
+ *  - 9223372036854775808 as anything but the operand of unary minus (lang_unary takes that one
+ *    before it becomes anyone's child). */
+static void grow(LangParser *p, Node *n, const Node *child)
+{
+    if (n == &placeholder) return;
+    for (; child; child = child->next) {
+        if (child->kind == N_INT && child->count == 1)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, child->pos, INT_TOO_LARGE);
+        if (child->height >= n->height) n->height = child->height + 1;
+    }
+    if (n->height > LANG_MAX_DEPTH)
+        lang_parser_error(p, LANG_SYNTAX_ERROR, n->pos,
+                          "expression too deeply nested or too long a chain of operators, calls or "
+                          "subscripts (more than %d levels)", LANG_MAX_DEPTH);
+}
+
 Node *lang_node(LangParser *p, NodeKind k, uint32_t pos)
 {
     Node *n = lang_arena_alloc(p->arena, sizeof *n);
@@ -142,6 +164,7 @@ Node *lang_node(LangParser *p, NodeKind k, uint32_t pos)
     n->kind = (uint8_t)k;
     n->pos = pos;
     n->builtin = -1;
+    n->height = 1;
     return n;
 }
 
@@ -149,6 +172,7 @@ Node *lang_node1(LangParser *p, NodeKind k, uint32_t pos, Node *a)
 {
     Node *n = lang_node(p, k, pos);
     if (n != &placeholder) n->a = a;
+    grow(p, n, a);
     return n;
 }
 
@@ -156,6 +180,7 @@ Node *lang_node2(LangParser *p, NodeKind k, uint32_t pos, Node *a, Node *b)
 {
     Node *n = lang_node1(p, k, pos, a);
     if (n != &placeholder) n->b = b;
+    grow(p, n, b);
     return n;
 }
 
@@ -163,6 +188,7 @@ Node *lang_node3(LangParser *p, NodeKind k, uint32_t pos, Node *a, Node *b, Node
 {
     Node *n = lang_node2(p, k, pos, a, b);
     if (n != &placeholder) n->c = c;
+    grow(p, n, c);
     return n;
 }
 
@@ -232,8 +258,7 @@ Node *lang_int(LangParser *p, const LangToken *t)
     n->count = v > (uint64_t)INT64_MAX;   /* marks the one literal that is -INT64_MIN */
     return n;
 overflow:
-    lang_parser_error(p, LANG_SYNTAX_ERROR, t->pos,
-                      "integer literal too large: tdl ints are 64-bit (at most 9223372036854775807)");
+    lang_parser_error(p, LANG_SYNTAX_ERROR, t->pos, INT_TOO_LARGE);
     return n;
 }
 
@@ -394,14 +419,15 @@ Node *lang_compare(LangParser *p, LangOp op, uint32_t pos, Node *x, Node *y)
     Node *item = lang_node1(p, N_CMP_ITEM, pos, y);
     item->op = (uint8_t)op;
     if (x->kind == N_COMPARE && !x->parens && x != &placeholder && item != &placeholder) {
-        Node *last = x->b;
-        while (last->next) last = last->next;
-        last->next = item;
+        x->last->next = item;
+        x->last = item;
         x->count++;
+        grow(p, x, item);
         return x;
     }
     Node *n = lang_node2(p, N_COMPARE, x->pos, x, item);
     n->count = 1;
+    n->last = item;
     return n;
 }
 
@@ -427,6 +453,7 @@ Node *lang_kwarg(LangParser *p, const LangToken *name, Node *value)
 {
     Node *n = named(p, N_KWARG, name);
     if (n != &placeholder) n->a = value;
+    grow(p, n, value);
     return n;
 }
 
@@ -437,6 +464,7 @@ Node *lang_attr(LangParser *p, uint32_t pos, Node *x, const LangToken *name)
         n->a = x;
         n->pos = pos;
     }
+    grow(p, n, x);
     return n;
 }
 
@@ -503,6 +531,7 @@ Node *lang_assign_chain(LangParser *p, Node *target, Node *assign)
 {
     check_target(p, target);
     if (assign == &placeholder || target == &placeholder) return assign;
+    grow(p, assign, target);
     target->next = assign->a;
     assign->a = target;
     assign->pos = target->pos;
@@ -534,6 +563,7 @@ Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body
     check_target(p, target);
     Node *n = lang_node3(p, N_FOR, pos, target, iter, body);
     if (n != &placeholder) n->d = orelse;
+    grow(p, n, orelse);
     return n;
 }
 
@@ -543,6 +573,7 @@ Node *lang_param(LangParser *p, const LangToken *name, Node *dflt)
 {
     Node *n = named(p, N_PARAM, name);
     if (n != &placeholder) n->a = dflt;
+    grow(p, n, dflt);
     return n;
 }
 
@@ -581,6 +612,8 @@ Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList para
     if (n == &placeholder || target == &placeholder) return n;
     n->a = target;
     n->func = make_func(p, pos, target->str, params, body);
+    grow(p, n, params.head);
+    grow(p, n, body);
     return n;
 }
 
@@ -590,6 +623,8 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     Node *ret = lang_node1(p, N_RETURN, body->pos, body);
     if (n == &placeholder || ret == &placeholder) return n;
     n->func = make_func(p, pos, "<lambda>", params, ret);
+    grow(p, n, params.head);
+    grow(p, n, ret);
     return n;
 }
 
@@ -621,25 +656,6 @@ Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *al
 }
 
 /* ---- the driver ---- */
-
-/* 9223372036854775808 that did not end up negated is too large. */
-static void check_literals(LangParser *p, const Node *n)
-{
-    for (; n && !p->failed; n = n->next) {
-        if (n->kind == N_INT && n->count == 1)
-            lang_parser_error(p, LANG_SYNTAX_ERROR, n->pos,
-                              "integer literal too large: tdl ints are 64-bit (at most 9223372036854775807)");
-        if (n->kind == N_INT || n->kind == N_FLOAT || n->kind == N_STR || n->kind == N_NAME) continue;
-        check_literals(p, n->a);
-        check_literals(p, n->b);
-        check_literals(p, n->c);
-        check_literals(p, n->d);
-        if (n->func) {
-            check_literals(p, n->func->params);
-            check_literals(p, n->func->body);
-        }
-    }
-}
 
 LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangError *err)
 {
@@ -678,15 +694,7 @@ LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangErr
             }
             goto out;
         }
-        if (t.kind == 0) {
-            check_literals(&p, p.body);
-            if (p.failed) {
-                st = LANG_ERROR;
-                *err = p.err;
-                goto out;
-            }
-            break;
-        }
+        if (t.kind == 0) break;
         p.prev2 = p.prev;
         p.prev = t;
     }

@@ -117,7 +117,8 @@ typedef struct Node Node;
  *   N_INT/FLOAT ival/fval;  N_STR str/len (decoded bytes, NUL-terminated)
  *   N_TUPLE/N_LIST  a = first item (items chained by next), count
  *   N_BINOP     op, a, b (pos = the operator);  N_UNARY op, a;  N_NOT a;  N_AND/N_OR a, b
- *   N_COMPARE   a = first operand, b = first N_CMP_ITEM (op, a = right operand), count items
+ *   N_COMPARE   a = first operand, b = first N_CMP_ITEM (op, a = right operand), count items,
+ *               last = the last item (so that a long chain is built in linear time)
  *   N_IFEXP     a = condition, b = value if true, c = value if false
  *   N_LAMBDA    func;  N_DEF func, a = the N_NAME the function is bound to
  *   N_CALL      a = callee, b = first argument (N_KWARG: str = keyword, a = value), count
@@ -145,10 +146,13 @@ struct Node {
     int32_t count;
     int32_t slot;       /* N_NAME: the local, cell, free or global index */
     int32_t builtin;    /* N_NAME: index of a builtin to use when a global is unset, or -1 */
+    int32_t height;     /* levels of the tree below and at this node (a leaf is 1): at most
+                           LANG_MAX_DEPTH, which bounds the recursion of every tree walker */
     union {
         int64_t ival;
         double fval;
         struct { const char *str; size_t len; };
+        Node *last;     /* N_COMPARE */
     };
     LangFunc *func;     /* N_DEF, N_LAMBDA */
 };
@@ -170,6 +174,13 @@ struct LangFunc {
     int32_t *free_from;     /* for each: >= 0 a cell slot of the enclosing function,
                                < 0 free index (-1 - k) of the enclosing function */
 };
+
+/* The deepest tree the parser makes. Left-associative chains (1+1+...+1, a and b and ...,
+ * x[0][0]...) grow the tree without growing the parser's stack, so the builders count levels and
+ * refuse a deeper tree with a SyntaxError at the node that crosses the limit; every walker of the
+ * tree (the parser's checks, the resolver, the evaluator) may then recurse once per level. CPython
+ * refuses expressions of about the same depth. */
+#define LANG_MAX_DEPTH 3000
 
 /* A parsed piece of text: its statements and the arena that holds them. */
 typedef struct LangUnit {

@@ -264,6 +264,27 @@ START_TEST(test_call_errors_have_tracebacks)
 }
 END_TEST
 
+/* A list or tuple display that failed inside a subscript's index tuple left the index tuple
+ * holding the list it had just freed, which the tuple then freed again: the CLI stopped at the
+ * error, a host that goes on used freed memory (issue 23). */
+static const char *const failing_index[] = {
+    "x[0, [y]]", "x[0, (1, [y])]", "x[0, [1, [y]]] = 2", "x[1:2, [y]] += 1", "x[0, (1, y)]",
+};
+
+START_TEST(test_failed_index_display_then_go_on)
+{
+    RUN("x = [1]");
+    for (int rep = 0; rep < 3; rep++) {
+        ck_assert_int_eq(tdl_run_string(T, failing_index[_i], "<test>"), TDL_ERROR);
+        ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_NAME);
+        ck_assert_str_eq(tdl_error_message(T), "name 'y' is not defined");
+        /* the interpreter goes on: containers of the freed sizes come and go, x is intact */
+        RUN("z = []\nfor k in range(50):\n    z.append([k, (k, [k])])\nz = None\nn = x[0] + len(x)");
+        ck_assert_int_eq(get_int("n"), 2);
+    }
+}
+END_TEST
+
 START_TEST(test_call_exit)
 {
     RUN("def quit(n):\n    exit(n)\n");
@@ -1336,6 +1357,8 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_get_attr);
     tcase_add_test(tc, test_call_positional_and_keyword);
     tcase_add_test(tc, test_call_errors_have_tracebacks);
+    tcase_add_loop_test(tc, test_failed_index_display_then_go_on, 0,
+                        sizeof failing_index / sizeof failing_index[0]);
     tcase_add_test(tc, test_call_exit);
     tcase_add_test(tc, test_call_dotted_and_import);
     tcase_add_test(tc, test_cbuiltin_call);

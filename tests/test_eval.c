@@ -238,6 +238,91 @@ START_TEST(test_cycles_freed)
 }
 END_TEST
 
+/* ---- long chains (issue 23) ---- */
+
+/* head + n copies of unit + tail, malloc'd. */
+static char *repeat(const char *head, const char *unit, int n, const char *tail)
+{
+    size_t lh = strlen(head), lu = strlen(unit), lt = strlen(tail);
+    char *t = malloc(lh + (size_t)n * lu + lt + 1);
+    ck_assert_ptr_nonnull(t);
+    memcpy(t, head, lh);
+    for (int i = 0; i < n; i++) memcpy(t + lh + (size_t)i * lu, unit, lu);
+    memcpy(t + lh + (size_t)n * lu, tail, lt + 1);
+    return t;
+}
+
+/* Left-associative chains grow the tree without growing the parser's stack; past a few thousand
+ * levels they are a SyntaxError at the level that crosses the limit (CPython refuses them too),
+ * not a stack overflow in whichever walker of the tree comes first. Below the limit they run. */
+static const struct { const char *head, *unit, *tail; int n; const char *want; } chains[] = {
+    {"x = ", "1+", "1\nprint(x)", 50000, NULL},
+    {"x = ", "1 and ", "1\nprint(x)", 100000, NULL},
+    {"x = [1]\nx = x", "[0:]", "\nprint(x)", 100000, NULL},
+    {"f = lambda: f\nx = f", "()", "\nprint(x)", 100000, NULL},
+    {"def f():\n    return ", "1 or ", "1\nprint(f())", 100000, NULL},
+    {"x = ", "1+", "1\nprint(x)", 2900, "2901\n"},
+    {"x = ", "1 and ", "2\nprint(x)", 2900, "2\n"},
+    {"x = [1]\nx = x", "[0:]", "\nprint(x)", 2900, "[1]\n"},
+    {"f = lambda: f\nx = f", "()", "\nprint(x is f)", 2900, "True\n"},
+};
+
+START_TEST(test_long_chain)
+{
+    char *code = repeat(chains[_i].head, chains[_i].unit, chains[_i].n, chains[_i].tail);
+    tdl_status st = tdl_run_string(T, code, "<test>");
+    if (chains[_i].want) {
+        ck_assert_msg(st == TDL_OK, "%s", tdl_error_report(T));
+        ck_assert_str_eq(out.buf, chains[_i].want);
+    } else {
+        ck_assert_int_eq(st, TDL_ERROR);
+        ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_SYNTAX);
+        ck_assert_str_eq(tdl_error_message(T), "expression too deeply nested or too long a chain of operators, "
+                                               "calls or subscripts (more than 3000 levels)");
+        ck_assert_ptr_nonnull(strstr(tdl_error_report(T), "<test>:"));
+        ck_assert_int_eq(tdl_run_string(T, "print('after')", "<test>"), TDL_OK);
+        ck_assert_str_eq(out.buf, "after\n");
+    }
+    free(code);
+}
+END_TEST
+
+/* A deep expression in every frame of a deep recursion runs out of C stack between two calls:
+ * the evaluator checks the stack too, so that is a RecursionError, not a crash. */
+START_TEST(test_deep_expression_in_recursion)
+{
+    char *code = repeat("def f(n):\n    if n == 0:\n        return 0\n    return f(n - 1)", "+1", 2990,
+                        "\nprint(f(2))\nprint(f(900))");
+    ck_assert_int_eq(tdl_run_string(T, code, "<test>"), TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_RECURSION);
+    ck_assert_str_eq(out.buf, "5980\n");
+    ck_assert_int_eq(tdl_run_string(T, "print(f(1))", "<test>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "5980\n2990\n");
+    free(code);
+}
+END_TEST
+
+/* A chain of comparisons is built in linear time (it was quadratic: 100000 terms took over a minute). */
+START_TEST(test_long_comparison_chain)
+{
+    int n = 200000;
+    char *code = malloc((size_t)n * 10 + 64);
+    ck_assert_ptr_nonnull(code);
+    size_t w = (size_t)sprintf(code, "x = 0");
+    for (int i = 1; i < n; i++) w += (size_t)sprintf(code + w, " < %d", i);
+    strcpy(code + w, "\ny = x and 1 < 1 < 2\nprint(x, y)");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tdl_status st = tdl_run_string(T, code, "<test>");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ck_assert_msg(st == TDL_OK, "%s", tdl_error_report(T));
+    ck_assert_str_eq(out.buf, "True False\n");
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    ck_assert_msg(s < 10, "a %d-term comparison took %.1f s", n, s);
+    free(code);
+}
+END_TEST
+
 /* ---- imports ---- */
 
 static char moddir[64];
@@ -319,6 +404,9 @@ Suite *eval_suite(void)
     tcase_add_test(tc, test_two_interpreters);
     tcase_add_test(tc, test_cycles_freed);
     tcase_add_test(tc, test_interrupt);
+    tcase_add_loop_test(tc, test_long_chain, 0, sizeof chains / sizeof chains[0]);
+    tcase_add_test(tc, test_deep_expression_in_recursion);
+    tcase_add_test(tc, test_long_comparison_chain);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("import");
     tcase_add_checked_fixture(ti, import_setup, import_teardown);
