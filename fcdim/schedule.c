@@ -55,6 +55,8 @@ typedef struct Sched {
     int nbufs, capbufs;
     Sub *subs;
     int nsubs, capsubs;
+    bool root_inner;                   /* the root reduction is emitted as an inner one (root_as_inner) */
+    const FcNode *too_deep;            /* an inner reduction whose loops did not fit: realised first */
 } Sched;
 
 /* Drops the code (not the substitutions): scheduling starts again. */
@@ -305,6 +307,8 @@ static bool reduce_loops(Sched *s, const FcNode *n, bool root, int8_t *red)
         if (n->lev_map[0][j] != FC_LEV_REDUCED)
             continue;
         if (s->nloop >= FC_MAX_DIMS) {
+            if (!root && !s->too_deep)
+                s->too_deep = n;    /* run_root realises it apart and emits the kernel again */
             fail(s, FC_ERR_VALUE, "too many loops");
             return false;
         }
@@ -456,7 +460,7 @@ static int emit_root(Sched *s, const FcNode *root)
         s->owner[l] = -1;
         s->reduced[l] = false;
     }
-    if (!fc_op_is_reduce(root->op) || root_as_inner(root)) {
+    if (!fc_op_is_reduce(root->op) || s->root_inner) {
         s->nroot = s->nloop;
         return emit(s, root, map);
     }
@@ -1181,7 +1185,8 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
-    bool is_reduce = fc_op_is_reduce(root->op) && !root_as_inner(root);
+    s.root_inner = root_as_inner(root);
+    bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     bool arg = root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN;
     int nlev = root->nlev;
     int64_t strides[FC_MAX_DIMS];
@@ -1214,6 +1219,20 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             scatter[g].reg = sregs[g] = emit(&s, sc->index[g], map);
             if (scatter[g].reg < 0)
                 result = -1;
+        }
+        if (result < 0 && s.too_deep && s.too_deep != root && s.st == FC_ERR_VALUE) {
+            /* Nested reductions that need more loops than a kernel has: the first one that did
+             * not fit is computed apart, and read. */
+            const FcNode *deep = s.too_deep;
+            s.too_deep = NULL;
+            s.st = FC_OK;
+            if (!add_sub(&s, deep)) {
+                st = s.st;
+                goto done;
+            }
+            sched_reset(&s);
+            keep = false;
+            continue;
         }
         if (result < 0) {
             st = s.st;
@@ -1250,11 +1269,20 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             k.chunk_loop = s.nloop > s.nroot ? cl : -1;
             break;
         }
-        for (int c = 0; c < s.ncode; c++)
+        for (int c = 0; c < s.ncode; c++) {
+            if (bad[c] && s.node_of[c] == root) {
+                /* The root as an inner reduction does not fuse (its loops hold no point, or it
+                 * would be computed again per point): realising it would schedule it again as
+                 * it is, for ever. It is a root reduction instead. */
+                s.root_inner = false;
+                is_reduce = fc_op_is_reduce(root->op);
+                continue;
+            }
             if (bad[c] && !add_sub(&s, s.node_of[c])) {
                 st = s.st;
                 goto done;
             }
+        }
         sched_reset(&s);
         keep = false;
     }
