@@ -469,7 +469,7 @@ static inline MemAccount *api_account(const tdl_interp *T)
  * storages); the previous account comes back on the way out (a C builtin calls back in, a host
  * runs several interpreters on one thread). */
 #define API_MEM_SCOPE(T)                                                                           \
-    MemAccount *api_mem_prev_ __attribute__((cleanup(mem_scope_end))) = mem_scope_begin(api_account(T))
+    MemAccount *api_mem_prev_ __attribute__((cleanup(mem_scope_end), unused)) = mem_scope_begin(api_account(T))
 
 /* Starts every public call on T: false for a NULL or closed T (the call returns TDL_MISUSE);
  * else records the calling thread as the owner and releases what deleters on other threads left. */
