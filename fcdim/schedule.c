@@ -863,10 +863,10 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
     for (int c = 0; c < n; c++) {
         const FcInstr *in = &s->code[c];
         if (fc_op_is_reduce(in->op) && in->deps == 0 && !bad[c]) {
-            int64_t work = 1;
+            int64_t work = 1;       /* saturates: the extents of an empty domain may be huge */
             for (int l = 0; l < s->nloop; l++)
-                if (own[c] >> l & 1)
-                    work *= s->extent[l];
+                if ((own[c] >> l & 1) && __builtin_mul_overflow(work, s->extent[l], &work))
+                    work = INT64_MAX;
             bad[c] = work > 65536;
         }
         nbad += bad[c];
