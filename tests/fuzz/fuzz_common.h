@@ -95,11 +95,18 @@ static inline void fuzz_write(void *ud, const char *text, size_t len)
     fuzz_sink += h;
 }
 
+/* The memory an interpreter of a fuzz input may hold: a program that builds a huge value gets
+ * tdl's MemoryError, not minutes of work on it (a 1 GB string's repr, under ASan). */
+#define FUZZ_MAX_MEMORY ((size_t)8 << 20)
+
 /* An interpreter for untrusted code: no file access, output dropped, a low recursion limit (deep
- * recursion is tested by the suite; here it would only slow every input that recurses). */
+ * recursion is tested by the suite; here it would only slow every input that recurses), a memory
+ * limit. */
 static inline tdl_interp *fuzz_open(int flags)
 {
     tdl_config cfg = {0};
+    cfg.size = sizeof cfg;
+    cfg.max_memory = FUZZ_MAX_MEMORY;
     cfg.write = fuzz_write;
     cfg.dump = fuzz_write;
     cfg.recursion_limit = 50;

@@ -101,6 +101,8 @@ static void exercise(const FcView *v)
 static void load_in_tdl(void)
 {
     tdl_config cfg = {0};
+    cfg.size = sizeof cfg;
+    cfg.max_memory = FUZZ_MAX_MEMORY;
     cfg.write = fuzz_write;
     tdl_interp *T = tdl_open(&cfg);
     check(T != NULL, "tdl_open failed");
