@@ -6,7 +6,8 @@
  * and the messages are torch's: mean is sum / count; softmax subtracts the max along the dim,
  * which is realised before it is broadcast back; logsumexp zeroes infinite maxima first
  * (aten/src/ATen/native/ReduceOps.cpp: logsumexp_out_impl); clamp promotes like torch's two
- * overloads (scalar bounds vs tensor bounds). Depends on fcdim.h, internal.h and the C library. */
+ * overloads (scalar bounds vs tensor bounds). The result of an in-place operation is checked and
+ * cast here too (fc_inplace_result). Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
 
 #include <math.h>
@@ -328,6 +329,27 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
     }
     *out = x;
     return FC_OK;
+}
+
+/* ---- in-place results ---- */
+
+FcStatus fc_inplace_result(FcCtx *ctx, FcTensor *self, FcTensor *r, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    /* TensorIterator checks the output's shape (resize_outputs is off for an in-place op) before
+     * it checks the common dtype against the output's. */
+    bool same = r->ndim == self->ndim;
+    for (int k = 0; same && k < r->ndim; k++)
+        same = r->shape[k] == self->shape[k];
+    if (!same) {
+        char a[256], b[256];
+        return fc_errf(err, FC_ERR_RUNTIME, "output with shape %s doesn't match the broadcast shape %s",
+                       fc_shape_str(a, sizeof a, self->ndim, self->shape), fc_shape_str(b, sizeof b, r->ndim, r->shape));
+    }
+    if (!fc_dtype_can_cast(r->dtype, self->dtype))
+        return fc_errf(err, FC_ERR_RUNTIME, "result type %s can't be cast to the desired output type %s",
+                       fc_dtype_torch_name(r->dtype), fc_dtype_torch_name(self->dtype));
+    return fc_cast(ctx, r, self->dtype, out, err);
 }
 
 /* ---- item ---- */

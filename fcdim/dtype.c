@@ -113,6 +113,13 @@ FcDType fc_div_result_type(const FcOperand *ops, int n)
     return fc_dtype_is_float(t) ? t : FC_FLOAT32;
 }
 
+bool fc_dtype_can_cast(FcDType from, FcDType to)
+{
+    if (fc_dtype_is_float(from))
+        return fc_dtype_is_float(to);
+    return from == FC_BOOL || to != FC_BOOL;
+}
+
 /* ---- strided views ---- */
 
 bool fc_shape_numel(int ndim, const int64_t *shape, int64_t *out)

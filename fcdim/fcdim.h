@@ -50,6 +50,9 @@ typedef struct FcOperand {
 FcDType fc_result_type(const FcOperand *ops, int n);
 /* The dtype of true division a / b: result_type, then float32 if that is not a float. */
 FcDType fc_div_result_type(const FcOperand *ops, int n);
+/* c10::canCast: whether an in-place operation may write a result of dtype from into a tensor of
+ * dtype to (no float into an int or bool tensor, no int into a bool one). */
+bool fc_dtype_can_cast(FcDType from, FcDType to);
 
 /* ---- strided views of materialised memory ---- */
 
@@ -742,6 +745,11 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
 FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* clamp(min=, max=): lo/hi may be NULL; tensors or wrapped scalars; promotes as PyTorch. */
 FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor **out, FcError *err);
+/* The result of an in-place operation on self (self.add_(b), self += b), given r, the same
+ * operation's out-of-place result: r must have self's shape and a dtype fc_dtype_can_cast to
+ * self's (else FC_ERR_RUNTIME with PyTorch's message); *out is r in self's dtype. Writing it into
+ * self is the caller's. */
+FcStatus fc_inplace_result(FcCtx *ctx, FcTensor *self, FcTensor *r, FcTensor **out, FcError *err);
 /* A host value of a one-element tensor (realises): v.f for float dtypes, v.i otherwise.
  * FC_ERR_VALUE with PyTorch's message when numel != 1 (Tensor.item() raises ValueError). */
 FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err);

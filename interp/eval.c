@@ -753,6 +753,10 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         }
         res = cur;
         val_incref(res);
+    } else if (cur.tag == V_TENSOR) {
+        /* Python's tmp = t[idx]; tmp += v; t[idx] = tmp, with Tensor's __iadd__ & co.: the
+         * value written keeps tmp's shape and dtype. */
+        ok = tensor_inplace_binop(I, op, cur, rhs, &res);
     } else {
         ok = binop(I, op, cur, rhs, &res);
     }

@@ -393,6 +393,10 @@ const BuiltinDef *tensor_method(const char *name);
 const BuiltinDef *tensor_function(const char *name);
 /* What ops.c and format.c do with tensors, dtypes and devices (Python's dunder methods). */
 bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
+/* a op= b for a tensor a: PyTorch's in-place operator, whose result keeps a's shape and dtype
+ * (RuntimeError when the broadcast shape differs or the result type can't be cast to a's dtype).
+ * The result is a new value: the caller binds or writes it (tdl's x += v rebinds x). */
+bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
 bool tensor_unary(Interp *I, LangOp op, Value a, Value *out);
 bool tensor_truthy(Interp *I, Value v, bool *out);
 bool tensor_len(Interp *I, Value v, int64_t *out);

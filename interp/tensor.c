@@ -1051,6 +1051,27 @@ bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
     return tensor_call_name(I, name, v_undef(), args, 2, out);
 }
 
+bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
+{
+    /* Tensor has no __imatmul__ (Python falls back to a = a @ b), and functorch.dim's tensors
+     * are left to the out-of-place operator. */
+    if (a.tag != V_TENSOR || as_tensor(a)->levels || op == OP_MATMUL) return tensor_binop(I, op, a, b, out);
+    Value r;
+    if (!tensor_binop(I, op, a, b, &r)) return false;
+    FcTensor *self = as_tensor(a), *rt = as_tensor(r), *res = NULL;
+    /* pow_(Scalar) checks the dtype itself, with its own message (pow_(Tensor) does not). */
+    if (op == OP_POW && is_number(b) && rt->dtype != self->dtype) {
+        FcDType want = rt->dtype;
+        val_decref(I, r);
+        return err_raise(I, TDL_ERR_RUNTIME, "Found dtype %s but expected %s", fc_dtype_torch_name(self->dtype),
+                         fc_dtype_torch_name(want));
+    }
+    FcError e;
+    FcStatus st = fc_inplace_result(I->fc, self, rt, &res, &e);
+    val_decref(I, r);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, res, out);
+}
+
 bool tensor_unary(Interp *I, LangOp op, Value a, Value *out)
 {
     if (op == OP_POS) {         /* +t is t itself, as torch.positive */

@@ -200,6 +200,23 @@ START_TEST(dtype_properties)
 }
 END_TEST
 
+/* torch.can_cast(from, to) over bool, int32, int64, float32, float64 (PyTorch 1.13). */
+START_TEST(dtype_can_cast_matches_torch)
+{
+    static const bool want[FC_DTYPE__COUNT][FC_DTYPE__COUNT] = {
+        {true, true, true, true, true},
+        {false, true, true, true, true},
+        {false, true, true, true, true},
+        {false, false, false, true, true},
+        {false, false, false, true, true},
+    };
+    for (int a = 0; a < FC_DTYPE__COUNT; a++)
+        for (int b = 0; b < FC_DTYPE__COUNT; b++)
+            ck_assert_msg(fc_dtype_can_cast((FcDType)a, (FcDType)b) == want[a][b], "can_cast(%s, %s)",
+                          fc_dtype_name((FcDType)a), fc_dtype_name((FcDType)b));
+}
+END_TEST
+
 START_TEST(dtype_from_name_rejects_unknown)
 {
     static const char *const bad[] = {"float", "int", "float16", "Float32", "", "bool ", "int8"};
@@ -1030,6 +1047,7 @@ Suite *fcdim_io_suite(void)
     TCase *tc = tcase_create("dtype");
     tcase_add_loop_test(tc, dtype_properties, 0, N(dtypes));
     tcase_add_test(tc, dtype_from_name_rejects_unknown);
+    tcase_add_test(tc, dtype_can_cast_matches_torch);
     tcase_add_loop_test(tc, view_numel_and_contiguous_strides, 0, N(shapes));
     suite_add_tcase(s, tc);
 
