@@ -207,6 +207,10 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
         if (!r)
             return fc_nomem(err);
         r->wrapped_number = t->wrapped_number;
+        if (!fc_tensor_add_alias(t, r)) {
+            fc_tensor_release(r);
+            return fc_nomem(err);
+        }
     } else {
         r = fc_tensor_alloc(t->ndim);
         if (!r)

@@ -308,10 +308,21 @@ typedef struct FcTensor {
                                    reader of each; the node holds the references) */
     int nreads;
     FcDim **levels;             /* [ndim], or NULL: see above (in the tensor's own block) */
+    /* A lazy tensor relabelled with dims (fc_with_levels) is a view of it, as in PyTorch: the
+     * relabels share its node while it is lazy (so reads through them fuse), and when it is
+     * realised they become views of its storage (so a later write into it shows through them).
+     * Both links are weak: each side clears its end when released. */
+    struct FcTensor *alias_of;
+    struct FcTensor **aliases;
+    int naliases, capaliases;
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);
 void fc_tensor_release(FcTensor *t);
+/* Records r (lazy, sharing t's node and shape) as a view of lazy t; false on out-of-memory. */
+bool fc_tensor_add_alias(FcTensor *t, FcTensor *r);
+/* t has just been realised: its aliases (and theirs) become views of its storage. */
+void fc_tensor_realised_aliases(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
 static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL; }
 /* Whether t takes the device of the tensors it meets: a Python number, a CPU 0-dim tensor (as in

@@ -1379,6 +1379,7 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     t->storage = storage;
     t->offset = 0;
     memcpy(t->strides, strides, (size_t)t->ndim * sizeof *strides);
+    fc_tensor_realised_aliases(t);
     return FC_OK;
 }
 

@@ -281,10 +281,62 @@ FcTensor *fc_tensor_retain(FcTensor *t)
     return t;
 }
 
+bool fc_tensor_add_alias(FcTensor *t, FcTensor *r)
+{
+    if (t->naliases == t->capaliases) {
+        int cap = t->capaliases ? 2 * t->capaliases : 4;
+        FcTensor **a = mem_realloc(t->aliases, (size_t)cap * sizeof *a);
+        if (!a)
+            return false;
+        t->aliases = a;
+        t->capaliases = cap;
+    }
+    t->aliases[t->naliases++] = r;
+    r->alias_of = t;
+    return true;
+}
+
+/* Takes r out of its base's list of aliases. */
+static void alias_unlink(FcTensor *r)
+{
+    FcTensor *t = r->alias_of;
+    if (!t)
+        return;
+    for (int i = 0; i < t->naliases; i++)
+        if (t->aliases[i] == r) {
+            t->aliases[i] = t->aliases[--t->naliases];
+            break;
+        }
+    r->alias_of = NULL;
+}
+
+void fc_tensor_realised_aliases(FcTensor *t)
+{
+    for (int i = 0; i < t->naliases; i++) {
+        FcTensor *a = t->aliases[i];
+        a->alias_of = NULL;
+        if (!a->node)
+            continue;
+        fc_tensor_drop_reads(a);
+        fc_node_release(a->node);
+        a->node = NULL;
+        a->storage = fc_storage_retain(t->storage);
+        a->offset = t->offset;
+        memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof *a->strides);
+        a->unplaced = false;
+        fc_tensor_realised_aliases(a);
+    }
+    t->naliases = 0;
+}
+
 void fc_tensor_release(FcTensor *t)
 {
     if (!t || --t->refcnt > 0)
         return;
+    alias_unlink(t);
+    for (int i = 0; i < t->naliases; i++)
+        t->aliases[i]->alias_of = NULL;
+    mem_free(t->aliases);
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
     fc_storage_release(t->storage);
