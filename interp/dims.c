@@ -479,7 +479,25 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
             } else {
                 int p;
                 if (!tensor_check(I, fc_wrap_dim(refs[k].pos, npos, &p, &e), &e)) return false;
-                l = fc_level_of_pos(t, p);
+                if (npos == 0) {
+                    /* dim 0 or -1 of no positional dims (a 0-dim tensor's, as PyTorch wraps it):
+                     * a reduction reduces a size-1 level added for it, as in the `all` case */
+                    if (!reduce)
+                        return err_raise(I, TDL_ERR_INDEX, "%s(): the tensor has no positional dim to take",
+                                         sig->row->name);
+                    FcLevels to = lv;
+                    to.at[to.n++] = NULL;
+                    FcTensor *m;
+                    if (to.n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+                    if (!tensor_check(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
+                    fc_tensor_release(a[0].t);
+                    a[0].t = t = m;
+                    lv = to;
+                    npos = 1;
+                    l = lv.n - 1;
+                } else {
+                    l = fc_level_of_pos(t, p);
+                }
             }
             idx[nidx++] = l;
         }
