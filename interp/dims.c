@@ -425,6 +425,21 @@ static bool run_self(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
  * true with *done false when it does not apply. */
 static bool try_contract(Interp *I, TensorArg *self, const FcDimRef *refs, int nref, Value *out, bool *done);
 /* Reductions, softmax, logsumexp: `dim` may hold dims (and ints: positional dims). */
+/* A reduction over no positional dims reduces nothing: a[0]'s tensor (of levels lv) gets a
+ * size-1 positional level to reduce, last. Returns its index, or -1 with the error raised. */
+static int add_unit_level(Interp *I, TensorArg *a, const FcLevels *lv)
+{
+    FcLevels to = *lv;
+    if (to.n + 1 > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims"), -1;
+    to.at[to.n++] = NULL;
+    FcTensor *m;
+    FcError e;
+    if (!tensor_check(I, fc_match_levels(I->fc, a[0].t, &to, &m, &e), &e)) return -1;
+    fc_tensor_release(a[0].t);
+    a[0].t = m;
+    return lv->n;
+}
+
 static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     TensorArg *dim = tensor_arg(sig, a, "dim"), *keep = tensor_arg(sig, a, "keepdim");
@@ -454,15 +469,10 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     int idx[FC_MAX_DIMS], nidx = 0;
     if (all) {
         if (npos == 0 && reduce) {
-            /* a reduction over no positional dims reduces nothing: add a size-1 one to reduce */
-            FcLevels to = lv;
-            to.at[to.n++] = NULL;
-            FcTensor *m;
-            if (to.n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
-            if (!tensor_check(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
-            fc_tensor_release(a[0].t);
-            a[0].t = t = m;
-            idx[nidx++] = lv.n;
+            int l = add_unit_level(I, a, &lv);
+            if (l < 0) return false;
+            t = a[0].t;
+            idx[nidx++] = l;
         } else {
             for (int p = 0; p < npos; p++) idx[nidx++] = fc_level_of_pos(t, p);
         }
@@ -485,16 +495,9 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                     if (!reduce)
                         return err_raise(I, TDL_ERR_INDEX, "%s(): the tensor has no positional dim to take",
                                          sig->row->name);
-                    FcLevels to = lv;
-                    to.at[to.n++] = NULL;
-                    FcTensor *m;
-                    if (to.n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
-                    if (!tensor_check(I, fc_match_levels(I->fc, t, &to, &m, &e), &e)) return false;
-                    fc_tensor_release(a[0].t);
-                    a[0].t = t = m;
-                    lv = to;
+                    if ((l = add_unit_level(I, a, &lv)) < 0) return false;
+                    t = a[0].t;
                     npos = 1;
-                    l = lv.n - 1;
                 } else {
                     l = fc_level_of_pos(t, p);
                 }
