@@ -6,10 +6,12 @@
 #   make check      both of the above, then make check-device (the README's test command)
 #   make check-device   the device rules without a GPU: scripts and golden suites on a cuda:0 of host memory
 #   make check-gpu  the whole suite on the GPU (cuda:0) where there is one; says so and passes where not
+#                   (NOBUILD=1: with the binaries already in $(B))
 #   make test CC=clang B=build-clang    the suite built with clang (CI runs it)
 #   make fuzz       libFuzzer harnesses (build-fuzz/, clang) run FUZZ_SECONDS each; fuzz-ci: briefly
 #   make fuzz-torch random programs run by tdl and by PyTorch, compared (needs python3-torch)
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision;
+#                   on a GPU (bench/gpu.sh) the chain and roi_align vs torch on cuda;
 #                   the Mask R-CNN mask head vs torch
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
@@ -139,8 +141,14 @@ check-device: deps
 
 # The same on the real GPU, with the CUDA backend's suite (kernels run on the device and compared
 # with the CPU). Without a GPU it says why and passes.
+# NOBUILD=1 runs the binaries already in $(B) (built elsewhere and copied to a GPU machine that has no
+# re2c, lemon or Check: see docs/gpu.md).
+ifeq ($(NOBUILD),1)
+check-gpu:
+else
 check-gpu: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl
+endif
 	@if ! $(B)/tdl --device cuda -c 'pass' 2>/tmp/tdl-check-gpu.$$$$; then \
 	  echo "make check-gpu: no GPU here ($$(tail -n 1 /tmp/tdl-check-gpu.$$$$)): nothing run"; \
 	  rm -f /tmp/tdl-check-gpu.$$$$; exit 0; fi; \
@@ -185,6 +193,7 @@ bench: deps
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
 	sh bench/mask_head.sh build/tdl
+	sh bench/gpu.sh build/tdl
 
 # The differential tester against PyTorch (tests/fuzz_torch/): FUZZ_TORCH_N random programs run by
 # tdl (1 and 2 threads, and without fusion) and by torch through tests/torch_shim.py; mismatches

@@ -8,13 +8,40 @@
 # copied back is tested on every machine (CI has no GPU).
 #
 # usage: sh tests/check_device.sh BUILD_DIR DEVICE [extra Check suites...]
+# JOBS=N (default: the processors there are) scripts and suites run at once: on a GPU most of the
+# time is NVRTC compiling kernels and opening CUDA in each process, which many cores share out.
 set -u
 b=$1 dev=$2
 shift 2
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+export JOBS
+# a script that hangs on the device fails after a minute instead of holding up its batch
+SCRIPT_TIMEOUT=${SCRIPT_TIMEOUT:-60}
+export SCRIPT_TIMEOUT
 status=0
+t0=$(date +%s)
 sh tests/run_scripts.sh --device "$dev" "$b/tdl" || status=1
+echo "scripts on $dev: $(($(date +%s) - t0)) s"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# The Check suites, JOBS at once; each one's report printed when its batch ends.
+n=0 batch=
+finish() {
+    wait
+    for s in $batch; do
+        cat "$tmp/$s.log"
+        [ "$(cat "$tmp/$s.rc")" = 0 ] || { echo "Check suite $s on $dev: FAILED"; status=1; }
+    done
+    batch= n=0
+}
 for suite in dims indexing vision nn "$@"; do
-    echo "Check suite $suite on $dev"
-    TDL_TEST_DEVICE=$dev CK_FORK=no CK_RUN_SUITE=$suite "$b/check_tdl" || status=1
+    { t=$(date +%s)
+      echo "Check suite $suite on $dev"
+      TDL_TEST_DEVICE=$dev CK_FORK=no CK_RUN_SUITE=$suite "$b/check_tdl" 2>&1
+      echo $? > "$tmp/$suite.rc"
+      echo "Check suite $suite on $dev: $(($(date +%s) - t)) s"; } > "$tmp/$suite.log" 2>&1 &
+    batch="$batch $suite" n=$((n + 1))
+    [ $n -lt "$JOBS" ] || finish
 done
+finish
 exit $status

@@ -23,7 +23,8 @@
 #
 # usage: sh tests/run_scripts.sh [--python | --regen | --torch | --torch-check | --device DEV] path/to/tdl [NAME...]
 # NAMEs (with or without .tdl) restrict the run to those scripts, e.g. to regenerate only the
-# .out files of the scripts one is writing.
+# .out files of the scripts one is writing. JOBS=N runs N scripts at once (default 1);
+# SCRIPT_TIMEOUT=S stops a tdl run after S seconds (default 300).
 set -u
 mode=check
 case "${1:-}" in
@@ -41,74 +42,118 @@ torch_py=${TORCH_PYTHON:-/usr/bin/python3}
 tdl=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 only=" $* "
+jobs=${JOBS:-1}
+# Each tdl run is stopped after SCRIPT_TIMEOUT seconds (default 300), where timeout(1) is: a hang is
+# a failure ("exit 124"), not a stalled suite.
+limit=
+command -v timeout >/dev/null && limit="timeout ${SCRIPT_TIMEOUT:-300}"
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/scripts" || exit 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0 skip=0
-for f in *.tdl; do
-    name=${f%.tdl}
-    if [ "$only" != "  " ]; then
-        case $only in *" $name "*|*" $f "*) ;; *) continue ;; esac
-    fi
+# One script: its verdict (pass, fail or skip) in $tmp/NAME.res, what to show in $tmp/NAME.log.
+run_one() {
+    f=$1 name=${1%.tdl}
+    t=$tmp/$name
+    mkdir -p "$t"
+    {
     case $mode in torch|torch-check)
-        if ! head -n 1 "$f" | grep -q '^# torch-diff'; then continue; fi
-        if ! "$torch_py" -c 'import torch' 2>/dev/null; then skip=$((skip + 1)); continue; fi
-        if ! "$torch_py" "$here/torch_shim.py" "$f" > "$tmp/torch.out" 2> "$tmp/torch.err" < /dev/null; then
-            fail=$((fail + 1)); echo "FAIL $f: fails under torch ($torch_py tests/torch_shim.py)"
-            tail -n 5 "$tmp/torch.err"
-            continue
+        if ! "$torch_py" -c 'import torch' 2>/dev/null; then echo skip > "$t.res"; return; fi
+        if ! "$torch_py" "$here/torch_shim.py" "$f" > "$t/torch.out" 2> "$t/torch.err" < /dev/null; then
+            echo fail > "$t.res"; echo "FAIL $f: fails under torch ($torch_py tests/torch_shim.py)"
+            tail -n 5 "$t/torch.err"
+            return
         fi
-        if [ "$mode" = torch ]; then cp "$tmp/torch.out" "$name.out"; pass=$((pass + 1)); continue; fi
-        if cmp -s "$tmp/torch.out" "$name.out"; then pass=$((pass + 1)); else
-            fail=$((fail + 1)); echo "FAIL $f: torch output differs from $name.out"
-            diff "$name.out" "$tmp/torch.out" | head -n 20
+        if [ "$mode" = torch ]; then cp "$t/torch.out" "$name.out"; echo pass > "$t.res"; return; fi
+        if cmp -s "$t/torch.out" "$name.out"; then echo pass > "$t.res"; else
+            echo fail > "$t.res"; echo "FAIL $f: torch output differs from $name.out"
+            diff "$name.out" "$t/torch.out" | head -n 20
         fi
-        continue
+        return
     esac
     if [ "$mode" = python ] || [ "$mode" = regen ]; then
-        if ! head -n 1 "$f" | grep -q '^# python-subset'; then continue; fi
-        if ! command -v python3 >/dev/null; then skip=$((skip + 1)); continue; fi
-        python3 "$f" > "$tmp/py.out" 2>/dev/null
-        if [ "$mode" = regen ]; then cp "$tmp/py.out" "$name.out"; pass=$((pass + 1)); continue; fi
-        if cmp -s "$tmp/py.out" "$name.out"; then pass=$((pass + 1)); else
-            fail=$((fail + 1)); echo "FAIL $f: python3 output differs from $name.out"
-            diff "$name.out" "$tmp/py.out" | head -n 20
+        if ! command -v python3 >/dev/null; then echo skip > "$t.res"; return; fi
+        python3 "$f" > "$t/py.out" 2>/dev/null
+        if [ "$mode" = regen ]; then cp "$t/py.out" "$name.out"; echo pass > "$t.res"; return; fi
+        if cmp -s "$t/py.out" "$name.out"; then echo pass > "$t.res"; else
+            echo fail > "$t.res"; echo "FAIL $f: python3 output differs from $name.out"
+            diff "$name.out" "$t/py.out" | head -n 20
         fi
-        continue
+        return
     fi
     want_out=$name.out want_err=$name.err
     if [ "$mode" = device ]; then
         [ -f "$name.device.out" ] && want_out=$name.device.out
         [ -f "$name.device.err" ] && want_err=$name.device.err
-        "$tdl" --device "$device" "$f" > "$tmp/raw_out" 2> "$tmp/raw_err" < /dev/null
+        $limit "$tdl" --device "$device" "$f" > "$t/raw_out" 2> "$t/raw_err" < /dev/null
         code=$?
-        normalise "$tmp/raw_out" > "$tmp/out"
-        normalise "$tmp/raw_err" > "$tmp/err"
+        normalise "$t/raw_out" > "$t/out"
+        normalise "$t/raw_err" > "$t/err"
         for w in out err; do
             eval "want=\$want_$w"
-            if [ -f "$want" ]; then normalise "$want" > "$tmp/want_$w"; else : > "$tmp/want_$w"; fi
-            eval "want_$w=\$tmp/want_$w"
+            if [ -f "$want" ]; then normalise "$want" > "$t/want_$w"; else : > "$t/want_$w"; fi
+            eval "want_$w=\$t/want_$w"
         done
     else
-        "$tdl" "$f" > "$tmp/out" 2> "$tmp/err" < /dev/null
+        $limit "$tdl" "$f" > "$t/out" 2> "$t/err" < /dev/null
         code=$?
     fi
     want_code=0
     [ -f "$name.err" ] && want_code=1
     [ -f "$name.code" ] && want_code=$(cat "$name.code")
     ok=1
-    if [ -f "$want_out" ]; then cmp -s "$tmp/out" "$want_out" || ok=0; else [ -s "$tmp/out" ] && ok=0; fi
-    if [ -f "$want_err" ]; then cmp -s "$tmp/err" "$want_err" || ok=0; else [ -s "$tmp/err" ] && ok=0; fi
+    if [ -f "$want_out" ]; then cmp -s "$t/out" "$want_out" || ok=0; else [ -s "$t/out" ] && ok=0; fi
+    if [ -f "$want_err" ]; then cmp -s "$t/err" "$want_err" || ok=0; else [ -s "$t/err" ] && ok=0; fi
     [ "$code" = "$want_code" ] || ok=0
-    if [ $ok = 1 ]; then pass=$((pass + 1)); else
-        fail=$((fail + 1))
+    if [ $ok = 1 ]; then echo pass > "$t.res"; else
+        echo fail > "$t.res"
         echo "FAIL $f (exit $code, want $want_code)"
-        [ -f "$want_out" ] && diff "$want_out" "$tmp/out" | head -n 20
-        [ -f "$want_err" ] && diff "$want_err" "$tmp/err" | head -n 20
-        [ -f "$want_err" ] || head -n 20 "$tmp/err"
+        [ -f "$want_out" ] && diff "$want_out" "$t/out" | head -n 20
+        [ -f "$want_err" ] && diff "$want_err" "$t/err" | head -n 20
+        [ -f "$want_err" ] || head -n 20 "$t/err"
+    fi
+    } > "$t.log" 2>&1
+}
+
+# The scripts this run takes, in order; JOBS of them run at once, and each batch's reports are
+# printed as it ends (in the scripts' order), so that a run cut short still shows what it found.
+pass=0 fail=0 skip=0
+set --
+for f in *.tdl; do
+    name=${f%.tdl}
+    if [ "$only" != "  " ]; then
+        case $only in *" $name "*|*" $f "*) ;; *) continue ;; esac
+    fi
+    case $mode in
+    torch|torch-check) head -n 1 "$f" | grep -q '^# torch-diff' || continue ;;
+    python|regen) head -n 1 "$f" | grep -q '^# python-subset' || continue ;;
+    esac
+    set -- "$@" "$f"
+done
+report() {
+    for g in "$@"; do
+        n=${g%.tdl}
+        cat "$tmp/$n.log"
+        case $(cat "$tmp/$n.res" 2>/dev/null) in
+        pass) pass=$((pass + 1)) ;;
+        skip) skip=$((skip + 1)) ;;
+        *) fail=$((fail + 1)) ;;
+        esac
+    done
+}
+batch=
+nb=0
+for f in "$@"; do
+    run_one "$f" &
+    batch="$batch $f" nb=$((nb + 1))
+    if [ $nb -ge "$jobs" ]; then
+        wait
+        report $batch
+        batch= nb=0
     fi
 done
+wait
+report $batch
 if [ $skip -gt 0 ]; then
     echo "scripts: $pass passed, $fail failed, $skip skipped"
 else

@@ -1313,6 +1313,34 @@ static uint64_t big(const Gen *g, uint64_t mask)
 /* The count of loop l in reduction r's nest (bounded): n<r>_<l>. */
 static void count_name(char *buf, size_t cap, int r, int l) { snprintf(buf, cap, "n%d_%d", r, l); }
 
+/* The trip count of sequential level d: zero when a loop inside it in the same nest is empty, so
+ * that a reduction over an empty loop inside huge ones (2^40 x 0) does not walk the huge ones for
+ * nothing (the CPU executor counts such a domain as empty too). */
+static void seq_count(Gen *g, const Nest *ns, int d, const char *cnt, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int e = d + 1; e < ns->nlv && n + 40 < cap; e++) {
+        const Level *lv = &ns->lv[e];
+        char c[24];
+        if (lv->kind == LV_SEQ || lv->kind == LV_LANES8 || lv->kind == LV_THREADS_SEQ) {
+            if (ns->lst >= 0)
+                count_name(c, sizeof c, ns->lst, lv->loop);
+            else
+                snprintf(c, sizeof c, "%s", ext_of(g, lv->loop));
+        } else if (lv->kind == LV_THREADS_FLAT && e > 1) {
+            snprintf(c, sizeof c, "a.nt");
+        } else {
+            continue;
+        }
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s > 0", n ? " && " : "(", c);
+    }
+    if (n)
+        snprintf(buf + n, cap - n, " ? %s : 0)", cnt);
+    else
+        snprintf(buf, cap, "%s", cnt);
+}
+
 static void open_level(Gen *g, const Nest *ns, int d)
 {
     const Level *lv = &ns->lv[d];
@@ -1359,9 +1387,11 @@ static void open_level(Gen *g, const Nest *ns, int d)
         return;
     case LV_SEQ_SPLIT: {
         int l = lv->loop;
+        char trips[256];
+        seq_count(g, ns, d, "hi", trips, sizeof trips);
         line(g, "const ix_t lo = (ix_t)(blockIdx.y * a.per), hi = lo + a.per < %s ? (ix_t)(lo + a.per) : %s;",
              ext_of(g, l), ext_of(g, l));
-        line(g, "for (ix_t i%d = lo; i%d < hi; i%d++) {", l, l, l);
+        line(g, "for (ix_t i%d = lo; i%d < %s; i%d++) {", l, l, trips, l);
         g->ind++;
         return;
     }
@@ -1370,7 +1400,9 @@ static void open_level(Gen *g, const Nest *ns, int d)
             count_name(cnt, sizeof cnt, ns->lst, lv->loop);
         else
             snprintf(cnt, sizeof cnt, "%s", ext_of(g, lv->loop));
-        line(g, "for (ix_t i%d = 0; i%d < %s; i%d++) {", lv->loop, lv->loop, cnt, lv->loop);
+        char trips[256];
+        seq_count(g, ns, d, cnt, trips, sizeof trips);
+        line(g, "for (ix_t i%d = 0; i%d < %s; i%d++) {", lv->loop, lv->loop, trips, lv->loop);
         g->ind++;
         return;
     case LV_LANES8:

@@ -14,7 +14,9 @@ at most one is alive.
     maskrcnn     roi_align(x_big, boxes_big, (7, 7), 0.25, 2, True)
     maskrcnn_cl  the same on x_big.contiguous(memory_format=torch.channels_last) (made once,
                  untimed; torchvision's CPU kernel makes it contiguous again on every call)
-    adaptive     roi_align(x_big, boxes_big, (14, 14), 0.25, 0, True)"""
+    adaptive     roi_align(x_big, boxes_big, (14, 14), 0.25, 0, True)
+With ROI_DEVICE=cuda (bench/gpu.sh) the inputs are moved to the GPU once, untimed, and each timed
+evaluation ends with torch.cuda.synchronize(); THREADS is then ignored."""
 import os
 import sys
 import time
@@ -38,12 +40,14 @@ def main():
     warmup = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     names = sys.argv[5].split(",") if len(sys.argv) > 5 else [w[0] for w in WORKLOADS]
     torch.set_num_threads(threads)
+    dev = torch.device(os.environ.get("ROI_DEVICE", "cpu"))
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
 
     def load(name):
         return torch.from_numpy(np.load(os.path.join(d, name + ".npy")))
 
-    xs = {"small": load("x_small"), "big": load("x_big")}
-    bs = {"small": load("boxes_small"), "big": load("boxes_big")}
+    xs = {"small": load("x_small").to(dev), "big": load("x_big").to(dev)}
+    bs = {"small": load("boxes_small").to(dev), "big": load("boxes_big").to(dev)}
     for name, xn, bn, osz, scale, ratio, aligned, cl, wn in WORKLOADS:
         if name not in names:
             continue
@@ -55,10 +59,12 @@ def main():
             y = None
             t0 = time.perf_counter()
             y = roi_align(x, b, osz, scale, ratio, aligned)
+            sync()
             dt = time.perf_counter() - t0
             if r >= 0:
                 best = min(best, dt)
         wk, wc, wp, wq = (load("w%s_%s" % (a, wn)) for a in "kcpq")
+        y = y.cpu()
         check = (y.double() * wk[:, None, None, None] * wc[None, :, None, None] * wp[None, None, :, None]
                  * wq[None, None, None, :]).sum().item()
         print("%s %.9g %.17g" % (name, best, check), flush=True)
