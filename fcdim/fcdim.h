@@ -542,6 +542,14 @@ typedef struct FcKernel {
     volatile int *interrupt;
 } FcKernel;
 
+/* The root loop a backend vectorises along when the kernel leaves it the choice (chunk_loop -1),
+ * and the one the scheduler assumes it will: the innermost root loop (those with owner < 0; all
+ * when owner is NULL), unless it is shorter than FC_SHORT_CHUNK_LOOP and another root loop is at
+ * least FC_LONG_CHUNK_LOOP long and 4 times longer. A scattered store keeps the innermost (its
+ * duplicates must land in loop order). -1 when there is no root loop. */
+enum { FC_SHORT_CHUNK_LOOP = 32, FC_LONG_CHUNK_LOOP = 64 };
+int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter);
+
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */
 typedef struct FcMatmul {

@@ -751,22 +751,24 @@ static int list_of(const Sched *s, const uint64_t *own, int c)
     return -1;
 }
 
-/* The root loop the CPU backend vectorises along when left its choice (cpu_kernel.c's first
- * rule): the innermost, unless it is short and another is long. */
+int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter)
+{
+    int cl = -1;
+    for (int l = 0; l < nloop; l++)
+        if (!owner || owner[l] < 0)
+            cl = l;
+    if (cl < 0 || scatter || extent[cl] >= FC_SHORT_CHUNK_LOOP)
+        return cl;
+    int best = cl;
+    for (int l = 0; l < nloop; l++)
+        if ((!owner || owner[l] < 0) && extent[l] >= extent[best])
+            best = l;
+    return extent[best] >= FC_LONG_CHUNK_LOOP && extent[best] >= 4 * extent[cl] ? best : cl;
+}
+
 static int natural_chunk_loop(const Sched *s, bool scatter)
 {
-    if (s->nroot == 0)
-        return -1;
-    int cl = s->nroot - 1;
-    if (s->extent[cl] < 16 && !scatter) {
-        int best = cl;
-        for (int l = 0; l < s->nroot; l++)
-            if (s->extent[l] >= s->extent[best])
-                best = l;
-        if (s->extent[best] >= 64 && s->extent[best] >= 4 * s->extent[cl])
-            cl = best;
-    }
-    return cl;
+    return fc_natural_chunk_loop(s->nroot, s->extent, NULL, scatter);
 }
 
 /* The chunk loop of a kernel with inner reductions, which the scheduler fixes: among the root

@@ -336,7 +336,8 @@ tdl_status tdl_set_argv(tdl_interp *T, int argc, const char *const *argv)
             return TDL_ERROR;
         }
     }
-    bool ok = set_global(I, I->main, "argv", lv);
+    /* a builtin, so that imported modules see it too (as Python's sys.argv) */
+    bool ok = set_global(I, I->builtins, "argv", lv);
     val_decref(I, lv);
     return ok ? TDL_OK : TDL_ERROR;
 }

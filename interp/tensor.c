@@ -805,6 +805,16 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
         }
         ok = tensor_check(I, st, &e);
     }
+    /* torch's CPU argmax/argmin kernel takes no bool, but it is not called for a reduced dim of
+     * size 1 or an empty result (a flattened one always calls it); emptiness is checked first. */
+    if (ok && (r->op == FC_OP_ARGMAX || r->op == FC_OP_ARGMIN) && x->dtype == FC_BOOL) {
+        int64_t n = fc_tensor_numel(res);
+        if (mask == 0 || (n > 0 && fc_tensor_numel(x) / n > 1)) {
+            ok = err_raise(I, TDL_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'", r->name);
+            fc_tensor_release(res);
+            res = NULL;
+        }
+    }
     if (ok && cast && res->dtype != want) {     /* sum(dtype=int32) stays int32 */
         ok = tensor_check(I, fc_to(I->fc, res, want, res->device, &y, &e), &e);
         fc_tensor_release(res);
@@ -827,10 +837,6 @@ static bool torch_kernel_accepts(Interp *I, const TensorOpRow *r, const FcTensor
         return true;
     case FC_OP_RELU:
         if (t->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "Boolean inputs not supported for relu");
-        return true;
-    case FC_OP_ARGMAX: case FC_OP_ARGMIN:
-        if (t->dtype == FC_BOOL)
-            return err_raise(I, TDL_ERR_RUNTIME, "\"%s_cpu\" not implemented for 'Bool'", r->name);
         return true;
     case FC_OP_NOT:
         if (fc_dtype_is_float(t->dtype))

@@ -66,8 +66,6 @@ enum {
     TASK_WORK = 32 * 1024,      /* elements of work per task when spreading units */
     BLOCK_WORK = 64 * 1024,     /* elements per reduction block when a unit is split */
     SPLIT_UNITS = 32,           /* a reduction with fewer units than this may split them */
-    SHORT_CHUNK_LOOP = 32,      /* an innermost loop shorter than this may give way ... */
-    LONG_CHUNK_LOOP = 64,       /* ... to a loop at least this long as the chunk loop */
     VERT_GROUP = 8,             /* chunks per unit of a vertical reduction */
     TILE = 16,                  /* indices per tile of a transposing store */
     PARTIAL_BYTES = 8 << 20,    /* about the most memory the partials of a split may take */
@@ -1114,10 +1112,6 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     const FcKernel *k = p->k;
     /* A scattered store keeps the last loop innermost: its units then run in the order of the
      * loop nest, the order in which duplicates must land. Only root loops are chunk loops. */
-    int cl = 0;
-    for (int l = 0; l < p->L; l++)
-        if (k->nloop == 0 || k->owner[l] < 0)
-            cl = l;
     if (k->chunk_loop >= 0) {
         if (k->chunk_loop >= p->L || k->owner[k->chunk_loop] >= 0)
             return errorf(err, FC_ERR_VALUE, "cpu kernel: bad chunk loop %d", k->chunk_loop);
@@ -1125,14 +1119,9 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
         plan_span(p);
         return plan_marks(p, err);
     }
-    if (p->ext[cl] < SHORT_CHUNK_LOOP && !p->scatter) {
-        int best = cl;
-        for (int l = 0; l < p->L; l++)
-            if (p->ext[l] >= p->ext[best] && (k->nloop == 0 || k->owner[l] < 0))
-                best = l;
-        if (p->ext[best] >= LONG_CHUNK_LOOP && p->ext[best] >= 4 * p->ext[cl])
-            cl = best;
-    }
+    int cl = fc_natural_chunk_loop(p->L, p->ext, k->nloop ? k->owner : NULL, p->scatter);
+    if (cl < 0)
+        cl = 0;
     uint8_t *mark = mem_malloc((size_t)k->ncode + 1);
     int *def = mem_malloc(((size_t)k->nreg + 1) * sizeof *def);
     if (!mark || !def) {
@@ -1146,7 +1135,7 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     if (!p->scatter && walk_one(p, cl, mark, def) > 0) {
         int best = cl;
         for (int l = 0; l < p->L; l++)
-            if (l != cl && (k->nloop == 0 || k->owner[l] < 0) && p->ext[l] >= LONG_CHUNK_LOOP &&
+            if (l != cl && (k->nloop == 0 || k->owner[l] < 0) && p->ext[l] >= FC_LONG_CHUNK_LOOP &&
                 (best == cl || p->ext[l] > p->ext[best]) && steady(p, l, mark, def))
                 best = l;
         cl = best;
