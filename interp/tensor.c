@@ -874,8 +874,20 @@ bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         st = fc_to(I->fc, a[0].t, r->dtype, a[0].t->device, &res, &e);
         break;
     case TL_IMPL:
-    default:
-        return r->impl(I, sig, a, out);
+    default: {
+        if (!r->impl(I, sig, a, out)) return false;
+        /* requires_grad=True on a creation function: the result is a leaf. */
+        TensorArg *rg = tensor_arg(sig, a, "requires_grad");
+        if (rg && !rg->none && rg->b && out->tag == V_TENSOR && r->variants != TV_METHOD) {
+            st = fc_set_requires_grad(I->fc, as_tensor(*out), true, &e);
+            if (st) {
+                val_decref(I, *out);
+                *out = v_none();
+                return tensor_check(I, st, &e);
+            }
+        }
+        return true;
+    }
     }
     return tensor_check(I, st, &e) && tensor_value_steal(I, res, out);
 }
