@@ -114,6 +114,8 @@ typedef struct FcError { char msg[512]; } FcError;
  * ", device='cuda:0'").
  * On FC_OK *out is a new malloc'd string the caller frees; on failure *out is NULL. */
 FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcError *err);
+/* The same with a last suffix (autograd's "requires_grad=True" or "grad_fn=<MulBackward0>"), or none (NULL). */
+FcStatus fc_format_tensor_grad(const FcView *v, const char *device, const char *grad, char **out, FcError *err);
 /* Only the bracketed elements, as torch._tensor_str(t, indent) gives them ("[]" when empty):
  * indent is the column after the prefix the caller writes first (7 for "tensor("). */
 FcStatus fc_format_tensor_body(const FcView *v, int indent, char **out, FcError *err);

@@ -1377,15 +1377,24 @@ bool tensor_repr(Interp *I, Value v, Buf *b)
     FcTensor *t = as_tensor(v), *host = fc_tensor_retain(t);
     FcError e;
     FcView view;
-    char *text = NULL, dev[24];
+    char *text = NULL, dev[24], gbuf[96], fnbuf[64];
+    const char *grad = NULL;
     FcStatus st = FC_OK;
+    /* PyTorch's last suffix: a leaf that requires grad, or the function that made a result. */
+    if (fc_requires_grad(t)) {
+        const char *fn = fc_grad_fn_name(t, fnbuf, sizeof fnbuf);
+        if (fn) snprintf(gbuf, sizeof gbuf, "grad_fn=<%s>", fn);
+        else snprintf(gbuf, sizeof gbuf, "requires_grad=True");
+        grad = gbuf;
+    }
     if (t->device.type != FC_DEV_CPU) {
         fc_tensor_release(host);
         st = fc_to(I->fc, t, t->dtype, fc_cpu(), &host, &e);
     }
     if (st == FC_OK) st = fc_host_view(I->fc, host, &view, &e);
     if (st == FC_OK)
-        st = fc_format_tensor(&view, t->device.type == FC_DEV_CPU ? NULL : fc_device_name(t->device, dev), &text, &e);
+        st = fc_format_tensor_grad(&view, t->device.type == FC_DEV_CPU ? NULL : fc_device_name(t->device, dev), grad,
+                                   &text, &e);
     fc_tensor_release(host);
     if (st != FC_OK) return tensor_fail(I, st, &e);
     buf_puts(b, text);
