@@ -657,6 +657,18 @@ static FcNode *pull(FcNode *n, int k, FcNode *C)
 /* A value of n (a reduction) over operand k's levels (its reduced levels broadcast). */
 static FcNode *spread(FcNode *n, int k, FcNode *v) { return pull(n, k, v); }
 
+/* A reduction over the same levels as reduction n, of v (over n's operand's levels; taken). */
+static FcNode *reduce_like(FcNode *n, FcOp op, FcDType dt, FcNode *v)
+{
+    if (!v)
+        return NULL;
+    FcNode *r = fc_node_new(op, dt, n->nlev, n->size, 1, &v);
+    if (r)
+        memcpy(r->lev_map[0], n->lev_map[0], (size_t)v->nlev);
+    fc_node_release(v);
+    return r;
+}
+
 /* The cotangents of n's operands given C (over n's levels, n's dtype): out[k] a new node over
  * in[k]'s levels, or NULL (no gradient flows there, or the operand needs none). False on
  * out-of-memory. */
@@ -761,10 +773,21 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         break;
     }
     case FC_OP_SUM: OUT(0, Cc()); break;
-    case FC_OP_PROD:
-        out[0] = own2(FC_OP_DIV, dt, own2(FC_OP_MUL, dt, spread(n, 0, Cc()), spread(n, 0, N())), ref(n->in[0]));
+    case FC_OP_PROD: {
+        /* PyTorch's prod_backward: result / x without zeros; with one zero, that element gets the
+         * product of the others and the rest nothing; with more, nothing. */
+        FcNode *xo = n->in[0];
+        FcNode *isz = CMP(FC_OP_EQ, ref(xo), K(0));
+        FcNode *nz = reduce_like(n, FC_OP_SUM, dt, own1(FC_OP_CAST, dt, ref(isz)));
+        FcNode *p1 = reduce_like(n, FC_OP_PROD, dt, WHERE(ref(isz), K(1), ref(xo)));
+        FcNode *plain = DIV(spread(n, 0, MUL(Cc(), N())), ref(xo));
+        FcNode *one = WHERE(own2(FC_OP_AND, FC_BOOL, ref(isz), spread(n, 0, CMP(FC_OP_EQ, ref(nz), K(1)))),
+                            spread(n, 0, MUL(Cc(), p1)), K(0));
+        out[0] = WHERE(spread(n, 0, CMP(FC_OP_EQ, nz, K(0))), plain, one);
+        fc_node_release(isz);
         ok = out[0] != NULL;
         break;
+    }
     case FC_OP_AMAX: case FC_OP_AMIN: {
         /* PyTorch's amax/amin backward: the gradient split evenly among the ties. */
         FcNode *mask = CMP(FC_OP_EQ, ref(n->in[0]), spread(n, 0, N()));
@@ -804,6 +827,7 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
 typedef struct Pending {
     FcGradRec *rec;             /* reference */
     FcTensor *g;                /* flat gradient buffer of the record's storage (stored), or NULL */
+    bool fresh;                 /* g holds the zeros it was made with */
 } Pending;
 
 typedef struct Engine {
@@ -838,6 +862,7 @@ static Pending *pending_of(Engine *E, FcGradRec *r)
     p->rec = r;
     r->refcnt++;
     p->g = NULL;
+    p->fresh = false;
     return p;
 }
 
@@ -849,6 +874,35 @@ static FcStatus zeros_flat(FcCtx *ctx, FcGradRec *r, FcTensor **out, FcError *er
     if (!st)
         st = fc_realize(ctx, *out, err);
     return st;
+}
+
+/* Whether offsets sum_l strides[l] * i_l over the levels of size > 1 are distinct (PyTorch's
+ * overlap check: sorted by stride, each one past the span of the smaller ones). */
+static bool injective(int nlev, const int64_t *size, const int64_t *strides)
+{
+    int64_t st[FC_MAX_DIMS], sz[FC_MAX_DIMS];
+    int n = 0;
+    for (int l = 0; l < nlev; l++)
+        if (size[l] > 1) {
+            int64_t a = strides[l] < 0 ? -strides[l] : strides[l];
+            if (a == 0)
+                return false;
+            int k = n++;
+            while (k > 0 && st[k - 1] > a) {
+                st[k] = st[k - 1];
+                sz[k] = sz[k - 1];
+                k--;
+            }
+            st[k] = a;
+            sz[k] = size[l];
+        }
+    int64_t span = 0;
+    for (int k = 0; k < n; k++) {
+        if (st[k] <= span)
+            return false;
+        span += st[k] * (sz[k] - 1);
+    }
+    return true;
 }
 
 /* Adds ct (over the levels of load L, which reads the storage of record r) into r's buffer at the
@@ -866,8 +920,11 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
                        "through the graph a second time or if you need to access saved tensors after calling "
                        "backward.");
     FcStatus st;
-    if (!p->g && (st = zeros_flat(E->ctx, r, &p->g, err)) != FC_OK)
-        return st;
+    if (!p->g) {
+        if ((st = zeros_flat(E->ctx, r, &p->g, err)) != FC_OK)
+            return st;
+        p->fresh = true;
+    }
     int64_t strides[FC_MAX_DIMS] = {0};
     int64_t offset = L->offset;
     FcScatter sc;
@@ -904,6 +961,12 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
         sc.at[sc.n].dim = L->index_dim[k];
         sc.n++;
     }
+    /* The first cotangent a fresh buffer gets through a load that reads each element at most
+     * once is stored, not added to zero: -0 stays -0, as in PyTorch, whose first gradient is
+     * assigned. */
+    if (p->fresh && !sc.n && injective(L->nlev, L->size, strides))
+        sc.accumulate = false;
+    p->fresh = false;
     FcNode *v = ct;
     if (ct->dtype != r->dtype)
         v = own1(FC_OP_CAST, r->dtype, ref(ct));
@@ -1160,6 +1223,40 @@ static FcStatus add_into(FcCtx *ctx, FcTensor **acc, FcTensor *g, FcError *err)
     return FC_OK;
 }
 
+/* Whether the VJP of value reads forward values (PyTorch's saved tensors): anything but sums,
+ * differences, negations, casts, loads, and products or quotients by constants. Such a record is
+ * freed by a backward without retain_graph, as PyTorch frees its saved tensors. */
+static bool saves_walk(FcNode *n, PtrMap *seen)
+{
+    if (pm_get(seen, n))
+        return false;
+    pm_put(seen, n, 1);
+    switch (n->op) {
+    case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA:
+        return false;
+    case FC_OP_NEG: case FC_OP_ADD: case FC_OP_SUB: case FC_OP_SUM: case FC_OP_CAST:
+        break;
+    case FC_OP_MUL: case FC_OP_DIV:
+        if (n->in[1]->op == FC_OP_CONST || (n->op == FC_OP_MUL && n->in[0]->op == FC_OP_CONST))
+            break;
+        return true;
+    default:
+        return !n->nograd && fc_dtype_is_float(n->dtype);
+    }
+    for (int k = 0; k < n->nin; k++)
+        if (saves_walk(n->in[k], seen))
+            return true;
+    return false;
+}
+
+static bool saves_values(FcNode *value)
+{
+    PtrMap seen = {0};
+    bool r = saves_walk(value, &seen);
+    pm_free(&seen);
+    return r;
+}
+
 static FcStatus process(Engine *E, Pending *p, FcError *err)
 {
     FcGradRec *r = p->rec;
@@ -1214,7 +1311,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
         Pending *pp = pending_of(E, r->prev);
         st = pp ? add_into(ctx, &pp->g, p->g, err) : fc_nomem(err);
     }
-    if (!st && !E->retain) {
+    if (!st && !E->retain && saves_values(r->value)) {
         rec_clear(r);
         r->freed = true;
     }
@@ -1277,7 +1374,15 @@ FcStatus fc_backward(FcCtx *ctx, int noutputs, FcTensor *const *outputs, FcTenso
             FcNode *gn = fc_tensor_node(g);
             ct = gn && gn->dtype != o->dtype ? own1(FC_OP_CAST, o->dtype, gn) : gn;
         }
+        /* A lazy output is stored first: its record is then freed by this backward as PyTorch
+         * frees the graph's saved values. */
+        if (ct && o->node && (st = fc_realize(ctx, o, err)) != FC_OK) {
+            fc_node_release(ct);
+            break;
+        }
         FcNode *root = ct ? fc_tensor_node(o) : NULL;
+        if (root && !o->node)
+            root->nograd = false;       /* a load made here of o's storage, which needs a gradient */
         E.dev = o->device;
         st = root ? backprop_dag(&E, root, ct, NULL, err) : fc_nomem(err);
         fc_node_release(root);

@@ -1068,6 +1068,8 @@ bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
     /* Tensor has no __imatmul__ (Python falls back to a = a @ b), and functorch.dim's tensors
      * are left to the out-of-place operator. */
     if (a.tag != V_TENSOR || as_tensor(a)->levels || op == OP_MATMUL) return tensor_binop(I, op, a, b, out);
+    if (fc_is_grad_enabled() && fc_requires_grad(as_tensor(a)) && fc_is_leaf(as_tensor(a)))
+        return err_raise(I, TDL_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
     Value r;
     if (!tensor_binop(I, op, a, b, &r)) return false;
     FcTensor *self = as_tensor(a), *rt = as_tensor(r), *res = NULL;
