@@ -1051,7 +1051,12 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
             continue;
         }
         FcNode *outs[3] = {NULL, NULL, NULL};
-        if (!vjp_rule(n, C, outs)) {
+        bool made = vjp_rule(n, C, outs);
+        /* A cotangent is of its operand's dtype (a reduction may compute in another one). */
+        for (int k = 0; made && k < n->nin && k < 3; k++)
+            if (outs[k] && outs[k]->dtype != n->in[k]->dtype)
+                made = (outs[k] = own1(FC_OP_CAST, n->in[k]->dtype, outs[k])) != NULL;
+        if (!made) {
             for (int k = 0; k < 3; k++)
                 fc_node_release(outs[k]);
             goto nomem;
@@ -1230,7 +1235,8 @@ static bool saves_walk(FcNode *n, PtrMap *seen)
 {
     if (pm_get(seen, n))
         return false;
-    pm_put(seen, n, 1);
+    if (!pm_put(seen, n, 1))
+        return true;            /* out of memory: free it, as when it saves */
     switch (n->op) {
     case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA:
         return false;
