@@ -192,6 +192,7 @@ bench: deps
 	sh bench/index.sh build/tdl
 	sh bench/sched.sh build/tdl
 	sh bench/roi_align.sh build/tdl
+	sh bench/grad.sh build/tdl
 	sh bench/mask_head.sh build/tdl
 	sh bench/gpu.sh build/tdl
 

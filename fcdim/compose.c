@@ -82,6 +82,29 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
         return fc_errf(err, FC_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", is_min ? "min" : "max",
                     d);
     uint64_t mask = (uint64_t)1 << d;
+    if (fc_is_grad_enabled() && fc_requires_grad(a)) {
+        /* PyTorch's values select the element at the index (its whole gradient goes there, where
+         * amax splits it among ties): a gather of a at the indices. */
+        FcTensor *ik = NULL;
+        st = fc_reduce(ctx, is_min ? FC_OP_ARGMIN : FC_OP_ARGMAX, a, mask, true, &ik, err);
+        if (!st)
+            st = fc_gather(ctx, a, d, ik, values, err);
+        if (!st && !keepdim) {
+            FcTensor *v = *values;
+            st = fc_squeeze(ctx, v, mask, values, err);
+            fc_tensor_release(v);
+            if (!st)
+                st = fc_squeeze(ctx, ik, mask, indices, err);
+        } else if (!st) {
+            *indices = fc_tensor_retain(ik);
+        }
+        fc_tensor_release(ik);
+        if (st) {
+            fc_tensor_release(*values);
+            *values = NULL;
+        }
+        return st;
+    }
     st = fc_reduce(ctx, is_min ? FC_OP_AMIN : FC_OP_AMAX, a, mask, keepdim, values, err);
     if (!st)
         st = fc_reduce(ctx, is_min ? FC_OP_ARGMIN : FC_OP_ARGMAX, a, mask, keepdim, indices, err);

@@ -114,6 +114,8 @@ typedef struct FcError { char msg[512]; } FcError;
  * ", device='cuda:0'").
  * On FC_OK *out is a new malloc'd string the caller frees; on failure *out is NULL. */
 FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcError *err);
+/* The same with a last suffix (autograd's "requires_grad=True" or "grad_fn=<MulBackward0>"), or none (NULL). */
+FcStatus fc_format_tensor_grad(const FcView *v, const char *device, const char *grad, char **out, FcError *err);
 /* Only the bracketed elements, as torch._tensor_str(t, indent) gives them ("[]" when empty):
  * indent is the column after the prefix the caller writes first (7 for "tensor("). */
 FcStatus fc_format_tensor_body(const FcView *v, int indent, char **out, FcError *err);
@@ -177,6 +179,10 @@ typedef struct FcStorage {
      * materialises them, so they see the values from before the write. */
     struct FcTensor **readers;
     int nreaders, capreaders;
+    /* Autograd (autograd.c): the record of how the storage's current contents were made (a
+     * reference), or NULL when they need no gradient; version counts the writes into it. */
+    struct FcGradRec *grad;
+    uint64_t version;
 } FcStorage;
 
 FcStorage *fc_storage_retain(FcStorage *s);
@@ -261,6 +267,8 @@ struct FcNode {
     uint32_t count;             /* nodes in the DAG rooted here: counted per path (an upper bound),
                                    until fc_node_bigger counts the distinct ones; caps fusion */
     bool exact;                 /* count is of distinct nodes */
+    bool nograd;                /* made while gradients were off (or by a backward): no gradient
+                                   flows through it */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };
@@ -778,5 +786,47 @@ FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err);
 
 /* matmul as PyTorch: 1-D x 1-D dot, 2-D, batched with broadcasting batch dims. Realises. */
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+
+/* ---- gradients (autograd.c) ----
+ * Reverse mode over the IR. A storage whose contents need a gradient holds a record (FcGradRec):
+ * a leaf (requires_grad_), or a write of an IR expression into it (the realisation of a lazy
+ * tensor, or fc_assign / fc_store_scattered: copies, cat, setitem, index_put, scatter_add), each
+ * write linked to the record of the contents it overwrote. A lazy tensor needs a gradient when its
+ * DAG loads such a storage. backward walks the DAGs from the output: each node's vector-Jacobian
+ * product (one rule per FcOp) is built as lazy IR over the node's levels, and the VJP of a LOAD is
+ * a scatter-add of its cotangent into a gradient buffer of the storage it reads (a kernel with a
+ * scattered accumulating store: one thread, loop order, the same bits every run). Records are
+ * processed newest first, so a write's cotangent is complete before it flows on. */
+
+typedef struct FcGradRec FcGradRec;
+void fc_grad_rec_release(FcGradRec *r);
+
+/* Gradient mode of the calling thread (torch.set_grad_enabled): while off, new IR nodes carry no
+ * gradient and writes are not recorded. */
+void fc_set_grad_enabled(bool on);
+bool fc_is_grad_enabled(void);
+/* Whether t's value needs a gradient (it reads a storage with a record, through nodes made with
+ * gradients on). */
+bool fc_requires_grad(FcTensor *t);
+/* requires_grad_(on): t (realised first) becomes a leaf whose storage's contents need a gradient;
+ * off: only for a leaf (else FC_ERR_RUNTIME, PyTorch's message). */
+FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err);
+/* A leaf: no gradient needed, or a stored tensor viewing its leaf storage with the leaf's geometry. */
+bool fc_is_leaf(FcTensor *t);
+/* The accumulated gradient of a leaf t (a new reference), or NULL. set: replaces it (g NULL: clears). */
+FcTensor *fc_grad_of(FcTensor *t);
+FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err);
+/* The name of the operation that made t ("MulBackward0"), or NULL for a leaf or no gradient. */
+const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap);
+/* A tensor sharing t's memory whose value needs no gradient (t realised first). */
+FcStatus fc_detach(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
+/* Backward from outputs[k] with cotangents grads[k] (NULL: ones, only for a one-element output;
+ * else PyTorch's message). ninputs == 0: accumulates into the leaves' .grad; else (autograd.grad)
+ * *results[i] gets the gradient of inputs[i] (stored) and no .grad is touched. retain_graph: the
+ * records stay usable for another backward. */
+FcStatus fc_backward(FcCtx *ctx, int noutputs, FcTensor *const *outputs, FcTensor *const *grads, int ninputs,
+                     FcTensor *const *inputs, FcTensor **results, bool retain_graph, FcError *err);
+/* Frees every record ctx made (at fc_ctx_free: records can hold each other's storages in a cycle). */
+void fc_grad_free_all(FcCtx *ctx);
 
 #endif

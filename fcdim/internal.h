@@ -101,6 +101,19 @@ typedef struct FcScatter {
 FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
                             const FcScatter *sc, FcError *err);
 
+/* ---- gradients (autograd.c) ---- */
+extern _Thread_local bool fc_grad_off;      /* fc_set_grad_enabled(false) */
+extern _Thread_local long fc_grad_live;     /* records alive: no walk for gradients while 0 */
+/* Before a write into s: a leaf's contents may not be overwritten with gradients on (PyTorch's
+ * message); counts the version. */
+FcStatus fc_grad_before_write(FcStorage *s, FcError *err);
+/* After value (over nlev levels with strides, plus scatters sc, or NULL) was written into dst at
+ * offset: records the write when it needs a gradient. */
+FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                             const FcScatter *sc, FcError *err);
+/* The same whatever the gradient mode (a lazy tensor realised keeps the gradient it was made with). */
+FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                        const FcScatter *sc, FcError *err);
 /* ---- composed reads (index.c) ---- */
 /* t[ix...] as a new tensor, never a view: what fc_index reads, with its checks and messages, but
  * a basic index too gives a lazy LOAD (of t's storage, or composed into t's node when t is lazy

@@ -149,6 +149,7 @@ FcNode *fc_node_new(FcOp op, FcDType dt, int nlev, const int64_t *size, int nin,
     char *p = (char *)(n + 1);
     n->refcnt = 1;
     n->op = op;
+    n->nograd = fc_grad_off;
     n->dtype = dt;
     n->src_dtype = dt;
     n->nlev = nlev;

@@ -10,6 +10,58 @@
 
 #include <string.h>
 
+/* The product as an IR expression, sum over k of A[..., i, k] * B[..., k, j] (levels: c's dims,
+ * then k), recorded as how c's storage was written: backward differentiates it like any other. */
+static FcStatus record_product(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor *c, int nbatch, bool has_m, bool has_n,
+                               FcError *err)
+{
+    (void)has_m;
+    int nd = c->ndim, na = a->ndim, nb = b->ndim;
+    int64_t size[FC_MAX_DIMS + 1];
+    memcpy(size, c->shape, (size_t)nd * sizeof *size);
+    size[nd] = a->shape[na - 1];
+    FcNode *la = fc_tensor_node(a), *lb = fc_tensor_node(b);
+    FcNode *ins[2] = {la, lb};
+    FcNode *mul = la && lb ? fc_node_new(FC_OP_MUL, a->dtype, nd + 1, size, 2, ins) : NULL;
+    fc_node_release(la);
+    fc_node_release(lb);
+    if (!mul)
+        return fc_nomem(err);
+    /* A: batch dims right-aligned to c's, then m (when A is 2-D or more), then k (level nd). */
+    for (int j = 0; j < na; j++) {
+        int l;
+        if (j == na - 1)
+            l = nd;
+        else if (j == na - 2)
+            l = nbatch;
+        else
+            l = j + nbatch - (na - 2);
+        mul->lev_map[0][j] = (int8_t)(a->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
+    }
+    /* B: batch dims, then k, then n (the last of c's dims when B is 2-D or more). */
+    for (int j = 0; j < nb; j++) {
+        int l;
+        if (nb == 1 || j == nb - 2)
+            l = nd;
+        else if (j == nb - 1)
+            l = nd - 1;
+        else
+            l = j + nbatch - (nb - 2);
+        mul->lev_map[1][j] = (int8_t)(b->shape[j] == 1 && size[l] != 1 ? FC_LEV_BCAST : l);
+    }
+    (void)has_n;
+    FcNode *sum = fc_node_new(FC_OP_SUM, a->dtype, nd, size, 1, &mul);
+    if (sum)
+        for (int l = 0; l <= nd; l++)
+            sum->lev_map[0][l] = (int8_t)(l < nd ? l : FC_LEV_REDUCED);
+    fc_node_release(mul);
+    if (!sum)
+        return fc_nomem(err);
+    FcStatus st = fc_grad_after_write(ctx, c->storage, c->offset, c->strides, sum, NULL, err);
+    fc_node_release(sum);
+    return st;
+}
+
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -111,6 +163,9 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     st = fc_ctx_backend(ctx, dev, &be, err);
     if (!st)
         st = be->matmul(be, &mm, err);
+    if (!st && !fc_grad_off && fc_grad_live && fc_dtype_is_float(a->dtype) &&
+        (fc_requires_grad(a) || fc_requires_grad(b)))
+        st = record_product(ctx, a, b, c, nbatch, m > 0 && na >= 2, nb >= 2, err);
     if (st) {
         fc_tensor_release(c);
         return st;

@@ -391,12 +391,17 @@ static void put_suffixes(StrBuf *b, const Suffix *suffixes, int n, int indent)
 
 FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcError *err)
 {
+    return fc_format_tensor_grad(v, device, NULL, out, err);
+}
+
+FcStatus fc_format_tensor_grad(const FcView *v, const char *device, const char *grad, char **out, FcError *err)
+{
     *out = NULL;
     int64_t numel;
     FcStatus st = check_view(v, &numel, err);
     if (st != FC_OK)
         return st;
-    if (device && strlen(device) > SUFFIX_CAP - 16) {
+    if ((device && strlen(device) > SUFFIX_CAP - 16) || (grad && strlen(grad) > SUFFIX_CAP - 16)) {
         snprintf(err->msg, sizeof err->msg, "cannot format a tensor: device name too long");
         return FC_ERR_VALUE;
     }
@@ -408,7 +413,7 @@ FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcErr
     put_body(&b, v, numel, indent);
 
     /* the size of an empty tensor (unless 1-d) and a dtype that is not implied by the values */
-    Suffix suffixes[3];
+    Suffix suffixes[4];
     int n = 0;
     if (device)
         snprintf(suffixes[n++].text, SUFFIX_CAP, "device='%s'", device);
@@ -432,6 +437,11 @@ FcStatus fc_format_tensor(const FcView *v, const char *device, char **out, FcErr
     if (show_dtype) {
         snprintf(suffixes[n].text, SUFFIX_CAP, "dtype=%s", fc_dtype_name(v->dtype));
         suffixes[n].torch_len = strlen(suffixes[n].text) + strlen("torch.");
+        n++;
+    }
+    if (grad) {
+        snprintf(suffixes[n].text, SUFFIX_CAP, "%s", grad);
+        suffixes[n].torch_len = strlen(grad);
         n++;
     }
     put_suffixes(&b, suffixes, n, indent);

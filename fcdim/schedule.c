@@ -1372,8 +1372,12 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     FcStorage *storage = NULL;
     int64_t strides[FC_MAX_DIMS];
     FcStatus st = run_root(ctx, t->node, t->device, NULL, 0, NULL, NULL, &storage, strides, err);
-    if (st)
+    if (!st)
+        st = fc_grad_record(ctx, storage, 0, strides, t->node, NULL, err);
+    if (st) {
+        fc_storage_release(storage);
         return st;
+    }
     t->unplaced = false;        /* its values now live on t->device */
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
@@ -1485,6 +1489,8 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
     }
     FcStorage *unused = NULL;
     st = run_root(ctx, n, dst->device, dst->storage, dst->offset, dst->strides, NULL, &unused, NULL, err);
+    if (!st)
+        st = fc_grad_after_write(ctx, dst->storage, dst->offset, dst->strides, n, NULL, err);
     fc_node_release(n);
     return st;
 }
@@ -1505,6 +1511,8 @@ FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const in
     FcStorage *unused = NULL;
     if (!st)
         st = run_root(ctx, n, dst->device, dst, offset, strides, &own, &unused, NULL, err);
+    if (!st)
+        st = fc_grad_after_write(ctx, dst, offset, strides, n, &own, err);
     fc_node_release(n);
     for (int g = 0; g < own.n; g++)
         fc_node_release(own.index[g]);

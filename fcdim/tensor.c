@@ -116,6 +116,7 @@ void fc_ctx_free(FcCtx *ctx)
 {
     if (!ctx)
         return;
+    fc_grad_free_all(ctx);      /* records hold storages (the backends free them) */
     fc_kcache_free(ctx);        /* before the backends: it holds their plans */
     if (ctx->cpu)
         ctx->cpu->destroy(ctx->cpu);
@@ -191,6 +192,7 @@ void fc_storage_release(FcStorage *s)
         s->release(s->release_ud, s->data);
     else if (s->backend)
         s->backend->free(s->backend, s->data);
+    fc_grad_rec_release(s->grad);
     mem_free(s->readers);
     mem_free(s);
 }
@@ -249,7 +251,7 @@ FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
         if (s->nreaders > 0 && s->readers[s->nreaders - 1] == t)
             storage_remove_reader(s, t);   /* not reached: realize drops the reads */
     }
-    return FC_OK;
+    return fc_grad_before_write(s, err);
 }
 
 /* ---- tensors ---- */

@@ -198,6 +198,8 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
             ok = k >= 0 ? (replace(I, &as_module(obj)->vals[k], v), true) : err_nomem(I);
         } else if (!(ok = dims_set_attr(I, obj, t->str, v, &found)) || found) {
             /* d.size = n */
+        } else if (!(ok = tensor_set_attr(I, obj, t->str, v, &found)) || found) {
+            /* t.grad = g */
         } else {
             ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
         }

@@ -405,6 +405,8 @@ bool tensor_setitem(Interp *I, Value t, Value idx, Value v);    /* t[idx] = v, i
 bool tensor_contains(Interp *I, Value t, Value item, bool *out);
 /* Attributes of tensors (t.shape) and devices (d.type); *found false when there is none. */
 bool tensor_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);
+/* t.grad = g / t.requires_grad = b; *found false for other names (and non-tensors). */
+bool tensor_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found);
 /* float(t), int(t): the value of a one-element tensor as want (T_FLOAT or T_INT). */
 bool tensor_to_number(Interp *I, Value v, TypeId want, Value *out);
 /* device("cuda:1") */

@@ -880,8 +880,20 @@ bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         st = fc_to(I->fc, a[0].t, r->dtype, a[0].t->device, &res, &e);
         break;
     case TL_IMPL:
-    default:
-        return r->impl(I, sig, a, out);
+    default: {
+        if (!r->impl(I, sig, a, out)) return false;
+        /* requires_grad=True on a creation function: the result is a leaf. */
+        TensorArg *rg = tensor_arg(sig, a, "requires_grad");
+        if (rg && !rg->none && rg->b && out->tag == V_TENSOR && r->variants != TV_METHOD) {
+            st = fc_set_requires_grad(I->fc, as_tensor(*out), true, &e);
+            if (st) {
+                val_decref(I, *out);
+                *out = v_none();
+                return tensor_check(I, st, &e);
+            }
+        }
+        return true;
+    }
     }
     return tensor_check(I, st, &e) && tensor_value_steal(I, res, out);
 }
@@ -1062,6 +1074,8 @@ bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
     /* Tensor has no __imatmul__ (Python falls back to a = a @ b), and functorch.dim's tensors
      * are left to the out-of-place operator. */
     if (a.tag != V_TENSOR || as_tensor(a)->levels || op == OP_MATMUL) return tensor_binop(I, op, a, b, out);
+    if (fc_is_grad_enabled() && fc_requires_grad(as_tensor(a)) && fc_is_leaf(as_tensor(a)))
+        return err_raise(I, TDL_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
     Value r;
     if (!tensor_binop(I, op, a, b, &r)) return false;
     FcTensor *self = as_tensor(a), *rt = as_tensor(r), *res = NULL;
@@ -1371,15 +1385,24 @@ bool tensor_repr(Interp *I, Value v, Buf *b)
     FcTensor *t = as_tensor(v), *host = fc_tensor_retain(t);
     FcError e;
     FcView view;
-    char *text = NULL, dev[24];
+    char *text = NULL, dev[24], gbuf[96], fnbuf[64];
+    const char *grad = NULL;
     FcStatus st = FC_OK;
+    /* PyTorch's last suffix: a leaf that requires grad, or the function that made a result. */
+    if (fc_requires_grad(t)) {
+        const char *fn = fc_grad_fn_name(t, fnbuf, sizeof fnbuf);
+        if (fn) snprintf(gbuf, sizeof gbuf, "grad_fn=<%s>", fn);
+        else snprintf(gbuf, sizeof gbuf, "requires_grad=True");
+        grad = gbuf;
+    }
     if (t->device.type != FC_DEV_CPU) {
         fc_tensor_release(host);
         st = fc_to(I->fc, t, t->dtype, fc_cpu(), &host, &e);
     }
     if (st == FC_OK) st = fc_host_view(I->fc, host, &view, &e);
     if (st == FC_OK)
-        st = fc_format_tensor(&view, t->device.type == FC_DEV_CPU ? NULL : fc_device_name(t->device, dev), &text, &e);
+        st = fc_format_tensor_grad(&view, t->device.type == FC_DEV_CPU ? NULL : fc_device_name(t->device, dev), grad,
+                                   &text, &e);
     fc_tensor_release(host);
     if (st != FC_OK) return tensor_fail(I, st, &e);
     buf_puts(b, text);

@@ -1046,6 +1046,180 @@ IMPL_FN(savez)
     return ok;
 }
 
+/* ---- gradients (fcdim/autograd.c) ---- */
+
+IMPL_FN(requires_grad)
+{
+    (void)sig;
+    *out = v_bool(fc_requires_grad(a[0].t));
+    return true;
+}
+
+IMPL_FN(is_leaf)
+{
+    (void)sig;
+    *out = v_bool(fc_is_leaf(a[0].t));
+    return true;
+}
+
+IMPL_FN(grad_attr)
+{
+    (void)sig;
+    FcTensor *g = fc_grad_of(a[0].t);
+    if (!g) {
+        *out = v_none();
+        return true;
+    }
+    return tensor_value_steal(I, g, out);
+}
+
+IMPL_FN(grad_fn)
+{
+    (void)sig;
+    char buf[64];
+    const char *nm = fc_grad_fn_name(a[0].t, buf, sizeof buf);
+    if (!nm) {
+        *out = v_none();
+        return true;
+    }
+    return str_printf(I, out, "<%s>", nm);
+}
+
+IMPL_FN(requires_grad_)
+{
+    (void)sig;
+    FcError e;
+    if (!tensor_check(I, fc_set_requires_grad(I->fc, a[0].t, a[1].b, &e), &e)) return false;
+    val_incref(a[0].v);
+    *out = a[0].v;
+    return true;
+}
+
+IMPL_FN(detach)
+{
+    (void)sig;
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_detach(I->fc, a[0].t, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(backward)
+{
+    (void)sig;
+    FcError e;
+    FcTensor *g = a[1].none ? NULL : a[1].t;
+    bool retain = !a[2].none && a[2].b;
+    if (!tensor_check(I, fc_backward(I->fc, 1, &a[0].t, &g, 0, NULL, NULL, retain, &e), &e)) return false;
+    *out = v_none();
+    return true;
+}
+
+/* A Tensor or a tuple/list of Tensors (None entries allowed when nones) as an array of borrowed
+ * tensors (NULL for None); what names the argument in messages. */
+static bool tensor_seq(Interp *I, Value v, bool nones, const char *what, FcTensor ***ts, int *n)
+{
+    const Value *items = &v;
+    size_t cnt = 1;
+    if (v.tag == V_TUPLE || v.tag == V_LIST) {
+        cnt = v.tag == V_TUPLE ? as_tuple(v)->n : as_list(v)->n;
+        items = v.tag == V_TUPLE ? as_tuple(v)->items : as_list(v)->items;
+    }
+    *ts = mem_calloc(cnt ? cnt : 1, sizeof **ts);
+    if (!*ts) return err_nomem(I);
+    for (size_t j = 0; j < cnt; j++) {
+        if (items[j].tag == V_TENSOR)
+            (*ts)[j] = as_tensor(items[j]);
+        else if (!(nones && items[j].tag == V_NONE)) {
+            mem_free(*ts);
+            *ts = NULL;
+            return err_raise(I, TDL_ERR_TYPE, "grad(): %s must be a Tensor or a sequence of Tensors, not %s", what,
+                             val_type_name(items[j]));
+        }
+    }
+    *n = (int)cnt;
+    return true;
+}
+
+IMPL_FN(grad)
+{
+    (void)sig;
+    FcTensor **outs = NULL, **ins = NULL, **gouts = NULL, **res = NULL;
+    int nout = 0, nin = 0, ng = 0;
+    bool ok = tensor_seq(I, a[0].v, false, "outputs", &outs, &nout) && tensor_seq(I, a[1].v, false, "inputs", &ins, &nin);
+    if (ok && !a[2].none) {
+        ok = tensor_seq(I, a[2].v, true, "grad_outputs", &gouts, &ng);
+        if (ok && ng != nout)
+            ok = err_raise(I, TDL_ERR_RUNTIME, "grad_outputs has %d entries but outputs has %d", ng, nout);
+    }
+    if (ok && !(res = mem_calloc(nin ? (size_t)nin : 1, sizeof *res))) ok = err_nomem(I);
+    if (ok) {
+        FcError e;
+        ok = tensor_check(I, fc_backward(I->fc, nout, outs, gouts, nin, ins, res, !a[3].none && a[3].b, &e), &e);
+    }
+    ListObj *l = NULL;
+    if (ok) {
+        l = list_alloc(I, 0);
+        ok = l != NULL;
+        for (int i = 0; ok && i < nin; i++) {
+            Value tv;
+            ok = tensor_value_steal(I, res[i], &tv);
+            res[i] = NULL;
+            if (ok) {
+                ok = list_append(I, l, tv);
+                val_decref(I, tv);
+            }
+        }
+        if (ok) *out = LISTV(l);
+        else if (l) val_decref(I, LISTV(l));
+    }
+    for (int i = 0; res && i < nin; i++) fc_tensor_release(res[i]);
+    mem_free(res);
+    mem_free(outs);
+    mem_free(ins);
+    mem_free(gouts);
+    return ok;
+}
+
+IMPL_FN(set_grad_enabled)
+{
+    (void)I;
+    (void)sig;
+    fc_set_grad_enabled(a[0].b);
+    *out = v_none();
+    return true;
+}
+
+IMPL_FN(is_grad_enabled)
+{
+    (void)I;
+    (void)sig;
+    (void)a;
+    *out = v_bool(fc_is_grad_enabled());
+    return true;
+}
+
+bool tensor_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found)
+{
+    *found = false;
+    if (obj.tag != V_TENSOR) return true;
+    FcTensor *t = as_tensor(obj);
+    FcError e;
+    if (strcmp(name, "grad") == 0) {
+        *found = true;
+        if (v.tag != V_NONE && v.tag != V_TENSOR)
+            return err_raise(I, TDL_ERR_TYPE, "assigned grad expected to be a Tensor or None but got grad of %s",
+                             val_type_name(v));
+        return tensor_check(I, fc_grad_set(I->fc, t, v.tag == V_TENSOR ? as_tensor(v) : NULL, &e), &e);
+    }
+    if (strcmp(name, "requires_grad") == 0) {
+        *found = true;
+        if (v.tag != V_BOOL) return err_raise(I, TDL_ERR_TYPE, "requires_grad must be a bool, not %s", val_type_name(v));
+        return tensor_check(I, fc_set_requires_grad(I->fc, t, v.b, &e), &e);
+    }
+    return true;
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 #define FUNC TV_FUNCTION

@@ -34,7 +34,7 @@ finish() {
     done
     batch= n=0
 }
-for suite in dims indexing vision nn "$@"; do
+for suite in dims indexing vision nn grad "$@"; do
     { t=$(date +%s)
       echo "Check suite $suite on $dev"
       TDL_TEST_DEVICE=$dev CK_FORK=no CK_RUN_SUITE=$suite "$b/check_tdl" 2>&1

@@ -127,6 +127,18 @@ static tdl_status prog_roi_align(tdl_interp *T)
                   "print(y.sum())\n");
 }
 
+static tdl_status prog_grad(tdl_interp *T)
+{
+    return run(T, "x = tensor([[1.0, -2.0, 3.0], [0.5, 4.0, -1.5]], requires_grad=True)\n"
+                  "w = ones(3, 2, requires_grad=True)\n"
+                  "y = (x @ w).tanh()\n"
+                  "z = x * 1\n"
+                  "z[0] = y[:, 0] * 2 + z[1]\n"
+                  "l = (z.softmax(1) * x[tensor([1, 0])]).sum() + y.amax()\n"
+                  "l.backward()\n"
+                  "print(x.grad, w.grad, grad((x * x).prod(), [x]))\n");
+}
+
 static void dl_free(DLManagedTensor *self)
 {
     free(self->dl_tensor.shape);
@@ -326,7 +338,7 @@ static const struct { const char *name; Program p; } programs[] = {
     {"parse", prog_parse}, {"tensor", prog_tensor}, {"tensor_more", prog_tensor_more}, {"dims", prog_dims},
     {"roi_align", prog_roi_align}, {"embed", prog_embed}, {"error", prog_error}, {"repl", prog_repl},
     {"builtin", prog_builtin}, {"error_args", prog_error_args}, {"error_bind", prog_error_bind},
-    {"error_sizes", prog_error_sizes},
+    {"error_sizes", prog_error_sizes}, {"grad", prog_grad},
 };
 enum { NPROGRAMS = sizeof programs / sizeof programs[0] };
 

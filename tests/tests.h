@@ -23,6 +23,7 @@ Suite *vision_suite(void);
 Suite *oom_suite(void);
 Suite *limits_suite(void);
 Suite *nn_suite(void);
+Suite *grad_suite(void);
 
 Suite *tensor_suite(void);
 #endif

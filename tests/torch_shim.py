@@ -161,6 +161,11 @@ def _softmax(input, *args, **kwargs):
     return torch.softmax(input, *args, **kwargs)
 
 
+def _grad(outputs, inputs, grad_outputs=None, retain_graph=None):
+    """torch.autograd.grad, returning a list as tdl's grad() does."""
+    return list(torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=retain_graph))
+
+
 def _no_seeded_random(*args, **kwargs):
     raise RuntimeError("rand/randn/randint in a torch-diff script: torch cannot reproduce tdl's generator")
 
@@ -181,6 +186,7 @@ def namespace(script, args):
         "dims": dims,
         "stack": _stack,
         "softmax": _softmax,
+        "grad": _grad,
     })
     return ns
 

@@ -1,0 +1,40 @@
+#!/bin/sh
+# grad.sh — roi_align's gradient: forward + backward of (roi_align(x, boxes, ...) * g).sum()
+# (tdl: vision.roi_align and its reverse mode, fcdim/autograd.c; torch: torchvision.ops.roi_align
+# and autograd, on the CPU), on bench/roi_align.sh's MASKRCNN and ADAPTIVE workloads
+# (bench/roi_align/make_data.py: input 2 x 256 x 200 x 304 float32, 512 boxes, spatial_scale
+# 0.25, aligned; 7x7 with sampling_ratio 2, and 14x14 adaptive), at 1 and 2 threads side by side.
+#
+# usage: sh bench/grad.sh [path/to/tdl]
+# Prints seconds per forward + backward (best of GRAD_REPEATS, default 3, after 1 warm-up), the
+# ratio tdl / torch, whether tdl's gradient has the same bits at 1 and 2 threads, and the largest
+# difference from torchvision's gradient relative to its largest magnitude.
+tdl=${1:-build/tdl}
+here=$(cd "$(dirname "$0")" && pwd)
+py=${TORCH_PYTHON:-/usr/bin/python3}
+repeats=${GRAD_REPEATS:-3}
+case $tdl in /*) ;; *) tdl=$(pwd)/$tdl ;; esac
+TDL_PATH=$(cd "$here/../stdlib" && pwd)
+export TDL_PATH
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdl-grad.XXXXXX") || exit 2
+trap 'rm -rf "$tmp"' EXIT
+"$py" "$here/roi_align/make_data.py" "$tmp" >/dev/null || exit 2
+printf '%-10s %2s %12s %12s %8s\n' workload T tdl_s torch_s tdl/torch
+for w in maskrcnn adaptive; do
+    for t in 1 2; do
+        a=$(TDL_NUM_THREADS=$t "$tdl" "$here/grad/grad.tdl" "$tmp" "$repeats" 1 $w "$tmp/tdl_${w}_$t.npy" 2>&1 | tail -n 1)
+        b=$("$py" "$here/grad/torch_grad.py" "$tmp" "$repeats" 1 $w $t "$tmp/torch_${w}_$t.npy" 2>&1 | tail -n 1)
+        ta=${a#* } tb=${b#* }
+        printf '%-10s %2s %12s %12s %8s\n' $w $t "$ta" "$tb" "$(awk -v a="$ta" -v b="$tb" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
+    done
+    "$py" - "$tmp" $w <<'PY'
+import sys
+import numpy as np
+d, w = sys.argv[1], sys.argv[2]
+a1, a2 = np.load("%s/tdl_%s_1.npy" % (d, w)), np.load("%s/tdl_%s_2.npy" % (d, w))
+t = np.load("%s/torch_%s_1.npy" % (d, w)).astype(np.float64)
+err = np.abs(a1.astype(np.float64) - t).max() / max(np.abs(t).max(), 1e-30)
+print("%-10s tdl bits at 1 and 2 threads: %s; max |tdl - torch| / max |torch|: %.2e"
+      % (w, "identical" if a1.tobytes() == a2.tobytes() else "DIFFERENT", err))
+PY
+done

@@ -1,0 +1,1439 @@
+/* autograd.c — reverse-mode gradients over the IR (fcdim.h, "gradients").
+ *
+ * The records: a storage whose contents need a gradient points to an FcGradRec, a leaf or a
+ * write (an IR expression stored at an offset with strides, maybe scattered), linked to the record
+ * of what the write overwrote (prev). Each record lists the storages its expression loads with
+ * their versions and records at the time, so that a backward reads each load as the contents it
+ * saw, and refuses (PyTorch's message) when a value it needs was overwritten since.
+ *
+ * The backward: a cotangent per record (a flat gradient buffer over the storage's elements),
+ * filled by scatter-adds of the cotangents of the loads that read that storage; records are taken
+ * newest first (a record only reads older ones), each one's cotangent read at the positions it
+ * wrote, pushed through its expression by the per-op rules below (vjp_rule: lazy IR over the
+ * node's levels, fused by the scheduler like any forward), and what it did not overwrite handed to
+ * prev. The scatter-adds run as kernels with an accumulating store, which the scheduler runs on
+ * one thread in loop order: the same bits every run and at every thread count.
+ *
+ * Depends on fcdim.h and internal.h. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+_Thread_local bool fc_grad_off;
+_Thread_local long fc_grad_live;
+static _Thread_local uint64_t grad_seq;
+static _Thread_local FcGradRec *live_head;   /* every record alive on this thread */
+
+typedef struct GradRead {
+    FcStorage *s;               /* reference */
+    uint64_t version;
+    FcGradRec *rec;             /* reference, or NULL */
+} GradRead;
+
+enum { REC_LEAF, REC_WRITE };
+
+struct FcGradRec {
+    int32_t refcnt;
+    int kind;
+    uint64_t seq;               /* creation order: a record reads only older ones */
+    FcCtx *ctx;
+    FcGradRec *live_prev, *live_next;
+    FcGradRec *prev;            /* WRITE: the record of the contents it overwrote (reference), or NULL */
+    FcDType dtype;              /* of the storage's elements */
+    FcDevice device;
+    int64_t nelem;              /* elements of the storage */
+    /* LEAF: the leaf's geometry and accumulated gradient; WRITE: the levels of value, their
+     * strides, the offset. */
+    int ndim;
+    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;
+    FcTensor *gradt;
+    FcNode *value;              /* WRITE (reference; NULL once freed by a backward) */
+    FcScatter sc;               /* WRITE: scattered dims (index references) */
+    int nreads;
+    GradRead *reads;
+    bool freed;
+    FcOp op;                    /* the root op of value, for grad_fn */
+};
+
+void fc_set_grad_enabled(bool on) { fc_grad_off = !on; }
+bool fc_is_grad_enabled(void) { return !fc_grad_off; }
+
+/* ---- records ---- */
+
+static void rec_clear(FcGradRec *r)
+{
+    fc_node_release(r->value);
+    r->value = NULL;
+    for (int g = 0; g < r->sc.n; g++)
+        fc_node_release(r->sc.index[g]);
+    r->sc.n = 0;
+    for (int i = 0; i < r->nreads; i++) {
+        fc_storage_release(r->reads[i].s);
+        fc_grad_rec_release(r->reads[i].rec);
+    }
+    mem_free(r->reads);
+    r->reads = NULL;
+    r->nreads = 0;
+    FcGradRec *p = r->prev;
+    r->prev = NULL;
+    fc_grad_rec_release(p);
+}
+
+void fc_grad_rec_release(FcGradRec *r)
+{
+    if (!r || --r->refcnt > 0)
+        return;
+    r->refcnt = 1;      /* clearing may come back here through a cycle */
+    rec_clear(r);
+    fc_tensor_release(r->gradt);
+    r->gradt = NULL;
+    if (r->live_prev)
+        r->live_prev->live_next = r->live_next;
+    else if (live_head == r)
+        live_head = r->live_next;
+    if (r->live_next)
+        r->live_next->live_prev = r->live_prev;
+    fc_grad_live--;
+    mem_free(r);
+}
+
+void fc_grad_free_all(FcCtx *ctx)
+{
+    for (;;) {
+        FcGradRec *r = live_head;
+        while (r && (r->ctx != ctx || (!r->value && !r->nreads && !r->prev && !r->gradt)))
+            r = r->live_next;
+        if (!r)
+            return;
+        r->refcnt++;
+        rec_clear(r);
+        fc_tensor_release(r->gradt);
+        r->gradt = NULL;
+        fc_grad_rec_release(r);
+    }
+}
+
+static FcGradRec *rec_new(FcCtx *ctx, int kind, FcDType dt, FcStorage *s)
+{
+    FcGradRec *r = fc_zalloc(sizeof *r);
+    if (!r)
+        return NULL;
+    r->refcnt = 1;
+    r->kind = kind;
+    r->seq = ++grad_seq;
+    r->ctx = ctx;
+    r->dtype = dt;
+    r->device = s->device;
+    r->nelem = (int64_t)(s->nbytes / fc_dtype_size(dt));
+    r->live_next = live_head;
+    if (live_head)
+        live_head->live_prev = r;
+    live_head = r;
+    fc_grad_live++;
+    return r;
+}
+
+/* Gives s the record r (taking the reference). */
+static void storage_set_rec(FcStorage *s, FcGradRec *r)
+{
+    FcGradRec *old = s->grad;
+    s->grad = r;
+    fc_grad_rec_release(old);
+}
+
+/* ---- which nodes need a gradient ---- */
+
+/* A small map from pointers to ints (open addressing), for the walks. */
+typedef struct PtrMap {
+    const void **key;
+    int *val;
+    size_t cap, n;
+} PtrMap;
+
+static void pm_free(PtrMap *m)
+{
+    mem_free(m->key);
+    mem_free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t pm_slot(const PtrMap *m, const void *p)
+{
+    size_t h = ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (m->cap - 1);
+    while (m->key[i] && m->key[i] != p)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static int *pm_get(const PtrMap *m, const void *p)
+{
+    if (!m->cap)
+        return NULL;
+    size_t i = pm_slot(m, p);
+    return m->key[i] ? &m->val[i] : NULL;
+}
+
+static bool pm_put(PtrMap *m, const void *p, int v)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 64;
+        PtrMap b = {mem_calloc(cap, sizeof(void *)), mem_calloc(cap, sizeof(int)), cap, 0};
+        if (!b.key || !b.val) {
+            pm_free(&b);
+            return false;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t j = pm_slot(&b, m->key[i]);
+                b.key[j] = m->key[i];
+                b.val[j] = m->val[i];
+                b.n++;
+            }
+        pm_free(m);
+        *m = b;
+    }
+    size_t i = pm_slot(m, p);
+    if (!m->key[i]) {
+        m->key[i] = p;
+        m->n++;
+    }
+    m->val[i] = v;
+    return true;
+}
+
+/* The record a load of s reads: that of the record being differentiated (when it lists s), else
+ * the storage's own. */
+static FcGradRec *read_rec(const FcGradRec *ctxrec, const FcStorage *s)
+{
+    if (ctxrec) {
+        for (int i = 0; i < ctxrec->nreads; i++)
+            if (ctxrec->reads[i].s == s)
+                return ctxrec->reads[i].rec;
+        return NULL;
+    }
+    return s->grad;
+}
+
+/* Whether n needs a gradient (memo: 1 yes, 2 no); -1 on out-of-memory. */
+static int needs(FcNode *n, const FcGradRec *ctxrec, PtrMap *memo)
+{
+    int *m = pm_get(memo, n);
+    if (m)
+        return *m == 1;
+    int r = 0;
+    if (!n->nograd && fc_dtype_is_float(n->dtype)) {
+        if (n->op == FC_OP_LOAD)
+            r = read_rec(ctxrec, n->storage) != NULL;
+        else
+            for (int k = 0; k < n->nin; k++) {
+                int c = needs(n->in[k], ctxrec, memo);
+                if (c < 0)
+                    return -1;
+                r |= c;
+            }
+    }
+    return pm_put(memo, n, r ? 1 : 2) ? r : -1;
+}
+
+static bool node_needs(FcNode *n)
+{
+    if (!fc_grad_live || !n || n->nograd)
+        return false;
+    PtrMap memo = {0};
+    int r = needs(n, NULL, &memo);
+    pm_free(&memo);
+    return r > 0;
+}
+
+bool fc_requires_grad(FcTensor *t)
+{
+    if (t->node)
+        return node_needs(t->node);
+    return t->storage && t->storage->grad;
+}
+
+/* ---- recording ---- */
+
+/* The storages n's DAG loads (with their versions and records now), added to r->reads. */
+static bool collect_reads(FcNode *n, FcGradRec *r, PtrMap *seen)
+{
+    if (pm_get(seen, n))
+        return true;
+    if (!pm_put(seen, n, 1))
+        return false;
+    if (n->op == FC_OP_LOAD) {
+        bool have = false;
+        for (int i = 0; i < r->nreads && !have; i++)
+            have = r->reads[i].s == n->storage;
+        if (!have) {
+            GradRead *g = mem_realloc(r->reads, (size_t)(r->nreads + 1) * sizeof *g);
+            if (!g)
+                return false;
+            r->reads = g;
+            g[r->nreads].s = fc_storage_retain(n->storage);
+            g[r->nreads].version = n->storage->version;
+            g[r->nreads].rec = n->storage->grad;
+            if (n->storage->grad)
+                n->storage->grad->refcnt++;
+            r->nreads++;
+        }
+    }
+    for (int k = 0; k < n->nin; k++)
+        if (!collect_reads(n->in[k], r, seen))
+            return false;
+    return true;
+}
+
+FcStatus fc_grad_before_write(FcStorage *s, FcError *err)
+{
+    if (!fc_grad_off && s->grad && s->grad->kind == REC_LEAF)
+        return fc_errf(err, FC_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
+    s->version++;
+    return FC_OK;
+}
+
+FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                             const FcScatter *sc, FcError *err)
+{
+    if (fc_grad_off || !fc_grad_live)
+        return FC_OK;
+    return fc_grad_record(ctx, dst, offset, strides, value, sc, err);
+}
+
+FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
+                        const FcScatter *sc, FcError *err)
+{
+    if (!fc_grad_live)
+        return FC_OK;
+    bool need = node_needs(value);
+    if (!need && !dst->grad)
+        return FC_OK;
+    FcGradRec *r = rec_new(ctx, REC_WRITE, value->dtype, dst);
+    if (!r)
+        return fc_nomem(err);
+    r->ndim = value->nlev;
+    memcpy(r->shape, value->size, (size_t)value->nlev * sizeof *r->shape);
+    memcpy(r->strides, strides, (size_t)value->nlev * sizeof *r->strides);
+    r->offset = offset;
+    r->op = value->op;
+    r->value = fc_node_retain(value);
+    if (sc) {
+        r->sc = *sc;
+        for (int g = 0; g < sc->n; g++)
+            fc_node_retain(sc->index[g]);
+    }
+    r->prev = dst->grad;
+    if (r->prev)
+        r->prev->refcnt++;
+    PtrMap seen = {0};
+    bool ok = collect_reads(value, r, &seen);
+    pm_free(&seen);
+    if (!ok) {
+        fc_grad_rec_release(r);
+        return fc_nomem(err);
+    }
+    storage_set_rec(dst, r);
+    return FC_OK;
+}
+
+FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
+{
+    if (!on) {
+        if (!fc_is_leaf(t))
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                           "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+        if (t->storage && t->storage->grad) {
+            FcStorage *s = t->storage;
+            storage_set_rec(s, NULL);
+        }
+        return FC_OK;
+    }
+    if (!fc_dtype_is_float(t->dtype))
+        return fc_errf(err, FC_ERR_RUNTIME, "only Tensors of floating point dtype can require gradients");
+    if (fc_requires_grad(t)) {
+        if (fc_is_leaf(t))
+            return FC_OK;
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                       "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+    }
+    FcStatus st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);
+    if (!r)
+        return fc_nomem(err);
+    r->ndim = t->ndim;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset;
+    storage_set_rec(t->storage, r);
+    return FC_OK;
+}
+
+static bool same_geometry(const FcTensor *t, const FcGradRec *r)
+{
+    if (t->ndim != r->ndim || t->offset != r->offset)
+        return false;
+    for (int k = 0; k < t->ndim; k++)
+        if (t->shape[k] != r->shape[k] || (t->shape[k] > 1 && t->strides[k] != r->strides[k]))
+            return false;
+    return true;
+}
+
+bool fc_is_leaf(FcTensor *t)
+{
+    if (!fc_requires_grad(t))
+        return true;
+    return !t->node && t->storage->grad->kind == REC_LEAF && same_geometry(t, t->storage->grad);
+}
+
+static FcGradRec *leaf_rec(FcTensor *t)
+{
+    if (t->node || !t->storage || !t->storage->grad || t->storage->grad->kind != REC_LEAF)
+        return NULL;
+    return same_geometry(t, t->storage->grad) ? t->storage->grad : NULL;
+}
+
+FcTensor *fc_grad_of(FcTensor *t)
+{
+    FcGradRec *r = leaf_rec(t);
+    return r ? fc_tensor_retain(r->gradt) : NULL;
+}
+
+FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
+{
+    (void)ctx;
+    FcGradRec *r = leaf_rec(t);
+    if (!r) {
+        if (!g)
+            return FC_OK;
+        return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
+    }
+    if (g) {
+        bool same = g->ndim == t->ndim && g->dtype == t->dtype;
+        for (int k = 0; same && k < t->ndim; k++)
+            same = g->shape[k] == t->shape[k];
+        if (!same)
+            return fc_errf(err, FC_ERR_RUNTIME, "assigned grad has data of a different size or type");
+    }
+    fc_tensor_release(r->gradt);
+    r->gradt = fc_tensor_retain(g);
+    return FC_OK;
+}
+
+/* PyTorch's name of the backward of an op: "exp" -> "ExpBackward0", "floor_divide" -> "FloorDivideBackward0". */
+static const char *backward_name(FcOp op, char *buf, size_t cap)
+{
+    const char *nm;
+    switch (op) {
+    case FC_OP_LOAD: nm = "index"; break;
+    case FC_OP_CAST: nm = "to_copy"; break;
+    case FC_OP_MIN: nm = "minimum"; break;
+    case FC_OP_MAX: nm = "maximum"; break;
+    default: nm = fc_op_name(op); break;
+    }
+    size_t n = 0;
+    bool up = true;
+    for (const char *p = nm; *p && n + 12 < cap; p++) {
+        if (*p == '_') {
+            up = true;
+            continue;
+        }
+        buf[n++] = up && *p >= 'a' && *p <= 'z' ? (char)(*p - 'a' + 'A') : *p;
+        up = false;
+    }
+    snprintf(buf + n, cap - n, "Backward0");
+    return buf;
+}
+
+const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
+{
+    if (!fc_requires_grad(t) || fc_is_leaf(t))
+        return NULL;
+    if (t->node)
+        return backward_name(t->node->op, buf, cap);
+    FcGradRec *r = t->storage->grad;
+    if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
+        return backward_name(r->op, buf, cap);
+    if (r->kind == REC_WRITE && r->prev)
+        return backward_name(FC_OP_NONE, buf, cap), snprintf(buf, cap, "CopySlices"), buf;
+    snprintf(buf, cap, "AsStridedBackward0");
+    return buf;
+}
+
+/* A storage of its own over the same memory, holding a reference to the original: no record. */
+static void release_shared(void *ud, void *data)
+{
+    (void)data;
+    fc_storage_release(ud);
+}
+
+FcStatus fc_detach(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus st = fc_realize(ctx, t, err);
+    if (st)
+        return st;
+    if (!t->storage->grad)
+        return fc_as_strided(ctx, t, t->ndim, t->shape, t->strides, t->offset, out, err);
+    FcStorage *s = fc_zalloc(sizeof *s);
+    if (!s)
+        return fc_nomem(err);
+    s->refcnt = 1;
+    s->device = t->storage->device;
+    s->data = t->storage->data;
+    s->nbytes = t->storage->nbytes;
+    s->backend = t->storage->backend;
+    s->release = release_shared;
+    s->release_ud = fc_storage_retain(t->storage);
+    FcTensor *r = fc_tensor_alloc(t->ndim);
+    if (!r) {
+        fc_storage_release(s);
+        return fc_nomem(err);
+    }
+    r->dtype = t->dtype;
+    r->device = t->device;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset;
+    r->storage = s;
+    *out = r;
+    return FC_OK;
+}
+
+/* ---- building backward IR (every node here is made with gradients off) ---- */
+
+/* n1 op n2 over n1's domain (n2 over the same levels, or 0 levels: broadcast). */
+static FcNode *mk(FcOp op, FcDType dt, FcNode *a, FcNode *b, FcNode *c)
+{
+    FcNode *ins[3] = {a, b, c};
+    int nin = c ? 3 : b ? 2 : 1;
+    FcNode *dom = a;
+    for (int k = 0; k < nin; k++)
+        if (ins[k] && ins[k]->nlev > dom->nlev)
+            dom = ins[k];
+    for (int k = 0; k < nin; k++)
+        if (!ins[k])
+            return NULL;
+    FcNode *n = fc_node_new(op, dt, dom->nlev, dom->size, nin, ins);
+    if (!n)
+        return NULL;
+    n->src_dtype = fc_op_is_compare(op) ? a->dtype : op == FC_OP_WHERE ? dt : op == FC_OP_CAST ? a->dtype : dt;
+    for (int k = 0; k < nin; k++)
+        if (ins[k]->nlev == dom->nlev)
+            for (int j = 0; j < dom->nlev; j++)
+                n->lev_map[k][j] = (int8_t)(ins[k]->size[j] == 1 && dom->size[j] != 1 ? FC_LEV_BCAST : j);
+    return n;
+}
+
+/* Building with ownership: each helper releases the nodes it is given (NULL-safe), so rules can
+ * nest calls; any NULL (out of memory) propagates. */
+static FcNode *own1(FcOp op, FcDType dt, FcNode *a)
+{
+    FcNode *n = a ? mk(op, dt, a, NULL, NULL) : NULL;
+    fc_node_release(a);
+    return n;
+}
+
+static FcNode *own2(FcOp op, FcDType dt, FcNode *a, FcNode *b)
+{
+    FcNode *n = a && b ? mk(op, dt, a, b, NULL) : NULL;
+    fc_node_release(a);
+    fc_node_release(b);
+    return n;
+}
+
+static FcNode *own3(FcOp op, FcDType dt, FcNode *a, FcNode *b, FcNode *c)
+{
+    FcNode *n = a && b && c ? mk(op, dt, a, b, c) : NULL;
+    fc_node_release(a);
+    fc_node_release(b);
+    fc_node_release(c);
+    return n;
+}
+
+static FcNode *cst(FcDType dt, double v)
+{
+    FcNode *n = fc_node_new(FC_OP_CONST, dt, 0, NULL, 0, NULL);
+    if (n) {
+        if (fc_dtype_is_float(dt))
+            n->konst.f = dt == FC_FLOAT32 ? (double)(float)v : v;
+        else
+            n->konst.i = (int64_t)v;
+    }
+    return n;
+}
+
+static FcNode *ref(FcNode *n) { return fc_node_retain(n); }
+
+/* Operand k of n laid over n's levels (n not a reduction). */
+static FcNode *place(FcNode *n, int k)
+{
+    FcNode *in = n->in[k];
+    FcNode *c = fc_node_new(FC_OP_CAST, in->dtype, n->nlev, n->size, 1, &in);
+    if (!c)
+        return NULL;
+    c->src_dtype = in->dtype;
+    memcpy(c->lev_map[0], n->lev_map[k], (size_t)in->nlev);
+    return c;
+}
+
+/* C (over n's levels, dtype dt) taken to operand k's levels: n's levels that the operand does not
+ * map are summed over, operand levels that n reduces or broadcasts get C as it is, and operand
+ * levels mapped twice (a diagonal) get C where their indices agree, zero elsewhere. Takes C. */
+static FcNode *pull(FcNode *n, int k, FcNode *C)
+{
+    if (!C)
+        return NULL;
+    FcNode *in = n->in[k];
+    const int8_t *m = n->lev_map[k];
+    int inv[FC_MAX_DIMS];
+    int dup_a[FC_MAX_DIMS], dup_b[FC_MAX_DIMS], ndup = 0;
+    bool sum = false;
+    for (int i = 0; i < n->nlev; i++) {
+        inv[i] = -1;
+        for (int j = 0; j < in->nlev; j++)
+            if (m[j] == i) {
+                if (inv[i] < 0)
+                    inv[i] = j;
+                else {
+                    dup_a[ndup] = inv[i];
+                    dup_b[ndup++] = j;
+                }
+            }
+        if (inv[i] < 0 && n->size[i] != 1)
+            sum = true;
+    }
+    FcNode *r;
+    if (sum) {
+        /* Sum over a domain with the operand's levels that C does not give at size 1, then
+         * broadcast. */
+        int64_t sz[FC_MAX_DIMS];
+        for (int j = 0; j < in->nlev; j++) {
+            bool hit = false;
+            for (int i = 0; i < n->nlev; i++)
+                hit |= inv[i] == j;
+            sz[j] = hit ? in->size[j] : 1;
+        }
+        FcNode *s = fc_node_new(FC_OP_SUM, C->dtype, in->nlev, sz, 1, &C);
+        if (s)
+            for (int i = 0; i < n->nlev; i++)
+                s->lev_map[0][i] = (int8_t)(inv[i] >= 0 ? inv[i] : FC_LEV_REDUCED);
+        fc_node_release(C);
+        if (!s)
+            return NULL;
+        r = fc_node_place(s, s->dtype, in->nlev, in->size, in->nlev);
+        fc_node_release(s);
+    } else {
+        r = fc_node_new(FC_OP_CAST, C->dtype, in->nlev, in->size, 1, &C);
+        if (r) {
+            r->src_dtype = C->dtype;
+            for (int i = 0; i < n->nlev; i++)
+                r->lev_map[0][i] = (int8_t)(inv[i] >= 0 ? inv[i] : FC_LEV_BCAST);
+        }
+        fc_node_release(C);
+    }
+    for (int d = 0; d < ndup && r; d++) {
+        FcNode *ia = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &in->size[dup_a[d]], 0, NULL);
+        FcNode *ib = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &in->size[dup_b[d]], 0, NULL);
+        FcNode *eq = ia && ib ? fc_node_new(FC_OP_EQ, FC_BOOL, in->nlev, in->size, 2, (FcNode *[]){ia, ib}) : NULL;
+        if (eq) {
+            eq->src_dtype = FC_INT64;
+            eq->lev_map[0][0] = (int8_t)dup_a[d];
+            eq->lev_map[1][0] = (int8_t)dup_b[d];
+        }
+        fc_node_release(ia);
+        fc_node_release(ib);
+        r = own3(FC_OP_WHERE, r->dtype, eq, r, cst(r->dtype, 0));
+    }
+    return r;
+}
+
+/* A value of n (a reduction) over operand k's levels (its reduced levels broadcast). */
+static FcNode *spread(FcNode *n, int k, FcNode *v) { return pull(n, k, v); }
+
+/* A reduction over the same levels as reduction n, of v (over n's operand's levels; taken). */
+static FcNode *reduce_like(FcNode *n, FcOp op, FcDType dt, FcNode *v)
+{
+    if (!v)
+        return NULL;
+    FcNode *r = fc_node_new(op, dt, n->nlev, n->size, 1, &v);
+    if (r)
+        memcpy(r->lev_map[0], n->lev_map[0], (size_t)v->nlev);
+    fc_node_release(v);
+    return r;
+}
+
+/* The cotangents of n's operands given C (over n's levels, n's dtype): out[k] a new node over
+ * in[k]'s levels, or NULL (no gradient flows there, or the operand needs none). False on
+ * out-of-memory. */
+static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
+{
+    FcDType dt = n->dtype;
+    FcNode *x = NULL, *y = NULL;
+    if (!fc_op_is_reduce(n->op) && n->nin >= 1 && !(x = place(n, 0)))
+        return false;
+    if (!fc_op_is_reduce(n->op) && n->nin >= 2 && n->op != FC_OP_WHERE && !(y = place(n, 1))) {
+        fc_node_release(x);
+        return false;
+    }
+#define X() ref(x)
+#define Y() ref(y)
+#define N() ref(n)
+#define Cc() ref(C)
+#define K(v) cst(dt, v)
+#define MUL(a, b) own2(FC_OP_MUL, dt, a, b)
+#define DIV(a, b) own2(FC_OP_DIV, dt, a, b)
+#define ADD(a, b) own2(FC_OP_ADD, dt, a, b)
+#define SUB(a, b) own2(FC_OP_SUB, dt, a, b)
+#define NEG(a) own1(FC_OP_NEG, dt, a)
+#define U(op, a) own1(op, dt, a)
+#define CMP(op, a, b) own2(op, FC_BOOL, a, b)
+#define WHERE(c, a, b) own3(FC_OP_WHERE, dt, c, a, b)
+#define OUT(k, v) (out[k] = pull(n, k, v), ok = ok && out[k])
+    bool ok = true;
+    switch (n->op) {
+    case FC_OP_NEG: OUT(0, NEG(Cc())); break;
+    case FC_OP_ABS: OUT(0, MUL(Cc(), U(FC_OP_SIGN, X()))); break;
+    case FC_OP_EXP: OUT(0, MUL(Cc(), N())); break;
+    case FC_OP_LOG: OUT(0, DIV(Cc(), X())); break;
+    case FC_OP_SQRT: OUT(0, DIV(Cc(), MUL(K(2), N()))); break;
+    case FC_OP_RSQRT: OUT(0, MUL(MUL(Cc(), K(-0.5)), MUL(MUL(N(), N()), N()))); break;
+    case FC_OP_SIN: OUT(0, MUL(Cc(), U(FC_OP_COS, X()))); break;
+    case FC_OP_COS: OUT(0, NEG(MUL(Cc(), U(FC_OP_SIN, X())))); break;
+    case FC_OP_TAN: OUT(0, MUL(Cc(), ADD(K(1), MUL(N(), N())))); break;
+    case FC_OP_TANH: OUT(0, MUL(Cc(), SUB(K(1), MUL(N(), N())))); break;
+    case FC_OP_SIGMOID: OUT(0, MUL(Cc(), MUL(SUB(K(1), N()), N()))); break;
+    case FC_OP_RELU: OUT(0, WHERE(CMP(FC_OP_GT, N(), K(0)), Cc(), K(0))); break;
+    case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC: case FC_OP_SIGN:
+        OUT(0, MUL(Cc(), K(0)));
+        break;
+    case FC_OP_RECIPROCAL: OUT(0, MUL(NEG(Cc()), MUL(N(), N()))); break;
+    case FC_OP_LOG2: OUT(0, DIV(Cc(), MUL(X(), K(M_LN2)))); break;
+    case FC_OP_LOG1P: OUT(0, DIV(Cc(), ADD(X(), K(1)))); break;
+    case FC_OP_EXPM1: OUT(0, MUL(Cc(), ADD(N(), K(1)))); break;
+    case FC_OP_ASIN: OUT(0, MUL(Cc(), U(FC_OP_RSQRT, ADD(NEG(MUL(X(), X())), K(1))))); break;
+    case FC_OP_ACOS: OUT(0, NEG(MUL(Cc(), U(FC_OP_RSQRT, ADD(NEG(MUL(X(), X())), K(1)))))); break;
+    case FC_OP_ATAN: OUT(0, DIV(Cc(), ADD(MUL(X(), X()), K(1)))); break;
+    case FC_OP_SINH: OUT(0, MUL(Cc(), U(FC_OP_COSH, X()))); break;
+    case FC_OP_COSH: OUT(0, MUL(Cc(), U(FC_OP_SINH, X()))); break;
+    case FC_OP_ERF:
+        OUT(0, MUL(Cc(), MUL(K(2.0 / sqrt(M_PI)), U(FC_OP_EXP, NEG(MUL(X(), X()))))));
+        break;
+    case FC_OP_SQUARE: OUT(0, MUL(Cc(), MUL(X(), K(2)))); break;
+    case FC_OP_CAST:
+        if (fc_dtype_is_float(n->in[0]->dtype))
+            OUT(0, own1(FC_OP_CAST, n->in[0]->dtype, Cc()));
+        break;
+    case FC_OP_ADD: OUT(0, Cc()); OUT(1, Cc()); break;
+    case FC_OP_SUB: OUT(0, Cc()); OUT(1, NEG(Cc())); break;
+    case FC_OP_MUL: OUT(0, MUL(Cc(), Y())); OUT(1, MUL(Cc(), X())); break;
+    case FC_OP_DIV:
+        OUT(0, DIV(Cc(), Y()));
+        OUT(1, DIV(MUL(NEG(Cc()), X()), MUL(Y(), Y())));
+        break;
+    case FC_OP_POW:
+        /* PyTorch's pow_backward_self / pow_backward_exponent. */
+        OUT(0, WHERE(CMP(FC_OP_EQ, Y(), K(0)), K(0), MUL(MUL(Cc(), Y()), own2(FC_OP_POW, dt, X(), SUB(Y(), K(1))))));
+        OUT(1, WHERE(own2(FC_OP_AND, FC_BOOL, CMP(FC_OP_EQ, X(), K(0)), CMP(FC_OP_GE, Y(), K(0))), K(0),
+                     MUL(MUL(Cc(), N()), U(FC_OP_LOG, X()))));
+        break;
+    case FC_OP_MIN: case FC_OP_MAX: {
+        /* Ties split the gradient in half; the other operand's wins get none. */
+        FcOp lose = n->op == FC_OP_MAX ? FC_OP_LT : FC_OP_GT, win = n->op == FC_OP_MAX ? FC_OP_GT : FC_OP_LT;
+        OUT(0, WHERE(CMP(lose, X(), Y()), K(0), WHERE(CMP(FC_OP_EQ, X(), Y()), DIV(Cc(), K(2)), Cc())));
+        OUT(1, WHERE(CMP(win, X(), Y()), K(0), WHERE(CMP(FC_OP_EQ, X(), Y()), DIV(Cc(), K(2)), Cc())));
+        break;
+    }
+    case FC_OP_ATAN2: {
+        FcNode *rc = DIV(K(1), ADD(MUL(X(), X()), MUL(Y(), Y())));
+        OUT(0, MUL(MUL(Cc(), Y()), ref(rc)));
+        OUT(1, MUL(MUL(NEG(Cc()), X()), ref(rc)));
+        fc_node_release(rc);
+        break;
+    }
+    case FC_OP_FMOD: case FC_OP_MOD:
+        OUT(0, Cc());
+        OUT(1, MUL(NEG(Cc()), U(n->op == FC_OP_MOD ? FC_OP_FLOOR : FC_OP_TRUNC, DIV(X(), Y()))));
+        break;
+    case FC_OP_FLOORDIV:
+        OUT(0, MUL(Cc(), K(0)));
+        OUT(1, MUL(Cc(), K(0)));
+        break;
+    case FC_OP_WHERE: {
+        FcNode *c = place(n, 0);
+        OUT(1, WHERE(ref(c), Cc(), K(0)));
+        OUT(2, WHERE(ref(c), K(0), Cc()));
+        fc_node_release(c);
+        break;
+    }
+    case FC_OP_SUM: OUT(0, Cc()); break;
+    case FC_OP_PROD: {
+        /* PyTorch's prod_backward: result / x without zeros; with one zero, that element gets the
+         * product of the others and the rest nothing; with more, nothing. */
+        FcNode *xo = n->in[0];
+        FcNode *isz = CMP(FC_OP_EQ, ref(xo), K(0));
+        FcNode *nz = reduce_like(n, FC_OP_SUM, dt, own1(FC_OP_CAST, dt, ref(isz)));
+        FcNode *p1 = reduce_like(n, FC_OP_PROD, dt, WHERE(ref(isz), K(1), ref(xo)));
+        FcNode *plain = DIV(spread(n, 0, MUL(Cc(), N())), ref(xo));
+        FcNode *one = WHERE(own2(FC_OP_AND, FC_BOOL, ref(isz), spread(n, 0, CMP(FC_OP_EQ, ref(nz), K(1)))),
+                            spread(n, 0, MUL(Cc(), p1)), K(0));
+        out[0] = WHERE(spread(n, 0, CMP(FC_OP_EQ, nz, K(0))), plain, one);
+        fc_node_release(isz);
+        ok = out[0] != NULL;
+        break;
+    }
+    case FC_OP_AMAX: case FC_OP_AMIN: {
+        /* PyTorch's amax/amin backward: the gradient split evenly among the ties. */
+        FcNode *mask = CMP(FC_OP_EQ, ref(n->in[0]), spread(n, 0, N()));
+        FcNode *mf = own1(FC_OP_CAST, dt, ref(mask));
+        FcNode *cnt = mf ? fc_node_new(FC_OP_SUM, dt, n->nlev, n->size, 1, &mf) : NULL;
+        if (cnt)
+            memcpy(cnt->lev_map[0], n->lev_map[0], (size_t)mf->nlev);
+        fc_node_release(mf);
+        out[0] = WHERE(mask, spread(n, 0, DIV(Cc(), cnt)), K(0));
+        ok = out[0] != NULL;
+        break;
+    }
+    default:
+        break;      /* no gradient: comparisons, integer and bool ops, arg reductions */
+    }
+    fc_node_release(x);
+    fc_node_release(y);
+    return ok;
+#undef X
+#undef Y
+#undef N
+#undef Cc
+#undef K
+#undef MUL
+#undef DIV
+#undef ADD
+#undef SUB
+#undef NEG
+#undef U
+#undef CMP
+#undef WHERE
+#undef OUT
+}
+
+/* ---- the backward ---- */
+
+typedef struct Pending {
+    FcGradRec *rec;             /* reference */
+    FcTensor *g;                /* flat gradient buffer of the record's storage (stored), or NULL */
+    bool fresh;                 /* g holds the zeros it was made with */
+} Pending;
+
+typedef struct Engine {
+    FcCtx *ctx;
+    FcDevice dev;               /* of what is being differentiated now */
+    Pending *p;
+    int n, cap;
+    bool retain;
+    int ninputs;
+    FcTensor *const *inputs;
+    FcGradRec **input_rec;
+    FcTensor **results;
+    /* the loads scattered by the record being differentiated */
+    struct Contrib { FcNode *load; FcNode *ct; } *cb;
+    int ncb, capcb;
+} Engine;
+
+static Pending *pending_of(Engine *E, FcGradRec *r)
+{
+    for (int i = 0; i < E->n; i++)
+        if (E->p[i].rec == r)
+            return &E->p[i];
+    if (E->n == E->cap) {
+        int cap = E->cap ? 2 * E->cap : 16;
+        Pending *p = mem_realloc(E->p, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        E->p = p;
+        E->cap = cap;
+    }
+    Pending *p = &E->p[E->n++];
+    p->rec = r;
+    r->refcnt++;
+    p->g = NULL;
+    p->fresh = false;
+    return p;
+}
+
+static FcStatus zeros_flat(FcCtx *ctx, FcGradRec *r, FcTensor **out, FcError *err)
+{
+    FcScalar z = {0};
+    z.f = 0;
+    FcStatus st = fc_full(ctx, r->dtype, r->device, 1, &r->nelem, z, out, err);
+    if (!st)
+        st = fc_realize(ctx, *out, err);
+    return st;
+}
+
+/* Whether offsets sum_l strides[l] * i_l over the levels of size > 1 are distinct (PyTorch's
+ * overlap check: sorted by stride, each one past the span of the smaller ones). */
+static bool injective(int nlev, const int64_t *size, const int64_t *strides)
+{
+    int64_t st[FC_MAX_DIMS], sz[FC_MAX_DIMS];
+    int n = 0;
+    for (int l = 0; l < nlev; l++)
+        if (size[l] > 1) {
+            int64_t a = strides[l] < 0 ? -strides[l] : strides[l];
+            if (a == 0)
+                return false;
+            int k = n++;
+            while (k > 0 && st[k - 1] > a) {
+                st[k] = st[k - 1];
+                sz[k] = sz[k - 1];
+                k--;
+            }
+            st[k] = a;
+            sz[k] = size[l];
+        }
+    int64_t span = 0;
+    for (int k = 0; k < n; k++) {
+        if (st[k] <= span)
+            return false;
+        span += st[k] * (sz[k] - 1);
+    }
+    return true;
+}
+
+/* Adds ct (over the levels of load L, which reads the storage of record r) into r's buffer at the
+ * elements L reads: a kernel with an accumulating (scattered) store. */
+static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcError *err)
+{
+    Pending *p = pending_of(E, r);
+    if (!p)
+        return fc_nomem(err);
+    if (r->freed)
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "Trying to backward through the graph a second time (or directly access saved tensors after "
+                       "they have already been freed). Saved intermediate values of the graph are freed when you "
+                       "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+                       "through the graph a second time or if you need to access saved tensors after calling "
+                       "backward.");
+    FcStatus st;
+    if (!p->g) {
+        if ((st = zeros_flat(E->ctx, r, &p->g, err)) != FC_OK)
+            return st;
+        p->fresh = true;
+    }
+    int64_t strides[FC_MAX_DIMS] = {0};
+    int64_t offset = L->offset;
+    FcScatter sc;
+    memset(&sc, 0, sizeof sc);
+    sc.accumulate = true;
+    for (int k = 0; k < L->nin; k++) {
+        FcNode *ix = L->in[k];
+        int8_t lv = ix->nlev == 1 ? L->lev_map[k][0] : FC_LEV_BCAST;
+        if (ix->op == FC_OP_IOTA && ix->nlev == 1) {
+            if (lv >= 0)
+                strides[lv] += L->strides[k];
+            continue;
+        }
+        if (ix->op == FC_OP_CONST) {
+            int64_t v = ix->konst.i;
+            if (v < 0 && (L->wrap >> k & 1))
+                v += L->shape[k];
+            offset += v * L->strides[k];
+            continue;
+        }
+        FcNode *pi = fc_node_new(FC_OP_CAST, FC_INT64, L->nlev, L->size, 1, &ix);
+        if (!pi) {
+            for (int g = 0; g < sc.n; g++)
+                fc_node_release(sc.index[g]);
+            return fc_nomem(err);
+        }
+        pi->src_dtype = ix->dtype;
+        memcpy(pi->lev_map[0], L->lev_map[k], (size_t)ix->nlev);
+        sc.index[sc.n] = pi;
+        sc.at[sc.n].reg = -1;
+        sc.at[sc.n].stride = L->strides[k];
+        sc.at[sc.n].extent = L->shape[k];
+        sc.at[sc.n].wrap = L->wrap >> k & 1;
+        sc.at[sc.n].dim = L->index_dim[k];
+        sc.n++;
+    }
+    /* The first cotangent a fresh buffer gets through a load that reads each element at most
+     * once is stored, not added to zero: -0 stays -0, as in PyTorch, whose first gradient is
+     * assigned. */
+    if (p->fresh && !sc.n && injective(L->nlev, L->size, strides))
+        sc.accumulate = false;
+    p->fresh = false;
+    FcNode *v = ct;
+    if (ct->dtype != r->dtype)
+        v = own1(FC_OP_CAST, r->dtype, ref(ct));
+    st = v ? fc_store_scattered(E->ctx, p->g->storage, offset, strides, v, &sc, err) : fc_nomem(err);
+    if (v != ct)
+        fc_node_release(v);
+    for (int g = 0; g < sc.n; g++)
+        fc_node_release(sc.index[g]);
+    return st;
+}
+
+/* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
+ * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
+static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
+{
+    PtrMap memo = {0}, index = {0};
+    FcNode **order = NULL, **cts = NULL;
+    int norder = 0, cap = 0;
+    FcStatus st = FC_OK;
+    int rn = needs(root, ctxrec, &memo);
+    if (rn <= 0) {
+        pm_free(&memo);
+        return rn < 0 ? fc_nomem(err) : FC_OK;
+    }
+    /* Post-order of the nodes that need a gradient (iterative: stack of (node, next operand)). */
+    struct Fr { FcNode *n; int k; } *stk = NULL;
+    int top = 0, capstk = 0;
+#define PUSH(nd) do { if (top == capstk) { int c2 = capstk ? 2 * capstk : 64; void *q = mem_realloc(stk, (size_t)c2 * sizeof *stk); if (!q) goto nomem; stk = q; capstk = c2; } stk[top].n = (nd); stk[top].k = 0; top++; } while (0)
+    if (!pm_put(&index, root, -1))
+        goto nomem;
+    PUSH(root);
+    while (top) {
+        struct Fr *f = &stk[top - 1];
+        if (f->n->op != FC_OP_LOAD && f->k < f->n->nin) {
+            FcNode *c = f->n->in[f->k++];
+            if (pm_get(&index, c))
+                continue;
+            int r = needs(c, ctxrec, &memo);
+            if (r < 0)
+                goto nomem;
+            if (!r)
+                continue;
+            if (!pm_put(&index, c, -1))
+                goto nomem;
+            PUSH(c);
+            continue;
+        }
+        if (norder == cap) {
+            int c2 = cap ? 2 * cap : 64;
+            FcNode **o = mem_realloc(order, (size_t)c2 * sizeof *o);
+            if (!o)
+                goto nomem;
+            order = o;
+            cap = c2;
+        }
+        if (!pm_put(&index, f->n, norder))
+            goto nomem;
+        order[norder++] = f->n;
+        top--;
+    }
+#undef PUSH
+    cts = mem_calloc((size_t)norder, sizeof *cts);
+    if (!cts)
+        goto nomem;
+    cts[norder - 1] = ref(ct);      /* the root is last in post-order */
+    for (int i = norder - 1; i >= 0 && !st; i--) {
+        FcNode *n = order[i], *C = cts[i];
+        if (!C)
+            continue;
+        if (n->op == FC_OP_LOAD) {
+            if (E->ncb == E->capcb) {
+                int c2 = E->capcb ? 2 * E->capcb : 16;
+                void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
+                if (!q)
+                    goto nomem;
+                E->cb = q;
+                E->capcb = c2;
+            }
+            E->cb[E->ncb].load = ref(n);
+            E->cb[E->ncb].ct = ref(C);
+            E->ncb++;
+            continue;
+        }
+        FcNode *outs[3] = {NULL, NULL, NULL};
+        bool made = vjp_rule(n, C, outs);
+        /* A cotangent is of its operand's dtype (a reduction may compute in another one). */
+        for (int k = 0; made && k < n->nin && k < 3; k++)
+            if (outs[k] && outs[k]->dtype != n->in[k]->dtype)
+                made = (outs[k] = own1(FC_OP_CAST, n->in[k]->dtype, outs[k])) != NULL;
+        if (!made) {
+            for (int k = 0; k < 3; k++)
+                fc_node_release(outs[k]);
+            goto nomem;
+        }
+        for (int k = 0; k < n->nin && k < 3; k++) {
+            int *j = outs[k] ? pm_get(&index, n->in[k]) : NULL;
+            if (!j || *j < 0) {
+                fc_node_release(outs[k]);
+                continue;
+            }
+            if (!cts[*j])
+                cts[*j] = outs[k];
+            else {
+                FcNode *s = own2(FC_OP_ADD, cts[*j]->dtype, cts[*j], outs[k]);
+                cts[*j] = s;
+                if (!s)
+                    goto nomem;
+            }
+            /* A long chain of sums is realised, as a forward operand would be. */
+            if (fc_node_bigger(cts[*j], E->ctx->max_fused)) {
+                FcTensor *t = fc_tensor_from_node(cts[*j], E->dev, NULL, 0);
+                cts[*j] = NULL;
+                if (!t)
+                    goto nomem;
+                st = fc_realize(E->ctx, t, err);
+                if (!st && !(cts[*j] = fc_tensor_node(t)))
+                    st = fc_nomem(err);
+                fc_tensor_release(t);
+            }
+        }
+    }
+    goto done;
+nomem:
+    st = fc_nomem(err);
+done:
+    for (int i = 0; cts && i < norder; i++)
+        fc_node_release(cts[i]);
+    mem_free(cts);
+    mem_free(order);
+    mem_free(stk);
+    pm_free(&memo);
+    pm_free(&index);
+    return st;
+}
+
+/* Whether a value the contributions need was overwritten since record r was made. */
+static bool stale(FcNode *n, const FcGradRec *r, PtrMap *seen, const FcStorage **which, uint64_t *was)
+{
+    if (pm_get(seen, n))
+        return false;
+    if (!pm_put(seen, n, 1))
+        return false;
+    if (n->op == FC_OP_LOAD)
+        for (int i = 0; i < r->nreads; i++)
+            if (r->reads[i].s == n->storage && n->storage->version != r->reads[i].version) {
+                *which = n->storage;
+                *was = r->reads[i].version;
+                return true;
+            }
+    for (int k = 0; k < n->nin; k++)
+        if (stale(n->in[k], r, seen, which, was))
+            return true;
+    return false;
+}
+
+/* Scatters the contributions gathered by backprop_dag (loads read as ctxrec saw them). */
+static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
+{
+    FcStatus st = FC_OK;
+    if (ctxrec) {
+        PtrMap seen = {0};
+        const FcStorage *s = NULL;
+        uint64_t was = 0;
+        for (int i = 0; i < E->ncb && !s; i++)
+            if (!stale(E->cb[i].ct, ctxrec, &seen, &s, &was))
+                for (int k = 0; k < E->cb[i].load->nin && !s; k++)
+                    stale(E->cb[i].load->in[k], ctxrec, &seen, &s, &was);
+        pm_free(&seen);
+        if (s)
+            st = fc_errf(err, FC_ERR_RUNTIME,
+                         "one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation: [%s] is at version %llu; expected version %llu instead.",
+                         fc_dtype_name(ctxrec->dtype), (unsigned long long)s->version, (unsigned long long)was);
+    }
+    for (int i = 0; i < E->ncb; i++) {
+        if (!st) {
+            FcGradRec *r = read_rec(ctxrec, E->cb[i].load->storage);
+            if (r)
+                st = scatter_into(E, r, E->cb[i].load, E->cb[i].ct, err);
+        }
+        fc_node_release(E->cb[i].load);
+        fc_node_release(E->cb[i].ct);
+    }
+    E->ncb = 0;
+    return st;
+}
+
+/* The elements of flat buffer g that tensor geometry (ndim, shape, strides, offset) covers, as a
+ * stored tensor of its own. */
+static FcStatus read_geometry(FcCtx *ctx, FcTensor *g, int ndim, const int64_t *shape, const int64_t *strides,
+                              int64_t offset, FcTensor **out, FcError *err)
+{
+    FcTensor *v = NULL;
+    FcStatus st = fc_as_strided(ctx, g, ndim, shape, strides, offset, &v, err);
+    if (!st)
+        st = fc_clone(ctx, v, FC_MF_CONTIGUOUS, out, err);
+    fc_tensor_release(v);
+    return st;
+}
+
+/* A write's cotangent: the buffer read where the write stored (a gather through its scatters). */
+static FcNode *read_written(FcGradRec *r, FcTensor *g)
+{
+    FcNode *ins[FC_MAX_DIMS];
+    int nin = 0;
+    for (int l = 0; l < r->ndim; l++) {
+        ins[nin] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &r->shape[l], 0, NULL);
+        if (!ins[nin])
+            goto fail;
+        nin++;
+    }
+    for (int s = 0; s < r->sc.n; s++)
+        ins[nin++] = ref(r->sc.index[s]);
+    FcNode *L = fc_node_new(FC_OP_LOAD, r->dtype, r->ndim, r->shape, nin, ins);
+    if (L) {
+        for (int l = 0; l < r->ndim; l++) {
+            L->lev_map[l][0] = (int8_t)l;
+            L->strides[l] = r->strides[l];
+            L->shape[l] = r->shape[l];
+        }
+        for (int s = 0; s < r->sc.n; s++) {
+            int k = r->ndim + s;
+            for (int l = 0; l < r->ndim; l++)
+                L->lev_map[k][l] = (int8_t)l;
+            L->strides[k] = r->sc.at[s].stride;
+            L->shape[k] = r->sc.at[s].extent;
+            if (r->sc.at[s].wrap)
+                L->wrap |= (uint64_t)1 << k;
+            L->index_dim[k] = r->sc.at[s].dim;
+        }
+        L->storage = fc_storage_retain(g->storage);
+        L->offset = r->offset;
+    }
+    for (int k = 0; k < nin; k++)
+        fc_node_release(ins[k]);
+    return L;
+fail:
+    for (int k = 0; k < nin; k++)
+        fc_node_release(ins[k]);
+    return NULL;
+}
+
+static FcStatus add_into(FcCtx *ctx, FcTensor **acc, FcTensor *g, FcError *err)
+{
+    if (!*acc) {
+        *acc = fc_tensor_retain(g);
+        return FC_OK;
+    }
+    FcTensor *s = NULL;
+    FcStatus st = fc_binary(ctx, FC_OP_ADD, *acc, g, &s, err);
+    if (!st)
+        st = fc_realize(ctx, s, err);
+    if (st) {
+        fc_tensor_release(s);
+        return st;
+    }
+    fc_tensor_release(*acc);
+    *acc = s;
+    return FC_OK;
+}
+
+/* Whether the VJP of value reads forward values (PyTorch's saved tensors): anything but sums,
+ * differences, negations, casts, loads, and products or quotients by constants. Such a record is
+ * freed by a backward without retain_graph, as PyTorch frees its saved tensors. */
+static bool saves_walk(FcNode *n, PtrMap *seen)
+{
+    if (pm_get(seen, n))
+        return false;
+    if (!pm_put(seen, n, 1))
+        return true;            /* out of memory: free it, as when it saves */
+    switch (n->op) {
+    case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA:
+        return false;
+    case FC_OP_NEG: case FC_OP_ADD: case FC_OP_SUB: case FC_OP_SUM: case FC_OP_CAST:
+        break;
+    case FC_OP_MUL: case FC_OP_DIV:
+        if (n->in[1]->op == FC_OP_CONST || (n->op == FC_OP_MUL && n->in[0]->op == FC_OP_CONST))
+            break;
+        return true;
+    default:
+        return !n->nograd && fc_dtype_is_float(n->dtype);
+    }
+    for (int k = 0; k < n->nin; k++)
+        if (saves_walk(n->in[k], seen))
+            return true;
+    return false;
+}
+
+static bool saves_values(FcNode *value)
+{
+    PtrMap seen = {0};
+    bool r = saves_walk(value, &seen);
+    pm_free(&seen);
+    return r;
+}
+
+static FcStatus process(Engine *E, Pending *p, FcError *err)
+{
+    FcGradRec *r = p->rec;
+    FcCtx *ctx = E->ctx;
+    FcStatus st = FC_OK;
+    E->dev = r->device;
+    for (int i = 0; i < E->ninputs; i++)
+        if (E->input_rec[i] == r && !E->results[i]) {
+            FcTensor *in = E->inputs[i];
+            st = read_geometry(ctx, p->g, in->ndim, in->shape, in->strides, in->offset, &E->results[i], err);
+            if (st)
+                return st;
+        }
+    if (r->kind == REC_LEAF) {
+        if (E->ninputs)
+            return FC_OK;
+        FcTensor *v = NULL;
+        st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, &v, err);
+        if (!st)
+            st = add_into(ctx, &r->gradt, v, err);
+        fc_tensor_release(v);
+        return st;
+    }
+    if (r->freed || !r->value)
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "Trying to backward through the graph a second time (or directly access saved tensors after "
+                       "they have already been freed). Saved intermediate values of the graph are freed when you "
+                       "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+                       "through the graph a second time or if you need to access saved tensors after calling "
+                       "backward.");
+    FcNode *L = read_written(r, p->g);
+    FcTensor *ct = L ? fc_tensor_from_node(L, r->device, NULL, 0) : NULL;
+    if (!ct)
+        return fc_nomem(err);
+    st = fc_realize(ctx, ct, err);
+    if (!st && !r->sc.accumulate) {
+        /* What this write overwrote gets no gradient from after it. */
+        FcNode *z = fc_node_new(FC_OP_CONST, r->dtype, r->ndim, r->shape, 0, NULL);
+        st = z ? fc_store_scattered(ctx, p->g->storage, r->offset, r->strides, z, &r->sc, err) : fc_nomem(err);
+        fc_node_release(z);
+    }
+    FcNode *ctn = st ? NULL : fc_tensor_node(ct);
+    fc_tensor_release(ct);
+    if (!st && !ctn)
+        st = fc_nomem(err);
+    if (!st)
+        st = backprop_dag(E, r->value, ctn, r, err);
+    fc_node_release(ctn);
+    if (!st)
+        st = flush(E, r, err);
+    if (!st && r->prev) {
+        Pending *pp = pending_of(E, r->prev);
+        st = pp ? add_into(ctx, &pp->g, p->g, err) : fc_nomem(err);
+    }
+    if (!st && !E->retain && saves_values(r->value)) {
+        rec_clear(r);
+        r->freed = true;
+    }
+    return st;
+}
+
+FcStatus fc_backward(FcCtx *ctx, int noutputs, FcTensor *const *outputs, FcTensor *const *grads, int ninputs,
+                     FcTensor *const *inputs, FcTensor **results, bool retain_graph, FcError *err)
+{
+    Engine E;
+    memset(&E, 0, sizeof E);
+    E.ctx = ctx;
+    E.retain = retain_graph;
+    E.ninputs = ninputs;
+    E.inputs = inputs;
+    E.results = results;
+    FcStatus st = FC_OK;
+    bool was_off = fc_grad_off;
+    for (int i = 0; i < ninputs; i++)
+        results[i] = NULL;
+    for (int k = 0; k < noutputs; k++)
+        if (!fc_requires_grad(outputs[k]))
+            return fc_errf(err, FC_ERR_RUNTIME, "element %d of tensors does not require grad and does not have a grad_fn", k);
+    if (ninputs) {
+        E.input_rec = mem_calloc((size_t)ninputs, sizeof *E.input_rec);
+        if (!E.input_rec)
+            return fc_nomem(err);
+        for (int i = 0; i < ninputs; i++) {
+            if (!fc_requires_grad(inputs[i])) {
+                st = fc_errf(err, FC_ERR_RUNTIME, "One of the differentiated Tensors does not require grad");
+                goto out;
+            }
+            if ((st = fc_realize(ctx, inputs[i], err)) != FC_OK)
+                goto out;
+            E.input_rec[i] = inputs[i]->storage->grad;
+        }
+    }
+    fc_grad_off = true;
+    for (int k = 0; k < noutputs && !st; k++) {
+        FcTensor *o = outputs[k], *g = grads ? grads[k] : NULL;
+        FcNode *ct;
+        if (!g) {
+            if (fc_tensor_numel(o) != 1) {
+                st = fc_errf(err, FC_ERR_RUNTIME, "grad can be implicitly created only for scalar outputs");
+                break;
+            }
+            ct = fc_node_new(FC_OP_CONST, o->dtype, o->ndim, o->shape, 0, NULL);
+            if (ct)
+                ct->konst.f = 1;
+        } else {
+            bool same = g->ndim == o->ndim;
+            for (int d = 0; same && d < o->ndim; d++)
+                same = g->shape[d] == o->shape[d];
+            if (!same) {
+                char a[256], b[256];
+                st = fc_errf(err, FC_ERR_RUNTIME, "Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a shape of %s.",
+                             k, fc_shape_str(a, sizeof a, g->ndim, g->shape), k, fc_shape_str(b, sizeof b, o->ndim, o->shape));
+                break;
+            }
+            FcNode *gn = fc_tensor_node(g);
+            ct = gn && gn->dtype != o->dtype ? own1(FC_OP_CAST, o->dtype, gn) : gn;
+        }
+        /* A lazy output is stored first: its record is then freed by this backward as PyTorch
+         * frees the graph's saved values. */
+        if (ct && o->node && (st = fc_realize(ctx, o, err)) != FC_OK) {
+            fc_node_release(ct);
+            break;
+        }
+        FcNode *root = ct ? fc_tensor_node(o) : NULL;
+        if (root && !o->node)
+            root->nograd = false;       /* a load made here of o's storage, which needs a gradient */
+        E.dev = o->device;
+        st = root ? backprop_dag(&E, root, ct, NULL, err) : fc_nomem(err);
+        fc_node_release(root);
+        fc_node_release(ct);
+        if (!st)
+            st = flush(&E, NULL, err);
+    }
+    /* Newest record first: everything that reads a record is newer than it. */
+    for (;;) {
+        if (st)
+            break;
+        int best = -1;
+        for (int i = 0; i < E.n; i++)
+            if (E.p[i].g && (best < 0 || E.p[i].rec->seq > E.p[best].rec->seq))
+                best = i;
+        if (best < 0)
+            break;
+        /* Taken out of the list (nothing adds to it after this point), so that the list may grow. */
+        Pending cur = E.p[best];
+        E.p[best].g = NULL;
+        st = process(&E, &cur, err);
+        fc_tensor_release(cur.g);
+    }
+    for (int i = 0; i < ninputs && !st; i++)
+        if (!results[i])
+            st = fc_errf(err, FC_ERR_RUNTIME,
+                         "One of the differentiated Tensors appears to not have been used in the graph. Set "
+                         "allow_unused=True if this is the desired behavior.");
+out:
+    fc_grad_off = was_off;
+    for (int i = 0; i < E.ncb; i++) {
+        fc_node_release(E.cb[i].load);
+        fc_node_release(E.cb[i].ct);
+    }
+    mem_free(E.cb);
+    for (int i = 0; i < E.n; i++) {
+        fc_tensor_release(E.p[i].g);
+        fc_grad_rec_release(E.p[i].rec);
+    }
+    mem_free(E.p);
+    mem_free(E.input_rec);
+    if (st)
+        for (int i = 0; i < ninputs; i++) {
+            fc_tensor_release(results[i]);
+            results[i] = NULL;
+        }
+    return st;
+}

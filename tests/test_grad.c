@@ -1,0 +1,328 @@
+/* test_grad.c — gradients (fcdim/autograd.c) against PyTorch autograd.
+ *
+ * The golden cases (tests/golden/grad/cases.txt and its .npy files, written by gen_grad.py with
+ * PyTorch 1.13 and torchvision) are programs that compute gradients with backward() or grad() and
+ * leave them in globals: each is compared with PyTorch's, the same shape and dtype and |tdl -
+ * torch| <= tol * (|torch| + amax|torch|) (tol 1e-5 for float32, 1e-12 for float64); "var=None":
+ * the global must be None (no gradient reached it). They cover every differentiable op, views,
+ * gathers, writes, matmul, first-class dims and roi_align's input gradient against torchvision's
+ * backward (gen_grad.py lists what). Besides: float64 finite differences of composite programs,
+ * the same bits at 1, 2 and 4 threads and from run to run for roi_align's gradient, and PyTorch's
+ * errors. With TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device. */
+#include "tests.h"
+
+#include "fcdim.h"
+#include "golden_cases.h"
+#include "tdl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIR "tests/golden/grad/"
+#define MIN_CASES 250
+
+static void discard(void *ud, const char *s, size_t len)
+{
+    (void)ud;
+    (void)s;
+    (void)len;
+}
+
+static tdl_interp *open_interp(void)
+{
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    cfg.write = discard;
+    cfg.device = golden_device();
+    return tdl_open(&cfg);
+}
+
+static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(char *b, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+static double host_value(const void *data, tdl_dtype dt, int64_t i)
+{
+    return dt == TDL_DTYPE_FLOAT32 ? ((const float *)data)[i] : ((const double *)data)[i];
+}
+
+/* Compares global var of T with the .npy file path (or, path NULL, requires None). */
+static void compare(tdl_interp *T, const char *var, const char *path, char *why, size_t cap)
+{
+    tdl_value *v = NULL;
+    if (tdl_get_global(T, var, &v) != TDL_OK) {
+        put(why, cap, "no global %s", var);
+        return;
+    }
+    if (!path) {
+        if (tdl_typeof(T, v) != TDL_TNONE)
+            put(why, cap, "%s: a value, want None", var);
+        tdl_value_free(v);
+        return;
+    }
+    FcView g;
+    FcError ferr;
+    if (fc_npy_load(path, &g, &ferr) != FC_OK) {
+        put(why, cap, "%s: %s", var, ferr.msg);
+        tdl_value_free(v);
+        return;
+    }
+    tdl_tensor_info yi;
+    tdl_dtype want = g.dtype == FC_FLOAT32 ? TDL_DTYPE_FLOAT32 : TDL_DTYPE_FLOAT64;
+    if (tdl_tensor_read(T, v, TDL_DTYPE_ANY, &yi) != TDL_OK) {
+        put(why, cap, "reading %s: %s", var, tdl_error_message(T));
+        goto out;
+    }
+    bool same = yi.ndim == g.ndim && yi.dtype == want;
+    for (int k = 0; same && k < g.ndim; k++)
+        same = yi.shape[k] == g.shape[k];
+    if (!same) {
+        put(why, cap, "%s: dtype or shape differs from PyTorch's", var);
+        goto out;
+    }
+    double mag = 0;
+    for (int64_t i = 0; i < yi.numel; i++)
+        mag = fmax(mag, fabs(host_value(g.data, want, i)));
+    double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < yi.numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < yi.ndim; k++)
+            off += idx[k] * yi.strides[k];
+        double a = host_value(yi.data, yi.dtype, off), b = host_value(g.data, want, i);
+        if (!(fabs(a - b) <= tol * (fabs(b) + mag)) && !(isnan(a) && isnan(b))) {
+            put(why, cap, "%s: at flat index %lld: tdl %.17g, torch %.17g", var, (long long)i, a, b);
+            goto out;
+        }
+        for (int k = yi.ndim - 1; k >= 0 && ++idx[k] == yi.shape[k]; k--)
+            idx[k] = 0;
+    }
+out:
+    tdl_value_free(v);
+    free(g.data);
+}
+
+/* The program of case c, with `import vision`, its inputs on the test device and its results back. */
+static void case_program(const GoldenCase *c, char *prog, size_t cap)
+{
+    const char *dev = golden_device();
+    snprintf(prog, cap, "import vision\n");
+    for (const char *p = c->program; *p;) {
+        const char *q = strstr(p, ".npy')");
+        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
+        put(prog, cap, "%.*s", (int)n, p);
+        if (q && dev)
+            put(prog, cap, ".to('%s')", dev);
+        p += n;
+    }
+    put(prog, cap, "\n");
+    for (const char *p = c->text; dev && *p;) {
+        size_t n = strcspn(p, "=");
+        put(prog, cap, "%.*s = %.*s.cpu() if %.*s is not None else None\n", (int)n, p, (int)n, p, (int)n, p);
+        p += strcspn(p, " ");
+        p += *p == ' ';
+    }
+}
+
+START_TEST(golden)
+{
+    GoldenCase *cases = NULL;
+    char err[256];
+    int n = golden_cases_load(DIR "cases.txt", &cases, err, sizeof err);
+    ck_assert_msg(err[0] == '\0', "%s", err);
+    ck_assert_msg(n >= MIN_CASES, "%s holds %d cases, fewer than %d", DIR "cases.txt", n, MIN_CASES);
+    char *report = calloc(1, 65536);
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        const GoldenCase *c = &cases[i];
+        char prog[16384], why[2048] = "";
+        case_program(c, prog, sizeof prog);
+        tdl_interp *T = open_interp();
+        ck_assert_ptr_nonnull(T);
+        if (tdl_run_string(T, prog, c->name) != TDL_OK) {
+            put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+        } else {
+            char *spec = strdup(c->text), *save = NULL;
+            for (char *tok = strtok_r(spec, " ", &save); tok && !why[0]; tok = strtok_r(NULL, " ", &save)) {
+                char *eq = strchr(tok, '=');
+                if (!eq)
+                    continue;
+                *eq = '\0';
+                char path[512];
+                snprintf(path, sizeof path, DIR "%s", eq + 1);
+                compare(T, tok, strcmp(eq + 1, "None") == 0 ? NULL : path, why, sizeof why);
+            }
+            free(spec);
+        }
+        tdl_close(T);
+        if (why[0]) {
+            failed++;
+            put(report, 65536, "\n  %s: %s", c->name, why);
+        }
+    }
+    golden_cases_free(cases, n);
+    if (failed)
+        fprintf(stderr, "gradient cases that differ from PyTorch:%s\n", report);
+    char head[1500];
+    snprintf(head, sizeof head, "%s", report);
+    free(report);
+    ck_assert_msg(failed == 0, "%d of %d gradient cases differ from PyTorch:%s", failed, n, head);
+}
+END_TEST
+
+/* Runs program in a fresh interpreter; it must succeed (its asserts hold). */
+static void run_ok(const char *program)
+{
+    tdl_interp *T = open_interp();
+    ck_assert_ptr_nonnull(T);
+    tdl_status st = tdl_run_string(T, program, "test");
+    ck_assert_msg(st == TDL_OK, "%s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+    tdl_close(T);
+}
+
+/* Runs program; it must raise kind with a message starting with msg, and the interpreter stays
+ * usable. */
+static void run_err(const char *program, const char *kind, const char *msg)
+{
+    tdl_interp *T = open_interp();
+    ck_assert_ptr_nonnull(T);
+    tdl_status st = tdl_run_string(T, program, "test");
+    ck_assert_msg(st == TDL_ERROR, "no error from:\n%s", program);
+    ck_assert_str_eq(tdl_error_kind_name(tdl_error_kind_of(T)), kind);
+    ck_assert_msg(strncmp(tdl_error_message(T), msg, strlen(msg)) == 0, "message: %s\nwant: %s", tdl_error_message(T),
+                  msg);
+    ck_assert_int_eq(tdl_run_string(T, "assert (tensor([1.0]) + 1).item() == 2.0", "after"), TDL_OK);
+    tdl_close(T);
+}
+
+/* Central differences in float64 of composite programs: f(x) built from many ops, its gradient
+ * from backward against (f(x + h e_i) - f(x - h e_i)) / 2h at every element. */
+START_TEST(finite_differences)
+{
+    static const char *const fns[] = {
+        "def f(x, w):\n    h = (x @ w).tanh()\n    return (h.softmax(1) * h.sigmoid()).sum() + h.logsumexp(0).sum()\n",
+        "def f(x, w):\n    y = cat([x * w[:, 0], x.exp()[:, ::2]], 1)\n    y[1] = y[0] * 2\n    return (y.amax(1) + y.mean(0).sum()).sum()\n",
+        "def f(x, w):\n    i, j = dims(2)\n    a = x[i, j] * w[:, 0][j]\n    return (a.sum(j).order(i) ** 2).sum() + x[tensor([0, 0, 1])].pow(3).sum()\n",
+        "def f(x, w):\n    z = zeros(4, 3, dtype=float64)\n    z.index_put_([tensor([0, 0, 3])], x[:, :3] * w[1, :3], accumulate=True)\n"
+        "    return (z.sin() * x.clamp(-0.5, 0.5).sum()).sum() + x.gather(1, tensor([[1, 0], [2, 2], [0, 1]])).prod()\n",
+    };
+    for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) {
+        char prog[4096];
+        snprintf(prog, sizeof prog,
+                 "%s"
+                 "x = (arange(12, dtype=float64).reshape(3, 4) * 0.37).sin().requires_grad_()\n"
+                 "w = (arange(12, dtype=float64).reshape(4, 3) * 0.61).cos()\n"
+                 "f(x, w).backward()\n"
+                 "g = x.grad\n"
+                 "h = 1e-6\n"
+                 "xd = x.detach().clone()\n"
+                 "for i in range(3):\n"
+                 "    for j in range(4):\n"
+                 "        a = xd.clone()\n"
+                 "        a[i, j] += h\n"
+                 "        b = xd.clone()\n"
+                 "        b[i, j] -= h\n"
+                 "        fd = (f(a, w) - f(b, w)).item() / (2 * h)\n"
+                 "        assert abs(fd - g[i, j].item()) <= 1e-6 * (1 + abs(fd)), (i, j, fd, g[i, j].item())\n",
+                 fns[k]);
+        run_ok(prog);
+    }
+}
+END_TEST
+
+/* roi_align's gradient (a scatter-add of many overlapping taps): the same bits at 1, 2 and 4
+ * threads, and twice in a row. */
+START_TEST(deterministic)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 16 * 20 * 24, dtype=float32).reshape(2, 16, 20, 24) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 23.0, 19.0], [1, 2.0, 2.0, 12.0, 12.0]])\n"
+        "y = vision.roi_align(x, b, (7, 7), 1.0, -1, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    const char *old = getenv("TDL_NUM_THREADS");
+    char *saved = old ? strdup(old) : NULL;
+    void *first = NULL;
+    size_t bytes = 0;
+    static const char *const threads[] = {"1", "2", "4", "4", "1"};
+    for (size_t r = 0; r < sizeof threads / sizeof *threads; r++) {
+        setenv("TDL_NUM_THREADS", threads[r], 1);
+        tdl_interp *T = open_interp();
+        ck_assert_ptr_nonnull(T);
+        ck_assert_msg(tdl_run_string(T, prog, "det") == TDL_OK, "%s", tdl_error_message(T));
+        tdl_value *v = NULL;
+        tdl_tensor_info info;
+        ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_read(T, v, TDL_DTYPE_FLOAT32, &info), TDL_OK);
+        ck_assert_int_eq(info.numel, 2 * 16 * 20 * 24);
+        size_t n = (size_t)info.numel * sizeof(float);
+        if (!first) {
+            first = malloc(n);
+            memcpy(first, info.data, n);
+            bytes = n;
+        } else {
+            ck_assert_msg(n == bytes && memcmp(first, info.data, n) == 0,
+                          "roi_align's gradient at %s threads differs from the one at 1", threads[r]);
+        }
+        tdl_value_free(v);
+        tdl_close(T);
+    }
+    free(first);
+    if (saved) {
+        setenv("TDL_NUM_THREADS", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TDL_NUM_THREADS");
+    }
+}
+END_TEST
+
+START_TEST(errors)
+{
+    run_err("x = tensor([1.0, 2.0], requires_grad=True)\n(x * 2).backward()\n", "RuntimeError",
+            "grad can be implicitly created only for scalar outputs");
+    run_err("x = tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).exp().sum()\ny.backward()\ny.backward()\n",
+            "RuntimeError", "Trying to backward through the graph a second time");
+    run_err("x = tensor([1.0, 2.0], requires_grad=True)\nx += 1\n", "RuntimeError",
+            "a leaf Variable that requires grad is being used in an in-place operation.");
+    run_err("x = tensor([1.0, 2.0], requires_grad=True)\nx[0] = 5.0\n", "RuntimeError",
+            "a leaf Variable that requires grad is being used in an in-place operation.");
+    run_err("x = tensor([1.0, 2.0], requires_grad=True)\ny = x.sin().clone()\nz = (y * y).sum()\n"
+            "y[0] = 5.0\nz.backward()\n",
+            "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation");
+    run_err("x = tensor([1.0, 2.0])\nx.sum().backward()\n", "RuntimeError",
+            "element 0 of tensors does not require grad and does not have a grad_fn");
+    run_err("x = tensor([1, 2], requires_grad=True)\n", "RuntimeError",
+            "only Tensors of floating point dtype can require gradients");
+    /* a write into a leaf is fine with gradients off (an optimiser's step; tdl's -= rebinds) */
+    run_ok("w = tensor([1.0, 2.0], requires_grad=True)\n(w * w).sum().backward()\nset_grad_enabled(False)\n"
+           "w[...] = w - 0.5 * w.grad\nset_grad_enabled(True)\nassert w.tolist() == [0.0, 0.0]\nassert w.requires_grad\n"
+           "assert is_grad_enabled()\n");
+}
+END_TEST
+
+Suite *grad_suite(void)
+{
+    Suite *s = suite_create("grad");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, golden);
+    tcase_add_test(tc, finite_differences);
+    tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, errors);
+    suite_add_tcase(s, tc);
+    return s;
+}
