@@ -1295,6 +1295,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
         return bi_range(I, v_undef(), args, nargs, kwnames, nkw, out);
     }
     if (t == T_DEVICE) return tensor_device_new(I, args, nargs, nkw, out);
+    if (t == T_DICT || t == T_SET || t == T_FROZENSET) return dict_type_call(I, t, args, nargs, kwnames, nkw, out);
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
@@ -2741,7 +2742,8 @@ const BuiltinDef *builtin_method(TypeId t, const char *name)
         return d ? d : tensor_method(name);
     }
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
-                          : t == T_TUPLE ? tuple_methods : NULL;
+                          : t == T_TUPLE ? tuple_methods : t == T_DICT ? dict_methods
+                          : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods : NULL;
     if (!tab) return NULL;
     for (; tab->name; tab++)
         if (strcmp(tab->name, name) == 0) return tab;
@@ -2753,6 +2755,7 @@ static const char *method_owner(const BuiltinDef *def)
 {
     static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
         {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
+        {dict_methods, "dict"}, {set_methods, "set"}, {frozenset_methods, "frozenset"},
     };
     for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
         for (const BuiltinDef *d = tabs[k].tab; d->name; d++)

@@ -210,6 +210,75 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
     }
 }
 
+/* del t: names become unbound, items and attributes are deleted, left to right. */
+static bool delete(Interp *I, Frame *F, Node *t)
+{
+    switch (t->kind) {
+    case N_NAME: {
+        Value v;
+        if (!load_name(I, F, t, &v)) {
+            locate(I, F, t->pos);
+            return false;
+        }
+        val_decref(I, v);
+        if (t->scope == SCOPE_GLOBAL && F->mod->vals[t->slot].tag == V_UNDEF) {
+            /* only the builtin of that name exists: Python's del says the name is not defined */
+            err_raise(I, TDL_ERR_NAME, "name '%s' is not defined", t->str);
+            locate(I, F, t->pos);
+            return false;
+        }
+        Value *slot = t->scope == SCOPE_LOCAL ? &F->slots[t->slot]
+                    : t->scope == SCOPE_CELL ? &((CellObj *)F->slots[t->slot].o)->v
+                    : t->scope == SCOPE_FREE ? &F->free[t->slot]->v : &F->mod->vals[t->slot];
+        Value old = *slot;
+        *slot = v_undef();
+        val_decref(I, old);
+        return true;
+    }
+    case N_TUPLE: case N_LIST:
+        for (Node *e = t->a; e; e = e->next)
+            if (!delete(I, F, e)) return false;
+        return true;
+    case N_SUBSCRIPT: {
+        Value obj, idx;
+        if (!eval_subscript_parts(I, F, t, &obj, &idx)) return false;
+        bool ok = val_delitem(I, obj, idx);
+        val_decref(I, obj);
+        val_decref(I, idx);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    case N_ATTR: {
+        Value obj;
+        if (!eval(I, F, t->a, &obj)) return false;
+        bool ok;
+        if (obj.tag == V_MODULE) {
+            int32_t k = namemap_get(&as_module(obj)->names, t->str);
+            ok = k >= 0 && as_module(obj)->vals[k].tag != V_UNDEF;
+            if (ok) {
+                Value old = as_module(obj)->vals[k];
+                as_module(obj)->vals[k] = v_undef();
+                val_decref(I, old);
+            } else {
+                err_raise(I, TDL_ERR_ATTRIBUTE, "module '%s' has no attribute '%s'", as_module(obj)->name, t->str);
+            }
+        } else {
+            Value v;
+            ok = val_getattr(I, obj, t->str, &v);
+            if (ok) {
+                val_decref(I, v);
+                ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
+            }
+        }
+        val_decref(I, obj);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    default:
+        return err_raise(I, TDL_ERR_SYNTAX, "cannot delete %s", lang_node_kind_name(t->kind));
+    }
+}
+
 /* ---- calls ---- */
 
 static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, int nargs,
@@ -465,6 +534,35 @@ static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
     return true;
 }
 
+/* A dict or set display: items are evaluated left to right (a dict's key before its value) and
+ * inserted as they come, so a repeated key keeps its first position and its last value. */
+static bool eval_dict(Interp *I, Frame *F, Node *n, Value *out)
+{
+    DictObj *d = dict_alloc(I, n->kind == N_DICT ? V_DICT : V_SET);
+    if (!d) return false;
+    Value dv = v_obj(d->h.tag, &d->h);
+    for (Node *e = n->a; e; e = e->next) {
+        Value k, v = v_undef();
+        if (!eval(I, F, n->kind == N_DICT ? e->a : e, &k)) goto fail;
+        if (n->kind == N_DICT && !eval(I, F, e->b, &v)) {
+            val_decref(I, k);
+            goto fail;
+        }
+        bool ok = dict_set(I, d, k, v);
+        val_decref(I, k);
+        val_decref(I, v);
+        if (!ok) {
+            locate(I, F, n->kind == N_DICT ? e->a->pos : e->pos);
+            goto fail;
+        }
+    }
+    *out = dv;
+    return true;
+fail:
+    val_decref(I, dv);
+    return false;
+}
+
 static bool truthy(Interp *I, Value v, bool *out)
 {
     if (v.tag == V_BOOL) {
@@ -543,6 +641,8 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
         break;
     case N_TUPLE: case N_LIST:
         return eval_seq(I, F, n, out);
+    case N_DICT: case N_SET:
+        return eval_dict(I, F, n, out);
     case N_BINOP: {
         Value a, b;
         if (!eval(I, F, n->a, &a)) return false;
@@ -684,7 +784,7 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
     Node *t = st->a;
     LangOp op = (LangOp)st->op;
     Value obj = v_undef(), idx = v_undef(), cur, rhs, res;
-    bool ok;
+    bool ok, handled = false;
     if (t->kind == N_NAME && t->scope == SCOPE_LOCAL && F->slots[t->slot].tag == V_INT) {
         /* i += 1 on a local int: no list semantics to honour */
         if (!eval(I, F, st->b, &rhs)) return false;
@@ -753,6 +853,12 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         }
         res = cur;
         val_incref(res);
+    } else if (!(ok = dict_inplace(I, op, cur, rhs, &handled)) || handled) {
+        /* set |= s and friends, dict |= d: in place, as in Python */
+        if (ok) {
+            res = cur;
+            val_incref(res);
+        }
     } else if (cur.tag == V_TENSOR) {
         /* Python's tmp = t[idx]; tmp += v; t[idx] = tmp, with Tensor's __iadd__ & co.: the
          * value written keeps tmp's shape and dtype. */
@@ -803,7 +909,11 @@ static Flow exec_for(Interp *I, Frame *F, Node *st)
         for (;;) {
             Value x;
             bool done;
-            if (!interp_check_interrupt(I) || !iter_next(I, &it, &x, &done)) { fl = F_ERROR; break; }
+            if (!interp_check_interrupt(I) || !iter_next(I, &it, &x, &done)) {
+                locate(I, F, st->b->pos);
+                fl = F_ERROR;
+                break;
+            }
             if (done) break;
             bool ok = assign(I, F, st->a, x);
             val_decref(I, x);
@@ -942,6 +1052,9 @@ static Flow exec(Interp *I, Frame *F, Node *st)
         case N_BREAK: return F_BREAK;
         case N_CONTINUE: return F_CONTINUE;
         case N_PASS: case N_GLOBAL: case N_NONLOCAL: break;
+        case N_DEL:
+            if (!delete(I, F, st->a)) return F_ERROR;
+            break;
         case N_ASSERT: {
             Value c;
             bool t;

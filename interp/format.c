@@ -319,12 +319,18 @@ static bool repr_items(Interp *I, const Value *items, size_t n, Buf *b, const Re
     return true;
 }
 
+/* The item printer dict_repr calls back, with the frame of the dict being printed. */
+static bool repr_dict_item(Interp *I, Value v, Buf *b, const void *fr)
+{
+    return repr_rec(I, v, b, fr);
+}
+
 static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
 {
     int depth = up ? up->depth + 1 : 1;
     for (const ReprFrame *f = up; f; f = f->up) {
         if (f->o == v.o) {
-            buf_puts(b, v.tag == V_LIST ? "[...]" : "(...)");
+            buf_puts(b, v.tag == V_LIST ? "[...]" : v.tag == V_TUPLE ? "(...)" : "{...}");
             return true;
         }
     }
@@ -332,7 +338,11 @@ static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
         return err_raise(I, TDL_ERR_RECURSION,
                          "maximum recursion depth exceeded while getting the repr of an object");
     ReprFrame fr = {v.o, up, depth};
-    if (v.tag == V_LIST) {
+    if (v.tag == V_DICT || v.tag == V_SET || v.tag == V_FROZENSET || v.tag == V_DICTVIEW) {
+        /* a view prints its dict's items: the dict is what may contain itself */
+        if (v.tag == V_DICTVIEW) fr.o = &((DictViewObj *)v.o)->d->h;
+        if (!dict_repr(I, v, b, repr_dict_item, &fr)) return false;
+    } else if (v.tag == V_LIST) {
         /* Items are re-read by index each time: nothing here can run tdl code, but being
          * defensive about n costs nothing. */
         ListObj *l = as_list(v);
@@ -379,6 +389,7 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
         break;
     case V_TUPLE:
     case V_LIST:
+    case V_DICT: case V_SET: case V_FROZENSET: case V_DICTVIEW:
         if (!repr_container(I, v, b, up)) return false;
         break;
     case V_RANGE: {

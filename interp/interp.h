@@ -48,6 +48,8 @@ typedef enum ValueTag {
     V_TENSOR,           /* a TensorObj */
     V_DIM,              /* a DimObj: a first-class dim (repr: its name) */
     V_DIMLIST,          /* a DimListObj: a list of dims whose length binds when it indexes */
+    V_DICT, V_SET, V_FROZENSET,     /* DictObj (dict.c) */
+    V_DICTVIEW,         /* d.keys(), d.values(), d.items(): a DictViewObj */
     V__COUNT
 } ValueTag;
 
@@ -87,6 +89,7 @@ typedef enum TypeId {
     T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
     T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
     T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT, T_DIM, T_DIMLIST,
+    T_DICT, T_SET, T_FROZENSET, T_DICT_KEYS, T_DICT_VALUES, T_DICT_ITEMS,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -121,6 +124,24 @@ typedef struct TensorObj { Obj h; FcTensor *t, *fa, *fb; } TensorObj;
 typedef struct DimObj { Obj h; FcDim *d; } DimObj;                      /* d: a reference */
 /* dims: n references once bound (bind_len), NULL before; name: for the dims it makes ("batch0"). */
 typedef struct DimListObj { Obj h; char *name; bool named, bound; int n; FcDim **dims; } DimListObj;
+
+/* dict, set and frozenset (dict.c). A dict keeps its entries in insertion order in ent[0..fill)
+ * (a deleted one has key V_UNDEF) and finds them through idx, an open-addressing table of entry
+ * indices with mask + 1 slots. A set or frozenset has no idx: ent itself is the table (mask + 1
+ * slots, probed as CPython's setobject.c probes), so that a set iterates and prints in CPython's
+ * order; there fill counts live and dummy slots. mask is 0 before the first insertion. */
+typedef struct DictEntry { Value key, val; uint64_t hash; } DictEntry;
+typedef struct DictObj {
+    Obj h;
+    size_t used;        /* live entries */
+    size_t fill;
+    size_t mask;
+    size_t capent;      /* dict: entries allocated in ent */
+    DictEntry *ent;
+    int64_t *idx;       /* dict only */
+} DictObj;
+typedef enum DictViewKind { DV_KEYS, DV_VALUES, DV_ITEMS } DictViewKind;
+typedef struct DictViewObj { Obj h; DictObj *d; DictViewKind kind; } DictViewObj;   /* d: a reference */
 
 typedef struct Module Module;
 
@@ -184,6 +205,9 @@ void obj_free(Interp *I, Obj *o);     /* called when the count reaches zero */
 static inline void val_incref(Value v) { if (IS_OBJ(v)) v.o->refcnt++; }
 #define val_decref(I, v) do { Value v__ = (v); if (IS_OBJ(v__) && --v__.o->refcnt == 0) obj_free((I), v__.o); } while (0)
 
+/* A new object of size bytes (zeroed, count 1) for Values of tag; track: a container that can be
+ * part of a cycle (linked into the object list). NULL with MemoryError raised. */
+void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track);
 /* Constructors return new references, or raise MemoryError and return false / NULL. */
 bool str_new(Interp *I, const char *s, size_t len, Value *out);
 bool str_from_cstr(Interp *I, const char *s, Value *out);
@@ -216,6 +240,8 @@ static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
 static inline FcTensor *as_tensor(Value v) { return ((TensorObj *)v.o)->t; }
 static inline FcDim *as_dim(Value v) { return ((DimObj *)v.o)->d; }
 static inline DimListObj *as_dimlist(Value v) { return (DimListObj *)v.o; }
+static inline DictObj *as_dict(Value v) { return (DictObj *)v.o; }
+static inline bool is_setlike(Value v) { return v.tag == V_SET || v.tag == V_FROZENSET; }
 /* A tensor, or a dim (a tensor of its indices wherever a tensor is expected). */
 static inline bool is_tensorlike(Value v) { return v.tag == V_TENSOR || v.tag == V_DIM; }
 /* An int or a bool (a bool is an int in arithmetic and indices, as in Python). */
@@ -327,6 +353,8 @@ bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out);
 bool val_contains(Interp *I, Value container, Value item, bool *out);
 bool val_getitem(Interp *I, Value obj, Value index, Value *out);
 bool val_setitem(Interp *I, Value obj, Value index, Value v);
+/* del obj[index] (list items and slices, dict keys). */
+bool val_delitem(Interp *I, Value obj, Value index);
 bool val_getattr(Interp *I, Value obj, const char *name, Value *out);
 bool val_len(Interp *I, Value v, int64_t *out);
 
@@ -361,6 +389,37 @@ int format_double(double d, char *buf);
 void format_str_repr(const char *s, size_t len, Buf *b);
 /* Decodes one UTF-8 sequence of s[0..n): its length in bytes (0 if malformed), the code point in *cp. */
 size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* ---- dict, set, frozenset (dict.c) ---- */
+
+/* Python's hash(v) (CPython's values for int, float, bool, tuple and frozenset; str hashes are
+ * tdl's own, as CPython's are randomised); TypeError for unhashable values (list, dict, set). */
+bool val_hash(Interp *I, Value v, uint64_t *out);
+/* A new empty dict (tag V_DICT), set or frozenset; NULL with MemoryError raised. */
+DictObj *dict_alloc(Interp *I, ValueTag tag);
+/* The live entry of key in d (NULL when absent). Raises TypeError for an unhashable key. */
+bool dict_find(Interp *I, DictObj *d, Value key, DictEntry **out);
+/* d[key] = val (dict) or the set's add(key); borrows both. */
+bool dict_set(Interp *I, DictObj *d, Value key, Value val);
+/* Removes key; *found says whether it was there (no error when it was not). */
+bool dict_del(Interp *I, DictObj *d, Value key, bool *found);
+/* The next live entry at or after *pos (advancing *pos past it), or NULL at the end. */
+DictEntry *dict_next(DictObj *d, size_t *pos);
+/* dict(...), set(...), frozenset(...) */
+bool dict_type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
+                    int nkw, Value *out);
+/* Operators between sets (| & - ^) and dicts (|); *handled false when a, b are not such. */
+bool dict_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* a |= b and friends on a set or dict: in place, as Python; *handled as for dict_binop. */
+bool dict_inplace(Interp *I, LangOp op, Value a, Value b, bool *handled);
+/* Equality of two dicts, sets or views; the subset order of sets for < <= > >=. */
+bool dict_equal(Interp *I, Value a, Value b, bool *out);
+bool set_order(Interp *I, LangOp op, Value a, Value b, bool *out);
+/* Appends the repr of a dict (with recursion marker: via repr_item), set, frozenset or view. */
+bool dict_repr(Interp *I, Value v, Buf *b, bool (*repr_item)(Interp *, Value, Buf *, const void *),
+               const void *ctx);
+/* The methods of dict, set and frozenset, for builtin_method and its messages. */
+extern const BuiltinDef dict_methods[], set_methods[], frozenset_methods[];
 
 /* ---- builtins (builtins.c) ---- */
 

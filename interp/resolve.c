@@ -103,7 +103,7 @@ static void collect(Resolver *r, Scope *s, Node *st)
         case N_AUGASSIGN: bind_target(r, s, st->a); break;
         case N_FOR: bind_target(r, s, st->a); collect(r, s, st->c); collect(r, s, st->d); break;
         case N_IF: case N_WHILE: collect(r, s, st->b); collect(r, s, st->c); break;
-        case N_DEF: case N_IMPORT: bind_target(r, s, st->a); break;
+        case N_DEF: case N_IMPORT: case N_DEL: bind_target(r, s, st->a); break;
         case N_GLOBAL: case N_NONLOCAL:
             for (Node *n = st->a; n; n = n->next) {
                 if (names_find(&s->locals, n->str) >= 0) {
@@ -191,7 +191,7 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
         case N_NAME: resolve_name(r, s, e); break;
         case N_INT: case N_FLOAT: case N_STR: case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS:
             break;
-        case N_TUPLE: case N_LIST:
+        case N_TUPLE: case N_LIST: case N_SET: case N_DICT:
             for (Node *x = e->a; x; x = x->next) resolve_expr(r, s, x);
             break;
         case N_COMPARE:
@@ -224,7 +224,7 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             for (Node *t = st->a; t; t = t->next) resolve_expr(r, s, t);
             resolve_expr(r, s, st->b);
             break;
-        case N_RAISE: resolve_expr(r, s, st->a); break;
+        case N_RAISE: case N_DEL: resolve_expr(r, s, st->a); break;
         case N_AUGASSIGN: case N_ASSERT:
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);
@@ -302,7 +302,7 @@ static void fixup(Scope *s, Node *n)
         for (Node *p = n->func->params; p; p = p->next) fixup(s, p->a);
         fixup(s, n->a);
         return;
-    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL:
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT:
         fixup_list(s, n->a);
         return;
     case N_COMPARE:

@@ -18,7 +18,9 @@ static const char *const type_names[T__COUNT] = {
     [T_FUNCTION] = "function", [T_BUILTIN] = "builtin_function_or_method", [T_MODULE] = "module",
     [T_TYPE] = "type", [T_CELL] = "cell", [T_ELLIPSIS] = "ellipsis", [T_SLICE] = "slice",
     [T_TENSOR] = "Tensor", [T_DTYPE] = "dtype", [T_DEVICE] = "device", [T_MEMFMT] = "memory_format",
-    [T_DIM] = "Dim", [T_DIMLIST] = "DimList",
+    [T_DIM] = "Dim", [T_DIMLIST] = "DimList", [T_DICT] = "dict", [T_SET] = "set",
+    [T_FROZENSET] = "frozenset", [T_DICT_KEYS] = "dict_keys", [T_DICT_VALUES] = "dict_values",
+    [T_DICT_ITEMS] = "dict_items",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -47,13 +49,20 @@ TypeId val_type(Value v)
     case V_MEMFMT: return T_MEMFMT;
     case V_DIM: return T_DIM;
     case V_DIMLIST: return T_DIMLIST;
+    case V_DICT: return T_DICT;
+    case V_SET: return T_SET;
+    case V_FROZENSET: return T_FROZENSET;
+    case V_DICTVIEW: {
+        DictViewKind k = ((DictViewObj *)v.o)->kind;
+        return k == DV_KEYS ? T_DICT_KEYS : k == DV_VALUES ? T_DICT_VALUES : T_DICT_ITEMS;
+    }
     default: return T_NONETYPE;
     }
 }
 
 /* ---- allocation ---- */
 
-static void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
+void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
 {
     Obj *o = mem_malloc(size);      /* not calloc: glibc's skips its per-thread cache */
     if (!o) {
@@ -169,6 +178,28 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, a);
         val_decref(I, b);
         val_decref(I, c);
+        break;
+    }
+    case V_DICT: case V_SET: case V_FROZENSET: {
+        DictObj *d = (DictObj *)o;
+        DictEntry *ent = d->ent;
+        size_t n = d->idx ? d->fill : (d->ent ? d->mask + 1 : 0);
+        mem_free(d->idx);
+        d->ent = NULL;
+        d->idx = NULL;
+        d->used = d->fill = d->mask = d->capent = 0;
+        for (size_t i = 0; i < n; i++) {
+            val_decref(I, ent[i].key);
+            val_decref(I, ent[i].val);
+        }
+        mem_free(ent);
+        break;
+    }
+    case V_DICTVIEW: {
+        DictViewObj *dv = (DictViewObj *)o;
+        DictObj *d = dv->d;
+        dv->d = NULL;
+        if (d) val_decref(I, v_obj(d->h.tag, &d->h));
         break;
     }
     case V_BUILTIN: {

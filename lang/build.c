@@ -539,6 +539,25 @@ Node *lang_assign_chain(LangParser *p, Node *target, Node *assign)
     return assign;
 }
 
+/* del x, del a[i], del o.x, del (a, b[0]): the targets Python accepts. */
+Node *lang_del(LangParser *p, uint32_t pos, Node *target)
+{
+    Node *bad = NULL;
+    if (target->kind == N_TUPLE || target->kind == N_LIST) {
+        for (Node *e = target->a; e && !bad; e = e->next)
+            if (e->kind != N_NAME && e->kind != N_SUBSCRIPT && e->kind != N_ATTR
+                && e->kind != N_TUPLE && e->kind != N_LIST)
+                bad = e;
+    } else if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR) {
+        bad = target;
+    }
+    if (bad) {
+        const char *m = target_problem(bad);
+        lang_parser_error(p, LANG_SYNTAX_ERROR, leftmost(bad), "cannot delete %s", m ? m : "expression");
+    }
+    return lang_node1(p, N_DEL, pos, target);
+}
+
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value)
 {
     if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR)
@@ -740,8 +759,9 @@ void lang_unit_release(LangUnit *u)
 static const char *const kind_names[N__COUNT] = {
     "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
-    "subscript", "slice", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
+    "subscript", "slice", "dict", "set", "pair", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
+    "del",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }
@@ -806,7 +826,7 @@ static void dump(Out *o, const Node *n)
         for (const Node *i = n->b; i; i = i->next) { put(o, " "); dump(o, i); }
         put(o, ")");
         return;
-    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL:
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT:
         put(o, "(%s", kind_names[n->kind]);
         for (const Node *i = n->a; i; i = i->next) { put(o, " "); dump(o, i); }
         put(o, ")");

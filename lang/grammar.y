@@ -26,6 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
+%token DEL LBRACE RBRACE.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -84,6 +85,7 @@ small(A) ::= RAISE(K) NAME(N) LPAREN RPAREN. { A = lang_raise(p, K.pos, &N, NULL
 small(A) ::= RAISE(K) NAME(N) LPAREN expr(M) RPAREN. { A = lang_raise(p, K.pos, &N, M); }
 small(A) ::= IMPORT(K) dotted(M).        { A = lang_import(p, K.pos, M, NULL); }
 small(A) ::= IMPORT(K) dotted(M) AS NAME(N). { A = lang_import(p, K.pos, M, &N); }
+small(A) ::= DEL(K) testlist(T).         { A = lang_del(p, K.pos, T); }
 small(A) ::= GLOBAL(K) names(L).         { A = lang_node1(p, N_GLOBAL, K.pos, L.head); }
 small(A) ::= NONLOCAL(K) names(L).       { A = lang_node1(p, N_NONLOCAL, K.pos, L.head); }
 
@@ -196,6 +198,15 @@ atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_T
 atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
 atom(A) ::= LBRACKET(K) RBRACKET.        { NodeList e = {0}; A = lang_seq(p, N_LIST, K.pos, e); }
 atom(A) ::= LBRACKET(K) items(L) RBRACKET. { A = lang_seq(p, N_LIST, K.pos, L); }
+/* {} is a dict, {a, b} a set, {k: v, ...} a dict of N_PAIR items. */
+atom(A) ::= LBRACE(K) RBRACE.            { NodeList e = {0}; A = lang_seq(p, N_DICT, K.pos, e); }
+atom(A) ::= LBRACE(K) items(L) RBRACE.   { A = lang_seq(p, N_SET, K.pos, L); }
+atom(A) ::= LBRACE(K) pairs(L) RBRACE.   { A = lang_seq(p, N_DICT, K.pos, L); }
+atom(A) ::= LBRACE(K) pairs(L) COMMA RBRACE. { A = lang_seq(p, N_DICT, K.pos, L); }
+%type pairs {NodeList}
+pairs(A) ::= pair(X).                    { A = lang_list1(X); }
+pairs(A) ::= pairs(L) COMMA pair(X).     { A = lang_list_add(L, X); }
+pair(A) ::= expr(K) COLON expr(V).       { A = lang_node2(p, N_PAIR, K->pos, K, V); }
 
 /* Adjacent string literals are one string, as in Python. */
 strings(A) ::= STRING(T).                { A = lang_string(p, NULL, &T); }

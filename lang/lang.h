@@ -90,9 +90,11 @@ typedef enum NodeKind {
     N_NAME, N_INT, N_FLOAT, N_STR, N_TRUE, N_FALSE, N_NONE, N_ELLIPSIS,
     N_TUPLE, N_LIST, N_BINOP, N_UNARY, N_NOT, N_AND, N_OR, N_COMPARE, N_CMP_ITEM,
     N_IFEXP, N_LAMBDA, N_CALL, N_KWARG, N_ATTR, N_SUBSCRIPT, N_SLICE,
+    N_DICT, N_SET, N_PAIR,
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
+    N_DEL,
     N__COUNT
 } NodeKind;
 
@@ -115,7 +117,8 @@ typedef struct Node Node;
 /* One node shape for all kinds; the meaning of a, b, c, d per kind:
  *   N_NAME      str = name; scope/slot set by the resolver; builtin = fallback builtin index or -1
  *   N_INT/FLOAT ival/fval;  N_STR str/len (decoded bytes, NUL-terminated)
- *   N_TUPLE/N_LIST  a = first item (items chained by next), count
+ *   N_TUPLE/N_LIST/N_SET  a = first item (items chained by next), count
+ *   N_DICT      a = first N_PAIR (a = key, b = value), chained by next, count
  *   N_BINOP     op, a, b (pos = the operator);  N_UNARY op, a;  N_NOT a;  N_AND/N_OR a, b
  *   N_COMPARE   a = first operand, b = first N_CMP_ITEM (op, a = right operand), count items,
  *               last = the last item (so that a long chain is built in linear time)
@@ -134,6 +137,7 @@ typedef struct Node Node;
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
  *   N_PARAM     str = name, a = default (may be NULL)
+ *   N_DEL       a = the target (a name, subscript, attribute, or an N_TUPLE/N_LIST of them)
  * Statement bodies are chains of statements linked by next. */
 struct Node {
     uint8_t kind;

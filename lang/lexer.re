@@ -197,7 +197,8 @@ again:
         "is" [ \t]+ "not" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_ISNOT); }
         "not" [ \t]+ "in" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_NOTIN); }
         "raise"     { TOK(TK_RAISE); }
-        "class" | "del" | "try" | "except" | "finally" | "with" | "yield" | "from"
+        "del"       { TOK(TK_DEL); }
+        "class" | "try" | "except" | "finally" | "with" | "yield" | "from"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -230,8 +231,8 @@ again:
         "["   { lx->cur = cur; return bracket_open(lx, '[', t->z, (t->n = 1, TK_LBRACKET), err); }
         ")"   { lx->cur = cur; return bracket_close(lx, ')', t->z, (t->n = 1, TK_RPAREN), err); }
         "]"   { lx->cur = cur; return bracket_close(lx, ']', t->z, (t->n = 1, TK_RBRACKET), err); }
-        "{" | "}" { fail(err, LANG_SYNTAX_ERROR, t->pos, "dict and set displays are not supported in tdl");
-                    return RAW_ERROR; }
+        "{"   { lx->cur = cur; return bracket_open(lx, '{', t->z, (t->n = 1, TK_LBRACE), err); }
+        "}"   { lx->cur = cur; return bracket_close(lx, '}', t->z, (t->n = 1, TK_RBRACE), err); }
 
         ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }
         ";"   { TOK(TK_SEMI); }       "."   { TOK(TK_DOT); }
@@ -407,6 +408,9 @@ const char *lang_token_name(int kind)
     case TK_PASS: return "'pass'";
     case TK_ASSERT: return "'assert'";
     case TK_RAISE: return "'raise'";
+    case TK_DEL: return "'del'";
+    case TK_LBRACE: return "'{'";
+    case TK_RBRACE: return "'}'";
     case TK_IMPORT: return "'import'";
     case TK_AS: return "'as'";
     case TK_GLOBAL: return "'global'";

@@ -52,6 +52,7 @@ Node *lang_attr(LangParser *p, uint32_t pos, Node *x, const LangToken *name);
 Node *lang_slice(LangParser *p, uint32_t pos, Node *a, Node *b, Node *c);
 Node *lang_assign(LangParser *p, Node *target, Node *value);
 Node *lang_assign_chain(LangParser *p, Node *target, Node *assign);
+Node *lang_del(LangParser *p, uint32_t pos, Node *target);
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value);
 Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body, Node *orelse);
 Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);

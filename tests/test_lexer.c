@@ -421,8 +421,8 @@ static const ErrorCase errors[] = {
     {"[a,\n\n b)", -1, "'[' NAME(a) ',' NAME(b) "
                        "!ERROR 3:3 closing parenthesis ')' does not match opening parenthesis '[' on line 1"},
     {"([)]", -1, "'(' '[' !ERROR 1:3 closing parenthesis ')' does not match opening parenthesis '[' on line 1"},
-    {"{}", -1, "!ERROR 1:1 dict and set displays are not supported in tdl"},
-    {"x}", -1, "NAME(x) !ERROR 1:2 dict and set displays are not supported in tdl"},
+    {"{}", -1, "'{' '}' NEWLINE end"},
+    {"x}", -1, "NAME(x) !ERROR 1:2 unmatched '}'"},
     /* indentation */
     {"if a:\n    x\n  y\n", -1,
      "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE "
@@ -438,7 +438,7 @@ static const ErrorCase errors[] = {
     {"# comment\0", 10, "!ERROR 1:10 source code cannot contain null bytes"},
     /* unsupported keywords */
     {"class A: pass", -1, "!ERROR 1:1 'class' is not supported in tdl"},
-    {"del x", -1, "!ERROR 1:1 'del' is not supported in tdl"},
+    {"del x", -1, "'del' NAME(x) NEWLINE end"},
     {"try:", -1, "!ERROR 1:1 'try' is not supported in tdl"},
     {"except", -1, "!ERROR 1:1 'except' is not supported in tdl"},
     {"finally", -1, "!ERROR 1:1 'finally' is not supported in tdl"},
