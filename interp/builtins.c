@@ -979,7 +979,98 @@ static bool bi_all(BUILTIN_ARGS)
     return any_all(I, args[0], false, out);
 }
 
+/* An IterObj of kind over iterables its[0..n) calling fn. */
+static bool iterobj_new(Interp *I, IterKind kind, Value fn, const Value *its, int n, Value *out)
+{
+    IterObj *o = obj_alloc(I, sizeof *o + (size_t)n * sizeof(Iter), V_ITER, true);
+    if (!o) return false;
+    o->kind = kind;
+    val_incref(fn);
+    o->fn = fn;
+    Value ov = v_obj(V_ITER, &o->h);
+    for (int k = 0; k < n; k++) {
+        if (!iter_begin(I, its[k], &o->its[k])) {
+            val_decref(I, ov);
+            return false;
+        }
+        o->n = k + 1;
+    }
+    *out = ov;
+    return true;
+}
+
+static bool is_iterator(Value v) { return v.tag == V_GEN || v.tag == V_ITER; }
+
+static bool bi_iter(BUILTIN_ARGS)
+{
+    if (nargs == 2)
+        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "iter(callable, sentinel) is not supported");
+    if (is_iterator(args[0])) {
+        val_incref(args[0]);
+        *out = args[0];
+        return true;
+    }
+    return iterobj_new(I, IK_SEQ, v_undef(), args, 1, out);
+}
+
+static bool bi_next(BUILTIN_ARGS)
+{
+    Value it = args[0];
+    if (!is_iterator(it))
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not an iterator", val_type_name(it));
+    bool done;
+    Value y = v_undef();
+    bool ok = it.tag == V_GEN ? gen_next(I, (GenObj *)it.o, out, &y, &done)
+                              : iterobj_next(I, (IterObj *)it.o, out, &done);
+    val_decref(I, y);
+    if (!ok) return false;
+    if (!done) return true;
+    if (nargs > 1) {
+        *out = args[1];
+        val_incref(*out);
+        return true;
+    }
+    err_raise(I, TDL_ERR_STOP_ITERATION, "%s", "");
+    mem_free(I->err.msg);       /* StopIteration has no message: its report is the bare kind */
+    I->err.msg = NULL;
+    return false;
+}
+
+static bool bi_map(BUILTIN_ARGS)
+{
+    return iterobj_new(I, IK_MAP, args[0], args + 1, nargs - 1, out);
+}
+
+static bool bi_filter(BUILTIN_ARGS)
+{
+    return iterobj_new(I, IK_FILTER, args[0], args + 1, 1, out);
+}
+
+static bool bi_hash(BUILTIN_ARGS)
+{
+    uint64_t h;
+    if (!val_hash(I, args[0], &h)) return false;
+    *out = v_int((int64_t)h);
+    return true;
+}
+
+static bool bi_hex(BUILTIN_ARGS)
+{
+    Value x = args[0];
+    if (!is_intlike(x))
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", val_type_name(x));
+    int64_t v = as_i(x);
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    return str_printf(I, out, "%s0x%" PRIx64, v < 0 ? "-" : "", a);
+}
+
 const BuiltinDef builtin_functions[] = {
+    {"iter", bi_iter, 1, 2, NULL},
+    {"next", bi_next, 1, 2, NULL},
+    {"map", bi_map, 2, -1, NULL},
+    {"filter", bi_filter, 2, 2, NULL},
+    {"hash", bi_hash, 1, 1, NULL},
+    {"hex", bi_hex, 1, 1, NULL},
     {"print", bi_print, 0, -1, "sep end flush"},
     {"len", bi_len, 1, 1, NULL},
     {"dims", builtin_dims, 0, 2, "n sizes"},

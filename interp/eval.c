@@ -563,6 +563,221 @@ fail:
     return false;
 }
 
+/* ---- comprehensions and generator expressions ---- */
+
+static bool truthy(Interp *I, Value v, bool *out);
+
+/* The running state of a comprehension: a GenObj whose slot `.0` holds the first iterable, with
+ * the cells it captures from F and cells for its own captured locals. */
+static GenObj *gen_new(Interp *I, Frame *F, LangFunc *fn, Value iterable)
+{
+    GenObj *g = obj_alloc(I, sizeof *g, V_GEN, true);
+    if (!g) return NULL;
+    g->fn = fn;
+    g->unit = lang_unit_retain(F->unit);
+    g->module = F->mod;
+    F->mod->h.refcnt++;
+    g->slots = mem_malloc((size_t)(fn->nslots ? fn->nslots : 1) * sizeof *g->slots);
+    if (fn->nfree) g->cells = mem_calloc((size_t)fn->nfree, sizeof *g->cells);
+    if (!g->slots || (fn->nfree && !g->cells)) {
+        mem_free(g->slots);
+        g->slots = NULL;
+        val_decref(I, v_obj(V_GEN, &g->h));
+        err_nomem(I);
+        return NULL;
+    }
+    for (int i = 0; i < fn->nslots; i++) g->slots[i] = v_undef();
+    val_incref(iterable);
+    g->slots[0] = iterable;
+    for (int i = 1; i < fn->nslots; i++) {
+        if (!fn->slot_is_cell[i]) continue;
+        CellObj *c = cell_new(I, v_undef());
+        if (!c) {
+            val_decref(I, v_obj(V_GEN, &g->h));
+            return NULL;
+        }
+        g->slots[i] = v_obj(V_CELL, &c->h);
+    }
+    for (int i = 0; i < fn->nfree; i++) {
+        int32_t from = fn->free_from[i];
+        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
+        c->h.refcnt++;
+        g->cells[i] = c;
+    }
+    return g;
+}
+
+/* Enters the N_FOR clause f: its iterator becomes the innermost loop's. */
+static bool gen_enter(Interp *I, Frame *F, GenObj *g, Node *f)
+{
+    if (g->nloops == g->cap) {
+        int cap = g->cap ? g->cap * 2 : 4;
+        Node **loops = mem_realloc(g->loops, (size_t)cap * sizeof *loops);
+        if (loops) g->loops = loops;
+        Iter *its = loops ? mem_realloc(g->its, (size_t)cap * sizeof *its) : NULL;
+        if (!its) return err_nomem(I);
+        g->its = its;
+        g->cap = cap;
+    }
+    Value seq;
+    if (!eval(I, F, f->b, &seq)) return false;
+    bool ok = iter_begin(I, seq, &g->its[g->nloops]);
+    val_decref(I, seq);
+    if (!ok) {
+        locate(I, F, f->b->pos);
+        return false;
+    }
+    g->loops[g->nloops++] = f;
+    return true;
+}
+
+/* Runs g's clauses up to its next element: entering loops and testing conditions from the
+ * statement `n` on, or (n NULL) going on with the innermost loop's next item. */
+static bool gen_step(Interp *I, Frame *F, GenObj *g, Value *out, Value *out2, bool *done)
+{
+    Node *n = g->started ? NULL : g->fn->body;
+    g->started = true;
+    for (;;) {
+        if (!n) {
+            if (g->nloops == 0) {
+                *done = true;
+                return true;
+            }
+            Iter *it = &g->its[g->nloops - 1];
+            Value x;
+            bool end;
+            if (!interp_check_interrupt(I) || !iter_next(I, it, &x, &end)) {
+                locate(I, F, g->loops[g->nloops - 1]->b->pos);
+                return false;
+            }
+            if (end) {
+                iter_end(I, it);
+                g->nloops--;
+                continue;
+            }
+            Node *f = g->loops[g->nloops - 1];
+            bool ok = assign(I, F, f->a, x);
+            val_decref(I, x);
+            if (!ok) {
+                locate(I, F, f->a->pos);
+                return false;
+            }
+            n = f->c;
+            continue;
+        }
+        switch (n->kind) {
+        case N_FOR:
+            if (!gen_enter(I, F, g, n)) return false;
+            n = NULL;
+            break;
+        case N_IF: {
+            Value c;
+            bool t;
+            if (!eval(I, F, n->a, &c)) return false;
+            bool ok = truthy(I, c, &t);
+            val_decref(I, c);
+            if (!ok) {
+                locate(I, F, n->a->pos);
+                return false;
+            }
+            n = t ? n->b : NULL;
+            break;
+        }
+        default:    /* N_COMP_EMIT */
+            if (!eval(I, F, n->a, out)) return false;
+            *out2 = v_undef();
+            if (n->b && !eval(I, F, n->b, out2)) {
+                val_decref(I, *out);
+                return false;
+            }
+            *done = false;
+            return true;
+        }
+    }
+}
+
+bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
+{
+    *out2 = v_undef();
+    if (g->done) {
+        *done = true;
+        return true;
+    }
+    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    if (I->depth >= limit || stack_exhausted(I))
+        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false};
+    LangSource *stmt_src = I->stmt_src;
+    uint32_t stmt_pos = I->stmt_pos;
+    I->depth++;
+    g->running = true;
+    bool ok = gen_step(I, &fr, g, out, out2, done);
+    g->running = false;
+    I->depth--;
+    I->stmt_src = stmt_src;
+    I->stmt_pos = stmt_pos;
+    if (!ok || *done) {
+        /* finished or failed: a generator that raised is done, as in Python */
+        for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
+        g->nloops = 0;
+        g->done = true;
+    }
+    if (!ok) I->err.need_loc = true;    /* the consumer adds its own line */
+    return ok;
+}
+
+/* [e for ...], {e for ...}, {k: v for ...} run to the end; (e for ...) makes a generator. */
+static bool eval_comp(Interp *I, Frame *F, Node *n, Value *out)
+{
+    Value seq;
+    if (!eval(I, F, n->a, &seq)) return false;
+    Iter probe;         /* Python takes iter() of the first iterable here, in the enclosing scope */
+    if (seq.tag != V_GEN && seq.tag != V_ITER) {
+        if (!iter_begin(I, seq, &probe)) {
+            val_decref(I, seq);
+            locate(I, F, n->a->pos);
+            return false;
+        }
+        iter_end(I, &probe);
+    }
+    GenObj *g = gen_new(I, F, n->func, seq);
+    val_decref(I, seq);
+    if (!g) return false;
+    Value gv = v_obj(V_GEN, &g->h);
+    if (n->op == COMP_GEN) {
+        *out = gv;
+        return true;
+    }
+    Value acc = v_undef();
+    bool ok = true;
+    if (n->op == COMP_LIST) {
+        ListObj *l = list_alloc(I, 0);
+        ok = l != NULL;
+        if (ok) acc = v_obj(V_LIST, &l->h);
+    } else {
+        DictObj *d = dict_alloc(I, n->op == COMP_DICT ? V_DICT : V_SET);
+        ok = d != NULL;
+        if (ok) acc = v_obj(d->h.tag, &d->h);
+    }
+    while (ok) {
+        Value x, y;
+        bool done;
+        if (!(ok = gen_next(I, g, &x, &y, &done)) || done) break;
+        if (n->op == COMP_LIST) ok = list_append(I, as_list(acc), x);
+        else ok = dict_set(I, as_dict(acc), x, y);
+        val_decref(I, x);
+        val_decref(I, y);
+    }
+    val_decref(I, gv);
+    if (!ok) {
+        if (acc.tag != V_UNDEF) val_decref(I, acc);
+        return false;
+    }
+    *out = acc;
+    return true;
+}
+
 static bool truthy(Interp *I, Value v, bool *out)
 {
     if (v.tag == V_BOOL) {
@@ -643,6 +858,9 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
         return eval_seq(I, F, n, out);
     case N_DICT: case N_SET:
         return eval_dict(I, F, n, out);
+    case N_COMP:
+        ok = eval_comp(I, F, n, out);
+        break;
     case N_BINOP: {
         Value a, b;
         if (!eval(I, F, n->a, &a)) return false;

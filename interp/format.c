@@ -429,6 +429,12 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_CELL:
         buf_printf(b, "<cell at %p>", (void *)v.o);
         break;
+    case V_GEN:
+        buf_printf(b, "<generator object %s at %p>", ((GenObj *)v.o)->fn->name, (void *)v.o);
+        break;
+    case V_ITER:
+        buf_printf(b, "<%s object at %p>", val_type_name(v), (void *)v.o);
+        break;
     case V_TENSOR:
         if (!tensor_repr(I, v, b)) return false;
         break;

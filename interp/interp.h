@@ -50,6 +50,8 @@ typedef enum ValueTag {
     V_DIMLIST,          /* a DimListObj: a list of dims whose length binds when it indexes */
     V_DICT, V_SET, V_FROZENSET,     /* DictObj (dict.c) */
     V_DICTVIEW,         /* d.keys(), d.values(), d.items(): a DictViewObj */
+    V_GEN,              /* a generator expression: a GenObj */
+    V_ITER,             /* iter(x), map(...), filter(...): an IterObj */
     V__COUNT
 } ValueTag;
 
@@ -90,6 +92,9 @@ typedef enum TypeId {
     T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
     T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT, T_DIM, T_DIMLIST,
     T_DICT, T_SET, T_FROZENSET, T_DICT_KEYS, T_DICT_VALUES, T_DICT_ITEMS,
+    T_GENERATOR, T_MAP, T_FILTER, T_LIST_ITERATOR, T_TUPLE_ITERATOR, T_STR_ITERATOR,
+    T_RANGE_ITERATOR, T_DICT_KEYITERATOR, T_DICT_VALUEITERATOR, T_DICT_ITEMITERATOR,
+    T_SET_ITERATOR, T_ITERATOR,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -365,6 +370,30 @@ typedef struct Iter {
     size_t byte;                /* str: byte offset of the next character */
 } Iter;
 bool iter_begin(Interp *I, Value seq, Iter *it);
+
+/* A comprehension or generator expression being run (V_GEN for a generator expression): its
+ * scope's slots and cells, and the loops it is inside with their iterators, so that it stops
+ * after each element and goes on from there at the next (eval.c). */
+typedef struct GenObj {
+    Obj h;
+    LangFunc *fn;
+    LangUnit *unit;             /* a reference */
+    Module *module;             /* a reference */
+    CellObj **cells;            /* fn->nfree references */
+    Value *slots;               /* fn->nslots */
+    Node **loops;               /* the N_FOR clauses entered, outermost first */
+    Iter *its;                  /* their iterators */
+    int nloops, cap;
+    bool started, done, running;
+} GenObj;
+/* The next element of g (a new reference in *out, and the value in *out2 for a dict
+ * comprehension, else V_UNDEF), or *done. */
+bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done);
+
+/* iter(x) (IK_SEQ: n = 1), map(f, *its) (IK_MAP), filter(f, it) (IK_FILTER; fn None = truth). */
+typedef enum IterKind { IK_SEQ, IK_MAP, IK_FILTER } IterKind;
+typedef struct IterObj { Obj h; IterKind kind; Value fn; int n; Iter its[]; } IterObj;
+bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done);
 /* Next item as a new reference in *out; *done set at the end. */
 bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
 void iter_end(Interp *I, Iter *it);

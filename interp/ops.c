@@ -919,6 +919,8 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     case V_DICTVIEW:
         it->n = (int64_t)((DictViewObj *)seq.o)->d->used;
         break;
+    case V_GEN: case V_ITER:    /* iterators: iterating one consumes it */
+        break;
     case V_TENSOR:      /* over (positional) dim 0, as torch */
         if (fc_tensor_npos(as_tensor(seq)) == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
         break;
@@ -933,6 +935,53 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     else if (seq.tag == V_TUPLE) it->n = (int64_t)as_tuple(seq)->n;
     else if (seq.tag == V_STR) it->n = (int64_t)as_str(seq)->nchars;
     return true;
+}
+
+bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done)
+{
+    *done = true;
+    if (o->n == 0) return true;
+    if (o->kind == IK_SEQ) return iter_next(I, &o->its[0], out, done);
+    if (o->kind == IK_FILTER) {
+        for (;;) {
+            Value x, r;
+            bool end, t;
+            if (!iter_next(I, &o->its[0], &x, &end)) return false;
+            if (end) return true;
+            if (o->fn.tag == V_NONE) {
+                r = x;
+                val_incref(r);
+            } else if (!call_value(I, o->fn, &x, 1, NULL, 0, &r)) {
+                val_decref(I, x);
+                return false;
+            }
+            bool ok = val_truthy(I, r, &t);
+            val_decref(I, r);
+            if (!ok || t) {
+                if (ok) {
+                    *out = x;
+                    *done = false;
+                } else {
+                    val_decref(I, x);
+                }
+                return ok;
+            }
+            val_decref(I, x);
+        }
+    }
+    /* IK_MAP: one item of each iterable, until the shortest ends */
+    Value args[MAX_ARGS + 1] = {0};   /* map's iterables came as the arguments of one call */
+    int k = 0;
+    bool ok = true, end = false;
+    for (; k < o->n; k++) {
+        if (!(ok = iter_next(I, &o->its[k], &args[k], &end)) || end) break;
+    }
+    if (ok && !end) {
+        ok = call_value(I, o->fn, args, o->n, NULL, 0, out);
+        if (ok) *done = false;
+    }
+    for (int j = 0; j < k; j++) val_decref(I, args[j]);
+    return ok;
 }
 
 /* The next entry of a dict, set or view being iterated (it->i is the table position, it->n the
@@ -977,6 +1026,14 @@ bool iter_next(Interp *I, Iter *it, Value *out, bool *done)
     switch (s.tag) {
     case V_DICT: case V_SET: case V_FROZENSET: case V_DICTVIEW:
         return iter_dict_next(I, it, out, done);
+    case V_GEN: {
+        Value y = v_undef();
+        if (!gen_next(I, (GenObj *)s.o, out, &y, done)) return false;
+        val_decref(I, y);
+        return true;
+    }
+    case V_ITER:
+        return iterobj_next(I, (IterObj *)s.o, out, done);
     case V_LIST:        /* the list may grow or shrink while we walk it, as in Python */
         if ((size_t)it->i >= as_list(s)->n) { *done = true; return true; }
         *out = as_list(s)->items[it->i++];

@@ -206,6 +206,10 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
             for (Node *p = e->func->params; p; p = p->next) resolve_expr(r, s, p->a);
             resolve_function(r, s, e->func);
             break;
+        case N_COMP:    /* the first iterable here; the rest in the comprehension's own scope */
+            resolve_expr(r, s, e->a);
+            resolve_function(r, s, e->func);
+            break;
         default:
             resolve_expr(r, s, e->a);
             resolve_expr(r, s, e->b);
@@ -225,6 +229,10 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_expr(r, s, st->b);
             break;
         case N_RAISE: case N_DEL: resolve_expr(r, s, st->a); break;
+        case N_COMP_EMIT:
+            resolve_expr(r, s, st->a);
+            resolve_expr(r, s, st->b);
+            break;
         case N_AUGASSIGN: case N_ASSERT:
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);

@@ -20,7 +20,12 @@ static const char *const type_names[T__COUNT] = {
     [T_TENSOR] = "Tensor", [T_DTYPE] = "dtype", [T_DEVICE] = "device", [T_MEMFMT] = "memory_format",
     [T_DIM] = "Dim", [T_DIMLIST] = "DimList", [T_DICT] = "dict", [T_SET] = "set",
     [T_FROZENSET] = "frozenset", [T_DICT_KEYS] = "dict_keys", [T_DICT_VALUES] = "dict_values",
-    [T_DICT_ITEMS] = "dict_items",
+    [T_DICT_ITEMS] = "dict_items", [T_GENERATOR] = "generator", [T_MAP] = "map", [T_FILTER] = "filter",
+    [T_LIST_ITERATOR] = "list_iterator", [T_TUPLE_ITERATOR] = "tuple_iterator",
+    [T_STR_ITERATOR] = "str_iterator", [T_RANGE_ITERATOR] = "range_iterator",
+    [T_DICT_KEYITERATOR] = "dict_keyiterator", [T_DICT_VALUEITERATOR] = "dict_valueiterator",
+    [T_DICT_ITEMITERATOR] = "dict_itemiterator", [T_SET_ITERATOR] = "set_iterator",
+    [T_ITERATOR] = "iterator",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -55,6 +60,26 @@ TypeId val_type(Value v)
     case V_DICTVIEW: {
         DictViewKind k = ((DictViewObj *)v.o)->kind;
         return k == DV_KEYS ? T_DICT_KEYS : k == DV_VALUES ? T_DICT_VALUES : T_DICT_ITEMS;
+    }
+    case V_GEN: return T_GENERATOR;
+    case V_ITER: {
+        IterObj *it = (IterObj *)v.o;
+        if (it->kind == IK_MAP) return T_MAP;
+        if (it->kind == IK_FILTER) return T_FILTER;
+        Value s = it->its[0].seq;
+        switch (s.tag) {
+        case V_LIST: return T_LIST_ITERATOR;
+        case V_TUPLE: return T_TUPLE_ITERATOR;
+        case V_STR: return T_STR_ITERATOR;
+        case V_RANGE: return T_RANGE_ITERATOR;
+        case V_DICT: return T_DICT_KEYITERATOR;
+        case V_SET: case V_FROZENSET: return T_SET_ITERATOR;
+        case V_DICTVIEW: {
+            DictViewKind k = ((DictViewObj *)s.o)->kind;
+            return k == DV_KEYS ? T_DICT_KEYITERATOR : k == DV_VALUES ? T_DICT_VALUEITERATOR : T_DICT_ITEMITERATOR;
+        }
+        default: return T_ITERATOR;
+        }
     }
     default: return T_NONETYPE;
     }
@@ -101,6 +126,7 @@ static void drop_values(Interp *I, Value *vals, size_t n)
 static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
+    if (o->tag == V_GEN) lang_unit_release(((GenObj *)o)->unit);
     if (o->tag == V_TENSOR) {
         fc_tensor_release(((TensorObj *)o)->t);
         fc_tensor_release(((TensorObj *)o)->fa);
@@ -193,6 +219,45 @@ static void obj_clear(Interp *I, Obj *o)
             val_decref(I, ent[i].val);
         }
         mem_free(ent);
+        break;
+    }
+    case V_GEN: {
+        GenObj *g = (GenObj *)o;
+        for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
+        g->nloops = 0;
+        g->done = true;
+        if (g->slots) {
+            Value *slots = g->slots;
+            int n = g->fn->nslots;
+            g->slots = NULL;
+            for (int i = 0; i < n; i++) val_decref(I, slots[i]);
+            mem_free(slots);
+        }
+        if (g->cells) {
+            CellObj **cells = g->cells;
+            g->cells = NULL;
+            for (int i = 0; i < g->fn->nfree; i++)
+                if (cells[i]) val_decref(I, v_obj(V_CELL, &cells[i]->h));
+            mem_free(cells);
+        }
+        mem_free(g->loops);
+        mem_free(g->its);
+        g->loops = NULL;
+        g->its = NULL;
+        if (g->module) {
+            Module *m = g->module;
+            g->module = NULL;
+            val_decref(I, v_obj(V_MODULE, &m->h));
+        }
+        break;
+    }
+    case V_ITER: {
+        IterObj *it = (IterObj *)o;
+        for (int k = 0; k < it->n; k++) iter_end(I, &it->its[k]);
+        it->n = 0;
+        Value f = it->fn;
+        it->fn = v_undef();
+        val_decref(I, f);
         break;
     }
     case V_DICTVIEW: {
@@ -656,6 +721,7 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_MEMORY] = "MemoryError", [TDL_ERR_NOT_IMPLEMENTED] = "NotImplementedError",
     [TDL_ERR_DIMENSION_BIND] = "DimensionBindError", [TDL_ERR_SHAPE] = "ShapeError",
     [TDL_ERR_DEVICE] = "DeviceError", [TDL_ERR_INTERRUPT] = "KeyboardInterrupt",
+    [TDL_ERR_STOP_ITERATION] = "StopIteration",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

@@ -42,11 +42,6 @@ void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok)
     uint32_t pos = tok ? tok->pos : (uint32_t)p->src->len;
     uint32_t ppos;
     int paren = lang_lexer_open_paren(p->lx, &ppos);
-    if (major == TK_FOR && paren) {
-        lang_parser_error(p, LANG_SYNTAX_ERROR, pos,
-                          "comprehensions are not supported in tdl: write a for loop that appends");
-        return;
-    }
     if (paren) {
         /* An error on a later line than an unclosed bracket is most likely that bracket. */
         int pl, pc, tl, tc;
@@ -446,6 +441,9 @@ Node *lang_call(LangParser *p, uint32_t pos, Node *f, NodeList args)
     }
     Node *n = lang_node2(p, N_CALL, pos, f, args.head);
     n->count = list_len(args.head);
+    for (Node *a = args.head; a && n->count > 1; a = a->next)
+        if (a->kind == N_COMP && a->op == COMP_GEN && !a->parens)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "Generator expression must be parenthesized");
     return n;
 }
 
@@ -674,6 +672,50 @@ Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *al
     return n;
 }
 
+/* ---- comprehensions ---- */
+
+Node *lang_comp_for(LangParser *p, uint32_t pos, Node *target, Node *iter)
+{
+    check_target(p, target);
+    return lang_node2(p, N_FOR, pos, target, iter);
+}
+
+/* Builds the comprehension's scope: its clauses nested innermost first around the N_COMP_EMIT of
+ * elem (an N_PAIR for a dict comprehension), the first clause's iterable taken out to the N_COMP
+ * node and replaced by the parameter `.0`. */
+Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *clauses)
+{
+    static const char *const names[] = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"};
+    Node *n = lang_node(p, N_COMP, pos);
+    Node *emit = kind == COMP_DICT ? lang_node2(p, N_COMP_EMIT, elem->a ? elem->a->pos : pos, elem->a, elem->b)
+                                   : lang_node1(p, N_COMP_EMIT, elem->pos, elem);
+    LangToken dot0 = {TK_NAME, ".0", 2, pos};
+    Node *param = lang_param(p, &dot0, NULL);
+    if (n == &placeholder || emit == &placeholder || param == &placeholder || clauses == &placeholder)
+        return n;
+    n->op = (uint8_t)kind;
+    /* clauses are chained by next: reverse-link them into nesting, innermost first */
+    Node *list[LANG_MAX_DEPTH];
+    int k = 0;
+    for (Node *c = clauses; c && k < LANG_MAX_DEPTH; c = c->next) list[k++] = c;
+    Node *inner = emit;
+    for (int i = k - 1; i >= 0; i--) {
+        Node *c = list[i];
+        c->next = NULL;
+        if (c->kind == N_FOR) c->c = inner;
+        else c->b = inner;
+        grow(p, c, inner);
+        inner = c;
+    }
+    Node *first = list[0];
+    n->a = first->b;
+    first->b = lang_name(p, &dot0);
+    n->func = make_func(p, pos, names[kind], lang_list1(param), first);
+    grow(p, n, n->a);
+    grow(p, n, first);
+    return n;
+}
+
 /* ---- the driver ---- */
 
 LangStatus lang_parse(LangSource *src, bool interactive, LangUnit **out, LangError *err)
@@ -759,9 +801,9 @@ void lang_unit_release(LangUnit *u)
 static const char *const kind_names[N__COUNT] = {
     "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
-    "subscript", "slice", "dict", "set", "pair", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
+    "subscript", "slice", "dict", "set", "pair", "comp", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del",
+    "del", "emit",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

@@ -196,6 +196,19 @@ atom(A) ::= NONE(K).                     { A = lang_node(p, N_NONE, K.pos); }
 atom(A) ::= ELLIPSIS(K).                 { A = lang_node(p, N_ELLIPSIS, K.pos); }
 atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_TUPLE, K.pos, e); }
 atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
+atom(A) ::= LPAREN(K) expr(E) comp(C) RPAREN. { A = lang_comp(p, K.pos, COMP_GEN, E, C.head); A->parens = 1; }
+atom(A) ::= LBRACKET(K) expr(E) comp(C) RBRACKET. { A = lang_comp(p, K.pos, COMP_LIST, E, C.head); }
+atom(A) ::= LBRACE(K) expr(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_SET, E, C.head); }
+atom(A) ::= LBRACE(K) pair(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_DICT, E, C.head); }
+
+/* The clauses of a comprehension: `for targets in iterable` then any `for` and `if` clauses.
+ * An iterable or condition is a disjunction, as in Python: a following `if` is a clause, not a
+ * conditional expression (the [IN] precedence makes the parser reduce there). */
+%type comp {NodeList}
+comp(A) ::= compfor(F).                  { A = lang_list1(F); }
+comp(A) ::= comp(L) compfor(F).          { A = lang_list_add(L, F); }
+comp(A) ::= comp(L) IF(K) expr(C). [IN]  { A = lang_list_add(L, lang_node1(p, N_IF, K.pos, C)); }
+compfor(A) ::= FOR(K) targets(T) IN expr(I). [IN] { A = lang_comp_for(p, K.pos, T, I); }
 atom(A) ::= LBRACKET(K) RBRACKET.        { NodeList e = {0}; A = lang_seq(p, N_LIST, K.pos, e); }
 atom(A) ::= LBRACKET(K) items(L) RBRACKET. { A = lang_seq(p, N_LIST, K.pos, L); }
 /* {} is a dict, {a, b} a set, {k: v, ...} a dict of N_PAIR items. */
@@ -226,6 +239,7 @@ args(A) ::= args1(L) COMMA.              { A = L; }
 args1(A) ::= arg(X).                     { A = lang_list1(X); }
 args1(A) ::= args1(L) COMMA arg(X).      { A = lang_list_add(L, X); }
 arg(A) ::= expr(E).                      { A = E; }
+arg(A) ::= expr(E) comp(C).              { A = lang_comp(p, E->pos, COMP_GEN, E, C.head); }
 arg(A) ::= NAME(N) ASSIGN expr(E).       { A = lang_kwarg(p, &N, E); }
 
 /* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */

@@ -90,13 +90,15 @@ typedef enum NodeKind {
     N_NAME, N_INT, N_FLOAT, N_STR, N_TRUE, N_FALSE, N_NONE, N_ELLIPSIS,
     N_TUPLE, N_LIST, N_BINOP, N_UNARY, N_NOT, N_AND, N_OR, N_COMPARE, N_CMP_ITEM,
     N_IFEXP, N_LAMBDA, N_CALL, N_KWARG, N_ATTR, N_SUBSCRIPT, N_SLICE,
-    N_DICT, N_SET, N_PAIR,
+    N_DICT, N_SET, N_PAIR, N_COMP,
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
-    N_DEL,
+    N_DEL, N_COMP_EMIT,
     N__COUNT
 } NodeKind;
+
+typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
 /* Operators of N_BINOP, N_AUGASSIGN (op), N_UNARY and N_CMP_ITEM. */
 typedef enum LangOp {
@@ -138,6 +140,12 @@ typedef struct Node Node;
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
  *   N_PARAM     str = name, a = default (may be NULL)
  *   N_DEL       a = the target (a name, subscript, attribute, or an N_TUPLE/N_LIST of them)
+ *   N_COMP      a comprehension or generator expression: op = CompKind, a = the first iterable
+ *               (evaluated in the enclosing scope), func = its own scope, whose one parameter
+ *               `.0` is that iterable's iterator and whose body is the clauses as nested
+ *               statements: N_FOR (b = the iterable, `.0` for the first; c = the one inner
+ *               statement), N_IF (b = the one inner statement), innermost N_COMP_EMIT
+ *   N_COMP_EMIT a = the element (a dict comprehension's key), b = a dict comprehension's value
  * Statement bodies are chains of statements linked by next. */
 struct Node {
     uint8_t kind;

@@ -53,6 +53,8 @@ Node *lang_slice(LangParser *p, uint32_t pos, Node *a, Node *b, Node *c);
 Node *lang_assign(LangParser *p, Node *target, Node *value);
 Node *lang_assign_chain(LangParser *p, Node *target, Node *assign);
 Node *lang_del(LangParser *p, uint32_t pos, Node *target);
+Node *lang_comp_for(LangParser *p, uint32_t pos, Node *target, Node *iter);
+Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *clauses);
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value);
 Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body, Node *orelse);
 Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);
