@@ -563,6 +563,33 @@ fail:
     return false;
 }
 
+/* ---- f-strings ---- */
+
+/* Appends the text of f-string n (its parts in order) to b. */
+static bool fstring_text(Interp *I, Frame *F, Node *n, Buf *b)
+{
+    for (Node *part = n->a; part; part = part->next) {
+        if (part->kind == N_STR) {
+            buf_put(b, part->str, part->len);
+            continue;
+        }
+        Value v;
+        if (!eval(I, F, part->a, &v)) return false;
+        Buf spec = {0};
+        bool ok = !part->b || fstring_text(I, F, part->b, &spec);
+        if (ok && spec.nomem) ok = err_nomem(I);
+        if (ok) ok = val_format(I, v, (char)part->op, spec.p ? spec.p : "", spec.n, b);
+        buf_free(&spec);
+        val_decref(I, v);
+        if (!ok) {
+            locate(I, F, part->a->pos);
+            return false;
+        }
+    }
+    if (b->nomem) return err_nomem(I);
+    return true;
+}
+
 /* ---- comprehensions and generator expressions ---- */
 
 static bool truthy(Interp *I, Value v, bool *out);
@@ -861,6 +888,13 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     case N_COMP:
         ok = eval_comp(I, F, n, out);
         break;
+    case N_FSTRING: {
+        Buf b = {0};
+        ok = fstring_text(I, F, n, &b);
+        if (ok) ok = str_new(I, b.p ? b.p : "", b.n, out);
+        buf_free(&b);
+        break;
+    }
     case N_BINOP: {
         Value a, b;
         if (!eval(I, F, n->a, &a)) return false;

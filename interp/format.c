@@ -482,6 +482,32 @@ bool val_repr(Interp *I, Value v, Buf *b)
     return repr_rec(I, v, b, NULL);
 }
 
+bool val_ascii(Interp *I, Value v, Buf *b)
+{
+    Buf r = {0};
+    if (!val_repr(I, v, &r)) {
+        buf_free(&r);
+        return false;
+    }
+    for (size_t i = 0; i < r.n;) {
+        unsigned char c = (unsigned char)r.p[i];
+        uint32_t cp;
+        size_t k = c < 0x80 ? 0 : fmt_utf8_decode((const unsigned char *)r.p + i, r.n - i, &cp);
+        if (k == 0) {
+            buf_put(b, r.p + i, 1);
+            i++;
+            continue;
+        }
+        if (cp < 0x100) buf_printf(b, "\\x%02x", (unsigned)cp);
+        else if (cp < 0x10000) buf_printf(b, "\\u%04x", (unsigned)cp);
+        else buf_printf(b, "\\U%08x", (unsigned)cp);
+        i += k;
+    }
+    buf_free(&r);
+    if (b->nomem || r.nomem) return err_nomem(I);
+    return true;
+}
+
 bool val_str(Interp *I, Value v, Buf *b)
 {
     if (v.tag == V_STR) {

@@ -412,6 +412,8 @@ void buf_free(Buf *b);
 /* Appends Python's repr() / str() of v. false on error (raised). */
 bool val_repr(Interp *I, Value v, Buf *b);
 bool val_str(Interp *I, Value v, Buf *b);
+/* Python's ascii(v): the repr with non-ASCII characters escaped (\xe9, \u20ac, \U0001f600). */
+bool val_ascii(Interp *I, Value v, Buf *b);
 /* Python's repr of a double ("0.1", "1e+16", "-0.0", "inf", "nan"). Returns length; buf >= 32. */
 int format_double(double d, char *buf);
 /* Appends the repr of a string's bytes with Python's quoting rules. */
@@ -458,6 +460,11 @@ const BuiltinDef *builtin_method(TypeId t, const char *name);
 /* Calls type t as a constructor: int(x), str(x), list(x), ... */
 bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
                int nkw, Value *out);
+/* Appends v formatted as Python's format(v, spec) after the conversion conv ('r', 's', 'a' or
+ * 0), as a str.format or f-string field does. */
+bool val_format(Interp *I, Value v, char conv, const char *spec, size_t slen, Buf *b);
+/* fmt % args: Python's printf-style string formatting. */
+bool str_percent(Interp *I, Value fmt, Value args, Value *out);
 /* Checks positional/keyword counts against def; raises TypeError naming the function. */
 bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames, int nkw);
 /* Calls a builtin (checking its arguments first). A host builtin whose first argument is a

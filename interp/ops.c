@@ -281,6 +281,7 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
                          a.tag == V_STR ? "" : val_type_name(b), val_type_name(a));
     if (op == OP_ADD && a.tag == V_STR)
         return err_raise(I, TDL_ERR_TYPE, "can only concatenate str (not \"%s\") to str", val_type_name(b));
+    if (op == OP_MOD && a.tag == V_STR) return str_percent(I, a, b, out);
     if (op == OP_MUL && aseq && is_intlike(b)) return seq_repeat(I, a, as_i(b), out);
     if (op == OP_MUL && bseq && is_intlike(a)) return seq_repeat(I, b, as_i(a), out);
     if (op == OP_MUL && (aseq || bseq) && (a.tag == V_FLOAT || b.tag == V_FLOAT))

@@ -191,7 +191,7 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
         case N_NAME: resolve_name(r, s, e); break;
         case N_INT: case N_FLOAT: case N_STR: case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS:
             break;
-        case N_TUPLE: case N_LIST: case N_SET: case N_DICT:
+        case N_TUPLE: case N_LIST: case N_SET: case N_DICT: case N_FSTRING:
             for (Node *x = e->a; x; x = x->next) resolve_expr(r, s, x);
             break;
         case N_COMPARE:
@@ -310,7 +310,7 @@ static void fixup(Scope *s, Node *n)
         for (Node *p = n->func->params; p; p = p->next) fixup(s, p->a);
         fixup(s, n->a);
         return;
-    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT:
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT: case N_FSTRING:
         fixup_list(s, n->a);
         return;
     case N_COMPARE:

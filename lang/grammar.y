@@ -26,7 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
-%token DEL LBRACE RBRACE.
+%token DEL LBRACE RBRACE FSTRING.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -224,6 +224,8 @@ pair(A) ::= expr(K) COLON expr(V).       { A = lang_node2(p, N_PAIR, K->pos, K, 
 /* Adjacent string literals are one string, as in Python. */
 strings(A) ::= STRING(T).                { A = lang_string(p, NULL, &T); }
 strings(A) ::= strings(S) STRING(T).     { A = lang_string(p, S, &T); }
+strings(A) ::= FSTRING(T).               { A = lang_fstring(p, NULL, &T); }
+strings(A) ::= strings(S) FSTRING(T).    { A = lang_fstring(p, S, &T); }
 
 %type items {NodeList}
 items(A) ::= expr(E).                    { A = lang_list1(E); }

@@ -42,7 +42,7 @@ static void lex_all(const char *text, size_t len, bool interactive, char *out, s
             w += (size_t)snprintf(out + w, cap - w, "%send", sep);
             break;
         }
-        if (t.kind == TK_NAME || t.kind == TK_INT || t.kind == TK_FLOAT || t.kind == TK_STRING)
+        if (t.kind == TK_NAME || t.kind == TK_INT || t.kind == TK_FLOAT || t.kind == TK_STRING || t.kind == TK_FSTRING)
             w += (size_t)snprintf(out + w, cap - w, "%s%s(%.*s)", sep, lang_token_name(t.kind), t.n, t.z);
         else
             w += (size_t)snprintf(out + w, cap - w, "%s%s", sep, lang_token_name(t.kind));
@@ -360,6 +360,8 @@ START_TEST(operators_without_spaces)
         {"-1", "'-' INT(1) NEWLINE end"},
         {"'a''b'", "STRING('a') STRING('b') NEWLINE end"},
         {"r'a'rb", "STRING(r'a') NAME(rb) NEWLINE end"},
+        {"f'{d[\"k\"]:>{w}}'Rf'a'", "FSTRING(f'{d[\"k\"]:>{w}}') FSTRING(Rf'a') NEWLINE end"},
+        {"{1: 2}", "'{' INT(1) ':' INT(2) '}' NEWLINE end"},
     };
     for (int i = 0; i < N_CASES(cases); i++) {
         char out[1024];
@@ -397,10 +399,9 @@ static const ErrorCase errors[] = {
     {"r'\\'", -1, "!ERROR 1:1 unterminated string literal"},
     {"x = '''abc\n\ndef", -1, "NAME(x) '=' !ERROR 1:5 unterminated triple-quoted string literal"},
     {"\"\"\"abc\"\"", -1, "!ERROR 1:1 unterminated triple-quoted string literal"},
-    {"f'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"b\"x\"", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"Rb'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"fr'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
+    {"b\"x\"", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
+    {"Rb'x'", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
+    {"f'x", -1, "!ERROR 1:1 unterminated string literal"},
     /* numbers */
     {"007", -1, "!ERROR 1:1 leading zeros in decimal integer literals are not permitted"},
     {"x = 0_7", -1, "NAME(x) '=' !ERROR 1:5 leading zeros in decimal integer literals are not permitted"},
