@@ -77,6 +77,10 @@ static bool init_builtins(Interp *I)
         Value v = {.tag = V_TYPE, .i = types[i].t};
         if (!set_global(I, I->builtins, types[i].name, v)) return false;
     }
+    /* the exception classes, by their kinds' names; OSError is IOError, as in Python 3 */
+    for (int k = TDL_ERR_NONE + 1; k < TDL_ERR__COUNT; k++)
+        if (!set_global(I, I->builtins, tdl_error_kind_name((tdl_error_kind)k), v_exctype((tdl_error_kind)k))) return false;
+    if (!set_global(I, I->builtins, "OSError", v_exctype(TDL_ERR_IO))) return false;
     return tensor_init(I, I->builtins);
 }
 

@@ -751,8 +751,13 @@ static bool bi_zip(BUILTIN_ARGS)
 }
 
 /* isinstance's test against one type or a (nested) tuple of types. */
-static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
+static bool isinstance_of(Interp *I, Value v, Value cls, bool *res, int depth)
 {
+    TypeId t = val_type(v);
+    if (cls.tag == V_EXCTYPE) {
+        *res = v.tag == V_EXC && exc_is_subclass(((ExcObj *)v.o)->kind, (tdl_error_kind)cls.i);
+        return true;
+    }
     if (cls.tag == V_TYPE) {
         *res = (TypeId)cls.i == t || ((TypeId)cls.i == T_INT && t == T_BOOL);
         return true;
@@ -760,7 +765,7 @@ static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
     if (cls.tag == V_TUPLE && depth < 100) {
         TupleObj *tu = as_tuple(cls);
         for (size_t i = 0; i < tu->n; i++) {
-            if (!isinstance_of(I, t, tu->items[i], res, depth + 1)) return false;
+            if (!isinstance_of(I, v, tu->items[i], res, depth + 1)) return false;
             if (*res) return true;
         }
         *res = false;
@@ -773,7 +778,7 @@ static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
 static bool bi_isinstance(BUILTIN_ARGS)
 {
     bool r;
-    if (!isinstance_of(I, val_type(args[0]), args[1], &r, 0)) return false;
+    if (!isinstance_of(I, args[0], args[1], &r, 0)) return false;
     *out = v_bool(r);
     return true;
 }
@@ -1390,7 +1395,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
-            *out = mk_type(val_type(args[0]));
+            *out = args[0].tag == V_EXC ? v_exctype(((ExcObj *)args[0].o)->kind) : mk_type(val_type(args[0]));
             return true;
         }
         if (nargs == 3)

@@ -116,7 +116,7 @@ bool val_hash(Interp *I, Value v, uint64_t *out)
     case V_BOOL: *out = v.b; return true;
     case V_INT: *out = hash_int(v.i); return true;
     case V_FLOAT: *out = hash_double(v.f); return true;
-    case V_TYPE: case V_DTYPE: case V_DEVICE: case V_MEMFMT: case V_ELLIPSIS:
+    case V_TYPE: case V_DTYPE: case V_DEVICE: case V_MEMFMT: case V_ELLIPSIS: case V_EXCTYPE:
         *out = fix_hash(((uint64_t)v.tag << 56) ^ (uint64_t)v.i ^ 0x9E3779B97F4A7C15ull);
         return true;
     case V_STR: {

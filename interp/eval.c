@@ -389,6 +389,9 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
         return builtin_call(I, as_builtin(f)->def, as_builtin(f)->self, args, nargs, kwnames, nkw, out);
     case V_TYPE:
         return type_call(I, (TypeId)f.i, args, nargs, kwnames, nkw, out);
+    case V_EXCTYPE:
+        if (nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", tdl_error_kind_name((tdl_error_kind)f.i));
+        return exc_new(I, (tdl_error_kind)f.i, args, nargs, out);
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     }
@@ -1207,6 +1210,139 @@ static Flow exec_while(Interp *I, Frame *F, Node *st)
     return st->c ? exec(I, F, st->c) : F_NORMAL;
 }
 
+/* ---- exceptions ---- */
+
+/* An exception object from what `raise` was given: an exception, or a class to call. */
+static bool as_exception(Interp *I, Value v, Value *out)
+{
+    if (v.tag == V_EXC) {
+        val_incref(v);
+        *out = v;
+        return true;
+    }
+    if (v.tag == V_EXCTYPE) return exc_new(I, (tdl_error_kind)v.i, NULL, 0, out);
+    return err_raise(I, TDL_ERR_TYPE, "exceptions must derive from BaseException");
+}
+
+static bool exec_raise(Interp *I, Frame *F, Node *st)
+{
+    if (!st->a) {
+        if (I->handling.tag == V_UNDEF) return err_raise(I, TDL_ERR_RUNTIME, "No active exception to reraise");
+        return exc_raise(I, I->handling);
+    }
+    Value v, exc, cause = v_none();
+    if (!eval(I, F, st->a, &v)) return false;
+    bool ok = as_exception(I, v, &exc);
+    val_decref(I, v);
+    if (!ok) return false;
+    if (st->b) {
+        if (!eval(I, F, st->b, &v)) {
+            val_decref(I, exc);
+            return false;
+        }
+        ok = v.tag == V_NONE ? (val_incref(v), cause = v, true) : as_exception(I, v, &cause);
+        val_decref(I, v);
+        if (!ok) {
+            if (I->err.kind == TDL_ERR_TYPE) err_raise(I, TDL_ERR_TYPE, "exception causes must derive from BaseException");
+            val_decref(I, exc);
+            return false;
+        }
+        ExcObj *e = (ExcObj *)exc.o;
+        Value old = e->cause;
+        e->cause = cause;
+        val_decref(I, old);
+    }
+    exc_raise(I, exc);
+    val_decref(I, exc);
+    return false;
+}
+
+/* Whether an error of class kind is caught by `except cls` (a class or a tuple of them). */
+static bool exc_matches(Interp *I, tdl_error_kind kind, Value cls, bool *out, int depth)
+{
+    if (cls.tag == V_EXCTYPE) {
+        *out = exc_is_subclass(kind, (tdl_error_kind)cls.i);
+        return true;
+    }
+    if (cls.tag == V_TUPLE && depth < 100) {
+        *out = false;
+        for (size_t k = 0; k < as_tuple(cls)->n && !*out; k++)
+            if (!exc_matches(I, kind, as_tuple(cls)->items[k], out, depth + 1)) return false;
+        return true;
+    }
+    return err_raise(I, TDL_ERR_TYPE, "catching classes that do not inherit from BaseException is not allowed");
+}
+
+/* Unbinds the name of `except ... as name` after its block, as Python does. */
+static void unbind(Interp *I, Frame *F, Node *n)
+{
+    Value *slot = n->scope == SCOPE_LOCAL ? &F->slots[n->slot]
+                : n->scope == SCOPE_CELL ? &((CellObj *)F->slots[n->slot].o)->v
+                : n->scope == SCOPE_FREE ? &F->free[n->slot]->v : &F->mod->vals[n->slot];
+    Value old = *slot;
+    *slot = v_undef();
+    val_decref(I, old);
+}
+
+static Flow exec_try(Interp *I, Frame *F, Node *st)
+{
+    Flow fl = exec(I, F, st->a);
+    if (fl == F_ERROR && st->b && !I->exiting) {
+        for (Node *h = st->b; h; h = h->next) {
+            bool match = true;
+            if (h->a) {
+                /* the class expression runs with the error put aside; its own error replaces it */
+                Error saved;
+                err_move(I, &saved);
+                Value cls;
+                bool ok = eval(I, F, h->a, &cls);
+                if (ok) {
+                    ok = exc_matches(I, saved.kind, cls, &match, 0);
+                    val_decref(I, cls);
+                    if (!ok) locate(I, F, h->a->pos);
+                }
+                if (!ok) {
+                    err_drop(I, &saved);
+                    return F_ERROR;
+                }
+                err_put_back(I, &saved);
+            }
+            if (!match) continue;
+            Value exc;
+            if (!exc_from_error(I, &exc)) return F_ERROR;
+            err_clear(I);
+            Value prev = I->handling;
+            I->handling = exc;
+            bool ok = !h->c || store_name(I, F, h->c, exc);
+            fl = ok ? exec(I, F, h->b) : F_ERROR;
+            if (h->c) unbind(I, F, h->c);
+            I->handling = prev;
+            val_decref(I, exc);
+            break;
+        }
+    } else if (fl == F_NORMAL && st->c) {
+        fl = exec(I, F, st->c);
+    }
+    if (!st->d) return fl;
+    /* finally: runs whatever happened; the flow (an error, a return value) in flight waits */
+    Error saved = {0};
+    Value ret = v_undef();
+    if (fl == F_ERROR) err_move(I, &saved);
+    if (fl == F_RETURN) {
+        ret = I->ret;
+        I->ret = v_undef();
+    }
+    Flow f2 = exec(I, F, st->d);
+    if (f2 == F_NORMAL) {
+        if (fl == F_ERROR) err_put_back(I, &saved);
+        if (fl == F_RETURN) I->ret = ret;
+        return fl;
+    }
+    if (fl == F_ERROR) err_drop(I, &saved);
+    val_decref(I, ret);
+    return f2;
+}
+
 static Flow exec(Interp *I, Frame *F, Node *st)
 {
     for (; st; st = st->next) {
@@ -1330,28 +1466,12 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             }
             break;
         }
-        case N_RAISE: {
-            /* raise ValueError("...") : an error of that kind; tdl has no exception objects. */
-            tdl_error_kind kind = TDL_ERR_NONE;
-            for (int k = 1; k < TDL_ERR__COUNT && !kind; k++)
-                if (strlen(tdl_error_kind_name((tdl_error_kind)k)) == st->len &&
-                    memcmp(tdl_error_kind_name((tdl_error_kind)k), st->str, st->len) == 0)
-                    kind = (tdl_error_kind)k;
-            if (!kind || kind == TDL_ERR_INTERRUPT) {
-                ok = err_raise(I, TDL_ERR_TYPE, "raise takes one of tdl's error kinds (ValueError, TypeError, "
-                               "RuntimeError, IndexError, ...), not '%.*s'", (int)st->len, st->str);
-                break;
-            }
-            Buf b = {0};
-            if (st->a) {
-                Value m;
-                if (!eval(I, F, st->a, &m)) return F_ERROR;
-                ok = val_str(I, m, &b);
-                val_decref(I, m);
-                if (!ok) return F_ERROR;
-            }
-            ok = err_raise(I, kind, "%s", b.p ? b.p : "");
-            buf_free(&b);
+        case N_RAISE:
+            ok = exec_raise(I, F, st);
+            break;
+        case N_TRY: {
+            Flow fl = exec_try(I, F, st);
+            if (fl != F_NORMAL) return fl;
             break;
         }
         case N_IMPORT: {

@@ -429,6 +429,20 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_CELL:
         buf_printf(b, "<cell at %p>", (void *)v.o);
         break;
+    case V_EXCTYPE:
+        buf_printf(b, "<class '%s'>", tdl_error_kind_name((tdl_error_kind)v.i));
+        break;
+    case V_EXC: {
+        ExcObj *e = (ExcObj *)v.o;
+        TupleObj *t = as_tuple(e->args);
+        buf_printf(b, "%s(", tdl_error_kind_name(e->kind));
+        for (size_t k = 0; k < t->n; k++) {
+            if (k) buf_puts(b, ", ");
+            if (!repr_rec(I, t->items[k], b, up)) return false;
+        }
+        buf_puts(b, ")");
+        break;
+    }
     case V_GEN:
         buf_printf(b, "<generator object %s at %p>", ((GenObj *)v.o)->fn->name, (void *)v.o);
         break;
@@ -512,6 +526,12 @@ bool val_str(Interp *I, Value v, Buf *b)
 {
     if (v.tag == V_STR) {
         buf_put(b, as_str(v)->data, as_str(v)->len);
+        if (b->nomem) return err_nomem(I);
+        return true;
+    }
+    if (v.tag == V_EXC) {
+        StrObj *m = as_str(((ExcObj *)v.o)->msg);
+        buf_put(b, m->data, m->len);
         if (b->nomem) return err_nomem(I);
         return true;
     }

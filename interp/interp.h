@@ -42,6 +42,7 @@ typedef enum ValueTag {
     V_DTYPE,            /* a tensor dtype: i holds an FcDType (repr "float32") */
     V_DEVICE,           /* a device: i packs an FcDevice (v_device, device_of) (repr "device(type='cpu')") */
     V_MEMFMT,           /* a memory format: i holds an FcMemoryFormat (repr "channels_last") */
+    V_EXCTYPE,          /* an exception class (ValueError, Exception, ...): i holds a tdl_error_kind */
     /* reference-counted objects from here on */
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
     V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
@@ -52,6 +53,7 @@ typedef enum ValueTag {
     V_DICTVIEW,         /* d.keys(), d.values(), d.items(): a DictViewObj */
     V_GEN,              /* a generator expression: a GenObj */
     V_ITER,             /* iter(x), map(...), filter(...): an IterObj */
+    V_EXC,              /* an exception: an ExcObj */
     V__COUNT
 } ValueTag;
 
@@ -94,12 +96,13 @@ typedef enum TypeId {
     T_DICT, T_SET, T_FROZENSET, T_DICT_KEYS, T_DICT_VALUES, T_DICT_ITEMS,
     T_GENERATOR, T_MAP, T_FILTER, T_LIST_ITERATOR, T_TUPLE_ITERATOR, T_STR_ITERATOR,
     T_RANGE_ITERATOR, T_DICT_KEYITERATOR, T_DICT_VALUEITERATOR, T_DICT_ITEMITERATOR,
-    T_SET_ITERATOR, T_ITERATOR,
+    T_SET_ITERATOR, T_ITERATOR, T_EXCEPTION,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
 const char *type_name(TypeId t);                     /* "int", "NoneType", ... */
-static inline const char *val_type_name(Value v) { return type_name(val_type(v)); }
+/* The name of v's type ("int", "ValueError"). */
+const char *val_type_name(Value v);
 
 /* ---- objects ---- */
 
@@ -273,7 +276,27 @@ typedef struct Error {
     char *report;               /* formatted on demand */
     char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
     char short_report[256];     /* the report's last line when there is no memory for it all */
+    Obj *exc;                   /* the ExcObj raised by `raise`, a reference, or NULL */
 } Error;
+
+/* An exception object (V_EXC): kind is its class; args the tuple it was made with; msg its
+ * str() (the message tdl reports); cause its __cause__ (`raise ... from`), or None. */
+typedef struct ExcObj { Obj h; tdl_error_kind kind; Value args, msg, cause; } ExcObj;
+static inline Value v_exctype(tdl_error_kind k) { Value v = {.tag = V_EXCTYPE, .i = k}; return v; }
+/* Whether class k is base or derives from it (Python's tree; see value.c). */
+bool exc_is_subclass(tdl_error_kind k, tdl_error_kind base);
+/* A new exception of class kind made with args (as ValueError(*args)). */
+bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value *out);
+/* The error being raised as an exception object (the one `raise` raised, or a new one made from
+ * its kind and message); the error stays recorded. */
+bool exc_from_error(Interp *I, Value *out);
+/* Raises exception exc (its class and message); returns false. */
+bool exc_raise(Interp *I, Value exc);
+/* Moves the error record out of I (leaving none), puts one back (replacing I's), or frees one:
+ * what try/finally does with the error in flight while the finally block runs. */
+void err_move(Interp *I, Error *dst);
+void err_put_back(Interp *I, Error *src);
+void err_drop(Interp *I, Error *e);
 
 /* Records an error (replacing any earlier one) and returns false. */
 bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -310,6 +333,7 @@ struct Interp {
     int free_depth;             /* nesting of obj_free; deeper frees are deferred */
     Obj *deferred;              /* objects waiting to be freed (linked by next) */
     int nest;                   /* nesting of recursive compare/repr on containers */
+    Value handling;             /* the exception an except block is handling (a reference), or V_UNDEF */
     volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
     LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */

@@ -863,6 +863,17 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     }
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
+    if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
+        return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
+    if (obj.tag == V_EXC) {
+        ExcObj *e = (ExcObj *)obj.o;
+        Value *f = strcmp(name, "args") == 0 ? &e->args : strcmp(name, "__cause__") == 0 ? &e->cause : NULL;
+        if (f) {
+            *out = *f;
+            val_incref(*out);
+            return true;
+        }
+    }
     return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object has no attribute '%s'", val_type_name(obj), name);
 }
 

@@ -103,6 +103,15 @@ static void collect(Resolver *r, Scope *s, Node *st)
         case N_AUGASSIGN: bind_target(r, s, st->a); break;
         case N_FOR: bind_target(r, s, st->a); collect(r, s, st->c); collect(r, s, st->d); break;
         case N_IF: case N_WHILE: collect(r, s, st->b); collect(r, s, st->c); break;
+        case N_TRY:
+            collect(r, s, st->a);
+            for (Node *h = st->b; h; h = h->next) {
+                bind_target(r, s, h->c);
+                collect(r, s, h->b);
+            }
+            collect(r, s, st->c);
+            collect(r, s, st->d);
+            break;
         case N_DEF: case N_IMPORT: case N_DEL: bind_target(r, s, st->a); break;
         case N_GLOBAL: case N_NONLOCAL:
             for (Node *n = st->a; n; n = n->next) {
@@ -228,7 +237,21 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             for (Node *t = st->a; t; t = t->next) resolve_expr(r, s, t);
             resolve_expr(r, s, st->b);
             break;
-        case N_RAISE: case N_DEL: resolve_expr(r, s, st->a); break;
+        case N_DEL: resolve_expr(r, s, st->a); break;
+        case N_RAISE:
+            resolve_expr(r, s, st->a);
+            resolve_expr(r, s, st->b);
+            break;
+        case N_TRY:
+            resolve_stmts(r, s, st->a);
+            for (Node *h = st->b; h && !r->failed; h = h->next) {
+                resolve_expr(r, s, h->a);
+                resolve_expr(r, s, h->c);
+                resolve_stmts(r, s, h->b);
+            }
+            resolve_stmts(r, s, st->c);
+            resolve_stmts(r, s, st->d);
+            break;
         case N_COMP_EMIT:
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);
@@ -325,6 +348,16 @@ static void fixup(Scope *s, Node *n)
         fixup(s, n->a);
         fixup_list(s, n->b);
         fixup_list(s, n->c);
+        return;
+    case N_TRY:
+        fixup_list(s, n->a);
+        for (Node *h = n->b; h; h = h->next) {
+            fixup(s, h->a);
+            fixup(s, h->c);
+            fixup_list(s, h->b);
+        }
+        fixup_list(s, n->c);
+        fixup_list(s, n->d);
         return;
     case N_FOR:
         fixup(s, n->a);

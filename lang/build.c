@@ -919,13 +919,14 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     return n;
 }
 
-Node *lang_raise(LangParser *p, uint32_t pos, const LangToken *name, Node *message)
+Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin)
 {
-    Node *n = lang_node1(p, N_RAISE, pos, message);
-    Node *e = lang_name(p, name);
-    if (n == &placeholder || e == &placeholder) return n;
-    n->str = e->str;
-    n->len = e->len;
+    for (Node *h = handlers; h; h = h->next)
+        if (!h->a && h->next)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, h->pos, "default 'except:' must be last");
+    Node *n = lang_node3(p, N_TRY, pos, body, handlers, orelse);
+    if (n != &placeholder) n->d = fin;
+    grow(p, n, fin);
     return n;
 }
 
@@ -1077,7 +1078,7 @@ static const char *const kind_names[N__COUNT] = {
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
     "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del", "emit",
+    "del", "emit", "try", "except",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

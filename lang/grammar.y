@@ -26,7 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
-%token DEL LBRACE RBRACE FSTRING.
+%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -80,9 +80,9 @@ small(A) ::= RETURN(K).                  { A = lang_node(p, N_RETURN, K.pos); }
 small(A) ::= RETURN(K) testlist(E).      { A = lang_node1(p, N_RETURN, K.pos, E); }
 small(A) ::= ASSERT(K) expr(C).          { A = lang_node1(p, N_ASSERT, K.pos, C); }
 small(A) ::= ASSERT(K) expr(C) COMMA expr(M). { A = lang_node2(p, N_ASSERT, K.pos, C, M); }
-small(A) ::= RAISE(K) NAME(N).           { A = lang_raise(p, K.pos, &N, NULL); }
-small(A) ::= RAISE(K) NAME(N) LPAREN RPAREN. { A = lang_raise(p, K.pos, &N, NULL); }
-small(A) ::= RAISE(K) NAME(N) LPAREN expr(M) RPAREN. { A = lang_raise(p, K.pos, &N, M); }
+small(A) ::= RAISE(K).                   { A = lang_node(p, N_RAISE, K.pos); }
+small(A) ::= RAISE(K) expr(E).           { A = lang_node1(p, N_RAISE, K.pos, E); }
+small(A) ::= RAISE(K) expr(E) FROM expr(C). { A = lang_node2(p, N_RAISE, K.pos, E, C); }
 small(A) ::= IMPORT(K) dotted(M).        { A = lang_import(p, K.pos, M, NULL); }
 small(A) ::= IMPORT(K) dotted(M) AS NAME(N). { A = lang_import(p, K.pos, M, &N); }
 small(A) ::= DEL(K) testlist(T).         { A = lang_del(p, K.pos, T); }
@@ -106,6 +106,25 @@ compound(A) ::= IF(K) expr(C) COLON block(B) elifs(E). { A = lang_node3(p, N_IF,
 elifs(A) ::= .                                          { A = NULL; }
 elifs(A) ::= ELSE COLON block(B).                       { A = B.head; }
 elifs(A) ::= ELIF(K) expr(C) COLON block(B) elifs(E).   { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
+
+/* try: a = body, b = the handlers (N_EXCEPT: a = the class expression or NULL, b = body,
+ * c = the N_NAME bound by `as`), c = else, d = finally. */
+compound(A) ::= TRY(K) COLON block(B) handlers(H).      { A = lang_try(p, K.pos, B.head, H.head, NULL, NULL); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) ELSE COLON block(E).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, E.head, NULL); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, NULL, F.head); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) ELSE COLON block(E) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, E.head, F.head); }
+compound(A) ::= TRY(K) COLON block(B) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, NULL, NULL, F.head); }
+%type handlers {NodeList}
+handlers(A) ::= handler(X).              { A = lang_list1(X); }
+handlers(A) ::= handlers(L) handler(X).  { A = lang_list_add(L, X); }
+handler(A) ::= EXCEPT(K) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, NULL, B.head); }
+handler(A) ::= EXCEPT(K) expr(T) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, T, B.head); }
+handler(A) ::= EXCEPT(K) expr(T) AS NAME(N) COLON block(B).
+                                         { A = lang_node3(p, N_EXCEPT, K.pos, T, B.head, lang_name(p, &N)); }
 
 compound(A) ::= WHILE(K) expr(C) COLON block(B).        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, NULL); }
 compound(A) ::= WHILE(K) expr(C) COLON block(B) ELSE COLON block(E).

@@ -94,7 +94,7 @@ typedef enum NodeKind {
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
-    N_DEL, N_COMP_EMIT,
+    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT,
     N__COUNT
 } NodeKind;
 
@@ -135,7 +135,9 @@ typedef struct Node Node;
  *   N_WHILE     a = condition, b = body, c = else body
  *   N_FOR       a = target, b = iterable, c = body, d = else body
  *   N_ASSERT    a = condition, b = message (may be NULL)
- *   N_RAISE     str = the exception's name (ValueError, ...), a = message (may be NULL)
+ *   N_RAISE     a = the exception (NULL: re-raise the one being handled), b = its cause (`from`)
+ *   N_TRY       a = body, b = first N_EXCEPT (a = class expression or NULL, b = body, c = the
+ *               N_NAME of `as`, or NULL; chained by next), c = else body, d = finally body
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
  *   N_PARAM     str = name, a = default (may be NULL)

@@ -208,7 +208,9 @@ again:
         "not" [ \t]+ "in" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_NOTIN); }
         "raise"     { TOK(TK_RAISE); }
         "del"       { TOK(TK_DEL); }
-        "class" | "try" | "except" | "finally" | "with" | "yield" | "from"
+        "try"       { TOK(TK_TRY); }       "except"   { TOK(TK_EXCEPT); }
+        "finally"   { TOK(TK_FINALLY); }   "from"     { TOK(TK_FROM); }
+        "class" | "with" | "yield"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -427,6 +429,10 @@ const char *lang_token_name(int kind)
     case TK_RAISE: return "'raise'";
     case TK_DEL: return "'del'";
     case TK_FSTRING: return "FSTRING";
+    case TK_TRY: return "'try'";
+    case TK_EXCEPT: return "'except'";
+    case TK_FINALLY: return "'finally'";
+    case TK_FROM: return "'from'";
     case TK_LBRACE: return "'{'";
     case TK_RBRACE: return "'}'";
     case TK_IMPORT: return "'import'";

@@ -440,13 +440,13 @@ static const ErrorCase errors[] = {
     /* unsupported keywords */
     {"class A: pass", -1, "!ERROR 1:1 'class' is not supported in tdl"},
     {"del x", -1, "'del' NAME(x) NEWLINE end"},
-    {"try:", -1, "!ERROR 1:1 'try' is not supported in tdl"},
-    {"except", -1, "!ERROR 1:1 'except' is not supported in tdl"},
-    {"finally", -1, "!ERROR 1:1 'finally' is not supported in tdl"},
+    {"try:", -1, "'try' ':' NEWLINE end"},
+    {"except", -1, "'except' NEWLINE end"},
+    {"finally", -1, "'finally' NEWLINE end"},
     {"  raise x", -1, "INDENT 'raise' NAME(x) NEWLINE DEDENT end"},
     {"with f: pass", -1, "!ERROR 1:1 'with' is not supported in tdl"},
     {"x = yield", -1, "NAME(x) '=' !ERROR 1:5 'yield' is not supported in tdl"},
-    {"from a import b", -1, "!ERROR 1:1 'from' is not supported in tdl"},
+    {"from a import b", -1, "'from' NAME(a) 'import' NAME(b) NEWLINE end"},
     {"async", -1, "!ERROR 1:1 'async' is not supported in tdl"},
     {"await x", -1, "!ERROR 1:1 'await' is not supported in tdl"},
     /* other */
