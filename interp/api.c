@@ -70,12 +70,17 @@ static bool init_builtins(Interp *I)
     }
     static const struct { const char *name; TypeId t; } types[] = {
         {"int", T_INT}, {"float", T_FLOAT}, {"str", T_STR}, {"bool", T_BOOL}, {"list", T_LIST},
-        {"tuple", T_TUPLE}, {"range", T_RANGE}, {"type", T_TYPE},
+        {"tuple", T_TUPLE}, {"range", T_RANGE}, {"type", T_TYPE}, {"dict", T_DICT}, {"set", T_SET},
+        {"frozenset", T_FROZENSET},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         Value v = {.tag = V_TYPE, .i = types[i].t};
         if (!set_global(I, I->builtins, types[i].name, v)) return false;
     }
+    /* the exception classes, by their kinds' names; OSError is IOError, as in Python 3 */
+    for (int k = TDL_ERR_NONE + 1; k < TDL_ERR__COUNT; k++)
+        if (!set_global(I, I->builtins, tdl_error_kind_name((tdl_error_kind)k), v_exctype((tdl_error_kind)k))) return false;
+    if (!set_global(I, I->builtins, "OSError", v_exctype(TDL_ERR_IO))) return false;
     return tensor_init(I, I->builtins);
 }
 

@@ -751,8 +751,13 @@ static bool bi_zip(BUILTIN_ARGS)
 }
 
 /* isinstance's test against one type or a (nested) tuple of types. */
-static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
+static bool isinstance_of(Interp *I, Value v, Value cls, bool *res, int depth)
 {
+    TypeId t = val_type(v);
+    if (cls.tag == V_EXCTYPE) {
+        *res = v.tag == V_EXC && exc_is_subclass(((ExcObj *)v.o)->kind, (tdl_error_kind)cls.i);
+        return true;
+    }
     if (cls.tag == V_TYPE) {
         *res = (TypeId)cls.i == t || ((TypeId)cls.i == T_INT && t == T_BOOL);
         return true;
@@ -760,7 +765,7 @@ static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
     if (cls.tag == V_TUPLE && depth < 100) {
         TupleObj *tu = as_tuple(cls);
         for (size_t i = 0; i < tu->n; i++) {
-            if (!isinstance_of(I, t, tu->items[i], res, depth + 1)) return false;
+            if (!isinstance_of(I, v, tu->items[i], res, depth + 1)) return false;
             if (*res) return true;
         }
         *res = false;
@@ -773,7 +778,7 @@ static bool isinstance_of(Interp *I, TypeId t, Value cls, bool *res, int depth)
 static bool bi_isinstance(BUILTIN_ARGS)
 {
     bool r;
-    if (!isinstance_of(I, val_type(args[0]), args[1], &r, 0)) return false;
+    if (!isinstance_of(I, args[0], args[1], &r, 0)) return false;
     *out = v_bool(r);
     return true;
 }
@@ -979,7 +984,98 @@ static bool bi_all(BUILTIN_ARGS)
     return any_all(I, args[0], false, out);
 }
 
+/* An IterObj of kind over iterables its[0..n) calling fn. */
+static bool iterobj_new(Interp *I, IterKind kind, Value fn, const Value *its, int n, Value *out)
+{
+    IterObj *o = obj_alloc(I, sizeof *o + (size_t)n * sizeof(Iter), V_ITER, true);
+    if (!o) return false;
+    o->kind = kind;
+    val_incref(fn);
+    o->fn = fn;
+    Value ov = v_obj(V_ITER, &o->h);
+    for (int k = 0; k < n; k++) {
+        if (!iter_begin(I, its[k], &o->its[k])) {
+            val_decref(I, ov);
+            return false;
+        }
+        o->n = k + 1;
+    }
+    *out = ov;
+    return true;
+}
+
+static bool is_iterator(Value v) { return v.tag == V_GEN || v.tag == V_ITER; }
+
+static bool bi_iter(BUILTIN_ARGS)
+{
+    if (nargs == 2)
+        return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "iter(callable, sentinel) is not supported");
+    if (is_iterator(args[0])) {
+        val_incref(args[0]);
+        *out = args[0];
+        return true;
+    }
+    return iterobj_new(I, IK_SEQ, v_undef(), args, 1, out);
+}
+
+static bool bi_next(BUILTIN_ARGS)
+{
+    Value it = args[0];
+    if (!is_iterator(it))
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not an iterator", val_type_name(it));
+    bool done;
+    Value y = v_undef();
+    bool ok = it.tag == V_GEN ? gen_next(I, (GenObj *)it.o, out, &y, &done)
+                              : iterobj_next(I, (IterObj *)it.o, out, &done);
+    val_decref(I, y);
+    if (!ok) return false;
+    if (!done) return true;
+    if (nargs > 1) {
+        *out = args[1];
+        val_incref(*out);
+        return true;
+    }
+    err_raise(I, TDL_ERR_STOP_ITERATION, "%s", "");
+    mem_free(I->err.msg);       /* StopIteration has no message: its report is the bare kind */
+    I->err.msg = NULL;
+    return false;
+}
+
+static bool bi_map(BUILTIN_ARGS)
+{
+    return iterobj_new(I, IK_MAP, args[0], args + 1, nargs - 1, out);
+}
+
+static bool bi_filter(BUILTIN_ARGS)
+{
+    return iterobj_new(I, IK_FILTER, args[0], args + 1, 1, out);
+}
+
+static bool bi_hash(BUILTIN_ARGS)
+{
+    uint64_t h;
+    if (!val_hash(I, args[0], &h)) return false;
+    *out = v_int((int64_t)h);
+    return true;
+}
+
+static bool bi_hex(BUILTIN_ARGS)
+{
+    Value x = args[0];
+    if (!is_intlike(x))
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", val_type_name(x));
+    int64_t v = as_i(x);
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    return str_printf(I, out, "%s0x%" PRIx64, v < 0 ? "-" : "", a);
+}
+
 const BuiltinDef builtin_functions[] = {
+    {"iter", bi_iter, 1, 2, NULL},
+    {"next", bi_next, 1, 2, NULL},
+    {"map", bi_map, 2, -1, NULL},
+    {"filter", bi_filter, 2, 2, NULL},
+    {"hash", bi_hash, 1, 1, NULL},
+    {"hex", bi_hex, 1, 1, NULL},
     {"print", bi_print, 0, -1, "sep end flush"},
     {"len", bi_len, 1, 1, NULL},
     {"dims", builtin_dims, 0, 2, "n sizes"},
@@ -1295,10 +1391,11 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
         return bi_range(I, v_undef(), args, nargs, kwnames, nkw, out);
     }
     if (t == T_DEVICE) return tensor_device_new(I, args, nargs, nkw, out);
+    if (t == T_DICT || t == T_SET || t == T_FROZENSET) return dict_type_call(I, t, args, nargs, kwnames, nkw, out);
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
-            *out = mk_type(val_type(args[0]));
+            *out = args[0].tag == V_EXC ? v_exctype(((ExcObj *)args[0].o)->kind) : mk_type(val_type(args[0]));
             return true;
         }
         if (nargs == 3)
@@ -2491,6 +2588,281 @@ static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b)
     return true;
 }
 
+bool val_format(Interp *I, Value v, char conv, const char *spec, size_t slen, Buf *b)
+{
+    bool ok;
+    if (conv == 'r' || conv == 'a') {
+        Buf r = {0};
+        ok = conv == 'a' ? val_ascii(I, v, &r) : val_repr(I, v, &r);
+        if (ok && r.nomem) ok = err_nomem(I);
+        Value rs;
+        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
+        buf_free(&r);
+        if (ok) {
+            ok = format_value(I, rs, spec, slen, b);
+            val_decref(I, rs);
+        }
+    } else if (conv == 's' && v.tag != V_STR) {
+        Buf r = {0};
+        ok = val_str(I, v, &r);
+        if (ok && r.nomem) ok = err_nomem(I);
+        Value rs;
+        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
+        buf_free(&r);
+        if (ok) {
+            ok = format_value(I, rs, spec, slen, b);
+            val_decref(I, rs);
+        }
+    } else {
+        ok = format_value(I, v, spec, slen, b);
+    }
+    return ok;
+}
+
+/* ---- printf-style formatting: str % args ------------------------------------------------------- */
+
+/* The next argument of a % format: from the tuple, or the one non-tuple value. */
+static bool pct_next_arg(Interp *I, Value args, size_t *k, Value *out)
+{
+    if (args.tag == V_TUPLE) {
+        if (*k >= as_tuple(args)->n) return err_raise(I, TDL_ERR_TYPE, "not enough arguments for format string");
+        *out = as_tuple(args)->items[(*k)++];
+        return true;
+    }
+    if ((*k)++ > 0) return err_raise(I, TDL_ERR_TYPE, "not enough arguments for format string");
+    *out = args;
+    return true;
+}
+
+/* An int or float for a numeric conversion (ints truncate floats for d/i/u, as Python). */
+static bool pct_number(Interp *I, Value v, char type, Value *out)
+{
+    bool intconv = strchr("diuoxXc", type) != NULL;
+    if (is_intlike(v)) {
+        *out = v_int(as_i(v));
+        return true;
+    }
+    if (v.tag == V_FLOAT && !(type == 'o' || type == 'x' || type == 'X' || type == 'c')) {
+        if (intconv) {
+            if (!isfinite(v.f)) return err_raise(I, isnan(v.f) ? TDL_ERR_VALUE : TDL_ERR_OVERFLOW,
+                                                 isnan(v.f) ? "cannot convert float NaN to integer"
+                                                            : "cannot convert float infinity to integer");
+            if (fabs(v.f) >= 9223372036854775808.0) return int_too_large(I);
+            *out = v_int((int64_t)v.f);
+        } else {
+            *out = v;
+        }
+        return true;
+    }
+    if (type == 'o' || type == 'x' || type == 'X' || type == 'c')
+        return err_raise(I, TDL_ERR_TYPE, "%%%c format: an integer is required, not %s", type, val_type_name(v));
+    return err_raise(I, TDL_ERR_TYPE, "%%%c format: a real number is required, not %s", type, val_type_name(v));
+}
+
+/* fmt % args, as Python's str.__mod__ (without the %(name)s mapping form's length modifiers). */
+bool str_percent(Interp *I, Value fmtv, Value args, Value *out)
+{
+    StrObj *f = as_str(fmtv);
+    const char *z = f->data;
+    size_t n = f->len, k = 0;
+    bool mapping = args.tag == V_DICT, used_mapping = false;
+    Buf b = {0};
+    for (size_t i = 0; i < n;) {
+        if (z[i] != '%') {
+            size_t j = i;
+            while (j < n && z[j] != '%') j++;
+            buf_put(&b, z + i, j - i);
+            i = j;
+            continue;
+        }
+        i++;
+        Value arg = v_undef();
+        Value keyed = v_undef();        /* a reference, from %(name) */
+        if (i < n && z[i] == '(') {
+            if (!mapping) {
+                buf_free(&b);
+                return err_raise(I, TDL_ERR_TYPE, "format requires a mapping");
+            }
+            size_t j = ++i;
+            int depth = 1;
+            while (j < n && depth) {
+                if (z[j] == '(') depth++;
+                else if (z[j] == ')') depth--;
+                if (depth) j++;
+            }
+            if (j >= n) {
+                buf_free(&b);
+                return err_raise(I, TDL_ERR_VALUE, "incomplete format key");
+            }
+            Value key;
+            if (!str_new(I, z + i, j - i, &key)) {
+                buf_free(&b);
+                return false;
+            }
+            bool ok = val_getitem(I, args, key, &keyed);
+            val_decref(I, key);
+            if (!ok) {
+                buf_free(&b);
+                return false;
+            }
+            arg = keyed;
+            used_mapping = true;
+            i = j + 1;
+        }
+        char flags[8];
+        int nf = 0;
+        while (i < n && strchr("-+ #0", z[i])) {
+            if (nf < 6 && !memchr(flags, z[i], (size_t)nf)) flags[nf++] = z[i];
+            i++;
+        }
+        flags[nf] = '\0';
+        int64_t width = -1, prec = -1;
+        bool ok = true;
+        for (int part = 0; part < 2 && ok; part++) {
+            int64_t *dst = part ? &prec : &width;
+            if (part) {
+                if (i >= n || z[i] != '.') break;
+                i++;
+                prec = 0;
+            }
+            if (i < n && z[i] == '*') {
+                Value w;
+                i++;
+                ok = pct_next_arg(I, args, &k, &w);
+                if (ok && !is_intlike(w)) ok = err_raise(I, TDL_ERR_TYPE, "* wants int");
+                if (ok) *dst = as_i(w);
+                if (ok && !part && *dst < 0) {     /* a negative * width left-aligns */
+                    *dst = -*dst;
+                    if (nf < 6) flags[nf++] = '-', flags[nf] = '\0';
+                }
+            } else {
+                while (i < n && z[i] >= '0' && z[i] <= '9') {
+                    if (*dst < 0) *dst = 0;
+                    if (*dst > 100000000) ok = err_raise(I, TDL_ERR_VALUE, "width too big");
+                    *dst = *dst * 10 + (z[i++] - '0');
+                }
+            }
+        }
+        while (ok && i < n && strchr("hlL", z[i])) i++;
+        if (ok && i >= n) ok = err_raise(I, TDL_ERR_VALUE, "incomplete format");
+        if (!ok) {
+            val_decref(I, keyed);
+            buf_free(&b);
+            return false;
+        }
+        char type = z[i++];
+        if (type == '%') {
+            buf_put(&b, "%", 1);
+            val_decref(I, keyed);
+            continue;
+        }
+        if (!strchr("diouxXeEfFgGcrsa", type)) {
+            val_decref(I, keyed);
+            buf_free(&b);
+            return err_raise(I, TDL_ERR_VALUE, "unsupported format character '%c' (0x%x) at index %zu", type,
+                             (unsigned)(unsigned char)type, i - 1);
+        }
+        if (arg.tag == V_UNDEF && !(ok = pct_next_arg(I, args, &k, &arg))) {
+            buf_free(&b);
+            return false;
+        }
+        bool left = strchr(flags, '-') != NULL;
+        FmtSpec sp = {.fill = " ", .filllen = 1, .align = left ? '<' : '>', .width = width, .prec = -1};
+        Buf t = {0};
+        if (strchr("rsa", type)) {
+            ok = type == 's' ? val_str(I, arg, &t) : type == 'a' ? val_ascii(I, arg, &t) : val_repr(I, arg, &t);
+            if (ok && t.nomem) ok = err_nomem(I);
+            if (ok) {
+                size_t len = t.n;
+                if (prec >= 0) {        /* precision counts characters */
+                    size_t c = 0, bi = 0;
+                    for (; bi < t.n; bi++)
+                        if (((unsigned char)t.p[bi] & 0xC0) != 0x80 && c++ == (size_t)prec) break;
+                    len = bi;
+                }
+                put_padded(&b, &sp, "", 0, t.p ? t.p : "", len, '>');
+            }
+            buf_free(&t);
+        } else if (type == 'c') {
+            char cb[8];
+            int cl = 0;
+            if (arg.tag == V_STR) {
+                if (as_str(arg)->nchars != 1)
+                    ok = err_raise(I, TDL_ERR_TYPE, "%%c requires int or char");
+                else
+                    memcpy(cb, as_str(arg)->data, (size_t)(cl = (int)as_str(arg)->len));
+            } else if (is_intlike(arg)) {
+                int64_t c = as_i(arg);
+                if (c < 0 || c > 0x10FFFF) ok = err_raise(I, TDL_ERR_OVERFLOW, "%%c arg not in range(0x110000)");
+                else cl = utf8_encode((uint32_t)c, cb);
+            } else {
+                ok = err_raise(I, TDL_ERR_TYPE, "%%c requires int or char");
+            }
+            if (ok) put_padded(&b, &sp, "", 0, cb, (size_t)cl, '>');
+        } else {
+            Value num = v_none();
+            ok = pct_number(I, arg, type, &num);
+            if (ok && num.tag == V_INT) {
+                /* ints by hand: C's %#o and %#x of 0 differ from Python's */
+                int64_t v = num.i;
+                uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+                char digits[72], body[160], prefix[8];
+                int base = type == 'o' ? 8 : (type == 'x' || type == 'X') ? 16 : 10;
+                int nd = 0;
+                do {
+                    int d = (int)(a % (uint64_t)base);
+                    digits[nd++] = (char)(d < 10 ? '0' + d : (type == 'X' ? 'A' : 'a') + d - 10);
+                    a /= (uint64_t)base;
+                } while (a);
+                int64_t zeros = prec > nd ? prec - nd : 0;
+                if (zeros > 100) zeros = 100;
+                int bl = 0;
+                for (int64_t z0 = 0; z0 < zeros; z0++) body[bl++] = '0';
+                while (nd) body[bl++] = digits[--nd];
+                int pl = 0;
+                if (v < 0) prefix[pl++] = '-';
+                else if (strchr(flags, '+')) prefix[pl++] = '+';
+                else if (strchr(flags, ' ')) prefix[pl++] = ' ';
+                if (strchr(flags, '#') && base != 10) {
+                    prefix[pl++] = '0';
+                    prefix[pl++] = type == 'o' ? 'o' : type;
+                }
+                if (!left && strchr(flags, '0')) {
+                    sp.fill[0] = '0';
+                    sp.align = '=';
+                }
+                put_padded(&b, &sp, prefix, (size_t)pl, body, (size_t)bl, '>');
+            } else if (ok) {
+                char cf[40];
+                int w = snprintf(cf, sizeof cf, "%%%s", flags);
+                if (width >= 0) w += snprintf(cf + w, sizeof cf - (size_t)w, "%lld", (long long)width);
+                if (prec >= 0) w += snprintf(cf + w, sizeof cf - (size_t)w, ".%lld", (long long)prec);
+                snprintf(cf + w, sizeof cf - (size_t)w, "%c", type);
+                int need = snprintf(NULL, 0, cf, num.f);
+                char *tmp = need >= 0 ? mem_malloc((size_t)need + 1) : NULL;
+                if (!tmp) {
+                    ok = err_nomem(I);
+                } else {
+                    snprintf(tmp, (size_t)need + 1, cf, num.f);
+                    buf_puts(&b, tmp);
+                    mem_free(tmp);
+                }
+            }
+        }
+        val_decref(I, keyed);
+        if (!ok) {
+            buf_free(&b);
+            return false;
+        }
+    }
+    if (!mapping && ((args.tag == V_TUPLE && k < as_tuple(args)->n) || (args.tag != V_TUPLE && k == 0 && !used_mapping))) {
+        /* Python lets a non-tuple, non-mapping argument go unused only when it is... never */
+        buf_free(&b);
+        return err_raise(I, TDL_ERR_TYPE, "not all arguments converted during string formatting");
+    }
+    return buf_to_str(I, &b, out);
+}
+
 typedef struct FmtState {
     const Value *args;
     int nargs;
@@ -2623,32 +2995,7 @@ static bool format_field(Interp *I, const char *f, size_t n, FmtState *st, Buf *
             slen = nested.n;
         }
     }
-    bool ok;
-    if (conv == 'r' || conv == 'a') {
-        Buf r = {0};
-        ok = val_repr(I, v, &r);
-        if (ok && r.nomem) ok = err_nomem(I);
-        Value rs;
-        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
-        buf_free(&r);
-        if (ok) {
-            ok = format_value(I, rs, spec, slen, b);
-            val_decref(I, rs);
-        }
-    } else if (conv == 's' && v.tag != V_STR) {
-        Buf r = {0};
-        ok = val_str(I, v, &r);
-        if (ok && r.nomem) ok = err_nomem(I);
-        Value rs;
-        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
-        buf_free(&r);
-        if (ok) {
-            ok = format_value(I, rs, spec, slen, b);
-            val_decref(I, rs);
-        }
-    } else {
-        ok = format_value(I, v, spec, slen, b);
-    }
+    bool ok = val_format(I, v, conv, spec, slen, b);
     buf_free(&nested);
     val_decref(I, v);
     return ok;
@@ -2741,7 +3088,8 @@ const BuiltinDef *builtin_method(TypeId t, const char *name)
         return d ? d : tensor_method(name);
     }
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
-                          : t == T_TUPLE ? tuple_methods : NULL;
+                          : t == T_TUPLE ? tuple_methods : t == T_DICT ? dict_methods
+                          : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods : NULL;
     if (!tab) return NULL;
     for (; tab->name; tab++)
         if (strcmp(tab->name, name) == 0) return tab;
@@ -2753,6 +3101,7 @@ static const char *method_owner(const BuiltinDef *def)
 {
     static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
         {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
+        {dict_methods, "dict"}, {set_methods, "set"}, {frozenset_methods, "frozenset"},
     };
     for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
         for (const BuiltinDef *d = tabs[k].tab; d->name; d++)

@@ -212,6 +212,75 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
     }
 }
 
+/* del t: names become unbound, items and attributes are deleted, left to right. */
+static bool delete(Interp *I, Frame *F, Node *t)
+{
+    switch (t->kind) {
+    case N_NAME: {
+        Value v;
+        if (!load_name(I, F, t, &v)) {
+            locate(I, F, t->pos);
+            return false;
+        }
+        val_decref(I, v);
+        if (t->scope == SCOPE_GLOBAL && F->mod->vals[t->slot].tag == V_UNDEF) {
+            /* only the builtin of that name exists: Python's del says the name is not defined */
+            err_raise(I, TDL_ERR_NAME, "name '%s' is not defined", t->str);
+            locate(I, F, t->pos);
+            return false;
+        }
+        Value *slot = t->scope == SCOPE_LOCAL ? &F->slots[t->slot]
+                    : t->scope == SCOPE_CELL ? &((CellObj *)F->slots[t->slot].o)->v
+                    : t->scope == SCOPE_FREE ? &F->free[t->slot]->v : &F->mod->vals[t->slot];
+        Value old = *slot;
+        *slot = v_undef();
+        val_decref(I, old);
+        return true;
+    }
+    case N_TUPLE: case N_LIST:
+        for (Node *e = t->a; e; e = e->next)
+            if (!delete(I, F, e)) return false;
+        return true;
+    case N_SUBSCRIPT: {
+        Value obj, idx;
+        if (!eval_subscript_parts(I, F, t, &obj, &idx)) return false;
+        bool ok = val_delitem(I, obj, idx);
+        val_decref(I, obj);
+        val_decref(I, idx);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    case N_ATTR: {
+        Value obj;
+        if (!eval(I, F, t->a, &obj)) return false;
+        bool ok;
+        if (obj.tag == V_MODULE) {
+            int32_t k = namemap_get(&as_module(obj)->names, t->str);
+            ok = k >= 0 && as_module(obj)->vals[k].tag != V_UNDEF;
+            if (ok) {
+                Value old = as_module(obj)->vals[k];
+                as_module(obj)->vals[k] = v_undef();
+                val_decref(I, old);
+            } else {
+                err_raise(I, TDL_ERR_ATTRIBUTE, "module '%s' has no attribute '%s'", as_module(obj)->name, t->str);
+            }
+        } else {
+            Value v;
+            ok = val_getattr(I, obj, t->str, &v);
+            if (ok) {
+                val_decref(I, v);
+                ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
+            }
+        }
+        val_decref(I, obj);
+        if (!ok) locate(I, F, t->pos);
+        return ok;
+    }
+    default:
+        return err_raise(I, TDL_ERR_SYNTAX, "cannot delete %s", lang_node_kind_name(t->kind));
+    }
+}
+
 /* ---- calls ---- */
 
 static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, int nargs,
@@ -322,6 +391,9 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
         return builtin_call(I, as_builtin(f)->def, as_builtin(f)->self, args, nargs, kwnames, nkw, out);
     case V_TYPE:
         return type_call(I, (TypeId)f.i, args, nargs, kwnames, nkw, out);
+    case V_EXCTYPE:
+        if (nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", tdl_error_kind_name((tdl_error_kind)f.i));
+        return exc_new(I, (tdl_error_kind)f.i, args, nargs, out);
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     }
@@ -467,6 +539,277 @@ static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
     return true;
 }
 
+/* A dict or set display: items are evaluated left to right (a dict's key before its value) and
+ * inserted as they come, so a repeated key keeps its first position and its last value. */
+static bool eval_dict(Interp *I, Frame *F, Node *n, Value *out)
+{
+    DictObj *d = dict_alloc(I, n->kind == N_DICT ? V_DICT : V_SET);
+    if (!d) return false;
+    Value dv = v_obj(d->h.tag, &d->h);
+    for (Node *e = n->a; e; e = e->next) {
+        Value k, v = v_undef();
+        if (!eval(I, F, n->kind == N_DICT ? e->a : e, &k)) goto fail;
+        if (n->kind == N_DICT && !eval(I, F, e->b, &v)) {
+            val_decref(I, k);
+            goto fail;
+        }
+        bool ok = dict_set(I, d, k, v);
+        val_decref(I, k);
+        val_decref(I, v);
+        if (!ok) {
+            locate(I, F, n->kind == N_DICT ? e->a->pos : e->pos);
+            goto fail;
+        }
+    }
+    *out = dv;
+    return true;
+fail:
+    val_decref(I, dv);
+    return false;
+}
+
+/* ---- f-strings ---- */
+
+/* Appends the text of f-string n (its parts in order) to b. */
+static bool fstring_text(Interp *I, Frame *F, Node *n, Buf *b)
+{
+    for (Node *part = n->a; part; part = part->next) {
+        if (part->kind == N_STR) {
+            buf_put(b, part->str, part->len);
+            continue;
+        }
+        Value v;
+        if (!eval(I, F, part->a, &v)) return false;
+        Buf spec = {0};
+        bool ok = !part->b || fstring_text(I, F, part->b, &spec);
+        if (ok && spec.nomem) ok = err_nomem(I);
+        if (ok) ok = val_format(I, v, (char)part->op, spec.p ? spec.p : "", spec.n, b);
+        buf_free(&spec);
+        val_decref(I, v);
+        if (!ok) {
+            locate(I, F, part->a->pos);
+            return false;
+        }
+    }
+    if (b->nomem) return err_nomem(I);
+    return true;
+}
+
+/* ---- comprehensions and generator expressions ---- */
+
+static bool truthy(Interp *I, Value v, bool *out);
+
+/* The running state of a comprehension: a GenObj whose slot `.0` holds the first iterable, with
+ * the cells it captures from F and cells for its own captured locals. */
+static GenObj *gen_new(Interp *I, Frame *F, LangFunc *fn, Value iterable)
+{
+    GenObj *g = obj_alloc(I, sizeof *g, V_GEN, true);
+    if (!g) return NULL;
+    g->fn = fn;
+    g->unit = lang_unit_retain(F->unit);
+    g->module = F->mod;
+    F->mod->h.refcnt++;
+    g->slots = mem_malloc((size_t)(fn->nslots ? fn->nslots : 1) * sizeof *g->slots);
+    if (fn->nfree) g->cells = mem_calloc((size_t)fn->nfree, sizeof *g->cells);
+    if (!g->slots || (fn->nfree && !g->cells)) {
+        mem_free(g->slots);
+        g->slots = NULL;
+        val_decref(I, v_obj(V_GEN, &g->h));
+        err_nomem(I);
+        return NULL;
+    }
+    for (int i = 0; i < fn->nslots; i++) g->slots[i] = v_undef();
+    val_incref(iterable);
+    g->slots[0] = iterable;
+    for (int i = 1; i < fn->nslots; i++) {
+        if (!fn->slot_is_cell[i]) continue;
+        CellObj *c = cell_new(I, v_undef());
+        if (!c) {
+            val_decref(I, v_obj(V_GEN, &g->h));
+            return NULL;
+        }
+        g->slots[i] = v_obj(V_CELL, &c->h);
+    }
+    for (int i = 0; i < fn->nfree; i++) {
+        int32_t from = fn->free_from[i];
+        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
+        c->h.refcnt++;
+        g->cells[i] = c;
+    }
+    return g;
+}
+
+/* Enters the N_FOR clause f: its iterator becomes the innermost loop's. */
+static bool gen_enter(Interp *I, Frame *F, GenObj *g, Node *f)
+{
+    if (g->nloops == g->cap) {
+        int cap = g->cap ? g->cap * 2 : 4;
+        Node **loops = mem_realloc(g->loops, (size_t)cap * sizeof *loops);
+        if (loops) g->loops = loops;
+        Iter *its = loops ? mem_realloc(g->its, (size_t)cap * sizeof *its) : NULL;
+        if (!its) return err_nomem(I);
+        g->its = its;
+        g->cap = cap;
+    }
+    Value seq;
+    if (!eval(I, F, f->b, &seq)) return false;
+    bool ok = iter_begin(I, seq, &g->its[g->nloops]);
+    val_decref(I, seq);
+    if (!ok) {
+        locate(I, F, f->b->pos);
+        return false;
+    }
+    g->loops[g->nloops++] = f;
+    return true;
+}
+
+/* Runs g's clauses up to its next element: entering loops and testing conditions from the
+ * statement `n` on, or (n NULL) going on with the innermost loop's next item. */
+static bool gen_step(Interp *I, Frame *F, GenObj *g, Value *out, Value *out2, bool *done)
+{
+    Node *n = g->started ? NULL : g->fn->body;
+    g->started = true;
+    for (;;) {
+        if (!n) {
+            if (g->nloops == 0) {
+                *done = true;
+                return true;
+            }
+            Iter *it = &g->its[g->nloops - 1];
+            Value x;
+            bool end;
+            if (!interp_check_interrupt(I) || !iter_next(I, it, &x, &end)) {
+                locate(I, F, g->loops[g->nloops - 1]->b->pos);
+                return false;
+            }
+            if (end) {
+                iter_end(I, it);
+                g->nloops--;
+                continue;
+            }
+            Node *f = g->loops[g->nloops - 1];
+            bool ok = assign(I, F, f->a, x);
+            val_decref(I, x);
+            if (!ok) {
+                locate(I, F, f->a->pos);
+                return false;
+            }
+            n = f->c;
+            continue;
+        }
+        switch (n->kind) {
+        case N_FOR:
+            if (!gen_enter(I, F, g, n)) return false;
+            n = NULL;
+            break;
+        case N_IF: {
+            Value c;
+            bool t;
+            if (!eval(I, F, n->a, &c)) return false;
+            bool ok = truthy(I, c, &t);
+            val_decref(I, c);
+            if (!ok) {
+                locate(I, F, n->a->pos);
+                return false;
+            }
+            n = t ? n->b : NULL;
+            break;
+        }
+        default:    /* N_COMP_EMIT */
+            if (!eval(I, F, n->a, out)) return false;
+            *out2 = v_undef();
+            if (n->b && !eval(I, F, n->b, out2)) {
+                val_decref(I, *out);
+                return false;
+            }
+            *done = false;
+            return true;
+        }
+    }
+}
+
+bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
+{
+    *out2 = v_undef();
+    if (g->done) {
+        *done = true;
+        return true;
+    }
+    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    if (I->depth >= limit || stack_exhausted(I))
+        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false};
+    LangSource *stmt_src = I->stmt_src;
+    uint32_t stmt_pos = I->stmt_pos;
+    I->depth++;
+    g->running = true;
+    bool ok = gen_step(I, &fr, g, out, out2, done);
+    g->running = false;
+    I->depth--;
+    I->stmt_src = stmt_src;
+    I->stmt_pos = stmt_pos;
+    if (!ok || *done) {
+        /* finished or failed: a generator that raised is done, as in Python */
+        for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
+        g->nloops = 0;
+        g->done = true;
+    }
+    if (!ok) I->err.need_loc = true;    /* the consumer adds its own line */
+    return ok;
+}
+
+/* [e for ...], {e for ...}, {k: v for ...} run to the end; (e for ...) makes a generator. */
+static bool eval_comp(Interp *I, Frame *F, Node *n, Value *out)
+{
+    Value seq;
+    if (!eval(I, F, n->a, &seq)) return false;
+    Iter probe;         /* Python takes iter() of the first iterable here, in the enclosing scope */
+    if (seq.tag != V_GEN && seq.tag != V_ITER) {
+        if (!iter_begin(I, seq, &probe)) {
+            val_decref(I, seq);
+            locate(I, F, n->a->pos);
+            return false;
+        }
+        iter_end(I, &probe);
+    }
+    GenObj *g = gen_new(I, F, n->func, seq);
+    val_decref(I, seq);
+    if (!g) return false;
+    Value gv = v_obj(V_GEN, &g->h);
+    if (n->op == COMP_GEN) {
+        *out = gv;
+        return true;
+    }
+    Value acc = v_undef();
+    bool ok = true;
+    if (n->op == COMP_LIST) {
+        ListObj *l = list_alloc(I, 0);
+        ok = l != NULL;
+        if (ok) acc = v_obj(V_LIST, &l->h);
+    } else {
+        DictObj *d = dict_alloc(I, n->op == COMP_DICT ? V_DICT : V_SET);
+        ok = d != NULL;
+        if (ok) acc = v_obj(d->h.tag, &d->h);
+    }
+    while (ok) {
+        Value x, y;
+        bool done;
+        if (!(ok = gen_next(I, g, &x, &y, &done)) || done) break;
+        if (n->op == COMP_LIST) ok = list_append(I, as_list(acc), x);
+        else ok = dict_set(I, as_dict(acc), x, y);
+        val_decref(I, x);
+        val_decref(I, y);
+    }
+    val_decref(I, gv);
+    if (!ok) {
+        if (acc.tag != V_UNDEF) val_decref(I, acc);
+        return false;
+    }
+    *out = acc;
+    return true;
+}
+
 static bool truthy(Interp *I, Value v, bool *out)
 {
     if (v.tag == V_BOOL) {
@@ -545,6 +888,18 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
         break;
     case N_TUPLE: case N_LIST:
         return eval_seq(I, F, n, out);
+    case N_DICT: case N_SET:
+        return eval_dict(I, F, n, out);
+    case N_COMP:
+        ok = eval_comp(I, F, n, out);
+        break;
+    case N_FSTRING: {
+        Buf b = {0};
+        ok = fstring_text(I, F, n, &b);
+        if (ok) ok = str_new(I, b.p ? b.p : "", b.n, out);
+        buf_free(&b);
+        break;
+    }
     case N_BINOP: {
         Value a, b;
         if (!eval(I, F, n->a, &a)) return false;
@@ -686,7 +1041,7 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
     Node *t = st->a;
     LangOp op = (LangOp)st->op;
     Value obj = v_undef(), idx = v_undef(), cur, rhs, res;
-    bool ok;
+    bool ok, handled = false;
     if (t->kind == N_NAME && t->scope == SCOPE_LOCAL && F->slots[t->slot].tag == V_INT) {
         /* i += 1 on a local int: no list semantics to honour */
         if (!eval(I, F, st->b, &rhs)) return false;
@@ -755,6 +1110,12 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         }
         res = cur;
         val_incref(res);
+    } else if (!(ok = dict_inplace(I, op, cur, rhs, &handled)) || handled) {
+        /* set |= s and friends, dict |= d: in place, as in Python */
+        if (ok) {
+            res = cur;
+            val_incref(res);
+        }
     } else if (cur.tag == V_TENSOR) {
         /* Python's tmp = t[idx]; tmp += v; t[idx] = tmp, with Tensor's __iadd__ & co.: the
          * value written keeps tmp's shape and dtype. */
@@ -805,7 +1166,11 @@ static Flow exec_for(Interp *I, Frame *F, Node *st)
         for (;;) {
             Value x;
             bool done;
-            if (!interp_check_interrupt(I) || !iter_next(I, &it, &x, &done)) { fl = F_ERROR; break; }
+            if (!interp_check_interrupt(I) || !iter_next(I, &it, &x, &done)) {
+                locate(I, F, st->b->pos);
+                fl = F_ERROR;
+                break;
+            }
             if (done) break;
             bool ok = assign(I, F, st->a, x);
             val_decref(I, x);
@@ -845,6 +1210,139 @@ static Flow exec_while(Interp *I, Frame *F, Node *st)
         if (fl != F_NORMAL) return fl;
     }
     return st->c ? exec(I, F, st->c) : F_NORMAL;
+}
+
+/* ---- exceptions ---- */
+
+/* An exception object from what `raise` was given: an exception, or a class to call. */
+static bool as_exception(Interp *I, Value v, Value *out)
+{
+    if (v.tag == V_EXC) {
+        val_incref(v);
+        *out = v;
+        return true;
+    }
+    if (v.tag == V_EXCTYPE) return exc_new(I, (tdl_error_kind)v.i, NULL, 0, out);
+    return err_raise(I, TDL_ERR_TYPE, "exceptions must derive from BaseException");
+}
+
+static bool exec_raise(Interp *I, Frame *F, Node *st)
+{
+    if (!st->a) {
+        if (I->handling.tag == V_UNDEF) return err_raise(I, TDL_ERR_RUNTIME, "No active exception to reraise");
+        return exc_raise(I, I->handling);
+    }
+    Value v, exc, cause = v_none();
+    if (!eval(I, F, st->a, &v)) return false;
+    bool ok = as_exception(I, v, &exc);
+    val_decref(I, v);
+    if (!ok) return false;
+    if (st->b) {
+        if (!eval(I, F, st->b, &v)) {
+            val_decref(I, exc);
+            return false;
+        }
+        ok = v.tag == V_NONE ? (val_incref(v), cause = v, true) : as_exception(I, v, &cause);
+        val_decref(I, v);
+        if (!ok) {
+            if (I->err.kind == TDL_ERR_TYPE) err_raise(I, TDL_ERR_TYPE, "exception causes must derive from BaseException");
+            val_decref(I, exc);
+            return false;
+        }
+        ExcObj *e = (ExcObj *)exc.o;
+        Value old = e->cause;
+        e->cause = cause;
+        val_decref(I, old);
+    }
+    exc_raise(I, exc);
+    val_decref(I, exc);
+    return false;
+}
+
+/* Whether an error of class kind is caught by `except cls` (a class or a tuple of them). */
+static bool exc_matches(Interp *I, tdl_error_kind kind, Value cls, bool *out, int depth)
+{
+    if (cls.tag == V_EXCTYPE) {
+        *out = exc_is_subclass(kind, (tdl_error_kind)cls.i);
+        return true;
+    }
+    if (cls.tag == V_TUPLE && depth < 100) {
+        *out = false;
+        for (size_t k = 0; k < as_tuple(cls)->n && !*out; k++)
+            if (!exc_matches(I, kind, as_tuple(cls)->items[k], out, depth + 1)) return false;
+        return true;
+    }
+    return err_raise(I, TDL_ERR_TYPE, "catching classes that do not inherit from BaseException is not allowed");
+}
+
+/* Unbinds the name of `except ... as name` after its block, as Python does. */
+static void unbind(Interp *I, Frame *F, Node *n)
+{
+    Value *slot = n->scope == SCOPE_LOCAL ? &F->slots[n->slot]
+                : n->scope == SCOPE_CELL ? &((CellObj *)F->slots[n->slot].o)->v
+                : n->scope == SCOPE_FREE ? &F->free[n->slot]->v : &F->mod->vals[n->slot];
+    Value old = *slot;
+    *slot = v_undef();
+    val_decref(I, old);
+}
+
+static Flow exec_try(Interp *I, Frame *F, Node *st)
+{
+    Flow fl = exec(I, F, st->a);
+    if (fl == F_ERROR && st->b && !I->exiting) {
+        for (Node *h = st->b; h; h = h->next) {
+            bool match = true;
+            if (h->a) {
+                /* the class expression runs with the error put aside; its own error replaces it */
+                Error saved;
+                err_move(I, &saved);
+                Value cls;
+                bool ok = eval(I, F, h->a, &cls);
+                if (ok) {
+                    ok = exc_matches(I, saved.kind, cls, &match, 0);
+                    val_decref(I, cls);
+                    if (!ok) locate(I, F, h->a->pos);
+                }
+                if (!ok) {
+                    err_drop(I, &saved);
+                    return F_ERROR;
+                }
+                err_put_back(I, &saved);
+            }
+            if (!match) continue;
+            Value exc;
+            if (!exc_from_error(I, &exc)) return F_ERROR;
+            err_clear(I);
+            Value prev = I->handling;
+            I->handling = exc;
+            bool ok = !h->c || store_name(I, F, h->c, exc);
+            fl = ok ? exec(I, F, h->b) : F_ERROR;
+            if (h->c) unbind(I, F, h->c);
+            I->handling = prev;
+            val_decref(I, exc);
+            break;
+        }
+    } else if (fl == F_NORMAL && st->c) {
+        fl = exec(I, F, st->c);
+    }
+    if (!st->d) return fl;
+    /* finally: runs whatever happened; the flow (an error, a return value) in flight waits */
+    Error saved = {0};
+    Value ret = v_undef();
+    if (fl == F_ERROR) err_move(I, &saved);
+    if (fl == F_RETURN) {
+        ret = I->ret;
+        I->ret = v_undef();
+    }
+    Flow f2 = exec(I, F, st->d);
+    if (f2 == F_NORMAL) {
+        if (fl == F_ERROR) err_put_back(I, &saved);
+        if (fl == F_RETURN) I->ret = ret;
+        return fl;
+    }
+    if (fl == F_ERROR) err_drop(I, &saved);
+    val_decref(I, ret);
+    return f2;
 }
 
 static Flow exec(Interp *I, Frame *F, Node *st)
@@ -944,6 +1442,9 @@ static Flow exec(Interp *I, Frame *F, Node *st)
         case N_BREAK: return F_BREAK;
         case N_CONTINUE: return F_CONTINUE;
         case N_PASS: case N_GLOBAL: case N_NONLOCAL: break;
+        case N_DEL:
+            if (!delete(I, F, st->a)) return F_ERROR;
+            break;
         case N_ASSERT: {
             Value c;
             bool t;
@@ -967,28 +1468,12 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             }
             break;
         }
-        case N_RAISE: {
-            /* raise ValueError("...") : an error of that kind; tdl has no exception objects. */
-            tdl_error_kind kind = TDL_ERR_NONE;
-            for (int k = 1; k < TDL_ERR__COUNT && !kind; k++)
-                if (strlen(tdl_error_kind_name((tdl_error_kind)k)) == st->len &&
-                    memcmp(tdl_error_kind_name((tdl_error_kind)k), st->str, st->len) == 0)
-                    kind = (tdl_error_kind)k;
-            if (!kind || kind == TDL_ERR_INTERRUPT) {
-                ok = err_raise(I, TDL_ERR_TYPE, "raise takes one of tdl's error kinds (ValueError, TypeError, "
-                               "RuntimeError, IndexError, ...), not '%.*s'", (int)st->len, st->str);
-                break;
-            }
-            Buf b = {0};
-            if (st->a) {
-                Value m;
-                if (!eval(I, F, st->a, &m)) return F_ERROR;
-                ok = val_str(I, m, &b);
-                val_decref(I, m);
-                if (!ok) return F_ERROR;
-            }
-            ok = err_raise(I, kind, "%s", b.p ? b.p : "");
-            buf_free(&b);
+        case N_RAISE:
+            ok = exec_raise(I, F, st);
+            break;
+        case N_TRY: {
+            Flow fl = exec_try(I, F, st);
+            if (fl != F_NORMAL) return fl;
             break;
         }
         case N_IMPORT: {

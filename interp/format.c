@@ -319,12 +319,18 @@ static bool repr_items(Interp *I, const Value *items, size_t n, Buf *b, const Re
     return true;
 }
 
+/* The item printer dict_repr calls back, with the frame of the dict being printed. */
+static bool repr_dict_item(Interp *I, Value v, Buf *b, const void *fr)
+{
+    return repr_rec(I, v, b, fr);
+}
+
 static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
 {
     int depth = up ? up->depth + 1 : 1;
     for (const ReprFrame *f = up; f; f = f->up) {
         if (f->o == v.o) {
-            buf_puts(b, v.tag == V_LIST ? "[...]" : "(...)");
+            buf_puts(b, v.tag == V_LIST ? "[...]" : v.tag == V_TUPLE ? "(...)" : "{...}");
             return true;
         }
     }
@@ -332,7 +338,11 @@ static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
         return err_raise(I, TDL_ERR_RECURSION,
                          "maximum recursion depth exceeded while getting the repr of an object");
     ReprFrame fr = {v.o, up, depth};
-    if (v.tag == V_LIST) {
+    if (v.tag == V_DICT || v.tag == V_SET || v.tag == V_FROZENSET || v.tag == V_DICTVIEW) {
+        /* a view prints its dict's items: the dict is what may contain itself */
+        if (v.tag == V_DICTVIEW) fr.o = &((DictViewObj *)v.o)->d->h;
+        if (!dict_repr(I, v, b, repr_dict_item, &fr)) return false;
+    } else if (v.tag == V_LIST) {
         /* Items are re-read by index each time: nothing here can run tdl code, but being
          * defensive about n costs nothing. */
         ListObj *l = as_list(v);
@@ -379,6 +389,7 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
         break;
     case V_TUPLE:
     case V_LIST:
+    case V_DICT: case V_SET: case V_FROZENSET: case V_DICTVIEW:
         if (!repr_container(I, v, b, up)) return false;
         break;
     case V_RANGE: {
@@ -417,6 +428,26 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     }
     case V_CELL:
         buf_printf(b, "<cell at %p>", (void *)v.o);
+        break;
+    case V_EXCTYPE:
+        buf_printf(b, "<class '%s'>", tdl_error_kind_name((tdl_error_kind)v.i));
+        break;
+    case V_EXC: {
+        ExcObj *e = (ExcObj *)v.o;
+        TupleObj *t = as_tuple(e->args);
+        buf_printf(b, "%s(", tdl_error_kind_name(e->kind));
+        for (size_t k = 0; k < t->n; k++) {
+            if (k) buf_puts(b, ", ");
+            if (!repr_rec(I, t->items[k], b, up)) return false;
+        }
+        buf_puts(b, ")");
+        break;
+    }
+    case V_GEN:
+        buf_printf(b, "<generator object %s at %p>", ((GenObj *)v.o)->fn->name, (void *)v.o);
+        break;
+    case V_ITER:
+        buf_printf(b, "<%s object at %p>", val_type_name(v), (void *)v.o);
         break;
     case V_TENSOR:
         if (!tensor_repr(I, v, b)) return false;
@@ -465,10 +496,42 @@ bool val_repr(Interp *I, Value v, Buf *b)
     return repr_rec(I, v, b, NULL);
 }
 
+bool val_ascii(Interp *I, Value v, Buf *b)
+{
+    Buf r = {0};
+    if (!val_repr(I, v, &r)) {
+        buf_free(&r);
+        return false;
+    }
+    for (size_t i = 0; i < r.n;) {
+        unsigned char c = (unsigned char)r.p[i];
+        uint32_t cp;
+        size_t k = c < 0x80 ? 0 : fmt_utf8_decode((const unsigned char *)r.p + i, r.n - i, &cp);
+        if (k == 0) {
+            buf_put(b, r.p + i, 1);
+            i++;
+            continue;
+        }
+        if (cp < 0x100) buf_printf(b, "\\x%02x", (unsigned)cp);
+        else if (cp < 0x10000) buf_printf(b, "\\u%04x", (unsigned)cp);
+        else buf_printf(b, "\\U%08x", (unsigned)cp);
+        i += k;
+    }
+    buf_free(&r);
+    if (b->nomem || r.nomem) return err_nomem(I);
+    return true;
+}
+
 bool val_str(Interp *I, Value v, Buf *b)
 {
     if (v.tag == V_STR) {
         buf_put(b, as_str(v)->data, as_str(v)->len);
+        if (b->nomem) return err_nomem(I);
+        return true;
+    }
+    if (v.tag == V_EXC) {
+        StrObj *m = as_str(((ExcObj *)v.o)->msg);
+        buf_put(b, m->data, m->len);
         if (b->nomem) return err_nomem(I);
         return true;
     }

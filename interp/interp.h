@@ -42,12 +42,18 @@ typedef enum ValueTag {
     V_DTYPE,            /* a tensor dtype: i holds an FcDType (repr "float32") */
     V_DEVICE,           /* a device: i packs an FcDevice (v_device, device_of) (repr "device(type='cpu')") */
     V_MEMFMT,           /* a memory format: i holds an FcMemoryFormat (repr "channels_last") */
+    V_EXCTYPE,          /* an exception class (ValueError, Exception, ...): i holds a tdl_error_kind */
     /* reference-counted objects from here on */
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
     V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
     V_TENSOR,           /* a TensorObj */
     V_DIM,              /* a DimObj: a first-class dim (repr: its name) */
     V_DIMLIST,          /* a DimListObj: a list of dims whose length binds when it indexes */
+    V_DICT, V_SET, V_FROZENSET,     /* DictObj (dict.c) */
+    V_DICTVIEW,         /* d.keys(), d.values(), d.items(): a DictViewObj */
+    V_GEN,              /* a generator expression: a GenObj */
+    V_ITER,             /* iter(x), map(...), filter(...): an IterObj */
+    V_EXC,              /* an exception: an ExcObj */
     V__COUNT
 } ValueTag;
 
@@ -87,11 +93,16 @@ typedef enum TypeId {
     T_NONETYPE, T_BOOL, T_INT, T_FLOAT, T_STR, T_TUPLE, T_LIST, T_RANGE, T_FUNCTION,
     T_BUILTIN, T_MODULE, T_TYPE, T_CELL, T_ELLIPSIS, T_SLICE,
     T_TENSOR, T_DTYPE, T_DEVICE, T_MEMFMT, T_DIM, T_DIMLIST,
+    T_DICT, T_SET, T_FROZENSET, T_DICT_KEYS, T_DICT_VALUES, T_DICT_ITEMS,
+    T_GENERATOR, T_MAP, T_FILTER, T_LIST_ITERATOR, T_TUPLE_ITERATOR, T_STR_ITERATOR,
+    T_RANGE_ITERATOR, T_DICT_KEYITERATOR, T_DICT_VALUEITERATOR, T_DICT_ITEMITERATOR,
+    T_SET_ITERATOR, T_ITERATOR, T_EXCEPTION,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
 const char *type_name(TypeId t);                     /* "int", "NoneType", ... */
-static inline const char *val_type_name(Value v) { return type_name(val_type(v)); }
+/* The name of v's type ("int", "ValueError"). */
+const char *val_type_name(Value v);
 
 /* ---- objects ---- */
 
@@ -121,6 +132,24 @@ typedef struct TensorObj { Obj h; FcTensor *t, *fa, *fb; } TensorObj;
 typedef struct DimObj { Obj h; FcDim *d; } DimObj;                      /* d: a reference */
 /* dims: n references once bound (bind_len), NULL before; name: for the dims it makes ("batch0"). */
 typedef struct DimListObj { Obj h; char *name; bool named, bound; int n; FcDim **dims; } DimListObj;
+
+/* dict, set and frozenset (dict.c). A dict keeps its entries in insertion order in ent[0..fill)
+ * (a deleted one has key V_UNDEF) and finds them through idx, an open-addressing table of entry
+ * indices with mask + 1 slots. A set or frozenset has no idx: ent itself is the table (mask + 1
+ * slots, probed as CPython's setobject.c probes), so that a set iterates and prints in CPython's
+ * order; there fill counts live and dummy slots. mask is 0 before the first insertion. */
+typedef struct DictEntry { Value key, val; uint64_t hash; } DictEntry;
+typedef struct DictObj {
+    Obj h;
+    size_t used;        /* live entries */
+    size_t fill;
+    size_t mask;
+    size_t capent;      /* dict: entries allocated in ent */
+    DictEntry *ent;
+    int64_t *idx;       /* dict only */
+} DictObj;
+typedef enum DictViewKind { DV_KEYS, DV_VALUES, DV_ITEMS } DictViewKind;
+typedef struct DictViewObj { Obj h; DictObj *d; DictViewKind kind; } DictViewObj;   /* d: a reference */
 
 typedef struct Module Module;
 
@@ -184,6 +213,9 @@ void obj_free(Interp *I, Obj *o);     /* called when the count reaches zero */
 static inline void val_incref(Value v) { if (IS_OBJ(v)) v.o->refcnt++; }
 #define val_decref(I, v) do { Value v__ = (v); if (IS_OBJ(v__) && --v__.o->refcnt == 0) obj_free((I), v__.o); } while (0)
 
+/* A new object of size bytes (zeroed, count 1) for Values of tag; track: a container that can be
+ * part of a cycle (linked into the object list). NULL with MemoryError raised. */
+void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track);
 /* Constructors return new references, or raise MemoryError and return false / NULL. */
 bool str_new(Interp *I, const char *s, size_t len, Value *out);
 bool str_from_cstr(Interp *I, const char *s, Value *out);
@@ -216,6 +248,8 @@ static inline SliceObj *as_slice(Value v) { return (SliceObj *)v.o; }
 static inline FcTensor *as_tensor(Value v) { return ((TensorObj *)v.o)->t; }
 static inline FcDim *as_dim(Value v) { return ((DimObj *)v.o)->d; }
 static inline DimListObj *as_dimlist(Value v) { return (DimListObj *)v.o; }
+static inline DictObj *as_dict(Value v) { return (DictObj *)v.o; }
+static inline bool is_setlike(Value v) { return v.tag == V_SET || v.tag == V_FROZENSET; }
 /* A tensor, or a dim (a tensor of its indices wherever a tensor is expected). */
 static inline bool is_tensorlike(Value v) { return v.tag == V_TENSOR || v.tag == V_DIM; }
 /* An int or a bool (a bool is an int in arithmetic and indices, as in Python). */
@@ -242,7 +276,27 @@ typedef struct Error {
     char *report;               /* formatted on demand */
     char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
     char short_report[256];     /* the report's last line when there is no memory for it all */
+    Obj *exc;                   /* the ExcObj raised by `raise`, a reference, or NULL */
 } Error;
+
+/* An exception object (V_EXC): kind is its class; args the tuple it was made with; msg its
+ * str() (the message tdl reports); cause its __cause__ (`raise ... from`), or None. */
+typedef struct ExcObj { Obj h; tdl_error_kind kind; Value args, msg, cause; } ExcObj;
+static inline Value v_exctype(tdl_error_kind k) { Value v = {.tag = V_EXCTYPE, .i = k}; return v; }
+/* Whether class k is base or derives from it (Python's tree; see value.c). */
+bool exc_is_subclass(tdl_error_kind k, tdl_error_kind base);
+/* A new exception of class kind made with args (as ValueError(*args)). */
+bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value *out);
+/* The error being raised as an exception object (the one `raise` raised, or a new one made from
+ * its kind and message); the error stays recorded. */
+bool exc_from_error(Interp *I, Value *out);
+/* Raises exception exc (its class and message); returns false. */
+bool exc_raise(Interp *I, Value exc);
+/* Moves the error record out of I (leaving none), puts one back (replacing I's), or frees one:
+ * what try/finally does with the error in flight while the finally block runs. */
+void err_move(Interp *I, Error *dst);
+void err_put_back(Interp *I, Error *src);
+void err_drop(Interp *I, Error *e);
 
 /* Records an error (replacing any earlier one) and returns false. */
 bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -279,6 +333,7 @@ struct Interp {
     int free_depth;             /* nesting of obj_free; deeper frees are deferred */
     Obj *deferred;              /* objects waiting to be freed (linked by next) */
     int nest;                   /* nesting of recursive compare/repr on containers */
+    Value handling;             /* the exception an except block is handling (a reference), or V_UNDEF */
     volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
     LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */
@@ -327,6 +382,8 @@ bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out);
 bool val_contains(Interp *I, Value container, Value item, bool *out);
 bool val_getitem(Interp *I, Value obj, Value index, Value *out);
 bool val_setitem(Interp *I, Value obj, Value index, Value v);
+/* del obj[index] (list items and slices, dict keys). */
+bool val_delitem(Interp *I, Value obj, Value index);
 bool val_getattr(Interp *I, Value obj, const char *name, Value *out);
 bool val_len(Interp *I, Value v, int64_t *out);
 
@@ -337,6 +394,30 @@ typedef struct Iter {
     size_t byte;                /* str: byte offset of the next character */
 } Iter;
 bool iter_begin(Interp *I, Value seq, Iter *it);
+
+/* A comprehension or generator expression being run (V_GEN for a generator expression): its
+ * scope's slots and cells, and the loops it is inside with their iterators, so that it stops
+ * after each element and goes on from there at the next (eval.c). */
+typedef struct GenObj {
+    Obj h;
+    LangFunc *fn;
+    LangUnit *unit;             /* a reference */
+    Module *module;             /* a reference */
+    CellObj **cells;            /* fn->nfree references */
+    Value *slots;               /* fn->nslots */
+    Node **loops;               /* the N_FOR clauses entered, outermost first */
+    Iter *its;                  /* their iterators */
+    int nloops, cap;
+    bool started, done, running;
+} GenObj;
+/* The next element of g (a new reference in *out, and the value in *out2 for a dict
+ * comprehension, else V_UNDEF), or *done. */
+bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done);
+
+/* iter(x) (IK_SEQ: n = 1), map(f, *its) (IK_MAP), filter(f, it) (IK_FILTER; fn None = truth). */
+typedef enum IterKind { IK_SEQ, IK_MAP, IK_FILTER } IterKind;
+typedef struct IterObj { Obj h; IterKind kind; Value fn; int n; Iter its[]; } IterObj;
+bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done);
 /* Next item as a new reference in *out; *done set at the end. */
 bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
 void iter_end(Interp *I, Iter *it);
@@ -355,12 +436,45 @@ void buf_free(Buf *b);
 /* Appends Python's repr() / str() of v. false on error (raised). */
 bool val_repr(Interp *I, Value v, Buf *b);
 bool val_str(Interp *I, Value v, Buf *b);
+/* Python's ascii(v): the repr with non-ASCII characters escaped (\xe9, \u20ac, \U0001f600). */
+bool val_ascii(Interp *I, Value v, Buf *b);
 /* Python's repr of a double ("0.1", "1e+16", "-0.0", "inf", "nan"). Returns length; buf >= 32. */
 int format_double(double d, char *buf);
 /* Appends the repr of a string's bytes with Python's quoting rules. */
 void format_str_repr(const char *s, size_t len, Buf *b);
 /* Decodes one UTF-8 sequence of s[0..n): its length in bytes (0 if malformed), the code point in *cp. */
 size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+
+/* ---- dict, set, frozenset (dict.c) ---- */
+
+/* Python's hash(v) (CPython's values for int, float, bool, tuple and frozenset; str hashes are
+ * tdl's own, as CPython's are randomised); TypeError for unhashable values (list, dict, set). */
+bool val_hash(Interp *I, Value v, uint64_t *out);
+/* A new empty dict (tag V_DICT), set or frozenset; NULL with MemoryError raised. */
+DictObj *dict_alloc(Interp *I, ValueTag tag);
+/* The live entry of key in d (NULL when absent). Raises TypeError for an unhashable key. */
+bool dict_find(Interp *I, DictObj *d, Value key, DictEntry **out);
+/* d[key] = val (dict) or the set's add(key); borrows both. */
+bool dict_set(Interp *I, DictObj *d, Value key, Value val);
+/* Removes key; *found says whether it was there (no error when it was not). */
+bool dict_del(Interp *I, DictObj *d, Value key, bool *found);
+/* The next live entry at or after *pos (advancing *pos past it), or NULL at the end. */
+DictEntry *dict_next(DictObj *d, size_t *pos);
+/* dict(...), set(...), frozenset(...) */
+bool dict_type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
+                    int nkw, Value *out);
+/* Operators between sets (| & - ^) and dicts (|); *handled false when a, b are not such. */
+bool dict_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* a |= b and friends on a set or dict: in place, as Python; *handled as for dict_binop. */
+bool dict_inplace(Interp *I, LangOp op, Value a, Value b, bool *handled);
+/* Equality of two dicts, sets or views; the subset order of sets for < <= > >=. */
+bool dict_equal(Interp *I, Value a, Value b, bool *out);
+bool set_order(Interp *I, LangOp op, Value a, Value b, bool *out);
+/* Appends the repr of a dict (with recursion marker: via repr_item), set, frozenset or view. */
+bool dict_repr(Interp *I, Value v, Buf *b, bool (*repr_item)(Interp *, Value, Buf *, const void *),
+               const void *ctx);
+/* The methods of dict, set and frozenset, for builtin_method and its messages. */
+extern const BuiltinDef dict_methods[], set_methods[], frozenset_methods[];
 
 /* ---- builtins (builtins.c) ---- */
 
@@ -370,6 +484,11 @@ const BuiltinDef *builtin_method(TypeId t, const char *name);
 /* Calls type t as a constructor: int(x), str(x), list(x), ... */
 bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *const *kwnames,
                int nkw, Value *out);
+/* Appends v formatted as Python's format(v, spec) after the conversion conv ('r', 's', 'a' or
+ * 0), as a str.format or f-string field does. */
+bool val_format(Interp *I, Value v, char conv, const char *spec, size_t slen, Buf *b);
+/* fmt % args: Python's printf-style string formatting. */
+bool str_percent(Interp *I, Value fmt, Value args, Value *out);
 /* Checks positional/keyword counts against def; raises TypeError naming the function. */
 bool builtin_check_args(Interp *I, const BuiltinDef *def, int nargs, const char *const *kwnames, int nkw);
 /* Calls a builtin (checking its arguments first). A host builtin whose first argument is a

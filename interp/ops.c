@@ -22,6 +22,8 @@ bool val_truthy(Interp *I, Value v, bool *out)
     case V_TUPLE: *out = as_tuple(v)->n != 0; return true;
     case V_LIST: *out = as_list(v)->n != 0; return true;
     case V_RANGE: *out = range_len(as_range(v)) != 0; return true;
+    case V_DICT: case V_SET: case V_FROZENSET: *out = as_dict(v)->used != 0; return true;
+    case V_DICTVIEW: *out = ((DictViewObj *)v.o)->d->used != 0; return true;
     case V_TENSOR: case V_DIM: return tensor_truthy(I, v, out);
     default: *out = true; return true;
     }
@@ -34,6 +36,8 @@ bool val_len(Interp *I, Value v, int64_t *out)
     case V_TUPLE: *out = (int64_t)as_tuple(v)->n; return true;
     case V_LIST: *out = (int64_t)as_list(v)->n; return true;
     case V_RANGE: *out = range_len(as_range(v)); return true;
+    case V_DICT: case V_SET: case V_FROZENSET: *out = (int64_t)as_dict(v)->used; return true;
+    case V_DICTVIEW: *out = (int64_t)((DictViewObj *)v.o)->d->used; return true;
     case V_TENSOR: return tensor_len(I, v, out);
     default: return err_raise(I, TDL_ERR_TYPE, "object of type '%s' has no len()", val_type_name(v));
     }
@@ -277,10 +281,14 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
                          a.tag == V_STR ? "" : val_type_name(b), val_type_name(a));
     if (op == OP_ADD && a.tag == V_STR)
         return err_raise(I, TDL_ERR_TYPE, "can only concatenate str (not \"%s\") to str", val_type_name(b));
+    if (op == OP_MOD && a.tag == V_STR) return str_percent(I, a, b, out);
     if (op == OP_MUL && aseq && is_intlike(b)) return seq_repeat(I, a, as_i(b), out);
     if (op == OP_MUL && bseq && is_intlike(a)) return seq_repeat(I, b, as_i(a), out);
     if (op == OP_MUL && (aseq || bseq) && (a.tag == V_FLOAT || b.tag == V_FLOAT))
         return err_raise(I, TDL_ERR_TYPE, "can't multiply sequence by non-int of type 'float'");
+    bool handled;
+    if (!dict_binop(I, op, a, b, out, &handled)) return false;
+    if (handled) return true;
     return unsupported(I, op, a, b);
 }
 
@@ -368,12 +376,14 @@ bool val_equal(Interp *I, Value a, Value b, bool *out)
         }
         return tensor_compare_bool(I, OP_EQ, a, b, out);
     }
+    if (is_setlike(a) && is_setlike(b)) return dict_equal(I, a, b, out);
     if (a.tag != b.tag) {
         *out = false;
         return true;
     }
     switch (a.tag) {
     case V_NONE: case V_ELLIPSIS: *out = true; return true;
+    case V_DICT: return dict_equal(I, a, b, out);
     case V_TYPE: case V_DTYPE: case V_DEVICE: case V_MEMFMT: *out = a.i == b.i; return true;
     case V_STR: {
         StrObj *x = as_str(a), *y = as_str(b);
@@ -477,6 +487,7 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
     default: {
         int c;
         if (is_tensorlike(a) || is_tensorlike(b)) return tensor_compare_bool(I, op, a, b, out);
+        if (is_setlike(a) && is_setlike(b)) return set_order(I, op, a, b, out);
         if (!val_order(I, op, a, b, &c)) return false;
         if (c == 2) *out = false;
         else *out = op == OP_LT ? c < 0 : op == OP_LE ? c <= 0 : op == OP_GT ? c > 0 : c >= 0;
@@ -500,6 +511,32 @@ bool val_contains(Interp *I, Value c, Value item, bool *out)
 {
     switch (c.tag) {
     case V_TENSOR: return tensor_contains(I, c, item, out);
+    case V_DICT: case V_SET: case V_FROZENSET: {
+        DictEntry *e;
+        if (!dict_find(I, as_dict(c), item, &e)) return false;
+        *out = e != NULL;
+        return true;
+    }
+    case V_DICTVIEW: {
+        DictViewObj *dv = (DictViewObj *)c.o;
+        DictEntry *e = NULL;
+        *out = false;
+        if (dv->kind == DV_KEYS) {
+            if (!dict_find(I, dv->d, item, &e)) return false;
+            *out = e != NULL;
+        } else if (dv->kind == DV_ITEMS) {
+            /* (k, v) in d.items(): k is a key whose value equals v */
+            if (item.tag != V_TUPLE || as_tuple(item)->n != 2) return true;
+            if (!dict_find(I, dv->d, as_tuple(item)->items[0], &e)) return false;
+            if (e) return val_equal(I, e->val, as_tuple(item)->items[1], out);
+        } else {
+            for (size_t pos = 0; (e = dict_next(dv->d, &pos));) {
+                if (!val_equal(I, e->val, item, out)) return false;
+                if (*out) return true;
+            }
+        }
+        return true;
+    }
     case V_STR: {
         if (item.tag != V_STR)
             return err_raise(I, TDL_ERR_TYPE, "'in <string>' requires string as left operand, not %s",
@@ -613,6 +650,21 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
     case V_STR: len = (int64_t)as_str(obj)->nchars; what = "string"; break;
     case V_RANGE: len = range_len(as_range(obj)); what = "range object"; break;
     case V_TENSOR: return tensor_getitem(I, obj, idx, out);
+    case V_DICT: {
+        DictEntry *e;
+        if (!dict_find(I, as_dict(obj), idx, &e)) return false;
+        if (!e) {
+            Buf b = {0};
+            bool ok = val_repr(I, idx, &b);
+            if (ok && b.nomem) ok = err_nomem(I);
+            if (ok) err_raise(I, TDL_ERR_KEY, "%s", b.p ? b.p : "");
+            buf_free(&b);
+            return false;
+        }
+        *out = e->val;
+        val_incref(*out);
+        return true;
+    }
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not subscriptable", val_type_name(obj));
     }
@@ -672,8 +724,9 @@ bool val_setitem(Interp *I, Value obj, Value idx, Value v)
 {
     if (obj.tag == V_TENSOR)
         return tensor_setitem(I, obj, idx, v);
+    if (obj.tag == V_DICT) return dict_set(I, as_dict(obj), idx, v);
     if (obj.tag != V_LIST) {
-        if (obj.tag == V_TUPLE || obj.tag == V_STR || obj.tag == V_RANGE)
+        if (obj.tag == V_TUPLE || obj.tag == V_STR || obj.tag == V_RANGE || is_setlike(obj))
             return err_raise(I, TDL_ERR_TYPE, "'%s' object does not support item assignment", val_type_name(obj));
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not subscriptable", val_type_name(obj));
     }
@@ -730,6 +783,52 @@ out:
     return ok;
 }
 
+bool val_delitem(Interp *I, Value obj, Value idx)
+{
+    if (obj.tag == V_DICT) {
+        bool found;
+        if (!dict_del(I, as_dict(obj), idx, &found)) return false;
+        if (found) return true;
+        Buf b = {0};
+        bool ok = val_repr(I, idx, &b);
+        if (ok && b.nomem) ok = err_nomem(I);
+        if (ok) err_raise(I, TDL_ERR_KEY, "%s", b.p ? b.p : "");
+        buf_free(&b);
+        return false;
+    }
+    if (obj.tag != V_LIST) {
+        if (obj.tag == V_TUPLE || obj.tag == V_STR || obj.tag == V_RANGE || obj.tag == V_TENSOR || is_setlike(obj))
+            return err_raise(I, TDL_ERR_TYPE, "'%s' object doesn't support item deletion", val_type_name(obj));
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not subscriptable", val_type_name(obj));
+    }
+    ListObj *l = as_list(obj);
+    int64_t start, stop, step, n;
+    if (idx.tag == V_SLICE) {
+        if (!slice_adjust(I, as_slice(idx), (int64_t)l->n, &start, &stop, &step, &n)) return false;
+    } else {
+        if (!norm_index(I, idx, (int64_t)l->n, "list assignment", &start)) return false;
+        step = 1;
+        n = 1;
+    }
+    if (n <= 0) return true;
+    /* Detach the removed items first: dropping them may free anything, l included. */
+    Value *gone = mem_malloc((size_t)n * sizeof *gone);
+    if (!gone) return err_nomem(I);
+    if (step < 0) {     /* the same items, walked upwards */
+        start += (n - 1) * step;
+        step = -step;
+    }
+    size_t w = (size_t)start, k = 0;
+    for (size_t r = (size_t)start; r < l->n; r++) {
+        if (k < (size_t)n && r == (size_t)start + k * (size_t)step) gone[k++] = l->items[r];
+        else l->items[w++] = l->items[r];
+    }
+    l->n = w;
+    for (size_t j = 0; j < k; j++) val_decref(I, gone[j]);
+    mem_free(gone);
+    return true;
+}
+
 /* ---- attributes ---- */
 
 bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
@@ -764,6 +863,17 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     }
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
+    if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
+        return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
+    if (obj.tag == V_EXC) {
+        ExcObj *e = (ExcObj *)obj.o;
+        Value *f = strcmp(name, "args") == 0 ? &e->args : strcmp(name, "__cause__") == 0 ? &e->cause : NULL;
+        if (f) {
+            *out = *f;
+            val_incref(*out);
+            return true;
+        }
+    }
     return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object has no attribute '%s'", val_type_name(obj), name);
 }
 
@@ -815,6 +925,14 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     switch (seq.tag) {
     case V_LIST: case V_TUPLE: case V_STR: case V_RANGE:
         break;
+    case V_DICT: case V_SET: case V_FROZENSET:
+        it->n = (int64_t)as_dict(seq)->used;
+        break;
+    case V_DICTVIEW:
+        it->n = (int64_t)((DictViewObj *)seq.o)->d->used;
+        break;
+    case V_GEN: case V_ITER:    /* iterators: iterating one consumes it */
+        break;
     case V_TENSOR:      /* over (positional) dim 0, as torch */
         if (fc_tensor_npos(as_tensor(seq)) == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
         break;
@@ -831,10 +949,103 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     return true;
 }
 
+bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done)
+{
+    *done = true;
+    if (o->n == 0) return true;
+    if (o->kind == IK_SEQ) return iter_next(I, &o->its[0], out, done);
+    if (o->kind == IK_FILTER) {
+        for (;;) {
+            Value x, r;
+            bool end, t;
+            if (!iter_next(I, &o->its[0], &x, &end)) return false;
+            if (end) return true;
+            if (o->fn.tag == V_NONE) {
+                r = x;
+                val_incref(r);
+            } else if (!call_value(I, o->fn, &x, 1, NULL, 0, &r)) {
+                val_decref(I, x);
+                return false;
+            }
+            bool ok = val_truthy(I, r, &t);
+            val_decref(I, r);
+            if (!ok || t) {
+                if (ok) {
+                    *out = x;
+                    *done = false;
+                } else {
+                    val_decref(I, x);
+                }
+                return ok;
+            }
+            val_decref(I, x);
+        }
+    }
+    /* IK_MAP: one item of each iterable, until the shortest ends */
+    Value args[MAX_ARGS + 1] = {0};   /* map's iterables came as the arguments of one call */
+    int k = 0;
+    bool ok = true, end = false;
+    for (; k < o->n; k++) {
+        if (!(ok = iter_next(I, &o->its[k], &args[k], &end)) || end) break;
+    }
+    if (ok && !end) {
+        ok = call_value(I, o->fn, args, o->n, NULL, 0, out);
+        if (ok) *done = false;
+    }
+    for (int j = 0; j < k; j++) val_decref(I, args[j]);
+    return ok;
+}
+
+/* The next entry of a dict, set or view being iterated (it->i is the table position, it->n the
+ * size it must keep): RuntimeError when the size changed, as in Python. */
+static bool iter_dict_next(Interp *I, Iter *it, Value *out, bool *done)
+{
+    Value s = it->seq;
+    DictViewObj *dv = s.tag == V_DICTVIEW ? (DictViewObj *)s.o : NULL;
+    DictObj *d = dv ? dv->d : as_dict(s);
+    if ((int64_t)d->used != it->n) {
+        it->n = -1;     /* stays broken, as CPython's iterator does */
+        return err_raise(I, TDL_ERR_RUNTIME, "%s changed size during iteration",
+                         d->h.tag == V_DICT ? "dictionary" : "Set");
+    }
+    size_t pos = (size_t)it->i;
+    DictEntry *e = dict_next(d, &pos);
+    it->i = (int64_t)pos;
+    if (!e) {
+        *done = true;
+        return true;
+    }
+    *done = false;
+    if (!dv || dv->kind == DV_KEYS) *out = e->key;
+    else if (dv->kind == DV_VALUES) *out = e->val;
+    else {
+        TupleObj *t = tuple_alloc(I, 2);
+        if (!t) return false;
+        t->items[0] = e->key;
+        t->items[1] = e->val;
+        val_incref(e->key);
+        val_incref(e->val);
+        *out = v_obj(V_TUPLE, &t->h);
+        return true;
+    }
+    val_incref(*out);
+    return true;
+}
+
 bool iter_next(Interp *I, Iter *it, Value *out, bool *done)
 {
     Value s = it->seq;
     switch (s.tag) {
+    case V_DICT: case V_SET: case V_FROZENSET: case V_DICTVIEW:
+        return iter_dict_next(I, it, out, done);
+    case V_GEN: {
+        Value y = v_undef();
+        if (!gen_next(I, (GenObj *)s.o, out, &y, done)) return false;
+        val_decref(I, y);
+        return true;
+    }
+    case V_ITER:
+        return iterobj_next(I, (IterObj *)s.o, out, done);
     case V_LIST:        /* the list may grow or shrink while we walk it, as in Python */
         if ((size_t)it->i >= as_list(s)->n) { *done = true; return true; }
         *out = as_list(s)->items[it->i++];

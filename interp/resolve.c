@@ -103,7 +103,16 @@ static void collect(Resolver *r, Scope *s, Node *st)
         case N_AUGASSIGN: bind_target(r, s, st->a); break;
         case N_FOR: bind_target(r, s, st->a); collect(r, s, st->c); collect(r, s, st->d); break;
         case N_IF: case N_WHILE: collect(r, s, st->b); collect(r, s, st->c); break;
-        case N_DEF: case N_IMPORT: bind_target(r, s, st->a); break;
+        case N_TRY:
+            collect(r, s, st->a);
+            for (Node *h = st->b; h; h = h->next) {
+                bind_target(r, s, h->c);
+                collect(r, s, h->b);
+            }
+            collect(r, s, st->c);
+            collect(r, s, st->d);
+            break;
+        case N_DEF: case N_IMPORT: case N_DEL: bind_target(r, s, st->a); break;
         case N_GLOBAL: case N_NONLOCAL:
             for (Node *n = st->a; n; n = n->next) {
                 if (names_find(&s->locals, n->str) >= 0) {
@@ -191,7 +200,7 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
         case N_NAME: resolve_name(r, s, e); break;
         case N_INT: case N_FLOAT: case N_STR: case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS:
             break;
-        case N_TUPLE: case N_LIST:
+        case N_TUPLE: case N_LIST: case N_SET: case N_DICT: case N_FSTRING:
             for (Node *x = e->a; x; x = x->next) resolve_expr(r, s, x);
             break;
         case N_COMPARE:
@@ -204,6 +213,10 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
             break;
         case N_LAMBDA:
             for (Node *p = e->func->params; p; p = p->next) resolve_expr(r, s, p->a);
+            resolve_function(r, s, e->func);
+            break;
+        case N_COMP:    /* the first iterable here; the rest in the comprehension's own scope */
+            resolve_expr(r, s, e->a);
             resolve_function(r, s, e->func);
             break;
         default:
@@ -224,7 +237,25 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             for (Node *t = st->a; t; t = t->next) resolve_expr(r, s, t);
             resolve_expr(r, s, st->b);
             break;
-        case N_RAISE: resolve_expr(r, s, st->a); break;
+        case N_DEL: resolve_expr(r, s, st->a); break;
+        case N_RAISE:
+            resolve_expr(r, s, st->a);
+            resolve_expr(r, s, st->b);
+            break;
+        case N_TRY:
+            resolve_stmts(r, s, st->a);
+            for (Node *h = st->b; h && !r->failed; h = h->next) {
+                resolve_expr(r, s, h->a);
+                resolve_expr(r, s, h->c);
+                resolve_stmts(r, s, h->b);
+            }
+            resolve_stmts(r, s, st->c);
+            resolve_stmts(r, s, st->d);
+            break;
+        case N_COMP_EMIT:
+            resolve_expr(r, s, st->a);
+            resolve_expr(r, s, st->b);
+            break;
         case N_AUGASSIGN: case N_ASSERT:
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);
@@ -302,7 +333,7 @@ static void fixup(Scope *s, Node *n)
         for (Node *p = n->func->params; p; p = p->next) fixup(s, p->a);
         fixup(s, n->a);
         return;
-    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL:
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT: case N_FSTRING:
         fixup_list(s, n->a);
         return;
     case N_COMPARE:
@@ -317,6 +348,16 @@ static void fixup(Scope *s, Node *n)
         fixup(s, n->a);
         fixup_list(s, n->b);
         fixup_list(s, n->c);
+        return;
+    case N_TRY:
+        fixup_list(s, n->a);
+        for (Node *h = n->b; h; h = h->next) {
+            fixup(s, h->a);
+            fixup(s, h->c);
+            fixup_list(s, h->b);
+        }
+        fixup_list(s, n->c);
+        fixup_list(s, n->d);
         return;
     case N_FOR:
         fixup(s, n->a);

@@ -18,10 +18,47 @@ static const char *const type_names[T__COUNT] = {
     [T_FUNCTION] = "function", [T_BUILTIN] = "builtin_function_or_method", [T_MODULE] = "module",
     [T_TYPE] = "type", [T_CELL] = "cell", [T_ELLIPSIS] = "ellipsis", [T_SLICE] = "slice",
     [T_TENSOR] = "Tensor", [T_DTYPE] = "dtype", [T_DEVICE] = "device", [T_MEMFMT] = "memory_format",
-    [T_DIM] = "Dim", [T_DIMLIST] = "DimList",
+    [T_DIM] = "Dim", [T_DIMLIST] = "DimList", [T_DICT] = "dict", [T_SET] = "set",
+    [T_FROZENSET] = "frozenset", [T_DICT_KEYS] = "dict_keys", [T_DICT_VALUES] = "dict_values",
+    [T_DICT_ITEMS] = "dict_items", [T_GENERATOR] = "generator", [T_MAP] = "map", [T_FILTER] = "filter",
+    [T_LIST_ITERATOR] = "list_iterator", [T_TUPLE_ITERATOR] = "tuple_iterator",
+    [T_STR_ITERATOR] = "str_iterator", [T_RANGE_ITERATOR] = "range_iterator",
+    [T_DICT_KEYITERATOR] = "dict_keyiterator", [T_DICT_VALUEITERATOR] = "dict_valueiterator",
+    [T_DICT_ITEMITERATOR] = "dict_itemiterator", [T_SET_ITERATOR] = "set_iterator",
+    [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
+
+const char *val_type_name(Value v)
+{
+    if (v.tag == V_EXC) return tdl_error_kind_name(((ExcObj *)v.o)->kind);
+    return type_name(val_type(v));
+}
+
+/* Python's class tree of the error kinds; tdl's own kinds hang where PyTorch's errors would
+ * (ShapeError and DeviceError are RuntimeErrors, as torch raises RuntimeError for those). */
+static tdl_error_kind exc_parent(tdl_error_kind k)
+{
+    switch (k) {
+    case TDL_ERR_BASE_EXCEPTION: return TDL_ERR_NONE;
+    case TDL_ERR_INTERRUPT: case TDL_ERR_EXCEPTION: return TDL_ERR_BASE_EXCEPTION;
+    case TDL_ERR_ZERO_DIVISION: case TDL_ERR_OVERFLOW: return TDL_ERR_ARITHMETIC;
+    case TDL_ERR_INDEX: case TDL_ERR_KEY: return TDL_ERR_LOOKUP;
+    case TDL_ERR_UNBOUND_LOCAL: return TDL_ERR_NAME;
+    case TDL_ERR_INDENTATION: return TDL_ERR_SYNTAX;
+    case TDL_ERR_RECURSION: case TDL_ERR_NOT_IMPLEMENTED: case TDL_ERR_SHAPE: case TDL_ERR_DEVICE:
+        return TDL_ERR_RUNTIME;
+    default: return TDL_ERR_EXCEPTION;
+    }
+}
+
+bool exc_is_subclass(tdl_error_kind k, tdl_error_kind base)
+{
+    for (int guard = 0; k != TDL_ERR_NONE && guard < 8; guard++, k = exc_parent(k))
+        if (k == base) return true;
+    return false;
+}
 
 TypeId val_type(Value v)
 {
@@ -47,13 +84,42 @@ TypeId val_type(Value v)
     case V_MEMFMT: return T_MEMFMT;
     case V_DIM: return T_DIM;
     case V_DIMLIST: return T_DIMLIST;
+    case V_DICT: return T_DICT;
+    case V_SET: return T_SET;
+    case V_FROZENSET: return T_FROZENSET;
+    case V_DICTVIEW: {
+        DictViewKind k = ((DictViewObj *)v.o)->kind;
+        return k == DV_KEYS ? T_DICT_KEYS : k == DV_VALUES ? T_DICT_VALUES : T_DICT_ITEMS;
+    }
+    case V_GEN: return T_GENERATOR;
+    case V_EXC: return T_EXCEPTION;
+    case V_EXCTYPE: return T_TYPE;
+    case V_ITER: {
+        IterObj *it = (IterObj *)v.o;
+        if (it->kind == IK_MAP) return T_MAP;
+        if (it->kind == IK_FILTER) return T_FILTER;
+        Value s = it->its[0].seq;
+        switch (s.tag) {
+        case V_LIST: return T_LIST_ITERATOR;
+        case V_TUPLE: return T_TUPLE_ITERATOR;
+        case V_STR: return T_STR_ITERATOR;
+        case V_RANGE: return T_RANGE_ITERATOR;
+        case V_DICT: return T_DICT_KEYITERATOR;
+        case V_SET: case V_FROZENSET: return T_SET_ITERATOR;
+        case V_DICTVIEW: {
+            DictViewKind k = ((DictViewObj *)s.o)->kind;
+            return k == DV_KEYS ? T_DICT_KEYITERATOR : k == DV_VALUES ? T_DICT_VALUEITERATOR : T_DICT_ITEMITERATOR;
+        }
+        default: return T_ITERATOR;
+        }
+    }
     default: return T_NONETYPE;
     }
 }
 
 /* ---- allocation ---- */
 
-static void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
+void *obj_alloc(Interp *I, size_t size, uint8_t tag, bool track)
 {
     Obj *o = mem_malloc(size);      /* not calloc: glibc's skips its per-thread cache */
     if (!o) {
@@ -92,6 +158,7 @@ static void drop_values(Interp *I, Value *vals, size_t n)
 static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
+    if (o->tag == V_GEN) lang_unit_release(((GenObj *)o)->unit);
     if (o->tag == V_TENSOR) {
         fc_tensor_release(((TensorObj *)o)->t);
         fc_tensor_release(((TensorObj *)o)->fa);
@@ -169,6 +236,76 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, a);
         val_decref(I, b);
         val_decref(I, c);
+        break;
+    }
+    case V_DICT: case V_SET: case V_FROZENSET: {
+        DictObj *d = (DictObj *)o;
+        DictEntry *ent = d->ent;
+        size_t n = d->idx ? d->fill : (d->ent ? d->mask + 1 : 0);
+        mem_free(d->idx);
+        d->ent = NULL;
+        d->idx = NULL;
+        d->used = d->fill = d->mask = d->capent = 0;
+        for (size_t i = 0; i < n; i++) {
+            val_decref(I, ent[i].key);
+            val_decref(I, ent[i].val);
+        }
+        mem_free(ent);
+        break;
+    }
+    case V_GEN: {
+        GenObj *g = (GenObj *)o;
+        for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
+        g->nloops = 0;
+        g->done = true;
+        if (g->slots) {
+            Value *slots = g->slots;
+            int n = g->fn->nslots;
+            g->slots = NULL;
+            for (int i = 0; i < n; i++) val_decref(I, slots[i]);
+            mem_free(slots);
+        }
+        if (g->cells) {
+            CellObj **cells = g->cells;
+            g->cells = NULL;
+            for (int i = 0; i < g->fn->nfree; i++)
+                if (cells[i]) val_decref(I, v_obj(V_CELL, &cells[i]->h));
+            mem_free(cells);
+        }
+        mem_free(g->loops);
+        mem_free(g->its);
+        g->loops = NULL;
+        g->its = NULL;
+        if (g->module) {
+            Module *m = g->module;
+            g->module = NULL;
+            val_decref(I, v_obj(V_MODULE, &m->h));
+        }
+        break;
+    }
+    case V_EXC: {
+        ExcObj *e = (ExcObj *)o;
+        Value a = e->args, m = e->msg, c = e->cause;
+        e->args = e->msg = e->cause = v_none();
+        val_decref(I, a);
+        val_decref(I, m);
+        val_decref(I, c);
+        break;
+    }
+    case V_ITER: {
+        IterObj *it = (IterObj *)o;
+        for (int k = 0; k < it->n; k++) iter_end(I, &it->its[k]);
+        it->n = 0;
+        Value f = it->fn;
+        it->fn = v_undef();
+        val_decref(I, f);
+        break;
+    }
+    case V_DICTVIEW: {
+        DictViewObj *dv = (DictViewObj *)o;
+        DictObj *d = dv->d;
+        dv->d = NULL;
+        if (d) val_decref(I, v_obj(d->h.tag, &d->h));
         break;
     }
     case V_BUILTIN: {
@@ -549,6 +686,11 @@ void namemap_free(NameMap *m)
 void err_clear(Interp *I)
 {
     Error *e = &I->err;
+    if (e->exc) {
+        Obj *x = e->exc;
+        e->exc = NULL;
+        val_decref(I, v_obj(V_EXC, x));
+    }
     for (size_t i = 0; i < e->ntrace; i++) lang_source_release(e->trace[i].src);
     mem_free(e->msg);
     mem_free(e->report);
@@ -573,6 +715,105 @@ bool err_raise(Interp *I, tdl_error_kind kind, const char *fmt, ...)
     I->err.kind = kind;
     I->err.msg = msg;
     I->err.need_loc = true;
+    return false;
+}
+
+void err_move(Interp *I, Error *dst)
+{
+    *dst = I->err;
+    memset(&I->err, 0, sizeof I->err);
+}
+
+void err_put_back(Interp *I, Error *src)
+{
+    err_clear(I);
+    mem_free(I->err.trace);
+    I->err = *src;
+    memset(src, 0, sizeof *src);
+}
+
+void err_drop(Interp *I, Error *e)
+{
+    Error cur;
+    err_move(I, &cur);
+    I->err = *e;
+    err_clear(I);
+    mem_free(I->err.trace);
+    I->err = cur;
+    memset(e, 0, sizeof *e);
+}
+
+bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value *out)
+{
+    ExcObj *e = obj_alloc(I, sizeof *e, V_EXC, true);
+    if (!e) return false;
+    e->kind = kind;
+    e->args = e->msg = e->cause = v_none();
+    Value ev = v_obj(V_EXC, &e->h);
+    TupleObj *t = tuple_alloc(I, (size_t)nargs);
+    if (!t) {
+        val_decref(I, ev);
+        return false;
+    }
+    for (int k = 0; k < nargs; k++) {
+        val_incref(args[k]);
+        t->items[k] = args[k];
+    }
+    e->args = v_obj(V_TUPLE, &t->h);
+    /* str(e): nothing, the one argument (a KeyError's repr), or the tuple */
+    Buf b = {0};
+    bool ok = nargs == 0 ? true
+            : nargs == 1 ? (kind == TDL_ERR_KEY ? val_repr(I, args[0], &b) : val_str(I, args[0], &b))
+            : val_repr(I, e->args, &b);
+    if (ok && b.nomem) ok = err_nomem(I);
+    if (ok) ok = str_new(I, b.p ? b.p : "", b.n, &e->msg);
+    buf_free(&b);
+    if (!ok) {
+        val_decref(I, ev);
+        return false;
+    }
+    *out = ev;
+    return true;
+}
+
+bool exc_from_error(Interp *I, Value *out)
+{
+    if (I->err.exc) {
+        *out = v_obj(V_EXC, I->err.exc);
+        val_incref(*out);
+        return true;
+    }
+    Error saved;
+    err_move(I, &saved);     /* making the object must not disturb the record */
+    const char *msg = saved.msg ? saved.msg : saved.kind == TDL_ERR_MEMORY ? "out of memory" : "";
+    Value m;
+    bool ok = str_from_cstr(I, msg, &m);
+    if (ok) {
+        ok = exc_new(I, saved.kind, &m, *msg ? 1 : 0, out);
+        val_decref(I, m);
+    }
+    if (ok && saved.kind == TDL_ERR_KEY) {     /* the message is the key's repr already */
+        ExcObj *e = (ExcObj *)out->o;
+        Value old = e->msg;
+        ok = str_from_cstr(I, msg, &e->msg);
+        if (ok) val_decref(I, old);
+        else e->msg = old;
+    }
+    if (ok) {
+        err_put_back(I, &saved);
+        return true;
+    }
+    err_drop(I, &saved);
+    return false;
+}
+
+bool exc_raise(Interp *I, Value exc)
+{
+    ExcObj *e = (ExcObj *)exc.o;
+    err_raise(I, e->kind, "%s", as_str(e->msg)->data);
+    if (I->err.kind != e->kind) return false;      /* no memory for the message */
+    val_incref(exc);
+    I->err.exc = &e->h;
     return false;
 }
 
@@ -625,6 +866,9 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_MEMORY] = "MemoryError", [TDL_ERR_NOT_IMPLEMENTED] = "NotImplementedError",
     [TDL_ERR_DIMENSION_BIND] = "DimensionBindError", [TDL_ERR_SHAPE] = "ShapeError",
     [TDL_ERR_DEVICE] = "DeviceError", [TDL_ERR_INTERRUPT] = "KeyboardInterrupt",
+    [TDL_ERR_STOP_ITERATION] = "StopIteration", [TDL_ERR_EXCEPTION] = "Exception",
+    [TDL_ERR_BASE_EXCEPTION] = "BaseException", [TDL_ERR_ARITHMETIC] = "ArithmeticError",
+    [TDL_ERR_LOOKUP] = "LookupError",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

@@ -42,11 +42,6 @@ void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok)
     uint32_t pos = tok ? tok->pos : (uint32_t)p->src->len;
     uint32_t ppos;
     int paren = lang_lexer_open_paren(p->lx, &ppos);
-    if (major == TK_FOR && paren) {
-        lang_parser_error(p, LANG_SYNTAX_ERROR, pos,
-                          "comprehensions are not supported in tdl: write a for loop that appends");
-        return;
-    }
     if (paren) {
         /* An error on a later line than an unclosed bracket is most likely that bracket. */
         int pl, pc, tl, tc;
@@ -296,29 +291,12 @@ static int hexval(char c)
     return -1;
 }
 
-/* Decodes one literal (prefix, quotes, escapes) and appends it to prev's text, or starts a new
- * N_STR node. */
-Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
+/* Decodes the text s[0..n) of a literal (escapes, unless raw; source newlines become '\n') into
+ * out, which has room for 4 * n bytes; pos0 is the source offset of s. Returns the bytes written
+ * (an error is recorded in p at the bad escape). */
+static size_t decode_text(LangParser *p, const char *s, int n, bool raw, uint32_t pos0, char *out)
 {
-    const char *s = t->z;
-    int n = t->n;
-    bool raw = false;
-    while (n > 0 && (*s == 'r' || *s == 'R' || *s == 'u' || *s == 'U')) {
-        raw |= (*s == 'r' || *s == 'R');
-        s++, n--;
-    }
-    int q = (n >= 6 && s[1] == s[0] && s[2] == s[0]) ? 3 : 1;
-    s += q;
-    n -= 2 * q;
-    size_t plen = prev ? prev->len : 0;
-    char *out = lang_arena_alloc(p->arena, plen + (size_t)n * 4 + 1);
-    Node *node = prev ? prev : lang_node(p, N_STR, t->pos);
-    if (!out || node == &placeholder) {
-        p->nomem = true;
-        return node;
-    }
-    if (prev) memcpy(out, prev->str, plen);
-    size_t w = plen;
+    size_t w = 0;
     for (int i = 0; i < n; i++) {
         char c = s[i];
         if (c != '\\' || raw) {
@@ -335,7 +313,11 @@ Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
             out[w++] = c;
             continue;
         }
-        uint32_t epos = t->pos + (uint32_t)(s + i - t->z);
+        uint32_t epos = pos0 + (uint32_t)i;
+        if (i + 1 >= n) {       /* a lone backslash at the end of an f-string's text piece */
+            out[w++] = '\\';
+            break;
+        }
         char e = s[++i];
         switch (e) {
         case '\n': break;
@@ -366,14 +348,14 @@ Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
                 if (h < 0) {
                     lang_parser_error(p, LANG_SYNTAX_ERROR, epos,
                                       "truncated \\%cXX escape in string literal", e);
-                    goto done;
+                    return w;
                 }
                 v = v * 16 + (uint32_t)h;
                 i++;
             }
             if (v > 0x10FFFF) {
                 lang_parser_error(p, LANG_SYNTAX_ERROR, epos, "illegal Unicode character in string literal");
-                goto done;
+                return w;
             }
             w += put_utf8(out + w, v);
             break;
@@ -383,11 +365,298 @@ Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
             out[w++] = e;
         }
     }
-done:
+    return w;
+}
+
+/* The body of a string token: *raw, *fmt from its prefix; s, n without prefix and quotes. */
+static void literal_body(const LangToken *t, const char **s, int *n, bool *raw, bool *fmt)
+{
+    const char *z = t->z;
+    int k = t->n;
+    *raw = *fmt = false;
+    while (k > 0 && (*z == 'r' || *z == 'R' || *z == 'u' || *z == 'U' || *z == 'f' || *z == 'F')) {
+        *raw |= (*z == 'r' || *z == 'R');
+        *fmt |= (*z == 'f' || *z == 'F');
+        z++, k--;
+    }
+    int q = (k >= 6 && z[1] == z[0] && z[2] == z[0]) ? 3 : 1;
+    *s = z + q;
+    *n = k - 2 * q;
+}
+
+/* A new N_STR of the decoded text s[0..n). */
+static Node *text_node(LangParser *p, const char *s, int n, bool raw, uint32_t pos)
+{
+    Node *node = lang_node(p, N_STR, pos);
+    char *out = lang_arena_alloc(p->arena, (size_t)n * 4 + 1);
+    if (!out || node == &placeholder) {
+        p->nomem = true;
+        return node;
+    }
+    size_t w = decode_text(p, s, n, raw, pos, out);
     out[w] = '\0';
     node->str = out;
     node->len = w;
     return node;
+}
+
+/* Decodes one literal (prefix, quotes, escapes) and appends it to prev's text, or starts a new
+ * N_STR node. After an f-string (prev an N_FSTRING) it becomes one more text part. */
+Node *lang_string(LangParser *p, Node *prev, const LangToken *t)
+{
+    const char *s;
+    int n;
+    bool raw, fmt;
+    literal_body(t, &s, &n, &raw, &fmt);
+    uint32_t pos0 = t->pos + (uint32_t)(s - t->z);
+    if (prev && prev->kind == N_FSTRING) {
+        Node *part = text_node(p, s, n, raw, pos0);
+        if (prev == &placeholder || part == &placeholder) return prev;
+        Node *last = prev->a;
+        while (last && last->next) last = last->next;
+        if (last) last->next = part;
+        else prev->a = part;
+        grow(p, prev, part);
+        return prev;
+    }
+    size_t plen = prev ? prev->len : 0;
+    char *out = lang_arena_alloc(p->arena, plen + (size_t)n * 4 + 1);
+    Node *node = prev ? prev : lang_node(p, N_STR, t->pos);
+    if (!out || node == &placeholder) {
+        p->nomem = true;
+        return node;
+    }
+    if (prev) memcpy(out, prev->str, plen);
+    size_t w = plen + decode_text(p, s, n, raw, pos0, out + plen);
+    out[w] = '\0';
+    node->str = out;
+    node->len = w;
+    return node;
+}
+
+/* ---- f-strings ---- */
+
+#define FSTRING_MAX_NEST 8
+
+/* Parses source[s, e), the expression of an f-string field, as `(expr)` into p's arena, with the
+ * positions of the real source: a copy of the source up to e, with '(' before s and ')' at e, is
+ * lexed from s - 1. */
+static Node *field_expr(LangParser *p, uint32_t s, uint32_t e)
+{
+    if (p->fdepth >= FSTRING_MAX_NEST) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, s, "f-string: expressions nested too deeply");
+        return &placeholder;
+    }
+    bool blank = true;
+    for (uint32_t i = s; i < e && blank; i++) blank = strchr(" \t\r\n\f", p->src->text[i]) != NULL;
+    if (blank) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, s, "f-string: empty expression not allowed");
+        return &placeholder;
+    }
+    char *text = mem_malloc((size_t)e + 2);
+    if (!text) {
+        p->nomem = true;
+        return &placeholder;
+    }
+    memcpy(text, p->src->text, e);
+    text[s - 1] = '(';
+    text[e] = ')';
+    text[e + 1] = '\0';
+    LangSource *src = lang_source_new(p->src->name, text, (size_t)e + 1);
+    mem_free(text);
+    LangParser q = {0};
+    q.src = src;
+    q.arena = p->arena;
+    q.fdepth = p->fdepth + 1;
+    q.lx = src ? lang_lexer_new_at(src, s - 1) : NULL;
+    void *parser = q.lx ? LangParseAlloc(mem_malloc, &q) : NULL;
+    Node *res = &placeholder;
+    if (!parser) {
+        p->nomem = true;
+        goto out;
+    }
+    for (;;) {
+        LangToken t;
+        LangError err;
+        if (lang_lexer_next(q.lx, &t, &err) != LANG_OK) {
+            lang_parser_error(p, err.kind, err.pos, "f-string: %s", err.msg);
+            goto out;
+        }
+        LangParse(parser, t.kind, t);
+        if (q.nomem) {
+            p->nomem = true;
+            goto out;
+        }
+        if (q.failed) {
+            /* at the ')' this adds, the field's expression is what is incomplete */
+            if (q.err.pos >= e) lang_parser_error(p, LANG_SYNTAX_ERROR, q.err.pos, "f-string: invalid syntax");
+            else lang_parser_error(p, q.err.kind, q.err.pos, "f-string: %s", q.err.msg);
+            goto out;
+        }
+        if (t.kind == 0) break;
+        q.prev2 = q.prev;
+        q.prev = t;
+    }
+    if (!q.body || q.body->next || q.body->kind != N_EXPR_STMT) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, s, "f-string: expecting '}'");
+        goto out;
+    }
+    res = q.body->a;
+out:
+    if (parser) LangParseFree(parser, mem_free);
+    lang_lexer_free(q.lx);
+    lang_source_release(src);
+    return res;
+}
+
+/* Appends node to the chain *head / *tail. */
+static void chain_add(Node **head, Node **tail, Node *n)
+{
+    if (n == &placeholder) return;
+    if (*tail) (*tail)->next = n;
+    else *head = n;
+    *tail = n;
+}
+
+/* Splits the f-string text z[0..n) (at source offset pos0) into text parts and fields, appending
+ * them to *head / *tail. in_spec: z is a format spec (no escapes to decode; `}` ends nothing). */
+static void fstring_parts(LangParser *p, const char *z, int n, bool raw, uint32_t pos0, bool in_spec,
+                          Node **head, Node **tail)
+{
+    int i = 0;
+    char *buf = lang_arena_alloc(p->arena, (size_t)n + 1);      /* literal text with {{ }} undoubled */
+    if (!buf) {
+        p->nomem = true;
+        return;
+    }
+    int blen = 0;
+    uint32_t bpos = pos0;
+    while (i <= n && !p->failed) {
+        bool end = i == n;
+        char c = end ? 0 : z[i];
+        if (!end && (c == '{' || c == '}') && i + 1 < n && z[i + 1] == c && !in_spec) {
+            buf[blen++] = c;
+            i += 2;
+            continue;
+        }
+        if (!end && c == '}' && !in_spec) {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, pos0 + (uint32_t)i, "f-string: single '}' is not allowed");
+            return;
+        }
+        if (!end && c != '{') {
+            if (blen == 0) bpos = pos0 + (uint32_t)i;
+            buf[blen++] = c;
+            i++;
+            continue;
+        }
+        if (blen) {     /* flush the text before the field (or the end) */
+            Node *t = in_spec ? lang_node(p, N_STR, bpos) : text_node(p, buf, blen, raw, bpos);
+            if (in_spec && t != &placeholder) {
+                char *cp = lang_arena_strndup(p->arena, buf, (size_t)blen);
+                if (!cp) p->nomem = true;
+                t->str = cp ? cp : "";
+                t->len = cp ? (size_t)blen : 0;
+            }
+            chain_add(head, tail, t);
+            blen = 0;
+        }
+        if (end) break;
+        /* a field: find where its expression ends (at depth 0: '!', ':', '=' or '}') */
+        int j = i + 1, depth = 0;
+        char quote = 0;
+        int expr_end = -1, conv = 0, spec_start = -1, spec_end = -1;
+        bool debug = false;
+        for (; j < n; j++) {
+            char d = z[j];
+            if (quote) {
+                if (d == quote) quote = 0;
+                continue;
+            }
+            if (d == '\'' || d == '"') quote = d;
+            else if (d == '(' || d == '[' || d == '{') depth++;
+            else if ((d == ')' || d == ']' || d == '}') && depth > 0) depth--;
+            else if (depth == 0 && (d == '}' || d == ':' || (d == '!' && z[j + 1] != '='))) break;
+            else if (depth == 0 && d == '=' && j + 1 < n && z[j + 1] != '=' && !strchr("=!<>", z[j - 1])) {
+                debug = true;
+                break;
+            }
+        }
+        expr_end = j;
+        if (j < n && debug) {
+            j++;
+            while (j < n && z[j] == ' ') j++;
+        }
+        if (j < n && z[j] == '!') {
+            if (j + 1 >= n || !strchr("rsa", z[j + 1])) {
+                lang_parser_error(p, LANG_SYNTAX_ERROR, pos0 + (uint32_t)j,
+                                  "f-string: invalid conversion character: expected 's', 'r', or 'a'");
+                return;
+            }
+            conv = z[j + 1];
+            j += 2;
+        }
+        if (j < n && z[j] == ':') {
+            spec_start = ++j;
+            int sd = 0;
+            for (; j < n; j++) {
+                if (z[j] == '{') sd++;
+                else if (z[j] == '}' && sd-- == 0) break;
+            }
+            spec_end = j;
+        }
+        if (j >= n || z[j] != '}') {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, pos0 + (uint32_t)i, "f-string: expecting '}'");
+            return;
+        }
+        if (debug) {    /* f'{x=}': the expression's text, then its repr unless a conversion or spec says */
+            Node *t = lang_node(p, N_STR, pos0 + (uint32_t)i + 1);
+            int tl = expr_end + 1 - (i + 1);       /* up to '=' and the spaces after it */
+            while (i + 1 + tl < n && z[i + 1 + tl] == ' ') tl++;
+            char *cp = lang_arena_strndup(p->arena, z + i + 1, (size_t)tl);
+            if (t != &placeholder) {
+                if (!cp) p->nomem = true;
+                t->str = cp ? cp : "";
+                t->len = cp ? (size_t)tl : 0;
+            }
+            chain_add(head, tail, t);
+            if (!conv && spec_start < 0) conv = 'r';
+        }
+        Node *e = field_expr(p, pos0 + (uint32_t)i + 1, pos0 + (uint32_t)expr_end);
+        Node *spec = NULL;
+        if (spec_start >= 0) {
+            Node *sh = NULL, *st = NULL;
+            fstring_parts(p, z + spec_start, spec_end - spec_start, raw, pos0 + (uint32_t)spec_start, true, &sh, &st);
+            spec = lang_node1(p, N_FSTRING, pos0 + (uint32_t)spec_start, sh);
+        }
+        Node *f = lang_node2(p, N_FIELD, pos0 + (uint32_t)i + 1, e, spec);
+        if (f != &placeholder) f->op = (uint8_t)conv;
+        chain_add(head, tail, f);
+        i = j + 1;
+    }
+}
+
+Node *lang_fstring(LangParser *p, Node *prev, const LangToken *t)
+{
+    const char *s;
+    int n;
+    bool raw, fmt;
+    literal_body(t, &s, &n, &raw, &fmt);
+    Node *head = NULL, *tail = NULL;
+    if (prev && prev->kind == N_STR) {     /* 'a' f'{x}': the plain string is the first part */
+        Node *first = prev;
+        prev = lang_node(p, N_FSTRING, first->pos);
+        chain_add(&head, &tail, first);
+    } else if (prev) {
+        head = prev->a;
+        for (tail = head; tail && tail->next; tail = tail->next) {}
+    } else {
+        prev = lang_node(p, N_FSTRING, t->pos);
+    }
+    fstring_parts(p, s, n, raw, t->pos + (uint32_t)(s - t->z), false, &head, &tail);
+    if (prev == &placeholder) return prev;
+    prev->a = head;
+    grow(p, prev, head);
+    return prev;
 }
 
 /* ---- operators ---- */
@@ -446,6 +715,9 @@ Node *lang_call(LangParser *p, uint32_t pos, Node *f, NodeList args)
     }
     Node *n = lang_node2(p, N_CALL, pos, f, args.head);
     n->count = list_len(args.head);
+    for (Node *a = args.head; a && n->count > 1; a = a->next)
+        if (a->kind == N_COMP && a->op == COMP_GEN && !a->parens)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "Generator expression must be parenthesized");
     return n;
 }
 
@@ -539,6 +811,25 @@ Node *lang_assign_chain(LangParser *p, Node *target, Node *assign)
     return assign;
 }
 
+/* del x, del a[i], del o.x, del (a, b[0]): the targets Python accepts. */
+Node *lang_del(LangParser *p, uint32_t pos, Node *target)
+{
+    Node *bad = NULL;
+    if (target->kind == N_TUPLE || target->kind == N_LIST) {
+        for (Node *e = target->a; e && !bad; e = e->next)
+            if (e->kind != N_NAME && e->kind != N_SUBSCRIPT && e->kind != N_ATTR
+                && e->kind != N_TUPLE && e->kind != N_LIST)
+                bad = e;
+    } else if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR) {
+        bad = target;
+    }
+    if (bad) {
+        const char *m = target_problem(bad);
+        lang_parser_error(p, LANG_SYNTAX_ERROR, leftmost(bad), "cannot delete %s", m ? m : "expression");
+    }
+    return lang_node1(p, N_DEL, pos, target);
+}
+
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value)
 {
     if (target->kind != N_NAME && target->kind != N_SUBSCRIPT && target->kind != N_ATTR)
@@ -628,13 +919,14 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     return n;
 }
 
-Node *lang_raise(LangParser *p, uint32_t pos, const LangToken *name, Node *message)
+Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin)
 {
-    Node *n = lang_node1(p, N_RAISE, pos, message);
-    Node *e = lang_name(p, name);
-    if (n == &placeholder || e == &placeholder) return n;
-    n->str = e->str;
-    n->len = e->len;
+    for (Node *h = handlers; h; h = h->next)
+        if (!h->a && h->next)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, h->pos, "default 'except:' must be last");
+    Node *n = lang_node3(p, N_TRY, pos, body, handlers, orelse);
+    if (n != &placeholder) n->d = fin;
+    grow(p, n, fin);
     return n;
 }
 
@@ -652,6 +944,50 @@ Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *al
         n->a = named(p, N_NAME, &t);
         n->a->pos = module->pos;
     }
+    return n;
+}
+
+/* ---- comprehensions ---- */
+
+Node *lang_comp_for(LangParser *p, uint32_t pos, Node *target, Node *iter)
+{
+    check_target(p, target);
+    return lang_node2(p, N_FOR, pos, target, iter);
+}
+
+/* Builds the comprehension's scope: its clauses nested innermost first around the N_COMP_EMIT of
+ * elem (an N_PAIR for a dict comprehension), the first clause's iterable taken out to the N_COMP
+ * node and replaced by the parameter `.0`. */
+Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *clauses)
+{
+    static const char *const names[] = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"};
+    Node *n = lang_node(p, N_COMP, pos);
+    Node *emit = kind == COMP_DICT ? lang_node2(p, N_COMP_EMIT, elem->a ? elem->a->pos : pos, elem->a, elem->b)
+                                   : lang_node1(p, N_COMP_EMIT, elem->pos, elem);
+    LangToken dot0 = {TK_NAME, ".0", 2, pos};
+    Node *param = lang_param(p, &dot0, NULL);
+    if (n == &placeholder || emit == &placeholder || param == &placeholder || clauses == &placeholder)
+        return n;
+    n->op = (uint8_t)kind;
+    /* clauses are chained by next: reverse-link them into nesting, innermost first */
+    Node *list[LANG_MAX_DEPTH];
+    int k = 0;
+    for (Node *c = clauses; c && k < LANG_MAX_DEPTH; c = c->next) list[k++] = c;
+    Node *inner = emit;
+    for (int i = k - 1; i >= 0; i--) {
+        Node *c = list[i];
+        c->next = NULL;
+        if (c->kind == N_FOR) c->c = inner;
+        else c->b = inner;
+        grow(p, c, inner);
+        inner = c;
+    }
+    Node *first = list[0];
+    n->a = first->b;
+    first->b = lang_name(p, &dot0);
+    n->func = make_func(p, pos, names[kind], lang_list1(param), first);
+    grow(p, n, n->a);
+    grow(p, n, first);
     return n;
 }
 
@@ -740,8 +1076,9 @@ void lang_unit_release(LangUnit *u)
 static const char *const kind_names[N__COUNT] = {
     "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
-    "subscript", "slice", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
+    "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
+    "del", "emit", "try", "except",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }
@@ -806,7 +1143,7 @@ static void dump(Out *o, const Node *n)
         for (const Node *i = n->b; i; i = i->next) { put(o, " "); dump(o, i); }
         put(o, ")");
         return;
-    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL:
+    case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT:
         put(o, "(%s", kind_names[n->kind]);
         for (const Node *i = n->a; i; i = i->next) { put(o, " "); dump(o, i); }
         put(o, ")");

@@ -26,6 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
+%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -79,11 +80,12 @@ small(A) ::= RETURN(K).                  { A = lang_node(p, N_RETURN, K.pos); }
 small(A) ::= RETURN(K) testlist(E).      { A = lang_node1(p, N_RETURN, K.pos, E); }
 small(A) ::= ASSERT(K) expr(C).          { A = lang_node1(p, N_ASSERT, K.pos, C); }
 small(A) ::= ASSERT(K) expr(C) COMMA expr(M). { A = lang_node2(p, N_ASSERT, K.pos, C, M); }
-small(A) ::= RAISE(K) NAME(N).           { A = lang_raise(p, K.pos, &N, NULL); }
-small(A) ::= RAISE(K) NAME(N) LPAREN RPAREN. { A = lang_raise(p, K.pos, &N, NULL); }
-small(A) ::= RAISE(K) NAME(N) LPAREN expr(M) RPAREN. { A = lang_raise(p, K.pos, &N, M); }
+small(A) ::= RAISE(K).                   { A = lang_node(p, N_RAISE, K.pos); }
+small(A) ::= RAISE(K) expr(E).           { A = lang_node1(p, N_RAISE, K.pos, E); }
+small(A) ::= RAISE(K) expr(E) FROM expr(C). { A = lang_node2(p, N_RAISE, K.pos, E, C); }
 small(A) ::= IMPORT(K) dotted(M).        { A = lang_import(p, K.pos, M, NULL); }
 small(A) ::= IMPORT(K) dotted(M) AS NAME(N). { A = lang_import(p, K.pos, M, &N); }
+small(A) ::= DEL(K) testlist(T).         { A = lang_del(p, K.pos, T); }
 small(A) ::= GLOBAL(K) names(L).         { A = lang_node1(p, N_GLOBAL, K.pos, L.head); }
 small(A) ::= NONLOCAL(K) names(L).       { A = lang_node1(p, N_NONLOCAL, K.pos, L.head); }
 
@@ -104,6 +106,25 @@ compound(A) ::= IF(K) expr(C) COLON block(B) elifs(E). { A = lang_node3(p, N_IF,
 elifs(A) ::= .                                          { A = NULL; }
 elifs(A) ::= ELSE COLON block(B).                       { A = B.head; }
 elifs(A) ::= ELIF(K) expr(C) COLON block(B) elifs(E).   { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
+
+/* try: a = body, b = the handlers (N_EXCEPT: a = the class expression or NULL, b = body,
+ * c = the N_NAME bound by `as`), c = else, d = finally. */
+compound(A) ::= TRY(K) COLON block(B) handlers(H).      { A = lang_try(p, K.pos, B.head, H.head, NULL, NULL); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) ELSE COLON block(E).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, E.head, NULL); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, NULL, F.head); }
+compound(A) ::= TRY(K) COLON block(B) handlers(H) ELSE COLON block(E) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, H.head, E.head, F.head); }
+compound(A) ::= TRY(K) COLON block(B) FINALLY COLON block(F).
+                                                        { A = lang_try(p, K.pos, B.head, NULL, NULL, F.head); }
+%type handlers {NodeList}
+handlers(A) ::= handler(X).              { A = lang_list1(X); }
+handlers(A) ::= handlers(L) handler(X).  { A = lang_list_add(L, X); }
+handler(A) ::= EXCEPT(K) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, NULL, B.head); }
+handler(A) ::= EXCEPT(K) expr(T) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, T, B.head); }
+handler(A) ::= EXCEPT(K) expr(T) AS NAME(N) COLON block(B).
+                                         { A = lang_node3(p, N_EXCEPT, K.pos, T, B.head, lang_name(p, &N)); }
 
 compound(A) ::= WHILE(K) expr(C) COLON block(B).        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, NULL); }
 compound(A) ::= WHILE(K) expr(C) COLON block(B) ELSE COLON block(E).
@@ -194,12 +215,36 @@ atom(A) ::= NONE(K).                     { A = lang_node(p, N_NONE, K.pos); }
 atom(A) ::= ELLIPSIS(K).                 { A = lang_node(p, N_ELLIPSIS, K.pos); }
 atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_TUPLE, K.pos, e); }
 atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
+atom(A) ::= LPAREN(K) expr(E) comp(C) RPAREN. { A = lang_comp(p, K.pos, COMP_GEN, E, C.head); A->parens = 1; }
+atom(A) ::= LBRACKET(K) expr(E) comp(C) RBRACKET. { A = lang_comp(p, K.pos, COMP_LIST, E, C.head); }
+atom(A) ::= LBRACE(K) expr(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_SET, E, C.head); }
+atom(A) ::= LBRACE(K) pair(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_DICT, E, C.head); }
+
+/* The clauses of a comprehension: `for targets in iterable` then any `for` and `if` clauses.
+ * An iterable or condition is a disjunction, as in Python: a following `if` is a clause, not a
+ * conditional expression (the [IN] precedence makes the parser reduce there). */
+%type comp {NodeList}
+comp(A) ::= compfor(F).                  { A = lang_list1(F); }
+comp(A) ::= comp(L) compfor(F).          { A = lang_list_add(L, F); }
+comp(A) ::= comp(L) IF(K) expr(C). [IN]  { A = lang_list_add(L, lang_node1(p, N_IF, K.pos, C)); }
+compfor(A) ::= FOR(K) targets(T) IN expr(I). [IN] { A = lang_comp_for(p, K.pos, T, I); }
 atom(A) ::= LBRACKET(K) RBRACKET.        { NodeList e = {0}; A = lang_seq(p, N_LIST, K.pos, e); }
 atom(A) ::= LBRACKET(K) items(L) RBRACKET. { A = lang_seq(p, N_LIST, K.pos, L); }
+/* {} is a dict, {a, b} a set, {k: v, ...} a dict of N_PAIR items. */
+atom(A) ::= LBRACE(K) RBRACE.            { NodeList e = {0}; A = lang_seq(p, N_DICT, K.pos, e); }
+atom(A) ::= LBRACE(K) items(L) RBRACE.   { A = lang_seq(p, N_SET, K.pos, L); }
+atom(A) ::= LBRACE(K) pairs(L) RBRACE.   { A = lang_seq(p, N_DICT, K.pos, L); }
+atom(A) ::= LBRACE(K) pairs(L) COMMA RBRACE. { A = lang_seq(p, N_DICT, K.pos, L); }
+%type pairs {NodeList}
+pairs(A) ::= pair(X).                    { A = lang_list1(X); }
+pairs(A) ::= pairs(L) COMMA pair(X).     { A = lang_list_add(L, X); }
+pair(A) ::= expr(K) COLON expr(V).       { A = lang_node2(p, N_PAIR, K->pos, K, V); }
 
 /* Adjacent string literals are one string, as in Python. */
 strings(A) ::= STRING(T).                { A = lang_string(p, NULL, &T); }
 strings(A) ::= strings(S) STRING(T).     { A = lang_string(p, S, &T); }
+strings(A) ::= FSTRING(T).               { A = lang_fstring(p, NULL, &T); }
+strings(A) ::= strings(S) FSTRING(T).    { A = lang_fstring(p, S, &T); }
 
 %type items {NodeList}
 items(A) ::= expr(E).                    { A = lang_list1(E); }
@@ -215,6 +260,7 @@ args(A) ::= args1(L) COMMA.              { A = L; }
 args1(A) ::= arg(X).                     { A = lang_list1(X); }
 args1(A) ::= args1(L) COMMA arg(X).      { A = lang_list_add(L, X); }
 arg(A) ::= expr(E).                      { A = E; }
+arg(A) ::= expr(E) comp(C).              { A = lang_comp(p, E->pos, COMP_GEN, E, C.head); }
 arg(A) ::= NAME(N) ASSIGN expr(E).       { A = lang_kwarg(p, &N, E); }
 
 /* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */

@@ -90,11 +90,15 @@ typedef enum NodeKind {
     N_NAME, N_INT, N_FLOAT, N_STR, N_TRUE, N_FALSE, N_NONE, N_ELLIPSIS,
     N_TUPLE, N_LIST, N_BINOP, N_UNARY, N_NOT, N_AND, N_OR, N_COMPARE, N_CMP_ITEM,
     N_IFEXP, N_LAMBDA, N_CALL, N_KWARG, N_ATTR, N_SUBSCRIPT, N_SLICE,
+    N_DICT, N_SET, N_PAIR, N_COMP, N_FSTRING, N_FIELD,
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
+    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT,
     N__COUNT
 } NodeKind;
+
+typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
 /* Operators of N_BINOP, N_AUGASSIGN (op), N_UNARY and N_CMP_ITEM. */
 typedef enum LangOp {
@@ -115,7 +119,8 @@ typedef struct Node Node;
 /* One node shape for all kinds; the meaning of a, b, c, d per kind:
  *   N_NAME      str = name; scope/slot set by the resolver; builtin = fallback builtin index or -1
  *   N_INT/FLOAT ival/fval;  N_STR str/len (decoded bytes, NUL-terminated)
- *   N_TUPLE/N_LIST  a = first item (items chained by next), count
+ *   N_TUPLE/N_LIST/N_SET  a = first item (items chained by next), count
+ *   N_DICT      a = first N_PAIR (a = key, b = value), chained by next, count
  *   N_BINOP     op, a, b (pos = the operator);  N_UNARY op, a;  N_NOT a;  N_AND/N_OR a, b
  *   N_COMPARE   a = first operand, b = first N_CMP_ITEM (op, a = right operand), count items,
  *               last = the last item (so that a long chain is built in linear time)
@@ -130,10 +135,21 @@ typedef struct Node Node;
  *   N_WHILE     a = condition, b = body, c = else body
  *   N_FOR       a = target, b = iterable, c = body, d = else body
  *   N_ASSERT    a = condition, b = message (may be NULL)
- *   N_RAISE     str = the exception's name (ValueError, ...), a = message (may be NULL)
+ *   N_RAISE     a = the exception (NULL: re-raise the one being handled), b = its cause (`from`)
+ *   N_TRY       a = body, b = first N_EXCEPT (a = class expression or NULL, b = body, c = the
+ *               N_NAME of `as`, or NULL; chained by next), c = else body, d = finally body
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
  *   N_PARAM     str = name, a = default (may be NULL)
+ *   N_DEL       a = the target (a name, subscript, attribute, or an N_TUPLE/N_LIST of them)
+ *   N_COMP      a comprehension or generator expression: op = CompKind, a = the first iterable
+ *               (evaluated in the enclosing scope), func = its own scope, whose one parameter
+ *               `.0` is that iterable's iterator and whose body is the clauses as nested
+ *               statements: N_FOR (b = the iterable, `.0` for the first; c = the one inner
+ *               statement), N_IF (b = the one inner statement), innermost N_COMP_EMIT
+ *   N_FSTRING   a = first part (chained by next): N_STR text, or N_FIELD (a = the expression,
+ *               b = the format spec, an N_FSTRING, or NULL; op = the conversion 'r' 's' 'a' or 0)
+ *   N_COMP_EMIT a = the element (a dict comprehension's key), b = a dict comprehension's value
  * Statement bodies are chains of statements linked by next. */
 struct Node {
     uint8_t kind;

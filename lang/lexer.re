@@ -60,6 +60,15 @@ LangLexer *lang_lexer_new(LangSource *src, bool interactive)
     return lx;
 }
 
+LangLexer *lang_lexer_new_at(LangSource *src, uint32_t start)
+{
+    LangLexer *lx = lang_lexer_new(src, false);
+    if (!lx) return NULL;
+    lx->cur = src->text + start;
+    lx->at_line_start = false;
+    return lx;
+}
+
 void lang_lexer_free(LangLexer *lx)
 {
     if (!lx) return;
@@ -77,7 +86,7 @@ int lang_lexer_open_paren(LangLexer *lx, uint32_t *pos)
 static uint32_t off(LangLexer *lx, const char *p) { return (uint32_t)(p - lx->src->text); }
 
 /* The body of a triple-quoted string, after its opening quotes: finds the closing ones. */
-static int scan_triple(LangLexer *lx, char q, const char *start, LangError *err)
+static int scan_triple(LangLexer *lx, char q, const char *start, int kind, LangError *err)
 {
     const char *p = lx->cur;
     for (;;) {
@@ -90,7 +99,7 @@ static int scan_triple(LangLexer *lx, char q, const char *start, LangError *err)
             return RAW_ERROR;
         }
         if (*p == '\\' && p[1] != '\0') { p += 2; continue; }
-        if (*p == q && p[1] == q && p[2] == q) { lx->cur = p + 3; return TK_STRING; }
+        if (*p == q && p[1] == q && p[2] == q) { lx->cur = p + 3; return kind; }
         p++;
     }
 }
@@ -157,6 +166,7 @@ static int bracket_close(LangLexer *lx, char c, const char *tok, int kind, LangE
     sqchar = [^'\\\n\r\x00] | "\\" [^\x00];
     dqchar = [^"\\\n\r\x00] | "\\" [^\x00];
     strprefix = [rRuU]?;
+    fprefix = [fF] [rR]? | [rR] [fF];
     newline = "\r\n" | "\n" | "\r";
 */
 
@@ -197,7 +207,10 @@ again:
         "is" [ \t]+ "not" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_ISNOT); }
         "not" [ \t]+ "in" / [^a-zA-Z0-9_\x80-\xff]  { TOK(TK_NOTIN); }
         "raise"     { TOK(TK_RAISE); }
-        "class" | "del" | "try" | "except" | "finally" | "with" | "yield" | "from"
+        "del"       { TOK(TK_DEL); }
+        "try"       { TOK(TK_TRY); }       "except"   { TOK(TK_EXCEPT); }
+        "finally"   { TOK(TK_FINALLY); }   "from"     { TOK(TK_FROM); }
+        "class" | "with" | "yield"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -216,22 +229,29 @@ again:
 
         strprefix "'" sqchar* "'"   { TOK(TK_STRING); }
         strprefix "\"" dqchar* "\"" { TOK(TK_STRING); }
-        strprefix "'''"             { lx->cur = cur; int k = scan_triple(lx, '\'', t->z, err);
+        strprefix "'''"             { lx->cur = cur; int k = scan_triple(lx, '\'', t->z, TK_STRING, err);
                                       t->n = (int)(lx->cur - t->z); return k; }
-        strprefix "\"\"\""          { lx->cur = cur; int k = scan_triple(lx, '"', t->z, err);
+        strprefix "\"\"\""          { lx->cur = cur; int k = scan_triple(lx, '"', t->z, TK_STRING, err);
                                       t->n = (int)(lx->cur - t->z); return k; }
         strprefix ['"]              { return bad_string(lx, cur, t, err); }
-        ([fFbB] [rR]? | [rR] [fFbB]) ['"]
+        fprefix "'" sqchar* "'"     { TOK(TK_FSTRING); }
+        fprefix "\"" dqchar* "\"" { TOK(TK_FSTRING); }
+        fprefix "'''"               { lx->cur = cur; int k = scan_triple(lx, '\'', t->z, TK_FSTRING, err);
+                                      t->n = (int)(lx->cur - t->z); return k; }
+        fprefix "\"\"\""          { lx->cur = cur; int k = scan_triple(lx, '"', t->z, TK_FSTRING, err);
+                                      t->n = (int)(lx->cur - t->z); return k; }
+        fprefix ['"]                { return bad_string(lx, cur, t, err); }
+        ([bB] [rR]? | [rR] [bB]) ['"]
                                     { fail(err, LANG_SYNTAX_ERROR, t->pos,
-                                           "f-strings and bytes literals are not supported in tdl");
+                                           "bytes literals are not supported in tdl");
                                       return RAW_ERROR; }
 
         "("   { lx->cur = cur; return bracket_open(lx, '(', t->z, (t->n = 1, TK_LPAREN), err); }
         "["   { lx->cur = cur; return bracket_open(lx, '[', t->z, (t->n = 1, TK_LBRACKET), err); }
         ")"   { lx->cur = cur; return bracket_close(lx, ')', t->z, (t->n = 1, TK_RPAREN), err); }
         "]"   { lx->cur = cur; return bracket_close(lx, ']', t->z, (t->n = 1, TK_RBRACKET), err); }
-        "{" | "}" { fail(err, LANG_SYNTAX_ERROR, t->pos, "dict and set displays are not supported in tdl");
-                    return RAW_ERROR; }
+        "{"   { lx->cur = cur; return bracket_open(lx, '{', t->z, (t->n = 1, TK_LBRACE), err); }
+        "}"   { lx->cur = cur; return bracket_close(lx, '}', t->z, (t->n = 1, TK_RBRACE), err); }
 
         ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }
         ";"   { TOK(TK_SEMI); }       "."   { TOK(TK_DOT); }
@@ -407,6 +427,14 @@ const char *lang_token_name(int kind)
     case TK_PASS: return "'pass'";
     case TK_ASSERT: return "'assert'";
     case TK_RAISE: return "'raise'";
+    case TK_DEL: return "'del'";
+    case TK_FSTRING: return "FSTRING";
+    case TK_TRY: return "'try'";
+    case TK_EXCEPT: return "'except'";
+    case TK_FINALLY: return "'finally'";
+    case TK_FROM: return "'from'";
+    case TK_LBRACE: return "'{'";
+    case TK_RBRACE: return "'}'";
     case TK_IMPORT: return "'import'";
     case TK_AS: return "'as'";
     case TK_GLOBAL: return "'global'";

@@ -18,10 +18,14 @@ typedef struct LangParser {
     bool incomplete;        /* the error is "input ended early" */
     LangError err;
     LangToken prev, prev2;  /* the two tokens before the current one (for messages) */
+    int fdepth;             /* f-strings this parse is inside (the expression of a field) */
 } LangParser;
 
 /* Lexer internals, exposed for the parser's messages. */
 int lang_lexer_open_paren(LangLexer *lx, uint32_t *pos);   /* innermost open bracket, or 0 */
+/* A lexer that starts at byte start of src, in the middle of a line (no indentation there): for
+ * the expressions of f-string fields. */
+LangLexer *lang_lexer_new_at(LangSource *src, uint32_t start);
 
 void lang_parser_syntax_error(LangParser *p, int major, LangToken *tok);
 void lang_parser_too_deep(LangParser *p);
@@ -52,13 +56,17 @@ Node *lang_attr(LangParser *p, uint32_t pos, Node *x, const LangToken *name);
 Node *lang_slice(LangParser *p, uint32_t pos, Node *a, Node *b, Node *c);
 Node *lang_assign(LangParser *p, Node *target, Node *value);
 Node *lang_assign_chain(LangParser *p, Node *target, Node *assign);
+Node *lang_del(LangParser *p, uint32_t pos, Node *target);
+Node *lang_fstring(LangParser *p, Node *prev, const LangToken *t);
+Node *lang_comp_for(LangParser *p, uint32_t pos, Node *target, Node *iter);
+Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *clauses);
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value);
 Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body, Node *orelse);
 Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);
 Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList params, Node *body);
 Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body);
 Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *alias);
-Node *lang_raise(LangParser *p, uint32_t pos, const LangToken *name, Node *message);
+Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin);
 
 /* Lemon's generated interface. */
 void *LangParseAlloc(void *(*alloc)(size_t), LangParser *p);

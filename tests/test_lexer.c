@@ -42,7 +42,7 @@ static void lex_all(const char *text, size_t len, bool interactive, char *out, s
             w += (size_t)snprintf(out + w, cap - w, "%send", sep);
             break;
         }
-        if (t.kind == TK_NAME || t.kind == TK_INT || t.kind == TK_FLOAT || t.kind == TK_STRING)
+        if (t.kind == TK_NAME || t.kind == TK_INT || t.kind == TK_FLOAT || t.kind == TK_STRING || t.kind == TK_FSTRING)
             w += (size_t)snprintf(out + w, cap - w, "%s%s(%.*s)", sep, lang_token_name(t.kind), t.n, t.z);
         else
             w += (size_t)snprintf(out + w, cap - w, "%s%s", sep, lang_token_name(t.kind));
@@ -360,6 +360,8 @@ START_TEST(operators_without_spaces)
         {"-1", "'-' INT(1) NEWLINE end"},
         {"'a''b'", "STRING('a') STRING('b') NEWLINE end"},
         {"r'a'rb", "STRING(r'a') NAME(rb) NEWLINE end"},
+        {"f'{d[\"k\"]:>{w}}'Rf'a'", "FSTRING(f'{d[\"k\"]:>{w}}') FSTRING(Rf'a') NEWLINE end"},
+        {"{1: 2}", "'{' INT(1) ':' INT(2) '}' NEWLINE end"},
     };
     for (int i = 0; i < N_CASES(cases); i++) {
         char out[1024];
@@ -397,10 +399,9 @@ static const ErrorCase errors[] = {
     {"r'\\'", -1, "!ERROR 1:1 unterminated string literal"},
     {"x = '''abc\n\ndef", -1, "NAME(x) '=' !ERROR 1:5 unterminated triple-quoted string literal"},
     {"\"\"\"abc\"\"", -1, "!ERROR 1:1 unterminated triple-quoted string literal"},
-    {"f'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"b\"x\"", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"Rb'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
-    {"fr'x'", -1, "!ERROR 1:1 f-strings and bytes literals are not supported in tdl"},
+    {"b\"x\"", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
+    {"Rb'x'", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
+    {"f'x", -1, "!ERROR 1:1 unterminated string literal"},
     /* numbers */
     {"007", -1, "!ERROR 1:1 leading zeros in decimal integer literals are not permitted"},
     {"x = 0_7", -1, "NAME(x) '=' !ERROR 1:5 leading zeros in decimal integer literals are not permitted"},
@@ -421,8 +422,8 @@ static const ErrorCase errors[] = {
     {"[a,\n\n b)", -1, "'[' NAME(a) ',' NAME(b) "
                        "!ERROR 3:3 closing parenthesis ')' does not match opening parenthesis '[' on line 1"},
     {"([)]", -1, "'(' '[' !ERROR 1:3 closing parenthesis ')' does not match opening parenthesis '[' on line 1"},
-    {"{}", -1, "!ERROR 1:1 dict and set displays are not supported in tdl"},
-    {"x}", -1, "NAME(x) !ERROR 1:2 dict and set displays are not supported in tdl"},
+    {"{}", -1, "'{' '}' NEWLINE end"},
+    {"x}", -1, "NAME(x) !ERROR 1:2 unmatched '}'"},
     /* indentation */
     {"if a:\n    x\n  y\n", -1,
      "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE "
@@ -438,14 +439,14 @@ static const ErrorCase errors[] = {
     {"# comment\0", 10, "!ERROR 1:10 source code cannot contain null bytes"},
     /* unsupported keywords */
     {"class A: pass", -1, "!ERROR 1:1 'class' is not supported in tdl"},
-    {"del x", -1, "!ERROR 1:1 'del' is not supported in tdl"},
-    {"try:", -1, "!ERROR 1:1 'try' is not supported in tdl"},
-    {"except", -1, "!ERROR 1:1 'except' is not supported in tdl"},
-    {"finally", -1, "!ERROR 1:1 'finally' is not supported in tdl"},
+    {"del x", -1, "'del' NAME(x) NEWLINE end"},
+    {"try:", -1, "'try' ':' NEWLINE end"},
+    {"except", -1, "'except' NEWLINE end"},
+    {"finally", -1, "'finally' NEWLINE end"},
     {"  raise x", -1, "INDENT 'raise' NAME(x) NEWLINE DEDENT end"},
     {"with f: pass", -1, "!ERROR 1:1 'with' is not supported in tdl"},
     {"x = yield", -1, "NAME(x) '=' !ERROR 1:5 'yield' is not supported in tdl"},
-    {"from a import b", -1, "!ERROR 1:1 'from' is not supported in tdl"},
+    {"from a import b", -1, "'from' NAME(a) 'import' NAME(b) NEWLINE end"},
     {"async", -1, "!ERROR 1:1 'async' is not supported in tdl"},
     {"await x", -1, "!ERROR 1:1 'await' is not supported in tdl"},
     /* other */

@@ -560,7 +560,7 @@ static const ErrorCase errors[] = {
     SYN("else: pass", 1, 1, "invalid syntax: unexpected 'else'"),
     SYN("x = 1;;", 1, 7, "invalid syntax: unexpected ';'"),
     SYN("f(*a)", 1, 3, "invalid syntax: unexpected '*'"),
-    SYN("f(a for a in b)", 1, 5, "comprehensions are not supported in tdl: write a for loop that appends"),
+    SYN("f(a for a in b, 1)", 1, 3, "Generator expression must be parenthesized"),
     SYN("x[]", 1, 3, "invalid syntax: unexpected ']'"),
     SYN("x.if", 1, 3, "invalid syntax: unexpected 'if'"),
     SYN("a.1", 1, 2, "invalid syntax: unexpected number '.1'"),
