@@ -962,7 +962,9 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
     int raw = 0, npos = 0;
     for (int k = 0; k < u.n; k++)
         npos += !ul[k].dim;
-    if (dim) {
+    if (dim && !dim->dim && npos == 0) {
+        raw = u.n;      /* stack(ts, new_dim, 0) of tensors with only first-class dims: new_dim last */
+    } else if (dim) {
         Lev l = {NULL, 0};
         if ((st = ref_lev(NULL, *dim, npos, &l, err)))
             return st;

@@ -364,6 +364,11 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
                        "invalid index of a 0-dim tensor. Use `tensor.item()` to convert a 0-dim tensor to a number");
     if (t->ndim == 0 && n > 0 && ix[0].kind == FC_IX_SLICE)
         return fc_errf(err, FC_ERR_INDEX, "slice() cannot be applied to a 0-dim tensor.");
+    int ellipses = 0;
+    for (int k = 0; k < n; k++)
+        ellipses += ix[k].kind == FC_IX_ELLIPSIS;
+    if (ellipses > 1)
+        return fc_errf(err, FC_ERR_INDEX, "an index can only have a single ellipsis ('...')");
     int specified = specified_dims(n, ix);
     if (specified > t->ndim)
         return fc_errf(err, FC_ERR_INDEX, "too many indices for tensor of dimension %d", t->ndim);

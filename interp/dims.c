@@ -305,7 +305,8 @@ static RowKind classify_row(const TensorOpRow *r)
     static const char *const self[] = {"cpu", "cuda", "clone", "contiguous", "zeros_like", "ones_like",
                                        "full_like", "empty_like", "rand_like", "randn_like", NULL};
     static const char *const dimop[] = {"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-                                        "any", "all", "logsumexp", "softmax", "log_softmax", NULL};
+                                        "any", "all", "logsumexp", "softmax", "log_softmax", "var", "std",
+                                        "cumsum", "cumprod", "sort", "argsort", NULL};
     static const char *const batch[] = {"reshape", "view", "permute", "transpose", "t", "T", "expand", "expand_as",
                                         "squeeze", "unsqueeze", "flatten", "cat", "stack", "matmul", "index_select",
                                         "gather", "dot", "bmm", NULL};
@@ -444,7 +445,8 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     TensorArg *dim = tensor_arg(sig, a, "dim"), *keep = tensor_arg(sig, a, "keepdim");
     FcTensor *t = a[0].t;
-    bool reduce = strcmp(sig->row->name, "softmax") != 0 && strcmp(sig->row->name, "log_softmax") != 0;
+    static const char *const keeps[] = {"softmax", "log_softmax", "cumsum", "cumprod", "sort", "argsort", NULL};
+    bool reduce = !name_in(sig->row->name, keeps);      /* the others keep the dim they run along */
     bool keepdim = keep && keep->b;
     FcLevels lv;
     fc_tensor_levels(t, &lv);
@@ -1046,9 +1048,22 @@ bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return err_raise(I, TDL_ERR_TYPE, "stack(): new_dim must be a dim, not %s", val_type_name(nd->v));
     FcDimRef ref;
     bool has = dim && !dim->none && dim->v.tag != V_UNDEF;
-    if (has) {
+    if (has && is_intlike(dim->v)) {
+        /* functorch's rule: new_dim goes before positional dim d (d == npos: before the first
+         * one; d < 0 counts from the end); with no positional dim, last (functorch hangs) */
+        FcLevels u;
+        FcError e;
+        int npos = 0;
+        int64_t d = as_i(dim->v);
+        if (!tensor_check(I, fc_levels_union(a[0].n, a[0].ts, &u, &e), &e)) return false;
+        for (int k = 0; k < u.n; k++) npos += !u.at[k];
+        int64_t p = d < 0 ? d + npos : d == npos ? 0 : d;
+        if (npos == 0 && (d == 0 || d == -1)) p = 0;
+        else if (p < 0 || p >= npos)
+            return err_raise(I, TDL_ERR_TYPE, "Dimension %lld does not exist in inputs", (long long)d);
+        ref = (FcDimRef){NULL, p};
+    } else if (has) {
         if (dim->v.tag == V_DIM) ref = (FcDimRef){as_dim(dim->v), 0};
-        else if (is_intlike(dim->v)) ref = (FcDimRef){NULL, as_i(dim->v)};
         else return err_raise(I, TDL_ERR_TYPE, "stack(): dim must be a dim or an int, not %s", val_type_name(dim->v));
     }
     FcTensor *r = NULL;

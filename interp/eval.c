@@ -1005,7 +1005,11 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     case N_SUBSCRIPT: {
         Value obj, idx;
         if (!eval_subscript_parts(I, F, n, &obj, &idx)) return false;
+        /* where a dim this binds was bound, for later DimensionBindErrors (dims_locate) */
+        uint32_t stmt_pos = I->stmt_pos;
+        I->stmt_pos = n->pos;
         ok = val_getitem(I, obj, idx, out);
+        I->stmt_pos = stmt_pos;
         val_decref(I, obj);
         val_decref(I, idx);
         break;

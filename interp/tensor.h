@@ -167,4 +167,14 @@ bool dims_repr_suffix(Interp *I, const FcTensor *t, Buf *b);
 void dims_locate(void *ud, char *buf, size_t cap);
 bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 
+/* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
+#define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+TENSOR_MORE_IMPL(var) TENSOR_MORE_IMPL(std) TENSOR_MORE_IMPL(cumsum) TENSOR_MORE_IMPL(cumprod)
+TENSOR_MORE_IMPL(sort) TENSOR_MORE_IMPL(argsort) TENSOR_MORE_IMPL(topk) TENSOR_MORE_IMPL(unique)
+TENSOR_MORE_IMPL(norm) TENSOR_MORE_IMPL(isclose) TENSOR_MORE_IMPL(allclose) TENSOR_MORE_IMPL(einsum)
+TENSOR_MORE_IMPL(repeat) TENSOR_MORE_IMPL(chunk) TENSOR_MORE_IMPL(split) TENSOR_MORE_IMPL(flip)
+TENSOR_MORE_IMPL(roll) TENSOR_MORE_IMPL(tril) TENSOR_MORE_IMPL(triu) TENSOR_MORE_IMPL(masked_fill)
+TENSOR_MORE_IMPL(inplace) TENSOR_MORE_IMPL(masked_fill_) TENSOR_MORE_IMPL(fill_) TENSOR_MORE_IMPL(copy_)
+#undef TENSOR_MORE_IMPL
+
 #endif

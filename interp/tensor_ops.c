@@ -435,7 +435,7 @@ IMPL_FN(clamp)
     FcTensor *r;
     FcError e;
     if (a[1].none && a[2].none)
-        return err_raise(I, TDL_ERR_RUNTIME, "%s: At least one of 'min' or 'max' must not be None", sig->row->name);
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None");
     FcStatus st = fc_clamp(I->fc, a[0].t, a[1].t, a[2].t, &r, &e);
     return result(I, st, &e, r, out);
 }

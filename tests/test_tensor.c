@@ -105,7 +105,7 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"x.foo", TDL_ERR_ATTRIBUTE, "'Tensor' object has no attribute 'foo'"},
     {"x.shape = (6,)", TDL_ERR_ATTRIBUTE, "'Tensor' object attribute 'shape' is read-only"},
     /* checks of the bindings themselves */
-    {"x.clamp()", TDL_ERR_RUNTIME, "clamp: At least one of 'min' or 'max' must not be None"},
+    {"x.clamp()", TDL_ERR_RUNTIME, "torch.clamp: At least one of 'min' or 'max' must not be None"},
     {"div(x, 2, rounding_mode='xx')", TDL_ERR_RUNTIME,
      "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'xx'"},
     {"ones(2, 3, 4).t()", TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is 3D"},

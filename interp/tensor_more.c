@@ -1,0 +1,1163 @@
+/* tensor_more.c — the IMPL functions of the operators PyTorch users reach for next (tensor_ops.def's
+ * "statistics, scans, sorting" and "in-place methods" sections): std/var, cumsum/cumprod,
+ * sort/argsort/topk/unique, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
+ * allclose/isclose, einsum, and the in-place `_` methods.
+ *
+ * Each is built from fcdim's lazy operations where it can be (a scan is a masked reduction, a
+ * flip or roll an index_select by an index expression, einsum one product summed), so the
+ * results stay lazy and fuse with what uses them; sorting and unique order the values on the
+ * host (a comparison sort has no expression form) and gather the values lazily by the indices
+ * found. PyTorch 1.13 is the specification, messages included. Depends on tensor.h and fcdim.h.
+ */
+#include "tensor.h"
+#include "mem.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARG(name) tensor_arg(sig, a, name)
+
+/* A result of one fcdim call: wraps *r on success. */
+static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
+{
+    return tensor_check(I, st, e) && tensor_value_steal(I, r, out);
+}
+
+/* *t = op(*t, ...) for a chain of steps: releases the old *t; on failure *t is NULL. */
+static FcStatus step(FcStatus st, FcTensor **t, FcTensor **next)
+{
+    fc_tensor_release(*t);
+    *t = st == FC_OK ? *next : NULL;
+    return st;
+}
+
+/* Writes an fcdim-style error (for the messages built here). */
+static FcStatus ferr(FcError *e, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static FcStatus ferr(FcError *e, FcStatus st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static FcStatus int_scalar(FcCtx *ctx, FcDType dt, int64_t v, FcTensor **out, FcError *e)
+{
+    FcScalar s;
+    if (fc_dtype_is_float(dt)) s.f = (double)v;
+    else s.i = v;
+    return fc_scalar(ctx, dt, s, false, out, e);
+}
+
+static FcStatus float_scalar(FcCtx *ctx, double v, FcTensor **out, FcError *e)
+{
+    FcScalar s;
+    s.f = v;
+    return fc_scalar(ctx, FC_FLOAT64, s, true, out, e);
+}
+
+/* op(a, wrapped scalar v): the scalar takes no part in the dtype unless its category is higher. */
+static FcStatus binary_scalar(FcCtx *ctx, FcOp op, FcTensor *a, double v, FcTensor **out, FcError *e)
+{
+    FcTensor *s = NULL;
+    FcStatus st = float_scalar(ctx, v, &s, e);
+    if (st == FC_OK) st = fc_binary(ctx, op, a, s, out, e);
+    fc_tensor_release(s);
+    return st;
+}
+
+static bool need_float(Interp *I, const FcTensor *t, const char *msg)
+{
+    if (fc_dtype_is_float(t->dtype)) return true;
+    return err_raise(I, TDL_ERR_RUNTIME, msg, fc_dtype_torch_name(t->dtype));
+}
+
+/* A tuple of n tensors (stolen from ts, which is then all NULL; released on failure). */
+static bool tuple_of(Interp *I, FcTensor **ts, int n, Value *out)
+{
+    TupleObj *tu = tuple_alloc(I, (size_t)n);
+    bool ok = tu != NULL;
+    for (int k = 0; k < n; k++) {
+        if (ok) ok = tensor_value_steal(I, ts[k], &tu->items[k]);
+        else fc_tensor_release(ts[k]);
+        ts[k] = NULL;
+    }
+    if (!ok) {
+        if (tu) val_decref(I, v_obj(V_TUPLE, &tu->h));
+        return false;
+    }
+    *out = v_obj(V_TUPLE, &tu->h);
+    return true;
+}
+
+/* t[:, ..., start:start+len] along dim d: a view. */
+static FcStatus narrow(FcCtx *ctx, FcTensor *t, int d, int64_t start, int64_t len, FcTensor **out, FcError *e)
+{
+    FcIndex ix[FC_MAX_DIMS];
+    for (int k = 0; k < d; k++) ix[k] = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+    ix[d] = (FcIndex){.kind = FC_IX_SLICE, .start = start, .stop = start + len, .has_start = true, .has_stop = true,
+                      .step = 1};
+    return fc_index(ctx, t, d + 1, ix, out, e);
+}
+
+/* t with dims d gathered by index (an int64 1-D tensor): a lazy copy. */
+static FcStatus select_by(FcCtx *ctx, FcTensor *t, int d, FcTensor *index, FcTensor **out, FcError *e)
+{
+    return fc_index_select(ctx, t, d, index, out, e);
+}
+
+/* The int64 index k -> f(k) for k in [0, n): (iota * mul + add) mod m (m 0: no mod). */
+static FcStatus index_expr(FcCtx *ctx, int64_t n, int64_t mul, int64_t add, int64_t m, FcTensor **out, FcError *e)
+{
+    FcTensor *x = NULL, *s = NULL, *r = NULL;
+    FcStatus st = fc_iota(ctx, n, &x, e);
+    if (st == FC_OK && mul != 1) {
+        st = int_scalar(ctx, FC_INT64, mul, &s, e);
+        if (st == FC_OK) st = step(fc_binary(ctx, FC_OP_MUL, x, s, &r, e), &x, &r);
+        fc_tensor_release(s);
+        s = NULL;
+    }
+    if (st == FC_OK && add != 0) {
+        st = int_scalar(ctx, FC_INT64, add, &s, e);
+        if (st == FC_OK) st = step(fc_binary(ctx, FC_OP_ADD, x, s, &r, e), &x, &r);
+        fc_tensor_release(s);
+        s = NULL;
+    }
+    if (st == FC_OK && m > 0) {
+        st = int_scalar(ctx, FC_INT64, m, &s, e);
+        if (st == FC_OK) st = step(fc_binary(ctx, FC_OP_MOD, x, s, &r, e), &x, &r);
+        fc_tensor_release(s);
+    }
+    if (st != FC_OK) fc_tensor_release(x);
+    else *out = x;
+    return st;
+}
+
+/* 0..n-1 as a tensor of ndim dims, all of size 1 but dim `at`, on dev (a view of the index
+ * expression is stored, on the CPU: it is moved where the operation runs). */
+static FcStatus iota_along(FcCtx *ctx, int64_t n, int ndim, int at, FcDevice dev, FcTensor **out, FcError *e)
+{
+    FcTensor *x = NULL, *tmp;
+    int64_t shape[FC_MAX_DIMS + 1];
+    for (int k = 0; k < ndim; k++) shape[k] = k == at ? n : 1;
+    FcStatus st = fc_iota(ctx, n, &x, e);
+    if (st == FC_OK) st = step(fc_reshape(ctx, x, ndim, shape, &tmp, e), &x, &tmp);
+    if (st == FC_OK && !x->unplaced && !fc_device_eq(x->device, dev))
+        st = step(fc_to(ctx, x, FC_INT64, dev, &tmp, e), &x, &tmp);
+    if (st != FC_OK) fc_tensor_release(x);
+    else *out = x;
+    return st;
+}
+
+/* ---- std / var ----------------------------------------------------------------------------- */
+
+/* var over dims (mask 0: all) with divisor max(0, N - correction): PyTorch's two-pass formula,
+ * sum((x - mean)^2) / (N - correction). */
+static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std, Value *out)
+{
+    FcTensor *x = a[0].t, *m = NULL, *d = NULL, *r = NULL, *t;
+    TensorArg *dim = ARG("dim"), *unb = ARG("unbiased"), *corr = ARG("correction"), *keep = ARG("keepdim");
+    FcError e;
+    uint64_t mask;
+    if (!need_float(I, x, "std and var only support floating point and complex dtypes")) return false;
+    if (!tensor_dim_mask(I, x, dim, &mask)) return false;
+    int64_t n = 1;
+    for (int k = 0; k < x->ndim; k++)
+        if (!mask || (mask >> k & 1)) n *= x->shape[k];
+    int64_t c = corr ? (corr->none ? 1 : corr->i) : unb && !unb->b ? 0 : 1;
+    double div = n - c > 0 ? (double)(n - c) : 0.0;
+    bool keepdim = keep && keep->b;
+    FcStatus st = fc_mean(I->fc, x, mask, true, &m, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
+    if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
+    if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
+    if (st == FC_OK && is_std) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
+    fc_tensor_release(m);
+    fc_tensor_release(d);
+    return result(I, st, &e, r, out);
+}
+
+bool impl_var(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return variance(I, sig, a, false, out); }
+bool impl_std(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return variance(I, sig, a, true, out); }
+
+/* ---- cumsum / cumprod ---------------------------------------------------------------------- */
+
+/* out[..., i, ...] = reduce over j <= i of x[..., j, ...]: x seen over (i, j) with the j > i
+ * entries made the reduction's identity, then reduced over j (a masked reduction: the
+ * scheduler runs its loop to the bound j <= i). */
+static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
+{
+    FcTensor *x = NULL, *y = NULL, *ii = NULL, *jj = NULL, *mask = NULL, *id = NULL, *w = NULL, *t;
+    TensorArg *dt = ARG("dtype");
+    FcError e;
+    int d;
+    FcStatus st = fc_wrap_dim(a[1].i, a[0].t->ndim, &d, &e);
+    if (st == FC_OK)
+        st = !dt->none ? fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
+    FcDType want = !dt->none ? dt->dtype : fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_INT64;
+    if (st == FC_OK && x->ndim == 0) {
+        st = fc_to(I->fc, x, want, x->device, &w, &e);
+        fc_tensor_release(x);
+        return result(I, st, &e, w, out);
+    }
+    int64_t n = st == FC_OK ? x->shape[d] : 0;
+    int trail = st == FC_OK ? x->ndim - d - 1 : 0;
+    if (st == FC_OK) st = fc_unsqueeze(I->fc, x, d, &y, &e);      /* [..., 1 (i), n (j), ...] */
+    if (st == FC_OK) st = iota_along(I->fc, n, trail + 2, 0, x->device, &ii, &e);
+    if (st == FC_OK) st = iota_along(I->fc, n, trail + 2, 1, x->device, &jj, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_LE, jj, ii, &mask, &e);
+    if (st == FC_OK) st = int_scalar(I->fc, x->dtype, op == FC_OP_SUM ? 0 : 1, &id, &e);
+    if (st == FC_OK) st = fc_where(I->fc, mask, y, id, &w, &e);
+    if (st == FC_OK) st = step(fc_reduce(I->fc, op, w, UINT64_C(1) << (d + 1), false, &t, &e), &w, &t);
+    if (st == FC_OK && w->dtype != want) st = step(fc_to(I->fc, w, want, w->device, &t, &e), &w, &t);
+    fc_tensor_release(x);
+    fc_tensor_release(y);
+    fc_tensor_release(ii);
+    fc_tensor_release(jj);
+    fc_tensor_release(mask);
+    fc_tensor_release(id);
+    return result(I, st, &e, w, out);
+}
+
+bool impl_cumsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return scan(I, sig, a, FC_OP_SUM, out); }
+bool impl_cumprod(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return scan(I, sig, a, FC_OP_PROD, out); }
+
+/* ---- sorting ------------------------------------------------------------------------------- */
+
+typedef struct SortKeys {
+    const char *base;
+    FcDType dt;
+    bool desc;
+} SortKeys;
+
+static double key_f(const SortKeys *k, int64_t i)
+{
+    switch (k->dt) {
+    case FC_FLOAT32: return ((const float *)k->base)[i];
+    case FC_FLOAT64: return ((const double *)k->base)[i];
+    default: return 0;
+    }
+}
+
+static int64_t key_i(const SortKeys *k, int64_t i)
+{
+    switch (k->dt) {
+    case FC_BOOL: return ((const uint8_t *)k->base)[i] != 0;
+    case FC_INT32: return ((const int32_t *)k->base)[i];
+    default: return ((const int64_t *)k->base)[i];
+    }
+}
+
+/* Whether element i goes strictly before element j (NaN is the largest value, as in PyTorch). */
+static bool goes_before(const SortKeys *k, int64_t i, int64_t j)
+{
+    if (fc_dtype_is_float(k->dt)) {
+        double x = key_f(k, i), y = key_f(k, j);
+        if (k->desc) return (isnan(x) && !isnan(y)) || x > y;
+        return (!isnan(x) && isnan(y)) || x < y;
+    }
+    int64_t x = key_i(k, i), y = key_i(k, j);
+    return k->desc ? x > y : x < y;
+}
+
+/* Stable merge sort of idx[0..n) (element offsets) by keys; tmp has room for n. */
+static void merge_sort(const SortKeys *k, int64_t *idx, int64_t *tmp, int64_t n)
+{
+    for (int64_t w = 1; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int64_t p = lo, q = mid, o = lo;
+            while (p < mid && q < hi) tmp[o++] = goes_before(k, idx[q], idx[p]) ? idx[q++] : idx[p++];
+            while (p < mid) tmp[o++] = idx[p++];
+            while (q < hi) tmp[o++] = idx[q++];
+        }
+        memcpy(idx, tmp, (size_t)n * sizeof *idx);
+    }
+}
+
+/* The int64 indices that sort t along dim d (stable), on t's device. */
+static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, FcTensor **out)
+{
+    FcTensor *c = NULL, *h = NULL;
+    FcView v;
+    FcError e;
+    FcStatus st = fc_contiguous(I->fc, t, FC_MF_CONTIGUOUS, &c, &e);
+    if (st == FC_OK) st = fc_to(I->fc, c, c->dtype, fc_cpu(), &h, &e);
+    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
+    fc_tensor_release(c);
+    if (!tensor_check(I, st, &e)) {
+        fc_tensor_release(h);
+        return false;
+    }
+    int64_t n = t->ndim ? t->shape[d] : 1, inner = 1, total = fc_view_numel(&v);
+    for (int k = d + 1; k < t->ndim; k++) inner *= t->shape[k];
+    FcView iv = {.dtype = FC_INT64, .ndim = t->ndim, .offset = 0};
+    memcpy(iv.shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+    fc_contiguous_strides(t->ndim, iv.shape, iv.strides);
+    int64_t *res = mem_malloc((size_t)(total ? total : 1) * sizeof *res);
+    int64_t *idx = mem_malloc((size_t)(n ? 2 * n : 1) * sizeof *idx);
+    bool ok = res && idx ? true : err_nomem(I);
+    SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, desc};
+    for (int64_t base = 0; ok && n > 0 && base < total; base++) {
+        if ((base / inner) % n != 0) continue;      /* the first element of each line */
+        for (int64_t j = 0; j < n; j++) idx[j] = base + j * inner;
+        merge_sort(&k, idx, idx + n, n);
+        for (int64_t j = 0; j < n; j++) res[base + j * inner] = (idx[j] - base) / inner;
+    }
+    iv.data = res;
+    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, out, &e), &e);
+    mem_free(res);
+    mem_free(idx);
+    fc_tensor_release(h);
+    return ok;
+}
+
+/* (values, indices) of t sorted along dim; k >= 0: only the first k. */
+static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, int64_t k, FcTensor **values, FcTensor **indices)
+{
+    FcError e;
+    int d;
+    FcTensor *ix = NULL, *tmp;
+    *values = *indices = NULL;
+    if (!tensor_check(I, fc_wrap_dim(dim, t->ndim, &d, &e), &e)) return false;
+    if (k >= 0 && k > (t->ndim ? t->shape[d] : 1)) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
+    if (!sort_indices(I, t, d, desc, &ix)) return false;
+    FcStatus st = FC_OK;
+    if (k >= 0 && t->ndim) st = step(narrow(I->fc, ix, d, 0, k, &tmp, &e), &ix, &tmp);
+    if (st == FC_OK) st = t->ndim ? fc_gather(I->fc, t, d, ix, values, &e) : fc_clone(I->fc, t, FC_MF_PRESERVE, values, &e);
+    if (st != FC_OK) {
+        fc_tensor_release(ix);
+        return tensor_check(I, st, &e);
+    }
+    *indices = ix;
+    return true;
+}
+
+bool impl_sort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r[2];
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, -1, &r[0], &r[1])) return false;
+    return tuple_of(I, r, 2, out);
+}
+
+bool impl_argsort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *v, *ix;
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, -1, &v, &ix)) return false;
+    fc_tensor_release(v);
+    return tensor_value_steal(I, ix, out);
+}
+
+bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r[2];
+    if (a[1].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("largest")->b, a[1].i, &r[0], &r[1])) return false;
+    return tuple_of(I, r, 2, out);
+}
+
+/* unique(): the sorted distinct values of the flattened tensor, with the index of each input
+ * element's value among them (return_inverse) and how often each occurs (return_counts). */
+bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *flat = NULL, *ord = NULL, *h = NULL, *r[3] = {NULL, NULL, NULL};
+    TensorArg *dim = ARG("dim");
+    bool inv = ARG("return_inverse")->b, cnt = ARG("return_counts")->b;
+    FcError e;
+    FcView v;
+    if (!dim->none) return err_raise(I, TDL_ERR_RUNTIME, "unique(): dim= is not supported; flatten or index first");
+    int64_t n = fc_tensor_numel(t), one = n;
+    FcStatus st = fc_reshape(I->fc, t, 1, &one, &flat, &e);
+    if (!tensor_check(I, st, &e)) return false;
+    bool ok = sort_indices(I, flat, 0, false, &ord);
+    if (ok) ok = tensor_check(I, fc_to(I->fc, flat, flat->dtype, fc_cpu(), &h, &e), &e);
+    if (ok) ok = tensor_check(I, fc_host_view(I->fc, h, &v, &e), &e);
+    FcView ov;
+    FcTensor *oh = NULL;
+    if (ok) ok = tensor_check(I, fc_to(I->fc, ord, FC_INT64, fc_cpu(), &oh, &e), &e);
+    if (ok) ok = tensor_check(I, fc_host_view(I->fc, oh, &ov, &e), &e);
+    int64_t *first = NULL, *inverse = NULL, *counts = NULL, m = 0;
+    if (ok) {
+        first = mem_malloc((size_t)(n ? n : 1) * sizeof *first);
+        inverse = mem_malloc((size_t)(n ? n : 1) * sizeof *inverse);
+        counts = mem_calloc((size_t)(n ? n : 1), sizeof *counts);
+        ok = first && inverse && counts ? true : err_nomem(I);
+    }
+    if (ok) {
+        SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, false};
+        const int64_t *o = (const int64_t *)ov.data + ov.offset;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t e0 = o[j * ov.strides[0]] * v.strides[0];
+            /* sorted: a new value is one that the previous one goes before (NaNs stay apart) */
+            bool fresh = m == 0 || goes_before(&k, first[m - 1] * v.strides[0], e0) ||
+                         (fc_dtype_is_float(v.dtype) && isnan(key_f(&k, e0)));
+            if (fresh) first[m++] = o[j * ov.strides[0]];
+            inverse[o[j * ov.strides[0]]] = m - 1;
+            counts[m - 1]++;
+        }
+    }
+    FcView iv = {.dtype = FC_INT64, .ndim = 1, .offset = 0, .strides = {1}};
+    FcTensor *sel = NULL;
+    iv.shape[0] = m;
+    iv.data = first;
+    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &sel, &e), &e);
+    if (ok) ok = tensor_check(I, fc_index_select(I->fc, flat, 0, sel, &r[0], &e), &e);
+    int nr = 1;
+    if (ok && inv) {
+        FcView xv = {.dtype = FC_INT64, .ndim = t->ndim, .offset = 0, .data = inverse};
+        memcpy(xv.shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
+        fc_contiguous_strides(t->ndim, xv.shape, xv.strides);
+        ok = tensor_check(I, fc_from_view(I->fc, &xv, t->device, &r[nr++], &e), &e);
+    }
+    if (ok && cnt) {
+        iv.data = counts;
+        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
+    }
+    mem_free(first);
+    mem_free(inverse);
+    mem_free(counts);
+    fc_tensor_release(sel);
+    fc_tensor_release(flat);
+    fc_tensor_release(ord);
+    fc_tensor_release(h);
+    fc_tensor_release(oh);
+    if (!ok) {
+        for (int k = 0; k < 3; k++) fc_tensor_release(r[k]);
+        return false;
+    }
+    if (nr == 1) return tensor_value_steal(I, r[0], out);
+    return tuple_of(I, r, nr, out);
+}
+
+/* ---- pieces and rearrangements ------------------------------------------------------------- */
+
+/* The pieces of t along dim d of the given sizes, as a tuple of views. */
+static bool pieces(Interp *I, FcTensor *t, int d, int n, const int64_t *sizes, Value *out)
+{
+    FcTensor **ts = mem_calloc((size_t)(n ? n : 1), sizeof *ts);
+    if (!ts) return err_nomem(I);
+    FcError e;
+    FcStatus st = FC_OK;
+    int64_t at = 0;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        st = narrow(I->fc, t, d, at, sizes[k], &ts[k], &e);
+        at += sizes[k];
+    }
+    bool ok = tensor_check(I, st, &e);
+    if (!ok)
+        for (int k = 0; k < n; k++) fc_tensor_release(ts[k]);
+    if (ok) ok = tuple_of(I, ts, n, out);
+    mem_free(ts);
+    return ok;
+}
+
+/* split(int) and chunk(): pieces of `size` along d, the last one smaller (count of them: n). */
+static bool split_even(Interp *I, FcTensor *t, int d, int64_t size, int64_t count, Value *out)
+{
+    int64_t len = t->shape[d];
+    int64_t *sizes = mem_malloc((size_t)(count ? count : 1) * sizeof *sizes);
+    if (!sizes) return err_nomem(I);
+    for (int64_t k = 0; k < count; k++) {
+        int64_t rest = len - k * size;
+        sizes[k] = rest < size ? (rest > 0 ? rest : 0) : size;
+    }
+    bool ok = count <= INT32_MAX ? pieces(I, t, d, (int)count, sizes, out)
+                                 : err_raise(I, TDL_ERR_VALUE, "split: too many pieces (%lld)", (long long)count);
+    mem_free(sizes);
+    return ok;
+}
+
+static bool piece_dim(Interp *I, FcTensor *t, int64_t dim, const char *fname, int *d)
+{
+    FcError e;
+    if (t->ndim == 0) return err_raise(I, TDL_ERR_RUNTIME, "%s expects at least a 1-dimensional tensor", fname);
+    return tensor_check(I, fc_wrap_dim(dim, t->ndim, d, &e), &e);
+}
+
+bool impl_split(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    int d;
+    if (!piece_dim(I, t, ARG("dim")->i, "split", &d)) return false;
+    int64_t len = t->shape[d];
+    if (strcmp(sig->row->overload, "sizes") == 0) {
+        int64_t sum = 0;
+        for (int k = 0; k < a[1].n; k++) {
+            if (a[1].ints[k] < 0)
+                return err_raise(I, TDL_ERR_RUNTIME,
+                                 "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                                 "split_sizes=%lld", (long long)a[1].ints[k]);
+            sum += a[1].ints[k];
+        }
+        if (sum != len) {
+            Buf b = {0};
+            for (int k = 0; k < a[1].n; k++) buf_printf(&b, "%s%lld", k ? ", " : "", (long long)a[1].ints[k]);
+            bool ok = b.nomem ? err_nomem(I)
+                              : err_raise(I, TDL_ERR_RUNTIME,
+                                          "split_with_sizes expects split_sizes to sum exactly to %lld (input tensor's "
+                                          "size at dimension %d), but got split_sizes=[%s]", (long long)len, d,
+                                          b.p ? b.p : "");
+            buf_free(&b);
+            return ok;
+        }
+        return pieces(I, t, d, a[1].n, a[1].ints, out);
+    }
+    int64_t size = a[1].i;
+    if (size < 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "split expects split_size be non-negative, but got split_size=%lld",
+                         (long long)size);
+    if (size == 0 && len != 0)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "split_size can only be 0 if dimension size is 0, but got dimension size of %lld", (long long)len);
+    int64_t count = size == 0 ? 1 : (len + size - 1) / size;
+    return split_even(I, t, d, size, count > 0 ? count : 1, out);
+}
+
+bool impl_chunk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    int64_t chunks = a[1].i;
+    int d;
+    if (!piece_dim(I, t, ARG("dim")->i, "chunk", &d)) return false;
+    if (chunks <= 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "chunk expects `chunks` to be greater than 0, got: %lld", (long long)chunks);
+    int64_t len = t->shape[d], size = (len + chunks - 1) / chunks;
+    if (size == 0) return split_even(I, t, d, 0, chunks, out);      /* torch: chunks empty pieces */
+    return split_even(I, t, d, size, (len + size - 1) / size, out);
+}
+
+bool impl_flip(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = fc_tensor_retain(t), *ix, *tmp;
+    FcError e;
+    uint64_t mask;
+    (void)sig;
+    if (a[1].n > 0 && !tensor_dim_mask(I, t, &a[1], &mask)) {
+        fc_tensor_release(r);
+        return false;
+    }
+    FcStatus st = FC_OK;
+    for (int k = 0; k < a[1].n && st == FC_OK && t->ndim > 0; k++) {
+        int d;
+        fc_wrap_dim(a[1].ints[k], t->ndim, &d, &e);
+        st = index_expr(I->fc, t->shape[d], -1, t->shape[d] - 1, 0, &ix, &e);
+        if (st == FC_OK) {
+            st = step(select_by(I->fc, r, d, ix, &tmp, &e), &r, &tmp);
+            fc_tensor_release(ix);
+        }
+    }
+    /* a copy, as torch's flip (never a view of t) */
+    if (st == FC_OK && r == t) st = step(fc_clone(I->fc, t, FC_MF_PRESERVE, &tmp, &e), &r, &tmp);
+    return result(I, st, &e, r, out);
+}
+
+bool impl_roll(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL, *ix, *tmp;
+    TensorArg *sh = &a[1], *dims = &a[2];
+    FcError e;
+    (void)sig;
+    if (sh->n == 0) return err_raise(I, TDL_ERR_RUNTIME, "`shifts` required");
+    if (dims->n == 0 && sh->n == 1) {
+        /* roll of the flattened tensor, reshaped back */
+        int64_t n = fc_tensor_numel(t);
+        FcStatus st = fc_reshape(I->fc, t, 1, &n, &r, &e);
+        if (st == FC_OK && n > 0) {
+            st = index_expr(I->fc, n, 1, n - sh->ints[0] % n, n, &ix, &e);
+            if (st == FC_OK) {
+                st = step(select_by(I->fc, r, 0, ix, &tmp, &e), &r, &tmp);
+                fc_tensor_release(ix);
+            }
+        } else if (st == FC_OK) {
+            st = step(fc_clone(I->fc, r, FC_MF_PRESERVE, &tmp, &e), &r, &tmp);
+        }
+        if (st == FC_OK) st = step(fc_reshape(I->fc, r, t->ndim, t->shape, &tmp, &e), &r, &tmp);
+        return result(I, st, &e, r, out);
+    }
+    if (sh->n != dims->n)
+        return err_raise(I, TDL_ERR_RUNTIME, "shifts and dimensions must align. shifts: %d, dims:%d", sh->n, dims->n);
+    r = fc_tensor_retain(t);
+    FcStatus st = FC_OK;
+    for (int k = 0; k < sh->n && st == FC_OK; k++) {
+        int d;
+        st = fc_wrap_dim(dims->ints[k], t->ndim, &d, &e);
+        int64_t n = st == FC_OK && t->ndim ? t->shape[d] : 0;
+        if (st != FC_OK || n == 0) continue;
+        st = index_expr(I->fc, n, 1, n - sh->ints[k] % n, n, &ix, &e);
+        if (st == FC_OK) {
+            st = step(select_by(I->fc, r, d, ix, &tmp, &e), &r, &tmp);
+            fc_tensor_release(ix);
+        }
+    }
+    if (st == FC_OK && r == t) st = step(fc_clone(I->fc, t, FC_MF_PRESERVE, &tmp, &e), &r, &tmp);
+    return result(I, st, &e, r, out);
+}
+
+/* repeat(sizes): t tiled; a lazy gather by index k mod size along each dim (a copy, as torch's). */
+bool impl_repeat(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL, *ix, *tmp;
+    int n = a[1].n;
+    FcError e;
+    (void)sig;
+    if (n < t->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+    int64_t shape[FC_MAX_DIMS] = {0}, target[FC_MAX_DIMS] = {0};
+    for (int k = 0; k < n; k++) {
+        shape[k] = k < n - t->ndim ? 1 : t->shape[k - (n - t->ndim)];
+        target[k] = shape[k] * a[1].ints[k];
+    }
+    for (int k = 0; k < n; k++) {
+        if (target[k] >= 0) continue;
+        Buf b = {0};
+        for (int j = 0; j < n; j++) buf_printf(&b, "%s%lld", j ? ", " : "", (long long)target[j]);
+        bool ok = b.nomem ? err_nomem(I)
+                          : err_raise(I, TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: [%s]",
+                                      (long long)target[k], b.p);
+        buf_free(&b);
+        return ok;
+    }
+    FcStatus st = fc_reshape(I->fc, t, n, shape, &r, &e);
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        if (a[1].ints[k] == 1) continue;
+        st = index_expr(I->fc, target[k], 1, 0, shape[k] ? shape[k] : 1, &ix, &e);
+        if (st == FC_OK) {
+            st = step(select_by(I->fc, r, k, ix, &tmp, &e), &r, &tmp);
+            fc_tensor_release(ix);
+        }
+    }
+    if (st == FC_OK && (r->storage && t->storage && r->storage == t->storage))
+        st = step(fc_clone(I->fc, r, FC_MF_CONTIGUOUS, &tmp, &e), &r, &tmp);
+    return result(I, st, &e, r, out);
+}
+
+/* tril / triu: where(col - row <= diagonal (tril) or >= diagonal (triu), t, 0) over the last two dims. */
+static bool triangle(Interp *I, TensorArg *a, bool lower, Value *out)
+{
+    FcTensor *t = a[0].t, *row = NULL, *col = NULL, *diff = NULL, *mask = NULL, *zero = NULL, *r = NULL;
+    FcError e;
+    int d;
+    if (!tensor_check(I, fc_wrap_dim(-2, t->ndim, &d, &e), &e)) return false;
+    int64_t h = t->shape[t->ndim - 2], w = t->shape[t->ndim - 1];
+    FcStatus st = iota_along(I->fc, h, 2, 0, t->device, &row, &e);
+    if (st == FC_OK) st = iota_along(I->fc, w, 1, 0, t->device, &col, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, col, row, &diff, &e);
+    if (st == FC_OK) st = int_scalar(I->fc, FC_INT64, a[1].i, &zero, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, lower ? FC_OP_LE : FC_OP_GE, diff, zero, &mask, &e);
+    fc_tensor_release(zero);
+    zero = NULL;
+    if (st == FC_OK) st = int_scalar(I->fc, t->dtype, 0, &zero, &e);
+    if (st == FC_OK) st = fc_where(I->fc, mask, t, zero, &r, &e);
+    fc_tensor_release(row);
+    fc_tensor_release(col);
+    fc_tensor_release(diff);
+    fc_tensor_release(mask);
+    fc_tensor_release(zero);
+    return result(I, st, &e, r, out);
+}
+
+bool impl_tril(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return triangle(I, a, true, out); }
+bool impl_triu(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return triangle(I, a, false, out); }
+
+/* ---- norm ---------------------------------------------------------------------------------- */
+
+/* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None). 'fro'
+ * (the default) and None are p = 2. */
+bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    Value pv = ARG("p")->v;
+    TensorArg *dim = ARG("dim"), *dt = ARG("dtype");
+    bool keep = ARG("keepdim")->b;
+    double p = 2;
+    if (pv.tag == V_STR) {
+        const char *s = as_str(pv)->data;
+        if (strcmp(s, "nuc") == 0) return err_raise(I, TDL_ERR_RUNTIME, "norm(): p='nuc' is not supported");
+        if (strcmp(s, "fro") != 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "only valid string values are 'fro' and 'nuc', found %s", s);
+    } else if (pv.tag == V_INT || pv.tag == V_BOOL) {
+        p = pv.tag == V_INT ? (double)pv.i : pv.b;
+    } else if (pv.tag == V_FLOAT) {
+        p = pv.f;
+    } else if (pv.tag != V_NONE && pv.tag != V_UNDEF) {
+        return err_raise(I, TDL_ERR_TYPE, "norm(): argument 'p' must be Number or str, not %s", val_type_name(pv));
+    }
+    FcTensor *x = NULL, *ax = NULL, *r = NULL, *tmp;
+    FcError e;
+    uint64_t mask;
+    if (!dt->none && (pv.tag == V_STR || pv.tag == V_UNDEF))
+        return err_raise(I, TDL_ERR_VALUE, "dtype argument is not supported in frobenius norm");
+    if (!dt->none && !tensor_check(I, fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e), &e)) return false;
+    if (!x) x = fc_tensor_retain(a[0].t);
+    if (!need_float(I, x, "norm(): input dtype should be either floating point or complex. Got %s instead.") ||
+        !tensor_dim_mask(I, x, dim, &mask)) {
+        fc_tensor_release(x);
+        return false;
+    }
+    FcStatus st = fc_unary(I->fc, FC_OP_ABS, x, &ax, &e);
+    if (st == FC_OK) {
+        if (isinf(p)) {
+            st = fc_reduce(I->fc, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, &e);
+        } else if (p == 0) {
+            st = binary_scalar(I->fc, FC_OP_NE, ax, 0.0, &r, &e);
+            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
+            if (st == FC_OK) st = step(fc_cast(I->fc, r, x->dtype, &tmp, &e), &r, &tmp);
+        } else if (p == 1) {
+            st = fc_reduce(I->fc, FC_OP_SUM, ax, mask, keep, &r, &e);
+        } else if (p == 2) {
+            st = fc_binary(I->fc, FC_OP_MUL, ax, ax, &r, &e);
+            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
+            if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &tmp, &e), &r, &tmp);
+        } else {
+            st = binary_scalar(I->fc, FC_OP_POW, ax, p, &r, &e);
+            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
+            if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_POW, r, 1.0 / p, &tmp, &e), &r, &tmp);
+        }
+    }
+    fc_tensor_release(x);
+    fc_tensor_release(ax);
+    return result(I, st, &e, r, out);
+}
+
+/* ---- masked_fill, isclose / allclose ------------------------------------------------------- */
+
+/* where(mask, value, self) in self's dtype and shape. */
+static bool masked_fill(Interp *I, TensorArg *a, FcTensor **out)
+{
+    FcTensor *self = a[0].t, *mask = NULL, *v = NULL, *r = NULL;
+    FcError e;
+    FcStatus st;
+    *out = NULL;
+    if (fc_dtype_is_float(a[1].t->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "masked_fill_ only supports boolean masks, but got mask with dtype %s",
+                         fc_dtype_name(a[1].t->dtype));
+    if (!fc_dtype_is_int(a[1].t->dtype)) {
+        mask = fc_tensor_retain(a[1].t);
+    } else {
+        /* an integer mask of 0s and 1s is taken as bool (torch's legacy byte masks) */
+        FcTensor *bad = NULL, *any = NULL, *one = NULL;
+        FcScalar yes = {0};
+        st = int_scalar(I->fc, FC_INT64, 1, &one, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_GT, a[1].t, one, &bad, &e);
+        fc_tensor_release(one);
+        one = NULL;
+        if (st == FC_OK) st = int_scalar(I->fc, FC_INT64, 0, &one, &e);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_LT, a[1].t, one, &any, &e), &one, &any);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_OR, bad, one, &any, &e), &bad, &any);
+        if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_ANY, bad, 0, false, &any, &e), &bad, &any);
+        if (st == FC_OK) st = fc_item(I->fc, bad, &yes, &e);
+        fc_tensor_release(bad);
+        fc_tensor_release(one);
+        if (!tensor_check(I, st, &e)) return false;
+        if (yes.i) return err_raise(I, TDL_ERR_RUNTIME, "Mask tensor can take 0 and 1 values only");
+        if (!tensor_check(I, fc_cast(I->fc, a[1].t, FC_BOOL, &mask, &e), &e)) return false;
+    }
+    if (a[2].t) {
+        if (a[2].t->ndim != 0) {
+            fc_tensor_release(mask);
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
+                             a[2].t->ndim);
+        }
+        st = fc_cast(I->fc, a[2].t, self->dtype, &v, &e);
+    } else {
+        st = fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[2].s, a[2].sdt, self->dtype), false, &v, &e);
+    }
+    if (st == FC_OK) st = fc_where(I->fc, mask, v, self, &r, &e);
+    fc_tensor_release(v);
+    fc_tensor_release(mask);
+    if (!tensor_check(I, st, &e)) return false;
+    FcTensor *res;
+    st = fc_inplace_result(I->fc, self, r, &res, &e);
+    fc_tensor_release(r);
+    if (!tensor_check(I, st, &e)) return false;
+    *out = res;
+    return true;
+}
+
+bool impl_masked_fill(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    return masked_fill(I, a, &r) && tensor_value_steal(I, r, out);
+}
+
+/* isclose: a == b, or |a - b| <= atol + rtol * |b| where that difference is finite; equal_nan:
+ * NaN is close to NaN. PyTorch's formula (and its dtype check). */
+static bool isclose(Interp *I, TensorArg *a, FcTensor **out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *eq = NULL, *d = NULL, *ad = NULL, *tol = NULL, *fin = NULL, *le = NULL,
+             *r = NULL, *tmp;
+    FcError e;
+    double rtol = a[2].f, atol = a[3].f;
+    *out = NULL;
+    if (x->dtype != y->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s did not match %s", fc_dtype_torch_name(x->dtype),
+                         fc_dtype_torch_name(y->dtype));
+    FcStatus st = fc_binary(I->fc, FC_OP_EQ, x, y, &eq, &e);
+    if (st == FC_OK && a[4].b && fc_dtype_is_float(x->dtype)) {
+        FcTensor *nx = NULL, *ny = NULL, *nn = NULL;
+        st = fc_unary(I->fc, FC_OP_ISNAN, x, &nx, &e);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_ISNAN, y, &ny, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_AND, nx, ny, &nn, &e);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_OR, eq, nn, &tmp, &e), &eq, &tmp);
+        fc_tensor_release(nx);
+        fc_tensor_release(ny);
+        fc_tensor_release(nn);
+    }
+    if (st == FC_OK && x->dtype != FC_BOOL) {
+        /* the difference in float (as torch: ints are compared through their float difference) */
+        st = fc_binary(I->fc, FC_OP_SUB, x, y, &d, &e);
+        if (st == FC_OK && !fc_dtype_is_float(d->dtype)) st = step(fc_cast(I->fc, d, FC_FLOAT32, &tmp, &e), &d, &tmp);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_ABS, d, &ad, &e);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_ABS, y, &tol, &e);
+        if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_MUL, tol, rtol, &tmp, &e), &tol, &tmp);
+        if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_ADD, tol, atol, &tmp, &e), &tol, &tmp);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_LE, ad, tol, &le, &e);
+        /* finite: |a - b| - |a - b| == 0 */
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ad, ad, &fin, &e);
+        if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_EQ, fin, 0.0, &tmp, &e), &fin, &tmp);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_AND, le, fin, &tmp, &e), &le, &tmp);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_OR, eq, le, &r, &e);
+    } else if (st == FC_OK) {
+        r = fc_tensor_retain(eq);
+    }
+    fc_tensor_release(eq);
+    fc_tensor_release(d);
+    fc_tensor_release(ad);
+    fc_tensor_release(tol);
+    fc_tensor_release(fin);
+    fc_tensor_release(le);
+    if (!tensor_check(I, st, &e)) return false;
+    *out = r;
+    return true;
+}
+
+bool impl_isclose(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    return isclose(I, a, &r) && tensor_value_steal(I, r, out);
+}
+
+bool impl_allclose(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r, *all = NULL;
+    FcError e;
+    FcScalar v = {0};
+    (void)sig;
+    if (!isclose(I, a, &r)) return false;
+    FcStatus st = fc_reduce(I->fc, FC_OP_ALL, r, 0, false, &all, &e);
+    if (st == FC_OK) st = fc_item(I->fc, all, &v, &e);
+    fc_tensor_release(r);
+    fc_tensor_release(all);
+    if (!tensor_check(I, st, &e)) return false;
+    *out = v_bool(v.i != 0);
+    return true;
+}
+
+/* ---- einsum -------------------------------------------------------------------------------- */
+
+enum { EIN_LABELS = 52 + FC_MAX_DIMS };     /* a-z, A-Z, then the dims an ellipsis covers */
+
+static int label_of(char c) { return c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? c - 'A' + 26 : -1; }
+static char label_char(int l) { return (char)(l < 26 ? 'a' + l : 'A' + l - 26); }
+
+typedef struct EinTerm {
+    int n;                      /* labels written (without the ellipsis) */
+    int lab[FC_MAX_DIMS];
+    int ell;                    /* position of the ellipsis among the labels, or -1 */
+} EinTerm;
+
+/* Parses one term (p up to end); false with torch's message. */
+static bool ein_term(Interp *I, const char *eq, const char *p, const char *end, EinTerm *t)
+{
+    t->n = 0;
+    t->ell = -1;
+    for (; p < end; p++) {
+        if (*p == ' ') continue;
+        if (*p == '.') {
+            if (t->ell >= 0 || end - p < 3 || p[1] != '.' || p[2] != '.')
+                return err_raise(I, TDL_ERR_RUNTIME, "einsum(): found '.' for operand that is not part of any ellipsis");
+            t->ell = t->n;
+            p += 2;
+            continue;
+        }
+        int l = label_of(*p);
+        if (l < 0)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "einsum(): invalid subscript given at index %d in the equation string, subscripts must be "
+                             "in [a-zA-Z]", (int)(p - eq));
+        if (t->n == FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "einsum(): too many subscripts");
+        t->lab[t->n++] = l;
+    }
+    return true;
+}
+
+/* einsum(equation, *operands): each operand laid out over all the labels (output labels first,
+ * in the output's order, then the summed ones), multiplied, summed over the summed labels. A
+ * label repeated in one operand takes its diagonal. */
+bool impl_einsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const char *eq = a[0].str;
+    int nops = a[1].n;
+    FcTensor **ops = a[1].ts;
+    (void)sig;
+    if (nops == 0) return err_raise(I, TDL_ERR_RUNTIME, "einsum(): must provide at least one operand");
+    const char *arrow = strstr(eq, "->"), *lhs_end = arrow ? arrow : eq + strlen(eq);
+    EinTerm terms[16], outt;
+    int nterms = 0;
+    for (const char *p = eq;;) {
+        const char *c = memchr(p, ',', (size_t)(lhs_end - p));
+        const char *e = c ? c : lhs_end;
+        if (nterms == nops)
+            return err_raise(I, TDL_ERR_RUNTIME, "einsum(): fewer operands were provided than specified in the equation");
+        if (nterms == 16) return err_raise(I, TDL_ERR_RUNTIME, "einsum(): at most 16 operands are supported");
+        if (!ein_term(I, eq, p, e, &terms[nterms++])) return false;
+        if (!c) break;
+        p = c + 1;
+    }
+    if (nterms < nops)
+        return err_raise(I, TDL_ERR_RUNTIME, "einsum(): more operands were provided than specified in the equation");
+    /* the ellipsis: each operand's covers ndim - n dims, right-aligned with the others' */
+    int nell = 0;
+    for (int k = 0; k < nops; k++) {
+        EinTerm *t = &terms[k];
+        if (t->ell < 0 && t->n != ops[k]->ndim)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "einsum(): the number of subscripts in the equation (%d) does not match the number of "
+                             "dimensions (%d) for operand %d and no ellipsis was given", t->n, ops[k]->ndim, k);
+        if (t->ell >= 0 && t->n > ops[k]->ndim)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "einsum(): the number of subscripts in the equation (%d) is more than the number of "
+                             "dimensions (%d) for operand %d", t->n, ops[k]->ndim, k);
+        if (t->ell >= 0 && ops[k]->ndim - t->n > nell) nell = ops[k]->ndim - t->n;
+    }
+    int count[EIN_LABELS] = {0};
+    int64_t size[EIN_LABELS];
+    for (int k = 0; k < nops; k++)
+        for (int j = 0; j < terms[k].n; j++) count[terms[k].lab[j]]++;
+    /* the result's labels */
+    int order[EIN_LABELS], nord = 0;
+    bool in_out[EIN_LABELS] = {false};
+    if (arrow) {
+        if (!ein_term(I, eq, arrow + 2, arrow + strlen(arrow), &outt)) return false;
+        for (int j = 0; j <= outt.n; j++) {
+            if (j == outt.ell)
+                for (int q = 0; q < nell; q++) order[nord++] = 52 + q, in_out[52 + q] = true;
+            if (j == outt.n) break;
+            int l = outt.lab[j];
+            if (in_out[l])
+                return err_raise(I, TDL_ERR_RUNTIME, "einsum(): output subscript %c appears more than once in the output",
+                                 label_char(l));
+            if (!count[l])
+                return err_raise(I, TDL_ERR_RUNTIME,
+                                 "einsum(): output subscript %c does not appear in the equation for any input operand",
+                                 label_char(l));
+            in_out[l] = true;
+            order[nord++] = l;
+        }
+    } else {
+        for (int q = 0; q < nell; q++) order[nord++] = 52 + q, in_out[52 + q] = true;
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1) order[nord++] = l, in_out[l] = true;
+    }
+    int nout = nord;
+    for (int k = 0; k < nops; k++)
+        for (int j = 0; j < terms[k].n; j++) {
+            int l = terms[k].lab[j];
+            bool seen = false;
+            for (int q = 0; q < nord && !seen; q++) seen = order[q] == l;
+            if (!seen) order[nord++] = l;
+        }
+    for (int q = 0; q < nell; q++)      /* ellipsis dims left out of the output are summed */
+        if (!in_out[52 + q]) order[nord++] = 52 + q;
+    if (nord > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "einsum(): too many subscripts");
+    for (int k = 1; k < nops; k++)
+        if (ops[k]->dtype != ops[0]->dtype)
+            return err_raise(I, TDL_ERR_RUNTIME, "expected scalar type %s but found %s",
+                             fc_dtype_torch_name(ops[0]->dtype), fc_dtype_torch_name(ops[k]->dtype));
+    for (int l = 0; l < EIN_LABELS; l++) size[l] = -1;
+    FcTensor *prod = NULL, *tmp;
+    FcError e;
+    FcStatus st = FC_OK;
+    for (int k = 0; k < nops && st == FC_OK; k++) {
+        FcTensor *x = ops[k];
+        EinTerm *t = &terms[k];
+        /* the label of each dim of x */
+        int lab[FC_MAX_DIMS], nd = x->ndim, ne = t->ell >= 0 ? nd - t->n : 0;
+        for (int j = 0, q = 0; q < nd; j++) {
+            if (j == t->ell)
+                for (int z = 0; z < ne; z++) lab[q++] = 52 + nell - ne + z;
+            if (j < t->n) lab[q++] = t->lab[j];
+        }
+        /* sizes, and the diagonal of a repeated label: one dim of stride the sum */
+        int64_t shp[FC_MAX_DIMS], str[FC_MAX_DIMS];
+        int ul[FC_MAX_DIMS], nu = 0;
+        bool repeated = false;
+        for (int q = 0; q < nd; q++)
+            for (int z = 0; z < q; z++) repeated |= lab[z] == lab[q];
+        FcTensor *y = fc_tensor_retain(x);
+        if (repeated) st = fc_realize(I->fc, y, &e);
+        for (int q = 0; q < nd && st == FC_OK; q++) {
+            int z = 0;
+            while (z < nu && ul[z] != lab[q]) z++;
+            if (z < nu) {
+                if (shp[z] != x->shape[q])
+                    st = ferr(&e, FC_ERR_RUNTIME,
+                                        "einsum(): subscript %c is repeated for operand %d but the sizes don't match, "
+                                        "%lld != %lld", label_char(lab[q]), k, (long long)shp[z], (long long)x->shape[q]);
+                else if (repeated) str[z] += y->strides[q];
+                continue;
+            }
+            ul[nu] = lab[q];
+            shp[nu] = x->shape[q];
+            if (repeated) str[nu] = y->strides[q];
+            nu++;
+        }
+        if (st == FC_OK && repeated) st = step(fc_as_strided(I->fc, y, nu, shp, str, y->offset, &tmp, &e), &y, &tmp);
+        for (int z = 0; z < nu && st == FC_OK; z++) {
+            int l = ul[z];
+            if (size[l] >= 0 && size[l] != shp[z] && size[l] != 1 && shp[z] != 1) {
+                char name[8];
+                if (l < 52) snprintf(name, sizeof name, "%c", label_char(l));
+                else snprintf(name, sizeof name, "...");
+                st = ferr(&e, FC_ERR_RUNTIME,
+                                    "einsum(): subscript %s has size %lld for operand %d which does not broadcast with "
+                                    "previously seen size %lld", name, (long long)shp[z], k, (long long)size[l]);
+            } else if (size[l] < 0 || size[l] == 1) {
+                size[l] = shp[z];
+            }
+        }
+        /* permute into the global order, then the missing labels as size-1 dims */
+        int64_t perm[FC_MAX_DIMS], full[FC_MAX_DIMS];
+        int np = 0;
+        for (int q = 0; q < nord; q++) {
+            full[q] = 1;
+            for (int z = 0; z < nu; z++)
+                if (ul[z] == order[q]) {
+                    perm[np++] = z;
+                    full[q] = shp[z];
+                }
+        }
+        if (st == FC_OK) st = step(fc_permute(I->fc, y, nu, perm, &tmp, &e), &y, &tmp);
+        if (st == FC_OK) st = step(fc_reshape(I->fc, y, nord, full, &tmp, &e), &y, &tmp);
+        if (st == FC_OK && prod) st = step(fc_binary(I->fc, FC_OP_MUL, prod, y, &tmp, &e), &prod, &tmp);
+        else if (st == FC_OK) prod = fc_tensor_retain(y);
+        fc_tensor_release(y);
+    }
+    if (st == FC_OK && nord > nout) {
+        uint64_t mask = 0;
+        for (int q = nout; q < nord; q++) mask |= UINT64_C(1) << q;
+        FcDType dt = prod->dtype;
+        st = step(fc_reduce(I->fc, FC_OP_SUM, prod, mask, false, &tmp, &e), &prod, &tmp);
+        if (st == FC_OK && prod->dtype != dt) st = step(fc_cast(I->fc, prod, dt, &tmp, &e), &prod, &tmp);
+    }
+    if (st != FC_OK) fc_tensor_release(prod);
+    return result(I, st, &e, prod, out);
+}
+
+/* ---- in-place methods ---------------------------------------------------------------------- */
+
+/* Writes res (self's shape and dtype) into self, PyTorch's in-place rules: a lazy self is
+ * computed first (its views then see the write), and a self whose elements share memory (an
+ * expanded view) is refused as torch refuses it. */
+static bool write_into(Interp *I, FcTensor *self, FcTensor *res)
+{
+    FcError e;
+    if (!tensor_check(I, fc_realize(I->fc, self, &e), &e)) return false;
+    for (int k = 0; k < self->ndim; k++)
+        if (self->strides[k] == 0 && self->shape[k] > 1)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "unsupported operation: more than one element of the written-to tensor refers to a single "
+                             "memory location. Please clone() the tensor before performing the operation.");
+    return tensor_check(I, fc_assign(I->fc, self, res, &e), &e);
+}
+
+/* The method's self as its result: the same value, so `y = x.add_(1)` is x. */
+static bool return_self(Interp *I, TensorArg *self, Value *out)
+{
+    if (self->v.tag == V_TENSOR && as_tensor(self->v) == self->t) {
+        val_incref(self->v);
+        *out = self->v;
+        return true;
+    }
+    return tensor_value_steal(I, fc_tensor_retain(self->t), out);
+}
+
+/* NAME_(...): the row NAME with the same signature, its result cast into self (fc_inplace_result:
+ * self's shape, a dtype that can be cast) and written into self's memory. */
+bool impl_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    char name[32];
+    size_t n = strlen(sig->row->name);
+    if (n < 2 || n >= sizeof name) return err_raise(I, TDL_ERR_RUNTIME, "internal error: in-place row %s", sig->row->name);
+    memcpy(name, sig->row->name, n - 1);
+    name[n - 1] = 0;
+    int r = tensor_row(name, TV_METHOD);
+    while (r >= 0 && r < tensor_nops && strcmp(tensor_ops[r].name, name) == 0 && strcmp(tensor_ops[r].sig, sig->row->sig) != 0)
+        r++;
+    if (r < 0 || r >= tensor_nops || strcmp(tensor_ops[r].name, name) != 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "internal error: no out-of-place row for %s", sig->row->name);
+    FcTensor *self = a[0].t, *res = NULL;
+    Value rv;
+    if (!tensor_run_row(I, &I->tsigs[r], a, &rv)) return false;
+    FcTensor *rt = as_tensor(rv);
+    FcError e;
+    /* pow_(Scalar) checks the dtype itself, with its own message (as `x **= 2.0`) */
+    if (strcmp(name, "pow") == 0 && a[1].t && a[1].t->wrapped_number && rt->dtype != self->dtype) {
+        FcDType want = rt->dtype;
+        val_decref(I, rv);
+        return err_raise(I, TDL_ERR_RUNTIME, "Found dtype %s but expected %s", fc_dtype_torch_name(self->dtype),
+                         fc_dtype_torch_name(want));
+    }
+    FcStatus st = fc_inplace_result(I->fc, self, rt, &res, &e);
+    val_decref(I, rv);
+    bool ok = tensor_check(I, st, &e) && write_into(I, self, res);
+    fc_tensor_release(res);
+    return ok && return_self(I, &a[0], out);
+}
+
+/* fill_(value): a number, or a 0-dim tensor; zero_(): fill_(0). */
+bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *self = a[0].t, *v = NULL;
+    FcError e;
+    FcStatus st;
+    if (strcmp(sig->row->name, "zero_") == 0) {
+        st = int_scalar(I->fc, self->dtype, 0, &v, &e);
+    } else if (a[1].t) {
+        if (a[1].t->ndim != 0)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", a[1].t->ndim);
+        st = fc_cast(I->fc, a[1].t, self->dtype, &v, &e);
+    } else {
+        st = fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[1].s, a[1].sdt, self->dtype), false, &v, &e);
+    }
+    bool ok = tensor_check(I, st, &e) && write_into(I, self, v);
+    fc_tensor_release(v);
+    return ok && return_self(I, &a[0], out);
+}
+
+/* copy_(src): src broadcast to self's shape and cast to its dtype. */
+bool impl_copy_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return write_into(I, a[0].t, a[1].t) && return_self(I, &a[0], out);
+}
+
+/* masked_fill_(mask, value) */
+bool impl_masked_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    if (!masked_fill(I, a, &r)) return false;
+    bool ok = write_into(I, a[0].t, r);
+    fc_tensor_release(r);
+    return ok && return_self(I, &a[0], out);
+}
