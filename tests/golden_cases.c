@@ -1,7 +1,11 @@
 /* golden_cases.c — reading the conformance case files and running one case (golden_cases.h). */
 #include "golden_cases.h"
 
+#include "fcdim.h"
+
 #include <check.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,3 +198,123 @@ void golden_run_free(GoldenRun *r)
     free(r->kind);
     free(r->msg);
 }
+
+/* ---- the suites that compare with PyTorch's .npy files ---- */
+
+static void discard(void *ud, const char *s, size_t len)
+{
+    (void)ud;
+    (void)s;
+    (void)len;
+}
+
+tdl_interp *golden_open(int flags)
+{
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    cfg.write = discard;
+    cfg.flags = flags;
+    cfg.device = golden_device();
+    return tdl_open(&cfg);
+}
+
+void golden_put(char *b, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
+double golden_value_at(const void *data, tdl_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case TDL_DTYPE_FLOAT32: return ((const float *)data)[i];
+    case TDL_DTYPE_FLOAT64: return ((const double *)data)[i];
+    case TDL_DTYPE_INT64: return (double)((const int64_t *)data)[i];
+    case TDL_DTYPE_INT32: return ((const int32_t *)data)[i];
+    default: return ((const unsigned char *)data)[i];
+    }
+}
+
+static tdl_dtype npy_dtype(FcDType dt)
+{
+    switch (dt) {
+    case FC_FLOAT32: return TDL_DTYPE_FLOAT32;
+    case FC_FLOAT64: return TDL_DTYPE_FLOAT64;
+    case FC_INT64: return TDL_DTYPE_INT64;
+    case FC_INT32: return TDL_DTYPE_INT32;
+    default: return TDL_DTYPE_BOOL;
+    }
+}
+
+void golden_compare_npy(tdl_interp *T, const char *var, const char *path, double mag, const char *st_s, char *why,
+                        size_t cap)
+{
+    FcView g;
+    FcError ferr;
+    if (fc_npy_load(path, &g, &ferr) != FC_OK) {
+        golden_put(why, cap, "%s: %s", var, ferr.msg);
+        return;
+    }
+    tdl_value *v = NULL;
+    tdl_tensor_info yi;
+    tdl_dtype want = npy_dtype(g.dtype);
+    if (tdl_get_global(T, var, &v) != TDL_OK || tdl_tensor_read(T, v, TDL_DTYPE_ANY, &yi) != TDL_OK) {
+        golden_put(why, cap, "reading %s: %s: %s", var, tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+        goto out;
+    }
+    bool same = yi.ndim == g.ndim && yi.dtype == want;
+    for (int k = 0; same && k < g.ndim; k++)
+        same = yi.shape[k] == g.shape[k];
+    if (!same) {
+        golden_put(why, cap, "%s: %s (", var, tdl_dtype_name(yi.dtype));
+        for (int k = 0; k < yi.ndim; k++)
+            golden_put(why, cap, "%s%lld", k ? ", " : "", (long long)yi.shape[k]);
+        golden_put(why, cap, "), want %s (", tdl_dtype_name(want));
+        for (int k = 0; k < g.ndim; k++)
+            golden_put(why, cap, "%s%lld", k ? ", " : "", (long long)g.shape[k]);
+        golden_put(why, cap, ")");
+        goto out;
+    }
+    if (mag < 0) {
+        mag = 0.0;
+        for (int64_t i = 0; i < yi.numel; i++)
+            mag = fmax(mag, fabs(golden_value_at(g.data, want, i)));
+    }
+    double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : want == TDL_DTYPE_FLOAT64 ? 1e-12 : 0.0;
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < yi.numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < yi.ndim; k++)
+            off += idx[k] * yi.strides[k];
+        double a = golden_value_at(yi.data, yi.dtype, off), b = golden_value_at(g.data, want, i);
+        if (!(fabs(a - b) <= tol * (fabs(b) + mag)) && !(isnan(a) && isnan(b))) {
+            golden_put(why, cap, "%s: at flat index %lld: tdl %.17g, torch %.17g (tolerance %.0e x (|torch| + %g))", var,
+                (long long)i, a, b, tol, mag);
+            goto out;
+        }
+        for (int k = yi.ndim - 1; k >= 0 && ++idx[k] == yi.shape[k]; k--)
+            idx[k] = 0;
+    }
+    if (strcmp(st_s, "-") != 0) {
+        char *p = (char *)st_s;
+        for (int k = 0; k < yi.ndim; k++) {
+            long long s = strtoll(p, &p, 10);
+            if (*p == ',')
+                p++;
+            if (yi.shape[k] > 1 && s != yi.strides[k]) {
+                golden_put(why, cap, "%s: strides (", var);
+                for (int q = 0; q < yi.ndim; q++)
+                    golden_put(why, cap, "%s%lld", q ? ", " : "", (long long)yi.strides[q]);
+                golden_put(why, cap, "), want (%s) (dims of size 1 aside)", st_s);
+                goto out;
+            }
+        }
+    }
+out:
+    tdl_value_free(v);
+    free(g.data);
+}
+

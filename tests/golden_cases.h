@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct GoldenCase {
     char *name, *program;
@@ -40,5 +41,21 @@ const char *golden_device(void);
  * device suffix PyTorch prints (", device='cuda:0'") is taken out and whitespace runs, line
  * breaks included, count as one space (the suffix moves the line wrapping). */
 bool golden_same_output(const char *got, const char *want);
+
+/* ---- the suites that compare a tdl global with PyTorch's .npy (nn, vision, grad) ---- */
+
+/* A fresh interpreter that finds the repository's stdlib/ (import nn, vision), prints nowhere,
+ * flags as tdl_config.flags, on golden_device(). */
+tdl_interp *golden_open(int flags);
+/* Appends printf-style text to the NUL-terminated buffer b of capacity cap (truncating). */
+void golden_put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Element i of a buffer of dtype dt as a double (exact for these suites' integers). */
+double golden_value_at(const void *data, tdl_dtype dt, int64_t i);
+/* Compares global var of T with PyTorch's result in the .npy file path: the same dtype and shape,
+ * and |tdl - torch| <= tol x (|torch| + mag) at every element (tol 1e-5 for float32, 1e-12 for
+ * float64, 0 otherwise; mag < 0: the largest |torch|); and, unless strides is "-", the strides
+ * "s0,s1,..." on the dims of size > 1. Appends what differs to why. */
+void golden_compare_npy(tdl_interp *T, const char *var, const char *path, double mag, const char *strides, char *why,
+                        size_t cap);
 
 #endif

@@ -16,7 +16,6 @@
 #include "tdl.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,91 +24,19 @@
 #define DIR "tests/golden/grad/"
 #define MIN_CASES 250
 
-static void discard(void *ud, const char *s, size_t len)
-{
-    (void)ud;
-    (void)s;
-    (void)len;
-}
-
-static tdl_interp *open_interp(void)
-{
-    tdl_config cfg = {0};
-    cfg.path = "stdlib";
-    cfg.write = discard;
-    cfg.device = golden_device();
-    return tdl_open(&cfg);
-}
-
-static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *b, size_t cap, const char *fmt, ...)
-{
-    size_t n = strlen(b);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b + n, cap - n, fmt, ap);
-    va_end(ap);
-}
-
-static double host_value(const void *data, tdl_dtype dt, int64_t i)
-{
-    return dt == TDL_DTYPE_FLOAT32 ? ((const float *)data)[i] : ((const double *)data)[i];
-}
-
 /* Compares global var of T with the .npy file path (or, path NULL, requires None). */
 static void compare(tdl_interp *T, const char *var, const char *path, char *why, size_t cap)
 {
+    if (path) {
+        golden_compare_npy(T, var, path, -1.0, "-", why, cap);
+        return;
+    }
     tdl_value *v = NULL;
-    if (tdl_get_global(T, var, &v) != TDL_OK) {
-        put(why, cap, "no global %s", var);
-        return;
-    }
-    if (!path) {
-        if (tdl_typeof(T, v) != TDL_TNONE)
-            put(why, cap, "%s: a value, want None", var);
-        tdl_value_free(v);
-        return;
-    }
-    FcView g;
-    FcError ferr;
-    if (fc_npy_load(path, &g, &ferr) != FC_OK) {
-        put(why, cap, "%s: %s", var, ferr.msg);
-        tdl_value_free(v);
-        return;
-    }
-    tdl_tensor_info yi;
-    tdl_dtype want = g.dtype == FC_FLOAT32 ? TDL_DTYPE_FLOAT32 : TDL_DTYPE_FLOAT64;
-    if (tdl_tensor_read(T, v, TDL_DTYPE_ANY, &yi) != TDL_OK) {
-        put(why, cap, "reading %s: %s", var, tdl_error_message(T));
-        goto out;
-    }
-    bool same = yi.ndim == g.ndim && yi.dtype == want;
-    for (int k = 0; same && k < g.ndim; k++)
-        same = yi.shape[k] == g.shape[k];
-    if (!same) {
-        put(why, cap, "%s: dtype or shape differs from PyTorch's", var);
-        goto out;
-    }
-    double mag = 0;
-    for (int64_t i = 0; i < yi.numel; i++)
-        mag = fmax(mag, fabs(host_value(g.data, want, i)));
-    double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : 1e-12;
-    int64_t idx[FC_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < yi.numel; i++) {
-        int64_t off = 0;
-        for (int k = 0; k < yi.ndim; k++)
-            off += idx[k] * yi.strides[k];
-        double a = host_value(yi.data, yi.dtype, off), b = host_value(g.data, want, i);
-        if (!(fabs(a - b) <= tol * (fabs(b) + mag)) && !(isnan(a) && isnan(b))) {
-            put(why, cap, "%s: at flat index %lld: tdl %.17g, torch %.17g", var, (long long)i, a, b);
-            goto out;
-        }
-        for (int k = yi.ndim - 1; k >= 0 && ++idx[k] == yi.shape[k]; k--)
-            idx[k] = 0;
-    }
-out:
+    if (tdl_get_global(T, var, &v) != TDL_OK)
+        golden_put(why, cap, "no global %s", var);
+    else if (tdl_typeof(T, v) != TDL_TNONE)
+        golden_put(why, cap, "%s: a value, want None", var);
     tdl_value_free(v);
-    free(g.data);
 }
 
 /* The program of case c, with `import vision`, its inputs on the test device and its results back. */
@@ -120,15 +47,15 @@ static void case_program(const GoldenCase *c, char *prog, size_t cap)
     for (const char *p = c->program; *p;) {
         const char *q = strstr(p, ".npy')");
         size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
-        put(prog, cap, "%.*s", (int)n, p);
+        golden_put(prog, cap, "%.*s", (int)n, p);
         if (q && dev)
-            put(prog, cap, ".to('%s')", dev);
+            golden_put(prog, cap, ".to('%s')", dev);
         p += n;
     }
-    put(prog, cap, "\n");
+    golden_put(prog, cap, "\n");
     for (const char *p = c->text; dev && *p;) {
         size_t n = strcspn(p, "=");
-        put(prog, cap, "%.*s = %.*s.cpu() if %.*s is not None else None\n", (int)n, p, (int)n, p, (int)n, p);
+        golden_put(prog, cap, "%.*s = %.*s.cpu() if %.*s is not None else None\n", (int)n, p, (int)n, p, (int)n, p);
         p += strcspn(p, " ");
         p += *p == ' ';
     }
@@ -147,10 +74,10 @@ START_TEST(golden)
         const GoldenCase *c = &cases[i];
         char prog[16384], why[2048] = "";
         case_program(c, prog, sizeof prog);
-        tdl_interp *T = open_interp();
+        tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
         if (tdl_run_string(T, prog, c->name) != TDL_OK) {
-            put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+            golden_put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
         } else {
             char *spec = strdup(c->text), *save = NULL;
             for (char *tok = strtok_r(spec, " ", &save); tok && !why[0]; tok = strtok_r(NULL, " ", &save)) {
@@ -167,7 +94,7 @@ START_TEST(golden)
         tdl_close(T);
         if (why[0]) {
             failed++;
-            put(report, 65536, "\n  %s: %s", c->name, why);
+            golden_put(report, 65536, "\n  %s: %s", c->name, why);
         }
     }
     golden_cases_free(cases, n);
@@ -183,7 +110,7 @@ END_TEST
 /* Runs program in a fresh interpreter; it must succeed (its asserts hold). */
 static void run_ok(const char *program)
 {
-    tdl_interp *T = open_interp();
+    tdl_interp *T = golden_open(0);
     ck_assert_ptr_nonnull(T);
     tdl_status st = tdl_run_string(T, program, "test");
     ck_assert_msg(st == TDL_OK, "%s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
@@ -194,7 +121,7 @@ static void run_ok(const char *program)
  * usable. */
 static void run_err(const char *program, const char *kind, const char *msg)
 {
-    tdl_interp *T = open_interp();
+    tdl_interp *T = golden_open(0);
     ck_assert_ptr_nonnull(T);
     tdl_status st = tdl_run_string(T, program, "test");
     ck_assert_msg(st == TDL_ERROR, "no error from:\n%s", program);
@@ -260,7 +187,7 @@ START_TEST(deterministic)
     static const char *const threads[] = {"1", "2", "4", "4", "1"};
     for (size_t r = 0; r < sizeof threads / sizeof *threads; r++) {
         setenv("TDL_NUM_THREADS", threads[r], 1);
-        tdl_interp *T = open_interp();
+        tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
         ck_assert_msg(tdl_run_string(T, prog, "det") == TDL_OK, "%s", tdl_error_message(T));
         tdl_value *v = NULL;

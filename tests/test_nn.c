@@ -20,7 +20,6 @@
 #include "tdl.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,137 +105,19 @@ START_TEST(cases_load)
 }
 END_TEST
 
-static void discard(void *ud, const char *s, size_t len) {}
-
-/* A fresh interpreter that finds `import nn` in the repository's stdlib/. */
-static tdl_interp *open_interp(int flags)
-{
-    tdl_config cfg = {0};
-    cfg.path = "stdlib";
-    cfg.write = discard;
-    cfg.flags = flags;
-    cfg.device = golden_device();
-    return tdl_open(&cfg);
-}
-
-static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *b, size_t cap, const char *fmt, ...)
-{
-    size_t n = strlen(b);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b + n, cap - n, fmt, ap);
-    va_end(ap);
-}
-
-/* Element i of a buffer of dtype dt, as a double (exact for the integers of these cases). */
-static double host_value(const void *data, tdl_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case TDL_DTYPE_FLOAT32: return ((const float *)data)[i];
-    case TDL_DTYPE_FLOAT64: return ((const double *)data)[i];
-    case TDL_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-    case TDL_DTYPE_INT32: return ((const int32_t *)data)[i];
-    default: return ((const unsigned char *)data)[i];
-    }
-}
-
-static tdl_dtype npy_dtype(FcDType dt)
-{
-    switch (dt) {
-    case FC_FLOAT32: return TDL_DTYPE_FLOAT32;
-    case FC_FLOAT64: return TDL_DTYPE_FLOAT64;
-    case FC_INT64: return TDL_DTYPE_INT64;
-    case FC_INT32: return TDL_DTYPE_INT32;
-    default: return TDL_DTYPE_BOOL;
-    }
-}
-
-/* Compares global `var` of T with PyTorch's result in the .npy file `path`: |tdl - torch| <= tol *
- * (|torch| + mag), or with mag < 0, tol * (|torch| + amax|torch|); and the strides of st_s
- * ("s0,s1,..." or "-": not checked) on the dims of size > 1. Appends what differs to why. */
-static void compare_result(tdl_interp *T, const char *var, const char *path, double mag, const char *st_s,
-                           char *why, size_t cap)
-{
-    FcView g;
-    FcError ferr;
-    if (fc_npy_load(path, &g, &ferr) != FC_OK) {
-        put(why, cap, "%s: %s", var, ferr.msg);
-        return;
-    }
-    tdl_value *v = NULL;
-    tdl_tensor_info yi;
-    tdl_dtype want = npy_dtype(g.dtype);
-    if (tdl_get_global(T, var, &v) != TDL_OK || tdl_tensor_read(T, v, TDL_DTYPE_ANY, &yi) != TDL_OK) {
-        put(why, cap, "reading %s: %s: %s", var, tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
-        goto out;
-    }
-    bool same = yi.ndim == g.ndim && yi.dtype == want;
-    for (int k = 0; same && k < g.ndim; k++)
-        same = yi.shape[k] == g.shape[k];
-    if (!same) {
-        put(why, cap, "%s: %s (", var, tdl_dtype_name(yi.dtype));
-        for (int k = 0; k < yi.ndim; k++)
-            put(why, cap, "%s%lld", k ? ", " : "", (long long)yi.shape[k]);
-        put(why, cap, "), want %s (", tdl_dtype_name(want));
-        for (int k = 0; k < g.ndim; k++)
-            put(why, cap, "%s%lld", k ? ", " : "", (long long)g.shape[k]);
-        put(why, cap, ")");
-        goto out;
-    }
-    if (mag < 0) {
-        mag = 0.0;
-        for (int64_t i = 0; i < yi.numel; i++)
-            mag = fmax(mag, fabs(host_value(g.data, want, i)));
-    }
-    double tol = want == TDL_DTYPE_FLOAT32 ? 1e-5 : want == TDL_DTYPE_FLOAT64 ? 1e-12 : 0.0;
-    int64_t idx[FC_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < yi.numel; i++) {
-        int64_t off = 0;
-        for (int k = 0; k < yi.ndim; k++)
-            off += idx[k] * yi.strides[k];
-        double a = host_value(yi.data, yi.dtype, off), b = host_value(g.data, want, i);
-        if (!(fabs(a - b) <= tol * (fabs(b) + mag)) && !(isnan(a) && isnan(b))) {
-            put(why, cap, "%s: at flat index %lld: tdl %.17g, torch %.17g (tolerance %.0e x (|torch| + %g))", var,
-                (long long)i, a, b, tol, mag);
-            goto out;
-        }
-        for (int k = yi.ndim - 1; k >= 0 && ++idx[k] == yi.shape[k]; k--)
-            idx[k] = 0;
-    }
-    if (strcmp(st_s, "-") != 0) {
-        char *p = (char *)st_s;
-        for (int k = 0; k < yi.ndim; k++) {
-            long long s = strtoll(p, &p, 10);
-            if (*p == ',')
-                p++;
-            if (yi.shape[k] > 1 && s != yi.strides[k]) {
-                put(why, cap, "%s: strides (", var);
-                for (int q = 0; q < yi.ndim; q++)
-                    put(why, cap, "%s%lld", q ? ", " : "", (long long)yi.strides[q]);
-                put(why, cap, "), want (%s) (dims of size 1 aside)", st_s);
-                goto out;
-            }
-        }
-    }
-out:
-    tdl_value_free(v);
-    free(g.data);
-}
-
 /* Compares global `var` of T with one check of a case, "FILE|MAG|STRIDES" (spec is cut up). */
 static void check_result(tdl_interp *T, const char *var, char *spec, char *why, size_t cap)
 {
     char *mag_s = strchr(spec, '|'), *st_s = mag_s ? strchr(mag_s + 1, '|') : NULL;
     if (!st_s) {
-        put(why, cap, "%s: malformed check", var);
+        golden_put(why, cap, "%s: malformed check", var);
         return;
     }
     *mag_s++ = '\0';
     *st_s++ = '\0';
     char path[512];
     snprintf(path, sizeof path, DIR "%s", spec);
-    compare_result(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
+    golden_compare_npy(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
 }
 
 /* The program of case c: on another device (make check-device, check-gpu) every loaded input is
@@ -248,17 +129,17 @@ static void case_program(const NnCase *c, char *prog, size_t cap)
     for (const char *p = c->program; *p;) {
         const char *q = strstr(p, ".npy')");
         size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
-        put(prog, cap, "%.*s", (int)n, p);
+        golden_put(prog, cap, "%.*s", (int)n, p);
         if (q && dev)
-            put(prog, cap, ".to('%s')", dev);
+            golden_put(prog, cap, ".to('%s')", dev);
         p += n;
     }
-    put(prog, cap, "\n");
+    golden_put(prog, cap, "\n");
     if (dev && strncmp(c->expected, "OK", 2) == 0) {
         for (const char *p = c->expected + 2; (p = strchr(p, ' ')) != NULL;) {
             p++;
             size_t n = strcspn(p, "=");
-            put(prog, cap, "assert %.*s.device == device('%s'), %.*s.device\n%.*s = %.*s.cpu()\n", (int)n, p, dev,
+            golden_put(prog, cap, "assert %.*s.device == device('%s'), %.*s.device\n%.*s = %.*s.cpu()\n", (int)n, p, dev,
                 (int)n, p, (int)n, p, (int)n, p);
         }
     }
@@ -275,17 +156,17 @@ static char *run_case(tdl_interp *T, const NnCase *c)
         const char *want = c->expected + 4;
         size_t kn = strlen(kind);
         if (st != TDL_ERROR)
-            put(why, sizeof why, "no error; want %s", want);
+            golden_put(why, sizeof why, "no error; want %s", want);
         else if (strncmp(want, kind, kn) != 0 || strncmp(want + kn, ": ", 2) != 0 || strcmp(want + kn + 2, msg) != 0)
-            put(why, sizeof why, "raised %s: %s\n    want %s", kind, msg, want);
+            golden_put(why, sizeof why, "raised %s: %s\n    want %s", kind, msg, want);
     } else if (st != TDL_OK) {
-        put(why, sizeof why, "raised %s: %s", kind, msg);
+        golden_put(why, sizeof why, "raised %s: %s", kind, msg);
     } else {
         char *spec = strdup(c->expected + 2), *save = NULL;
         for (char *tok = spec ? strtok_r(spec, " ", &save) : NULL; tok && !why[0]; tok = strtok_r(NULL, " ", &save)) {
             char *eq = strchr(tok, '=');
             if (!eq) {
-                put(why, sizeof why, "malformed check %s", tok);
+                golden_put(why, sizeof why, "malformed check %s", tok);
                 break;
             }
             *eq = '\0';
@@ -304,7 +185,7 @@ static char *run_case(tdl_interp *T, const NnCase *c)
 static void check_case(int i, int flags)
 {
     free_report();
-    tdl_interp *T = open_interp(flags);
+    tdl_interp *T = golden_open(flags);
     ck_assert_ptr_nonnull(T);
     report = run_case(T, &cases[i]);
     /* after an error the interpreter goes on: the first case still passes in it */
@@ -337,16 +218,16 @@ END_TEST
 START_TEST(mask_head)
 {
     free_report();
-    tdl_interp *T = open_interp(0);
+    tdl_interp *T = golden_open(0);
     ck_assert_ptr_nonnull(T);
     const char *argv[] = {"examples/mask_head.tdl"};
     char why[2048] = "";
     /* on another device (make check-device) the example runs there; the logits come back */
     if (tdl_set_argv(T, 1, argv) != TDL_OK || tdl_run_file(T, argv[0]) != TDL_OK ||
         tdl_run_string(T, "logits = logits.cpu()", "mask_head") != TDL_OK) {
-        put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+        golden_put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
     } else {
-        compare_result(T, "logits", MASK_DIR "logits.npy", -1.0, "-", why, sizeof why);
+        golden_compare_npy(T, "logits", MASK_DIR "logits.npy", -1.0, "-", why, sizeof why);
     }
     tdl_close(T);
     if (why[0] && asprintf(&report, "mask_head: %s", why) < 0)

@@ -24,7 +24,6 @@
 #include "tdl.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,30 +131,6 @@ END_TEST
 
 /* ---- running a case ---- */
 
-static void discard(void *ud, const char *s, size_t len) {}
-
-/* A fresh interpreter that finds `import vision` in the repository's stdlib/. */
-static tdl_interp *open_interp(int flags)
-{
-    tdl_config cfg = {0};
-    cfg.path = "stdlib";
-    cfg.write = discard;
-    cfg.flags = flags;
-    cfg.device = golden_device();
-    return tdl_open(&cfg);
-}
-
-/* Appends printf-style text to the NUL-terminated buffer b of capacity cap (truncating). */
-static void put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void put(char *b, size_t cap, const char *fmt, ...)
-{
-    size_t n = strlen(b);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b + n, cap - n, fmt, ap);
-    va_end(ap);
-}
-
 /* The program of case c: x, b and y = vision.roi_align(x, b, ...) as globals. */
 static void case_program(const RoiCase *c, char *prog, size_t cap)
 {
@@ -165,34 +140,29 @@ static void case_program(const RoiCase *c, char *prog, size_t cap)
     char to[64] = "";
     if (dev)
         snprintf(to, sizeof to, ".to('%s')", dev);
-    put(prog, cap, "import vision\nx = load('" DIR "%s')%s\n", c->f[F_INPUT], to);
+    golden_put(prog, cap, "import vision\nx = load('" DIR "%s')%s\n", c->f[F_INPUT], to);
     const char *boxes = c->f[F_BOXES];
     if (boxes[0] == '[') {
         /* "[a.npy, b.npy]": one load per file */
-        put(prog, cap, "b = [");
+        golden_put(prog, cap, "b = [");
         const char *p = boxes + 1;
         for (int k = 0; *p && *p != ']'; k++) {
             size_t n = strcspn(p, ",]");
-            put(prog, cap, "%sload('" DIR "%.*s')%s", k ? ", " : "", (int)n, p, to);
+            golden_put(prog, cap, "%sload('" DIR "%.*s')%s", k ? ", " : "", (int)n, p, to);
             p += n;
             if (*p == ',')
                 p++;
             while (*p == ' ')
                 p++;
         }
-        put(prog, cap, "]\n");
+        golden_put(prog, cap, "]\n");
     } else {
-        put(prog, cap, "b = load('" DIR "%s')%s\n", boxes, to);
+        golden_put(prog, cap, "b = load('" DIR "%s')%s\n", boxes, to);
     }
-    put(prog, cap, "y = vision.roi_align(x, b, %s, spatial_scale=%s, sampling_ratio=%s, aligned=%s)\n",
+    golden_put(prog, cap, "y = vision.roi_align(x, b, %s, spatial_scale=%s, sampling_ratio=%s, aligned=%s)\n",
         c->f[F_OSIZE], c->f[F_SCALE], c->f[F_RATIO], c->f[F_ALIGNED]);
     if (dev)
-        put(prog, cap, "assert y.device == x.device, y.device\nx = x.cpu()\ny = y.cpu()\n");
-}
-
-static double value_at(const void *data, tdl_dtype dt, int64_t i)
-{
-    return dt == TDL_DTYPE_FLOAT32 ? (double)((const float *)data)[i] : ((const double *)data)[i];
+        golden_put(prog, cap, "assert y.device == x.device, y.device\nx = x.cpu()\ny = y.cpu()\n");
 }
 
 /* Global `name` of T as a C-contiguous tensor of dtype dt (*v to free, *info describing it); false,
@@ -245,20 +215,20 @@ static char *run_case(tdl_interp *T, const RoiCase *c)
         for (int k = 0; same && k < g.ndim; k++)
             same = yi.shape[k] == g.shape[k];
         if (!same) {
-            put(why, sizeof why, "shape (");
+            golden_put(why, sizeof why, "shape (");
             for (int k = 0; k < yi.ndim; k++)
-                put(why, sizeof why, "%s%lld", k ? ", " : "", (long long)yi.shape[k]);
-            put(why, sizeof why, "), want (");
+                golden_put(why, sizeof why, "%s%lld", k ? ", " : "", (long long)yi.shape[k]);
+            golden_put(why, sizeof why, "), want (");
             for (int k = 0; k < g.ndim; k++)
-                put(why, sizeof why, "%s%lld", k ? ", " : "", (long long)g.shape[k]);
-            put(why, sizeof why, ")");
+                golden_put(why, sizeof why, "%s%lld", k ? ", " : "", (long long)g.shape[k]);
+            golden_put(why, sizeof why, ")");
         } else {
             double amax = 0.0;
             for (int64_t i = 0; i < xi.numel; i++)
-                amax = fmax(amax, fabs(value_at(xi.data, xi.dtype, i)));
+                amax = fmax(amax, fabs(golden_value_at(xi.data, xi.dtype, i)));
             int64_t at = -1;
             for (int64_t i = 0; i < yi.numel; i++) {
-                double a = value_at(yi.data, dt, i), b = value_at(g.data, dt, i);
+                double a = golden_value_at(yi.data, dt, i), b = golden_value_at(g.data, dt, i);
                 double e = fabs(a - b) / (fabs(b) + amax);
                 if (!(e <= worst)) {    /* NaN counts as worst */
                     worst = isnan(e) ? INFINITY : e;
@@ -267,7 +237,7 @@ static char *run_case(tdl_interp *T, const RoiCase *c)
             }
             if (worst > tol)
                 snprintf(why, sizeof why, "error %.3g (tolerance %.0e) at flat index %lld: tdl %.17g, torchvision %.17g",
-                         worst, tol, (long long)at, value_at(yi.data, dt, at), value_at(g.data, dt, at));
+                         worst, tol, (long long)at, golden_value_at(yi.data, dt, at), golden_value_at(g.data, dt, at));
         }
     }
     tdl_value_free(xv);
@@ -284,7 +254,7 @@ static char *run_case(tdl_interp *T, const RoiCase *c)
 static void check_case(int i, int flags)
 {
     free_report();
-    tdl_interp *T = open_interp(flags);
+    tdl_interp *T = golden_open(flags);
     ck_assert_ptr_nonnull(T);
     report = run_case(T, &cases[i]);
     tdl_close(T);
@@ -358,7 +328,7 @@ START_TEST(roi_error)
     const ErrCase *e = &err_cases[_i];
     char prog[1024];
     snprintf(prog, sizeof prog, "import vision\n%s\n", e->code);
-    tdl_interp *T = open_interp(0);
+    tdl_interp *T = golden_open(0);
     ck_assert_ptr_nonnull(T);
     tdl_status st = tdl_run_string(T, prog, e->name);
     const char *kind = tdl_error_kind_name(tdl_error_kind_of(T)), *msg = tdl_error_message(T);
