@@ -512,10 +512,15 @@ const BuiltinDef *tensor_method(const char *name);
 const BuiltinDef *tensor_function(const char *name);
 /* What ops.c and format.c do with tensors, dtypes and devices (Python's dunder methods). */
 bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
-/* a op= b for a tensor a: PyTorch's in-place operator, whose result keeps a's shape and dtype
- * (RuntimeError when the broadcast shape differs or the result type can't be cast to a's dtype).
- * The result is a new value: the caller binds or writes it (tdl's x += v rebinds x). */
+/* a op= b for a tensor a: PyTorch's in-place operator (Tensor.__iadd__ & co.): the result keeps
+ * a's shape and dtype (RuntimeError when the broadcast shape differs or the result type can't be
+ * cast to a's dtype), is written into a's memory, and *out is a itself. A tensor with first-class
+ * dims, and @=, give a new value instead (Python's fallback to a = a op b). */
 bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out);
+/* Writes res (self's shape and dtype) into self, PyTorch's in-place rules: a lazy self is
+ * computed first (its views then see the write), and a self whose elements share memory (an
+ * expanded view) is refused as torch refuses it. */
+bool tensor_write_into(Interp *I, FcTensor *self, FcTensor *res);
 bool tensor_unary(Interp *I, LangOp op, Value a, Value *out);
 bool tensor_truthy(Interp *I, Value v, bool *out);
 bool tensor_len(Interp *I, Value v, int64_t *out);

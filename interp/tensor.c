@@ -1089,7 +1089,13 @@ bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
     FcError e;
     FcStatus st = fc_inplace_result(I->fc, self, rt, &res, &e);
     val_decref(I, r);
-    return tensor_check(I, st, &e) && tensor_value_steal(I, res, out);
+    /* written into self, which is the result: other names of it see the change */
+    bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, res);
+    fc_tensor_release(res);
+    if (!ok) return false;
+    val_incref(a);
+    *out = a;
+    return true;
 }
 
 bool tensor_unary(Interp *I, LangOp op, Value a, Value *out)

@@ -1064,10 +1064,7 @@ bool impl_einsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 
 /* ---- in-place methods ---------------------------------------------------------------------- */
 
-/* Writes res (self's shape and dtype) into self, PyTorch's in-place rules: a lazy self is
- * computed first (its views then see the write), and a self whose elements share memory (an
- * expanded view) is refused as torch refuses it. */
-static bool write_into(Interp *I, FcTensor *self, FcTensor *res)
+bool tensor_write_into(Interp *I, FcTensor *self, FcTensor *res)
 {
     FcError e;
     if (!tensor_check(I, fc_realize(I->fc, self, &e), &e)) return false;
@@ -1118,7 +1115,7 @@ bool impl_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     FcStatus st = fc_inplace_result(I->fc, self, rt, &res, &e);
     val_decref(I, rv);
-    bool ok = tensor_check(I, st, &e) && write_into(I, self, res);
+    bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, res);
     fc_tensor_release(res);
     return ok && return_self(I, &a[0], out);
 }
@@ -1139,7 +1136,7 @@ bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     } else {
         st = fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[1].s, a[1].sdt, self->dtype), false, &v, &e);
     }
-    bool ok = tensor_check(I, st, &e) && write_into(I, self, v);
+    bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, v);
     fc_tensor_release(v);
     return ok && return_self(I, &a[0], out);
 }
@@ -1148,7 +1145,7 @@ bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 bool impl_copy_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     (void)sig;
-    return write_into(I, a[0].t, a[1].t) && return_self(I, &a[0], out);
+    return tensor_write_into(I, a[0].t, a[1].t) && return_self(I, &a[0], out);
 }
 
 /* masked_fill_(mask, value) */
@@ -1157,7 +1154,7 @@ bool impl_masked_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     FcTensor *r;
     (void)sig;
     if (!masked_fill(I, a, &r)) return false;
-    bool ok = write_into(I, a[0].t, r);
+    bool ok = tensor_write_into(I, a[0].t, r);
     fc_tensor_release(r);
     return ok && return_self(I, &a[0], out);
 }
