@@ -1175,9 +1175,13 @@ static bool cycles(const Plan *p, int cx, int l)
     return p->ext[l] > (l == cx ? FC_CHUNK : 1);
 }
 
+/* w: the positions a reader takes; at least position 0 is written, which every other reader
+ * reads (a reader in the body of a reduction over an empty loop takes none). */
 static void mark_fill(Step *s, int w)
 {
     s->fill = true;
+    if (w < 1)
+        w = 1;
     if (w > s->fillw)
         s->fillw = w;
 }
