@@ -857,6 +857,51 @@ bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
     return ok && tensor_value_steal(I, r, out);
 }
 
+/* t[idx] = value with dims (functorch's setitem): t[idx] is read as a view of t's memory (dims
+ * bind its positional dims; ints and slices as usual), and value, laid out over that view's
+ * levels by matching dims (broadcast over the ones it lacks), is written into it. An index that
+ * gathers (a tensor index, a dim used twice) has no view to write through: a TypeError. */
+bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *val)
+{
+    FcTensor *t = as_tensor(v), *view = NULL, *m = NULL, *plain = NULL;
+    FcError e;
+    Value r = v_undef();
+    if (!tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
+    bool ok = tensor_getitem(I, v, idx, &r);
+    if (ok) {
+        view = as_tensor(r);
+        if (!view->storage || view->storage != t->storage)
+            ok = err_raise(I, TDL_ERR_TYPE, "this index with first-class dims is not a view of the tensor (it gathers), "
+                                            "so it cannot be written through: index with dims, ints and slices");
+    }
+    FcLevels lv, u;
+    if (ok) {
+        fc_tensor_levels(view, &lv);
+        FcTensor *both[2] = {view, val};
+        ok = tensor_check(I, fc_levels_union(2, both, &u, &e), &e);
+    }
+    if (ok && u.n != lv.n) {
+        char b[512];
+        const char *name = "?";
+        for (int k = 0; k < u.n; k++)
+            if (u.at[k] && fc_level_of_dim(view, u.at[k]) < 0) {
+                name = u.at[k]->name;
+                break;
+            }
+        ok = err_raise(I, TDL_ERR_DIMENSION_BIND,
+                       "rhs of setitem contains dimension %s which is not in the dimension on the left (%s)", name,
+                       fc_levels_str(b, sizeof b, &lv));
+    }
+    FcLevels none = {view ? view->ndim : 0, {0}};
+    if (ok) ok = tensor_check(I, fc_match_levels(I->fc, val, &lv, &m, &e), &e);
+    if (ok) ok = tensor_check(I, fc_with_levels(I->fc, view, &none, &plain, &e), &e);
+    if (ok) ok = tensor_check(I, fc_assign(I->fc, plain, m, &e), &e);
+    fc_tensor_release(m);
+    fc_tensor_release(plain);
+    val_decref(I, r);
+    return ok;
+}
+
 /* ---- methods and attributes that dims add ---- */
 
 #define METHOD_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out

@@ -159,6 +159,8 @@ bool dims_involved(const TensorSig *sig, const TensorArg *a);
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 /* A tensor or a dim (its iota) as an FcTensor (a new reference). */
 bool dims_tensor_of(Interp *I, Value v, FcTensor **out);
+/* t[idx] = value when dims are involved (in t, idx or value): a write through the view t[idx]. */
+bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *value);
 /* t[idx] when dims are involved (*done true), else nothing (*done false). */
 bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done);
 /* "\nwith dims=(i, 0) sizes=(3, 4)" after a tensor with dims is printed. */
