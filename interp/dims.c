@@ -309,7 +309,7 @@ static RowKind classify_row(const TensorOpRow *r)
                                         "cumsum", "cumprod", "sort", "argsort", NULL};
     static const char *const batch[] = {"reshape", "view", "permute", "transpose", "t", "T", "expand", "expand_as",
                                         "squeeze", "unsqueeze", "flatten", "cat", "stack", "matmul", "index_select",
-                                        "gather", "dot", "bmm", NULL};
+                                        "gather", "dot", "bmm", "split", "chunk", NULL};
     /* pointwise, but not in functorch.dim's pointwise set: they run batched there, which puts the
      * levels of the operands that carry dims before those of plain tensors (mul: unless delayed) */
     static const char *const batch_pointwise[] = {"mul", "neg", "clip", "to", "type", NULL};
@@ -900,6 +900,90 @@ bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *val)
     fc_tensor_release(plain);
     val_decref(I, r);
     return ok;
+}
+
+/* split(sizes, dim) with dims (functorch.dim's): dim a dim or a positional int; sizes dims, each
+ * piece taking its dim in place of the one split (bound dims keep their size, unbound ones share
+ * what is left, rounded up). Int sizes with a dim `dim` are functorch's TypeError. */
+bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    Value sv = tensor_arg(sig, a, "split_size")->v, dv = tensor_arg(sig, a, "dim")->v;
+    const Value *items = NULL;
+    size_t n = 0;
+    bool dimseq = sv.tag == V_TUPLE || sv.tag == V_LIST;
+    if (dimseq) {
+        items = sv.tag == V_TUPLE ? as_tuple(sv)->items : as_list(sv)->items;
+        n = sv.tag == V_TUPLE ? as_tuple(sv)->n : as_list(sv)->n;
+        for (size_t k = 0; k < n; k++) dimseq &= items[k].tag == V_DIM;
+    }
+    if (!dimseq) {
+        if (dv.tag == V_DIM)
+            return err_raise(I, TDL_ERR_TYPE, "when dim is specified as a Dim object, split sizes must also be dimensions.");
+        return err_raise(I, TDL_ERR_TYPE, "split(): split_size must be an int, a list of ints or a list of dims, not %s",
+                         val_type_name(sv));
+    }
+    int l;
+    FcError e;
+    if (dv.tag == V_DIM) {
+        if ((l = fc_level_of_dim(t, as_dim(dv))) < 0)
+            return err_raise(I, TDL_ERR_TYPE, "tensor does not contain dimension %s", as_dim(dv)->name);
+    } else if (is_intlike(dv) || dv.tag == V_UNDEF) {
+        int p;
+        if (!tensor_check(I, fc_wrap_dim(dv.tag == V_UNDEF ? 0 : as_i(dv), fc_tensor_npos(t), &p, &e), &e)) return false;
+        l = fc_level_of_pos(t, p);
+    } else {
+        return err_raise(I, TDL_ERR_TYPE, "split(): dim must be a dim or an int, not %s", val_type_name(dv));
+    }
+    if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+    int64_t size = t->shape[l], bound = 0, sizes[FC_MAX_DIMS];
+    int nunbound = 0;
+    for (size_t k = 0; k < n; k++) {
+        FcDim *d = as_dim(items[k]);
+        if (d->size >= 0) bound += d->size;
+        else nunbound++;
+    }
+    if (nunbound ? bound > size : bound != size)
+        return err_raise(I, TDL_ERR_VALUE, "result dimensions %s original: %lld vs %lld",
+                         nunbound ? "are larger than" : "do not match", (long long)bound, (long long)size);
+    int64_t rest = size - bound, chunk = nunbound ? (rest + nunbound - 1) / nunbound : 0;
+    for (size_t k = 0; k < n; k++) {
+        FcDim *d = as_dim(items[k]);
+        if (d->size < 0) {
+            int64_t sz = chunk < rest ? chunk : rest;
+            if (!tensor_check(I, fc_dim_bind(I->fc, d, sz, "splitting a dim", &e), &e)) return false;
+            rest -= sz;
+        }
+        sizes[k] = d->size;
+    }
+    TupleObj *tu = tuple_alloc(I, n);
+    if (!tu) return false;
+    FcLevels lv;
+    fc_tensor_levels(t, &lv);
+    bool ok = true;
+    int64_t at = 0;
+    for (size_t k = 0; k < n && ok; k++) {
+        FcIndex ix[FC_MAX_DIMS];
+        FcTensor *plain = NULL, *piece = NULL, *r = NULL;
+        FcLevels none = {t->ndim, {0}}, pl = lv;
+        for (int q = 0; q < l; q++) ix[q] = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+        ix[l] = (FcIndex){.kind = FC_IX_SLICE, .start = at, .stop = at + sizes[k], .has_start = true, .has_stop = true,
+                          .step = 1};
+        at += sizes[k];
+        pl.at[l] = as_dim(items[k]);
+        FcStatus st = fc_with_levels(I->fc, t, &none, &plain, &e);
+        if (st == FC_OK) st = fc_index(I->fc, plain, l + 1, ix, &piece, &e);
+        if (st == FC_OK) st = fc_with_levels(I->fc, piece, &pl, &r, &e);
+        fc_tensor_release(plain);
+        fc_tensor_release(piece);
+        ok = tensor_check(I, st, &e) && tensor_value_steal(I, r, &tu->items[k]);
+    }
+    if (!ok) {
+        val_decref(I, v_obj(V_TUPLE, &tu->h));
+        return false;
+    }
+    *out = v_obj(V_TUPLE, &tu->h);
+    return true;
 }
 
 /* ---- methods and attributes that dims add ---- */

@@ -168,6 +168,7 @@ bool dims_repr_suffix(Interp *I, const FcTensor *t, Buf *b);
 /* FcCtx.locate: the running statement's file:line:col. */
 void dims_locate(void *ud, char *buf, size_t cap);
 bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 
 /* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
