@@ -68,6 +68,11 @@ static bool init_builtins(Interp *I)
         val_decref(I, v);
         if (!ok) return false;
     }
+    Value h;
+    if (!builtin_bind(I, &help_builtin, v_undef(), &h)) return false;
+    bool bound = set_global(I, I->builtins, help_builtin.name, h);
+    val_decref(I, h);
+    if (!bound) return false;
     static const struct { const char *name; TypeId t; } types[] = {
         {"int", T_INT}, {"float", T_FLOAT}, {"str", T_STR}, {"bool", T_BOOL}, {"list", T_LIST},
         {"tuple", T_TUPLE}, {"range", T_RANGE}, {"type", T_TYPE}, {"dict", T_DICT}, {"set", T_SET},
@@ -243,6 +248,15 @@ static tdl_status run(tdl_interp *T, const char *code, size_t len, const char *n
     lang_source_release(src);
     api_run_end(T, &r);
     return st;
+}
+
+tdl_status tdl_complete(tdl_interp *T, const char *text, void (*emit)(void *ud, const char *candidate), void *ud)
+{
+    API_MEM_SCOPE(T);
+    if (!api_enter(T)) return TDL_MISUSE;
+    if (!text || !emit) return err_raise(&T->I, TDL_ERR_VALUE, "tdl_complete: text or emit is NULL"), TDL_ERROR;
+    help_complete(&T->I, text, emit, ud);
+    return TDL_OK;
 }
 
 tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name)

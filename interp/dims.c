@@ -309,7 +309,7 @@ static RowKind classify_row(const TensorOpRow *r)
                                         "cumsum", "cumprod", "sort", "argsort", NULL};
     static const char *const batch[] = {"reshape", "view", "permute", "transpose", "t", "T", "expand", "expand_as",
                                         "squeeze", "unsqueeze", "flatten", "cat", "stack", "matmul", "index_select",
-                                        "gather", "dot", "bmm", NULL};
+                                        "gather", "dot", "bmm", "split", "chunk", NULL};
     /* pointwise, but not in functorch.dim's pointwise set: they run batched there, which puts the
      * levels of the operands that carry dims before those of plain tensors (mul: unless delayed) */
     static const char *const batch_pointwise[] = {"mul", "neg", "clip", "to", "type", NULL};
@@ -855,6 +855,135 @@ bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
     if (ok) ok = tensor_check(I, fc_index_dims(I->fc, t, x.n, x.ix, 0, NULL, &r, &e), &e);
     dimindex_free(&x);
     return ok && tensor_value_steal(I, r, out);
+}
+
+/* t[idx] = value with dims (functorch's setitem): t[idx] is read as a view of t's memory (dims
+ * bind its positional dims; ints and slices as usual), and value, laid out over that view's
+ * levels by matching dims (broadcast over the ones it lacks), is written into it. An index that
+ * gathers (a tensor index, a dim used twice) has no view to write through: a TypeError. */
+bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *val)
+{
+    FcTensor *t = as_tensor(v), *view = NULL, *m = NULL, *plain = NULL;
+    FcError e;
+    Value r = v_undef();
+    if (!tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
+    bool ok = tensor_getitem(I, v, idx, &r);
+    if (ok) {
+        view = as_tensor(r);
+        if (!view->storage || view->storage != t->storage)
+            ok = err_raise(I, TDL_ERR_TYPE, "this index with first-class dims is not a view of the tensor (it gathers), "
+                                            "so it cannot be written through: index with dims, ints and slices");
+    }
+    FcLevels lv, u;
+    if (ok) {
+        fc_tensor_levels(view, &lv);
+        FcTensor *both[2] = {view, val};
+        ok = tensor_check(I, fc_levels_union(2, both, &u, &e), &e);
+    }
+    if (ok && u.n != lv.n) {
+        char b[512];
+        const char *name = "?";
+        for (int k = 0; k < u.n; k++)
+            if (u.at[k] && fc_level_of_dim(view, u.at[k]) < 0) {
+                name = u.at[k]->name;
+                break;
+            }
+        ok = err_raise(I, TDL_ERR_DIMENSION_BIND,
+                       "rhs of setitem contains dimension %s which is not in the dimension on the left (%s)", name,
+                       fc_levels_str(b, sizeof b, &lv));
+    }
+    FcLevels none = {view ? view->ndim : 0, {0}};
+    if (ok) ok = tensor_check(I, fc_match_levels(I->fc, val, &lv, &m, &e), &e);
+    if (ok) ok = tensor_check(I, fc_with_levels(I->fc, view, &none, &plain, &e), &e);
+    if (ok) ok = tensor_check(I, fc_assign(I->fc, plain, m, &e), &e);
+    fc_tensor_release(m);
+    fc_tensor_release(plain);
+    val_decref(I, r);
+    return ok;
+}
+
+/* split(sizes, dim) with dims (functorch.dim's): dim a dim or a positional int; sizes dims, each
+ * piece taking its dim in place of the one split (bound dims keep their size, unbound ones share
+ * what is left, rounded up). Int sizes with a dim `dim` are functorch's TypeError. */
+bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    Value sv = tensor_arg(sig, a, "split_size")->v, dv = tensor_arg(sig, a, "dim")->v;
+    const Value *items = NULL;
+    size_t n = 0;
+    bool dimseq = sv.tag == V_TUPLE || sv.tag == V_LIST;
+    if (dimseq) {
+        items = sv.tag == V_TUPLE ? as_tuple(sv)->items : as_list(sv)->items;
+        n = sv.tag == V_TUPLE ? as_tuple(sv)->n : as_list(sv)->n;
+        for (size_t k = 0; k < n; k++) dimseq &= items[k].tag == V_DIM;
+    }
+    if (!dimseq) {
+        if (dv.tag == V_DIM)
+            return err_raise(I, TDL_ERR_TYPE, "when dim is specified as a Dim object, split sizes must also be dimensions.");
+        return err_raise(I, TDL_ERR_TYPE, "split(): split_size must be an int, a list of ints or a list of dims, not %s",
+                         val_type_name(sv));
+    }
+    int l;
+    FcError e;
+    if (dv.tag == V_DIM) {
+        if ((l = fc_level_of_dim(t, as_dim(dv))) < 0)
+            return err_raise(I, TDL_ERR_TYPE, "tensor does not contain dimension %s", as_dim(dv)->name);
+    } else if (is_intlike(dv) || dv.tag == V_UNDEF) {
+        int p;
+        if (!tensor_check(I, fc_wrap_dim(dv.tag == V_UNDEF ? 0 : as_i(dv), fc_tensor_npos(t), &p, &e), &e)) return false;
+        l = fc_level_of_pos(t, p);
+    } else {
+        return err_raise(I, TDL_ERR_TYPE, "split(): dim must be a dim or an int, not %s", val_type_name(dv));
+    }
+    if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_VALUE, "too many dims");
+    int64_t size = t->shape[l], bound = 0, sizes[FC_MAX_DIMS];
+    int nunbound = 0;
+    for (size_t k = 0; k < n; k++) {
+        FcDim *d = as_dim(items[k]);
+        if (d->size >= 0) bound += d->size;
+        else nunbound++;
+    }
+    if (nunbound ? bound > size : bound != size)
+        return err_raise(I, TDL_ERR_VALUE, "result dimensions %s original: %lld vs %lld",
+                         nunbound ? "are larger than" : "do not match", (long long)bound, (long long)size);
+    int64_t rest = size - bound, chunk = nunbound ? (rest + nunbound - 1) / nunbound : 0;
+    for (size_t k = 0; k < n; k++) {
+        FcDim *d = as_dim(items[k]);
+        if (d->size < 0) {
+            int64_t sz = chunk < rest ? chunk : rest;
+            if (!tensor_check(I, fc_dim_bind(I->fc, d, sz, "splitting a dim", &e), &e)) return false;
+            rest -= sz;
+        }
+        sizes[k] = d->size;
+    }
+    TupleObj *tu = tuple_alloc(I, n);
+    if (!tu) return false;
+    FcLevels lv;
+    fc_tensor_levels(t, &lv);
+    bool ok = true;
+    int64_t at = 0;
+    for (size_t k = 0; k < n && ok; k++) {
+        FcIndex ix[FC_MAX_DIMS];
+        FcTensor *plain = NULL, *piece = NULL, *r = NULL;
+        FcLevels none = {t->ndim, {0}}, pl = lv;
+        for (int q = 0; q < l; q++) ix[q] = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+        ix[l] = (FcIndex){.kind = FC_IX_SLICE, .start = at, .stop = at + sizes[k], .has_start = true, .has_stop = true,
+                          .step = 1};
+        at += sizes[k];
+        pl.at[l] = as_dim(items[k]);
+        FcStatus st = fc_with_levels(I->fc, t, &none, &plain, &e);
+        if (st == FC_OK) st = fc_index(I->fc, plain, l + 1, ix, &piece, &e);
+        if (st == FC_OK) st = fc_with_levels(I->fc, piece, &pl, &r, &e);
+        fc_tensor_release(plain);
+        fc_tensor_release(piece);
+        ok = tensor_check(I, st, &e) && tensor_value_steal(I, r, &tu->items[k]);
+    }
+    if (!ok) {
+        val_decref(I, v_obj(V_TUPLE, &tu->h));
+        return false;
+    }
+    *out = v_obj(V_TUPLE, &tu->h);
+    return true;
 }
 
 /* ---- methods and attributes that dims add ---- */

@@ -409,7 +409,9 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_BUILTIN: {
         BuiltinObj *bo = as_builtin(v);
         const char *name = bo->def && bo->def->name ? bo->def->name : "?";
-        if (bo->self.tag == V_UNDEF) {
+        if (bo->def == &help_builtin) {
+            buf_puts(b, help_hint);     /* as Python's help: `help` alone says how to get help */
+        } else if (bo->self.tag == V_UNDEF) {
             buf_printf(b, "<built-in function %s>", name);
         } else if (IS_OBJ(bo->self)) {
             buf_printf(b, "<built-in method %s of %s object at %p>", name,

@@ -509,6 +509,11 @@ bool tensor_set_device(Interp *I, const char *name);
 bool tensor_fail(Interp *I, FcStatus st, const FcError *e);
 /* The tensor method / tensor function `name` as a builtin, or NULL. */
 const BuiltinDef *tensor_method(const char *name);
+/* help.c: the `help` builtin (its repr is help_hint) and the REPL's Tab completion of text (a name
+ * or a dotted name's attribute): emit is called with each whole candidate. */
+extern const BuiltinDef help_builtin;
+extern const char help_hint[];
+void help_complete(Interp *I, const char *text, void (*emit)(void *ud, const char *candidate), void *ud);
 const BuiltinDef *tensor_function(const char *name);
 /* What ops.c and format.c do with tensors, dtypes and devices (Python's dunder methods). */
 bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out);

@@ -401,6 +401,48 @@ static char *read_line(const char *prompt, bool *intr)
     return line;
 }
 
+/* ---- Tab completion (tdl_complete) ---- */
+
+static tdl_interp *complete_interp;     /* the REPL's interpreter, for the generator below */
+
+typedef struct candidates {
+    char **p;
+    size_t n, cap;
+} candidates;
+
+static void add_candidate(void *ud, const char *s)
+{
+    candidates *c = ud;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 32;
+        char **p = realloc(c->p, cap * sizeof *p);
+        if (!p)
+            return;
+        c->p = p;
+        c->cap = cap;
+    }
+    char *d = strdup(s);
+    if (d)
+        c->p[c->n++] = d;
+}
+
+/* readline's generator: state 0 collects the candidates for text, each call hands one out (the
+ * caller frees it). */
+static char *complete_name(const char *text, int state)
+{
+    static candidates c;
+    static size_t next;
+    if (state == 0) {
+        for (size_t k = next; k < c.n; k++)
+            free(c.p[k]);
+        c.n = 0;
+        next = 0;
+        if (complete_interp)
+            tdl_complete(complete_interp, text, add_candidate, &c);
+    }
+    return next < c.n ? c.p[next++] : NULL;
+}
+
 /* The history file: $TDL_HISTORY, else ~/.tdl_history, written into buf (size n). Returns NULL
  * when there is none (no HOME, or the name does not fit). */
 static const char *history_path(char *buf, size_t n)
@@ -454,6 +496,10 @@ static int repl(tdl_interp *T)
     if (hist)
         read_history(hist);     /* a missing or unreadable file just means no history */
 
+    complete_interp = T;
+    rl_completion_entry_function = complete_name;
+    /* a dotted name is one word to complete ("x.su" -> "x.sum") */
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,[+-*/%~^!:";
     printf("tdl %s — type :help for help, :quit or Ctrl-D to leave\n", tdl_version());
 
     buffer buf = {0};

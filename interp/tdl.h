@@ -148,6 +148,12 @@ enum {
                                  an open block without a following blank line as TDL_INCOMPLETE */
 };
 
+/* What Tab completes in a REPL: text is a name prefix ("pri") or a dotted name and an attribute
+ * prefix ("x.su"); emit gets each whole candidate ("print", "x.sum"): keywords, globals and
+ * builtins, or a module's names, a tensor's methods and attributes. Runs no code but attribute
+ * reads of the dotted name. */
+tdl_status tdl_complete(tdl_interp *T, const char *text, void (*emit)(void *ud, const char *candidate), void *ud);
+
 /* Runs code as the main module; name is used in messages ("<string>" when NULL). */
 tdl_status tdl_run_string(tdl_interp *T, const char *code, const char *name);
 tdl_status tdl_run_string_ex(tdl_interp *T, const char *code, size_t len, const char *name, int flags);

@@ -1273,9 +1273,17 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
 {
     FcTensor *t = as_tensor(v), *val = NULL;
     FcError e;
-    if (t->levels || (value.tag == V_TENSOR && as_tensor(value)->levels) || dims_in_arg(idx) || value.tag == V_DIM)
-        return err_raise(I, TDL_ERR_TYPE, "writing through first-class dims (t[i] = v) is not supported yet: "
-                                          "write into t.order(...) or build the value with where()");
+    bool dims = t->levels || (value.tag == V_TENSOR && as_tensor(value)->levels) || value.tag == V_DIM;
+    for (int k = 0; !dims && k < (idx.tag == V_TUPLE ? (int)as_tuple(idx)->n : 1); k++) {
+        Value x = idx.tag == V_TUPLE ? as_tuple(idx)->items[k] : idx;
+        dims = x.tag == V_DIM || x.tag == V_DIMLIST || dims_in_arg(x) || (x.tag == V_TENSOR && as_tensor(x)->levels);
+    }
+    if (dims && value.tag == V_DIM) {
+        if (!dims_tensor_of(I, value, &val)) return false;
+        bool ok = dims_setitem(I, v, idx, val);
+        fc_tensor_release(val);
+        return ok;
+    }
     if (value.tag == V_TENSOR) {
         val = fc_tensor_retain(as_tensor(value));
     } else if (is_number(value)) {
@@ -1283,6 +1291,11 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
     } else {
         return err_raise(I, TDL_ERR_TYPE, "can't assign a %s to a torch.%sTensor", val_type_name(value),
                          fc_dtype_torch_name(t->dtype));
+    }
+    if (dims) {
+        bool ok = dims_setitem(I, v, idx, val);
+        fc_tensor_release(val);
+        return ok;
     }
     /* A lone bool is not an advanced index here (torch's setitem): t[False] = v does nothing and
      * t[True] = v is t[None] = v, a copy that converts the dtype. Inside a tuple it is a mask. */

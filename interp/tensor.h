@@ -159,6 +159,8 @@ bool dims_involved(const TensorSig *sig, const TensorArg *a);
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 /* A tensor or a dim (its iota) as an FcTensor (a new reference). */
 bool dims_tensor_of(Interp *I, Value v, FcTensor **out);
+/* t[idx] = value when dims are involved (in t, idx or value): a write through the view t[idx]. */
+bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *value);
 /* t[idx] when dims are involved (*done true), else nothing (*done false). */
 bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done);
 /* "\nwith dims=(i, 0) sizes=(3, 4)" after a tensor with dims is printed. */
@@ -166,6 +168,7 @@ bool dims_repr_suffix(Interp *I, const FcTensor *t, Buf *b);
 /* FcCtx.locate: the running statement's file:line:col. */
 void dims_locate(void *ud, char *buf, size_t cap);
 bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 
 /* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);

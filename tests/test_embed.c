@@ -65,6 +65,47 @@ static double get_float(const char *name)
 
 /* ---- values and globals ---- */
 
+/* The REPL's Tab completion (tdl_complete) and help: names by prefix, a tensor's methods after
+ * "x.", a module's names; `help` alone points at :help, help(f) prints the table's signatures. */
+static void add_name(void *ud, const char *s)
+{
+    char *buf = ud;
+    strcat(buf, s);
+    strcat(buf, " ");
+}
+
+START_TEST(test_complete_and_help)
+{
+    char names[8192] = "";
+    RUN("x = ones(2)\nxyz = 1\n");
+    OK(tdl_complete(T, "xy", add_name, names));
+    ck_assert_str_eq(names, "xyz ");
+    names[0] = 0;
+    OK(tdl_complete(T, "x.cums", add_name, names));
+    ck_assert_str_eq(names, "x.cumsum ");
+    names[0] = 0;
+    OK(tdl_complete(T, "x.sor", add_name, names));
+    ck_assert_str_eq(names, "x.sort ");
+    names[0] = 0;
+    OK(tdl_complete(T, "whi", add_name, names));
+    ck_assert_str_eq(names, "while ");
+    names[0] = 0;
+    OK(tdl_complete(T, "hel", add_name, names));
+    ck_assert_str_eq(names, "help ");
+    names[0] = 0;
+    OK(tdl_complete(T, "nosuch.a", add_name, names));
+    ck_assert_str_eq(names, "");
+    OK(tdl_complete(T, "xyz.re", add_name, names));
+    ck_assert_str_eq(names, "");
+    ck_assert_int_eq(tdl_complete(T, NULL, add_name, names), TDL_ERROR);
+    memset(&out, 0, sizeof out);
+    RUN("print(help)\nhelp(x.cumsum)\n");
+    ck_assert_str_eq(out.buf,
+                     "Type :help for help on the REPL, or help(object) for the signature of a function or method.\n"
+                     "Tensor.cumsum(int dim, *, ScalarType? dtype=None) -> Tensor\n");
+}
+END_TEST
+
 START_TEST(test_globals_roundtrip)
 {
     tdl_value *n, *f, *s, *b, *none, *items[3], *tup, *lst;
@@ -1355,6 +1396,7 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_globals_roundtrip);
     tcase_add_test(tc, test_read_type_errors);
     tcase_add_test(tc, test_get_attr);
+    tcase_add_test(tc, test_complete_and_help);
     tcase_add_test(tc, test_call_positional_and_keyword);
     tcase_add_test(tc, test_call_errors_have_tracebacks);
     tcase_add_loop_test(tc, test_failed_index_display_then_go_on, 0,
