@@ -1504,7 +1504,8 @@ static Flow exec(Interp *I, Frame *F, Node *st)
 
 static void syntax_error(Interp *I, LangSource *src, const LangError *e)
 {
-    err_raise(I, e->kind == LANG_INDENTATION_ERROR ? TDL_ERR_INDENTATION : TDL_ERR_SYNTAX, "%s", e->msg);
+    err_raise(I, e->kind == LANG_INDENTATION_ERROR ? TDL_ERR_INDENTATION
+                 : e->kind == LANG_TAB_ERROR ? TDL_ERR_TAB : TDL_ERR_SYNTAX, "%s", e->msg);
     I->err.syntax = true;
     I->err.need_loc = false;
     err_trace(I, src, e->pos, "<module>");

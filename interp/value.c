@@ -47,6 +47,7 @@ static tdl_error_kind exc_parent(tdl_error_kind k)
     case TDL_ERR_INDEX: case TDL_ERR_KEY: return TDL_ERR_LOOKUP;
     case TDL_ERR_UNBOUND_LOCAL: return TDL_ERR_NAME;
     case TDL_ERR_INDENTATION: return TDL_ERR_SYNTAX;
+    case TDL_ERR_TAB: return TDL_ERR_INDENTATION;
     case TDL_ERR_RECURSION: case TDL_ERR_NOT_IMPLEMENTED: case TDL_ERR_SHAPE: case TDL_ERR_DEVICE:
         return TDL_ERR_RUNTIME;
     default: return TDL_ERR_EXCEPTION;
@@ -868,7 +869,7 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_DEVICE] = "DeviceError", [TDL_ERR_INTERRUPT] = "KeyboardInterrupt",
     [TDL_ERR_STOP_ITERATION] = "StopIteration", [TDL_ERR_EXCEPTION] = "Exception",
     [TDL_ERR_BASE_EXCEPTION] = "BaseException", [TDL_ERR_ARITHMETIC] = "ArithmeticError",
-    [TDL_ERR_LOOKUP] = "LookupError",
+    [TDL_ERR_LOOKUP] = "LookupError", [TDL_ERR_TAB] = "TabError",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

@@ -65,7 +65,7 @@ typedef enum LangStatus {
     LANG_NOMEM,
 } LangStatus;
 
-typedef enum LangErrorKind { LANG_SYNTAX_ERROR, LANG_INDENTATION_ERROR } LangErrorKind;
+typedef enum LangErrorKind { LANG_SYNTAX_ERROR, LANG_INDENTATION_ERROR, LANG_TAB_ERROR } LangErrorKind;
 
 typedef struct LangError {
     LangErrorKind kind;
