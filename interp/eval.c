@@ -1284,6 +1284,65 @@ static void unbind(Interp *I, Frame *F, Node *n)
     val_decref(I, old);
 }
 
+/* The with statement over its items from w on: Python's nesting of one `with` per item. */
+static Flow exec_with(Interp *I, Frame *F, Node *w, Node *body)
+{
+    Value m;
+    if (!eval(I, F, w->a, &m)) return F_ERROR;
+    if (m.tag != V_CTXMGR) {
+        err_raise(I, TDL_ERR_TYPE, "'%s' object does not support the context manager protocol", val_type_name(m));
+        val_decref(I, m);
+        locate(I, F, w->a->pos);
+        return F_ERROR;
+    }
+    CtxMgrObj *cm = (CtxMgrObj *)m.o;
+    Value v;
+    if (!cm->enter(I, cm->ud, &v)) {
+        val_decref(I, m);
+        locate(I, F, w->a->pos);
+        return F_ERROR;
+    }
+    bool ok = !w->b || assign(I, F, w->b, v);
+    val_decref(I, v);
+    Flow fl = !ok ? F_ERROR : w->next ? exec_with(I, F, w->next, body) : exec(I, F, body);
+    bool suppress = false;
+    if (fl == F_ERROR && !I->exiting) {
+        Value exc;
+        if (!exc_from_error(I, &exc)) {
+            val_decref(I, m);
+            return F_ERROR;
+        }
+        Error saved;
+        err_move(I, &saved);
+        ok = cm->exit(I, cm->ud, exc, &suppress);
+        val_decref(I, exc);
+        if (!ok) {
+            err_drop(I, &saved);
+            locate(I, F, w->a->pos);
+        } else if (suppress) {
+            err_drop(I, &saved);
+            fl = F_NORMAL;
+        } else {
+            err_put_back(I, &saved);
+        }
+    } else {
+        Value ret = fl == F_RETURN ? I->ret : v_undef();
+        I->ret = v_undef();
+        ok = cm->exit(I, cm->ud, v_none(), &suppress);
+        if (fl == F_RETURN) I->ret = ret;
+        if (!ok) {
+            if (fl == F_RETURN) {
+                val_decref(I, I->ret);
+                I->ret = v_undef();
+            }
+            locate(I, F, w->a->pos);
+            fl = F_ERROR;
+        }
+    }
+    val_decref(I, m);
+    return fl;
+}
+
 static Flow exec_try(Interp *I, Frame *F, Node *st)
 {
     Flow fl = exec(I, F, st->a);
@@ -1471,6 +1530,11 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             break;
         case N_TRY: {
             Flow fl = exec_try(I, F, st);
+            if (fl != F_NORMAL) return fl;
+            break;
+        }
+        case N_WITH: {
+            Flow fl = exec_with(I, F, st->a, st->b);
             if (fl != F_NORMAL) return fl;
             break;
         }

@@ -25,7 +25,7 @@ static const char *const type_names[T__COUNT] = {
     [T_STR_ITERATOR] = "str_iterator", [T_RANGE_ITERATOR] = "range_iterator",
     [T_DICT_KEYITERATOR] = "dict_keyiterator", [T_DICT_VALUEITERATOR] = "dict_valueiterator",
     [T_DICT_ITEMITERATOR] = "dict_itemiterator", [T_SET_ITERATOR] = "set_iterator",
-    [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception",
+    [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception", [T_CTXMGR] = "context_manager",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -94,6 +94,7 @@ TypeId val_type(Value v)
     }
     case V_GEN: return T_GENERATOR;
     case V_EXC: return T_EXCEPTION;
+    case V_CTXMGR: return T_CTXMGR;
     case V_EXCTYPE: return T_TYPE;
     case V_ITER: {
         IterObj *it = (IterObj *)v.o;
@@ -160,6 +161,7 @@ static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
     if (o->tag == V_GEN) lang_unit_release(((GenObj *)o)->unit);
+    if (o->tag == V_CTXMGR && ((CtxMgrObj *)o)->free_ud) ((CtxMgrObj *)o)->free_ud(((CtxMgrObj *)o)->ud);
     if (o->tag == V_TENSOR) {
         fc_tensor_release(((TensorObj *)o)->t);
         fc_tensor_release(((TensorObj *)o)->fa);
@@ -742,6 +744,23 @@ void err_drop(Interp *I, Error *e)
     mem_free(I->err.trace);
     I->err = cur;
     memset(e, 0, sizeof *e);
+}
+
+bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
+                void (*free_ud)(void *ud), Value *out)
+{
+    CtxMgrObj *m = obj_alloc(I, sizeof *m, V_CTXMGR, false);
+    if (!m) {
+        if (free_ud) free_ud(ud);
+        return false;
+    }
+    m->enter = enter;
+    m->exit = exit;
+    m->ud = ud;
+    m->free_ud = free_ud;
+    m->name = name;
+    *out = v_obj(V_CTXMGR, &m->h);
+    return true;
 }
 
 bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value *out)

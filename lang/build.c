@@ -919,6 +919,12 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     return n;
 }
 
+Node *lang_with_item(LangParser *p, Node *mgr, Node *target)
+{
+    check_target(p, target);
+    return lang_node2(p, N_WITHITEM, mgr->pos, mgr, target);
+}
+
 Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin)
 {
     for (Node *h = handlers; h; h = h->next)
@@ -1078,7 +1084,7 @@ static const char *const kind_names[N__COUNT] = {
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
     "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del", "emit", "try", "except",
+    "del", "emit", "try", "except", "with", "withitem",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

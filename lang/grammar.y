@@ -26,7 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
-%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM.
+%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM WITH.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -125,6 +125,14 @@ handler(A) ::= EXCEPT(K) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, NU
 handler(A) ::= EXCEPT(K) expr(T) COLON block(B). { A = lang_node2(p, N_EXCEPT, K.pos, T, B.head); }
 handler(A) ::= EXCEPT(K) expr(T) AS NAME(N) COLON block(B).
                                          { A = lang_node3(p, N_EXCEPT, K.pos, T, B.head, lang_name(p, &N)); }
+
+/* with a as x, b: body — a = the first N_WITHITEM (a = manager, b = target or NULL), b = body */
+compound(A) ::= WITH(K) withitems(L) COLON block(B).   { A = lang_node2(p, N_WITH, K.pos, L.head, B.head); }
+%type withitems {NodeList}
+withitems(A) ::= withitem(X).            { A = lang_list1(X); }
+withitems(A) ::= withitems(L) COMMA withitem(X). { A = lang_list_add(L, X); }
+withitem(A) ::= expr(E).                 { A = lang_node1(p, N_WITHITEM, E->pos, E); }
+withitem(A) ::= expr(E) AS primary(T).   { A = lang_with_item(p, E, T); }
 
 compound(A) ::= WHILE(K) expr(C) COLON block(B).        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, NULL); }
 compound(A) ::= WHILE(K) expr(C) COLON block(B) ELSE COLON block(E).

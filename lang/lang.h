@@ -94,7 +94,7 @@ typedef enum NodeKind {
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
-    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT,
+    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT, N_WITH, N_WITHITEM,
     N__COUNT
 } NodeKind;
 
@@ -149,6 +149,8 @@ typedef struct Node Node;
  *               statement), N_IF (b = the one inner statement), innermost N_COMP_EMIT
  *   N_FSTRING   a = first part (chained by next): N_STR text, or N_FIELD (a = the expression,
  *               b = the format spec, an N_FSTRING, or NULL; op = the conversion 'r' 's' 'a' or 0)
+ *   N_WITH      a = first N_WITHITEM (a = the manager expression, b = the `as` target or NULL;
+ *               chained by next), b = body
  *   N_COMP_EMIT a = the element (a dict comprehension's key), b = a dict comprehension's value
  * Statement bodies are chains of statements linked by next. */
 struct Node {

@@ -248,7 +248,8 @@ again:
         "del"       { TOK(TK_DEL); }
         "try"       { TOK(TK_TRY); }       "except"   { TOK(TK_EXCEPT); }
         "finally"   { TOK(TK_FINALLY); }   "from"     { TOK(TK_FROM); }
-        "class" | "with" | "yield"
+        "with"      { TOK(TK_WITH); }
+        "class" | "yield"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -488,6 +489,7 @@ const char *lang_token_name(int kind)
     case TK_EXCEPT: return "'except'";
     case TK_FINALLY: return "'finally'";
     case TK_FROM: return "'from'";
+    case TK_WITH: return "'with'";
     case TK_LBRACE: return "'{'";
     case TK_RBRACE: return "'}'";
     case TK_IMPORT: return "'import'";

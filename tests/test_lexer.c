@@ -454,7 +454,7 @@ static const ErrorCase errors[] = {
     {"except", -1, "'except' NEWLINE end"},
     {"finally", -1, "'finally' NEWLINE end"},
     {"  raise x", -1, "INDENT 'raise' NAME(x) NEWLINE DEDENT end"},
-    {"with f: pass", -1, "!ERROR 1:1 'with' is not supported in tdl"},
+    {"with f: pass", -1, "'with' NAME(f) ':' 'pass' NEWLINE end"},
     {"x = yield", -1, "NAME(x) '=' !ERROR 1:5 'yield' is not supported in tdl"},
     {"from a import b", -1, "'from' NAME(a) 'import' NAME(b) NEWLINE end"},
     {"async", -1, "!ERROR 1:1 'async' is not supported in tdl"},
