@@ -83,7 +83,17 @@ static long first_bad_utf8(const unsigned char *s, size_t n, const char **why)
     return -1;
 }
 
+static LangLexer *lexer_alloc(LangSource *src, bool interactive, bool check_utf8);
+
 LangLexer *lang_lexer_new(LangSource *src, bool interactive)
+{
+    return lexer_alloc(src, interactive, true);
+}
+
+/* check_utf8: validate the whole text first (not for an f-string field's lexer: its text is a
+ * copy of the part of a source already validated, and validating it again per field would make
+ * a file of many f-strings quadratic). */
+static LangLexer *lexer_alloc(LangSource *src, bool interactive, bool check_utf8)
 {
     LangLexer *lx = mem_calloc(1, sizeof *lx);
     if (!lx) return NULL;
@@ -92,7 +102,7 @@ LangLexer *lang_lexer_new(LangSource *src, bool interactive)
     lx->lim = src->text + src->len;
     lx->interactive = interactive;
     lx->at_line_start = true;
-    lx->bad_utf8 = first_bad_utf8((const unsigned char *)src->text, src->len, &lx->utf8_why);
+    lx->bad_utf8 = check_utf8 ? first_bad_utf8((const unsigned char *)src->text, src->len, &lx->utf8_why) : -1;
     /* A leading UTF-8 byte order mark is not part of the program. */
     if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0) lx->cur += 3;
     return lx;
@@ -100,7 +110,7 @@ LangLexer *lang_lexer_new(LangSource *src, bool interactive)
 
 LangLexer *lang_lexer_new_at(LangSource *src, uint32_t start)
 {
-    LangLexer *lx = lang_lexer_new(src, false);
+    LangLexer *lx = lexer_alloc(src, false, false);
     if (!lx) return NULL;
     lx->cur = src->text + start;
     lx->at_line_start = false;
