@@ -704,7 +704,6 @@ static bool m_dict_popitem(BUILTIN_ARGS)
     val_incref(e->key);
     val_incref(e->val);
     remove_entry(I, d, e);
-    d->fill = (size_t)(e - d->ent);     /* the last entries are free again, as in CPython */
     *out = v_obj(V_TUPLE, &t->h);
     return true;
 }

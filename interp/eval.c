@@ -129,7 +129,38 @@ static bool unpack(Interp *I, Frame *F, Node *t, Value v)
         n = l->n;
     }
     bool ok = true;
-    if (n != (size_t)t->count) {
+    int star = -1, k0 = 0;
+    for (Node *e = t->a; e; e = e->next, k0++)
+        if (e->kind == N_STARRED) star = k0;
+    if (star >= 0) {
+        /* a, *b, c = v: b takes a list of what the others leave */
+        size_t fixed = (size_t)t->count - 1;
+        if (n < fixed) {
+            ok = err_raise(I, TDL_ERR_VALUE, "not enough values to unpack (expected at least %zu, got %zu)", fixed, n);
+        } else {
+            val_incref(v);
+            size_t k = 0;
+            for (Node *e = t->a; e && ok; e = e->next) {
+                if (e->kind != N_STARRED) {
+                    ok = assign(I, F, e, items[k++]);
+                    continue;
+                }
+                size_t m = n - fixed;
+                ListObj *l = list_alloc(I, m);
+                ok = l != NULL;
+                for (size_t j = 0; ok && j < m; j++) {
+                    l->items[j] = items[k + j];
+                    val_incref(items[k + j]);
+                }
+                if (ok) {
+                    ok = assign(I, F, e->a, v_obj(V_LIST, &l->h));
+                    val_decref(I, v_obj(V_LIST, &l->h));
+                }
+                k += m;
+            }
+            val_decref(I, v);
+        }
+    } else if (n != (size_t)t->count) {
         ok = n > (size_t)t->count
                  ? err_raise(I, TDL_ERR_VALUE, "too many values to unpack (expected %d)", t->count)
                  : err_raise(I, TDL_ERR_VALUE, "not enough values to unpack (expected %d, got %zu)", t->count, n);
@@ -399,12 +430,82 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
     }
 }
 
+/* The arguments of a call with *it or **d in it: positional ones in args[0..*nargs), keyword
+ * ones after them (names in kwnames; a **d's names are its keys, kept alive in keep). */
+static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char **kwnames, int *nargs,
+                           int *nkw, Value *keep, int *nkeep)
+{
+    Value kwv[MAX_ARGS + 1];
+    int np = 0, nk = 0;
+    bool ok = true;
+    for (Node *a = n->b; a && ok; a = a->next) {
+        Value v;
+        if (!(ok = eval(I, F, a->kind == N_KWARG || a->kind == N_STARRED ? a->a : a, &v))) break;
+        if (a->kind == N_KWARG) {
+            if (np + nk >= MAX_ARGS) ok = err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+            if (ok) kwnames[nk] = a->str, kwv[nk++] = v;
+            else val_decref(I, v);
+        } else if (a->kind == N_STARRED && a->op == 2) {
+            if (v.tag != V_DICT) {
+                ok = err_raise(I, TDL_ERR_TYPE, "argument after ** must be a mapping, not %s", val_type_name(v));
+            } else {
+                DictEntry *e;
+                for (size_t pos = 0; ok && (e = dict_next(as_dict(v), &pos));) {
+                    if (e->key.tag != V_STR) ok = err_raise(I, TDL_ERR_TYPE, "keywords must be strings");
+                    else if (np + nk >= MAX_ARGS) ok = err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+                    if (!ok) break;
+                    for (int j = 0; j < nk && ok; j++)
+                        if (strcmp(kwnames[j], as_str(e->key)->data) == 0)
+                            ok = err_raise(I, TDL_ERR_TYPE, "got multiple values for keyword argument '%s'", kwnames[j]);
+                    if (!ok) break;
+                    val_incref(e->key);
+                    keep[(*nkeep)++] = e->key;
+                    kwnames[nk] = as_str(e->key)->data;
+                    val_incref(e->val);
+                    kwv[nk++] = e->val;
+                }
+            }
+            val_decref(I, v);
+        } else if (a->kind == N_STARRED) {
+            ListObj *l;
+            if (!(ok = list_from_iterable(I, v, &l))) {
+                if (I->err.kind == TDL_ERR_TYPE)
+                    err_raise(I, TDL_ERR_TYPE, "argument after * must be an iterable, not %s", val_type_name(v));
+            } else {
+                if (np + nk + l->n > MAX_ARGS) ok = err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+                for (size_t k = 0; ok && k < l->n; k++) {
+                    val_incref(l->items[k]);
+                    args[np++] = l->items[k];
+                }
+                val_decref(I, v_obj(V_LIST, &l->h));
+            }
+            val_decref(I, v);
+        } else {
+            if (np + nk >= MAX_ARGS) {
+                ok = err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+                val_decref(I, v);
+            } else {
+                args[np++] = v;
+            }
+        }
+        if (!ok) locate(I, F, a->pos);
+    }
+    for (int k = 0; k < nk; k++) args[np + k] = kwv[k];
+    *nargs = np;
+    *nkw = nk;
+    return ok;
+}
+
 static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
 {
     if (n->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many arguments (at most %d)", MAX_ARGS);
-    Value args[n->count + 1];
-    const char *kwnames[n->count + 1];
-    int nargs = 0, nkw = 0;
+    bool star = false;
+    for (Node *a = n->b; a; a = a->next) star |= a->kind == N_STARRED;
+    int cap = star ? MAX_ARGS + 1 : n->count + 1;
+    Value args[cap];
+    const char *kwnames[cap];
+    Value keep[star ? MAX_ARGS + 1 : 1];
+    int nargs = 0, nkw = 0, nkeep = 0;
     Value self = v_undef(), f = v_undef();
     const BuiltinDef *method = NULL;
     bool ok;
@@ -426,7 +527,8 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
         return false;
     }
     ok = true;
-    for (Node *a = n->b; a; a = a->next) {
+    if (star) ok = eval_star_args(I, F, n, args, kwnames, &nargs, &nkw, keep, &nkeep);
+    for (Node *a = star ? NULL : n->b; a; a = a->next) {
         if (a->kind == N_KWARG) {
             if (!(ok = eval(I, F, a->a, &args[nargs + nkw]))) break;
             kwnames[nkw++] = a->str;
@@ -443,6 +545,7 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
         }
     }
     for (int i = 0; i < nargs + nkw; i++) val_decref(I, args[i]);
+    for (int i = 0; i < nkeep; i++) val_decref(I, keep[i]);
     val_decref(I, f);
     val_decref(I, self);
     return ok;
@@ -514,6 +617,51 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
  * may be filling a slot of a container it frees on failure (a[0, [y]]). */
 static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
 {
+    bool star = false;
+    for (Node *e = n->a; e; e = e->next) star |= e->kind == N_STARRED;
+    if (star) {     /* [a, *b]: built as a list, items of each *b spliced in */
+        ListObj *l = list_alloc(I, 0);
+        if (!l) return false;
+        Value lv = v_obj(V_LIST, &l->h);
+        for (Node *e = n->a; e; e = e->next) {
+            Value x;
+            if (!eval(I, F, e->kind == N_STARRED ? e->a : e, &x)) {
+                val_decref(I, lv);
+                return false;
+            }
+            bool ok;
+            if (e->kind != N_STARRED) {
+                ok = list_append(I, l, x);
+            } else {
+                ListObj *m = NULL;
+                ok = list_from_iterable(I, x, &m);
+                for (size_t k = 0; ok && k < m->n; k++) ok = list_append(I, l, m->items[k]);
+                if (m) val_decref(I, v_obj(V_LIST, &m->h));
+            }
+            val_decref(I, x);
+            if (!ok) {
+                locate(I, F, e->pos);
+                val_decref(I, lv);
+                return false;
+            }
+        }
+        if (n->kind == N_LIST) {
+            *out = lv;
+            return true;
+        }
+        TupleObj *t = tuple_alloc(I, l->n);
+        if (!t) {
+            val_decref(I, lv);
+            return false;
+        }
+        for (size_t k = 0; k < l->n; k++) {
+            t->items[k] = l->items[k];
+            val_incref(t->items[k]);
+        }
+        val_decref(I, lv);
+        *out = v_obj(V_TUPLE, &t->h);
+        return true;
+    }
     Value seq;
     Value *dst;
     if (n->kind == N_LIST) {
@@ -548,6 +696,19 @@ static bool eval_dict(Interp *I, Frame *F, Node *n, Value *out)
     Value dv = v_obj(d->h.tag, &d->h);
     for (Node *e = n->a; e; e = e->next) {
         Value k, v = v_undef();
+        if (e->kind == N_STARRED) {     /* {*it}: its items */
+            if (!eval(I, F, e->a, &k)) goto fail;
+            ListObj *m = NULL;
+            bool ok = list_from_iterable(I, k, &m);
+            val_decref(I, k);
+            for (size_t j = 0; ok && j < m->n; j++) ok = dict_set(I, d, m->items[j], v_undef());
+            if (m) val_decref(I, v_obj(V_LIST, &m->h));
+            if (!ok) {
+                locate(I, F, e->pos);
+                goto fail;
+            }
+            continue;
+        }
         if (!eval(I, F, n->kind == N_DICT ? e->a : e, &k)) goto fail;
         if (n->kind == N_DICT && !eval(I, F, e->b, &v)) {
             val_decref(I, k);
@@ -1290,6 +1451,65 @@ static void unbind(Interp *I, Frame *F, Node *n)
     val_decref(I, old);
 }
 
+/* The with statement over its items from w on: Python's nesting of one `with` per item. */
+static Flow exec_with(Interp *I, Frame *F, Node *w, Node *body)
+{
+    Value m;
+    if (!eval(I, F, w->a, &m)) return F_ERROR;
+    if (m.tag != V_CTXMGR) {
+        err_raise(I, TDL_ERR_TYPE, "'%s' object does not support the context manager protocol", val_type_name(m));
+        val_decref(I, m);
+        locate(I, F, w->a->pos);
+        return F_ERROR;
+    }
+    CtxMgrObj *cm = (CtxMgrObj *)m.o;
+    Value v;
+    if (!cm->enter(I, cm->ud, &v)) {
+        val_decref(I, m);
+        locate(I, F, w->a->pos);
+        return F_ERROR;
+    }
+    bool ok = !w->b || assign(I, F, w->b, v);
+    val_decref(I, v);
+    Flow fl = !ok ? F_ERROR : w->next ? exec_with(I, F, w->next, body) : exec(I, F, body);
+    bool suppress = false;
+    if (fl == F_ERROR && !I->exiting) {
+        Value exc;
+        if (!exc_from_error(I, &exc)) {
+            val_decref(I, m);
+            return F_ERROR;
+        }
+        Error saved;
+        err_move(I, &saved);
+        ok = cm->exit(I, cm->ud, exc, &suppress);
+        val_decref(I, exc);
+        if (!ok) {
+            err_drop(I, &saved);
+            locate(I, F, w->a->pos);
+        } else if (suppress) {
+            err_drop(I, &saved);
+            fl = F_NORMAL;
+        } else {
+            err_put_back(I, &saved);
+        }
+    } else {
+        Value ret = fl == F_RETURN ? I->ret : v_undef();
+        I->ret = v_undef();
+        ok = cm->exit(I, cm->ud, v_none(), &suppress);
+        if (fl == F_RETURN) I->ret = ret;
+        if (!ok) {
+            if (fl == F_RETURN) {
+                val_decref(I, I->ret);
+                I->ret = v_undef();
+            }
+            locate(I, F, w->a->pos);
+            fl = F_ERROR;
+        }
+    }
+    val_decref(I, m);
+    return fl;
+}
+
 static Flow exec_try(Interp *I, Frame *F, Node *st)
 {
     Flow fl = exec(I, F, st->a);
@@ -1480,6 +1700,11 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             if (fl != F_NORMAL) return fl;
             break;
         }
+        case N_WITH: {
+            Flow fl = exec_with(I, F, st->a, st->b);
+            if (fl != F_NORMAL) return fl;
+            break;
+        }
         case N_IMPORT: {
             Value m;
             if (strchr(st->str, '.')) {
@@ -1510,7 +1735,8 @@ static Flow exec(Interp *I, Frame *F, Node *st)
 
 static void syntax_error(Interp *I, LangSource *src, const LangError *e)
 {
-    err_raise(I, e->kind == LANG_INDENTATION_ERROR ? TDL_ERR_INDENTATION : TDL_ERR_SYNTAX, "%s", e->msg);
+    err_raise(I, e->kind == LANG_INDENTATION_ERROR ? TDL_ERR_INDENTATION
+                 : e->kind == LANG_TAB_ERROR ? TDL_ERR_TAB : TDL_ERR_SYNTAX, "%s", e->msg);
     I->err.syntax = true;
     I->err.need_loc = false;
     err_trace(I, src, e->pos, "<module>");

@@ -431,6 +431,10 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_CELL:
         buf_printf(b, "<cell at %p>", (void *)v.o);
         break;
+    case V_CTXMGR:
+        buf_printf(b, "<%s object at %p>", ((CtxMgrObj *)v.o)->name ? ((CtxMgrObj *)v.o)->name : "context_manager",
+                   (void *)v.o);
+        break;
     case V_EXCTYPE:
         buf_printf(b, "<class '%s'>", tdl_error_kind_name((tdl_error_kind)v.i));
         break;

@@ -54,6 +54,7 @@ typedef enum ValueTag {
     V_GEN,              /* a generator expression: a GenObj */
     V_ITER,             /* iter(x), map(...), filter(...): an IterObj */
     V_EXC,              /* an exception: an ExcObj */
+    V_CTXMGR,           /* a context manager made in C: a CtxMgrObj */
     V__COUNT
 } ValueTag;
 
@@ -96,7 +97,7 @@ typedef enum TypeId {
     T_DICT, T_SET, T_FROZENSET, T_DICT_KEYS, T_DICT_VALUES, T_DICT_ITEMS,
     T_GENERATOR, T_MAP, T_FILTER, T_LIST_ITERATOR, T_TUPLE_ITERATOR, T_STR_ITERATOR,
     T_RANGE_ITERATOR, T_DICT_KEYITERATOR, T_DICT_VALUEITERATOR, T_DICT_ITEMITERATOR,
-    T_SET_ITERATOR, T_ITERATOR, T_EXCEPTION,
+    T_SET_ITERATOR, T_ITERATOR, T_EXCEPTION, T_CTXMGR,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -475,6 +476,28 @@ bool dict_repr(Interp *I, Value v, Buf *b, bool (*repr_item)(Interp *, Value, Bu
                const void *ctx);
 /* The methods of dict, set and frozenset, for builtin_method and its messages. */
 extern const BuiltinDef dict_methods[], set_methods[], frozenset_methods[];
+
+/* ---- context managers made in C (the `with` statement) ---- */
+
+/* enter: what `with m as x` binds to x (a new reference in *out; None when it has nothing to
+ * give), or false with an error raised (the block does not run, exit is not called).
+ * exit: called once after the block, however it ends: exc is the exception in flight (a V_EXC
+ * value, borrowed) or None. Set *suppress to swallow exc (Python's __exit__ returning true).
+ * Returning false raises the error it raised instead of exc. Neither may keep exc. */
+typedef bool (*CtxEnterFn)(Interp *I, void *ud, Value *out);
+typedef bool (*CtxExitFn)(Interp *I, void *ud, Value exc, bool *suppress);
+typedef struct CtxMgrObj {
+    Obj h;
+    CtxEnterFn enter;
+    CtxExitFn exit;
+    void *ud;
+    void (*free_ud)(void *ud);  /* called when the manager is freed (NULL: nothing to free) */
+    const char *name;           /* for repr: "no_grad" (static) */
+} CtxMgrObj;
+/* A new context manager value (a new reference in *out) calling enter and exit with ud; it owns
+ * ud when free_ud is given (freed with it, also when this fails). */
+bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
+                void (*free_ud)(void *ud), Value *out);
 
 /* ---- builtins (builtins.c) ---- */
 

@@ -103,6 +103,10 @@ static void collect(Resolver *r, Scope *s, Node *st)
         case N_AUGASSIGN: bind_target(r, s, st->a); break;
         case N_FOR: bind_target(r, s, st->a); collect(r, s, st->c); collect(r, s, st->d); break;
         case N_IF: case N_WHILE: collect(r, s, st->b); collect(r, s, st->c); break;
+        case N_WITH:
+            for (Node *w = st->a; w; w = w->next) bind_target(r, s, w->b);
+            collect(r, s, st->b);
+            break;
         case N_TRY:
             collect(r, s, st->a);
             for (Node *h = st->b; h; h = h->next) {
@@ -242,6 +246,13 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_expr(r, s, st->a);
             resolve_expr(r, s, st->b);
             break;
+        case N_WITH:
+            for (Node *w = st->a; w && !r->failed; w = w->next) {
+                resolve_expr(r, s, w->a);
+                resolve_expr(r, s, w->b);
+            }
+            resolve_stmts(r, s, st->b);
+            break;
         case N_TRY:
             resolve_stmts(r, s, st->a);
             for (Node *h = st->b; h && !r->failed; h = h->next) {
@@ -348,6 +359,13 @@ static void fixup(Scope *s, Node *n)
         fixup(s, n->a);
         fixup_list(s, n->b);
         fixup_list(s, n->c);
+        return;
+    case N_WITH:
+        for (Node *w = n->a; w; w = w->next) {
+            fixup(s, w->a);
+            fixup(s, w->b);
+        }
+        fixup_list(s, n->b);
         return;
     case N_TRY:
         fixup_list(s, n->a);

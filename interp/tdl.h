@@ -68,6 +68,7 @@ typedef enum tdl_error_kind {
     TDL_ERR_SHAPE, TDL_ERR_DEVICE, TDL_ERR_INTERRUPT, TDL_ERR_STOP_ITERATION,
     /* the base classes of the kinds above, for a program's `raise Exception(...)` */
     TDL_ERR_EXCEPTION, TDL_ERR_BASE_EXCEPTION, TDL_ERR_ARITHMETIC, TDL_ERR_LOOKUP,
+    TDL_ERR_TAB,        /* TabError: an IndentationError */
     TDL_ERR__COUNT
 } tdl_error_kind;
 

@@ -25,7 +25,7 @@ static const char *const type_names[T__COUNT] = {
     [T_STR_ITERATOR] = "str_iterator", [T_RANGE_ITERATOR] = "range_iterator",
     [T_DICT_KEYITERATOR] = "dict_keyiterator", [T_DICT_VALUEITERATOR] = "dict_valueiterator",
     [T_DICT_ITEMITERATOR] = "dict_itemiterator", [T_SET_ITERATOR] = "set_iterator",
-    [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception",
+    [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception", [T_CTXMGR] = "context_manager",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
@@ -47,6 +47,7 @@ static tdl_error_kind exc_parent(tdl_error_kind k)
     case TDL_ERR_INDEX: case TDL_ERR_KEY: return TDL_ERR_LOOKUP;
     case TDL_ERR_UNBOUND_LOCAL: return TDL_ERR_NAME;
     case TDL_ERR_INDENTATION: return TDL_ERR_SYNTAX;
+    case TDL_ERR_TAB: return TDL_ERR_INDENTATION;
     case TDL_ERR_RECURSION: case TDL_ERR_NOT_IMPLEMENTED: case TDL_ERR_SHAPE: case TDL_ERR_DEVICE:
         return TDL_ERR_RUNTIME;
     default: return TDL_ERR_EXCEPTION;
@@ -93,6 +94,7 @@ TypeId val_type(Value v)
     }
     case V_GEN: return T_GENERATOR;
     case V_EXC: return T_EXCEPTION;
+    case V_CTXMGR: return T_CTXMGR;
     case V_EXCTYPE: return T_TYPE;
     case V_ITER: {
         IterObj *it = (IterObj *)v.o;
@@ -159,6 +161,7 @@ static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
     if (o->tag == V_GEN) lang_unit_release(((GenObj *)o)->unit);
+    if (o->tag == V_CTXMGR && ((CtxMgrObj *)o)->free_ud) ((CtxMgrObj *)o)->free_ud(((CtxMgrObj *)o)->ud);
     if (o->tag == V_TENSOR) {
         fc_tensor_release(((TensorObj *)o)->t);
         fc_tensor_release(((TensorObj *)o)->fa);
@@ -743,6 +746,23 @@ void err_drop(Interp *I, Error *e)
     memset(e, 0, sizeof *e);
 }
 
+bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
+                void (*free_ud)(void *ud), Value *out)
+{
+    CtxMgrObj *m = obj_alloc(I, sizeof *m, V_CTXMGR, false);
+    if (!m) {
+        if (free_ud) free_ud(ud);
+        return false;
+    }
+    m->enter = enter;
+    m->exit = exit;
+    m->ud = ud;
+    m->free_ud = free_ud;
+    m->name = name;
+    *out = v_obj(V_CTXMGR, &m->h);
+    return true;
+}
+
 bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value *out)
 {
     ExcObj *e = obj_alloc(I, sizeof *e, V_EXC, true);
@@ -868,7 +888,7 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_DEVICE] = "DeviceError", [TDL_ERR_INTERRUPT] = "KeyboardInterrupt",
     [TDL_ERR_STOP_ITERATION] = "StopIteration", [TDL_ERR_EXCEPTION] = "Exception",
     [TDL_ERR_BASE_EXCEPTION] = "BaseException", [TDL_ERR_ARITHMETIC] = "ArithmeticError",
-    [TDL_ERR_LOOKUP] = "LookupError",
+    [TDL_ERR_LOOKUP] = "LookupError", [TDL_ERR_TAB] = "TabError",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

@@ -141,6 +141,10 @@ static void grow(LangParser *p, Node *n, const Node *child)
     for (; child; child = child->next) {
         if (child->kind == N_INT && child->count == 1)
             lang_parser_error(p, LANG_SYNTAX_ERROR, child->pos, INT_TOO_LARGE);
+        /* *x only unpacks into a display, a call, or (as a target) a tuple or list */
+        if (child->kind == N_STARRED && n->kind != N_TUPLE && n->kind != N_LIST && n->kind != N_SET
+            && n->kind != N_CALL)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, child->pos, "can't use starred expression here");
         if (child->height >= n->height) n->height = child->height + 1;
     }
     if (n->height > LANG_MAX_DEPTH)
@@ -702,15 +706,23 @@ Node *lang_compare(LangParser *p, LangOp op, uint32_t pos, Node *x, Node *y)
 
 Node *lang_call(LangParser *p, uint32_t pos, Node *f, NodeList args)
 {
-    bool kw = false;
+    bool kw = false, kwunpack = false;
     for (Node *a = args.head; a; a = a->next) {
+        if (a->kind == N_STARRED) {     /* *it may follow keywords, but not **d */
+            if (a->op == 2) kwunpack = true;
+            else if (kwunpack)
+                lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos,
+                                  "iterable argument unpacking follows keyword argument unpacking");
+            continue;
+        }
         if (a->kind == N_KWARG) {
             for (Node *b = args.head; b != a; b = b->next)
                 if (b->kind == N_KWARG && strcmp(b->str, a->str) == 0)
                     lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "keyword argument repeated: %s", a->str);
             kw = true;
-        } else if (kw) {
-            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "positional argument follows keyword argument");
+        } else if (kw || kwunpack) {
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, kwunpack ? "positional argument follows keyword argument unpacking"
+                                                                     : "positional argument follows keyword argument");
         }
     }
     Node *n = lang_node2(p, N_CALL, pos, f, args.head);
@@ -751,13 +763,16 @@ static const char *target_problem(Node *t)
 {
     switch (t->kind) {
     case N_NAME: case N_SUBSCRIPT: case N_ATTR: return NULL;
-    case N_TUPLE: case N_LIST:
+    case N_TUPLE: case N_LIST: {
         if (t->kind == N_TUPLE && t->count == 0 && t->parens) return "()";
+        int stars = 0;
         for (Node *e = t->a; e; e = e->next) {
-            const char *m = target_problem(e);
+            const char *m = target_problem(e->kind == N_STARRED ? e->a : e);
             if (m) return m;
+            if (e->kind == N_STARRED && ++stars > 1) return "multiple starred expressions";
         }
         return NULL;
+    }
     case N_INT: case N_FLOAT: case N_STR: case N_TRUE: case N_FALSE: case N_NONE: case N_ELLIPSIS:
         return "literal";
     case N_CALL: return "function call";
@@ -780,14 +795,23 @@ static Node *bad_target(Node *t)
 {
     if (t->kind == N_TUPLE || t->kind == N_LIST)
         for (Node *e = t->a; e; e = e->next) {
-            if (target_problem(e)) return bad_target(e);
+            Node *x = e->kind == N_STARRED ? e->a : e;
+            if (target_problem(x)) return bad_target(x);
         }
     return t;
 }
 
 static void check_target(LangParser *p, Node *t)
 {
+    if (t->kind == N_STARRED) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, t->pos, "starred assignment target must be in a list or tuple");
+        return;
+    }
     const char *m = target_problem(t);
+    if (m && strcmp(m, "multiple starred expressions") == 0) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, t->pos, "multiple starred expressions in assignment");
+        return;
+    }
     if (m) lang_parser_error(p, LANG_SYNTAX_ERROR, leftmost(bad_target(t)), "cannot assign to %s", m);
 }
 
@@ -917,6 +941,12 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     grow(p, n, params.head);
     grow(p, n, ret);
     return n;
+}
+
+Node *lang_with_item(LangParser *p, Node *mgr, Node *target)
+{
+    check_target(p, target);
+    return lang_node2(p, N_WITHITEM, mgr->pos, mgr, target);
 }
 
 Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin)
@@ -1076,9 +1106,9 @@ void lang_unit_release(LangUnit *u)
 static const char *const kind_names[N__COUNT] = {
     "name", "int", "float", "str", "True", "False", "None", "...", "tuple", "list", "binop",
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
-    "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
+    "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "starred", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del", "emit", "try", "except",
+    "del", "emit", "try", "except", "with", "withitem",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

@@ -26,7 +26,7 @@
 %token DEF RETURN IF ELIF ELSE FOR IN WHILE BREAK CONTINUE PASS ASSERT IMPORT AS GLOBAL NONLOCAL
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
-%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM.
+%token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM WITH.
 
 /* Lowest first. */
 %right LAMBDA.
@@ -126,6 +126,14 @@ handler(A) ::= EXCEPT(K) expr(T) COLON block(B). { A = lang_node2(p, N_EXCEPT, K
 handler(A) ::= EXCEPT(K) expr(T) AS NAME(N) COLON block(B).
                                          { A = lang_node3(p, N_EXCEPT, K.pos, T, B.head, lang_name(p, &N)); }
 
+/* with a as x, b: body — a = the first N_WITHITEM (a = manager, b = target or NULL), b = body */
+compound(A) ::= WITH(K) withitems(L) COLON block(B).   { A = lang_node2(p, N_WITH, K.pos, L.head, B.head); }
+%type withitems {NodeList}
+withitems(A) ::= withitem(X).            { A = lang_list1(X); }
+withitems(A) ::= withitems(L) COMMA withitem(X). { A = lang_list_add(L, X); }
+withitem(A) ::= expr(E).                 { A = lang_node1(p, N_WITHITEM, E->pos, E); }
+withitem(A) ::= expr(E) AS primary(T).   { A = lang_with_item(p, E, T); }
+
 compound(A) ::= WHILE(K) expr(C) COLON block(B).        { A = lang_node3(p, N_WHILE, K.pos, C, B.head, NULL); }
 compound(A) ::= WHILE(K) expr(C) COLON block(B) ELSE COLON block(E).
                                                         { A = lang_node3(p, N_WHILE, K.pos, C, B.head, E.head); }
@@ -157,13 +165,17 @@ tseq(A) ::= tseq(L) COMMA primary(Y).    { A = lang_list_add(L, Y); }
 
 /* ---- expression lists ---- */
 
-testlist(A) ::= expr(E).                 { A = E; }
-testlist(A) ::= expr(E) COMMA.           { A = lang_seq(p, N_TUPLE, E->pos, lang_list1(E)); }
+testlist(A) ::= sexpr(E).                { A = E; }
+testlist(A) ::= sexpr(E) COMMA.          { A = lang_seq(p, N_TUPLE, E->pos, lang_list1(E)); }
 testlist(A) ::= eseq(L).                 { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
 testlist(A) ::= eseq(L) COMMA.           { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
 %type eseq {NodeList}
-eseq(A) ::= expr(X) COMMA expr(Y).       { A = lang_list_add(lang_list1(X), Y); }
-eseq(A) ::= eseq(L) COMMA expr(Y).       { A = lang_list_add(L, Y); }
+eseq(A) ::= sexpr(X) COMMA sexpr(Y).     { A = lang_list_add(lang_list1(X), Y); }
+eseq(A) ::= eseq(L) COMMA sexpr(Y).      { A = lang_list_add(L, Y); }
+/* *x where Python allows it: an item of a display or target list (the builders refuse it where
+ * it cannot unpack, as in `x = *a`) */
+sexpr(A) ::= expr(E).                    { A = E; }
+sexpr(A) ::= STAR(O) expr(X).            { A = lang_node1(p, N_STARRED, O.pos, X); }
 
 /* ---- expressions ---- */
 
@@ -247,8 +259,8 @@ strings(A) ::= FSTRING(T).               { A = lang_fstring(p, NULL, &T); }
 strings(A) ::= strings(S) FSTRING(T).    { A = lang_fstring(p, S, &T); }
 
 %type items {NodeList}
-items(A) ::= expr(E).                    { A = lang_list1(E); }
-items(A) ::= expr(E) COMMA.              { A = lang_list1(E); }
+items(A) ::= sexpr(E).                   { A = lang_list1(E); }
+items(A) ::= sexpr(E) COMMA.             { A = lang_list1(E); }
 items(A) ::= eseq(L).                    { A = L; }
 items(A) ::= eseq(L) COMMA.              { A = L; }
 
@@ -262,6 +274,8 @@ args1(A) ::= args1(L) COMMA arg(X).      { A = lang_list_add(L, X); }
 arg(A) ::= expr(E).                      { A = E; }
 arg(A) ::= expr(E) comp(C).              { A = lang_comp(p, E->pos, COMP_GEN, E, C.head); }
 arg(A) ::= NAME(N) ASSIGN expr(E).       { A = lang_kwarg(p, &N, E); }
+arg(A) ::= STAR(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E); }
+arg(A) ::= POW(O) expr(E).               { A = lang_node1(p, N_STARRED, O.pos, E); A->op = 2; }
 
 /* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */
 subscripts(A) ::= sub(X).                { A = X; }

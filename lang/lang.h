@@ -65,7 +65,7 @@ typedef enum LangStatus {
     LANG_NOMEM,
 } LangStatus;
 
-typedef enum LangErrorKind { LANG_SYNTAX_ERROR, LANG_INDENTATION_ERROR } LangErrorKind;
+typedef enum LangErrorKind { LANG_SYNTAX_ERROR, LANG_INDENTATION_ERROR, LANG_TAB_ERROR } LangErrorKind;
 
 typedef struct LangError {
     LangErrorKind kind;
@@ -90,11 +90,11 @@ typedef enum NodeKind {
     N_NAME, N_INT, N_FLOAT, N_STR, N_TRUE, N_FALSE, N_NONE, N_ELLIPSIS,
     N_TUPLE, N_LIST, N_BINOP, N_UNARY, N_NOT, N_AND, N_OR, N_COMPARE, N_CMP_ITEM,
     N_IFEXP, N_LAMBDA, N_CALL, N_KWARG, N_ATTR, N_SUBSCRIPT, N_SLICE,
-    N_DICT, N_SET, N_PAIR, N_COMP, N_FSTRING, N_FIELD,
+    N_DICT, N_SET, N_PAIR, N_COMP, N_FSTRING, N_FIELD, N_STARRED,
     /* statements */
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
-    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT,
+    N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT, N_WITH, N_WITHITEM,
     N__COUNT
 } NodeKind;
 
@@ -149,6 +149,10 @@ typedef struct Node Node;
  *               statement), N_IF (b = the one inner statement), innermost N_COMP_EMIT
  *   N_FSTRING   a = first part (chained by next): N_STR text, or N_FIELD (a = the expression,
  *               b = the format spec, an N_FSTRING, or NULL; op = the conversion 'r' 's' 'a' or 0)
+ *   N_WITH      a = first N_WITHITEM (a = the manager expression, b = the `as` target or NULL;
+ *               chained by next), b = body
+ *   N_STARRED   a = the value of `*a`: an item of a list, tuple or set display, a call's
+ *               argument, or one target of an unpacking assignment
  *   N_COMP_EMIT a = the element (a dict comprehension's key), b = a dict comprehension's value
  * Statement bodies are chains of statements linked by next. */
 struct Node {

@@ -28,6 +28,10 @@ struct LangLexer {
     int pending;            /* DEDENTs (< 0) or an INDENT (> 0) still to emit */
     int nindent;
     int indents[MAX_DEPTH];
+    int altindents[MAX_DEPTH];  /* the same levels with a tab counted as one column (TabError) */
+    int alt;                    /* that width of the line just measured */
+    long bad_utf8;              /* offset of the first byte that is not UTF-8, or -1 */
+    const char *utf8_why;
     int nparen;
     char parens[MAX_DEPTH];
     uint32_t paren_pos[MAX_DEPTH];
@@ -46,7 +50,50 @@ static LangStatus fail(LangError *err, LangErrorKind kind, uint32_t pos, const c
     return LANG_ERROR;
 }
 
+/* Where text[0..n) stops being UTF-8 (CPython's decoder rules: no overlong forms, surrogates or
+ * code points past U+10FFFF), with the reason in CPython's words; -1 when it is all UTF-8. */
+static long first_bad_utf8(const unsigned char *s, size_t n, const char **why)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (!len) {
+            *why = "invalid start byte";
+            return (long)i;
+        }
+        for (size_t k = 1; k < len; k++) {
+            if (i + k >= n) {
+                *why = "unexpected end of data";
+                return (long)i;
+            }
+            unsigned d = s[i + k];
+            bool ok = (d & 0xC0) == 0x80;
+            /* the second byte's range excludes overlong forms, surrogates and > U+10FFFF */
+            if (k == 1 && ((c == 0xE0 && d < 0xA0) || (c == 0xED && d > 0x9F) || (c == 0xF0 && d < 0x90)
+                           || (c == 0xF4 && d > 0x8F)))
+                ok = false;
+            if (!ok) {
+                *why = "invalid continuation byte";
+                return (long)i;
+            }
+        }
+        i += len;
+    }
+    return -1;
+}
+
+static LangLexer *lexer_alloc(LangSource *src, bool interactive, bool check_utf8);
+
 LangLexer *lang_lexer_new(LangSource *src, bool interactive)
+{
+    return lexer_alloc(src, interactive, true);
+}
+
+/* check_utf8: validate the whole text first (not for an f-string field's lexer: its text is a
+ * copy of the part of a source already validated, and validating it again per field would make
+ * a file of many f-strings quadratic). */
+static LangLexer *lexer_alloc(LangSource *src, bool interactive, bool check_utf8)
 {
     LangLexer *lx = mem_calloc(1, sizeof *lx);
     if (!lx) return NULL;
@@ -55,6 +102,7 @@ LangLexer *lang_lexer_new(LangSource *src, bool interactive)
     lx->lim = src->text + src->len;
     lx->interactive = interactive;
     lx->at_line_start = true;
+    lx->bad_utf8 = check_utf8 ? first_bad_utf8((const unsigned char *)src->text, src->len, &lx->utf8_why) : -1;
     /* A leading UTF-8 byte order mark is not part of the program. */
     if (src->len >= 3 && memcmp(src->text, "\xEF\xBB\xBF", 3) == 0) lx->cur += 3;
     return lx;
@@ -62,7 +110,7 @@ LangLexer *lang_lexer_new(LangSource *src, bool interactive)
 
 LangLexer *lang_lexer_new_at(LangSource *src, uint32_t start)
 {
-    LangLexer *lx = lang_lexer_new(src, false);
+    LangLexer *lx = lexer_alloc(src, false, false);
     if (!lx) return NULL;
     lx->cur = src->text + start;
     lx->at_line_start = false;
@@ -210,7 +258,8 @@ again:
         "del"       { TOK(TK_DEL); }
         "try"       { TOK(TK_TRY); }       "except"   { TOK(TK_EXCEPT); }
         "finally"   { TOK(TK_FINALLY); }   "from"     { TOK(TK_FROM); }
-        "class" | "with" | "yield"
+        "with"      { TOK(TK_WITH); }
+        "class" | "yield"
             | "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
@@ -286,13 +335,14 @@ again:
 static int measure_indent(LangLexer *lx)
 {
     const char *p = lx->cur;
-    int w = 0;
+    int w = 0, alt = 0;
     for (;; p++) {
-        if (*p == ' ') w++;
-        else if (*p == '\t') w = (w / 8 + 1) * 8;
-        else if (*p == '\f') w = 0;
+        if (*p == ' ') w++, alt++;
+        else if (*p == '\t') w = (w / 8 + 1) * 8, alt++;
+        else if (*p == '\f') w = alt = 0;
         else break;
     }
+    lx->alt = alt;
     if (*p == '#') while (*p && *p != '\n' && *p != '\r') p++;
     if (*p == '\n' || *p == '\r') {
         if (p[0] == '\r' && p[1] == '\n') p++;
@@ -326,6 +376,15 @@ LangStatus lang_lexer_next(LangLexer *lx, LangToken *t, LangError *err)
     if (lx->pending < 0) { lx->pending++; t->kind = TK_DEDENT; return LANG_OK; }
     if (lx->pending > 0) { lx->pending = 0; t->kind = TK_INDENT; return LANG_OK; }
     if (lx->done) return LANG_OK;
+    if (lx->bad_utf8 >= 0) {
+        /* CPython refuses the whole file before reading any of it */
+        uint32_t at = (uint32_t)lx->bad_utf8;
+        unsigned byte = (unsigned char)lx->src->text[at];
+        lx->bad_utf8 = -1;
+        lx->done = true;
+        return fail(err, LANG_SYNTAX_ERROR, at, "Non-UTF-8 code starting with '\\x%02x' (%s): tdl source must be UTF-8",
+                    byte, lx->utf8_why);
+    }
 
     while (lx->at_line_start && lx->nparen == 0) {
         int w = measure_indent(lx);
@@ -335,11 +394,16 @@ LangStatus lang_lexer_next(LangLexer *lx, LangToken *t, LangError *err)
         }
         lx->at_line_start = false;
         int top = lx->nindent ? lx->indents[lx->nindent - 1] : 0;
+        int alttop = lx->nindent ? lx->altindents[lx->nindent - 1] : 0;
         t->pos = off(lx, lx->cur);
         t->z = lx->cur;
+        /* CPython's rule: the widths with tab stops of 8 and of 1 must order the lines alike */
+        if ((w == top) != (lx->alt == alttop) || (w > top) != (lx->alt > alttop))
+            return fail(err, LANG_TAB_ERROR, t->pos, "inconsistent use of tabs and spaces in indentation");
         if (w > top) {
             if (lx->nindent == MAX_DEPTH)
                 return fail(err, LANG_INDENTATION_ERROR, t->pos, "too many levels of indentation");
+            lx->altindents[lx->nindent] = lx->alt;
             lx->indents[lx->nindent++] = w;
             t->kind = TK_INDENT;
             return LANG_OK;
@@ -350,6 +414,8 @@ LangStatus lang_lexer_next(LangLexer *lx, LangToken *t, LangError *err)
             if ((lx->nindent ? lx->indents[lx->nindent - 1] : 0) != w)
                 return fail(err, LANG_INDENTATION_ERROR, t->pos,
                             "unindent does not match any outer indentation level");
+            if ((lx->nindent ? lx->altindents[lx->nindent - 1] : 0) != lx->alt)
+                return fail(err, LANG_TAB_ERROR, t->pos, "inconsistent use of tabs and spaces in indentation");
             lx->pending = -(n - 1);
             t->kind = TK_DEDENT;
             return LANG_OK;
@@ -433,6 +499,7 @@ const char *lang_token_name(int kind)
     case TK_EXCEPT: return "'except'";
     case TK_FINALLY: return "'finally'";
     case TK_FROM: return "'from'";
+    case TK_WITH: return "'with'";
     case TK_LBRACE: return "'{'";
     case TK_RBRACE: return "'}'";
     case TK_IMPORT: return "'import'";

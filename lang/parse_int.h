@@ -66,6 +66,7 @@ Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);
 Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList params, Node *body);
 Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body);
 Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *alias);
+Node *lang_with_item(LangParser *p, Node *mgr, Node *target);
 Node *lang_try(LangParser *p, uint32_t pos, Node *body, Node *handlers, Node *orelse, Node *fin);
 
 /* Lemon's generated interface. */

@@ -3,6 +3,7 @@
 #include "tests.h"
 #include "capture.h"
 #include "tdl.h"
+#include "interp.h"         /* ctxmgr_new: a context manager made in C, as a builtin would make one */
 
 #include <pthread.h>
 #include <stdio.h>
@@ -389,6 +390,82 @@ START_TEST(test_import_error_in_module)
 }
 END_TEST
 
+/* ---- with: a context manager made in C ---- */
+
+typedef struct CmLog { int entered, exited, freed; char last_exc[64]; bool suppress, fail_exit; } CmLog;
+
+static bool cm_enter(Interp *I, void *ud, Value *out)
+{
+    ((CmLog *)ud)->entered++;
+    *out = v_int(42);
+    return true;
+}
+
+static bool cm_exit(Interp *I, void *ud, Value exc, bool *suppress)
+{
+    CmLog *log = ud;
+    log->exited++;
+    snprintf(log->last_exc, sizeof log->last_exc, "%s", exc.tag == V_NONE ? "None" : val_type_name(exc));
+    *suppress = log->suppress;
+    if (log->fail_exit) return err_raise(I, TDL_ERR_RUNTIME, "exit failed");
+    return true;
+}
+
+static void cm_free(void *ud) { ((CmLog *)ud)->freed++; }
+
+/* Binds a new manager logging into log as the global `cm`. */
+static void bind_cm(CmLog *log)
+{
+    Interp *I = (Interp *)T;
+    Value m;
+    ck_assert(ctxmgr_new(I, "test_cm", cm_enter, cm_exit, log, cm_free, &m));
+    int32_t k = module_slot(I->main, "cm");
+    ck_assert_int_ge(k, 0);
+    Value old = I->main->vals[k];
+    I->main->vals[k] = m;
+    val_decref(I, old);
+}
+
+START_TEST(test_with_ctxmgr)
+{
+    CmLog log = {0};
+    bind_cm(&log);
+    ck_assert_int_eq(tdl_run_string(T, "with cm as v:\n    print('in', v)\nprint('after')", "<t>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "in 42\nafter\n");
+    ck_assert_int_eq(log.entered, 1);
+    ck_assert_int_eq(log.exited, 1);
+    ck_assert_str_eq(log.last_exc, "None");
+    /* an exception in the block reaches exit and goes on */
+    ck_assert_int_eq(tdl_run_string(T, "with cm:\n    [][1]", "<t>"), TDL_ERROR);
+    ck_assert_str_eq(log.last_exc, "IndexError");
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_INDEX);
+    /* suppressed when exit says so */
+    log.suppress = true;
+    out.n = 0;
+    out.buf[0] = 0;
+    ck_assert_int_eq(tdl_run_string(T, "with cm:\n    1 / 0\nprint('went on')", "<t>"), TDL_OK);
+    ck_assert_str_eq(log.last_exc, "ZeroDivisionError");
+    ck_assert_str_eq(out.buf, "went on\n");
+    /* a failing exit replaces the error; a return in the block passes through exit */
+    log.suppress = false;
+    log.fail_exit = true;
+    ck_assert_int_eq(tdl_run_string(T, "with cm:\n    1 / 0", "<t>"), TDL_ERROR);
+    ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_RUNTIME);
+    log.fail_exit = false;
+    out.n = 0;
+    out.buf[0] = 0;
+    ck_assert_int_eq(tdl_run_string(T, "def f():\n    with cm, cm as b:\n        return b + 1\nprint(f())", "<t>"), TDL_OK);
+    ck_assert_str_eq(out.buf, "43\n");
+    ck_assert_int_eq(log.exited, 6);
+    /* not a context manager */
+    ck_assert_int_eq(tdl_run_string(T, "with 5:\n    pass", "<t>"), TDL_ERROR);
+    ck_assert_str_eq(tdl_error_message(T), "'int' object does not support the context manager protocol");
+    ck_assert_int_eq(log.freed, 0);
+    ck_assert_int_eq(tdl_run_string(T, "del cm", "<t>"), TDL_OK);
+    ck_assert_int_eq(log.freed, 1);
+}
+END_TEST
+
 Suite *eval_suite(void)
 {
     Suite *s = suite_create("eval");
@@ -407,6 +484,7 @@ Suite *eval_suite(void)
     tcase_add_loop_test(tc, test_long_chain, 0, sizeof chains / sizeof chains[0]);
     tcase_add_test(tc, test_deep_expression_in_recursion);
     tcase_add_test(tc, test_long_comparison_chain);
+    tcase_add_test(tc, test_with_ctxmgr);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("import");
     tcase_add_checked_fixture(ti, import_setup, import_teardown);

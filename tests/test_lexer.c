@@ -33,7 +33,8 @@ static void lex_all(const char *text, size_t len, bool interactive, char *out, s
             int line, col;
             lang_source_linecol(src, err.pos, &line, &col);
             w += (size_t)snprintf(out + w, cap - w, "%s!%s%s %d:%d %s", sep,
-                                  err.kind == LANG_INDENTATION_ERROR ? "I " : "", status_names[st],
+                                  err.kind == LANG_INDENTATION_ERROR ? "I " : err.kind == LANG_TAB_ERROR ? "T " : "",
+                                  status_names[st],
                                   line, col, err.msg);
             break;
         }
@@ -321,10 +322,15 @@ static const StreamCase layouts[] = {
     /* tabs: a tab advances to the next multiple of 8 */
     {"if a:\n\tx\n\ty\n",
      "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE NAME(y) NEWLINE DEDENT end"},
+    {"if a:\n\t x\n\t y\n",
+     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE NAME(y) NEWLINE DEDENT end"},
+    /* lines whose order depends on the tab width are CPython's TabError */
     {"if a:\n        x\n\ty\n",
-     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE NAME(y) NEWLINE DEDENT end"},
+     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE !T ERROR 3:2 inconsistent use of tabs and spaces in indentation"},
     {"if a:\n  \tx\n\ty\n",
-     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE NAME(y) NEWLINE DEDENT end"},
+     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE !T ERROR 3:2 inconsistent use of tabs and spaces in indentation"},
+    {"if a:\n\tx\n        y\n",
+     "'if' NAME(a) ':' NEWLINE INDENT NAME(x) NEWLINE !T ERROR 3:9 inconsistent use of tabs and spaces in indentation"},
     /* CRLF and CR line ends */
     {"a\r\nif b:\r\n  c\r\n",
      "NAME(a) NEWLINE 'if' NAME(b) ':' NEWLINE INDENT NAME(c) NEWLINE DEDENT end"},
@@ -400,6 +406,10 @@ static const ErrorCase errors[] = {
     {"x = '''abc\n\ndef", -1, "NAME(x) '=' !ERROR 1:5 unterminated triple-quoted string literal"},
     {"\"\"\"abc\"\"", -1, "!ERROR 1:1 unterminated triple-quoted string literal"},
     {"b\"x\"", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
+    /* source must be UTF-8: the first bad byte, with CPython's reason */
+    {"x = 1\nna\xffme = 2", -1, "!ERROR 2:3 Non-UTF-8 code starting with '\\xff' (invalid start byte): tdl source must be UTF-8"},
+    {"s = 'a\xc3'", -1, "!ERROR 1:7 Non-UTF-8 code starting with '\\xc3' (invalid continuation byte): tdl source must be UTF-8"},
+    {"s = '\xed\xa0\x80'", -1, "!ERROR 1:6 Non-UTF-8 code starting with '\\xed' (invalid continuation byte): tdl source must be UTF-8"},
     {"Rb'x'", -1, "!ERROR 1:1 bytes literals are not supported in tdl"},
     {"f'x", -1, "!ERROR 1:1 unterminated string literal"},
     /* numbers */
@@ -444,7 +454,7 @@ static const ErrorCase errors[] = {
     {"except", -1, "'except' NEWLINE end"},
     {"finally", -1, "'finally' NEWLINE end"},
     {"  raise x", -1, "INDENT 'raise' NAME(x) NEWLINE DEDENT end"},
-    {"with f: pass", -1, "!ERROR 1:1 'with' is not supported in tdl"},
+    {"with f: pass", -1, "'with' NAME(f) ':' 'pass' NEWLINE end"},
     {"x = yield", -1, "NAME(x) '=' !ERROR 1:5 'yield' is not supported in tdl"},
     {"from a import b", -1, "'from' NAME(a) 'import' NAME(b) NEWLINE end"},
     {"async", -1, "!ERROR 1:1 'async' is not supported in tdl"},
