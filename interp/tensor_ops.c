@@ -1181,13 +1181,62 @@ IMPL_FN(grad)
     return ok;
 }
 
-IMPL_FN(set_grad_enabled)
+/* The gradient-mode context managers: ud is a GradMode. no_grad()/enable_grad() set the mode when
+ * the `with` block is entered; set_grad_enabled(mode) sets it when called (so that it also works
+ * as a plain call, as torch's does). Each restores the mode it found when the block ends. */
+typedef struct GradMode {
+    bool mode, prev, set_on_enter;
+} GradMode;
+
+static bool grad_mode_enter(Interp *I, void *ud, Value *out)
 {
     (void)I;
-    (void)sig;
-    fc_set_grad_enabled(a[0].b);
+    GradMode *g = ud;
+    if (g->set_on_enter) {
+        g->prev = fc_is_grad_enabled();
+        fc_set_grad_enabled(g->mode);
+    }
     *out = v_none();
     return true;
+}
+
+static bool grad_mode_exit(Interp *I, void *ud, Value exc, bool *suppress)
+{
+    (void)I;
+    (void)exc;
+    fc_set_grad_enabled(((GradMode *)ud)->prev);
+    *suppress = false;
+    return true;
+}
+
+static bool grad_mode_new(Interp *I, const char *name, bool mode, bool set_now, Value *out)
+{
+    GradMode *g = mem_malloc(sizeof *g);
+    if (!g) return err_nomem(I);
+    *g = (GradMode){.mode = mode, .prev = fc_is_grad_enabled(), .set_on_enter = !set_now};
+    if (!ctxmgr_new(I, name, grad_mode_enter, grad_mode_exit, g, mem_free, out)) return false;
+    if (set_now) fc_set_grad_enabled(mode);
+    return true;
+}
+
+IMPL_FN(set_grad_enabled)
+{
+    (void)sig;
+    return grad_mode_new(I, "set_grad_enabled", a[0].b, true, out);
+}
+
+IMPL_FN(no_grad)
+{
+    (void)sig;
+    (void)a;
+    return grad_mode_new(I, "no_grad", false, false, out);
+}
+
+IMPL_FN(enable_grad)
+{
+    (void)sig;
+    (void)a;
+    return grad_mode_new(I, "enable_grad", true, false, out);
 }
 
 IMPL_FN(is_grad_enabled)
