@@ -2562,6 +2562,16 @@ static bool format_float_spec(Interp *I, double x, const FmtSpec *sp, Buf *b, co
 /* format(v, spec) into b. */
 static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b)
 {
+    if (v.tag == V_TENSOR && fc_tensor_npos(as_tensor(v)) == 0 && fc_tensor_numel(as_tensor(v)) == 1) {
+        /* torch's Tensor.__format__: a 0-d tensor formats as its item() (f"{loss:.4f}"), with
+         * an empty spec too (f"{loss}" is 0.12345600128173828, where print(loss) shows the tensor) */
+        const BuiltinDef *item = tensor_method("item");
+        Value x;
+        if (!item || !builtin_call(I, item, v, NULL, 0, NULL, 0, &x)) return item ? false : err_nomem(I);
+        bool ok = format_value(I, x, spec, n, b);
+        val_decref(I, x);
+        return ok;
+    }
     if (n == 0) return val_str(I, v, b);
     FmtSpec sp;
     if (!parse_spec(I, spec, n, v, &sp)) return false;
