@@ -432,6 +432,10 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
 
 /* The arguments of a call with *it or **d in it: positional ones in args[0..*nargs), keyword
  * ones after them (names in kwnames; a **d's names are its keys, kept alive in keep). */
+/* Not inlined: its MAX_ARGS buffer would otherwise sit in eval_call's frame at every level of a
+ * nested call, starred or not, and deep call chains (f()()()..., recursion) would run out of C
+ * stack thousands of levels sooner (as in the clang build). */
+__attribute__((noinline))
 static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char **kwnames, int *nargs,
                            int *nkw, Value *keep, int *nkeep)
 {
