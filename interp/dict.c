@@ -453,7 +453,7 @@ DictEntry *dict_next(DictObj *d, size_t *pos)
     return NULL;
 }
 
-static void dict_clear(Interp *I, DictObj *d)
+void dict_clear(Interp *I, DictObj *d)
 {
     DictEntry *ent = d->ent;
     size_t n = d->idx ? d->fill : (d->ent ? d->mask + 1 : 0);

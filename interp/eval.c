@@ -557,6 +557,18 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
 
 /* ---- functions ---- */
 
+/* The cells of fn's free variables, taken from frame F (its locals' cells, or its own free
+ * cells) into cells[], each a new reference: what a closure or a generator expression holds. */
+static void capture_cells(Frame *F, const LangFunc *fn, CellObj **cells)
+{
+    for (int i = 0; i < fn->nfree; i++) {
+        int32_t from = fn->free_from[i];
+        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
+        c->h.refcnt++;
+        cells[i] = c;
+    }
+}
+
 static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
 {
     FuncObj *f = func_alloc(I, fn, F->unit, F->mod);
@@ -572,12 +584,7 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
         }
         k++;
     }
-    for (int i = 0; i < fn->nfree; i++) {
-        int32_t from = fn->free_from[i];
-        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
-        c->h.refcnt++;
-        f->cells[i] = c;
-    }
+    capture_cells(F, fn, f->cells);
     *out = fv;
     return true;
 }
@@ -795,12 +802,7 @@ static GenObj *gen_new(Interp *I, Frame *F, LangFunc *fn, Value iterable)
         }
         g->slots[i] = v_obj(V_CELL, &c->h);
     }
-    for (int i = 0; i < fn->nfree; i++) {
-        int32_t from = fn->free_from[i];
-        CellObj *c = from >= 0 ? (CellObj *)F->slots[from].o : F->free[-1 - from];
-        c->h.refcnt++;
-        g->cells[i] = c;
-    }
+    capture_cells(F, fn, g->cells);
     return g;
 }
 

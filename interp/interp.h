@@ -459,6 +459,8 @@ bool dict_find(Interp *I, DictObj *d, Value key, DictEntry **out);
 bool dict_set(Interp *I, DictObj *d, Value key, Value val);
 /* Removes key; *found says whether it was there (no error when it was not). */
 bool dict_del(Interp *I, DictObj *d, Value key, bool *found);
+/* Drops every entry (their references too) and the tables: an empty dict or set, as when freed. */
+void dict_clear(Interp *I, DictObj *d);
 /* The next live entry at or after *pos (advancing *pos past it), or NULL at the end. */
 DictEntry *dict_next(DictObj *d, size_t *pos);
 /* dict(...), set(...), frozenset(...) */

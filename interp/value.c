@@ -241,21 +241,9 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, c);
         break;
     }
-    case V_DICT: case V_SET: case V_FROZENSET: {
-        DictObj *d = (DictObj *)o;
-        DictEntry *ent = d->ent;
-        size_t n = d->idx ? d->fill : (d->ent ? d->mask + 1 : 0);
-        mem_free(d->idx);
-        d->ent = NULL;
-        d->idx = NULL;
-        d->used = d->fill = d->mask = d->capent = 0;
-        for (size_t i = 0; i < n; i++) {
-            val_decref(I, ent[i].key);
-            val_decref(I, ent[i].val);
-        }
-        mem_free(ent);
+    case V_DICT: case V_SET: case V_FROZENSET:
+        dict_clear(I, (DictObj *)o);
         break;
-    }
     case V_GEN: {
         GenObj *g = (GenObj *)o;
         for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
