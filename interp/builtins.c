@@ -2601,20 +2601,9 @@ static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b)
 bool val_format(Interp *I, Value v, char conv, const char *spec, size_t slen, Buf *b)
 {
     bool ok;
-    if (conv == 'r' || conv == 'a') {
+    if (conv == 'r' || conv == 'a' || (conv == 's' && v.tag != V_STR)) {
         Buf r = {0};
-        ok = conv == 'a' ? val_ascii(I, v, &r) : val_repr(I, v, &r);
-        if (ok && r.nomem) ok = err_nomem(I);
-        Value rs;
-        if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);
-        buf_free(&r);
-        if (ok) {
-            ok = format_value(I, rs, spec, slen, b);
-            val_decref(I, rs);
-        }
-    } else if (conv == 's' && v.tag != V_STR) {
-        Buf r = {0};
-        ok = val_str(I, v, &r);
+        ok = conv == 'a' ? val_ascii(I, v, &r) : conv == 'r' ? val_repr(I, v, &r) : val_str(I, v, &r);
         if (ok && r.nomem) ok = err_nomem(I);
         Value rs;
         if (ok) ok = str_new(I, r.p ? r.p : "", r.n, &rs);

@@ -170,6 +170,10 @@ void dims_locate(void *ud, char *buf, size_t cap);
 bool impl_stack_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 
+/* The sizes of a tensor to be made: a negative one is PyTorch's RuntimeError ("Trying to create
+ * tensor with negative dimension -1: [2, -1]"). */
+bool tensor_check_sizes(Interp *I, int n, const int64_t *size);
+
 /* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 TENSOR_MORE_IMPL(var) TENSOR_MORE_IMPL(std) TENSOR_MORE_IMPL(cumsum) TENSOR_MORE_IMPL(cumprod)

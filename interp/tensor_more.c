@@ -613,16 +613,7 @@ bool impl_repeat(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         shape[k] = k < n - t->ndim ? 1 : t->shape[k - (n - t->ndim)];
         target[k] = shape[k] * a[1].ints[k];
     }
-    for (int k = 0; k < n; k++) {
-        if (target[k] >= 0) continue;
-        Buf b = {0};
-        for (int j = 0; j < n; j++) buf_printf(&b, "%s%lld", j ? ", " : "", (long long)target[j]);
-        bool ok = b.nomem ? err_nomem(I)
-                          : err_raise(I, TDL_ERR_RUNTIME, "Trying to create tensor with negative dimension %lld: [%s]",
-                                      (long long)target[k], b.p);
-        buf_free(&b);
-        return ok;
-    }
+    if (!tensor_check_sizes(I, n, target)) return false;
     FcStatus st = fc_reshape(I->fc, t, n, shape, &r, &e);
     for (int k = 0; k < n && st == FC_OK; k++) {
         if (a[1].ints[k] == 1) continue;

@@ -33,7 +33,7 @@ static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value 
     return tensor_check(I, st, e) && tensor_value_steal(I, r, out);
 }
 
-static bool check_sizes(Interp *I, int n, const int64_t *size)
+bool tensor_check_sizes(Interp *I, int n, const int64_t *size)
 {
     for (int k = 0; k < n; k++) {
         if (size[k] >= 0) continue;
@@ -54,7 +54,7 @@ static bool make_full(Interp *I, int n, const int64_t *size, FcScalar v, FcDType
 {
     FcTensor *t;
     FcError e;
-    if (!check_sizes(I, n, size)) return false;
+    if (!tensor_check_sizes(I, n, size)) return false;
     FcStatus st = fc_full(I->fc, dt, dev, n, size, tensor_scalar_as(v, vdt, dt), &t, &e);
     return result(I, st, &e, t, out);
 }
@@ -253,7 +253,7 @@ IMPL_FN(empty)
 {
     FcTensor *t;
     FcError e;
-    if (!check_sizes(I, a[0].n, a[0].ints)) return false;
+    if (!tensor_check_sizes(I, a[0].n, a[0].ints)) return false;
     FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), FC_FLOAT32), device_or(ARG("device"), I->device), a[0].n,
                            a[0].ints, NULL, &t, &e);
     return result(I, st, &e, t, out);
@@ -305,7 +305,7 @@ static bool random_tensor(Interp *I, const TensorSig *sig, TensorArg *a, bool no
     FcTensor *t;
     FcError e;
     if (!seed->none && s < 0) return err_raise(I, TDL_ERR_VALUE, "seed must be non-negative, got %lld", (long long)s);
-    if (!check_sizes(I, n, shape)) return false;
+    if (!tensor_check_sizes(I, n, shape)) return false;
     FcStatus st = normal ? fc_randn(I->fc, dt, n, shape, s, dev, &t, &e) : fc_rand(I->fc, dt, n, shape, s, dev, &t, &e);
     return result(I, st, &e, t, out);
 }
