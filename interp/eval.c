@@ -314,57 +314,98 @@ static bool delete(Interp *I, Frame *F, Node *t)
 
 /* ---- calls ---- */
 
+/* TypeError "f() missing 2 required keyword-only arguments: 'c' and 'e'" for the unset slots
+ * [from, to) of a call's frame. */
+static bool missing_args(Interp *I, LangFunc *fn, const Value *slots, int from, int to, const char *what)
+{
+    int missing = 0, k = 0;
+    for (int i = from; i < to; i++) missing += slots[i].tag == V_UNDEF;
+    Buf b = {0};
+    for (int i = from; i < to; i++) {
+        if (slots[i].tag != V_UNDEF) continue;
+        k++;
+        buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
+                   fn->slot_names[i]);
+    }
+    if (b.nomem) err_nomem(I);
+    else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required %s argument%s: %s", fn->qualname, missing, what,
+                   missing == 1 ? "" : "s", b.p ? b.p : "");
+    buf_free(&b);
+    return false;
+}
+
+/* Binds a call's arguments to the parameters' slots (all V_UNDEF on entry; the caller releases
+ * them, failure or not) in CPython's order, with its messages: positional ones, the rest into
+ * *args, keywords by name (unknown ones into **kwargs), then defaults. */
 static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, int nargs,
                       const char *const *kwnames, int nkw)
 {
     LangFunc *fn = f->fn;
-    if (nargs > fn->nparams) {
-        if (fn->ndefaults)
-            return err_raise(I, TDL_ERR_TYPE, "%s() takes from %d to %d positional arguments but %d %s given",
-                             fn->name, fn->nparams - fn->ndefaults, fn->nparams, nargs, nargs == 1 ? "was" : "were");
-        return err_raise(I, TDL_ERR_TYPE, "%s() takes %d positional argument%s but %d %s given", fn->name,
-                         fn->nparams, fn->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    int np = fn->nparams, nnamed = np + fn->nkwonly;
+    DictObj *kwd = NULL;
+    if (fn->varkw) {
+        if (!(kwd = dict_alloc(I, V_DICT))) return false;
+        slots[nnamed + fn->varargs] = v_obj(V_DICT, &kwd->h);
     }
-    for (int i = 0; i < nargs; i++) {
+    int n = nargs < np ? nargs : np;
+    for (int i = 0; i < n; i++) {
         val_incref(args[i]);
         slots[i] = args[i];
     }
+    if (fn->varargs) {
+        TupleObj *t = tuple_alloc(I, (size_t)(nargs - n));
+        if (!t) return false;
+        for (int i = n; i < nargs; i++) {
+            val_incref(args[i]);
+            t->items[i - n] = args[i];
+        }
+        slots[nnamed] = v_obj(V_TUPLE, &t->h);
+    }
     for (int k = 0; k < nkw; k++) {
         int i = 0;
-        while (i < fn->nparams && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
-        if (i == fn->nparams)
-            return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->name, kwnames[k]);
+        while (i < nnamed && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
+        if (i == nnamed) {
+            if (!kwd)
+                return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->qualname, kwnames[k]);
+            Value key;
+            if (!str_from_cstr(I, kwnames[k], &key)) return false;
+            bool ok = dict_set(I, kwd, key, args[nargs + k]);
+            val_decref(I, key);
+            if (!ok) return false;
+            continue;
+        }
         if (slots[i].tag != V_UNDEF)
-            return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for argument '%s'", fn->name, kwnames[k]);
+            return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for argument '%s'", fn->qualname, kwnames[k]);
         val_incref(args[nargs + k]);
         slots[i] = args[nargs + k];
     }
-    int first_default = fn->nparams - fn->ndefaults;
-    int missing = 0;
-    for (int i = 0; i < fn->nparams; i++) {
-        if (slots[i].tag != V_UNDEF) continue;
-        if (i >= first_default) {
-            slots[i] = f->defaults[i - first_default];
+    int npdefaults = 0, d = 0;
+    for (Node *p = fn->params; p && d < np; p = p->next, d++) npdefaults += p->a != NULL;
+    if (nargs > np && !fn->varargs) {
+        int kwgiven = 0;
+        for (int i = np; i < nnamed; i++) kwgiven += slots[i].tag != V_UNDEF;
+        char sig[64], kwsig[96] = "";
+        if (npdefaults) snprintf(sig, sizeof sig, "from %d to %d", np - npdefaults, np);
+        else snprintf(sig, sizeof sig, "%d", np);
+        if (kwgiven)
+            snprintf(kwsig, sizeof kwsig, " positional argument%s (and %d keyword-only argument%s)",
+                     nargs != 1 ? "s" : "", kwgiven, kwgiven != 1 ? "s" : "");
+        return err_raise(I, TDL_ERR_TYPE, "%s() takes %s positional argument%s but %d%s %s given", fn->qualname, sig,
+                         npdefaults || np != 1 ? "s" : "", nargs, kwsig, nargs == 1 && !kwgiven ? "was" : "were");
+    }
+    int i = 0, k = 0;
+    for (Node *p = fn->params; p && i < nnamed; p = p->next, i++) {
+        if (!p->a) continue;
+        if (slots[i].tag == V_UNDEF) {
+            slots[i] = f->defaults[k];
             val_incref(slots[i]);
-        } else {
-            missing++;
         }
+        k++;
     }
-    if (missing) {
-        Buf b = {0};
-        int k = 0;
-        for (int i = 0; i < first_default; i++) {
-            if (slots[i].tag != V_UNDEF) continue;
-            k++;
-            buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
-                       fn->slot_names[i]);
-        }
-        if (b.nomem) err_nomem(I);
-        else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
-                       missing == 1 ? "" : "s", b.p ? b.p : "");
-        buf_free(&b);
-        return false;
-    }
+    for (i = 0; i < np && slots[i].tag != V_UNDEF; i++) {}
+    if (i < np) return missing_args(I, fn, slots, 0, np, "positional");
+    for (i = np; i < nnamed && slots[i].tag != V_UNDEF; i++) {}
+    if (i < nnamed) return missing_args(I, fn, slots, np, nnamed, "keyword-only");
     return true;
 }
 
@@ -591,6 +632,39 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
 
 /* ---- expressions ---- */
 
+/* t[i, *rest]: the index tuple with the items of each *rest spliced in (Python 3.11). */
+static bool eval_star_index(Interp *I, Frame *F, Node *n, Value *out)
+{
+    ListObj *l = list_alloc(I, 0);
+    if (!l) return false;
+    Value lv = v_obj(V_LIST, &l->h);
+    bool ok = true;
+    for (Node *e = n->a; e && ok; e = e->next) {
+        Value x;
+        if (!(ok = e->kind == N_STARRED ? eval(I, F, e->a, &x) : eval_index(I, F, e, &x))) break;
+        if (e->kind != N_STARRED) {
+            ok = list_append(I, l, x);
+        } else {
+            ListObj *m = NULL;
+            ok = list_from_iterable(I, x, &m);
+            for (size_t k = 0; ok && k < m->n; k++) ok = list_append(I, l, m->items[k]);
+            if (m) val_decref(I, v_obj(V_LIST, &m->h));
+            if (!ok) locate(I, F, e->pos);
+        }
+        val_decref(I, x);
+    }
+    TupleObj *t = ok ? tuple_alloc(I, l->n) : NULL;
+    if (t) {
+        for (size_t k = 0; k < l->n; k++) {
+            t->items[k] = l->items[k];
+            val_incref(t->items[k]);
+        }
+        *out = v_obj(V_TUPLE, &t->h);
+    }
+    val_decref(I, lv);
+    return t != NULL;
+}
+
 /* A subscript's index: slices become slice objects, a:b inside a tuple too. */
 static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
 {
@@ -608,6 +682,8 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
         return ok;
     }
     if (n->kind == N_TUPLE && !n->parens) {
+        for (Node *e = n->a; e; e = e->next)
+            if (e->kind == N_STARRED) return eval_star_index(I, F, n, out);
         TupleObj *t = tuple_alloc(I, (size_t)n->count);
         if (!t) return false;
         size_t k = 0;
@@ -1183,6 +1259,10 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     }
     case N_SLICE:
         ok = eval_index(I, F, n, out);
+        break;
+    case N_NAMEDEXPR:
+        if (!eval(I, F, n->b, out)) return false;
+        if (!(ok = assign(I, F, n->a, *out))) val_decref(I, *out);
         break;
     default:
         ok = err_raise(I, TDL_ERR_RUNTIME, "internal error: cannot evaluate a '%s' node", lang_node_kind_name(n->kind));

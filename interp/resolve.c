@@ -7,6 +7,7 @@
 #include "interp.h"
 #include "mem.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,38 @@ static void collect(Resolver *r, Scope *s, Node *st)
             }
             break;
         default: break;
+        }
+    }
+}
+
+/* Collects the names bound by `x := v` in the expressions of s's own code (not of nested
+ * functions; into comprehensions, whose walrus binds in the function around them, as in Python).
+ * In a function they are locals; in a comprehension's scope nonlocal, so that they resolve to the
+ * enclosing function's local (or, at module level, the global). */
+static void collect_walrus(Resolver *r, Scope *s, Node *n)
+{
+    for (; n && !r->failed; n = n->next) {
+        switch (n->kind) {
+        case N_NAMEDEXPR:
+            if (s->fn && s->fn->is_comp) names_add(r, &s->nonlocals, n->a->str);
+            else bind_target(r, s, n->a);
+            collect_walrus(r, s, n->b);
+            break;
+        case N_LAMBDA: case N_DEF:
+            for (Node *p = n->func->params; p; p = p->next) collect_walrus(r, s, p->a);
+            break;
+        case N_COMP:
+            collect_walrus(r, s, n->a);
+            collect_walrus(r, s, n->func->body);
+            break;
+        case N_NAME: case N_INT: case N_FLOAT: case N_STR:
+            break;
+        default:
+            collect_walrus(r, s, n->a);
+            collect_walrus(r, s, n->b);
+            collect_walrus(r, s, n->c);
+            collect_walrus(r, s, n->d);
+            break;
         }
     }
 }
@@ -397,8 +430,21 @@ static void resolve_function(Resolver *r, Scope *parent, LangFunc *fn)
     Scope s = {0};
     s.parent = parent;
     s.fn = fn;
+    if (parent && parent->fn) {
+        /* "outer.<locals>.inner", as CPython's __qualname__ */
+        size_t n = strlen(parent->fn->qualname) + strlen(fn->name) + sizeof ".<locals>.";
+        char *q = lang_arena_alloc(r->u->arena, n);
+        if (!q) {
+            if (!r->failed) err_nomem(r->I);
+            r->failed = true;
+            return;
+        }
+        snprintf(q, n, "%s.<locals>.%s", parent->fn->qualname, fn->name);
+        fn->qualname = q;
+    }
     for (Node *p = fn->params; p; p = p->next) names_add(r, &s.locals, p->str);
     collect(r, &s, fn->body);
+    collect_walrus(r, &s, fn->body);
     /* Nonlocal names must come from an enclosing function. */
     s.is_cell = mem_calloc((size_t)(s.locals.n ? s.locals.n : 1), 1);
     if (!s.is_cell) {

@@ -27,8 +27,10 @@
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
 %token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM WITH.
+%token WALRUS.
 
 /* Lowest first. */
+%right WALRUS.
 %right LAMBDA.
 %right IF ELSE.
 %left OR.
@@ -70,7 +72,7 @@ block(A) ::= simple(S) NEWLINE.          { A = S; }
 block(A) ::= simple(S) SEMI NEWLINE.     { A = S; }
 block(A) ::= NEWLINE INDENT stmts1(S) DEDENT. { A = S; }
 
-small(A) ::= testlist(E).                { A = lang_node1(p, N_EXPR_STMT, E->pos, E); }
+small(A) ::= testlist(E).                { A = lang_expr_stmt(p, E); }
 small(A) ::= assign(S).                  { A = S; }
 small(A) ::= testlist(T) AUGASSIGN(O) testlist(V). { A = lang_augassign(p, T, &O, V); }
 small(A) ::= PASS(K).                    { A = lang_node(p, N_PASS, K.pos); }
@@ -153,6 +155,10 @@ params1(A) ::= param(P).                 { A = lang_list1(P); }
 params1(A) ::= params1(L) COMMA param(P). { A = lang_list_add(L, P); }
 param(A) ::= NAME(N).                    { A = lang_param(p, &N, NULL); }
 param(A) ::= NAME(N) ASSIGN expr(D).     { A = lang_param(p, &N, D); }
+/* *args, a bare * (keyword-only parameters follow) and **kwargs: make_func orders and checks them */
+param(A) ::= STAR(O) NAME(N).            { A = lang_param_star(p, O.pos, &N, PARAM_VARARGS); }
+param(A) ::= STAR(O).                    { A = lang_param_star(p, O.pos, NULL, PARAM_BARE_STAR); }
+param(A) ::= POW(O) NAME(N).             { A = lang_param_star(p, O.pos, &N, PARAM_VARKW); }
 
 /* for-targets are primaries, so `for x in y` does not read `x in y` as a comparison. */
 targets(A) ::= primary(E).               { A = E; }
@@ -211,6 +217,7 @@ expr(A) ::= expr(X) IS(O) expr(Y).       { A = lang_compare(p, OP_IS, O.pos, X, 
 expr(A) ::= expr(X) ISNOT(O) expr(Y).    { A = lang_compare(p, OP_ISNOT, O.pos, X, Y); }
 expr(A) ::= expr(X) IF(O) expr(C) ELSE expr(Y). { A = lang_node3(p, N_IFEXP, O.pos, C, X, Y); }
 expr(A) ::= LAMBDA(K) params(P) COLON expr(E). [LAMBDA] { A = lang_lambda(p, K.pos, P, E); }
+expr(A) ::= NAME(N) WALRUS(O) expr(E). [WALRUS] { A = lang_walrus(p, &N, O.pos, E); }
 
 primary(A) ::= atom(E).                  { A = E; }
 primary(A) ::= primary(F) LPAREN(O) args(L) RPAREN. { A = lang_call(p, O.pos, F, L); }
@@ -278,7 +285,8 @@ arg(A) ::= STAR(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E
 arg(A) ::= POW(O) expr(E).               { A = lang_node1(p, N_STARRED, O.pos, E); A->op = 2; }
 
 /* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */
-subscripts(A) ::= sub(X).                { A = X; }
+/* t[*dims] is t[tuple(dims)], as in Python 3.11 */
+subscripts(A) ::= sub(X).                { A = X->kind == N_STARRED ? lang_seq(p, N_TUPLE, X->pos, lang_list1(X)) : X; }
 subscripts(A) ::= sub(X) COMMA.          { A = lang_seq(p, N_TUPLE, X->pos, lang_list1(X)); }
 subscripts(A) ::= subseq(L).             { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
 subscripts(A) ::= subseq(L) COMMA.       { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
@@ -286,6 +294,7 @@ subscripts(A) ::= subseq(L) COMMA.       { A = lang_seq(p, N_TUPLE, L.head->pos,
 subseq(A) ::= sub(X) COMMA sub(Y).       { A = lang_list_add(lang_list1(X), Y); }
 subseq(A) ::= subseq(L) COMMA sub(Y).    { A = lang_list_add(L, Y); }
 sub(A) ::= expr(E).                      { A = E; }
+sub(A) ::= STAR(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E); }
 sub(A) ::= optexpr(X) COLON(K) optexpr(Y). { A = lang_slice(p, K.pos, X, Y, NULL); }
 sub(A) ::= optexpr(X) COLON(K) optexpr(Y) COLON optexpr(Z). { A = lang_slice(p, K.pos, X, Y, Z); }
 optexpr(A) ::= .                         { A = NULL; }

@@ -95,8 +95,13 @@ typedef enum NodeKind {
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
     N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT, N_WITH, N_WITHITEM,
+    N_NAMEDEXPR,
     N__COUNT
 } NodeKind;
+
+/* What an N_PARAM is: a plain parameter, *args, **kwargs, or the bare * before keyword-only ones
+ * (which make_func takes out of the chain). */
+typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR } ParamKind;
 
 typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
@@ -140,7 +145,8 @@ typedef struct Node Node;
  *               N_NAME of `as`, or NULL; chained by next), c = else body, d = finally body
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
- *   N_PARAM     str = name, a = default (may be NULL)
+ *   N_PARAM     str = name, a = default (may be NULL), op = ParamKind
+ *   N_NAMEDEXPR a = the N_NAME bound (x := v), b = the value
  *   N_DEL       a = the target (a name, subscript, attribute, or an N_TUPLE/N_LIST of them)
  *   N_COMP      a comprehension or generator expression: op = CompKind, a = the first iterable
  *               (evaluated in the enclosing scope), func = its own scope, whose one parameter
@@ -180,9 +186,16 @@ struct Node {
 /* A function's static shape. The parser fills the first part, the resolver the rest. */
 struct LangFunc {
     const char *name;       /* "<lambda>" for lambdas */
-    Node *params;           /* chain of N_PARAM */
-    int nparams;
-    int ndefaults;          /* the last ndefaults params have defaults */
+    const char *qualname;   /* Python's __qualname__ ("outer.<locals>.inner", "A.m"): name until
+                               the resolver sets it; what call errors name */
+    Node *params;           /* chain of N_PARAM in slot order: positional ones, keyword-only
+                               ones, then *args and **kwargs if there are */
+    int nparams;            /* positional parameters */
+    int nkwonly;            /* keyword-only parameters (after * or *args) */
+    bool is_comp;           /* a comprehension's or generator expression's scope */
+    bool varargs, varkw;    /* *args (slot nparams + nkwonly), **kwargs (the slot after) */
+    int ndefaults;          /* parameters with a default (the last positional ones and any
+                               keyword-only ones), in chain order in FuncObj.defaults */
     Node *body;             /* statements; for a lambda, a single N_RETURN */
     uint32_t pos;
     /* resolver */

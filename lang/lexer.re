@@ -302,7 +302,7 @@ again:
         "{"   { lx->cur = cur; return bracket_open(lx, '{', t->z, (t->n = 1, TK_LBRACE), err); }
         "}"   { lx->cur = cur; return bracket_close(lx, '}', t->z, (t->n = 1, TK_RBRACE), err); }
 
-        ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }
+        ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }      ":="  { TOK(TK_WALRUS); }
         ";"   { TOK(TK_SEMI); }       "."   { TOK(TK_DOT); }
         "..." { TOK(TK_ELLIPSIS); }   "="   { TOK(TK_ASSIGN); }
         "+"   { TOK(TK_PLUS); }       "-"   { TOK(TK_MINUS); }
@@ -522,6 +522,7 @@ const char *lang_token_name(int kind)
     case TK_RBRACKET: return "']'";
     case TK_COMMA: return "','";
     case TK_COLON: return "':'";
+    case TK_WALRUS: return "':='";
     case TK_SEMI: return "';'";
     case TK_DOT: return "'.'";
     case TK_ELLIPSIS: return "'...'";
