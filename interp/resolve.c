@@ -117,7 +117,7 @@ static void collect(Resolver *r, Scope *s, Node *st)
             collect(r, s, st->c);
             collect(r, s, st->d);
             break;
-        case N_DEF: case N_IMPORT: case N_DEL: bind_target(r, s, st->a); break;
+        case N_DEF: case N_IMPORT: case N_DEL: case N_CLASS: bind_target(r, s, st->a); break;
         case N_GLOBAL: case N_NONLOCAL:
             for (Node *n = st->a; n; n = n->next) {
                 if (names_find(&s->locals, n->str) >= 0) {
@@ -176,7 +176,9 @@ static int capture(Resolver *r, Scope *s, const char *name)
     Scope *p = s->parent;
     if (!p || !p->fn) return -1;
     int32_t from;
-    int slot = names_find(&p->locals, name);
+    /* a class body's names are not visible in the functions inside it (Python's rule): its
+     * scope only passes the enclosing function's variables through */
+    int slot = p->fn->is_class ? -1 : names_find(&p->locals, name);
     if (slot >= 0 && names_find(&p->globals, name) < 0) {
         p->is_cell[slot] = 1;
         from = slot;
@@ -252,6 +254,21 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
             for (Node *p = e->func->params; p; p = p->next) resolve_expr(r, s, p->a);
             resolve_function(r, s, e->func);
             break;
+        case N_YIELD:
+            if (!s->fn || s->fn->is_class) {
+                fail(r, e->pos, "'yield' outside function%s", "");
+                return;
+            }
+            if (s->fn->is_comp) {
+                const char *n = s->fn->name;
+                fail(r, e->pos, "'yield' inside %s", strcmp(n, "<genexpr>") == 0 ? "generator expression"
+                                                     : strcmp(n, "<listcomp>") == 0 ? "list comprehension"
+                                                     : strcmp(n, "<setcomp>") == 0 ? "set comprehension" : "dict comprehension");
+                return;
+            }
+            s->fn->is_gen = true;
+            resolve_expr(r, s, e->a);
+            break;
         case N_COMP:    /* the first iterable here; the rest in the comprehension's own scope */
             resolve_expr(r, s, e->a);
             resolve_function(r, s, e->func);
@@ -305,7 +322,7 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_expr(r, s, st->b);
             break;
         case N_RETURN:
-            if (!s->fn) { fail(r, st->pos, "'return' outside function%s", ""); return; }
+            if (!s->fn || s->fn->is_class) { fail(r, st->pos, "'return' outside function%s", ""); return; }
             resolve_expr(r, s, st->a);
             break;
         case N_BREAK: case N_CONTINUE:
@@ -335,7 +352,14 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_stmts(r, s, st->d);
             break;
         case N_DEF:
+            for (Node *d = st->d; d; d = d->next) resolve_expr(r, s, d);
             for (Node *p = st->func->params; p; p = p->next) resolve_expr(r, s, p->a);
+            resolve_expr(r, s, st->a);
+            resolve_function(r, s, st->func);
+            break;
+        case N_CLASS:
+            for (Node *d = st->d; d; d = d->next) resolve_expr(r, s, d);
+            for (Node *b = st->b; b; b = b->next) resolve_expr(r, s, b);
             resolve_expr(r, s, st->a);
             resolve_function(r, s, st->func);
             break;
@@ -376,6 +400,12 @@ static void fixup(Scope *s, Node *n)
     case N_DEF:
         for (Node *p = n->func->params; p; p = p->next) fixup(s, p->a);
         fixup(s, n->a);
+        fixup_list(s, n->d);
+        return;
+    case N_CLASS:
+        fixup(s, n->a);
+        fixup_list(s, n->b);
+        fixup_list(s, n->d);
         return;
     case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT: case N_FSTRING:
         fixup_list(s, n->a);
@@ -439,7 +469,8 @@ static void resolve_function(Resolver *r, Scope *parent, LangFunc *fn)
             r->failed = true;
             return;
         }
-        snprintf(q, n, "%s.<locals>.%s", parent->fn->qualname, fn->name);
+        /* a class's functions are "A.m"; a function's are "f.<locals>.g" */
+        snprintf(q, n, parent->fn->is_class ? "%s.%s" : "%s.<locals>.%s", parent->fn->qualname, fn->name);
         fn->qualname = q;
     }
     for (Node *p = fn->params; p; p = p->next) names_add(r, &s.locals, p->str);

@@ -69,6 +69,7 @@ typedef enum tdl_error_kind {
     /* the base classes of the kinds above, for a program's `raise Exception(...)` */
     TDL_ERR_EXCEPTION, TDL_ERR_BASE_EXCEPTION, TDL_ERR_ARITHMETIC, TDL_ERR_LOOKUP,
     TDL_ERR_TAB,        /* TabError: an IndentationError */
+    TDL_ERR_GENERATOR_EXIT, /* GeneratorExit: a BaseException, raised at a closed generator's yield */
     TDL_ERR__COUNT
 } tdl_error_kind;
 

@@ -984,6 +984,39 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     return n;
 }
 
+Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList bases, Node *body)
+{
+    Node *n = lang_node(p, N_CLASS, pos);
+    Node *target = lang_name(p, name);
+    if (n == &placeholder || target == &placeholder) return n;
+    for (Node *b = bases.head; b; b = b->next)
+        if (b->kind == N_KWARG || b->kind == N_STARRED)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "class keyword arguments and starred bases are not supported in tdl");
+    n->a = target;
+    n->b = bases.head;
+    n->count = list_len(bases.head);
+    NodeList none = {0};
+    n->func = make_func(p, pos, target->str, none, body);
+    if (n->func) n->func->is_class = true;
+    grow(p, n, bases.head);
+    grow(p, n, body);
+    return n;
+}
+
+Node *lang_decorate(LangParser *p, uint32_t pos, Node *deco, Node *c)
+{
+    if (c == &placeholder) return c;
+    if (c->kind != N_DEF && c->kind != N_CLASS) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, c->pos, "invalid syntax");
+        return c;
+    }
+    (void)pos;
+    deco->next = c->d;
+    c->d = deco;
+    grow(p, c, deco);
+    return c;
+}
+
 Node *lang_walrus(LangParser *p, const LangToken *name, uint32_t pos, Node *value)
 {
     return lang_node2(p, N_NAMEDEXPR, pos, lang_name(p, name), value);
@@ -1161,7 +1194,7 @@ static const char *const kind_names[N__COUNT] = {
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
     "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "starred", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del", "emit", "try", "except", "with", "withitem", "namedexpr",
+    "del", "emit", "try", "except", "with", "withitem", "namedexpr", "class", "yield",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

@@ -27,7 +27,7 @@
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
 %token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM WITH.
-%token WALRUS.
+%token WALRUS CLASS YIELD.
 
 /* Lowest first. */
 %right WALRUS.
@@ -75,6 +75,12 @@ block(A) ::= NEWLINE INDENT stmts1(S) DEDENT. { A = S; }
 small(A) ::= testlist(E).                { A = lang_expr_stmt(p, E); }
 small(A) ::= assign(S).                  { A = S; }
 small(A) ::= testlist(T) AUGASSIGN(O) testlist(V). { A = lang_augassign(p, T, &O, V); }
+/* yield is an expression statement, the value of an assignment, or parenthesized (as Python) */
+small(A) ::= yieldexpr(E).               { A = lang_node1(p, N_EXPR_STMT, E->pos, E); }
+small(A) ::= testlist(T) AUGASSIGN(O) yieldexpr(V). { A = lang_augassign(p, T, &O, V); }
+yieldexpr(A) ::= YIELD(K).               { A = lang_node(p, N_YIELD, K.pos); }
+yieldexpr(A) ::= YIELD(K) testlist(E).   { A = lang_node1(p, N_YIELD, K.pos, E); }
+yieldexpr(A) ::= YIELD(K) FROM expr(E).  { A = lang_node1(p, N_YIELD, K.pos, E); A->op = 1; }
 small(A) ::= PASS(K).                    { A = lang_node(p, N_PASS, K.pos); }
 small(A) ::= BREAK(K).                   { A = lang_node(p, N_BREAK, K.pos); }
 small(A) ::= CONTINUE(K).                { A = lang_node(p, N_CONTINUE, K.pos); }
@@ -102,6 +108,7 @@ names(A) ::= names(L) COMMA NAME(N).     { A = lang_list_add(L, lang_name(p, &N)
 /* a = b = value: targets are checked by the builder. */
 assign(A) ::= testlist(T) ASSIGN testlist(V).  { A = lang_assign(p, T, V); }
 assign(A) ::= testlist(T) ASSIGN assign(R).    { A = lang_assign_chain(p, T, R); }
+assign(A) ::= testlist(T) ASSIGN yieldexpr(V). { A = lang_assign(p, T, V); }
 
 compound(A) ::= IF(K) expr(C) COLON block(B) elifs(E). { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
 %type elifs {Node *}
@@ -145,6 +152,12 @@ compound(A) ::= FOR(K) targets(T) IN testlist(I) COLON block(B) ELSE COLON block
                                                         { A = lang_for(p, K.pos, T, I, B.head, E.head); }
 compound(A) ::= DEF(K) NAME(N) LPAREN params(P) RPAREN COLON block(B).
                                                         { A = lang_def(p, K.pos, &N, P, B.head); }
+/* class C(bases): body — the bases are a call's arguments (keywords are refused by the builder) */
+compound(A) ::= CLASS(K) NAME(N) COLON block(B).       { NodeList e = {0}; A = lang_class(p, K.pos, &N, e, B.head); }
+compound(A) ::= CLASS(K) NAME(N) LPAREN args(L) RPAREN COLON block(B).
+                                                        { A = lang_class(p, K.pos, &N, L, B.head); }
+/* @decorator on its own line before a def or class (the builder checks which) */
+compound(A) ::= AT(K) expr(E) NEWLINE compound(C).     { A = lang_decorate(p, K.pos, E, C); }
 
 %type params {NodeList}
 %type params1 {NodeList}
@@ -234,6 +247,7 @@ atom(A) ::= NONE(K).                     { A = lang_node(p, N_NONE, K.pos); }
 atom(A) ::= ELLIPSIS(K).                 { A = lang_node(p, N_ELLIPSIS, K.pos); }
 atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_TUPLE, K.pos, e); }
 atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
+atom(A) ::= LPAREN yieldexpr(E) RPAREN.  { A = E; A->parens = 1; }
 atom(A) ::= LPAREN(K) expr(E) comp(C) RPAREN. { A = lang_comp(p, K.pos, COMP_GEN, E, C.head); A->parens = 1; }
 atom(A) ::= LBRACKET(K) expr(E) comp(C) RBRACKET. { A = lang_comp(p, K.pos, COMP_LIST, E, C.head); }
 atom(A) ::= LBRACE(K) expr(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_SET, E, C.head); }

@@ -65,6 +65,10 @@ Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body
 Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);
 /* *name, **name or a bare * (name NULL) in a parameter list. */
 Node *lang_param_star(LangParser *p, uint32_t pos, const LangToken *name, ParamKind kind);
+/* class name(bases): body */
+Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList bases, Node *body);
+/* @deco before the def or class c */
+Node *lang_decorate(LangParser *p, uint32_t pos, Node *deco, Node *c);
 /* name := value */
 Node *lang_walrus(LangParser *p, const LangToken *name, uint32_t pos, Node *value);
 /* An expression statement (an unparenthesized walrus cannot be one, as in Python). */
