@@ -412,10 +412,8 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
         slots[i] = v_obj(V_CELL, &c->h);
     }
     if (ok && fn->is_gen) {
-        ok = gen_function_new(I, f, slots, out);     /* takes the slots' references */
-        return ok;
-    }
-    if (ok) {
+        ok = gen_function_new(I, f, slots, out);     /* takes the slots' references on success */
+    } else if (ok) {
         Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false, f};
         LangSource *stmt_src = I->stmt_src;
         uint32_t stmt_pos = I->stmt_pos;
