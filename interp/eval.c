@@ -293,8 +293,12 @@ static bool delete(Interp *I, Frame *F, Node *t)
 
 /* ---- calls ---- */
 
+/* The error paths of bind_args are not inlined into it (nor it into call_func): their buffers
+ * would sit in every tdl call's C frame, and deep recursion would hit the stack guard sooner. */
+
 /* TypeError "f() missing 2 required keyword-only arguments: 'c' and 'e'" for the unset slots
  * [from, to) of a call's frame. */
+__attribute__((noinline))
 static bool missing_args(Interp *I, LangFunc *fn, const Value *slots, int from, int to, const char *what)
 {
     int missing = 0, k = 0;
@@ -311,6 +315,23 @@ static bool missing_args(Interp *I, LangFunc *fn, const Value *slots, int from, 
                    missing == 1 ? "" : "s", b.p ? b.p : "");
     buf_free(&b);
     return false;
+}
+
+/* TypeError "f() takes 2 positional arguments but 3 were given", CPython's wording. */
+__attribute__((noinline))
+static bool too_many_positional(Interp *I, LangFunc *fn, const Value *slots, int nargs)
+{
+    int np = fn->nparams, npdefaults = 0, d = 0, kwgiven = 0;
+    for (Node *p = fn->params; p && d < np; p = p->next, d++) npdefaults += p->a != NULL;
+    for (int i = np; i < np + fn->nkwonly; i++) kwgiven += slots[i].tag != V_UNDEF;
+    char sig[64], kwsig[96] = "";
+    if (npdefaults) snprintf(sig, sizeof sig, "from %d to %d", np - npdefaults, np);
+    else snprintf(sig, sizeof sig, "%d", np);
+    if (kwgiven)
+        snprintf(kwsig, sizeof kwsig, " positional argument%s (and %d keyword-only argument%s)",
+                 nargs != 1 ? "s" : "", kwgiven, kwgiven != 1 ? "s" : "");
+    return err_raise(I, TDL_ERR_TYPE, "%s() takes %s positional argument%s but %d%s %s given", fn->qualname, sig,
+                     npdefaults || np != 1 ? "s" : "", nargs, kwsig, nargs == 1 && !kwgiven ? "was" : "were");
 }
 
 /* Binds a call's arguments to the parameters' slots (all V_UNDEF on entry; the caller releases
@@ -358,20 +379,7 @@ static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, in
         val_incref(args[nargs + k]);
         slots[i] = args[nargs + k];
     }
-    int npdefaults = 0, d = 0;
-    for (Node *p = fn->params; p && d < np; p = p->next, d++) npdefaults += p->a != NULL;
-    if (nargs > np && !fn->varargs) {
-        int kwgiven = 0;
-        for (int i = np; i < nnamed; i++) kwgiven += slots[i].tag != V_UNDEF;
-        char sig[64], kwsig[96] = "";
-        if (npdefaults) snprintf(sig, sizeof sig, "from %d to %d", np - npdefaults, np);
-        else snprintf(sig, sizeof sig, "%d", np);
-        if (kwgiven)
-            snprintf(kwsig, sizeof kwsig, " positional argument%s (and %d keyword-only argument%s)",
-                     nargs != 1 ? "s" : "", kwgiven, kwgiven != 1 ? "s" : "");
-        return err_raise(I, TDL_ERR_TYPE, "%s() takes %s positional argument%s but %d%s %s given", fn->qualname, sig,
-                         npdefaults || np != 1 ? "s" : "", nargs, kwsig, nargs == 1 && !kwgiven ? "was" : "were");
-    }
+    if (nargs > np && !fn->varargs) return too_many_positional(I, fn, slots, nargs);
     int i = 0, k = 0;
     for (Node *p = fn->params; p && i < nnamed; p = p->next, i++) {
         if (!p->a) continue;
@@ -528,6 +536,7 @@ static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char
 
 /* super() in a method: super(the class that defined it, its first argument), as CPython finds
  * them through the __class__ cell and the frame. */
+__attribute__((noinline))
 static bool super_noargs(Interp *I, Frame *F, Value *out)
 {
     FuncObj *f = F->fobj;
@@ -635,7 +644,9 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
     return true;
 }
 
-/* Runs the body of class statement st and makes the class (a new reference in *out). */
+/* Runs the body of class statement st and makes the class (a new reference in *out). Neither it
+ * nor exec_definition is inlined into exec, whose C frame every tdl call nests. */
+__attribute__((noinline))
 static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
 {
     LangFunc *fn = st->func;
@@ -689,6 +700,7 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
 
 /* A def or class statement's value: its decorators are evaluated first (outermost first), then
  * the function or class is made and they are applied innermost first, as in Python. */
+__attribute__((noinline))
 static bool exec_definition(Interp *I, Frame *F, Node *st, Value *out)
 {
     int nd = 0;
@@ -713,7 +725,9 @@ static bool exec_definition(Interp *I, Frame *F, Node *st, Value *out)
 
 /* ---- expressions ---- */
 
-/* t[i, *rest]: the index tuple with the items of each *rest spliced in (Python 3.11). */
+/* t[i, *rest]: the index tuple with the items of each *rest spliced in (Python 3.11); not inlined
+ * into eval_index, which every subscript in a nested expression runs. */
+__attribute__((noinline))
 static bool eval_star_index(Interp *I, Frame *F, Node *n, Value *out)
 {
     ListObj *l = list_alloc(I, 0);
@@ -1402,6 +1416,16 @@ static bool yield_from(Interp *I, Frame *F, Node *n, Value *out)
     return ok;
 }
 
+/* yield and yield from (not inlined into eval, whose C frame every level of an expression nests). */
+__attribute__((noinline))
+static bool eval_yield(Interp *I, Frame *F, Node *n, Value *out)
+{
+    if (n->op == 1) return yield_from(I, F, n, out);
+    Value v = v_none();
+    if (n->a && !eval(I, F, n->a, &v)) return false;
+    return co_yield(I, v, out);
+}
+
 bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
 {
     *out2 = v_undef();
@@ -1697,13 +1721,7 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
         ok = eval_index(I, F, n, out);
         break;
     case N_YIELD:
-        if (n->op == 1) {
-            ok = yield_from(I, F, n, out);
-        } else {
-            Value v = v_none();
-            if (n->a && !eval(I, F, n->a, &v)) return false;
-            ok = co_yield(I, v, out);
-        }
+        ok = eval_yield(I, F, n, out);
         break;
     case N_NAMEDEXPR:
         if (!eval(I, F, n->b, out)) return false;
