@@ -2245,6 +2245,34 @@ START_TEST(test_scatter_malformed)
 }
 END_TEST
 
+/* One validator (fcdim's kernel plan) for both backends, with the stricter rule of the two they
+ * had: an inner arg reduction owns no loop (the CUDA generator took one), and a negative extent
+ * is refused by both with the same message. */
+START_TEST(test_one_validator)
+{
+    static const char *const want[] = {"loop 1 has a bad owner", "loop 0 has a negative extent"};
+    float x[12] = {0}, o[3] = {0};
+    int64_t e[2] = {3, 4}, st[2] = {4, 1}, ost[2] = {1, 0};
+    KB b;
+    if (_i == 1)
+        e[0] = -3;
+    kb_init(&b, 2, e);
+    int v = kb_load(&b, FC_FLOAT32, x, 0, st);
+    int r = kb_add(&b, _i == 0 ? FC_OP_ARGMAX : FC_OP_AMAX, _i == 0 ? FC_INT64 : FC_FLOAT32, FC_FLOAT32, v, -1, -1, false);
+    b.k.owner[1] = r;
+    kb_store(&b, r, o, b.code[r].dtype, 0, ost);
+    char msg[128];
+    snprintf(msg, sizeof msg, "cpu kernel: %s", want[_i]);
+    ck_assert_int_eq(kb_run(&b), FC_ERR_VALUE);
+    ck_assert_str_eq(err.msg, msg);
+    char *dump = fc_cuda_kernel_dump(&b.k);
+    snprintf(msg, sizeof msg, "// cuda: cuda kernel: %s\n", want[_i]);
+    ck_assert_ptr_nonnull(dump);
+    ck_assert_str_eq(dump, msg);
+    free(dump);
+}
+END_TEST
+
 /* ---- indices that hold along the chunk loop ----
  * Over an FR x FC loop nest whose inner loop is the chunk loop, an index that holds along each
  * row (x[idx], z[idx] = x) makes a flat gather or scatter: checked once per chunk, then a whole
@@ -3015,6 +3043,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_scatter_two_dims);
     tcase_add_test(tc, test_scatter_nloop_zero);
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
+    tcase_add_loop_test(tc, test_one_validator, 0, 2);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("flat");
