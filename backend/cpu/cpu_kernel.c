@@ -1345,49 +1345,35 @@ static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
     bool hoist = !k->no_hoist;
-    /* Chunk loops, outer lists first: a reduction's step comes before the steps of its body
-     * in no particular order, so repeat until settled (depth passes). */
-    for (int j = 0; j < p->nsteps; j++)
-        p->steps[j].cx = -2;
-    for (bool again = true; again;) {
-        again = false;
-        for (int j = 0; j < p->nsteps; j++) {
-            Step *s = &p->steps[j];
-            if (s->cx != -2)
-                continue;
-            int cx = s->parent < 0 ? p->cl : -2;
-            if (s->parent >= 0) {
-                const Step *r = &p->steps[s->parent];
-                if (r->cx == -2) {
-                    again = true;
-                    continue;
-                }
-                cx = r->wide ? r->cx : r->rcl >= 0 ? r->rcl : r->cx;
-            }
-            s->cx = cx;
-            s->wide = j >= p->ninv && (s->deps & chunk_mask(p, cx));
-            if (is_reduce(s->in->op)) {
-                uint64_t own = 0;
+    /* Each list's chunk loop, by the plan's rule (fc_kplan_chunks): a reduction of one value per
+     * chunk runs along a loop of its own, and so does its body. */
+    int *cx = mem_malloc(((size_t)k->ncode + 1) * sizeof *cx);
+    if (!cx)
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    fc_kplan_chunks(k->ncode, k->nloop, p->kp->deps, p->kp->own, p->kp->list, p->cl, p->ckmask, cx);
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        int i = (int)(s->in - k->code);
+        s->cx = cx[i];
+        s->wide = j >= p->ninv && (s->deps & chunk_mask(p, s->cx));
+        if (is_reduce(s->in->op)) {
+            uint64_t own = p->kp->own[i];
+            s->rcl = -1;
+            if (!s->wide)
                 for (int l = 0; l < p->L; l++)
-                    if (k->owner[l] == (int)(s->in - k->code))
-                        own |= (uint64_t)1 << l;
-                s->rcl = -1;
-                if (!s->wide)
-                    for (int l = 0; l < p->L; l++)
-                        if (own >> l & 1)
-                            s->rcl = l;
-                s->nrl = 0;
-                for (int l = 0; l < p->L; l++)
-                    if ((own >> l & 1) && l != s->rcl)
-                        s->rl[s->nrl++] = l;
-            } else if (!hoist && j >= p->ninv) {
-                s->wide = true;         /* the unhoisted schedule: everything at every point */
-            }
-            s->shape = s->wide ? s->deps & chunk_mask(p, cx) : 0;
-            s->m = s->wide && p->span && cx == p->cl ? (int)shape_size(p, s->shape) : 0;
-            again = true;
+                    if (own >> l & 1)
+                        s->rcl = l;
+            s->nrl = 0;
+            for (int l = 0; l < p->L; l++)
+                if ((own >> l & 1) && l != s->rcl)
+                    s->rl[s->nrl++] = l;
+        } else if (!hoist && j >= p->ninv) {
+            s->wide = true;         /* the unhoisted schedule: everything at every point */
         }
+        s->shape = s->wide ? s->deps & chunk_mask(p, s->cx) : 0;
+        s->m = s->wide && p->span && s->cx == p->cl ? (int)shape_size(p, s->shape) : 0;
     }
+    mem_free(cx);
     /* Fills: one value read beyond position 0, by readers whose chunks are at most as long as
      * their lists' chunk loops. Widening: a wide value read by a step of a larger shape. */
     for (int j = 0; j < p->nsteps; j++) {
