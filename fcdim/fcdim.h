@@ -613,9 +613,8 @@ void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
  * takes them along its own last loop, and so does its body. */
 void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
                      uint64_t clmask, int *cx);
-/* The top list's vector loop on target t: the kernel's chunk loop when the scheduler fixed it,
- * else fc_natural_chunk_loop's choice with t's thresholds (-1: no root loop). */
-int fc_kplan_vector_loop(const FcKernel *k, const FcTarget *t, bool scatter);
+/* fc_natural_chunk_loop with target t's thresholds (short_loop, long_loop for the constants). */
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */

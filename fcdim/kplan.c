@@ -102,11 +102,9 @@ int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bo
     return natural(nloop, extent, owner, scatter, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP);
 }
 
-int fc_kplan_vector_loop(const FcKernel *k, const FcTarget *t, bool scatter)
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter)
 {
-    if (k->chunk_loop >= 0)
-        return k->chunk_loop;
-    return natural(k->nloop, k->extent, k->nloop ? k->owner : NULL, scatter, t->short_loop, t->long_loop);
+    return natural(nloop, extent, owner, scatter, t->short_loop, t->long_loop);
 }
 
 void fc_kplan_free(FcPlan *p)

@@ -42,6 +42,7 @@ typedef struct Sched {
     FcError *err;
     FcStatus st;
     FcDevice dev;
+    const FcTarget *target;            /* the backend's: the vector loop it will take */
     int nloop, nroot;                  /* loops [0, nroot) are the root's, the rest inner reductions' */
     int64_t extent[FC_MAX_DIMS];
     bool reduced[FC_MAX_DIMS];
@@ -741,7 +742,7 @@ static int list_of(const Sched *s, int c)
 
 static int natural_chunk_loop(const Sched *s, bool scatter)
 {
-    return fc_natural_chunk_loop(s->nroot, s->extent, NULL, scatter);
+    return fc_target_chunk_loop(s->target, s->nroot, s->extent, NULL, scatter);
 }
 
 /* The chunk loop of a kernel with inner reductions, which the scheduler fixes: among the root
@@ -1082,7 +1083,7 @@ static FcStatus launch(FcCtx *ctx, FcBackend *be, const FcKernel *k, FcDevice de
     if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
         dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(k));
     if (ctx->dump && (ctx->dump_flags & (dev.type == FC_DEV_CUDA ? FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA : FC_DUMP_CUDA)))
-        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_cuda_kernel_dump(k));
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_backend_kernel_text(FC_DEV_CUDA, k));
     if (ctx->on_kernel)
         ctx->on_kernel(ctx->on_kernel_ud, k, dev);
     return prep ? be->run_prepared(be, prep, k, err) : be->run(be, k, err);
@@ -1152,6 +1153,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
+    s.target = be->target;
     s.root_inner = root_as_inner(root);
     bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     bool arg = root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN;
@@ -1315,9 +1317,14 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     }
     k.nthreads = ctx->nthreads;
     k.interrupt = ctx->interrupt;
-    /* The one analysis of the kernel, which the backend and the kernel cache take with it. */
+    /* The one analysis of the kernel, which the backend and the kernel cache take with it; a
+     * kernel the backend cannot compute is refused before it is kept. */
     FcPlan *plan = NULL;
-    st = fc_kplan_new(&k, be->name, &plan, err);
+    st = fc_kplan_new(&k, be->target->name, &plan, err);
+    for (int c = 0; !st && c < k.ncode; c++) {
+        const FcInstr *in = &k.code[c];
+        st = be->supports(be, in, in->a >= 0 ? k.code[plan->opv[3 * c]].dtype : in->dtype, err);
+    }
     k.plan = plan;
     const FcCached *kept = !st && keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
     if (!st)

@@ -2273,6 +2273,32 @@ START_TEST(test_one_validator)
 }
 END_TEST
 
+/* The registry opens each backend by device type; each says what it is (its target) and whether
+ * it computes an instruction, with the message it would refuse a kernel holding it with (the
+ * CUDA generator's: test_cuda.c's cuda_supports). */
+START_TEST(test_registry_supports)
+{
+    FcBackend *cpu = NULL, *fake = NULL;
+    FcError e;
+    ck_assert_int_eq(fc_backend_open(FC_DEV_CPU, 0, 2, false, &cpu, &e), FC_OK);
+    ck_assert_int_eq(fc_backend_open(FC_DEV_CUDA, 0, 2, true, &fake, &e), FC_OK);
+    ck_assert_int_eq(fake->device, FC_DEV_CUDA);
+    ck_assert_str_eq(cpu->target->name, "cpu");
+    ck_assert_str_eq(fake->target->name, "cpu");   /* the CPU executor stands in */
+    ck_assert_int_eq(cpu->target->chunk, FC_CHUNK);
+    FcInstr in = {.op = FC_OP_AND, .dtype = FC_FLOAT32, .src_dtype = FC_FLOAT32, .a = 0, .b = 1, .c = -1};
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_FLOAT32, &e), FC_ERR_TYPE);
+    ck_assert_str_eq(e.msg, "cpu kernel: bitwise_and is not supported for float32");
+    in.dtype = FC_BOOL;
+    in.src_dtype = FC_BOOL;
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_BOOL, &e), FC_OK);
+    in = (FcInstr){.op = FC_OP_SUM, .dtype = FC_FLOAT64, .src_dtype = FC_FLOAT32, .a = 0, .b = -1, .c = -1};
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_FLOAT32, &e), FC_OK);
+    fake->destroy(fake);
+    cpu->destroy(cpu);
+}
+END_TEST
+
 /* ---- indices that hold along the chunk loop ----
  * Over an FR x FC loop nest whose inner loop is the chunk loop, an index that holds along each
  * row (x[idx], z[idx] = x) makes a flat gather or scatter: checked once per chunk, then a whole
@@ -3044,6 +3070,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_scatter_nloop_zero);
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
     tcase_add_loop_test(tc, test_one_validator, 0, 2);
+    tcase_add_test(tc, test_registry_supports);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("flat");

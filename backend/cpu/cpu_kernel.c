@@ -515,6 +515,24 @@ done:
     mem_free(sels);
 }
 
+const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+
+FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
+{
+    CpuReducer red;
+    if (is_reduce(in->op)) {
+        if (!fc_cpu_reducer_init(&red, in->op, in->src_dtype, in->dtype))
+            return errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported", fc_op_name(in->op),
+                          fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
+        return FC_OK;
+    }
+    if (in->op == FC_OP_LOAD || in->op == FC_OP_CONST || in->op == FC_OP_IOTA || fc_cpu_op_fn(in->op, in->dtype, a_dt))
+        return FC_OK;
+    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
+    return errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
+                  fc_dtype_name(by_src ? a_dt : in->dtype));
+}
+
 /* Orders the code into steps by the kernel's plan (fcdim's kplan): the invariant ones (they vary
  * along no loop), the top list (the rest of what the root evaluates), and the body of each inner
  * reduction, each by domain; operands become step numbers. Then what is the CPU's own: each
@@ -559,24 +577,16 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         gused += ng;
         s->esize = fc_dtype_size(in->dtype);
         s->deps = kp->deps[i];
-        if (in->op == FC_OP_LOAD) {
+        FcDType a_dt = in->a >= 0 ? k->code[kp->opv[3 * i]].dtype : in->dtype;
+        st = fc_cpu_supports(in, a_dt, err);
+        if (st != FC_OK)
+            goto done;
+        if (in->op == FC_OP_LOAD)
             s->strides = k->nloop > 0 ? in->strides : p->zero;
-        } else if (is_reduce(in->op)) {
-            if (!fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype)) {
-                st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported",
-                            fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
-                goto done;
-            }
-        } else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA) {
-            FcDType a_dt = in->a >= 0 ? k->code[kp->opv[3 * i]].dtype : in->dtype;
+        else if (is_reduce(in->op))
+            fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype);
+        else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
-            if (!s->fn) {
-                bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
-                st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
-                            fc_dtype_name(by_src ? a_dt : in->dtype));
-                goto done;
-            }
-        }
     }
     plan_selects(p, k, val);
     p->ninv = kp->ninv;
@@ -899,7 +909,7 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
         plan_span(p);
         return plan_marks(p, err);
     }
-    int cl = fc_natural_chunk_loop(p->L, p->ext, k->nloop ? k->owner : NULL, p->scatter);
+    int cl = fc_target_chunk_loop(&fc_cpu_target, p->L, p->ext, k->nloop ? k->owner : NULL, p->scatter);
     if (cl < 0)
         cl = 0;
     uint8_t *mark = mem_malloc((size_t)k->ncode + 1);

@@ -552,6 +552,12 @@ static bool interrupted(const FcKernel *k, FcError *err)
     return true;
 }
 
+static FcStatus cuda_supports(FcBackend *base, const FcInstr *in, FcDType a_dtype, FcError *err)
+{
+    (void)base;
+    return fc_cuda_supports(in, a_dtype, err);
+}
+
 static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
 {
     CudaBackend *be = (CudaBackend *)base;
@@ -746,6 +752,8 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
     be->base = (FcBackend){
         .name = "cuda",
         .device = FC_DEV_CUDA,
+        .target = &fc_cuda_target,
+        .supports = cuda_supports,
         .alloc = cuda_alloc,
         .free = cuda_free,
         .to_host = cuda_to_host,

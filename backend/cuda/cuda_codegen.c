@@ -558,6 +558,37 @@ static bool reducer(FcOp op, FcDType in, FcDType out, Reducer *r)
     }
 }
 
+/* A thread takes up to 4 points along the vector loop (tdl_v), and a fold of floats along a loop
+ * of its own keeps eight lanes as the CPU's does; the vector loop is the scheduler's, or the
+ * innermost kept one, so the thresholds are the CPU's (the scheduler plans for either). */
+const FcTarget fc_cuda_target = {"cuda", 4, 8, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+
+FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
+{
+    Reducer rd;
+    if (is_reduce(in->op)) {
+        if (!reducer(in->op, in->src_dtype, in->dtype, &rd))
+            return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s of %s into %s is not supported",
+                            fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype)), FC_ERR_TYPE;
+        return FC_OK;
+    }
+    switch (in->op) {
+    case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA: case FC_OP_CAST: case FC_OP_WHERE:
+        return FC_OK;
+    default:
+        break;
+    }
+    bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
+    FcDType t = by_src ? a_dtype : in->dtype;
+    if (by_src && in->dtype != FC_BOOL)
+        return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op),
+                        fc_dtype_name(in->dtype)), FC_ERR_TYPE;
+    if (!op_template(in->op, t))
+        return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s is not supported for %s", fc_op_name(in->op),
+                        fc_dtype_name(t)), FC_ERR_TYPE;
+    return FC_OK;
+}
+
 /* ---- the generator ---- */
 
 /* A level of a loop nest as the generated code opens it. */
