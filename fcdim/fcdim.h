@@ -548,6 +548,9 @@ typedef struct FcKernel {
     bool index32;               /* every address fits in int32 arithmetic */
     int nthreads;
     volatile int *interrupt;
+    /* The kernel's plan (fc_kplan_new: made by the scheduler, kept with the kernel in the kernel
+     * cache), or NULL: a backend given none plans the kernel itself. */
+    const struct FcPlan *plan;
 } FcKernel;
 
 /* The root loop a backend vectorises along when the kernel leaves it the choice (chunk_loop -1),
@@ -557,6 +560,61 @@ typedef struct FcKernel {
  * duplicates must land in loop order). -1 when there is no root loop. */
 enum { FC_SHORT_CHUNK_LOOP = 32, FC_LONG_CHUNK_LOOP = 64 };
 int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter);
+
+/* ---- the kernel plan (kplan.c) ----
+ * The analysis of a kernel that every backend needs, done once per scheduled kernel (and kept
+ * with it in the kernel cache): the kernel validated, operands linked to the instructions that
+ * wrote them, the loops each value varies along, the list of each instruction (the inner
+ * reduction whose body holds it) and an order of evaluation. Arrays are indexed by instruction
+ * (code order) unless said otherwise. */
+
+/* What a backend tells the planner about itself (FcBackend.target). */
+typedef struct FcTarget {
+    const char *name;           /* "cpu", "cuda": a refused kernel's message starts "<name> kernel: " */
+    int chunk;                  /* the most values one step along the vector loop computes */
+    int lanes;                  /* accumulators a fold along the vector loop keeps */
+    int short_loop, long_loop;  /* fc_natural_chunk_loop's thresholds for this target */
+} FcTarget;
+
+typedef struct FcPlan {
+    int n, L;                   /* instructions; loops (0: a kernel of one point) */
+    int *opv;                   /* [3n] a, b, c as the instructions that wrote them, -1 when absent */
+    int *gopv, *goff;           /* the gathered indices of instruction i: gopv[goff[i] + g] */
+    int *bopv, *boff;           /* the bound values of reduction i: bopv[boff[i] + b] */
+    uint64_t *deps;             /* bit l: the value varies along loop l (fc_kplan_deps) */
+    uint64_t *own;              /* the loops reduction i iterates (0 for others) */
+    int *list;                  /* the innermost inner reduction whose loops i varies along (its
+                                   body), or -1: the top list */
+    int *pos;                   /* i's place in the order of evaluation: invariants [0, ninv), the
+                                   top list [ninv, ntop), then the body of each reduction r
+                                   [body0[r], body1[r]); each list by domain, then code order */
+    int ninv, ntop;
+    int *body0, *body1;
+    int res;                    /* the instruction of the result */
+    int sres[FC_MAX_DIMS];      /* of each scatter index */
+    void *block;                /* the arrays' storage */
+} FcPlan;
+
+/* Validates k and plans it (new *out, freed with fc_kplan_free). FC_ERR_VALUE for a malformed
+ * kernel ("<who> kernel: loop 2 has a bad owner"), FC_ERR_NOMEM. */
+FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError *err);
+void fc_kplan_free(FcPlan *p);  /* NULL is fine */
+/* The loops instruction in varies along over loops of these extents (those of extent 1 left
+ * out; one of extent 0 counts, so that nothing read under an empty loop is hoisted out of it and
+ * computed), given body (what its a varies along: for a reduction, less its own loops own) and
+ * others (what its other operands, gathered indices and bounds vary along). */
+uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint64_t body, uint64_t others,
+                       uint64_t own);
+/* list[i] for n instructions: the first reduction after i whose loops (own) i varies along. */
+void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list);
+/* cx[i]: the loop along which i's list takes its vector steps, given cl, the top list's (clmask:
+ * the loops a step of the top list spans, cl's alone unless the backend spans several). A
+ * reduction that varies along its list's vector loop takes its steps along it too; else it
+ * takes them along its own last loop, and so does its body. */
+void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
+                     uint64_t clmask, int *cx);
+/* fc_natural_chunk_loop with target t's thresholds (short_loop, long_loop for the constants). */
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */

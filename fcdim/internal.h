@@ -132,12 +132,13 @@ typedef struct FcKey {
     int nst, capst;
 } FcKey;
 
-/* A kept kernel: its code (owned; bufs, out and interrupt are each run's), the key's storage each
- * of its buffers loads, the output strides the scheduler chose (when it chose them), and the
- * backend's plan of it (or NULL). */
+/* A kept kernel: its code (owned; bufs, out and interrupt are each run's) and its plan (owned:
+ * k.plan), the key's storage each of its buffers loads, the output strides the scheduler chose
+ * (when it chose them), and the backend's prepared handle of it (or NULL). */
 typedef struct FcCached {
     FcKey key;
     FcKernel k;
+    FcPlan *plan;
     int *buf_of;
     int64_t strides[FC_MAX_DIMS];
     FcBackend *be;
@@ -158,7 +159,8 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
 void fc_key_free(FcKey *key);
 /* The kept kernel of key (now the most recently used), or NULL. */
 FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key);
-/* Keeps a copy of k, scheduled for key (taken when kept): bufs are the storages k loads, strides
+/* Keeps a copy of k, scheduled for key (taken when kept, and so is k->plan, which the copy
+ * keeps and the backend prepares it with): bufs are the storages k loads, strides
  * the output's when the scheduler chose them (else NULL); be plans it when it can. The entry, or
  * NULL when it could not be kept (out of memory; key is then left to the caller). */
 FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,

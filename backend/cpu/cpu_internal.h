@@ -198,4 +198,10 @@ FcStatus fc_cpu_run_prepared(CpuBackend *be, void *handle, const FcKernel *k, Fc
 void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
 
+/* The CPU backend's FcTarget: FC_CHUNK values per step, CPU_LANES accumulators. */
+extern const FcTarget fc_cpu_target;
+/* FcBackend.supports: whether the executor has an op function or fold for instruction in (a of
+ * dtype a_dtype); FC_ERR_TYPE with the message a kernel holding it is refused with. */
+FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dtype, FcError *err);
+
 #endif
