@@ -126,12 +126,24 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
         return st;
     if (fc_tensor_numel(a) == 0)     /* torch returns before dispatching on the dtype */
         return fc_empty(ctx, a->dtype, a->device, a->ndim, a->shape, NULL, out, err);
-    if (!fc_dtype_is_float(a->dtype)) {
+    if (!fc_dtype_is_float(a->dtype) || a->dtype == FC_FLOAT16) {
         /* The kernel that refuses: log_softmax shares softmax's for the other dims. */
         bool last = a->ndim == 0 || d == a->ndim - 1;
         return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                     !last ? "softmax_kernel_impl" : log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
                     fc_dtype_torch_name(a->dtype));
+    }
+    if (fc_dtype_compute(a->dtype) != a->dtype) {
+        /* bfloat16: torch's kernels compute in float32 and round the result once. */
+        FcTensor *w = NULL, *r = NULL;
+        st = fc_cast(ctx, a, fc_dtype_compute(a->dtype), &w, err);
+        if (!st)
+            st = fc_softmax(ctx, w, dim, log, &r, err);
+        if (!st)
+            st = fc_cast(ctx, r, a->dtype, out, err);
+        fc_tensor_release(w);
+        fc_tensor_release(r);
+        return st;
     }
     FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
     uint64_t mask = (uint64_t)1 << d;
@@ -388,14 +400,7 @@ FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err)
     FcView v;
     st = fc_host_view(ctx, h, &v, err);
     if (!st) {
-        const char *p = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
-        switch (v.dtype) {
-        case FC_BOOL: out->i = *(const unsigned char *)p != 0; break;
-        case FC_INT32: out->i = *(const int32_t *)p; break;
-        case FC_INT64: out->i = *(const int64_t *)p; break;
-        case FC_FLOAT32: out->f = *(const float *)p; break;
-        default: out->f = *(const double *)p; break;
-        }
+        *out = fc_scalar_load(v.dtype, (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype));
     }
     fc_tensor_release(h);
     return st;

@@ -83,7 +83,14 @@ static void store(void *data, int64_t i, FcDType dt, double f, int64_t x, bool i
     case FC_FLOAT64: ((double *)data)[i] = is_float ? f : (double)x; break;
     case FC_INT32: ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)x; break;
     case FC_INT64: ((int64_t *)data)[i] = x; break;
-    default: ((unsigned char *)data)[i] = is_float ? f != 0 : x != 0; break;
+    case FC_BOOL: ((unsigned char *)data)[i] = is_float ? f != 0 : x != 0; break;
+    default: {
+        /* The narrow dtypes: wrapped or rounded as a cast does. */
+        FcScalar v = fc_scalar_convert(is_float ? (FcScalar){.f = f} : (FcScalar){.i = x},
+                                       is_float ? FC_FLOAT64 : FC_INT64, dt);
+        fc_scalar_store(dt, (char *)data + i * (int64_t)fc_dtype_size(dt), v);
+        break;
+    }
     }
 }
 

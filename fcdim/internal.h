@@ -69,9 +69,6 @@ FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int 
  * storages of the stored operands, passed as `from`). NULL on out-of-memory (node released). */
 FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom);
 
-/* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
- * gives the type's minimum; to bool: != 0). */
-FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
 
 /* Allocates a storage of nbytes on dev's backend. */
 FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out, FcError *err);
