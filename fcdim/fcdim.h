@@ -334,6 +334,8 @@ struct FcNode {
     bool exact;                 /* count is of distinct nodes */
     bool nograd;                /* made while gradients were off (or by a backward): no gradient
                                    flows through it */
+    bool narrows;               /* CAST: rounds or wraps an op's result back to its narrow dtype
+                                   (ir.c); autograd names the op below it */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };

@@ -68,6 +68,11 @@ FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int 
  * reader of every storage that node's DAG loads (the union of the operands' reads and the
  * storages of the stored operands, passed as `from`). NULL on out-of-memory (node released). */
 FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom);
+/* n (fresh, consumed) computed as the narrow dtypes are (fc_dtype_compute): when its dtype or its
+ * operands' is uint8, int8, int16, float16 or bfloat16, its operands are widened, it runs in the
+ * compute dtype and a CAST rounds the result back. Nodes that only move values (CAST, WHERE,
+ * LOAD, CONST, IOTA) are returned as they are; NULL when out of memory. */
+FcNode *fc_node_widen(FcNode *n);
 
 
 /* Allocates a storage of nbytes on dev's backend. */

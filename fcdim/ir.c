@@ -266,7 +266,7 @@ FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to)
 {
     FcScalar r;
     if (fc_dtype_is_float(from)) {
-        double x = from == FC_FLOAT32 ? (double)(float)v.f : v.f;
+        double x = from == FC_FLOAT32 ? (double)(float)v.f : from == FC_FLOAT64 ? v.f : round_narrow((float)v.f, from);
         switch (to) {
         case FC_FLOAT64: r.f = x; break;
         case FC_FLOAT32: r.f = (double)(float)x; break;
@@ -423,6 +423,34 @@ static FcNode *cast_node(FcNode *n, FcDType dt)
     return c;
 }
 
+FcNode *fc_node_widen(FcNode *n)
+{
+    if (!n || n->op == FC_OP_CAST || n->op == FC_OP_WHERE || n->op == FC_OP_LOAD || n->op == FC_OP_CONST ||
+        n->op == FC_OP_IOTA)
+        return n;
+    FcDType dt = n->dtype, cdt = fc_dtype_compute(dt), csrc = fc_dtype_compute(n->src_dtype);
+    if (cdt == dt && csrc == n->src_dtype)
+        return n;
+    /* Fresh (held by the caller alone): its operands are widened in place, over the same levels. */
+    for (int k = 0; k < n->nin; k++) {
+        FcNode *w = cast_node(fc_node_retain(n->in[k]), csrc);
+        if (!w) {
+            fc_node_release(n);
+            return NULL;
+        }
+        fc_node_release(n->in[k]);
+        n->in[k] = w;
+    }
+    n->dtype = cdt;
+    n->src_dtype = csrc;
+    if (cdt == dt)
+        return n;
+    FcNode *c = cast_node(n, dt);
+    if (c)
+        c->narrows = true;
+    return c;
+}
+
 /* A node of op over the broadcast shape of the operands (already of the right dtypes), with the
  * operands' levels aligned from the right. Consumes the operand references. */
 static FcStatus broadcast_node(FcOp op, FcDType dt, int nin, FcNode **ins, int nd, const int64_t *shape,
@@ -499,6 +527,8 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
     node->src_dtype = in_dt;
     if (store_dt != dt && !(node = cast_node(node, store_dt)))
         return fc_nomem(err);
+    if (store_dt != dt)
+        node->narrows = true;
     *out = fc_tensor_from_node(node, dev, ts, n);
     return *out ? FC_OK : fc_nomem(err);
 }
@@ -867,6 +897,8 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
     memcpy(n->lev_map[0], map, (size_t)nd);
     if (store_dt != dt && !(n = cast_node(n, store_dt)))
         return fc_nomem(err);
+    if (store_dt != dt)
+        n->narrows = true;
     FcTensor *ts[1] = {a};
     *out = fc_tensor_from_node(n, a->device, ts, 1);
     return *out ? FC_OK : fc_nomem(err);

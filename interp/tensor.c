@@ -827,6 +827,12 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     bool ok = tensor_check(I, st, &e) && tensor_dim_mask(I, x, dim, &mask);
     if (ok) {
         st = fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
+        /* any/all of uint8 give uint8 in PyTorch 1.13 (its legacy behaviour) */
+        if (st == FC_OK && !cast && (r->op == FC_OP_ANY || r->op == FC_OP_ALL) && a[0].t->dtype == FC_UINT8) {
+            st = fc_cast(I->fc, res, FC_UINT8, &y, &e);
+            fc_tensor_release(res);
+            res = st == FC_OK ? y : NULL;
+        }
         /* max() is amax over every dim, but torch's message names max ("max(): Expected
          * reduction dim to be specified for input.numel() == 0. ...") */
         const char *op = fc_op_name(r->op);
