@@ -326,11 +326,14 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
         /* One bound alone: std::max(a, NaN) and the vector max both keep a. */
         if (lo_nan || hi_nan)
             return fc_cast(ctx, a, rt, out, err);
-        if (rt == FC_BOOL)
-            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Bool'",
-                        lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
-    } else if (rt == FC_BOOL && lo && hi) {
-        return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for 'Bool'");
+        if (rt == FC_BOOL || rt == FC_FLOAT16)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                        lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu",
+                        fc_dtype_torch_name(rt));
+        if ((st = fc_check_wrapped(lo, rt, err)) || (st = fc_check_wrapped(hi, rt, err)))
+            return st;
+    } else if ((rt == FC_BOOL || rt == FC_FLOAT16) && lo && hi) {
+        return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for '%s'", fc_dtype_torch_name(rt));
     }
     /* min(max(a, lo), hi), keeping a where it equals a bound: torch's std::max(a, lo) and its
      * vectorised clamp_min/clamp_max return a on a tie, which shows with signed zeros

@@ -8,6 +8,7 @@
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static const struct {
@@ -104,6 +105,37 @@ void fc_scalar_store(FcDType t, void *p, FcScalar v)
     case FC_FLOAT64: memcpy(p, &v.f, 8); break;
     default: break;
     }
+}
+
+bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to)
+{
+    double lo, hi;
+    switch (to) {
+    case FC_UINT8: lo = 0, hi = 255; break;
+    case FC_INT8: lo = -128, hi = 127; break;
+    case FC_INT16: lo = -32768, hi = 32767; break;
+    case FC_FLOAT16: lo = -65504, hi = 65504; break;
+    case FC_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    default: return true;
+    }
+    if (fc_dtype_is_float(from)) {
+        /* c10::overflows: a float type takes infinities and NaN, an integer type neither */
+        if (fc_dtype_is_float(to) && (v.f != v.f || v.f == INFINITY || v.f == -INFINITY))
+            return true;
+        return v.f >= lo && v.f <= hi;
+    }
+    int64_t x = from == FC_BOOL ? v.i != 0 : v.i;
+    /* an unsigned type takes the negatives of its values too (-1 is 255) */
+    if (to == FC_UINT8)
+        return x >= -255 && x <= 255;
+    return (double)x >= lo && (double)x <= hi;
+}
+
+const char *fc_dtype_cxx_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"bool", "int", "int64_t", "float", "double", "uint8_t",
+                                                       "int8_t", "int16_t", "at::Half", "at::BFloat16"};
+    return dtype_valid(t) ? names[t] : "?";
 }
 
 /* ---- promotion ---- */

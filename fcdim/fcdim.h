@@ -224,6 +224,12 @@ typedef union FcScalar { int64_t i; double f; } FcScalar;
  * dtype t (as fc_scalar_convert gives it) stored at p. */
 FcScalar fc_scalar_load(FcDType t, const void *p);
 void fc_scalar_store(FcDType t, void *p, FcScalar v);
+/* c10::checked_convert's test: whether a number v (of kind from: FC_BOOL, FC_INT64 or FC_FLOAT64)
+ * fits a narrow dtype to (its range; uint8 also takes -255..-1, an int Scalar's wrap; float16
+ * takes infinities and NaN); other dtypes take anything. fc_dtype_cxx_name: the C++ type
+ * torch's message names ("uint8_t", "at::Half"). */
+bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to);
+const char *fc_dtype_cxx_name(FcDType t);
 /* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
  * gives the type's minimum; to bool: != 0). */
 FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);

@@ -73,6 +73,10 @@ FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from,
  * compute dtype and a CAST rounds the result back. Nodes that only move values (CAST, WHERE,
  * LOAD, CONST, IOTA) are returned as they are; NULL when out of memory. */
 FcNode *fc_node_widen(FcNode *n);
+/* A Python number t (a wrapped number) that a kernel of dtype dt converts with
+ * c10::checked_convert (where, clamp's bounds): FC_ERR_RUNTIME with torch's message when it
+ * overflows dt (300 for uint8); FC_OK for anything else. */
+FcStatus fc_check_wrapped(const FcTensor *t, FcDType dt, FcError *err);
 
 
 /* Allocates a storage of nbytes on dev's backend. */

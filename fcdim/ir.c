@@ -767,6 +767,14 @@ FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out
     return st;
 }
 
+FcStatus fc_check_wrapped(const FcTensor *t, FcDType dt, FcError *err)
+{
+    if (!t || !t->wrapped_number || !t->node || t->node->op != FC_OP_CONST ||
+        fc_scalar_fits(t->node->konst, t->dtype, dt))
+        return FC_OK;
+    return fc_errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", fc_dtype_cxx_name(dt));
+}
+
 FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -775,6 +783,9 @@ FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor
                        fc_dtype_torch_name(cond->dtype));
     FcOperand ops[2] = {operand_of(a), operand_of(b)};
     FcDType dt = fc_result_type(ops, 2);
+    FcStatus st = fc_check_wrapped(a, dt, err);
+    if (st || (st = fc_check_wrapped(b, dt, err)))
+        return st;
     FcTensor *ts[3] = {cond, a, b};
     FcDType dts[3] = {FC_BOOL, dt, dt};
     return pointwise(ctx, FC_OP_WHERE, dt, dt, ts, 3, dts, out, err);
@@ -845,7 +856,8 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
         return FC_OK;
     }
     FcDType in_dt = a->dtype, dt = a->dtype;
-    if (op == FC_OP_PROD && fc_dtype_compute(in_dt) != in_dt && fc_dtype_is_float(in_dt))
+    /* (torch dispatches no kernel for an empty input) */
+    if (op == FC_OP_PROD && fc_dtype_compute(in_dt) != in_dt && fc_dtype_is_float(in_dt) && fc_tensor_numel(a) > 0)
         return fc_errf(err, FC_ERR_RUNTIME, "\"prod_cpu\" not implemented for '%s'", fc_dtype_torch_name(in_dt));
     switch (op) {
     case FC_OP_SUM: case FC_OP_PROD:

@@ -75,7 +75,9 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (a->dtype == FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
                                                                : "\"addmm_impl_cpu_\" not implemented for 'Bool'");
-    if (a->dtype == FC_FLOAT16)
+    /* float16 has no CPU kernel, but a product of no elements dispatches none (but dot) */
+    int64_t mo = na >= 2 ? a->shape[na - 2] : 1, no = nb >= 2 ? b->shape[nb - 1] : 1;
+    if (a->dtype == FC_FLOAT16 && ((na == 1 && nb == 1) || (mo != 0 && no != 0)))
         return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Half'",
                        na == 1 && nb == 1   ? "dot"
                        : na == 2 && nb == 1 ? "addmv_impl_cpu"

@@ -412,31 +412,10 @@ FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt)
 
 bool tensor_scalar_fits(Interp *I, FcScalar s, FcDType sdt, FcDType dt, bool cxx_name)
 {
-    double lo, hi;
-    switch (dt) {
-    case FC_UINT8: lo = 0, hi = 255; break;
-    case FC_INT8: lo = -128, hi = 127; break;
-    case FC_INT16: lo = -32768, hi = 32767; break;
-    case FC_FLOAT16: lo = -65504, hi = 65504; break;
-    case FC_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    default: return true;
-    }
-    bool bad;
-    if (fc_dtype_is_float(sdt)) {
-        double x = s.f;
-        /* c10::overflows: a float type takes infinities and NaN, an integer type neither. */
-        if (fc_dtype_is_float(dt) && (isinf(x) || isnan(x))) bad = false;
-        else bad = !(x >= lo && x <= hi);
-    } else {
-        int64_t x = sdt == FC_BOOL ? s.i != 0 : s.i;
-        /* an unsigned type takes the negatives of its values too (-1 -> 255) */
-        bad = dt == FC_UINT8 ? (x > 255 || x < -255) : ((double)x < lo || (double)x > hi);
-    }
-    if (!bad) return true;
-    static const char *const cxx[FC_DTYPE__COUNT] = {[FC_UINT8] = "uint8_t", [FC_INT8] = "int8_t", [FC_INT16] = "int16_t",
-                                                     [FC_FLOAT16] = "at::Half", [FC_BFLOAT16] = "at::BFloat16"};
+    FcDType from = fc_dtype_is_float(sdt) ? FC_FLOAT64 : sdt == FC_BOOL ? FC_BOOL : FC_INT64;
+    if (fc_scalar_fits(s, from, dt)) return true;
     return err_raise(I, TDL_ERR_RUNTIME, "value cannot be converted to type %s without overflow",
-                     cxx_name ? cxx[dt] : fc_dtype_name(dt));
+                     cxx_name ? fc_dtype_cxx_name(dt) : fc_dtype_name(dt));
 }
 
 /* The value of a 0-dim tensor passed where a number is expected (int / Scalar parameters). */

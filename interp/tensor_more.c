@@ -210,7 +210,7 @@ static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *
     if (st == FC_OK)
         st = !dt->none ? fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
     FcDType want = !dt->none ? dt->dtype : fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_INT64;
-    if (st == FC_OK && x->dtype == FC_FLOAT16) {
+    if (st == FC_OK && x->dtype == FC_FLOAT16 && fc_tensor_numel(x) > 0) {
         fc_tensor_release(x);
         return err_raise(I, TDL_ERR_RUNTIME, "\"%s_out_cpu\" not implemented for 'Half'",
                          op == FC_OP_SUM ? "cumsum" : "cumprod");
