@@ -24,16 +24,72 @@ typedef enum FcDType {
     FC_INT64,
     FC_FLOAT32,
     FC_FLOAT64,
+    FC_UINT8,
+    FC_INT8,
+    FC_INT16,
+    FC_FLOAT16,         /* IEEE binary16, stored as its 16 bits */
+    FC_BFLOAT16,        /* the upper half of a float32's bits */
     FC_DTYPE__COUNT
 } FcDType;
 
 size_t fc_dtype_size(FcDType t);                 /* bytes per element */
 const char *fc_dtype_name(FcDType t);            /* "float32", "int64", "bool", ... */
 bool fc_dtype_is_float(FcDType t);
-bool fc_dtype_is_int(FcDType t);                 /* int32, int64 (not bool) */
+bool fc_dtype_is_int(FcDType t);                 /* uint8, int8, int16, int32, int64 (not bool) */
 bool fc_dtype_from_name(const char *name, FcDType *out);
-/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double. */
+/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double
+ * Byte Char Short Half BFloat16. */
 const char *fc_dtype_torch_name(FcDType t);
+/* The dtype elementwise ops and reductions compute a narrow dtype's values in, as PyTorch's CPU
+ * kernels do: float32 for float16 and bfloat16 (the result rounded back after every op), int32
+ * for uint8, int8 and int16 (the result wrapped back, which is what their own arithmetic gives);
+ * any other dtype itself. The backends compute only in these; the narrow ones they load, store
+ * and cast. */
+FcDType fc_dtype_compute(FcDType t);
+
+/* float16 and bfloat16 to and from float32, bit for bit as c10::Half and c10::BFloat16 convert
+ * (c10/util/Half.h: fp16_ieee_from_fp32_value / fp16_ieee_to_fp32_value; c10/util/BFloat16.h:
+ * round_to_nearest_even): round to nearest even, overflow to infinity, subnormals kept, a NaN
+ * made quiet (float16: 0x7E00 with its sign; bfloat16: 0xFFFF, what the vectorised conversion
+ * of torch's casts and elementwise kernels writes, cvtfp32_bf16). The float16 ones round through
+ * float32 arithmetic (a scale to the target's precision and back), so they need IEEE float32 in
+ * round-to-nearest, as C11 gives; the same code is emitted into CUDA kernels. */
+static inline float fc_f32_from_bits(uint32_t w)
+{
+    union { uint32_t u; float f; } c = {w};
+    return c.f;
+}
+static inline uint32_t fc_f32_bits(float f)
+{
+    union { float f; uint32_t u; } c = {f};
+    return c.u;
+}
+static inline float fc_f16_to_f32(uint16_t h)
+{
+    uint32_t w = (uint32_t)h << 16, sign = w & 0x80000000u, two_w = w + w;
+    float normalized = fc_f32_from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+    float denormalized = fc_f32_from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
+    return fc_f32_from_bits(sign | (two_w < (1u << 27) ? fc_f32_bits(denormalized) : fc_f32_bits(normalized)));
+}
+static inline uint16_t fc_f32_to_f16(float f)
+{
+    float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+    uint32_t w = fc_f32_bits(f), shl1_w = w + w, sign = w & 0x80000000u, bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u)
+        bias = 0x71000000u;
+    base = fc_f32_from_bits((bias >> 1) + 0x07800000u) + base;
+    uint32_t bits = fc_f32_bits(base);
+    uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+static inline float fc_bf16_to_f32(uint16_t h) { return fc_f32_from_bits((uint32_t)h << 16); }
+static inline uint16_t fc_f32_to_bf16(float f)
+{
+    uint32_t u = fc_f32_bits(f);
+    if (f != f)
+        return 0xFFFF;
+    return (uint16_t)((u + ((u >> 16) & 1) + 0x7FFFu) >> 16);
+}
 
 /* A participant in type promotion, as PyTorch sees it (c10/core/ScalarType.h and
  * aten/src/ATen/native/TypeProperties.cpp: result_type): a tensor with dimensions, a 0-dim
@@ -48,6 +104,8 @@ typedef struct FcOperand {
  * scalars raise the result only to a higher category (bool < int < float), a float scalar
  * giving the default float dtype (float32). */
 FcDType fc_result_type(const FcOperand *ops, int n);
+/* torch.promote_types(a, b). */
+FcDType fc_promote_types(FcDType a, FcDType b);
 /* The dtype of true division a / b: result_type, then float32 if that is not a float. */
 FcDType fc_div_result_type(const FcOperand *ops, int n);
 /* c10::canCast: whether an in-place operation may write a result of dtype from into a tensor of
@@ -162,6 +220,19 @@ const char *fc_device_name(FcDevice d, char *buf);
 
 /* A scalar of any dtype (the member that matches the dtype is set; bool in i as 0/1). */
 typedef union FcScalar { int64_t i; double f; } FcScalar;
+/* One element of dtype t at p as a scalar (f for float dtypes, i otherwise), and a scalar of
+ * dtype t (as fc_scalar_convert gives it) stored at p. */
+FcScalar fc_scalar_load(FcDType t, const void *p);
+void fc_scalar_store(FcDType t, void *p, FcScalar v);
+/* c10::checked_convert's test: whether a number v (of kind from: FC_BOOL, FC_INT64 or FC_FLOAT64)
+ * fits a narrow dtype to (its range; uint8 also takes -255..-1, an int Scalar's wrap; float16
+ * takes infinities and NaN); other dtypes take anything. fc_dtype_cxx_name: the C++ type
+ * torch's message names ("uint8_t", "at::Half"). */
+bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to);
+const char *fc_dtype_cxx_name(FcDType t);
+/* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
+ * gives the type's minimum; to bool: != 0). */
+FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
 
 /* ---- storage ---- */
 
@@ -269,6 +340,8 @@ struct FcNode {
     bool exact;                 /* count is of distinct nodes */
     bool nograd;                /* made while gradients were off (or by a backward): no gradient
                                    flows through it */
+    bool narrows;               /* CAST: rounds or wraps an op's result back to its narrow dtype
+                                   (ir.c); autograd names the op below it */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };

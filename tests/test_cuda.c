@@ -188,6 +188,7 @@ static const char emu_header[] =
     "#define __launch_bounds__(n)\n"
     "#define __shared__ static\n"
     "static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
     "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
     "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"

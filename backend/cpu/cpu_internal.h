@@ -114,6 +114,11 @@ void *fc_cpu_aligned_alloc(size_t nbytes);
 #define DT_i64 FC_INT64
 #define DT_f32 FC_FLOAT32
 #define DT_f64 FC_FLOAT64
+#define DT_u8 FC_UINT8
+#define DT_i8 FC_INT8
+#define DT_i16 FC_INT16
+#define DT_f16 FC_FLOAT16
+#define DT_bf16 FC_BFLOAT16
 
 /* ---- chunk operations (cpu_ops.c) ----
  *

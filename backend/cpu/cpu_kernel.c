@@ -1981,6 +1981,12 @@ static void broadcast(void *d, const void *src, size_t es, int n)
     case 1:
         memset(d, *(const uint8_t *)src, (size_t)n);
         break;
+    case 2: {
+        uint16_t v, *q = d;
+        memcpy(&v, src, 2);
+        CHUNK_LOOP(n, q[i] = v);
+        break;
+    }
     case 4: {
         uint32_t v, *q = d;
         memcpy(&v, src, 4);
@@ -2240,6 +2246,13 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
                 q[i] = (uint8_t)src[(IT)i * stride];                                               \
             break;                                                                                 \
         }                                                                                          \
+        case 2: {                                                                                  \
+            uint16_t *q = d;                                                                       \
+            const uint16_t *s = (const uint16_t *)(const void *)src;                               \
+            for (int i = 0; i < n; i++)                                                            \
+                q[i] = s[(IT)i * stride];                                                          \
+            break;                                                                                 \
+        }                                                                                          \
         case 4: {                                                                                  \
             uint32_t *q = d;                                                                       \
             const uint32_t *s = (const uint32_t *)(const void *)src;                               \
@@ -2267,6 +2280,12 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             CHUNK_LOOP(n, q[i] = (uint8_t)src[o[i]]);                                              \
             break;                                                                                 \
         }                                                                                          \
+        case 2: {                                                                                  \
+            uint16_t *q = d;                                                                       \
+            const uint16_t *s = (const uint16_t *)(const void *)src;                               \
+            CHUNK_LOOP(n, q[i] = s[o[i]]);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
         case 4: {                                                                                  \
             uint32_t *q = d;                                                                       \
             const uint32_t *s = (const uint32_t *)(const void *)src;                               \
@@ -2290,6 +2309,13 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             const uint8_t *s = src;                                                                \
             for (int i = 0; i < n; i++)                                                            \
                 dst[(IT)i * stride] = (char)s[i];                                                  \
+            break;                                                                                 \
+        }                                                                                          \
+        case 2: {                                                                                  \
+            const uint16_t *s = src;                                                               \
+            uint16_t *q = (uint16_t *)(void *)dst;                                                 \
+            for (int i = 0; i < n; i++)                                                            \
+                q[(IT)i * stride] = s[i];                                                          \
             break;                                                                                 \
         }                                                                                          \
         case 4: {                                                                                  \
@@ -2450,6 +2476,10 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
         for (int i = 0; i < n; i++)
             dst[o[i]] = ((const char *)src)[i];
         break;
+    case 2:
+        for (int i = 0; i < n; i++)
+            ((uint16_t *)(void *)dst)[o[i]] = ((const uint16_t *)src)[i];
+        break;
     case 4:
         for (int i = 0; i < n; i++)
             ((uint32_t *)(void *)dst)[o[i]] = ((const uint32_t *)src)[i];
@@ -2564,6 +2594,13 @@ static void scatter_store(const Plan *p, const int64_t *o, const void *src, int 
             q[o[i]] = s[i];
         break;
     }
+    case 2: {
+        uint16_t *q = p->k->out;
+        const uint16_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = s[i];
+        break;
+    }
     case 4: {
         uint32_t *q = p->k->out;
         const uint32_t *s = src;
@@ -2587,9 +2624,15 @@ static void scatter_store(const Plan *p, const int64_t *o, const void *src, int 
 #define ADD_INT32(q, s) ((q) = (int32_t)((uint32_t)(q) + (uint32_t)(s)))
 #define ADD_INT64(q, s) ((q) = (int64_t)((uint64_t)(q) + (uint64_t)(s)))
 #define ADD_FLOAT(q, s) ((q) += (s))
+#define ADD_UINT8(q, s) ((q) = (uint8_t)((q) + (s)))
+#define ADD_INT8(q, s) ((q) = (int8_t)(uint8_t)((uint8_t)(q) + (uint8_t)(s)))
+#define ADD_INT16(q, s) ((q) = (int16_t)(uint16_t)((uint16_t)(q) + (uint16_t)(s)))
+#define ADD_HALF(q, s) ((q) = fc_f32_to_f16(fc_f16_to_f32(q) + fc_f16_to_f32(s)))
+#define ADD_BHALF(q, s) ((q) = fc_f32_to_bf16(fc_bf16_to_f32(q) + fc_bf16_to_f32(s)))
 #define ADD_DTYPES(X)                                                                              \
     X(b, uint8_t, ADD_BOOL) X(i32, int32_t, ADD_INT32) X(i64, int64_t, ADD_INT64) X(f32, float, ADD_FLOAT) \
-    X(f64, double, ADD_FLOAT)
+    X(f64, double, ADD_FLOAT) X(u8, uint8_t, ADD_UINT8) X(i8, int8_t, ADD_INT8) X(i16, int16_t, ADD_INT16) \
+    X(f16, uint16_t, ADD_HALF) X(bf16, uint16_t, ADD_BHALF)
 
 #define DEF_ADD(sfx, T, ADD)                                                                       \
     /* q[o[i]] += s[i], in order: a chunk scattered element by element. */                       \

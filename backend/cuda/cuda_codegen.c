@@ -124,6 +124,12 @@ static const char prelude[] =
     "typedef unsigned long long uint64;\n"
     "typedef float f32;\n"
     "typedef double f64;\n"
+    "typedef unsigned char u8;\n"
+    "typedef signed char i8;\n"
+    "typedef short i16;\n"
+    "typedef unsigned short uint16;\n"
+    "typedef unsigned short h16;    // float16, its bits\n"
+    "typedef unsigned short bh16;   // bfloat16, its bits\n"
     "#define LANES _Pragma(\"unroll\") for (int u = 0; u < V; u++)\n"
     "#define I64_MIN (-9223372036854775807LL - 1)\n"
     "#define I64_MAX 9223372036854775807LL\n"
@@ -157,6 +163,33 @@ static const char prelude[] =
     "__device__ __forceinline__ int32 f64_to_int32(f64 x)\n"
     "{\n"
     "    return (x > -2147483649.0 && x < 2147483648.0) ? (int32)x : (int32)(-2147483647 - 1);\n"
+    "}\n"
+    "// float16 and bfloat16 to and from float32 as fcdim.h's fc_f16_to_f32 ... (c10's conversions):\n"
+    "// round to nearest even through float32 arithmetic, a NaN made quiet.\n"
+    "__device__ __forceinline__ f32 h2f(h16 h)\n"
+    "{\n"
+    "    const uint32 w = (uint32)h << 16, sign = w & 0x80000000u, two_w = w + w;\n"
+    "    const f32 normalized = __uint_as_float((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;\n"
+    "    const f32 denormalized = __uint_as_float((two_w >> 17) | (126u << 23)) - 0.5f;\n"
+    "    return __uint_as_float(sign | (two_w < (1u << 27) ? __float_as_uint(denormalized) : __float_as_uint(normalized)));\n"
+    "}\n"
+    "__device__ __forceinline__ h16 f2h(f32 f)\n"
+    "{\n"
+    "    f32 base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;\n"
+    "    const uint32 w = __float_as_uint(f), shl1_w = w + w, sign = w & 0x80000000u;\n"
+    "    uint32 bias = shl1_w & 0xFF000000u;\n"
+    "    if (bias < 0x71000000u)\n"
+    "        bias = 0x71000000u;\n"
+    "    base = __uint_as_float((bias >> 1) + 0x07800000u) + base;\n"
+    "    const uint32 bits = __float_as_uint(base);\n"
+    "    const uint32 nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);\n"
+    "    return (h16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));\n"
+    "}\n"
+    "__device__ __forceinline__ f32 bh2f(bh16 h) { return __uint_as_float((uint32)h << 16); }\n"
+    "__device__ __forceinline__ bh16 f2bh(f32 f)\n"
+    "{\n"
+    "    const uint32 u = __float_as_uint(f);\n"
+    "    return f != f ? (bh16)0xFFFF : (bh16)((u + ((u >> 16) & 1) + 0x7FFFu) >> 16);\n"
     "}\n"
     "__device__ __forceinline__ f32 m_fmod(f32 a, f32 b) { return fmodf(a, b); }\n"
     "__device__ __forceinline__ f64 m_fmod(f64 a, f64 b) { return fmod(a, b); }\n"
@@ -401,6 +434,11 @@ static const char *ctype(FcDType t)
     case FC_INT32: return "int32";
     case FC_INT64: return "int64";
     case FC_FLOAT32: return "f32";
+    case FC_UINT8: return "u8";
+    case FC_INT8: return "i8";
+    case FC_INT16: return "i16";
+    case FC_FLOAT16: return "h16";
+    case FC_BFLOAT16: return "bh16";
     default: return "f64";
     }
 }
@@ -503,9 +541,33 @@ static const char *op_template(FcOp op, FcDType t)
     }
 }
 
-/* The conversion of x from dtype s to dtype d (the CPU's CASTS and reductions' fin). */
+/* The conversion of x from dtype s to dtype d (the CPU's CASTS and reductions' fin): the narrow
+ * dtypes as cpu_ops.c's casts to and from them (float16 and bfloat16 through float32, floats to
+ * the narrow integers through int32). */
 static void cast_expr(Buf *b, FcDType d, FcDType s, const char *x)
 {
+    bool narrow_d = fc_dtype_compute(d) != d, narrow_s = fc_dtype_compute(s) != s;
+    if (d != s && (narrow_d || narrow_s)) {
+        char v[64];
+        if (s == FC_FLOAT16 || s == FC_BFLOAT16)
+            snprintf(v, sizeof v, "%s(%s)", s == FC_FLOAT16 ? "h2f" : "bh2f", x);
+        else
+            snprintf(v, sizeof v, "%s", x);
+        bool from_float = is_float(s) || s == FC_FLOAT16 || s == FC_BFLOAT16;
+        if (d == FC_FLOAT16 || d == FC_BFLOAT16)
+            bput(b, "%s((f32)%s)", d == FC_FLOAT16 ? "f2h" : "f2bh", v);
+        else if (d == FC_BOOL)
+            bput(b, "(b8)(%s != 0)", v);
+        else if (d == FC_INT64)
+            bput(b, from_float ? "f64_to_int64((f64)%s)" : "(int64)%s", v);
+        else if (fc_dtype_is_int(d) && from_float)
+            bput(b, "(%s)(uint32)f64_to_int32((f64)%s)", ctype(d), v);
+        else if (fc_dtype_is_int(d))
+            bput(b, "(%s)(uint64)(int64)%s", ctype(d), v);
+        else
+            bput(b, "(%s)%s", ctype(d), v);
+        return;
+    }
     if (d == s)
         bput(b, "%s", x);
     else if (d == FC_BOOL)
@@ -773,6 +835,21 @@ static const char *arg_scalar(Gen *g, FcDType dt, FcScalar v, const char *prefix
     case FC_INT64:
         snprintf(shown, sizeof shown, "%lld", (long long)v.i);
         return arg_field(g, CARG_VAL, "int64", 8, &v.i, shown, name);
+    case FC_UINT8: case FC_INT8: {
+        uint8_t x = (uint8_t)(uint64_t)v.i;
+        snprintf(shown, sizeof shown, "%d", dt == FC_INT8 ? (int)(int8_t)x : (int)x);
+        return arg_field(g, CARG_VAL, ctype(dt), 1, &x, shown, name);
+    }
+    case FC_INT16: case FC_FLOAT16: case FC_BFLOAT16: {
+        /* float16 and bfloat16 travel as their bits (shown as the value they hold) */
+        uint16_t x = dt == FC_INT16 ? (uint16_t)(uint64_t)v.i
+                     : dt == FC_FLOAT16 ? fc_f32_to_f16((float)v.f) : fc_f32_to_bf16((float)v.f);
+        if (dt == FC_INT16)
+            snprintf(shown, sizeof shown, "%d", (int)(int16_t)x);
+        else
+            snprintf(shown, sizeof shown, "%.9g", dt == FC_FLOAT16 ? fc_f16_to_f32(x) : fc_bf16_to_f32(x));
+        return arg_field(g, CARG_VAL, ctype(dt), 2, &x, shown, name);
+    }
     case FC_FLOAT32: {
         float x = (float)v.f;
         snprintf(shown, sizeof shown, "%.9g", x);
@@ -1546,6 +1623,11 @@ static void emit_store(Gen *g)
             line(g, "*dst = (b8)(*dst | %s);", v.p);
         else if (ot == FC_INT32 || ot == FC_INT64)
             line(g, "*dst = (%s)((%s)*dst + (%s)%s);", OT, utype(ot), utype(ot), v.p);
+        else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16)
+            line(g, "*dst = (%s)(uint32)((uint32)*dst + (uint32)%s);", OT, v.p);
+        else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16)
+            line(g, "*dst = %s(%s(*dst) + %s(%s));", ot == FC_FLOAT16 ? "f2h" : "f2bh", ot == FC_FLOAT16 ? "h2f" : "bh2f",
+                 ot == FC_FLOAT16 ? "h2f" : "bh2f", v.p);
         else
             line(g, "*dst += %s;", v.p);
         mem_free(v.p);
