@@ -423,8 +423,9 @@ void fc_tensor_place(FcTensor *t, FcDevice dev);
 /* ---- the context: one per interpreter (no globals) ---- */
 
 /* FC_DUMP_CUDA: the CUDA source of every kernel (--dump-cuda); FC_DUMP_KERNELS shows it for the
- * kernels that run on a CUDA device. */
-enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2, FC_DUMP_CUDA = 4 };
+ * kernels that run on a CUDA device. FC_DUMP_VERBOSE (--verbose): one line for each choice of a
+ * library path (cuDNN or the generated kernels, and why). */
+enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2, FC_DUMP_CUDA = 4, FC_DUMP_VERBOSE = 8 };
 
 #define FC_MAX_CUDA 16          /* CUDA devices a context addresses (cuda:0 .. cuda:15) */
 struct FcKernel;
@@ -465,6 +466,8 @@ typedef struct FcCtx {
     bool fake_cuda;
     struct FcKernelCache *kcache;   /* scheduled kernels kept for DAGs that come again (owned;
                                        kernel_cache.c; off with FC_SCHED_CACHE in sched_off) */
+    bool deterministic;         /* use_deterministic_algorithms(True): library paths (cuDNN) use
+                                   only algorithms that give the same bits every run */
 } FcCtx;
 
 FcStatus fc_ctx_new(FcCtx **out, FcError *err);
@@ -704,6 +707,26 @@ typedef struct FcMatmul {
     volatile int *interrupt;
 } FcMatmul;
 
+/* One 2-D convolution without bias (PyTorch's conv2d, a cross-correlation) that a backend may take
+ * (FcBackend.conv): y[n, (g, k), oh, ow] = sum over (c, r, s) of
+ * x[n, (g, c), oh*stride - pad_pre + r*dilation, ...] * w[(g, k), c, r, s], 0 in the padding.
+ * transposed: conv_transpose2d, the gradient of that convolution with respect to its input, from x
+ * (N, K, H, W) and w (K, C/groups, R, S) to y (N, C, Ho, Wo); the paddings are the forward's (the
+ * output_padding is taken up by its floor division).
+ * Shapes are NCHW (weights KCRS) whatever the layout; the strides (elements) say the layout. */
+enum { FC_CONV_DETERMINISTIC = 1, FC_CONV_EXHAUSTIVE = 2, FC_CONV_TF32 = 4 };
+typedef struct FcConv {
+    FcDType dtype;
+    int64_t x_shape[4], x_strides[4], w_shape[4], w_strides[4], y_shape[4], y_strides[4];
+    int64_t pad_pre[2], pad_post[2], stride[2], dilation[2], groups;
+    const void *x, *w;          /* the first element of each */
+    void *y;
+    int flags;                  /* FC_CONV_*: what the user asked of the choice of algorithm */
+    bool transposed;
+    bool taken;                 /* out: the backend computed y */
+    char note[240];             /* out: how it ran, or why the backend did not take it */
+} FcConv;
+
 /* Text of a kernel for --dump-kernels (malloc'd; NULL on out-of-memory). */
 char *fc_kernel_dump(const FcKernel *k);
 /* Text of the IR DAG under n for --dump-ir (malloc'd). */
@@ -917,6 +940,22 @@ FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err);
 
 /* matmul as PyTorch: 1-D x 1-D dot, 2-D, batched with broadcasting batch dims. Realises. */
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+
+/* ---- library paths (conv.c) ---- */
+
+/* conv2d of x (N, C, H, W) by w (K, C/groups, R, S), no bias, through the device backend's library
+ * path (FcBackend.conv: cuDNN on CUDA) into a new stored tensor laid out as fmt (contiguous or
+ * channels_last). pad is {top, left, bottom, right}. *out is NULL, with FC_OK, when that path does
+ * not take the case (no library, a CPU tensor, gradients needed, an unsupported dtype): the caller
+ * computes it itself. The arguments are checked by the caller (the stdlib's conv2d). Under
+ * FC_DUMP_VERBOSE, says which path ran and why through ctx->dump. */
+FcStatus fc_conv2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[4],
+                           const int64_t dilation[2], int64_t groups, FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* conv_transpose2d of x (N, C_in, H, W) by w (C_in, C_out/groups, R, S), no bias, likewise; pad is
+ * {height, width} on both sides, output_padding as PyTorch's. */
+FcStatus fc_conv_transpose2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[2],
+                                     const int64_t output_padding[2], const int64_t dilation[2], int64_t groups,
+                                     FcMemoryFormat fmt, FcTensor **out, FcError *err);
 
 /* ---- gradients (autograd.c) ----
  * Reverse mode over the IR. A storage whose contents need a gradient holds a record (FcGradRec):

@@ -130,6 +130,7 @@ enum {
     TDL_DUMP_CUDA = 64,     /* the CUDA C source of every kernel, whatever its device (--dump-cuda) */
     TDL_NO_FILE_READ = 128,
     TDL_NO_FILE_WRITE = 256,
+    TDL_VERBOSE = 512,      /* one line on dump for each choice of a library path (cuDNN), and why (--verbose) */
 };
 
 /* ==== interpreters and running code ==== */

@@ -1258,6 +1258,53 @@ bool tensor_set_attr(Interp *I, Value obj, const char *name, Value v, bool *foun
     return true;
 }
 
+/* ---- algorithms and library paths ---- */
+
+IMPL_FN(use_deterministic_algorithms)
+{
+    (void)sig;
+    I->fc->deterministic = a[0].b;
+    *out = v_none();
+    return true;
+}
+
+IMPL_FN(are_deterministic_algorithms_enabled)
+{
+    (void)sig;
+    (void)a;
+    *out = v_bool(I->fc->deterministic);
+    return true;
+}
+
+/* A library path's result: the tensor, or None when it did not take the case. */
+static bool library_result(Interp *I, FcStatus st, const FcError *e, FcTensor *y, Value *out)
+{
+    if (!st && !y) {
+        *out = v_none();
+        return true;
+    }
+    return result(I, st, e, y, out);
+}
+
+IMPL_FN(_conv2d_library)
+{
+    (void)sig;
+    FcTensor *y;
+    FcError e;
+    FcStatus st = fc_conv2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].i, a[6].mf, &y, &e);
+    return library_result(I, st, &e, y, out);
+}
+
+IMPL_FN(_conv_transpose2d_library)
+{
+    (void)sig;
+    FcTensor *y;
+    FcError e;
+    FcStatus st = fc_conv_transpose2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].ints, a[6].i,
+                                              a[7].mf, &y, &e);
+    return library_result(I, st, &e, y, out);
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 #define FUNC TV_FUNCTION

@@ -23,6 +23,7 @@
  * generator and the compiler behind it are tested there; see tests/test_cuda.c).
  * Depends on cuda_internal.h, libc and pthreads. */
 #include "cuda_internal.h"
+#include "cuda_cudnn.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -64,6 +65,7 @@ typedef struct CudaBackend {
     CUmodule mm_mod[FC_DTYPE__COUNT];
     CUfunction mm_fn[FC_DTYPE__COUNT];
     CUdeviceptr err_slot;
+    CudnnState *dnn;            /* cuDNN's handle and plans on this device (cuda_cudnn.c), made on first use */
 } CudaBackend;
 
 static FcStatus cu_fail(CudaBackend *be, CUresult r, const char *call, FcError *err)
@@ -680,6 +682,20 @@ static FcStatus cuda_matmul(FcBackend *base, const FcMatmul *m, FcError *err)
     return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the matrix product", err);
 }
 
+/* ---- convolutions through cuDNN (cuda_cudnn.c) ---- */
+
+static FcStatus cuda_conv(FcBackend *base, FcConv *c, FcError *err)
+{
+    CudaBackend *be = (CudaBackend *)base;
+    be->d->CtxSetCurrent(be->ctx);
+    FcStatus st = fc_cudnn_conv(&be->dnn, base, c, err);
+    if (st || !c->taken)
+        return st;
+    /* as a kernel's run does: done before it returns, its faults reported here */
+    CUresult r = be->d->CtxSynchronize();
+    return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the cuDNN convolution", err);
+}
+
 /* ---- the backend object ---- */
 
 static void cuda_destroy(FcBackend *base)
@@ -689,6 +705,7 @@ static void cuda_destroy(FcBackend *base)
         return;
     be->d->CtxSetCurrent(be->ctx);
     be->d->CtxSynchronize();
+    fc_cudnn_state_free(be->dnn);
     for (int i = 0; i < be->nmods; i++) {
         be->d->ModuleUnload(be->mods[i].mod);
         mem_free(be->mods[i].src);
@@ -763,6 +780,7 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
         .run_prepared = cuda_run_prepared,
         .release = cuda_release,
         .matmul = cuda_matmul,
+        .conv = cuda_conv,
         .destroy = cuda_destroy,
     };
     snprintf(be->name, sizeof be->name, "cuda:%d", index);
