@@ -519,6 +519,9 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
         case CUDA_SERIAL:
             st = launch(be, f, 1, 1, 1, args, err);
             break;
+        case CUDA_OWNER:
+            st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
+            break;
         }
     }
     if (launched) {
