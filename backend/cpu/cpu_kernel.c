@@ -3953,9 +3953,13 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         int64_t ext = p->ext[p->cl];
         run.nslice = 1;
         run.slice = ext;
-        if (p->own_cl && p->outer < 4 * (int64_t)nth && ext > 32) {
-            /* Few owner points: cl's positions in one slice per thread, whole vectors each. */
+        if (p->own_cl && p->outer < 4 * (int64_t)nth && ext >= 2 * FC_CHUNK) {
+            /* Few owner points: cl's positions in one slice per thread, of whole vectors and at
+             * least a chunk each: every slice walks all the other loops and computes what does
+             * not vary along cl again, which narrower slices do not pay back. */
             int64_t w = (ext + nth - 1) / nth;
+            if (w < FC_CHUNK)
+                w = FC_CHUNK;
             run.slice = (w + 31) & ~(int64_t)31;
             run.nslice = (ext + run.slice - 1) / run.slice;
         }
