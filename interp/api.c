@@ -89,21 +89,38 @@ static bool init_builtins(Interp *I)
     return tensor_init(I, I->builtins);
 }
 
+/* The lock of every interpreter's DLPack bookkeeping (tdl_interp in interp.h): one for the
+ * process, not one per interpreter, because a storage released under it can hold an import of
+ * another interpreter's export, whose deleter takes the lock too: with a lock per interpreter, two
+ * threads doing that across two interpreters in opposite directions waited on each other for
+ * ever. Recursive: the release can run one of the same interpreter's deleters on this thread. */
+static pthread_once_t exports_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t exports_mutex;
+static bool exports_ok;
+
+static void exports_init(void)
+{
+    pthread_mutexattr_t attr;
+    if (pthread_mutexattr_init(&attr) != 0) return;
+    exports_ok = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+                 pthread_mutex_init(&exports_mutex, &attr) == 0;
+    pthread_mutexattr_destroy(&attr);
+}
+
+bool exports_lock_ready(void)
+{
+    pthread_once(&exports_once, exports_init);
+    return exports_ok;
+}
+
+void exports_lock(void) { pthread_mutex_lock(&exports_mutex); }
+void exports_unlock(void) { pthread_mutex_unlock(&exports_mutex); }
+
 tdl_interp *tdl_open(const tdl_config *cfg)
 {
     tdl_interp *T = mem_calloc(1, sizeof *T);
     if (!T) return NULL;
-    /* Recursive: releasing a storage under the lock can run the deleter of one of T's own
-     * exports (a tensor viewing an import of it), which takes the lock again. */
-    pthread_mutexattr_t attr;
-    if (pthread_mutexattr_init(&attr) != 0) {
-        mem_free(T);
-        return NULL;
-    }
-    bool locked = pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE) == 0 &&
-                  pthread_mutex_init(&T->lock, &attr) == 0;
-    pthread_mutexattr_destroy(&attr);
-    if (!locked) {
+    if (!exports_lock_ready()) {
         mem_free(T);
         return NULL;
     }
@@ -162,7 +179,7 @@ void tdl_close(tdl_interp *T)
     mem_free(I->script_dir);
     I->cfg.path = I->script_dir = NULL;
     /* From here on a deleter on another thread may release storages itself: under the lock. */
-    pthread_mutex_lock(&T->lock);
+    exports_lock();
     T->closed = true;
     for (size_t k = 0; k < T->npending; k++) fc_storage_release(T->pending[k]);
     T->nexports -= T->npending;
@@ -173,26 +190,25 @@ void tdl_close(tdl_interp *T)
     }
     tensor_fini(I);             /* after every tensor value is gone */
     bool last = T->nhandles == 0 && T->nexports == 0;
-    pthread_mutex_unlock(&T->lock);
+    exports_unlock();
     if (last) embed_free_shell(T);
 }
 
 void embed_free_shell(tdl_interp *T)
 {
     mem_free(T->pending);
-    pthread_mutex_destroy(&T->lock);
     mem_free(T);
 }
 
 bool api_enter(tdl_interp *T)
 {
     if (!T || T->closed) return false;
-    pthread_mutex_lock(&T->lock);
+    exports_lock();
     T->owner = pthread_self();
     for (size_t k = 0; k < T->npending; k++) fc_storage_release(T->pending[k]);
     T->nexports -= T->npending;
     T->npending = 0;
-    pthread_mutex_unlock(&T->lock);
+    exports_unlock();
     return true;
 }
 

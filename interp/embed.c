@@ -78,9 +78,9 @@ void tdl_value_free(tdl_value *v)
     API_MEM_SCOPE(T);
     v->magic = 0;
     if (v->dead) {
-        pthread_mutex_lock(&T->lock);
+        exports_lock();
         bool last = --T->nhandles == 0 && T->nexports == 0 && T->closed;
-        pthread_mutex_unlock(&T->lock);
+        exports_unlock();
         mem_free(v);
         if (last) embed_free_shell(T);
         return;
@@ -1351,7 +1351,7 @@ static void export_release(ExportHold *x)
     tdl_interp *T = x->T;
     API_MEM_SCOPE(T);       /* the consumer's thread, outside any call: credit what is freed to T */
     bool last = false;
-    pthread_mutex_lock(&T->lock);
+    exports_lock();
     if (T->closed || pthread_equal(T->owner, pthread_self())) {
         fc_storage_release(x->s);
         T->nexports--;
@@ -1363,7 +1363,7 @@ static void export_release(ExportHold *x)
     } else {
         T->pending[T->npending++] = x->s;   /* room reserved at export */
     }
-    pthread_mutex_unlock(&T->lock);
+    exports_unlock();
     mem_free(x);
     if (last) embed_free_shell(T);
 }
@@ -1383,7 +1383,7 @@ static tdl_status dlpack_export(tdl_interp *T, const char *fn, tdl_value *v, boo
                          "the host with .cpu() first", fn), TDL_ERROR;
     ExportHold *x = mem_calloc(1, sizeof *x + 2 * (size_t)(t->ndim ? t->ndim : 1) * sizeof(int64_t));
     if (!x) return err_nomem(I), TDL_ERROR;
-    pthread_mutex_lock(&T->lock);
+    exports_lock();
     bool room = true;
     if (T->cappending < T->nexports + 1) {
         size_t cap = T->cappending ? 2 * T->cappending : 8;
@@ -1392,7 +1392,7 @@ static tdl_status dlpack_export(tdl_interp *T, const char *fn, tdl_value *v, boo
         else room = false;
     }
     if (room) T->nexports++;
-    pthread_mutex_unlock(&T->lock);
+    exports_unlock();
     if (!room) {
         mem_free(x);
         return err_nomem(I), TDL_ERROR;

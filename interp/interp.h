@@ -593,14 +593,13 @@ typedef struct ImportHold ImportHold;   /* a DLPack tensor imported and not yet 
  * export deleted frees it.
  *
  * Threads: one thread at a time uses an interpreter, but a DLPack consumer may call an export's
- * deleter from any thread. lock guards what such a deleter touches: owner, closed, nexports,
- * nhandles after close, kept_fc and pending. A deleter running on the owner thread (or after
- * close) releases its storage at once, under lock; on another thread it leaves the storage in
- * pending, which the owner releases at its next call (api_enter). So storage reference counts are
- * only ever changed by one thread at a time. */
+ * deleter from any thread. exports_lock() (one for the process: see api.c) guards what such a
+ * deleter touches: owner, closed, nexports, nhandles after close, kept_fc and pending. A deleter
+ * running on the owner thread (or after close) releases its storage at once, under the lock; on
+ * another thread it leaves the storage in pending, which the owner releases at its next call
+ * (api_enter). So storage reference counts are only ever changed by one thread at a time. */
 struct tdl_interp {
     Interp I;
-    pthread_mutex_t lock;       /* recursive: a release under it may run one of T's own exports' deleters */
     pthread_t owner;            /* the thread of the last call (api_enter) */
     bool closed;
     int nest;                   /* calls running code, nested through C builtins */
@@ -617,6 +616,11 @@ struct tdl_interp {
 };
 
 static inline tdl_interp *interp_shell(Interp *I) { return (tdl_interp *)I; }
+
+/* The process's lock of DLPack bookkeeping (api.c); ready: false when it could not be made. */
+bool exports_lock_ready(void);
+void exports_lock(void);
+void exports_unlock(void);
 
 /* T's memory account when it has a limit (else NULL: nothing to count). */
 static inline MemAccount *api_account(const tdl_interp *T)

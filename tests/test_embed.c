@@ -1209,6 +1209,83 @@ START_TEST(test_two_interpreters)
 }
 END_TEST
 
+/* Two interpreters on two threads, each holding a view of the other's export and re-exporting it:
+ * each thread deletes the other interpreter's outer export (left in that interpreter's pending
+ * list), then calls its own interpreter, whose release of the view runs the other interpreter's
+ * deleter (through a host's adapter that takes its time, as a real consumer's may). With one lock
+ * per interpreter the two threads took them in opposite orders and waited on each other for ever;
+ * a watchdog turns such a hang into a failure. */
+typedef struct Crossed {
+    tdl_interp *U;
+    struct Crossed *peer;
+    DLManagedTensor *own;       /* U's export of its own buffer, for the peer to import */
+    DLManagedTensor *outer;     /* U's export of its view of the peer's export */
+    DLManagedTensor adapter;    /* the peer's export as U imports it: a host's wrapper */
+    int64_t buf[4];
+    int rounds;
+    bool failed;
+    pthread_barrier_t *bar;
+} Crossed;
+
+static void slow_adapter_deleter(DLManagedTensor *self)
+{
+    DLManagedTensor *inner = self->manager_ctx;
+    usleep(1000);
+    inner->deleter(inner);
+}
+
+static void *crossed_job(void *arg)
+{
+    Crossed *c = arg;
+    int64_t n = 4;
+    for (int it = 0; it < c->rounds && !c->failed; it++) {
+        tdl_value *x = NULL, *view = NULL, *v = NULL;
+        bool ok = tdl_tensor_borrow(c->U, TDL_DTYPE_INT64, 1, &n, NULL, c->buf, NULL, NULL, &x) == TDL_OK &&
+                  tdl_tensor_to_dlpack(c->U, x, &c->own) == TDL_OK;
+        tdl_value_free(x);
+        pthread_barrier_wait(c->bar);
+        c->adapter = (DLManagedTensor){.dl_tensor = c->peer->own->dl_tensor, .manager_ctx = c->peer->own,
+                                       .deleter = slow_adapter_deleter};
+        ok = ok && tdl_tensor_from_dlpack(c->U, &c->adapter, &view) == TDL_OK &&
+             tdl_tensor_to_dlpack(c->U, view, &c->outer) == TDL_OK;
+        tdl_value_free(view);
+        pthread_barrier_wait(c->bar);
+        if (ok)
+            c->peer->outer->deleter(c->peer->outer);   /* on a thread the peer does not own */
+        pthread_barrier_wait(c->bar);
+        ok = ok && tdl_none(c->U, &v) == TDL_OK;        /* releases the view: the peer's deleter */
+        tdl_value_free(v);
+        if (!ok)
+            c->failed = true;
+        pthread_barrier_wait(c->bar);
+    }
+    return NULL;
+}
+
+START_TEST(test_dlpack_crossed_deleters_on_two_threads)
+{
+    pthread_barrier_t bar;
+    ck_assert_int_eq(pthread_barrier_init(&bar, NULL, 2), 0);
+    Crossed c[2] = {{.rounds = 200, .bar = &bar}, {.rounds = 200, .bar = &bar}};
+    c[0].peer = &c[1];
+    c[1].peer = &c[0];
+    for (int k = 0; k < 2; k++) {
+        c[k].U = tdl_open(NULL);
+        ck_assert_ptr_nonnull(c[k].U);
+    }
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) ck_assert_int_eq(pthread_create(&th[k], NULL, crossed_job, &c[k]), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 30;
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(pthread_timedjoin_np(th[k], NULL, &until) == 0, "deadlock: thread %d still waits", k);
+    ck_assert(!c[0].failed && !c[1].failed);
+    for (int k = 0; k < 2; k++) tdl_close(c[k].U);
+    pthread_barrier_destroy(&bar);
+}
+END_TEST
+
 typedef struct Job { int seed; int64_t result; char err[256]; } Job;
 
 /* Each thread: its own interpreter, tensors from its own buffers, tensor code in a loop. */
@@ -1429,6 +1506,7 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_config_device);
     tcase_add_test(tc, test_two_interpreters);
     tcase_add_test(tc, test_two_threads);
+    tcase_add_test(tc, test_dlpack_crossed_deleters_on_two_threads);
     tcase_add_test(tc, test_misuse_null);
     tcase_add_test(tc, test_misuse_tensors);
     tcase_add_test(tc, test_misuse_closed);

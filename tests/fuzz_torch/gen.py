@@ -496,6 +496,10 @@ class Gen:
                 new = [r.randint(1, 3)] + new
             if r.random() < 0.3 and new:
                 new[-1] = -1
+            if not new:
+                # expand() with no sizes: torch's TypeError, which functorch.dim's patched expand
+                # (the shim imports it) accepts: the two peers disagree.
+                raise Reject
             return "%s.expand(%s)" % (pe, ", ".join(map(str, new)))
         if k == "cat":
             if n == 0:
