@@ -1199,16 +1199,15 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
 }
 
 /* The elements of flat buffer g that tensor geometry (ndim, shape, strides, offset) covers, as a
- * stored tensor of its own. */
+ * stored tensor of its own; final: nothing writes g after this (a leaf's buffer), so that a
+ * contiguous geometry over all of it may be a view of g rather than a copy. */
 static FcStatus read_geometry(FcCtx *ctx, FcTensor *g, int ndim, const int64_t *shape, const int64_t *strides,
-                              int64_t offset, FcTensor **out, FcError *err)
+                              int64_t offset, bool final, FcTensor **out, FcError *err)
 {
     FcTensor *v = NULL;
     FcStatus st = fc_as_strided(ctx, g, ndim, shape, strides, offset, &v, err);
-    /* A contiguous geometry over the whole buffer is the buffer itself: a view of it, which
-     * nothing writes after this (the backward is done with it), not a copy. */
     int64_t n = 1, step = 1;
-    bool dense = offset == 0;
+    bool dense = final && offset == 0;
     for (int d = ndim - 1; d >= 0; d--) {
         dense = dense && (shape[d] == 1 || strides[d] == step);
         step *= shape[d];
@@ -1329,7 +1328,8 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
     for (int i = 0; i < E->ninputs; i++)
         if (E->input_rec[i] == r && !E->results[i]) {
             FcTensor *in = E->inputs[i];
-            st = read_geometry(ctx, p->g, in->ndim, in->shape, in->strides, in->offset, &E->results[i], err);
+            st = read_geometry(ctx, p->g, in->ndim, in->shape, in->strides, in->offset, r->kind == REC_LEAF,
+                               &E->results[i], err);
             if (st)
                 return st;
         }
@@ -1337,7 +1337,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
         if (E->ninputs)
             return FC_OK;
         FcTensor *v = NULL;
-        st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, &v, err);
+        st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, true, &v, err);
         if (!st)
             st = add_into(ctx, &r->gradt, v, err);
         fc_tensor_release(v);

@@ -352,6 +352,18 @@ START_TEST(owner_loops)
 }
 END_TEST
 
+/* grad() of a written tensor whose write overwrote part of an older one: the gradient returned is
+ * not the buffer that the backward then zeroes where the write stored and hands on (PyTorch
+ * 1.13: [10, 8, 12], and [0, 16, 24] for x). */
+START_TEST(grad_of_written_input)
+{
+    run_ok("x = tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * 2).clone()\ny[0] = 5.0\n"
+           "g = grad((y * y).sum(), [y])\nassert g[0].tolist() == [10.0, 8.0, 12.0], g\n"
+           "h = grad((y * y).sum(), [x])\nassert h[0].tolist() == [0.0, 16.0, 24.0], h\n"
+           "x.grad = None\n(y * y).sum().backward()\nassert x.grad.tolist() == [0.0, 16.0, 24.0]\n");
+}
+END_TEST
+
 START_TEST(errors)
 {
     run_err("x = tensor([1.0, 2.0], requires_grad=True)\n(x * 2).backward()\n", "RuntimeError",
@@ -386,6 +398,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, deterministic_gather);
     tcase_add_test(tc, owner_loops);
+    tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     return s;
