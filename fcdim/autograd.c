@@ -11,8 +11,9 @@
  * newest first (a record only reads older ones), each one's cotangent read at the positions it
  * wrote, pushed through its expression by the per-op rules below (vjp_rule: lazy IR over the
  * node's levels, fused by the scheduler like any forward), and what it did not overwrite handed to
- * prev. The scatter-adds run as kernels with an accumulating store, which the scheduler runs on
- * one thread in loop order: the same bits every run and at every thread count.
+ * prev. The scatter-adds run as kernels with an accumulating store, whose elements each get their
+ * contributions in loop order (the backend splits the work only over owner loops, owner.c): the
+ * same bits every run and at every thread count (docs/architecture.md, "Gradients").
  *
  * Depends on fcdim.h and internal.h. */
 #include "internal.h"
@@ -830,7 +831,6 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
 typedef struct Pending {
     FcGradRec *rec;             /* reference */
     FcTensor *g;                /* flat gradient buffer of the record's storage (stored), or NULL */
-    bool fresh;                 /* g holds the zeros it was made with */
 } Pending;
 
 typedef struct Engine {
@@ -865,7 +865,6 @@ static Pending *pending_of(Engine *E, FcGradRec *r)
     p->rec = r;
     r->refcnt++;
     p->g = NULL;
-    p->fresh = false;
     return p;
 }
 
@@ -923,16 +922,12 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
                        "through the graph a second time or if you need to access saved tensors after calling "
                        "backward.");
     FcStatus st;
-    if (!p->g) {
-        if ((st = zeros_flat(E->ctx, r, &p->g, err)) != FC_OK)
-            return st;
-        p->fresh = true;
-    }
     int64_t strides[FC_MAX_DIMS] = {0};
     int64_t offset = L->offset;
     FcScatter sc;
     memset(&sc, 0, sizeof sc);
     sc.accumulate = true;
+    sc.checked = true;          /* the indices L read, recomputed */
     for (int k = 0; k < L->nin; k++) {
         FcNode *ix = L->in[k];
         int8_t lv = ix->nlev == 1 ? L->lev_map[k][0] : FC_LEV_BCAST;
@@ -966,10 +961,24 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
     }
     /* The first cotangent a fresh buffer gets through a load that reads each element at most
      * once is stored, not added to zero: -0 stays -0, as in PyTorch, whose first gradient is
-     * assigned. */
-    if (p->fresh && !sc.n && injective(L->nlev, L->size, strides))
-        sc.accumulate = false;
-    p->fresh = false;
+     * assigned. When that load reads every element, the buffer needs no zeros first. */
+    if (!p->g) {
+        int64_t n = 1;
+        for (int l = 0; l < L->nlev; l++)
+            n *= L->size[l];
+        bool whole = false;
+        if (!sc.n && injective(L->nlev, L->size, strides)) {
+            sc.accumulate = false;
+            whole = n == r->nelem;
+        }
+        st = whole ? fc_empty(E->ctx, r->dtype, r->device, 1, &r->nelem, NULL, &p->g, err)
+                   : zeros_flat(E->ctx, r, &p->g, err);
+        if (st) {
+            for (int g = 0; g < sc.n; g++)
+                fc_node_release(sc.index[g]);
+            return st;
+        }
+    }
     FcNode *v = ct;
     if (ct->dtype != r->dtype)
         v = own1(FC_OP_CAST, r->dtype, ref(ct));
@@ -1125,7 +1134,33 @@ static bool stale(FcNode *n, const FcGradRec *r, PtrMap *seen, const FcStorage *
     return false;
 }
 
-/* Scatters the contributions gathered by backprop_dag (loads read as ctxrec saw them). */
+/* Whether loads a and b read the same elements of one storage at the same levels, through IOTA
+ * and CONST operands only (two uses of one stored tensor: x * x). */
+static bool same_plain_load(const FcNode *a, const FcNode *b)
+{
+    if (a->storage != b->storage || a->offset != b->offset || a->nin != b->nin || a->nlev != b->nlev ||
+        a->wrap != b->wrap || a->dtype != b->dtype)
+        return false;
+    for (int l = 0; l < a->nlev; l++)
+        if (a->size[l] != b->size[l])
+            return false;
+    for (int k = 0; k < a->nin; k++) {
+        const FcNode *x = a->in[k], *y = b->in[k];
+        if (a->strides[k] != b->strides[k] || a->shape[k] != b->shape[k] || x->op != y->op || x->nlev != y->nlev)
+            return false;
+        if (x->op == FC_OP_IOTA && x->nlev == 1) {
+            if (x->size[0] != y->size[0] || a->lev_map[k][0] != b->lev_map[k][0])
+                return false;
+        } else if (x->op != FC_OP_CONST || x->nlev != 0 || x->konst.i != y->konst.i) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Scatters the contributions gathered by backprop_dag (loads read as ctxrec saw them). Loads
+ * that read the same elements (same_plain_load) have their cotangents summed first, in their
+ * order, and scattered once: one pass over the buffer instead of one per use. */
 static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
 {
     FcStatus st = FC_OK;
@@ -1144,8 +1179,17 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
                          "operation: [%s] is at version %llu; expected version %llu instead.",
                          fc_dtype_name(ctxrec->dtype), (unsigned long long)s->version, (unsigned long long)was);
     }
+    for (int i = 0; i < E->ncb && !st; i++)
+        for (int j = i + 1; j < E->ncb && E->cb[i].ct; j++)
+            if (E->cb[j].ct && E->cb[j].ct->dtype == E->cb[i].ct->dtype &&
+                same_plain_load(E->cb[i].load, E->cb[j].load)) {
+                E->cb[i].ct = own2(FC_OP_ADD, E->cb[i].ct->dtype, E->cb[i].ct, E->cb[j].ct);
+                E->cb[j].ct = NULL;
+                if (!E->cb[i].ct)
+                    st = fc_nomem(err);
+            }
     for (int i = 0; i < E->ncb; i++) {
-        if (!st) {
+        if (!st && E->cb[i].ct) {
             FcGradRec *r = read_rec(ctxrec, E->cb[i].load->storage);
             if (r)
                 st = scatter_into(E, r, E->cb[i].load, E->cb[i].ct, err);
@@ -1158,12 +1202,24 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
 }
 
 /* The elements of flat buffer g that tensor geometry (ndim, shape, strides, offset) covers, as a
- * stored tensor of its own. */
+ * stored tensor of its own; final: nothing writes g after this (a leaf's buffer), so that a
+ * contiguous geometry over all of it may be a view of g rather than a copy. */
 static FcStatus read_geometry(FcCtx *ctx, FcTensor *g, int ndim, const int64_t *shape, const int64_t *strides,
-                              int64_t offset, FcTensor **out, FcError *err)
+                              int64_t offset, bool final, FcTensor **out, FcError *err)
 {
     FcTensor *v = NULL;
     FcStatus st = fc_as_strided(ctx, g, ndim, shape, strides, offset, &v, err);
+    int64_t n = 1, step = 1;
+    bool dense = final && offset == 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        dense = dense && (shape[d] == 1 || strides[d] == step);
+        step *= shape[d];
+        n *= shape[d];
+    }
+    if (!st && dense && n == fc_tensor_numel(g)) {
+        *out = v;
+        return FC_OK;
+    }
     if (!st)
         st = fc_clone(ctx, v, FC_MF_CONTIGUOUS, out, err);
     fc_tensor_release(v);
@@ -1275,7 +1331,8 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
     for (int i = 0; i < E->ninputs; i++)
         if (E->input_rec[i] == r && !E->results[i]) {
             FcTensor *in = E->inputs[i];
-            st = read_geometry(ctx, p->g, in->ndim, in->shape, in->strides, in->offset, &E->results[i], err);
+            st = read_geometry(ctx, p->g, in->ndim, in->shape, in->strides, in->offset, r->kind == REC_LEAF,
+                               &E->results[i], err);
             if (st)
                 return st;
         }
@@ -1283,7 +1340,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
         if (E->ninputs)
             return FC_OK;
         FcTensor *v = NULL;
-        st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, &v, err);
+        st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, true, &v, err);
         if (!st)
             st = add_into(ctx, &r->gradt, v, err);
         fc_tensor_release(v);
@@ -1300,8 +1357,11 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
     FcTensor *ct = L ? fc_tensor_from_node(L, r->device, NULL, 0) : NULL;
     if (!ct)
         return fc_nomem(err);
-    st = fc_realize(ctx, ct, err);
-    if (!st && !r->sc.accumulate) {
+    /* The cotangent is read from the buffer where it lies, unless the buffer is zeroed there
+     * for the record underneath (then it is copied out first). */
+    if (!r->sc.accumulate && r->prev)
+        st = fc_realize(ctx, ct, err);
+    if (!st && !r->sc.accumulate && r->prev) {
         /* What this write overwrote gets no gradient from after it. */
         FcNode *z = fc_node_new(FC_OP_CONST, r->dtype, r->ndim, r->shape, 0, NULL);
         st = z ? fc_store_scattered(ctx, p->g->storage, r->offset, r->strides, z, &r->sc, err) : fc_nomem(err);

@@ -614,11 +614,17 @@ typedef struct FcKernel {
     /* A scattered store (index_put, scatter_add): each element's address also adds every scatter
      * index times its stride (indices checked as a gather's are, before the chunk is written).
      * accumulate: out += value instead of out = value (bool: logical or). A kernel with scatters
-     * runs on one thread, its loops in order, the last loop innermost: duplicates are written (or
-     * summed) in the order of the loop nest, the same bits every run. */
+     * runs its loops in order, the last loop innermost: duplicates are written (or summed) in the
+     * order of the loop nest, the same bits every run (a backend may split it over the owner
+     * loops, fc_store_owner_loops, which keeps that order for every element). */
     int nscatter;
     FcGather *scatter;          /* [nscatter] */
     bool accumulate;
+    /* The store cannot fail: its indices and values are those a forward computed without error
+     * (a gradient's scatter-add through the indices its gather read). A backend may then split
+     * it over its owner loops; otherwise a failure must leave written exactly what the nest's
+     * order wrote before it, which a split cannot promise. */
+    bool checked;
     void **bufs;                /* base pointers of the loaded storages */
     int nbufs;
     bool index32;               /* every address fits in int32 arithmetic */
@@ -691,6 +697,16 @@ void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own
                      uint64_t clmask, int *cx);
 /* fc_natural_chunk_loop with target t's thresholds (short_loop, long_loop for the constants). */
 int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
+
+/* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along
+ * which distinct iterations never write the same element, whatever the scatter indices hold (in
+ * range). A backend may split the store's work over them, each part in loop order, and still
+ * give every element its contributions in the nest's order. 0 for a reduction. */
+uint64_t fc_store_owner_loops(const FcKernel *k);
+/* Counts the stores a backend ran split over owner loops on more than one thread (tests check
+ * that the parallel path is taken). */
+void fc_owner_split_note(void);
+long fc_owner_split_count(void);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */

@@ -99,6 +99,7 @@ typedef struct FcScatter {
     FcNode *index[FC_MAX_DIMS];
     FcGather at[FC_MAX_DIMS];
     bool accumulate;
+    bool checked;               /* FcKernel.checked: cannot fail (a gradient's scatter-add) */
 } FcScatter;
 /* Writes value (a node of dst's dtype) into dst at offset + sum strides[l] * i_l (one stride per
  * level of value) plus the scattered indices, in the order of value's levels (duplicates: the

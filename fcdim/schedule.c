@@ -1273,6 +1273,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         k.nscatter = sc->n;
         k.scatter = scatter;
         k.accumulate = sc->accumulate;
+        k.checked = sc->checked;
     }
     k.no_hoist = ctx->sched_off & FC_SCHED_HOIST;
     k.result = result;

@@ -440,6 +440,11 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     case CUDA_SERIAL:
         launch(which, args, 1, 1, 1);
         break;
+    case CUDA_OWNER: {
+        int64_t g = (npts + bx - 1) / bx;
+        launch(which, args, g < few ? (unsigned)g : few, 1, bx);
+        break;
+    }
     }
     free(part);
     free(args);
@@ -798,6 +803,13 @@ static const Shape shapes[] = {
      -1,
      {"one thread in loop order", "*dst += ", "if (a.err->code != 0)", NULL},
      {NULL}},
+    {"a gradient's scatter-add: a thread per point of its owner loop (the row), no atomics",
+     "x = zeros(64, 300, requires_grad=True)\n"
+     "idx = (arange(64).reshape(64, 1) * 7 + (arange(200) * arange(200) * 13).reshape(1, 200)) % 300\n"
+     "(x.gather(1, idx) * 2.0).sum().backward()\n",
+     -1,
+     {"a thread per point of its owner loops", "*dst += ", "__launch_bounds__(256)", NULL},
+     {"atomic", "__launch_bounds__(1)", NULL}},
     {"a root reduction over an empty loop: the body inside the loop, never run",
      "x = arange(0).reshape(0, 9).float()\nprint(x.sum(0))\n",
      -1,
@@ -1152,6 +1164,19 @@ static const char *const emu_programs[] = {
     "w = zeros(300, 0).contiguous()\nprint(w.sum(1)[:3], w.logsumexp(1).amax(), w.all(1).sum(), w.sum())\n"
     "print(zeros(5, 3)[4, tensor([False, False, False])].logsumexp(0))\n"
     "i, j = dims(2)\nt = f[i, j]\nprint(t.sum(i), (t.exp().sum(i) * 2).order(j), (t.logsumexp(i) + t.all(i)).order(j))\n",
+    /* Gradients' scatter-adds split over owner loops: a gather's row, a gather's column (x[idx]),
+     * the channels of an interpolation through first-class dims; the CPU's bits. */
+    "x = zeros(64, 300, requires_grad=True)\n"
+    "idx = (arange(64).reshape(64, 1) * 7 + (arange(200) * arange(200) * 13).reshape(1, 200)) % 300\n"
+    "w = (arange(64 * 200.0) * 0.37).cos().reshape(64, 200)\n(x.gather(1, idx) * w).sum().backward()\n"
+    "print(x.grad[:2, :6])\ny = zeros(50, 40, requires_grad=True)\n"
+    "(y[(arange(300) * arange(300) * 7) % 50] * (arange(300 * 40.0) * 0.61).sin().reshape(300, 40)).sum().backward()\n"
+    "print(y.grad[:2, :5])\n"
+    "feats = ((arange(4 * 16 * 20.0) * 0.13).cos()).reshape(4, 16, 20).requires_grad_()\nb = tensor([0, 3, 1, 2, 3, 0])\n"
+    "start = tensor([0.5, 3.2, 7.9, 1.1, 12.4, 5.0])\nn, c, k = dims(3)\nk.size = 8\n"
+    "cnt = (start[n] * 0.7).ceil()\nxs = (start[n] + k * 1.3).clamp(max=19.0)\nxl = xs.floor().long()\nw = xs - xl\n"
+    "val = feats[b[n]][c][xl] * (1 - w) + feats[b[n]][c][(xl + 1).clamp(max=19)] * w\n"
+    "(where(k < cnt, val, 0).sum(k) / cnt.clamp(min=1)).order(n, c).sum().backward()\nprint(feats.grad[0, :2, :6])\n",
     /* An empty loop inside huge ones: no trip of the huge ones (it hung on an H200 for 2^80). */
     "x = zeros(2**40, 2**40, 0)\nprint(x.sum(), x.double().mean(), zeros(2, 2**40, 3, 0).sum((1, 3)) + 2)\n"
     "print(zeros(2**36, 3, 0).sum((0, 2)), zeros(4, 2**40, 0).amax((1, 2)) if False else 0)\n",

@@ -167,26 +167,21 @@ START_TEST(finite_differences)
 }
 END_TEST
 
-/* roi_align's gradient (a scatter-add of many overlapping taps): the same bits at 1, 2 and 4
- * threads, and twice in a row. */
-START_TEST(deterministic)
+/* Runs prog at 1, 2, 4, 4 and 1 threads (TDL_NUM_THREADS), each time in a fresh interpreter, and
+ * requires the float32 global gx to have the same bits every time; returns its values from the
+ * first run (malloc'd, *n of them). The runs at 2 and 4 threads must split a scattered store
+ * over its owner loops at least once (fc_owner_split_count): the parallel path, not a fallback
+ * to one thread. */
+static float *same_bits(const char *prog, const char *what, size_t *n)
 {
-    static const char prog[] =
-        "import vision\n"
-        "x = (arange(2 * 16 * 20 * 24, dtype=float32).reshape(2, 16, 20, 24) * 0.01).sin().requires_grad_()\n"
-        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
-        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 23.0, 19.0], [1, 2.0, 2.0, 12.0, 12.0]])\n"
-        "y = vision.roi_align(x, b, (7, 7), 1.0, -1, True)\n"
-        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
-        "(y * g).sum().backward()\n"
-        "gx = x.grad.cpu()\n";
     const char *old = getenv("TDL_NUM_THREADS");
     char *saved = old ? strdup(old) : NULL;
-    void *first = NULL;
+    float *first = NULL;
     size_t bytes = 0;
     static const char *const threads[] = {"1", "2", "4", "4", "1"};
     for (size_t r = 0; r < sizeof threads / sizeof *threads; r++) {
         setenv("TDL_NUM_THREADS", threads[r], 1);
+        long splits = fc_owner_split_count();
         tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
         ck_assert_msg(tdl_run_string(T, prog, "det") == TDL_OK, "%s", tdl_error_message(T));
@@ -194,26 +189,178 @@ START_TEST(deterministic)
         tdl_tensor_info info;
         ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
         ck_assert_int_eq(tdl_tensor_read(T, v, TDL_DTYPE_FLOAT32, &info), TDL_OK);
-        ck_assert_int_eq(info.numel, 2 * 16 * 20 * 24);
-        size_t n = (size_t)info.numel * sizeof(float);
+        size_t nb = (size_t)info.numel * sizeof(float);
         if (!first) {
-            first = malloc(n);
-            memcpy(first, info.data, n);
-            bytes = n;
+            first = malloc(nb);
+            ck_assert_ptr_nonnull(first);
+            memcpy(first, info.data, nb);
+            bytes = nb;
+            *n = (size_t)info.numel;
         } else {
-            ck_assert_msg(n == bytes && memcmp(first, info.data, n) == 0,
-                          "roi_align's gradient at %s threads differs from the one at 1", threads[r]);
+            ck_assert_msg(nb == bytes && memcmp(first, info.data, nb) == 0,
+                          "%s: the gradient at %s threads differs from the one at 1", what, threads[r]);
         }
+        if (strcmp(threads[r], "1") != 0)
+            ck_assert_msg(fc_owner_split_count() > splits,
+                          "%s: no scattered store was split over owner loops at %s threads", what, threads[r]);
         tdl_value_free(v);
         tdl_close(T);
     }
-    free(first);
     if (saved) {
         setenv("TDL_NUM_THREADS", saved, 1);
         free(saved);
     } else {
         unsetenv("TDL_NUM_THREADS");
     }
+    return first;
+}
+
+/* Reads float32 (or int64) global name of a fresh run of prog into a malloc'd array. */
+static void *read_global(const char *prog, const char *name, tdl_dtype dt, size_t *n)
+{
+    tdl_interp *T = golden_open(0);
+    ck_assert_ptr_nonnull(T);
+    ck_assert_msg(tdl_run_string(T, prog, "ref") == TDL_OK, "%s", tdl_error_message(T));
+    tdl_value *v = NULL;
+    tdl_tensor_info info;
+    ck_assert_int_eq(tdl_get_global(T, name, &v), TDL_OK);
+    ck_assert_int_eq(tdl_tensor_read(T, v, dt, &info), TDL_OK);
+    size_t es = dt == TDL_DTYPE_FLOAT32 ? sizeof(float) : sizeof(int64_t);
+    void *out = malloc((size_t)info.numel * es);
+    ck_assert_ptr_nonnull(out);
+    memcpy(out, info.data, (size_t)info.numel * es);
+    *n = (size_t)info.numel;
+    tdl_value_free(v);
+    tdl_close(T);
+    return out;
+}
+
+/* roi_align's gradient (a scatter-add of many overlapping taps, split over the channels: 512 of
+ * them, two chunks' worth): the same bits at 1, 2 and 4 threads, and twice in a row. */
+START_TEST(deterministic)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 512 * 20 * 24, dtype=float32).reshape(2, 512, 20, 24) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 23.0, 19.0], [1, 2.0, 2.0, 12.0, 12.0]])\n"
+        "y = vision.roi_align(x, b, (7, 7), 1.0, -1, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    size_t n;
+    float *gx = same_bits(prog, "roi_align", &n);
+    ck_assert_int_eq(n, 2 * 512 * 20 * 24);
+    free(gx);
+}
+END_TEST
+
+/* Generic gathers' gradients (scatter-adds with many duplicates), split over the row loop of
+ * gather(1, idx) (not the vector loop) and over the column loop of x[idx] (the vector loop, cut
+ * into slices): the same bits at 1, 2 and 4 threads, and the bits of adding each element's
+ * contributions one by one in the order of the loop nest (the reference in C), so that a change
+ * of order that every thread count shares is caught too. */
+START_TEST(deterministic_gather)
+{
+    static const char gather[] =
+        "x = zeros(64, 300, requires_grad=True)\n"
+        "idx = (arange(64).reshape(64, 1) * 7 + (arange(2000) * arange(2000) * 13).reshape(1, 2000)) % 300\n"
+        "w = (arange(64 * 2000, dtype=float32) * 0.37).cos().reshape(64, 2000) * 1000.0\n"
+        "(x.gather(1, idx) * w).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    static const char rows[] =
+        "x = zeros(200, 640, requires_grad=True)\n"
+        "idx = (arange(1000) * arange(1000) * 7) % 200\n"
+        "w = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
+        "(x[idx] * w).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    size_t n, ni, nw;
+    float *gx = same_bits(gather, "gather(1, idx)", &n);
+    int64_t *idx = read_global(gather, "idx", TDL_DTYPE_INT64, &ni);
+    float *w = read_global(gather, "w", TDL_DTYPE_FLOAT32, &nw);
+    ck_assert_int_eq(n, 64 * 300);
+    ck_assert_int_eq(ni, 64 * 2000);
+    float *ref = calloc(n, sizeof *ref);
+    for (size_t i = 0; i < 64; i++)
+        for (size_t j = 0; j < 2000; j++)
+            ref[i * 300 + (size_t)idx[i * 2000 + j]] += w[i * 2000 + j];
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "gather(1, idx): not the sums in loop order");
+    free(gx);
+    free(idx);
+    free(w);
+    free(ref);
+
+    gx = same_bits(rows, "x[idx]", &n);
+    idx = read_global(rows, "idx", TDL_DTYPE_INT64, &ni);
+    w = read_global(rows, "w", TDL_DTYPE_FLOAT32, &nw);
+    ck_assert_int_eq(n, 200 * 640);
+    ref = calloc(n, sizeof *ref);
+    for (size_t i = 0; i < 1000; i++)
+        for (size_t c = 0; c < 640; c++)
+            ref[(size_t)idx[i] * 640 + c] += w[i * 640 + c];
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "x[idx]: not the sums in loop order");
+    free(gx);
+    free(idx);
+    free(w);
+    free(ref);
+}
+END_TEST
+
+/* fc_store_owner_loops on index maps written out: a loop owns its elements when no other term of
+ * the address can reach into its stride's digit, whatever the scatter indices hold. */
+START_TEST(owner_loops)
+{
+    FcGather sc[3] = {{.reg = 0, .stride = 491520, .extent = 2}, {.reg = 0, .stride = 12288, .extent = 48},
+                      {.reg = 0, .stride = 256, .extent = 48}};
+    FcKernel k = {.nloop = 6, .extent = {6, 7, 2, 7, 2, 256}, .owner = {-1, -1, -1, -1, -1, -1},
+                  .reduce = FC_OP_NONE, .out_strides = {0, 0, 0, 0, 0, 1}, .nscatter = 3, .scatter = sc,
+                  .accumulate = true};
+    /* roi_align's backward into a channels-last buffer: the channel loop */
+    ck_assert_uint_eq(fc_store_owner_loops(&k), (uint64_t)1 << 5);
+    /* the same into NCHW (channel stride 960 = 20 x 48 past the pixel's span 959) */
+    sc[1].stride = 48;
+    sc[1].extent = 20;
+    sc[2].stride = 1;
+    sc[0].stride = 256 * 960;
+    k.out_strides[5] = 960;
+    ck_assert_uint_eq(fc_store_owner_loops(&k), (uint64_t)1 << 5);
+    /* a row whose pixels a scatter index can reach (stride 959 < span): nothing owns */
+    k.out_strides[5] = 959;
+    ck_assert_uint_eq(fc_store_owner_loops(&k), 0);
+    /* gather(1, idx)'s backward: rows of 300, the column scattered; negative strides count too */
+    FcGather col = {.reg = 0, .stride = 1, .extent = 300};
+    FcKernel g = {.nloop = 2, .extent = {64, 2000}, .owner = {-1, -1}, .reduce = FC_OP_NONE,
+                  .out_strides = {-300, 0}, .nscatter = 1, .scatter = &col, .accumulate = true};
+    ck_assert_uint_eq(fc_store_owner_loops(&g), 1);
+    /* rows of 299: the last column of one row is the first of the next */
+    g.out_strides[0] = 299;
+    ck_assert_uint_eq(fc_store_owner_loops(&g), 0);
+    /* two loops with one stride (a diagonal written twice over): neither owns; a third beyond both
+     * spans does */
+    FcKernel d = {.nloop = 3, .extent = {4, 5, 5}, .owner = {-1, -1, -1}, .reduce = FC_OP_NONE,
+                  .out_strides = {100, 1, 1}, .accumulate = true};
+    ck_assert_uint_eq(fc_store_owner_loops(&d), 1);
+    /* a higher stride that is no multiple of the lower ones' reach: 10 + 0 = 0 + 10 */
+    FcKernel h = {.nloop = 2, .extent = {3, 11}, .owner = {-1, -1}, .reduce = FC_OP_NONE,
+                  .out_strides = {10, 1}, .accumulate = true};
+    ck_assert_uint_eq(fc_store_owner_loops(&h), 0);
+    h.extent[1] = 10;
+    ck_assert_uint_eq(fc_store_owner_loops(&h), 3);
+    /* a reduction is not a store */
+    h.reduce = FC_OP_SUM;
+    ck_assert_uint_eq(fc_store_owner_loops(&h), 0);
+}
+END_TEST
+
+/* grad() of a written tensor whose write overwrote part of an older one: the gradient returned is
+ * not the buffer that the backward then zeroes where the write stored and hands on (PyTorch
+ * 1.13: [10, 8, 12], and [0, 16, 24] for x). */
+START_TEST(grad_of_written_input)
+{
+    run_ok("x = tensor([1.0, 2.0, 3.0], requires_grad=True)\ny = (x * 2).clone()\ny[0] = 5.0\n"
+           "g = grad((y * y).sum(), [y])\nassert g[0].tolist() == [10.0, 8.0, 12.0], g\n"
+           "h = grad((y * y).sum(), [x])\nassert h[0].tolist() == [0.0, 16.0, 24.0], h\n"
+           "x.grad = None\n(y * y).sum().backward()\nassert x.grad.tolist() == [0.0, 16.0, 24.0]\n");
 }
 END_TEST
 
@@ -249,6 +396,9 @@ Suite *grad_suite(void)
     tcase_add_test(tc, golden);
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, deterministic);
+    tcase_add_test(tc, deterministic_gather);
+    tcase_add_test(tc, owner_loops);
+    tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);
     return s;

@@ -33,8 +33,10 @@
  * (never on the thread count), blocks are reduced in parallel into partials, and the partials
  * are combined in block order afterwards. A scattered store (FcKernel.scatter), or one that
  * accumulates, is the exception: it keeps the innermost loop as the chunk loop and runs its
- * units in order on one thread, so that elements sent to the same address are written, or
- * summed, in the order of the loop nest (a flat one writes contiguous chunks as one run).
+ * units in order, so that elements sent to the same address are written, or summed, in the
+ * order of the loop nest (a flat one writes contiguous chunks as one run): on one thread, or
+ * split over its owner loops (fc_store_owner_loops: distinct indices never write one element),
+ * each part with the other loops inside in their order (plan_owner, task_owner).
  *
  * Addressing. Each chunk's first element is found with 64-bit arithmetic; the offsets of the
  * elements of a chunk from it (strided and gathered loads, strided stores) are computed in
@@ -305,9 +307,16 @@ typedef struct Plan {
     char *shared;
     /* iteration */
     bool reduce, hor;
-    bool scatter;               /* a scattered or accumulating store: in loop order, one thread */
+    bool scatter;               /* a scattered or accumulating store: in loop order (one thread, or own) */
     bool flat_scatter;          /* its scatter indices hold one value over each chunk */
     bool defer;                 /* a flat scattered store that may hold back runs (defer_run) */
+    /* A scattered store split over its owner loops (fc_store_owner_loops; plan_owner): kl's first
+     * nkown loops (outer points) are owner loops, the others (inner points) run in order inside
+     * each part; own_cl: cl is one too, and its positions are split as well (task_owner). */
+    bool own;
+    bool own_cl;
+    int nkown;
+    int64_t inner, outer;
     int nkl, kl[FC_MAX_DIMS];   /* kept loops other than cl */
     int nrl, rl[FC_MAX_DIMS];   /* reduced loops other than cl */
     int argloop;                /* arg reductions: the reduced loop, or -1 */
@@ -378,7 +387,8 @@ typedef struct Thread {
 typedef struct Run {
     const Plan *p;
     Thread **th;
-    int64_t units_per_task;
+    int64_t units_per_task;     /* or parts per task (task_owner) */
+    int64_t nslice, slice;      /* task_owner: cl's positions in nslice slices of slice positions */
     bool split;
     int64_t steps_per_block, nblocks;
     char *partials;             /* split: nunits * nblocks partials */
@@ -897,6 +907,35 @@ static int widen_cycle(const Plan *p, uint64_t from, uint64_t to)
         seen |= f;
     }
     return (int)shape_size(p, from);
+}
+
+/* Whether the scattered store of p is split over owner loops (Plan.own), from the shape alone (so
+ * that the order of the units does not depend on the thread count), only for work enough to be
+ * threaded and for a store that cannot fail (FcKernel.checked: a part may run past another's
+ * failure): kept owner loops move to the front of kl, so that units run with them outermost
+ * and the others in their order inside (an element, whose owner indices are fixed, still gets
+ * its contributions in the nest's order). */
+static void plan_owner(Plan *p)
+{
+    if (!p->scatter || !p->k->checked || p->span || p->work < SMALL_WORK)
+        return;
+    uint64_t own = fc_store_owner_loops(p->k);
+    p->own_cl = own >> p->cl & 1;
+    int kl[FC_MAX_DIMS], n = 0;
+    for (int j = 0; j < p->nkl; j++)
+        if (own >> p->kl[j] & 1)
+            kl[n++] = p->kl[j];
+    p->nkown = n;
+    p->inner = 1;
+    for (int j = 0; j < p->nkl; j++)
+        if (!(own >> p->kl[j] & 1)) {
+            kl[n++] = p->kl[j];
+            p->inner = sat_mul(p->inner, p->ext[p->kl[j]]);
+        }
+    if (p->nkown == 0 && !p->own_cl)
+        return;
+    memcpy(p->kl, kl, sizeof kl);
+    p->own = true;
 }
 
 static FcStatus plan_chunk_loop(Plan *p, FcError *err)
@@ -1680,6 +1719,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     }
     if (p->r.arg && nred_loops > 1)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: %s over %d loops", fc_op_name(k->reduce), nred_loops);
+    plan_owner(p);
     p->nchunk = p->span ? 1 : p->ext[cl] / FC_CHUNK + (p->ext[cl] % FC_CHUNK != 0);   /* no overflow */
     p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
     p->ngroup = (p->nchunk + p->group - 1) / p->group;
@@ -1710,6 +1750,8 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     for (int j = 0; j < p->nrl; j++)
         reduced = sat_mul(reduced, p->ext[p->rl[j]]);
     p->nunits = p->hor ? kept : sat_mul(kept, p->ngroup);
+    if (p->own)
+        p->outer = p->inner > 0 ? kept / p->inner : 0;
     p->nred = p->hor ? sat_mul(reduced, p->nchunk) : reduced;
     if (p->nunits == INT64_MAX || p->nred == INT64_MAX)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: the loop nest is too large");
@@ -3240,6 +3282,28 @@ static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
     *nc = left < p->group ? (int)left : p->group;
 }
 
+/* Stores the n positions of cl from i0 at the kept loops' indices in t->idx (output offset base). */
+static bool store_chunk_at(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
+{
+    if (!eval_chunk(p, t, i0, n))
+        return false;
+    const void *src = t->cur[p->res];
+    if (p->xres) {      /* as widened() widens an operand */
+        widen_vals(t->xbuf, src, n, p->xres, p->xrep, p->xcyc, fc_dtype_size(p->res_dt));
+        src = t->xbuf;
+    }
+    if (p->store_cast) {
+        p->store_cast(t->tmp, src, NULL, NULL, n);
+        src = t->tmp;
+    }
+    int64_t off = base + p->ostr[p->cl] * i0;
+    if (!p->scatter)
+        store_chunk(p, off, src, n);
+    else if (!scatter_chunk(p, t, off, src, n))
+        return false;
+    return true;
+}
+
 static bool store_unit(const Plan *p, Thread *t, int64_t u)
 {
     int64_t c0;
@@ -3250,21 +3314,7 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
         int64_t i0;
         int n;
         chunk_at(p, c0 + j, &i0, &n);
-        if (!eval_chunk(p, t, i0, n))
-            return false;
-        const void *src = t->cur[p->res];
-        if (p->xres) {      /* as widened() widens an operand */
-            widen_vals(t->xbuf, src, n, p->xres, p->xrep, p->xcyc, fc_dtype_size(p->res_dt));
-            src = t->xbuf;
-        }
-        if (p->store_cast) {
-            p->store_cast(t->tmp, src, NULL, NULL, n);
-            src = t->tmp;
-        }
-        int64_t off = base + p->ostr[p->cl] * i0;
-        if (!p->scatter)
-            store_chunk(p, off, src, n);
-        else if (!scatter_chunk(p, t, off, src, n))
+        if (!store_chunk_at(p, t, base, i0, n))
             return false;
     }
     return true;
@@ -3434,6 +3484,44 @@ static bool task_units(void *arg, int tid, int64_t task)
     flush_run(t);
     if (!ok)
         t->err_task = task;
+    return ok;
+}
+
+/* A store split over owner loops (Plan.own): a part is a point of the kept owner loops and, when
+ * cl is an owner loop, a slice of run->slice positions along it (else all of them); a task, a
+ * range of parts. For each owner point, a task runs the inner points in order, each over its
+ * positions of cl in pieces of up to FC_CHUNK, so that what does not vary along cl is computed
+ * once per inner point. An element's value does not depend on the piece it is computed in (the
+ * ops are elementwise, the same bits at any position), nor its order of contributions on the
+ * parts. A failure is recorded by its place in the order of one task running all parts, so that
+ * the one reported does not depend on how the parts were grouped. */
+static bool task_owner(void *arg, int tid, int64_t task)
+{
+    Run *run = arg;
+    const Plan *p = run->p;
+    Thread *t = run->th[tid];
+    int64_t ext = p->ext[p->cl], ns = run->nslice, nparts = p->outer * ns;
+    int64_t o = task * run->units_per_task;
+    int64_t o1 = o + run->units_per_task < nparts ? o + run->units_per_task : nparts;
+    bool ok = true;
+    while (o < o1 && ok) {
+        int64_t og = o / ns, end = (og + 1) * ns < o1 ? (og + 1) * ns : o1;
+        int64_t lo = (o % ns) * run->slice, hi = end - og * ns == ns ? ext : (end % ns) * run->slice;
+        if (hi > ext)
+            hi = ext;
+        for (int64_t u = 0; u < p->inner && ok; u++) {
+            decode(p, t, p->kl, p->nkl, og * p->inner + u);
+            int64_t base = out_base(p, t);
+            for (int64_t i0 = lo; i0 < hi && ok; i0 += FC_CHUNK) {
+                int n = hi - i0 < FC_CHUNK ? (int)(hi - i0) : FC_CHUNK;
+                ok = store_chunk_at(p, t, base, i0, n);
+                if (!ok)
+                    t->err_task = (og * p->inner + u) * ext + i0;
+            }
+        }
+        o = end;
+    }
+    flush_run(t);
     return ok;
 }
 
@@ -3671,11 +3759,47 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     Run run = {.p = p};
 
     /* Threads and tasks. Nothing here that changes a result depends on the thread count. A
-     * scattered store runs on one thread: units claimed in order, duplicates land in order. */
-    nth = p->work < SMALL_WORK || p->scatter ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
+     * scattered store runs on one thread, units claimed in order, duplicates landing in order;
+     * unless it is split over owner loops (and reads nothing it writes: a part could read what
+     * another wrote), whose parts are spread. */
+    bool own = p->own;
+    for (int b = 0; b < k->nbufs && own; b++)
+        own = k->bufs[b] != k->out;
+    nth = p->work < SMALL_WORK || (p->scatter && !own) ? 1 : fc_cpu_clamp_threads(be, k->nthreads);
     int64_t per_unit = (p->total > p->nunits ? p->total : p->nunits) / p->nunits;
     int64_t ntasks;
-    if (p->reduce && p->nunits < SPLIT_UNITS && p->nred > 1 && per_unit >= 2 * BLOCK_WORK) {
+    if (own) {
+        /* Parts (see task_owner) in ranges of about TASK_WORK, four per thread at least; cut
+         * chunks in one range per thread, so that each thread computes what does not vary
+         * along cl once. */
+        int64_t ext = p->ext[p->cl];
+        run.nslice = 1;
+        run.slice = ext;
+        if (p->own_cl && p->outer < 4 * (int64_t)nth && ext >= 2 * FC_CHUNK) {
+            /* Few owner points: cl's positions in one slice per thread, of whole vectors and at
+             * least a chunk each: every slice walks all the other loops and computes what does
+             * not vary along cl again, which narrower slices do not pay back. */
+            int64_t w = (ext + nth - 1) / nth;
+            if (w < FC_CHUNK)
+                w = FC_CHUNK;
+            run.slice = (w + 31) & ~(int64_t)31;
+            run.nslice = (ext + run.slice - 1) / run.slice;
+        }
+        int64_t nparts = p->outer * run.nslice;
+        if (run.nslice > 1) {
+            ntasks = nparts;
+        } else {
+            int64_t per = p->work / nparts > 0 ? p->work / nparts : 1;
+            int64_t ppt = TASK_WORK / per > 0 ? TASK_WORK / per : 1;
+            ntasks = (nparts + ppt - 1) / ppt;
+            if (ntasks < 4 * (int64_t)nth)
+                ntasks = nparts < 4 * (int64_t)nth ? nparts : 4 * (int64_t)nth;
+        }
+        run.units_per_task = (nparts + ntasks - 1) / ntasks;
+        ntasks = (nparts + run.units_per_task - 1) / run.units_per_task;
+        if (nth > 1 && ntasks > 1)
+            fc_owner_split_note();
+    } else if (p->reduce && p->nunits < SPLIT_UNITS && p->nred > 1 && per_unit >= 2 * BLOCK_WORK) {
         run.split = true;
         run.partial_size = p->hor ? (CPU_LANES + 1) * 8 : 2 * (size_t)p->group * CHUNK_BYTES;
         int64_t step_elems = per_unit / p->nred > 0 ? per_unit / p->nred : 1;
@@ -3723,7 +3847,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     for (int i = 1; i < nth; i++)
         for (int j = 0; j < p->nshared; j++)
             th[i]->cur[j] = th[0]->cur[j];
-    bool ok = fc_cpu_parallel_for(be, nth, ntasks, run.split ? task_block : task_units, &run, k->interrupt);
+    bool ok = fc_cpu_parallel_for(be, nth, ntasks, own ? task_owner : run.split ? task_block : task_units, &run,
+                                  k->interrupt);
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)
         if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))

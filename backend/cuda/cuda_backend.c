@@ -509,6 +509,9 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         case CUDA_SERIAL:
             st = launch(be, f, 1, 1, 1, args, err);
             break;
+        case CUDA_OWNER:
+            st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
+            break;
         }
     }
     if (launched) {

@@ -33,7 +33,8 @@
  * reduction a block per output (split over blocks whose partials a second kernel combines in
  * order) or a thread per output when outputs are many and the reduced loop is not innermost;
  * scattered and accumulating stores on one thread in the loop nest's order, as the CPU runs them
- * (duplicates land in order). Loops are grid- and block-stride loops; index arithmetic is 32-bit
+ * (duplicates land in order), or, when they cannot fail and have owner loops (a gradient's
+ * scatter-add), a thread per point of those, the other loops in order inside (CUDA_OWNER). Loops are grid- and block-stride loops; index arithmetic is 32-bit
  * when the kernel's addresses (FcKernel.index32) and every count fit.
  * Depends on cuda_internal.h and libc. */
 #include "cuda_internal.h"
@@ -706,6 +707,7 @@ typedef struct Gen {
     bool vec;
     int V;
     uint64_t roots, K, RR;      /* root loops (extent > 1), kept ones, reduced ones */
+    uint64_t O;                 /* OWNER: the owner loops the grid takes */
     uint64_t T, D;              /* BLOCK_REDUCE: the reduced loops the threads split, and those
                                    walked in order by the whole block (what a reduction inside
                                    varies along, so it is computed once per point of them) */
@@ -987,7 +989,10 @@ static void plan(Gen *g)
                 g->vl = l;
     int64_t nout = points(k, g->K), nred = points(k, g->RR);
     if (k->nscatter > 0 || k->accumulate) {
-        g->mode = CUDA_SERIAL;
+        /* Each element's contributions in the nest's order: on one thread, or on a thread per
+         * point of the owner loops, which never share an element (no atomics either way). */
+        g->O = k->checked ? fc_store_owner_loops(k) & g->K : 0;
+        g->mode = g->O ? CUDA_OWNER : CUDA_SERIAL;
     } else if (reduce) {
         /* Many outputs with a kept innermost loop: threads read consecutive addresses, each
          * looping over the reduced loops. Else a block per output. */
@@ -1115,14 +1120,15 @@ static void plan(Gen *g)
         c->block = 256;
         break;
     case CUDA_SERIAL:
-        c->npts = c->npts_v = points(k, g->roots);
+    case CUDA_OWNER:
+        c->npts = c->npts_v = g->mode == CUDA_OWNER ? points(k, g->O) : points(k, g->roots);
         for (int l = 0; l < g->L; l++)
             if (k->owner[l] < 0 && k->extent[l] == 0)
                 c->npts = c->npts_v = 0;
-        c->block = 1;
+        c->block = g->mode == CUDA_OWNER ? pow2_block(c->npts) : 1;
         break;
     }
-    if (nout == 0 && g->mode != CUDA_SERIAL)
+    if (nout == 0 && g->mode != CUDA_SERIAL && g->mode != CUDA_OWNER)
         c->npts = c->npts_v = 0;
 }
 
@@ -1600,7 +1606,7 @@ static void emit_store(Gen *g)
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
-    if (g->mode == CUDA_SERIAL) {
+    if (g->mode == CUDA_SERIAL || g->mode == CUDA_OWNER) {
         /* 64-bit addresses (the scattered dims may reach past 2^31); indices checked first, and
          * an index out of range stops the store, as on the CPU. */
         out_offset(g, "int64", "o", false);
@@ -1730,6 +1736,7 @@ static void nest_inner(Gen *g, const Nest *ns)
     case CUDA_THREAD:
     case CUDA_ROW:
     case CUDA_SERIAL:
+    case CUDA_OWNER:
         emit_store(g);
         break;
     case CUDA_THREAD_REDUCE:
@@ -1783,6 +1790,7 @@ static const char *mode_name(CudaMode m)
     case CUDA_ROW: return "a block per row of the vector loop, its reductions computed by the block";
     case CUDA_BLOCK_REDUCE: return "a root reduction, a block per output (or per share of one)";
     case CUDA_THREAD_REDUCE: return "a root reduction, a thread per output";
+    case CUDA_OWNER: return "a scattered or accumulating store, a thread per point of its owner loops, the rest in loop order";
     default: return "a scattered or accumulating store, one thread in loop order";
     }
 }
@@ -1796,6 +1804,12 @@ static void emit_run(Gen *g)
         break;
     case CUDA_SERIAL:
         ns.lv[ns.nlv++] = (Level){LV_SERIAL, g->K, -1};
+        break;
+    case CUDA_OWNER:
+        ns.lv[ns.nlv++] = (Level){LV_GRID, g->O, -1};
+        for (int l = 0; l < g->L; l++)
+            if ((g->K & ~g->O) >> l & 1)
+                ns.lv[ns.nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
         break;
     case CUDA_ROW:
         ns.lv[ns.nlv++] = (Level){LV_BLOCKS, g->K & ~((uint64_t)1 << g->vl), -1};

@@ -108,6 +108,8 @@ typedef enum CudaMode {
                            partials tdl_finish combines) */
     CUDA_THREAD_REDUCE, /* a root reduction, a thread per output looping over the reduced loops */
     CUDA_SERIAL,        /* a scattered or accumulating store: one thread, loops in order */
+    CUDA_OWNER,         /* one that cannot fail, with owner loops (fc_store_owner_loops): a thread
+                           per point of them, the other loops in order inside */
 } CudaMode;
 
 /* One field of the kernel's argument struct (struct Args in the source), in declaration order,
