@@ -521,6 +521,8 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
             break;
         case CUDA_OWNER:
             st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
+            if (!st && npts > 1)
+                fc_owner_split_note();
             break;
         }
     }
