@@ -119,6 +119,12 @@ $(TEST_OBJ): | $(B)/lang/grammar.h
 $(B)/check_tdl: $(TEST_OBJ) $(B)/libtdl.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
+# cuDNN's header, where it is installed, checks cuda_cudnn.h's declarations (tests/cudnn_header_check.c);
+# tdl itself never needs it. CUDNN_INC= (empty) skips the check.
+CUDNN_INC ?= $(patsubst %/cudnn_graph.h,%,$(firstword $(wildcard /usr/local/cuda/include/cudnn_graph.h \
+               /usr/include/cudnn_graph.h /usr/include/x86_64-linux-gnu/cudnn_graph.h)))
+$(B)/tests/cudnn_header_check.o: CFLAGS += $(if $(CUDNN_INC),-isystem $(CUDNN_INC) -DTDL_CUDNN_INCLUDE='"$(CUDNN_INC)"')
+
 # `make test`: the Check suites, then the script tests, in this build ($(B)).
 test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl
@@ -153,7 +159,9 @@ endif
 	  echo "make check-gpu: no GPU here ($$(tail -n 1 /tmp/tdl-check-gpu.$$$$)): nothing run"; \
 	  rm -f /tmp/tdl-check-gpu.$$$$; exit 0; fi; \
 	rm -f /tmp/tdl-check-gpu.$$$$; \
-	sh tests/check_device.sh $(B) cuda cuda
+	sh tests/check_device.sh $(B) cuda cuda cudnn && \
+	echo "Check suite nn_cudnn on cuda with cuDNN turned off (TDL_CUDNN=0)" && \
+	TDL_CUDNN=0 TDL_TEST_DEVICE=cuda CK_FORK=no CK_RUN_SUITE=nn_cudnn $(B)/check_tdl
 
 # ---- fuzzing ------------------------------------------------------------------
 # The harnesses of tests/fuzz/ link the library built with FUZZ=1 (build-fuzz/); tests/fuzz/run.sh

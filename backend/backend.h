@@ -12,6 +12,14 @@
 struct FcBackend {
     const char *name;                   /* "cpu", "cuda" */
     FcDeviceType device;
+    /* What the planner and the scheduler ask of this backend: the vector loop it takes (from its
+     * thresholds), its chunk width and lanes, the name a refused kernel's message starts with. */
+    const FcTarget *target;
+    /* Whether this backend computes instruction in (whose a has dtype a_dtype): FC_OK, else
+     * FC_ERR_TYPE with the message it would refuse the kernel with ("cpu kernel: sqrt is not
+     * supported for int64"). The scheduler asks it of every instruction of a kernel before the
+     * kernel is kept or run. */
+    FcStatus (*supports)(FcBackend *be, const FcInstr *in, FcDType a_dtype, FcError *err);
     /* nbytes may be 0 (a valid, unique pointer is still returned). Memory is aligned to 64 bytes. */
     FcStatus (*alloc)(FcBackend *be, size_t nbytes, void **out, FcError *err);
     void (*free)(FcBackend *be, void *p);                       /* NULL is fine */
@@ -22,14 +30,32 @@ struct FcBackend {
      * gathered index out of range) are FC_ERR_RUNTIME / FC_ERR_INDEX with PyTorch's message. */
     FcStatus (*run)(FcBackend *be, const FcKernel *k, FcError *err);
     /* Optional (NULL: each run is planned afresh): a kernel kept to run again (the scheduler's
-     * kernel cache). prepare plans k, whose code must outlive the handle; run_prepared runs it
-     * as run would for a kernel equal to k but for bufs, out and interrupt; release frees it. */
+     * kernel cache). prepare compiles k with its plan (k->plan) into a handle, and k's code and
+     * plan must outlive it (the cache keeps them together); run_prepared runs the handle with a
+     * launch's buffers: as run would for a kernel equal to k but for bufs, out and interrupt;
+     * release frees it. */
     FcStatus (*prepare)(FcBackend *be, const FcKernel *k, void **handle, FcError *err);
     FcStatus (*run_prepared)(FcBackend *be, void *handle, const FcKernel *k, FcError *err);
     void (*release)(FcBackend *be, void *handle);
     FcStatus (*matmul)(FcBackend *be, const FcMatmul *m, FcError *err);
+    /* Optional (NULL: the generated kernels do it): a convolution through a library (cuDNN). Sets
+     * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
+     * when the library took the case and failed. */
+    FcStatus (*conv)(FcBackend *be, FcConv *c, FcError *err);
     void (*destroy)(FcBackend *be);     /* frees the backend itself (threads joined) */
 };
+
+/* ---- the registry (backend/registry.c) ----
+ * fcdim opens backends and asks for their kernel text only through these, never through a
+ * backend's own constructor: adding a backend is a row of the registry. */
+
+/* Opens the backend of device type `type` (index: which device of that type; nthreads: the
+ * context's thread count; fake: a CUDA device stands in for one on the host, FcCtx.fake_cuda).
+ * FC_ERR_DEVICE when there is none here (the message says why), FC_ERR_NOMEM. */
+FcStatus fc_backend_open(FcDeviceType type, int index, int nthreads, bool fake, FcBackend **out, FcError *err);
+/* The text a backend of type would compile for k (`tdl --dump-cuda`), malloc'd; NULL when that
+ * backend has none or on out-of-memory. */
+char *fc_backend_kernel_text(FcDeviceType type, const FcKernel *k);
 
 /* The CPU backend (backend/cpu/): vectorised chunked loops on nthreads threads (a pool started on
  * first use). NULL on out-of-memory. */

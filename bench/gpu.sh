@@ -13,6 +13,12 @@
 #             of bench/roi_align/make_data.py, moved to the GPU untimed): tdl's vision.roi_align
 #             with --device cuda against torchvision.ops.roi_align on cuda; agreement as
 #             roi_align.sh checks it (the checksum against make_data.py's float64 reference).
+#   mask head bench/mask_head.sh's workload (64 boxes, 68.4 G multiply-adds) in both layouts:
+#             examples/mask_head.tdl with --device cuda, its convolutions on cuDNN (tdl) and with
+#             TDL_CUDNN=0 on the generated kernels (tdl-gen), against torchvision's branch on cuda,
+#             eager and torch.compile (bench/mask_head/torch_mask_head.py); float32 without TF32
+#             on both sides (MASK_TF32=1: with, for torch and tdl's cuDNN); best of MASK_REPEATS
+#             (default 5); agreement: max |tdl - eager| <= 1e-4 x max |eager|.
 #   small     the host cost of one small op: 1000 calls of x + 1.0 on 1000 elements, each realised.
 #   nvrtc     a process that runs one kernel (tdl --device cuda -c ...): cold (empty kernel cache:
 #             NVRTC compiles), warm (the disk cache), and a process that only opens the device.
@@ -97,6 +103,53 @@ for w in small maskrcnn maskrcnn_cl adaptive; do
     echo "$out" | grep -v '^WRONG$'
     case $out in *WRONG) status=1 ;; esac
 done
+echo
+
+# ---- the mask head ----
+mrep=${MASK_REPEATS:-5}
+mkdir -p "$tmp/mask"
+if ! "$py" "$here/mask_head/make_data.py" "$tmp/mask" >/dev/null 2>"$tmp/err"; then
+    echo "gpu.sh: writing the mask head inputs failed: $(tail -n 1 "$tmp/err")"
+    exit 1
+fi
+export TDL_CUDNN_TF32=${MASK_TF32:-0}
+printf '%-14s %-8s %12s %8s %8s   %s\n' "mask head" what "ms/run" "/eager" "/compile" result
+for f in contiguous channels_last; do
+    te= tc=
+    for m in eager compile; do
+        t=$("$py" "$here/mask_head/torch_mask_head.py" "$tmp/mask" 1 "$mrep" $f cuda $m 2>"$tmp/terr" |
+            awk '$1 == "seconds" { print $2 }')
+        [ -n "$t" ] || echo "mask head $f: torch $m failed: $(tail -n 1 "$tmp/terr")"
+        case $m in eager) te=$t ;; compile) tc=$t ;; esac
+    done
+    for what in tdl tdl-gen; do
+        off=1
+        [ $what = tdl-gen ] && off=0
+        t=$(cd "$here/.." && TDL_CUDNN=$off "$tdl" --device cuda examples/mask_head.tdl "$tmp/mask/weights.npz" \
+            "$tmp/mask/features.npy" "$tmp/mask/boxes.npy" "$tmp/mask/${what}_$f.npy" "$mrep" $f 2>"$tmp/lerr" |
+            awk '$1 == "seconds" { print $2 }')
+        if [ -z "$t" ]; then
+            echo "mask head $f: $what failed: $(grep Error "$tmp/lerr" | tail -n 1)"
+            status=1
+            continue
+        fi
+        check=-
+        if [ -f "$tmp/mask/torch_${f}_cuda_eager.npy" ]; then
+            check=$("$py" -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+e = float(np.abs(a - b).max() / np.abs(b).max()) if a.shape == b.shape else float("inf")
+print(("ok (err %.1e of max)" if e <= 1e-4 else "WRONG: err %.3g of max") % e)' "$tmp/mask/${what}_$f.npy" \
+                "$tmp/mask/torch_${f}_cuda_eager.npy")
+            case $check in WRONG*) status=1 ;; esac
+        fi
+        awk -v f=$f -v w=$what -v t="$t" -v te="$te" -v tc="$tc" -v c="$check" 'BEGIN {
+            re = te == "" ? "-" : sprintf("%.2fx", t / te); rc = tc == "" ? "-" : sprintf("%.2fx", t / tc)
+            printf "%-14s %-8s %12.3f %8s %8s   %s\n", f, w, t * 1e3, re, rc, c }'
+    done
+    [ -z "$te" ] || printf '%-14s %-8s %12.3f\n' $f eager "$(awk -v t="$te" 'BEGIN { print t * 1e3 }')"
+    [ -z "$tc" ] || printf '%-14s %-8s %12.3f\n' $f compile "$(awk -v t="$tc" 'BEGIN { print t * 1e3 }')"
+done
+unset TDL_CUDNN_TF32
 echo
 
 # ---- host cost and compile time ----

@@ -319,7 +319,7 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     memcpy(r->shape, value->size, (size_t)value->nlev * sizeof *r->shape);
     memcpy(r->strides, strides, (size_t)value->nlev * sizeof *r->strides);
     r->offset = offset;
-    r->op = value->op;
+    r->op = value->op == FC_OP_CAST && value->narrows ? value->in[0]->op : value->op;
     r->value = fc_node_retain(value);
     if (sc) {
         r->sc = *sc;
@@ -457,7 +457,8 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
     if (!fc_requires_grad(t) || fc_is_leaf(t))
         return NULL;
     if (t->node)
-        return backward_name(t->node->op, buf, cap);
+        return backward_name(t->node->op == FC_OP_CAST && t->node->narrows ? t->node->in[0]->op : t->node->op, buf,
+                             cap);
     FcGradRec *r = t->storage->grad;
     if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
         return backward_name(r->op, buf, cap);
@@ -529,7 +530,7 @@ static FcNode *mk(FcOp op, FcDType dt, FcNode *a, FcNode *b, FcNode *c)
         if (ins[k]->nlev == dom->nlev)
             for (int j = 0; j < dom->nlev; j++)
                 n->lev_map[k][j] = (int8_t)(ins[k]->size[j] == 1 && dom->size[j] != 1 ? FC_LEV_BCAST : j);
-    return n;
+    return fc_node_widen(n);
 }
 
 /* Building with ownership: each helper releases the nodes it is given (NULL-safe), so rules can
@@ -625,6 +626,7 @@ static FcNode *pull(FcNode *n, int k, FcNode *C)
         if (s)
             for (int i = 0; i < n->nlev; i++)
                 s->lev_map[0][i] = (int8_t)(inv[i] >= 0 ? inv[i] : FC_LEV_REDUCED);
+        s = fc_node_widen(s);
         fc_node_release(C);
         if (!s)
             return NULL;
@@ -667,7 +669,7 @@ static FcNode *reduce_like(FcNode *n, FcOp op, FcDType dt, FcNode *v)
     if (r)
         memcpy(r->lev_map[0], n->lev_map[0], (size_t)v->nlev);
     fc_node_release(v);
-    return r;
+    return fc_node_widen(r);
 }
 
 /* The cotangents of n's operands given C (over n's levels, n's dtype): out[k] a new node over
@@ -796,6 +798,7 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         FcNode *cnt = mf ? fc_node_new(FC_OP_SUM, dt, n->nlev, n->size, 1, &mf) : NULL;
         if (cnt)
             memcpy(cnt->lev_map[0], n->lev_map[0], (size_t)mf->nlev);
+        cnt = fc_node_widen(cnt);
         fc_node_release(mf);
         out[0] = WHERE(mask, spread(n, 0, DIV(Cc(), cnt)), K(0));
         ok = out[0] != NULL;

@@ -126,12 +126,24 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
         return st;
     if (fc_tensor_numel(a) == 0)     /* torch returns before dispatching on the dtype */
         return fc_empty(ctx, a->dtype, a->device, a->ndim, a->shape, NULL, out, err);
-    if (!fc_dtype_is_float(a->dtype)) {
+    if (!fc_dtype_is_float(a->dtype) || a->dtype == FC_FLOAT16) {
         /* The kernel that refuses: log_softmax shares softmax's for the other dims. */
         bool last = a->ndim == 0 || d == a->ndim - 1;
         return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                     !last ? "softmax_kernel_impl" : log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
                     fc_dtype_torch_name(a->dtype));
+    }
+    if (fc_dtype_compute(a->dtype) != a->dtype) {
+        /* bfloat16: torch's kernels compute in float32 and round the result once. */
+        FcTensor *w = NULL, *r = NULL;
+        st = fc_cast(ctx, a, fc_dtype_compute(a->dtype), &w, err);
+        if (!st)
+            st = fc_softmax(ctx, w, dim, log, &r, err);
+        if (!st)
+            st = fc_cast(ctx, r, a->dtype, out, err);
+        fc_tensor_release(w);
+        fc_tensor_release(r);
+        return st;
     }
     FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
     uint64_t mask = (uint64_t)1 << d;
@@ -314,11 +326,14 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
         /* One bound alone: std::max(a, NaN) and the vector max both keep a. */
         if (lo_nan || hi_nan)
             return fc_cast(ctx, a, rt, out, err);
-        if (rt == FC_BOOL)
-            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Bool'",
-                        lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu");
-    } else if (rt == FC_BOOL && lo && hi) {
-        return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for 'Bool'");
+        if (rt == FC_BOOL || rt == FC_FLOAT16)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                        lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu",
+                        fc_dtype_torch_name(rt));
+        if ((st = fc_check_wrapped(lo, rt, err)) || (st = fc_check_wrapped(hi, rt, err)))
+            return st;
+    } else if ((rt == FC_BOOL || rt == FC_FLOAT16) && lo && hi) {
+        return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for '%s'", fc_dtype_torch_name(rt));
     }
     /* min(max(a, lo), hi), keeping a where it equals a bound: torch's std::max(a, lo) and its
      * vectorised clamp_min/clamp_max return a on a tie, which shows with signed zeros
@@ -388,14 +403,7 @@ FcStatus fc_item(FcCtx *ctx, FcTensor *t, FcScalar *out, FcError *err)
     FcView v;
     st = fc_host_view(ctx, h, &v, err);
     if (!st) {
-        const char *p = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
-        switch (v.dtype) {
-        case FC_BOOL: out->i = *(const unsigned char *)p != 0; break;
-        case FC_INT32: out->i = *(const int32_t *)p; break;
-        case FC_INT64: out->i = *(const int64_t *)p; break;
-        case FC_FLOAT32: out->f = *(const float *)p; break;
-        default: out->f = *(const double *)p; break;
-        }
+        *out = fc_scalar_load(v.dtype, (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype));
     }
     fc_tensor_release(h);
     return st;

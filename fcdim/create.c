@@ -83,17 +83,32 @@ static void store(void *data, int64_t i, FcDType dt, double f, int64_t x, bool i
     case FC_FLOAT64: ((double *)data)[i] = is_float ? f : (double)x; break;
     case FC_INT32: ((int32_t *)data)[i] = (int32_t)(uint32_t)(uint64_t)x; break;
     case FC_INT64: ((int64_t *)data)[i] = x; break;
-    default: ((unsigned char *)data)[i] = is_float ? f != 0 : x != 0; break;
+    case FC_BOOL: ((unsigned char *)data)[i] = is_float ? f != 0 : x != 0; break;
+    default: {
+        /* The narrow dtypes: wrapped or rounded as a cast does. */
+        FcScalar v = fc_scalar_convert(is_float ? (FcScalar){.f = f} : (FcScalar){.i = x},
+                                       is_float ? FC_FLOAT64 : FC_INT64, dt);
+        fc_scalar_store(dt, (char *)data + i * (int64_t)fc_dtype_size(dt), v);
+        break;
+    }
     }
 }
 
-/* c10::checked_convert<int64_t/int32_t>(double): NaN and values past the type's range fail. */
+/* c10::checked_convert<T>(double) for an integer dtype: NaN and values past the type's range fail. */
 static FcStatus to_int(double v, FcDType dt, int64_t *out, FcError *err)
 {
-    bool i32 = dt == FC_INT32;
+    bool i32 = dt == FC_INT32, i64 = !i32 && fc_dtype_compute(dt) == dt;
     double lo = i32 ? -2147483648.0 : -9223372036854775808.0, hi = i32 ? 2147483647.0 : 9223372036854775807.0;
-    if (v != v || v < lo || v > hi || (!i32 && v >= 9223372036854775808.0))
-        return fc_errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", i32 ? "int" : "int64_t");
+    const char *name = i32 ? "int" : "int64_t";
+    switch (dt) {
+    /* an integral value may be negative for uint8 (-5 is 251), as for an int Scalar */
+    case FC_UINT8: lo = v == floor(v) ? -255 : 0, hi = 255, name = "uint8_t"; break;
+    case FC_INT8: lo = -128, hi = 127, name = "int8_t"; break;
+    case FC_INT16: lo = -32768, hi = 32767, name = "int16_t"; break;
+    default: break;
+    }
+    if (v != v || v < lo || v > hi || (i64 && v >= 9223372036854775808.0))
+        return fc_errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", name);
     *out = (int64_t)v;
     return FC_OK;
 }
@@ -118,7 +133,8 @@ static void fill_arange(void *data, int64_t n, const void *ud)
             store(data, i, a->dt, 0, (int64_t)((uint64_t)a->istart + (uint64_t)a->istep * (uint64_t)i), false);
         return;
     }
-    bool f32 = a->dt == FC_FLOAT32;
+    /* float16 and bfloat16 accumulate in float32 (their opmath type), as float32 does. */
+    bool f32 = fc_dtype_compute(a->dt) == FC_FLOAT32;
     int64_t v = vec_len(a->dt), nv = n / (2 * v) * (2 * v);
     for (int64_t g = 0; g < nv; g += v) {
         double base = fma(a->step, (double)g, a->start);
@@ -183,11 +199,24 @@ typedef struct LinspaceArgs {
     int64_t istart, iend;
 } LinspaceArgs;
 
+/* x rounded to a->dt (float16 and bfloat16 values in their own arithmetic: c10::Half's operators
+ * compute in float and round each result). */
+static float lin_round(const LinspaceArgs *a, double x)
+{
+    return (float)fc_scalar_convert((FcScalar){.f = x}, FC_FLOAT64, a->dt).f;
+}
+
 /* The element's base value at index idx: from start in the first half, back from end after. */
 static double lin_base(const LinspaceArgs *a, int64_t idx)
 {
     int64_t half = a->steps / 2;
-    switch (a->dt) {
+    if (a->dt == FC_FLOAT16 || a->dt == FC_BFLOAT16) {
+        /* start + step * idx with idx converted to the dtype, each operation rounded */
+        if (idx < half)
+            return lin_round(a, a->fstart + lin_round(a, a->fstep * lin_round(a, (double)idx)));
+        return lin_round(a, a->fend - lin_round(a, a->fstep * lin_round(a, (double)(a->steps - idx - 1))));
+    }
+    switch (fc_dtype_compute(a->dt)) {
     case FC_FLOAT32:
         return idx < half ? fmaf(a->fstep, (float)idx, a->fstart)
                           : fmaf(-a->fstep, (float)(a->steps - idx - 1), a->fend);
@@ -225,7 +254,10 @@ static void fill_linspace(void *data, int64_t n, const void *ud)
         /* Vectorized<T>::arange(base, step): base converted to T, then base + i * step (not
          * contracted here), in float for float32 and in double otherwise. */
         double base = lin_base(a, g);
-        if (a->dt == FC_FLOAT32) {
+        if (a->dt == FC_FLOAT16 || a->dt == FC_BFLOAT16) {
+            for (int64_t i = 0; i < v; i++)
+                lin_store(data, g + i, a, lin_round(a, base + lin_round(a, lin_round(a, (double)i) * a->fstep)));
+        } else if (fc_dtype_compute(a->dt) == FC_FLOAT32) {
             float fb = (float)base;
             for (int64_t i = 0; i < v; i++) {
                 float prod = (float)i * a->fstep;
@@ -273,7 +305,12 @@ FcStatus fc_linspace(FcCtx *ctx, double start, double end, int64_t steps, FcDTyp
     if (dt == FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, "\"linspace_cpu\" not implemented for 'Bool'");
     LinspaceArgs a = {.dt = dt, .steps = steps};
-    if (dt == FC_FLOAT32) {
+    if (dt == FC_FLOAT16 || dt == FC_BFLOAT16) {
+        /* step = (Half(end) - Half(start)) / Half(steps - 1), in the dtype's arithmetic */
+        a.fstart = lin_round(&a, start);
+        a.fend = lin_round(&a, end);
+        a.fstep = lin_round(&a, lin_round(&a, a.fend - a.fstart) / lin_round(&a, (double)(steps - 1)));
+    } else if (fc_dtype_compute(dt) == FC_FLOAT32) {
         a.fstart = (float)start;
         a.fend = (float)end;
         a.fstep = (a.fend - a.fstart) / (float)(steps - 1);
@@ -287,6 +324,9 @@ FcStatus fc_linspace(FcCtx *ctx, double start, double end, int64_t steps, FcDTyp
             st = to_int(end, dt, &a.iend, err);
         if (st)
             return st;
+        /* start and end are converted to the dtype first (uint8's -5 is 251) */
+        a.istart = fc_scalar_convert((FcScalar){.i = a.istart}, FC_INT64, dt).i;
+        a.iend = fc_scalar_convert((FcScalar){.i = a.iend}, FC_INT64, dt).i;
         a.step = ((double)a.iend - (double)a.istart) / (double)(steps - 1);
     }
     return make_filled(ctx, dt, dev, 1, &steps, fill_linspace, &a, out, err);

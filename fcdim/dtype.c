@@ -1,4 +1,4 @@
-/* dtype.c — the five dtypes of tdl, PyTorch's type promotion over them, and the shape arithmetic
+/* dtype.c — the ten dtypes of tdl, PyTorch's type promotion over them, and the shape arithmetic
  * of strided views (element counts, C-order strides).
  *
  * Promotion follows aten/src/ATen/native/TypeProperties.cpp exactly: operands fall into three
@@ -8,6 +8,7 @@
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 static const struct {
@@ -19,6 +20,11 @@ static const struct {
     [FC_INT64] = {"int64", 8},
     [FC_FLOAT32] = {"float32", 4},
     [FC_FLOAT64] = {"float64", 8},
+    [FC_UINT8] = {"uint8", 1},
+    [FC_INT8] = {"int8", 1},
+    [FC_INT16] = {"int16", 2},
+    [FC_FLOAT16] = {"float16", 2},
+    [FC_BFLOAT16] = {"bfloat16", 2},
 };
 
 static bool dtype_valid(FcDType t) { return (unsigned)t < FC_DTYPE__COUNT; }
@@ -29,13 +35,29 @@ const char *fc_dtype_name(FcDType t) { return dtype_valid(t) ? dtype_info[t].nam
 
 const char *fc_dtype_torch_name(FcDType t)
 {
-    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int", "Long", "Float", "Double"};
+    static const char *const names[FC_DTYPE__COUNT] = {"Bool", "Int",  "Long",  "Float", "Double",
+                                                       "Byte", "Char", "Short", "Half",  "BFloat16"};
     return dtype_valid(t) ? names[t] : "?";
 }
 
-bool fc_dtype_is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
+bool fc_dtype_is_float(FcDType t)
+{
+    return t == FC_FLOAT32 || t == FC_FLOAT64 || t == FC_FLOAT16 || t == FC_BFLOAT16;
+}
 
-bool fc_dtype_is_int(FcDType t) { return t == FC_INT32 || t == FC_INT64; }
+bool fc_dtype_is_int(FcDType t)
+{
+    return t == FC_INT32 || t == FC_INT64 || t == FC_UINT8 || t == FC_INT8 || t == FC_INT16;
+}
+
+FcDType fc_dtype_compute(FcDType t)
+{
+    switch (t) {
+    case FC_UINT8: case FC_INT8: case FC_INT16: return FC_INT32;
+    case FC_FLOAT16: case FC_BFLOAT16: return FC_FLOAT32;
+    default: return t;
+    }
+}
 
 bool fc_dtype_from_name(const char *name, FcDType *out)
 {
@@ -50,21 +72,101 @@ bool fc_dtype_from_name(const char *name, FcDType *out)
     return false;
 }
 
+FcScalar fc_scalar_load(FcDType t, const void *p)
+{
+    FcScalar r = {0};
+    switch (t) {
+    case FC_BOOL: r.i = *(const uint8_t *)p != 0; break;
+    case FC_UINT8: r.i = *(const uint8_t *)p; break;
+    case FC_INT8: r.i = *(const int8_t *)p; break;
+    case FC_INT16: { int16_t x; memcpy(&x, p, 2); r.i = x; break; }
+    case FC_INT32: { int32_t x; memcpy(&x, p, 4); r.i = x; break; }
+    case FC_INT64: memcpy(&r.i, p, 8); break;
+    case FC_FLOAT16: { uint16_t x; memcpy(&x, p, 2); r.f = fc_f16_to_f32(x); break; }
+    case FC_BFLOAT16: { uint16_t x; memcpy(&x, p, 2); r.f = fc_bf16_to_f32(x); break; }
+    case FC_FLOAT32: { float x; memcpy(&x, p, 4); r.f = x; break; }
+    case FC_FLOAT64: memcpy(&r.f, p, 8); break;
+    default: break;
+    }
+    return r;
+}
+
+void fc_scalar_store(FcDType t, void *p, FcScalar v)
+{
+    switch (t) {
+    case FC_BOOL: *(uint8_t *)p = v.i != 0; break;
+    case FC_UINT8: case FC_INT8: *(uint8_t *)p = (uint8_t)(uint64_t)v.i; break;
+    case FC_INT16: { uint16_t x = (uint16_t)(uint64_t)v.i; memcpy(p, &x, 2); break; }
+    case FC_INT32: { uint32_t x = (uint32_t)(uint64_t)v.i; memcpy(p, &x, 4); break; }
+    case FC_INT64: memcpy(p, &v.i, 8); break;
+    case FC_FLOAT16: { uint16_t x = fc_f32_to_f16((float)v.f); memcpy(p, &x, 2); break; }
+    case FC_BFLOAT16: { uint16_t x = fc_f32_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
+    case FC_FLOAT32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
+    case FC_FLOAT64: memcpy(p, &v.f, 8); break;
+    default: break;
+    }
+}
+
+bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to)
+{
+    double lo, hi;
+    switch (to) {
+    case FC_UINT8: lo = 0, hi = 255; break;
+    case FC_INT8: lo = -128, hi = 127; break;
+    case FC_INT16: lo = -32768, hi = 32767; break;
+    case FC_FLOAT16: lo = -65504, hi = 65504; break;
+    case FC_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    default: return true;
+    }
+    if (fc_dtype_is_float(from)) {
+        /* c10::overflows: a float type takes infinities and NaN, an integer type neither */
+        if (fc_dtype_is_float(to) && (v.f != v.f || v.f == INFINITY || v.f == -INFINITY))
+            return true;
+        return v.f >= lo && v.f <= hi;
+    }
+    int64_t x = from == FC_BOOL ? v.i != 0 : v.i;
+    /* an unsigned type takes the negatives of its values too (-1 is 255) */
+    if (to == FC_UINT8)
+        return x >= -255 && x <= 255;
+    return (double)x >= lo && (double)x <= hi;
+}
+
+const char *fc_dtype_cxx_name(FcDType t)
+{
+    static const char *const names[FC_DTYPE__COUNT] = {"bool", "int", "int64_t", "float", "double", "uint8_t",
+                                                       "int8_t", "int16_t", "at::Half", "at::BFloat16"};
+    return dtype_valid(t) ? names[t] : "?";
+}
+
 /* ---- promotion ---- */
 
 /* "No operand of this class yet" (PyTorch's ScalarType::Undefined). */
 #define FC_UNDEFINED ((int)FC_DTYPE__COUNT)
 
-/* c10::promoteTypes restricted to tdl's dtypes. The five form a chain (bool < int32 < int64 <
- * float32 < float64: int64 with float32 gives float32), so the table is the larger of the two
- * in enum order; promote_skip_undefined lets an empty class give way. */
+/* c10::promoteTypes restricted to tdl's dtypes. They form a chain by rank (bool < uint8, int8 <
+ * int16 < int32 < int64 < float16, bfloat16 < float32 < float64: int64 with float16 gives
+ * float16), so the table is the one of higher rank, but for the two pairs of equal rank: uint8
+ * with int8 gives int16 (the smallest type that holds both), float16 with bfloat16 float32.
+ * promote_skip_undefined lets an empty class give way. */
+static int promote_rank(int t)
+{
+    static const int rank[FC_DTYPE__COUNT] = {
+        [FC_BOOL] = 0, [FC_UINT8] = 1, [FC_INT8] = 1, [FC_INT16] = 2, [FC_INT32] = 3, [FC_INT64] = 4,
+        [FC_FLOAT16] = 5, [FC_BFLOAT16] = 5, [FC_FLOAT32] = 6, [FC_FLOAT64] = 7,
+    };
+    return rank[t];
+}
+
 static int promote_skip_undefined(int a, int b)
 {
     if (a == FC_UNDEFINED)
         return b;
-    if (b == FC_UNDEFINED)
+    if (b == FC_UNDEFINED || a == b)
         return a;
-    return a > b ? a : b;
+    int ra = promote_rank(a), rb = promote_rank(b);
+    if (ra == rb)
+        return fc_dtype_is_float((FcDType)a) ? FC_FLOAT32 : FC_INT16;
+    return ra > rb ? a : b;
 }
 
 static bool is_float_or_undef(int t) { return t != FC_UNDEFINED && fc_dtype_is_float((FcDType)t); }
@@ -106,6 +208,8 @@ FcDType fc_result_type(const FcOperand *ops, int n)
     /* No operands at all: the default dtype, as torch would give for an empty promotion. */
     return r == FC_UNDEFINED ? FC_FLOAT32 : (FcDType)r;
 }
+
+FcDType fc_promote_types(FcDType a, FcDType b) { return (FcDType)promote_skip_undefined(a, b); }
 
 FcDType fc_div_result_type(const FcOperand *ops, int n)
 {

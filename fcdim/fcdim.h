@@ -24,16 +24,72 @@ typedef enum FcDType {
     FC_INT64,
     FC_FLOAT32,
     FC_FLOAT64,
+    FC_UINT8,
+    FC_INT8,
+    FC_INT16,
+    FC_FLOAT16,         /* IEEE binary16, stored as its 16 bits */
+    FC_BFLOAT16,        /* the upper half of a float32's bits */
     FC_DTYPE__COUNT
 } FcDType;
 
 size_t fc_dtype_size(FcDType t);                 /* bytes per element */
 const char *fc_dtype_name(FcDType t);            /* "float32", "int64", "bool", ... */
 bool fc_dtype_is_float(FcDType t);
-bool fc_dtype_is_int(FcDType t);                 /* int32, int64 (not bool) */
+bool fc_dtype_is_int(FcDType t);                 /* uint8, int8, int16, int32, int64 (not bool) */
 bool fc_dtype_from_name(const char *name, FcDType *out);
-/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double. */
+/* PyTorch's name of a dtype in messages ("not implemented for 'Long'"): Bool Int Long Float Double
+ * Byte Char Short Half BFloat16. */
 const char *fc_dtype_torch_name(FcDType t);
+/* The dtype elementwise ops and reductions compute a narrow dtype's values in, as PyTorch's CPU
+ * kernels do: float32 for float16 and bfloat16 (the result rounded back after every op), int32
+ * for uint8, int8 and int16 (the result wrapped back, which is what their own arithmetic gives);
+ * any other dtype itself. The backends compute only in these; the narrow ones they load, store
+ * and cast. */
+FcDType fc_dtype_compute(FcDType t);
+
+/* float16 and bfloat16 to and from float32, bit for bit as c10::Half and c10::BFloat16 convert
+ * (c10/util/Half.h: fp16_ieee_from_fp32_value / fp16_ieee_to_fp32_value; c10/util/BFloat16.h:
+ * round_to_nearest_even): round to nearest even, overflow to infinity, subnormals kept, a NaN
+ * made quiet (float16: 0x7E00 with its sign; bfloat16: 0xFFFF, what the vectorised conversion
+ * of torch's casts and elementwise kernels writes, cvtfp32_bf16). The float16 ones round through
+ * float32 arithmetic (a scale to the target's precision and back), so they need IEEE float32 in
+ * round-to-nearest, as C11 gives; the same code is emitted into CUDA kernels. */
+static inline float fc_f32_from_bits(uint32_t w)
+{
+    union { uint32_t u; float f; } c = {w};
+    return c.f;
+}
+static inline uint32_t fc_f32_bits(float f)
+{
+    union { float f; uint32_t u; } c = {f};
+    return c.u;
+}
+static inline float fc_f16_to_f32(uint16_t h)
+{
+    uint32_t w = (uint32_t)h << 16, sign = w & 0x80000000u, two_w = w + w;
+    float normalized = fc_f32_from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+    float denormalized = fc_f32_from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
+    return fc_f32_from_bits(sign | (two_w < (1u << 27) ? fc_f32_bits(denormalized) : fc_f32_bits(normalized)));
+}
+static inline uint16_t fc_f32_to_f16(float f)
+{
+    float base = (__builtin_fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+    uint32_t w = fc_f32_bits(f), shl1_w = w + w, sign = w & 0x80000000u, bias = shl1_w & 0xFF000000u;
+    if (bias < 0x71000000u)
+        bias = 0x71000000u;
+    base = fc_f32_from_bits((bias >> 1) + 0x07800000u) + base;
+    uint32_t bits = fc_f32_bits(base);
+    uint32_t nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+    return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+static inline float fc_bf16_to_f32(uint16_t h) { return fc_f32_from_bits((uint32_t)h << 16); }
+static inline uint16_t fc_f32_to_bf16(float f)
+{
+    uint32_t u = fc_f32_bits(f);
+    if (f != f)
+        return 0xFFFF;
+    return (uint16_t)((u + ((u >> 16) & 1) + 0x7FFFu) >> 16);
+}
 
 /* A participant in type promotion, as PyTorch sees it (c10/core/ScalarType.h and
  * aten/src/ATen/native/TypeProperties.cpp: result_type): a tensor with dimensions, a 0-dim
@@ -48,6 +104,8 @@ typedef struct FcOperand {
  * scalars raise the result only to a higher category (bool < int < float), a float scalar
  * giving the default float dtype (float32). */
 FcDType fc_result_type(const FcOperand *ops, int n);
+/* torch.promote_types(a, b). */
+FcDType fc_promote_types(FcDType a, FcDType b);
 /* The dtype of true division a / b: result_type, then float32 if that is not a float. */
 FcDType fc_div_result_type(const FcOperand *ops, int n);
 /* c10::canCast: whether an in-place operation may write a result of dtype from into a tensor of
@@ -162,6 +220,19 @@ const char *fc_device_name(FcDevice d, char *buf);
 
 /* A scalar of any dtype (the member that matches the dtype is set; bool in i as 0/1). */
 typedef union FcScalar { int64_t i; double f; } FcScalar;
+/* One element of dtype t at p as a scalar (f for float dtypes, i otherwise), and a scalar of
+ * dtype t (as fc_scalar_convert gives it) stored at p. */
+FcScalar fc_scalar_load(FcDType t, const void *p);
+void fc_scalar_store(FcDType t, void *p, FcScalar v);
+/* c10::checked_convert's test: whether a number v (of kind from: FC_BOOL, FC_INT64 or FC_FLOAT64)
+ * fits a narrow dtype to (its range; uint8 also takes -255..-1, an int Scalar's wrap; float16
+ * takes infinities and NaN); other dtypes take anything. fc_dtype_cxx_name: the C++ type
+ * torch's message names ("uint8_t", "at::Half"). */
+bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to);
+const char *fc_dtype_cxx_name(FcDType t);
+/* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
+ * gives the type's minimum; to bool: != 0). */
+FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
 
 /* ---- storage ---- */
 
@@ -269,6 +340,8 @@ struct FcNode {
     bool exact;                 /* count is of distinct nodes */
     bool nograd;                /* made while gradients were off (or by a backward): no gradient
                                    flows through it */
+    bool narrows;               /* CAST: rounds or wraps an op's result back to its narrow dtype
+                                   (ir.c); autograd names the op below it */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };
@@ -350,8 +423,9 @@ void fc_tensor_place(FcTensor *t, FcDevice dev);
 /* ---- the context: one per interpreter (no globals) ---- */
 
 /* FC_DUMP_CUDA: the CUDA source of every kernel (--dump-cuda); FC_DUMP_KERNELS shows it for the
- * kernels that run on a CUDA device. */
-enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2, FC_DUMP_CUDA = 4 };
+ * kernels that run on a CUDA device. FC_DUMP_VERBOSE (--verbose): one line for each choice of a
+ * library path (cuDNN or the generated kernels, and why). */
+enum { FC_DUMP_IR = 1, FC_DUMP_KERNELS = 2, FC_DUMP_CUDA = 4, FC_DUMP_VERBOSE = 8 };
 
 #define FC_MAX_CUDA 16          /* CUDA devices a context addresses (cuda:0 .. cuda:15) */
 struct FcKernel;
@@ -392,6 +466,8 @@ typedef struct FcCtx {
     bool fake_cuda;
     struct FcKernelCache *kcache;   /* scheduled kernels kept for DAGs that come again (owned;
                                        kernel_cache.c; off with FC_SCHED_CACHE in sched_off) */
+    bool deterministic;         /* use_deterministic_algorithms(True): library paths (cuDNN) use
+                                   only algorithms that give the same bits every run */
 } FcCtx;
 
 FcStatus fc_ctx_new(FcCtx **out, FcError *err);
@@ -554,6 +630,9 @@ typedef struct FcKernel {
     bool index32;               /* every address fits in int32 arithmetic */
     int nthreads;
     volatile int *interrupt;
+    /* The kernel's plan (fc_kplan_new: made by the scheduler, kept with the kernel in the kernel
+     * cache), or NULL: a backend given none plans the kernel itself. */
+    const struct FcPlan *plan;
 } FcKernel;
 
 /* The root loop a backend vectorises along when the kernel leaves it the choice (chunk_loop -1),
@@ -563,6 +642,61 @@ typedef struct FcKernel {
  * duplicates must land in loop order). -1 when there is no root loop. */
 enum { FC_SHORT_CHUNK_LOOP = 32, FC_LONG_CHUNK_LOOP = 64 };
 int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter);
+
+/* ---- the kernel plan (kplan.c) ----
+ * The analysis of a kernel that every backend needs, done once per scheduled kernel (and kept
+ * with it in the kernel cache): the kernel validated, operands linked to the instructions that
+ * wrote them, the loops each value varies along, the list of each instruction (the inner
+ * reduction whose body holds it) and an order of evaluation. Arrays are indexed by instruction
+ * (code order) unless said otherwise. */
+
+/* What a backend tells the planner about itself (FcBackend.target). */
+typedef struct FcTarget {
+    const char *name;           /* "cpu", "cuda": a refused kernel's message starts "<name> kernel: " */
+    int chunk;                  /* the most values one step along the vector loop computes */
+    int lanes;                  /* accumulators a fold along the vector loop keeps */
+    int short_loop, long_loop;  /* fc_natural_chunk_loop's thresholds for this target */
+} FcTarget;
+
+typedef struct FcPlan {
+    int n, L;                   /* instructions; loops (0: a kernel of one point) */
+    int *opv;                   /* [3n] a, b, c as the instructions that wrote them, -1 when absent */
+    int *gopv, *goff;           /* the gathered indices of instruction i: gopv[goff[i] + g] */
+    int *bopv, *boff;           /* the bound values of reduction i: bopv[boff[i] + b] */
+    uint64_t *deps;             /* bit l: the value varies along loop l (fc_kplan_deps) */
+    uint64_t *own;              /* the loops reduction i iterates (0 for others) */
+    int *list;                  /* the innermost inner reduction whose loops i varies along (its
+                                   body), or -1: the top list */
+    int *pos;                   /* i's place in the order of evaluation: invariants [0, ninv), the
+                                   top list [ninv, ntop), then the body of each reduction r
+                                   [body0[r], body1[r]); each list by domain, then code order */
+    int ninv, ntop;
+    int *body0, *body1;
+    int res;                    /* the instruction of the result */
+    int sres[FC_MAX_DIMS];      /* of each scatter index */
+    void *block;                /* the arrays' storage */
+} FcPlan;
+
+/* Validates k and plans it (new *out, freed with fc_kplan_free). FC_ERR_VALUE for a malformed
+ * kernel ("<who> kernel: loop 2 has a bad owner"), FC_ERR_NOMEM. */
+FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError *err);
+void fc_kplan_free(FcPlan *p);  /* NULL is fine */
+/* The loops instruction in varies along over loops of these extents (those of extent 1 left
+ * out; one of extent 0 counts, so that nothing read under an empty loop is hoisted out of it and
+ * computed), given body (what its a varies along: for a reduction, less its own loops own) and
+ * others (what its other operands, gathered indices and bounds vary along). */
+uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint64_t body, uint64_t others,
+                       uint64_t own);
+/* list[i] for n instructions: the first reduction after i whose loops (own) i varies along. */
+void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list);
+/* cx[i]: the loop along which i's list takes its vector steps, given cl, the top list's (clmask:
+ * the loops a step of the top list spans, cl's alone unless the backend spans several). A
+ * reduction that varies along its list's vector loop takes its steps along it too; else it
+ * takes them along its own last loop, and so does its body. */
+void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
+                     uint64_t clmask, int *cx);
+/* fc_natural_chunk_loop with target t's thresholds (short_loop, long_loop for the constants). */
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
 
 /* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along
  * which distinct iterations never write the same element, whatever the scatter indices hold (in
@@ -588,6 +722,26 @@ typedef struct FcMatmul {
     int nthreads;
     volatile int *interrupt;
 } FcMatmul;
+
+/* One 2-D convolution without bias (PyTorch's conv2d, a cross-correlation) that a backend may take
+ * (FcBackend.conv): y[n, (g, k), oh, ow] = sum over (c, r, s) of
+ * x[n, (g, c), oh*stride - pad_pre + r*dilation, ...] * w[(g, k), c, r, s], 0 in the padding.
+ * transposed: conv_transpose2d, the gradient of that convolution with respect to its input, from x
+ * (N, K, H, W) and w (K, C/groups, R, S) to y (N, C, Ho, Wo); the paddings are the forward's (the
+ * output_padding is taken up by its floor division).
+ * Shapes are NCHW (weights KCRS) whatever the layout; the strides (elements) say the layout. */
+enum { FC_CONV_DETERMINISTIC = 1, FC_CONV_EXHAUSTIVE = 2, FC_CONV_TF32 = 4 };
+typedef struct FcConv {
+    FcDType dtype;
+    int64_t x_shape[4], x_strides[4], w_shape[4], w_strides[4], y_shape[4], y_strides[4];
+    int64_t pad_pre[2], pad_post[2], stride[2], dilation[2], groups;
+    const void *x, *w;          /* the first element of each */
+    void *y;
+    int flags;                  /* FC_CONV_*: what the user asked of the choice of algorithm */
+    bool transposed;
+    bool taken;                 /* out: the backend computed y */
+    char note[240];             /* out: how it ran, or why the backend did not take it */
+} FcConv;
 
 /* Text of a kernel for --dump-kernels (malloc'd; NULL on out-of-memory). */
 char *fc_kernel_dump(const FcKernel *k);
@@ -802,6 +956,22 @@ FcStatus fc_wrap_dim(int64_t dim, int ndim, int *out, FcError *err);
 
 /* matmul as PyTorch: 1-D x 1-D dot, 2-D, batched with broadcasting batch dims. Realises. */
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+
+/* ---- library paths (conv.c) ---- */
+
+/* conv2d of x (N, C, H, W) by w (K, C/groups, R, S), no bias, through the device backend's library
+ * path (FcBackend.conv: cuDNN on CUDA) into a new stored tensor laid out as fmt (contiguous or
+ * channels_last). pad is {top, left, bottom, right}. *out is NULL, with FC_OK, when that path does
+ * not take the case (no library, a CPU tensor, gradients needed, an unsupported dtype): the caller
+ * computes it itself. The arguments are checked by the caller (the stdlib's conv2d). Under
+ * FC_DUMP_VERBOSE, says which path ran and why through ctx->dump. */
+FcStatus fc_conv2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[4],
+                           const int64_t dilation[2], int64_t groups, FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* conv_transpose2d of x (N, C_in, H, W) by w (C_in, C_out/groups, R, S), no bias, likewise; pad is
+ * {height, width} on both sides, output_padding as PyTorch's. */
+FcStatus fc_conv_transpose2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[2],
+                                     const int64_t output_padding[2], const int64_t dilation[2], int64_t groups,
+                                     FcMemoryFormat fmt, FcTensor **out, FcError *err);
 
 /* ---- gradients (autograd.c) ----
  * Reverse mode over the IR. A storage whose contents need a gradient holds a record (FcGradRec):

@@ -58,7 +58,8 @@ static void plan_free(Plan *p)
         fc_tensor_release(p->idx[k]);
 }
 
-static bool is_mask(const FcTensor *t) { return t->dtype == FC_BOOL; }
+/* uint8 indexes as a mask too (PyTorch 1.13 still takes it, with a deprecation warning). */
+static bool is_mask(const FcTensor *t) { return t->dtype == FC_BOOL || t->dtype == FC_UINT8; }
 
 static int64_t elem_int(const FcView *v, int64_t off)
 {
@@ -182,7 +183,7 @@ static int64_t nonzero_run(const FcView *v, int64_t off, int64_t n, const int64_
 {
     const char *p = (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype);
     switch (v->dtype) {
-    case FC_BOOL: return nonzero_run_uint8_t((const uint8_t *)p, n, v->ndim, prefix, rows);
+    case FC_BOOL: case FC_UINT8: return nonzero_run_uint8_t((const uint8_t *)p, n, v->ndim, prefix, rows);
     case FC_INT32: return nonzero_run_int32_t((const int32_t *)(const void *)p, n, v->ndim, prefix, rows);
     case FC_INT64: return nonzero_run_int64_t((const int64_t *)(const void *)p, n, v->ndim, prefix, rows);
     case FC_FLOAT32: return nonzero_run_float((const float *)(const void *)p, n, v->ndim, prefix, rows);
@@ -227,7 +228,9 @@ FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
     *out = NULL;
     FcTensor *h = NULL, *r = NULL;
     FcView v;
-    FcStatus st = fc_to(ctx, t, t->dtype, fc_cpu(), &h, err);
+    /* The other narrow dtypes are scanned in their compute dtype (the same zeros). */
+    FcDType dt = t->dtype == FC_UINT8 ? FC_UINT8 : fc_dtype_compute(t->dtype);
+    FcStatus st = fc_to(ctx, t, dt, fc_cpu(), &h, err);
     if (!st)
         st = fc_host_view(ctx, h, &v, err);
     if (!st) {
@@ -392,7 +395,8 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
     for (int k = 0; k < n && !st; k++) {
         FcIndex one = ix[k];
         const FcIndex *x = &one;
-        if (x->kind == FC_IX_TENSOR && x->t->dtype != FC_BOOL && x->t->dtype != FC_INT64 && x->t->dtype != FC_INT32)
+        if (x->kind == FC_IX_TENSOR && !is_mask(x->t) && x->t->dtype != FC_INT64 && x->t->dtype != FC_INT32 &&
+            !(x->t->ndim == 0 && fc_dtype_is_int(x->t->dtype)))
             return fc_errf(err, FC_ERR_INDEX, "tensors used as indices must be long, int, byte or bool tensors");
         if (x->kind == FC_IX_TENSOR && x->t->ndim == 0) {
             /* A 0-dim int tensor selects as an int, a 0-dim bool tensor indexes as a bool. */
@@ -400,7 +404,7 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
             st = fc_item(ctx, x->t, &v, err);
             if (st)
                 return st;
-            one.kind = x->t->dtype == FC_BOOL ? FC_IX_BOOL : FC_IX_INT;
+            one.kind = is_mask(x->t) ? FC_IX_BOOL : FC_IX_INT;
             one.i = v.i;
         }
         if (x->kind != FC_IX_ELLIPSIS && x->kind != FC_IX_NONE && x->kind != FC_IX_BOOL && dim >= p->ndim)
@@ -945,7 +949,7 @@ static bool has_advanced(int n, const FcIndex *ix)
 {
     for (int k = 0; k < n; k++)
         if (ix[k].kind == FC_IX_BOOL ||
-            (ix[k].kind == FC_IX_TENSOR && (ix[k].t->ndim > 0 || ix[k].t->dtype == FC_BOOL ||
+            (ix[k].kind == FC_IX_TENSOR && (ix[k].t->ndim > 0 || is_mask(ix[k].t) ||
                                             !fc_dtype_is_int(ix[k].t->dtype))))
             return true;
     return false;

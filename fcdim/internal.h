@@ -68,10 +68,16 @@ FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int 
  * reader of every storage that node's DAG loads (the union of the operands' reads and the
  * storages of the stored operands, passed as `from`). NULL on out-of-memory (node released). */
 FcTensor *fc_tensor_from_node(FcNode *node, FcDevice dev, FcTensor *const *from, int nfrom);
+/* n (fresh, consumed) computed as the narrow dtypes are (fc_dtype_compute): when its dtype or its
+ * operands' is uint8, int8, int16, float16 or bfloat16, its operands are widened, it runs in the
+ * compute dtype and a CAST rounds the result back. Nodes that only move values (CAST, WHERE,
+ * LOAD, CONST, IOTA) are returned as they are; NULL when out of memory. */
+FcNode *fc_node_widen(FcNode *n);
+/* A Python number t (a wrapped number) that a kernel of dtype dt converts with
+ * c10::checked_convert (where, clamp's bounds): FC_ERR_RUNTIME with torch's message when it
+ * overflows dt (300 for uint8); FC_OK for anything else. */
+FcStatus fc_check_wrapped(const FcTensor *t, FcDType dt, FcError *err);
 
-/* Converts a scalar between dtypes with the executor's rules (float->int out of range or NaN
- * gives the type's minimum; to bool: != 0). */
-FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to);
 
 /* Allocates a storage of nbytes on dev's backend. */
 FcStatus fc_storage_new(FcCtx *ctx, FcDevice dev, size_t nbytes, FcStorage **out, FcError *err);
@@ -133,12 +139,13 @@ typedef struct FcKey {
     int nst, capst;
 } FcKey;
 
-/* A kept kernel: its code (owned; bufs, out and interrupt are each run's), the key's storage each
- * of its buffers loads, the output strides the scheduler chose (when it chose them), and the
- * backend's plan of it (or NULL). */
+/* A kept kernel: its code (owned; bufs, out and interrupt are each run's) and its plan (owned:
+ * k.plan), the key's storage each of its buffers loads, the output strides the scheduler chose
+ * (when it chose them), and the backend's prepared handle of it (or NULL). */
 typedef struct FcCached {
     FcKey key;
     FcKernel k;
+    FcPlan *plan;
     int *buf_of;
     int64_t strides[FC_MAX_DIMS];
     FcBackend *be;
@@ -159,7 +166,8 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
 void fc_key_free(FcKey *key);
 /* The kept kernel of key (now the most recently used), or NULL. */
 FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key);
-/* Keeps a copy of k, scheduled for key (taken when kept): bufs are the storages k loads, strides
+/* Keeps a copy of k, scheduled for key (taken when kept, and so is k->plan, which the copy
+ * keeps and the backend prepares it with): bufs are the storages k loads, strides
  * the output's when the scheduler chose them (else NULL); be plans it when it can. The entry, or
  * NULL when it could not be kept (out of memory; key is then left to the caller). */
 FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,

@@ -244,27 +244,47 @@ FcNode *fc_node_place(FcNode *n, FcDType dt, int nlev, const int64_t *size, int 
 
 /* ---- scalars ---- */
 
+/* x wrapped into integer dtype t (two's complement, as a C conversion to its type does). */
+static int64_t wrap_int(int64_t x, FcDType t)
+{
+    switch (t) {
+    case FC_INT32: return (int32_t)(uint32_t)(uint64_t)x;
+    case FC_INT16: return (int16_t)(uint16_t)(uint64_t)x;
+    case FC_INT8: return (int8_t)(uint8_t)(uint64_t)x;
+    case FC_UINT8: return (uint8_t)(uint64_t)x;
+    default: return x;
+    }
+}
+
+/* x (already a float32 value) rounded to float16 or bfloat16 and back. */
+static double round_narrow(float x, FcDType t)
+{
+    return t == FC_FLOAT16 ? fc_f16_to_f32(fc_f32_to_f16(x)) : fc_bf16_to_f32(fc_f32_to_bf16(x));
+}
+
 FcScalar fc_scalar_convert(FcScalar v, FcDType from, FcDType to)
 {
     FcScalar r;
     if (fc_dtype_is_float(from)) {
-        double x = from == FC_FLOAT32 ? (double)(float)v.f : v.f;
+        double x = from == FC_FLOAT32 ? (double)(float)v.f : from == FC_FLOAT64 ? v.f : round_narrow((float)v.f, from);
         switch (to) {
         case FC_FLOAT64: r.f = x; break;
         case FC_FLOAT32: r.f = (double)(float)x; break;
+        case FC_FLOAT16: case FC_BFLOAT16: r.f = round_narrow((float)x, to); break;
         case FC_BOOL: r.i = x != 0; break;
-        case FC_INT32: r.i = (x > -2147483649.0 && x < 2147483648.0) ? (int64_t)(int32_t)x : INT32_MIN; break;
-        default: r.i = (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; break;
+        case FC_INT64: r.i = (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN; break;
+        /* The narrow integers convert through int32, as PyTorch's CPU casts do (300.0 -> uint8 44). */
+        default: r.i = wrap_int((x > -2147483649.0 && x < 2147483648.0) ? (int64_t)(int32_t)x : INT32_MIN, to); break;
         }
         return r;
     }
-    int64_t x = from == FC_BOOL ? v.i != 0 : from == FC_INT32 ? (int64_t)(int32_t)v.i : v.i;
+    int64_t x = from == FC_BOOL ? v.i != 0 : wrap_int(v.i, from);
     switch (to) {
     case FC_FLOAT64: r.f = (double)x; break;
     case FC_FLOAT32: r.f = (double)(float)x; break;
+    case FC_FLOAT16: case FC_BFLOAT16: r.f = round_narrow((float)x, to); break;
     case FC_BOOL: r.i = x != 0; break;
-    case FC_INT32: r.i = (int64_t)(int32_t)(uint32_t)(uint64_t)x; break;
-    default: r.i = x; break;
+    default: r.i = wrap_int(x, to); break;
     }
     return r;
 }
@@ -380,6 +400,57 @@ FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
     return FC_OK;
 }
 
+/* n (consumed) cast to dtype dt over the same levels (a constant converted in place); NULL
+ * when out of memory. */
+static FcNode *cast_node(FcNode *n, FcDType dt)
+{
+    if (n->dtype == dt)
+        return n;
+    FcNode *c;
+    if (n->op == FC_OP_CONST) {
+        c = fc_node_new(FC_OP_CONST, dt, n->nlev, n->size, 0, NULL);
+        if (c)
+            c->konst = fc_scalar_convert(n->konst, n->dtype, dt);
+    } else {
+        c = fc_node_new(FC_OP_CAST, dt, n->nlev, n->size, 1, &n);
+        if (c) {
+            c->src_dtype = n->dtype;
+            for (int j = 0; j < c->nlev; j++)
+                c->lev_map[0][j] = (int8_t)j;
+        }
+    }
+    fc_node_release(n);
+    return c;
+}
+
+FcNode *fc_node_widen(FcNode *n)
+{
+    if (!n || n->op == FC_OP_CAST || n->op == FC_OP_WHERE || n->op == FC_OP_LOAD || n->op == FC_OP_CONST ||
+        n->op == FC_OP_IOTA)
+        return n;
+    FcDType dt = n->dtype, cdt = fc_dtype_compute(dt), csrc = fc_dtype_compute(n->src_dtype);
+    if (cdt == dt && csrc == n->src_dtype)
+        return n;
+    /* Fresh (held by the caller alone): its operands are widened in place, over the same levels. */
+    for (int k = 0; k < n->nin; k++) {
+        FcNode *w = cast_node(fc_node_retain(n->in[k]), csrc);
+        if (!w) {
+            fc_node_release(n);
+            return NULL;
+        }
+        fc_node_release(n->in[k]);
+        n->in[k] = w;
+    }
+    n->dtype = cdt;
+    n->src_dtype = csrc;
+    if (cdt == dt)
+        return n;
+    FcNode *c = cast_node(n, dt);
+    if (c)
+        c->narrows = true;
+    return c;
+}
+
 /* A node of op over the broadcast shape of the operands (already of the right dtypes), with the
  * operands' levels aligned from the right. Consumes the operand references. */
 static FcStatus broadcast_node(FcOp op, FcDType dt, int nin, FcNode **ins, int nd, const int64_t *shape,
@@ -429,9 +500,20 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
     /* (2**62, 1) + (1, 4) of bools: a shape whose bytes overflow. */
     if (n > 1 && (st = fc_check_nbytes(nd, shape, dt, err)) != FC_OK)
         return st;
+    /* A narrow dtype computes in its compute dtype and the result is cast back (rounded or
+     * wrapped after every op, as PyTorch's kernels do): the operands are first converted to the
+     * narrow dtype (a scalar 3.3 becomes float16's 3.3008, an int16 2049 float16's 2048, 300
+     * uint8's 44), then widened exactly. A cast or select moves values as they are. */
+    FcDType store_dt = dt, narrow_in = in_dt;
+    if (op != FC_OP_CAST && op != FC_OP_WHERE) {
+        in_dt = fc_dtype_compute(in_dt);
+        dt = fc_dtype_compute(dt);
+    }
     FcNode *ins[3] = {NULL, NULL, NULL};
     for (int k = 0; k < n; k++) {
-        st = operand_node(ctx, ts[k], operand_dts ? operand_dts[k] : in_dt, &ins[k], err);
+        st = operand_node(ctx, ts[k], operand_dts ? operand_dts[k] : narrow_in, &ins[k], err);
+        if (!st && !operand_dts && narrow_in != in_dt && !(ins[k] = cast_node(ins[k], in_dt)))
+            st = fc_nomem(err);
         if (st) {
             for (int j = 0; j < k; j++)
                 fc_node_release(ins[j]);
@@ -443,6 +525,10 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
     if (st)
         return st;
     node->src_dtype = in_dt;
+    if (store_dt != dt && !(node = cast_node(node, store_dt)))
+        return fc_nomem(err);
+    if (store_dt != dt)
+        node->narrows = true;
     *out = fc_tensor_from_node(node, dev, ts, n);
     return *out ? FC_OK : fc_nomem(err);
 }
@@ -462,6 +548,38 @@ static bool unary_needs_float(FcOp op)
     }
 }
 
+/* The kernel of PyTorch 1.13's CPU build that has no float16 version, for unary op (that
+ * float16 refuses with its name), or NULL. */
+static const char *half_missing(FcOp op)
+{
+    switch (op) {
+    case FC_OP_EXP: return "exp_vml_cpu";
+    case FC_OP_LOG: return "log_vml_cpu";
+    case FC_OP_SQRT: return "sqrt_vml_cpu";
+    case FC_OP_RSQRT: return "rsqrt_cpu";
+    case FC_OP_SIN: return "sin_vml_cpu";
+    case FC_OP_COS: return "cos_vml_cpu";
+    case FC_OP_TAN: return "tan_vml_cpu";
+    case FC_OP_TANH: return "tanh_vml_cpu";
+    case FC_OP_SIGMOID: return "sigmoid_cpu";
+    case FC_OP_RELU: return "clamp_min_cpu";
+    case FC_OP_FLOOR: return "floor_vml_cpu";
+    case FC_OP_CEIL: return "ceil_vml_cpu";
+    case FC_OP_ROUND: return "round_vml_cpu";
+    case FC_OP_TRUNC: return "trunc_vml_cpu";
+    case FC_OP_LOG2: return "log2_vml_cpu";
+    case FC_OP_LOG1P: return "log1p_vml_cpu";
+    case FC_OP_EXPM1: return "expm1_vml_cpu";
+    case FC_OP_ASIN: return "asin_vml_cpu";
+    case FC_OP_ACOS: return "acos_vml_cpu";
+    case FC_OP_ATAN: return "atan_vml_cpu";
+    case FC_OP_SINH: return "sinh_cpu";
+    case FC_OP_COSH: return "cosh_cpu";
+    case FC_OP_ERF: return "erf_vml_cpu";
+    default: return NULL;
+    }
+}
+
 FcStatus fc_unary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -470,6 +588,8 @@ FcStatus fc_unary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor **out, FcError *err
     FcDType dt = a->dtype;
     if (unary_needs_float(op) && !fc_dtype_is_float(dt))
         dt = FC_FLOAT32;
+    if (dt == FC_FLOAT16 && half_missing(op))
+        return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Half'", half_missing(op));
     switch (op) {
     case FC_OP_NEG:
         if (dt == FC_BOOL)
@@ -536,6 +656,15 @@ static FcStatus pow_special(FcCtx *ctx, FcTensor *x, double c, FcDType dt, FcTen
 {
     *done = true;
     FcTensor *xs = NULL, *sq = NULL;
+    if (fc_dtype_compute(dt) != dt && (c == 0.5 || c == -0.5 || c == -1 || c == 2 || c == 3 || c == -2)) {
+        /* float16 and bfloat16: pow's kernel computes in float32 and rounds once. */
+        FcTensor *r = NULL;
+        FcStatus st = pow_special(ctx, x, c, fc_dtype_compute(dt), &r, done, err);
+        if (!st)
+            st = fc_cast(ctx, r, dt, out, err);
+        fc_tensor_release(r);
+        return st;
+    }
     FcStatus st = fc_cast(ctx, x, dt, &xs, err);
     if (st)
         return st;
@@ -586,6 +715,8 @@ FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out
     case FC_OP_ATAN2:
         if (!fc_dtype_is_float(common))
             common = dt = FC_FLOAT32;
+        if (common == FC_FLOAT16)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"atan2_cpu\" not implemented for 'Half'");
         break;
     case FC_OP_AND: case FC_OP_OR: case FC_OP_XOR: case FC_OP_SHL: case FC_OP_SHR:
         if (fc_dtype_is_float(common))
@@ -636,6 +767,14 @@ FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out
     return st;
 }
 
+FcStatus fc_check_wrapped(const FcTensor *t, FcDType dt, FcError *err)
+{
+    if (!t || !t->wrapped_number || !t->node || t->node->op != FC_OP_CONST ||
+        fc_scalar_fits(t->node->konst, t->dtype, dt))
+        return FC_OK;
+    return fc_errf(err, FC_ERR_RUNTIME, "value cannot be converted to type %s without overflow", fc_dtype_cxx_name(dt));
+}
+
 FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -644,6 +783,9 @@ FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor
                        fc_dtype_torch_name(cond->dtype));
     FcOperand ops[2] = {operand_of(a), operand_of(b)};
     FcDType dt = fc_result_type(ops, 2);
+    FcStatus st = fc_check_wrapped(a, dt, err);
+    if (st || (st = fc_check_wrapped(b, dt, err)))
+        return st;
     FcTensor *ts[3] = {cond, a, b};
     FcDType dts[3] = {FC_BOOL, dt, dt};
     return pointwise(ctx, FC_OP_WHERE, dt, dt, ts, 3, dts, out, err);
@@ -714,6 +856,9 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
         return FC_OK;
     }
     FcDType in_dt = a->dtype, dt = a->dtype;
+    /* (torch dispatches no kernel for an empty input) */
+    if (op == FC_OP_PROD && fc_dtype_compute(in_dt) != in_dt && fc_dtype_is_float(in_dt) && fc_tensor_numel(a) > 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "\"prod_cpu\" not implemented for '%s'", fc_dtype_torch_name(in_dt));
     switch (op) {
     case FC_OP_SUM: case FC_OP_PROD:
         if (!fc_dtype_is_float(in_dt))
@@ -745,16 +890,27 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
     FcStatus st = fc_check_nbytes(no, shape, dt, err);
     if (st)
         return st;
+    /* Narrow dtypes reduce in their compute dtype (float16 sums accumulate in float32, as
+     * PyTorch's do) and round or wrap the result once. */
+    FcDType store_dt = dt, narrow_in = in_dt;
+    in_dt = fc_dtype_compute(in_dt);
+    dt = fc_dtype_compute(dt);
     FcNode *in;
-    st = operand_node(ctx, a, in_dt, &in, err);
+    st = operand_node(ctx, a, narrow_in, &in, err);
     if (st)
         return st;
+    if (!(in = cast_node(in, in_dt)))
+        return fc_nomem(err);
     FcNode *n = fc_node_new(op, dt, no, shape, 1, &in);
     fc_node_release(in);
     if (!n)
         return fc_nomem(err);
     n->src_dtype = in_dt;
     memcpy(n->lev_map[0], map, (size_t)nd);
+    if (store_dt != dt && !(n = cast_node(n, store_dt)))
+        return fc_nomem(err);
+    if (store_dt != dt)
+        n->narrows = true;
     FcTensor *ts[1] = {a};
     *out = fc_tensor_from_node(n, a->device, ts, 1);
     return *out ? FC_OK : fc_nomem(err);

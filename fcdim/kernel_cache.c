@@ -230,6 +230,7 @@ static void entry_free(FcCached *e)
 {
     if (e->prep)
         e->be->release(e->be, e->prep);
+    fc_kplan_free(e->plan);
     code_free(e->k.code, e->k.ncode);
     mem_free(e->buf_of);
     fc_key_free(&e->key);
@@ -284,9 +285,11 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
     if (ok && be->prepare && be->prepare(be, &now, &e.prep, &ignored) != FC_OK)
         e.prep = NULL;
     if (!ok) {
+        e.k.plan = NULL;        /* not taken */
         entry_free(&e);
         return NULL;
     }
+    e.plan = (FcPlan *)k->plan; /* taken */
     e.key = *key;               /* taken */
     *key = (FcKey){0};
     int slot = c->n;

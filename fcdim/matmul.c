@@ -75,6 +75,31 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (a->dtype == FC_BOOL)
         return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
                                                                : "\"addmm_impl_cpu_\" not implemented for 'Bool'");
+    /* float16 has no CPU kernel, but a product of no elements dispatches none (but dot) */
+    int64_t mo = na >= 2 ? a->shape[na - 2] : 1, no = nb >= 2 ? b->shape[nb - 1] : 1;
+    if (a->dtype == FC_FLOAT16 && ((na == 1 && nb == 1) || (mo != 0 && no != 0)))
+        return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Half'",
+                       na == 1 && nb == 1   ? "dot"
+                       : na == 2 && nb == 1 ? "addmv_impl_cpu"
+                       : nb <= 2            ? "addmm_impl_cpu_"
+                                            : "bmm");
+    if (fc_dtype_compute(a->dtype) != a->dtype) {
+        /* bfloat16 multiplies in float32 and rounds once (torch's CPU gemm accumulates in its
+         * opmath type); the narrow integers wrap, so int32 gives their bits. */
+        FcDType cdt = fc_dtype_compute(a->dtype);
+        FcTensor *ca = NULL, *cb = NULL, *cc = NULL;
+        FcStatus st = fc_cast(ctx, a, cdt, &ca, err);
+        if (!st)
+            st = fc_cast(ctx, b, cdt, &cb, err);
+        if (!st)
+            st = fc_matmul(ctx, ca, cb, &cc, err);
+        if (!st)
+            st = fc_cast(ctx, cc, a->dtype, out, err);
+        fc_tensor_release(ca);
+        fc_tensor_release(cb);
+        fc_tensor_release(cc);
+        return st;
+    }
     FcTensor *ab[2] = {a, b};
     FcDevice dev;
     FcStatus dst = fc_common_device(ab, 2, &dev, err);

@@ -116,21 +116,22 @@ static bool scan_word(Scan *s, const char *w)
     return true;
 }
 
-/* The value of 'descr': tdl's five dtypes in little-endian form. '=' (native) is taken as
- * little-endian; '|' (not applicable) only for the one-byte bool. */
+/* The value of 'descr': tdl's dtypes but bfloat16 (NumPy has none) in little-endian form. '='
+ * (native) is taken as little-endian; '|' (not applicable) only for the one-byte ones. */
 static FcStatus parse_descr(const char *d, FcDType *out, const char *name, FcError *err)
 {
     static const struct {
         const char *code;
         FcDType t;
-    } codes[] = {{"f4", FC_FLOAT32}, {"f8", FC_FLOAT64}, {"i4", FC_INT32}, {"i8", FC_INT64}, {"b1", FC_BOOL}};
+    } codes[] = {{"f4", FC_FLOAT32}, {"f8", FC_FLOAT64}, {"i4", FC_INT32}, {"i8", FC_INT64}, {"b1", FC_BOOL},
+                 {"u1", FC_UINT8},   {"i1", FC_INT8},    {"i2", FC_INT16}, {"f2", FC_FLOAT16}};
     if (d[0] && strcmp(d + 1, "O") == 0)
         return fail(err, FC_ERR_IO, "%s: object arrays are not supported (descr '%s')", name, d);
     if (d[0] == '<' || d[0] == '=' || d[0] == '|' || d[0] == '>')
         for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
             if (strcmp(d + 1, codes[i].code) != 0)
                 continue;
-            bool one_byte = codes[i].t == FC_BOOL;
+            bool one_byte = fc_dtype_size(codes[i].t) == 1;
             if (d[0] == '>' && !one_byte)
                 return fail(err, FC_ERR_IO, "%s: big-endian data is not supported (descr '%s')", name, d);
             if (d[0] == '|' && !one_byte)
@@ -138,7 +139,8 @@ static FcStatus parse_descr(const char *d, FcDType *out, const char *name, FcErr
             *out = codes[i].t;
             return FC_OK;
         }
-    return fail(err, FC_ERR_IO, "%s: unsupported dtype '%s' (tdl has bool, int32, int64, float32, float64)",
+    return fail(err, FC_ERR_IO,
+                "%s: unsupported dtype '%s' (tdl has bool, uint8, int8, int16, int32, int64, float16, float32, float64)",
                 name, d);
 }
 
@@ -366,6 +368,10 @@ static FcStatus check_view(const FcView *v, const char *name, FcError *err)
 {
     if (!v || (unsigned)v->dtype >= FC_DTYPE__COUNT)
         return fail(err, FC_ERR_VALUE, "%s: cannot save: invalid dtype", name);
+    /* torch's .numpy() of a bfloat16 tensor: "Got unsupported ScalarType BFloat16". */
+    if (v->dtype == FC_BFLOAT16)
+        return fail(err, FC_ERR_TYPE, "%s: cannot save: NumPy has no bfloat16 dtype (Got unsupported ScalarType "
+                    "BFloat16); convert with .float() first", name);
     if (v->ndim < 0 || v->ndim > FC_MAX_DIMS)
         return fail(err, FC_ERR_VALUE, "%s: cannot save: %d dimensions (0 to %d allowed)", name, v->ndim,
                     FC_MAX_DIMS);
@@ -394,7 +400,8 @@ static size_t view_nbytes(const FcView *v) { return (size_t)fc_view_numel(v) * f
 #define NPY_HEADER_CAP (16 + 64 + FC_MAX_DIMS * 22 + 64)
 static size_t npy_header(const FcView *v, unsigned char *hdr)
 {
-    static const char *const descr[FC_DTYPE__COUNT] = {"|b1", "<i4", "<i8", "<f4", "<f8"};
+    static const char *const descr[FC_DTYPE__COUNT] = {"|b1", "<i4", "<i8", "<f4", "<f8",
+                                                       "|u1", "|i1", "<i2", "<f2", "?"};
     char dict[NPY_HEADER_CAP];
     int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr[v->dtype]);
     for (int k = 0; k < v->ndim; k++)

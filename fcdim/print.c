@@ -98,31 +98,10 @@ static const char *elem_at(const FcView *v, int64_t off)
     return (const char *)v->data + off * (int64_t)fc_dtype_size(v->dtype);
 }
 
-static double elem_double(FcDType t, const char *p)
-{
-    if (t == FC_FLOAT32) {
-        float f;
-        memcpy(&f, p, sizeof f);
-        return f;
-    }
-    double d;
-    memcpy(&d, p, sizeof d);
-    return d;
-}
+/* float16 and bfloat16 print as their float32 values (_tensor_str converts them with .float()). */
+static double elem_double(FcDType t, const char *p) { return fc_scalar_load(t, p).f; }
 
-static int64_t elem_int(FcDType t, const char *p)
-{
-    if (t == FC_INT32) {
-        int32_t i;
-        memcpy(&i, p, sizeof i);
-        return i;
-    }
-    if (t == FC_BOOL)
-        return *(const unsigned char *)p != 0;
-    int64_t i;
-    memcpy(&i, p, sizeof i);
-    return i;
-}
+static int64_t elem_int(FcDType t, const char *p) { return fc_scalar_load(t, p).i; }
 
 typedef void (*ElemFn)(void *ctx, FcDType t, const char *p);
 

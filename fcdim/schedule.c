@@ -42,6 +42,7 @@ typedef struct Sched {
     FcError *err;
     FcStatus st;
     FcDevice dev;
+    const FcTarget *target;            /* the backend's: the vector loop it will take */
     int nloop, nroot;                  /* loops [0, nroot) are the root's, the rest inner reductions' */
     int64_t extent[FC_MAX_DIMS];
     bool reduced[FC_MAX_DIMS];
@@ -692,33 +693,24 @@ static uint64_t root_loops(const Sched *s)
     return m;
 }
 
-/* deps of every instruction: the loops along which its value varies, those of extent 1 left
- * out. A loop of extent 0 counts: a value read under it must not be hoisted out and computed
- * once, since the loop runs no iteration (a load would read past an empty tensor, a gather
- * check fail on an index never asked for). The backends compute deps by the same rule. */
+/* deps of every instruction, by the plan's rule (fc_kplan_deps), which the backends apply to the
+ * kernel they are given: the same deps whoever computes them. */
 static void compute_deps(Sched *s)
 {
     for (int c = 0; c < s->ncode; c++) {
         FcInstr *in = &s->code[c];
-        uint64_t d = 0;
-        if (in->op == FC_OP_LOAD) {
-            for (int l = 0; l < s->nloop; l++)
-                if (in->strides[l] != 0 && s->extent[l] != 1)
-                    d |= (uint64_t)1 << l;
-            for (int g = 0; g < in->ngather; g++)
-                d |= s->code[in->gathers[g].reg].deps;
-        } else if (in->op == FC_OP_IOTA) {
-            d = s->extent[in->loop] != 1 ? (uint64_t)1 << in->loop : 0;
-        } else if (fc_op_is_reduce(in->op)) {
-            d = s->code[in->a].deps & ~owned_loops(s, c);
-        } else {
-            int ops[3] = {in->a, in->b, in->c};
-            for (int o = 0; o < 3; o++)
-                if (ops[o] >= 0)
-                    d |= s->code[ops[o]].deps;
-        }
-        in->deps = d;
-        in->invariant = d == 0;
+        uint64_t others = 0, body = in->a >= 0 ? s->code[in->a].deps : 0;
+        int ops[2] = {in->b, in->c};
+        for (int o = 0; o < 2; o++)
+            if (ops[o] >= 0)
+                others |= s->code[ops[o]].deps;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            others |= s->code[in->gathers[g].reg].deps;
+        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++)
+            others |= s->code[in->bounds[b].reg].deps;
+        in->deps = fc_kplan_deps(in, s->nloop, s->extent, body, others,
+                                 fc_op_is_reduce(in->op) ? owned_loops(s, c) : 0);
+        in->invariant = in->deps == 0;
     }
 }
 
@@ -738,37 +730,19 @@ static int operand_slots(FcInstr *in, int **slots)
     return n;
 }
 
-/* The list instruction c belongs to: the innermost inner reduction whose loops it varies along
- * (the first such one after it), or -1 for the top list. own[r]: the loops of instruction r
- * (owned_loops), or NULL to work them out here. */
-static int list_of(const Sched *s, const uint64_t *own, int c)
+/* The list instruction c belongs to (fc_kplan_lists' rule, for one instruction while the code is
+ * being changed): the first inner reduction after it whose loops it varies along, or -1. */
+static int list_of(const Sched *s, int c)
 {
-    for (int r = c + 1; r < s->ncode; r++) {
-        uint64_t o = own ? own[r] : fc_op_is_reduce(s->code[r].op) ? owned_loops(s, r) : 0;
-        if (s->code[c].deps & o)
+    for (int r = c + 1; r < s->ncode; r++)
+        if (fc_op_is_reduce(s->code[r].op) && (s->code[c].deps & owned_loops(s, r)))
             return r;
-    }
     return -1;
-}
-
-int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter)
-{
-    int cl = -1;
-    for (int l = 0; l < nloop; l++)
-        if (!owner || owner[l] < 0)
-            cl = l;
-    if (cl < 0 || scatter || extent[cl] >= FC_SHORT_CHUNK_LOOP)
-        return cl;
-    int best = cl;
-    for (int l = 0; l < nloop; l++)
-        if ((!owner || owner[l] < 0) && extent[l] >= extent[best])
-            best = l;
-    return extent[best] >= FC_LONG_CHUNK_LOOP && extent[best] >= 4 * extent[cl] ? best : cl;
 }
 
 static int natural_chunk_loop(const Sched *s, bool scatter)
 {
-    return fc_natural_chunk_loop(s->nroot, s->extent, NULL, scatter);
+    return fc_target_chunk_loop(s->target, s->nroot, s->extent, NULL, scatter);
 }
 
 /* The chunk loop of a kernel with inner reductions, which the scheduler fixes: among the root
@@ -806,31 +780,22 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
 {
     int n = s->ncode;
     int *list = mem_malloc((size_t)(n + 1) * sizeof *list), *cx = mem_malloc((size_t)(n + 1) * sizeof *cx);
-    uint64_t *own = mem_malloc((size_t)(n + 1) * sizeof *own);
-    if (!list || !cx || !own) {
+    uint64_t *own = mem_malloc((size_t)(n + 1) * sizeof *own), *deps = mem_malloc((size_t)(n + 1) * sizeof *deps);
+    if (!list || !cx || !own || !deps) {
         mem_free(list);
         mem_free(cx);
         mem_free(own);
+        mem_free(deps);
         return -1;
     }
-    for (int c = 0; c < n; c++)
+    for (int c = 0; c < n; c++) {
         own[c] = fc_op_is_reduce(s->code[c].op) ? owned_loops(s, c) : 0;
-    /* Each instruction's list (the innermost reduction whose loops it varies along) and the
-     * loop its list runs along the chunk (as the CPU backend plans it: a reduction of one value
-     * per chunk runs along its last loop). Outer lists come later in the code. */
-    for (int c = n - 1; c >= 0; c--) {
-        list[c] = list_of(s, own, c);
-        if (list[c] < 0) {
-            cx[c] = cl;
-            continue;
-        }
-        int r = list[c], last = -1;
-        for (int l = 0; l < s->nloop; l++)
-            if (own[r] >> l & 1)
-                last = l;
-        bool wide = cx[r] >= 0 && (s->code[r].deps >> cx[r] & 1);
-        cx[c] = wide || last < 0 ? cx[r] : last;
+        deps[c] = s->code[c].deps;
     }
+    /* Each instruction's list and the loop its list runs along the chunk, as the plan gives
+     * them to the backends. */
+    fc_kplan_lists(n, deps, own, list);
+    fc_kplan_chunks(n, s->nloop, deps, own, list, cl, cl >= 0 ? (uint64_t)1 << cl : 0, cx);
     /* A reduction fuses when every consumer varies over nothing more than it does, except that
      * consumer's chunk loop (one value serves every chunk); one of no loops at all only when it
      * is small (it is computed once, before the parallel loops). */
@@ -876,6 +841,7 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
     mem_free(list);
     mem_free(cx);
     mem_free(own);
+    mem_free(deps);
     return nbad;
 }
 
@@ -1035,7 +1001,7 @@ static bool find_bounds(Sched *s, int cl)
         const FcInstr *body = &s->code[in->a];
         FcBound b2[FC_MAX_DIMS];
         int n2 = 0;
-        bool uniform = cl >= 0 && list_of(s, NULL, c) < 0;
+        bool uniform = cl >= 0 && list_of(s, c) < 0;
         for (int j = 0; j < nb && uniform; j++)
             uniform = !(s->code[b[j].reg].deps >> cl & 1);
         if (uniform && body->op == FC_OP_WHERE && cond_bounds(s, body->a, c, b2, &n2))
@@ -1117,7 +1083,7 @@ static FcStatus launch(FcCtx *ctx, FcBackend *be, const FcKernel *k, FcDevice de
     if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
         dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, fc_kernel_dump(k));
     if (ctx->dump && (ctx->dump_flags & (dev.type == FC_DEV_CUDA ? FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA : FC_DUMP_CUDA)))
-        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_cuda_kernel_dump(k));
+        dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS | FC_DUMP_CUDA, fc_backend_kernel_text(FC_DEV_CUDA, k));
     if (ctx->on_kernel)
         ctx->on_kernel(ctx->on_kernel_ud, k, dev);
     return prep ? be->run_prepared(be, prep, k, err) : be->run(be, k, err);
@@ -1187,6 +1153,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
+    s.target = be->target;
     s.root_inner = root_as_inner(root);
     bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     bool arg = root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN;
@@ -1351,8 +1318,20 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     }
     k.nthreads = ctx->nthreads;
     k.interrupt = ctx->interrupt;
-    const FcCached *kept = keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
-    st = launch(ctx, be, &k, dev, kept ? kept->prep : NULL, err);
+    /* The one analysis of the kernel, which the backend and the kernel cache take with it; a
+     * kernel the backend cannot compute is refused before it is kept. */
+    FcPlan *plan = NULL;
+    st = fc_kplan_new(&k, be->target->name, &plan, err);
+    for (int c = 0; !st && c < k.ncode; c++) {
+        const FcInstr *in = &k.code[c];
+        st = be->supports(be, in, in->a >= 0 ? k.code[plan->opv[3 * c]].dtype : in->dtype, err);
+    }
+    k.plan = plan;
+    const FcCached *kept = !st && keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
+    if (!st)
+        st = launch(ctx, be, &k, dev, kept ? kept->prep : NULL, err);
+    if (!kept)
+        fc_kplan_free(plan);
     if (bp != bufs)
         mem_free(bp);
 done:

@@ -103,10 +103,10 @@ FcStatus fc_ctx_new(FcCtx **out, FcError *err)
     const char *fake = getenv("TDL_FAKE_CUDA");
     ctx->fake_cuda = fake && strcmp(fake, "1") == 0;
     ctx->max_fused = 256;
-    ctx->cpu = fc_cpu_backend_new(ctx->nthreads);
-    if (!ctx->cpu) {
+    FcStatus st = fc_backend_open(FC_DEV_CPU, 0, ctx->nthreads, false, &ctx->cpu, err);
+    if (st) {
         mem_free(ctx);
-        return fc_nomem(err);
+        return st;
     }
     *out = ctx;
     return FC_OK;
@@ -136,13 +136,10 @@ FcStatus fc_ctx_backend(FcCtx *ctx, FcDevice d, FcBackend **out, FcError *err)
     if (d.index < 0 || d.index >= FC_MAX_CUDA)
         return fc_errf(err, FC_ERR_DEVICE, "device %s is not available: tdl addresses cuda:0 to cuda:%d",
                        fc_device_name(d, name), FC_MAX_CUDA - 1);
-    if (!ctx->cuda[d.index] && ctx->fake_cuda) {
-        if (!(ctx->cuda[d.index] = fc_cpu_backend_as_cuda_new(ctx->nthreads)))
-            return fc_nomem(err);
-    } else if (!ctx->cuda[d.index]) {
+    if (!ctx->cuda[d.index]) {
         /* The CUDA backend loads the driver on first use: without one this says why. */
         FcError why;
-        FcStatus st = fc_cuda_backend_new(d.index, &ctx->cuda[d.index], &why);
+        FcStatus st = fc_backend_open(FC_DEV_CUDA, d.index, ctx->nthreads, ctx->fake_cuda, &ctx->cuda[d.index], &why);
         if (st == FC_ERR_DEVICE)
             return fc_errf(err, st, "device %s is not available: %s", fc_device_name(d, name), why.msg);
         if (st)

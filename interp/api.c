@@ -86,7 +86,7 @@ static bool init_builtins(Interp *I)
     for (int k = TDL_ERR_NONE + 1; k < TDL_ERR__COUNT; k++)
         if (!set_global(I, I->builtins, tdl_error_kind_name((tdl_error_kind)k), v_exctype((tdl_error_kind)k))) return false;
     if (!set_global(I, I->builtins, "OSError", v_exctype(TDL_ERR_IO))) return false;
-    return tensor_init(I, I->builtins);
+    return class_init(I, I->builtins) && tensor_init(I, I->builtins);
 }
 
 /* The lock of every interpreter's DLPack bookkeeping (tdl_interp in interp.h): one for the
@@ -158,6 +158,7 @@ void tdl_close(tdl_interp *T)
     api_enter(T);
     Interp *I = &T->I;
     embed_drop_handles(T);
+    gen_close_all(I);       /* while the modules their unwinding may use are still there */
     err_clear(I);
     mem_free(I->err.trace);
     I->err.trace = NULL;

@@ -126,18 +126,6 @@ static bool same_or_equal(Interp *I, Value a, Value b, bool *eq)
 }
 
 
-static bool make_pair(Interp *I, Value a, Value b, Value *out)   /* borrows a and b */
-{
-    TupleObj *t = tuple_alloc(I, 2);
-    if (!t) return false;
-    t->items[0] = a;
-    t->items[1] = b;
-    val_incref(a);
-    val_incref(b);
-    *out = TUPLEV(t);
-    return true;
-}
-
 /* ---- UTF-8 and string positions ------------------------------------------------------------- */
 
 /* Bytes of the character starting at s[i] (1 for a stray byte). */
@@ -686,6 +674,9 @@ static bool bi_reversed(BUILTIN_ARGS)
     return true;
 }
 
+static bool iterobj_new(Interp *I, IterKind kind, Value fn, const Value *its, int n, Value *out);
+
+/* enumerate and zip are lazy, as Python's: an infinite generator can be enumerated or zipped. */
 static bool bi_enumerate(BUILTIN_ARGS)
 {
     Value sv = v_int(0);
@@ -694,60 +685,12 @@ static bool bi_enumerate(BUILTIN_ARGS)
     if (!get_param(I, "enumerate", args, nargs, kwnames, nkw, 1, "start", &sv, &given) ||
         !as_index(I, sv, &start))
         return false;
-    ListObj *l;
-    if (!list_from_iterable(I, args[0], &l)) return false;
-    for (size_t i = 0; i < l->n; i++) {
-        int64_t k;
-        Value pair;
-        if (__builtin_add_overflow(start, (int64_t)i, &k)) {
-            val_decref(I, LISTV(l));
-            return overflow(I);
-        }
-        if (!make_pair(I, v_int(k), l->items[i], &pair)) {
-            val_decref(I, LISTV(l));
-            return false;
-        }
-        val_decref(I, l->items[i]);
-        l->items[i] = pair;
-    }
-    *out = LISTV(l);
-    return true;
+    return iterobj_new(I, IK_ENUM, v_int(start), args, 1, out);
 }
 
 static bool bi_zip(BUILTIN_ARGS)
 {
-    ListObj **cols = mem_calloc((size_t)(nargs ? nargs : 1), sizeof *cols);
-    if (!cols) return err_nomem(I);
-    bool ok = true;
-    size_t n = SIZE_MAX;
-    for (int i = 0; i < nargs && ok; i++) {
-        ok = list_from_iterable(I, args[i], &cols[i]);
-        if (ok && cols[i]->n < n) n = cols[i]->n;
-    }
-    if (nargs == 0) n = 0;
-    ListObj *l = NULL;
-    if (ok && !(l = list_alloc(I, ok ? n : 0))) ok = false;
-    for (size_t r = 0; ok && r < n; r++) {
-        TupleObj *t = tuple_alloc(I, (size_t)nargs);
-        if (!t) {
-            ok = false;
-            break;
-        }
-        for (int i = 0; i < nargs; i++) {
-            t->items[i] = cols[i]->items[r];
-            val_incref(t->items[i]);
-        }
-        l->items[r] = TUPLEV(t);
-    }
-    for (int i = 0; i < nargs; i++)
-        if (cols[i]) val_decref(I, LISTV(cols[i]));
-    mem_free(cols);
-    if (!ok) {
-        if (l) val_decref(I, LISTV(l));
-        return false;
-    }
-    *out = LISTV(l);
-    return true;
+    return iterobj_new(I, IK_ZIP, v_undef(), args, nargs, out);
 }
 
 /* isinstance's test against one type or a (nested) tuple of types. */
@@ -756,6 +699,19 @@ static bool isinstance_of(Interp *I, Value v, Value cls, bool *res, int depth)
     TypeId t = val_type(v);
     if (cls.tag == V_EXCTYPE) {
         *res = v.tag == V_EXC && exc_is_subclass(((ExcObj *)v.o)->kind, (tdl_error_kind)cls.i);
+        return true;
+    }
+    if (cls.tag == V_CLASS) {
+        ClassObj *c = class_of(v);
+        *res = c && class_is_subclass(c, (ClassObj *)cls.o);
+        return true;
+    }
+    if (cls.tag == V_TYPE && cls.i == T_OBJECT) {
+        *res = true;
+        return true;
+    }
+    if (cls.tag == V_TYPE && cls.i == T_TYPE) {
+        *res = v.tag == V_TYPE || v.tag == V_EXCTYPE || v.tag == V_CLASS;
         return true;
     }
     if (cls.tag == V_TYPE) {
@@ -941,7 +897,18 @@ static bool bi_pow(BUILTIN_ARGS)
 static bool bi_callable(BUILTIN_ARGS)
 {
     uint8_t t = args[0].tag;
-    *out = v_bool(t == V_FUNC || t == V_BUILTIN || t == V_TYPE);
+    bool r = t == V_FUNC || t == V_BUILTIN || t == V_TYPE || t == V_EXCTYPE || t == V_CLASS || t == V_METHOD;
+    if (t == V_INSTANCE) {
+        Value c;
+        if (!val_getattr(I, args[0], "__call__", &c)) {
+            if (I->err.kind != TDL_ERR_ATTRIBUTE) return false;
+            err_clear(I);
+        } else {
+            val_decref(I, c);
+            r = true;
+        }
+    }
+    *out = v_bool(r);
     return true;
 }
 
@@ -1018,15 +985,72 @@ static bool bi_iter(BUILTIN_ARGS)
     return iterobj_new(I, IK_SEQ, v_undef(), args, 1, out);
 }
 
+/* Raises StopIteration carrying a generator's return value v (none when v is None). */
+static bool stop_iteration(Interp *I, Value v)
+{
+    Value e;
+    if (!exc_new(I, TDL_ERR_STOP_ITERATION, &v, v.tag == V_NONE ? 0 : 1, &e)) return false;
+    exc_raise(I, e);
+    val_decref(I, e);
+    return false;
+}
+
+static bool gen_method_send(BUILTIN_ARGS)
+{
+    bool done;
+    if (!gen_send(I, (GenObj *)self.o, args[0], out, &done)) return false;
+    if (!done) return true;
+    bool ok = stop_iteration(I, *out);
+    val_decref(I, *out);
+    return ok;
+}
+
+static bool gen_method_close(BUILTIN_ARGS)
+{
+    if (!gen_close(I, (GenObj *)self.o)) return false;
+    *out = v_none();
+    return true;
+}
+
+static const BuiltinDef generator_methods[] = {
+    {"send", gen_method_send, 1, 1, NULL},
+    {"close", gen_method_close, 0, 0, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
 static bool bi_next(BUILTIN_ARGS)
 {
     Value it = args[0];
-    if (!is_iterator(it))
-        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not an iterator", val_type_name(it));
-    bool done;
+    bool done = false, found = false;
     Value y = v_undef();
-    bool ok = it.tag == V_GEN ? gen_next(I, (GenObj *)it.o, out, &y, &done)
-                              : iterobj_next(I, (IterObj *)it.o, out, &done);
+    bool ok;
+    if (it.tag == V_INSTANCE) {
+        /* __next__ raising StopIteration is the end */
+        ok = class_call_dunder(I, it, "__next__", NULL, 0, out, &found);
+        if (ok && !found) return err_raise(I, TDL_ERR_TYPE, "'%s' object is not an iterator", val_type_name(it));
+        if (!ok && I->err.kind == TDL_ERR_STOP_ITERATION && nargs > 1) {
+            err_clear(I);
+            ok = done = true;
+        }
+    } else if (!is_iterator(it)) {
+        return err_raise(I, TDL_ERR_TYPE, "'%s' object is not an iterator", val_type_name(it));
+    } else if (it.tag == V_GEN && ((GenObj *)it.o)->co) {
+        /* a generator function: its return value is the StopIteration's */
+        if (!gen_send(I, (GenObj *)it.o, v_none(), out, &done)) return false;
+        if (!done) return true;
+        if (nargs > 1) {
+            val_decref(I, *out);
+            *out = args[1];
+            val_incref(*out);
+            return true;
+        }
+        ok = stop_iteration(I, *out);
+        val_decref(I, *out);
+        return ok;
+    } else {
+        ok = it.tag == V_GEN ? gen_next(I, (GenObj *)it.o, out, &y, &done)
+                             : iterobj_next(I, (IterObj *)it.o, out, &done);
+    }
     val_decref(I, y);
     if (!ok) return false;
     if (!done) return true;
@@ -1395,6 +1419,12 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
+            ClassObj *c = class_of(args[0]);
+            if (c) {
+                *out = v_obj(V_CLASS, &c->h);
+                val_incref(*out);
+                return true;
+            }
             *out = args[0].tag == V_EXC ? v_exctype(((ExcObj *)args[0].o)->kind) : mk_type(val_type(args[0]));
             return true;
         }
@@ -3088,7 +3118,8 @@ const BuiltinDef *builtin_method(TypeId t, const char *name)
     }
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
                           : t == T_TUPLE ? tuple_methods : t == T_DICT ? dict_methods
-                          : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods : NULL;
+                          : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods
+                          : t == T_GENERATOR ? generator_methods : NULL;
     if (!tab) return NULL;
     for (; tab->name; tab++)
         if (strcmp(tab->name, name) == 0) return tab;
@@ -3101,6 +3132,7 @@ static const char *method_owner(const BuiltinDef *def)
     static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
         {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
         {dict_methods, "dict"}, {set_methods, "set"}, {frozenset_methods, "frozenset"},
+        {generator_methods, "generator"},
     };
     for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
         for (const BuiltinDef *d = tabs[k].tab; d->name; d++)

@@ -152,6 +152,12 @@ bool val_hash(Interp *I, Value v, uint64_t *out)
         return true;
     }
     case V_FROZENSET: *out = hash_frozenset(as_dict(v)); return true;
+    case V_INSTANCE: case V_EXC: {
+        bool found;
+        if (!class_hash(I, v, out, &found)) return false;
+        if (!found) *out = hash_pointer(v.o);
+        return true;
+    }
     case V_LIST: case V_DICT: case V_SET: case V_SLICE: case V_DICTVIEW:
         return err_raise(I, TDL_ERR_TYPE, "unhashable type: '%s'", val_type_name(v));
     default:

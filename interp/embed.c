@@ -903,19 +903,21 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
 
 static const FcDType api_dtypes[] = {
     [TDL_DTYPE_BOOL] = FC_BOOL, [TDL_DTYPE_INT32] = FC_INT32, [TDL_DTYPE_INT64] = FC_INT64,
-    [TDL_DTYPE_FLOAT32] = FC_FLOAT32, [TDL_DTYPE_FLOAT64] = FC_FLOAT64,
+    [TDL_DTYPE_FLOAT32] = FC_FLOAT32, [TDL_DTYPE_FLOAT64] = FC_FLOAT64, [TDL_DTYPE_UINT8] = FC_UINT8,
+    [TDL_DTYPE_INT8] = FC_INT8, [TDL_DTYPE_INT16] = FC_INT16, [TDL_DTYPE_FLOAT16] = FC_FLOAT16,
+    [TDL_DTYPE_BFLOAT16] = FC_BFLOAT16,
 };
 
 static bool dtype_in(tdl_dtype dt, FcDType *out)
 {
-    if (dt < TDL_DTYPE_BOOL || dt > TDL_DTYPE_FLOAT64) return false;
+    if (dt < TDL_DTYPE_BOOL || dt > TDL_DTYPE_BFLOAT16) return false;
     *out = api_dtypes[dt];
     return true;
 }
 
 static tdl_dtype dtype_out(FcDType dt)
 {
-    for (int k = TDL_DTYPE_BOOL; k <= TDL_DTYPE_FLOAT64; k++)
+    for (int k = TDL_DTYPE_BOOL; k <= TDL_DTYPE_BFLOAT16; k++)
         if (api_dtypes[k] == dt) return (tdl_dtype)k;
     return TDL_DTYPE_ANY;
 }
@@ -1231,6 +1233,11 @@ static bool dl_dtype(DLDataType d, FcDType *out)
     else if (d.code == kDLFloat && d.bits == 64) *out = FC_FLOAT64;
     else if (d.code == kDLInt && d.bits == 32) *out = FC_INT32;
     else if (d.code == kDLInt && d.bits == 64) *out = FC_INT64;
+    else if (d.code == kDLInt && d.bits == 16) *out = FC_INT16;
+    else if (d.code == kDLInt && d.bits == 8) *out = FC_INT8;
+    else if (d.code == kDLUInt && d.bits == 8) *out = FC_UINT8;
+    else if (d.code == kDLFloat && d.bits == 16) *out = FC_FLOAT16;
+    else if (d.code == kDLBfloat && d.bits == 16) *out = FC_BFLOAT16;
     else if (d.code == DL_BOOL && d.bits == 8) *out = FC_BOOL;
     else return false;
     return true;
@@ -1239,7 +1246,8 @@ static bool dl_dtype(DLDataType d, FcDType *out)
 static DLDataType dl_dtype_of(FcDType dt)
 {
     DLDataType d = {.bits = (uint8_t)(8 * fc_dtype_size(dt)), .lanes = 1};
-    d.code = fc_dtype_is_float(dt) ? kDLFloat : dt == FC_BOOL ? DL_BOOL : kDLInt;
+    d.code = dt == FC_BFLOAT16 ? kDLBfloat : fc_dtype_is_float(dt) ? kDLFloat : dt == FC_BOOL ? DL_BOOL
+             : dt == FC_UINT8 ? kDLUInt : kDLInt;
     return d;
 }
 
@@ -1263,7 +1271,8 @@ static bool dl_check(Interp *I, const char *fn, const DLTensor *dl, Geometry *g,
                          (int)dev.device_type);
     if (!dl_dtype(dl->dtype, &dt))
         return err_raise(I, TDL_ERR_TYPE, "%s: DLPack dtype (code %u, %u bits, %u lanes) is not supported: tdl has "
-                         "bool, int32, int64, float32 and float64", fn, dl->dtype.code, dl->dtype.bits,
+                         "bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32 and float64", fn,
+                         dl->dtype.code, dl->dtype.bits,
                          dl->dtype.lanes);
     *base = dl->data ? (char *)dl->data + dl->byte_offset : NULL;
     return geometry(I, fn, dt, dl->ndim, dl->shape, dl->strides, *base, g) && aligned(I, fn, g, *base);

@@ -7,9 +7,16 @@
 #include "interp.h"
 #include "mem.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 typedef enum Flow { F_NORMAL, F_RETURN, F_BREAK, F_CONTINUE, F_ERROR } Flow;
 
@@ -20,6 +27,7 @@ typedef struct Frame {
     LangUnit *unit;
     const char *name;
     bool echo;                  /* interactive top level: print expression statement values */
+    FuncObj *fobj;              /* the function running (for super()), or NULL */
 } Frame;
 
 /* A new reference in *out; on failure false, with the error set and *out not written. */
@@ -222,18 +230,7 @@ static bool assign(Interp *I, Frame *F, Node *t, Value v)
     case N_ATTR: {
         Value obj;
         if (!eval(I, F, t->a, &obj)) return false;
-        bool ok;
-        bool found = false;
-        if (obj.tag == V_MODULE) {
-            int32_t k = module_slot(as_module(obj), t->str);
-            ok = k >= 0 ? (replace(I, &as_module(obj)->vals[k], v), true) : err_nomem(I);
-        } else if (!(ok = dims_set_attr(I, obj, t->str, v, &found)) || found) {
-            /* d.size = n */
-        } else if (!(ok = tensor_set_attr(I, obj, t->str, v, &found)) || found) {
-            /* t.grad = g */
-        } else {
-            ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
-        }
+        bool ok = val_setattr(I, obj, t->str, v);
         val_decref(I, obj);
         if (!ok) locate(I, F, t->pos);
         return ok;
@@ -284,25 +281,7 @@ static bool delete(Interp *I, Frame *F, Node *t)
     case N_ATTR: {
         Value obj;
         if (!eval(I, F, t->a, &obj)) return false;
-        bool ok;
-        if (obj.tag == V_MODULE) {
-            int32_t k = namemap_get(&as_module(obj)->names, t->str);
-            ok = k >= 0 && as_module(obj)->vals[k].tag != V_UNDEF;
-            if (ok) {
-                Value old = as_module(obj)->vals[k];
-                as_module(obj)->vals[k] = v_undef();
-                val_decref(I, old);
-            } else {
-                err_raise(I, TDL_ERR_ATTRIBUTE, "module '%s' has no attribute '%s'", as_module(obj)->name, t->str);
-            }
-        } else {
-            Value v;
-            ok = val_getattr(I, obj, t->str, &v);
-            if (ok) {
-                val_decref(I, v);
-                ok = err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), t->str);
-            }
-        }
+        bool ok = val_delattr(I, obj, t->str);
         val_decref(I, obj);
         if (!ok) locate(I, F, t->pos);
         return ok;
@@ -314,59 +293,110 @@ static bool delete(Interp *I, Frame *F, Node *t)
 
 /* ---- calls ---- */
 
+/* The error paths of bind_args are not inlined into it (nor it into call_func): their buffers
+ * would sit in every tdl call's C frame, and deep recursion would hit the stack guard sooner. */
+
+/* TypeError "f() missing 2 required keyword-only arguments: 'c' and 'e'" for the unset slots
+ * [from, to) of a call's frame. */
+__attribute__((noinline))
+static bool missing_args(Interp *I, LangFunc *fn, const Value *slots, int from, int to, const char *what)
+{
+    int missing = 0, k = 0;
+    for (int i = from; i < to; i++) missing += slots[i].tag == V_UNDEF;
+    Buf b = {0};
+    for (int i = from; i < to; i++) {
+        if (slots[i].tag != V_UNDEF) continue;
+        k++;
+        buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
+                   fn->slot_names[i]);
+    }
+    if (b.nomem) err_nomem(I);
+    else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required %s argument%s: %s", fn->qualname, missing, what,
+                   missing == 1 ? "" : "s", b.p ? b.p : "");
+    buf_free(&b);
+    return false;
+}
+
+/* TypeError "f() takes 2 positional arguments but 3 were given", CPython's wording. */
+__attribute__((noinline))
+static bool too_many_positional(Interp *I, LangFunc *fn, const Value *slots, int nargs)
+{
+    int np = fn->nparams, npdefaults = 0, d = 0, kwgiven = 0;
+    for (Node *p = fn->params; p && d < np; p = p->next, d++) npdefaults += p->a != NULL;
+    for (int i = np; i < np + fn->nkwonly; i++) kwgiven += slots[i].tag != V_UNDEF;
+    char sig[64], kwsig[96] = "";
+    if (npdefaults) snprintf(sig, sizeof sig, "from %d to %d", np - npdefaults, np);
+    else snprintf(sig, sizeof sig, "%d", np);
+    if (kwgiven)
+        snprintf(kwsig, sizeof kwsig, " positional argument%s (and %d keyword-only argument%s)",
+                 nargs != 1 ? "s" : "", kwgiven, kwgiven != 1 ? "s" : "");
+    return err_raise(I, TDL_ERR_TYPE, "%s() takes %s positional argument%s but %d%s %s given", fn->qualname, sig,
+                     npdefaults || np != 1 ? "s" : "", nargs, kwsig, nargs == 1 && !kwgiven ? "was" : "were");
+}
+
+/* Binds a call's arguments to the parameters' slots (all V_UNDEF on entry; the caller releases
+ * them, failure or not) in CPython's order, with its messages: positional ones, the rest into
+ * *args, keywords by name (unknown ones into **kwargs), then defaults. */
 static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, int nargs,
                       const char *const *kwnames, int nkw)
 {
     LangFunc *fn = f->fn;
-    if (nargs > fn->nparams) {
-        if (fn->ndefaults)
-            return err_raise(I, TDL_ERR_TYPE, "%s() takes from %d to %d positional arguments but %d %s given",
-                             fn->name, fn->nparams - fn->ndefaults, fn->nparams, nargs, nargs == 1 ? "was" : "were");
-        return err_raise(I, TDL_ERR_TYPE, "%s() takes %d positional argument%s but %d %s given", fn->name,
-                         fn->nparams, fn->nparams == 1 ? "" : "s", nargs, nargs == 1 ? "was" : "were");
+    int np = fn->nparams, nnamed = np + fn->nkwonly;
+    DictObj *kwd = NULL;
+    if (fn->varkw) {
+        if (!(kwd = dict_alloc(I, V_DICT))) return false;
+        slots[nnamed + fn->varargs] = v_obj(V_DICT, &kwd->h);
     }
-    for (int i = 0; i < nargs; i++) {
+    int n = nargs < np ? nargs : np;
+    for (int i = 0; i < n; i++) {
         val_incref(args[i]);
         slots[i] = args[i];
     }
+    if (fn->varargs) {
+        TupleObj *t = tuple_alloc(I, (size_t)(nargs - n));
+        if (!t) return false;
+        for (int i = n; i < nargs; i++) {
+            val_incref(args[i]);
+            t->items[i - n] = args[i];
+        }
+        slots[nnamed] = v_obj(V_TUPLE, &t->h);
+    }
     for (int k = 0; k < nkw; k++) {
         int i = 0;
-        while (i < fn->nparams && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
-        if (i == fn->nparams)
-            return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->name, kwnames[k]);
+        while (i < nnamed && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
+        if (i == nnamed) {
+            if (!kwd)
+                return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->qualname, kwnames[k]);
+            Value key;
+            if (!str_from_cstr(I, kwnames[k], &key)) return false;
+            bool ok = dict_set(I, kwd, key, args[nargs + k]);
+            val_decref(I, key);
+            if (!ok) return false;
+            continue;
+        }
         if (slots[i].tag != V_UNDEF)
-            return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for argument '%s'", fn->name, kwnames[k]);
+            return err_raise(I, TDL_ERR_TYPE, "%s() got multiple values for argument '%s'", fn->qualname, kwnames[k]);
         val_incref(args[nargs + k]);
         slots[i] = args[nargs + k];
     }
-    int first_default = fn->nparams - fn->ndefaults;
-    int missing = 0;
-    for (int i = 0; i < fn->nparams; i++) {
-        if (slots[i].tag != V_UNDEF) continue;
-        if (i >= first_default) {
-            slots[i] = f->defaults[i - first_default];
+    if (nargs > np && !fn->varargs) return too_many_positional(I, fn, slots, nargs);
+    int i = 0, k = 0;
+    for (Node *p = fn->params; p && i < nnamed; p = p->next, i++) {
+        if (!p->a) continue;
+        if (slots[i].tag == V_UNDEF) {
+            slots[i] = f->defaults[k];
             val_incref(slots[i]);
-        } else {
-            missing++;
         }
+        k++;
     }
-    if (missing) {
-        Buf b = {0};
-        int k = 0;
-        for (int i = 0; i < first_default; i++) {
-            if (slots[i].tag != V_UNDEF) continue;
-            k++;
-            buf_printf(&b, "%s'%s'", k == 1 ? "" : k == missing ? (missing > 2 ? ", and " : " and ") : ", ",
-                       fn->slot_names[i]);
-        }
-        if (b.nomem) err_nomem(I);
-        else err_raise(I, TDL_ERR_TYPE, "%s() missing %d required positional argument%s: %s", fn->name, missing,
-                       missing == 1 ? "" : "s", b.p ? b.p : "");
-        buf_free(&b);
-        return false;
-    }
+    for (i = 0; i < np && slots[i].tag != V_UNDEF; i++) {}
+    if (i < np) return missing_args(I, fn, slots, 0, np, "positional");
+    for (i = np; i < nnamed && slots[i].tag != V_UNDEF; i++) {}
+    if (i < nnamed) return missing_args(I, fn, slots, np, nnamed, "keyword-only");
     return true;
 }
+
+static bool gen_function_new(Interp *I, FuncObj *f, Value *slots, Value *out);
 
 static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const char *const *kwnames,
                       int nkw, Value *out)
@@ -389,8 +419,10 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
         val_decref(I, slots[i]);
         slots[i] = v_obj(V_CELL, &c->h);
     }
-    if (ok) {
-        Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false};
+    if (ok && fn->is_gen) {
+        ok = gen_function_new(I, f, slots, out);     /* takes the slots' references on success */
+    } else if (ok) {
+        Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false, f};
         LangSource *stmt_src = I->stmt_src;
         uint32_t stmt_pos = I->stmt_pos;
         I->depth++;
@@ -425,6 +457,8 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
     case V_EXCTYPE:
         if (nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", tdl_error_kind_name((tdl_error_kind)f.i));
         return exc_new(I, (tdl_error_kind)f.i, args, nargs, out);
+    case V_CLASS: case V_METHOD: case V_INSTANCE: case V_DESCR:
+        return class_call(I, f, args, nargs, kwnames, nkw, out);
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     }
@@ -500,6 +534,25 @@ static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char
     return ok;
 }
 
+/* super() in a method: super(the class that defined it, its first argument), as CPython finds
+ * them through the __class__ cell and the frame. */
+__attribute__((noinline))
+static bool super_noargs(Interp *I, Frame *F, Value *out)
+{
+    FuncObj *f = F->fobj;
+    if (!f || !f->klass) return err_raise(I, TDL_ERR_RUNTIME, "super(): __class__ cell not found");
+    if (f->fn->nslots == 0 || f->fn->nparams + f->fn->varargs == 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "super(): no arguments");
+    Value self = F->slots[0];
+    if (f->fn->slot_is_cell[0]) self = ((CellObj *)self.o)->v;
+    if (self.tag == V_UNDEF) return err_raise(I, TDL_ERR_RUNTIME, "super(): arg[0] deleted");
+    if (f->fn->nparams == 0) {      /* def m(*args): the first of args */
+        if (self.tag != V_TUPLE || as_tuple(self)->n == 0) return err_raise(I, TDL_ERR_RUNTIME, "super(): no arguments");
+        self = as_tuple(self)->items[0];
+    }
+    return super_new(I, v_obj(V_CLASS, &f->klass->h), self, out);
+}
+
 static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
 {
     if (n->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many arguments (at most %d)", MAX_ARGS);
@@ -544,6 +597,8 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
     if (ok) {
         if (method) {
             ok = builtin_call(I, method, self, args, nargs, kwnames, nkw, out);
+        } else if (f.tag == V_BUILTIN && as_builtin(f)->def == &super_builtin && nargs == 0 && nkw == 0) {
+            ok = super_noargs(I, F, out);
         } else {
             ok = call_value(I, f, args, nargs, kwnames, nkw, out);
         }
@@ -589,7 +644,121 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
     return true;
 }
 
+/* Runs the body of class statement st and makes the class (a new reference in *out). Neither it
+ * nor exec_definition is inlined into exec, whose C frame every tdl call nests. */
+__attribute__((noinline))
+static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
+{
+    LangFunc *fn = st->func;
+    if (st->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many bases (at most %d)", MAX_ARGS);
+    Value bases[st->count + 1];
+    int nb = 0;
+    bool ok = true;
+    for (Node *b = st->b; b && ok; b = b->next)
+        if ((ok = eval(I, F, b, &bases[nb]))) nb++;
+    Value slots[fn->nslots + 1];
+    CellObj *cells[fn->nfree + 1];
+    for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
+    capture_cells(F, fn, cells);
+    for (int i = 0; ok && i < fn->nslots; i++) {
+        CellObj *c = fn->slot_is_cell[i] ? cell_new(I, v_undef()) : NULL;
+        if (c) slots[i] = v_obj(V_CELL, &c->h);
+        else if (fn->slot_is_cell[i]) ok = false;
+    }
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    if (ok && (I->depth >= limit || stack_exhausted(I)))
+        ok = err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    if (ok) {
+        Frame fr = {slots, cells, F->mod, F->unit, fn->name, false, NULL};
+        LangSource *stmt_src = I->stmt_src;
+        uint32_t stmt_pos = I->stmt_pos;
+        I->depth++;
+        ok = exec(I, &fr, fn->body) != F_ERROR;
+        I->depth--;
+        I->stmt_src = stmt_src;
+        I->stmt_pos = stmt_pos;
+        if (!ok) I->err.need_loc = true;    /* the class statement adds its own line */
+    }
+    DictObj *d = ok ? dict_alloc(I, V_DICT) : NULL;
+    ok = d != NULL;
+    for (int i = 0; ok && i < fn->nslots; i++) {
+        /* the class body's variables, in the order it first binds them, become its attributes */
+        Value v = fn->slot_is_cell[i] ? ((CellObj *)slots[i].o)->v : slots[i];
+        Value key;
+        if (v.tag == V_UNDEF) continue;
+        if (!(ok = str_from_cstr(I, fn->slot_names[i], &key))) break;
+        ok = dict_set(I, d, key, v);
+        val_decref(I, key);
+    }
+    if (ok) ok = class_new(I, fn->name, fn->qualname, F->mod->name ? F->mod->name : "__main__", bases, nb, d, out);
+    if (d) val_decref(I, v_obj(V_DICT, &d->h));
+    for (int i = 0; i < fn->nslots; i++) val_decref(I, slots[i]);
+    for (int i = 0; i < fn->nfree; i++) val_decref(I, v_obj(V_CELL, &cells[i]->h));
+    for (int i = 0; i < nb; i++) val_decref(I, bases[i]);
+    return ok;
+}
+
+/* A def or class statement's value: its decorators are evaluated first (outermost first), then
+ * the function or class is made and they are applied innermost first, as in Python. */
+__attribute__((noinline))
+static bool exec_definition(Interp *I, Frame *F, Node *st, Value *out)
+{
+    int nd = 0;
+    for (Node *d = st->d; d; d = d->next) nd++;
+    Value decos[nd + 1];
+    int k = 0;
+    bool ok = true;
+    for (Node *d = st->d; d && ok; d = d->next)
+        if ((ok = eval(I, F, d, &decos[k]))) k++;
+    Value v = v_undef();
+    if (ok) ok = st->kind == N_CLASS ? make_class(I, F, st, &v) : make_function(I, F, st->func, &v);
+    for (int j = k - 1; ok && j >= 0; j--) {
+        Value r;
+        ok = call_value(I, decos[j], &v, 1, NULL, 0, &r);
+        val_decref(I, v);
+        v = ok ? r : v_undef();
+    }
+    for (int j = 0; j < k; j++) val_decref(I, decos[j]);
+    if (ok) *out = v;
+    return ok;
+}
+
 /* ---- expressions ---- */
+
+/* t[i, *rest]: the index tuple with the items of each *rest spliced in (Python 3.11); not inlined
+ * into eval_index, which every subscript in a nested expression runs. */
+__attribute__((noinline))
+static bool eval_star_index(Interp *I, Frame *F, Node *n, Value *out)
+{
+    ListObj *l = list_alloc(I, 0);
+    if (!l) return false;
+    Value lv = v_obj(V_LIST, &l->h);
+    bool ok = true;
+    for (Node *e = n->a; e && ok; e = e->next) {
+        Value x;
+        if (!(ok = e->kind == N_STARRED ? eval(I, F, e->a, &x) : eval_index(I, F, e, &x))) break;
+        if (e->kind != N_STARRED) {
+            ok = list_append(I, l, x);
+        } else {
+            ListObj *m = NULL;
+            ok = list_from_iterable(I, x, &m);
+            for (size_t k = 0; ok && k < m->n; k++) ok = list_append(I, l, m->items[k]);
+            if (m) val_decref(I, v_obj(V_LIST, &m->h));
+            if (!ok) locate(I, F, e->pos);
+        }
+        val_decref(I, x);
+    }
+    TupleObj *t = ok ? tuple_alloc(I, l->n) : NULL;
+    if (t) {
+        for (size_t k = 0; k < l->n; k++) {
+            t->items[k] = l->items[k];
+            val_incref(t->items[k]);
+        }
+        *out = v_obj(V_TUPLE, &t->h);
+    }
+    val_decref(I, lv);
+    return t != NULL;
+}
 
 /* A subscript's index: slices become slice objects, a:b inside a tuple too. */
 static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
@@ -608,6 +777,8 @@ static bool eval_index(Interp *I, Frame *F, Node *n, Value *out)
         return ok;
     }
     if (n->kind == N_TUPLE && !n->parens) {
+        for (Node *e = n->a; e; e = e->next)
+            if (e->kind == N_STARRED) return eval_star_index(I, F, n, out);
         TupleObj *t = tuple_alloc(I, (size_t)n->count);
         if (!t) return false;
         size_t k = 0;
@@ -895,9 +1066,374 @@ static bool gen_step(Interp *I, Frame *F, GenObj *g, Value *out, Value *out2, bo
     }
 }
 
+/* ---- generator functions ----
+ *
+ * A generator function's body runs on its own C stack (a ucontext coroutine), so that the
+ * evaluator stays one recursive tree walker: `yield` saves nothing but switches back to whoever
+ * resumed the generator, with every frame of the body (loops' iterators, try and with blocks)
+ * waiting on that stack. Generator expressions keep their own cheaper scheme (gen_step): their
+ * body is only loops and conditions, which GenObj records explicitly. A generator that is freed
+ * while suspended is closed: GeneratorExit is raised at its yield and the stack unwinds through
+ * its finally blocks, dropping every reference it holds, before the stack is unmapped. */
+
+#define GEN_STACK_SIZE ((size_t)4 << 20)    /* reserved, not committed: pages come as touched */
+#define GEN_STACK_MARGIN ((size_t)512 << 10)   /* left to C code below the evaluator's guard */
+
+typedef struct GenCo {
+    Interp *I;
+    ucontext_t ctx, back;       /* the body's context; the resumer's */
+    char *stack;                /* mmap'd, lowest page a guard; NULL before the first resume */
+    FuncObj *func;              /* a reference: its frame's function (super() needs it) */
+    Value out;                  /* the value yielded, then the return value (a reference) */
+    Value sent;                 /* what the yield evaluates to on resumption (a reference) */
+    Value handling;             /* the body's exception being handled while it is suspended */
+    bool finished, failed, closing;
+    void *fake_stack;           /* AddressSanitizer's bookkeeping of the stack switch */
+    const void *back_bottom;
+    size_t back_size;
+} GenCo;
+
+/* Saves the running context in *from and continues *to; returns when *from is continued. Made of
+ * getcontext and setcontext rather than swapcontext, whose AddressSanitizer interceptor warns on
+ * stderr; `resumed` lives in this frame, which waits intact on its stack meanwhile. */
+__attribute__((noinline))
+static void co_swap(ucontext_t *from, const ucontext_t *to)
+{
+    volatile bool resumed = false;
+    getcontext(from);
+    if (resumed) return;
+    resumed = true;
+    setcontext(to);
+}
+
+/* Switches from *from to *to (whose stack is [bottom, bottom + size)), telling AddressSanitizer
+ * about the change of stacks; dying: *from will never run again. */
+static void co_switch(GenCo *co, ucontext_t *from, ucontext_t *to, const void *bottom, size_t size, bool dying)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(dying ? NULL : &fake, bottom, size);
+    co_swap(from, to);
+    __sanitizer_finish_switch_fiber(fake, &co->back_bottom, &co->back_size);
+#else
+    (void)co, (void)bottom, (void)size, (void)dying;
+    co_swap(from, to);
+#endif
+}
+
+static void co_entry(unsigned lo, unsigned hi)
+{
+    GenObj *g = (GenObj *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+    GenCo *co = g->co;
+    Interp *I = co->I;
+#if defined(__SANITIZE_ADDRESS__)
+    __sanitizer_finish_switch_fiber(NULL, &co->back_bottom, &co->back_size);
+#endif
+    Flow fl;
+    if (co->closing) {
+        fl = F_NORMAL;      /* closed before it started: nothing to unwind */
+    } else {
+        Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false, co->func};
+        fl = exec(I, &fr, g->fn->body);
+    }
+    if (fl == F_ERROR) {
+        co->failed = true;
+        if (I->err.kind == TDL_ERR_STOP_ITERATION && !co->closing) {
+            /* PEP 479: a StopIteration escaping the body would end the consumer's loop silently */
+            err_raise(I, TDL_ERR_RUNTIME, "generator raised StopIteration");
+            I->err.need_loc = true;
+        }
+    } else if (fl == F_RETURN) {
+        co->out = I->ret;
+        I->ret = v_undef();
+    } else {
+        co->out = v_none();
+    }
+    co->finished = true;
+    co_switch(co, &co->ctx, &co->back, co->back_bottom, co->back_size, true);
+}
+
+/* Calling generator function f: a generator holding its bound frame (slots: its parameters, whose
+ * references it takes; they are V_UNDEF afterwards, failure or not). */
+static bool gen_function_new(Interp *I, FuncObj *f, Value *slots, Value *out)
+{
+    LangFunc *fn = f->fn;
+    GenObj *g = obj_alloc(I, sizeof *g, V_GEN, true);
+    if (!g) return false;
+    Value gv = v_obj(V_GEN, &g->h);
+    g->fn = fn;
+    g->unit = lang_unit_retain(f->unit);
+    g->module = f->module;
+    f->module->h.refcnt++;
+    g->slots = mem_malloc((size_t)(fn->nslots ? fn->nslots : 1) * sizeof *g->slots);
+    if (fn->nfree) g->cells = mem_calloc((size_t)fn->nfree, sizeof *g->cells);
+    g->co = mem_calloc(1, sizeof *g->co);
+    if (!g->slots || (fn->nfree && !g->cells) || !g->co) {
+        mem_free(g->slots);
+        g->slots = NULL;
+        val_decref(I, gv);
+        return err_nomem(I);
+    }
+    for (int i = 0; i < fn->nslots; i++) {
+        g->slots[i] = slots[i];
+        slots[i] = v_undef();
+    }
+    for (int i = 0; i < fn->nfree; i++) {
+        g->cells[i] = f->cells[i];
+        f->cells[i]->h.refcnt++;
+    }
+    GenCo *co = g->co;
+    co->I = I;
+    co->func = f;
+    f->h.refcnt++;
+    co->out = co->sent = v_undef();
+    co->handling = v_undef();
+    g->started = true;
+    *out = gv;
+    return true;
+}
+
+/* Resumes g's body with sent as its yield's value until it yields (*out, *done false) or ends
+ * (*done, its return value in *out). */
+static bool co_resume(Interp *I, GenObj *g, Value sent, Value *out, bool *done)
+{
+    GenCo *co = g->co;
+    *done = false;
+    if (g->done) {
+        *done = true;
+        *out = v_none();
+        return true;
+    }
+    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    if (I->depth >= limit || stack_exhausted(I))
+        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    if (!co->stack) {
+        void *st = mmap(NULL, GEN_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (st == MAP_FAILED) return err_raise(I, TDL_ERR_MEMORY, "cannot map a generator's stack");
+        mprotect(st, 4096, PROT_NONE);      /* an overflow faults instead of writing below */
+#if defined(__SANITIZE_ADDRESS__)
+        /* a dead coroutine's frames may have left poison where this stack is mapped again */
+        __asan_unpoison_memory_region(st, GEN_STACK_SIZE);
+#endif
+        co->stack = st;
+        if (getcontext(&co->ctx) != 0) return err_raise(I, TDL_ERR_RUNTIME, "getcontext failed");
+        co->ctx.uc_stack.ss_sp = co->stack;
+        co->ctx.uc_stack.ss_size = GEN_STACK_SIZE;
+        co->ctx.uc_link = NULL;
+        uintptr_t p = (uintptr_t)g;
+        makecontext(&co->ctx, (void (*)(void))co_entry, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+    }
+    val_incref(sent);
+    co->sent = sent;
+    /* what belongs to the running code: the resumer's is put aside while the body runs */
+    GenCo *prev_co = I->co;
+    char *stack_base = I->stack_base;
+    size_t stack_budget = I->stack_budget;
+    LangSource *stmt_src = I->stmt_src;
+    uint32_t stmt_pos = I->stmt_pos;
+    Value handling = I->handling;
+    I->co = co;
+    I->handling = co->handling;
+    I->stack_base = co->stack + GEN_STACK_SIZE;
+    I->stack_budget = GEN_STACK_SIZE - GEN_STACK_MARGIN;
+    I->depth++;
+    g->running = true;
+    co_switch(co, &co->back, &co->ctx, co->stack, GEN_STACK_SIZE, false);
+    g->running = false;
+    I->depth--;
+    co->handling = I->handling;
+    I->handling = handling;
+    I->co = prev_co;
+    I->stack_base = stack_base;
+    I->stack_budget = stack_budget;
+    I->stmt_src = stmt_src;
+    I->stmt_pos = stmt_pos;
+    if (!co->finished) {
+        *out = co->out;
+        co->out = v_undef();
+        return true;
+    }
+    g->done = true;
+    munmap(co->stack, GEN_STACK_SIZE);
+    co->stack = NULL;
+    if (co->failed) {
+        I->err.need_loc = true;     /* the consumer adds its own line */
+        return false;
+    }
+    *done = true;
+    *out = co->out;
+    co->out = v_none();
+    return true;
+}
+
+/* yield v in the body of the running generator: gives v (a reference it takes) to the resumer and
+ * waits; *sent is what it is resumed with (a new reference). */
+static bool co_yield(Interp *I, Value v, Value *sent)
+{
+    GenCo *co = I->co;
+    co->out = v;
+    co_switch(co, &co->ctx, &co->back, co->back_bottom, co->back_size, false);
+    if (co->closing) {
+        err_raise(I, TDL_ERR_GENERATOR_EXIT, "%s", "");
+        mem_free(I->err.msg);       /* GeneratorExit has no message */
+        I->err.msg = NULL;
+        return false;
+    }
+    *sent = co->sent;
+    co->sent = v_undef();
+    return true;
+}
+
+bool gen_send(Interp *I, GenObj *g, Value v, Value *out, bool *done)
+{
+    if (!g->co) return err_raise(I, TDL_ERR_TYPE, "a generator expression has no send()");
+    if (!g->co->stack && !g->done && v.tag != V_NONE)
+        return err_raise(I, TDL_ERR_TYPE, "can't send non-None value to a just-started generator");
+    return co_resume(I, g, v, out, done);
+}
+
+bool gen_close(Interp *I, GenObj *g)
+{
+    GenCo *co = g->co;
+    if (!co || g->done) return true;
+    if (!co->stack) {       /* never started: it just ends */
+        g->done = true;
+        return true;
+    }
+    co->closing = true;
+    Value v;
+    bool done, ok = co_resume(I, g, v_none(), &v, &done);
+    if (ok && !done) {
+        val_decref(I, v);
+        /* it yielded again: its next yield raises GeneratorExit too, until it ends */
+        ok = err_raise(I, TDL_ERR_RUNTIME, "generator ignored GeneratorExit");
+        while (!g->done) {
+            Error saved;
+            err_move(I, &saved);
+            bool ok2 = co_resume(I, g, v_none(), &v, &done);
+            if (ok2) val_decref(I, v);
+            if (!ok2) err_clear(I);
+            err_put_back(I, &saved);
+        }
+    } else if (ok) {
+        val_decref(I, v);
+    } else if (I->err.kind == TDL_ERR_GENERATOR_EXIT) {
+        err_clear(I);
+        ok = true;
+    }
+    return ok;
+}
+
+bool gen_started(const GenObj *g) { return g->co && g->co->stack; }
+
+void gen_free_co(Interp *I, GenObj *g)
+{
+    GenCo *co = g->co;
+    if (!co) return;
+    if (co->stack && !g->done) {
+        /* suspended: unwind it first; what the unwinding raises is nobody's to see */
+        Error saved;
+        err_move(I, &saved);
+        gen_close(I, g);
+        err_clear(I);
+        err_put_back(I, &saved);
+    }
+    if (co->stack) munmap(co->stack, GEN_STACK_SIZE);
+    co->stack = NULL;
+    Value out = co->out, sent = co->sent;
+    co->out = co->sent = v_undef();
+    val_decref(I, out);
+    val_decref(I, sent);
+    if (co->func) {
+        FuncObj *f = co->func;
+        co->func = NULL;
+        val_decref(I, v_obj(V_FUNC, &f->h));
+    }
+}
+
+/* yield from it: each item of it goes to the resumer (sent values go on to a generator function),
+ * and the value is what it returned. */
+static bool yield_from(Interp *I, Frame *F, Node *n, Value *out)
+{
+    Value src;
+    if (!eval(I, F, n->a, &src)) return false;
+    if (src.tag == V_GEN && ((GenObj *)src.o)->co) {
+        GenObj *sub = (GenObj *)src.o;
+        Value sent = v_none();
+        bool ok = true;
+        for (;;) {
+            Value x;
+            bool done;
+            ok = co_resume(I, sub, sent, &x, &done);
+            val_decref(I, sent);
+            sent = v_undef();
+            if (!ok) {
+                locate(I, F, n->pos);
+                break;
+            }
+            if (done) {
+                *out = x;
+                break;
+            }
+            if (!(ok = co_yield(I, x, &sent))) {
+                if (I->err.kind == TDL_ERR_GENERATOR_EXIT) {
+                    /* closing: close the inner generator first, as CPython does */
+                    Error saved;
+                    err_move(I, &saved);
+                    bool closed = gen_close(I, sub);
+                    if (closed) err_put_back(I, &saved);
+                    else err_drop(I, &saved);
+                }
+                break;
+            }
+        }
+        val_decref(I, src);
+        return ok;
+    }
+    Iter it;
+    bool ok = iter_begin(I, src, &it);
+    val_decref(I, src);
+    if (!ok) {
+        locate(I, F, n->a->pos);
+        return false;
+    }
+    for (;;) {
+        Value x, sent;
+        bool done;
+        if (!(ok = iter_next(I, &it, &x, &done))) {
+            locate(I, F, n->pos);
+            break;
+        }
+        if (done) {
+            *out = v_none();
+            break;
+        }
+        if (!(ok = co_yield(I, x, &sent))) break;
+        val_decref(I, sent);
+    }
+    iter_end(I, &it);
+    return ok;
+}
+
+/* yield and yield from (not inlined into eval, whose C frame every level of an expression nests). */
+__attribute__((noinline))
+static bool eval_yield(Interp *I, Frame *F, Node *n, Value *out)
+{
+    if (n->op == 1) return yield_from(I, F, n, out);
+    Value v = v_none();
+    if (n->a && !eval(I, F, n->a, &v)) return false;
+    return co_yield(I, v, out);
+}
+
 bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
 {
     *out2 = v_undef();
+    if (g->co) {
+        bool ok = co_resume(I, g, v_none(), out, done);
+        if (ok && *done) val_decref(I, *out);
+        return ok;
+    }
     if (g->done) {
         *done = true;
         return true;
@@ -906,7 +1442,7 @@ bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
     int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
     if (I->depth >= limit || stack_exhausted(I))
         return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
-    Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false};
+    Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false, NULL};
     LangSource *stmt_src = I->stmt_src;
     uint32_t stmt_pos = I->stmt_pos;
     I->depth++;
@@ -1126,7 +1662,7 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
             }
             val_decref(I, res);
             res = v_bool(false);
-            if (is_tensorlike(left) || is_tensorlike(right)) {
+            if (is_tensorlike(left) || is_tensorlike(right) || left.tag == V_INSTANCE || right.tag == V_INSTANCE) {
                 ok = val_compare_value(I, (LangOp)item->op, left, right, &res);
                 if (ok && item->next) ok = truthy(I, res, &r);
             } else {
@@ -1183,6 +1719,13 @@ static bool eval(Interp *I, Frame *F, Node *n, Value *out)
     }
     case N_SLICE:
         ok = eval_index(I, F, n, out);
+        break;
+    case N_YIELD:
+        ok = eval_yield(I, F, n, out);
+        break;
+    case N_NAMEDEXPR:
+        if (!eval(I, F, n->b, out)) return false;
+        if (!(ok = assign(I, F, n->a, *out))) val_decref(I, *out);
         break;
     default:
         ok = err_raise(I, TDL_ERR_RUNTIME, "internal error: cannot evaluate a '%s' node", lang_node_kind_name(n->kind));
@@ -1394,6 +1937,11 @@ static bool as_exception(Interp *I, Value v, Value *out)
         return true;
     }
     if (v.tag == V_EXCTYPE) return exc_new(I, (tdl_error_kind)v.i, NULL, 0, out);
+    if (v.tag == V_CLASS && ((ClassObj *)v.o)->exc != TDL_ERR_NONE) {
+        if (!class_call(I, v, NULL, 0, NULL, 0, out)) return false;
+        if (out->tag == V_EXC) return true;
+        val_decref(I, *out);
+    }
     return err_raise(I, TDL_ERR_TYPE, "exceptions must derive from BaseException");
 }
 
@@ -1423,6 +1971,7 @@ static bool exec_raise(Interp *I, Frame *F, Node *st)
         ExcObj *e = (ExcObj *)exc.o;
         Value old = e->cause;
         e->cause = cause;
+        e->suppress_context = true;
         val_decref(I, old);
     }
     exc_raise(I, exc);
@@ -1430,17 +1979,22 @@ static bool exec_raise(Interp *I, Frame *F, Node *st)
     return false;
 }
 
-/* Whether an error of class kind is caught by `except cls` (a class or a tuple of them). */
-static bool exc_matches(Interp *I, tdl_error_kind kind, Value cls, bool *out, int depth)
+/* Whether error e is caught by `except cls` (a class or a tuple of them). */
+static bool exc_matches(Interp *I, const Error *e, Value cls, bool *out, int depth)
 {
     if (cls.tag == V_EXCTYPE) {
-        *out = exc_is_subclass(kind, (tdl_error_kind)cls.i);
+        *out = exc_is_subclass(e->kind, (tdl_error_kind)cls.i);
+        return true;
+    }
+    if (cls.tag == V_CLASS && ((ClassObj *)cls.o)->exc != TDL_ERR_NONE) {
+        ClassObj *c = e->exc ? ((ExcObj *)e->exc)->cls : NULL;
+        *out = c && class_is_subclass(c, (ClassObj *)cls.o);
         return true;
     }
     if (cls.tag == V_TUPLE && depth < 100) {
         *out = false;
         for (size_t k = 0; k < as_tuple(cls)->n && !*out; k++)
-            if (!exc_matches(I, kind, as_tuple(cls)->items[k], out, depth + 1)) return false;
+            if (!exc_matches(I, e, as_tuple(cls)->items[k], out, depth + 1)) return false;
         return true;
     }
     return err_raise(I, TDL_ERR_TYPE, "catching classes that do not inherit from BaseException is not allowed");
@@ -1457,20 +2011,63 @@ static void unbind(Interp *I, Frame *F, Node *n)
     val_decref(I, old);
 }
 
+/* Whether m is an instance whose class has __enter__ and __exit__ (false with no error when not). */
+static bool ctx_is_class(Interp *I, Value m)
+{
+    if (m.tag != V_INSTANCE) return false;
+    Value a, b;
+    if (!val_getattr(I, m, "__enter__", &a)) {
+        err_clear(I);
+        return false;
+    }
+    val_decref(I, a);
+    if (!val_getattr(I, m, "__exit__", &b)) {
+        err_clear(I);
+        return false;
+    }
+    val_decref(I, b);
+    return true;
+}
+
+/* A manager's enter and exit: the C hooks of a CtxMgrObj, or an instance's __enter__() and
+ * __exit__(type, value, traceback) (traceback is None in tdl), whose true result suppresses. */
+static bool ctx_enter(Interp *I, Value m, Value *out)
+{
+    if (m.tag == V_CTXMGR) return ((CtxMgrObj *)m.o)->enter(I, ((CtxMgrObj *)m.o)->ud, out);
+    bool found;
+    return class_call_dunder(I, m, "__enter__", NULL, 0, out, &found);
+}
+
+static bool ctx_exit(Interp *I, Value m, Value exc, bool *suppress)
+{
+    if (m.tag == V_CTXMGR) return ((CtxMgrObj *)m.o)->exit(I, ((CtxMgrObj *)m.o)->ud, exc, suppress);
+    Value args[3] = {v_none(), exc, v_none()}, r;
+    if (exc.tag == V_EXC) {
+        ClassObj *c = class_of(exc);
+        args[0] = c ? v_obj(V_CLASS, &c->h) : v_exctype(((ExcObj *)exc.o)->kind);
+    }
+    bool found;
+    if (!class_call_dunder(I, m, "__exit__", args, 3, &r, &found)) return false;
+    bool ok = val_truthy(I, r, suppress);
+    val_decref(I, r);
+    if (exc.tag != V_EXC) *suppress = false;
+    return ok;
+}
+
 /* The with statement over its items from w on: Python's nesting of one `with` per item. */
 static Flow exec_with(Interp *I, Frame *F, Node *w, Node *body)
 {
     Value m;
     if (!eval(I, F, w->a, &m)) return F_ERROR;
-    if (m.tag != V_CTXMGR) {
-        err_raise(I, TDL_ERR_TYPE, "'%s' object does not support the context manager protocol", val_type_name(m));
+    if (m.tag != V_CTXMGR && !ctx_is_class(I, m)) {
+        if (!I->err.kind)
+            err_raise(I, TDL_ERR_TYPE, "'%s' object does not support the context manager protocol", val_type_name(m));
         val_decref(I, m);
         locate(I, F, w->a->pos);
         return F_ERROR;
     }
-    CtxMgrObj *cm = (CtxMgrObj *)m.o;
     Value v;
-    if (!cm->enter(I, cm->ud, &v)) {
+    if (!ctx_enter(I, m, &v)) {
         val_decref(I, m);
         locate(I, F, w->a->pos);
         return F_ERROR;
@@ -1487,7 +2084,7 @@ static Flow exec_with(Interp *I, Frame *F, Node *w, Node *body)
         }
         Error saved;
         err_move(I, &saved);
-        ok = cm->exit(I, cm->ud, exc, &suppress);
+        ok = ctx_exit(I, m, exc, &suppress);
         val_decref(I, exc);
         if (!ok) {
             err_drop(I, &saved);
@@ -1501,7 +2098,7 @@ static Flow exec_with(Interp *I, Frame *F, Node *w, Node *body)
     } else {
         Value ret = fl == F_RETURN ? I->ret : v_undef();
         I->ret = v_undef();
-        ok = cm->exit(I, cm->ud, v_none(), &suppress);
+        ok = ctx_exit(I, m, v_none(), &suppress);
         if (fl == F_RETURN) I->ret = ret;
         if (!ok) {
             if (fl == F_RETURN) {
@@ -1529,7 +2126,7 @@ static Flow exec_try(Interp *I, Frame *F, Node *st)
                 Value cls;
                 bool ok = eval(I, F, h->a, &cls);
                 if (ok) {
-                    ok = exc_matches(I, saved.kind, cls, &match, 0);
+                    ok = exc_matches(I, &saved, cls, &match, 0);
                     val_decref(I, cls);
                     if (!ok) locate(I, F, h->a->pos);
                 }
@@ -1542,13 +2139,26 @@ static Flow exec_try(Interp *I, Frame *F, Node *st)
             if (!match) continue;
             Value exc;
             if (!exc_from_error(I, &exc)) return F_ERROR;
-            err_clear(I);
+            /* kept (not formatted) in case another error escapes the handler: its context */
+            Error *ctx = mem_malloc(sizeof *ctx);
+            if (ctx) err_move(I, ctx);
+            else err_clear(I);
             Value prev = I->handling;
             I->handling = exc;
             bool ok = !h->c || store_name(I, F, h->c, exc);
             fl = ok ? exec(I, F, h->b) : F_ERROR;
             if (h->c) unbind(I, F, h->c);
             I->handling = prev;
+            if (ctx && fl == F_ERROR) {
+                if (!ctx->exc) {    /* the handled exception is the one made here */
+                    ctx->exc = exc.o;
+                    val_incref(exc);
+                }
+                err_set_context(I, ctx);
+            } else if (ctx) {
+                err_drop(I, ctx);
+                mem_free(ctx);
+            }
             val_decref(I, exc);
             break;
         }
@@ -1650,9 +2260,9 @@ static Flow exec(Interp *I, Frame *F, Node *st)
             if (fl != F_NORMAL) return fl;
             break;
         }
-        case N_DEF: {
+        case N_DEF: case N_CLASS: {
             Value f;
-            if (!make_function(I, F, st->func, &f)) {
+            if (!exec_definition(I, F, st, &f)) {
                 locate(I, F, st->pos);
                 return F_ERROR;
             }
@@ -1766,7 +2376,7 @@ tdl_status interp_run_source(Interp *I, Module *m, LangSource *src, bool interac
         lang_unit_release(u);
         return TDL_ERROR;
     }
-    Frame fr = {NULL, NULL, m, u, "<module>", interactive};
+    Frame fr = {NULL, NULL, m, u, "<module>", interactive, NULL};
     Flow fl = exec(I, &fr, u->body);
     lang_unit_release(u);
     if (I->exiting) return TDL_EXIT;

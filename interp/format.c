@@ -438,10 +438,28 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_EXCTYPE:
         buf_printf(b, "<class '%s'>", tdl_error_kind_name((tdl_error_kind)v.i));
         break;
+    case V_CLASS: case V_INSTANCE: case V_METHOD: case V_DESCR: case V_SUPER:
+        if (!class_repr(I, v, b, false)) return false;
+        break;
+    case V_NOTIMPL:
+        buf_puts(b, "NotImplemented");
+        break;
     case V_EXC: {
         ExcObj *e = (ExcObj *)v.o;
         TupleObj *t = as_tuple(e->args);
-        buf_printf(b, "%s(", tdl_error_kind_name(e->kind));
+        if (e->cls) {   /* a user exception class may have its own __repr__ */
+            Value r;
+            bool found;
+            if (!class_call_dunder(I, v, "__repr__", NULL, 0, &r, &found)) return false;
+            if (found) {
+                bool ok = r.tag == V_STR || err_raise(I, TDL_ERR_TYPE, "__repr__ returned non-string (type %s)", val_type_name(r));
+                if (ok) buf_put(b, as_str(r)->data, as_str(r)->len);
+                val_decref(I, r);
+                if (!ok) return false;
+                break;
+            }
+        }
+        buf_printf(b, "%s(", val_type_name(v));
         for (size_t k = 0; k < t->n; k++) {
             if (k) buf_puts(b, ", ");
             if (!repr_rec(I, t->items[k], b, up)) return false;
@@ -534,6 +552,23 @@ bool val_str(Interp *I, Value v, Buf *b)
         buf_put(b, as_str(v)->data, as_str(v)->len);
         if (b->nomem) return err_nomem(I);
         return true;
+    }
+    if (v.tag == V_INSTANCE) {
+        if (!class_repr(I, v, b, true)) return false;
+        if (b->nomem) return err_nomem(I);
+        return true;
+    }
+    if (v.tag == V_EXC && ((ExcObj *)v.o)->cls) {
+        Value r;
+        bool found;
+        if (!class_call_dunder(I, v, "__str__", NULL, 0, &r, &found)) return false;
+        if (found) {
+            bool ok = r.tag == V_STR || err_raise(I, TDL_ERR_TYPE, "__str__ returned non-string (type %s)", val_type_name(r));
+            if (ok) buf_put(b, as_str(r)->data, as_str(r)->len);
+            val_decref(I, r);
+            if (ok && b->nomem) return err_nomem(I);
+            return ok;
+        }
     }
     if (v.tag == V_EXC) {
         StrObj *m = as_str(((ExcObj *)v.o)->msg);

@@ -115,8 +115,9 @@ static bool bi_help(Interp *I, Value self, const Value *args, int nargs, const c
 /* ---- completion ---------------------------------------------------------------------------- */
 
 static const char *const keywords[] = {
-    "and", "as", "assert", "break", "continue", "def", "del", "elif", "else", "False", "for", "from", "global",
-    "if", "import", "in", "is", "lambda", "None", "nonlocal", "not", "or", "pass", "return", "True", "while",
+    "and", "as", "assert", "break", "class", "continue", "def", "del", "elif", "else", "except", "False",
+    "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "None", "nonlocal", "not", "or",
+    "pass", "raise", "return", "True", "try", "while", "with", "yield",
     NULL,
 };
 

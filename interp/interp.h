@@ -43,6 +43,7 @@ typedef enum ValueTag {
     V_DEVICE,           /* a device: i packs an FcDevice (v_device, device_of) (repr "device(type='cpu')") */
     V_MEMFMT,           /* a memory format: i holds an FcMemoryFormat (repr "channels_last") */
     V_EXCTYPE,          /* an exception class (ValueError, Exception, ...): i holds a tdl_error_kind */
+    V_NOTIMPL,          /* NotImplemented (what an operator method returns to decline) */
     /* reference-counted objects from here on */
     V_STR, V_TUPLE, V_LIST, V_RANGE, V_FUNC, V_BUILTIN, V_MODULE, V_CELL,
     V_SLICE,            /* a:b:c inside a subscript (repr "slice(1, None, None)") */
@@ -55,6 +56,11 @@ typedef enum ValueTag {
     V_ITER,             /* iter(x), map(...), filter(...): an IterObj */
     V_EXC,              /* an exception: an ExcObj */
     V_CTXMGR,           /* a context manager made in C: a CtxMgrObj */
+    V_CLASS,            /* a class made by `class`: a ClassObj (class.c) */
+    V_INSTANCE,         /* an instance of one: an InstObj */
+    V_METHOD,           /* a bound method: a MethodObj */
+    V_DESCR,            /* staticmethod, classmethod, property: a DescrObj */
+    V_SUPER,            /* super(): a SuperObj */
     V__COUNT
 } ValueTag;
 
@@ -98,6 +104,7 @@ typedef enum TypeId {
     T_GENERATOR, T_MAP, T_FILTER, T_LIST_ITERATOR, T_TUPLE_ITERATOR, T_STR_ITERATOR,
     T_RANGE_ITERATOR, T_DICT_KEYITERATOR, T_DICT_VALUEITERATOR, T_DICT_ITEMITERATOR,
     T_SET_ITERATOR, T_ITERATOR, T_EXCEPTION, T_CTXMGR,
+    T_ZIP, T_ENUMERATE, T_OBJECT, T_METHOD, T_STATICMETHOD, T_CLASSMETHOD, T_PROPERTY, T_SUPER, T_NOTIMPL,
     T__COUNT
 } TypeId;
 TypeId val_type(Value v);
@@ -154,9 +161,12 @@ typedef struct DictViewObj { Obj h; DictObj *d; DictViewKind kind; } DictViewObj
 
 typedef struct Module Module;
 
+typedef struct ClassObj ClassObj;
+
 typedef struct FuncObj {
     Obj h;
     LangFunc *fn;
+    ClassObj *klass;    /* the class whose body defined it (a reference, for super()), or NULL */
     LangUnit *unit;     /* keeps the syntax tree alive */
     Module *module;     /* globals (a reference) */
     Value *defaults;    /* fn->ndefaults values */
@@ -264,10 +274,12 @@ int64_t range_len(const RangeObj *r);
 typedef struct TraceEntry {
     LangSource *src;            /* a reference */
     uint32_t pos;
-    const char *func;           /* "<module>" or the function's name (static or arena string) */
+    char func[64];              /* "<module>" or the function's name: a copy (truncated), since the
+                                   tree that named it (a class body's) may be gone by the report */
 } TraceEntry;
 
-typedef struct Error {
+typedef struct Error Error;
+struct Error {
     tdl_error_kind kind;
     char *msg;
     bool need_loc;              /* the innermost position is still to be attached */
@@ -278,12 +290,30 @@ typedef struct Error {
     char nomem[96];             /* a MemoryError's message when msg is NULL ("": "out of memory") */
     char short_report[256];     /* the report's last line when there is no memory for it all */
     Obj *exc;                   /* the ExcObj raised by `raise`, a reference, or NULL */
-} Error;
+    struct Error *context;      /* the error an except block was handling when this one escaped
+                                   it (owned; reported first, as CPython's chain), or NULL */
+    bool context_is_cause;      /* this error was raised `from` that one */
+};
+/* Makes ctx (a moved-out error record, heap-allocated; taken over) the context of the error in
+ * flight, unless that one is ctx's own exception raised again or has one already. */
+void err_set_context(Interp *I, Error *ctx);
 
 /* An exception object (V_EXC): kind is its class; args the tuple it was made with; msg its
  * str() (the message tdl reports); cause its __cause__ (`raise ... from`), or None. */
-typedef struct ExcObj { Obj h; tdl_error_kind kind; Value args, msg, cause; } ExcObj;
+/* An instance of a user exception class has cls (a reference; kind is its builtin base) and
+ * dict, its attributes (a reference, or NULL until one is set). */
+/* suppress_context: raised with `from` (Python's __suppress_context__): no "During handling" chain. */
+typedef struct ExcObj {
+    Obj h;
+    tdl_error_kind kind;
+    Value args, msg, cause;
+    ClassObj *cls;
+    DictObj *dict;
+    bool suppress_context;
+} ExcObj;
 static inline Value v_exctype(tdl_error_kind k) { Value v = {.tag = V_EXCTYPE, .i = k}; return v; }
+/* Sets an exception's args (and its str()) as BaseException.__init__(*args) does. */
+bool exc_set_args(Interp *I, Value exc, const Value *args, int nargs);
 /* Whether class k is base or derives from it (Python's tree; see value.c). */
 bool exc_is_subclass(tdl_error_kind k, tdl_error_kind base);
 /* A new exception of class kind made with args (as ValueError(*args)). */
@@ -335,6 +365,7 @@ struct Interp {
     Obj *deferred;              /* objects waiting to be freed (linked by next) */
     int nest;                   /* nesting of recursive compare/repr on containers */
     Value handling;             /* the exception an except block is handling (a reference), or V_UNDEF */
+    struct GenCo *co;           /* the generator function whose body runs now (eval.c), or NULL */
     volatile sig_atomic_t interrupt;   /* set by tdl_interrupt */
     char *script_dir;           /* folder of the main script, for imports */
     LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */
@@ -386,6 +417,9 @@ bool val_setitem(Interp *I, Value obj, Value index, Value v);
 /* del obj[index] (list items and slices, dict keys). */
 bool val_delitem(Interp *I, Value obj, Value index);
 bool val_getattr(Interp *I, Value obj, const char *name, Value *out);
+/* obj.name = v and del obj.name (modules, dims, tensors, classes and instances). */
+bool val_setattr(Interp *I, Value obj, const char *name, Value v);
+bool val_delattr(Interp *I, Value obj, const char *name);
 bool val_len(Interp *I, Value v, int64_t *out);
 
 /* Iteration over tuple, list, str, range (the host `for`). */
@@ -410,13 +444,29 @@ typedef struct GenObj {
     Iter *its;                  /* their iterators */
     int nloops, cap;
     bool started, done, running;
+    struct GenCo *co;           /* a generator function's coroutine (eval.c), NULL for a generator
+                                   expression */
 } GenObj;
 /* The next element of g (a new reference in *out, and the value in *out2 for a dict
  * comprehension, else V_UNDEF), or *done. */
 bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done);
+/* g.send(v): resumes a generator function's g with v as the value of its yield (None is next());
+ * *done at its end, with its return value in *out (a new reference). */
+bool gen_send(Interp *I, GenObj *g, Value v, Value *out, bool *done);
+/* g.close() (also when g is freed, and for every suspended generator at tdl_close): GeneratorExit
+ * is raised at its yield so that its finally blocks and with statements run; the error the
+ * unwinding raises, if any, is left in I->err (false). */
+bool gen_close(Interp *I, GenObj *g);
+/* Frees what a generator function's coroutine holds (closing it first if it is suspended). */
+void gen_free_co(Interp *I, GenObj *g);
+/* Whether a generator function's body has started (it has a stack to unwind). */
+bool gen_started(const GenObj *g);
+/* tdl_close: closes every suspended generator while the modules are still there. */
+void gen_close_all(Interp *I);
 
-/* iter(x) (IK_SEQ: n = 1), map(f, *its) (IK_MAP), filter(f, it) (IK_FILTER; fn None = truth). */
-typedef enum IterKind { IK_SEQ, IK_MAP, IK_FILTER } IterKind;
+/* iter(x) (IK_SEQ: n = 1), map(f, *its) (IK_MAP), filter(f, it) (IK_FILTER; fn None = truth),
+ * zip(*its) (IK_ZIP), enumerate(it, start) (IK_ENUM: fn is the next count). */
+typedef enum IterKind { IK_SEQ, IK_MAP, IK_FILTER, IK_ZIP, IK_ENUM } IterKind;
 typedef struct IterObj { Obj h; IterKind kind; Value fn; int n; Iter its[]; } IterObj;
 bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done);
 /* Next item as a new reference in *out; *done set at the end. */
@@ -500,6 +550,72 @@ typedef struct CtxMgrObj {
  * ud when free_ud is given (freed with it, also when this fails). */
 bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
                 void (*free_ud)(void *ud), Value *out);
+
+/* ---- user classes (class.c) ---- */
+
+/* A class made by `class` (V_CLASS). mro: a tuple of the classes after it in its C3 method
+ * resolution order (`object` is implied at the end); dict: its attributes (str keys); exc: the
+ * builtin exception class it derives from, else TDL_ERR_NONE (its instances are then ExcObj
+ * values with cls set, so that raise and except treat them as exceptions of that kind). */
+struct ClassObj {
+    Obj h;
+    char *name, *qualname, *module;
+    Value bases, mro;
+    DictObj *dict;
+    tdl_error_kind exc;
+};
+typedef struct InstObj { Obj h; ClassObj *cls; DictObj *dict; } InstObj;     /* references */
+typedef struct MethodObj { Obj h; Value func, self; } MethodObj;            /* a bound method */
+typedef enum DescrKind { D_STATICMETHOD, D_CLASSMETHOD, D_PROPERTY } DescrKind;
+/* f: the function (a property's getter, or None); fset: a property's setter, or None */
+typedef struct DescrObj { Obj h; DescrKind kind; Value f, fset; } DescrObj;
+typedef struct SuperObj { Obj h; ClassObj *cls; Value self; } SuperObj;    /* super(cls, self) */
+
+/* builtins: object, NotImplemented, staticmethod, classmethod, property, super, getattr,
+ * setattr, hasattr, delattr, issubclass; false with the error raised. */
+bool class_init(Interp *I, Module *m);
+/* A new class named name with these bases (classes, a builtin exception class, `object`) and
+ * attributes dict (borrowed: the class keeps a reference). */
+bool class_new(Interp *I, const char *name, const char *qualname, const char *module, const Value *bases,
+               int nbases, DictObj *dict, Value *out);
+/* The user class of an instance or user exception, else NULL. */
+ClassObj *class_of(Value v);
+bool class_is_subclass(const ClassObj *c, const ClassObj *base);
+/* issubclass(c, cls) where cls is a class, builtin type or exception class, or a tuple of them. */
+bool class_issubclass(Interp *I, Value c, Value cls, bool *res, int depth);
+/* Calls self's dunder method name (looked up on its class) with args; *found false if none. */
+bool class_call_dunder(Interp *I, Value self, const char *name, const Value *args, int nargs, Value *out,
+                       bool *found);
+/* Attributes of classes, instances, user exceptions, bound methods, super and descriptors;
+ * *found false when obj is none of those (or, for an exception, the name is the builtin's). */
+bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);
+bool class_setattr(Interp *I, Value obj, const char *name, Value v, bool *found);
+bool class_delattr(Interp *I, Value obj, const char *name, bool *found);
+/* Calls a class (making an instance), a bound method, an instance (__call__) or a staticmethod. */
+bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out);
+/* a op b through __op__ / __rop__ (NotImplemented declines); *handled false when neither does. */
+bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* A rich comparison with an instance on either side, with Python's fallbacks (identity for ==
+ * and !=, TypeError for orders). */
+bool class_compare(Interp *I, LangOp op, Value a, Value b, Value *out);
+bool class_unary(Interp *I, LangOp op, Value a, Value *out);
+bool class_len(Interp *I, Value v, int64_t *out);
+bool class_truthy(Interp *I, Value v, bool *out);
+bool class_getitem(Interp *I, Value obj, Value idx, Value *out);
+bool class_setitem(Interp *I, Value obj, Value idx, Value v);
+bool class_delitem(Interp *I, Value obj, Value idx);
+bool class_contains(Interp *I, Value c, Value item, bool *out);
+/* __hash__ (*found false: hash by identity); TypeError for a class with __eq__ and no __hash__. */
+bool class_hash(Interp *I, Value v, uint64_t *out, bool *found);
+/* Iteration of an instance (Iter.seq the iterator; Iter.byte 1 for the __getitem__ protocol). */
+bool class_iter_begin(Interp *I, Value v, Iter *it);
+bool class_iter_next(Interp *I, Iter *it, Value *out, bool *done);
+/* repr() (str: str()) of classes, instances, methods, descriptors and super objects. */
+bool class_repr(Interp *I, Value v, Buf *b, bool str);
+/* super(cls, obj) */
+bool super_new(Interp *I, Value cls, Value obj, Value *out);
+extern const BuiltinDef super_builtin, object_init_builtin, exc_init_builtin, property_setter_builtin,
+    property_getter_builtin;
 
 /* ---- builtins (builtins.c) ---- */
 

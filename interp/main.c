@@ -31,6 +31,7 @@ static const char usage_text[] =
     "                    (loops, the domain each value is computed over, hoisting, bounds)\n"
     "  --dump-kernels    print only the scheduled kernels\n"
     "  --dump-cuda       print each kernel as the CUDA C source the GPU backend compiles\n"
+    "  --verbose         say which path runs library operations (cuDNN or generated kernels) and why\n"
     "  --no-opt=PASSES   turn scheduler passes off (fuse,hoist,bounds): same results, slower\n"
     "  --device DEV      run tensor work on DEV: cpu or cuda (cuda:N)\n"
     "  --max-memory N    MemoryError past N bytes of host memory (suffix k, M or G: KiB, MiB, GiB)\n"
@@ -63,6 +64,7 @@ typedef struct options {
     bool dump_ir;           /* tdl_config.flags TDL_DUMP_IR / TDL_DUMP_KERNELS */
     bool dump_kernels;
     bool dump_cuda;         /* TDL_DUMP_CUDA */
+    bool verbose;           /* TDL_VERBOSE */
     int no_opt;             /* TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS */
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
     size_t max_memory;      /* tdl_config.max_memory (0: none) */
@@ -161,6 +163,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->dump_kernels = true;
         } else if (strcmp(a, "--dump-cuda") == 0) {
             o->dump_cuda = true;
+        } else if (strcmp(a, "--verbose") == 0) {
+            o->verbose = true;
         } else if (strncmp(a, "--no-opt=", 9) == 0) {
             for (const char *q = a + 9; *q;) {
                 size_t len = strcspn(q, ",");
@@ -564,7 +568,7 @@ int main(int argc, char **argv)
     tdl_config cfg = {.size = sizeof cfg};
     cfg.max_memory = o.max_memory;
     cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) |
-                (o.dump_cuda ? TDL_DUMP_CUDA : 0) | o.no_opt;
+                (o.dump_cuda ? TDL_DUMP_CUDA : 0) | (o.verbose ? TDL_VERBOSE : 0) | o.no_opt;
     tdl_interp *T = tdl_open(&cfg);
     if (!T) {
         fputs("tdl: out of memory\n", stderr);

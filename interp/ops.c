@@ -25,6 +25,7 @@ bool val_truthy(Interp *I, Value v, bool *out)
     case V_DICT: case V_SET: case V_FROZENSET: *out = as_dict(v)->used != 0; return true;
     case V_DICTVIEW: *out = ((DictViewObj *)v.o)->d->used != 0; return true;
     case V_TENSOR: case V_DIM: return tensor_truthy(I, v, out);
+    case V_INSTANCE: return class_truthy(I, v, out);
     default: *out = true; return true;
     }
 }
@@ -39,6 +40,7 @@ bool val_len(Interp *I, Value v, int64_t *out)
     case V_DICT: case V_SET: case V_FROZENSET: *out = (int64_t)as_dict(v)->used; return true;
     case V_DICTVIEW: *out = (int64_t)((DictViewObj *)v.o)->d->used; return true;
     case V_TENSOR: return tensor_len(I, v, out);
+    case V_INSTANCE: return class_len(I, v, out);
     default: return err_raise(I, TDL_ERR_TYPE, "object of type '%s' has no len()", val_type_name(v));
     }
 }
@@ -261,8 +263,18 @@ static bool unsupported(Interp *I, LangOp op, Value a, Value b)
                      op == OP_POW ? "** or pow()" : lang_op_text[op], val_type_name(a), val_type_name(b));
 }
 
+/* An instance (or user exception) on either side: its operator methods first, so that a tensor
+ * on the left reaches the instance's reflected method, as in PyTorch. */
+static inline bool has_class(Value v) { return v.tag == V_INSTANCE || (v.tag == V_EXC && class_of(v)); }
+
 bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
+    if (has_class(a) || has_class(b)) {
+        bool handled;
+        if (!class_binop(I, op, a, b, out, &handled)) return false;
+        if (handled) return true;
+        return unsupported(I, op, a, b);
+    }
     if (is_tensorlike(a) || is_tensorlike(b)) return tensor_binop(I, op, a, b, out);
     if (is_num(a) && is_num(b)) {
         if (op == OP_MATMUL) return unsupported(I, op, a, b);
@@ -295,6 +307,7 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 bool val_unary(Interp *I, LangOp op, Value a, Value *out)
 {
     if (is_tensorlike(a)) return tensor_unary(I, op, a, out);
+    if (a.tag == V_INSTANCE) return class_unary(I, op, a, out);
     if (is_intlike(a)) {
         int64_t x = as_i(a);
         if (op == OP_NEG) {
@@ -365,6 +378,13 @@ static bool tensor_compare_bool(Interp *I, LangOp op, Value a, Value b, bool *ou
 
 bool val_equal(Interp *I, Value a, Value b, bool *out)
 {
+    if (has_class(a) || has_class(b)) {
+        Value r;
+        if (!class_compare(I, OP_EQ, a, b, &r)) return false;
+        bool ok = val_truthy(I, r, out);
+        val_decref(I, r);
+        return ok;
+    }
     if (is_num(a) && is_num(b)) {
         *out = cmp_num(a, b) == 0;
         return true;
@@ -486,6 +506,13 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
         return true;
     default: {
         int c;
+        if (has_class(a) || has_class(b)) {
+            Value r;
+            if (!class_compare(I, op, a, b, &r)) return false;
+            bool ok = val_truthy(I, r, out);
+            val_decref(I, r);
+            return ok;
+        }
         if (is_tensorlike(a) || is_tensorlike(b)) return tensor_compare_bool(I, op, a, b, out);
         if (is_setlike(a) && is_setlike(b)) return set_order(I, op, a, b, out);
         if (!val_order(I, op, a, b, &c)) return false;
@@ -499,6 +526,8 @@ bool val_compare(Interp *I, LangOp op, Value a, Value b, bool *out)
 bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
     bool r;
+    if ((has_class(a) || has_class(b)) && op != OP_IS && op != OP_ISNOT && op != OP_IN && op != OP_NOTIN)
+        return class_compare(I, op, a, b, out);
     if ((is_tensorlike(a) || is_tensorlike(b)) && op != OP_IS && op != OP_ISNOT && op != OP_IN &&
         op != OP_NOTIN)
         return tensor_binop(I, op, a, b, out);
@@ -510,6 +539,7 @@ bool val_compare_value(Interp *I, LangOp op, Value a, Value b, Value *out)
 bool val_contains(Interp *I, Value c, Value item, bool *out)
 {
     switch (c.tag) {
+    case V_INSTANCE: return class_contains(I, c, item, out);
     case V_TENSOR: return tensor_contains(I, c, item, out);
     case V_DICT: case V_SET: case V_FROZENSET: {
         DictEntry *e;
@@ -644,6 +674,7 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
 {
     int64_t len;
     const char *what;
+    if (obj.tag == V_INSTANCE || obj.tag == V_CLASS) return class_getitem(I, obj, idx, out);
     switch (obj.tag) {
     case V_LIST: len = (int64_t)as_list(obj)->n; what = "list"; break;
     case V_TUPLE: len = (int64_t)as_tuple(obj)->n; what = "tuple"; break;
@@ -722,6 +753,7 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
 
 bool val_setitem(Interp *I, Value obj, Value idx, Value v)
 {
+    if (obj.tag == V_INSTANCE) return class_setitem(I, obj, idx, v);
     if (obj.tag == V_TENSOR)
         return tensor_setitem(I, obj, idx, v);
     if (obj.tag == V_DICT) return dict_set(I, as_dict(obj), idx, v);
@@ -785,6 +817,7 @@ out:
 
 bool val_delitem(Interp *I, Value obj, Value idx)
 {
+    if (obj.tag == V_INSTANCE) return class_delitem(I, obj, idx);
     if (obj.tag == V_DICT) {
         bool found;
         if (!dict_del(I, as_dict(obj), idx, &found)) return false;
@@ -848,6 +881,11 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
         if (!dims_getattr(I, obj, name, out, &found)) return false;
         if (found) return true;
     }
+    if (obj.tag >= V_CLASS || obj.tag == V_EXC) {
+        bool found;
+        if (!class_getattr(I, obj, name, out, &found)) return false;
+        if (found) return true;
+    }
     const BuiltinDef *def = builtin_method(val_type(obj), name);
     if (def) return builtin_bind(I, def, obj, out);
     if (obj.tag == V_TENSOR || obj.tag == V_DEVICE) {
@@ -862,6 +900,7 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
         if (f) { *out = *f; val_incref(*out); return true; }
     }
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
+    if (obj.tag == V_FUNC && strcmp(name, "__qualname__") == 0) return str_from_cstr(I, as_func(obj)->fn->qualname, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
     if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
         return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
@@ -875,6 +914,45 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
         }
     }
     return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object has no attribute '%s'", val_type_name(obj), name);
+}
+
+bool val_setattr(Interp *I, Value obj, const char *name, Value v)
+{
+    bool found = false;
+    if (obj.tag == V_MODULE) {
+        int32_t k = module_slot(as_module(obj), name);
+        if (k < 0) return err_nomem(I);
+        Value old = as_module(obj)->vals[k];
+        val_incref(v);
+        as_module(obj)->vals[k] = v;
+        val_decref(I, old);
+        return true;
+    }
+    if (!dims_set_attr(I, obj, name, v, &found)) return false;         /* d.size = n */
+    if (!found && !tensor_set_attr(I, obj, name, v, &found)) return false;   /* t.grad = g */
+    if (!found && !class_setattr(I, obj, name, v, &found)) return false;
+    if (found) return true;
+    return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), name);
+}
+
+bool val_delattr(Interp *I, Value obj, const char *name)
+{
+    if (obj.tag == V_MODULE) {
+        int32_t k = namemap_get(&as_module(obj)->names, name);
+        if (k < 0 || as_module(obj)->vals[k].tag == V_UNDEF)
+            return err_raise(I, TDL_ERR_ATTRIBUTE, "module '%s' has no attribute '%s'", as_module(obj)->name, name);
+        Value old = as_module(obj)->vals[k];
+        as_module(obj)->vals[k] = v_undef();
+        val_decref(I, old);
+        return true;
+    }
+    bool found;
+    if (!class_delattr(I, obj, name, &found)) return false;
+    if (found) return true;
+    Value v;
+    if (!val_getattr(I, obj, name, &v)) return false;
+    val_decref(I, v);
+    return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object attribute '%s' is read-only", val_type_name(obj), name);
 }
 
 /* ---- iteration ---- */
@@ -936,6 +1014,8 @@ bool iter_begin(Interp *I, Value seq, Iter *it)
     case V_TENSOR:      /* over (positional) dim 0, as torch */
         if (fc_tensor_npos(as_tensor(seq)) == 0) return err_raise(I, TDL_ERR_TYPE, "iteration over a 0-d tensor");
         break;
+    case V_INSTANCE:
+        return class_iter_begin(I, seq, it);
     default:
         return err_raise(I, TDL_ERR_TYPE, "'%s' object is not iterable", val_type_name(seq));
     }
@@ -981,14 +1061,44 @@ bool iterobj_next(Interp *I, IterObj *o, Value *out, bool *done)
             val_decref(I, x);
         }
     }
-    /* IK_MAP: one item of each iterable, until the shortest ends */
+    if (o->kind == IK_ENUM) {
+        Value x;
+        bool end;
+        if (!iter_next(I, &o->its[0], &x, &end)) return false;
+        if (end) return true;
+        TupleObj *t = tuple_alloc(I, 2);
+        if (!t) {
+            val_decref(I, x);
+            return false;
+        }
+        t->items[0] = o->fn;
+        t->items[1] = x;
+        if (__builtin_add_overflow(o->fn.i, 1, &o->fn.i)) {
+            val_decref(I, v_obj(V_TUPLE, &t->h));
+            return err_raise(I, TDL_ERR_OVERFLOW, "enumerate() count does not fit in 64 bits");
+        }
+        *out = v_obj(V_TUPLE, &t->h);
+        *done = false;
+        return true;
+    }
+    /* IK_MAP and IK_ZIP: one item of each iterable, until the shortest ends */
     Value args[MAX_ARGS + 1] = {0};   /* map's iterables came as the arguments of one call */
     int k = 0;
     bool ok = true, end = false;
     for (; k < o->n; k++) {
         if (!(ok = iter_next(I, &o->its[k], &args[k], &end)) || end) break;
     }
-    if (ok && !end) {
+    if (ok && !end && o->kind == IK_ZIP) {
+        TupleObj *t = tuple_alloc(I, (size_t)o->n);
+        if ((ok = t != NULL)) {
+            for (int j = 0; j < o->n; j++) {
+                t->items[j] = args[j];
+                args[j] = v_undef();
+            }
+            *out = v_obj(V_TUPLE, &t->h);
+            *done = false;
+        }
+    } else if (ok && !end) {
         ok = call_value(I, o->fn, args, o->n, NULL, 0, out);
         if (ok) *done = false;
     }
@@ -1046,6 +1156,8 @@ bool iter_next(Interp *I, Iter *it, Value *out, bool *done)
     }
     case V_ITER:
         return iterobj_next(I, (IterObj *)s.o, out, done);
+    case V_INSTANCE:
+        return class_iter_next(I, it, out, done);
     case V_LIST:        /* the list may grow or shrink while we walk it, as in Python */
         if ((size_t)it->i >= as_list(s)->n) { *done = true; return true; }
         *out = as_list(s)->items[it->i++];

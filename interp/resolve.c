@@ -7,6 +7,7 @@
 #include "interp.h"
 #include "mem.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +117,7 @@ static void collect(Resolver *r, Scope *s, Node *st)
             collect(r, s, st->c);
             collect(r, s, st->d);
             break;
-        case N_DEF: case N_IMPORT: case N_DEL: bind_target(r, s, st->a); break;
+        case N_DEF: case N_IMPORT: case N_DEL: case N_CLASS: bind_target(r, s, st->a); break;
         case N_GLOBAL: case N_NONLOCAL:
             for (Node *n = st->a; n; n = n->next) {
                 if (names_find(&s->locals, n->str) >= 0) {
@@ -132,6 +133,38 @@ static void collect(Resolver *r, Scope *s, Node *st)
     }
 }
 
+/* Collects the names bound by `x := v` in the expressions of s's own code (not of nested
+ * functions; into comprehensions, whose walrus binds in the function around them, as in Python).
+ * In a function they are locals; in a comprehension's scope nonlocal, so that they resolve to the
+ * enclosing function's local (or, at module level, the global). */
+static void collect_walrus(Resolver *r, Scope *s, Node *n)
+{
+    for (; n && !r->failed; n = n->next) {
+        switch (n->kind) {
+        case N_NAMEDEXPR:
+            if (s->fn && s->fn->is_comp) names_add(r, &s->nonlocals, n->a->str);
+            else bind_target(r, s, n->a);
+            collect_walrus(r, s, n->b);
+            break;
+        case N_LAMBDA: case N_DEF:
+            for (Node *p = n->func->params; p; p = p->next) collect_walrus(r, s, p->a);
+            break;
+        case N_COMP:
+            collect_walrus(r, s, n->a);
+            collect_walrus(r, s, n->func->body);
+            break;
+        case N_NAME: case N_INT: case N_FLOAT: case N_STR:
+            break;
+        default:
+            collect_walrus(r, s, n->a);
+            collect_walrus(r, s, n->b);
+            collect_walrus(r, s, n->c);
+            collect_walrus(r, s, n->d);
+            break;
+        }
+    }
+}
+
 /* ---- pass 2: resolve references ---- */
 
 /* Finds name as seen from function scope s; returns its free index in s (adding it), or -1 when
@@ -143,7 +176,9 @@ static int capture(Resolver *r, Scope *s, const char *name)
     Scope *p = s->parent;
     if (!p || !p->fn) return -1;
     int32_t from;
-    int slot = names_find(&p->locals, name);
+    /* a class body's names are not visible in the functions inside it (Python's rule): its
+     * scope only passes the enclosing function's variables through */
+    int slot = p->fn->is_class ? -1 : names_find(&p->locals, name);
     if (slot >= 0 && names_find(&p->globals, name) < 0) {
         p->is_cell[slot] = 1;
         from = slot;
@@ -219,6 +254,21 @@ static void resolve_expr(Resolver *r, Scope *s, Node *e)
             for (Node *p = e->func->params; p; p = p->next) resolve_expr(r, s, p->a);
             resolve_function(r, s, e->func);
             break;
+        case N_YIELD:
+            if (!s->fn || s->fn->is_class) {
+                fail(r, e->pos, "'yield' outside function%s", "");
+                return;
+            }
+            if (s->fn->is_comp) {
+                const char *n = s->fn->name;
+                fail(r, e->pos, "'yield' inside %s", strcmp(n, "<genexpr>") == 0 ? "generator expression"
+                                                     : strcmp(n, "<listcomp>") == 0 ? "list comprehension"
+                                                     : strcmp(n, "<setcomp>") == 0 ? "set comprehension" : "dict comprehension");
+                return;
+            }
+            s->fn->is_gen = true;
+            resolve_expr(r, s, e->a);
+            break;
         case N_COMP:    /* the first iterable here; the rest in the comprehension's own scope */
             resolve_expr(r, s, e->a);
             resolve_function(r, s, e->func);
@@ -272,7 +322,7 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_expr(r, s, st->b);
             break;
         case N_RETURN:
-            if (!s->fn) { fail(r, st->pos, "'return' outside function%s", ""); return; }
+            if (!s->fn || s->fn->is_class) { fail(r, st->pos, "'return' outside function%s", ""); return; }
             resolve_expr(r, s, st->a);
             break;
         case N_BREAK: case N_CONTINUE:
@@ -302,7 +352,14 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             resolve_stmts(r, s, st->d);
             break;
         case N_DEF:
+            for (Node *d = st->d; d; d = d->next) resolve_expr(r, s, d);
             for (Node *p = st->func->params; p; p = p->next) resolve_expr(r, s, p->a);
+            resolve_expr(r, s, st->a);
+            resolve_function(r, s, st->func);
+            break;
+        case N_CLASS:
+            for (Node *d = st->d; d; d = d->next) resolve_expr(r, s, d);
+            for (Node *b = st->b; b; b = b->next) resolve_expr(r, s, b);
             resolve_expr(r, s, st->a);
             resolve_function(r, s, st->func);
             break;
@@ -343,6 +400,12 @@ static void fixup(Scope *s, Node *n)
     case N_DEF:
         for (Node *p = n->func->params; p; p = p->next) fixup(s, p->a);
         fixup(s, n->a);
+        fixup_list(s, n->d);
+        return;
+    case N_CLASS:
+        fixup(s, n->a);
+        fixup_list(s, n->b);
+        fixup_list(s, n->d);
         return;
     case N_TUPLE: case N_LIST: case N_GLOBAL: case N_NONLOCAL: case N_SET: case N_DICT: case N_FSTRING:
         fixup_list(s, n->a);
@@ -397,8 +460,22 @@ static void resolve_function(Resolver *r, Scope *parent, LangFunc *fn)
     Scope s = {0};
     s.parent = parent;
     s.fn = fn;
+    if (parent && parent->fn) {
+        /* "outer.<locals>.inner", as CPython's __qualname__ */
+        size_t n = strlen(parent->fn->qualname) + strlen(fn->name) + sizeof ".<locals>.";
+        char *q = lang_arena_alloc(r->u->arena, n);
+        if (!q) {
+            if (!r->failed) err_nomem(r->I);
+            r->failed = true;
+            return;
+        }
+        /* a class's functions are "A.m"; a function's are "f.<locals>.g" */
+        snprintf(q, n, parent->fn->is_class ? "%s.%s" : "%s.<locals>.%s", parent->fn->qualname, fn->name);
+        fn->qualname = q;
+    }
     for (Node *p = fn->params; p; p = p->next) names_add(r, &s.locals, p->str);
     collect(r, &s, fn->body);
+    collect_walrus(r, &s, fn->body);
     /* Nonlocal names must come from an enclosing function. */
     s.is_cell = mem_calloc((size_t)(s.locals.n ? s.locals.n : 1), 1);
     if (!s.is_cell) {

@@ -69,6 +69,7 @@ typedef enum tdl_error_kind {
     /* the base classes of the kinds above, for a program's `raise Exception(...)` */
     TDL_ERR_EXCEPTION, TDL_ERR_BASE_EXCEPTION, TDL_ERR_ARITHMETIC, TDL_ERR_LOOKUP,
     TDL_ERR_TAB,        /* TabError: an IndentationError */
+    TDL_ERR_GENERATOR_EXIT, /* GeneratorExit: a BaseException, raised at a closed generator's yield */
     TDL_ERR__COUNT
 } tdl_error_kind;
 
@@ -129,6 +130,7 @@ enum {
     TDL_DUMP_CUDA = 64,     /* the CUDA C source of every kernel, whatever its device (--dump-cuda) */
     TDL_NO_FILE_READ = 128,
     TDL_NO_FILE_WRITE = 256,
+    TDL_VERBOSE = 512,      /* one line on dump for each choice of a library path (cuDNN), and why (--verbose) */
 };
 
 /* ==== interpreters and running code ==== */
@@ -291,6 +293,9 @@ tdl_status tdl_register(tdl_interp *T, const char *name, const char *signature, 
 typedef enum tdl_dtype {
     TDL_DTYPE_ANY = 0,
     TDL_DTYPE_BOOL = 1, TDL_DTYPE_INT32, TDL_DTYPE_INT64, TDL_DTYPE_FLOAT32, TDL_DTYPE_FLOAT64,
+    TDL_DTYPE_UINT8, TDL_DTYPE_INT8, TDL_DTYPE_INT16,
+    TDL_DTYPE_FLOAT16,      /* IEEE binary16, its 16 bits */
+    TDL_DTYPE_BFLOAT16,     /* the upper 16 bits of a float32 */
 } tdl_dtype;
 
 /* "float32", ...; NULL for what is not a dtype. */
@@ -341,8 +346,8 @@ tdl_status tdl_tensor_contiguous(tdl_interp *T, tdl_value *v, tdl_value **out);
 /* DLPack import: a tensor viewing mt's memory without a copy. tdl takes over mt: its deleter is
  * called exactly once when tdl no longer needs the memory (at the latest in tdl_close), and also
  * when this call fails, except when mt is already imported into T (a ValueError: the first import
- * owns it). Host memory (kDLCPU, kDLCUDAHost, kDLCUDAManaged) of bool, int32, int64, float32 or
- * float64 (one lane) is accepted; a tensor in CUDA device memory is a DeviceError for now. A
+ * owns it). Host memory (kDLCPU, kDLCUDAHost, kDLCUDAManaged) of bool, uint8, int8, int16,
+ * int32, int64, float16, bfloat16 (kDLBfloat), float32 or float64 (one lane) is accepted; a tensor in CUDA device memory is a DeviceError for now. A
  * versioned tensor flagged read-only is copied (tdl tensors are writable); one of another major
  * version is refused. */
 tdl_status tdl_tensor_from_dlpack(tdl_interp *T, struct DLManagedTensor *mt, tdl_value **out);

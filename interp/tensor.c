@@ -91,7 +91,7 @@ bool tensor_init(Interp *I, Module *m)
     I->fc->sched_off = (I->cfg.flags & TDL_NO_FUSE ? FC_SCHED_FUSE : 0) | (I->cfg.flags & TDL_NO_HOIST ? FC_SCHED_HOIST : 0) |
                        (I->cfg.flags & TDL_NO_BOUNDS ? FC_SCHED_BOUNDS : 0);
     int flags = (I->cfg.flags & TDL_DUMP_IR ? FC_DUMP_IR : 0) | (I->cfg.flags & TDL_DUMP_KERNELS ? FC_DUMP_KERNELS : 0) |
-                (I->cfg.flags & TDL_DUMP_CUDA ? FC_DUMP_CUDA : 0);
+                (I->cfg.flags & TDL_DUMP_CUDA ? FC_DUMP_CUDA : 0) | (I->cfg.flags & TDL_VERBOSE ? FC_DUMP_VERBOSE : 0);
     if (flags) {
         I->fc->dump_flags = flags;
         I->fc->dump = dump_text;
@@ -129,7 +129,9 @@ bool tensor_init(Interp *I, Module *m)
         if (!ok) return false;
     }
     static const struct { const char *name; FcDType t; } dtypes[] = {
-        {"float32", FC_FLOAT32}, {"float64", FC_FLOAT64}, {"int32", FC_INT32}, {"int64", FC_INT64},
+        {"float32", FC_FLOAT32}, {"float64", FC_FLOAT64}, {"int32", FC_INT32},     {"int64", FC_INT64},
+        {"uint8", FC_UINT8},     {"int8", FC_INT8},       {"int16", FC_INT16},       {"float16", FC_FLOAT16},
+        {"bfloat16", FC_BFLOAT16},
     };
     for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++)
         if (!set_name(I, m, dtypes[k].name, v_dtype(dtypes[k].t), false)) return false;
@@ -398,12 +400,22 @@ FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt)
 {
     FcScalar r;
     bool from_float = fc_dtype_is_float(sdt);
+    if (fc_dtype_compute(dt) != dt)     /* the narrow dtypes: wrapped or rounded as a cast does */
+        return fc_scalar_convert(s, from_float ? FC_FLOAT64 : sdt == FC_BOOL ? FC_BOOL : FC_INT64, dt);
     if (fc_dtype_is_float(dt)) r.f = from_float ? s.f : (double)s.i;
     else if (dt == FC_BOOL) r.i = from_float ? s.f != 0.0 : s.i != 0;
     else r.i = from_float ? (int64_t)s.f : s.i;
     if (dt == FC_FLOAT32) r.f = (float)r.f;
     if (dt == FC_INT32) r.i = (int32_t)r.i;
     return r;
+}
+
+bool tensor_scalar_fits(Interp *I, FcScalar s, FcDType sdt, FcDType dt, bool cxx_name)
+{
+    FcDType from = fc_dtype_is_float(sdt) ? FC_FLOAT64 : sdt == FC_BOOL ? FC_BOOL : FC_INT64;
+    if (fc_scalar_fits(s, from, dt)) return true;
+    return err_raise(I, TDL_ERR_RUNTIME, "value cannot be converted to type %s without overflow",
+                     cxx_name ? fc_dtype_cxx_name(dt) : fc_dtype_name(dt));
 }
 
 /* The value of a 0-dim tensor passed where a number is expected (int / Scalar parameters). */
@@ -794,6 +806,12 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     bool ok = tensor_check(I, st, &e) && tensor_dim_mask(I, x, dim, &mask);
     if (ok) {
         st = fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
+        /* any/all of uint8 give uint8 in PyTorch 1.13 (its legacy behaviour) */
+        if (st == FC_OK && !cast && (r->op == FC_OP_ANY || r->op == FC_OP_ALL) && a[0].t->dtype == FC_UINT8) {
+            st = fc_cast(I->fc, res, FC_UINT8, &y, &e);
+            fc_tensor_release(res);
+            res = st == FC_OK ? y : NULL;
+        }
         /* max() is amax over every dim, but torch's message names max ("max(): Expected
          * reduction dim to be specified for input.numel() == 0. ...") */
         const char *op = fc_op_name(r->op);

@@ -171,12 +171,22 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
     int64_t c = corr ? (corr->none ? 1 : corr->i) : unb && !unb->b ? 0 : 1;
     double div = n - c > 0 ? (double)(n - c) : 0.0;
     bool keepdim = keep && keep->b;
-    FcStatus st = fc_mean(I->fc, x, mask, true, &m, &e);
+    FcTensor *wide = NULL;
+    FcStatus st = FC_OK;
+    if (fc_dtype_compute(x->dtype) != x->dtype) {
+        /* float16 and bfloat16: computed in float32 and rounded once, as torch's std_var kernel
+         * upcasts the reduced floating types. */
+        st = fc_cast(I->fc, x, fc_dtype_compute(x->dtype), &wide, &e);
+        x = wide;
+    }
+    if (st == FC_OK) st = fc_mean(I->fc, x, mask, true, &m, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
     if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
     if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
     if (st == FC_OK && is_std) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
+    if (st == FC_OK && wide) st = step(fc_cast(I->fc, r, a[0].t->dtype, &t, &e), &r, &t);
+    fc_tensor_release(wide);
     fc_tensor_release(m);
     fc_tensor_release(d);
     return result(I, st, &e, r, out);
@@ -200,6 +210,11 @@ static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *
     if (st == FC_OK)
         st = !dt->none ? fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
     FcDType want = !dt->none ? dt->dtype : fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_INT64;
+    if (st == FC_OK && x->dtype == FC_FLOAT16 && fc_tensor_numel(x) > 0) {
+        fc_tensor_release(x);
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s_out_cpu\" not implemented for 'Half'",
+                         op == FC_OP_SUM ? "cumsum" : "cumprod");
+    }
     if (st == FC_OK && x->ndim == 0) {
         st = fc_to(I->fc, x, want, x->device, &w, &e);
         fc_tensor_release(x);
@@ -237,20 +252,12 @@ typedef struct SortKeys {
 
 static double key_f(const SortKeys *k, int64_t i)
 {
-    switch (k->dt) {
-    case FC_FLOAT32: return ((const float *)k->base)[i];
-    case FC_FLOAT64: return ((const double *)k->base)[i];
-    default: return 0;
-    }
+    return fc_scalar_load(k->dt, k->base + i * (int64_t)fc_dtype_size(k->dt)).f;
 }
 
 static int64_t key_i(const SortKeys *k, int64_t i)
 {
-    switch (k->dt) {
-    case FC_BOOL: return ((const uint8_t *)k->base)[i] != 0;
-    case FC_INT32: return ((const int32_t *)k->base)[i];
-    default: return ((const int64_t *)k->base)[i];
-    }
+    return fc_scalar_load(k->dt, k->base + i * (int64_t)fc_dtype_size(k->dt)).i;
 }
 
 /* Whether element i goes strictly before element j (NaN is the largest value, as in PyTorch). */
@@ -357,6 +364,7 @@ bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     FcTensor *r[2];
     if (a[1].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
+    if (a[0].t->dtype == FC_FLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "\"topk_cpu\" not implemented for 'Half'");
     if (!sorted(I, a[0].t, ARG("dim")->i, ARG("largest")->b, a[1].i, &r[0], &r[1])) return false;
     return tuple_of(I, r, 2, out);
 }
@@ -757,6 +765,10 @@ static bool masked_fill(Interp *I, TensorArg *a, FcTensor **out)
         }
         st = fc_cast(I->fc, a[2].t, self->dtype, &v, &e);
     } else {
+        if (!tensor_scalar_fits(I, a[2].s, a[2].sdt, self->dtype, true)) {
+            fc_tensor_release(mask);
+            return false;
+        }
         st = fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[2].s, a[2].sdt, self->dtype), false, &v, &e);
     }
     if (st == FC_OK) st = fc_where(I->fc, mask, v, self, &r, &e);
@@ -1125,6 +1137,7 @@ bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                              "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", a[1].t->ndim);
         st = fc_cast(I->fc, a[1].t, self->dtype, &v, &e);
     } else {
+        if (!tensor_scalar_fits(I, a[1].s, a[1].sdt, self->dtype, true)) return false;
         st = fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[1].s, a[1].sdt, self->dtype), false, &v, &e);
     }
     bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, v);

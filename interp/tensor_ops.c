@@ -54,7 +54,7 @@ static bool make_full(Interp *I, int n, const int64_t *size, FcScalar v, FcDType
 {
     FcTensor *t;
     FcError e;
-    if (!tensor_check_sizes(I, n, size)) return false;
+    if (!tensor_check_sizes(I, n, size) || !tensor_scalar_fits(I, v, vdt, dt, true)) return false;
     FcStatus st = fc_full(I->fc, dt, dev, n, size, tensor_scalar_as(v, vdt, dt), &t, &e);
     return result(I, st, &e, t, out);
 }
@@ -123,14 +123,7 @@ static bool seq_of(Value v, const Value **items, size_t *n)
 
 static void store_elem(char *p, FcDType dt, FcScalar s, FcDType sdt)
 {
-    FcScalar c = tensor_scalar_as(s, sdt, dt);
-    switch (dt) {
-    case FC_BOOL: *(uint8_t *)p = c.i != 0; break;
-    case FC_INT32: *(int32_t *)p = (int32_t)c.i; break;
-    case FC_INT64: *(int64_t *)p = c.i; break;
-    case FC_FLOAT32: *(float *)p = (float)c.f; break;
-    default: *(double *)p = c.f; break;
-    }
+    fc_scalar_store(dt, p, tensor_scalar_as(s, sdt, dt));
 }
 
 /* Walks data: with n->dst NULL checks the shape and infers the dtype, else stores elements. */
@@ -172,11 +165,12 @@ static bool nested_walk(Interp *I, Value v, int dim, Nested *n)
         return err_raise(I, TDL_ERR_RUNTIME, "Could not infer dtype of %s", val_type_name(v));
     }
     if (!n->dst) {
-        /* A Python float is the default dtype; the five dtypes promote as a chain. */
-        int t = v.tag == V_FLOAT ? FC_FLOAT32 : (int)sdt;
-        if (t > n->dtype) n->dtype = t;
+        /* A Python float is the default dtype; the others promote as torch.promote_types. */
+        FcDType t = v.tag == V_FLOAT ? FC_FLOAT32 : sdt;
+        n->dtype = n->dtype < 0 ? (int)t : (int)fc_promote_types((FcDType)n->dtype, t);
         return true;
     }
+    if (fc_dtype_is_int(n->want) && !tensor_scalar_fits(I, s, sdt, n->want, false)) return false;
     store_elem(n->dst + n->k++ * (int64_t)fc_dtype_size(n->want), n->want, s, sdt);
     return true;
 }
@@ -830,13 +824,8 @@ IMPL_FN(scatter_add) { return scatter_add(I, a, true, out); }
 
 static Value host_value(FcDType dt, const char *p)
 {
-    switch (dt) {
-    case FC_BOOL: return v_bool(*(const uint8_t *)p != 0);
-    case FC_INT32: return v_int(*(const int32_t *)p);
-    case FC_INT64: return v_int(*(const int64_t *)p);
-    case FC_FLOAT32: return v_float(*(const float *)p);
-    default: return v_float(*(const double *)p);
-    }
+    FcScalar s = fc_scalar_load(dt, p);
+    return dt == FC_BOOL ? v_bool(s.i != 0) : fc_dtype_is_float(dt) ? v_float(s.f) : v_int(s.i);
 }
 
 IMPL_FN(item)
@@ -1267,6 +1256,53 @@ bool tensor_set_attr(Interp *I, Value obj, const char *name, Value v, bool *foun
         return tensor_check(I, fc_set_requires_grad(I->fc, t, v.b, &e), &e);
     }
     return true;
+}
+
+/* ---- algorithms and library paths ---- */
+
+IMPL_FN(use_deterministic_algorithms)
+{
+    (void)sig;
+    I->fc->deterministic = a[0].b;
+    *out = v_none();
+    return true;
+}
+
+IMPL_FN(are_deterministic_algorithms_enabled)
+{
+    (void)sig;
+    (void)a;
+    *out = v_bool(I->fc->deterministic);
+    return true;
+}
+
+/* A library path's result: the tensor, or None when it did not take the case. */
+static bool library_result(Interp *I, FcStatus st, const FcError *e, FcTensor *y, Value *out)
+{
+    if (!st && !y) {
+        *out = v_none();
+        return true;
+    }
+    return result(I, st, e, y, out);
+}
+
+IMPL_FN(_conv2d_library)
+{
+    (void)sig;
+    FcTensor *y;
+    FcError e;
+    FcStatus st = fc_conv2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].i, a[6].mf, &y, &e);
+    return library_result(I, st, &e, y, out);
+}
+
+IMPL_FN(_conv_transpose2d_library)
+{
+    (void)sig;
+    FcTensor *y;
+    FcError e;
+    FcStatus st = fc_conv_transpose2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].ints, a[6].i,
+                                              a[7].mf, &y, &e);
+    return library_result(I, st, &e, y, out);
 }
 
 /* ---- the table ----------------------------------------------------------------------------- */

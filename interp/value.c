@@ -26,13 +26,17 @@ static const char *const type_names[T__COUNT] = {
     [T_DICT_KEYITERATOR] = "dict_keyiterator", [T_DICT_VALUEITERATOR] = "dict_valueiterator",
     [T_DICT_ITEMITERATOR] = "dict_itemiterator", [T_SET_ITERATOR] = "set_iterator",
     [T_ITERATOR] = "iterator", [T_EXCEPTION] = "Exception", [T_CTXMGR] = "context_manager",
+    [T_ZIP] = "zip", [T_ENUMERATE] = "enumerate", [T_OBJECT] = "object", [T_METHOD] = "method", [T_STATICMETHOD] = "staticmethod",
+    [T_CLASSMETHOD] = "classmethod", [T_PROPERTY] = "property", [T_SUPER] = "super",
+    [T_NOTIMPL] = "NotImplementedType",
 };
 
 const char *type_name(TypeId t) { return t < T__COUNT ? type_names[t] : "?"; }
 
 const char *val_type_name(Value v)
 {
-    if (v.tag == V_EXC) return tdl_error_kind_name(((ExcObj *)v.o)->kind);
+    if (v.tag == V_EXC) return ((ExcObj *)v.o)->cls ? ((ExcObj *)v.o)->cls->name : tdl_error_kind_name(((ExcObj *)v.o)->kind);
+    if (v.tag == V_INSTANCE) return ((InstObj *)v.o)->cls->name;
     return type_name(val_type(v));
 }
 
@@ -42,7 +46,7 @@ static tdl_error_kind exc_parent(tdl_error_kind k)
 {
     switch (k) {
     case TDL_ERR_BASE_EXCEPTION: return TDL_ERR_NONE;
-    case TDL_ERR_INTERRUPT: case TDL_ERR_EXCEPTION: return TDL_ERR_BASE_EXCEPTION;
+    case TDL_ERR_INTERRUPT: case TDL_ERR_EXCEPTION: case TDL_ERR_GENERATOR_EXIT: return TDL_ERR_BASE_EXCEPTION;
     case TDL_ERR_ZERO_DIVISION: case TDL_ERR_OVERFLOW: return TDL_ERR_ARITHMETIC;
     case TDL_ERR_INDEX: case TDL_ERR_KEY: return TDL_ERR_LOOKUP;
     case TDL_ERR_UNBOUND_LOCAL: return TDL_ERR_NAME;
@@ -95,11 +99,21 @@ TypeId val_type(Value v)
     case V_GEN: return T_GENERATOR;
     case V_EXC: return T_EXCEPTION;
     case V_CTXMGR: return T_CTXMGR;
-    case V_EXCTYPE: return T_TYPE;
+    case V_EXCTYPE: case V_CLASS: return T_TYPE;
+    case V_INSTANCE: return T_OBJECT;
+    case V_METHOD: return T_METHOD;
+    case V_SUPER: return T_SUPER;
+    case V_NOTIMPL: return T_NOTIMPL;
+    case V_DESCR: {
+        DescrKind k = ((DescrObj *)v.o)->kind;
+        return k == D_STATICMETHOD ? T_STATICMETHOD : k == D_CLASSMETHOD ? T_CLASSMETHOD : T_PROPERTY;
+    }
     case V_ITER: {
         IterObj *it = (IterObj *)v.o;
         if (it->kind == IK_MAP) return T_MAP;
         if (it->kind == IK_FILTER) return T_FILTER;
+        if (it->kind == IK_ZIP) return T_ZIP;
+        if (it->kind == IK_ENUM) return T_ENUMERATE;
         Value s = it->its[0].seq;
         switch (s.tag) {
         case V_LIST: return T_LIST_ITERATOR;
@@ -160,7 +174,10 @@ static void drop_values(Interp *I, Value *vals, size_t n)
 static void release_extras(Obj *o)
 {
     if (o->tag == V_FUNC) lang_unit_release(((FuncObj *)o)->unit);
-    if (o->tag == V_GEN) lang_unit_release(((GenObj *)o)->unit);
+    if (o->tag == V_GEN) {
+        lang_unit_release(((GenObj *)o)->unit);
+        mem_free(((GenObj *)o)->co);
+    }
     if (o->tag == V_CTXMGR && ((CtxMgrObj *)o)->free_ud) ((CtxMgrObj *)o)->free_ud(((CtxMgrObj *)o)->ud);
     if (o->tag == V_TENSOR) {
         fc_tensor_release(((TensorObj *)o)->t);
@@ -174,6 +191,12 @@ static void release_extras(Obj *o)
         mem_free(l->dims);
         mem_free(l->name);
     }
+    if (o->tag == V_CLASS) {
+        ClassObj *c = (ClassObj *)o;
+        mem_free(c->name);
+        mem_free(c->qualname);
+        mem_free(c->module);
+    }
     if (o->tag == V_MODULE) {
         Module *m = (Module *)o;
         namemap_free(&m->names);
@@ -181,6 +204,14 @@ static void release_extras(Obj *o)
         mem_free(m->name);
         mem_free(m->path);
     }
+}
+
+/* Drops the reference *p (to an object of any tag; NULL: none) and clears it. */
+static void drop_obj(Interp *I, Obj **p)
+{
+    Obj *o = *p;
+    *p = NULL;
+    if (o && --o->refcnt == 0) obj_free(I, o);
 }
 
 /* Drops the references an object holds, leaving it empty but allocated. */
@@ -230,6 +261,7 @@ static void obj_clear(Interp *I, Obj *o)
             f->module = NULL;
             val_decref(I, v_obj(V_MODULE, &m->h));
         }
+        drop_obj(I, (Obj **)&f->klass);
         break;
     }
     case V_SLICE: {
@@ -246,6 +278,7 @@ static void obj_clear(Interp *I, Obj *o)
         break;
     case V_GEN: {
         GenObj *g = (GenObj *)o;
+        gen_free_co(I, g);      /* a suspended generator function unwinds first */
         for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
         g->nloops = 0;
         g->done = true;
@@ -281,6 +314,32 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, a);
         val_decref(I, m);
         val_decref(I, c);
+        drop_obj(I, (Obj **)&e->cls);
+        drop_obj(I, (Obj **)&e->dict);
+        break;
+    }
+    case V_CLASS: {
+        ClassObj *c = (ClassObj *)o;
+        Value b = c->bases, m = c->mro;
+        c->bases = c->mro = v_none();
+        val_decref(I, b);
+        val_decref(I, m);
+        drop_obj(I, (Obj **)&c->dict);
+        break;
+    }
+    case V_INSTANCE:
+        drop_obj(I, (Obj **)&((InstObj *)o)->cls);
+        drop_obj(I, (Obj **)&((InstObj *)o)->dict);
+        break;
+    case V_METHOD: case V_DESCR: case V_SUPER: {
+        Value *a = o->tag == V_METHOD ? &((MethodObj *)o)->func : o->tag == V_DESCR ? &((DescrObj *)o)->f : &((SuperObj *)o)->self;
+        Value *b = o->tag == V_METHOD ? &((MethodObj *)o)->self : o->tag == V_DESCR ? &((DescrObj *)o)->fset : NULL;
+        Value x = *a, y = b ? *b : v_none();
+        *a = v_none();
+        if (b) *b = v_none();
+        val_decref(I, x);
+        val_decref(I, y);
+        if (o->tag == V_SUPER) drop_obj(I, (Obj **)&((SuperObj *)o)->cls);
         break;
     }
     case V_ITER: {
@@ -351,6 +410,23 @@ static void obj_destroy(Interp *I, Obj *o)
     untrack(o);
     release_extras(o);
     mem_free(o);
+}
+
+void gen_close_all(Interp *I)
+{
+    /* a generator's unwinding may make others (and free some): start over after each */
+    for (bool again = true; again;) {
+        again = false;
+        for (Obj *o = I->objects.next; o != &I->objects; o = o->next) {
+            GenObj *g = (GenObj *)o;
+            if (o->tag != V_GEN || !g->co || g->done || !gen_started(g)) continue;
+            o->refcnt++;
+            gen_free_co(I, g);
+            if (--o->refcnt == 0) obj_free(I, o);
+            again = true;
+            break;
+        }
+    }
 }
 
 /* Frees every tracked object, cycles included (tdl_close). */
@@ -674,9 +750,42 @@ void namemap_free(NameMap *m)
 
 /* ---- errors ---- */
 
+/* Frees an error record made by err_set_context (its own context too). */
+static void err_free_context(Interp *I, Error *c)
+{
+    if (!c) return;
+    err_drop(I, c);
+    mem_free(c);
+}
+
+void err_set_context(Interp *I, Error *ctx)
+{
+    Error *e = &I->err;
+    bool same = e->exc && e->exc == ctx->exc;
+    ExcObj *x = e->exc ? (ExcObj *)e->exc : NULL;
+    if (e->kind == TDL_ERR_NONE || same || e->context || I->exiting) {
+        err_free_context(I, ctx);
+        return;
+    }
+    /* raise X from Y, Y the exception being handled: CPython's "direct cause" */
+    e->context_is_cause = x && IS_OBJ(x->cause) && ctx->exc && x->cause.o == ctx->exc;
+    if (x && x->suppress_context && !e->context_is_cause) {
+        err_free_context(I, ctx);
+        return;
+    }
+    e->context = ctx;
+    mem_free(e->report);
+    e->report = NULL;
+}
+
 void err_clear(Interp *I)
 {
     Error *e = &I->err;
+    if (e->context) {
+        Error *c = e->context;
+        e->context = NULL;
+        err_free_context(I, c);
+    }
     if (e->exc) {
         Obj *x = e->exc;
         e->exc = NULL;
@@ -784,6 +893,20 @@ bool exc_new(Interp *I, tdl_error_kind kind, const Value *args, int nargs, Value
     return true;
 }
 
+bool exc_set_args(Interp *I, Value exc, const Value *args, int nargs)
+{
+    Value tmp;
+    if (!exc_new(I, ((ExcObj *)exc.o)->kind, args, nargs, &tmp)) return false;
+    ExcObj *e = (ExcObj *)exc.o, *t = (ExcObj *)tmp.o;
+    Value a = e->args, m = e->msg;
+    e->args = t->args;
+    e->msg = t->msg;
+    t->args = a;
+    t->msg = m;
+    val_decref(I, tmp);
+    return true;
+}
+
 bool exc_from_error(Interp *I, Value *out)
 {
     if (I->err.exc) {
@@ -818,6 +941,17 @@ bool exc_from_error(Interp *I, Value *out)
 bool exc_raise(Interp *I, Value exc)
 {
     ExcObj *e = (ExcObj *)exc.o;
+    if (e->cls) {
+        /* an instance of a user exception class reports its str(), which __str__ may make */
+        Buf b = {0};
+        bool ok = val_str(I, exc, &b);
+        if (ok) err_raise(I, e->kind, "%s", b.p ? b.p : "");
+        buf_free(&b);
+        if (!ok || I->err.kind != e->kind) return false;
+        val_incref(exc);
+        I->err.exc = &e->h;
+        return false;
+    }
     err_raise(I, e->kind, "%s", as_str(e->msg)->data);
     if (I->err.kind != e->kind) return false;      /* no memory for the message */
     val_incref(exc);
@@ -859,7 +993,7 @@ void err_trace(Interp *I, LangSource *src, uint32_t pos, const char *func)
     }
     e->trace[e->ntrace].src = lang_source_retain(src);
     e->trace[e->ntrace].pos = pos;
-    e->trace[e->ntrace].func = func;
+    snprintf(e->trace[e->ntrace].func, sizeof e->trace[e->ntrace].func, "%s", func);
     e->ntrace++;
 }
 
@@ -877,6 +1011,7 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_STOP_ITERATION] = "StopIteration", [TDL_ERR_EXCEPTION] = "Exception",
     [TDL_ERR_BASE_EXCEPTION] = "BaseException", [TDL_ERR_ARITHMETIC] = "ArithmeticError",
     [TDL_ERR_LOOKUP] = "LookupError", [TDL_ERR_TAB] = "TabError",
+    [TDL_ERR_GENERATOR_EXIT] = "GeneratorExit",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)
@@ -897,6 +1032,16 @@ const char *err_report(Interp *I)
     if (e->kind == TDL_ERR_NONE) return "";
     if (e->report) return e->report;
     Buf b = {0};
+    if (e->context && !e->syntax) {
+        /* the error being handled first, then this one, as CPython prints a chain */
+        Error *ctx = e->context, cur = I->err;
+        I->err = *ctx;
+        buf_puts(&b, err_report(I));
+        *ctx = I->err;      /* keeps its report, cached */
+        I->err = cur;
+        buf_puts(&b, e->context_is_cause ? "\nThe above exception was the direct cause of the following exception:\n\n"
+                                         : "\nDuring handling of the above exception, another exception occurred:\n\n");
+    }
     const char *msg = err_message(I);
     char caret[1024];
     if (e->syntax && e->ntrace > 0) {
@@ -913,11 +1058,11 @@ const char *err_report(Interp *I)
             TraceEntry *t = &e->trace[k];
             /* Like Python, show a run of identical entries (deep recursion) three times. */
             bool same = k + 1 < e->ntrace && e->trace[k + 1].src == t->src && e->trace[k + 1].pos == t->pos
-                        && e->trace[k + 1].func == t->func;
+                        && strcmp(e->trace[k + 1].func, t->func) == 0;
             repeats = same ? repeats + 1 : 0;
             if (repeats >= 3) {
                 bool last = k == 0 || !(e->trace[k - 1].src == t->src && e->trace[k - 1].pos == t->pos
-                                        && e->trace[k - 1].func == t->func);
+                                        && strcmp(e->trace[k - 1].func, t->func) == 0);
                 if (last)
                     buf_printf(&b, "  [Previous line repeated %zu more time%s]\n", repeats - 2,
                                repeats - 2 == 1 ? "" : "s");
@@ -940,8 +1085,11 @@ const char *err_report(Interp *I)
             lang_source_linecol(e->trace[0].src, e->trace[0].pos, &line, &col);
             buf_printf(&b, "%s:%d:%d: ", e->trace[0].src->name, line, col);
         }
-        if (*msg) buf_printf(&b, "%s: %s\n", kind_names[e->kind], msg);
-        else buf_printf(&b, "%s\n", kind_names[e->kind]);
+        /* an instance of a user exception class reports its class's name */
+        ClassObj *uc = e->exc ? ((ExcObj *)e->exc)->cls : NULL;
+        const char *kname = uc ? uc->name : kind_names[e->kind];
+        if (*msg) buf_printf(&b, "%s: %s\n", kname, msg);
+        else buf_printf(&b, "%s\n", kname);
     }
     if (b.nomem) {
         /* no memory for the whole report: at least where and what, in the error's own buffer */

@@ -892,6 +892,16 @@ Node *lang_param(LangParser *p, const LangToken *name, Node *dflt)
     return n;
 }
 
+Node *lang_param_star(LangParser *p, uint32_t pos, const LangToken *name, ParamKind kind)
+{
+    LangToken bare = {TK_STAR, "*", 1, pos};
+    Node *n = named(p, N_PARAM, name ? name : &bare);
+    if (n != &placeholder) n->op = (uint8_t)kind;
+    return n;
+}
+
+/* Checks a parameter list as Python's compiler does and relinks it in slot order: positional
+ * parameters, keyword-only ones, *args, **kwargs (a bare * is dropped). */
 static LangFunc *make_func(LangParser *p, uint32_t pos, const char *name, NodeList params, Node *body)
 {
     LangFunc *f = lang_arena_alloc(p->arena, sizeof *f);
@@ -899,24 +909,55 @@ static LangFunc *make_func(LangParser *p, uint32_t pos, const char *name, NodeLi
         p->nomem = true;
         return NULL;
     }
-    f->name = name;
-    f->params = params.head;
+    f->name = f->qualname = name;
     f->body = body;
     f->pos = pos;
-    bool dflt = false;
-    for (Node *a = params.head; a; a = a->next) {
-        f->nparams++;
+    bool dflt = false, star = false, kw = false;
+    Node *ph = NULL, *pt = NULL, *kh = NULL, *kt = NULL, *va = NULL, *vk = NULL;
+    for (Node *a = params.head; a; a = a->next)
         for (Node *b = params.head; b != a; b = b->next)
-            if (strcmp(a->str, b->str) == 0)
+            if (a->op != PARAM_BARE_STAR && strcmp(a->str, b->str) == 0)
                 lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos,
                                   "duplicate argument '%s' in function definition", a->str);
-        if (a->a) {
-            dflt = true;
-            f->ndefaults++;
-        } else if (dflt) {
-            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "non-default argument follows default argument");
+    for (Node *a = params.head, *next; a; a = next) {
+        next = a->next;
+        a->next = NULL;
+        if (kw)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "arguments cannot follow var-keyword argument");
+        if (a->op == PARAM_VARARGS || a->op == PARAM_BARE_STAR) {
+            if (star) lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "* argument may appear only once");
+            star = true;
+            if (a->op == PARAM_BARE_STAR) {
+                if (!next || next->op == PARAM_VARKW)
+                    lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "named arguments must follow bare *");
+                continue;
+            }
+            va = a;
+        } else if (a->op == PARAM_VARKW) {
+            kw = true;
+            vk = a;
+        } else if (star) {
+            chain_add(&kh, &kt, a);
+            f->nkwonly++;
+        } else {
+            if (a->a) dflt = true;
+            else if (dflt)
+                lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "non-default argument follows default argument");
+            chain_add(&ph, &pt, a);
+            f->nparams++;
         }
+        if (a->a) f->ndefaults++;
     }
+    if (kh) {
+        if (pt) pt->next = kh;
+        else ph = kh;
+        pt = kt;
+    }
+    if (va) chain_add(&ph, &pt, va);
+    if (vk) chain_add(&ph, &pt, vk);
+    f->varargs = va != NULL;
+    f->varkw = vk != NULL;
+    f->params = ph;
     return f;
 }
 
@@ -927,7 +968,7 @@ Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList para
     if (n == &placeholder || target == &placeholder) return n;
     n->a = target;
     n->func = make_func(p, pos, target->str, params, body);
-    grow(p, n, params.head);
+    grow(p, n, n->func ? n->func->params : NULL);
     grow(p, n, body);
     return n;
 }
@@ -938,9 +979,53 @@ Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body)
     Node *ret = lang_node1(p, N_RETURN, body->pos, body);
     if (n == &placeholder || ret == &placeholder) return n;
     n->func = make_func(p, pos, "<lambda>", params, ret);
-    grow(p, n, params.head);
+    grow(p, n, n->func ? n->func->params : NULL);
     grow(p, n, ret);
     return n;
+}
+
+Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList bases, Node *body)
+{
+    Node *n = lang_node(p, N_CLASS, pos);
+    Node *target = lang_name(p, name);
+    if (n == &placeholder || target == &placeholder) return n;
+    for (Node *b = bases.head; b; b = b->next)
+        if (b->kind == N_KWARG || b->kind == N_STARRED)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "class keyword arguments and starred bases are not supported in tdl");
+    n->a = target;
+    n->b = bases.head;
+    n->count = list_len(bases.head);
+    NodeList none = {0};
+    n->func = make_func(p, pos, target->str, none, body);
+    if (n->func) n->func->is_class = true;
+    grow(p, n, bases.head);
+    grow(p, n, body);
+    return n;
+}
+
+Node *lang_decorate(LangParser *p, uint32_t pos, Node *deco, Node *c)
+{
+    if (c == &placeholder) return c;
+    if (c->kind != N_DEF && c->kind != N_CLASS) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, c->pos, "invalid syntax");
+        return c;
+    }
+    (void)pos;
+    deco->next = c->d;
+    c->d = deco;
+    grow(p, c, deco);
+    return c;
+}
+
+Node *lang_walrus(LangParser *p, const LangToken *name, uint32_t pos, Node *value)
+{
+    return lang_node2(p, N_NAMEDEXPR, pos, lang_name(p, name), value);
+}
+
+Node *lang_expr_stmt(LangParser *p, Node *e)
+{
+    if (e->kind == N_NAMEDEXPR && !e->parens) lang_parser_error(p, LANG_SYNTAX_ERROR, e->pos, "invalid syntax");
+    return lang_node1(p, N_EXPR_STMT, e->pos, e);
 }
 
 Node *lang_with_item(LangParser *p, Node *mgr, Node *target)
@@ -1016,6 +1101,7 @@ Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *cl
     n->a = first->b;
     first->b = lang_name(p, &dot0);
     n->func = make_func(p, pos, names[kind], lang_list1(param), first);
+    if (n->func) n->func->is_comp = true;
     grow(p, n, n->a);
     grow(p, n, first);
     return n;
@@ -1108,7 +1194,7 @@ static const char *const kind_names[N__COUNT] = {
     "unary", "not", "and", "or", "compare", "cmp", "ifexp", "lambda", "call", "kw", "attr",
     "subscript", "slice", "dict", "set", "pair", "comp", "fstring", "field", "starred", "expr", "assign", "augassign", "if", "while", "for", "def", "return",
     "break", "continue", "pass", "assert", "raise", "import", "global", "nonlocal", "param",
-    "del", "emit", "try", "except", "with", "withitem",
+    "del", "emit", "try", "except", "with", "withitem", "namedexpr", "class", "yield",
 };
 
 const char *lang_node_kind_name(NodeKind k) { return k < N__COUNT ? kind_names[k] : "?"; }

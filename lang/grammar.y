@@ -27,8 +27,10 @@
        LAMBDA TRUE FALSE NONE RAISE.
 %token LPAREN RPAREN LBRACKET RBRACKET COMMA COLON SEMI DOT ELLIPSIS ASSIGN AUGASSIGN.
 %token DEL LBRACE RBRACE FSTRING TRY EXCEPT FINALLY FROM WITH.
+%token WALRUS CLASS YIELD.
 
 /* Lowest first. */
+%right WALRUS.
 %right LAMBDA.
 %right IF ELSE.
 %left OR.
@@ -70,9 +72,15 @@ block(A) ::= simple(S) NEWLINE.          { A = S; }
 block(A) ::= simple(S) SEMI NEWLINE.     { A = S; }
 block(A) ::= NEWLINE INDENT stmts1(S) DEDENT. { A = S; }
 
-small(A) ::= testlist(E).                { A = lang_node1(p, N_EXPR_STMT, E->pos, E); }
+small(A) ::= testlist(E).                { A = lang_expr_stmt(p, E); }
 small(A) ::= assign(S).                  { A = S; }
 small(A) ::= testlist(T) AUGASSIGN(O) testlist(V). { A = lang_augassign(p, T, &O, V); }
+/* yield is an expression statement, the value of an assignment, or parenthesized (as Python) */
+small(A) ::= yieldexpr(E).               { A = lang_node1(p, N_EXPR_STMT, E->pos, E); }
+small(A) ::= testlist(T) AUGASSIGN(O) yieldexpr(V). { A = lang_augassign(p, T, &O, V); }
+yieldexpr(A) ::= YIELD(K).               { A = lang_node(p, N_YIELD, K.pos); }
+yieldexpr(A) ::= YIELD(K) testlist(E).   { A = lang_node1(p, N_YIELD, K.pos, E); }
+yieldexpr(A) ::= YIELD(K) FROM expr(E).  { A = lang_node1(p, N_YIELD, K.pos, E); A->op = 1; }
 small(A) ::= PASS(K).                    { A = lang_node(p, N_PASS, K.pos); }
 small(A) ::= BREAK(K).                   { A = lang_node(p, N_BREAK, K.pos); }
 small(A) ::= CONTINUE(K).                { A = lang_node(p, N_CONTINUE, K.pos); }
@@ -100,6 +108,7 @@ names(A) ::= names(L) COMMA NAME(N).     { A = lang_list_add(L, lang_name(p, &N)
 /* a = b = value: targets are checked by the builder. */
 assign(A) ::= testlist(T) ASSIGN testlist(V).  { A = lang_assign(p, T, V); }
 assign(A) ::= testlist(T) ASSIGN assign(R).    { A = lang_assign_chain(p, T, R); }
+assign(A) ::= testlist(T) ASSIGN yieldexpr(V). { A = lang_assign(p, T, V); }
 
 compound(A) ::= IF(K) expr(C) COLON block(B) elifs(E). { A = lang_node3(p, N_IF, K.pos, C, B.head, E); }
 %type elifs {Node *}
@@ -143,6 +152,12 @@ compound(A) ::= FOR(K) targets(T) IN testlist(I) COLON block(B) ELSE COLON block
                                                         { A = lang_for(p, K.pos, T, I, B.head, E.head); }
 compound(A) ::= DEF(K) NAME(N) LPAREN params(P) RPAREN COLON block(B).
                                                         { A = lang_def(p, K.pos, &N, P, B.head); }
+/* class C(bases): body — the bases are a call's arguments (keywords are refused by the builder) */
+compound(A) ::= CLASS(K) NAME(N) COLON block(B).       { NodeList e = {0}; A = lang_class(p, K.pos, &N, e, B.head); }
+compound(A) ::= CLASS(K) NAME(N) LPAREN args(L) RPAREN COLON block(B).
+                                                        { A = lang_class(p, K.pos, &N, L, B.head); }
+/* @decorator on its own line before a def or class (the builder checks which) */
+compound(A) ::= AT(K) expr(E) NEWLINE compound(C).     { A = lang_decorate(p, K.pos, E, C); }
 
 %type params {NodeList}
 %type params1 {NodeList}
@@ -153,6 +168,10 @@ params1(A) ::= param(P).                 { A = lang_list1(P); }
 params1(A) ::= params1(L) COMMA param(P). { A = lang_list_add(L, P); }
 param(A) ::= NAME(N).                    { A = lang_param(p, &N, NULL); }
 param(A) ::= NAME(N) ASSIGN expr(D).     { A = lang_param(p, &N, D); }
+/* *args, a bare * (keyword-only parameters follow) and **kwargs: make_func orders and checks them */
+param(A) ::= STAR(O) NAME(N).            { A = lang_param_star(p, O.pos, &N, PARAM_VARARGS); }
+param(A) ::= STAR(O).                    { A = lang_param_star(p, O.pos, NULL, PARAM_BARE_STAR); }
+param(A) ::= POW(O) NAME(N).             { A = lang_param_star(p, O.pos, &N, PARAM_VARKW); }
 
 /* for-targets are primaries, so `for x in y` does not read `x in y` as a comparison. */
 targets(A) ::= primary(E).               { A = E; }
@@ -211,6 +230,7 @@ expr(A) ::= expr(X) IS(O) expr(Y).       { A = lang_compare(p, OP_IS, O.pos, X, 
 expr(A) ::= expr(X) ISNOT(O) expr(Y).    { A = lang_compare(p, OP_ISNOT, O.pos, X, Y); }
 expr(A) ::= expr(X) IF(O) expr(C) ELSE expr(Y). { A = lang_node3(p, N_IFEXP, O.pos, C, X, Y); }
 expr(A) ::= LAMBDA(K) params(P) COLON expr(E). [LAMBDA] { A = lang_lambda(p, K.pos, P, E); }
+expr(A) ::= NAME(N) WALRUS(O) expr(E). [WALRUS] { A = lang_walrus(p, &N, O.pos, E); }
 
 primary(A) ::= atom(E).                  { A = E; }
 primary(A) ::= primary(F) LPAREN(O) args(L) RPAREN. { A = lang_call(p, O.pos, F, L); }
@@ -227,6 +247,7 @@ atom(A) ::= NONE(K).                     { A = lang_node(p, N_NONE, K.pos); }
 atom(A) ::= ELLIPSIS(K).                 { A = lang_node(p, N_ELLIPSIS, K.pos); }
 atom(A) ::= LPAREN(K) RPAREN.            { NodeList e = {0}; A = lang_seq(p, N_TUPLE, K.pos, e); }
 atom(A) ::= LPAREN testlist(E) RPAREN.   { A = E; A->parens = 1; }
+atom(A) ::= LPAREN yieldexpr(E) RPAREN.  { A = E; A->parens = 1; }
 atom(A) ::= LPAREN(K) expr(E) comp(C) RPAREN. { A = lang_comp(p, K.pos, COMP_GEN, E, C.head); A->parens = 1; }
 atom(A) ::= LBRACKET(K) expr(E) comp(C) RBRACKET. { A = lang_comp(p, K.pos, COMP_LIST, E, C.head); }
 atom(A) ::= LBRACE(K) expr(E) comp(C) RBRACE. { A = lang_comp(p, K.pos, COMP_SET, E, C.head); }
@@ -278,7 +299,8 @@ arg(A) ::= STAR(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E
 arg(A) ::= POW(O) expr(E).               { A = lang_node1(p, N_STARRED, O.pos, E); A->op = 2; }
 
 /* t[i], t[i, j], t[a:b:c, ..., None]: one item, or an N_TUPLE of items. */
-subscripts(A) ::= sub(X).                { A = X; }
+/* t[*dims] is t[tuple(dims)], as in Python 3.11 */
+subscripts(A) ::= sub(X).                { A = X->kind == N_STARRED ? lang_seq(p, N_TUPLE, X->pos, lang_list1(X)) : X; }
 subscripts(A) ::= sub(X) COMMA.          { A = lang_seq(p, N_TUPLE, X->pos, lang_list1(X)); }
 subscripts(A) ::= subseq(L).             { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
 subscripts(A) ::= subseq(L) COMMA.       { A = lang_seq(p, N_TUPLE, L.head->pos, L); }
@@ -286,6 +308,7 @@ subscripts(A) ::= subseq(L) COMMA.       { A = lang_seq(p, N_TUPLE, L.head->pos,
 subseq(A) ::= sub(X) COMMA sub(Y).       { A = lang_list_add(lang_list1(X), Y); }
 subseq(A) ::= subseq(L) COMMA sub(Y).    { A = lang_list_add(L, Y); }
 sub(A) ::= expr(E).                      { A = E; }
+sub(A) ::= STAR(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E); }
 sub(A) ::= optexpr(X) COLON(K) optexpr(Y). { A = lang_slice(p, K.pos, X, Y, NULL); }
 sub(A) ::= optexpr(X) COLON(K) optexpr(Y) COLON optexpr(Z). { A = lang_slice(p, K.pos, X, Y, Z); }
 optexpr(A) ::= .                         { A = NULL; }

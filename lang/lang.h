@@ -95,8 +95,13 @@ typedef enum NodeKind {
     N_EXPR_STMT, N_ASSIGN, N_AUGASSIGN, N_IF, N_WHILE, N_FOR, N_DEF, N_RETURN,
     N_BREAK, N_CONTINUE, N_PASS, N_ASSERT, N_RAISE, N_IMPORT, N_GLOBAL, N_NONLOCAL, N_PARAM,
     N_DEL, N_COMP_EMIT, N_TRY, N_EXCEPT, N_WITH, N_WITHITEM,
+    N_NAMEDEXPR, N_CLASS, N_YIELD,
     N__COUNT
 } NodeKind;
+
+/* What an N_PARAM is: a plain parameter, *args, **kwargs, or the bare * before keyword-only ones
+ * (which make_func takes out of the chain). */
+typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR } ParamKind;
 
 typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
@@ -125,7 +130,10 @@ typedef struct Node Node;
  *   N_COMPARE   a = first operand, b = first N_CMP_ITEM (op, a = right operand), count items,
  *               last = the last item (so that a long chain is built in linear time)
  *   N_IFEXP     a = condition, b = value if true, c = value if false
- *   N_LAMBDA    func;  N_DEF func, a = the N_NAME the function is bound to
+ *   N_LAMBDA    func;  N_DEF func, a = the N_NAME the function is bound to, d = its decorators
+ *               (chained by next, outermost first)
+ *   N_CLASS     a = the N_NAME bound, b = the first base expression (chained by next), d = the
+ *               decorators, func = the body's scope (is_class; no parameters)
  *   N_CALL      a = callee, b = first argument (N_KWARG: str = keyword, a = value), count
  *   N_ATTR      a = object, str = attribute;  N_SUBSCRIPT a = object, b = index (N_TUPLE for a,b)
  *   N_SLICE     a, b, c = start, stop, step (each may be NULL)
@@ -140,7 +148,9 @@ typedef struct Node Node;
  *               N_NAME of `as`, or NULL; chained by next), c = else body, d = finally body
  *   N_IMPORT    str = module name, a = the N_NAME it is bound to
  *   N_GLOBAL/N_NONLOCAL  a = first N_NAME
- *   N_PARAM     str = name, a = default (may be NULL)
+ *   N_PARAM     str = name, a = default (may be NULL), op = ParamKind
+ *   N_NAMEDEXPR a = the N_NAME bound (x := v), b = the value
+ *   N_YIELD     a = the value (may be NULL); op 1 for `yield from a`
  *   N_DEL       a = the target (a name, subscript, attribute, or an N_TUPLE/N_LIST of them)
  *   N_COMP      a comprehension or generator expression: op = CompKind, a = the first iterable
  *               (evaluated in the enclosing scope), func = its own scope, whose one parameter
@@ -180,9 +190,18 @@ struct Node {
 /* A function's static shape. The parser fills the first part, the resolver the rest. */
 struct LangFunc {
     const char *name;       /* "<lambda>" for lambdas */
-    Node *params;           /* chain of N_PARAM */
-    int nparams;
-    int ndefaults;          /* the last ndefaults params have defaults */
+    const char *qualname;   /* Python's __qualname__ ("outer.<locals>.inner", "A.m"): name until
+                               the resolver sets it; what call errors name */
+    Node *params;           /* chain of N_PARAM in slot order: positional ones, keyword-only
+                               ones, then *args and **kwargs if there are */
+    int nparams;            /* positional parameters */
+    int nkwonly;            /* keyword-only parameters (after * or *args) */
+    bool is_comp;           /* a comprehension's or generator expression's scope */
+    bool is_class;          /* a class body's scope: its locals become the class's attributes */
+    bool is_gen;            /* a generator function: its body has a yield (set by the resolver) */
+    bool varargs, varkw;    /* *args (slot nparams + nkwonly), **kwargs (the slot after) */
+    int ndefaults;          /* parameters with a default (the last positional ones and any
+                               keyword-only ones), in chain order in FuncObj.defaults */
     Node *body;             /* statements; for a lambda, a single N_RETURN */
     uint32_t pos;
     /* resolver */

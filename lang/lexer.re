@@ -259,8 +259,9 @@ again:
         "try"       { TOK(TK_TRY); }       "except"   { TOK(TK_EXCEPT); }
         "finally"   { TOK(TK_FINALLY); }   "from"     { TOK(TK_FROM); }
         "with"      { TOK(TK_WITH); }
-        "class" | "yield"
-            | "async" | "await"
+        "class"     { TOK(TK_CLASS); }
+        "yield"     { TOK(TK_YIELD); }
+        "async" | "await"
                     { lx->cur = cur;
                       fail(err, LANG_SYNTAX_ERROR, t->pos, "'%.*s' is not supported in tdl",
                            (int)(cur - t->z), t->z);
@@ -302,7 +303,7 @@ again:
         "{"   { lx->cur = cur; return bracket_open(lx, '{', t->z, (t->n = 1, TK_LBRACE), err); }
         "}"   { lx->cur = cur; return bracket_close(lx, '}', t->z, (t->n = 1, TK_RBRACE), err); }
 
-        ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }
+        ","   { TOK(TK_COMMA); }      ":"   { TOK(TK_COLON); }      ":="  { TOK(TK_WALRUS); }
         ";"   { TOK(TK_SEMI); }       "."   { TOK(TK_DOT); }
         "..." { TOK(TK_ELLIPSIS); }   "="   { TOK(TK_ASSIGN); }
         "+"   { TOK(TK_PLUS); }       "-"   { TOK(TK_MINUS); }
@@ -522,6 +523,9 @@ const char *lang_token_name(int kind)
     case TK_RBRACKET: return "']'";
     case TK_COMMA: return "','";
     case TK_COLON: return "':'";
+    case TK_WALRUS: return "':='";
+    case TK_CLASS: return "'class'";
+    case TK_YIELD: return "'yield'";
     case TK_SEMI: return "';'";
     case TK_DOT: return "'.'";
     case TK_ELLIPSIS: return "'...'";

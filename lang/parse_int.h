@@ -63,6 +63,16 @@ Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *cl
 Node *lang_augassign(LangParser *p, Node *target, const LangToken *op, Node *value);
 Node *lang_for(LangParser *p, uint32_t pos, Node *target, Node *iter, Node *body, Node *orelse);
 Node *lang_param(LangParser *p, const LangToken *name, Node *dflt);
+/* *name, **name or a bare * (name NULL) in a parameter list. */
+Node *lang_param_star(LangParser *p, uint32_t pos, const LangToken *name, ParamKind kind);
+/* class name(bases): body */
+Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList bases, Node *body);
+/* @deco before the def or class c */
+Node *lang_decorate(LangParser *p, uint32_t pos, Node *deco, Node *c);
+/* name := value */
+Node *lang_walrus(LangParser *p, const LangToken *name, uint32_t pos, Node *value);
+/* An expression statement (an unparenthesized walrus cannot be one, as in Python). */
+Node *lang_expr_stmt(LangParser *p, Node *e);
 Node *lang_def(LangParser *p, uint32_t pos, const LangToken *name, NodeList params, Node *body);
 Node *lang_lambda(LangParser *p, uint32_t pos, NodeList params, Node *body);
 Node *lang_import(LangParser *p, uint32_t pos, Node *module, const LangToken *alias);

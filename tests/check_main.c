@@ -26,6 +26,8 @@ int main(void)
     srunner_add_suite(sr, oom_suite());
     srunner_add_suite(sr, limits_suite());
     srunner_add_suite(sr, nn_suite());
+    srunner_add_suite(sr, nn_cudnn_suite());
+    srunner_add_suite(sr, cudnn_suite());
     srunner_add_suite(sr, grad_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -2245,6 +2245,60 @@ START_TEST(test_scatter_malformed)
 }
 END_TEST
 
+/* One validator (fcdim's kernel plan) for both backends, with the stricter rule of the two they
+ * had: an inner arg reduction owns no loop (the CUDA generator took one), and a negative extent
+ * is refused by both with the same message. */
+START_TEST(test_one_validator)
+{
+    static const char *const want[] = {"loop 1 has a bad owner", "loop 0 has a negative extent"};
+    float x[12] = {0}, o[3] = {0};
+    int64_t e[2] = {3, 4}, st[2] = {4, 1}, ost[2] = {1, 0};
+    KB b;
+    if (_i == 1)
+        e[0] = -3;
+    kb_init(&b, 2, e);
+    int v = kb_load(&b, FC_FLOAT32, x, 0, st);
+    int r = kb_add(&b, _i == 0 ? FC_OP_ARGMAX : FC_OP_AMAX, _i == 0 ? FC_INT64 : FC_FLOAT32, FC_FLOAT32, v, -1, -1, false);
+    b.k.owner[1] = r;
+    kb_store(&b, r, o, b.code[r].dtype, 0, ost);
+    char msg[128];
+    snprintf(msg, sizeof msg, "cpu kernel: %s", want[_i]);
+    ck_assert_int_eq(kb_run(&b), FC_ERR_VALUE);
+    ck_assert_str_eq(err.msg, msg);
+    char *dump = fc_cuda_kernel_dump(&b.k);
+    snprintf(msg, sizeof msg, "// cuda: cuda kernel: %s\n", want[_i]);
+    ck_assert_ptr_nonnull(dump);
+    ck_assert_str_eq(dump, msg);
+    free(dump);
+}
+END_TEST
+
+/* The registry opens each backend by device type; each says what it is (its target) and whether
+ * it computes an instruction, with the message it would refuse a kernel holding it with (the
+ * CUDA generator's: test_cuda.c's cuda_supports). */
+START_TEST(test_registry_supports)
+{
+    FcBackend *cpu = NULL, *fake = NULL;
+    FcError e;
+    ck_assert_int_eq(fc_backend_open(FC_DEV_CPU, 0, 2, false, &cpu, &e), FC_OK);
+    ck_assert_int_eq(fc_backend_open(FC_DEV_CUDA, 0, 2, true, &fake, &e), FC_OK);
+    ck_assert_int_eq(fake->device, FC_DEV_CUDA);
+    ck_assert_str_eq(cpu->target->name, "cpu");
+    ck_assert_str_eq(fake->target->name, "cpu");   /* the CPU executor stands in */
+    ck_assert_int_eq(cpu->target->chunk, FC_CHUNK);
+    FcInstr in = {.op = FC_OP_AND, .dtype = FC_FLOAT32, .src_dtype = FC_FLOAT32, .a = 0, .b = 1, .c = -1};
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_FLOAT32, &e), FC_ERR_TYPE);
+    ck_assert_str_eq(e.msg, "cpu kernel: bitwise_and is not supported for float32");
+    in.dtype = FC_BOOL;
+    in.src_dtype = FC_BOOL;
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_BOOL, &e), FC_OK);
+    in = (FcInstr){.op = FC_OP_SUM, .dtype = FC_FLOAT64, .src_dtype = FC_FLOAT32, .a = 0, .b = -1, .c = -1};
+    ck_assert_int_eq(cpu->supports(cpu, &in, FC_FLOAT32, &e), FC_OK);
+    fake->destroy(fake);
+    cpu->destroy(cpu);
+}
+END_TEST
+
 /* ---- indices that hold along the chunk loop ----
  * Over an FR x FC loop nest whose inner loop is the chunk loop, an index that holds along each
  * row (x[idx], z[idx] = x) makes a flat gather or scatter: checked once per chunk, then a whole
@@ -3015,6 +3069,8 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_scatter_two_dims);
     tcase_add_test(tc, test_scatter_nloop_zero);
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
+    tcase_add_loop_test(tc, test_one_validator, 0, 2);
+    tcase_add_test(tc, test_registry_supports);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("flat");

@@ -248,6 +248,93 @@ START_TEST(kernel_matches_portable_sweep)
 }
 END_TEST
 
+/* ---- float16 and bfloat16 (tests/golden/dtypes/, gen_dtypes.py) ---- */
+
+#define DTYPES_DIR "tests/golden/dtypes/"
+
+static FcView load_dtypes(const char *name, FcDType dt)
+{
+    FcView v;
+    FcError err;
+    FcStatus st = fc_npy_load(name, &v, &err);
+    ck_assert_msg(st == FC_OK, "%s: %s", name, err.msg);
+    ck_assert_int_eq(v.dtype, dt);
+    ck_assert_int_eq(v.ndim, 1);
+    return v;
+}
+
+/* The bits of element i of a stored 16-bit tensor's host view. */
+static uint16_t bits16(const FcView *v, int64_t i)
+{
+    uint16_t b;
+    memcpy(&b, (const char *)v->data + (v->offset + i * v->strides[0]) * 2, 2);
+    return b;
+}
+
+/* _i: 0 the fcdim.h helpers, 1 the CPU executor's casts (a stored and a lazy input). */
+START_TEST(f16_to_f32_matches_torch)
+{
+    FcView bits = load_dtypes(DTYPES_DIR "f16_bits.npy", FC_INT16), want = load_dtypes(DTYPES_DIR "f16_to_f32.npy", FC_FLOAT32);
+    ck_assert_int_eq(bits.shape[0], 65536);
+    FcTensor *in = NULL, *f = NULL;
+    FcView got = {0};
+    FcError err;
+    if (_i == 1) {
+        FcView hv = bits;
+        hv.dtype = FC_FLOAT16;          /* the same bits read as float16 */
+        ck_assert_int_eq(fc_from_view(ctx, &hv, fc_cpu(), &in, &err), FC_OK);
+        ck_assert_int_eq(fc_cast(ctx, in, FC_FLOAT32, &f, &err), FC_OK);
+        ck_assert_int_eq(fc_host_view(ctx, f, &got, &err), FC_OK);
+    }
+    for (int64_t i = 0; i < 65536; i++) {
+        uint16_t hb = ((const uint16_t *)bits.data)[i];
+        uint32_t w, g;
+        memcpy(&w, (const float *)want.data + i, 4);
+        if (_i == 0) {
+            g = fc_f32_bits(fc_f16_to_f32(hb));
+        } else {
+            memcpy(&g, (const char *)got.data + (got.offset + i * got.strides[0]) * 4, 4);
+        }
+        ck_assert_msg(g == w, "float16 0x%04x: 0x%08x, torch 0x%08x", hb, g, w);
+    }
+    fc_tensor_release(in);
+    fc_tensor_release(f);
+    free(bits.data);
+    free(want.data);
+}
+END_TEST
+
+/* _i: bit 0 bfloat16 (else float16), bit 1 through the CPU executor (else the helpers), bit 2 a
+ * lazy input. */
+START_TEST(f32_rounding_matches_torch)
+{
+    bool bf = _i & 1, exec = _i & 2, lazy = _i & 4;
+    FcView x = load_dtypes(DTYPES_DIR "round_in.npy", FC_FLOAT32);
+    FcView want = load_dtypes(bf ? DTYPES_DIR "round_bf16.npy" : DTYPES_DIR "round_f16.npy", FC_INT16);
+    int64_t n = x.shape[0];
+    ck_assert_int_eq(want.shape[0], n);
+    FcTensor *in = NULL, *out = NULL;
+    FcView got = {0};
+    FcError err;
+    if (exec) {
+        in = tensor_of(&x, lazy);
+        ck_assert_int_eq(fc_cast(ctx, in, bf ? FC_BFLOAT16 : FC_FLOAT16, &out, &err), FC_OK);
+        ck_assert_int_eq(fc_host_view(ctx, out, &got, &err), FC_OK);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float f = ((const float *)x.data)[i];
+        uint16_t w = ((const uint16_t *)want.data)[i];
+        uint16_t g = exec ? bits16(&got, i) : bf ? fc_f32_to_bf16(f) : fc_f32_to_f16(f);
+        ck_assert_msg(g == w, "%s of %a (0x%08x): 0x%04x, torch 0x%04x", bf ? "bfloat16" : "float16", (double)f,
+                      fc_f32_bits(f), g, w);
+    }
+    fc_tensor_release(in);
+    fc_tensor_release(out);
+    free(x.data);
+    free(want.data);
+}
+END_TEST
+
 Suite *cpu_math_suite(void)
 {
     Suite *s = suite_create("cpu_math");
@@ -257,6 +344,8 @@ Suite *cpu_math_suite(void)
     tcase_add_loop_test(tc, softmax_matches_torch, 0, 4);
     tcase_add_loop_test(tc, sigmoid_matches_torch, 0, 4);
     tcase_add_loop_test(tc, portable_exp_matches_torch, 0, 2);
+    tcase_add_loop_test(tc, f16_to_f32_matches_torch, 0, 2);
+    tcase_add_loop_test(tc, f32_rounding_matches_torch, 0, 8);
     suite_add_tcase(s, tc);
     tc = tcase_create("sweep");
     tcase_add_checked_fixture(tc, setup, teardown);

@@ -188,6 +188,7 @@ static const char emu_header[] =
     "#define __launch_bounds__(n)\n"
     "#define __shared__ static\n"
     "static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+    "static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
     "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
     "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"
@@ -874,6 +875,26 @@ START_TEST(representative_kernels)
 }
 END_TEST
 
+/* The generator says which instructions it has code for, with the message its refusal of a
+ * kernel holding one gives (FcBackend.supports; the CPU's in test_cpu_backend.c). */
+START_TEST(cuda_supports)
+{
+    FcError e;
+    FcInstr in = {.op = FC_OP_AND, .dtype = FC_FLOAT32, .src_dtype = FC_FLOAT32, .a = 0, .b = 1, .c = -1};
+    ck_assert_int_eq(fc_cuda_supports(&in, FC_FLOAT32, &e), FC_ERR_TYPE);
+    ck_assert_str_eq(e.msg, "cuda kernel: bitwise_and is not supported for float32");
+    in.dtype = in.src_dtype = FC_BOOL;
+    ck_assert_int_eq(fc_cuda_supports(&in, FC_BOOL, &e), FC_OK);
+    in = (FcInstr){.op = FC_OP_LT, .dtype = FC_BOOL, .src_dtype = FC_FLOAT64, .a = 0, .b = 1, .c = -1};
+    ck_assert_int_eq(fc_cuda_supports(&in, FC_FLOAT64, &e), FC_OK);
+    in.dtype = FC_INT32;
+    ck_assert_int_eq(fc_cuda_supports(&in, FC_FLOAT64, &e), FC_ERR_TYPE);
+    ck_assert_str_eq(e.msg, "cuda kernel: lt gives bool, not int32");
+    const FcTarget *t = &fc_cuda_target;
+    ck_assert_str_eq(t->name, "cuda");
+}
+END_TEST
+
 /* Without --dump-cuda, --dump-kernels shows no CUDA for CPU kernels: its text is unchanged. */
 START_TEST(cpu_dump_unchanged)
 {
@@ -1335,6 +1356,7 @@ Suite *cuda_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, representative_kernels);
     tcase_add_test(tc, cpu_dump_unchanged);
+    tcase_add_test(tc, cuda_supports);
     tcase_add_test(tc, source_independent_of_numbers);
     suite_add_tcase(s, tc);
     tc = tcase_create("scripts");

@@ -897,6 +897,41 @@ START_TEST(test_dlpack_versioned)
 }
 END_TEST
 
+/* The narrow dtypes cross DLPack with their codes (bfloat16 as kDLBfloat) and their bits. */
+START_TEST(test_dlpack_narrow_dtypes)
+{
+    static const struct { const char *src; uint8_t code, bits; const char *text; } cases[] = {
+        {"tensor([1, 255], dtype=uint8)", kDLUInt, 8, "tensor([  1, 255], dtype=uint8)"},
+        {"tensor([-1, 7], dtype=int8)", kDLInt, 8, "tensor([-1,  7], dtype=int8)"},
+        {"tensor([-300, 7], dtype=int16)", kDLInt, 16, "tensor([-300,    7], dtype=int16)"},
+        {"tensor([1.5, -0.1], dtype=float16)", kDLFloat, 16, "tensor([ 1.5000, -0.1000], dtype=float16)"},
+        {"tensor([1.5, 3.14159], dtype=bfloat16)", kDLBfloat, 16, "tensor([1.5000, 3.1406], dtype=bfloat16)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tdl_value *x, *y, *r;
+        char code[96];
+        snprintf(code, sizeof code, "x = %s", cases[c].src);
+        OK(tdl_run_string(T, code, NULL));
+        OK(tdl_get_global(T, "x", &x));
+        DLManagedTensor *mt;
+        OK(tdl_tensor_to_dlpack(T, x, &mt));
+        ck_assert_int_eq(mt->dl_tensor.dtype.code, cases[c].code);
+        ck_assert_int_eq(mt->dl_tensor.dtype.bits, cases[c].bits);
+        ck_assert_int_eq(mt->dl_tensor.dtype.lanes, 1);
+        tdl_interp *U = tdl_open(NULL);
+        OK(tdl_tensor_from_dlpack(U, mt, &y));
+        const char *text;
+        ck_assert_int_eq(tdl_repr(U, y, &r), TDL_OK);
+        ck_assert_int_eq(tdl_to_str(U, r, &text, NULL), TDL_OK);
+        ck_assert_str_eq(text, cases[c].text);
+        tdl_value_free(r);
+        tdl_value_free(y);
+        tdl_close(U);
+        tdl_value_free(x);
+    }
+}
+END_TEST
+
 /* A DLPack tensor made by a host: its deleter counts. */
 typedef struct HostDL {
     DLManagedTensor mt;
@@ -965,11 +1000,12 @@ START_TEST(test_dlpack_import_refusals)
                   "%s", tdl_error_message(T));
     ck_assert_int_eq(h.deleted, 1);     /* consumed, even on failure */
     host_dl_init(&h);
-    h.mt.dl_tensor.dtype = (DLDataType){kDLUInt, 8, 1};
+    h.mt.dl_tensor.dtype = (DLDataType){kDLUInt, 16, 1};
     ck_assert_int_eq(tdl_tensor_from_dlpack(T, &h.mt, &x), TDL_ERROR);
     ck_assert_int_eq(tdl_error_kind_of(T), TDL_ERR_TYPE);
-    ck_assert_str_eq(tdl_error_message(T), "tdl_tensor_from_dlpack: DLPack dtype (code 1, 8 bits, 1 lanes) is not "
-                                           "supported: tdl has bool, int32, int64, float32 and float64");
+    ck_assert_str_eq(tdl_error_message(T), "tdl_tensor_from_dlpack: DLPack dtype (code 1, 16 bits, 1 lanes) is not "
+                                           "supported: tdl has bool, uint8, int8, int16, int32, int64, float16, "
+                                           "bfloat16, float32 and float64");
     ck_assert_int_eq(h.deleted, 1);
     host_dl_init(&h);
     h.mt.dl_tensor.byte_offset = 1;
@@ -1426,8 +1462,8 @@ START_TEST(test_misuse_tensors)
     OK(tdl_str(T, "t", &s));
     ck_assert_int_eq(tdl_tensor_read(T, s, TDL_DTYPE_ANY, &info), TDL_ERROR);
     ck_assert_str_eq(tdl_error_message(T), "tdl_tensor_read: expected a Tensor, got str");
-    ck_assert_int_eq(tdl_tensor_read(T, s, (tdl_dtype)9, &info), TDL_ERROR);
-    ck_assert_str_eq(tdl_error_message(T), "tdl_tensor_read: 9 is not a tdl_dtype");
+    ck_assert_int_eq(tdl_tensor_read(T, s, (tdl_dtype)99, &info), TDL_ERROR);
+    ck_assert_str_eq(tdl_error_message(T), "tdl_tensor_read: 99 is not a tdl_dtype");
     struct DLManagedTensor *mt = (struct DLManagedTensor *)1;
     ck_assert_int_eq(tdl_tensor_to_dlpack(T, s, &mt), TDL_ERROR);
     ck_assert_ptr_null(mt);
@@ -1498,6 +1534,7 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_dlpack_versioned);
     tcase_add_test(tc, test_dlpack_import_host);
     tcase_add_test(tc, test_dlpack_import_refusals);
+    tcase_add_test(tc, test_dlpack_narrow_dtypes);
     tcase_add_test(tc, test_dlpack_versioned_readonly_and_version);
     tcase_add_test(tc, test_dlpack_export_outlives_close);
     tcase_add_test(tc, test_dlpack_deleter_on_another_thread);

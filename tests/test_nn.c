@@ -236,6 +236,110 @@ START_TEST(mask_head)
 }
 END_TEST
 
+/* ---- convolutions through the device's library path (suite nn_cudnn) ----
+ * Every conv2d and conv_transpose2d golden case on golden_device() with --verbose's lines (TDL_VERBOSE) collected: the
+ * values must agree with PyTorch whichever path ran, and the lines must say the path the device
+ * promises. On the stand-in device (TDL_FAKE_CUDA=1, make check-device): the generated kernels,
+ * "this device has no library path". On a GPU (make check-gpu): cuDNN for at least one case when
+ * cuDNN loads (the cases it declines say why); with TDL_CUDNN=0 the generated kernels, "turned
+ * off". Without a device (make test) it has nothing to do and says so. */
+
+typedef struct Lines {
+    char text[16384];
+} Lines;
+
+static void collect(void *ud, const char *text, size_t len)
+{
+    Lines *l = ud;
+    size_t n = strlen(l->text);
+    if (n + len < sizeof l->text) {
+        memcpy(l->text + n, text, len);
+        l->text[n + len] = '\0';
+    }
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+START_TEST(conv2d_library_path)
+{
+    const char *dev = golden_device();
+    if (!dev) {
+        fprintf(stderr, "nn_cudnn: no device (TDL_TEST_DEVICE): nothing to check\n");
+        return;
+    }
+    const char *fake = getenv("TDL_FAKE_CUDA"), *off = getenv("TDL_CUDNN");
+    bool is_fake = fake && strcmp(fake, "1") == 0, is_off = off && (strcmp(off, "0") == 0 || strcmp(off, "off") == 0);
+    int ran = 0, lines = 0, through = 0, wrong = 0;
+    free_report();
+    for (int i = 0; i < n_cases && !report; i++) {
+        if (strncmp(cases[i].name, "conv", 4) != 0 || strncmp(cases[i].expected, "OK", 2) != 0)
+            continue;
+        static Lines l;
+        l.text[0] = '\0';
+        tdl_config cfg = {0};
+        cfg.path = "stdlib";
+        cfg.flags = TDL_VERBOSE;
+        cfg.dump = collect;
+        cfg.dump_ud = &l;
+        cfg.device = dev;
+        tdl_interp *T = tdl_open(&cfg);
+        ck_assert_ptr_nonnull(T);
+        report = run_case(T, &cases[i]);
+        tdl_close(T);
+        ran++;
+        int n = count_of(l.text, "tdl: conv"), cudnn = count_of(l.text, ": cuDNN (");
+        lines += n;
+        through += cudnn;
+        const char *want = is_fake ? "generated kernels (this device has no library path)"
+                         : is_off  ? "generated kernels (cuDNN: turned off (TDL_CUDNN="
+                                   : NULL;
+        if (want && count_of(l.text, want) != n) {
+            wrong++;
+            if (!report && asprintf(&report, "%s: the path is not \"%s\":\n%s", cases[i].name, want, l.text) < 0)
+                report = NULL;
+        }
+        if (!want && n > cudnn)
+            fprintf(stderr, "nn_cudnn: %s did not run on cuDNN:\n%s", cases[i].name, l.text);
+    }
+    ck_assert_msg(report == NULL, "%s", report ? report : "");
+    fprintf(stderr, "nn_cudnn on %s%s%s: %d conv2d and conv_transpose2d cases agree with PyTorch; %d convolutions, %d through cuDNN\n", dev,
+            is_fake ? " (stand-in)" : "", is_off ? " (TDL_CUDNN=0)" : "", ran, lines, through);
+    ck_assert_int_gt(ran, 20);
+    ck_assert_int_gt(lines, 0);
+    ck_assert_int_eq(wrong, 0);
+    if (!is_fake && !is_off) {
+        const char *why = getenv("TDL_TEST_CUDNN_ABSENT");
+        /* a GPU without cuDNN says so (TDL_TEST_CUDNN_ABSENT=1 accepts it) */
+        ck_assert_msg(through > 0 || (why && strcmp(why, "1") == 0),
+                      "no convolution ran through cuDNN on %s (the lines of the last case say why)", dev);
+    }
+}
+END_TEST
+
+/* The nn suite's teardown frees the cases when it ran first. */
+static void ensure_loaded(void)
+{
+    if (!cases && !load_error[0])
+        load_cases();
+}
+
+Suite *nn_cudnn_suite(void)
+{
+    Suite *s = suite_create("nn_cudnn");
+    TCase *tc = tcase_create("library");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, ensure_loaded, teardown);
+    tcase_add_test(tc, conv2d_library_path);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
 Suite *nn_suite(void)
 {
     load_cases();

@@ -575,7 +575,7 @@ static const ErrorCase errors[] = {
     SYN("def f(: pass", 1, 7, "invalid syntax: unexpected ':'"),
     SYN("def f(1): pass", 1, 7, "invalid syntax: unexpected number '1'"),
     SYN("def (): pass", 1, 5, "invalid syntax: unexpected '('"),
-    SYN("lambda x: (yield)", 1, 12, "'yield' is not supported in tdl"),
+    SYN("f(yield)", 1, 3, "invalid syntax: unexpected 'yield'"),
     SYN("import a.b.", 1, 12, "invalid syntax: unexpected end of line"),
     SYN("import 'a'", 1, 8, "invalid syntax: unexpected string ''a''"),
     SYN("global a.b", 1, 9, "invalid syntax: unexpected '.'"),
@@ -654,7 +654,11 @@ static const ErrorCase errors[] = {
     /* lexical errors come through lang_parse too */
     SYN("x = 1\ny = $", 2, 5, "invalid character '$' (U+0024)"),
     SYN("x = (1, 2]", 1, 10, "closing parenthesis ']' does not match opening parenthesis '(' on line 1"),
-    SYN("class A:\n    pass", 1, 1, "'class' is not supported in tdl"),
+    SYN("class A(x=1):\n    pass", 1, 9, "class keyword arguments and starred bases are not supported in tdl"),
+    SYN("def f(*, **k): pass", 1, 7, "named arguments must follow bare *"),
+    SYN("def f(**k, a): pass", 1, 12, "arguments cannot follow var-keyword argument"),
+    SYN("def f(*a, *b): pass", 1, 12, "* argument may appear only once"),
+    SYN("x := 1", 1, 3, "invalid syntax"),
 };
 
 START_TEST(syntax_errors)

@@ -230,6 +230,16 @@ static const struct {
     {{Z(INT32), Z(INT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
     {{T(FLOAT32), Z(FLOAT64), S(FLOAT64)}, 3, FC_FLOAT32, FC_FLOAT32},
     {{S(BOOL), S(INT64), Z(BOOL)}, 3, FC_INT64, FC_FLOAT32},       /* a bool class always promotes */
+    /* the narrow dtypes (torch.result_type) */
+    {{T(UINT8), S(FLOAT64)}, 2, FC_FLOAT32, FC_FLOAT32},
+    {{T(FLOAT16), S(FLOAT64)}, 2, FC_FLOAT16, FC_FLOAT16},
+    {{T(UINT8), Z(INT64)}, 2, FC_UINT8, FC_FLOAT32},
+    {{T(FLOAT16), Z(FLOAT64)}, 2, FC_FLOAT16, FC_FLOAT16},
+    {{T(INT8), Z(FLOAT16)}, 2, FC_FLOAT16, FC_FLOAT16},
+    {{T(INT16), Z(FLOAT16)}, 2, FC_FLOAT16, FC_FLOAT16},
+    {{Z(UINT8), S(INT64)}, 2, FC_UINT8, FC_FLOAT32},
+    {{Z(UINT8), Z(INT8)}, 2, FC_INT16, FC_FLOAT32},
+    {{T(BOOL), Z(BFLOAT16)}, 2, FC_BFLOAT16, FC_BFLOAT16},
 };
 #undef T
 #undef Z
@@ -246,7 +256,7 @@ END_TEST
 START_TEST(order_independent)
 {
     static const FcOperandKind kinds[] = {FC_OPERAND_TENSOR, FC_OPERAND_ZERO_DIM, FC_OPERAND_SCALAR};
-    FcOperand all[13];
+    FcOperand all[3 * FC_DTYPE__COUNT];
     int n = 0;
     for (int k = 0; k < 3; k++)
         for (int d = 0; d < FC_DTYPE__COUNT; d++) {
@@ -256,7 +266,7 @@ START_TEST(order_independent)
             all[n].dtype = (FcDType)d;
             n++;
         }
-    ck_assert_int_eq(n, 13);
+    ck_assert_int_eq(n, 3 * FC_DTYPE__COUNT - 2);
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++)
             for (int c = 0; c < n; c++) {
@@ -269,6 +279,28 @@ START_TEST(order_independent)
 }
 END_TEST
 
+/* torch.promote_types over bool, int32, int64, float32, float64, uint8, int8, int16, float16,
+ * bfloat16 (PyTorch 1.13; the entries index that list): uint8 with int8 gives int16, float16
+ * with bfloat16 float32, an integer with a narrow float the narrow float. */
+START_TEST(promote_types_table)
+{
+    static const int want[FC_DTYPE__COUNT][FC_DTYPE__COUNT] = {
+        {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 2, 3, 4, 1, 1, 1, 8, 9}, {2, 2, 2, 3, 4, 2, 2, 2, 8, 9},
+        {3, 3, 3, 3, 4, 3, 3, 3, 3, 3}, {4, 4, 4, 4, 4, 4, 4, 4, 4, 4}, {5, 1, 2, 3, 4, 5, 7, 7, 8, 9},
+        {6, 1, 2, 3, 4, 7, 6, 7, 8, 9}, {7, 1, 2, 3, 4, 7, 7, 7, 8, 9}, {8, 8, 8, 3, 4, 8, 8, 8, 8, 3},
+        {9, 9, 9, 3, 4, 9, 9, 9, 3, 9},
+    };
+    static const FcDType order[FC_DTYPE__COUNT] = {FC_BOOL,  FC_INT32, FC_INT64, FC_FLOAT32,  FC_FLOAT64,
+                                                   FC_UINT8, FC_INT8,  FC_INT16, FC_FLOAT16, FC_BFLOAT16};
+    for (int a = 0; a < FC_DTYPE__COUNT; a++)
+        for (int b = 0; b < FC_DTYPE__COUNT; b++) {
+            ck_assert_str_eq(fc_dtype_name(fc_promote_types(order[a], order[b])), fc_dtype_name(order[want[a][b]]));
+            FcOperand ops[2] = {{FC_OPERAND_TENSOR, order[a]}, {FC_OPERAND_TENSOR, order[b]}};
+            ck_assert_str_eq(fc_dtype_name(fc_result_type(ops, 2)), fc_dtype_name(order[want[a][b]]));
+        }
+}
+END_TEST
+
 Suite *promotion_suite(void)
 {
     Suite *s = suite_create("promotion");
@@ -277,6 +309,7 @@ Suite *promotion_suite(void)
     tcase_add_test(tc, where_matches_torch);
     tcase_add_test(tc, clamp_triples_match_torch);
     tcase_add_test(tc, order_independent);
+    tcase_add_test(tc, promote_types_table);
     tcase_add_loop_test(tc, named_rules, 0, (int)(sizeof rules / sizeof rules[0]));
     suite_add_tcase(s, tc);
     return s;

@@ -23,6 +23,10 @@ Suite *vision_suite(void);
 Suite *oom_suite(void);
 Suite *limits_suite(void);
 Suite *nn_suite(void);
+Suite *nn_cudnn_suite(void);
+Suite *cudnn_suite(void);
+/* cudnn_header_check.c: the folder of the cudnn_graph.h it was compiled against, or NULL. */
+const char *cudnn_header_checked(void);
 Suite *grad_suite(void);
 
 Suite *tensor_suite(void);

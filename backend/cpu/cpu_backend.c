@@ -279,6 +279,12 @@ static void cpu_destroy(FcBackend *base)
     mem_free(be);
 }
 
+static FcStatus cpu_supports(FcBackend *base, const FcInstr *in, FcDType a_dtype, FcError *err)
+{
+    (void)base;
+    return fc_cpu_supports(in, a_dtype, err);
+}
+
 FcBackend *fc_cpu_backend_new(int nthreads)
 {
     CpuBackend *be = mem_calloc(1, sizeof *be);
@@ -287,6 +293,8 @@ FcBackend *fc_cpu_backend_new(int nthreads)
     be->base = (FcBackend){
         .name = "cpu",
         .device = FC_DEV_CPU,
+        .target = &fc_cpu_target,
+        .supports = cpu_supports,
         .alloc = cpu_alloc,
         .free = cpu_free,
         .to_host = cpu_copy,

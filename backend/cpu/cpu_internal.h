@@ -114,6 +114,11 @@ void *fc_cpu_aligned_alloc(size_t nbytes);
 #define DT_i64 FC_INT64
 #define DT_f32 FC_FLOAT32
 #define DT_f64 FC_FLOAT64
+#define DT_u8 FC_UINT8
+#define DT_i8 FC_INT8
+#define DT_i16 FC_INT16
+#define DT_f16 FC_FLOAT16
+#define DT_bf16 FC_BFLOAT16
 
 /* ---- chunk operations (cpu_ops.c) ----
  *
@@ -197,5 +202,11 @@ FcStatus fc_cpu_prepare(CpuBackend *be, const FcKernel *k, void **handle, FcErro
 FcStatus fc_cpu_run_prepared(CpuBackend *be, void *handle, const FcKernel *k, FcError *err);
 void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
+
+/* The CPU backend's FcTarget: FC_CHUNK values per step, CPU_LANES accumulators. */
+extern const FcTarget fc_cpu_target;
+/* FcBackend.supports: whether the executor has an op function or fold for instruction in (a of
+ * dtype a_dtype); FC_ERR_TYPE with the message a kernel holding it is refused with. */
+FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dtype, FcError *err);
 
 #endif

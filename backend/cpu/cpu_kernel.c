@@ -269,6 +269,8 @@ typedef struct Widen {
 
 typedef struct Plan {
     const FcKernel *k;
+    const FcPlan *kp;           /* the kernel's plan: k->plan, or made_plan */
+    FcPlan *made_plan;          /* the plan made here for a kernel that came without one */
     int L;                      /* loops (a kernel with none runs one of extent 1) */
     int cl;                     /* the chunk loop */
     /* the root chunk (plan_span): the loops it spans, outermost first (the chunk loop last) */
@@ -413,23 +415,12 @@ static int64_t sat_mul(int64_t a, int64_t b)
 static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
 static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
 
-/* The dtype each operand of in must have, given the dtype of a (for casts and comparisons). */
-static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
-{
-    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN)
-        return a_dt;
-    if (is_compare(in->op))
-        return a_dt;
-    if (in->op == FC_OP_WHERE && which == 0)
-        return FC_BOOL;
-    return in->dtype;
-}
-
 static void threads_free(Thread **th, int n);
 
 static void plan_free(Plan *p)
 {
     threads_free(p->th, p->nth);
+    fc_kplan_free(p->made_plan);
     mem_free(p->fills);
     mem_free(p->steps);
     mem_free(p->gphys);
@@ -454,61 +445,13 @@ static void plan_free(Plan *p)
     mem_free(p->widen);
 }
 
-/* Whether n gathered (or scattered) dims at g are malformed: too many, missing, or of negative
- * extent (which the unsigned bounds checks would take for a huge one). */
-static bool bad_gathers(const FcGather *g, int n)
-{
-    if (n < 0 || n > FC_MAX_DIMS || (n > 0 && !g))
-        return true;
-    for (int i = 0; i < n; i++)
-        if (g[i].extent < 0)
-            return true;
-    return false;
-}
-
-/* Checks the code and orders it into steps: the invariant ones (they vary along no loop), the
- * top list (the rest of what the root evaluates), and the body of each inner reduction (what
- * varies along its loops, innermost reduction first), each in code order. Operands become step
- * numbers (registers may be reused: each read names the last instruction that wrote it);
- * buffers are given by plan_buffers once the chunk loop is known. */
-/* Places the instructions [0, n) of list r (but the invariants) at pos m on: by the loops they
- * vary along, fewer loops first, then in code order. Any operand varies along a subset of its
- * reader's loops, so this is an order in which values are written before they are read; and
- * the steps of each domain come together, as one memo chain checked once (roi_align's y
- * coordinate, its clamps and weights: one chain over (box, bin row, sample row)). */
-static int by_deps(const void *x, const void *y, void *deps)
-{
-    int i = *(const int *)x, j = *(const int *)y;
-    uint64_t a = ((const uint64_t *)deps)[i], b = ((const uint64_t *)deps)[j];
-    int pa = __builtin_popcountll(a), pb = __builtin_popcountll(b);
-    if (pa != pb)
-        return pa < pb ? -1 : 1;
-    if (a != b)
-        return a < b ? -1 : 1;
-    return i < j ? -1 : i > j;
-}
-
-static int place_list(int *pos, int m, const uint64_t *deps, const int *list, int r, int n)
-{
-    int *idx = mem_malloc((size_t)(n + 1) * sizeof *idx), cnt = 0;
-    for (int i = 0; i < n; i++)
-        if (list[i] == r && (r >= 0 || deps[i] != 0))
-            pos[i] = idx ? (idx[cnt++] = i, -1) : m++;
-    if (!idx)
-        return m;       /* code order, which is as good a schedule */
-    qsort_r(idx, (size_t)cnt, sizeof *idx, by_deps, (void *)deps);
-    for (int q = 0; q < cnt; q++)
-        pos[idx[q]] = m++;
-    mem_free(idx);
-    return m;
-}
-
 /* where(x <cmp> k, y, z) with k a constant: when every reader of the comparison is such a
  * select over the same loops, the selects compare (CpuSelFn: no chunk of bools written and read
  * back) and the comparison is dead. val[i * 3 + o]: instruction i's operands as instructions. */
-static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, const int *bvals,
-                         const int *bval, const uint64_t *deps, const int *def)
+static void plan_selects(Plan *p, const FcKernel *k, int *val)
 {
+    const FcPlan *kp = p->kp;
+    const uint64_t *deps = kp->deps;
     int n = k->ncode;
     int *reads = mem_calloc((size_t)n + 1, sizeof *reads), *sels = mem_calloc((size_t)n + 1, sizeof *sels);
     if (!reads || !sels)
@@ -517,7 +460,7 @@ static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, 
         const FcInstr *in = &k->code[i];
         int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
         for (int o = 0; o < 3 + ng + nb; o++) {
-            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? gval[(int)(p->steps[i].g - p->gphys) + o - 3] : bvals[bval[i] + o - 3 - ng];
+            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? kp->gopv[kp->goff[i] + o - 3] : kp->bopv[kp->boff[i] + o - 3 - ng];
             if (v >= 0)
                 reads[v]++;
         }
@@ -525,9 +468,9 @@ static void plan_selects(Plan *p, const FcKernel *k, int *val, const int *gval, 
         if (in->op == FC_OP_WHERE && c >= 0 && is_compare(k->code[c].op) && deps[c] == deps[i])
             sels[c]++;
     }
-    reads[def[k->result]]++;
+    reads[kp->res]++;
     for (int g = 0; g < k->nscatter; g++)
-        reads[def[k->scatter[g].reg]]++;
+        reads[kp->sres[g]]++;
     /* twice: first whether each select can compare (else its comparison stays), then the fusion */
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
@@ -582,267 +525,116 @@ done:
     mem_free(sels);
 }
 
+const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+
+FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
+{
+    CpuReducer red;
+    if (is_reduce(in->op)) {
+        if (!fc_cpu_reducer_init(&red, in->op, in->src_dtype, in->dtype))
+            return errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported", fc_op_name(in->op),
+                          fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
+        return FC_OK;
+    }
+    if (in->op == FC_OP_LOAD || in->op == FC_OP_CONST || in->op == FC_OP_IOTA || fc_cpu_op_fn(in->op, in->dtype, a_dt))
+        return FC_OK;
+    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
+    return errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
+                  fc_dtype_name(by_src ? a_dt : in->dtype));
+}
+
+/* Orders the code into steps by the kernel's plan (fcdim's kplan): the invariant ones (they vary
+ * along no loop), the top list (the rest of what the root evaluates), and the body of each inner
+ * reduction, each by domain; operands become step numbers. Then what is the CPU's own: each
+ * step's op function or fold (a kernel of an op or dtype it has none for is FC_ERR_TYPE), and the
+ * selects that compare. Buffers are given by plan_buffers once the chunk loop is known. */
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
-    int nreg = k->nreg, n = k->ncode, L = k->nloop;
-    int ngath = 0;
-    for (int i = 0; i < n; i++)
-        if (k->code[i].op == FC_OP_LOAD && k->code[i].ngather > 0)
-            ngath += k->code[i].ngather;
-    int *def = mem_malloc((size_t)(nreg + 1) * sizeof *def);
-    int *val = mem_malloc((size_t)(n + 1) * 3 * sizeof *val);             /* a, b, c as instructions */
-    int *gval = mem_malloc((size_t)(ngath + 1) * sizeof *gval);
-    int *bval = mem_malloc((size_t)(n + 1) * sizeof *bval);               /* first bound value of each */
-    int nbv = 0;
-    for (int i = 0; i < n; i++)
+    const FcPlan *kp = p->kp;
+    int n = k->ncode, L = k->nloop;
+    int ngath = 0, nbv = 0;
+    for (int i = 0; i < n; i++) {
+        ngath += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
         nbv += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
-    int *bvals = mem_malloc((size_t)(nbv + 1) * sizeof *bvals);
-    uint64_t *deps = mem_malloc((size_t)(n + 1) * sizeof *deps), *own = mem_calloc((size_t)(n + 1), sizeof *own);
-    int *list = mem_malloc((size_t)(n + 1) * sizeof *list), *pos = mem_malloc((size_t)(n + 1) * sizeof *pos);
+    }
+    int *val = mem_malloc((size_t)(n + 1) * 3 * sizeof *val);
     p->steps = mem_calloc((size_t)(n + 1), sizeof *p->steps);
     p->gphys = mem_malloc((size_t)(ngath + 1) * sizeof *p->gphys);
     p->gxs = mem_calloc((size_t)(ngath + 1), sizeof *p->gxs);
     size_t nl = L > 0 ? (size_t)L : 1;
     size_t per = (nl * (sizeof(struct TabLoop) + 2 * sizeof(int) + sizeof(FcDType)) + 15) & ~(size_t)15;
     p->pool = mem_malloc((size_t)(n + 1) * per);
+    Step *sorted = mem_malloc((size_t)(n + 1) * sizeof *sorted);
     FcStatus st = FC_OK;
-    if (!def || !val || !gval || !bval || !bvals || !deps || !own || !list || !pos || !p->steps || !p->gphys ||
-        !p->gxs || !p->pool) {
+    if (!val || !p->steps || !p->gphys || !p->gxs || !p->pool || !sorted) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
+    memcpy(val, kp->opv, (size_t)n * 3 * sizeof *val);
+    int gused = 0;
     for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
         char *q = (char *)p->pool + (size_t)i * per;
         Step *s = &p->steps[i];
         s->tl = (struct TabLoop *)(void *)q;
         s->rl = (int *)(void *)(q + nl * sizeof(struct TabLoop));
         s->bvals = s->rl + nl;
         s->bdt = (FcDType *)(void *)(s->bvals + nl);
-    }
-    for (int l = 0; l < L; l++) {
-        int o = k->owner[l];
-        if (o < -1 || o >= n || (o >= 0 && (!is_reduce(k->code[o].op) || k->code[o].op == FC_OP_ARGMAX ||
-                                            k->code[o].op == FC_OP_ARGMIN))) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has a bad owner", l);
-            goto done;
-        }
-        if (o >= 0)
-            own[o] |= (uint64_t)1 << l;
-    }
-    for (int r = 0; r < nreg; r++)
-        def[r] = -1;
-    int gused = 0, bused = 0;
-    for (int i = 0; i < n; i++) {
-        const FcInstr *in = &k->code[i];
-        bool red = is_reduce(in->op);
-        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || in->op == FC_OP_ARGMAX ||
-            in->op == FC_OP_ARGMIN || (unsigned)in->dtype >= FC_DTYPE__COUNT ||
-            (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT)) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad op or dtype", i);
-            goto done;
-        }
-        if (in->dst < 0 || in->dst >= nreg) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d writes no register", i);
-            goto done;
-        }
-        int ops[3] = {in->a, in->b, in->c};
-        FcDType a_dt = in->dtype;
         int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
-        if (bad_gathers(in->gathers, ng) || (red && (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds)))) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad gathers or bounds", i);
-            goto done;
-        }
-        int nb = red ? in->nbound : 0;
-        uint64_t d = 0;
-        for (int o = 0; o < 3 + ng + nb; o++) {
-            int r = o < 3 ? ops[o] : o < 3 + ng ? in->gathers[o - 3].reg : in->bounds[o - 3 - ng].reg;
-            if (r < 0 && o < 3) {
-                val[i * 3 + o] = -1;
-                continue;
-            }
-            if (r < 0 || r >= nreg || def[r] == -1) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d reads register %d before it is written",
-                            i, r);
-                goto done;
-            }
-            int v = def[r];
-            FcDType want = o >= 3 + ng ? k->code[v].dtype
-                           : o >= 3    ? FC_INT64
-                           : red       ? in->src_dtype
-                                       : operand_dtype(in, o, o == 0 ? k->code[v].dtype : a_dt);
-            if (o == 0)
-                a_dt = k->code[v].dtype;
-            if (k->code[v].dtype != want ||
-                (o >= 3 + ng && want != FC_INT64 && want != FC_FLOAT32 && want != FC_FLOAT64)) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d (%s) reads r%d of dtype %s, expected %s",
-                            i, fc_op_name(in->op), r, fc_dtype_name(k->code[v].dtype), fc_dtype_name(want));
-                goto done;
-            }
-            if (o < 3)
-                val[i * 3 + o] = v;
-            else if (o < 3 + ng)
-                gval[gused + o - 3] = v;
-            else
-                bvals[bused + o - 3 - ng] = v;
-            d |= o == 0 && red ? deps[v] & ~own[i] : deps[v];
-        }
-        Step *s = &p->steps[i];
         s->in = in;
         s->g = ng > 0 ? &p->gphys[gused] : NULL;
         s->gx = ng > 0 ? &p->gxs[gused] : NULL;
         gused += ng;
-        bval[i] = bused;
-        bused += nb;
         s->esize = fc_dtype_size(in->dtype);
-        switch (in->op) {
-        case FC_OP_LOAD:
-            if (in->buf < 0 || in->buf >= k->nbufs || !k->bufs || (k->nloop > 0 && !in->strides)) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad load", i);
-                goto done;
-            }
+        s->deps = kp->deps[i];
+        FcDType a_dt = in->a >= 0 ? k->code[kp->opv[3 * i]].dtype : in->dtype;
+        st = fc_cpu_supports(in, a_dt, err);
+        if (st != FC_OK)
+            goto done;
+        if (in->op == FC_OP_LOAD)
             s->strides = k->nloop > 0 ? in->strides : p->zero;
-            for (int l = 0; l < L; l++)
-                if (s->strides[l] != 0 && k->extent[l] != 1)    /* as the scheduler's deps */
-                    d |= (uint64_t)1 << l;
-            break;
-        case FC_OP_CONST:
-            break;
-        case FC_OP_IOTA:
-            if (in->dtype != FC_INT64 || (k->nloop > 0 && (in->loop < 0 || in->loop >= k->nloop))) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad iota", i);
-                goto done;
-            }
-            if (k->nloop > 0 && k->extent[in->loop] != 1)
-                d |= (uint64_t)1 << in->loop;
-            break;
-        default:
-            if (red) {
-                for (int b = 0; b < nb; b++) {
-                    const FcBound *bd = &in->bounds[b];
-                    if (bd->loop < 0 || bd->loop >= L || k->owner[bd->loop] != i ||
-                        (bd->cmp != FC_OP_LT && bd->cmp != FC_OP_LE)) {
-                        st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d: bad bound", i);
-                        goto done;
-                    }
-                }
-                if (!fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype)) {
-                    st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported",
-                                fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
-                    goto done;
-                }
-                break;
-            }
+        else if (is_reduce(in->op))
+            fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype);
+        else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
-            if (!s->fn) {
-                bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
-                st = errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
-                            fc_dtype_name(by_src ? a_dt : in->dtype));
-                goto done;
-            }
-            break;
+    }
+    plan_selects(p, k, val);
+    p->ninv = kp->ninv;
+    p->ntop = kp->ntop;
+    const int *pos = kp->pos;
+    for (int r = 0; r < n; r++)
+        if (is_reduce(k->code[r].op)) {
+            p->steps[r].body0 = kp->body0[r];
+            p->steps[r].body1 = kp->body1[r];
+            p->steps[r].racc = p->nracc++;
         }
-        if (in->invariant && d != 0) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: invariant instruction %d reads loop-dependent values", i);
-            goto done;
-        }
-        deps[i] = d;
-        s->deps = d;
-        def[in->dst] = i;
-    }
-    if (k->result < 0 || k->result >= nreg || def[k->result] == -1) {
-        st = errorf(err, FC_ERR_VALUE, "cpu kernel: the result register %d is never written", k->result);
-        goto done;
-    }
-    for (int g = 0; g < k->nscatter; g++) {
-        int r = k->scatter[g].reg;
-        if (r < 0 || r >= nreg || def[r] == -1 || k->code[def[r]].dtype != FC_INT64) {
-            st = errorf(err, FC_ERR_VALUE, "cpu kernel: scatter %d reads r%d, not a written int64 register", g, r);
-            goto done;
-        }
-    }
-    /* Lists: an instruction belongs to the innermost inner reduction whose loops it varies
-     * along (the first one after it), else to the top. What it reads must be in its list or an
-     * enclosing one (a reduction also reads its body). */
-    for (int i = 0; i < n; i++) {
-        list[i] = -1;
-        for (int r = i + 1; r < n && list[i] < 0; r++)
-            if (deps[i] & own[r])
-                list[i] = r;
-    }
-    for (int i = 0; i < n; i++) {
-        const FcInstr *in = &k->code[i];
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
-        for (int o = 0; o < 3 + ng + nb; o++) {
-            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? gval[(int)(p->steps[i].g - p->gphys) + o - 3] : bvals[bval[i] + o - 3 - ng];
-            if (v < 0)
-                continue;
-            bool ok = o == 0 && is_reduce(in->op) && list[v] == i;
-            for (int up = list[i]; !ok; up = list[up]) {
-                ok = list[v] == up;
-                if (up < 0)
-                    break;
-            }
-            if (!ok) {
-                st = errorf(err, FC_ERR_VALUE, "cpu kernel: instruction %d reads r%d outside its loops", i, k->code[v].dst);
-                goto done;
-            }
-        }
-    }
-    plan_selects(p, k, val, gval, bvals, bval, deps, def);
-    /* Order: invariants, the top list, then each reduction's body. */
-    Step *sorted = mem_malloc((size_t)(n + 1) * sizeof *sorted);
-    if (!sorted) {
-        st = errorf(err, FC_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (deps[i] == 0 && list[i] < 0)
-            pos[i] = m++;
-    p->ninv = m;
-    m = place_list(pos, m, deps, list, -1, n);
-    p->ntop = m;
-    for (int r = 0; r < n; r++) {
-        if (!is_reduce(k->code[r].op))
-            continue;
-        p->steps[r].body0 = m;
-        m = place_list(pos, m, deps, list, r, r);
-        p->steps[r].body1 = m;
-        p->steps[r].racc = p->nracc++;
-    }
     for (int i = 0; i < n; i++) {
         Step s = p->steps[i];
         const FcInstr *in = s.in;
         s.d = -1;       /* plan_buffers */
-        s.parent = list[i] >= 0 ? pos[list[i]] : -1;
+        s.parent = kp->list[i] >= 0 ? pos[kp->list[i]] : -1;
         s.a = val[i * 3] >= 0 ? pos[val[i * 3]] : -1;
         s.b = val[i * 3 + 1] >= 0 ? pos[val[i * 3 + 1]] : -1;
         s.c = val[i * 3 + 2] >= 0 ? pos[val[i * 3 + 2]] : -1;
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
-            s.g[g] = pos[gval[(int)(s.g - p->gphys) + g]];
+            s.g[g] = pos[kp->gopv[kp->goff[i] + g]];
         for (int b = 0; is_reduce(in->op) && b < in->nbound; b++) {
-            s.bvals[b] = pos[bvals[bval[i] + b]];
-            s.bdt[b] = k->code[bvals[bval[i] + b]].dtype;
+            s.bvals[b] = pos[kp->bopv[kp->boff[i] + b]];
+            s.bdt[b] = k->code[kp->bopv[kp->boff[i] + b]].dtype;
         }
         sorted[pos[i]] = s;
     }
-    p->res = pos[def[k->result]];
+    p->res = pos[kp->res];
     for (int g = 0; g < k->nscatter; g++)
-        p->sphys[g] = pos[def[k->scatter[g].reg]];
-    p->res_dt = k->code[def[k->result]].dtype;
+        p->sphys[g] = pos[kp->sres[g]];
+    p->res_dt = k->code[kp->res].dtype;
     mem_free(p->steps);
     p->steps = sorted;
+    sorted = NULL;
     p->nsteps = n;
 done:
-    mem_free(def);
+    mem_free(sorted);
     mem_free(val);
-    mem_free(gval);
-    mem_free(bval);
-    mem_free(bvals);
-    mem_free(deps);
-    mem_free(own);
-    mem_free(list);
-    mem_free(pos);
     return st;
 }
 
@@ -1151,14 +943,12 @@ static FcStatus plan_chunk_loop(Plan *p, FcError *err)
     const FcKernel *k = p->k;
     /* A scattered store keeps the last loop innermost: its units then run in the order of the
      * loop nest, the order in which duplicates must land. Only root loops are chunk loops. */
-    if (k->chunk_loop >= 0) {
-        if (k->chunk_loop >= p->L || k->owner[k->chunk_loop] >= 0)
-            return errorf(err, FC_ERR_VALUE, "cpu kernel: bad chunk loop %d", k->chunk_loop);
+    if (k->chunk_loop >= 0) {     /* checked by the plan */
         p->cl = k->chunk_loop;
         plan_span(p);
         return plan_marks(p, err);
     }
-    int cl = fc_natural_chunk_loop(p->L, p->ext, k->nloop ? k->owner : NULL, p->scatter);
+    int cl = fc_target_chunk_loop(&fc_cpu_target, p->L, p->ext, k->nloop ? k->owner : NULL, p->scatter);
     if (cl < 0)
         cl = 0;
     uint8_t *mark = mem_malloc((size_t)k->ncode + 1);
@@ -1604,49 +1394,35 @@ static FcStatus plan_marks(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
     bool hoist = !k->no_hoist;
-    /* Chunk loops, outer lists first: a reduction's step comes before the steps of its body
-     * in no particular order, so repeat until settled (depth passes). */
-    for (int j = 0; j < p->nsteps; j++)
-        p->steps[j].cx = -2;
-    for (bool again = true; again;) {
-        again = false;
-        for (int j = 0; j < p->nsteps; j++) {
-            Step *s = &p->steps[j];
-            if (s->cx != -2)
-                continue;
-            int cx = s->parent < 0 ? p->cl : -2;
-            if (s->parent >= 0) {
-                const Step *r = &p->steps[s->parent];
-                if (r->cx == -2) {
-                    again = true;
-                    continue;
-                }
-                cx = r->wide ? r->cx : r->rcl >= 0 ? r->rcl : r->cx;
-            }
-            s->cx = cx;
-            s->wide = j >= p->ninv && (s->deps & chunk_mask(p, cx));
-            if (is_reduce(s->in->op)) {
-                uint64_t own = 0;
+    /* Each list's chunk loop, by the plan's rule (fc_kplan_chunks): a reduction of one value per
+     * chunk runs along a loop of its own, and so does its body. */
+    int *cx = mem_malloc(((size_t)k->ncode + 1) * sizeof *cx);
+    if (!cx)
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    fc_kplan_chunks(k->ncode, k->nloop, p->kp->deps, p->kp->own, p->kp->list, p->cl, p->ckmask, cx);
+    for (int j = 0; j < p->nsteps; j++) {
+        Step *s = &p->steps[j];
+        int i = (int)(s->in - k->code);
+        s->cx = cx[i];
+        s->wide = j >= p->ninv && (s->deps & chunk_mask(p, s->cx));
+        if (is_reduce(s->in->op)) {
+            uint64_t own = p->kp->own[i];
+            s->rcl = -1;
+            if (!s->wide)
                 for (int l = 0; l < p->L; l++)
-                    if (k->owner[l] == (int)(s->in - k->code))
-                        own |= (uint64_t)1 << l;
-                s->rcl = -1;
-                if (!s->wide)
-                    for (int l = 0; l < p->L; l++)
-                        if (own >> l & 1)
-                            s->rcl = l;
-                s->nrl = 0;
-                for (int l = 0; l < p->L; l++)
-                    if ((own >> l & 1) && l != s->rcl)
-                        s->rl[s->nrl++] = l;
-            } else if (!hoist && j >= p->ninv) {
-                s->wide = true;         /* the unhoisted schedule: everything at every point */
-            }
-            s->shape = s->wide ? s->deps & chunk_mask(p, cx) : 0;
-            s->m = s->wide && p->span && cx == p->cl ? (int)shape_size(p, s->shape) : 0;
-            again = true;
+                    if (own >> l & 1)
+                        s->rcl = l;
+            s->nrl = 0;
+            for (int l = 0; l < p->L; l++)
+                if ((own >> l & 1) && l != s->rcl)
+                    s->rl[s->nrl++] = l;
+        } else if (!hoist && j >= p->ninv) {
+            s->wide = true;         /* the unhoisted schedule: everything at every point */
         }
+        s->shape = s->wide ? s->deps & chunk_mask(p, s->cx) : 0;
+        s->m = s->wide && p->span && s->cx == p->cl ? (int)shape_size(p, s->shape) : 0;
     }
+    mem_free(cx);
     /* Fills: one value read beyond position 0, by readers whose chunks are at most as long as
      * their lists' chunk loops. Widening: a wide value read by a step of a larger shape. */
     for (int j = 0; j < p->nsteps; j++) {
@@ -1917,8 +1693,6 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         p->ext[l] = k->nloop > 0 ? k->extent[l] : 1;
         p->red[l] = k->nloop > 0 && p->reduce && k->reduced[l];
         p->ostr[l] = k->nloop > 0 && !p->red[l] ? k->out_strides[l] : 0;
-        if (p->ext[l] < 0)
-            return errorf(err, FC_ERR_VALUE, "cpu kernel: loop %d has extent %lld", l, (long long)p->ext[l]);
         if (k->nloop == 0 || k->owner[l] < 0)
             p->total = sat_mul(p->total, p->ext[l]);
         p->work = sat_mul(p->work, p->ext[l]);
@@ -2249,6 +2023,12 @@ static void broadcast(void *d, const void *src, size_t es, int n)
     case 1:
         memset(d, *(const uint8_t *)src, (size_t)n);
         break;
+    case 2: {
+        uint16_t v, *q = d;
+        memcpy(&v, src, 2);
+        CHUNK_LOOP(n, q[i] = v);
+        break;
+    }
     case 4: {
         uint32_t v, *q = d;
         memcpy(&v, src, 4);
@@ -2508,6 +2288,13 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
                 q[i] = (uint8_t)src[(IT)i * stride];                                               \
             break;                                                                                 \
         }                                                                                          \
+        case 2: {                                                                                  \
+            uint16_t *q = d;                                                                       \
+            const uint16_t *s = (const uint16_t *)(const void *)src;                               \
+            for (int i = 0; i < n; i++)                                                            \
+                q[i] = s[(IT)i * stride];                                                          \
+            break;                                                                                 \
+        }                                                                                          \
         case 4: {                                                                                  \
             uint32_t *q = d;                                                                       \
             const uint32_t *s = (const uint32_t *)(const void *)src;                               \
@@ -2535,6 +2322,12 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             CHUNK_LOOP(n, q[i] = (uint8_t)src[o[i]]);                                              \
             break;                                                                                 \
         }                                                                                          \
+        case 2: {                                                                                  \
+            uint16_t *q = d;                                                                       \
+            const uint16_t *s = (const uint16_t *)(const void *)src;                               \
+            CHUNK_LOOP(n, q[i] = s[o[i]]);                                                         \
+            break;                                                                                 \
+        }                                                                                          \
         case 4: {                                                                                  \
             uint32_t *q = d;                                                                       \
             const uint32_t *s = (const uint32_t *)(const void *)src;                               \
@@ -2558,6 +2351,13 @@ static void copy_rows(void *d, const char *src, const void *offs, const Step *s,
             const uint8_t *s = src;                                                                \
             for (int i = 0; i < n; i++)                                                            \
                 dst[(IT)i * stride] = (char)s[i];                                                  \
+            break;                                                                                 \
+        }                                                                                          \
+        case 2: {                                                                                  \
+            const uint16_t *s = src;                                                               \
+            uint16_t *q = (uint16_t *)(void *)dst;                                                 \
+            for (int i = 0; i < n; i++)                                                            \
+                q[(IT)i * stride] = s[i];                                                          \
             break;                                                                                 \
         }                                                                                          \
         case 4: {                                                                                  \
@@ -2718,6 +2518,10 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
         for (int i = 0; i < n; i++)
             dst[o[i]] = ((const char *)src)[i];
         break;
+    case 2:
+        for (int i = 0; i < n; i++)
+            ((uint16_t *)(void *)dst)[o[i]] = ((const uint16_t *)src)[i];
+        break;
     case 4:
         for (int i = 0; i < n; i++)
             ((uint32_t *)(void *)dst)[o[i]] = ((const uint32_t *)src)[i];
@@ -2832,6 +2636,13 @@ static void scatter_store(const Plan *p, const int64_t *o, const void *src, int 
             q[o[i]] = s[i];
         break;
     }
+    case 2: {
+        uint16_t *q = p->k->out;
+        const uint16_t *s = src;
+        for (int i = 0; i < n; i++)
+            q[o[i]] = s[i];
+        break;
+    }
     case 4: {
         uint32_t *q = p->k->out;
         const uint32_t *s = src;
@@ -2855,9 +2666,15 @@ static void scatter_store(const Plan *p, const int64_t *o, const void *src, int 
 #define ADD_INT32(q, s) ((q) = (int32_t)((uint32_t)(q) + (uint32_t)(s)))
 #define ADD_INT64(q, s) ((q) = (int64_t)((uint64_t)(q) + (uint64_t)(s)))
 #define ADD_FLOAT(q, s) ((q) += (s))
+#define ADD_UINT8(q, s) ((q) = (uint8_t)((q) + (s)))
+#define ADD_INT8(q, s) ((q) = (int8_t)(uint8_t)((uint8_t)(q) + (uint8_t)(s)))
+#define ADD_INT16(q, s) ((q) = (int16_t)(uint16_t)((uint16_t)(q) + (uint16_t)(s)))
+#define ADD_HALF(q, s) ((q) = fc_f32_to_f16(fc_f16_to_f32(q) + fc_f16_to_f32(s)))
+#define ADD_BHALF(q, s) ((q) = fc_f32_to_bf16(fc_bf16_to_f32(q) + fc_bf16_to_f32(s)))
 #define ADD_DTYPES(X)                                                                              \
     X(b, uint8_t, ADD_BOOL) X(i32, int32_t, ADD_INT32) X(i64, int64_t, ADD_INT64) X(f32, float, ADD_FLOAT) \
-    X(f64, double, ADD_FLOAT)
+    X(f64, double, ADD_FLOAT) X(u8, uint8_t, ADD_UINT8) X(i8, int8_t, ADD_INT8) X(i16, int16_t, ADD_INT16) \
+    X(f16, uint16_t, ADD_HALF) X(bf16, uint16_t, ADD_BHALF)
 
 #define DEF_ADD(sfx, T, ADD)                                                                       \
     /* q[o[i]] += s[i], in order: a chunk scattered element by element. */                       \
@@ -3881,8 +3698,13 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: malformed kernel");
     if ((unsigned)k->out_dtype >= FC_DTYPE__COUNT)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: bad output dtype");
-    if (bad_gathers(k->scatter, k->nscatter))
-        return errorf(err, FC_ERR_VALUE, "cpu kernel: bad scatters");
+    p->kp = k->plan;
+    if (!p->kp) {
+        FcStatus st = fc_kplan_new(k, "cpu", &p->made_plan, err);
+        if (st != FC_OK)
+            return st;
+        p->kp = p->made_plan;
+    }
     p->reduce = k->reduce != FC_OP_NONE;
     p->scatter = k->nscatter > 0 || k->accumulate;
     p->out_es = fc_dtype_size(k->out_dtype);

@@ -160,6 +160,40 @@
     X(f64, double, i64, int64_t, x)                                                                \
     X(f64, double, f32, float, x)
 
+/* Casts to and from the narrow dtypes (uint8, int8, int16, float16, bfloat16), every pair: a
+ * value is read as a C number (float16 and bfloat16 widened to float32, exactly) and written as
+ * the other casts are, floats to the narrow integers through int32 as PyTorch's CPU casts go
+ * (300.0 -> uint8 44, 1e10 -> 0), anything to float16 or bfloat16 through float32 (double
+ * rounding, as c10::Half(float) gives for a double). The lists: X(..., sfx, C type, category). */
+#define OLD_DTYPES(X)                                                                              \
+    X(b, uint8_t, B) X(i32, int32_t, I) X(i64, int64_t, L) X(f32, float, F) X(f64, double, F)
+#define NEW_DTYPES(X) X(u8, uint8_t, I) X(i8, int8_t, I) X(i16, int16_t, I) X(f16, uint16_t, H) X(bf16, uint16_t, BH)
+/* The same lists with leading arguments, for use inside an expansion of the ones above. */
+#define OLD_DTYPES_WITH(X, ...)                                                                    \
+    X(__VA_ARGS__, b, uint8_t, B) X(__VA_ARGS__, i32, int32_t, I) X(__VA_ARGS__, i64, int64_t, L)  \
+    X(__VA_ARGS__, f32, float, F) X(__VA_ARGS__, f64, double, F)
+#define NEW_DTYPES_WITH(X, ...)                                                                    \
+    X(__VA_ARGS__, u8, uint8_t, I) X(__VA_ARGS__, i8, int8_t, I) X(__VA_ARGS__, i16, int16_t, I)   \
+    X(__VA_ARGS__, f16, uint16_t, H) X(__VA_ARGS__, bf16, uint16_t, BH)
+#define RD_B(x) (x)
+#define RD_I(x) (x)
+#define RD_L(x) (x)
+#define RD_F(x) (x)
+#define RD_H(x) fc_f16_to_f32(x)
+#define RD_BH(x) fc_bf16_to_f32(x)
+#define FL_B 0
+#define FL_I 0
+#define FL_L 0
+#define FL_F 1
+#define FL_H 1
+#define FL_BH 1
+#define WR_B(DT, fl, v) ((v) != 0)
+#define WR_I(DT, fl, v) ((fl) ? (DT)(uint32_t)cpu_f64_to_i32(v) : (DT)(uint64_t)(int64_t)(v))
+#define WR_L(DT, fl, v) ((fl) ? cpu_f64_to_i64(v) : (int64_t)(v))
+#define WR_F(DT, fl, v) ((DT)(v))
+#define WR_H(DT, fl, v) fc_f32_to_f16((float)(v))
+#define WR_BH(DT, fl, v) fc_f32_to_bf16((float)(v))
+
 /* ---- scalar helpers ---- */
 
 /* PyTorch's div_floor_floating and the float remainder (c10/util/generic_math.h,
@@ -340,6 +374,7 @@ DEF_INT_DIV(i64, int64_t, uint64_t)
         return CPU_OK;                                                                             \
     }
 DEF_WHERE(1, uint8_t)
+DEF_WHERE(2, uint16_t)
 DEF_WHERE(4, uint32_t)
 DEF_WHERE(8, uint64_t)
 
@@ -364,6 +399,7 @@ DEF_WHERE(8, uint64_t)
     }
 #define DEF_SELS(OP, s, T, R, expr)                                                                \
     DEF_SEL(OP, s, T, R, expr, 1, uint8_t)                                                         \
+    DEF_SEL(OP, s, T, R, expr, 2, uint16_t)                                                        \
     DEF_SEL(OP, s, T, R, expr, 4, uint32_t)                                                        \
     DEF_SEL(OP, s, T, R, expr, 8, uint64_t)
 COMPARE(DEF_SELS, i32, int32_t)
@@ -384,6 +420,19 @@ COMPARE(DEF_SELS, f64, double)
     }
 CASTS(DEF_CAST)
 
+#define DEF_NCAST(ds, DT, dc, ss, ST, sc)                                                          \
+    CPU_CLONES static int cast_##ds##_##ss(OP_PARAMS)                                              \
+    {                                                                                              \
+        DT *restrict d = dv;                                                                       \
+        const ST *restrict a = av;                                                                 \
+        CHUNK_LOOP(n, d[i] = WR_##dc(DT, FL_##sc, RD_##sc(a[i])));                                 \
+        return CPU_OK;                                                                             \
+    }
+#define DEF_TO_NEW(ds, DT, dc) OLD_DTYPES_WITH(DEF_NCAST, ds, DT, dc) NEW_DTYPES_WITH(DEF_NCAST, ds, DT, dc)
+#define DEF_FROM_NEW(ds, DT, dc) NEW_DTYPES_WITH(DEF_NCAST, ds, DT, dc)
+NEW_DTYPES(DEF_TO_NEW)
+OLD_DTYPES(DEF_FROM_NEW)
+
 #define DEF_COPY(w)                                                                                \
     static int copy_##w(OP_PARAMS)                                                                 \
     {                                                                                              \
@@ -391,6 +440,7 @@ CASTS(DEF_CAST)
         return CPU_OK;                                                                             \
     }
 DEF_COPY(1)
+DEF_COPY(2)
 DEF_COPY(4)
 DEF_COPY(8)
 
@@ -430,8 +480,13 @@ static const CpuOpFn compare_table[FC_OP__COUNT][FC_DTYPE__COUNT] = {
 };
 
 #define REG_CAST(ds, DT, ss, ST, expr) [DT_##ds][DT_##ss] = cast_##ds##_##ss,
+#define REG_NCAST(ds, DT, dc, ss, ST, sc) [DT_##ds][DT_##ss] = cast_##ds##_##ss,
+#define REG_TO_NEW(ds, DT, dc) OLD_DTYPES_WITH(REG_NCAST, ds, DT, dc) NEW_DTYPES_WITH(REG_NCAST, ds, DT, dc)
+#define REG_FROM_NEW(ds, DT, dc) NEW_DTYPES_WITH(REG_NCAST, ds, DT, dc)
 static const CpuOpFn cast_table[FC_DTYPE__COUNT][FC_DTYPE__COUNT] = {
     CASTS(REG_CAST)
+    NEW_DTYPES(REG_TO_NEW)
+    OLD_DTYPES(REG_FROM_NEW)
     [FC_BOOL][FC_BOOL] = copy_1,
     [FC_INT32][FC_INT32] = copy_4,
     [FC_FLOAT32][FC_FLOAT32] = copy_4,
@@ -446,6 +501,14 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
     if ((unsigned)op >= FC_OP__COUNT || (unsigned)dtype >= FC_DTYPE__COUNT ||
         (unsigned)src_dtype >= FC_DTYPE__COUNT)
         return NULL;
+    if (op == FC_OP_CAST && dtype == src_dtype) {
+        switch (fc_dtype_size(dtype)) {
+        case 1: return copy_1;
+        case 2: return copy_2;
+        case 4: return copy_4;
+        default: return copy_8;
+        }
+    }
     if (op == FC_OP_CAST)
         return cast_table[dtype][src_dtype];
     if (is_compare(op))
@@ -453,6 +516,7 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
     if (op == FC_OP_WHERE) {
         switch (fc_dtype_size(dtype)) {
         case 1: return op_WHERE_1;
+        case 2: return op_WHERE_2;
         case 4: return op_WHERE_4;
         case 8: return op_WHERE_8;
         default: return NULL;
@@ -464,7 +528,8 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
 }
 
 #define REG_SEL(OP, s, T, R, expr)                                                                 \
-    [FC_OP_##OP][DT_##s] = {[1] = sel_##OP##_##s##_1, [4] = sel_##OP##_##s##_4, [8] = sel_##OP##_##s##_8},
+    [FC_OP_##OP][DT_##s] = {[1] = sel_##OP##_##s##_1, [2] = sel_##OP##_##s##_2, [4] = sel_##OP##_##s##_4,      \
+                            [8] = sel_##OP##_##s##_8},
 static const CpuSelFn sel_table[FC_OP__COUNT][FC_DTYPE__COUNT][9] = {
     COMPARE(REG_SEL, i32, int32_t)
     COMPARE(REG_SEL, i64, int64_t)
@@ -506,6 +571,16 @@ void fc_cpu_fill(void *d, FcDType dtype, FcScalar v, int n)
     }
     case FC_FLOAT64: {
         double *p = d, x = v.f;
+        for (int i = 0; i < n; i++)
+            p[i] = x;
+        break;
+    }
+    case FC_UINT8: case FC_INT8:
+        memset(d, (int)(uint8_t)(uint64_t)v.i, (size_t)n);
+        break;
+    case FC_INT16: case FC_FLOAT16: case FC_BFLOAT16: {
+        uint16_t *p = d, x = dtype == FC_INT16 ? (uint16_t)(uint64_t)v.i
+                             : dtype == FC_FLOAT16 ? fc_f32_to_f16((float)v.f) : fc_f32_to_bf16((float)v.f);
         for (int i = 0; i < n; i++)
             p[i] = x;
         break;

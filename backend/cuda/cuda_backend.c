@@ -23,6 +23,7 @@
  * generator and the compiler behind it are tested there; see tests/test_cuda.c).
  * Depends on cuda_internal.h, libc and pthreads. */
 #include "cuda_internal.h"
+#include "cuda_cudnn.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -64,6 +65,7 @@ typedef struct CudaBackend {
     CUmodule mm_mod[FC_DTYPE__COUNT];
     CUfunction mm_fn[FC_DTYPE__COUNT];
     CUdeviceptr err_slot;
+    CudnnState *dnn;            /* cuDNN's handle and plans on this device (cuda_cudnn.c), made on first use */
 } CudaBackend;
 
 static FcStatus cu_fail(CudaBackend *be, CUresult r, const char *call, FcError *err)
@@ -431,29 +433,17 @@ static FcStatus finish(CudaBackend *be, FcError *err)
     return FC_OK;
 }
 
-static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
+/* Runs k by its generated code c and module m (index into be->mods): stages host buffers, lays
+ * out the arguments, launches, waits and reads the error slot. */
+static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc, int mi, FcError *err)
 {
-    CudaBackend *be = (CudaBackend *)base;
-    if (k->interrupt && *k->interrupt) {
-        snprintf(err->msg, sizeof err->msg, "interrupted");
-        return FC_ERR_INTERRUPT;
-    }
-    be->d->CtxSetCurrent(be->ctx);
-    CudaCode c;
-    FcStatus st = fc_cuda_codegen(k, &c, err);
-    if (st)
-        return st;
-    if (c.npts == 0) {
-        fc_cuda_code_free(&c);
-        return FC_OK;
-    }
     if (!is_device(be, k->out)) {
-        fc_cuda_code_free(&c);
         snprintf(err->msg, sizeof err->msg, "a CUDA kernel's output is not memory of %s", be->name);
         return FC_ERR_DEVICE;
     }
-    Module *m = NULL;
-    st = kernel_module(be, &c, &m, err);
+    const CudaCode c = *cc;
+    const Module *m = &be->mods[mi];
+    FcStatus st = FC_OK;
     CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0;
     CUdeviceptr *bases = mem_calloc((size_t)k->nbufs + 1, sizeof *bases);
     unsigned char *args = mem_calloc(1, c.args_size + 8);
@@ -543,8 +533,101 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
     mem_free(tmp);
     mem_free(bases);
     mem_free(args);
+    return st;
+}
+
+/* k's code and the index of its module (compiled on first use), or an error; *c is to be freed
+ * by the caller in every case. A kernel with no point has no module (*mi = -1). */
+static FcStatus code_and_module(CudaBackend *be, const FcKernel *k, CudaCode *c, int *mi, FcError *err)
+{
+    *mi = -1;
+    FcStatus st = fc_cuda_codegen(k, c, err);
+    if (st || c->npts == 0)
+        return st;
+    Module *m = NULL;
+    st = kernel_module(be, c, &m, err);
+    if (!st)
+        *mi = (int)(m - be->mods);
+    return st;
+}
+
+static bool interrupted(const FcKernel *k, FcError *err)
+{
+    if (!(k->interrupt && *k->interrupt))
+        return false;
+    snprintf(err->msg, sizeof err->msg, "interrupted");
+    return true;
+}
+
+static FcStatus cuda_supports(FcBackend *base, const FcInstr *in, FcDType a_dtype, FcError *err)
+{
+    (void)base;
+    return fc_cuda_supports(in, a_dtype, err);
+}
+
+static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
+{
+    CudaBackend *be = (CudaBackend *)base;
+    if (interrupted(k, err))
+        return FC_ERR_INTERRUPT;
+    be->d->CtxSetCurrent(be->ctx);
+    CudaCode c;
+    int mi;
+    FcStatus st = code_and_module(be, k, &c, &mi, err);
+    if (!st && mi >= 0)
+        st = run_code(be, k, &c, mi, err);
     fc_cuda_code_free(&c);
     return st;
+}
+
+/* A kept kernel (the scheduler's kernel cache): its code generated and its module loaded once,
+ * so that running it again only launches. Equal kernels have equal code and arguments but for
+ * the buffers and the output, which run_code reads from the kernel of each run. */
+typedef struct Prepared {
+    CudaCode c;
+    int mi;
+} Prepared;
+
+static FcStatus cuda_prepare(FcBackend *base, const FcKernel *k, void **handle, FcError *err)
+{
+    CudaBackend *be = (CudaBackend *)base;
+    *handle = NULL;
+    Prepared *p = mem_calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return FC_ERR_NOMEM;
+    }
+    be->d->CtxSetCurrent(be->ctx);
+    FcStatus st = code_and_module(be, k, &p->c, &p->mi, err);
+    if (st) {
+        fc_cuda_code_free(&p->c);
+        mem_free(p);
+        return st;
+    }
+    *handle = p;
+    return FC_OK;
+}
+
+static FcStatus cuda_run_prepared(FcBackend *base, void *handle, const FcKernel *k, FcError *err)
+{
+    CudaBackend *be = (CudaBackend *)base;
+    const Prepared *p = handle;
+    if (interrupted(k, err))
+        return FC_ERR_INTERRUPT;
+    if (p->mi < 0)
+        return FC_OK;
+    be->d->CtxSetCurrent(be->ctx);
+    return run_code(be, k, &p->c, p->mi, err);
+}
+
+static void cuda_release(FcBackend *base, void *handle)
+{
+    (void)base;
+    Prepared *p = handle;
+    if (!p)
+        return;
+    fc_cuda_code_free(&p->c);
+    mem_free(p);
 }
 
 /* ---- matrix products ---- */
@@ -604,6 +687,20 @@ static FcStatus cuda_matmul(FcBackend *base, const FcMatmul *m, FcError *err)
     return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the matrix product", err);
 }
 
+/* ---- convolutions through cuDNN (cuda_cudnn.c) ---- */
+
+static FcStatus cuda_conv(FcBackend *base, FcConv *c, FcError *err)
+{
+    CudaBackend *be = (CudaBackend *)base;
+    be->d->CtxSetCurrent(be->ctx);
+    FcStatus st = fc_cudnn_conv(&be->dnn, base, c, err);
+    if (st || !c->taken)
+        return st;
+    /* as a kernel's run does: done before it returns, its faults reported here */
+    CUresult r = be->d->CtxSynchronize();
+    return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the cuDNN convolution", err);
+}
+
 /* ---- the backend object ---- */
 
 static void cuda_destroy(FcBackend *base)
@@ -613,6 +710,7 @@ static void cuda_destroy(FcBackend *base)
         return;
     be->d->CtxSetCurrent(be->ctx);
     be->d->CtxSynchronize();
+    fc_cudnn_state_free(be->dnn);
     for (int i = 0; i < be->nmods; i++) {
         be->d->ModuleUnload(be->mods[i].mod);
         mem_free(be->mods[i].src);
@@ -676,12 +774,18 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
     be->base = (FcBackend){
         .name = "cuda",
         .device = FC_DEV_CUDA,
+        .target = &fc_cuda_target,
+        .supports = cuda_supports,
         .alloc = cuda_alloc,
         .free = cuda_free,
         .to_host = cuda_to_host,
         .from_host = cuda_from_host,
         .run = cuda_run,
+        .prepare = cuda_prepare,
+        .run_prepared = cuda_run_prepared,
+        .release = cuda_release,
         .matmul = cuda_matmul,
+        .conv = cuda_conv,
         .destroy = cuda_destroy,
     };
     snprintf(be->name, sizeof be->name, "cuda:%d", index);

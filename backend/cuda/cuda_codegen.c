@@ -125,6 +125,12 @@ static const char prelude[] =
     "typedef unsigned long long uint64;\n"
     "typedef float f32;\n"
     "typedef double f64;\n"
+    "typedef unsigned char u8;\n"
+    "typedef signed char i8;\n"
+    "typedef short i16;\n"
+    "typedef unsigned short uint16;\n"
+    "typedef unsigned short h16;    // float16, its bits\n"
+    "typedef unsigned short bh16;   // bfloat16, its bits\n"
     "#define LANES _Pragma(\"unroll\") for (int u = 0; u < V; u++)\n"
     "#define I64_MIN (-9223372036854775807LL - 1)\n"
     "#define I64_MAX 9223372036854775807LL\n"
@@ -158,6 +164,33 @@ static const char prelude[] =
     "__device__ __forceinline__ int32 f64_to_int32(f64 x)\n"
     "{\n"
     "    return (x > -2147483649.0 && x < 2147483648.0) ? (int32)x : (int32)(-2147483647 - 1);\n"
+    "}\n"
+    "// float16 and bfloat16 to and from float32 as fcdim.h's fc_f16_to_f32 ... (c10's conversions):\n"
+    "// round to nearest even through float32 arithmetic, a NaN made quiet.\n"
+    "__device__ __forceinline__ f32 h2f(h16 h)\n"
+    "{\n"
+    "    const uint32 w = (uint32)h << 16, sign = w & 0x80000000u, two_w = w + w;\n"
+    "    const f32 normalized = __uint_as_float((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;\n"
+    "    const f32 denormalized = __uint_as_float((two_w >> 17) | (126u << 23)) - 0.5f;\n"
+    "    return __uint_as_float(sign | (two_w < (1u << 27) ? __float_as_uint(denormalized) : __float_as_uint(normalized)));\n"
+    "}\n"
+    "__device__ __forceinline__ h16 f2h(f32 f)\n"
+    "{\n"
+    "    f32 base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;\n"
+    "    const uint32 w = __float_as_uint(f), shl1_w = w + w, sign = w & 0x80000000u;\n"
+    "    uint32 bias = shl1_w & 0xFF000000u;\n"
+    "    if (bias < 0x71000000u)\n"
+    "        bias = 0x71000000u;\n"
+    "    base = __uint_as_float((bias >> 1) + 0x07800000u) + base;\n"
+    "    const uint32 bits = __float_as_uint(base);\n"
+    "    const uint32 nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);\n"
+    "    return (h16)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));\n"
+    "}\n"
+    "__device__ __forceinline__ f32 bh2f(bh16 h) { return __uint_as_float((uint32)h << 16); }\n"
+    "__device__ __forceinline__ bh16 f2bh(f32 f)\n"
+    "{\n"
+    "    const uint32 u = __float_as_uint(f);\n"
+    "    return f != f ? (bh16)0xFFFF : (bh16)((u + ((u >> 16) & 1) + 0x7FFFu) >> 16);\n"
     "}\n"
     "__device__ __forceinline__ f32 m_fmod(f32 a, f32 b) { return fmodf(a, b); }\n"
     "__device__ __forceinline__ f64 m_fmod(f64 a, f64 b) { return fmod(a, b); }\n"
@@ -402,6 +435,11 @@ static const char *ctype(FcDType t)
     case FC_INT32: return "int32";
     case FC_INT64: return "int64";
     case FC_FLOAT32: return "f32";
+    case FC_UINT8: return "u8";
+    case FC_INT8: return "i8";
+    case FC_INT16: return "i16";
+    case FC_FLOAT16: return "h16";
+    case FC_BFLOAT16: return "bh16";
     default: return "f64";
     }
 }
@@ -504,9 +542,33 @@ static const char *op_template(FcOp op, FcDType t)
     }
 }
 
-/* The conversion of x from dtype s to dtype d (the CPU's CASTS and reductions' fin). */
+/* The conversion of x from dtype s to dtype d (the CPU's CASTS and reductions' fin): the narrow
+ * dtypes as cpu_ops.c's casts to and from them (float16 and bfloat16 through float32, floats to
+ * the narrow integers through int32). */
 static void cast_expr(Buf *b, FcDType d, FcDType s, const char *x)
 {
+    bool narrow_d = fc_dtype_compute(d) != d, narrow_s = fc_dtype_compute(s) != s;
+    if (d != s && (narrow_d || narrow_s)) {
+        char v[64];
+        if (s == FC_FLOAT16 || s == FC_BFLOAT16)
+            snprintf(v, sizeof v, "%s(%s)", s == FC_FLOAT16 ? "h2f" : "bh2f", x);
+        else
+            snprintf(v, sizeof v, "%s", x);
+        bool from_float = is_float(s) || s == FC_FLOAT16 || s == FC_BFLOAT16;
+        if (d == FC_FLOAT16 || d == FC_BFLOAT16)
+            bput(b, "%s((f32)%s)", d == FC_FLOAT16 ? "f2h" : "f2bh", v);
+        else if (d == FC_BOOL)
+            bput(b, "(b8)(%s != 0)", v);
+        else if (d == FC_INT64)
+            bput(b, from_float ? "f64_to_int64((f64)%s)" : "(int64)%s", v);
+        else if (fc_dtype_is_int(d) && from_float)
+            bput(b, "(%s)(uint32)f64_to_int32((f64)%s)", ctype(d), v);
+        else if (fc_dtype_is_int(d))
+            bput(b, "(%s)(uint64)(int64)%s", ctype(d), v);
+        else
+            bput(b, "(%s)%s", ctype(d), v);
+        return;
+    }
     if (d == s)
         bput(b, "%s", x);
     else if (d == FC_BOOL)
@@ -559,6 +621,37 @@ static bool reducer(FcOp op, FcDType in, FcDType out, Reducer *r)
     }
 }
 
+/* A thread takes up to 4 points along the vector loop (tdl_v), and a fold of floats along a loop
+ * of its own keeps eight lanes as the CPU's does; the vector loop is the scheduler's, or the
+ * innermost kept one, so the thresholds are the CPU's (the scheduler plans for either). */
+const FcTarget fc_cuda_target = {"cuda", 4, 8, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+
+FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
+{
+    Reducer rd;
+    if (is_reduce(in->op)) {
+        if (!reducer(in->op, in->src_dtype, in->dtype, &rd))
+            return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s of %s into %s is not supported",
+                            fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype)), FC_ERR_TYPE;
+        return FC_OK;
+    }
+    switch (in->op) {
+    case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA: case FC_OP_CAST: case FC_OP_WHERE:
+        return FC_OK;
+    default:
+        break;
+    }
+    bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
+    FcDType t = by_src ? a_dtype : in->dtype;
+    if (by_src && in->dtype != FC_BOOL)
+        return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op),
+                        fc_dtype_name(in->dtype)), FC_ERR_TYPE;
+    if (!op_template(in->op, t))
+        return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s is not supported for %s", fc_op_name(in->op),
+                        fc_dtype_name(t)), FC_ERR_TYPE;
+    return FC_OK;
+}
+
 /* ---- the generator ---- */
 
 /* A level of a loop nest as the generated code opens it. */
@@ -597,11 +690,12 @@ typedef struct Gen {
     Buf b;                      /* the kernel's own source (after the prelude and struct Args) */
     int ind;
     int n, L;
-    int *opv;                   /* [3n] operand instructions, -1 when absent */
-    int *gopv, *goff;           /* gathered index instructions of instruction i: gopv[goff[i] + g] */
-    int *bopv, *boff;           /* bound value instructions */
-    uint64_t *deps, *own;
-    int *list;
+    const FcPlan *kp;           /* the kernel's plan: k->plan, or own */
+    FcPlan *own_plan;           /* made here for a kernel that came without one */
+    /* the plan's (operands as instructions, the loops each varies along, their lists) */
+    const int *opv, *gopv, *goff, *bopv, *boff;
+    const uint64_t *deps, *own;
+    const int *list;
     bool *wide;                 /* an array of V values (varies along the vector loop) */
     bool *coop;                 /* an inner reduction the block computes together */
     bool *lanes;                /* an inner reduction that folds into eight lanes as the CPU does */
@@ -743,6 +837,21 @@ static const char *arg_scalar(Gen *g, FcDType dt, FcScalar v, const char *prefix
     case FC_INT64:
         snprintf(shown, sizeof shown, "%lld", (long long)v.i);
         return arg_field(g, CARG_VAL, "int64", 8, &v.i, shown, name);
+    case FC_UINT8: case FC_INT8: {
+        uint8_t x = (uint8_t)(uint64_t)v.i;
+        snprintf(shown, sizeof shown, "%d", dt == FC_INT8 ? (int)(int8_t)x : (int)x);
+        return arg_field(g, CARG_VAL, ctype(dt), 1, &x, shown, name);
+    }
+    case FC_INT16: case FC_FLOAT16: case FC_BFLOAT16: {
+        /* float16 and bfloat16 travel as their bits (shown as the value they hold) */
+        uint16_t x = dt == FC_INT16 ? (uint16_t)(uint64_t)v.i
+                     : dt == FC_FLOAT16 ? fc_f32_to_f16((float)v.f) : fc_f32_to_bf16((float)v.f);
+        if (dt == FC_INT16)
+            snprintf(shown, sizeof shown, "%d", (int)(int16_t)x);
+        else
+            snprintf(shown, sizeof shown, "%.9g", dt == FC_FLOAT16 ? fc_f16_to_f32(x) : fc_bf16_to_f32(x));
+        return arg_field(g, CARG_VAL, ctype(dt), 2, &x, shown, name);
+    }
     case FC_FLOAT32: {
         float x = (float)v.f;
         snprintf(shown, sizeof shown, "%.9g", x);
@@ -768,28 +877,35 @@ static const char *ext_of(Gen *g, int l) { return arg_ix(g, g->k->extent[l], "e%
 
 /* ---- analysis ---- */
 
+/* The kernel's plan (fcdim's kplan: validated, operands linked, deps and lists), and room for
+ * what the generator marks. */
 static FcStatus analyse(Gen *g)
 {
     const FcKernel *k = g->k;
-    int n = k->ncode, L = k->nloop, nreg = k->nreg;
-    if (n < 1 || nreg < 1 || L < 0 || L > FC_MAX_DIMS || !k->code)
-        return gfail(g, FC_ERR_VALUE, "cuda kernel: no code"), g->st;
-    int ng = 0, nb = 0;
-    for (int i = 0; i < n; i++) {
-        const FcInstr *in = &k->code[i];
-        if (in->op == FC_OP_LOAD) {
-            if (in->ngather < 0 || in->ngather > FC_MAX_DIMS || (in->ngather && !in->gathers))
-                return gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad gathers", i), g->st;
-            ng += in->ngather;
-        }
-        if (is_reduce(in->op)) {
-            if (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds))
-                return gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad bounds", i), g->st;
-            nb += in->nbound;
-        }
+    g->kp = k->plan;
+    if (!g->kp) {
+        g->st = fc_kplan_new(k, "cuda", &g->own_plan, g->err);
+        if (g->st)
+            return g->st;
+        g->kp = g->own_plan;
     }
+    const FcPlan *kp = g->kp;
+    int n = k->ncode, L = k->nloop, ng = 0;
+    for (int i = 0; i < n; i++)
+        ng += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
     g->n = n;
     g->L = L;
+    g->opv = kp->opv;
+    g->gopv = kp->gopv;
+    g->goff = kp->goff;
+    g->bopv = kp->bopv;
+    g->boff = kp->boff;
+    g->deps = kp->deps;
+    g->own = kp->own;
+    g->list = kp->list;
+    g->res = kp->res;
+    for (int s = 0; s < k->nscatter; s++)
+        g->sres[s] = kp->sres[s];
     /* The most fields the kernel can use: the fixed ones, an extent and an output stride per
      * loop, per load an offset, a stride per loop and two per gather, a constant or fill per
      * instruction, two per scatter and a pointer per buffer. */
@@ -799,128 +915,12 @@ static FcStatus analyse(Gen *g)
     g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + n + 2 * k->nscatter + k->nbufs;
     g->args = mem_calloc((size_t)g->capargs, sizeof *g->args);
     g->refs = mem_calloc((size_t)g->capargs, sizeof *g->refs);
-    int *def = mem_malloc((size_t)nreg * sizeof *def);
-    g->opv = mem_malloc((size_t)3 * n * sizeof *g->opv);
-    g->gopv = mem_malloc((size_t)(ng + 1) * sizeof *g->gopv);
-    g->goff = mem_malloc((size_t)n * sizeof *g->goff);
-    g->bopv = mem_malloc((size_t)(nb + 1) * sizeof *g->bopv);
-    g->boff = mem_malloc((size_t)n * sizeof *g->boff);
-    g->deps = mem_calloc((size_t)n, sizeof *g->deps);
-    g->own = mem_calloc((size_t)n, sizeof *g->own);
-    g->list = mem_malloc((size_t)n * sizeof *g->list);
     g->wide = mem_calloc((size_t)n, sizeof *g->wide);
     g->coop = mem_calloc((size_t)n, sizeof *g->coop);
     g->lanes = mem_calloc((size_t)n, sizeof *g->lanes);
     g->done = mem_calloc((size_t)n, sizeof *g->done);
-    if (!def || !g->args || !g->refs || !g->opv || !g->gopv || !g->goff || !g->bopv || !g->boff || !g->deps || !g->own || !g->list ||
-        !g->wide || !g->coop || !g->lanes || !g->done) {
-        mem_free(def);
+    if (!g->args || !g->refs || !g->wide || !g->coop || !g->lanes || !g->done)
         return gfail(g, FC_ERR_NOMEM, "out of memory"), g->st;
-    }
-    for (int l = 0; l < L; l++) {
-        int o = k->owner[l];
-        if (o < -1 || o >= n || (o >= 0 && !is_reduce(k->code[o].op))) {
-            mem_free(def);
-            return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a bad owner", l), g->st;
-        }
-        if (o >= 0)
-            g->own[o] |= (uint64_t)1 << l;
-        if (k->extent[l] < 0) {
-            mem_free(def);
-            return gfail(g, FC_ERR_VALUE, "cuda kernel: loop %d has a negative extent", l), g->st;
-        }
-    }
-    for (int r = 0; r < nreg; r++)
-        def[r] = -1;
-    int gused = 0, bused = 0;
-    /* Operands as instructions (registers may be reused: a read names the last write), and the
-     * loops each value varies along, derived as the CPU executor derives them. */
-    for (int i = 0; i < n && !g->st; i++) {
-        const FcInstr *in = &k->code[i];
-        bool red = is_reduce(in->op);
-        if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || in->op == FC_OP_ARGMAX ||
-            in->op == FC_OP_ARGMIN || (unsigned)in->dtype >= FC_DTYPE__COUNT ||
-            (unsigned)in->src_dtype >= FC_DTYPE__COUNT || in->dst < 0 || in->dst >= nreg) {
-            gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad op, dtype or register", i);
-            break;
-        }
-        int ngi = in->op == FC_OP_LOAD ? in->ngather : 0, nbi = red ? in->nbound : 0;
-        g->goff[i] = gused;
-        g->boff[i] = bused;
-        uint64_t d = 0;
-        int regs[3] = {in->a, in->b, in->c};
-        for (int o = 0; o < 3 + ngi + nbi; o++) {
-            int r = o < 3 ? regs[o] : o < 3 + ngi ? in->gathers[o - 3].reg : in->bounds[o - 3 - ngi].reg;
-            if (o < 3 && r < 0) {
-                g->opv[3 * i + o] = -1;
-                continue;
-            }
-            if (r < 0 || r >= nreg || def[r] < 0) {
-                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d reads register %d before it is written", i, r);
-                break;
-            }
-            int v = def[r];
-            if (o < 3)
-                g->opv[3 * i + o] = v;
-            else if (o < 3 + ngi)
-                g->gopv[gused + o - 3] = v;
-            else
-                g->bopv[bused + o - 3 - ngi] = v;
-            if ((o >= 3 && o < 3 + ngi && k->code[v].dtype != FC_INT64) ||
-                (o >= 3 + ngi && k->code[v].dtype != FC_INT64 && !is_float(k->code[v].dtype))) {
-                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d reads r%d of dtype %s as an index or bound", i,
-                      r, fc_dtype_name(k->code[v].dtype));
-                break;
-            }
-            d |= o == 0 && red ? g->deps[v] & ~g->own[i] : g->deps[v];
-        }
-        gused += ngi;
-        bused += nbi;
-        if (in->op == FC_OP_LOAD) {
-            if (in->buf < 0 || in->buf >= k->nbufs || (L > 0 && !in->strides))
-                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad load", i);
-            for (int l = 0; l < L && !g->st; l++)
-                if (in->strides[l] != 0 && k->extent[l] != 1)   /* as the scheduler's deps */
-                    d |= (uint64_t)1 << l;
-        } else if (in->op == FC_OP_IOTA) {
-            if (in->dtype != FC_INT64 || (L > 0 && (in->loop < 0 || in->loop >= L)))
-                gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad iota", i);
-            else if (L > 0 && k->extent[in->loop] != 1)
-                d |= (uint64_t)1 << in->loop;
-        } else if (red) {
-            for (int b = 0; b < nbi; b++) {
-                const FcBound *bd = &in->bounds[b];
-                if (bd->loop < 0 || bd->loop >= L || k->owner[bd->loop] != i ||
-                    (bd->cmp != FC_OP_LT && bd->cmp != FC_OP_LE))
-                    gfail(g, FC_ERR_VALUE, "cuda kernel: instruction %d: bad bound", i);
-            }
-            if (in->a < 0)
-                gfail(g, FC_ERR_VALUE, "cuda kernel: reduction %d has no body", i);
-        }
-        g->deps[i] = d;
-        def[in->dst] = i;
-    }
-    if (!g->st && (k->result < 0 || k->result >= nreg || def[k->result] < 0))
-        gfail(g, FC_ERR_VALUE, "cuda kernel: the result register %d is never written", k->result);
-    if (!g->st)
-        g->res = def[k->result];
-    for (int s = 0; s < k->nscatter && !g->st; s++) {
-        int r = k->scatter[s].reg;
-        if (r < 0 || r >= nreg || def[r] < 0 || k->code[def[r]].dtype != FC_INT64)
-            gfail(g, FC_ERR_VALUE, "cuda kernel: scatter %d reads r%d, not a written int64 register", s, r);
-        else
-            g->sres[s] = def[r];
-    }
-    mem_free(def);
-    if (g->st)
-        return g->st;
-    /* Lists: the innermost reduction whose loops a value varies along (the first one after it). */
-    for (int i = 0; i < n; i++) {
-        g->list[i] = -1;
-        for (int r = i + 1; r < n && g->list[i] < 0; r++)
-            if (g->deps[i] & g->own[r])
-                g->list[i] = r;
-    }
     for (int l = 0; l < L; l++)
         if (k->owner[l] < 0 && k->extent[l] > 1)
             g->roots |= (uint64_t)1 << l;
@@ -1053,21 +1053,12 @@ static void plan(Gen *g)
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
-    for (int i = g->n - 1; i >= 0; i--) {
-        int lst = g->list[i];
-        int c = lst < 0 ? g->vl : cx[lst];
-        if (lst >= 0 && !(g->deps[lst] >> (c < 0 ? 0 : c) & 1 && c >= 0)) {
-            c = -1;
-            for (int l = 0; l < g->L; l++)
-                if (g->own[lst] >> l & 1)
-                    c = l;
-        }
-        if (!is_reduce(k->code[i].op)) {
-            cx[i] = c;
+    fc_kplan_chunks(g->n, g->L, g->deps, g->own, g->list, g->vl, g->vl >= 0 ? (uint64_t)1 << g->vl : 0, cx);
+    for (int i = 0; i < g->n; i++) {
+        if (!is_reduce(k->code[i].op))
             continue;
-        }
+        int c = cx[i], lst = g->list[i];    /* the chunk loop of the reduction's own list */
         bool cpu_wide = c >= 0 && (g->deps[i] >> c & 1);
-        cx[i] = c;      /* the reduction's own list's chunk loop: its body's is derived above */
         Reducer rd;
         bool ok = reducer(k->code[i].op, k->code[i].src_dtype, k->code[i].dtype, &rd);
         g->coop[i] = (g->mode == CUDA_ROW && lst < 0 && !(g->deps[i] >> g->vl & 1)) ||
@@ -1638,6 +1629,11 @@ static void emit_store(Gen *g)
             line(g, "*dst = (b8)(*dst | %s);", v.p);
         else if (ot == FC_INT32 || ot == FC_INT64)
             line(g, "*dst = (%s)((%s)*dst + (%s)%s);", OT, utype(ot), utype(ot), v.p);
+        else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16)
+            line(g, "*dst = (%s)(uint32)((uint32)*dst + (uint32)%s);", OT, v.p);
+        else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16)
+            line(g, "*dst = %s(%s(*dst) + %s(%s));", ot == FC_FLOAT16 ? "f2h" : "f2bh", ot == FC_FLOAT16 ? "h2f" : "bh2f",
+                 ot == FC_FLOAT16 ? "h2f" : "bh2f", v.p);
         else
             line(g, "*dst += %s;", v.p);
         mem_free(v.p);
@@ -1879,14 +1875,7 @@ static void emit_finish(Gen *g)
 
 static void gen_free(Gen *g)
 {
-    mem_free(g->opv);
-    mem_free(g->gopv);
-    mem_free(g->goff);
-    mem_free(g->bopv);
-    mem_free(g->boff);
-    mem_free(g->deps);
-    mem_free(g->own);
-    mem_free(g->list);
+    fc_kplan_free(g->own_plan);
     mem_free(g->wide);
     mem_free(g->coop);
     mem_free(g->lanes);

@@ -151,6 +151,11 @@ typedef struct CudaCode {
 /* Generates the source and launch plan of k. FC_ERR_TYPE for an op/dtype the backend does not
  * take (the CPU executor's message with "cuda kernel:"), FC_ERR_VALUE for a malformed kernel. */
 FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err);
+/* FcBackend.supports: whether the generator has code for instruction in (a of dtype a_dtype);
+ * FC_ERR_TYPE with the message fc_cuda_codegen would give. */
+FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err);
+/* The CUDA backend's FcTarget. */
+extern const FcTarget fc_cuda_target;
 void fc_cuda_code_free(CudaCode *c);
 /* A BLOCK_REDUCE launch of npts outputs: with few outputs and much to reduce, the first reduced
  * level is shared out over *nsplit blocks per output (*per indices each), whose partials

@@ -8,14 +8,14 @@ dropped, or (sometimes) kept as the program's failing statement, so that errors 
 too. Call generate() in a forked child: dims() imports functorch.dim, which patches
 torch.Tensor for the rest of the process.
 
-What the programs hold: tensors of float32, float64, int32, int64 and bool with extents 0, 1 and
-more (sometimes large enough that tdl runs them on several threads), broadcasting pointwise
-operators and functions, where, casts, reductions (with dims, tuples of dims, keepdim) chained
-into further reductions and pointwise ops (so that tdl fuses them), softmax of softmax, matmul,
-shape operations, indexing (ints, slices with steps, None, ..., bool masks, index tensors and
-lists), index writes (`t[idx] = v`, `t[idx] += v`, also through views), first-class dims
-(functorch.dim's: `i, j = dims(2)`, `x[i, j]`, reductions over dims, `order`), and prints of the
-values (the tensor as printed, and full precision through tolist()).
+What the programs hold: tensors of float32, float64, int32, int64, bool, uint8, int8, int16,
+float16 and bfloat16 with extents 0, 1 and more (sometimes large enough that tdl runs them on
+several threads), broadcasting pointwise operators and functions, where, casts, reductions (with
+dims, tuples of dims, keepdim) chained into further reductions and pointwise ops (so that tdl fuses
+them), softmax of softmax, matmul, shape operations, indexing (ints, slices with steps, None, ...,
+bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
+views), first-class dims (functorch.dim's: `i, j = dims(2)`, `x[i, j]`, reductions over dims,
+`order`), and prints of the values (the tensor as printed, and full precision through tolist()).
 """
 import sys
 
@@ -24,8 +24,8 @@ import torch
 import torch_shim
 
 FILENAME = "prog.tdl"
-DTYPES = ("float32", "float64", "int32", "int64", "bool")
-FLOAT = ("float32", "float64")
+DTYPES = ("float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "float16", "bfloat16")
+FLOAT = ("float32", "float64", "float16", "bfloat16")
 DIM_NAMES = ("i", "j", "k", "l", "m", "n", "p", "q", "s", "u")
 
 # Errors torch raises where tdl is documented to differ (docs/language.md, "Differences from

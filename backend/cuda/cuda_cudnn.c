@@ -1,0 +1,685 @@
+/* cuda_cudnn.c — convolutions on CUDA through cuDNN 9's graph (backend) API: libcudnn.so.9 opened
+ * with dlopen at first use (no link-time dependency, no cuDNN header at build time), the operation
+ * graph of a convolution forward built from descriptors, the engine chosen by cuDNN's heuristics
+ * (mode A, then the fallback list; every candidate timed when TDL_CUDNN_BENCHMARK=1), the execution
+ * plan cached per device by shapes, strides, alignments, dtype and options, the workspace taken
+ * from the CUDA backend's caching allocator.
+ *
+ * Engines are filtered on their numerical notes: never one that down-converts its inputs or
+ * reduces in lower precision; for float32 none on tensor cores (TF32) unless TDL_CUDNN_TF32=1, so
+ * that results match the CPU's to float32 rounding; none marked non-deterministic when the
+ * program asked for deterministic algorithms (use_deterministic_algorithms(True)).
+ *
+ * The handle is attached to graphs and plans through their HANDLE attributes, which cuDNN 9.19
+ * marks deprecated in favour of a device-properties descriptor that older 9.x releases (the pip
+ * wheels of the GPU machines) lack; every 9.x takes the handle.
+ *
+ * THE EXECUTION PART HAS NOT RUN ON A GPU YET: the loader, the descriptors and the graph are tested
+ * without one (tests/test_cudnn.c); heuristics, plans and execution need a device.
+ * Depends on cuda_cudnn.h, cuda_internal.h (the driver table, to synchronise), libc and pthreads. */
+#include "cuda_cudnn.h"
+#include "cuda_internal.h"
+#include "mem.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- loading ---- */
+
+static struct {
+    pthread_once_t once;
+    CudnnLib lib;
+    bool ok;
+    char why[768];
+} cudnn = {.once = PTHREAD_ONCE_INIT};
+
+/* Opens dir/libcudnn.so.9 (dir "": the loader's path) into *dl; path records what was tried. */
+static void *open_in(const char *dir, char *path, size_t cap)
+{
+    int n = dir[0] ? snprintf(path, cap, "%s/libcudnn.so.9", dir) : snprintf(path, cap, "libcudnn.so.9");
+    return n > 0 && (size_t)n < cap ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+}
+
+/* The first folder matching a glob pattern that holds libcudnn.so.9, opened. */
+static void *open_glob(const char *pattern, char *path, size_t cap)
+{
+    glob_t g;
+    void *lib = NULL;
+    if (glob(pattern, 0, NULL, &g) != 0)
+        return NULL;
+    for (size_t i = 0; i < g.gl_pathc && !lib; i++)
+        lib = open_in(g.gl_pathv[i], path, cap);
+    globfree(&g);
+    return lib;
+}
+
+/* The pip wheel's folder (nvidia-cudnn-cu13, -cu12: site-packages/nvidia/cudnn/lib) under the
+ * usual Python prefixes, then the CUDA toolkit's. */
+static void *search(char *path, size_t cap)
+{
+    void *lib = open_in("", path, cap);
+    const char *env_prefix[] = {"VIRTUAL_ENV", "CONDA_PREFIX"};
+    char pat[640];
+    for (size_t i = 0; i < 2 && !lib; i++) {
+        const char *p = getenv(env_prefix[i]);
+        if (p && p[0]) {
+            snprintf(pat, sizeof pat, "%s/lib/python3*/site-packages/nvidia/cudnn/lib", p);
+            lib = open_glob(pat, path, cap);
+        }
+    }
+    const char *home = getenv("HOME");
+    if (!lib && home && home[0]) {
+        snprintf(pat, sizeof pat, "%s/.local/lib/python3*/site-packages/nvidia/cudnn/lib", home);
+        lib = open_glob(pat, path, cap);
+    }
+    const char *sys[] = {"/usr/local/lib/python3*/dist-packages/nvidia/cudnn/lib",
+                         "/usr/local/lib/python3*/site-packages/nvidia/cudnn/lib",
+                         "/usr/lib/python3/dist-packages/nvidia/cudnn/lib",
+                         "/usr/lib/python3*/site-packages/nvidia/cudnn/lib"};
+    for (size_t i = 0; i < sizeof sys / sizeof sys[0] && !lib; i++)
+        lib = open_glob(sys[i], path, cap);
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    for (size_t h = 0; h < sizeof homes / sizeof homes[0] && !lib; h++) {
+        if (!homes[h] || !homes[h][0])
+            continue;
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/lib64", homes[h]);
+        if (!(lib = open_in(dir, path, cap))) {
+            snprintf(dir, sizeof dir, "%s/lib", homes[h]);
+            lib = open_in(dir, path, cap);
+        }
+    }
+    return lib;
+}
+
+bool fc_cudnn_open(const char *off, const char *path, CudnnLib *L, void **dl, char *why, size_t cap)
+{
+    memset(L, 0, sizeof *L);
+    *dl = NULL;
+    void *lib = NULL;
+    if (off && (strcmp(off, "0") == 0 || strcmp(off, "off") == 0)) {
+        snprintf(why, cap, "turned off (TDL_CUDNN=%s)", off);
+        return false;
+    }
+    if (path && path[0]) {
+        snprintf(L->path, sizeof L->path, "%s", path);
+        lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            lib = open_in(path, L->path, sizeof L->path);   /* a folder */
+        if (!lib) {
+            snprintf(why, cap, "cuDNN not found at TDL_CUDNN_PATH=%s (neither the library nor a folder holding libcudnn.so.9)",
+                     path);
+            return false;
+        }
+    } else if (!(lib = search(L->path, sizeof L->path))) {
+        snprintf(why, cap,
+                 "libcudnn.so.9 not found (tried $TDL_CUDNN_PATH, the loader's path, the pip wheel's "
+                 "site-packages/nvidia/cudnn/lib and $CUDA_HOME, $CUDA_PATH, /usr/local/cuda lib64 and lib)");
+        return false;
+    }
+    bool ok = true;
+#define TDL_CUDNN_SYM_(ret, name, params)                                                          \
+    if (ok) {                                                                                      \
+        void *p = dlsym(lib, "cudnn" #name);                                                       \
+        if (!p) {                                                                                  \
+            snprintf(why, cap, "%s is not cuDNN 9 (it has no cudnn" #name ")", L->path);           \
+            ok = false;                                                                            \
+        } else {                                                                                   \
+            memcpy(&L->name, &p, sizeof p);                                                        \
+        }                                                                                          \
+    }
+    TDL_CUDNN_FUNCS(TDL_CUDNN_SYM_)
+#undef TDL_CUDNN_SYM_
+    if (ok) {
+        L->version = L->GetVersion();
+        if (L->version < 90000 || L->version >= 100000) {
+            snprintf(why, cap, "%s is cuDNN %zu.%zu, not 9.x", L->path, L->version / 10000, L->version / 100 % 100);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        dlclose(lib);
+        return false;
+    }
+    *dl = lib;
+    return true;
+}
+
+static void load_cudnn(void)
+{
+    void *dl;
+    cudnn.ok = fc_cudnn_open(getenv("TDL_CUDNN"), getenv("TDL_CUDNN_PATH"), &cudnn.lib, &dl, cudnn.why, sizeof cudnn.why);
+}
+
+const CudnnLib *fc_cudnn_lib(const char **why)
+{
+    pthread_once(&cudnn.once, load_cudnn);
+    if (!cudnn.ok) {
+        *why = cudnn.why;
+        return NULL;
+    }
+    return &cudnn.lib;
+}
+
+void fc_cudnn_status_str(const CudnnLib *L, CudnnStatus s, const char *call, char *buf, size_t cap)
+{
+    char last[256] = "";
+    L->GetLastErrorString(last, sizeof last);
+    snprintf(buf, cap, "%s (%s)%s%s", L->GetErrorString(s), call, last[0] ? ": " : "", last);
+}
+
+/* ---- descriptors ---- */
+
+/* A sequence of descriptor calls that stops at the first failure and remembers it. */
+typedef struct Bld {
+    const CudnnLib *L;
+    CudnnStatus s;
+    char call[96];
+} Bld;
+
+static void failed(Bld *b, CudnnStatus s, const char *fn, const char *what)
+{
+    b->s = s;
+    snprintf(b->call, sizeof b->call, "%s(%s)", fn, what);
+}
+
+static CudnnDesc make(Bld *b, CudnnDescType t, const char *what)
+{
+    CudnnDesc d = NULL;
+    if (!b->s) {
+        CudnnStatus s = b->L->BackendCreateDescriptor(t, &d);
+        if (s) {
+            failed(b, s, "cudnnBackendCreateDescriptor", what);
+            d = NULL;
+        }
+    }
+    return d;
+}
+
+static void set(Bld *b, CudnnDesc d, CudnnAttrName n, CudnnAttrType t, int64_t cnt, const void *v, const char *what)
+{
+    if (!b->s) {
+        CudnnStatus s = b->L->BackendSetAttribute(d, n, t, cnt, v);
+        if (s)
+            failed(b, s, "cudnnBackendSetAttribute", what);
+    }
+}
+
+static void fin(Bld *b, CudnnDesc d, const char *what)
+{
+    if (!b->s) {
+        CudnnStatus s = b->L->BackendFinalize(d);
+        if (s)
+            failed(b, s, "cudnnBackendFinalize", what);
+    }
+}
+
+static FcStatus bld_error(const Bld *b, FcError *err)
+{
+    char s[sizeof err->msg - 8];
+    fc_cudnn_status_str(b->L, b->s, b->call, s, sizeof s);
+    snprintf(err->msg, sizeof err->msg, "cuDNN: %s", s);
+    return FC_ERR_RUNTIME;
+}
+
+static void destroy(const CudnnLib *L, CudnnDesc *d)
+{
+    if (*d)
+        L->BackendDestroyDescriptor(*d);
+    *d = NULL;
+}
+
+static int64_t alignment(const void *p, size_t elem)
+{
+    int64_t a = 16;
+    while (a > (int64_t)elem && (uintptr_t)p % (uintptr_t)a)
+        a /= 2;
+    return a;
+}
+
+void fc_cudnn_conv_key(const FcConv *c, CudnnConvKey *k)
+{
+    memset(k, 0, sizeof *k);
+    k->dtype = c->dtype;
+    k->flags = c->flags;
+    k->transposed = c->transposed;
+    for (int i = 0; i < 4; i++) {
+        k->x_dim[i] = c->x_shape[i];
+        k->x_str[i] = c->x_strides[i];
+        k->w_dim[i] = c->w_shape[i];
+        k->w_str[i] = c->w_strides[i];
+        k->y_dim[i] = c->y_shape[i];
+        k->y_str[i] = c->y_strides[i];
+    }
+    for (int i = 0; i < 2; i++) {
+        k->pre[i] = c->pad_pre[i];
+        k->post[i] = c->pad_post[i];
+        k->stride[i] = c->stride[i];
+        k->dil[i] = c->dilation[i];
+    }
+    k->groups = c->groups;
+    size_t es = fc_dtype_size(c->dtype);
+    k->align[0] = alignment(c->x, es);
+    k->align[1] = alignment(c->w, es);
+    k->align[2] = alignment(c->y, es);
+}
+
+static CudnnDesc tensor(Bld *b, int64_t uid, int dt, const int64_t dim[4], const int64_t str[4], int64_t align,
+                        const char *what)
+{
+    CudnnDesc t = make(b, CDN_BACKEND_TENSOR_DESCRIPTOR, what);
+    set(b, t, CDN_ATTR_TENSOR_DATA_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, what);
+    set(b, t, CDN_ATTR_TENSOR_DIMENSIONS, CDN_TYPE_INT64, 4, dim, what);
+    set(b, t, CDN_ATTR_TENSOR_STRIDES, CDN_TYPE_INT64, 4, str, what);
+    set(b, t, CDN_ATTR_TENSOR_UNIQUE_ID, CDN_TYPE_INT64, 1, &uid, what);
+    set(b, t, CDN_ATTR_TENSOR_BYTE_ALIGNMENT, CDN_TYPE_INT64, 1, &align, what);
+    fin(b, t, what);
+    return t;
+}
+
+void fc_cudnn_graph_free(const CudnnLib *L, CudnnGraph *g)
+{
+    destroy(L, &g->graph);
+    for (int i = 0; i < 5; i++)
+        destroy(L, &g->parts[i]);
+}
+
+FcStatus fc_cudnn_conv_graph(const CudnnLib *L, const CudnnConvKey *k, CudnnHandle h, CudnnGraph *g, FcError *err)
+{
+    memset(g, 0, sizeof *g);
+    Bld b = {.L = L};
+    int dt = k->dtype == FC_FLOAT64 ? CDN_DATA_DOUBLE : CDN_DATA_FLOAT;
+    g->parts[0] = tensor(&b, 'x', dt, k->x_dim, k->x_str, k->align[0], "tensor x");
+    g->parts[1] = tensor(&b, 'w', dt, k->w_dim, k->w_str, k->align[1], "tensor w");
+    g->parts[2] = tensor(&b, 'y', dt, k->y_dim, k->y_str, k->align[2], "tensor y");
+    /* groups are implied by the shapes: x has groups * w's channels */
+    CudnnDesc cv = g->parts[3] = make(&b, CDN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution");
+    int64_t nsp = 2;
+    int mode = CDN_CROSS_CORRELATION;
+    set(&b, cv, CDN_ATTR_CONVOLUTION_SPATIAL_DIMS, CDN_TYPE_INT64, 1, &nsp, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_COMP_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_CONV_MODE, CDN_TYPE_CONVOLUTION_MODE, 1, &mode, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_PRE_PADDINGS, CDN_TYPE_INT64, 2, k->pre, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_POST_PADDINGS, CDN_TYPE_INT64, 2, k->post, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_DILATIONS, CDN_TYPE_INT64, 2, k->dil, "convolution");
+    set(&b, cv, CDN_ATTR_CONVOLUTION_FILTER_STRIDES, CDN_TYPE_INT64, 2, k->stride, "convolution");
+    fin(&b, cv, "convolution");
+    /* the operation's attributes: forward x, w, y, conv, alpha, beta; or backward data's dy, w, dx, ... */
+    static const int fwd[6] = {CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                               CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                               CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+    static const int bwd[6] = {CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                               CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                               CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+    const int *at = k->transposed ? bwd : fwd;
+    const char *opname = k->transposed ? "convolution backward data" : "convolution forward";
+    CudnnDesc op = g->parts[4] = make(&b, k->transposed ? CDN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+                                                        : CDN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, opname);
+    set(&b, op, at[0], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[0], opname);
+    set(&b, op, at[1], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[1], opname);
+    set(&b, op, at[2], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[2], opname);
+    set(&b, op, at[3], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &cv, opname);
+    /* alpha and beta in the computation's type */
+    double a64 = 1, b64 = 0;
+    float a32 = 1, b32 = 0;
+    bool d = dt == CDN_DATA_DOUBLE;
+    set(&b, op, at[4], d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&a64 : (const void *)&a32, opname);
+    set(&b, op, at[5], d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&b64 : (const void *)&b32, opname);
+    fin(&b, op, opname);
+    g->graph = make(&b, CDN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
+    if (h)
+        set(&b, g->graph, CDN_ATTR_OPERATIONGRAPH_HANDLE, CDN_TYPE_HANDLE, 1, &h, "operation graph");
+    set(&b, g->graph, CDN_ATTR_OPERATIONGRAPH_OPS, CDN_TYPE_BACKEND_DESCRIPTOR, 1, &op, "operation graph");
+    fin(&b, g->graph, "operation graph");
+    if (b.s) {
+        FcStatus st = bld_error(&b, err);
+        fc_cudnn_graph_free(L, g);
+        return st;
+    }
+    return FC_OK;
+}
+
+/* ---- choosing a plan ---- */
+
+typedef struct Plan {
+    CudnnConvKey key;
+    uint64_t hash;
+    CudnnGraph g;
+    CudnnDesc plan;             /* NULL: cuDNN has no engine for this case (note says why) */
+    int64_t workspace;
+    char note[200];
+} Plan;
+
+struct CudnnState {
+    const CudnnLib *L;
+    CudnnHandle h;
+    pthread_mutex_t mu;         /* the handle and the cache: one convolution at a time */
+    Plan *plans;
+    int n, cap;
+    int hits;
+    int flags;                  /* FC_CONV_EXHAUSTIVE, FC_CONV_TF32 from the environment */
+    char why[200];              /* no handle: why (every convolution on this device falls back) */
+};
+
+static uint64_t key_hash(const CudnnConvKey *k)
+{
+    const unsigned char *p = (const unsigned char *)k;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < sizeof *k; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static bool env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
+/* Whether an engine's notes allow it for k, else a reason. */
+static const char *refused(const CudnnLib *L, CudnnDesc engine, const CudnnConvKey *k)
+{
+    int notes[CDN_NUMERICAL_NOTE_TYPE_COUNT];
+    int64_t n = 0;
+    if (L->BackendGetAttribute(engine, CDN_ATTR_ENGINE_NUMERICAL_NOTE, CDN_TYPE_NUMERICAL_NOTE,
+                               CDN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CDN_STATUS_SUCCESS)
+        return "its notes cannot be read";
+    for (int64_t i = 0; i < n; i++) {
+        if (notes[i] == CDN_NUMERICAL_NOTE_NONDETERMINISTIC && (k->flags & FC_CONV_DETERMINISTIC))
+            return "non-deterministic";
+        if (notes[i] == CDN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || notes[i] == CDN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
+            return "reduced precision";
+        if (notes[i] == CDN_NUMERICAL_NOTE_TENSOR_CORE && k->dtype == FC_FLOAT32 && !(k->flags & FC_CONV_TF32))
+            return "TF32 (TDL_CUDNN_TF32=1 allows it)";
+    }
+    return NULL;
+}
+
+/* The engine configs of one heuristics mode, as new descriptors (*n of them; the caller destroys
+ * them), or none. */
+static CudnnDesc *heuristics(const CudnnLib *L, CudnnDesc graph, int mode, int64_t *n)
+{
+    *n = 0;
+    Bld b = {.L = L};
+    CudnnDesc heur = make(&b, CDN_BACKEND_ENGINEHEUR_DESCRIPTOR, "heuristics");
+    set(&b, heur, CDN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CDN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heuristics");
+    set(&b, heur, CDN_ATTR_ENGINEHEUR_MODE, CDN_TYPE_HEUR_MODE, 1, &mode, "heuristics");
+    fin(&b, heur, "heuristics");
+    int64_t count = 0;
+    if (!b.s && L->BackendGetAttribute(heur, CDN_ATTR_ENGINEHEUR_RESULTS, CDN_TYPE_BACKEND_DESCRIPTOR, 0, &count, NULL))
+        count = 0;
+    CudnnDesc *cfgs = count > 0 ? mem_calloc((size_t)count, sizeof *cfgs) : NULL;
+    int64_t made = 0;
+    for (; cfgs && made < count; made++)
+        if (L->BackendCreateDescriptor(CDN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[made]))
+            break;
+    int64_t got = 0;
+    if (cfgs && (made < count ||
+                 L->BackendGetAttribute(heur, CDN_ATTR_ENGINEHEUR_RESULTS, CDN_TYPE_BACKEND_DESCRIPTOR, count, &got, cfgs))) {
+        got = 0;
+    }
+    for (int64_t i = got; i < made; i++)
+        destroy(L, &cfgs[i]);
+    if (heur)
+        L->BackendDestroyDescriptor(heur);
+    if (got == 0) {
+        mem_free(cfgs);
+        return NULL;
+    }
+    *n = got;
+    return cfgs;
+}
+
+/* A finalised plan for config cfg, or NULL (the engine refused by its notes, or cuDNN cannot
+ * build it here); *engine its global index. */
+static CudnnDesc plan_for(CudnnState *s, const CudnnConvKey *k, CudnnDesc cfg, int64_t *engine, int64_t *ws,
+                          const char **why)
+{
+    const CudnnLib *L = s->L;
+    CudnnDesc eng = NULL;
+    int64_t n = 0;
+    *why = "cuDNN cannot build it";
+    if (L->BackendCreateDescriptor(CDN_BACKEND_ENGINE_DESCRIPTOR, &eng))
+        return NULL;
+    if (L->BackendGetAttribute(cfg, CDN_ATTR_ENGINECFG_ENGINE, CDN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &eng) || n != 1) {
+        destroy(L, &eng);
+        return NULL;
+    }
+    *engine = -1;
+    L->BackendGetAttribute(eng, CDN_ATTR_ENGINE_GLOBAL_INDEX, CDN_TYPE_INT64, 1, &n, engine);
+    const char *no = refused(L, eng, k);
+    destroy(L, &eng);
+    if (no) {
+        *why = no;
+        return NULL;
+    }
+    Bld b = {.L = L};
+    CudnnDesc plan = make(&b, CDN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "plan");
+    set(&b, plan, CDN_ATTR_EXECUTION_PLAN_HANDLE, CDN_TYPE_HANDLE, 1, &s->h, "plan");
+    set(&b, plan, CDN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CDN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg, "plan");
+    fin(&b, plan, "plan");
+    if (!b.s && L->BackendGetAttribute(plan, CDN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CDN_TYPE_INT64, 1, &n, ws))
+        b.s = CDN_STATUS_NOT_SUPPORTED;
+    if (b.s) {
+        destroy(L, &plan);
+        return NULL;
+    }
+    return plan;
+}
+
+/* Runs plan on c's data with a workspace from be's allocator. */
+static FcStatus execute(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws, const FcConv *c, FcError *err)
+{
+    const CudnnLib *L = s->L;
+    void *work = NULL;
+    if (ws > 0) {
+        FcStatus st = be->alloc(be, (size_t)ws, &work, err);
+        if (st)
+            return st;
+    }
+    int64_t uids[3] = {'x', 'w', 'y'};
+    void *ptrs[3] = {(void *)c->x, (void *)c->w, c->y};
+    Bld b = {.L = L};
+    CudnnDesc pack = make(&b, CDN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
+    set(&b, pack, CDN_ATTR_VARIANT_PACK_UNIQUE_IDS, CDN_TYPE_INT64, 3, uids, "variant pack");
+    set(&b, pack, CDN_ATTR_VARIANT_PACK_DATA_POINTERS, CDN_TYPE_VOID_PTR, 3, ptrs, "variant pack");
+    set(&b, pack, CDN_ATTR_VARIANT_PACK_WORKSPACE, CDN_TYPE_VOID_PTR, 1, &work, "variant pack");
+    fin(&b, pack, "variant pack");
+    if (!b.s) {
+        CudnnStatus r = L->BackendExecute(s->h, plan, pack);
+        if (r)
+            failed(&b, r, "cudnnBackendExecute", c->transposed ? "convolution backward data" : "convolution forward");
+    }
+    destroy(L, &pack);
+    be->free(be, work);
+    return b.s ? bld_error(&b, err) : FC_OK;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Milliseconds of one run of plan (the best of 3 after a warm-up), or -1 when it fails. */
+static double time_plan(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws, const FcConv *c)
+{
+    const char *why;
+    const CudaDriver *d = fc_cuda_driver(&why);
+    FcError e;
+    double best = -1;
+    for (int i = 0; i < 4; i++) {
+        double t0 = now_ms();
+        if (execute(s, be, plan, ws, c, &e) || !d || d->CtxSynchronize() != CUDA_OK)
+            return -1;
+        double t = now_ms() - t0;
+        if (i > 0 && (best < 0 || t < best))
+            best = t;
+    }
+    return best;
+}
+
+/* Chooses p's plan: the first config of heuristics mode A, then of the fallback list, that the
+ * notes allow and cuDNN builds; with FC_CONV_EXHAUSTIVE, the fastest of all of them. */
+static void choose(CudnnState *s, FcBackend *be, Plan *p, const FcConv *c)
+{
+    const CudnnLib *L = s->L;
+    const int modes[2] = {CDN_HEUR_MODE_A, CDN_HEUR_MODE_FALLBACK};
+    const char *modename[2] = {"heuristics mode A", "fallback list"};
+    bool all = p->key.flags & FC_CONV_EXHAUSTIVE;
+    double best_ms = -1;
+    const char *last_why = "no engine";
+    int tried = 0;
+    for (int m = 0; m < 2 && (all || !p->plan); m++) {
+        int64_t n;
+        CudnnDesc *cfgs = heuristics(L, p->g.graph, modes[m], &n);
+        for (int64_t i = 0; i < n && (all || !p->plan); i++) {
+            int64_t engine = -1, ws = 0;
+            const char *why;
+            CudnnDesc plan = plan_for(s, &p->key, cfgs[i], &engine, &ws, &why);
+            tried++;
+            if (!plan) {
+                last_why = why;
+                continue;
+            }
+            double ms = all ? time_plan(s, be, plan, ws, c) : 0;
+            if (all && (ms < 0 || (best_ms >= 0 && ms >= best_ms))) {
+                destroy(L, &plan);
+                continue;
+            }
+            destroy(L, &p->plan);
+            p->plan = plan;
+            p->workspace = ws;
+            best_ms = ms;
+            snprintf(p->note, sizeof p->note, "engine %lld from the %s, workspace %lld bytes%s",
+                     (long long)engine, modename[m], (long long)ws, all ? ", the fastest of those timed" : "");
+        }
+        for (int64_t i = 0; i < n; i++)
+            destroy(L, &cfgs[i]);
+        mem_free(cfgs);
+    }
+    if (!p->plan)
+        snprintf(p->note, sizeof p->note, "cuDNN has no engine for this case (%d tried; the last: %s)", tried, last_why);
+}
+
+static Plan *find(CudnnState *s, const CudnnConvKey *k, uint64_t h)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->plans[i].hash == h && memcmp(&s->plans[i].key, k, sizeof *k) == 0)
+            return &s->plans[i];
+    return NULL;
+}
+
+void fc_cudnn_state_free(CudnnState *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++) {
+        destroy(s->L, &s->plans[i].plan);
+        fc_cudnn_graph_free(s->L, &s->plans[i].g);
+    }
+    mem_free(s->plans);
+    if (s->h)
+        s->L->Destroy(s->h);
+    pthread_mutex_destroy(&s->mu);
+    mem_free(s);
+}
+
+void fc_cudnn_cache_counts(const CudnnState *s, int *plans, int *hits)
+{
+    *plans = s ? s->n : 0;
+    *hits = s ? s->hits : 0;
+}
+
+/* The state of a device, with its handle: NULL with c->note set when cuDNN cannot serve it. */
+static CudnnState *state(CudnnState **sp, FcConv *c, FcError *err, FcStatus *st)
+{
+    *st = FC_OK;
+    if (*sp) {
+        if (!(*sp)->h)
+            snprintf(c->note, sizeof c->note, "%s", (*sp)->why);
+        return (*sp)->h ? *sp : NULL;
+    }
+    const char *why = NULL;
+    const CudnnLib *L = fc_cudnn_lib(&why);
+    if (!L) {
+        snprintf(c->note, sizeof c->note, "cuDNN: %.220s", why);
+        return NULL;
+    }
+    CudnnState *s = mem_calloc(1, sizeof *s);
+    if (!s || pthread_mutex_init(&s->mu, NULL) != 0) {
+        mem_free(s);
+        *st = FC_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return NULL;
+    }
+    s->L = L;
+    s->flags = (env_on("TDL_CUDNN_BENCHMARK") ? FC_CONV_EXHAUSTIVE : 0) | (env_on("TDL_CUDNN_TF32") ? FC_CONV_TF32 : 0);
+    CudnnStatus r = L->Create(&s->h);
+    if (r) {
+        s->h = NULL;    /* remembered: no handle on this device, fall back from now on */
+        char m[200];
+        fc_cudnn_status_str(L, r, "cudnnCreate", m, sizeof m);
+        snprintf(s->why, sizeof s->why, "cuDNN %zu.%zu has no handle here: %.140s", L->version / 10000,
+                 L->version / 100 % 100, m);
+        snprintf(c->note, sizeof c->note, "%s", s->why);
+    }
+    *sp = s;
+    return s->h ? s : NULL;
+}
+
+FcStatus fc_cudnn_conv(CudnnState **sp, FcBackend *be, FcConv *c, FcError *err)
+{
+    c->taken = false;
+    FcStatus st;
+    CudnnState *s = state(sp, c, err, &st);
+    if (!s)
+        return st;
+    c->flags |= s->flags;
+    CudnnConvKey key;
+    fc_cudnn_conv_key(c, &key);
+    uint64_t h = key_hash(&key);
+    pthread_mutex_lock(&s->mu);
+    Plan *p = find(s, &key, h);
+    bool cached = p != NULL;
+    if (!p) {
+        if (s->n == s->cap) {
+            int cap = s->cap ? 2 * s->cap : 16;
+            Plan *q = mem_realloc(s->plans, (size_t)cap * sizeof *q);
+            if (!q) {
+                pthread_mutex_unlock(&s->mu);
+                snprintf(err->msg, sizeof err->msg, "out of memory");
+                return FC_ERR_NOMEM;
+            }
+            s->plans = q;
+            s->cap = cap;
+        }
+        p = &s->plans[s->n];
+        memset(p, 0, sizeof *p);
+        p->key = key;
+        p->hash = h;
+        FcError ge;
+        if (fc_cudnn_conv_graph(s->L, &key, s->h, &p->g, &ge))
+            snprintf(p->note, sizeof p->note, "the graph was refused: %.170s", ge.msg);
+        else
+            choose(s, be, p, c);
+        s->n++;         /* a case cuDNN refuses is remembered too, so that it is not asked again */
+    } else {
+        s->hits++;
+    }
+    st = FC_OK;
+    if (p->plan) {
+        st = execute(s, be, p->plan, p->workspace, c, err);
+        c->taken = st == FC_OK;
+    }
+    snprintf(c->note, sizeof c->note, "%s%s", p->note, cached && p->plan ? ", cached plan" : "");
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}

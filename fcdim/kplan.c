@@ -1,0 +1,386 @@
+/* kplan.c — the kernel plan: the analysis of a scheduled kernel (FcKernel) that every backend
+ * needs before it can run or compile it, written once so that the CPU executor, the CUDA code
+ * generator and the scheduler cannot drift apart on it (they each had a copy: two validators that
+ * differed on which reductions may own loops and where a negative extent was refused, two rules
+ * for which loop a reduction's body runs along).
+ *
+ * What it holds: the one validator of a kernel's code; each operand linked to the instruction
+ * that wrote it (registers may be reused: a read names the last write before it); the loops each
+ * value varies along (deps, by the one rule the scheduler also uses: fc_kplan_deps); the list each
+ * instruction belongs to (the innermost inner reduction whose loops it varies along); the order
+ * of evaluation (invariants, the top list, each reduction's body, each list by domain); and, from
+ * the vector loop a backend picks for the top list, the vector loop of every other list
+ * (fc_kplan_chunks). What is particular to one backend (its op tables, its buffers, its launch
+ * shape) stays in the backend.
+ * Depends on fcdim.h, internal.h only. */
+#include "internal.h"
+#include "mem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
+static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
+static bool is_arg(FcOp op) { return op == FC_OP_ARGMAX || op == FC_OP_ARGMIN; }
+
+/* The dtype operand `which` of in must have, given the dtype of its a (casts and comparisons
+ * take any a; the others read their own dtype, WHERE's condition bool). */
+static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
+{
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op))
+        return a_dt;
+    if (in->op == FC_OP_WHERE && which == 0)
+        return FC_BOOL;
+    return in->dtype;
+}
+
+uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint64_t body, uint64_t others,
+                       uint64_t own)
+{
+    uint64_t d = others;
+    if (in->op == FC_OP_LOAD) {
+        for (int l = 0; l < nloop; l++)
+            if (in->strides[l] != 0 && extent[l] != 1)
+                d |= (uint64_t)1 << l;
+    } else if (in->op == FC_OP_IOTA) {
+        if (nloop > 0 && extent[in->loop] != 1)
+            d |= (uint64_t)1 << in->loop;
+    }
+    return d | (is_reduce(in->op) ? body & ~own : body);
+}
+
+void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
+{
+    for (int i = 0; i < n; i++) {
+        list[i] = -1;
+        for (int r = i + 1; r < n && list[i] < 0; r++)
+            if (deps[i] & own[r])
+                list[i] = r;
+    }
+}
+
+void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
+                     uint64_t clmask, int *cx)
+{
+    /* A list comes after its members in the code (list[i] > i), so backwards every list's own
+     * vector loop is known before its members'. */
+    for (int i = n - 1; i >= 0; i--) {
+        int r = list[i];
+        if (r < 0) {
+            cx[i] = cl;
+            continue;
+        }
+        uint64_t mask = cx[r] < 0 ? 0 : cx[r] == cl ? clmask : (uint64_t)1 << cx[r];
+        int last = -1;
+        for (int l = 0; l < nloop; l++)
+            if (own[r] >> l & 1)
+                last = l;
+        cx[i] = (deps[r] & mask) || last < 0 ? cx[r] : last;
+    }
+}
+
+/* fc_natural_chunk_loop with the thresholds short_loop and long_loop. */
+static int natural(int nloop, const int64_t *extent, const int *owner, bool scatter, int short_loop, int long_loop)
+{
+    int cl = -1;
+    for (int l = 0; l < nloop; l++)
+        if (!owner || owner[l] < 0)
+            cl = l;
+    if (cl < 0 || scatter || extent[cl] >= short_loop)
+        return cl;
+    int best = cl;
+    for (int l = 0; l < nloop; l++)
+        if ((!owner || owner[l] < 0) && extent[l] >= extent[best])
+            best = l;
+    return extent[best] >= long_loop && extent[best] >= 4 * extent[cl] ? best : cl;
+}
+
+int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter)
+{
+    return natural(nloop, extent, owner, scatter, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP);
+}
+
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter)
+{
+    return natural(nloop, extent, owner, scatter, t->short_loop, t->long_loop);
+}
+
+void fc_kplan_free(FcPlan *p)
+{
+    if (!p)
+        return;
+    mem_free(p->block);
+    mem_free(p);
+}
+
+/* Records the first error: "<who> kernel: <message>". */
+static FcStatus bad(FcError *err, FcStatus st, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static FcStatus bad(FcError *err, FcStatus st, const char *who, const char *fmt, ...)
+{
+    int n = snprintf(err->msg, sizeof err->msg, "%s kernel: ", who);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < sizeof err->msg)
+        vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The shape checks of k that come before its code is read: counts, loops, owners, extents. */
+static FcStatus check_loops(const FcKernel *k, const char *who, FcError *err)
+{
+    int n = k->ncode, L = k->nloop;
+    if (n < 1 || !k->code || k->nreg < 1)
+        return bad(err, FC_ERR_VALUE, who, "no code");
+    if (L < 0 || L > FC_MAX_DIMS)
+        return bad(err, FC_ERR_VALUE, who, "%d loops", L);
+    for (int l = 0; l < L; l++) {
+        int o = k->owner[l];
+        /* An inner arg reduction would have to carry an index beside its value through the
+         * folds of its body: the scheduler never makes one, and no backend folds one. */
+        if (o < -1 || o >= n || (o >= 0 && (!is_reduce(k->code[o].op) || is_arg(k->code[o].op))))
+            return bad(err, FC_ERR_VALUE, who, "loop %d has a bad owner", l);
+        /* The unsigned bounds and the chunk counts would take a negative extent for a huge one. */
+        if (k->extent[l] < 0)
+            return bad(err, FC_ERR_VALUE, who, "loop %d has a negative extent", l);
+    }
+    if (k->chunk_loop >= 0 && (k->chunk_loop >= (L > 0 ? L : 1) || (L > 0 && k->owner[k->chunk_loop] >= 0)))
+        return bad(err, FC_ERR_VALUE, who, "bad chunk loop %d", k->chunk_loop);
+    if (k->nscatter < 0 || k->nscatter > FC_MAX_DIMS || (k->nscatter > 0 && !k->scatter))
+        return bad(err, FC_ERR_VALUE, who, "bad scatters");
+    for (int g = 0; g < k->nscatter; g++)
+        if (k->scatter[g].extent < 0)
+            return bad(err, FC_ERR_VALUE, who, "scatter %d has a negative extent", g);
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &k->code[i];
+        if (in->op == FC_OP_LOAD && (in->ngather < 0 || in->ngather > FC_MAX_DIMS || (in->ngather && !in->gathers)))
+            return bad(err, FC_ERR_VALUE, who, "instruction %d: bad gathers or bounds", i);
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            if (in->gathers[g].extent < 0)
+                return bad(err, FC_ERR_VALUE, who, "instruction %d: bad gathers or bounds", i);
+        if (is_reduce(in->op) && (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds)))
+            return bad(err, FC_ERR_VALUE, who, "instruction %d: bad gathers or bounds", i);
+    }
+    return FC_OK;
+}
+
+/* Places the instructions of list r (but the invariants) at positions m on: by the loops they
+ * vary along, fewer loops first, then in code order. Any operand varies along a subset of its
+ * reader's loops, so this is an order in which values are written before they are read; and
+ * the instructions of each domain come together, which a backend that hoists by domain checks
+ * as one run (roi_align's y coordinate, its clamps and weights: one run over (box, bin row,
+ * sample row)). idx: room for n. */
+static int by_deps(const void *x, const void *y, void *deps)
+{
+    int i = *(const int *)x, j = *(const int *)y;
+    uint64_t a = ((const uint64_t *)deps)[i], b = ((const uint64_t *)deps)[j];
+    int pa = __builtin_popcountll(a), pb = __builtin_popcountll(b);
+    if (pa != pb)
+        return pa < pb ? -1 : 1;
+    if (a != b)
+        return a < b ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static int place_list(int *pos, int *idx, int m, const uint64_t *deps, const int *list, int r, int n)
+{
+    int cnt = 0;
+    for (int i = 0; i < n; i++)
+        if (list[i] == r && (r >= 0 || deps[i] != 0))
+            idx[cnt++] = i;
+    qsort_r(idx, (size_t)cnt, sizeof *idx, by_deps, (void *)deps);
+    for (int q = 0; q < cnt; q++)
+        pos[idx[q]] = m++;
+    return m;
+}
+
+/* Links the operands of instruction i, checks their dtypes, and returns the loops i varies along
+ * in *d. def: the instruction that last wrote each register. */
+static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, int *gused, int *bused,
+                           const char *who, FcError *err)
+{
+    const FcInstr *in = &k->code[i];
+    int nreg = k->nreg, L = k->nloop;
+    bool red = is_reduce(in->op);
+    if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_arg(in->op) ||
+        (unsigned)in->dtype >= FC_DTYPE__COUNT || (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
+        return bad(err, FC_ERR_VALUE, who, "instruction %d: bad op or dtype", i);
+    if (in->dst < 0 || in->dst >= nreg)
+        return bad(err, FC_ERR_VALUE, who, "instruction %d writes no register", i);
+    if (red && in->a < 0)
+        return bad(err, FC_ERR_VALUE, who, "reduction %d has no body", i);
+    int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = red ? in->nbound : 0;
+    int ops[3] = {in->a, in->b, in->c};
+    FcDType a_dt = in->dtype;
+    uint64_t body = 0, others = 0;
+    p->goff[i] = *gused;
+    p->boff[i] = *bused;
+    for (int o = 0; o < 3 + ng + nb; o++) {
+        int r = o < 3 ? ops[o] : o < 3 + ng ? in->gathers[o - 3].reg : in->bounds[o - 3 - ng].reg;
+        if (r < 0 && o < 3) {
+            p->opv[3 * i + o] = -1;
+            continue;
+        }
+        if (r < 0 || r >= nreg || def[r] == -1)
+            return bad(err, FC_ERR_VALUE, who, "instruction %d reads register %d before it is written", i, r);
+        int v = def[r];
+        FcDType want = o >= 3 + ng ? k->code[v].dtype
+                       : o >= 3    ? FC_INT64
+                       : red       ? in->src_dtype
+                                   : operand_dtype(in, o, o == 0 ? k->code[v].dtype : a_dt);
+        if (o == 0)
+            a_dt = k->code[v].dtype;
+        if (k->code[v].dtype != want ||
+            (o >= 3 + ng && want != FC_INT64 && want != FC_FLOAT32 && want != FC_FLOAT64))
+            return bad(err, FC_ERR_VALUE, who, "instruction %d (%s) reads r%d of dtype %s, expected %s", i,
+                       fc_op_name(in->op), r, fc_dtype_name(k->code[v].dtype), fc_dtype_name(want));
+        if (o < 3)
+            p->opv[3 * i + o] = v;
+        else if (o < 3 + ng)
+            p->gopv[*gused + o - 3] = v;
+        else
+            p->bopv[*bused + o - 3 - ng] = v;
+        if (o == 0)
+            body = p->deps[v];
+        else
+            others |= p->deps[v];
+    }
+    *gused += ng;
+    *bused += nb;
+    switch (in->op) {
+    case FC_OP_LOAD:
+        if (in->buf < 0 || in->buf >= k->nbufs || !k->bufs || (L > 0 && !in->strides))
+            return bad(err, FC_ERR_VALUE, who, "instruction %d: bad load", i);
+        break;
+    case FC_OP_IOTA:
+        if (in->dtype != FC_INT64 || (L > 0 && (in->loop < 0 || in->loop >= L)))
+            return bad(err, FC_ERR_VALUE, who, "instruction %d: bad iota", i);
+        break;
+    default:
+        for (int b = 0; b < nb; b++) {
+            const FcBound *bd = &in->bounds[b];
+            if (bd->loop < 0 || bd->loop >= L || k->owner[bd->loop] != i || (bd->cmp != FC_OP_LT && bd->cmp != FC_OP_LE))
+                return bad(err, FC_ERR_VALUE, who, "instruction %d: bad bound", i);
+        }
+        break;
+    }
+    uint64_t d = fc_kplan_deps(in, L, k->extent, body, others, p->own[i]);
+    if (in->invariant && d != 0)
+        return bad(err, FC_ERR_VALUE, who, "invariant instruction %d reads loop-dependent values", i);
+    p->deps[i] = d;
+    return FC_OK;
+}
+
+/* Whether every value instruction i reads lies in its list or an enclosing one (a reduction
+ * also reads its body, in the list it heads). */
+static bool reads_inside(const FcPlan *p, const FcKernel *k, int i, int *bad_reg)
+{
+    const FcInstr *in = &k->code[i];
+    int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+    for (int o = 0; o < 3 + ng + nb; o++) {
+        int v = o < 3 ? p->opv[3 * i + o] : o < 3 + ng ? p->gopv[p->goff[i] + o - 3] : p->bopv[p->boff[i] + o - 3 - ng];
+        if (v < 0)
+            continue;
+        bool ok = o == 0 && is_reduce(in->op) && p->list[v] == i;
+        for (int up = p->list[i]; !ok; up = p->list[up]) {
+            ok = p->list[v] == up;
+            if (up < 0)
+                break;
+        }
+        if (!ok) {
+            *bad_reg = k->code[v].dst;
+            return false;
+        }
+    }
+    return true;
+}
+
+FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError *err)
+{
+    *out = NULL;
+    FcStatus st = check_loops(k, who, err);
+    if (st)
+        return st;
+    int n = k->ncode, nreg = k->nreg, ng = 0, nb = 0;
+    for (int i = 0; i < n; i++) {
+        ng += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
+        nb += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
+    }
+    FcPlan *p = mem_calloc(1, sizeof *p);
+    /* one block: uint64_t arrays first (alignment), then the int arrays */
+    size_t words = 2 * (size_t)n, ints = 3 * (size_t)n + 7 * (size_t)n + (size_t)ng + (size_t)nb + (size_t)nreg + 2;
+    char *blk = p ? mem_malloc(words * sizeof(uint64_t) + ints * sizeof(int)) : NULL;
+    if (!blk) {
+        mem_free(p);
+        return bad(err, FC_ERR_NOMEM, who, "out of memory");
+    }
+    p->block = blk;
+    p->n = n;
+    p->L = k->nloop;
+    p->deps = (uint64_t *)(void *)blk;
+    p->own = p->deps + n;
+    int *q = (int *)(void *)(p->own + n);
+    p->opv = q, q += 3 * n;
+    p->goff = q, q += n;
+    p->boff = q, q += n;
+    p->list = q, q += n;
+    p->pos = q, q += n;
+    p->body0 = q, q += n;
+    p->body1 = q, q += n;
+    p->gopv = q, q += ng + 1;
+    p->bopv = q, q += nb + 1;
+    int *def = q, *idx = q;     /* def while linking, idx while ordering */
+    memset(p->own, 0, (size_t)n * sizeof *p->own);
+    for (int l = 0; l < k->nloop; l++)
+        if (k->owner[l] >= 0)
+            p->own[k->owner[l]] |= (uint64_t)1 << l;
+    for (int r = 0; r < nreg; r++)
+        def[r] = -1;
+    int gused = 0, bused = 0;
+    for (int i = 0; i < n && !st; i++) {
+        st = link_instr(p, k, i, def, &gused, &bused, who, err);
+        def[k->code[i].dst] = i;
+    }
+    if (!st && (k->result < 0 || k->result >= nreg || def[k->result] == -1))
+        st = bad(err, FC_ERR_VALUE, who, "the result register %d is never written", k->result);
+    for (int g = 0; !st && g < k->nscatter; g++) {
+        int r = k->scatter[g].reg;
+        if (r < 0 || r >= nreg || def[r] == -1 || k->code[def[r]].dtype != FC_INT64)
+            st = bad(err, FC_ERR_VALUE, who, "scatter %d reads r%d, not a written int64 register", g, r);
+        else
+            p->sres[g] = def[r];
+    }
+    if (st) {
+        fc_kplan_free(p);
+        return st;
+    }
+    p->res = def[k->result];
+    fc_kplan_lists(n, p->deps, p->own, p->list);
+    for (int i = 0; i < n; i++) {
+        int r;
+        if (!reads_inside(p, k, i, &r)) {
+            fc_kplan_free(p);
+            return bad(err, FC_ERR_VALUE, who, "instruction %d reads r%d outside its loops", i, r);
+        }
+    }
+    /* Order: invariants, the top list, then each reduction's body. */
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (p->deps[i] == 0 && p->list[i] < 0)
+            p->pos[i] = m++;
+    p->ninv = m;
+    m = place_list(p->pos, idx, m, p->deps, p->list, -1, n);
+    p->ntop = m;
+    for (int r = 0; r < n; r++) {
+        p->body0[r] = p->body1[r] = m;
+        if (!is_reduce(k->code[r].op))
+            continue;
+        m = place_list(p->pos, idx, m, p->deps, p->list, r, r);
+        p->body1[r] = m;
+    }
+    *out = p;
+    return FC_OK;
+}

@@ -1,0 +1,340 @@
+/* test_cudnn.c — the cuDNN path of the CUDA backend (backend/cuda/cuda_cudnn.c), without a GPU.
+ *
+ * What runs everywhere: loading with the reason kept when it fails (a wrong TDL_CUDNN_PATH, a
+ * library that is not cuDNN, TDL_CUDNN=0), the plan cache's key (what must and must not tell two
+ * convolutions apart), and tests/cudnn_header_check.c's verdict (it is compiled against the
+ * installed cudnn_graph.h where there is one: a declaration that differs fails the build).
+ * What runs where libcudnn.so.9 loads (no GPU needed): the operation graph of a convolution
+ * forward, finalised by cuDNN, for a set of shapes (NCHW and NHWC strides, groups, depthwise,
+ * dilation, stride > kernel, asymmetric padding, 1x1, float64, the mask head's) and of transposed
+ * convolutions (cuDNN's backward data: the mask head's, groups with output_padding), a malformed one
+ * refused with cuDNN's reason, and the fallback when cuDNN loads but has no device (cudnnCreate
+ * fails): the convolution is declined with the reason, the caller runs the generated kernels.
+ * The results on a GPU are checked by the nn_cudnn suite (test_nn.c) under make check-gpu. */
+#include "tests.h"
+
+#include "backend.h"
+#include "cuda/cuda_cudnn.h"
+#include "cuda/cuda_internal.h"
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cuDNN's table, or NULL after saying why on stderr (the tests that need it pass). */
+static const CudnnLib *lib_or_skip(const char *test)
+{
+    const char *why = NULL;
+    const CudnnLib *L = fc_cudnn_lib(&why);
+    if (!L)
+        fprintf(stderr, "%s: cuDNN not loaded (%s): skipped\n", test, why);
+    return L;
+}
+
+START_TEST(loads_or_says_why)
+{
+    const char *why = NULL;
+    const CudnnLib *L = fc_cudnn_lib(&why);
+    if (L) {
+        ck_assert_uint_ge(L->version, 90000);
+        ck_assert_uint_lt(L->version, 100000);
+        ck_assert(L->path[0]);
+        fprintf(stderr, "cudnn: %s, version %zu\n", L->path, L->version);
+    } else {
+        ck_assert(why && why[0]);
+        fprintf(stderr, "cudnn: not loaded: %s\n", why);
+    }
+    /* the outcome is kept: asking again gives the same */
+    const char *why2 = NULL;
+    ck_assert_ptr_eq(fc_cudnn_lib(&why2), L);
+    if (!L)
+        ck_assert_str_eq(why2, why);
+}
+END_TEST
+
+START_TEST(turned_off)
+{
+    CudnnLib L;
+    void *dl = (void *)1;
+    char why[256];
+    ck_assert(!fc_cudnn_open("0", NULL, &L, &dl, why, sizeof why));
+    ck_assert_str_eq(why, "turned off (TDL_CUDNN=0)");
+    ck_assert_ptr_null(dl);
+    ck_assert(!fc_cudnn_open("off", "/usr/lib", &L, &dl, why, sizeof why));
+    ck_assert_str_eq(why, "turned off (TDL_CUDNN=off)");
+}
+END_TEST
+
+START_TEST(wrong_path)
+{
+    CudnnLib L;
+    void *dl;
+    char why[512];
+    ck_assert(!fc_cudnn_open(NULL, "/nonexistent/libcudnn.so.9", &L, &dl, why, sizeof why));
+    ck_assert_str_eq(why, "cuDNN not found at TDL_CUDNN_PATH=/nonexistent/libcudnn.so.9 (neither the library nor a "
+                          "folder holding libcudnn.so.9)");
+    /* a library that is not cuDNN */
+    ck_assert(!fc_cudnn_open("1", "libz.so.1", &L, &dl, why, sizeof why));
+    ck_assert_str_eq(why, "libz.so.1 is not cuDNN 9 (it has no cudnnGetVersion)");
+    ck_assert_ptr_null(dl);
+}
+END_TEST
+
+/* TDL_CUDNN_PATH may name the folder: the one the search found is given back by name. */
+START_TEST(path_is_a_folder)
+{
+    const CudnnLib *found = lib_or_skip("path_is_a_folder");
+    if (!found)
+        return;
+    Dl_info info;
+    ck_assert(dladdr((void *)found->GetVersion, &info) && info.dli_fname);
+    char file[512], why[512];
+    snprintf(file, sizeof file, "%s", info.dli_fname);
+    const char *dir = dirname(file);
+    CudnnLib L;
+    void *dl;
+    ck_assert_msg(fc_cudnn_open(NULL, dir, &L, &dl, why, sizeof why), "%s: %s", dir, why);
+    ck_assert_uint_eq(L.version, found->version);
+    char want[600];
+    snprintf(want, sizeof want, "%s/libcudnn.so.9", dir);
+    ck_assert_str_eq(L.path, want);
+    dlclose(dl);
+}
+END_TEST
+
+START_TEST(header_declarations)
+{
+    const char *dir = cudnn_header_checked();
+    if (dir)
+        fprintf(stderr, "cuda_cudnn.h's declarations compiled against %s/cudnn_graph.h\n", dir);
+    else
+        fprintf(stderr, "header_declarations: no cudnn_graph.h at build time: not checked\n");
+}
+END_TEST
+
+/* ---- convolutions ---- */
+
+typedef struct ConvShape {
+    const char *name;
+    FcDType dt;
+    int64_t n, c, h, w, k, r, s;
+    int64_t groups, pre[2], post[2], stride[2], dil[2];
+    bool nhwc;
+    bool transposed;            /* conv_transpose2d: c input channels, k output channels */
+    int64_t outpad;             /* its output_padding */
+} ConvShape;
+
+static const ConvShape shapes[] = {
+    {"3x3 pad 1", FC_FLOAT32, 2, 8, 10, 10, 16, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, false, false, 0},
+    {"3x3 pad 1 NHWC", FC_FLOAT32, 2, 8, 10, 10, 16, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, true, false, 0},
+    {"groups 2", FC_FLOAT32, 1, 8, 7, 9, 6, 3, 2, 2, {0, 1}, {0, 1}, {1, 1}, {1, 1}, false, false, 0},
+    {"depthwise", FC_FLOAT32, 3, 12, 8, 8, 12, 3, 3, 12, {1, 1}, {1, 1}, {1, 1}, {1, 1}, true, false, 0},
+    {"dilation 2", FC_FLOAT32, 1, 4, 12, 12, 4, 3, 3, 1, {2, 2}, {2, 2}, {1, 1}, {2, 2}, false, false, 0},
+    {"stride > kernel", FC_FLOAT32, 2, 3, 11, 11, 5, 2, 2, 1, {0, 0}, {0, 0}, {3, 3}, {1, 1}, false, false, 0},
+    {"same, even kernel", FC_FLOAT32, 1, 2, 6, 6, 3, 4, 2, 1, {1, 0}, {2, 1}, {1, 1}, {1, 1}, false, false, 0},
+    {"1x1", FC_FLOAT32, 4, 16, 5, 5, 8, 1, 1, 1, {0, 0}, {0, 0}, {1, 1}, {1, 1}, true, false, 0},
+    {"float64", FC_FLOAT64, 2, 4, 9, 9, 6, 3, 3, 2, {1, 1}, {1, 1}, {2, 2}, {1, 1}, false, false, 0},
+    {"mask head", FC_FLOAT32, 64, 256, 14, 14, 256, 3, 3, 1, {1, 1}, {1, 1}, {1, 1}, {1, 1}, true, false, 0},
+    {"transposed, mask head", FC_FLOAT32, 64, 256, 14, 14, 256, 2, 2, 1, {0, 0}, {0, 0}, {2, 2}, {1, 1}, true, true, 0},
+    {"transposed, groups, output_padding", FC_FLOAT64, 2, 4, 5, 6, 6, 3, 3, 2, {1, 1}, {1, 1}, {2, 2}, {1, 1}, false,
+     true, 1},
+    {"transposed, dilation", FC_FLOAT32, 1, 3, 7, 7, 2, 3, 2, 1, {1, 1}, {1, 1}, {1, 1}, {2, 2}, false, true, 0},
+};
+
+static void dense(const int64_t shape[4], bool nhwc, int64_t st[4])
+{
+    if (nhwc) {
+        st[1] = 1;
+        st[3] = shape[1];
+        st[2] = shape[3] * st[3];
+        st[0] = shape[2] * st[2];
+    } else {
+        st[3] = 1;
+        st[2] = shape[3];
+        st[1] = shape[2] * st[2];
+        st[0] = shape[1] * st[1];
+    }
+}
+
+/* The FcConv of shape sh, its data at made-up 256-byte aligned addresses (no memory is read). */
+static void make_conv(const ConvShape *sh, FcConv *c)
+{
+    memset(c, 0, sizeof *c);
+    c->dtype = sh->dt;
+    int64_t xs[4] = {sh->n, sh->c, sh->h, sh->w}, ws[4] = {sh->k, sh->c / sh->groups, sh->r, sh->s};
+    if (sh->transposed) {
+        ws[0] = sh->c;
+        ws[1] = sh->k / sh->groups;
+    }
+    memcpy(c->x_shape, xs, sizeof xs);
+    memcpy(c->w_shape, ws, sizeof ws);
+    c->transposed = sh->transposed;
+    c->y_shape[0] = sh->n;
+    c->y_shape[1] = sh->k;
+    for (int i = 0; i < 2; i++) {
+        c->pad_pre[i] = sh->pre[i];
+        c->pad_post[i] = sh->post[i];
+        c->stride[i] = sh->stride[i];
+        c->dilation[i] = sh->dil[i];
+        int64_t span = sh->dil[i] * ((i ? sh->s : sh->r) - 1) + 1;
+        c->y_shape[2 + i] = sh->transposed ? (xs[2 + i] - 1) * sh->stride[i] - sh->pre[i] - sh->post[i] + span + sh->outpad
+                                           : (xs[2 + i] + sh->pre[i] + sh->post[i] - span) / sh->stride[i] + 1;
+    }
+    c->groups = sh->groups;
+    dense(c->x_shape, sh->nhwc, c->x_strides);
+    dense(c->w_shape, sh->nhwc, c->w_strides);
+    dense(c->y_shape, sh->nhwc, c->y_strides);
+    c->x = (const void *)(uintptr_t)0x10000;
+    c->w = (const void *)(uintptr_t)0x20000;
+    c->y = (void *)(uintptr_t)0x30000;
+}
+
+START_TEST(graph_for_shape)
+{
+    const CudnnLib *L = lib_or_skip("graph_for_shape");
+    if (!L)
+        return;
+    FcConv c;
+    make_conv(&shapes[_i], &c);
+    CudnnConvKey key;
+    fc_cudnn_conv_key(&c, &key);
+    CudnnGraph g;
+    FcError err;
+    FcStatus st = fc_cudnn_conv_graph(L, &key, NULL, &g, &err);
+    ck_assert_msg(st == FC_OK, "%s: %s", shapes[_i].name, err.msg);
+    ck_assert_ptr_nonnull(g.graph);
+    for (int i = 0; i < 5; i++)
+        ck_assert_ptr_nonnull(g.parts[i]);
+    fc_cudnn_graph_free(L, &g);
+    ck_assert_ptr_null(g.graph);
+}
+END_TEST
+
+/* An output whose shape is not the convolution's is refused, with the call and cuDNN's reason. */
+START_TEST(graph_refuses_wrong_output)
+{
+    const CudnnLib *L = lib_or_skip("graph_refuses_wrong_output");
+    if (!L)
+        return;
+    FcConv c;
+    make_conv(&shapes[0], &c);
+    c.y_shape[2] += 1;
+    dense(c.y_shape, false, c.y_strides);
+    CudnnConvKey key;
+    fc_cudnn_conv_key(&c, &key);
+    CudnnGraph g;
+    FcError err;
+    ck_assert_int_eq(fc_cudnn_conv_graph(L, &key, NULL, &g, &err), FC_ERR_RUNTIME);
+    ck_assert_msg(strncmp(err.msg, "cuDNN: CUDNN_STATUS_", 20) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "(cudnnBackendFinalize(convolution forward))"), "%s", err.msg);
+    ck_assert_ptr_null(g.graph);
+    ck_assert_ptr_null(g.parts[0]);
+}
+END_TEST
+
+static bool same_key(const FcConv *a, const FcConv *b)
+{
+    CudnnConvKey ka, kb;
+    fc_cudnn_conv_key(a, &ka);
+    fc_cudnn_conv_key(b, &kb);
+    return memcmp(&ka, &kb, sizeof ka) == 0;
+}
+
+/* What a cached plan may be reused for: the same geometry, dtype, options and alignments. */
+START_TEST(plan_key)
+{
+    FcConv a, b;
+    make_conv(&shapes[0], &a);
+    make_conv(&shapes[0], &b);
+    ck_assert(same_key(&a, &b));
+    /* other addresses with the same alignment: the same plan */
+    b.x = (const void *)(uintptr_t)0x90000;
+    b.y = (void *)(uintptr_t)0x7770;
+    ck_assert(same_key(&a, &b));
+    /* a note is not part of it */
+    snprintf(b.note, sizeof b.note, "anything");
+    ck_assert(same_key(&a, &b));
+    /* each of these is */
+    make_conv(&shapes[0], &b);
+    b.x = (const void *)(uintptr_t)0x10004;     /* 4-byte aligned only */
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[1], &b);                  /* the same shape in NHWC */
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.flags = FC_CONV_DETERMINISTIC;
+    ck_assert(!same_key(&a, &b));
+    b.flags = FC_CONV_EXHAUSTIVE;
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.stride[1] = 2;
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.pad_post[0] = 0;
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.dtype = FC_FLOAT64;
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.dilation[0] = 2;
+    ck_assert(!same_key(&a, &b));
+    make_conv(&shapes[0], &b);
+    b.transposed = true;
+    ck_assert(!same_key(&a, &b));
+}
+END_TEST
+
+/* cuDNN loads but there is no device: the convolution is declined with the reason (the caller
+ * falls back), the state remembers it, and nothing leaks. Skipped where a driver loads (a GPU
+ * machine: there the made-up addresses would be executed on). */
+START_TEST(no_device_declines)
+{
+    const char *why = NULL;
+    if (fc_cuda_driver(&why)) {
+        fprintf(stderr, "no_device_declines: a CUDA driver is here: skipped\n");
+        return;
+    }
+    FcBackend *be = fc_cpu_backend_new(1);
+    ck_assert_ptr_nonnull(be);
+    CudnnState *s = NULL;
+    for (int round = 0; round < 2; round++) {
+        FcConv c;
+        make_conv(&shapes[0], &c);
+        FcError err;
+        ck_assert_int_eq(fc_cudnn_conv(&s, be, &c, &err), FC_OK);
+        ck_assert(!c.taken);
+        const char *lwhy = NULL;
+        if (fc_cudnn_lib(&lwhy)) {
+            ck_assert_msg(strncmp(c.note, "cuDNN 9.", 8) == 0 && strstr(c.note, " has no handle here: CUDNN_STATUS_"),
+                          "%s", c.note);
+            ck_assert_ptr_nonnull(s);
+        } else {
+            ck_assert_msg(strncmp(c.note, "cuDNN: ", 7) == 0, "%s", c.note);
+        }
+    }
+    int plans, hits;
+    fc_cudnn_cache_counts(s, &plans, &hits);
+    ck_assert_int_eq(plans, 0);
+    fc_cudnn_state_free(s);
+    be->destroy(be);
+}
+END_TEST
+
+Suite *cudnn_suite(void)
+{
+    Suite *s = suite_create("cudnn");
+    TCase *tc = tcase_create("cudnn");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, loads_or_says_why);
+    tcase_add_test(tc, turned_off);
+    tcase_add_test(tc, wrong_path);
+    tcase_add_test(tc, path_is_a_folder);
+    tcase_add_test(tc, header_declarations);
+    tcase_add_loop_test(tc, graph_for_shape, 0, (int)(sizeof shapes / sizeof shapes[0]));
+    tcase_add_test(tc, graph_refuses_wrong_output);
+    tcase_add_test(tc, plan_key);
+    tcase_add_test(tc, no_device_declines);
+    suite_add_tcase(s, tc);
+    return s;
+}
