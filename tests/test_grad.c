@@ -215,7 +215,7 @@ static float *same_bits(const char *prog, const char *what, size_t *n)
     return first;
 }
 
-/* Reads float32 (or int64) global name of a fresh run of prog into a malloc'd array. */
+/* Reads float32 (or int64) global name (on the CPU) of a fresh run of prog into a malloc'd array. */
 static void *read_global(const char *prog, const char *name, tdl_dtype dt, size_t *n)
 {
     tdl_interp *T = golden_open(0);
@@ -267,17 +267,17 @@ START_TEST(deterministic_gather)
         "idx = (arange(64).reshape(64, 1) * 7 + (arange(2000) * arange(2000) * 13).reshape(1, 2000)) % 300\n"
         "w = (arange(64 * 2000, dtype=float32) * 0.37).cos().reshape(64, 2000) * 1000.0\n"
         "(x.gather(1, idx) * w).sum().backward()\n"
-        "gx = x.grad.cpu()\n";
+        "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = w.cpu()\n";
     static const char rows[] =
         "x = zeros(200, 640, requires_grad=True)\n"
         "idx = (arange(1000) * arange(1000) * 7) % 200\n"
         "w = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
         "(x[idx] * w).sum().backward()\n"
-        "gx = x.grad.cpu()\n";
+        "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = w.cpu()\n";
     size_t n, ni, nw;
     float *gx = same_bits(gather, "gather(1, idx)", &n);
-    int64_t *idx = read_global(gather, "idx", TDL_DTYPE_INT64, &ni);
-    float *w = read_global(gather, "w", TDL_DTYPE_FLOAT32, &nw);
+    int64_t *idx = read_global(gather, "idxc", TDL_DTYPE_INT64, &ni);
+    float *w = read_global(gather, "wc", TDL_DTYPE_FLOAT32, &nw);
     ck_assert_int_eq(n, 64 * 300);
     ck_assert_int_eq(ni, 64 * 2000);
     float *ref = calloc(n, sizeof *ref);
@@ -291,8 +291,8 @@ START_TEST(deterministic_gather)
     free(ref);
 
     gx = same_bits(rows, "x[idx]", &n);
-    idx = read_global(rows, "idx", TDL_DTYPE_INT64, &ni);
-    w = read_global(rows, "w", TDL_DTYPE_FLOAT32, &nw);
+    idx = read_global(rows, "idxc", TDL_DTYPE_INT64, &ni);
+    w = read_global(rows, "wc", TDL_DTYPE_FLOAT32, &nw);
     ck_assert_int_eq(n, 200 * 640);
     ref = calloc(n, sizeof *ref);
     for (size_t i = 0; i < 1000; i++)

@@ -511,6 +511,8 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             break;
         case CUDA_OWNER:
             st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
+            if (!st && npts > 1)
+                fc_owner_split_note();
             break;
         }
     }
