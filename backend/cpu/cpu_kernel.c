@@ -269,8 +269,8 @@ typedef struct Widen {
 
 typedef struct Plan {
     const FcKernel *k;
-    const FcPlan *kp;           /* the kernel's plan: k->plan, or own_plan */
-    FcPlan *own_plan;           /* the plan made here for a kernel that came without one */
+    const FcPlan *kp;           /* the kernel's plan: k->plan, or made_plan */
+    FcPlan *made_plan;          /* the plan made here for a kernel that came without one */
     int L;                      /* loops (a kernel with none runs one of extent 1) */
     int cl;                     /* the chunk loop */
     /* the root chunk (plan_span): the loops it spans, outermost first (the chunk loop last) */
@@ -420,7 +420,7 @@ static void threads_free(Thread **th, int n);
 static void plan_free(Plan *p)
 {
     threads_free(p->th, p->nth);
-    fc_kplan_free(p->own_plan);
+    fc_kplan_free(p->made_plan);
     mem_free(p->fills);
     mem_free(p->steps);
     mem_free(p->gphys);
@@ -3700,10 +3700,10 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         return errorf(err, FC_ERR_VALUE, "cpu kernel: bad output dtype");
     p->kp = k->plan;
     if (!p->kp) {
-        FcStatus st = fc_kplan_new(k, "cpu", &p->own_plan, err);
+        FcStatus st = fc_kplan_new(k, "cpu", &p->made_plan, err);
         if (st != FC_OK)
             return st;
-        p->kp = p->own_plan;
+        p->kp = p->made_plan;
     }
     p->reduce = k->reduce != FC_OP_NONE;
     p->scatter = k->nscatter > 0 || k->accumulate;
