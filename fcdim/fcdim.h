@@ -635,13 +635,8 @@ typedef struct FcKernel {
     const struct FcPlan *plan;
 } FcKernel;
 
-/* The root loop a backend vectorises along when the kernel leaves it the choice (chunk_loop -1),
- * and the one the scheduler assumes it will: the innermost root loop (those with owner < 0; all
- * when owner is NULL), unless it is shorter than FC_SHORT_CHUNK_LOOP and another root loop is at
- * least FC_LONG_CHUNK_LOOP long and 4 times longer. A scattered store keeps the innermost (its
- * duplicates must land in loop order). -1 when there is no root loop. */
+/* The vector-loop thresholds both backends give their FcTarget (fc_target_chunk_loop). */
 enum { FC_SHORT_CHUNK_LOOP = 32, FC_LONG_CHUNK_LOOP = 64 };
-int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter);
 
 /* ---- the kernel plan (kplan.c) ----
  * The analysis of a kernel that every backend needs, done once per scheduled kernel (and kept
@@ -655,7 +650,7 @@ typedef struct FcTarget {
     const char *name;           /* "cpu", "cuda": a refused kernel's message starts "<name> kernel: " */
     int chunk;                  /* the most values one step along the vector loop computes */
     int lanes;                  /* accumulators a fold along the vector loop keeps */
-    int short_loop, long_loop;  /* fc_natural_chunk_loop's thresholds for this target */
+    int short_loop, long_loop;  /* fc_target_chunk_loop's thresholds for this target */
 } FcTarget;
 
 typedef struct FcPlan {
@@ -695,7 +690,11 @@ void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
  * takes them along its own last loop, and so does its body. */
 void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
                      uint64_t clmask, int *cx);
-/* fc_natural_chunk_loop with target t's thresholds (short_loop, long_loop for the constants). */
+/* The root loop target t vectorises along when the kernel leaves it the choice (chunk_loop -1),
+ * and the one the scheduler assumes it will: the innermost root loop (those with owner < 0; all
+ * when owner is NULL), unless it is shorter than t->short_loop and another root loop is at least
+ * t->long_loop long and 4 times longer. A scattered store keeps the innermost (its duplicates
+ * must land in loop order). -1 when there is no root loop. */
 int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
 
 /* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along

@@ -310,6 +310,29 @@ static bool realise_first(const FcCtx *ctx, FcNode *n)
     return (fc_op_is_reduce(n->op) && (ctx->sched_off & FC_SCHED_FUSE)) || fc_node_bigger(n, ctx->max_fused);
 }
 
+/* n (consumed) cast to dtype dt over the same levels (a constant converted in place); NULL
+ * when out of memory. */
+static FcNode *cast_node(FcNode *n, FcDType dt)
+{
+    if (n->dtype == dt)
+        return n;
+    FcNode *c;
+    if (n->op == FC_OP_CONST) {
+        c = fc_node_new(FC_OP_CONST, dt, n->nlev, n->size, 0, NULL);
+        if (c)
+            c->konst = fc_scalar_convert(n->konst, n->dtype, dt);
+    } else {
+        c = fc_node_new(FC_OP_CAST, dt, n->nlev, n->size, 1, &n);
+        if (c) {
+            c->src_dtype = n->dtype;
+            for (int j = 0; j < c->nlev; j++)
+                c->lev_map[0][j] = (int8_t)j;
+        }
+    }
+    fc_node_release(n);
+    return c;
+}
+
 /* t's node as an operand of a new node of dtype dt: realised first when realise_first says so;
  * constants convert in place, others get a CAST. */
 static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, FcError *err)
@@ -323,25 +346,8 @@ static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, 
     FcNode *n = fc_tensor_node(t);
     if (!n)
         return fc_nomem(err);
-    if (n->dtype != dt) {
-        FcNode *c;
-        if (n->op == FC_OP_CONST) {
-            c = fc_node_new(FC_OP_CONST, dt, n->nlev, n->size, 0, NULL);
-            if (c)
-                c->konst = fc_scalar_convert(n->konst, n->dtype, dt);
-        } else {
-            c = fc_node_new(FC_OP_CAST, dt, n->nlev, n->size, 1, &n);
-            if (c) {
-                c->src_dtype = n->dtype;
-                for (int j = 0; j < n->nlev; j++)
-                    c->lev_map[0][j] = (int8_t)j;
-            }
-        }
-        fc_node_release(n);
-        if (!c)
-            return fc_nomem(err);
-        n = c;
-    }
+    if (!(n = cast_node(n, dt)))
+        return fc_nomem(err);
     *out = n;
     return FC_OK;
 }
@@ -400,28 +406,6 @@ FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b,
     return FC_OK;
 }
 
-/* n (consumed) cast to dtype dt over the same levels (a constant converted in place); NULL
- * when out of memory. */
-static FcNode *cast_node(FcNode *n, FcDType dt)
-{
-    if (n->dtype == dt)
-        return n;
-    FcNode *c;
-    if (n->op == FC_OP_CONST) {
-        c = fc_node_new(FC_OP_CONST, dt, n->nlev, n->size, 0, NULL);
-        if (c)
-            c->konst = fc_scalar_convert(n->konst, n->dtype, dt);
-    } else {
-        c = fc_node_new(FC_OP_CAST, dt, n->nlev, n->size, 1, &n);
-        if (c) {
-            c->src_dtype = n->dtype;
-            for (int j = 0; j < c->nlev; j++)
-                c->lev_map[0][j] = (int8_t)j;
-        }
-    }
-    fc_node_release(n);
-    return c;
-}
 
 FcNode *fc_node_widen(FcNode *n)
 {

@@ -81,30 +81,19 @@ void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own
     }
 }
 
-/* fc_natural_chunk_loop with the thresholds short_loop and long_loop. */
-static int natural(int nloop, const int64_t *extent, const int *owner, bool scatter, int short_loop, int long_loop)
+int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter)
 {
     int cl = -1;
     for (int l = 0; l < nloop; l++)
         if (!owner || owner[l] < 0)
             cl = l;
-    if (cl < 0 || scatter || extent[cl] >= short_loop)
+    if (cl < 0 || scatter || extent[cl] >= t->short_loop)
         return cl;
     int best = cl;
     for (int l = 0; l < nloop; l++)
         if ((!owner || owner[l] < 0) && extent[l] >= extent[best])
             best = l;
-    return extent[best] >= long_loop && extent[best] >= 4 * extent[cl] ? best : cl;
-}
-
-int fc_natural_chunk_loop(int nloop, const int64_t *extent, const int *owner, bool scatter)
-{
-    return natural(nloop, extent, owner, scatter, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP);
-}
-
-int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter)
-{
-    return natural(nloop, extent, owner, scatter, t->short_loop, t->long_loop);
+    return extent[best] >= t->long_loop && extent[best] >= 4 * extent[cl] ? best : cl;
 }
 
 void fc_kplan_free(FcPlan *p)

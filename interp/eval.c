@@ -1193,6 +1193,17 @@ static bool gen_function_new(Interp *I, FuncObj *f, Value *slots, Value *out)
     return true;
 }
 
+/* Whether g may run now (a generator expression or a generator function's body): not already
+ * running, and room on the recursion limit and the C stack; else the error is raised. */
+static bool gen_may_resume(Interp *I, const GenObj *g)
+{
+    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
+    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
+    if (I->depth >= limit || stack_exhausted(I))
+        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    return true;
+}
+
 /* Resumes g's body with sent as its yield's value until it yields (*out, *done false) or ends
  * (*done, its return value in *out). */
 static bool co_resume(Interp *I, GenObj *g, Value sent, Value *out, bool *done)
@@ -1204,10 +1215,7 @@ static bool co_resume(Interp *I, GenObj *g, Value sent, Value *out, bool *done)
         *out = v_none();
         return true;
     }
-    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
-    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
-    if (I->depth >= limit || stack_exhausted(I))
-        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    if (!gen_may_resume(I, g)) return false;
     if (!co->stack) {
         void *st = mmap(NULL, GEN_STACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (st == MAP_FAILED) return err_raise(I, TDL_ERR_MEMORY, "cannot map a generator's stack");
@@ -1438,10 +1446,7 @@ bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
         *done = true;
         return true;
     }
-    if (g->running) return err_raise(I, TDL_ERR_VALUE, "generator already executing");
-    int limit = I->cfg.recursion_limit > 0 ? I->cfg.recursion_limit : 1000;
-    if (I->depth >= limit || stack_exhausted(I))
-        return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded");
+    if (!gen_may_resume(I, g)) return false;
     Frame fr = {g->slots, g->cells, g->module, g->unit, g->fn->name, false, NULL};
     LangSource *stmt_src = I->stmt_src;
     uint32_t stmt_pos = I->stmt_pos;

@@ -355,6 +355,17 @@ static bool repr_container(Interp *I, Value v, Buf *b, const ReprFrame *up)
         buf_put(b, "]", 1);
     } else {
         TupleObj *t = as_tuple(v);
+        if (t->fields) {
+            buf_printf(b, "%s(", t->fields->type);
+            for (size_t i = 0; i < t->n; i++) {
+                buf_printf(b, "\n%s=", t->fields->names[i]);
+                if (!repr_rec(I, t->items[i], b, &fr)) return false;
+                if (b->nomem) return err_nomem(I);
+                if (i + 1 < t->n) buf_put(b, ",", 1);
+            }
+            buf_put(b, ")", 1);
+            return true;
+        }
         buf_put(b, "(", 1);
         if (!repr_items(I, t->items, t->n, b, &fr)) return false;
         buf_puts(b, t->n == 1 ? ",)" : ")");

@@ -129,7 +129,10 @@ typedef struct StrObj {
     char data[];        /* UTF-8, NUL-terminated */
 } StrObj;
 
-typedef struct TupleObj { Obj h; size_t n; Value items[]; } TupleObj;
+/* A tuple whose items also have names, as torch.return_types' results ((values, indices) of
+ * max(dim), sort, topk): it prints as "type(\nname=item,\n...)" and item k is attribute names[k]. */
+typedef struct TupleFields { const char *type; const char *const *names; } TupleFields;
+typedef struct TupleObj { Obj h; const TupleFields *fields; size_t n; Value items[]; } TupleObj;
 typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
 typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;
 typedef struct CellObj { Obj h; Value v; } CellObj;

@@ -904,6 +904,15 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
     if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
         return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
+    if (obj.tag == V_TUPLE && as_tuple(obj)->fields) {
+        TupleObj *t = as_tuple(obj);
+        for (size_t i = 0; i < t->n; i++)
+            if (strcmp(name, t->fields->names[i]) == 0) {
+                *out = t->items[i];
+                val_incref(*out);
+                return true;
+            }
+    }
     if (obj.tag == V_EXC) {
         ExcObj *e = (ExcObj *)obj.o;
         Value *f = strcmp(name, "args") == 0 ? &e->args : strcmp(name, "__cause__") == 0 ? &e->cause : NULL;

@@ -63,6 +63,8 @@ typedef struct TensorOpRow {
 } TensorOpRow;
 
 extern const TensorOpRow tensor_ops[];
+/* The names of torch.return_types' results (tensor_ops.c): max(dim), min(dim), sort, topk. */
+extern const TupleFields rt_max, rt_min, rt_sort, rt_topk;
 extern const int tensor_nops;
 
 /* A default value from a signature. */

@@ -76,8 +76,9 @@ static bool need_float(Interp *I, const FcTensor *t, const char *msg)
     return err_raise(I, TDL_ERR_RUNTIME, msg, fc_dtype_torch_name(t->dtype));
 }
 
-/* A tuple of n tensors (stolen from ts, which is then all NULL; released on failure). */
-static bool tuple_of(Interp *I, FcTensor **ts, int n, Value *out)
+/* A tuple of n tensors (stolen from ts, which is then all NULL; released on failure), with
+ * torch.return_types' names when fields is not NULL. */
+static bool tuple_of(Interp *I, FcTensor **ts, int n, const TupleFields *fields, Value *out)
 {
     TupleObj *tu = tuple_alloc(I, (size_t)n);
     bool ok = tu != NULL;
@@ -90,6 +91,7 @@ static bool tuple_of(Interp *I, FcTensor **ts, int n, Value *out)
         if (tu) val_decref(I, v_obj(V_TUPLE, &tu->h));
         return false;
     }
+    tu->fields = fields;
     *out = v_obj(V_TUPLE, &tu->h);
     return true;
 }
@@ -349,7 +351,7 @@ bool impl_sort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     FcTensor *r[2];
     if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, -1, &r[0], &r[1])) return false;
-    return tuple_of(I, r, 2, out);
+    return tuple_of(I, r, 2, &rt_sort, out);
 }
 
 bool impl_argsort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -366,7 +368,7 @@ bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (a[1].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
     if (a[0].t->dtype == FC_FLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "\"topk_cpu\" not implemented for 'Half'");
     if (!sorted(I, a[0].t, ARG("dim")->i, ARG("largest")->b, a[1].i, &r[0], &r[1])) return false;
-    return tuple_of(I, r, 2, out);
+    return tuple_of(I, r, 2, &rt_topk, out);
 }
 
 /* unique(): the sorted distinct values of the flattened tensor, with the index of each input
@@ -439,7 +441,7 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return false;
     }
     if (nr == 1) return tensor_value_steal(I, r[0], out);
-    return tuple_of(I, r, nr, out);
+    return tuple_of(I, r, nr, NULL, out);
 }
 
 /* ---- pieces and rearrangements ------------------------------------------------------------- */
@@ -459,7 +461,7 @@ static bool pieces(Interp *I, FcTensor *t, int d, int n, const int64_t *sizes, V
     bool ok = tensor_check(I, st, &e);
     if (!ok)
         for (int k = 0; k < n; k++) fc_tensor_release(ts[k]);
-    if (ok) ok = tuple_of(I, ts, n, out);
+    if (ok) ok = tuple_of(I, ts, n, NULL, out);
     mem_free(ts);
     return ok;
 }

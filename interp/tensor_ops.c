@@ -571,7 +571,13 @@ static bool softmax(Interp *I, const TensorSig *sig, TensorArg *a, bool log, Val
 IMPL_FN(softmax) { return softmax(I, sig, a, false, out); }
 IMPL_FN(log_softmax) { return softmax(I, sig, a, true, out); }
 
-/* max(dim) / min(dim): the tuple (values, indices). */
+static const char *const values_indices[] = {"values", "indices"};
+const TupleFields rt_max = {"torch.return_types.max", values_indices};
+const TupleFields rt_min = {"torch.return_types.min", values_indices};
+const TupleFields rt_sort = {"torch.return_types.sort", values_indices};
+const TupleFields rt_topk = {"torch.return_types.topk", values_indices};
+
+/* max(dim) / min(dim): the tuple (values, indices), named as torch.return_types.max / min. */
 static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
 {
     FcTensor *values, *indices;
@@ -591,6 +597,7 @@ static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
     }
     t->items[0] = v;
     t->items[1] = ix;
+    t->fields = is_min ? &rt_min : &rt_max;
     *out = TUPLEV(t);
     return true;
 }

@@ -490,6 +490,7 @@ TupleObj *tuple_alloc(Interp *I, size_t n)
     TupleObj *t = obj_alloc(I, sizeof *t + n * sizeof(Value), V_TUPLE, n > 0);
     if (!t) return NULL;
     t->n = n;
+    t->fields = NULL;
     for (size_t i = 0; i < n; i++) t->items[i] = v_none();
     return t;
 }

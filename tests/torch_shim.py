@@ -10,7 +10,7 @@ print that writes values the way tdl prints them:
   - a tensor as repr(tensor) with "torch." taken out of the dtype suffix
     (tensor([1, 2], dtype=int32)); tdl's printer keeps torch's line wrapping;
   - a dtype by its bare name (float32), a shape (torch.Size) as the tuple it is in tdl ((2, 3)),
-    the (values, indices) pair of max/min/... as a plain tuple;
+    the (values, indices) of max/min/sort/topk as torch.return_types.NAME(values=..., indices=...);
   - tuples and lists element by element as Python does, with these rules inside them.
 Python's builtins keep their names where torch has the same one (abs, max, min, sum, round, all,
 any, pow, ...), as they do in tdl. `argv` is [SCRIPT, ARGS...]. load/save read and write .npy
@@ -64,6 +64,11 @@ def fmt(v, top=True):
         return str(v)[len("torch."):]
     if isinstance(v, torch.Size):
         return fmt(tuple(v), top)
+    if type(v).__module__ == "torch.return_types":
+        # the (values, indices) of max/min/sort/topk, as torch prints them
+        fields = type(v).__match_args__
+        return "torch.return_types.%s(\n%s)" % (
+            type(v).__name__, ",\n".join("%s=%s" % (f, fmt(getattr(v, f), False)) for f in fields))
     if isinstance(v, tuple):
         items = [fmt(e, False) for e in v]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"

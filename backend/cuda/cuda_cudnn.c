@@ -37,11 +37,12 @@ static struct {
     char why[768];
 } cudnn = {.once = PTHREAD_ONCE_INIT};
 
-/* Opens dir/libcudnn.so.9 (dir "": the loader's path) into *dl; path records what was tried. */
+static const char *const cudnn_names[] = {"libcudnn.so.9"};
+
+/* Opens dir/libcudnn.so.9 (dir "": the loader's path); path records what was tried. */
 static void *open_in(const char *dir, char *path, size_t cap)
 {
-    int n = dir[0] ? snprintf(path, cap, "%s/libcudnn.so.9", dir) : snprintf(path, cap, "libcudnn.so.9");
-    return n > 0 && (size_t)n < cap ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    return fc_cuda_open_lib_in(dir, cudnn_names, 1, path, cap);
 }
 
 /* The first folder matching a glob pattern that holds libcudnn.so.9, opened. */
@@ -82,17 +83,8 @@ static void *search(char *path, size_t cap)
                          "/usr/lib/python3*/site-packages/nvidia/cudnn/lib"};
     for (size_t i = 0; i < sizeof sys / sizeof sys[0] && !lib; i++)
         lib = open_glob(sys[i], path, cap);
-    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-    for (size_t h = 0; h < sizeof homes / sizeof homes[0] && !lib; h++) {
-        if (!homes[h] || !homes[h][0])
-            continue;
-        char dir[512];
-        snprintf(dir, sizeof dir, "%s/lib64", homes[h]);
-        if (!(lib = open_in(dir, path, cap))) {
-            snprintf(dir, sizeof dir, "%s/lib", homes[h]);
-            lib = open_in(dir, path, cap);
-        }
-    }
+    if (!lib)
+        lib = fc_cuda_open_lib_in_toolkit(cudnn_names, 1, path, cap);
     return lib;
 }
 

@@ -96,6 +96,12 @@ const CudaDriver *fc_cuda_driver(const char **why);
 const CudaNvrtc *fc_cuda_nvrtc(const char **why);
 /* "CUDA_ERROR_OUT_OF_MEMORY: out of memory" for a driver result (r may come from no driver). */
 void fc_cuda_result_str(const CudaDriver *d, CUresult r, char *buf, size_t cap);
+/* dlopen (RTLD_NOW | RTLD_LOCAL) of the first of names[0..n) found in folder dir ("" for the
+ * loader's path); path holds the last one tried. NULL when none opens. */
+void *fc_cuda_open_lib_in(const char *dir, const char *const *names, size_t n, char *path, size_t cap);
+/* The same in the CUDA toolkit's folders: lib64, then lib, of $CUDA_HOME, $CUDA_PATH and
+ * /usr/local/cuda in that order. */
+void *fc_cuda_open_lib_in_toolkit(const char *const *names, size_t n, char *path, size_t cap);
 
 /* ---- cuda_codegen.c: a scheduled kernel as CUDA C source ---- */
 

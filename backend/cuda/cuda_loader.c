@@ -122,19 +122,32 @@ static struct {
 
 static const char *const nvrtc_names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
 
-/* Tries lib names[] in folder dir ("" for the loader's path); the first that opens wins. */
-static void *open_nvrtc_in(const char *dir, char *path, size_t cap)
+void *fc_cuda_open_lib_in(const char *dir, const char *const *names, size_t n, char *path, size_t cap)
 {
-    for (size_t i = 0; i < sizeof nvrtc_names / sizeof nvrtc_names[0]; i++) {
-        if (dir[0])
-            snprintf(path, cap, "%s/%s", dir, nvrtc_names[i]);
-        else
-            snprintf(path, cap, "%s", nvrtc_names[i]);
-        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; i < n; i++) {
+        int w = dir[0] ? snprintf(path, cap, "%s/%s", dir, names[i]) : snprintf(path, cap, "%s", names[i]);
+        void *lib = w > 0 && (size_t)w < cap ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
         if (lib)
             return lib;
     }
     return NULL;
+}
+
+void *fc_cuda_open_lib_in_toolkit(const char *const *names, size_t n, char *path, size_t cap)
+{
+    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
+    const char *subs[] = {"lib64", "lib"};
+    void *lib = NULL;
+    for (size_t h = 0; h < sizeof homes / sizeof homes[0] && !lib; h++) {
+        if (!homes[h] || !homes[h][0])
+            continue;
+        for (size_t d = 0; d < 2 && !lib; d++) {
+            char dir[512];
+            snprintf(dir, sizeof dir, "%s/%s", homes[h], subs[d]);
+            lib = fc_cuda_open_lib_in(dir, names, n, path, cap);
+        }
+    }
+    return lib;
 }
 
 static void load_nvrtc(void)
@@ -146,20 +159,15 @@ static void load_nvrtc(void)
         snprintf(n->path, sizeof n->path, "%s", env);
         lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
     }
+    size_t nnames = sizeof nvrtc_names / sizeof nvrtc_names[0];
     if (!lib)
-        lib = open_nvrtc_in("", n->path, sizeof n->path);
-    const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-    for (size_t h = 0; h < sizeof homes / sizeof homes[0] && !lib; h++) {
-        if (!homes[h] || !homes[h][0])
-            continue;
-        char dir[512];
-        snprintf(dir, sizeof dir, "%s/lib64", homes[h]);
-        lib = open_nvrtc_in(dir, n->path, sizeof n->path);
-    }
+        lib = fc_cuda_open_lib_in("", nvrtc_names, nnames, n->path, sizeof n->path);
+    if (!lib)
+        lib = fc_cuda_open_lib_in_toolkit(nvrtc_names, nnames, n->path, sizeof n->path);
     if (!lib) {
         snprintf(nvrtc.why, sizeof nvrtc.why,
                  "NVRTC not found (tried %s%slibnvrtc.so, libnvrtc.so.13 and libnvrtc.so.12 on the loader's path "
-                 "and in $CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64)",
+                 "and in lib64 and lib of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda)",
                  env && env[0] ? env : "", env && env[0] ? ", " : "");
         return;
     }
