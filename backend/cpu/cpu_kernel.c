@@ -552,11 +552,9 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
     const FcPlan *kp = p->kp;
     int n = k->ncode, L = k->nloop;
-    int ngath = 0, nbv = 0;
-    for (int i = 0; i < n; i++) {
+    int ngath = 0;
+    for (int i = 0; i < n; i++)
         ngath += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
-        nbv += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
-    }
     int *val = mem_malloc((size_t)(n + 1) * 3 * sizeof *val);
     p->steps = mem_calloc((size_t)(n + 1), sizeof *p->steps);
     p->gphys = mem_malloc((size_t)(ngath + 1) * sizeof *p->gphys);
