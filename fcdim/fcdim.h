@@ -651,6 +651,8 @@ typedef struct FcTarget {
     int chunk;                  /* the most values one step along the vector loop computes */
     int lanes;                  /* accumulators a fold along the vector loop keeps */
     int short_loop, long_loop;  /* fc_target_chunk_loop's thresholds for this target */
+    int64_t pre_points;         /* fc_kplan_pre: points of one precomputed table at most ... */
+    size_t pre_bytes;           /* ... and bytes of all of a kernel's tables */
 } FcTarget;
 
 typedef struct FcPlan {
@@ -667,6 +669,9 @@ typedef struct FcPlan {
                                    [body0[r], body1[r]); each list by domain, then code order */
     int ninv, ntop;
     int *body0, *body1;
+    int *seq;                   /* [n] the order of execution: each list in the order of pos, the
+                                   body of a reduction just before it (fc_kplan_live's clock) */
+    int *epos;                  /* [n] i's place in seq */
     int res;                    /* the instruction of the result */
     int sres[FC_MAX_DIMS];      /* of each scatter index */
     void *block;                /* the arrays' storage */
@@ -690,6 +695,34 @@ void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
  * takes them along its own last loop, and so does its body. */
 void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
                      uint64_t clmask, int *cx);
+/* Live ranges: last[i], the place in p->seq where value i is read for the last time, given
+ * the values each instruction reads (reads[first[j] .. first[j + 1]), instructions; the plan's
+ * operands, gathered indices and bounds, or a backend's after it fused some). A read inside a
+ * reduction's body that i is not in counts at the reduction of i's list that holds the reader
+ * (i stays live through the loop), a reduction's read of its own body's result at the
+ * reduction; the result and the scatter indices live to the end (n), a value nothing reads
+ * dies where it is written. A backend that renames values onto buffers frees a buffer there. */
+void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const int *reads, int *last);
+
+/* Small-domain precomputation: the values computed over their own domain (the loops deps
+ * names, one entry per point of them, row-major with the highest-numbered loop fastest) into
+ * tables before the kernel runs, so that the kernel reads each where it would have computed it
+ * again at every point of the loops it does not vary along (roi_align's coordinates and weights
+ * over (box, bin, sample), read by every channel). A value is precomputed when it varies along
+ * some loop, is not a reduction, a constant, a gathered load, a load of the output, the result,
+ * a scatter index or an integer floor division or remainder (a table holds points the kernel may
+ * never reach: a bounded loop's tail, where such a division could fail), its operands are
+ * invariant or precomputed, its table fits t's limits (pre_points; pre_bytes for all of them) and
+ * veto (NULL: none) does not refuse it: what the backend's own layout rules out. opv: the
+ * operands as instructions, the plan's (p->opv) or the backend's after it fused some (a select
+ * that compares reads the compared value). Values are taken in the plan's order (pos).
+ * Sets pre[i], off[i] (its table's byte offset, 64-byte aligned) and kept[i] (a value that an
+ * instruction that is not precomputed reads, or the kernel's bounds or gathers: the tables the
+ * kernel reads; NULL when not wanted); returns the bytes of all tables. A kernel scheduled
+ * unhoisted (no_hoist) precomputes nothing. */
+size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const int *opv, const bool *veto,
+                    bool *pre, size_t *off, bool *kept);
+
 /* The root loop target t vectorises along when the kernel leaves it the choice (chunk_loop -1),
  * and the one the scheduler assumes it will: the innermost root loop (those with owner < 0; all
  * when owner is NULL), unless it is shorter than t->short_loop and another root loop is at least

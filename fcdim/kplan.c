@@ -287,6 +287,33 @@ static bool reads_inside(const FcPlan *p, const FcKernel *k, int i, int *bad_reg
     return true;
 }
 
+/* Sets p->seq and p->epos: the lists in the order of pos, each reduction's body just before
+ * the reduction (a depth-first walk from the top list). tmp: room for 3n + 2. False when that
+ * does not place every instruction once. */
+static bool exec_order(FcPlan *p, const FcKernel *k, int *tmp)
+{
+    int n = p->n, ns = 0, m = 0;
+    int *inst = tmp, *stack = tmp + n;  /* the instruction at each place of pos; at most 2n pushed */
+    for (int i = 0; i < n; i++)
+        inst[p->pos[i]] = i;
+    for (int j = p->ntop - 1; j >= 0; j--)
+        stack[ns++] = j;
+    while (ns > 0 && m < n) {
+        int j = stack[--ns], i = inst[j < 0 ? -j - 1 : j];
+        if (j >= 0 && is_reduce(k->code[i].op)) {
+            if (ns + 1 + p->body1[i] - p->body0[i] > 2 * n + 2)
+                return false;
+            stack[ns++] = -j - 1;
+            for (int b = p->body1[i] - 1; b >= p->body0[i]; b--)
+                stack[ns++] = b;
+            continue;
+        }
+        p->epos[i] = m;
+        p->seq[m++] = i;
+    }
+    return m == n && ns == 0;
+}
+
 FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError *err)
 {
     *out = NULL;
@@ -300,7 +327,8 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     }
     FcPlan *p = mem_calloc(1, sizeof *p);
     /* one block: uint64_t arrays first (alignment), then the int arrays */
-    size_t words = 2 * (size_t)n, ints = 3 * (size_t)n + 7 * (size_t)n + (size_t)ng + (size_t)nb + (size_t)nreg + 2;
+    size_t words = 2 * (size_t)n,
+           ints = 3 * (size_t)n + 9 * (size_t)n + (size_t)ng + (size_t)nb + (size_t)(nreg > 3 * n + 2 ? nreg : 3 * n + 2) + 2;
     char *blk = p ? mem_malloc(words * sizeof(uint64_t) + ints * sizeof(int)) : NULL;
     if (!blk) {
         mem_free(p);
@@ -319,9 +347,11 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     p->pos = q, q += n;
     p->body0 = q, q += n;
     p->body1 = q, q += n;
+    p->seq = q, q += n;
+    p->epos = q, q += n;
     p->gopv = q, q += ng + 1;
     p->bopv = q, q += nb + 1;
-    int *def = q, *idx = q;     /* def while linking, idx while ordering */
+    int *def = q, *idx = q;     /* def while linking, idx while ordering, a stack for seq */
     memset(p->own, 0, (size_t)n * sizeof *p->own);
     for (int l = 0; l < k->nloop; l++)
         if (k->owner[l] >= 0)
@@ -370,6 +400,111 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
         m = place_list(p->pos, idx, m, p->deps, p->list, r, r);
         p->body1[r] = m;
     }
+    if (!exec_order(p, k, idx)) {
+        fc_kplan_free(p);
+        return bad(err, FC_ERR_VALUE, who, "malformed reduction bodies");
+    }
     *out = p;
     return FC_OK;
+}
+
+/* Whether instruction i may be precomputed, its operands apart (fc_kplan_pre's rule). */
+static bool pre_able(const FcPlan *p, const FcKernel *k, int i)
+{
+    const FcInstr *in = &k->code[i];
+    if (p->deps[i] == 0 || is_reduce(in->op) || i == p->res)
+        return false;
+    for (int g = 0; g < k->nscatter; g++)
+        if (p->sres[g] == i)
+            return false;
+    switch (in->op) {
+    case FC_OP_LOAD:
+        return in->ngather == 0 && k->bufs[in->buf] != k->out;
+    case FC_OP_CONST:
+        return false;
+    case FC_OP_FLOORDIV: case FC_OP_MOD: case FC_OP_FMOD:
+        return in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64;
+    default:
+        return true;
+    }
+}
+
+size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const int *opv, const bool *veto,
+                    bool *pre, size_t *off, bool *kept)
+{
+    int n = p->n;
+    for (int i = 0; i < n; i++) {
+        pre[i] = false;
+        off[i] = 0;
+        if (kept)
+            kept[i] = false;
+    }
+    if (k->no_hoist || n == 0)
+        return 0;
+    /* In the plan's order: each list by domain, smaller domains first, so that within a list an
+     * operand is decided before its readers (pos is a permutation: order is its inverse). */
+    int *order = mem_malloc((size_t)n * sizeof *order);
+    if (!order)
+        return 0;       /* nothing precomputed: the same results */
+    for (int i = 0; i < n; i++)
+        order[p->pos[i]] = i;
+    size_t bytes = 0;
+    for (int m = 0; m < n; m++) {
+        int i = order[m];
+        if (!pre_able(p, k, i) || (veto && veto[i]))
+            continue;
+        bool ok = true;
+        for (int o = 0; o < 3 && ok; o++) {
+            int v = opv[3 * i + o];
+            ok = v < 0 || p->deps[v] == 0 || pre[v];
+        }
+        int64_t pts = 1;
+        for (int l = 0; l < p->L; l++)
+            if (p->deps[i] >> l & 1)
+                pts = pts > INT64_MAX / (k->extent[l] + 1) ? INT64_MAX : pts * k->extent[l];
+        if (!ok || pts > t->pre_points)
+            continue;
+        size_t b = ((size_t)pts * fc_dtype_size(k->code[i].dtype) + 63) & ~(size_t)63;
+        if (bytes + b > t->pre_bytes)
+            continue;
+        pre[i] = true;
+        off[i] = bytes;
+        bytes += b;
+    }
+    mem_free(order);
+    if (!kept)
+        return bytes;
+    for (int i = 0; i < n; i++) {
+        if (pre[i])
+            continue;
+        const FcInstr *in = &k->code[i];
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        for (int o = 0; o < 3 + ng + nb; o++) {
+            int v = o < 3 ? opv[3 * i + o] : o < 3 + ng ? p->gopv[p->goff[i] + o - 3] : p->bopv[p->boff[i] + o - 3 - ng];
+            if (v >= 0 && pre[v])
+                kept[v] = true;
+        }
+    }
+    return bytes;
+}
+
+void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const int *reads, int *last)
+{
+    int n = p->n;
+    for (int v = 0; v < n; v++)
+        last[v] = p->epos[v];
+    for (int j = 0; j < n; j++)
+        for (int e = first[j]; e < first[j + 1]; e++) {
+            int v = reads[e], u = j;
+            if (v < 0)
+                continue;
+            if (p->list[v] != j)    /* not a reduction's own body: the reader's ancestor in v's list */
+                while (p->list[u] != p->list[v] && p->list[u] >= 0)
+                    u = p->list[u];
+            if (p->epos[u] > last[v])
+                last[v] = p->epos[u];
+        }
+    last[p->res] = n;
+    for (int g = 0; g < k->nscatter; g++)
+        last[p->sres[g]] = n;
 }

@@ -2273,6 +2273,76 @@ START_TEST(test_one_validator)
 }
 END_TEST
 
+/* The shared plan's precomputation and live ranges (fcdim's fc_kplan_pre, fc_kplan_live), on
+ * out[i, j] = sum over k of w[i, k] * x[j, k] with w = (i + k) * 0.5: w misses j, so it and the
+ * iotas it reads are precomputed over their own loops, and so are the load of x and the product
+ * (they cannot fail); the sum is not (a reduction), nor is the result. Only the product is read
+ * by what is not precomputed (the sum). A veto on i's iota, a table limit below w's 32 points or
+ * the unhoisted schedule leave w to the kernel. i's iota, read inside the sum's body, lives until
+ * the sum; the body runs before the sum; the result lives to the end. */
+START_TEST(test_plan_pre_and_live)
+{
+    float x[64] = {0}, o[128];
+    int64_t e[3] = {8, 16, 4}, sx[3] = {0, 4, 1}, ost[3] = {16, 1, 0};
+    KB b;
+    kb_init(&b, 3, e);
+    int ii = kb_iota(&b, 0), ik = kb_iota(&b, 2);
+    int s = kb_op(&b, FC_OP_ADD, FC_INT64, ii, ik, -1);
+    int sf = kb_op(&b, FC_OP_CAST, FC_FLOAT32, s, -1, -1);
+    int h = kb_f(&b, FC_FLOAT32, 0.5);
+    int w = kb_op(&b, FC_OP_MUL, FC_FLOAT32, sf, h, -1);
+    int xv = kb_load(&b, FC_FLOAT32, x, 0, sx);
+    int pr = kb_op(&b, FC_OP_MUL, FC_FLOAT32, w, xv, -1);
+    int r = kb_add(&b, FC_OP_SUM, FC_FLOAT32, FC_FLOAT32, pr, -1, -1, false);
+    b.k.owner[2] = r;
+    kb_store(&b, r, o, FC_FLOAT32, 0, ost);
+    FcPlan *p = NULL;
+    ck_assert_int_eq(fc_kplan_new(&b.k, "cpu", &p, &err), FC_OK);
+    int n = b.k.ncode;
+    bool pre[KB_CODE], kept[KB_CODE], veto[KB_CODE] = {false};
+    size_t off[KB_CODE];
+    FcTarget t = *be->target;
+    size_t bytes = fc_kplan_pre(p, &b.k, &t, p->opv, NULL, pre, off, kept);
+    const bool want_pre[] = {[0] = true, [1] = true, [2] = true, [3] = true, [4] = false, [5] = true, [6] = true,
+                             [7] = true, [8] = false};
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(pre[i] == want_pre[i], "instruction %d: pre %d", i, pre[i]);
+        ck_assert_msg(kept[i] == (i == pr), "instruction %d: kept %d", i, kept[i]);
+        ck_assert_int_eq(off[i] % 64, 0);
+    }
+    ck_assert_uint_eq(off[w], 64 + 64 + 256 + 128);     /* after i, k, i + k and its cast, in the plan's order */
+    ck_assert_uint_ge(bytes, off[pr] + 8 * 16 * 4 * 4);
+    veto[ii] = true;
+    fc_kplan_pre(p, &b.k, &t, p->opv, veto, pre, off, kept);
+    ck_assert(!pre[ii] && !pre[s] && !pre[w] && pre[ik]);
+    t.pre_points = 31;
+    fc_kplan_pre(p, &b.k, &t, p->opv, NULL, pre, off, kept);
+    ck_assert(pre[ii] && pre[ik] && !pre[s] && !pre[w]);
+    b.k.no_hoist = true;
+    ck_assert_uint_eq(fc_kplan_pre(p, &b.k, be->target, p->opv, NULL, pre, off, kept), 0);
+    ck_assert(!pre[w]);
+    /* live ranges over the plan's own reads: operands, no gathers or bounds here */
+    int first[KB_CODE + 1], reads[3 * KB_CODE], last[KB_CODE];
+    first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        first[i + 1] = first[i];
+        for (int q = 0; q < 3; q++)
+            reads[first[i + 1]++] = p->opv[3 * i + q];
+    }
+    fc_kplan_live(p, &b.k, first, reads, last);
+    ck_assert_int_eq(last[ii], p->epos[r]);     /* read by w, inside the sum's body */
+    ck_assert_int_eq(last[w], p->epos[pr]);
+    ck_assert_int_eq(last[pr], p->epos[r]);
+    ck_assert_int_eq(last[r], n);
+    ck_assert_int_lt(p->epos[pr], p->epos[r]);
+    for (int q = 0; q < n; q++)
+        ck_assert_int_eq(p->epos[p->seq[q]], q);
+    fc_kplan_free(p);
+    b.k.no_hoist = false;
+    ck_assert_int_eq(kb_run(&b), FC_OK);
+}
+END_TEST
+
 /* The registry opens each backend by device type; each says what it is (its target) and whether
  * it computes an instruction, with the message it would refuse a kernel holding it with (the
  * CUDA generator's: test_cuda.c's cuda_supports). */
@@ -3070,6 +3140,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_scatter_nloop_zero);
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
     tcase_add_loop_test(tc, test_one_validator, 0, 2);
+    tcase_add_test(tc, test_plan_pre_and_live);
     tcase_add_test(tc, test_registry_supports);
     suite_add_tcase(s, tc);
 

@@ -336,12 +336,15 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
         fprintf(f, "static void emu_v(const void *a) { tdl_v(*(const Args *)a); }\n");
     if (c->mode == CUDA_BLOCK_REDUCE)
         fprintf(f, "static void emu_f(const void *a) { tdl_finish(*(const Args *)a); }\n");
+    if (c->pre_bytes > 0)
+        fprintf(f, "static void emu_p(const void *a) { tdl_pre(*(const Args *)a); }\n");
     fprintf(f, "extern \"C\" void emu_launch(int which, const void *a, unsigned gx, unsigned gy, unsigned bx)\n"
                "{\n"
                "    static_assert(sizeof(Args) == %zu, \"the argument struct's layout\");\n"
-               "    emu_grid(which == 0 ? emu_s : which == 1 ? %s : %s, a, gx, gy, bx);\n"
+               "    emu_grid(which == 0 ? emu_s : which == 1 ? %s : which == 2 ? %s : %s, a, gx, gy, bx);\n"
                "}\n",
-            c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s");
+            c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s",
+            c->pre_bytes > 0 ? "emu_p" : "emu_s");
     fclose(f);
     snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", e->dir, src,
              so, src);
@@ -392,7 +395,7 @@ static bool out_span(const FcKernel *k, int64_t *lo, int64_t *hi)
     return true;
 }
 
-/* Runs c's entry point `which` (0 tdl_s, 1 tdl_v) on the host into out (whose element 0 is the
+/* Runs c's entry point `which` (0 tdl_s, 1 tdl_v; after tdl_pre when it has tables) on the host into out (whose element 0 is the
  * output's element `lo`). Returns the status the backend would, with its message in err. */
 static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch launch, int which, char *out, int64_t lo,
                         FcError *err)
@@ -401,6 +404,10 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     int64_t npts = which ? c->npts_v : c->npts, nsplit = 1, per = c->split_ext;
     fc_cuda_split(c, npts, &nsplit, &per);
     void *part = nsplit > 1 ? calloc((size_t)(npts * nsplit), c->part_elem) : NULL;
+    /* the tables, filled with a pattern that no value read before tdl_pre wrote it could hide */
+    void *pre = c->pre_bytes > 0 ? malloc(c->pre_bytes) : NULL;
+    if (pre)
+        memset(pre, 0xa5, c->pre_bytes);
     unsigned char *args = calloc(1, c->args_size + 8);
     size_t es = fc_dtype_size(k->out_dtype);
     for (int i = 0; i < c->nargs; i++) {
@@ -411,6 +418,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
         case CARG_BUF: p = (uintptr_t)k->bufs[a->buf]; break;
         case CARG_ERR: p = (uintptr_t)&slot; break;
         case CARG_PART: p = (uintptr_t)part; break;
+        case CARG_PRE: p = (uintptr_t)pre; break;
         case CARG_VAL: memcpy(args + a->offset, a->bytes, (size_t)a->size); continue;
         }
         memcpy(args + a->offset, &p, 8);
@@ -422,6 +430,8 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     }
     /* A few blocks: the grid- and block-stride loops cover the rest. */
     unsigned few = 3, bx = (unsigned)c->block;
+    if (pre)
+        launch(3, args, c->pre_pts / 256 + 1 < few ? (unsigned)(c->pre_pts / 256 + 1) : few, 1, 256);
     switch (c->mode) {
     case CUDA_THREAD:
     case CUDA_THREAD_REDUCE: {
@@ -447,6 +457,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     }
     }
     free(part);
+    free(pre);
     free(args);
     if (slot.code == 1) {
         snprintf(err->msg, sizeof err->msg, "index %lld is out of bounds for dimension %d with size %lld",
@@ -872,6 +883,63 @@ START_TEST(representative_kernels)
             fprintf(stderr, "cuda: cold compile, the matrix product (%s): %.0f ms\n", fc_dtype_name(dt), ms);
             free(c);
         }
+}
+END_TEST
+
+/* How many times needle occurs in [from, to). */
+static int count_in(const char *from, const char *to, const char *needle)
+{
+    int n = 0;
+    for (const char *q = strstr(from, needle); q && q < to; q = strstr(q + 1, needle))
+        n++;
+    return n;
+}
+
+/* roi_align's kernel takes the shared precomputation (fcdim's fc_kplan_pre): its coordinates
+ * and weights, which vary along (box, bin, sample) but not along the channel, are computed once
+ * per point of their own loops by tdl_pre, into tables the kernel reads, not by every thread
+ * (one per box, channel and bin) again. In run() only the batch index is converted to an
+ * integer (y.long() and x.long() are tdl_pre's), and the four weights and the four tap indices
+ * are read from the tables. The sources compile for sm_80 and sm_90; kernels_run_on_the_host
+ * runs roi_align's against the CPU executor. */
+START_TEST(roi_align_precomputed)
+{
+    const char *code = "import vision\nx = randn(2, 8, 16, 20, seed=0)\n"
+                       "boxes = tensor([[0, 1.0, 1.0, 9.0, 7.0], [1, 4.5, 2.0, 19.0, 15.5], [1, -3.0, 10.0, 6.0, 20.0]])\n"
+                       "y = vision.roi_align(x, boxes, (3, 3), sampling_ratio=2, aligned=True)\nprint(y.sum().item())\n";
+    Kernels ks = {0};
+    Text out = {0};
+    ck_assert_int_eq(collect(code, NULL, &ks, &out), TDL_OK);
+    const char *src = NULL;
+    for (int q = 0; q < ks.n && !src; q++) {
+        const char *k = strstr(ks.src[q], "// ---- the kernel");
+        if (k && strstr(k, "bcount(") && strstr(k, "gix("))     /* the sum over the samples */
+            src = k;
+    }
+    ck_assert_msg(src != NULL, "no roi_align kernel among %d", ks.n);
+    const char *run = strstr(src, "void run(const Args &a)"), *pre = strstr(src, "void __launch_bounds__(256) tdl_pre(");
+    if (!run || !pre || pre < run) {
+        fprintf(stderr, "%s\n", src);
+        ck_abort_msg("roi_align's kernel (on stderr) has no tdl_pre after run()");
+    }
+    const char *end = src + strlen(src);
+    int conv_run = count_in(run, pre, "f64_to_int64("), conv_pre = count_in(pre, end, "f64_to_int64(");
+    int wts = count_in(run, pre, "((const f32 *)a.pre)["), idx = count_in(run, pre, "((const int64 *)a.pre)[");
+    if (conv_run != 1 || conv_pre < 2 || wts != 4 || idx != 4) {
+        fprintf(stderr, "%s\n", src);
+        ck_abort_msg("roi_align's kernel (on stderr): %d conversions to int in run(), %d in tdl_pre, %d weights and "
+                     "%d indices read from tables (want 1, >= 2, 4, 4)", conv_run, conv_pre, wts, idx);
+    }
+    ck_assert_ptr_nonnull(strstr(src, "values read from tables that tdl_pre fills first"));
+    if (have_nvrtc("compiling roi_align's kernel"))
+        for (int q = 0; q < ks.n; q++) {
+            char *c = source_of(ks.src[q]);
+            compile_ok(c, 90, "roi_align");
+            compile_ok(c, 80, "roi_align");
+            free(c);
+        }
+    kernels_free(&ks);
+    free(out.buf);
 }
 END_TEST
 
@@ -1355,6 +1423,7 @@ Suite *cuda_suite(void)
     TCase *tc = tcase_create("codegen");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, representative_kernels);
+    tcase_add_test(tc, roi_align_precomputed);
     tcase_add_test(tc, cpu_dump_unchanged);
     tcase_add_test(tc, cuda_supports);
     tcase_add_test(tc, source_independent_of_numbers);

@@ -77,7 +77,7 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
-    PRE_POS = 16 * 1024,        /* points of a precomputed step's loops at most (plan_pre) ... */
+    PRE_POS = 16 * 1024,        /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 1 << 20,        /* ... and bytes of all of a kernel's tables */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
@@ -525,7 +525,7 @@ done:
     mem_free(sels);
 }
 
-const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP, PRE_POS, PRE_BYTES};
 
 FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
 {
@@ -1182,58 +1182,55 @@ static bool plan_rowops(Plan *p)
  * or at most MEMO_WIDE positions of a span), its operands are invariant or precomputed and its
  * table fits (PRE_POS, PRE_BYTES); the unhoisted schedule precomputes nothing. */
 
-/* Whether step j may be precomputed (plan_pre), its operands apart. */
-static bool pre_able(const Plan *p, int j)
+/* Whether the CPU's layout rules step j out of precomputation (fc_kplan_pre's veto; the
+ * plan's rule does the rest): a step fused into another (dead, weighted rows and the rows they
+ * read in place), one of a list that runs along another loop than the chunk loop, and one
+ * computed over the whole chunk (wide, but for at most MEMO_WIDE positions of a span). */
+static bool pre_veto(const Plan *p, int j)
 {
     const Step *s = &p->steps[j];
-    const FcInstr *in = s->in;
-    if (j < p->ninv || s->dead || s->nterm || s->rowdefer || is_reduce(in->op) || s->cx != p->cl || j == p->res ||
-        s->deps == 0 || (s->wide && (s->m == 0 || s->m > MEMO_WIDE)))
-        return false;
-    for (int g = 0; g < p->k->nscatter; g++)
-        if (p->sphys[g] == j)
-            return false;
-    switch (in->op) {
-    case FC_OP_LOAD:
-        return in->ngather == 0 && p->k->bufs[in->buf] != p->k->out;
-    case FC_OP_IOTA:
-        return true;
-    case FC_OP_CONST:
-        return false;
-    case FC_OP_FLOORDIV: case FC_OP_MOD: case FC_OP_FMOD:
-        return in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64;
-    default:
-        return true;
-    }
+    return s->dead || s->nterm || s->rowdefer || s->cx != p->cl || (s->wide && (s->m == 0 || s->m > MEMO_WIDE));
 }
 
-/* Marks the precomputed steps and plans their tables (see above), the ones no other step reads
- * dead. Before memoisation and buffers. */
+/* Marks the precomputed steps (fcdim's fc_kplan_pre, with the operands as the CPU reads them
+ * after its fusions) and plans their tables (see above), the ones no other step reads dead.
+ * Before memoisation and buffers. */
 static FcStatus plan_pre(Plan *p, FcError *err)
 {
     if (p->k->no_hoist)
         return FC_OK;
-    size_t bytes = 0;
-    int64_t most = 0;
-    for (int j = p->ninv; j < p->nsteps; j++) {
-        Step *s = &p->steps[j];
-        if (!pre_able(p, j))
-            continue;
-        bool ok = true;
+    const FcKernel *k = p->k;
+    int n = p->nsteps;
+    int *opv = mem_malloc((size_t)(3 * n + 1) * sizeof *opv);
+    bool *veto = mem_malloc((size_t)n + 1), *pre = mem_malloc((size_t)n + 1);
+    size_t *off = mem_malloc((size_t)(n + 1) * sizeof *off);
+    if (!opv || !veto || !pre || !off) {
+        mem_free(opv), mem_free(veto), mem_free(pre), mem_free(off);
+        return errorf(err, FC_ERR_NOMEM, "out of memory");
+    }
+    for (int j = 0; j < n; j++) {
+        const Step *s = &p->steps[j];
+        int i = (int)(s->in - k->code);
         for (int o = 0; o < 3; o++) {
             int v = step_operand(s, o);
-            ok = ok && (v < p->ninv || p->steps[v].pre);
+            opv[3 * i + o] = v >= 0 ? (int)(p->steps[v].in - k->code) : -1;
         }
-        int64_t n = shape_size(p, s->deps);
-        size_t b = ((size_t)n * s->esize + 63) & ~(size_t)63;
-        if (!ok || n > PRE_POS || bytes + b > PRE_BYTES)
+        veto[i] = pre_veto(p, j);
+    }
+    size_t bytes = fc_kplan_pre(p->kp, k, &fc_cpu_target, opv, veto, pre, off, NULL);
+    int64_t most = 0;
+    for (int j = p->ninv; j < n; j++) {
+        Step *s = &p->steps[j];
+        int i = (int)(s->in - k->code);
+        if (!pre[i])
             continue;
         s->pre = true;
-        s->pre0 = bytes;
-        bytes += b;
+        s->pre0 = off[i];
         p->npfill++;
-        most = n > most ? n : most;
+        int64_t m = shape_size(p, s->deps);
+        most = m > most ? m : most;
     }
+    mem_free(opv), mem_free(veto), mem_free(pre), mem_free(off);
     if (p->npfill == 0)
         return FC_OK;
     /* the invariants they read, each repeated over the largest table once */
@@ -1565,67 +1562,41 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     return plan_buffers(p, err);
 }
 
-/* Buffers by liveness, in the order the steps run (a reduction's body before the reduction): a
- * value read inside a body that it is not part of lives until that reduction's step; invariant
- * values get shared buffers, memoised ones buffers of their own; the rest are reused. */
+/* Buffers by liveness (fcdim's fc_kplan_live, over the values the steps read after the CPU's
+ * fusions: a select reads the compared value, weighted rows their weights and rows), in the order
+ * the steps run (the plan's seq: a reduction's body before the reduction): invariant values get
+ * shared buffers, memoised ones buffers of their own; the rest are reused. */
 static FcStatus plan_buffers(Plan *p, FcError *err)
 {
-    int n = p->nsteps;
-    int *seq = mem_malloc((size_t)(n + 1) * sizeof *seq), *epos = mem_malloc((size_t)(n + 1) * sizeof *epos);
-    int *last = mem_malloc((size_t)(n + 1) * sizeof *last);
+    const FcKernel *k = p->k;
+    const FcPlan *kp = p->kp;
+    int n = p->nsteps, nreads = 0;
+    for (int j = 0; j < n; j++)
+        nreads += step_operands(&p->steps[j]);
+    int *seq = mem_malloc((size_t)(n + 1) * sizeof *seq), *first = mem_malloc((size_t)(n + 2) * sizeof *first);
+    int *reads = mem_malloc((size_t)(nreads + 1) * sizeof *reads), *last = mem_malloc((size_t)(n + 1) * sizeof *last);
+    int *ilast = mem_malloc((size_t)(n + 1) * sizeof *ilast);
     int *phys = mem_malloc((size_t)(n + 1) * sizeof *phys), *freel = mem_malloc((size_t)(n + 1) * sizeof *freel);
-    int *stack = mem_malloc((size_t)(2 * n + 2) * sizeof *stack);
     FcStatus st = FC_OK;
-    if (!seq || !epos || !last || !phys || !freel || !stack) {
+    if (!seq || !first || !reads || !last || !ilast || !phys || !freel) {
         st = errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    /* Execution order: each list in order, a reduction's body just before it. */
-    int ns = 0, m = 0;
-    for (int j = p->ntop - 1; j >= 0; j--)
-        stack[ns++] = j;
-    while (ns > 0) {
-        int j = stack[--ns];
-        if (j < 0) {
-            j = -j - 1;
-            epos[j] = m;
-            seq[m++] = j;
-            continue;
-        }
-        const Step *s = &p->steps[j];
-        if (is_reduce(s->in->op)) {
-            stack[ns++] = -j - 1;
-            for (int b = s->body1 - 1; b >= s->body0; b--)
-                stack[ns++] = b;
-        } else {
-            epos[j] = m;
-            seq[m++] = j;
-        }
-    }
-    if (m != n) {
-        st = errorf(err, FC_ERR_VALUE, "cpu kernel: malformed reduction bodies");
-        goto done;
-    }
-    for (int j = 0; j < n; j++)
-        last[j] = epos[j];
-    for (int j = 0; j < n; j++) {
-        const Step *s = &p->steps[j];
-        const FcInstr *in = s->in;
+    /* the reads by instruction (steps are in the plan's order: step kp->pos[i] is instruction i) */
+    first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const Step *s = &p->steps[kp->pos[i]];
+        first[i + 1] = first[i];
         for (int o = 0; o < step_operands(s); o++) {
             int v = step_operand(s, o);
-            if (v < 0)
-                continue;
-            int u = j;
-            if (!(o == 0 && is_reduce(in->op)))
-                while (p->steps[u].parent != p->steps[v].parent && p->steps[u].parent >= 0)
-                    u = p->steps[u].parent;
-            if (epos[u] > last[v])
-                last[v] = epos[u];
+            reads[first[i + 1]++] = v >= 0 ? (int)(p->steps[v].in - k->code) : -1;
         }
     }
-    last[p->res] = n;
-    for (int g = 0; g < p->k->nscatter; g++)
-        last[p->sphys[g]] = n;
+    fc_kplan_live(kp, k, first, reads, ilast);
+    for (int q = 0; q < n; q++)
+        seq[q] = kp->pos[kp->seq[q]];
+    for (int i = 0; i < n; i++)
+        last[kp->pos[i]] = ilast[i];
     int nfree = 0, nlocal = 0, nshared = 0;
     for (int q = 0; q < n; q++) {
         int j = seq[q];
@@ -1666,6 +1637,7 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
     for (int g = 0; g < p->k->nscatter; g++)
         p->sphys[g] = FINAL(p->sphys[g]);
 #undef FINAL
+#undef FINAL
     if (nshared > 0) {
         p->shared = fc_cpu_aligned_alloc((size_t)nshared * p->cbytes);
         if (!p->shared)
@@ -1673,11 +1645,12 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
     }
 done:
     mem_free(seq);
-    mem_free(epos);
+    mem_free(first);
+    mem_free(reads);
     mem_free(last);
+    mem_free(ilast);
     mem_free(phys);
     mem_free(freel);
-    mem_free(stack);
     return st;
 }
 

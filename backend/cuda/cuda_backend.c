@@ -43,7 +43,7 @@ typedef struct Module {
     uint64_t hash;
     char *src;
     CUmodule mod;
-    CUfunction s, v, finish;
+    CUfunction s, v, finish, pre;
 } Module;
 
 typedef struct CudaBackend {
@@ -328,6 +328,8 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
         r = be->d->ModuleGetFunction(&m.v, m.mod, "tdl_v");
     if (!st && r == CUDA_OK && c->mode == CUDA_BLOCK_REDUCE)
         r = be->d->ModuleGetFunction(&m.finish, m.mod, "tdl_finish");
+    if (!st && r == CUDA_OK && c->pre_bytes > 0)
+        r = be->d->ModuleGetFunction(&m.pre, m.mod, "tdl_pre");
     if (!st && r != CUDA_OK) {
         st = cu_fail(be, r, "cuModuleGetFunction", err);
         be->d->ModuleUnload(m.mod);
@@ -444,7 +446,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     const CudaCode c = *cc;
     const Module *m = &be->mods[mi];
     FcStatus st = FC_OK;
-    CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0;
+    CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0, pre = 0;
     CUdeviceptr *bases = mem_calloc((size_t)k->nbufs + 1, sizeof *bases);
     unsigned char *args = mem_calloc(1, c.args_size + 8);
     if (!st && (!tmp || !bases || !args)) {
@@ -465,6 +467,8 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         fc_cuda_split(&c, npts, &nsplit, &per);
         if (nsplit > 1)
             st = dev_alloc(be, (size_t)npts * (size_t)nsplit * c.part_elem, &part, err);
+        if (!st && c.pre_bytes > 0)
+            st = dev_alloc(be, c.pre_bytes, &pre, err);
     }
     for (int i = 0; i < c.nargs && !st; i++) {
         const CudaArg *a = &c.args[i];
@@ -475,6 +479,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         case CARG_BUF: ptr = bases[a->buf]; break;
         case CARG_ERR: ptr = be->err_slot; break;
         case CARG_PART: ptr = part; break;
+        case CARG_PRE: ptr = pre; break;
         case CARG_VAL: memcpy(p, a->bytes, (size_t)a->size); continue;
         }
         memcpy(p, &ptr, 8);
@@ -490,6 +495,8 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             st = cu_fail(be, r, "cuMemsetD8", err);
     }
     bool launched = !st;
+    if (!st && c.pre_bytes > 0)     /* the tables first, in the same stream */
+        st = launch(be, m->pre, grid_for(c.pre_pts, 256, (int64_t)be->nsm * 32), 1, 256, args, err);
     if (!st) {
         CUfunction f = v ? m->v : m->s;
         int64_t cap = (int64_t)be->nsm * 32;
@@ -530,6 +537,8 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             dev_free(be, tmp[b]);
     if (part)
         dev_free(be, part);
+    if (pre)
+        dev_free(be, pre);
     mem_free(tmp);
     mem_free(bases);
     mem_free(args);

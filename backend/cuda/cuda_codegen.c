@@ -624,7 +624,9 @@ static bool reducer(FcOp op, FcDType in, FcDType out, Reducer *r)
 /* A thread takes up to 4 points along the vector loop (tdl_v), and a fold of floats along a loop
  * of its own keeps eight lanes as the CPU's does; the vector loop is the scheduler's, or the
  * innermost kept one, so the thresholds are the CPU's (the scheduler plans for either). */
-const FcTarget fc_cuda_target = {"cuda", 4, 8, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP};
+/* Precomputed tables (tdl_pre) live in device memory for one launch: up to a million points
+ * each, 64 MiB in all. */
+const FcTarget fc_cuda_target = {"cuda", 4, 8, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP, 1 << 20, 64 << 20};
 
 FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
 {
@@ -700,6 +702,15 @@ typedef struct Gen {
     bool *coop;                 /* an inner reduction the block computes together */
     bool *lanes;                /* an inner reduction that folds into eight lanes as the CPU does */
     bool *done;                 /* emitted */
+    /* Precomputation (fcdim's fc_kplan_pre): pre, a value tdl_pre may compute over its own
+     * domain; tab, one the kernel reads from its table (at field p<i> of a.pre) where it would
+     * have computed it at every point of the loops it does not vary along; inl, a precomputed
+     * value the kernel computes all the same (a load or an iota, cheaper than a read of a table,
+     * and what it needs). A precomputed value that is neither is not in the kernel. */
+    bool *pre, *tab, *inl;
+    size_t *poff;               /* tab: its table's byte offset in a.pre */
+    int ntab;
+    bool in_pre;                /* emitting tdl_pre: every value computed, none from a table */
     int res;                    /* the result's instruction */
     int sres[FC_MAX_DIMS];      /* the scatter indices' instructions */
     CudaMode mode;
@@ -912,14 +923,19 @@ static FcStatus analyse(Gen *g)
     int nload = 0;
     for (int i = 0; i < n; i++)
         nload += k->code[i].op == FC_OP_LOAD;
-    g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + n + 2 * k->nscatter + k->nbufs;
+    g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + 3 * n + 2 * k->nscatter + k->nbufs;
     g->args = mem_calloc((size_t)g->capargs, sizeof *g->args);
     g->refs = mem_calloc((size_t)g->capargs, sizeof *g->refs);
     g->wide = mem_calloc((size_t)n, sizeof *g->wide);
     g->coop = mem_calloc((size_t)n, sizeof *g->coop);
     g->lanes = mem_calloc((size_t)n, sizeof *g->lanes);
     g->done = mem_calloc((size_t)n, sizeof *g->done);
-    if (!g->args || !g->refs || !g->wide || !g->coop || !g->lanes || !g->done)
+    g->pre = mem_calloc((size_t)n + 1, sizeof *g->pre);
+    g->tab = mem_calloc((size_t)n + 1, sizeof *g->tab);
+    g->inl = mem_calloc((size_t)n + 1, sizeof *g->inl);
+    g->poff = mem_calloc((size_t)n + 1, sizeof *g->poff);
+    if (!g->args || !g->refs || !g->wide || !g->coop || !g->lanes || !g->done || !g->pre || !g->tab || !g->inl ||
+        !g->poff)
         return gfail(g, FC_ERR_NOMEM, "out of memory"), g->st;
     for (int l = 0; l < L; l++)
         if (k->owner[l] < 0 && k->extent[l] > 1)
@@ -1550,10 +1566,59 @@ static void emit_reduce(Gen *g, int r)
     mem_free(e.p);
 }
 
+/* Writes into b the index of the current point in a table over the loops of mask (row-major,
+ * the highest-numbered loop fastest: tdl_pre's order), with lane u added to the vector loop's
+ * index when lane. */
+static void table_index(Gen *g, Buf *b, uint64_t mask, bool lane)
+{
+    int m = __builtin_popcountll(mask), j = 0;
+    if (m == 0) {
+        bput(b, "0");
+        return;
+    }
+    for (int q = 0; q < m - 2; q++)
+        bput(b, "(");
+    for (int l = 0; l < g->L; l++) {
+        if (!(mask >> l & 1))
+            continue;
+        if (j > 0)
+            bput(b, " * %s + ", ext_of(g, l));
+        bput(b, lane && l == g->vl ? "(i%d + u)" : "i%d", l);
+        if (j > 0 && j < m - 1)
+            bput(b, ")");
+        j++;
+    }
+}
+
+/* Instruction i read from its table (tdl_pre filled it). */
+static void emit_table_read(Gen *g, int i)
+{
+    const FcInstr *in = &g->k->code[i];
+    const char *T = ctype(in->dtype);
+    const char *off = arg_i64(g, (int64_t)(g->poff[i] / fc_dtype_size(in->dtype)), "p%d", i);
+    Buf e = {0};
+    table_index(g, &e, g->deps[i], g->wide[i]);
+    if (e.oom) {
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+    } else if (g->wide[i]) {
+        line(g, "%s v%d[V];", T, i);
+        line(g, "LANES v%d[u] = ((const %s *)a.pre)[%s + %s];", i, T, off, e.p);
+    } else {
+        line(g, "const %s v%d = ((const %s *)a.pre)[%s + %s];", T, i, T, off, e.p);
+    }
+    mem_free(e.p);
+}
+
 static void emit_instr(Gen *g, int i)
 {
     const FcInstr *in = &g->k->code[i];
     g->done[i] = true;
+    if (!g->in_pre && g->tab[i]) {
+        emit_table_read(g, i);
+        return;
+    }
+    if (!g->in_pre && g->pre[i] && !g->inl[i])
+        return;     /* read by tables only */
     switch (in->op) {
     case FC_OP_LOAD:
         emit_load(g, i);
@@ -1795,42 +1860,143 @@ static const char *mode_name(CudaMode m)
     }
 }
 
-static void emit_run(Gen *g)
+/* The levels of the top list's nest: how the launch binds the root loops (CudaMode). */
+static void top_nest(const Gen *g, Nest *ns)
 {
-    Nest ns = {.lst = -1};
+    *ns = (Nest){.lst = -1};
     switch (g->mode) {
     case CUDA_THREAD:
-        ns.lv[ns.nlv++] = (Level){LV_GRID, g->K, -1};
+        ns->lv[ns->nlv++] = (Level){LV_GRID, g->K, -1};
         break;
     case CUDA_SERIAL:
-        ns.lv[ns.nlv++] = (Level){LV_SERIAL, g->K, -1};
+        ns->lv[ns->nlv++] = (Level){LV_SERIAL, g->K, -1};
         break;
     case CUDA_OWNER:
-        ns.lv[ns.nlv++] = (Level){LV_GRID, g->O, -1};
+        ns->lv[ns->nlv++] = (Level){LV_GRID, g->O, -1};
         for (int l = 0; l < g->L; l++)
             if ((g->K & ~g->O) >> l & 1)
-                ns.lv[ns.nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
+                ns->lv[ns->nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
         break;
     case CUDA_ROW:
-        ns.lv[ns.nlv++] = (Level){LV_BLOCKS, g->K & ~((uint64_t)1 << g->vl), -1};
-        ns.lv[ns.nlv++] = (Level){LV_THREADS_VEC, (uint64_t)1 << g->vl, g->vl};
+        ns->lv[ns->nlv++] = (Level){LV_BLOCKS, g->K & ~((uint64_t)1 << g->vl), -1};
+        ns->lv[ns->nlv++] = (Level){LV_THREADS_VEC, (uint64_t)1 << g->vl, g->vl};
         break;
     case CUDA_THREAD_REDUCE:
-        ns.lv[ns.nlv++] = (Level){LV_GRID, g->K, -1};
+        ns->lv[ns->nlv++] = (Level){LV_GRID, g->K, -1};
         for (int l = 0; l < g->L; l++)
             if (g->RR >> l & 1)
-                ns.lv[ns.nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
+                ns->lv[ns->nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
         break;
     case CUDA_BLOCK_REDUCE:
-        ns.lv[ns.nlv++] = (Level){LV_BLOCKS, g->K, -1};
+        ns->lv[ns->nlv++] = (Level){LV_BLOCKS, g->K, -1};
         for (int l = 0; l < g->L; l++)
             if (g->D >> l & 1) {
-                LvKind kind = ns.nlv == 1 ? LV_SEQ_SPLIT : LV_SEQ;
-                ns.lv[ns.nlv++] = (Level){kind, (uint64_t)1 << l, l};
+                LvKind kind = ns->nlv == 1 ? LV_SEQ_SPLIT : LV_SEQ;
+                ns->lv[ns->nlv++] = (Level){kind, (uint64_t)1 << l, l};
             }
-        ns.lv[ns.nlv++] = (Level){LV_THREADS_FLAT, g->T, -1};
+        ns->lv[ns->nlv++] = (Level){LV_THREADS_FLAT, g->T, -1};
         break;
     }
+}
+
+/* Marks in need the values that value v is computed from, itself included (precomputed ones
+ * and invariants: what tdl_pre computes for v's table). */
+static void pre_need(const Gen *g, int v, bool *need)
+{
+    if (v < 0 || need[v])
+        return;
+    need[v] = true;
+    for (int o = 0; o < 3; o++)
+        pre_need(g, g->opv[3 * v + o], need);
+}
+
+/* Marks inl[v] for precomputed value v that the kernel computes (see Gen.pre), and the
+ * precomputed values it reads. */
+static void need_inline(Gen *g, int v)
+{
+    if (v < 0 || !g->pre[v] || g->inl[v])
+        return;
+    g->inl[v] = true;
+    for (int o = 0; o < 3; o++)
+        need_inline(g, g->opv[3 * v + o]);
+}
+
+/* Which values the kernel reads from tables that tdl_pre fills (Gen.pre, tab, inl): the shared
+ * precomputation (fc_kplan_pre) of the values of inner reductions' bodies that the kernel would
+ * compute again along a loop they do not vary along (roi_align's coordinates and weights, over
+ * (box, bin, sample), by the thread of every channel), read from tables; loads and iotas stay
+ * in the kernel (a table would only copy them), and so does what the top list reads (computed
+ * once per thread). No table: no tdl_pre. */
+static void plan_pre(Gen *g)
+{
+    const FcKernel *k = g->k;
+    int n = g->n;
+    bool *veto = mem_malloc((size_t)n + 1), *kept = mem_malloc((size_t)n + 1), *need = mem_calloc((size_t)n + 1, 1);
+    if (!veto || !kept || !need) {
+        mem_free(veto);
+        mem_free(kept);
+        mem_free(need);
+        return;     /* nothing precomputed: the same results */
+    }
+    /* A value of an inner reduction's body is worth a table when some loop bound around it
+     * (the launch's levels outside its outermost reduction, and its reductions' own loops) is
+     * not one it varies along; what the top list computes is computed once per thread. */
+    Nest ns;
+    top_nest(g, &ns);
+    for (int i = 0; i < n; i++) {
+        veto[i] = false;
+        if (g->list[i] < 0)
+            continue;
+        uint64_t around = 0;
+        int r = i;
+        while (g->list[r] >= 0) {
+            r = g->list[r];
+            around |= g->own[r];
+        }
+        for (int d = 0; d < level_of(g, &ns, r); d++)
+            around |= ns.lv[d].mask;
+        veto[i] = !(big(g, around) & ~g->deps[i]);
+    }
+    fc_kplan_pre(g->kp, k, &fc_cuda_target, g->opv, veto, g->pre, g->poff, kept);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        FcOp op = k->code[i].op;
+        if (!kept[i])
+            continue;
+        if (g->list[i] >= 0 && op != FC_OP_LOAD && op != FC_OP_IOTA) {
+            g->tab[i] = true;
+            g->poff[i] = bytes;
+            bytes += (((size_t)points(k, g->deps[i]) * fc_dtype_size(k->code[i].dtype)) + 63) & ~(size_t)63;
+            g->ntab++;
+        } else {
+            need_inline(g, i);
+        }
+    }
+    /* tdl_pre computes the invariants the tables need too: none may be an inner reduction (one
+     * over loops of its own, which varies along none). */
+    for (int i = 0; i < n; i++)
+        if (g->tab[i])
+            pre_need(g, i, need);
+    bool ok = true;
+    for (int i = 0; i < n; i++)
+        ok = ok && !(need[i] && is_reduce(k->code[i].op));
+    if (!ok || g->ntab == 0) {
+        memset(g->pre, 0, (size_t)n * sizeof *g->pre);
+        memset(g->inl, 0, (size_t)n * sizeof *g->inl);
+        memset(g->tab, 0, (size_t)n * sizeof *g->tab);
+        g->ntab = 0;
+        bytes = 0;
+    }
+    g->code->pre_bytes = bytes;
+    mem_free(veto);
+    mem_free(kept);
+    mem_free(need);
+}
+
+static void emit_run(Gen *g)
+{
+    Nest ns;
+    top_nest(g, &ns);
     line(g, "template <int V> __device__ __forceinline__ void run(const Args &a)");
     line(g, "{");
     g->ind++;
@@ -1873,9 +2039,96 @@ static void emit_finish(Gen *g)
     line(g, "}");
 }
 
+/* tdl_pre: fills the tables the kernel reads (Gen.tab), a grid-stride loop per domain, each
+ * point computing what its tables need in code order, as the kernel would have (same ops, same
+ * bits). It runs before the kernel, in the same stream. */
+static void emit_pre(Gen *g)
+{
+    const FcKernel *k = g->k;
+    int n = g->n;
+    bool *wide = g->wide, *flat = mem_calloc((size_t)n + 1, 1), *need = mem_calloc((size_t)n + 1, 1);
+    uint64_t *doms = mem_calloc((size_t)n + 1, sizeof *doms);
+    if (!flat || !need || !doms) {
+        mem_free(flat), mem_free(need), mem_free(doms);
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    g->wide = flat;     /* one point per thread: nothing is an array of V */
+    g->in_pre = true;
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_pre(const Args a)");
+    line(g, "{");
+    g->ind++;
+    for (int i = 0; i < n; i++)
+        if (g->tab[i])
+            pre_need(g, i, need);
+    for (int i = 0; i < n; i++)
+        if (need[i] && g->deps[i] == 0)
+            emit_instr(g, i);
+    int nd = 0;
+    for (int i = 0; i < n; i++) {
+        if (!g->tab[i])
+            continue;
+        int d = 0;
+        while (d < nd && doms[d] != g->deps[i])
+            d++;
+        if (d < nd)
+            continue;
+        uint64_t D = doms[nd++] = g->deps[i];
+        memset(need, 0, (size_t)n);
+        Buf c = {0};
+        bput(&c, "// the tables over (");
+        for (int l = 0; l < g->L; l++)
+            if (D >> l & 1)
+                bput(&c, "%si%d", l == __builtin_ctzll(D) ? "" : " ", l);
+        bput(&c, "):");
+        for (int j = 0; j < n; j++)
+            if (g->tab[j] && g->deps[j] == D) {
+                pre_need(g, j, need);
+                bput(&c, " v%d", j);
+            }
+        line(g, "%s", c.oom ? "//" : c.p);
+        mem_free(c.p);
+        int64_t pts = points(k, D);
+        if (pts > g->code->pre_pts)
+            g->code->pre_pts = pts;
+        line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < %s; t += (int64)gridDim.x * blockDim.x) {",
+             arg_i64(g, pts, "pn%d", i));
+        g->ind++;
+        line(g, "ix_t q = (ix_t)t;");
+        decode(g, "q", D, true);
+        for (int j = 0; j < n; j++)
+            if (need[j] && g->deps[j] != 0)
+                emit_instr(g, j);
+        for (int j = 0; j < n; j++)
+            if (g->tab[j] && g->deps[j] == D) {
+                const char *T = ctype(k->code[j].dtype);
+                Buf e = {0};
+                table_index(g, &e, D, false);
+                line(g, "((%s *)a.pre)[%s + %s] = v%d;", T,
+                     arg_i64(g, (int64_t)(g->poff[j] / fc_dtype_size(k->code[j].dtype)), "p%d", j), e.p ? e.p : "0", j);
+                if (e.oom)
+                    gfail(g, FC_ERR_NOMEM, "out of memory");
+                mem_free(e.p);
+            }
+        g->ind--;
+        line(g, "}");
+    }
+    g->ind--;
+    line(g, "}");
+    g->in_pre = false;
+    g->wide = wide;
+    mem_free(flat);
+    mem_free(need);
+    mem_free(doms);
+}
+
 static void gen_free(Gen *g)
 {
     fc_kplan_free(g->own_plan);
+    mem_free(g->pre);
+    mem_free(g->tab);
+    mem_free(g->inl);
+    mem_free(g->poff);
     mem_free(g->wide);
     mem_free(g->coop);
     mem_free(g->lanes);
@@ -1939,9 +2192,13 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         }
     }
     plan(&g);
+    if (!g.st)
+        plan_pre(&g);
     /* The fields every kernel has, first: the pointers, then the launch-time counts. */
     arg_field(&g, CARG_OUT, "char *", 8, NULL, NULL, "out");
     arg_field(&g, CARG_ERR, "Err *", 8, NULL, NULL, "err");
+    if (g.ntab > 0)
+        arg_field(&g, CARG_PRE, "char *", 8, NULL, NULL, "pre");
     arg_i64(&g, out->npts, "npts");
     out->arg_npts = g.nargs - 1;
     if (g.mode == CUDA_BLOCK_REDUCE) {
@@ -1958,6 +2215,10 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     if (g.mode == CUDA_BLOCK_REDUCE) {
         line(&g, "%s", "");
         emit_finish(&g);
+    }
+    if (g.ntab > 0) {
+        line(&g, "%s", "");
+        emit_pre(&g);
     }
     if (!g.st && g.b.oom)
         gfail(&g, FC_ERR_NOMEM, "out of memory");
@@ -1980,6 +2241,8 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
          g.idx32 ? "32-bit" : "64-bit");
     if (g.vec)
         bput(&s, "; tdl_v takes %d points along i%d per thread", g.V, g.vl);
+    if (g.ntab > 0)
+        bput(&s, "; %d value%s read from tables that tdl_pre fills first", g.ntab, g.ntab == 1 ? "" : "s");
     bput(&s, " ----\n");
     bput(&s, "typedef %s ix_t;\n", g.idx32 ? "int32" : "int64");
     bput(&s, "struct Args {\n");

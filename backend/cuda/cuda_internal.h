@@ -122,6 +122,7 @@ typedef enum CudaMode {
  * laid out as C lays out a struct (natural alignment), which is how NVCC lays it out too. */
 typedef enum CudaArgKind {
     CARG_OUT, CARG_BUF, CARG_ERR, CARG_PART,    /* pointers: the backend fills them at launch */
+    CARG_PRE,                                   /* the precomputed tables (pre_bytes) */
     CARG_VAL,                                   /* a number taken from the kernel (bytes) */
 } CudaArgKind;
 typedef struct CudaArg {
@@ -152,6 +153,8 @@ typedef struct CudaCode {
     int64_t nred;           /* BLOCK_REDUCE: reduced points per output */
     int64_t split_ext;      /* BLOCK_REDUCE: the extent of the level a split shares out */
     size_t part_elem;       /* BLOCK_REDUCE: bytes per partial */
+    size_t pre_bytes;       /* > 0: tdl_pre fills this many bytes of tables (field pre) first ... */
+    int64_t pre_pts;        /* ... over its largest domain of this many points */
 } CudaCode;
 
 /* Generates the source and launch plan of k. FC_ERR_TYPE for an op/dtype the backend does not
