@@ -705,8 +705,8 @@ void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own
 void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const int *reads, int *last);
 
 /* Small-domain precomputation: the values computed over their own domain (the loops deps
- * names, one entry per point of them, row-major with the highest-numbered loop fastest) into
- * tables before the kernel runs, so that the kernel reads each where it would have computed it
+ * names, one entry per point of them, laid out as the backend likes) into tables before the
+ * kernel runs, so that the kernel reads each where it would have computed it
  * again at every point of the loops it does not vary along (roi_align's coordinates and weights
  * over (box, bin, sample), read by every channel). A value is precomputed when it varies along
  * some loop, is not a reduction, a constant, a gathered load, a load of the output, the result,

@@ -10,8 +10,13 @@
  * instruction belongs to (the innermost inner reduction whose loops it varies along); the order
  * of evaluation (invariants, the top list, each reduction's body, each list by domain); and, from
  * the vector loop a backend picks for the top list, the vector loop of every other list
- * (fc_kplan_chunks). What is particular to one backend (its op tables, its buffers, its launch
- * shape) stays in the backend.
+ * (fc_kplan_chunks); the order of execution (a reduction's body before it) and, over the reads a
+ * backend gives (its fusions may change them), each value's last use (fc_kplan_live); and which
+ * values are precomputed over their own domain before the kernel runs (fc_kplan_pre: what the
+ * CPU fills its tables with and the CUDA generator's tdl_pre computes). Each value's domain (its
+ * deps) is the level it is hoisted to; how a backend keeps a value across the points of its
+ * domain (the CPU's memo tables, the GPU's nest levels) is its own layout. What is particular to
+ * one backend (its op tables, its buffers, its fused patterns, its launch shape) stays in it.
  * Depends on fcdim.h, internal.h only. */
 #include "internal.h"
 #include "mem.h"

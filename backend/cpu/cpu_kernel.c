@@ -1204,9 +1204,12 @@ static FcStatus plan_pre(Plan *p, FcError *err)
     int *opv = mem_malloc((size_t)(3 * n + 1) * sizeof *opv);
     bool *veto = mem_malloc((size_t)n + 1), *pre = mem_malloc((size_t)n + 1);
     size_t *off = mem_malloc((size_t)(n + 1) * sizeof *off);
+    FcStatus st = FC_OK;
+    size_t bytes = 0;
+    int64_t most = 0;
     if (!opv || !veto || !pre || !off) {
-        mem_free(opv), mem_free(veto), mem_free(pre), mem_free(off);
-        return errorf(err, FC_ERR_NOMEM, "out of memory");
+        st = errorf(err, FC_ERR_NOMEM, "out of memory");
+        goto done;
     }
     for (int j = 0; j < n; j++) {
         const Step *s = &p->steps[j];
@@ -1217,8 +1220,7 @@ static FcStatus plan_pre(Plan *p, FcError *err)
         }
         veto[i] = pre_veto(p, j);
     }
-    size_t bytes = fc_kplan_pre(p->kp, k, &fc_cpu_target, opv, veto, pre, off, NULL);
-    int64_t most = 0;
+    bytes = fc_kplan_pre(p->kp, k, &fc_cpu_target, opv, veto, pre, off, NULL);
     for (int j = p->ninv; j < n; j++) {
         Step *s = &p->steps[j];
         int i = (int)(s->in - k->code);
@@ -1230,7 +1232,13 @@ static FcStatus plan_pre(Plan *p, FcError *err)
         int64_t m = shape_size(p, s->deps);
         most = m > most ? m : most;
     }
-    mem_free(opv), mem_free(veto), mem_free(pre), mem_free(off);
+done:
+    mem_free(opv);
+    mem_free(veto);
+    mem_free(pre);
+    mem_free(off);
+    if (st != FC_OK)
+        return st;
     if (p->npfill == 0)
         return FC_OK;
     /* the invariants they read, each repeated over the largest table once */

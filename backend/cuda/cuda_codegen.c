@@ -35,7 +35,11 @@
  * scattered and accumulating stores on one thread in the loop nest's order, as the CPU runs them
  * (duplicates land in order), or, when they cannot fail and have owner loops (a gradient's
  * scatter-add), a thread per point of those, the other loops in order inside (CUDA_OWNER). Loops are grid- and block-stride loops; index arithmetic is 32-bit
- * when the kernel's addresses (FcKernel.index32) and every count fit.
+ * when the kernel's addresses (FcKernel.index32) and every count fit. Each value is computed at
+ * the outermost level of the nest where its loops (the plan's deps) are bound; a value of an
+ * inner reduction's body that would still be computed again along a loop it does not vary along
+ * (roi_align's coordinates and weights, for every channel) is precomputed by the plan's rule
+ * (fc_kplan_pre) in tdl_pre, launched first, into tables the kernel reads (plan_pre).
  * Depends on cuda_internal.h and libc. */
 #include "cuda_internal.h"
 #include "mem.h"
@@ -2049,7 +2053,9 @@ static void emit_pre(Gen *g)
     bool *wide = g->wide, *flat = mem_calloc((size_t)n + 1, 1), *need = mem_calloc((size_t)n + 1, 1);
     uint64_t *doms = mem_calloc((size_t)n + 1, sizeof *doms);
     if (!flat || !need || !doms) {
-        mem_free(flat), mem_free(need), mem_free(doms);
+        mem_free(flat);
+        mem_free(need);
+        mem_free(doms);
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
