@@ -1005,6 +1005,16 @@ static bool gen_method_send(BUILTIN_ARGS)
     return ok;
 }
 
+static bool gen_method_throw(BUILTIN_ARGS)
+{
+    bool done;
+    if (!gen_throw(I, (GenObj *)self.o, args[0], nargs > 1 ? args[1] : v_undef(), out, &done)) return false;
+    if (!done) return true;
+    bool ok = stop_iteration(I, *out);
+    val_decref(I, *out);
+    return ok;
+}
+
 static bool gen_method_close(BUILTIN_ARGS)
 {
     if (!gen_close(I, (GenObj *)self.o)) return false;
@@ -1015,6 +1025,7 @@ static bool gen_method_close(BUILTIN_ARGS)
 static const BuiltinDef generator_methods[] = {
     {"send", gen_method_send, 1, 1, NULL},
     {"close", gen_method_close, 0, 0, NULL},
+    {"throw", gen_method_throw, 1, 3, NULL},
     {NULL, NULL, 0, 0, NULL},
 };
 

@@ -614,6 +614,23 @@ bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handl
     return true;
 }
 
+bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled)
+{
+    static const char *const names[] = {
+        [OP_ADD] = "__iadd__", [OP_SUB] = "__isub__", [OP_MUL] = "__imul__", [OP_DIV] = "__itruediv__",
+        [OP_FLOORDIV] = "__ifloordiv__", [OP_MOD] = "__imod__", [OP_POW] = "__ipow__",
+        [OP_MATMUL] = "__imatmul__", [OP_BITAND] = "__iand__", [OP_BITOR] = "__ior__", [OP_BITXOR] = "__ixor__",
+        [OP_LSHIFT] = "__ilshift__", [OP_RSHIFT] = "__irshift__",
+    };
+    Value r = v_undef();
+    *handled = false;
+    if (op >= sizeof names / sizeof names[0] || !names[op]) return true;
+    if (!try_dunder(I, a, names[op], b, &r)) return false;
+    *handled = r.tag != V_UNDEF;
+    if (*handled) *out = r;
+    return true;
+}
+
 bool class_compare(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
     Value r;

@@ -456,6 +456,9 @@ bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done);
 /* g.send(v): resumes a generator function's g with v as the value of its yield (None is next());
  * *done at its end, with its return value in *out (a new reference). */
 bool gen_send(Interp *I, GenObj *g, Value v, Value *out, bool *done);
+/* g.throw(typ, val): the exception typ (a class, with val its argument, or an instance) raised at
+ * g's yield (CPython's rules and messages); then as gen_send. val may be V_UNDEF. */
+bool gen_throw(Interp *I, GenObj *g, Value typ, Value val, Value *out, bool *done);
 /* g.close() (also when g is freed, and for every suspended generator at tdl_close): GeneratorExit
  * is raised at its yield so that its finally blocks and with statements run; the error the
  * unwinding raises, if any, is left in I->err (false). */
@@ -598,6 +601,9 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found);
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out);
 /* a op b through __op__ / __rop__ (NotImplemented declines); *handled false when neither does. */
 bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* a op= b through a's __iop__ (__iadd__ ...); *handled false when a has none or it returned
+ * NotImplemented (the caller then falls back to a op b, as Python). */
+bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
 /* A rich comparison with an instance on either side, with Python's fallbacks (identity for ==
  * and !=, TypeError for orders). */
 bool class_compare(Interp *I, LangOp op, Value a, Value b, Value *out);

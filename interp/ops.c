@@ -921,6 +921,12 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
             val_incref(*out);
             return true;
         }
+        if (exc_is_subclass(e->kind, TDL_ERR_STOP_ITERATION) && strcmp(name, "value") == 0) {
+            /* StopIteration.value: its first argument (a generator's return value), or None */
+            *out = e->args.tag == V_TUPLE && as_tuple(e->args)->n ? as_tuple(e->args)->items[0] : v_none();
+            val_incref(*out);
+            return true;
+        }
     }
     return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object has no attribute '%s'", val_type_name(obj), name);
 }

@@ -99,9 +99,9 @@ typedef enum NodeKind {
     N__COUNT
 } NodeKind;
 
-/* What an N_PARAM is: a plain parameter, *args, **kwargs, or the bare * before keyword-only ones
- * (which make_func takes out of the chain). */
-typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR } ParamKind;
+/* What an N_PARAM is: a plain parameter, *args, **kwargs, the bare * before keyword-only ones or
+ * the / after positional-only ones (make_func takes those two out of the chain). */
+typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR, PARAM_SLASH } ParamKind;
 
 typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
@@ -196,6 +196,7 @@ struct LangFunc {
                                ones, then *args and **kwargs if there are */
     int nparams;            /* positional parameters */
     int nkwonly;            /* keyword-only parameters (after * or *args) */
+    int nposonly;           /* the first nposonly positional parameters are positional-only (before /) */
     bool is_comp;           /* a comprehension's or generator expression's scope */
     bool is_class;          /* a class body's scope: its locals become the class's attributes */
     bool is_gen;            /* a generator function: its body has a yield (set by the resolver) */
