@@ -448,9 +448,12 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
         Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false, f};
         LangSource *stmt_src = I->stmt_src;
         uint32_t stmt_pos = I->stmt_pos;
+        CallSite site = {stmt_src, stmt_pos, I->callsite};
+        I->callsite = &site;
         I->depth++;
         Flow fl = exec(I, &fr, fn->body);
         I->depth--;
+        I->callsite = site.up;
         I->stmt_src = stmt_src;
         I->stmt_pos = stmt_pos;
         if (fl == F_ERROR) {

@@ -373,6 +373,8 @@ struct Interp {
     char *script_dir;           /* folder of the main script, for imports */
     LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */
     uint32_t stmt_pos;          /* where a dim's size was bound */
+    const struct CallSite *callsite;    /* where the running tdl function was called from */
+    struct WarnState *warn;     /* the warnings module's filters and registry (warnings.c), or NULL */
     /* tensors (tensor.c) */
     FcCtx *fc;                  /* the tensor context: backends, random generator, dump hook */
     FcDevice device;            /* where creation ops put tensors by default */
@@ -556,6 +558,17 @@ typedef struct CtxMgrObj {
  * ud when free_ud is given (freed with it, also when this fails). */
 bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
                 void (*free_ud)(void *ud), Value *out);
+
+/* ---- warnings (warnings.c) ---- */
+
+/* The statement a tdl function was called from (on the caller's C stack), and its caller's. */
+typedef struct CallSite { LangSource *src; uint32_t pos; const struct CallSite *up; } CallSite;
+/* Python's warnings.warn(msg, category) at the statement running now: printed to stderr once per
+ * location, or as the filters say; false with the error raised (the "error" filter, out of memory). */
+bool interp_warn(Interp *I, tdl_error_kind category, const char *msg);
+/* The `warnings` module (import warnings): warn, simplefilter, resetwarnings. NULL with the error. */
+Module *warnings_module_new(Interp *I);
+void warnings_free(Interp *I);
 
 /* ---- user classes (class.c) ---- */
 

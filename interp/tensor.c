@@ -1273,6 +1273,21 @@ static bool index_of(Interp *I, Value idx, Index *x)
     return true;
 }
 
+/* PyTorch 1.13's deprecation warning (its text) for a uint8 tensor indexing as a mask; fill: the
+ * write of a 0-dim value through one mask, which torch runs as masked_fill_. */
+static bool warn_uint8_index(Interp *I, const Index *x, bool fill)
+{
+    for (int k = 0; k < x->n; k++)
+        if (x->ix[k].kind == FC_IX_TENSOR && x->ix[k].t->dtype == FC_UINT8)
+            return interp_warn(I, TDL_ERR_USER_WARNING, fill && x->n == 1
+                ? "masked_fill_ received a mask with dtype torch.uint8, this behavior is now deprecated,please use a "
+                  "mask with dtype torch.bool instead. (Triggered internally at  "
+                  "./aten/src/ATen/native/TensorAdvancedIndexing.cpp:1646.)"
+                : "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead. "
+                  "(Triggered internally at  ./aten/src/ATen/native/IndexingUtils.h:27.)");
+    return true;
+}
+
 bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
 {
     Index x;
@@ -1282,6 +1297,10 @@ bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
     if (!dims_getitem(I, v, idx, out, &done)) return false;
     if (done) return true;
     if (!index_of(I, idx, &x)) return false;
+    if (!warn_uint8_index(I, &x, false)) {
+        index_free(&x);
+        return false;
+    }
     FcStatus st = fc_index(I->fc, as_tensor(v), x.n, x.ix, &r, &e);
     index_free(&x);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
@@ -1323,7 +1342,10 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
     }
     Index x;
     bool ok = index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x);
-    if (ok) {
+    if (ok && !warn_uint8_index(I, &x, val->ndim == 0)) {
+        index_free(&x);
+        ok = false;
+    } else if (ok) {
         FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
         index_free(&x);
         ok = tensor_check(I, st, &e);
