@@ -163,6 +163,74 @@ static void adopt(ClassObj *c, Value v)
     c->h.refcnt++;
 }
 
+static bool descr_new(Interp *I, DescrKind kind, Value f, Value fset, Value *out);
+
+/* __slots__ of a new class c (its dict's, if any): c->slots becomes the names its instances may
+ * have, its own and its bases', unless a base's instances have a __dict__ (a base without
+ * __slots__) or '__dict__' is one of them. CPython's errors for items that are not strings and for
+ * a name that is also a class variable. */
+static bool class_slots(Interp *I, ClassObj *c, const ClassObj *const *bases, int nbases)
+{
+    Value sv;
+    if (!dict_get_str(I, c->dict, "__slots__", &sv)) return false;
+    if (sv.tag == V_UNDEF || c->exc != TDL_ERR_NONE) return true;
+    ListObj *names;
+    if (sv.tag == V_STR) {
+        if (!(names = list_alloc(I, 0)) || !list_append(I, names, sv)) {
+            if (names) val_decref(I, v_obj(V_LIST, &names->h));
+            return false;
+        }
+    } else if (!list_from_iterable(I, sv, &names)) {
+        return false;
+    }
+    Value nv = v_obj(V_LIST, &names->h);
+    bool ok = true, has_dict = false;
+    for (int k = 0; k < nbases; k++) has_dict |= !bases[k]->slots;
+    DictObj *set = has_dict ? NULL : dict_alloc(I, V_SET);
+    if (!has_dict && !set) ok = false;
+    for (size_t k = 0; ok && k < names->n; k++) {
+        Value n = names->items[k];
+        if (n.tag != V_STR) {
+            ok = err_raise(I, TDL_ERR_TYPE, "__slots__ items must be strings, not '%s'", val_type_name(n));
+            break;
+        }
+        Value cv;
+        if (!(ok = dict_get_str(I, c->dict, as_str(n)->data, &cv))) break;
+        if (cv.tag != V_UNDEF) {
+            ok = err_raise(I, TDL_ERR_VALUE, "'%s' in __slots__ conflicts with class variable", as_str(n)->data);
+            break;
+        }
+        if (strcmp(as_str(n)->data, "__dict__") == 0) has_dict = true;
+        if (set) ok = dict_set(I, set, n, v_undef());
+    }
+    for (int k = 0; ok && set && k < nbases; k++) {
+        DictEntry *e;
+        for (size_t pos = 0; ok && (e = dict_next(bases[k]->slots, &pos));) ok = dict_set(I, set, e->key, v_undef());
+    }
+    val_decref(I, nv);
+    if (ok && set && !has_dict) c->slots = set;
+    else if (set) val_decref(I, v_obj(V_SET, &set->h));
+    return ok;
+}
+
+/* CPython makes a class's __new__ a staticmethod and its __init_subclass__ a classmethod. */
+static bool implicit_descriptors(Interp *I, DictObj *dict)
+{
+    static const struct { const char *name; DescrKind kind; } implicit[] = {
+        {"__new__", D_STATICMETHOD}, {"__init_subclass__", D_CLASSMETHOD},
+    };
+    for (size_t k = 0; k < sizeof implicit / sizeof implicit[0]; k++) {
+        Value f, d;
+        if (!dict_get_str(I, dict, implicit[k].name, &f)) return false;
+        if (f.tag != V_FUNC) continue;
+        if (!descr_new(I, implicit[k].kind, f, v_none(), &d)) return false;
+        bool ok = dict_set_str(I, dict, implicit[k].name, d);
+        val_decref(I, d);
+        if (!ok) return false;
+    }
+    return true;
+}
+
 bool class_new(Interp *I, const char *name, const char *qualname, const char *module, const Value *bases,
                int nbases, DictObj *dict, Value *out)
 {
@@ -220,10 +288,27 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
     }
     c->dict = dict;
     dict->h.refcnt++;
+    if (!implicit_descriptors(I, dict) || !class_slots(I, c, (const ClassObj *const *)cb, nb)) {
+        val_decref(I, cv);
+        return false;
+    }
     DictEntry *e;
     for (size_t pos = 0; (e = dict_next(dict, &pos));) adopt(c, e->val);
     *out = cv;
     return true;
+}
+
+bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw)
+{
+    Value s, f, r;
+    if (!super_new(I, cls, cls, &s)) return false;
+    bool ok = val_getattr(I, s, "__init_subclass__", &f);
+    val_decref(I, s);
+    if (!ok) return false;
+    ok = call_value(I, f, kwargs, 0, kwnames, nkw, &r);
+    val_decref(I, f);
+    if (ok) val_decref(I, r);
+    return ok;
 }
 
 /* ---- binding ---- */
@@ -366,7 +451,7 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
             *out = v_obj(V_CLASS, &c->h);
             return true;
         }
-        if (strcmp(name, "__dict__") == 0 && d) {
+        if (strcmp(name, "__dict__") == 0 && d && !c->slots) {
             val_incref(v_obj(V_DICT, &d->h));
             *out = v_obj(V_DICT, &d->h);
             return true;
@@ -424,6 +509,9 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
         }
         if (strcmp(name, "__init__") == 0 && s->self.tag != V_CLASS)
             return builtin_bind(I, c->exc != TDL_ERR_NONE ? &exc_init_builtin : &object_init_builtin, s->self, out);
+        if (strcmp(name, "__new__") == 0) return builtin_bind(I, &object_new_builtin, v_undef(), out);
+        if (strcmp(name, "__init_subclass__") == 0 && s->self.tag == V_CLASS)
+            return builtin_bind(I, &object_init_subclass_builtin, s->self, out);
         return err_raise(I, TDL_ERR_ATTRIBUTE, "'super' object has no attribute '%s'", name);
     }
     case V_DESCR: {
@@ -463,6 +551,15 @@ bool class_setattr(Interp *I, Value obj, const char *name, Value v, bool *found)
         val_decref(I, r);
         return true;
     }
+    if (c->slots) {     /* no __dict__: only the names of __slots__ */
+        Value key;
+        DictEntry *e;
+        if (!str_from_cstr(I, name, &key)) return false;
+        bool ok = dict_find(I, c->slots, key, &e);
+        val_decref(I, key);
+        if (!ok) return false;
+        if (!e) return no_attr(I, obj, name);
+    }
     DictObj **dp = obj.tag == V_INSTANCE ? &((InstObj *)obj.o)->dict : &((ExcObj *)obj.o)->dict;
     if (!*dp && !(*dp = dict_alloc(I, V_DICT))) return false;
     return dict_set_str(I, *dp, name, v);
@@ -496,8 +593,32 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found)
 
 /* ---- calls ---- */
 
+/* A new instance of c whose __init__ has not run (object.__new__(c)). */
+static bool instance_alloc(Interp *I, ClassObj *c, Value *out)
+{
+    if (c->exc != TDL_ERR_NONE) {
+        if (!exc_new(I, c->exc, NULL, 0, out)) return false;
+        ExcObj *e = (ExcObj *)out->o;
+        e->cls = c;
+        c->h.refcnt++;
+        return true;
+    }
+    InstObj *o = obj_alloc(I, sizeof *o, V_INSTANCE, true);
+    if (!o) return false;
+    o->cls = c;
+    c->h.refcnt++;
+    *out = v_obj(V_INSTANCE, &o->h);
+    if (!(o->dict = dict_alloc(I, V_DICT))) {
+        val_decref(I, *out);
+        return false;
+    }
+    return true;
+}
+
+/* Runs c's __init__ on self with the call's arguments; new_given: the class has its own __new__,
+ * which takes them when there is no __init__ (CPython's object.__init__ rule). */
 static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int nargs, const char *const *kwnames,
-                      int nkw)
+                      int nkw, bool new_given)
 {
     Value init;
     if (!class_find(I, c, "__init__", &init, NULL)) return false;
@@ -506,7 +627,7 @@ static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int
             if (nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", c->name);
             return exc_set_args(I, self, args, nargs);
         }
-        if (nargs || nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
+        if ((nargs || nkw) && !new_given) return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
         return true;
     }
     Value bound, r;
@@ -546,24 +667,30 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         return call_value(I, ((DescrObj *)f.o)->f, args, nargs, kwnames, nkw, out);
     if (f.tag != V_CLASS) return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     ClassObj *c = (ClassObj *)f.o;
-    Value self;
-    if (c->exc != TDL_ERR_NONE) {
-        if (!exc_new(I, c->exc, NULL, 0, &self)) return false;
-        ExcObj *e = (ExcObj *)self.o;
-        e->cls = c;
-        c->h.refcnt++;
-    } else {
-        InstObj *o = obj_alloc(I, sizeof *o, V_INSTANCE, true);
-        if (!o) return false;
-        o->cls = c;
-        c->h.refcnt++;
-        self = v_obj(V_INSTANCE, &o->h);
-        if (!(o->dict = dict_alloc(I, V_DICT))) {
+    Value self, new_f;
+    if (!class_find(I, c, "__new__", &new_f, NULL)) return false;
+    if (new_f.tag != V_UNDEF && c->exc == TDL_ERR_NONE) {
+        /* cls.__new__(cls, *args): its __init__ runs when it returns an instance of cls */
+        if (new_f.tag == V_DESCR && ((DescrObj *)new_f.o)->kind == D_STATICMETHOD) new_f = ((DescrObj *)new_f.o)->f;
+        if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+        Value a[nargs + nkw + 1];
+        a[0] = f;
+        memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (!call_value(I, new_f, a, nargs + 1, kwnames, nkw, &self)) return false;
+        ClassObj *sc = class_of(self);
+        if (!sc || !class_is_subclass(sc, c)) {
+            *out = self;
+            return true;
+        }
+        if (!call_init(I, self, sc, args, nargs, kwnames, nkw, true)) {
             val_decref(I, self);
             return false;
         }
+        *out = self;
+        return true;
     }
-    if (!call_init(I, self, c, args, nargs, kwnames, nkw)) {
+    if (!instance_alloc(I, c, &self)) return false;
+    if (!call_init(I, self, c, args, nargs, kwnames, nkw, false)) {
         val_decref(I, self);
         return false;
     }
@@ -1001,6 +1128,37 @@ static bool bi_exc_init(BUILTIN_ARGS)
     return true;
 }
 
+/* object.__new__(cls): a bare instance; more arguments are CPython's error. */
+static bool bi_object_new(BUILTIN_ARGS)
+{
+    (void)self, (void)kwnames;
+    if (nargs < 1) return err_raise(I, TDL_ERR_TYPE, "object.__new__(): not enough arguments");
+    if (args[0].tag != V_CLASS)
+        return err_raise(I, TDL_ERR_TYPE, "object.__new__(X): X is not a type object (%s)", val_type_name(args[0]));
+    ClassObj *c = (ClassObj *)args[0].o;
+    if (nargs > 1 || nkw) {
+        Value nf;
+        if (!class_find(I, c, "__new__", &nf, NULL)) return false;
+        if (nf.tag != V_UNDEF)
+            return err_raise(I, TDL_ERR_TYPE, "object.__new__() takes exactly one argument (the type to instantiate)");
+        return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
+    }
+    return instance_alloc(I, c, out);
+}
+
+/* object.__init_subclass__ (bound to the new class): takes no keyword arguments. */
+static bool bi_object_init_subclass(BUILTIN_ARGS)
+{
+    (void)args, (void)kwnames;
+    if (nargs || nkw)
+        return err_raise(I, TDL_ERR_TYPE, "%s.__init_subclass__() takes no keyword arguments",
+                         self.tag == V_CLASS ? ((ClassObj *)self.o)->name : "object");
+    *out = v_none();
+    return true;
+}
+
+const BuiltinDef object_new_builtin = {"__new__", bi_object_new, 0, -1, "*"};
+const BuiltinDef object_init_subclass_builtin = {"__init_subclass__", bi_object_init_subclass, 0, -1, "*"};
 const BuiltinDef object_init_builtin = {"__init__", bi_object_init, 0, -1, NULL};
 const BuiltinDef exc_init_builtin = {"__init__", bi_exc_init, 0, -1, NULL};
 

@@ -677,11 +677,17 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
 {
     LangFunc *fn = st->func;
     if (st->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many bases (at most %d)", MAX_ARGS);
-    Value bases[st->count + 1];
-    int nb = 0;
+    Value bases[st->count + 1], kwv[st->count + 1];
+    const char *kwnames[st->count + 1];
+    int nb = 0, nkw = 0;
     bool ok = true;
-    for (Node *b = st->b; b && ok; b = b->next)
-        if ((ok = eval(I, F, b, &bases[nb]))) nb++;
+    for (Node *b = st->b; b && ok; b = b->next) {
+        if (b->kind == N_KWARG) {
+            if ((ok = eval(I, F, b->a, &kwv[nkw]))) kwnames[nkw++] = b->str;
+        } else if ((ok = eval(I, F, b, &bases[nb]))) {
+            nb++;
+        }
+    }
     Value slots[fn->nslots + 1];
     CellObj *cells[fn->nfree + 1];
     for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
@@ -717,6 +723,8 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
         val_decref(I, key);
     }
     if (ok) ok = class_new(I, fn->name, fn->qualname, F->mod->name ? F->mod->name : "__main__", bases, nb, d, out);
+    if (ok && !(ok = class_init_subclass(I, *out, kwv, kwnames, nkw))) val_decref(I, *out);
+    for (int i = 0; i < nkw; i++) val_decref(I, kwv[i]);
     if (d) val_decref(I, v_obj(V_DICT, &d->h));
     for (int i = 0; i < fn->nslots; i++) val_decref(I, slots[i]);
     for (int i = 0; i < fn->nfree; i++) val_decref(I, v_obj(V_CELL, &cells[i]->h));

@@ -582,6 +582,8 @@ struct ClassObj {
     Value bases, mro;
     DictObj *dict;
     tdl_error_kind exc;
+    DictObj *slots;     /* the attributes its instances may have (its and its bases' __slots__, a
+                           set), or NULL: instances have a __dict__ */
 };
 typedef struct InstObj { Obj h; ClassObj *cls; DictObj *dict; } InstObj;     /* references */
 typedef struct MethodObj { Obj h; Value func, self; } MethodObj;            /* a bound method */
@@ -614,6 +616,8 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found);
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out);
 /* a op b through __op__ / __rop__ (NotImplemented declines); *handled false when neither does. */
 bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* After class cls is made: super(cls, cls).__init_subclass__(**kwargs) (the class keywords). */
+bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw);
 /* a op= b through a's __iop__ (__iadd__ ...); *handled false when a has none or it returned
  * NotImplemented (the caller then falls back to a op b, as Python). */
 bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
@@ -637,7 +641,7 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str);
 /* super(cls, obj) */
 bool super_new(Interp *I, Value cls, Value obj, Value *out);
 extern const BuiltinDef super_builtin, object_init_builtin, exc_init_builtin, property_setter_builtin,
-    property_getter_builtin;
+    property_getter_builtin, object_new_builtin, object_init_subclass_builtin;
 
 /* ---- builtins (builtins.c) ---- */
 

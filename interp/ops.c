@@ -902,6 +902,8 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
     if (obj.tag == V_FUNC && strcmp(name, "__qualname__") == 0) return str_from_cstr(I, as_func(obj)->fn->qualname, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
+    if (obj.tag == V_TYPE && obj.i == T_OBJECT && strcmp(name, "__new__") == 0)
+        return builtin_bind(I, &object_new_builtin, v_undef(), out);
     if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
         return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
     if (obj.tag == V_TUPLE && as_tuple(obj)->fields) {

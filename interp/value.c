@@ -328,6 +328,7 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, b);
         val_decref(I, m);
         drop_obj(I, (Obj **)&c->dict);
+        drop_obj(I, (Obj **)&c->slots);
         break;
     }
     case V_INSTANCE:

@@ -998,8 +998,8 @@ Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList ba
     Node *target = lang_name(p, name);
     if (n == &placeholder || target == &placeholder) return n;
     for (Node *b = bases.head; b; b = b->next)
-        if (b->kind == N_KWARG || b->kind == N_STARRED)
-            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "class keyword arguments and starred bases are not supported in tdl");
+        if (b->kind == N_STARRED)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "starred bases are not supported in tdl");
     n->a = target;
     n->b = bases.head;
     n->count = list_len(bases.head);

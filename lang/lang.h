@@ -132,7 +132,7 @@ typedef struct Node Node;
  *   N_IFEXP     a = condition, b = value if true, c = value if false
  *   N_LAMBDA    func;  N_DEF func, a = the N_NAME the function is bound to, d = its decorators
  *               (chained by next, outermost first)
- *   N_CLASS     a = the N_NAME bound, b = the first base expression (chained by next), d = the
+ *   N_CLASS     a = the N_NAME bound, b = the first base expression or N_KWARG (chained by next), d = the
  *               decorators, func = the body's scope (is_class; no parameters)
  *   N_CALL      a = callee, b = first argument (N_KWARG: str = keyword, a = value), count
  *   N_ATTR      a = object, str = attribute;  N_SUBSCRIPT a = object, b = index (N_TUPLE for a,b)
