@@ -1089,8 +1089,15 @@ bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 
 bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
-    /* Tensor has no __imatmul__ (Python falls back to a = a @ b), and functorch.dim's tensors
-     * are left to the out-of-place operator. */
+    /* Tensor has no __imatmul__ (Python falls back to a = a @ b). A tensor with first-class dims
+     * writes through them with the in-place method (add_ ...), as functorch.dim's __iadd__ does;
+     * the bitwise operators, which have none here, give a new tensor. */
+    static const char *const methods[OP__COUNT] = {
+        [OP_ADD] = "add_", [OP_SUB] = "sub_", [OP_MUL] = "mul_", [OP_DIV] = "div_",
+        [OP_FLOORDIV] = "floor_divide_", [OP_MOD] = "remainder_", [OP_POW] = "pow_",
+    };
+    if (a.tag == V_TENSOR && as_tensor(a)->levels && (unsigned)op < OP__COUNT && methods[op])
+        return tensor_call_name(I, methods[op], a, &b, 1, out);
     if (a.tag != V_TENSOR || as_tensor(a)->levels || op == OP_MATMUL) return tensor_binop(I, op, a, b, out);
     if (fc_is_grad_enabled() && fc_requires_grad(as_tensor(a)) && fc_is_leaf(as_tensor(a)))
         return err_raise(I, TDL_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
