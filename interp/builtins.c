@@ -702,7 +702,7 @@ static bool isinstance_of(Interp *I, Value v, Value cls, bool *res, int depth)
         return true;
     }
     if (cls.tag == V_CLASS) {
-        ClassObj *c = class_of(v);
+        ClassObj *c = v.tag == V_CLASS ? ((ClassObj *)v.o)->meta : class_of(v);
         *res = c && class_is_subclass(c, (ClassObj *)cls.o);
         return true;
     }
@@ -1430,7 +1430,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
-            ClassObj *c = class_of(args[0]);
+            ClassObj *c = args[0].tag == V_CLASS ? ((ClassObj *)args[0].o)->meta : class_of(args[0]);
             if (c) {
                 *out = v_obj(V_CLASS, &c->h);
                 val_incref(*out);
@@ -1439,8 +1439,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
             *out = args[0].tag == V_EXC ? v_exctype(((ExcObj *)args[0].o)->kind) : mk_type(val_type(args[0]));
             return true;
         }
-        if (nargs == 3)
-            return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "type() with 3 arguments is not supported");
+        if (nargs == 3) return class_meta_call(I, NULL, args, nargs, kwnames, nkw, out);
         return err_raise(I, TDL_ERR_TYPE, "type() takes 1 or 3 arguments");
     }
     switch (t) {

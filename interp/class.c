@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define BUILTIN_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out
+
 /* ---- lookup ---- */
 
 /* The value of attribute name in dict d (borrowed), or V_UNDEF. */
@@ -250,7 +252,7 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
             if (exc != TDL_ERR_NONE && exc != (tdl_error_kind)b.i)
                 return err_raise(I, TDL_ERR_TYPE, "multiple bases have instance lay-out conflict");
             exc = (tdl_error_kind)b.i;
-        } else if (!(b.tag == V_TYPE && b.i == T_OBJECT)) {
+        } else if (!(b.tag == V_TYPE && (b.i == T_OBJECT || b.i == T_TYPE))) {
             if (b.tag == V_TYPE)
                 return err_raise(I, TDL_ERR_TYPE, "subclassing the builtin type '%s' is not supported in tdl",
                                  type_name((TypeId)b.i));
@@ -267,6 +269,8 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
     Value cv = v_obj(V_CLASS, &c->h);
     c->bases = c->mro = v_none();
     c->exc = exc;
+    for (int k = 0; k < nbases; k++)
+        c->is_meta |= (bases[k].tag == V_TYPE && bases[k].i == T_TYPE) || (bases[k].tag == V_CLASS && ((ClassObj *)bases[k].o)->is_meta);
     c->name = mem_strdup(name);
     c->qualname = mem_strdup(qualname);
     c->module = mem_strdup(module);
@@ -479,6 +483,9 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
         bool sp;
         if (!class_special(I, c, name, out, &sp)) return false;
         if (sp) return true;
+        /* then its metaclass's attributes, bound to the class (an instance of it) */
+        if (c->meta && !class_find(I, c->meta, name, &v, NULL)) return false;
+        if (c->meta && v.tag != V_UNDEF) return bind_attr(I, v, obj, c->meta, out);
         return no_attr(I, obj, name);
     }
     case V_METHOD: {
@@ -493,6 +500,10 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
     case V_SUPER: {
         SuperObj *s = (SuperObj *)obj.o;
         ClassObj *c = s->self.tag == V_CLASS ? (ClassObj *)s->self.o : class_of(s->self);
+        /* in a metaclass's method self is a class, an instance of the metaclass */
+        bool meta_inst = s->self.tag == V_CLASS && s->cls->is_meta && c->meta && class_is_subclass(c->meta, s->cls);
+        if (meta_inst) c = c->meta;
+        Value inst = s->self.tag == V_CLASS && !meta_inst ? v_undef() : s->self;
         /* the MRO of self's class after s->cls */
         TupleObj *mro = as_tuple(c->mro);
         size_t k = 0;
@@ -504,12 +515,14 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
             ClassObj *b = (ClassObj *)mro->items[k].o;
             Value v;
             if (!dict_get_str(I, b->dict, name, &v)) return false;
-            if (v.tag != V_UNDEF)
-                return bind_attr(I, v, s->self.tag == V_CLASS ? v_undef() : s->self, c, out);
+            if (v.tag != V_UNDEF) return bind_attr(I, v, inst, c, out);
         }
+        if (meta_inst && (strcmp(name, "__init__") == 0 || strcmp(name, "__call__") == 0))
+            return builtin_bind(I, name[2] == 'i' ? &type_init_builtin : &type_call_builtin, s->self, out);
         if (strcmp(name, "__init__") == 0 && s->self.tag != V_CLASS)
             return builtin_bind(I, c->exc != TDL_ERR_NONE ? &exc_init_builtin : &object_init_builtin, s->self, out);
-        if (strcmp(name, "__new__") == 0) return builtin_bind(I, &object_new_builtin, v_undef(), out);
+        if (strcmp(name, "__new__") == 0)
+            return builtin_bind(I, s->cls->is_meta ? &type_new_builtin : &object_new_builtin, v_undef(), out);
         if (strcmp(name, "__init_subclass__") == 0 && s->self.tag == V_CLASS)
             return builtin_bind(I, &object_init_subclass_builtin, s->self, out);
         return err_raise(I, TDL_ERR_ATTRIBUTE, "'super' object has no attribute '%s'", name);
@@ -642,6 +655,9 @@ static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int
     return ok;
 }
 
+static bool instance_call(Interp *I, ClassObj *c, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                          Value *out);
+
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out)
 {
     if (f.tag == V_METHOD) {
@@ -649,7 +665,7 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
         Value a[nargs + nkw + 1];
         a[0] = m->self;
-        memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
         return call_value(I, m->func, a, nargs + 1, kwnames, nkw, out);
     }
     if (f.tag == V_INSTANCE) {
@@ -667,6 +683,26 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         return call_value(I, ((DescrObj *)f.o)->f, args, nargs, kwnames, nkw, out);
     if (f.tag != V_CLASS) return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     ClassObj *c = (ClassObj *)f.o;
+    if (c->is_meta) return class_meta_call(I, c, args, nargs, kwnames, nkw, out);
+    if (c->meta) {      /* the metaclass's __call__, when it has one, makes the instance */
+        Value call;
+        if (!class_find(I, c->meta, "__call__", &call, NULL)) return false;
+        if (call.tag != V_UNDEF) {
+            Value bound;
+            if (!bind_attr(I, call, f, c->meta, &bound)) return false;
+            bool ok = call_value(I, bound, args, nargs, kwnames, nkw, out);
+            val_decref(I, bound);
+            return ok;
+        }
+    }
+    return instance_call(I, c, args, nargs, kwnames, nkw, out);
+}
+
+/* type.__call__(c, ...): c.__new__ (its own, or object's) and then c.__init__. */
+static bool instance_call(Interp *I, ClassObj *c, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                          Value *out)
+{
+    Value f = v_obj(V_CLASS, &c->h);
     Value self, new_f;
     if (!class_find(I, c, "__new__", &new_f, NULL)) return false;
     if (new_f.tag != V_UNDEF && c->exc == TDL_ERR_NONE) {
@@ -675,7 +711,7 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
         Value a[nargs + nkw + 1];
         a[0] = f;
-        memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
         if (!call_value(I, new_f, a, nargs + 1, kwnames, nkw, &self)) return false;
         ClassObj *sc = class_of(self);
         if (!sc || !class_is_subclass(sc, c)) {
@@ -697,6 +733,156 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
     *out = self;
     return true;
 }
+
+/* ---- metaclasses ---- */
+
+bool class_metaclass(Interp *I, Value explicit_meta, const Value *bases, int nbases, ClassObj **out)
+{
+    ClassObj *win = NULL;
+    if (explicit_meta.tag == V_CLASS && ((ClassObj *)explicit_meta.o)->is_meta) win = (ClassObj *)explicit_meta.o;
+    else if (explicit_meta.tag != V_UNDEF && !(explicit_meta.tag == V_TYPE && explicit_meta.i == T_TYPE))
+        return err_raise(I, TDL_ERR_TYPE, "metaclass must be type or a subclass of type in tdl, not '%s'",
+                         val_type_name(explicit_meta));
+    bool explicit_type = explicit_meta.tag == V_TYPE;
+    for (int k = 0; k < nbases; k++) {
+        ClassObj *m = bases[k].tag == V_CLASS ? ((ClassObj *)bases[k].o)->meta : NULL;
+        if (!m || (win && class_is_subclass(win, m))) continue;
+        if (!win && !explicit_type) {
+            win = m;
+            continue;
+        }
+        if (win && class_is_subclass(m, win)) {
+            win = m;
+            continue;
+        }
+        return err_raise(I, TDL_ERR_TYPE, "metaclass conflict: the metaclass of a derived class must be a (non-strict) "
+                                          "subclass of the metaclasses of all its bases");
+    }
+    *out = win;
+    return true;
+}
+
+/* type.__new__(meta, name, bases, ns, **kwargs): a class of metaclass meta (NULL: type) with a copy
+ * of ns for its attributes (its '__qualname__' taken out), then __init_subclass__(**kwargs). */
+static bool type_new(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out)
+{
+    if (nargs != 3) return err_raise(I, TDL_ERR_TYPE, "type.__new__() takes exactly 3 arguments (%d given)", nargs);
+    if (args[0].tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 1 must be str, not %s", val_type_name(args[0]));
+    if (args[1].tag != V_TUPLE)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 2 must be tuple, not %s", val_type_name(args[1]));
+    if (args[2].tag != V_DICT)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 3 must be dict, not %s", val_type_name(args[2]));
+    TupleObj *bt = as_tuple(args[1]);
+    if (bt->n > MAX_ARGS) return err_raise(I, TDL_ERR_TYPE, "too many bases (at most %d)", MAX_ARGS);
+    DictObj *d = dict_alloc(I, V_DICT);
+    if (!d) return false;
+    DictEntry *e;
+    bool ok = true;
+    for (size_t pos = 0; ok && (e = dict_next(as_dict(args[2]), &pos));) ok = dict_set(I, d, e->key, e->val);
+    Value qn = v_undef(), mod = v_undef(), key;
+    if (ok) ok = dict_get_str(I, d, "__qualname__", &qn) && dict_get_str(I, d, "__module__", &mod);
+    char *qualname = ok && qn.tag == V_STR ? mem_strdup(as_str(qn)->data) : NULL;
+    char *module = ok && mod.tag == V_STR ? mem_strdup(as_str(mod)->data) : NULL;
+    if (ok && qn.tag != V_UNDEF && (ok = str_from_cstr(I, "__qualname__", &key))) {
+        bool had;
+        ok = dict_del(I, d, key, &had);
+        val_decref(I, key);
+    }
+    Value cv = v_undef();
+    const char *name = as_str(args[0])->data;
+    if (ok) ok = class_new(I, name, qualname ? qualname : name, module ? module : "__main__", bt->items, (int)bt->n, d, &cv);
+    mem_free(qualname);
+    mem_free(module);
+    val_decref(I, v_obj(V_DICT, &d->h));
+    if (!ok) return false;
+    ClassObj *c = (ClassObj *)cv.o;
+    ClassObj *m = meta;
+    if (!class_metaclass(I, meta ? v_obj(V_CLASS, &meta->h) : v_undef(), bt->items, (int)bt->n, &m)) {
+        val_decref(I, cv);
+        return false;
+    }
+    if (m) {
+        c->meta = m;
+        m->h.refcnt++;
+    }
+    if (!class_init_subclass(I, cv, args + nargs, kwnames, nkw)) {
+        val_decref(I, cv);
+        return false;
+    }
+    *out = cv;
+    return true;
+}
+
+bool class_meta_call(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out)
+{
+    if (!meta && nargs != 3) return err_raise(I, TDL_ERR_TYPE, "type() takes 1 or 3 arguments");
+    Value newf = v_undef(), r;
+    if (meta && !class_find(I, meta, "__new__", &newf, NULL)) return false;
+    if (newf.tag == V_DESCR && ((DescrObj *)newf.o)->kind == D_STATICMETHOD) newf = ((DescrObj *)newf.o)->f;
+    if (newf.tag != V_UNDEF) {
+        if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+        Value a[nargs + nkw + 1];
+        a[0] = v_obj(V_CLASS, &meta->h);
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (!call_value(I, newf, a, nargs + 1, kwnames, nkw, &r)) return false;
+    } else if (!type_new(I, meta, args, nargs, kwnames, nkw, &r)) {
+        return false;
+    }
+    ClassObj *rm = r.tag == V_CLASS ? ((ClassObj *)r.o)->meta : NULL;
+    Value init = v_undef();
+    if (meta && rm && class_is_subclass(rm, meta) && !class_find(I, rm, "__init__", &init, NULL)) {
+        val_decref(I, r);
+        return false;
+    }
+    if (init.tag != V_UNDEF) {
+        Value bound, res;
+        bool ok = bind_attr(I, init, r, rm, &bound);
+        if (ok) {
+            ok = call_value(I, bound, args, nargs, kwnames, nkw, &res);
+            val_decref(I, bound);
+        }
+        if (ok && res.tag != V_NONE) {
+            ok = err_raise(I, TDL_ERR_TYPE, "__init__() should return None, not '%s'", val_type_name(res));
+            val_decref(I, res);
+        }
+        if (!ok) {
+            val_decref(I, r);
+            return false;
+        }
+    }
+    *out = r;
+    return true;
+}
+
+/* type.__new__(mcls, name, bases, ns, **kwargs), reached through super().__new__ in a metaclass. */
+static bool bi_type_new(BUILTIN_ARGS)
+{
+    (void)self;
+    if (nargs < 1 || !((args[0].tag == V_CLASS && ((ClassObj *)args[0].o)->is_meta) || (args[0].tag == V_TYPE && args[0].i == T_TYPE)))
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__(X): X is not a type object (%s)",
+                         nargs < 1 ? "nothing" : val_type_name(args[0]));
+    return type_new(I, args[0].tag == V_CLASS ? (ClassObj *)args[0].o : NULL, args + 1, nargs - 1, kwnames, nkw, out);
+}
+
+/* type.__init__(cls, ...) does nothing; type.__call__(cls, ...) makes an instance of cls. */
+static bool bi_type_init(BUILTIN_ARGS)
+{
+    (void)I, (void)self, (void)args, (void)nargs, (void)kwnames, (void)nkw;
+    *out = v_none();
+    return true;
+}
+
+static bool bi_type_call(BUILTIN_ARGS)
+{
+    return instance_call(I, (ClassObj *)self.o, args, nargs, kwnames, nkw, out);
+}
+
+const BuiltinDef type_new_builtin = {"__new__", bi_type_new, 0, -1, "*"};
+const BuiltinDef type_init_builtin = {"__init__", bi_type_init, 0, -1, "*"};
+const BuiltinDef type_call_builtin = {"__call__", bi_type_call, 0, -1, "*"};
 
 /* ---- operators ---- */
 
@@ -1005,8 +1191,22 @@ bool class_iter_next(Interp *I, Iter *it, Value *out, bool *done)
 
 bool class_repr(Interp *I, Value v, Buf *b, bool str)
 {
+    Value r;
+    bool found;
     if (v.tag == V_CLASS) {
         ClassObj *c = (ClassObj *)v.o;
+        Value f = v_undef();
+        /* a metaclass's __str__ / __repr__ shows its classes */
+        if (c->meta && str && !class_find(I, c->meta, "__str__", &f, NULL)) return false;
+        if (c->meta && f.tag == V_UNDEF && !class_find(I, c->meta, "__repr__", &f, NULL)) return false;
+        if (f.tag != V_UNDEF) {
+            Value bound;
+            if (!bind_attr(I, f, v, c->meta, &bound)) return false;
+            bool ok = call_value(I, bound, NULL, 0, NULL, 0, &r);
+            val_decref(I, bound);
+            if (!ok) return false;
+            goto got;
+        }
         if (strcmp(c->module, "builtins") == 0) buf_printf(b, "<class '%s'>", c->qualname);
         else buf_printf(b, "<class '%s.%s'>", c->module, c->qualname);
         return true;
@@ -1029,8 +1229,6 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
         buf_printf(b, "<super: <class '%s'>, <%s object>>", s->cls->name, val_type_name(s->self));
         return true;
     }
-    Value r;
-    bool found;
     if (I->nest >= 1000) return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded while getting the repr of an object");
     I->nest++;
     bool ok = class_call_dunder(I, v, str ? "__str__" : "__repr__", NULL, 0, &r, &found);
@@ -1043,6 +1241,7 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
         else buf_printf(b, "<%s.%s object at %p>", c->module, c->qualname, (void *)v.o);
         return true;
     }
+got:
     if (r.tag != V_STR) {
         err_raise(I, TDL_ERR_TYPE, "%s returned non-string (type %s)", str ? "__str__" : "__repr__", val_type_name(r));
         val_decref(I, r);
@@ -1055,7 +1254,6 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
 
 /* ---- builtins ---- */
 
-#define BUILTIN_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out
 
 static bool descr_new(Interp *I, DescrKind kind, Value f, Value fset, Value *out)
 {
@@ -1167,6 +1365,8 @@ bool super_new(Interp *I, Value cls, Value obj, Value *out)
     if (cls.tag != V_CLASS) return err_raise(I, TDL_ERR_TYPE, "super() argument 1 must be a type, not %s", val_type_name(cls));
     ClassObj *c = (ClassObj *)cls.o;
     ClassObj *oc = obj.tag == V_CLASS ? (ClassObj *)obj.o : class_of(obj);
+    if (oc && !class_is_subclass(oc, c) && obj.tag == V_CLASS && oc->meta && class_is_subclass(oc->meta, c))
+        oc = oc->meta;      /* super(M, C) in a metaclass M's method, C an instance of M */
     if (!oc || !class_is_subclass(oc, c))
         return err_raise(I, TDL_ERR_TYPE, "super(type, obj): obj must be an instance or subtype of type");
     SuperObj *s = obj_alloc(I, sizeof *s, V_SUPER, true);

@@ -670,6 +670,16 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
     return true;
 }
 
+/* d[key] = v for a C string key. */
+static bool dict_set_cstr(Interp *I, DictObj *d, const char *key, Value v)
+{
+    Value k;
+    if (!str_from_cstr(I, key, &k)) return false;
+    bool ok = dict_set(I, d, k, v);
+    val_decref(I, k);
+    return ok;
+}
+
 /* Runs the body of class statement st and makes the class (a new reference in *out). Neither it
  * nor exec_definition is inlined into exec, whose C frame every tdl call nests. */
 __attribute__((noinline))
@@ -722,8 +732,54 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
         ok = dict_set(I, d, key, v);
         val_decref(I, key);
     }
-    if (ok) ok = class_new(I, fn->name, fn->qualname, F->mod->name ? F->mod->name : "__main__", bases, nb, d, out);
-    if (ok && !(ok = class_init_subclass(I, *out, kwv, kwnames, nkw))) val_decref(I, *out);
+    /* metaclass= is the class's, the other keywords go to __init_subclass__ */
+    Value explicit_meta = v_undef();
+    for (int i = 0; i < nkw; i++)
+        if (strcmp(kwnames[i], "metaclass") == 0) {
+            explicit_meta = kwv[i];
+            for (int j = i; j + 1 < nkw; j++) kwv[j] = kwv[j + 1], kwnames[j] = kwnames[j + 1];
+            nkw--;
+            break;
+        }
+    ClassObj *meta = NULL;
+    const char *modname = F->mod->name ? F->mod->name : "__main__";
+    /* a metaclass= that is not a class deriving from type is just called, as CPython does */
+    bool meta_callable = explicit_meta.tag != V_UNDEF && !(explicit_meta.tag == V_TYPE && explicit_meta.i == T_TYPE) &&
+                         !(explicit_meta.tag == V_CLASS && ((ClassObj *)explicit_meta.o)->is_meta);
+    if (ok && !meta_callable) ok = class_metaclass(I, explicit_meta, bases, nb, &meta);
+    if (ok && (meta || meta_callable)) {
+        /* meta(name, bases, namespace, **keywords), the namespace starting with __module__ and
+         * __qualname__ as CPython's */
+        DictObj *ns = dict_alloc(I, V_DICT);
+        TupleObj *bt = ns ? tuple_alloc(I, (size_t)nb) : NULL;
+        Value a[3 + st->count + 1], mv, qv;
+        a[0] = a[1] = a[2] = v_undef();
+        ok = bt != NULL;
+        if (ns) a[2] = v_obj(V_DICT, &ns->h);
+        if (bt) {
+            a[1] = v_obj(V_TUPLE, &bt->h);
+            for (int i = 0; i < nb; i++) bt->items[i] = bases[i], val_incref(bases[i]);
+        }
+        if (ok && (ok = str_from_cstr(I, modname, &mv))) {
+            ok = dict_set_cstr(I, ns, "__module__", mv);
+            val_decref(I, mv);
+        }
+        if (ok && (ok = str_from_cstr(I, fn->qualname, &qv))) {
+            ok = dict_set_cstr(I, ns, "__qualname__", qv);
+            val_decref(I, qv);
+        }
+        DictEntry *de;
+        for (size_t pos = 0; ok && (de = dict_next(d, &pos));) ok = dict_set(I, ns, de->key, de->val);
+        if (ok) ok = str_from_cstr(I, fn->name, &a[0]);
+        for (int i = 0; ok && i < nkw; i++) a[3 + i] = kwv[i];
+        if (ok && meta_callable) ok = call_value(I, explicit_meta, a, 3, kwnames, nkw, out);
+        else if (ok) ok = class_meta_call(I, meta, a, 3, kwnames, nkw, out);
+        for (int i = 0; i < 3; i++) val_decref(I, a[i]);
+    } else if (ok) {
+        ok = class_new(I, fn->name, fn->qualname, modname, bases, nb, d, out);
+        if (ok && !(ok = class_init_subclass(I, *out, kwv, kwnames, nkw))) val_decref(I, *out);
+    }
+    if (explicit_meta.tag != V_UNDEF) val_decref(I, explicit_meta);
     for (int i = 0; i < nkw; i++) val_decref(I, kwv[i]);
     if (d) val_decref(I, v_obj(V_DICT, &d->h));
     for (int i = 0; i < fn->nslots; i++) val_decref(I, slots[i]);

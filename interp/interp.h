@@ -584,6 +584,8 @@ struct ClassObj {
     tdl_error_kind exc;
     DictObj *slots;     /* the attributes its instances may have (its and its bases' __slots__, a
                            set), or NULL: instances have a __dict__ */
+    ClassObj *meta;     /* its metaclass (a reference), or NULL: type */
+    bool is_meta;       /* it derives from type: a metaclass, whose instances are classes */
 };
 typedef struct InstObj { Obj h; ClassObj *cls; DictObj *dict; } InstObj;     /* references */
 typedef struct MethodObj { Obj h; Value func, self; } MethodObj;            /* a bound method */
@@ -618,6 +620,14 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
 bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
 /* After class cls is made: super(cls, cls).__init_subclass__(**kwargs) (the class keywords). */
 bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw);
+/* The metaclass of a class with these bases and the explicit `metaclass=` (V_UNDEF if none): the
+ * most derived of them, NULL for type; CPython's TypeError on a conflict. */
+bool class_metaclass(Interp *I, Value explicit_meta, const Value *bases, int nbases, ClassObj **out);
+/* M(name, bases, ns, **kwargs) for metaclass M (NULL: type(name, bases, ns)): M.__new__ (its own,
+ * or type's, which makes the class and runs __init_subclass__ with the keywords), then M.__init__
+ * when the result is an instance of M. */
+bool class_meta_call(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out);
 /* a op= b through a's __iop__ (__iadd__ ...); *handled false when a has none or it returned
  * NotImplemented (the caller then falls back to a op b, as Python). */
 bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
@@ -641,7 +651,8 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str);
 /* super(cls, obj) */
 bool super_new(Interp *I, Value cls, Value obj, Value *out);
 extern const BuiltinDef super_builtin, object_init_builtin, exc_init_builtin, property_setter_builtin,
-    property_getter_builtin, object_new_builtin, object_init_subclass_builtin;
+    property_getter_builtin, object_new_builtin, object_init_subclass_builtin, type_new_builtin, type_init_builtin,
+    type_call_builtin;
 
 /* ---- builtins (builtins.c) ---- */
 

@@ -329,6 +329,7 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, m);
         drop_obj(I, (Obj **)&c->dict);
         drop_obj(I, (Obj **)&c->slots);
+        drop_obj(I, (Obj **)&c->meta);
         break;
     }
     case V_INSTANCE:
