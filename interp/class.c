@@ -29,7 +29,7 @@ static bool dict_get_str(Interp *I, DictObj *d, const char *name, Value *out)
     return ok;
 }
 
-static bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v)
+bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v)
 {
     Value key;
     if (!str_from_cstr(I, name, &key)) return false;

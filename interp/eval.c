@@ -670,16 +670,6 @@ static bool make_function(Interp *I, Frame *F, LangFunc *fn, Value *out)
     return true;
 }
 
-/* d[key] = v for a C string key. */
-static bool dict_set_cstr(Interp *I, DictObj *d, const char *key, Value v)
-{
-    Value k;
-    if (!str_from_cstr(I, key, &k)) return false;
-    bool ok = dict_set(I, d, k, v);
-    val_decref(I, k);
-    return ok;
-}
-
 /* Runs the body of class statement st and makes the class (a new reference in *out). Neither it
  * nor exec_definition is inlined into exec, whose C frame every tdl call nests. */
 __attribute__((noinline))
@@ -761,11 +751,11 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
             for (int i = 0; i < nb; i++) bt->items[i] = bases[i], val_incref(bases[i]);
         }
         if (ok && (ok = str_from_cstr(I, modname, &mv))) {
-            ok = dict_set_cstr(I, ns, "__module__", mv);
+            ok = dict_set_str(I, ns, "__module__", mv);
             val_decref(I, mv);
         }
         if (ok && (ok = str_from_cstr(I, fn->qualname, &qv))) {
-            ok = dict_set_cstr(I, ns, "__qualname__", qv);
+            ok = dict_set_str(I, ns, "__qualname__", qv);
             val_decref(I, qv);
         }
         DictEntry *de;

@@ -618,6 +618,8 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found);
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out);
 /* a op b through __op__ / __rop__ (NotImplemented declines); *handled false when neither does. */
 bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* d[name] = v (v borrowed) for a C string name. */
+bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v);
 /* After class cls is made: super(cls, cls).__init_subclass__(**kwargs) (the class keywords). */
 bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw);
 /* The metaclass of a class with these bases and the explicit `metaclass=` (V_UNDEF if none): the
