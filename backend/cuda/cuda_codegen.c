@@ -1955,6 +1955,7 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         out->part_elem = g.rr.comb ? 8 : 16;
     }
     emit_run(&g);
+    size_t run_end = g.b.n;     /* tdl_finish follows run in g.b */
     if (g.mode == CUDA_BLOCK_REDUCE) {
         line(&g, "%s", "");
         emit_finish(&g);
@@ -1989,11 +1990,20 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         bput(&s, "    %s%s%s;\n", a->ctype, ptr ? "" : " ", a->name);
     }
     bput(&s, "};\n\n");
-    bput(&s, "%s\n", g.b.p ? g.b.p : "");
+    /* The head, then each entry point's text (fc_cuda_entry_source puts them together). */
+    bput(&s, "%.*s", (int)run_end, g.b.p ? g.b.p : "");
+    out->head = s.n;
+    out->ent_off[CUDA_ENTRY_FINISH] = s.n;
+    bput(&s, "%s", g.b.p ? g.b.p + run_end : "");
+    out->ent_len[CUDA_ENTRY_FINISH] = s.n - out->ent_off[CUDA_ENTRY_FINISH];
     int lb = g.mode == CUDA_SERIAL ? 1 : 256;
-    bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
+    out->ent_off[CUDA_ENTRY_S] = s.n;
+    bput(&s, "\nextern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
+    out->ent_len[CUDA_ENTRY_S] = s.n - out->ent_off[CUDA_ENTRY_S];
+    out->ent_off[CUDA_ENTRY_V] = s.n;
     if (g.vec)
         bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_v(const Args a) { run<%d>(a); }\n", lb, g.V);
+    out->ent_len[CUDA_ENTRY_V] = s.n - out->ent_off[CUDA_ENTRY_V];
     mem_free(g.b.p);
     g.b.p = NULL;
     if (s.oom) {
@@ -2009,6 +2019,24 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     g.args = NULL;
     gen_free(&g);
     return FC_OK;
+}
+
+const char *fc_cuda_entry_name(CudaEntry e)
+{
+    return e == CUDA_ENTRY_S ? "tdl_s" : e == CUDA_ENTRY_V ? "tdl_v" : "tdl_finish";
+}
+
+char *fc_cuda_entry_source(const CudaCode *c, CudaEntry e)
+{
+    if (!c->src || e < 0 || e >= CUDA_NENTRY || c->ent_len[e] == 0)
+        return NULL;
+    char *s = mem_malloc(c->head + c->ent_len[e] + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, c->src, c->head);
+    memcpy(s + c->head, c->src + c->ent_off[e], c->ent_len[e]);
+    s[c->head + c->ent_len[e]] = 0;
+    return s;
 }
 
 /* ---- text for --dump-cuda ---- */
