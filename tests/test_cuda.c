@@ -950,9 +950,9 @@ static void codes_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
         cs->n++;
 }
 
-/* The backend compiles the entry point a launch runs (and tdl_finish only for a split block
- * reduction) as a module of its own: each entry's source is the head and that entry alone, the
- * whole source is unchanged (the head, then the entries), and each compiles by itself. */
+/* The backend compiles the entry point a launch runs (and tdl_finish with it only for a split
+ * block reduction) as a module: the source of a set of entries is the head and those entries
+ * alone, the whole source is the head and then all of them, and each such source compiles. */
 START_TEST(entry_points_alone)
 {
     bool nvrtc = have_nvrtc("compiling each entry point alone");
@@ -985,19 +985,33 @@ START_TEST(entry_points_alone)
         ck_assert_int_eq(c->ent_len[CUDA_ENTRY_FINISH] > 0, c->mode == CUDA_BLOCK_REDUCE);
         seen_v |= c->vec;
         seen_finish |= c->mode == CUDA_BLOCK_REDUCE;
-        for (int e = 0; e < CUDA_NENTRY; e++) {
-            char *src = fc_cuda_entry_source(c, (CudaEntry)e);
-            ck_assert_int_eq(src != NULL, c->ent_len[e] > 0);
+        ck_assert_ptr_null(fc_cuda_entries_source(c, 0));
+        char *all = fc_cuda_entries_source(c, 7);
+        ck_assert_int_eq(all != NULL, c->vec && c->mode == CUDA_BLOCK_REDUCE);
+        free(all);
+        for (unsigned set = 1; set < 1u << CUDA_NENTRY; set++) {
+            char *src = fc_cuda_entries_source(c, set);
+            size_t len = c->head;
+            bool have = true;
+            for (int e = 0; e < CUDA_NENTRY; e++)
+                if (set >> e & 1) {
+                    have &= c->ent_len[e] > 0;
+                    len += c->ent_len[e];
+                }
+            ck_assert_int_eq(src != NULL, have);
             if (!src)
                 continue;
-            ck_assert_int_eq(strlen(src), c->head + c->ent_len[e]);
+            ck_assert_int_eq(strlen(src), len);
             ck_assert(strncmp(src, c->src, c->head) == 0);
             for (int o = 0; o < CUDA_NENTRY; o++)
-                ck_assert_msg((strstr(src, names[o]) != NULL) == (o == e), "kernel %d, entry %s: has %s? %d\n%s", i,
-                              fc_cuda_entry_name((CudaEntry)e), names[o], o != e, src);
-            if (nvrtc) {
-                compile_ok(src, 90, fc_cuda_entry_name((CudaEntry)e));
-                compile_ok(src, 80, fc_cuda_entry_name((CudaEntry)e));
+                ck_assert_msg((strstr(src, names[o]) != NULL) == (set >> o & 1), "kernel %d, entries %u: has %s?\n%s",
+                              i, set, names[o], src);
+            /* One entry alone, and the pair a split launch loads, compile by themselves. */
+            bool compiled = set == 1u << CUDA_ENTRY_S || set == 1u << CUDA_ENTRY_V ||
+                            set == (1u << CUDA_ENTRY_S | 1u << CUDA_ENTRY_FINISH);
+            if (nvrtc && compiled) {
+                compile_ok(src, 90, "entry points alone");
+                compile_ok(src, 80, "entry points alone");
             }
             free(src);
         }

@@ -40,11 +40,13 @@ typedef struct Block {
     size_t size;
 } Block;
 
-/* A kernel's source and its entry points, each a module of its own, loaded on first use. */
+/* A kernel's source and its entry points, loaded when a launch first needs them: each load a
+ * module of those it needed then. */
 typedef struct Module {
     uint64_t hash;
     char *src;
     CUmodule mod[CUDA_NENTRY];
+    int nmod;
     CUfunction fn[CUDA_NENTRY];
 } Module;
 
@@ -328,32 +330,38 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
     return FC_OK;
 }
 
-/* Entry point e of module m (c's code), compiled and loaded on first use. */
-static FcStatus entry_fn(CudaBackend *be, Module *m, const CudaCode *c, CudaEntry e, CUfunction *f, FcError *err)
+/* Loads the entry points in the set need (bit 1 << e) of module m (c's code) that it has not
+ * loaded yet, as one module. */
+static FcStatus load_entries(CudaBackend *be, Module *m, const CudaCode *c, unsigned need, FcError *err)
 {
-    if (m->fn[e]) {
-        *f = m->fn[e];
+    unsigned missing = 0;
+    for (int e = 0; e < CUDA_NENTRY; e++)
+        if ((need >> e & 1) && !m->fn[e])
+            missing |= 1u << e;
+    if (!missing)
         return FC_OK;
-    }
-    char *src = fc_cuda_entry_source(c, e);
+    char *src = fc_cuda_entries_source(c, missing);
     if (!src) {
-        snprintf(err->msg, sizeof err->msg, c->ent_len[e] ? "out of memory" : "the kernel has no %s",
-                 fc_cuda_entry_name(e));
-        return c->ent_len[e] ? FC_ERR_NOMEM : FC_ERR_VALUE;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return FC_ERR_NOMEM;
     }
     CUmodule mod;
     FcStatus st = load_module(be, src, &mod, err);
     mem_free(src);
     if (st)
         return st;
-    CUresult r = be->d->ModuleGetFunction(&m->fn[e], mod, fc_cuda_entry_name(e));
+    CUresult r = CUDA_OK;
+    for (int e = 0; e < CUDA_NENTRY && r == CUDA_OK; e++)
+        if (missing >> e & 1)
+            r = be->d->ModuleGetFunction(&m->fn[e], mod, fc_cuda_entry_name((CudaEntry)e));
     if (r != CUDA_OK) {
-        m->fn[e] = NULL;
+        for (int e = 0; e < CUDA_NENTRY; e++)
+            if (missing >> e & 1)
+                m->fn[e] = NULL;
         be->d->ModuleUnload(mod);
         return cu_fail(be, r, "cuModuleGetFunction", err);
     }
-    m->mod[e] = mod;
-    *f = m->fn[e];
+    m->mod[m->nmod++] = mod;
     return FC_OK;
 }
 
@@ -477,16 +485,14 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     bool v = !st && c.vec && k->extent[c.vl] % c.V == 0;
     int64_t npts = v ? c.npts_v : c.npts;
     int64_t nsplit = 1, per = c.split_ext;
-    CUfunction f = NULL, fin = NULL;
-    if (!st)
-        st = entry_fn(be, m, &c, v ? CUDA_ENTRY_V : CUDA_ENTRY_S, &f, err);
+    CudaEntry main = v ? CUDA_ENTRY_V : CUDA_ENTRY_S;
     if (!st) {
         fc_cuda_split(&c, npts, &nsplit, &per);
-        if (nsplit > 1)
-            st = entry_fn(be, m, &c, CUDA_ENTRY_FINISH, &fin, err);
+        st = load_entries(be, m, &c, 1u << main | (nsplit > 1 ? 1u << CUDA_ENTRY_FINISH : 0), err);
         if (!st && nsplit > 1)
             st = dev_alloc(be, (size_t)npts * (size_t)nsplit * c.part_elem, &part, err);
     }
+    CUfunction f = m->fn[main], fin = m->fn[CUDA_ENTRY_FINISH];
     for (int i = 0; i < c.nargs && !st; i++) {
         const CudaArg *a = &c.args[i];
         unsigned char *p = args + a->offset;
@@ -732,9 +738,8 @@ static void cuda_destroy(FcBackend *base)
     be->d->CtxSynchronize();
     fc_cudnn_state_free(be->dnn);
     for (int i = 0; i < be->nmods; i++) {
-        for (int e = 0; e < CUDA_NENTRY; e++)
-            if (be->mods[i].mod[e])
-                be->d->ModuleUnload(be->mods[i].mod[e]);
+        for (int e = 0; e < be->mods[i].nmod; e++)
+            be->d->ModuleUnload(be->mods[i].mod[e]);
         mem_free(be->mods[i].src);
     }
     mem_free(be->mods);

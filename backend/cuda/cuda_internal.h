@@ -135,9 +135,9 @@ typedef struct CudaArg {
     char shown[32];         /* the value as text, for the dump */
 } CudaArg;
 
-/* The entry points of a kernel's source. The backend compiles each into a module of its own,
- * when a launch first needs it (fc_cuda_entry_source): most launches need one of them, and
- * NVRTC's time grows with the entry points it compiles. */
+/* The entry points of a kernel's source. The backend compiles those a launch needs that it has
+ * not loaded yet into a module (fc_cuda_entries_source): most launches need one of them, a
+ * split block reduction two, and NVRTC's time grows with the entry points it compiles. */
 typedef enum CudaEntry {
     CUDA_ENTRY_S,           /* tdl_s: a point per thread (always there) */
     CUDA_ENTRY_V,           /* tdl_v: V points per thread (when vec) */
@@ -180,9 +180,10 @@ void fc_cuda_code_free(CudaCode *c);
  * tdl_finish combines in order. It depends on the shape alone, so the bits do not depend on
  * the GPU. Else *nsplit = 1. */
 void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *per);
-/* The source of c's entry point e alone (malloc'd): src's head and that entry's text. NULL
- * when c has no such entry point or on out-of-memory. */
-char *fc_cuda_entry_source(const CudaCode *c, CudaEntry e);
+/* The source of c's entry points in the set entries (bit 1 << e for entry e) alone (malloc'd):
+ * src's head and those entries' text, in src's order. NULL when c lacks one of them, when the
+ * set is empty, or on out-of-memory. */
+char *fc_cuda_entries_source(const CudaCode *c, unsigned entries);
 /* The name of entry point e in the source: "tdl_s", "tdl_v", "tdl_finish". */
 const char *fc_cuda_entry_name(CudaEntry e);
 
