@@ -468,7 +468,7 @@ static void parts_used(const char *text, size_t n, bool *used)
                          (text[j] >= '0' && text[j] <= '9')))
             j++;
         size_t len = j - i;
-        for (int p = 0; p < NPARTS; p++)
+        for (int p = 0; p < NPARTS && len >= 3 && len <= 15; p++)     /* the names' lengths */
             for (const char *nm = prelude_parts[p].names; *nm;) {
                 const char *sp = strchr(nm, ' ');
                 if ((size_t)(sp - nm) == len && memcmp(nm, text + i, len) == 0)
