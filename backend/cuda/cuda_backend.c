@@ -485,14 +485,14 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     bool v = !st && c.vec && k->extent[c.vl] % c.V == 0;
     int64_t npts = v ? c.npts_v : c.npts;
     int64_t nsplit = 1, per = c.split_ext;
-    CudaEntry main = v ? CUDA_ENTRY_V : CUDA_ENTRY_S;
+    CudaEntry ent = v ? CUDA_ENTRY_V : CUDA_ENTRY_S;
     if (!st) {
         fc_cuda_split(&c, npts, &nsplit, &per);
-        st = load_entries(be, m, &c, 1u << main | (nsplit > 1 ? 1u << CUDA_ENTRY_FINISH : 0), err);
+        st = load_entries(be, m, &c, 1u << ent | (nsplit > 1 ? 1u << CUDA_ENTRY_FINISH : 0), err);
         if (!st && nsplit > 1)
             st = dev_alloc(be, (size_t)npts * (size_t)nsplit * c.part_elem, &part, err);
     }
-    CUfunction f = m->fn[main], fin = m->fn[CUDA_ENTRY_FINISH];
+    CUfunction f = m->fn[ent], fin = m->fn[CUDA_ENTRY_FINISH];
     for (int i = 0; i < c.nargs && !st; i++) {
         const CudaArg *a = &c.args[i];
         unsigned char *p = args + a->offset;
