@@ -510,13 +510,12 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
 
 /* ---- unary ---- */
 
+/* Whether op computes an int or bool operand as float32 (ops.def's TO_FLOAT rows). */
 static bool unary_needs_float(FcOp op)
 {
     switch (op) {
-    case FC_OP_EXP: case FC_OP_LOG: case FC_OP_SQRT: case FC_OP_RSQRT: case FC_OP_SIN: case FC_OP_COS:
-    case FC_OP_TAN: case FC_OP_TANH: case FC_OP_SIGMOID: case FC_OP_RECIPROCAL: case FC_OP_LOG2:
-    case FC_OP_LOG1P: case FC_OP_EXPM1: case FC_OP_ASIN: case FC_OP_ACOS: case FC_OP_ATAN: case FC_OP_SINH:
-    case FC_OP_COSH: case FC_OP_ERF:
+#define TO_FLOAT(NAME) case FC_OP_##NAME:
+#include "ops.def"
         return true;
     default:
         return false;
@@ -524,34 +523,14 @@ static bool unary_needs_float(FcOp op)
 }
 
 /* The kernel of PyTorch 1.13's CPU build that has no float16 version, for unary op (that
- * float16 refuses with its name), or NULL. */
+ * float16 refuses with its name), or NULL (ops.def's NO_HALF rows). */
 static const char *half_missing(FcOp op)
 {
     switch (op) {
-    case FC_OP_EXP: return "exp_vml_cpu";
-    case FC_OP_LOG: return "log_vml_cpu";
-    case FC_OP_SQRT: return "sqrt_vml_cpu";
-    case FC_OP_RSQRT: return "rsqrt_cpu";
-    case FC_OP_SIN: return "sin_vml_cpu";
-    case FC_OP_COS: return "cos_vml_cpu";
-    case FC_OP_TAN: return "tan_vml_cpu";
-    case FC_OP_TANH: return "tanh_vml_cpu";
-    case FC_OP_SIGMOID: return "sigmoid_cpu";
-    case FC_OP_RELU: return "clamp_min_cpu";
-    case FC_OP_FLOOR: return "floor_vml_cpu";
-    case FC_OP_CEIL: return "ceil_vml_cpu";
-    case FC_OP_ROUND: return "round_vml_cpu";
-    case FC_OP_TRUNC: return "trunc_vml_cpu";
-    case FC_OP_LOG2: return "log2_vml_cpu";
-    case FC_OP_LOG1P: return "log1p_vml_cpu";
-    case FC_OP_EXPM1: return "expm1_vml_cpu";
-    case FC_OP_ASIN: return "asin_vml_cpu";
-    case FC_OP_ACOS: return "acos_vml_cpu";
-    case FC_OP_ATAN: return "atan_vml_cpu";
-    case FC_OP_SINH: return "sinh_cpu";
-    case FC_OP_COSH: return "cosh_cpu";
-    case FC_OP_ERF: return "erf_vml_cpu";
-    default: return NULL;
+#define NO_HALF(NAME, kernel) case FC_OP_##NAME: return kernel;
+#include "ops.def"
+    default:
+        return NULL;
     }
 }
 

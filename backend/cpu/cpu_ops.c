@@ -2,10 +2,10 @@
  * each a plain loop over one register chunk.
  *
  * Every function is generated from the rows of fcdim/ops.def (one per op and dtype class,
- * instantiated below per dtype), and every loop has the shape `for (i = 0; i < n; i++) d[i] = f(a[i], b[i])` over
- * restrict pointers, written twice: once with the trip count FC_CHUNK, which GCC vectorises even
- * at -O2 (its "very cheap" cost model takes only loops that need no scalar epilogue), and once
- * for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
+ * instantiated below per dtype), and every loop has the shape
+ * `for (i = 0; i < n; i++) d[i] = f(a[i], b[i])` over restrict pointers, written twice: once with
+ * the trip count FC_CHUNK, which GCC vectorises even at -O2 (its "very cheap" cost model takes
+ * only loops that need no scalar epilogue), and once for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
  * arithmetic wraps (done in unsigned types, so it is never undefined behaviour), floor division
  * and remainder follow Python's signs, min/max propagate NaN, bool is a byte holding 0 or 1.
  * exp (and the ops torch builds on its vector exp: sigmoid) is cpu_math.h's, torch's SLEEF exp
@@ -430,7 +430,7 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
 }
 
 #define REG_SEL(N, s)                                                                              \
-    [FC_OP_##N][DT_##s] = {[1] = sel_##N##_##s##_1, [2] = sel_##N##_##s##_2, [4] = sel_##N##_##s##_4,          \
+    [FC_OP_##N][DT_##s] = {[1] = sel_##N##_##s##_1, [2] = sel_##N##_##s##_2, [4] = sel_##N##_##s##_4, \
                            [8] = sel_##N##_##s##_8},
 static const CpuSelFn sel_table[FC_OP__COUNT][FC_DTYPE__COUNT][9] = {
 #define COMPARE(N, cpu, cuda) REG_SEL(N, i32) REG_SEL(N, i64) REG_SEL(N, f32) REG_SEL(N, f64)
