@@ -171,6 +171,7 @@ void tdl_close(tdl_interp *T)
     I->mods = NULL;
     I->nmods = 0;
     namemap_free(&I->modmap);
+    warnings_free(I);
     if (I->main) val_decref(I, v_obj(V_MODULE, &I->main->h));
     if (I->builtins) val_decref(I, v_obj(V_MODULE, &I->builtins->h));
     I->main = I->builtins = NULL;
@@ -514,13 +515,18 @@ bool import_module(Interp *I, const char *name, Value *out)
     char *text = NULL, *path = NULL;
     size_t len = 0;
     bool nomem = false;
-    if (!find_module(I, name, &text, &len, &path, &nomem))
-        return nomem ? err_nomem(I) : err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
-    Module *m = module_new(I, name, path);
-    LangSource *src = m ? lang_source_new(path, text, len) : NULL;
+    bool native = false;
+    if (!find_module(I, name, &text, &len, &path, &nomem)) {
+        if (nomem || strcmp(name, "warnings") != 0)
+            return nomem ? err_nomem(I) : err_raise(I, TDL_ERR_IMPORT, "No module named '%s'", name);
+        native = true;      /* a module of C functions, unless the path has a warnings.tdl */
+    }
+    Module *m = native ? warnings_module_new(I) : module_new(I, name, path);
+    if (native && !m) return false;
+    LangSource *src = m && !native ? lang_source_new(path, text, len) : NULL;
     mem_free(text);
     mem_free(path);
-    if (!m || !src) {
+    if (!m || (!src && !native)) {
         if (m) val_decref(I, v_obj(V_MODULE, &m->h));
         return m ? err_nomem(I) : false;
     }
@@ -542,6 +548,12 @@ bool import_module(Interp *I, const char *name, Value *out)
         return err_nomem(I);
     }
     I->mods[I->nmods++] = m;        /* the table's reference */
+    if (native) {
+        m->state = MOD_LOADED;
+        m->h.refcnt++;
+        *out = v_obj(V_MODULE, &m->h);
+        return true;
+    }
     m->state = MOD_LOADING;
     tdl_status st = set_global_str(I, m, "__name__", name) ? interp_run_source(I, m, src, false) : TDL_ERROR;
     lang_source_release(src);

@@ -702,7 +702,7 @@ static bool isinstance_of(Interp *I, Value v, Value cls, bool *res, int depth)
         return true;
     }
     if (cls.tag == V_CLASS) {
-        ClassObj *c = class_of(v);
+        ClassObj *c = v.tag == V_CLASS ? ((ClassObj *)v.o)->meta : class_of(v);
         *res = c && class_is_subclass(c, (ClassObj *)cls.o);
         return true;
     }
@@ -1005,6 +1005,16 @@ static bool gen_method_send(BUILTIN_ARGS)
     return ok;
 }
 
+static bool gen_method_throw(BUILTIN_ARGS)
+{
+    bool done;
+    if (!gen_throw(I, (GenObj *)self.o, args[0], nargs > 1 ? args[1] : v_undef(), out, &done)) return false;
+    if (!done) return true;
+    bool ok = stop_iteration(I, *out);
+    val_decref(I, *out);
+    return ok;
+}
+
 static bool gen_method_close(BUILTIN_ARGS)
 {
     if (!gen_close(I, (GenObj *)self.o)) return false;
@@ -1015,6 +1025,7 @@ static bool gen_method_close(BUILTIN_ARGS)
 static const BuiltinDef generator_methods[] = {
     {"send", gen_method_send, 1, 1, NULL},
     {"close", gen_method_close, 0, 0, NULL},
+    {"throw", gen_method_throw, 1, 3, NULL},
     {NULL, NULL, 0, 0, NULL},
 };
 
@@ -1419,7 +1430,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
     if (t == T_TYPE) {
         if (nargs == 1) {
-            ClassObj *c = class_of(args[0]);
+            ClassObj *c = args[0].tag == V_CLASS ? ((ClassObj *)args[0].o)->meta : class_of(args[0]);
             if (c) {
                 *out = v_obj(V_CLASS, &c->h);
                 val_incref(*out);
@@ -1428,8 +1439,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
             *out = args[0].tag == V_EXC ? v_exctype(((ExcObj *)args[0].o)->kind) : mk_type(val_type(args[0]));
             return true;
         }
-        if (nargs == 3)
-            return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "type() with 3 arguments is not supported");
+        if (nargs == 3) return class_meta_call(I, NULL, args, nargs, kwnames, nkw, out);
         return err_raise(I, TDL_ERR_TYPE, "type() takes 1 or 3 arguments");
     }
     switch (t) {

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define BUILTIN_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out
+
 /* ---- lookup ---- */
 
 /* The value of attribute name in dict d (borrowed), or V_UNDEF. */
@@ -27,7 +29,7 @@ static bool dict_get_str(Interp *I, DictObj *d, const char *name, Value *out)
     return ok;
 }
 
-static bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v)
+bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v)
 {
     Value key;
     if (!str_from_cstr(I, name, &key)) return false;
@@ -163,6 +165,74 @@ static void adopt(ClassObj *c, Value v)
     c->h.refcnt++;
 }
 
+static bool descr_new(Interp *I, DescrKind kind, Value f, Value fset, Value *out);
+
+/* __slots__ of a new class c (its dict's, if any): c->slots becomes the names its instances may
+ * have, its own and its bases', unless a base's instances have a __dict__ (a base without
+ * __slots__) or '__dict__' is one of them. CPython's errors for items that are not strings and for
+ * a name that is also a class variable. */
+static bool class_slots(Interp *I, ClassObj *c, const ClassObj *const *bases, int nbases)
+{
+    Value sv;
+    if (!dict_get_str(I, c->dict, "__slots__", &sv)) return false;
+    if (sv.tag == V_UNDEF || c->exc != TDL_ERR_NONE) return true;
+    ListObj *names;
+    if (sv.tag == V_STR) {
+        if (!(names = list_alloc(I, 0)) || !list_append(I, names, sv)) {
+            if (names) val_decref(I, v_obj(V_LIST, &names->h));
+            return false;
+        }
+    } else if (!list_from_iterable(I, sv, &names)) {
+        return false;
+    }
+    Value nv = v_obj(V_LIST, &names->h);
+    bool ok = true, has_dict = false;
+    for (int k = 0; k < nbases; k++) has_dict |= !bases[k]->slots;
+    DictObj *set = has_dict ? NULL : dict_alloc(I, V_SET);
+    if (!has_dict && !set) ok = false;
+    for (size_t k = 0; ok && k < names->n; k++) {
+        Value n = names->items[k];
+        if (n.tag != V_STR) {
+            ok = err_raise(I, TDL_ERR_TYPE, "__slots__ items must be strings, not '%s'", val_type_name(n));
+            break;
+        }
+        Value cv;
+        if (!(ok = dict_get_str(I, c->dict, as_str(n)->data, &cv))) break;
+        if (cv.tag != V_UNDEF) {
+            ok = err_raise(I, TDL_ERR_VALUE, "'%s' in __slots__ conflicts with class variable", as_str(n)->data);
+            break;
+        }
+        if (strcmp(as_str(n)->data, "__dict__") == 0) has_dict = true;
+        if (set) ok = dict_set(I, set, n, v_undef());
+    }
+    for (int k = 0; ok && set && k < nbases; k++) {
+        DictEntry *e;
+        for (size_t pos = 0; ok && (e = dict_next(bases[k]->slots, &pos));) ok = dict_set(I, set, e->key, v_undef());
+    }
+    val_decref(I, nv);
+    if (ok && set && !has_dict) c->slots = set;
+    else if (set) val_decref(I, v_obj(V_SET, &set->h));
+    return ok;
+}
+
+/* CPython makes a class's __new__ a staticmethod and its __init_subclass__ a classmethod. */
+static bool implicit_descriptors(Interp *I, DictObj *dict)
+{
+    static const struct { const char *name; DescrKind kind; } implicit[] = {
+        {"__new__", D_STATICMETHOD}, {"__init_subclass__", D_CLASSMETHOD},
+    };
+    for (size_t k = 0; k < sizeof implicit / sizeof implicit[0]; k++) {
+        Value f, d;
+        if (!dict_get_str(I, dict, implicit[k].name, &f)) return false;
+        if (f.tag != V_FUNC) continue;
+        if (!descr_new(I, implicit[k].kind, f, v_none(), &d)) return false;
+        bool ok = dict_set_str(I, dict, implicit[k].name, d);
+        val_decref(I, d);
+        if (!ok) return false;
+    }
+    return true;
+}
+
 bool class_new(Interp *I, const char *name, const char *qualname, const char *module, const Value *bases,
                int nbases, DictObj *dict, Value *out)
 {
@@ -182,7 +252,7 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
             if (exc != TDL_ERR_NONE && exc != (tdl_error_kind)b.i)
                 return err_raise(I, TDL_ERR_TYPE, "multiple bases have instance lay-out conflict");
             exc = (tdl_error_kind)b.i;
-        } else if (!(b.tag == V_TYPE && b.i == T_OBJECT)) {
+        } else if (!(b.tag == V_TYPE && (b.i == T_OBJECT || b.i == T_TYPE))) {
             if (b.tag == V_TYPE)
                 return err_raise(I, TDL_ERR_TYPE, "subclassing the builtin type '%s' is not supported in tdl",
                                  type_name((TypeId)b.i));
@@ -199,6 +269,8 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
     Value cv = v_obj(V_CLASS, &c->h);
     c->bases = c->mro = v_none();
     c->exc = exc;
+    for (int k = 0; k < nbases; k++)
+        c->is_meta |= (bases[k].tag == V_TYPE && bases[k].i == T_TYPE) || (bases[k].tag == V_CLASS && ((ClassObj *)bases[k].o)->is_meta);
     c->name = mem_strdup(name);
     c->qualname = mem_strdup(qualname);
     c->module = mem_strdup(module);
@@ -220,10 +292,27 @@ bool class_new(Interp *I, const char *name, const char *qualname, const char *mo
     }
     c->dict = dict;
     dict->h.refcnt++;
+    if (!implicit_descriptors(I, dict) || !class_slots(I, c, (const ClassObj *const *)cb, nb)) {
+        val_decref(I, cv);
+        return false;
+    }
     DictEntry *e;
     for (size_t pos = 0; (e = dict_next(dict, &pos));) adopt(c, e->val);
     *out = cv;
     return true;
+}
+
+bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw)
+{
+    Value s, f, r;
+    if (!super_new(I, cls, cls, &s)) return false;
+    bool ok = val_getattr(I, s, "__init_subclass__", &f);
+    val_decref(I, s);
+    if (!ok) return false;
+    ok = call_value(I, f, kwargs, 0, kwnames, nkw, &r);
+    val_decref(I, f);
+    if (ok) val_decref(I, r);
+    return ok;
 }
 
 /* ---- binding ---- */
@@ -366,7 +455,7 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
             *out = v_obj(V_CLASS, &c->h);
             return true;
         }
-        if (strcmp(name, "__dict__") == 0 && d) {
+        if (strcmp(name, "__dict__") == 0 && d && !c->slots) {
             val_incref(v_obj(V_DICT, &d->h));
             *out = v_obj(V_DICT, &d->h);
             return true;
@@ -394,6 +483,9 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
         bool sp;
         if (!class_special(I, c, name, out, &sp)) return false;
         if (sp) return true;
+        /* then its metaclass's attributes, bound to the class (an instance of it) */
+        if (c->meta && !class_find(I, c->meta, name, &v, NULL)) return false;
+        if (c->meta && v.tag != V_UNDEF) return bind_attr(I, v, obj, c->meta, out);
         return no_attr(I, obj, name);
     }
     case V_METHOD: {
@@ -408,6 +500,10 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
     case V_SUPER: {
         SuperObj *s = (SuperObj *)obj.o;
         ClassObj *c = s->self.tag == V_CLASS ? (ClassObj *)s->self.o : class_of(s->self);
+        /* in a metaclass's method self is a class, an instance of the metaclass */
+        bool meta_inst = s->self.tag == V_CLASS && s->cls->is_meta && c->meta && class_is_subclass(c->meta, s->cls);
+        if (meta_inst) c = c->meta;
+        Value inst = s->self.tag == V_CLASS && !meta_inst ? v_undef() : s->self;
         /* the MRO of self's class after s->cls */
         TupleObj *mro = as_tuple(c->mro);
         size_t k = 0;
@@ -419,11 +515,16 @@ bool class_getattr(Interp *I, Value obj, const char *name, Value *out, bool *fou
             ClassObj *b = (ClassObj *)mro->items[k].o;
             Value v;
             if (!dict_get_str(I, b->dict, name, &v)) return false;
-            if (v.tag != V_UNDEF)
-                return bind_attr(I, v, s->self.tag == V_CLASS ? v_undef() : s->self, c, out);
+            if (v.tag != V_UNDEF) return bind_attr(I, v, inst, c, out);
         }
+        if (meta_inst && (strcmp(name, "__init__") == 0 || strcmp(name, "__call__") == 0))
+            return builtin_bind(I, name[2] == 'i' ? &type_init_builtin : &type_call_builtin, s->self, out);
         if (strcmp(name, "__init__") == 0 && s->self.tag != V_CLASS)
             return builtin_bind(I, c->exc != TDL_ERR_NONE ? &exc_init_builtin : &object_init_builtin, s->self, out);
+        if (strcmp(name, "__new__") == 0)
+            return builtin_bind(I, s->cls->is_meta ? &type_new_builtin : &object_new_builtin, v_undef(), out);
+        if (strcmp(name, "__init_subclass__") == 0 && s->self.tag == V_CLASS)
+            return builtin_bind(I, &object_init_subclass_builtin, s->self, out);
         return err_raise(I, TDL_ERR_ATTRIBUTE, "'super' object has no attribute '%s'", name);
     }
     case V_DESCR: {
@@ -463,6 +564,15 @@ bool class_setattr(Interp *I, Value obj, const char *name, Value v, bool *found)
         val_decref(I, r);
         return true;
     }
+    if (c->slots) {     /* no __dict__: only the names of __slots__ */
+        Value key;
+        DictEntry *e;
+        if (!str_from_cstr(I, name, &key)) return false;
+        bool ok = dict_find(I, c->slots, key, &e);
+        val_decref(I, key);
+        if (!ok) return false;
+        if (!e) return no_attr(I, obj, name);
+    }
     DictObj **dp = obj.tag == V_INSTANCE ? &((InstObj *)obj.o)->dict : &((ExcObj *)obj.o)->dict;
     if (!*dp && !(*dp = dict_alloc(I, V_DICT))) return false;
     return dict_set_str(I, *dp, name, v);
@@ -496,8 +606,32 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found)
 
 /* ---- calls ---- */
 
+/* A new instance of c whose __init__ has not run (object.__new__(c)). */
+static bool instance_alloc(Interp *I, ClassObj *c, Value *out)
+{
+    if (c->exc != TDL_ERR_NONE) {
+        if (!exc_new(I, c->exc, NULL, 0, out)) return false;
+        ExcObj *e = (ExcObj *)out->o;
+        e->cls = c;
+        c->h.refcnt++;
+        return true;
+    }
+    InstObj *o = obj_alloc(I, sizeof *o, V_INSTANCE, true);
+    if (!o) return false;
+    o->cls = c;
+    c->h.refcnt++;
+    *out = v_obj(V_INSTANCE, &o->h);
+    if (!(o->dict = dict_alloc(I, V_DICT))) {
+        val_decref(I, *out);
+        return false;
+    }
+    return true;
+}
+
+/* Runs c's __init__ on self with the call's arguments; new_given: the class has its own __new__,
+ * which takes them when there is no __init__ (CPython's object.__init__ rule). */
 static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int nargs, const char *const *kwnames,
-                      int nkw)
+                      int nkw, bool new_given)
 {
     Value init;
     if (!class_find(I, c, "__init__", &init, NULL)) return false;
@@ -506,7 +640,7 @@ static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int
             if (nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", c->name);
             return exc_set_args(I, self, args, nargs);
         }
-        if (nargs || nkw) return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
+        if ((nargs || nkw) && !new_given) return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
         return true;
     }
     Value bound, r;
@@ -521,6 +655,9 @@ static bool call_init(Interp *I, Value self, ClassObj *c, const Value *args, int
     return ok;
 }
 
+static bool instance_call(Interp *I, ClassObj *c, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                          Value *out);
+
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out)
 {
     if (f.tag == V_METHOD) {
@@ -528,7 +665,7 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
         Value a[nargs + nkw + 1];
         a[0] = m->self;
-        memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
         return call_value(I, m->func, a, nargs + 1, kwnames, nkw, out);
     }
     if (f.tag == V_INSTANCE) {
@@ -546,30 +683,206 @@ bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *co
         return call_value(I, ((DescrObj *)f.o)->f, args, nargs, kwnames, nkw, out);
     if (f.tag != V_CLASS) return err_raise(I, TDL_ERR_TYPE, "'%s' object is not callable", val_type_name(f));
     ClassObj *c = (ClassObj *)f.o;
-    Value self;
-    if (c->exc != TDL_ERR_NONE) {
-        if (!exc_new(I, c->exc, NULL, 0, &self)) return false;
-        ExcObj *e = (ExcObj *)self.o;
-        e->cls = c;
-        c->h.refcnt++;
-    } else {
-        InstObj *o = obj_alloc(I, sizeof *o, V_INSTANCE, true);
-        if (!o) return false;
-        o->cls = c;
-        c->h.refcnt++;
-        self = v_obj(V_INSTANCE, &o->h);
-        if (!(o->dict = dict_alloc(I, V_DICT))) {
+    if (c->is_meta) return class_meta_call(I, c, args, nargs, kwnames, nkw, out);
+    if (c->meta) {      /* the metaclass's __call__, when it has one, makes the instance */
+        Value call;
+        if (!class_find(I, c->meta, "__call__", &call, NULL)) return false;
+        if (call.tag != V_UNDEF) {
+            Value bound;
+            if (!bind_attr(I, call, f, c->meta, &bound)) return false;
+            bool ok = call_value(I, bound, args, nargs, kwnames, nkw, out);
+            val_decref(I, bound);
+            return ok;
+        }
+    }
+    return instance_call(I, c, args, nargs, kwnames, nkw, out);
+}
+
+/* type.__call__(c, ...): c.__new__ (its own, or object's) and then c.__init__. */
+static bool instance_call(Interp *I, ClassObj *c, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                          Value *out)
+{
+    Value f = v_obj(V_CLASS, &c->h);
+    Value self, new_f;
+    if (!class_find(I, c, "__new__", &new_f, NULL)) return false;
+    if (new_f.tag != V_UNDEF && c->exc == TDL_ERR_NONE) {
+        /* cls.__new__(cls, *args): its __init__ runs when it returns an instance of cls */
+        if (new_f.tag == V_DESCR && ((DescrObj *)new_f.o)->kind == D_STATICMETHOD) new_f = ((DescrObj *)new_f.o)->f;
+        if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+        Value a[nargs + nkw + 1];
+        a[0] = f;
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (!call_value(I, new_f, a, nargs + 1, kwnames, nkw, &self)) return false;
+        ClassObj *sc = class_of(self);
+        if (!sc || !class_is_subclass(sc, c)) {
+            *out = self;
+            return true;
+        }
+        if (!call_init(I, self, sc, args, nargs, kwnames, nkw, true)) {
             val_decref(I, self);
             return false;
         }
+        *out = self;
+        return true;
     }
-    if (!call_init(I, self, c, args, nargs, kwnames, nkw)) {
+    if (!instance_alloc(I, c, &self)) return false;
+    if (!call_init(I, self, c, args, nargs, kwnames, nkw, false)) {
         val_decref(I, self);
         return false;
     }
     *out = self;
     return true;
 }
+
+/* ---- metaclasses ---- */
+
+bool class_metaclass(Interp *I, Value explicit_meta, const Value *bases, int nbases, ClassObj **out)
+{
+    ClassObj *win = NULL;
+    if (explicit_meta.tag == V_CLASS && ((ClassObj *)explicit_meta.o)->is_meta) win = (ClassObj *)explicit_meta.o;
+    else if (explicit_meta.tag != V_UNDEF && !(explicit_meta.tag == V_TYPE && explicit_meta.i == T_TYPE))
+        return err_raise(I, TDL_ERR_TYPE, "metaclass must be type or a subclass of type in tdl, not '%s'",
+                         val_type_name(explicit_meta));
+    bool explicit_type = explicit_meta.tag == V_TYPE;
+    for (int k = 0; k < nbases; k++) {
+        ClassObj *m = bases[k].tag == V_CLASS ? ((ClassObj *)bases[k].o)->meta : NULL;
+        if (!m || (win && class_is_subclass(win, m))) continue;
+        if (!win && !explicit_type) {
+            win = m;
+            continue;
+        }
+        if (win && class_is_subclass(m, win)) {
+            win = m;
+            continue;
+        }
+        return err_raise(I, TDL_ERR_TYPE, "metaclass conflict: the metaclass of a derived class must be a (non-strict) "
+                                          "subclass of the metaclasses of all its bases");
+    }
+    *out = win;
+    return true;
+}
+
+/* type.__new__(meta, name, bases, ns, **kwargs): a class of metaclass meta (NULL: type) with a copy
+ * of ns for its attributes (its '__qualname__' taken out), then __init_subclass__(**kwargs). */
+static bool type_new(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out)
+{
+    if (nargs != 3) return err_raise(I, TDL_ERR_TYPE, "type.__new__() takes exactly 3 arguments (%d given)", nargs);
+    if (args[0].tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 1 must be str, not %s", val_type_name(args[0]));
+    if (args[1].tag != V_TUPLE)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 2 must be tuple, not %s", val_type_name(args[1]));
+    if (args[2].tag != V_DICT)
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__() argument 3 must be dict, not %s", val_type_name(args[2]));
+    TupleObj *bt = as_tuple(args[1]);
+    if (bt->n > MAX_ARGS) return err_raise(I, TDL_ERR_TYPE, "too many bases (at most %d)", MAX_ARGS);
+    DictObj *d = dict_alloc(I, V_DICT);
+    if (!d) return false;
+    DictEntry *e;
+    bool ok = true;
+    for (size_t pos = 0; ok && (e = dict_next(as_dict(args[2]), &pos));) ok = dict_set(I, d, e->key, e->val);
+    Value qn = v_undef(), mod = v_undef(), key;
+    if (ok) ok = dict_get_str(I, d, "__qualname__", &qn) && dict_get_str(I, d, "__module__", &mod);
+    char *qualname = ok && qn.tag == V_STR ? mem_strdup(as_str(qn)->data) : NULL;
+    char *module = ok && mod.tag == V_STR ? mem_strdup(as_str(mod)->data) : NULL;
+    if (ok && qn.tag != V_UNDEF && (ok = str_from_cstr(I, "__qualname__", &key))) {
+        bool had;
+        ok = dict_del(I, d, key, &had);
+        val_decref(I, key);
+    }
+    Value cv = v_undef();
+    const char *name = as_str(args[0])->data;
+    if (ok) ok = class_new(I, name, qualname ? qualname : name, module ? module : "__main__", bt->items, (int)bt->n, d, &cv);
+    mem_free(qualname);
+    mem_free(module);
+    val_decref(I, v_obj(V_DICT, &d->h));
+    if (!ok) return false;
+    ClassObj *c = (ClassObj *)cv.o;
+    ClassObj *m = meta;
+    if (!class_metaclass(I, meta ? v_obj(V_CLASS, &meta->h) : v_undef(), bt->items, (int)bt->n, &m)) {
+        val_decref(I, cv);
+        return false;
+    }
+    if (m) {
+        c->meta = m;
+        m->h.refcnt++;
+    }
+    if (!class_init_subclass(I, cv, args + nargs, kwnames, nkw)) {
+        val_decref(I, cv);
+        return false;
+    }
+    *out = cv;
+    return true;
+}
+
+bool class_meta_call(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out)
+{
+    if (!meta && nargs != 3) return err_raise(I, TDL_ERR_TYPE, "type() takes 1 or 3 arguments");
+    Value newf = v_undef(), r;
+    if (meta && !class_find(I, meta, "__new__", &newf, NULL)) return false;
+    if (newf.tag == V_DESCR && ((DescrObj *)newf.o)->kind == D_STATICMETHOD) newf = ((DescrObj *)newf.o)->f;
+    if (newf.tag != V_UNDEF) {
+        if (nargs + nkw + 1 > MAX_ARGS + 1) return err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
+        Value a[nargs + nkw + 1];
+        a[0] = v_obj(V_CLASS, &meta->h);
+        if (nargs + nkw) memcpy(a + 1, args, (size_t)(nargs + nkw) * sizeof *a);
+        if (!call_value(I, newf, a, nargs + 1, kwnames, nkw, &r)) return false;
+    } else if (!type_new(I, meta, args, nargs, kwnames, nkw, &r)) {
+        return false;
+    }
+    ClassObj *rm = r.tag == V_CLASS ? ((ClassObj *)r.o)->meta : NULL;
+    Value init = v_undef();
+    if (meta && rm && class_is_subclass(rm, meta) && !class_find(I, rm, "__init__", &init, NULL)) {
+        val_decref(I, r);
+        return false;
+    }
+    if (init.tag != V_UNDEF) {
+        Value bound, res;
+        bool ok = bind_attr(I, init, r, rm, &bound);
+        if (ok) {
+            ok = call_value(I, bound, args, nargs, kwnames, nkw, &res);
+            val_decref(I, bound);
+        }
+        if (ok && res.tag != V_NONE) {
+            ok = err_raise(I, TDL_ERR_TYPE, "__init__() should return None, not '%s'", val_type_name(res));
+            val_decref(I, res);
+        }
+        if (!ok) {
+            val_decref(I, r);
+            return false;
+        }
+    }
+    *out = r;
+    return true;
+}
+
+/* type.__new__(mcls, name, bases, ns, **kwargs), reached through super().__new__ in a metaclass. */
+static bool bi_type_new(BUILTIN_ARGS)
+{
+    (void)self;
+    if (nargs < 1 || !((args[0].tag == V_CLASS && ((ClassObj *)args[0].o)->is_meta) || (args[0].tag == V_TYPE && args[0].i == T_TYPE)))
+        return err_raise(I, TDL_ERR_TYPE, "type.__new__(X): X is not a type object (%s)",
+                         nargs < 1 ? "nothing" : val_type_name(args[0]));
+    return type_new(I, args[0].tag == V_CLASS ? (ClassObj *)args[0].o : NULL, args + 1, nargs - 1, kwnames, nkw, out);
+}
+
+/* type.__init__(cls, ...) does nothing; type.__call__(cls, ...) makes an instance of cls. */
+static bool bi_type_init(BUILTIN_ARGS)
+{
+    (void)I, (void)self, (void)args, (void)nargs, (void)kwnames, (void)nkw;
+    *out = v_none();
+    return true;
+}
+
+static bool bi_type_call(BUILTIN_ARGS)
+{
+    return instance_call(I, (ClassObj *)self.o, args, nargs, kwnames, nkw, out);
+}
+
+const BuiltinDef type_new_builtin = {"__new__", bi_type_new, 0, -1, "*"};
+const BuiltinDef type_init_builtin = {"__init__", bi_type_init, 0, -1, "*"};
+const BuiltinDef type_call_builtin = {"__call__", bi_type_call, 0, -1, "*"};
 
 /* ---- operators ---- */
 
@@ -609,6 +922,23 @@ bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handl
     if (r.tag == V_UNDEF && !try_dunder(I, a, binop_names[op][0], b, &r)) return false;
     if (r.tag == V_UNDEF && !sub_first && ca != cb)
         if (!try_dunder(I, b, binop_names[op][1], a, &r)) return false;
+    *handled = r.tag != V_UNDEF;
+    if (*handled) *out = r;
+    return true;
+}
+
+bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled)
+{
+    static const char *const names[] = {
+        [OP_ADD] = "__iadd__", [OP_SUB] = "__isub__", [OP_MUL] = "__imul__", [OP_DIV] = "__itruediv__",
+        [OP_FLOORDIV] = "__ifloordiv__", [OP_MOD] = "__imod__", [OP_POW] = "__ipow__",
+        [OP_MATMUL] = "__imatmul__", [OP_BITAND] = "__iand__", [OP_BITOR] = "__ior__", [OP_BITXOR] = "__ixor__",
+        [OP_LSHIFT] = "__ilshift__", [OP_RSHIFT] = "__irshift__",
+    };
+    Value r = v_undef();
+    *handled = false;
+    if (op >= sizeof names / sizeof names[0] || !names[op]) return true;
+    if (!try_dunder(I, a, names[op], b, &r)) return false;
     *handled = r.tag != V_UNDEF;
     if (*handled) *out = r;
     return true;
@@ -861,8 +1191,22 @@ bool class_iter_next(Interp *I, Iter *it, Value *out, bool *done)
 
 bool class_repr(Interp *I, Value v, Buf *b, bool str)
 {
+    Value r;
+    bool found;
     if (v.tag == V_CLASS) {
         ClassObj *c = (ClassObj *)v.o;
+        Value f = v_undef();
+        /* a metaclass's __str__ / __repr__ shows its classes */
+        if (c->meta && str && !class_find(I, c->meta, "__str__", &f, NULL)) return false;
+        if (c->meta && f.tag == V_UNDEF && !class_find(I, c->meta, "__repr__", &f, NULL)) return false;
+        if (f.tag != V_UNDEF) {
+            Value bound;
+            if (!bind_attr(I, f, v, c->meta, &bound)) return false;
+            bool ok = call_value(I, bound, NULL, 0, NULL, 0, &r);
+            val_decref(I, bound);
+            if (!ok) return false;
+            goto got;
+        }
         if (strcmp(c->module, "builtins") == 0) buf_printf(b, "<class '%s'>", c->qualname);
         else buf_printf(b, "<class '%s.%s'>", c->module, c->qualname);
         return true;
@@ -885,8 +1229,6 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
         buf_printf(b, "<super: <class '%s'>, <%s object>>", s->cls->name, val_type_name(s->self));
         return true;
     }
-    Value r;
-    bool found;
     if (I->nest >= 1000) return err_raise(I, TDL_ERR_RECURSION, "maximum recursion depth exceeded while getting the repr of an object");
     I->nest++;
     bool ok = class_call_dunder(I, v, str ? "__str__" : "__repr__", NULL, 0, &r, &found);
@@ -899,6 +1241,7 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
         else buf_printf(b, "<%s.%s object at %p>", c->module, c->qualname, (void *)v.o);
         return true;
     }
+got:
     if (r.tag != V_STR) {
         err_raise(I, TDL_ERR_TYPE, "%s returned non-string (type %s)", str ? "__str__" : "__repr__", val_type_name(r));
         val_decref(I, r);
@@ -911,7 +1254,6 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str)
 
 /* ---- builtins ---- */
 
-#define BUILTIN_ARGS Interp *I, Value self, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out
 
 static bool descr_new(Interp *I, DescrKind kind, Value f, Value fset, Value *out)
 {
@@ -984,6 +1326,37 @@ static bool bi_exc_init(BUILTIN_ARGS)
     return true;
 }
 
+/* object.__new__(cls): a bare instance; more arguments are CPython's error. */
+static bool bi_object_new(BUILTIN_ARGS)
+{
+    (void)self, (void)kwnames;
+    if (nargs < 1) return err_raise(I, TDL_ERR_TYPE, "object.__new__(): not enough arguments");
+    if (args[0].tag != V_CLASS)
+        return err_raise(I, TDL_ERR_TYPE, "object.__new__(X): X is not a type object (%s)", val_type_name(args[0]));
+    ClassObj *c = (ClassObj *)args[0].o;
+    if (nargs > 1 || nkw) {
+        Value nf;
+        if (!class_find(I, c, "__new__", &nf, NULL)) return false;
+        if (nf.tag != V_UNDEF)
+            return err_raise(I, TDL_ERR_TYPE, "object.__new__() takes exactly one argument (the type to instantiate)");
+        return err_raise(I, TDL_ERR_TYPE, "%s() takes no arguments", c->name);
+    }
+    return instance_alloc(I, c, out);
+}
+
+/* object.__init_subclass__ (bound to the new class): takes no keyword arguments. */
+static bool bi_object_init_subclass(BUILTIN_ARGS)
+{
+    (void)args, (void)kwnames;
+    if (nargs || nkw)
+        return err_raise(I, TDL_ERR_TYPE, "%s.__init_subclass__() takes no keyword arguments",
+                         self.tag == V_CLASS ? ((ClassObj *)self.o)->name : "object");
+    *out = v_none();
+    return true;
+}
+
+const BuiltinDef object_new_builtin = {"__new__", bi_object_new, 0, -1, "*"};
+const BuiltinDef object_init_subclass_builtin = {"__init_subclass__", bi_object_init_subclass, 0, -1, "*"};
 const BuiltinDef object_init_builtin = {"__init__", bi_object_init, 0, -1, NULL};
 const BuiltinDef exc_init_builtin = {"__init__", bi_exc_init, 0, -1, NULL};
 
@@ -992,6 +1365,8 @@ bool super_new(Interp *I, Value cls, Value obj, Value *out)
     if (cls.tag != V_CLASS) return err_raise(I, TDL_ERR_TYPE, "super() argument 1 must be a type, not %s", val_type_name(cls));
     ClassObj *c = (ClassObj *)cls.o;
     ClassObj *oc = obj.tag == V_CLASS ? (ClassObj *)obj.o : class_of(obj);
+    if (oc && !class_is_subclass(oc, c) && obj.tag == V_CLASS && oc->meta && class_is_subclass(oc->meta, c))
+        oc = oc->meta;      /* super(M, C) in a metaclass M's method, C an instance of M */
     if (!oc || !class_is_subclass(oc, c))
         return err_raise(I, TDL_ERR_TYPE, "super(type, obj): obj must be an instance or subtype of type");
     SuperObj *s = obj_alloc(I, sizeof *s, V_SUPER, true);

@@ -286,7 +286,9 @@ static bool relabel(Interp *I, Value *res, const FcLevels *lv, int nbatch)
 
 /* ---- operator rows with dims (tensor.c's dispatch calls dims_run) ---- */
 
-typedef enum RowKind { RK_POINTWISE, RK_DIMS_FIRST, RK_SELF, RK_DIMOP, RK_BATCH, RK_INFO, RK_OWN, RK_REFUSE } RowKind;
+typedef enum RowKind {
+    RK_POINTWISE, RK_DIMS_FIRST, RK_SELF, RK_DIMOP, RK_BATCH, RK_INFO, RK_OWN, RK_INPLACE, RK_REFUSE
+} RowKind;
 
 static bool name_in(const char *name, const char *const *list)
 {
@@ -315,6 +317,8 @@ static RowKind classify_row(const TensorOpRow *r)
     static const char *const batch_pointwise[] = {"mul", "neg", "clip", "to", "type", NULL};
     static const char *const info[] = {"numel", "dim", "size", "stride", "shape", "ndim", "dtype", "device",
                                        "is_contiguous", NULL};
+    if (r->impl == impl_inplace || r->impl == impl_fill_ || r->impl == impl_copy_ || r->impl == impl_masked_fill_)
+        return RK_INPLACE;
     if (name_in(r->name, batch_pointwise) || r->lower == TL_CAST) return RK_DIMS_FIRST;
     if (r->lower == TL_UNARY || r->lower == TL_BINARY || r->lower == TL_LOGICAL) {
         if (strcmp(r->name, "max") == 0 || strcmp(r->name, "min") == 0) return r->overload[0] ? RK_POINTWISE : RK_DIMOP;
@@ -696,6 +700,98 @@ static bool run_info(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return true;
 }
 
+/* The size of t's positional dim q counted from the right (0: the last), or 1 when it has none. */
+static int64_t pos_from_right(const FcTensor *t, int q)
+{
+    int np = fc_tensor_npos(t);
+    return q < np ? t->shape[fc_level_of_pos(t, np - 1 - q)] : 1;
+}
+
+/* PyTorch's "output with shape [...] doesn't match the broadcast shape [...]" for an in-place
+ * method whose operands have dims (levels u all together) that self lacks: the output is self's
+ * shape, over u when self is batched (as functorch's vmap sees it). */
+static bool inplace_shape_error(Interp *I, const FcTensor *self, FcTensor *const *ts, int n, const FcLevels *u)
+{
+    Buf o = {0}, b = {0};
+    int npos = 0;
+    for (int k = 0; k < u->n; k++) npos += u->at[k] == NULL;
+    if (!self->levels)
+        for (int k = 0; k < self->ndim; k++) buf_printf(&o, "%s%lld", k ? ", " : "", (long long)self->shape[k]);
+    /* the dims first (vmap's batch dims), then the positional ones */
+    int order[FC_MAX_DIMS], no = 0;
+    for (int k = 0; k < u->n; k++)
+        if (u->at[k]) order[no++] = k;
+    for (int k = 0; k < u->n; k++)
+        if (!u->at[k]) order[no++] = k;
+    for (int i = 0, q = npos; i < u->n; i++) {
+        int k = order[i];
+        int64_t bs, os;
+        if (u->at[k]) {
+            bs = u->at[k]->size;
+            os = fc_level_of_dim(self, u->at[k]) >= 0 ? bs : 1;
+        } else {
+            q--;
+            os = pos_from_right(self, q);
+            bs = 1;
+            for (int j = 0; j < n; j++)
+                if (pos_from_right(ts[j], q) != 1) bs = pos_from_right(ts[j], q);
+        }
+        if (self->levels) buf_printf(&o, "%s%lld", i ? ", " : "", (long long)os);
+        buf_printf(&b, "%s%lld", i ? ", " : "", (long long)bs);
+    }
+    if (o.nomem || b.nomem) err_nomem(I);
+    else err_raise(I, TDL_ERR_RUNTIME, "output with shape [%s] doesn't match the broadcast shape [%s]",
+                   o.p ? o.p : "", b.p ? b.p : "");
+    buf_free(&o);
+    buf_free(&b);
+    return false;
+}
+
+/* t.NAME_(...), the in-place methods, with dims (functorch.dim's): the operands laid out over
+ * self's levels, the method writes into self's memory (a lazy self is computed first, and written);
+ * self comes back. An operand with a dim self lacks is PyTorch's shape error. */
+static bool run_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *self = a[0].t, *ts[TENSOR_MAX_PARAMS];
+    int n = 0;
+    for (int k = 0; k < sig->nparams; k++)
+        if (is_tensor_param(&sig->params[k]) && a[k].t && !a[k].t->wrapped_number) ts[n++] = a[k].t;
+    FcLevels lv, u;
+    FcError e;
+    fc_tensor_levels(self, &lv);
+    if (!tensor_check(I, fc_levels_union(n, ts, &u, &e), &e)) return false;
+    if (u.n != lv.n) return inplace_shape_error(I, self, ts, n, &u);
+    /* a relabel of a lazy tensor is its view: computing that tensor makes self a view of it */
+    FcTensor *root = self;
+    while (fc_tensor_is_lazy(root) && root->alias_of) root = root->alias_of;
+    if (!tensor_check(I, fc_realize(I->fc, root, &e), &e)) return false;
+    if (!tensor_check(I, fc_realize(I->fc, self, &e), &e)) return false;
+    for (int k = 1; k < sig->nparams; k++) {
+        if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number || !a[k].t->levels) continue;
+        FcTensor *m;
+        if (!tensor_check(I, fc_match_levels(I->fc, a[k].t, &lv, &m, &e), &e)) return false;
+        fc_tensor_release(a[k].t);
+        a[k].t = m;
+    }
+    /* self as a positional view of its memory, its dims as leading positional dims */
+    FcLevels none = {lv.n, {0}};
+    FcTensor *plain;
+    if (!tensor_check(I, fc_with_levels(I->fc, self, &none, &plain, &e), &e)) return false;
+    a[0].t = plain;
+    Value r;
+    bool ok = tensor_run_row(I, sig, a, &r);
+    a[0].t = self;
+    fc_tensor_release(plain);
+    if (!ok) return false;
+    val_decref(I, r);
+    if (a[0].v.tag == V_TENSOR && as_tensor(a[0].v) == self) {
+        val_incref(a[0].v);
+        *out = a[0].v;
+        return true;
+    }
+    return tensor_value_steal(I, fc_tensor_retain(self), out);
+}
+
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const char *name = sig->row->name;
@@ -711,6 +807,7 @@ bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     case RK_BATCH: return run_batch(I, sig, a, out);
     case RK_INFO: return run_info(I, sig, a, out);
     case RK_OWN: return tensor_run_row(I, sig, a, out);
+    case RK_INPLACE: return run_inplace(I, sig, a, out);
     default: return refuse(I, sig);
     }
 }

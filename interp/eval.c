@@ -334,6 +334,28 @@ static bool too_many_positional(Interp *I, LangFunc *fn, const Value *slots, int
                      npdefaults || np != 1 ? "s" : "", nargs, kwsig, nargs == 1 && !kwgiven ? "was" : "were");
 }
 
+/* TypeError "f() got some positional-only arguments passed as keyword arguments: 'a, b'" when
+ * some of the keywords name positional-only parameters (f has no **kwargs), as CPython: whether
+ * it raised. */
+__attribute__((noinline))
+static bool posonly_as_keyword(Interp *I, LangFunc *fn, const char *const *kwnames, int nkw)
+{
+    Buf b = {0};
+    int n = 0;
+    for (int i = 0; i < fn->nposonly; i++)
+        for (int k = 0; k < nkw; k++)
+            if (strcmp(fn->slot_names[i], kwnames[k]) == 0) {
+                buf_printf(&b, "%s%s", n++ ? ", " : "", kwnames[k]);
+                break;
+            }
+    if (b.nomem) err_nomem(I);
+    else if (n)
+        err_raise(I, TDL_ERR_TYPE, "%s() got some positional-only arguments passed as keyword arguments: '%s'",
+                  fn->qualname, b.p);
+    buf_free(&b);
+    return b.nomem || n;
+}
+
 /* Binds a call's arguments to the parameters' slots (all V_UNDEF on entry; the caller releases
  * them, failure or not) in CPython's order, with its messages: positional ones, the rest into
  * *args, keywords by name (unknown ones into **kwargs), then defaults. */
@@ -362,11 +384,12 @@ static bool bind_args(Interp *I, FuncObj *f, Value *slots, const Value *args, in
         slots[nnamed] = v_obj(V_TUPLE, &t->h);
     }
     for (int k = 0; k < nkw; k++) {
-        int i = 0;
+        int i = fn->nposonly;
         while (i < nnamed && strcmp(fn->slot_names[i], kwnames[k]) != 0) i++;
         if (i == nnamed) {
-            if (!kwd)
+            if (!kwd && (!fn->nposonly || !posonly_as_keyword(I, fn, kwnames, nkw)))
                 return err_raise(I, TDL_ERR_TYPE, "%s() got an unexpected keyword argument '%s'", fn->qualname, kwnames[k]);
+            if (!kwd) return false;
             Value key;
             if (!str_from_cstr(I, kwnames[k], &key)) return false;
             bool ok = dict_set(I, kwd, key, args[nargs + k]);
@@ -425,9 +448,12 @@ static bool call_func(Interp *I, FuncObj *f, const Value *args, int nargs, const
         Frame fr = {slots, f->cells, f->module, f->unit, fn->name, false, f};
         LangSource *stmt_src = I->stmt_src;
         uint32_t stmt_pos = I->stmt_pos;
+        CallSite site = {stmt_src, stmt_pos, I->callsite};
+        I->callsite = &site;
         I->depth++;
         Flow fl = exec(I, &fr, fn->body);
         I->depth--;
+        I->callsite = site.up;
         I->stmt_src = stmt_src;
         I->stmt_pos = stmt_pos;
         if (fl == F_ERROR) {
@@ -651,11 +677,17 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
 {
     LangFunc *fn = st->func;
     if (st->count > MAX_ARGS) return err_raise(I, TDL_ERR_SYNTAX, "too many bases (at most %d)", MAX_ARGS);
-    Value bases[st->count + 1];
-    int nb = 0;
+    Value bases[st->count + 1], kwv[st->count + 1];
+    const char *kwnames[st->count + 1];
+    int nb = 0, nkw = 0;
     bool ok = true;
-    for (Node *b = st->b; b && ok; b = b->next)
-        if ((ok = eval(I, F, b, &bases[nb]))) nb++;
+    for (Node *b = st->b; b && ok; b = b->next) {
+        if (b->kind == N_KWARG) {
+            if ((ok = eval(I, F, b->a, &kwv[nkw]))) kwnames[nkw++] = b->str;
+        } else if ((ok = eval(I, F, b, &bases[nb]))) {
+            nb++;
+        }
+    }
     Value slots[fn->nslots + 1];
     CellObj *cells[fn->nfree + 1];
     for (int i = 0; i < fn->nslots; i++) slots[i] = v_undef();
@@ -690,7 +722,55 @@ static bool make_class(Interp *I, Frame *F, Node *st, Value *out)
         ok = dict_set(I, d, key, v);
         val_decref(I, key);
     }
-    if (ok) ok = class_new(I, fn->name, fn->qualname, F->mod->name ? F->mod->name : "__main__", bases, nb, d, out);
+    /* metaclass= is the class's, the other keywords go to __init_subclass__ */
+    Value explicit_meta = v_undef();
+    for (int i = 0; i < nkw; i++)
+        if (strcmp(kwnames[i], "metaclass") == 0) {
+            explicit_meta = kwv[i];
+            for (int j = i; j + 1 < nkw; j++) kwv[j] = kwv[j + 1], kwnames[j] = kwnames[j + 1];
+            nkw--;
+            break;
+        }
+    ClassObj *meta = NULL;
+    const char *modname = F->mod->name ? F->mod->name : "__main__";
+    /* a metaclass= that is not a class deriving from type is just called, as CPython does */
+    bool meta_callable = explicit_meta.tag != V_UNDEF && !(explicit_meta.tag == V_TYPE && explicit_meta.i == T_TYPE) &&
+                         !(explicit_meta.tag == V_CLASS && ((ClassObj *)explicit_meta.o)->is_meta);
+    if (ok && !meta_callable) ok = class_metaclass(I, explicit_meta, bases, nb, &meta);
+    if (ok && (meta || meta_callable)) {
+        /* meta(name, bases, namespace, **keywords), the namespace starting with __module__ and
+         * __qualname__ as CPython's */
+        DictObj *ns = dict_alloc(I, V_DICT);
+        TupleObj *bt = ns ? tuple_alloc(I, (size_t)nb) : NULL;
+        Value a[3 + st->count + 1], mv, qv;
+        a[0] = a[1] = a[2] = v_undef();
+        ok = bt != NULL;
+        if (ns) a[2] = v_obj(V_DICT, &ns->h);
+        if (bt) {
+            a[1] = v_obj(V_TUPLE, &bt->h);
+            for (int i = 0; i < nb; i++) bt->items[i] = bases[i], val_incref(bases[i]);
+        }
+        if (ok && (ok = str_from_cstr(I, modname, &mv))) {
+            ok = dict_set_str(I, ns, "__module__", mv);
+            val_decref(I, mv);
+        }
+        if (ok && (ok = str_from_cstr(I, fn->qualname, &qv))) {
+            ok = dict_set_str(I, ns, "__qualname__", qv);
+            val_decref(I, qv);
+        }
+        DictEntry *de;
+        for (size_t pos = 0; ok && (de = dict_next(d, &pos));) ok = dict_set(I, ns, de->key, de->val);
+        if (ok) ok = str_from_cstr(I, fn->name, &a[0]);
+        for (int i = 0; ok && i < nkw; i++) a[3 + i] = kwv[i];
+        if (ok && meta_callable) ok = call_value(I, explicit_meta, a, 3, kwnames, nkw, out);
+        else if (ok) ok = class_meta_call(I, meta, a, 3, kwnames, nkw, out);
+        for (int i = 0; i < 3; i++) val_decref(I, a[i]);
+    } else if (ok) {
+        ok = class_new(I, fn->name, fn->qualname, modname, bases, nb, d, out);
+        if (ok && !(ok = class_init_subclass(I, *out, kwv, kwnames, nkw))) val_decref(I, *out);
+    }
+    if (explicit_meta.tag != V_UNDEF) val_decref(I, explicit_meta);
+    for (int i = 0; i < nkw; i++) val_decref(I, kwv[i]);
     if (d) val_decref(I, v_obj(V_DICT, &d->h));
     for (int i = 0; i < fn->nslots; i++) val_decref(I, slots[i]);
     for (int i = 0; i < fn->nfree; i++) val_decref(I, v_obj(V_CELL, &cells[i]->h));
@@ -878,6 +958,19 @@ static bool eval_dict(Interp *I, Frame *F, Node *n, Value *out)
     Value dv = v_obj(d->h.tag, &d->h);
     for (Node *e = n->a; e; e = e->next) {
         Value k, v = v_undef();
+        if (e->kind == N_STARRED && e->op == 2) {  /* {**m}: m's items, in its order */
+            if (!eval(I, F, e->a, &k)) goto fail;
+            bool ok = k.tag == V_DICT;
+            if (!ok) err_raise(I, TDL_ERR_TYPE, "'%s' object is not a mapping", val_type_name(k));
+            DictEntry *de;
+            for (size_t pos = 0; ok && (de = dict_next(as_dict(k), &pos));) ok = dict_set(I, d, de->key, de->val);
+            val_decref(I, k);
+            if (!ok) {
+                locate(I, F, e->a->pos);
+                goto fail;
+            }
+            continue;
+        }
         if (e->kind == N_STARRED) {     /* {*it}: its items */
             if (!eval(I, F, e->a, &k)) goto fail;
             ListObj *m = NULL;
@@ -1087,6 +1180,7 @@ typedef struct GenCo {
     Value out;                  /* the value yielded, then the return value (a reference) */
     Value sent;                 /* what the yield evaluates to on resumption (a reference) */
     Value handling;             /* the body's exception being handled while it is suspended */
+    Value throwing;             /* g.throw(e): the exception its yield raises on resumption */
     bool finished, failed, closing;
     void *fake_stack;           /* AddressSanitizer's bookkeeping of the stack switch */
     const void *back_bottom;
@@ -1187,7 +1281,7 @@ static bool gen_function_new(Interp *I, FuncObj *f, Value *slots, Value *out)
     co->func = f;
     f->h.refcnt++;
     co->out = co->sent = v_undef();
-    co->handling = v_undef();
+    co->handling = co->throwing = v_undef();
     g->started = true;
     *out = gv;
     return true;
@@ -1276,8 +1370,10 @@ static bool co_resume(Interp *I, GenObj *g, Value sent, Value *out, bool *done)
 }
 
 /* yield v in the body of the running generator: gives v (a reference it takes) to the resumer and
- * waits; *sent is what it is resumed with (a new reference). */
-static bool co_yield(Interp *I, Value v, Value *sent)
+ * waits; *sent is what it is resumed with (a new reference). An exception thrown in by g.throw()
+ * is raised here, or, with thrown non-NULL, handed back in *thrown (a reference; *sent is then
+ * undefined) for `yield from` to pass on. */
+static bool co_yield(Interp *I, Value v, Value *sent, Value *thrown)
 {
     GenCo *co = I->co;
     co->out = v;
@@ -1286,6 +1382,18 @@ static bool co_yield(Interp *I, Value v, Value *sent)
         err_raise(I, TDL_ERR_GENERATOR_EXIT, "%s", "");
         mem_free(I->err.msg);       /* GeneratorExit has no message */
         I->err.msg = NULL;
+        return false;
+    }
+    *sent = v_undef();
+    if (co->throwing.tag != V_UNDEF) {
+        Value e = co->throwing;
+        co->throwing = v_undef();
+        if (thrown) {
+            *thrown = e;
+            return true;
+        }
+        exc_raise(I, e);
+        val_decref(I, e);
         return false;
     }
     *sent = co->sent;
@@ -1299,6 +1407,60 @@ bool gen_send(Interp *I, GenObj *g, Value v, Value *out, bool *done)
     if (!g->co->stack && !g->done && v.tag != V_NONE)
         return err_raise(I, TDL_ERR_TYPE, "can't send non-None value to a just-started generator");
     return co_resume(I, g, v, out, done);
+}
+
+/* g.throw(exc) with exc an exception object: raised at g's yield; a generator that has not
+ * started, has finished, or is a generator expression (which has no handler to catch it) raises it
+ * here and is done. Then as gen_send. */
+static bool gen_throw_exc(Interp *I, GenObj *g, Value exc, Value *out, bool *done)
+{
+    *done = false;
+    if (!gen_may_resume(I, g)) return false;
+    if (!g->co || !g->co->stack || g->done) {
+        if (!g->co) {
+            for (int k = 0; k < g->nloops; k++) iter_end(I, &g->its[k]);
+            g->nloops = 0;
+        }
+        g->done = true;
+        exc_raise(I, exc);
+        return false;
+    }
+    val_incref(exc);
+    g->co->throwing = exc;
+    return co_resume(I, g, v_none(), out, done);
+}
+
+static bool as_exception(Interp *I, Value v, Value *out);
+
+bool gen_throw(Interp *I, GenObj *g, Value typ, Value val, Value *out, bool *done)
+{
+    Value exc;
+    bool is_type = typ.tag == V_EXCTYPE || (typ.tag == V_CLASS && ((ClassObj *)typ.o)->exc != TDL_ERR_NONE);
+    if (!is_type && typ.tag != V_EXC)
+        return err_raise(I, TDL_ERR_TYPE, "exceptions must be classes or instances deriving from BaseException, not %s",
+                         val_type_name(typ));
+    if (!is_type && val.tag != V_NONE && val.tag != V_UNDEF)
+        return err_raise(I, TDL_ERR_TYPE, "instance exception may not have a separate value");
+    if (is_type && val.tag != V_NONE && val.tag != V_UNDEF) {
+        /* throw(E, v): E(v), or v itself when it is an E already (CPython's rule) */
+        if (val.tag == V_EXC && (typ.tag == V_EXCTYPE ? exc_is_subclass(((ExcObj *)val.o)->kind, (tdl_error_kind)typ.i)
+                                                      : ((ExcObj *)val.o)->cls
+                                                            && class_is_subclass(((ExcObj *)val.o)->cls, (ClassObj *)typ.o))) {
+            val_incref(val);
+            exc = val;
+        } else {
+            bool ok = val.tag == V_TUPLE ? (typ.tag == V_EXCTYPE ? exc_new(I, (tdl_error_kind)typ.i, as_tuple(val)->items, (int)as_tuple(val)->n, &exc)
+                                                                 : class_call(I, typ, as_tuple(val)->items, (int)as_tuple(val)->n, NULL, 0, &exc))
+                                         : (typ.tag == V_EXCTYPE ? exc_new(I, (tdl_error_kind)typ.i, &val, 1, &exc)
+                                                                 : class_call(I, typ, &val, 1, NULL, 0, &exc));
+            if (!ok) return false;
+        }
+    } else if (!as_exception(I, typ, &exc)) {
+        return false;
+    }
+    bool ok = gen_throw_exc(I, g, exc, out, done);
+    val_decref(I, exc);
+    return ok;
 }
 
 bool gen_close(Interp *I, GenObj *g)
@@ -1349,10 +1511,11 @@ void gen_free_co(Interp *I, GenObj *g)
     }
     if (co->stack) munmap(co->stack, GEN_STACK_SIZE);
     co->stack = NULL;
-    Value out = co->out, sent = co->sent;
-    co->out = co->sent = v_undef();
+    Value out = co->out, sent = co->sent, thrown = co->throwing;
+    co->out = co->sent = co->throwing = v_undef();
     val_decref(I, out);
     val_decref(I, sent);
+    val_decref(I, thrown);
     if (co->func) {
         FuncObj *f = co->func;
         co->func = NULL;
@@ -1368,12 +1531,19 @@ static bool yield_from(Interp *I, Frame *F, Node *n, Value *out)
     if (!eval(I, F, n->a, &src)) return false;
     if (src.tag == V_GEN && ((GenObj *)src.o)->co) {
         GenObj *sub = (GenObj *)src.o;
-        Value sent = v_none();
+        Value sent = v_none(), thrown = v_undef();
         bool ok = true;
         for (;;) {
             Value x;
             bool done;
-            ok = co_resume(I, sub, sent, &x, &done);
+            if (thrown.tag != V_UNDEF) {
+                /* g.throw(e) while delegating goes on to the inner generator, as CPython does */
+                ok = gen_throw_exc(I, sub, thrown, &x, &done);
+                val_decref(I, thrown);
+                thrown = v_undef();
+            } else {
+                ok = co_resume(I, sub, sent, &x, &done);
+            }
             val_decref(I, sent);
             sent = v_undef();
             if (!ok) {
@@ -1384,7 +1554,7 @@ static bool yield_from(Interp *I, Frame *F, Node *n, Value *out)
                 *out = x;
                 break;
             }
-            if (!(ok = co_yield(I, x, &sent))) {
+            if (!(ok = co_yield(I, x, &sent, &thrown))) {
                 if (I->err.kind == TDL_ERR_GENERATOR_EXIT) {
                     /* closing: close the inner generator first, as CPython does */
                     Error saved;
@@ -1417,7 +1587,7 @@ static bool yield_from(Interp *I, Frame *F, Node *n, Value *out)
             *out = v_none();
             break;
         }
-        if (!(ok = co_yield(I, x, &sent))) break;
+        if (!(ok = co_yield(I, x, &sent, NULL))) break;
         val_decref(I, sent);
     }
     iter_end(I, &it);
@@ -1431,7 +1601,7 @@ static bool eval_yield(Interp *I, Frame *F, Node *n, Value *out)
     if (n->op == 1) return yield_from(I, F, n, out);
     Value v = v_none();
     if (n->a && !eval(I, F, n->a, &v)) return false;
-    return co_yield(I, v, out);
+    return co_yield(I, v, out, NULL);
 }
 
 bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done)
@@ -1755,6 +1925,21 @@ static bool echo(Interp *I, Value v)
     return ok;
 }
 
+/* The TypeError "unsupported operand type(s) for +: ..." of the binop behind `a += b` names `+=`,
+ * as CPython's does. */
+static void aug_op_message(Interp *I, LangOp op)
+{
+    char head[64];
+    snprintf(head, sizeof head, "unsupported operand type(s) for %s:", op == OP_POW ? "** or pow()" : lang_op_text[op]);
+    size_t n = strlen(head);
+    if (I->err.kind != TDL_ERR_TYPE || !I->err.msg || strncmp(I->err.msg, head, n) != 0) return;
+    char *m = mem_malloc(strlen(I->err.msg) + 2);
+    if (!m) return;
+    snprintf(m, strlen(I->err.msg) + 2, "unsupported operand type(s) for %s=%s", lang_op_text[op], I->err.msg + n - 1);
+    mem_free(I->err.msg);
+    I->err.msg = m;
+}
+
 static bool aug_assign(Interp *I, Frame *F, Node *st)
 {
     Node *t = st->a;
@@ -1767,6 +1952,7 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         ok = binop(I, op, F->slots[t->slot], rhs, &res);
         val_decref(I, rhs);
         if (!ok) {
+            aug_op_message(I, op);
             locate(I, F, st->pos);
             return false;
         }
@@ -1839,12 +2025,15 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         /* Python's tmp = t[idx]; tmp += v; t[idx] = tmp, with Tensor's __iadd__ & co.: the
          * value written keeps tmp's shape and dtype. */
         ok = tensor_inplace_binop(I, op, cur, rhs, &res);
+    } else if (cur.tag == V_INSTANCE && (!(ok = class_inplace_binop(I, op, cur, rhs, &res, &handled)) || handled)) {
+        /* x.__iadd__(v) and friends; without one (or NotImplemented), x = x + v below */
     } else {
         ok = binop(I, op, cur, rhs, &res);
     }
     val_decref(I, cur);
     val_decref(I, rhs);
     if (!ok) {
+        aug_op_message(I, op);
         locate(I, F, st->pos);
         goto out;
     }

@@ -373,6 +373,8 @@ struct Interp {
     char *script_dir;           /* folder of the main script, for imports */
     LangSource *stmt_src;       /* the statement running now (borrowed), for messages that say */
     uint32_t stmt_pos;          /* where a dim's size was bound */
+    const struct CallSite *callsite;    /* where the running tdl function was called from */
+    struct WarnState *warn;     /* the warnings module's filters and registry (warnings.c), or NULL */
     /* tensors (tensor.c) */
     FcCtx *fc;                  /* the tensor context: backends, random generator, dump hook */
     FcDevice device;            /* where creation ops put tensors by default */
@@ -456,6 +458,9 @@ bool gen_next(Interp *I, GenObj *g, Value *out, Value *out2, bool *done);
 /* g.send(v): resumes a generator function's g with v as the value of its yield (None is next());
  * *done at its end, with its return value in *out (a new reference). */
 bool gen_send(Interp *I, GenObj *g, Value v, Value *out, bool *done);
+/* g.throw(typ, val): the exception typ (a class, with val its argument, or an instance) raised at
+ * g's yield (CPython's rules and messages); then as gen_send. val may be V_UNDEF. */
+bool gen_throw(Interp *I, GenObj *g, Value typ, Value val, Value *out, bool *done);
 /* g.close() (also when g is freed, and for every suspended generator at tdl_close): GeneratorExit
  * is raised at its yield so that its finally blocks and with statements run; the error the
  * unwinding raises, if any, is left in I->err (false). */
@@ -554,6 +559,17 @@ typedef struct CtxMgrObj {
 bool ctxmgr_new(Interp *I, const char *name, CtxEnterFn enter, CtxExitFn exit, void *ud,
                 void (*free_ud)(void *ud), Value *out);
 
+/* ---- warnings (warnings.c) ---- */
+
+/* The statement a tdl function was called from (on the caller's C stack), and its caller's. */
+typedef struct CallSite { LangSource *src; uint32_t pos; const struct CallSite *up; } CallSite;
+/* Python's warnings.warn(msg, category) at the statement running now: printed to stderr once per
+ * location, or as the filters say; false with the error raised (the "error" filter, out of memory). */
+bool interp_warn(Interp *I, tdl_error_kind category, const char *msg);
+/* The `warnings` module (import warnings): warn, simplefilter, resetwarnings. NULL with the error. */
+Module *warnings_module_new(Interp *I);
+void warnings_free(Interp *I);
+
 /* ---- user classes (class.c) ---- */
 
 /* A class made by `class` (V_CLASS). mro: a tuple of the classes after it in its C3 method
@@ -566,6 +582,10 @@ struct ClassObj {
     Value bases, mro;
     DictObj *dict;
     tdl_error_kind exc;
+    DictObj *slots;     /* the attributes its instances may have (its and its bases' __slots__, a
+                           set), or NULL: instances have a __dict__ */
+    ClassObj *meta;     /* its metaclass (a reference), or NULL: type */
+    bool is_meta;       /* it derives from type: a metaclass, whose instances are classes */
 };
 typedef struct InstObj { Obj h; ClassObj *cls; DictObj *dict; } InstObj;     /* references */
 typedef struct MethodObj { Obj h; Value func, self; } MethodObj;            /* a bound method */
@@ -598,6 +618,21 @@ bool class_delattr(Interp *I, Value obj, const char *name, bool *found);
 bool class_call(Interp *I, Value f, const Value *args, int nargs, const char *const *kwnames, int nkw, Value *out);
 /* a op b through __op__ / __rop__ (NotImplemented declines); *handled false when neither does. */
 bool class_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
+/* d[name] = v (v borrowed) for a C string name. */
+bool dict_set_str(Interp *I, DictObj *d, const char *name, Value v);
+/* After class cls is made: super(cls, cls).__init_subclass__(**kwargs) (the class keywords). */
+bool class_init_subclass(Interp *I, Value cls, const Value *kwargs, const char *const *kwnames, int nkw);
+/* The metaclass of a class with these bases and the explicit `metaclass=` (V_UNDEF if none): the
+ * most derived of them, NULL for type; CPython's TypeError on a conflict. */
+bool class_metaclass(Interp *I, Value explicit_meta, const Value *bases, int nbases, ClassObj **out);
+/* M(name, bases, ns, **kwargs) for metaclass M (NULL: type(name, bases, ns)): M.__new__ (its own,
+ * or type's, which makes the class and runs __init_subclass__ with the keywords), then M.__init__
+ * when the result is an instance of M. */
+bool class_meta_call(Interp *I, ClassObj *meta, const Value *args, int nargs, const char *const *kwnames, int nkw,
+                     Value *out);
+/* a op= b through a's __iop__ (__iadd__ ...); *handled false when a has none or it returned
+ * NotImplemented (the caller then falls back to a op b, as Python). */
+bool class_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out, bool *handled);
 /* A rich comparison with an instance on either side, with Python's fallbacks (identity for ==
  * and !=, TypeError for orders). */
 bool class_compare(Interp *I, LangOp op, Value a, Value b, Value *out);
@@ -618,7 +653,8 @@ bool class_repr(Interp *I, Value v, Buf *b, bool str);
 /* super(cls, obj) */
 bool super_new(Interp *I, Value cls, Value obj, Value *out);
 extern const BuiltinDef super_builtin, object_init_builtin, exc_init_builtin, property_setter_builtin,
-    property_getter_builtin;
+    property_getter_builtin, object_new_builtin, object_init_subclass_builtin, type_new_builtin, type_init_builtin,
+    type_call_builtin;
 
 /* ---- builtins (builtins.c) ---- */
 

@@ -902,6 +902,8 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
     if (obj.tag == V_FUNC && strcmp(name, "__qualname__") == 0) return str_from_cstr(I, as_func(obj)->fn->qualname, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
+    if (obj.tag == V_TYPE && obj.i == T_OBJECT && strcmp(name, "__new__") == 0)
+        return builtin_bind(I, &object_new_builtin, v_undef(), out);
     if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
         return str_from_cstr(I, tdl_error_kind_name((tdl_error_kind)obj.i), out);
     if (obj.tag == V_TUPLE && as_tuple(obj)->fields) {
@@ -918,6 +920,12 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
         Value *f = strcmp(name, "args") == 0 ? &e->args : strcmp(name, "__cause__") == 0 ? &e->cause : NULL;
         if (f) {
             *out = *f;
+            val_incref(*out);
+            return true;
+        }
+        if (exc_is_subclass(e->kind, TDL_ERR_STOP_ITERATION) && strcmp(name, "value") == 0) {
+            /* StopIteration.value: its first argument (a generator's return value), or None */
+            *out = e->args.tag == V_TUPLE && as_tuple(e->args)->n ? as_tuple(e->args)->items[0] : v_none();
             val_incref(*out);
             return true;
         }

@@ -359,7 +359,7 @@ static void resolve_stmts(Resolver *r, Scope *s, Node *st)
             break;
         case N_CLASS:
             for (Node *d = st->d; d; d = d->next) resolve_expr(r, s, d);
-            for (Node *b = st->b; b; b = b->next) resolve_expr(r, s, b);
+            for (Node *b = st->b; b; b = b->next) resolve_expr(r, s, b->kind == N_KWARG ? b->a : b);
             resolve_expr(r, s, st->a);
             resolve_function(r, s, st->func);
             break;

@@ -70,6 +70,9 @@ typedef enum tdl_error_kind {
     TDL_ERR_EXCEPTION, TDL_ERR_BASE_EXCEPTION, TDL_ERR_ARITHMETIC, TDL_ERR_LOOKUP,
     TDL_ERR_TAB,        /* TabError: an IndentationError */
     TDL_ERR_GENERATOR_EXIT, /* GeneratorExit: a BaseException, raised at a closed generator's yield */
+    /* the warning categories (warnings.warn; raised under the "error" filter) */
+    TDL_ERR_WARNING, TDL_ERR_USER_WARNING, TDL_ERR_DEPRECATION_WARNING, TDL_ERR_FUTURE_WARNING,
+    TDL_ERR_RUNTIME_WARNING,
     TDL_ERR__COUNT
 } tdl_error_kind;
 

@@ -1089,8 +1089,15 @@ bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 
 bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
-    /* Tensor has no __imatmul__ (Python falls back to a = a @ b), and functorch.dim's tensors
-     * are left to the out-of-place operator. */
+    /* Tensor has no __imatmul__ (Python falls back to a = a @ b). A tensor with first-class dims
+     * writes through them with the in-place method (add_ ...), as functorch.dim's __iadd__ does;
+     * the bitwise operators, which have none here, give a new tensor. */
+    static const char *const methods[OP__COUNT] = {
+        [OP_ADD] = "add_", [OP_SUB] = "sub_", [OP_MUL] = "mul_", [OP_DIV] = "div_",
+        [OP_FLOORDIV] = "floor_divide_", [OP_MOD] = "remainder_", [OP_POW] = "pow_",
+    };
+    if (a.tag == V_TENSOR && as_tensor(a)->levels && (unsigned)op < OP__COUNT && methods[op])
+        return tensor_call_name(I, methods[op], a, &b, 1, out);
     if (a.tag != V_TENSOR || as_tensor(a)->levels || op == OP_MATMUL) return tensor_binop(I, op, a, b, out);
     if (fc_is_grad_enabled() && fc_requires_grad(as_tensor(a)) && fc_is_leaf(as_tensor(a)))
         return err_raise(I, TDL_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
@@ -1273,6 +1280,21 @@ static bool index_of(Interp *I, Value idx, Index *x)
     return true;
 }
 
+/* PyTorch 1.13's deprecation warning (its text) for a uint8 tensor indexing as a mask; fill: the
+ * write of a 0-dim value through one mask, which torch runs as masked_fill_. */
+static bool warn_uint8_index(Interp *I, const Index *x, bool fill)
+{
+    for (int k = 0; k < x->n; k++)
+        if (x->ix[k].kind == FC_IX_TENSOR && x->ix[k].t->dtype == FC_UINT8)
+            return interp_warn(I, TDL_ERR_USER_WARNING, fill && x->n == 1
+                ? "masked_fill_ received a mask with dtype torch.uint8, this behavior is now deprecated,please use a "
+                  "mask with dtype torch.bool instead. (Triggered internally at  "
+                  "./aten/src/ATen/native/TensorAdvancedIndexing.cpp:1646.)"
+                : "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead. "
+                  "(Triggered internally at  ./aten/src/ATen/native/IndexingUtils.h:27.)");
+    return true;
+}
+
 bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
 {
     Index x;
@@ -1282,6 +1304,10 @@ bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
     if (!dims_getitem(I, v, idx, out, &done)) return false;
     if (done) return true;
     if (!index_of(I, idx, &x)) return false;
+    if (!warn_uint8_index(I, &x, false)) {
+        index_free(&x);
+        return false;
+    }
     FcStatus st = fc_index(I->fc, as_tensor(v), x.n, x.ix, &r, &e);
     index_free(&x);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
@@ -1323,7 +1349,10 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
     }
     Index x;
     bool ok = index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x);
-    if (ok) {
+    if (ok && !warn_uint8_index(I, &x, val->ndim == 0)) {
+        index_free(&x);
+        ok = false;
+    } else if (ok) {
         FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
         index_free(&x);
         ok = tensor_check(I, st, &e);

@@ -371,6 +371,119 @@ bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return tuple_of(I, r, 2, &rt_topk, out);
 }
 
+/* Slices a and b (each len elements at a * len, b * len of base, of dtype dt) in PyTorch's
+ * unique_dim order: lexicographic by < and > (a NaN compares neither way); -1, 0 or 1. */
+static int slice_cmp(const char *base, FcDType dt, int64_t len, int64_t a, int64_t b)
+{
+    size_t sz = fc_dtype_size(dt);
+    for (int64_t i = 0; i < len; i++) {
+        FcScalar x = fc_scalar_load(dt, base + (a * len + i) * (int64_t)sz);
+        FcScalar y = fc_scalar_load(dt, base + (b * len + i) * (int64_t)sz);
+        if (fc_dtype_is_float(dt) ? x.f < y.f : x.i < y.i) return -1;
+        if (fc_dtype_is_float(dt) ? x.f > y.f : x.i > y.i) return 1;
+    }
+    return 0;
+}
+
+/* Whether slices a and b are equal element by element (a NaN equals nothing). */
+static bool slice_eq(const char *base, FcDType dt, int64_t len, int64_t a, int64_t b)
+{
+    size_t sz = fc_dtype_size(dt);
+    for (int64_t i = 0; i < len; i++) {
+        FcScalar x = fc_scalar_load(dt, base + (a * len + i) * (int64_t)sz);
+        FcScalar y = fc_scalar_load(dt, base + (b * len + i) * (int64_t)sz);
+        if (fc_dtype_is_float(dt) ? !(x.f == y.f) : x.i != y.i) return false;
+    }
+    return true;
+}
+
+/* unique(dim=d): the distinct slices of t along d, sorted (always, as torch's unique_dim), with
+ * the inverse (which output slice each input slice is) and the counts when asked. */
+static bool unique_dim(Interp *I, FcTensor *t, int64_t dim, bool inv, bool cnt, Value *out)
+{
+    FcError e;
+    int d;
+    if (t->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)dim);
+    if (!tensor_check(I, fc_wrap_dim(dim, t->ndim, &d, &e), &e)) return false;
+    if (t->dtype == FC_FLOAT16 || t->dtype == FC_BFLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"unique_dim\" not implemented for '%s'", fc_dtype_torch_name(t->dtype));
+    int64_t n = t->shape[d], len = 1;
+    for (int k = 0; k < t->ndim; k++)
+        if (k != d) len *= t->shape[k];
+    if (n > 0 && len == 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+    int64_t perm[FC_MAX_DIMS];
+    perm[0] = d;
+    for (int k = 0, j = 1; k < t->ndim; k++)
+        if (k != d) perm[j++] = k;
+    FcTensor *p = NULL, *h = NULL, *tmp, *r[3] = {NULL, NULL, NULL}, *sel = NULL;
+    FcView v;
+    FcStatus st = fc_permute(I->fc, t, t->ndim, perm, &p, &e);
+    if (st == FC_OK) st = fc_to(I->fc, p, t->dtype, fc_cpu(), &h, &e);
+    if (st == FC_OK) st = step(fc_contiguous(I->fc, h, FC_MF_CONTIGUOUS, &tmp, &e), &h, &tmp);
+    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
+    fc_tensor_release(p);
+    if (!tensor_check(I, st, &e)) {
+        fc_tensor_release(h);
+        return false;
+    }
+    const char *base = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
+    size_t cap = (size_t)(n ? n : 1);
+    int64_t *idx = mem_malloc(cap * sizeof *idx), *tmpi = mem_malloc(cap * sizeof *tmpi);
+    int64_t *first = mem_malloc(cap * sizeof *first), *inverse = mem_malloc(cap * sizeof *inverse);
+    int64_t *counts = mem_calloc(cap, sizeof *counts), m = 0;
+    bool ok = idx && tmpi && first && inverse && counts ? true : err_nomem(I);
+    if (ok) {
+        for (int64_t j = 0; j < n; j++) idx[j] = j;
+        /* stable merge sort of the slice indices */
+        for (int64_t w = 1; w < n; w *= 2) {
+            for (int64_t lo = 0; lo < n; lo += 2 * w) {
+                int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+                int64_t a = lo, b = mid, o = lo;
+                while (a < mid && b < hi) tmpi[o++] = slice_cmp(base, v.dtype, len, idx[b], idx[a]) < 0 ? idx[b++] : idx[a++];
+                while (a < mid) tmpi[o++] = idx[a++];
+                while (b < hi) tmpi[o++] = idx[b++];
+            }
+            memcpy(idx, tmpi, (size_t)n * sizeof *idx);
+        }
+        for (int64_t j = 0; j < n; j++) {
+            if (m == 0 || !slice_eq(base, v.dtype, len, first[m - 1], idx[j])) first[m++] = idx[j];
+            inverse[idx[j]] = m - 1;
+            counts[m - 1]++;
+        }
+    }
+    fc_tensor_release(h);
+    FcView iv = {.dtype = FC_INT64, .ndim = 1, .offset = 0, .strides = {1}};
+    iv.shape[0] = m;
+    iv.data = first;
+    int nr = 1;
+    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &sel, &e), &e);
+    if (ok) ok = tensor_check(I, fc_index_select(I->fc, t, d, sel, &r[0], &e), &e);
+    if (ok && inv) {
+        iv.shape[0] = n;
+        iv.data = inverse;
+        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
+    }
+    if (ok && cnt) {
+        iv.shape[0] = m;
+        iv.data = counts;
+        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
+    }
+    mem_free(idx);
+    mem_free(tmpi);
+    mem_free(first);
+    mem_free(inverse);
+    mem_free(counts);
+    fc_tensor_release(sel);
+    if (!ok) {
+        for (int k = 0; k < 3; k++) fc_tensor_release(r[k]);
+        return false;
+    }
+    if (nr == 1) return tensor_value_steal(I, r[0], out);
+    return tuple_of(I, r, nr, NULL, out);
+}
+
 /* unique(): the sorted distinct values of the flattened tensor, with the index of each input
  * element's value among them (return_inverse) and how often each occurs (return_counts). */
 bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -380,7 +493,7 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     bool inv = ARG("return_inverse")->b, cnt = ARG("return_counts")->b;
     FcError e;
     FcView v;
-    if (!dim->none) return err_raise(I, TDL_ERR_RUNTIME, "unique(): dim= is not supported; flatten or index first");
+    if (!dim->none) return unique_dim(I, t, dim->i, inv, cnt, out);
     int64_t n = fc_tensor_numel(t), one = n;
     FcStatus st = fc_reshape(I->fc, t, 1, &one, &flat, &e);
     if (!tensor_check(I, st, &e)) return false;
@@ -668,6 +781,119 @@ bool impl_triu(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (voi
 
 /* ---- norm ---------------------------------------------------------------------------------- */
 
+/* The sum of the singular values of the m x n matrix a (row-major, overwritten), by one-sided
+ * Jacobi rotations of its columns (orthogonal to each other at convergence, their norms being
+ * the singular values); m >= n. */
+static double nuclear_of(double *a, int64_t m, int64_t n)
+{
+    for (int sweep = 0; sweep < 100; sweep++) {
+        bool rotated = false;
+        for (int64_t p = 0; p < n; p++)
+            for (int64_t q = p + 1; q < n; q++) {
+                double al = 0, be = 0, ga = 0;
+                for (int64_t i = 0; i < m; i++) {
+                    double x = a[i * n + p], y = a[i * n + q];
+                    al += x * x, be += y * y, ga += x * y;
+                }
+                if (ga == 0 || fabs(ga) <= 1e-17 * sqrt(al * be)) continue;
+                rotated = true;
+                double zeta = (be - al) / (2 * ga);
+                double t = (zeta >= 0 ? 1.0 : -1.0) / (fabs(zeta) + sqrt(1 + zeta * zeta));
+                double c = 1 / sqrt(1 + t * t), s = c * t;
+                for (int64_t i = 0; i < m; i++) {
+                    double x = a[i * n + p], y = a[i * n + q];
+                    a[i * n + p] = c * x - s * y;
+                    a[i * n + q] = s * x + c * y;
+                }
+            }
+        if (!rotated) break;
+    }
+    double sum = 0;
+    for (int64_t p = 0; p < n; p++) {
+        double s2 = 0;
+        for (int64_t i = 0; i < m; i++) s2 += a[i * n + p] * a[i * n + p];
+        sum += sqrt(s2);
+    }
+    return sum;
+}
+
+/* norm('nuc', dim, keepdim): the nuclear norm (sum of singular values) of the matrices over the
+ * two dims (the last two of a 2-D tensor when dim is None), computed in float64 on the host and
+ * given in t's dtype, with torch's checks in its order. */
+static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool dtype_given, Value *out)
+{
+    if (dtype_given) return err_raise(I, TDL_ERR_VALUE, "dtype argument is not supported in nuclear norm");
+    int d[2] = {0, 1};
+    FcError e;
+    if (dim->none && t->ndim != 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "Expected a tensor with 2 dimensions, but got a tensor with %d dimension%s instead.",
+                         t->ndim, t->ndim == 1 ? "" : "s");
+    if (!dim->none) {
+        if (dim->n != 2) return err_raise(I, TDL_ERR_RUNTIME, "nuclear norm requires a 'dim' argument of size 2");
+        for (int k = 0; k < 2; k++)
+            if (!tensor_check(I, fc_wrap_dim(dim->ints[k], t->ndim, &d[k], &e), &e)) return false;
+        if (d[0] == d[1]) return err_raise(I, TDL_ERR_RUNTIME, "duplicate or invalid dimensions");
+    }
+    if (!fc_dtype_is_float(t->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "linalg.svd: Expected a floating point or complex tensor as input. Got %s",
+                         fc_dtype_torch_name(t->dtype));
+    if (t->dtype == FC_FLOAT16 || t->dtype == FC_BFLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"linalg_svd_cpu\" not implemented for '%s'", fc_dtype_torch_name(t->dtype));
+    /* the batch dims in order, then the two matrix dims */
+    int64_t perm[FC_MAX_DIMS], bshape[FC_MAX_DIMS], oshape[FC_MAX_DIMS];
+    int nb = 0, no = 0;
+    for (int k = 0; k < t->ndim; k++) {
+        if (k != d[0] && k != d[1]) bshape[nb] = t->shape[k], perm[nb++] = k;
+        if (k != d[0] && k != d[1]) oshape[no++] = t->shape[k];
+        else if (keep) oshape[no++] = 1;
+    }
+    perm[nb] = d[0], perm[nb + 1] = d[1];
+    int64_t m = t->shape[d[0]], n = t->shape[d[1]], batch = 1;
+    for (int k = 0; k < nb; k++) batch *= bshape[k];
+    FcTensor *p = NULL, *h = NULL, *r = NULL, *tmp;
+    FcView v;
+    FcStatus st = fc_permute(I->fc, t, t->ndim, perm, &p, &e);
+    if (st == FC_OK) st = fc_to(I->fc, p, FC_FLOAT64, fc_cpu(), &h, &e);
+    if (st == FC_OK) st = step(fc_contiguous(I->fc, h, FC_MF_CONTIGUOUS, &tmp, &e), &h, &tmp);
+    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
+    fc_tensor_release(p);
+    if (!tensor_check(I, st, &e)) {
+        fc_tensor_release(h);
+        return false;
+    }
+    int64_t rows = m >= n ? m : n, cols = m >= n ? n : m;
+    double *res = mem_malloc((size_t)(batch ? batch : 1) * sizeof *res);
+    double *work = mem_malloc((size_t)(m * n != 0 ? m * n : 1) * sizeof *work);
+    bool ok = res && work ? true : err_nomem(I);
+    const double *src = (const double *)v.data + v.offset;
+    for (int64_t b = 0; ok && b < batch; b++) {
+        const double *x = src + b * m * n;
+        bool finite = true;
+        for (int64_t i = 0; i < m; i++)      /* as rows x cols with rows >= cols (A or its transpose) */
+            for (int64_t j = 0; j < n; j++) {
+                finite &= isfinite(x[i * n + j]) != 0;
+                if (m >= n) work[i * n + j] = x[i * n + j];
+                else work[j * m + i] = x[i * n + j];
+            }
+        if (!finite)
+            ok = err_raise(I, TDL_ERR_RUNTIME, "linalg.svd: The algorithm failed to converge because the input matrix "
+                                               "contained non-finite values.");
+        else res[b] = nuclear_of(work, rows, cols);
+    }
+    fc_tensor_release(h);
+    mem_free(work);
+    if (ok) {
+        FcView rv = {.dtype = FC_FLOAT64, .ndim = no, .offset = 0, .data = res};
+        memcpy(rv.shape, oshape, (size_t)no * sizeof *oshape);
+        fc_contiguous_strides(no, rv.shape, rv.strides);
+        st = fc_from_view(I->fc, &rv, t->device, &r, &e);
+        if (st == FC_OK && t->dtype != FC_FLOAT64) st = step(fc_cast(I->fc, r, t->dtype, &tmp, &e), &r, &tmp);
+        ok = result(I, st, &e, r, out);
+    }
+    mem_free(res);
+    return ok;
+}
+
 /* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None). 'fro'
  * (the default) and None are p = 2. */
 bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -678,7 +904,7 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     double p = 2;
     if (pv.tag == V_STR) {
         const char *s = as_str(pv)->data;
-        if (strcmp(s, "nuc") == 0) return err_raise(I, TDL_ERR_RUNTIME, "norm(): p='nuc' is not supported");
+        if (strcmp(s, "nuc") == 0) return nuclear_norm(I, a[0].t, dim, keep, !dt->none, out);
         if (strcmp(s, "fro") != 0)
             return err_raise(I, TDL_ERR_RUNTIME, "only valid string values are 'fro' and 'nuc', found %s", s);
     } else if (pv.tag == V_INT || pv.tag == V_BOOL) {

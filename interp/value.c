@@ -52,6 +52,9 @@ static tdl_error_kind exc_parent(tdl_error_kind k)
     case TDL_ERR_UNBOUND_LOCAL: return TDL_ERR_NAME;
     case TDL_ERR_INDENTATION: return TDL_ERR_SYNTAX;
     case TDL_ERR_TAB: return TDL_ERR_INDENTATION;
+    case TDL_ERR_USER_WARNING: case TDL_ERR_DEPRECATION_WARNING: case TDL_ERR_FUTURE_WARNING:
+    case TDL_ERR_RUNTIME_WARNING:
+        return TDL_ERR_WARNING;
     case TDL_ERR_RECURSION: case TDL_ERR_NOT_IMPLEMENTED: case TDL_ERR_SHAPE: case TDL_ERR_DEVICE:
         return TDL_ERR_RUNTIME;
     default: return TDL_ERR_EXCEPTION;
@@ -325,6 +328,8 @@ static void obj_clear(Interp *I, Obj *o)
         val_decref(I, b);
         val_decref(I, m);
         drop_obj(I, (Obj **)&c->dict);
+        drop_obj(I, (Obj **)&c->slots);
+        drop_obj(I, (Obj **)&c->meta);
         break;
     }
     case V_INSTANCE:
@@ -1012,7 +1017,9 @@ static const char *const kind_names[TDL_ERR__COUNT] = {
     [TDL_ERR_STOP_ITERATION] = "StopIteration", [TDL_ERR_EXCEPTION] = "Exception",
     [TDL_ERR_BASE_EXCEPTION] = "BaseException", [TDL_ERR_ARITHMETIC] = "ArithmeticError",
     [TDL_ERR_LOOKUP] = "LookupError", [TDL_ERR_TAB] = "TabError",
-    [TDL_ERR_GENERATOR_EXIT] = "GeneratorExit",
+    [TDL_ERR_GENERATOR_EXIT] = "GeneratorExit", [TDL_ERR_WARNING] = "Warning",
+    [TDL_ERR_USER_WARNING] = "UserWarning", [TDL_ERR_DEPRECATION_WARNING] = "DeprecationWarning",
+    [TDL_ERR_FUTURE_WARNING] = "FutureWarning", [TDL_ERR_RUNTIME_WARNING] = "RuntimeWarning",
 };
 
 const char *tdl_error_kind_name(tdl_error_kind kind)

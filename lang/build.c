@@ -143,7 +143,7 @@ static void grow(LangParser *p, Node *n, const Node *child)
             lang_parser_error(p, LANG_SYNTAX_ERROR, child->pos, INT_TOO_LARGE);
         /* *x only unpacks into a display, a call, or (as a target) a tuple or list */
         if (child->kind == N_STARRED && n->kind != N_TUPLE && n->kind != N_LIST && n->kind != N_SET
-            && n->kind != N_CALL)
+            && n->kind != N_CALL && !(n->kind == N_DICT && child->op == 2))
             lang_parser_error(p, LANG_SYNTAX_ERROR, child->pos, "can't use starred expression here");
         if (child->height >= n->height) n->height = child->height + 1;
     }
@@ -894,7 +894,7 @@ Node *lang_param(LangParser *p, const LangToken *name, Node *dflt)
 
 Node *lang_param_star(LangParser *p, uint32_t pos, const LangToken *name, ParamKind kind)
 {
-    LangToken bare = {TK_STAR, "*", 1, pos};
+    LangToken bare = {kind == PARAM_SLASH ? TK_SLASH : TK_STAR, kind == PARAM_SLASH ? "/" : "*", 1, pos};
     Node *n = named(p, N_PARAM, name ? name : &bare);
     if (n != &placeholder) n->op = (uint8_t)kind;
     return n;
@@ -912,11 +912,11 @@ static LangFunc *make_func(LangParser *p, uint32_t pos, const char *name, NodeLi
     f->name = f->qualname = name;
     f->body = body;
     f->pos = pos;
-    bool dflt = false, star = false, kw = false;
+    bool dflt = false, star = false, kw = false, slash = false;
     Node *ph = NULL, *pt = NULL, *kh = NULL, *kt = NULL, *va = NULL, *vk = NULL;
     for (Node *a = params.head; a; a = a->next)
         for (Node *b = params.head; b != a; b = b->next)
-            if (a->op != PARAM_BARE_STAR && strcmp(a->str, b->str) == 0)
+            if (a->op != PARAM_BARE_STAR && a->op != PARAM_SLASH && b->op != PARAM_SLASH && strcmp(a->str, b->str) == 0)
                 lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos,
                                   "duplicate argument '%s' in function definition", a->str);
     for (Node *a = params.head, *next; a; a = next) {
@@ -924,6 +924,14 @@ static LangFunc *make_func(LangParser *p, uint32_t pos, const char *name, NodeLi
         a->next = NULL;
         if (kw)
             lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "arguments cannot follow var-keyword argument");
+        if (a->op == PARAM_SLASH) {     /* the parameters so far are positional-only */
+            if (slash) lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "/ may appear only once");
+            else if (star) lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "/ must be ahead of *");
+            else if (!f->nparams) lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "at least one argument must precede /");
+            slash = true;
+            f->nposonly = f->nparams;
+            continue;
+        }
         if (a->op == PARAM_VARARGS || a->op == PARAM_BARE_STAR) {
             if (star) lang_parser_error(p, LANG_SYNTAX_ERROR, a->pos, "* argument may appear only once");
             star = true;
@@ -990,8 +998,8 @@ Node *lang_class(LangParser *p, uint32_t pos, const LangToken *name, NodeList ba
     Node *target = lang_name(p, name);
     if (n == &placeholder || target == &placeholder) return n;
     for (Node *b = bases.head; b; b = b->next)
-        if (b->kind == N_KWARG || b->kind == N_STARRED)
-            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "class keyword arguments and starred bases are not supported in tdl");
+        if (b->kind == N_STARRED)
+            lang_parser_error(p, LANG_SYNTAX_ERROR, b->pos, "starred bases are not supported in tdl");
     n->a = target;
     n->b = bases.head;
     n->count = list_len(bases.head);
@@ -1077,6 +1085,10 @@ Node *lang_comp(LangParser *p, uint32_t pos, CompKind kind, Node *elem, Node *cl
 {
     static const char *const names[] = {"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"};
     Node *n = lang_node(p, N_COMP, pos);
+    if (kind == COMP_DICT && elem->kind == N_STARRED) {
+        lang_parser_error(p, LANG_SYNTAX_ERROR, elem->pos, "dict unpacking cannot be used in dict comprehension");
+        return n;
+    }
     Node *emit = kind == COMP_DICT ? lang_node2(p, N_COMP_EMIT, elem->a ? elem->a->pos : pos, elem->a, elem->b)
                                    : lang_node1(p, N_COMP_EMIT, elem->pos, elem);
     LangToken dot0 = {TK_NAME, ".0", 2, pos};

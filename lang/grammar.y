@@ -172,6 +172,7 @@ param(A) ::= NAME(N) ASSIGN expr(D).     { A = lang_param(p, &N, D); }
 param(A) ::= STAR(O) NAME(N).            { A = lang_param_star(p, O.pos, &N, PARAM_VARARGS); }
 param(A) ::= STAR(O).                    { A = lang_param_star(p, O.pos, NULL, PARAM_BARE_STAR); }
 param(A) ::= POW(O) NAME(N).             { A = lang_param_star(p, O.pos, &N, PARAM_VARKW); }
+param(A) ::= SLASH(O).                   { A = lang_param_star(p, O.pos, NULL, PARAM_SLASH); }
 
 /* for-targets are primaries, so `for x in y` does not read `x in y` as a comparison. */
 targets(A) ::= primary(E).               { A = E; }
@@ -272,6 +273,8 @@ atom(A) ::= LBRACE(K) pairs(L) COMMA RBRACE. { A = lang_seq(p, N_DICT, K.pos, L)
 pairs(A) ::= pair(X).                    { A = lang_list1(X); }
 pairs(A) ::= pairs(L) COMMA pair(X).     { A = lang_list_add(L, X); }
 pair(A) ::= expr(K) COLON expr(V).       { A = lang_node2(p, N_PAIR, K->pos, K, V); }
+/* {**d, k: v}: d's items (an N_STARRED of op 2, as in a call) */
+pair(A) ::= POW(O) expr(E).              { A = lang_node1(p, N_STARRED, O.pos, E); A->op = 2; }
 
 /* Adjacent string literals are one string, as in Python. */
 strings(A) ::= STRING(T).                { A = lang_string(p, NULL, &T); }

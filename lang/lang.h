@@ -99,9 +99,9 @@ typedef enum NodeKind {
     N__COUNT
 } NodeKind;
 
-/* What an N_PARAM is: a plain parameter, *args, **kwargs, or the bare * before keyword-only ones
- * (which make_func takes out of the chain). */
-typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR } ParamKind;
+/* What an N_PARAM is: a plain parameter, *args, **kwargs, the bare * before keyword-only ones or
+ * the / after positional-only ones (make_func takes those two out of the chain). */
+typedef enum ParamKind { PARAM_PLAIN, PARAM_VARARGS, PARAM_VARKW, PARAM_BARE_STAR, PARAM_SLASH } ParamKind;
 
 typedef enum CompKind { COMP_LIST, COMP_SET, COMP_DICT, COMP_GEN } CompKind;
 
@@ -132,7 +132,7 @@ typedef struct Node Node;
  *   N_IFEXP     a = condition, b = value if true, c = value if false
  *   N_LAMBDA    func;  N_DEF func, a = the N_NAME the function is bound to, d = its decorators
  *               (chained by next, outermost first)
- *   N_CLASS     a = the N_NAME bound, b = the first base expression (chained by next), d = the
+ *   N_CLASS     a = the N_NAME bound, b = the first base expression or N_KWARG (chained by next), d = the
  *               decorators, func = the body's scope (is_class; no parameters)
  *   N_CALL      a = callee, b = first argument (N_KWARG: str = keyword, a = value), count
  *   N_ATTR      a = object, str = attribute;  N_SUBSCRIPT a = object, b = index (N_TUPLE for a,b)
@@ -196,6 +196,7 @@ struct LangFunc {
                                ones, then *args and **kwargs if there are */
     int nparams;            /* positional parameters */
     int nkwonly;            /* keyword-only parameters (after * or *args) */
+    int nposonly;           /* the first nposonly positional parameters are positional-only (before /) */
     bool is_comp;           /* a comprehension's or generator expression's scope */
     bool is_class;          /* a class body's scope: its locals become the class's attributes */
     bool is_gen;            /* a generator function: its body has a yield (set by the resolver) */
