@@ -203,6 +203,7 @@ bench: deps
 	sh bench/grad.sh build/tdl
 	sh bench/mask_head.sh build/tdl
 	sh bench/gpu.sh build/tdl
+	sh bench/nvrtc.sh build/tdl
 
 # The differential tester against PyTorch (tests/fuzz_torch/): FUZZ_TORCH_N random programs run by
 # tdl (1 and 2 threads, and without fusion) and by torch through tests/torch_shim.py; mismatches

@@ -6,8 +6,11 @@
 # Each workload in bench/host/*.tdl is written in the common subset of tdl and Python, so both
 # interpreters run the very same file. For each one this takes the best of 3 wall-clock times for
 # tdl and for python3, prints their ratio (tdl time / python3 time: below 1 means tdl is faster),
-# and checks that both printed the same result. Exit status 1 when a run fails or the results
-# differ. POSIX sh plus date +%s%N (GNU coreutils) and awk.
+# and checks that both printed the same result. Then the host cost per call of small tensor ops
+# (bench/host/op_call.tdl, 1000-element tensors, loops of 1000 calls) against PyTorch eager on
+# the CPU (op_call.py, with $TORCH_PYTHON, default /usr/bin/python3), both on one thread: the
+# best of 20 loops' microseconds per call, and their ratio. Exit status 1 when a run fails or
+# the results differ. POSIX sh plus date +%s%N (GNU coreutils) and awk.
 
 tdl=${1:-build/tdl}
 dir=$(dirname "$0")/host
@@ -99,4 +102,20 @@ for w in $workloads; do
     fi
     printf '%-10s %10s %12s %8s   %s\n' "$w" "$(secs "$tbest")" "$(secs "$pbest")" "$ratio" "$result"
 done
+
+echo
+echo "host cost per call of small tensor ops (1000 float32 elements, one thread), ratio = tdl / torch"
+tp=${TORCH_PYTHON:-/usr/bin/python3}
+if ! tcalls=$(TDL_NUM_THREADS=1 "$tdl" "$dir/op_call.tdl" 2>"$err"); then
+    echo "host.sh: $tdl $dir/op_call.tdl failed:" >&2
+    cat "$err" >&2
+    exit 1
+fi
+pcalls=$("$tp" "$dir/op_call.py" 2>/dev/null) || pcalls=
+[ -n "$pcalls" ] || echo "(no torch at $tp: tdl's times only)"
+printf '%s\n--\n%s\n' "$pcalls" "$tcalls" | awk '
+    $0 == "--" { tdl = 1; next }
+    !tdl { torch[$1] = $2; next }
+    { t = torch[$1]; printf "%-16s %8s us  torch %8s us  %s\n", $1, $2, t == "" ? "-" : t,
+                            t == "" ? "" : sprintf("%.2fx", $2 / t) }'
 exit $status

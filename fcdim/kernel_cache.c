@@ -62,18 +62,6 @@ static bool put_all(FcKey *key, const int64_t *v, int n)
     return true;
 }
 
-/* Bytes, eight to a word. */
-static bool put_bytes(FcKey *key, const int8_t *b, int n)
-{
-    for (int i = 0; i < n; i += 8) {
-        uint64_t w = 0;
-        memcpy(&w, b + i, (size_t)(n - i < 8 ? n - i : 8));
-        if (!put(key, w))
-            return false;
-    }
-    return true;
-}
-
 /* The storage's number among the key's (appended when new), or -1 on out-of-memory. */
 static int64_t storage_id(FcKey *key, FcStorage *st)
 {
@@ -106,24 +94,44 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
     n->mark = mark;
     n->walk_id = (*count)++;
     bool load = n->op == FC_OP_LOAD;
-    if (!put(key, (uint64_t)n->op | (uint64_t)n->dtype << 8 | (uint64_t)n->src_dtype << 16 |
-                      (uint64_t)(uint32_t)n->nlev << 24 | (uint64_t)(uint32_t)n->nin << 40) ||
-        !put_all(key, n->size, n->nlev))
+    int64_t id = load ? storage_id(key, n->storage) : 0;
+    if (id < 0)
         return false;
+    /* The node's words, written in place after one check of the room (a small DAG's key is
+     * made at every realisation, kept kernel or not). */
+    size_t room = 2 + (size_t)n->nlev + (load ? 4 + 3 * (size_t)n->nin : 0);
     for (int k = 0; k < n->nin; k++)
-        if (!put(key, n->in[k]->walk_id) || !put_bytes(key, n->lev_map[k], n->in[k]->nlev))
-            return false;
-    if (n->op == FC_OP_CONST && !put(key, (uint64_t)n->konst.i))
+        room += 1 + ((size_t)n->in[k]->nlev + 7) / 8;
+    if (key->n + room > key->cap && !grow(key, 2 * key->cap > key->n + room ? 2 * key->cap : key->n + room))
         return false;
-    if (load) {
-        int64_t id = storage_id(key, n->storage);
-        if (id < 0 || !put(key, (uint64_t)id) || !put(key, (uint64_t)n->offset) || !put(key, n->wrap) ||
-            !put_all(key, n->strides, n->nin) || !put_all(key, n->shape, n->nin))
-            return false;
-        for (int k = 0; k < n->nin; k++)
-            if (!put(key, (uint64_t)(uint32_t)n->index_dim[k]))
-                return false;
+    uint64_t *w = key->w + key->n;
+    *w++ = (uint64_t)n->op | (uint64_t)n->dtype << 8 | (uint64_t)n->src_dtype << 16 |
+           (uint64_t)(uint32_t)n->nlev << 24 | (uint64_t)(uint32_t)n->nin << 40;
+    for (int i = 0; i < n->nlev; i++)
+        *w++ = (uint64_t)n->size[i];
+    for (int k = 0; k < n->nin; k++) {
+        *w++ = n->in[k]->walk_id;
+        const int8_t *b = n->lev_map[k];
+        for (int i = 0, nb = n->in[k]->nlev; i < nb; i += 8) {      /* bytes, eight to a word */
+            uint64_t x = 0;
+            memcpy(&x, b + i, (size_t)(nb - i < 8 ? nb - i : 8));
+            *w++ = x;
+        }
     }
+    if (n->op == FC_OP_CONST)
+        *w++ = (uint64_t)n->konst.i;
+    if (load) {
+        *w++ = (uint64_t)id;
+        *w++ = (uint64_t)n->offset;
+        *w++ = n->wrap;
+        for (int k = 0; k < n->nin; k++)
+            *w++ = (uint64_t)n->strides[k];
+        for (int k = 0; k < n->nin; k++)
+            *w++ = (uint64_t)n->shape[k];
+        for (int k = 0; k < n->nin; k++)
+            *w++ = (uint64_t)(uint32_t)n->index_dim[k];
+    }
+    key->n = (size_t)(w - key->w);
     return true;
 }
 

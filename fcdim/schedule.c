@@ -1143,9 +1143,8 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
                          int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
                          FcStorage **new_storage, int64_t *new_strides, FcError *err)
 {
-    Sched s = {.ctx = ctx, .err = err, .dev = dev};
+    Sched s;
     FcKernel k;
-    memset(&k, 0, sizeof k);
     FcGather scatter[FC_MAX_DIMS];
     int sregs[FC_MAX_DIMS];
     bool *bad = NULL;
@@ -1153,9 +1152,6 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
     if (st)
         return st;
-    s.target = be->target;
-    s.root_inner = root_as_inner(root);
-    bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     bool arg = root->op == FC_OP_ARGMAX || root->op == FC_OP_ARGMIN;
     int nlev = root->nlev;
     int64_t strides[FC_MAX_DIMS];
@@ -1174,6 +1170,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             return st;
         }
     }
+    /* Set up here, not above: a kept kernel needs neither, and they are kilobytes to clear. */
+    s = (Sched){.ctx = ctx, .err = err, .dev = dev, .target = be->target, .root_inner = root_as_inner(root)};
+    memset(&k, 0, sizeof k);
+    bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     /* Emit, order the loops, and check that the inner reductions fuse; those that do not are
      * realised and the kernel is emitted again with loads of them (and such a kernel is not
      * kept: its key is of the DAG before those were realised). */

@@ -942,7 +942,8 @@ static bool dispatch(Interp *I, int row, unsigned variant, const Call *c, Value 
     for (int r = row; r < end && nc < 16; r++)
         if (tensor_ops[r].variants & variant) cand[nc++] = r;
     TensorArg a[TENSOR_MAX_PARAMS];
-    char why[320] = "", tmp[320];
+    char why[320], tmp[320];    /* not cleared: every call would pay for it */
+    why[0] = 0;
     bool method = c->self.tag != V_UNDEF;
     /* With overloads, exact types decide first: max(t, 1) is max.dim and max(t, tensor(1)) is
      * max.other (a 0-dim tensor is also an int, a Python number also a Tensor, but only when

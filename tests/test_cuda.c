@@ -935,6 +935,92 @@ START_TEST(source_independent_of_numbers)
 }
 END_TEST
 
+/* ---- each entry point a module of its own ---- */
+
+typedef struct Codes {
+    CudaCode c[16];
+    int n;
+} Codes;
+
+static void codes_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    Codes *cs = ud;
+    FcError err;
+    if (dev.type == FC_DEV_CPU && cs->n < 16 && fc_cuda_codegen(k, &cs->c[cs->n], &err) == FC_OK)
+        cs->n++;
+}
+
+/* The backend compiles the entry point a launch runs (and tdl_finish with it only for a split
+ * block reduction) as a module: the source of a set of entries is the head and those entries
+ * alone, the whole source is the head and then all of them, and each such source compiles. */
+START_TEST(entry_points_alone)
+{
+    bool nvrtc = have_nvrtc("compiling each entry point alone");
+    Codes cs = {0};
+    tdl_config cfg = {0};
+    cfg.write = sink;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    T->I.fc->on_kernel = codes_on_kernel;
+    T->I.fc->on_kernel_ud = &cs;
+    ck_assert_int_eq(tdl_run_string(T,
+                                     "x = arange(4096.0).reshape(64, 64)\nprint(((x * 0.5 + 1).sin() * x)[0, :2])\n"
+                                     "y = arange(100000.0).reshape(10, 10000)\nprint(y.sum(1)[:2])\n"
+                                     "z = zeros(10)\nz.index_put_((tensor([1, 3, 1]),), tensor([1.0, 2.0, 3.0]), "
+                                     "accumulate=True)\nprint(z[:2])\n",
+                                     "<t>"),
+                     TDL_OK);
+    tdl_close(T);
+    static const char *const names[] = {"tdl_s(", "tdl_v(", "tdl_finish("};
+    bool seen_v = false, seen_finish = false;
+    ck_assert_int_ge(cs.n, 3);
+    for (int i = 0; i < cs.n; i++) {
+        const CudaCode *c = &cs.c[i];
+        ck_assert_msg(c->head > 0 && c->head <= c->len, "kernel %d: head %zu of %zu", i, c->head, c->len);
+        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_FINISH], c->head);
+        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_S], c->head + c->ent_len[CUDA_ENTRY_FINISH]);
+        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_V], c->ent_off[CUDA_ENTRY_S] + c->ent_len[CUDA_ENTRY_S]);
+        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_V] + c->ent_len[CUDA_ENTRY_V], c->len);
+        ck_assert_int_eq(c->ent_len[CUDA_ENTRY_V] > 0, c->vec);
+        ck_assert_int_eq(c->ent_len[CUDA_ENTRY_FINISH] > 0, c->mode == CUDA_BLOCK_REDUCE);
+        seen_v |= c->vec;
+        seen_finish |= c->mode == CUDA_BLOCK_REDUCE;
+        ck_assert_ptr_null(fc_cuda_entries_source(c, 0));
+        char *all = fc_cuda_entries_source(c, 7);
+        ck_assert_int_eq(all != NULL, c->vec && c->mode == CUDA_BLOCK_REDUCE);
+        free(all);
+        for (unsigned set = 1; set < 1u << CUDA_NENTRY; set++) {
+            char *src = fc_cuda_entries_source(c, set);
+            size_t len = c->head;
+            bool have = true;
+            for (int e = 0; e < CUDA_NENTRY; e++)
+                if (set >> e & 1) {
+                    have &= c->ent_len[e] > 0;
+                    len += c->ent_len[e];
+                }
+            ck_assert_int_eq(src != NULL, have);
+            if (!src)
+                continue;
+            ck_assert_int_eq(strlen(src), len);
+            ck_assert(strncmp(src, c->src, c->head) == 0);
+            for (int o = 0; o < CUDA_NENTRY; o++)
+                ck_assert_msg((strstr(src, names[o]) != NULL) == (set >> o & 1), "kernel %d, entries %u: has %s?\n%s",
+                              i, set, names[o], src);
+            /* One entry alone, and the pair a split launch loads, compile by themselves. */
+            bool compiled = set == 1u << CUDA_ENTRY_S || set == 1u << CUDA_ENTRY_V ||
+                            set == (1u << CUDA_ENTRY_S | 1u << CUDA_ENTRY_FINISH);
+            if (nvrtc && compiled) {
+                compile_ok(src, 90, "entry points alone");
+                compile_ok(src, 80, "entry points alone");
+            }
+            free(src);
+        }
+        fc_cuda_code_free(&cs.c[i]);
+    }
+    ck_assert(seen_v && seen_finish);
+}
+END_TEST
+
 /* ---- the compile cache ---- */
 
 static char cache_dir[256];
@@ -1358,6 +1444,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, cpu_dump_unchanged);
     tcase_add_test(tc, cuda_supports);
     tcase_add_test(tc, source_independent_of_numbers);
+    tcase_add_test(tc, entry_points_alone);
     suite_add_tcase(s, tc);
     tc = tcase_create("scripts");
     tcase_set_timeout(tc, 1800);

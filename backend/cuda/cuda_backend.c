@@ -15,7 +15,8 @@
  * through the compile cache (memory, then disk, then NVRTC) and loaded. A launch fills the
  * kernel's argument struct as the code generator laid it out, clears the error slot, runs the
  * kernel (tdl_v when the vector loop's extent allows V points per thread, else tdl_s; a split
- * block reduction also runs tdl_finish), waits for it and reads the error slot back: an index
+ * block reduction also runs tdl_finish; each entry point is compiled and loaded as a module of
+ * its own when a launch first needs it), waits for it and reads the error slot back: an index
  * out of range or a division by zero is reported with the CPU executor's message. Everything
  * runs on the default stream and completes before run() returns.
  *
@@ -39,11 +40,14 @@ typedef struct Block {
     size_t size;
 } Block;
 
+/* A kernel's source and its entry points, loaded when a launch first needs them: each load a
+ * module of those it needed then. */
 typedef struct Module {
     uint64_t hash;
     char *src;
-    CUmodule mod;
-    CUfunction s, v, finish;
+    CUmodule mod[CUDA_NENTRY];
+    int nmod;
+    CUfunction fn[CUDA_NENTRY];
 } Module;
 
 typedef struct CudaBackend {
@@ -296,6 +300,7 @@ static FcStatus load_module(CudaBackend *be, const char *src, CUmodule *mod, FcE
     return r == CUDA_OK ? FC_OK : cu_fail(be, r, "cuModuleLoadData", err);
 }
 
+/* The module of c's source: found by the whole text, or added with no entry point loaded yet. */
 static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, FcError *err)
 {
     uint64_t h = fnv1a(c->src, c->len);
@@ -320,24 +325,43 @@ static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, 
         snprintf(err->msg, sizeof err->msg, "out of memory");
         return FC_ERR_NOMEM;
     }
-    FcStatus st = load_module(be, c->src, &m.mod, err);
-    CUresult r = CUDA_OK;
-    if (!st)
-        r = be->d->ModuleGetFunction(&m.s, m.mod, "tdl_s");
-    if (!st && r == CUDA_OK && c->vec)
-        r = be->d->ModuleGetFunction(&m.v, m.mod, "tdl_v");
-    if (!st && r == CUDA_OK && c->mode == CUDA_BLOCK_REDUCE)
-        r = be->d->ModuleGetFunction(&m.finish, m.mod, "tdl_finish");
-    if (!st && r != CUDA_OK) {
-        st = cu_fail(be, r, "cuModuleGetFunction", err);
-        be->d->ModuleUnload(m.mod);
-    }
-    if (st) {
-        mem_free(m.src);
-        return st;
-    }
     be->mods[be->nmods] = m;
     *out = &be->mods[be->nmods++];
+    return FC_OK;
+}
+
+/* Loads the entry points in the set need (bit 1 << e) of module m (c's code) that it has not
+ * loaded yet, as one module. */
+static FcStatus load_entries(CudaBackend *be, Module *m, const CudaCode *c, unsigned need, FcError *err)
+{
+    unsigned missing = 0;
+    for (int e = 0; e < CUDA_NENTRY; e++)
+        if ((need >> e & 1) && !m->fn[e])
+            missing |= 1u << e;
+    if (!missing)
+        return FC_OK;
+    char *src = fc_cuda_entries_source(c, missing);
+    if (!src) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return FC_ERR_NOMEM;
+    }
+    CUmodule mod;
+    FcStatus st = load_module(be, src, &mod, err);
+    mem_free(src);
+    if (st)
+        return st;
+    CUresult r = CUDA_OK;
+    for (int e = 0; e < CUDA_NENTRY && r == CUDA_OK; e++)
+        if (missing >> e & 1)
+            r = be->d->ModuleGetFunction(&m->fn[e], mod, fc_cuda_entry_name((CudaEntry)e));
+    if (r != CUDA_OK) {
+        for (int e = 0; e < CUDA_NENTRY; e++)
+            if (missing >> e & 1)
+                m->fn[e] = NULL;
+        be->d->ModuleUnload(mod);
+        return cu_fail(be, r, "cuModuleGetFunction", err);
+    }
+    m->mod[m->nmod++] = mod;
     return FC_OK;
 }
 
@@ -442,7 +466,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         return FC_ERR_DEVICE;
     }
     const CudaCode c = *cc;
-    const Module *m = &be->mods[mi];
+    Module *m = &be->mods[mi];
     FcStatus st = FC_OK;
     CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0;
     CUdeviceptr *bases = mem_calloc((size_t)k->nbufs + 1, sizeof *bases);
@@ -461,11 +485,14 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     bool v = !st && c.vec && k->extent[c.vl] % c.V == 0;
     int64_t npts = v ? c.npts_v : c.npts;
     int64_t nsplit = 1, per = c.split_ext;
+    CudaEntry ent = v ? CUDA_ENTRY_V : CUDA_ENTRY_S;
     if (!st) {
         fc_cuda_split(&c, npts, &nsplit, &per);
-        if (nsplit > 1)
+        st = load_entries(be, m, &c, 1u << ent | (nsplit > 1 ? 1u << CUDA_ENTRY_FINISH : 0), err);
+        if (!st && nsplit > 1)
             st = dev_alloc(be, (size_t)npts * (size_t)nsplit * c.part_elem, &part, err);
     }
+    CUfunction f = m->fn[ent], fin = m->fn[CUDA_ENTRY_FINISH];
     for (int i = 0; i < c.nargs && !st; i++) {
         const CudaArg *a = &c.args[i];
         unsigned char *p = args + a->offset;
@@ -491,7 +518,6 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     }
     bool launched = !st;
     if (!st) {
-        CUfunction f = v ? m->v : m->s;
         int64_t cap = (int64_t)be->nsm * 32;
         switch (c.mode) {
         case CUDA_THREAD:
@@ -504,7 +530,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         case CUDA_BLOCK_REDUCE:
             st = launch(be, f, grid_for(npts, 1, cap), (unsigned)nsplit, (unsigned)c.block, args, err);
             if (!st && nsplit > 1)
-                st = launch(be, m->finish, grid_for(npts, 256, cap), 1, 256, args, err);
+                st = launch(be, fin, grid_for(npts, 256, cap), 1, 256, args, err);
             break;
         case CUDA_SERIAL:
             st = launch(be, f, 1, 1, 1, args, err);
@@ -712,7 +738,8 @@ static void cuda_destroy(FcBackend *base)
     be->d->CtxSynchronize();
     fc_cudnn_state_free(be->dnn);
     for (int i = 0; i < be->nmods; i++) {
-        be->d->ModuleUnload(be->mods[i].mod);
+        for (int e = 0; e < be->mods[i].nmod; e++)
+            be->d->ModuleUnload(be->mods[i].mod[e]);
         mem_free(be->mods[i].src);
     }
     mem_free(be->mods);

@@ -382,7 +382,9 @@ static const char prelude[] =
     "    }\n"
     "}\n"
     "// Block reductions (every thread of the block calls them; all get the result). The order\n"
-    "// is fixed by the block size alone: a shuffle tree in each warp, then the warps in order.\n"
+    "// is fixed by the block size alone: a shuffle tree in each warp, then the warps in order\n"
+    "// (a loop of one thread, a few steps, each waiting on the last: not unrolled, which NVRTC\n"
+    "// would spend time on for nothing).\n"
     "template <class A, A (*F)(A, A)> __device__ A block_reduce(A x)\n"
     "{\n"
     "    __shared__ A sh[32];\n"
@@ -393,7 +395,7 @@ static const char prelude[] =
     "        sh[threadIdx.x >> 5] = x;\n"
     "    __syncthreads();\n"
     "    if (threadIdx.x == 0) {\n"
-    "        for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
+    "        _Pragma(\"unroll 1\") for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
     "            x = F(x, sh[w]);\n"
     "        sh[0] = x;\n"
     "    }\n"
@@ -416,7 +418,7 @@ static const char prelude[] =
     "    }\n"
     "    __syncthreads();\n"
     "    if (threadIdx.x == 0) {\n"
-    "        for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
+    "        _Pragma(\"unroll 1\") for (unsigned w = 1; w < (blockDim.x + 31) >> 5; w++)\n"
     "            arg_comb<MAX>(v, i, shv[w], shi[w]);\n"
     "        shv[0] = v;\n"
     "        shi[0] = i;\n"
@@ -425,6 +427,83 @@ static const char prelude[] =
     "    v = shv[0];\n"
     "    i = shi[0];\n"
     "}\n";
+
+/* The prelude's parts after the types: where each starts (a line of the prelude) and the names
+ * it defines. A kernel gets the types, struct Err and the parts whose names it (or a part it
+ * gets) uses: NVRTC then parses less. */
+static const struct {
+    const char *start;
+    const char *names;     /* space-separated; each followed by a space */
+} prelude_parts[] = {
+    {"__device__ __noinline__ void fail(", "fail "},
+    {"// A gathered or scattered index", "gix "},
+    {"// Float to int as x86's cvtt", "f64_to_int64 f64_to_int32 "},
+    {"// float16 and bfloat16", "h2f f2h bh2f f2bh "},
+    {"__device__ __forceinline__ f32 m_fmod(", "m_fmod m_floor m_copysign "},
+    {"// exp as the CPU executor", "tdl_exp "},
+    {"// PyTorch's div_floor_floating", "floordiv_f mod_f "},
+    {"template <class T> __device__ __forceinline__ T nan_min(", "nan_min nan_max "},
+    {"// Integer power, floor division", "powi floordiv_i mod_i fmod_i "},
+    {"// Folds into accumulators", "c_sum c_prod c_amax c_amin c_any c_all "},
+    {"// Arg reductions:", "b_argmax b_argmin arg_comb "},
+    {"// How many indices of a loop", "bcount "},
+    {"// V consecutive elements", "Pack ldv stv "},
+    {"// Block reductions", "block_reduce "},
+    {"template <bool MAX, class A> __device__ void block_argreduce(", "block_argreduce "},
+};
+enum { NPARTS = sizeof prelude_parts / sizeof prelude_parts[0] };
+
+/* Marks in used[] the parts that define an identifier of text[0, n). */
+static void parts_used(const char *text, size_t n, bool *used)
+{
+    for (size_t i = 0; i < n;) {
+        char c = text[i];
+        bool id0 = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (!id0) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && (text[j] == '_' || (text[j] >= 'a' && text[j] <= 'z') || (text[j] >= 'A' && text[j] <= 'Z') ||
+                         (text[j] >= '0' && text[j] <= '9')))
+            j++;
+        size_t len = j - i;
+        for (int p = 0; p < NPARTS && len >= 3 && len <= 15; p++)     /* the names' lengths */
+            for (const char *nm = prelude_parts[p].names; *nm;) {
+                const char *sp = strchr(nm, ' ');
+                if ((size_t)(sp - nm) == len && memcmp(nm, text + i, len) == 0)
+                    used[p] = true;
+                nm = sp + 1;
+            }
+        i = j;
+    }
+}
+
+/* Writes the prelude that kernel text uses into b: the types, struct Err, and the parts it
+ * needs, each with the parts it uses in turn (they only use earlier ones). All of it when a
+ * part's start is not found (the prelude changed and the table did not). */
+static void put_prelude(Buf *b, const char *text)
+{
+    const char *at[NPARTS + 1];
+    for (int p = 0; p < NPARTS; p++) {
+        at[p] = strstr(prelude, prelude_parts[p].start);
+        if (!at[p] || (p > 0 && at[p] <= at[p - 1])) {
+            bput(b, "%s\n", prelude);
+            return;
+        }
+    }
+    at[NPARTS] = prelude + strlen(prelude);
+    bool used[NPARTS] = {false};
+    parts_used(text, strlen(text), used);
+    for (int p = NPARTS - 1; p >= 0; p--)
+        if (used[p])
+            parts_used(at[p], (size_t)(at[p + 1] - at[p]), used);
+    bput(b, "%.*s", (int)(at[0] - prelude), prelude);
+    for (int p = 0; p < NPARTS; p++)
+        if (used[p])
+            bput(b, "%.*s", (int)(at[p + 1] - at[p]), at[p]);
+    bput(b, "\n");
+}
 
 /* ---- dtypes ---- */
 
@@ -1955,6 +2034,7 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         out->part_elem = g.rr.comb ? 8 : 16;
     }
     emit_run(&g);
+    size_t run_end = g.b.n;     /* tdl_finish follows run in g.b */
     if (g.mode == CUDA_BLOCK_REDUCE) {
         line(&g, "%s", "");
         emit_finish(&g);
@@ -1975,7 +2055,6 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     }
     out->args_size = (off + 7) / 8 * 8;
     Buf s = {0};
-    bput(&s, "%s\n", prelude);
     bput(&s, "// ---- the kernel: %s; %d loop%s, %s indices", mode_name(g.mode), k->nloop, k->nloop == 1 ? "" : "s",
          g.idx32 ? "32-bit" : "64-bit");
     if (g.vec)
@@ -1989,13 +2068,34 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         bput(&s, "    %s%s%s;\n", a->ctype, ptr ? "" : " ", a->name);
     }
     bput(&s, "};\n\n");
-    bput(&s, "%s\n", g.b.p ? g.b.p : "");
+    /* The head, then each entry point's text (fc_cuda_entries_source puts them together). */
+    bput(&s, "%.*s", (int)run_end, g.b.p ? g.b.p : "");
+    out->head = s.n;
+    out->ent_off[CUDA_ENTRY_FINISH] = s.n;
+    bput(&s, "%s", g.b.p ? g.b.p + run_end : "");
+    out->ent_len[CUDA_ENTRY_FINISH] = s.n - out->ent_off[CUDA_ENTRY_FINISH];
     int lb = g.mode == CUDA_SERIAL ? 1 : 256;
-    bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
+    out->ent_off[CUDA_ENTRY_S] = s.n;
+    bput(&s, "\nextern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
+    out->ent_len[CUDA_ENTRY_S] = s.n - out->ent_off[CUDA_ENTRY_S];
+    out->ent_off[CUDA_ENTRY_V] = s.n;
     if (g.vec)
         bput(&s, "extern \"C\" __global__ void __launch_bounds__(%d) tdl_v(const Args a) { run<%d>(a); }\n", lb, g.V);
+    out->ent_len[CUDA_ENTRY_V] = s.n - out->ent_off[CUDA_ENTRY_V];
     mem_free(g.b.p);
     g.b.p = NULL;
+    /* The prelude it uses in front. */
+    Buf full = {0};
+    if (!s.oom)
+        put_prelude(&full, s.p);
+    size_t pre = full.n;
+    bput(&full, "%s", s.p ? s.p : "");
+    mem_free(s.p);
+    full.oom |= s.oom;
+    s = full;
+    out->head += pre;
+    for (int e = 0; e < CUDA_NENTRY; e++)
+        out->ent_off[e] += pre;
     if (s.oom) {
         mem_free(s.p);
         gen_free(&g);
@@ -2009,6 +2109,38 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     g.args = NULL;
     gen_free(&g);
     return FC_OK;
+}
+
+const char *fc_cuda_entry_name(CudaEntry e)
+{
+    return e == CUDA_ENTRY_S ? "tdl_s" : e == CUDA_ENTRY_V ? "tdl_v" : "tdl_finish";
+}
+
+char *fc_cuda_entries_source(const CudaCode *c, unsigned entries)
+{
+    static const CudaEntry order[] = {CUDA_ENTRY_FINISH, CUDA_ENTRY_S, CUDA_ENTRY_V};   /* as in src */
+    size_t n = c->head;
+    if (!c->src || entries == 0 || entries >> CUDA_NENTRY)
+        return NULL;
+    for (int e = 0; e < CUDA_NENTRY; e++) {
+        if (!(entries >> e & 1))
+            continue;
+        if (c->ent_len[e] == 0)
+            return NULL;
+        n += c->ent_len[e];
+    }
+    char *s = mem_malloc(n + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, c->src, c->head);
+    n = c->head;
+    for (int i = 0; i < CUDA_NENTRY; i++)
+        if (entries >> order[i] & 1) {
+            memcpy(s + n, c->src + c->ent_off[order[i]], c->ent_len[order[i]]);
+            n += c->ent_len[order[i]];
+        }
+    s[n] = 0;
+    return s;
 }
 
 /* ---- text for --dump-cuda ---- */
@@ -2062,7 +2194,6 @@ char *fc_cuda_matmul_source(FcDType dt)
      * unsigned arithmetic (wrapping). Each output element sums its products in k order. */
     const char *T = ctype(dt), *A = dt == FC_FLOAT32 ? "f32" : dt == FC_FLOAT64 ? "f64" : utype(dt);
     Buf b = {0};
-    bput(&b, "%s\n", prelude);
     bput(&b,
          "// ---- the batched matrix product C[b] = A[b] @ B[b] (%s): 16 x 16 tiles through shared memory ----\n"
          "struct MmArgs {\n"
@@ -2105,9 +2236,15 @@ char *fc_cuda_matmul_source(FcDType dt)
          "    }\n"
          "}\n",
          T, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, FC_MAX_DIMS, A, A, A, T, A, T, T, T);
-    if (b.oom) {
-        mem_free(b.p);
+    Buf full = {0};
+    if (!b.oom) {
+        put_prelude(&full, b.p);
+        bput(&full, "%s", b.p);
+    }
+    mem_free(b.p);
+    if (b.oom || full.oom) {
+        mem_free(full.p);
         return NULL;
     }
-    return b.p;
+    return full.p;
 }

@@ -135,10 +135,22 @@ typedef struct CudaArg {
     char shown[32];         /* the value as text, for the dump */
 } CudaArg;
 
+/* The entry points of a kernel's source. The backend compiles those a launch needs that it has
+ * not loaded yet into a module (fc_cuda_entries_source): most launches need one of them, a
+ * split block reduction two, and NVRTC's time grows with the entry points it compiles. */
+typedef enum CudaEntry {
+    CUDA_ENTRY_S,           /* tdl_s: a point per thread (always there) */
+    CUDA_ENTRY_V,           /* tdl_v: V points per thread (when vec) */
+    CUDA_ENTRY_FINISH,      /* tdl_finish: combines a split block reduction's partials */
+    CUDA_NENTRY
+} CudaEntry;
+
 typedef struct CudaCode {
     char *src;              /* the whole source (malloc'd), entry points tdl_s and, when vec, tdl_v;
                                tdl_finish for CUDA_BLOCK_REDUCE */
     size_t len;
+    size_t head;            /* src[0, head): what every entry point needs (prelude, Args, run) */
+    size_t ent_off[CUDA_NENTRY], ent_len[CUDA_NENTRY];  /* each entry point's text in src (len 0: none) */
     CudaMode mode;
     int vl;                 /* the vector loop (the loop threads walk), or -1 */
     bool vec;               /* tdl_v exists: V points per thread along vl, when ext[vl] % V == 0 */
@@ -168,6 +180,12 @@ void fc_cuda_code_free(CudaCode *c);
  * tdl_finish combines in order. It depends on the shape alone, so the bits do not depend on
  * the GPU. Else *nsplit = 1. */
 void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *per);
+/* The source of c's entry points in the set entries (bit 1 << e for entry e) alone (malloc'd):
+ * src's head and those entries' text, in src's order. NULL when c lacks one of them, when the
+ * set is empty, or on out-of-memory. */
+char *fc_cuda_entries_source(const CudaCode *c, unsigned entries);
+/* The name of entry point e in the source: "tdl_s", "tdl_v", "tdl_finish". */
+const char *fc_cuda_entry_name(CudaEntry e);
 
 /* ---- cuda_nvrtc.c: compiling, cached in memory and on disk ---- */
 
