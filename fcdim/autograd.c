@@ -493,19 +493,9 @@ FcStatus fc_detach(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err)
     s->backend = t->storage->backend;
     s->release = release_shared;
     s->release_ud = fc_storage_retain(t->storage);
-    FcTensor *r = fc_tensor_alloc(t->ndim);
-    if (!r) {
-        fc_storage_release(s);
-        return fc_nomem(err);
-    }
-    r->dtype = t->dtype;
-    r->device = t->device;
-    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
-    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
-    r->offset = t->offset;
-    r->storage = s;
-    *out = r;
-    return FC_OK;
+    *out = fc_tensor_view_over(t, s);
+    fc_storage_release(s);
+    return *out ? FC_OK : fc_nomem(err);
 }
 
 /* ---- building backward IR (every node here is made with gradients off) ---- */

@@ -211,16 +211,8 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
             fc_tensor_release(r);
             return fc_nomem(err);
         }
-    } else {
-        r = fc_tensor_alloc(t->ndim);
-        if (!r)
-            return fc_nomem(err);
-        r->dtype = t->dtype;
-        r->device = t->device;
-        memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
-        memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
-        r->offset = t->offset;
-        r->storage = fc_storage_retain(t->storage);
+    } else if (!(r = fc_tensor_view_over(t, t->storage))) {
+        return fc_nomem(err);
     }
     set_levels(r, lv);
     *out = r;

@@ -266,40 +266,10 @@ void fc_storage_release(FcStorage *s);
  * levels goes in this node's domain (lev_map). No node holds a loop: loops appear only when a
  * materialisation schedules the DAG into an FcKernel. */
 
+/* The ops, their kinds and what each backend computes for them are declared in ops.def. */
 typedef enum FcOp {
-    FC_OP_NONE = 0,
-    /* leaves */
-    FC_OP_LOAD,         /* element of a stored tensor: operand k is the index along its dim k */
-    FC_OP_CONST,        /* konst, the same over its whole domain (any nlev) */
-    FC_OP_IOTA,         /* nlev 1: the index along its level, as int64 */
-    /* unary (operand and result of the same dtype unless noted) */
-    FC_OP_CAST,         /* to the node's dtype from the operand's (C conversion; float->int truncates;
-                           to bool: != 0) */
-    FC_OP_NEG, FC_OP_ABS, FC_OP_NOT,            /* NOT: bool logical not / int bitwise not (~) */
-    FC_OP_EXP, FC_OP_LOG, FC_OP_SQRT, FC_OP_RSQRT, FC_OP_SIN, FC_OP_COS, FC_OP_TAN, FC_OP_TANH,
-    FC_OP_SIGMOID, FC_OP_RELU, FC_OP_FLOOR, FC_OP_CEIL, FC_OP_ROUND /* half to even */, FC_OP_TRUNC,
-    FC_OP_SIGN, FC_OP_RECIPROCAL, FC_OP_LOG2, FC_OP_LOG1P, FC_OP_EXPM1, FC_OP_ASIN, FC_OP_ACOS,
-    FC_OP_ATAN, FC_OP_SINH, FC_OP_COSH, FC_OP_ERF, FC_OP_SQUARE,
-    FC_OP_ISNAN,        /* result bool */
-    /* binary (operands of the node's dtype, except comparisons: operands of `src_dtype`, result bool) */
-    FC_OP_ADD, FC_OP_SUB, FC_OP_MUL,
-    FC_OP_DIV,          /* true division; the node's dtype is a float */
-    FC_OP_FLOORDIV,     /* PyTorch's floor_divide: ints floor, floats div_floor_floating */
-    FC_OP_MOD,          /* PyTorch's remainder: the sign of the divisor (Python's %) */
-    FC_OP_FMOD,         /* C's fmod / truncated integer remainder */
-    FC_OP_POW,
-    FC_OP_MIN, FC_OP_MAX,       /* minimum/maximum: NaN propagates */
-    FC_OP_AND, FC_OP_OR, FC_OP_XOR,   /* bitwise on ints, logical on bool */
-    FC_OP_SHL, FC_OP_SHR,
-    FC_OP_ATAN2,
-    FC_OP_EQ, FC_OP_NE, FC_OP_LT, FC_OP_LE, FC_OP_GT, FC_OP_GE,
-    /* ternary */
-    FC_OP_WHERE,        /* operand 0 bool; operands 1, 2 of the node's dtype */
-    /* reductions: one operand; its levels mapped to FC_LEV_REDUCED are reduced */
-    FC_OP_SUM, FC_OP_PROD, FC_OP_AMAX, FC_OP_AMIN,
-    FC_OP_ARGMAX, FC_OP_ARGMIN,  /* exactly one reduced level; result int64, first index wins,
-                                    NaN counts as the largest (argmax) / smallest (argmin) */
-    FC_OP_ANY, FC_OP_ALL,        /* operand bool, result bool */
+#define OP(NAME, name, kind) FC_OP_##NAME,
+#include "ops.def"
     FC_OP__COUNT
 } FcOp;
 

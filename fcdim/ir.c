@@ -18,35 +18,26 @@ enum { K_LEAF, K_UNARY, K_BINARY, K_COMPARE, K_TERNARY, K_REDUCE };
 static const struct {
     const char *name;
     unsigned char kind;
-} op_info[FC_OP__COUNT] = {
-    [FC_OP_NONE] = {"none", K_LEAF},
-    [FC_OP_LOAD] = {"load", K_LEAF}, [FC_OP_CONST] = {"const", K_LEAF}, [FC_OP_IOTA] = {"iota", K_LEAF},
-    [FC_OP_CAST] = {"cast", K_UNARY}, [FC_OP_NEG] = {"neg", K_UNARY}, [FC_OP_ABS] = {"abs", K_UNARY},
-    [FC_OP_NOT] = {"not", K_UNARY}, [FC_OP_EXP] = {"exp", K_UNARY}, [FC_OP_LOG] = {"log", K_UNARY},
-    [FC_OP_SQRT] = {"sqrt", K_UNARY}, [FC_OP_RSQRT] = {"rsqrt", K_UNARY}, [FC_OP_SIN] = {"sin", K_UNARY},
-    [FC_OP_COS] = {"cos", K_UNARY}, [FC_OP_TAN] = {"tan", K_UNARY}, [FC_OP_TANH] = {"tanh", K_UNARY},
-    [FC_OP_SIGMOID] = {"sigmoid", K_UNARY}, [FC_OP_RELU] = {"relu", K_UNARY},
-    [FC_OP_FLOOR] = {"floor", K_UNARY}, [FC_OP_CEIL] = {"ceil", K_UNARY}, [FC_OP_ROUND] = {"round", K_UNARY},
-    [FC_OP_TRUNC] = {"trunc", K_UNARY}, [FC_OP_SIGN] = {"sign", K_UNARY},
-    [FC_OP_RECIPROCAL] = {"reciprocal", K_UNARY}, [FC_OP_LOG2] = {"log2", K_UNARY},
-    [FC_OP_LOG1P] = {"log1p", K_UNARY}, [FC_OP_EXPM1] = {"expm1", K_UNARY}, [FC_OP_ASIN] = {"asin", K_UNARY},
-    [FC_OP_ACOS] = {"acos", K_UNARY}, [FC_OP_ATAN] = {"atan", K_UNARY}, [FC_OP_SINH] = {"sinh", K_UNARY},
-    [FC_OP_COSH] = {"cosh", K_UNARY}, [FC_OP_ERF] = {"erf", K_UNARY}, [FC_OP_SQUARE] = {"square", K_UNARY},
-    [FC_OP_ISNAN] = {"isnan", K_UNARY},
-    [FC_OP_ADD] = {"add", K_BINARY}, [FC_OP_SUB] = {"sub", K_BINARY}, [FC_OP_MUL] = {"mul", K_BINARY},
-    [FC_OP_DIV] = {"div", K_BINARY}, [FC_OP_FLOORDIV] = {"floor_divide", K_BINARY},
-    [FC_OP_MOD] = {"remainder", K_BINARY}, [FC_OP_FMOD] = {"fmod", K_BINARY}, [FC_OP_POW] = {"pow", K_BINARY},
-    [FC_OP_MIN] = {"minimum", K_BINARY}, [FC_OP_MAX] = {"maximum", K_BINARY},
-    [FC_OP_AND] = {"bitwise_and", K_BINARY}, [FC_OP_OR] = {"bitwise_or", K_BINARY},
-    [FC_OP_XOR] = {"bitwise_xor", K_BINARY}, [FC_OP_SHL] = {"bitwise_left_shift", K_BINARY},
-    [FC_OP_SHR] = {"bitwise_right_shift", K_BINARY}, [FC_OP_ATAN2] = {"atan2", K_BINARY},
-    [FC_OP_EQ] = {"eq", K_COMPARE}, [FC_OP_NE] = {"ne", K_COMPARE}, [FC_OP_LT] = {"lt", K_COMPARE},
-    [FC_OP_LE] = {"le", K_COMPARE}, [FC_OP_GT] = {"gt", K_COMPARE}, [FC_OP_GE] = {"ge", K_COMPARE},
-    [FC_OP_WHERE] = {"where", K_TERNARY},
-    [FC_OP_SUM] = {"sum", K_REDUCE}, [FC_OP_PROD] = {"prod", K_REDUCE}, [FC_OP_AMAX] = {"amax", K_REDUCE},
-    [FC_OP_AMIN] = {"amin", K_REDUCE}, [FC_OP_ARGMAX] = {"argmax", K_REDUCE},
-    [FC_OP_ARGMIN] = {"argmin", K_REDUCE}, [FC_OP_ANY] = {"any", K_REDUCE}, [FC_OP_ALL] = {"all", K_REDUCE},
+} op_info[] = {
+#define OP(NAME, name, kind) {name, K_##kind},
+#include "ops.def"
 };
+_Static_assert(sizeof op_info / sizeof op_info[0] == FC_OP__COUNT, "ops.def: one op_info row per FcOp");
+
+/* The executors test comparisons and reductions as the ranges EQ..GE and SUM..ALL: count the ops
+ * whose kind and place disagree, so that a row of ops.def out of place fails the build. */
+#define IN(NAME, lo, hi) (FC_OP_##NAME >= FC_OP_##lo && FC_OP_##NAME <= FC_OP_##hi)
+enum {
+    MISPLACED_COMPARE = 0
+#define OP(NAME, name, kind) + ((K_##kind == K_COMPARE) != IN(NAME, EQ, GE))
+#include "ops.def"
+    , MISPLACED_REDUCE = 0
+#define OP(NAME, name, kind) + ((K_##kind == K_REDUCE) != IN(NAME, SUM, ALL))
+#include "ops.def"
+};
+#undef IN
+_Static_assert(MISPLACED_COMPARE == 0, "ops.def: the comparisons must be the rows EQ..GE");
+_Static_assert(MISPLACED_REDUCE == 0, "ops.def: the reductions must be the rows SUM..ALL");
 
 static bool op_valid(FcOp op) { return (unsigned)op < FC_OP__COUNT && op_info[op].name; }
 const char *fc_op_name(FcOp op) { return op_valid(op) ? op_info[op].name : "<invalid op>"; }
@@ -519,13 +510,12 @@ static FcStatus pointwise(FcCtx *ctx, FcOp op, FcDType dt, FcDType in_dt, FcTens
 
 /* ---- unary ---- */
 
+/* Whether op computes an int or bool operand as float32 (ops.def's TO_FLOAT rows). */
 static bool unary_needs_float(FcOp op)
 {
     switch (op) {
-    case FC_OP_EXP: case FC_OP_LOG: case FC_OP_SQRT: case FC_OP_RSQRT: case FC_OP_SIN: case FC_OP_COS:
-    case FC_OP_TAN: case FC_OP_TANH: case FC_OP_SIGMOID: case FC_OP_RECIPROCAL: case FC_OP_LOG2:
-    case FC_OP_LOG1P: case FC_OP_EXPM1: case FC_OP_ASIN: case FC_OP_ACOS: case FC_OP_ATAN: case FC_OP_SINH:
-    case FC_OP_COSH: case FC_OP_ERF:
+#define TO_FLOAT(NAME) case FC_OP_##NAME:
+#include "ops.def"
         return true;
     default:
         return false;
@@ -533,34 +523,14 @@ static bool unary_needs_float(FcOp op)
 }
 
 /* The kernel of PyTorch 1.13's CPU build that has no float16 version, for unary op (that
- * float16 refuses with its name), or NULL. */
+ * float16 refuses with its name), or NULL (ops.def's NO_HALF rows). */
 static const char *half_missing(FcOp op)
 {
     switch (op) {
-    case FC_OP_EXP: return "exp_vml_cpu";
-    case FC_OP_LOG: return "log_vml_cpu";
-    case FC_OP_SQRT: return "sqrt_vml_cpu";
-    case FC_OP_RSQRT: return "rsqrt_cpu";
-    case FC_OP_SIN: return "sin_vml_cpu";
-    case FC_OP_COS: return "cos_vml_cpu";
-    case FC_OP_TAN: return "tan_vml_cpu";
-    case FC_OP_TANH: return "tanh_vml_cpu";
-    case FC_OP_SIGMOID: return "sigmoid_cpu";
-    case FC_OP_RELU: return "clamp_min_cpu";
-    case FC_OP_FLOOR: return "floor_vml_cpu";
-    case FC_OP_CEIL: return "ceil_vml_cpu";
-    case FC_OP_ROUND: return "round_vml_cpu";
-    case FC_OP_TRUNC: return "trunc_vml_cpu";
-    case FC_OP_LOG2: return "log2_vml_cpu";
-    case FC_OP_LOG1P: return "log1p_vml_cpu";
-    case FC_OP_EXPM1: return "expm1_vml_cpu";
-    case FC_OP_ASIN: return "asin_vml_cpu";
-    case FC_OP_ACOS: return "acos_vml_cpu";
-    case FC_OP_ATAN: return "atan_vml_cpu";
-    case FC_OP_SINH: return "sinh_cpu";
-    case FC_OP_COSH: return "cosh_cpu";
-    case FC_OP_ERF: return "erf_vml_cpu";
-    default: return NULL;
+#define NO_HALF(NAME, kernel) case FC_OP_##NAME: return kernel;
+#include "ops.def"
+    default:
+        return NULL;
     }
 }
 

@@ -949,19 +949,14 @@ FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, F
             s = to->from_host(to, st->data, h, nbytes, err);
         mem_free(h);
     }
-    FcTensor *r = s ? NULL : fc_tensor_alloc(t->ndim);
+    FcTensor *r = s ? NULL : fc_tensor_view_over(t, st);
+    fc_storage_release(st);
     if (!s && !r)
         s = fc_nomem(err);
-    if (s) {
-        fc_storage_release(st);
+    if (s)
         return s;
-    }
-    r->dtype = t->dtype;
     r->device = dev;
-    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
-    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
     r->offset = t->offset - lo;
-    r->storage = st;
     *out = r;
     return FC_OK;
 }

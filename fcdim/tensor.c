@@ -268,6 +268,20 @@ FcTensor *fc_tensor_alloc(int ndim)
     return t;
 }
 
+FcTensor *fc_tensor_view_over(const FcTensor *t, FcStorage *s)
+{
+    FcTensor *r = fc_tensor_alloc(t->ndim);
+    if (!r)
+        return NULL;
+    r->dtype = t->dtype;
+    r->device = t->device;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset;
+    r->storage = fc_storage_retain(s);
+    return r;
+}
+
 FcDim **fc_tensor_level_room(FcTensor *t)
 {
     return (FcDim **)(t->shape + 2 * (t->ndim > 0 ? t->ndim : 1));

@@ -1540,26 +1540,7 @@ static bool m_list_append(BUILTIN_ARGS)
 
 static bool m_list_extend(BUILTIN_ARGS)
 {
-    ListObj *l = as_list(self);
-    Value src = args[0];
-    if (src.tag == V_LIST || src.tag == V_TUPLE) {
-        /* Count first: l.extend(l) appends the items it had. */
-        size_t n = src.tag == V_LIST ? as_list(src)->n : as_tuple(src)->n;
-        for (size_t i = 0; i < n; i++) {
-            Value x = src.tag == V_LIST ? as_list(src)->items[i] : as_tuple(src)->items[i];
-            if (!list_append(I, l, x)) return false;
-        }
-    } else {
-        ListObj *tmp;
-        if (!list_from_iterable(I, src, &tmp)) return false;
-        for (size_t i = 0; i < tmp->n; i++) {
-            if (!list_append(I, l, tmp->items[i])) {
-                val_decref(I, LISTV(tmp));
-                return false;
-            }
-        }
-        val_decref(I, LISTV(tmp));
-    }
+    if (!list_extend_from_iterable(I, as_list(self), args[0])) return false;
     *out = v_none();
     return true;
 }

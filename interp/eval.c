@@ -819,12 +819,8 @@ static bool eval_star_index(Interp *I, Frame *F, Node *n, Value *out)
         if (!(ok = e->kind == N_STARRED ? eval(I, F, e->a, &x) : eval_index(I, F, e, &x))) break;
         if (e->kind != N_STARRED) {
             ok = list_append(I, l, x);
-        } else {
-            ListObj *m = NULL;
-            ok = list_from_iterable(I, x, &m);
-            for (size_t k = 0; ok && k < m->n; k++) ok = list_append(I, l, m->items[k]);
-            if (m) val_decref(I, v_obj(V_LIST, &m->h));
-            if (!ok) locate(I, F, e->pos);
+        } else if (!(ok = list_extend_from_iterable(I, l, x))) {
+            locate(I, F, e->pos);
         }
         val_decref(I, x);
     }
@@ -891,15 +887,7 @@ static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
                 val_decref(I, lv);
                 return false;
             }
-            bool ok;
-            if (e->kind != N_STARRED) {
-                ok = list_append(I, l, x);
-            } else {
-                ListObj *m = NULL;
-                ok = list_from_iterable(I, x, &m);
-                for (size_t k = 0; ok && k < m->n; k++) ok = list_append(I, l, m->items[k]);
-                if (m) val_decref(I, v_obj(V_LIST, &m->h));
-            }
+            bool ok = e->kind != N_STARRED ? list_append(I, l, x) : list_extend_from_iterable(I, l, x);
             val_decref(I, x);
             if (!ok) {
                 locate(I, F, e->pos);

@@ -482,6 +482,9 @@ bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
 void iter_end(Interp *I, Iter *it);
 /* A new list (*out, a new reference) holding the items of any iterable. */
 bool list_from_iterable(Interp *I, Value seq, ListObj **out);
+/* Appends the items of any iterable to l (borrows seq; l.extend(l) appends the items l had); on
+ * failure l may hold some of them. */
+bool list_extend_from_iterable(Interp *I, ListObj *l, Value seq);
 
 /* ---- text (format.c) ---- */
 

@@ -1014,6 +1014,25 @@ fail:
     return false;
 }
 
+bool list_extend_from_iterable(Interp *I, ListObj *l, Value seq)
+{
+    if (seq.tag == V_LIST || seq.tag == V_TUPLE) {
+        /* Count first: l.extend(l) appends the items it had. */
+        size_t n = seq.tag == V_LIST ? as_list(seq)->n : as_tuple(seq)->n;
+        for (size_t i = 0; i < n; i++)
+            if (!list_append(I, l, seq.tag == V_LIST ? as_list(seq)->items[i] : as_tuple(seq)->items[i]))
+                return false;
+        return true;
+    }
+    /* Any other iterable is read to its end before l changes. */
+    ListObj *m;
+    if (!list_from_iterable(I, seq, &m)) return false;
+    bool ok = true;
+    for (size_t i = 0; ok && i < m->n; i++) ok = list_append(I, l, m->items[i]);
+    val_decref(I, v_obj(V_LIST, &m->h));
+    return ok;
+}
+
 bool iter_begin(Interp *I, Value seq, Iter *it)
 {
     memset(it, 0, sizeof *it);

@@ -227,6 +227,28 @@ void golden_put(char *b, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
+void golden_case_program(const char *module, const char *program, const char *results, char *prog, size_t cap)
+{
+    const char *dev = golden_device();
+    snprintf(prog, cap, "import %s\n", module);
+    for (const char *p = program; *p;) {
+        const char *q = strstr(p, ".npy')");
+        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
+        golden_put(prog, cap, "%.*s", (int)n, p);
+        if (q && dev)
+            golden_put(prog, cap, ".to('%s')", dev);
+        p += n;
+    }
+    golden_put(prog, cap, "\n");
+    for (const char *p = results; dev && p && *p;) {
+        int n = (int)strcspn(p, "=");
+        golden_put(prog, cap, "assert %.*s is None or %.*s.device == device('%s'), %.*s.device\n", n, p, n, p, dev, n, p);
+        golden_put(prog, cap, "%.*s = %.*s.cpu() if %.*s is not None else None\n", n, p, n, p, n, p);
+        p += strcspn(p, " ");
+        p += *p == ' ';
+    }
+}
+
 double golden_value_at(const void *data, tdl_dtype dt, int64_t i)
 {
     switch (dt) {

@@ -49,6 +49,11 @@ bool golden_same_output(const char *got, const char *want);
 tdl_interp *golden_open(int flags);
 /* Appends printf-style text to the NUL-terminated buffer b of capacity cap (truncating). */
 void golden_put(char *b, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The program of a case into prog (capacity cap): `import module`, then program; on
+ * golden_device() (make check-device, check-gpu) every .npy it loads is moved there, and each global
+ * named in results ("name=spec name=spec ...", or NULL) must have been computed there (or be None)
+ * and comes back to the CPU, where it is compared. */
+void golden_case_program(const char *module, const char *program, const char *results, char *prog, size_t cap);
 /* Element i of a buffer of dtype dt as a double (exact for these suites' integers). */
 double golden_value_at(const void *data, tdl_dtype dt, int64_t i);
 /* Compares global var of T with PyTorch's result in the .npy file path: the same dtype and shape,

@@ -895,6 +895,46 @@ START_TEST(cuda_supports)
 }
 END_TEST
 
+/* The CPU executor and the generator take the same instructions: the pointwise ops at the dtypes
+ * that ops.def gives code for (a CPU expression and a CUDA template in one row), and the same
+ * reductions from each dtype into each. */
+START_TEST(cuda_supports_as_cpu)
+{
+    static const FcDType dts[] = {FC_BOOL, FC_INT32, FC_INT64, FC_FLOAT32, FC_FLOAT64};
+    enum { ND = sizeof dts / sizeof dts[0] };
+    FcBackend *cpu = NULL;
+    FcError e;
+    ck_assert_int_eq(fc_backend_open(FC_DEV_CPU, 0, 1, false, &cpu, &e), FC_OK);
+    int taken = 0;
+    for (FcOp op = FC_OP_NONE; op < FC_OP__COUNT; op++) {
+        bool pointwise = (fc_op_is_unary(op) || fc_op_is_binary(op)) && op != FC_OP_CAST;
+        if (!pointwise && !fc_op_is_reduce(op))
+            continue;
+        for (int i = 0; i < ND; i++)
+            for (int j = 0; j < ND; j++) {
+                bool to_bool = op == FC_OP_ISNAN || fc_op_is_compare(op);
+                if (pointwise && dts[j] != (to_bool ? FC_BOOL : dts[i]))
+                    continue;
+                FcInstr in = {.op = op, .dtype = dts[j], .src_dtype = dts[i], .a = 0,
+                              .b = fc_op_is_binary(op) ? 1 : -1, .c = -1};
+                FcStatus c = cpu->supports(cpu, &in, dts[i], &e), g = fc_cuda_supports(&in, dts[i], &e);
+                ck_assert_msg(c == g, "%s of %s into %s: cpu %d, cuda %d", fc_op_name(op), fc_dtype_name(dts[i]),
+                              fc_dtype_name(dts[j]), c, g);
+                taken += pointwise && c == FC_OK;
+            }
+    }
+    int rows = 0
+#define FLOAT(NAME, form, cpu, cuda) + 2
+#define INT(NAME, form, cpu, cuda) + 2
+#define BOOL(NAME, form, cpu, cuda) + 1
+#define COMPARE(NAME, cpu, cuda) + ND
+#include "ops.def"
+        ;
+    ck_assert_int_eq(taken, rows);
+    cpu->destroy(cpu);
+}
+END_TEST
+
 /* Without --dump-cuda, --dump-kernels shows no CUDA for CPU kernels: its text is unchanged. */
 START_TEST(cpu_dump_unchanged)
 {
@@ -1443,6 +1483,7 @@ Suite *cuda_suite(void)
     tcase_add_test(tc, representative_kernels);
     tcase_add_test(tc, cpu_dump_unchanged);
     tcase_add_test(tc, cuda_supports);
+    tcase_add_test(tc, cuda_supports_as_cpu);
     tcase_add_test(tc, source_independent_of_numbers);
     tcase_add_test(tc, entry_points_alone);
     suite_add_tcase(s, tc);

@@ -40,28 +40,6 @@ static void compare(tdl_interp *T, const char *var, const char *path, char *why,
     tdl_value_free(v);
 }
 
-/* The program of case c, with `import vision`, its inputs on the test device and its results back. */
-static void case_program(const GoldenCase *c, char *prog, size_t cap)
-{
-    const char *dev = golden_device();
-    snprintf(prog, cap, "import vision\n");
-    for (const char *p = c->program; *p;) {
-        const char *q = strstr(p, ".npy')");
-        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
-        golden_put(prog, cap, "%.*s", (int)n, p);
-        if (q && dev)
-            golden_put(prog, cap, ".to('%s')", dev);
-        p += n;
-    }
-    golden_put(prog, cap, "\n");
-    for (const char *p = c->text; dev && *p;) {
-        size_t n = strcspn(p, "=");
-        golden_put(prog, cap, "%.*s = %.*s.cpu() if %.*s is not None else None\n", (int)n, p, (int)n, p, (int)n, p);
-        p += strcspn(p, " ");
-        p += *p == ' ';
-    }
-}
-
 START_TEST(golden)
 {
     GoldenCase *cases = NULL;
@@ -74,7 +52,7 @@ START_TEST(golden)
     for (int i = 0; i < n; i++) {
         const GoldenCase *c = &cases[i];
         char prog[16384], why[2048] = "";
-        case_program(c, prog, sizeof prog);
+        golden_case_program("vision", c->program, c->ok ? c->text : NULL, prog, sizeof prog);
         tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
         if (tdl_run_string(T, prog, c->name) != TDL_OK) {

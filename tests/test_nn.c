@@ -120,36 +120,12 @@ static void check_result(tdl_interp *T, const char *var, char *spec, char *why, 
     golden_compare_npy(T, var, path, strtod(mag_s, NULL), st_s, why, cap);
 }
 
-/* The program of case c: on another device (make check-device, check-gpu) every loaded input is
- * moved there, and each result checked comes back (assert: it was computed there). */
-static void case_program(const NnCase *c, char *prog, size_t cap)
-{
-    const char *dev = golden_device();
-    snprintf(prog, cap, "import nn\n");
-    for (const char *p = c->program; *p;) {
-        const char *q = strstr(p, ".npy')");
-        size_t n = q ? (size_t)(q - p) + 6 : strlen(p);
-        golden_put(prog, cap, "%.*s", (int)n, p);
-        if (q && dev)
-            golden_put(prog, cap, ".to('%s')", dev);
-        p += n;
-    }
-    golden_put(prog, cap, "\n");
-    if (dev && strncmp(c->expected, "OK", 2) == 0) {
-        for (const char *p = c->expected + 2; (p = strchr(p, ' ')) != NULL;) {
-            p++;
-            size_t n = strcspn(p, "=");
-            golden_put(prog, cap, "assert %.*s.device == device('%s'), %.*s.device\n%.*s = %.*s.cpu()\n", (int)n, p, dev,
-                (int)n, p, (int)n, p, (int)n, p);
-        }
-    }
-}
-
 /* Runs case c in T. Returns NULL when it agrees with PyTorch, else a malloc'd report. */
 static char *run_case(tdl_interp *T, const NnCase *c)
 {
     char prog[8192], why[2048] = "";
-    case_program(c, prog, sizeof prog);
+    golden_case_program("nn", c->program, strncmp(c->expected, "OK ", 3) == 0 ? c->expected + 3 : NULL, prog,
+                        sizeof prog);
     tdl_status st = tdl_run_string(T, prog, c->name);
     const char *kind = tdl_error_kind_name(tdl_error_kind_of(T)), *msg = tdl_error_message(T);
     if (strncmp(c->expected, "ERR ", 4) == 0) {

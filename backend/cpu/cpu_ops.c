@@ -1,11 +1,11 @@
 /* cpu_ops.c — the elementwise operations of scheduled kernels, one function per op and dtype,
  * each a plain loop over one register chunk.
  *
- * Every function is generated from the tables below (X-macros: one line per op, instantiated
- * per dtype), and every loop has the shape `for (i = 0; i < n; i++) d[i] = f(a[i], b[i])` over
- * restrict pointers, written twice: once with the trip count FC_CHUNK, which GCC vectorises even
- * at -O2 (its "very cheap" cost model takes only loops that need no scalar epilogue), and once
- * for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
+ * Every function is generated from the rows of fcdim/ops.def (one per op and dtype class,
+ * instantiated below per dtype), and every loop has the shape
+ * `for (i = 0; i < n; i++) d[i] = f(a[i], b[i])` over restrict pointers, written twice: once with
+ * the trip count FC_CHUNK, which GCC vectorises even at -O2 (its "very cheap" cost model takes
+ * only loops that need no scalar epilogue), and once for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
  * arithmetic wraps (done in unsigned types, so it is never undefined behaviour), floor division
  * and remainder follow Python's signs, min/max propagate NaN, bool is a byte holding 0 or 1.
  * exp (and the ops torch builds on its vector exp: sigmoid) is cpu_math.h's, torch's SLEEF exp
@@ -22,119 +22,9 @@
 #define MATH_f32(fn) fn##f
 #define MATH_f64(fn) fn
 
-/* ---- the op lists ----
- * X(OP, sfx, T, R, expr): d = (R)expr with x = a[i] (and y = b[i] for binary ops), T the operand
- * type, R the result type. */
-
-#define FLOAT_UNARY(X, s, T, M)                                                                    \
-    X(NEG, s, T, T, -x)                                                                            \
-    X(ABS, s, T, T, M(fabs)(x))                                                                    \
-    X(LOG, s, T, T, M(log)(x))                                                                     \
-    X(SQRT, s, T, T, M(sqrt)(x))                                                                   \
-    X(RSQRT, s, T, T, (T)1 / M(sqrt)(x))                                                           \
-    X(SIN, s, T, T, M(sin)(x))                                                                     \
-    X(COS, s, T, T, M(cos)(x))                                                                     \
-    X(TAN, s, T, T, M(tan)(x))                                                                     \
-    X(TANH, s, T, T, M(tanh)(x))                                                                   \
-    X(RELU, s, T, T, x < 0 ? (T)0 : x)                                                             \
-    X(FLOOR, s, T, T, M(floor)(x))                                                                 \
-    X(CEIL, s, T, T, M(ceil)(x))                                                                   \
-    X(ROUND, s, T, T, M(nearbyint)(x))                                                             \
-    X(TRUNC, s, T, T, M(trunc)(x))                                                                 \
-    X(SIGN, s, T, T, (T)((0 < x) - (x < 0)))                                                       \
-    X(RECIPROCAL, s, T, T, (T)1 / x)                                                               \
-    X(LOG2, s, T, T, M(log2)(x))                                                                   \
-    X(LOG1P, s, T, T, M(log1p)(x))                                                                 \
-    X(EXPM1, s, T, T, M(expm1)(x))                                                                 \
-    X(ASIN, s, T, T, M(asin)(x))                                                                   \
-    X(ACOS, s, T, T, M(acos)(x))                                                                   \
-    X(ATAN, s, T, T, M(atan)(x))                                                                   \
-    X(SINH, s, T, T, M(sinh)(x))                                                                   \
-    X(COSH, s, T, T, M(cosh)(x))                                                                   \
-    X(ERF, s, T, T, M(erf)(x))                                                                     \
-    X(SQUARE, s, T, T, x * x)                                                                      \
-    X(ISNAN, s, T, uint8_t, x != x)
-
-/* The ops on cpu_math.h's exp, as torch's vector kernels compute them (Vectorized<T>::exp();
- * sigmoid negates as 0 - x, which keeps a NaN's sign). Their loops are compiled with
- * CPU_MATH_CLONES, for fused multiply-adds. Torch's sigmoid runs its vector code on all but the
- * last few (under 2 * 32 bytes) values of each contiguous run and libm's exp on those and on
- * strided data, so tdl's sigmoid has torch's bits everywhere except there (within an ulp). */
-#define FMA_UNARY(X, s, T)                                                                         \
-    X(EXP, s, T, T, cpu_exp_##s(x))                                                                \
-    X(SIGMOID, s, T, T, (T)1 / (cpu_exp_##s((T)0 - x) + (T)1))
-
-#define INT_UNARY(X, s, T, U)                                                                      \
-    X(NEG, s, T, T, (T)((U)0 - (U)x))                                                              \
-    X(ABS, s, T, T, x < 0 ? (T)((U)0 - (U)x) : x)                                                  \
-    X(NOT, s, T, T, ~x)                                                                            \
-    X(RELU, s, T, T, x < 0 ? 0 : x)                                                                \
-    X(FLOOR, s, T, T, x)                                                                           \
-    X(CEIL, s, T, T, x)                                                                            \
-    X(ROUND, s, T, T, x)                                                                           \
-    X(TRUNC, s, T, T, x)                                                                           \
-    X(SIGN, s, T, T, (0 < x) - (x < 0))                                                            \
-    X(SQUARE, s, T, T, (U)x * (U)x)                                                                \
-    X(ISNAN, s, T, uint8_t, 0)
-
-#define BOOL_UNARY(X, s, T)                                                                        \
-    X(NOT, s, T, T, !x)                                                                            \
-    X(ABS, s, T, T, x != 0)                                                                        \
-    X(SIGN, s, T, T, x != 0)                                                                       \
-    X(FLOOR, s, T, T, x != 0)                                                                      \
-    X(CEIL, s, T, T, x != 0)                                                                       \
-    X(ROUND, s, T, T, x != 0)                                                                      \
-    X(TRUNC, s, T, T, x != 0)                                                                      \
-    X(ISNAN, s, T, uint8_t, 0)
-
 /* NaN-propagating minimum and maximum, in a form GCC turns into compare-and-blend. */
 #define NAN_MIN(x, y) ((y) != (y) ? (y) : (x) != (x) ? (x) : (x) < (y) ? (x) : (y))
 #define NAN_MAX(x, y) ((y) != (y) ? (y) : (x) != (x) ? (x) : (x) > (y) ? (x) : (y))
-
-#define FLOAT_BINARY(X, s, T, M)                                                                   \
-    X(ADD, s, T, T, x + y)                                                                         \
-    X(SUB, s, T, T, x - y)                                                                         \
-    X(MUL, s, T, T, x * y)                                                                         \
-    X(DIV, s, T, T, x / y)                                                                         \
-    X(FLOORDIV, s, T, T, floordiv_##s(x, y))                                                       \
-    X(MOD, s, T, T, mod_##s(x, y))                                                                 \
-    X(FMOD, s, T, T, M(fmod)(x, y))                                                                \
-    X(POW, s, T, T, M(pow)(x, y))                                                                  \
-    X(MIN, s, T, T, NAN_MIN(x, y))                                                                 \
-    X(MAX, s, T, T, NAN_MAX(x, y))                                                                 \
-    X(ATAN2, s, T, T, M(atan2)(x, y))
-
-/* Shifts as PyTorch's lshift/rshift: an amount outside [0, width) gives 0, or the sign fill. */
-#define INT_BINARY(X, s, T, U)                                                                     \
-    X(ADD, s, T, T, (U)x + (U)y)                                                                   \
-    X(SUB, s, T, T, (U)x - (U)y)                                                                   \
-    X(MUL, s, T, T, (U)x * (U)y)                                                                   \
-    X(POW, s, T, T, powi_##s(x, y))                                                                \
-    X(MIN, s, T, T, x < y ? x : y)                                                                 \
-    X(MAX, s, T, T, x > y ? x : y)                                                                 \
-    X(AND, s, T, T, x & y)                                                                         \
-    X(OR, s, T, T, x | y)                                                                          \
-    X(XOR, s, T, T, x ^ y)                                                                         \
-    X(SHL, s, T, T, (y < 0 || y >= (T)(8 * sizeof(T))) ? (U)0 : (U)x << y)                         \
-    X(SHR, s, T, T, (y < 0 || y >= (T)(8 * sizeof(T))) ? (x < 0 ? (T)-1 : (T)0) : x >> y)
-
-/* bool + bool is logical or and bool * bool logical and, as in PyTorch. */
-#define BOOL_BINARY(X, s, T)                                                                       \
-    X(ADD, s, T, T, x | y)                                                                         \
-    X(MUL, s, T, T, x & y)                                                                         \
-    X(MIN, s, T, T, x & y)                                                                         \
-    X(MAX, s, T, T, x | y)                                                                         \
-    X(AND, s, T, T, x & y)                                                                         \
-    X(OR, s, T, T, x | y)                                                                          \
-    X(XOR, s, T, T, x ^ y)
-
-#define COMPARE(X, s, T)                                                                           \
-    X(EQ, s, T, uint8_t, x == y)                                                                   \
-    X(NE, s, T, uint8_t, x != y)                                                                   \
-    X(LT, s, T, uint8_t, x < y)                                                                    \
-    X(LE, s, T, uint8_t, x <= y)                                                                   \
-    X(GT, s, T, uint8_t, x > y)                                                                    \
-    X(GE, s, T, uint8_t, x >= y)
 
 /* CAST(X): X(dst sfx, dst type, src sfx, src type, expr). To bool is != 0 (NaN is true); float
  * to int is C's conversion in range and INT*_MIN outside it; int64 to int32 wraps. */
@@ -245,10 +135,17 @@ DEF_FLOAT_HELPERS(f64, double, MATH_f64)
 DEF_POWI(i32, int32_t, uint32_t)
 DEF_POWI(i64, int64_t, uint64_t)
 
-/* ---- the chunk functions ---- */
+/* ---- the chunk functions ----
+ * op_NAME_sfx for each row of ops.def and each dtype of its class, and for each comparison its
+ * selects sel_NAME_sfx_w: ops.def is included once per dtype below, with T the C type, U its
+ * unsigned type, SFX the suffix of the names, M(fn) libm's fn and S(fn) the helper fn at T. */
 
-#define DEF_UNARY(OP, s, T, R, expr)                                                               \
-    CPU_CLONES static int op_##OP##_##s(OP_PARAMS)                                                 \
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define S(fn) CAT(fn##_, SFX)
+
+#define DEF_UNARY_AS(CLONES, N, R, expr)                                                           \
+    CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                               \
     {                                                                                              \
         R *restrict d = dv;                                                                        \
         const T *restrict a = av;                                                                  \
@@ -259,21 +156,12 @@ DEF_POWI(i64, int64_t, uint64_t)
         });                                                                                        \
         return CPU_OK;                                                                             \
     }
+#define DEF_UNARY(N, expr) DEF_UNARY_AS(CPU_CLONES, N, T, expr)
+#define DEF_UNARY_BOOL(N, expr) DEF_UNARY_AS(CPU_CLONES, N, uint8_t, expr)
+#define DEF_UNARY_EXP(N, expr) DEF_UNARY_AS(CPU_MATH_CLONES, N, T, expr)
 
-#define DEF_UNARY_FMA(OP, s, T, R, expr)                                                           \
-    CPU_MATH_CLONES static int op_##OP##_##s(OP_PARAMS)                                            \
-    {                                                                                              \
-        R *restrict d = dv;                                                                        \
-        const T *restrict a = av;                                                                  \
-        CHUNK_LOOP(n, {                                                                            \
-            T x = a[i];                                                                            \
-            d[i] = (R)(expr);                                                                      \
-        });                                                                                        \
-        return CPU_OK;                                                                             \
-    }
-
-#define DEF_BINARY(OP, s, T, R, expr)                                                              \
-    CPU_CLONES static int op_##OP##_##s(OP_PARAMS)                                                 \
+#define DEF_BINARY_AS(N, R, expr)                                                                  \
+    CPU_CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                           \
     {                                                                                              \
         R *restrict d = dv;                                                                        \
         const T *restrict a = av;                                                                  \
@@ -285,24 +173,88 @@ DEF_POWI(i64, int64_t, uint64_t)
         });                                                                                        \
         return CPU_OK;                                                                             \
     }
+#define DEF_BINARY(N, expr) DEF_BINARY_AS(N, T, expr)
+#define DEF_BINARY_BOOL(N, expr) DEF_BINARY_AS(N, uint8_t, expr)
+#define DEF_BINARY_CHECKED(N, expr) /* written out below */
 
-FLOAT_UNARY(DEF_UNARY, f32, float, MATH_f32)
-FLOAT_UNARY(DEF_UNARY, f64, double, MATH_f64)
-FMA_UNARY(DEF_UNARY_FMA, f32, float)
-FMA_UNARY(DEF_UNARY_FMA, f64, double)
-INT_UNARY(DEF_UNARY, i32, int32_t, uint32_t)
-INT_UNARY(DEF_UNARY, i64, int64_t, uint64_t)
-BOOL_UNARY(DEF_UNARY, b, uint8_t)
-FLOAT_BINARY(DEF_BINARY, f32, float, MATH_f32)
-FLOAT_BINARY(DEF_BINARY, f64, double, MATH_f64)
-INT_BINARY(DEF_BINARY, i32, int32_t, uint32_t)
-INT_BINARY(DEF_BINARY, i64, int64_t, uint64_t)
-BOOL_BINARY(DEF_BINARY, b, uint8_t)
-COMPARE(DEF_BINARY, b, uint8_t)
-COMPARE(DEF_BINARY, i32, int32_t)
-COMPARE(DEF_BINARY, i64, int64_t)
-COMPARE(DEF_BINARY, f32, float)
-COMPARE(DEF_BINARY, f64, double)
+/* The bits of x where c (0 or 1) is 1, else of y, as a bit mask so that it vectorises (NaN
+ * payloads and -0.0 copied unchanged). */
+#define SELECT_BITS(U, c, x, y) ((U)((y) ^ (((x) ^ (y)) & (U)((U)0 - (U)(c)))))
+
+/* where(x <cmp> k, y, z) with k one value: the comparison made in the select, the mask never
+ * stored as bools (see CpuSelFn). The same bits as the comparison then op_WHERE_w. W is the
+ * unsigned type of the selected values' width w. */
+#define DEF_SEL(N, expr, w, W)                                                                     \
+    CPU_CLONES static int CAT(sel_##N##_, CAT(SFX, _##w))(void *restrict dv, const void *restrict av, \
+                                                         const void *restrict bv,                  \
+                                                         const void *restrict cv, const void *kv,  \
+                                                         int n)                                    \
+    {                                                                                              \
+        W *restrict d = dv;                                                                        \
+        const T *restrict a = av;                                                                  \
+        const W *restrict p = bv;                                                                  \
+        const W *restrict q = cv;                                                                  \
+        T y;                                                                                       \
+        memcpy(&y, kv, sizeof y);                                                                  \
+        CHUNK_LOOP(n, {                                                                            \
+            T x = a[i];                                                                            \
+            d[i] = SELECT_BITS(W, expr, p[i], q[i]);                                               \
+        });                                                                                        \
+        return CPU_OK;                                                                             \
+    }
+#define DEF_SELS(N, expr)                                                                          \
+    DEF_SEL(N, expr, 1, uint8_t)                                                                   \
+    DEF_SEL(N, expr, 2, uint16_t)                                                                  \
+    DEF_SEL(N, expr, 4, uint32_t)                                                                  \
+    DEF_SEL(N, expr, 8, uint64_t)
+
+#define T float
+#define SFX f32
+#define M MATH_f32
+#define FLOAT(N, form, cpu, cuda) DEF_##form(N, cpu)
+#define COMPARE(N, cpu, cuda) DEF_BINARY_BOOL(N, cpu) DEF_SELS(N, cpu)
+#include "ops.def"
+#undef T
+#undef SFX
+#undef M
+
+#define T double
+#define SFX f64
+#define M MATH_f64
+#define FLOAT(N, form, cpu, cuda) DEF_##form(N, cpu)
+#define COMPARE(N, cpu, cuda) DEF_BINARY_BOOL(N, cpu) DEF_SELS(N, cpu)
+#include "ops.def"
+#undef T
+#undef SFX
+#undef M
+
+#define T int32_t
+#define U uint32_t
+#define SFX i32
+#define INT(N, form, cpu, cuda) DEF_##form(N, cpu)
+#define COMPARE(N, cpu, cuda) DEF_BINARY_BOOL(N, cpu) DEF_SELS(N, cpu)
+#include "ops.def"
+#undef T
+#undef U
+#undef SFX
+
+#define T int64_t
+#define U uint64_t
+#define SFX i64
+#define INT(N, form, cpu, cuda) DEF_##form(N, cpu)
+#define COMPARE(N, cpu, cuda) DEF_BINARY_BOOL(N, cpu) DEF_SELS(N, cpu)
+#include "ops.def"
+#undef T
+#undef U
+#undef SFX
+
+#define T uint8_t
+#define SFX b
+#define BOOL(N, form, cpu, cuda) DEF_##form(N, cpu)
+#define COMPARE(N, cpu, cuda) DEF_BINARY_BOOL(N, cpu)
+#include "ops.def"
+#undef T
+#undef SFX
 
 /* Integer floor division, remainder and fmod: a zero divisor anywhere in the chunk is PyTorch's
  * "ZeroDivisionError"; a divisor of -1 is handled apart so that MIN / -1 wraps. */
@@ -358,10 +310,6 @@ COMPARE(DEF_BINARY, f64, double)
 DEF_INT_DIV(i32, int32_t, uint32_t)
 DEF_INT_DIV(i64, int64_t, uint64_t)
 
-/* The bits of x where c (0 or 1) is 1, else of y, as a bit mask so that it vectorises (NaN
- * payloads and -0.0 copied unchanged). */
-#define SELECT_BITS(U, c, x, y) ((U)((y) ^ (((x) ^ (y)) & (U)((U)0 - (U)(c)))))
-
 /* where(cond, x, y) by element width. */
 #define DEF_WHERE(w, U)                                                                            \
     CPU_CLONES static int op_WHERE_##w(OP_PARAMS)                                                  \
@@ -377,35 +325,6 @@ DEF_WHERE(1, uint8_t)
 DEF_WHERE(2, uint16_t)
 DEF_WHERE(4, uint32_t)
 DEF_WHERE(8, uint64_t)
-
-/* where(x <cmp> k, y, z) with k one value: the comparison made in the select, the mask never
- * stored as bools (see CpuSelFn). The same bits as the comparison then op_WHERE_w. */
-#define DEF_SEL(OP, s, T, R, expr, w, U)                                                           \
-    CPU_CLONES static int sel_##OP##_##s##_##w(void *restrict dv, const void *restrict av,         \
-                                               const void *restrict bv, const void *restrict cv,  \
-                                               const void *kv, int n)                              \
-    {                                                                                              \
-        U *restrict d = dv;                                                                        \
-        const T *restrict a = av;                                                                  \
-        const U *restrict p = bv;                                                                  \
-        const U *restrict q = cv;                                                                  \
-        T y;                                                                                       \
-        memcpy(&y, kv, sizeof y);                                                                  \
-        CHUNK_LOOP(n, {                                                                            \
-            T x = a[i];                                                                            \
-            d[i] = SELECT_BITS(U, expr, p[i], q[i]);                                               \
-        });                                                                                        \
-        return CPU_OK;                                                                             \
-    }
-#define DEF_SELS(OP, s, T, R, expr)                                                                \
-    DEF_SEL(OP, s, T, R, expr, 1, uint8_t)                                                         \
-    DEF_SEL(OP, s, T, R, expr, 2, uint16_t)                                                        \
-    DEF_SEL(OP, s, T, R, expr, 4, uint32_t)                                                        \
-    DEF_SEL(OP, s, T, R, expr, 8, uint64_t)
-COMPARE(DEF_SELS, i32, int32_t)
-COMPARE(DEF_SELS, i64, int64_t)
-COMPARE(DEF_SELS, f32, float)
-COMPARE(DEF_SELS, f64, double)
 
 #define DEF_CAST(ds, DT, ss, ST, expr)                                                             \
     CPU_CLONES static int cast_##ds##_##ss(OP_PARAMS)                                              \
@@ -446,37 +365,20 @@ DEF_COPY(8)
 
 /* ---- dispatch tables ---- */
 
-#define REG(OP, s, T, R, expr) [FC_OP_##OP][DT_##s] = op_##OP##_##s,
+#define REG(N, s) [FC_OP_##N][DT_##s] = op_##N##_##s,
 
 /* Unary and binary ops by the dtype of their operands (= the result's, except ISNAN). */
 static const CpuOpFn op_table[FC_OP__COUNT][FC_DTYPE__COUNT] = {
-    FLOAT_UNARY(REG, f32, float, MATH_f32)
-    FLOAT_UNARY(REG, f64, double, MATH_f64)
-    FMA_UNARY(REG, f32, float)
-    FMA_UNARY(REG, f64, double)
-    INT_UNARY(REG, i32, int32_t, uint32_t)
-    INT_UNARY(REG, i64, int64_t, uint64_t)
-    BOOL_UNARY(REG, b, uint8_t)
-    FLOAT_BINARY(REG, f32, float, MATH_f32)
-    FLOAT_BINARY(REG, f64, double, MATH_f64)
-    INT_BINARY(REG, i32, int32_t, uint32_t)
-    INT_BINARY(REG, i64, int64_t, uint64_t)
-    BOOL_BINARY(REG, b, uint8_t)
-    [FC_OP_FLOORDIV][FC_INT32] = op_FLOORDIV_i32,
-    [FC_OP_FLOORDIV][FC_INT64] = op_FLOORDIV_i64,
-    [FC_OP_MOD][FC_INT32] = op_MOD_i32,
-    [FC_OP_MOD][FC_INT64] = op_MOD_i64,
-    [FC_OP_FMOD][FC_INT32] = op_FMOD_i32,
-    [FC_OP_FMOD][FC_INT64] = op_FMOD_i64,
+#define FLOAT(N, form, cpu, cuda) REG(N, f32) REG(N, f64)
+#define INT(N, form, cpu, cuda) REG(N, i32) REG(N, i64)
+#define BOOL(N, form, cpu, cuda) REG(N, b)
+#include "ops.def"
 };
 
 /* Comparisons by the dtype of the compared values. */
 static const CpuOpFn compare_table[FC_OP__COUNT][FC_DTYPE__COUNT] = {
-    COMPARE(REG, b, uint8_t)
-    COMPARE(REG, i32, int32_t)
-    COMPARE(REG, i64, int64_t)
-    COMPARE(REG, f32, float)
-    COMPARE(REG, f64, double)
+#define COMPARE(N, cpu, cuda) REG(N, b) REG(N, i32) REG(N, i64) REG(N, f32) REG(N, f64)
+#include "ops.def"
 };
 
 #define REG_CAST(ds, DT, ss, ST, expr) [DT_##ds][DT_##ss] = cast_##ds##_##ss,
@@ -527,14 +429,12 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
     return op_table[op][dtype];
 }
 
-#define REG_SEL(OP, s, T, R, expr)                                                                 \
-    [FC_OP_##OP][DT_##s] = {[1] = sel_##OP##_##s##_1, [2] = sel_##OP##_##s##_2, [4] = sel_##OP##_##s##_4,      \
-                            [8] = sel_##OP##_##s##_8},
+#define REG_SEL(N, s)                                                                              \
+    [FC_OP_##N][DT_##s] = {[1] = sel_##N##_##s##_1, [2] = sel_##N##_##s##_2, [4] = sel_##N##_##s##_4, \
+                           [8] = sel_##N##_##s##_8},
 static const CpuSelFn sel_table[FC_OP__COUNT][FC_DTYPE__COUNT][9] = {
-    COMPARE(REG_SEL, i32, int32_t)
-    COMPARE(REG_SEL, i64, int64_t)
-    COMPARE(REG_SEL, f32, float)
-    COMPARE(REG_SEL, f64, double)
+#define COMPARE(N, cpu, cuda) REG_SEL(N, i32) REG_SEL(N, i64) REG_SEL(N, f32) REG_SEL(N, f64)
+#include "ops.def"
 };
 
 CpuSelFn fc_cpu_sel_fn(FcOp cmp, FcDType src_dtype, FcDType dtype)

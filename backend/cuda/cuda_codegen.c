@@ -528,95 +528,34 @@ static bool is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
 static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
 static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
 
-/* The template of op over operand dtype t (the CPU's tables in cpu_ops.c), or NULL when the
- * CPU executor does not take that combination either. */
+/* The template of op over operand dtype t (the cuda column of ops.def, whose cpu column is the
+ * CPU's), or NULL when the CPU executor does not take that combination either. */
 static const char *op_template(FcOp op, FcDType t)
 {
     if (is_compare(op)) {
-        static const char *const cmp[] = {"(b8)($x == $y)", "(b8)($x != $y)", "(b8)($x < $y)",
-                                          "(b8)($x <= $y)", "(b8)($x > $y)", "(b8)($x >= $y)"};
-        return cmp[op - FC_OP_EQ];
+        switch (op) {
+#define COMPARE(NAME, cpu, cuda) case FC_OP_##NAME: return cuda;
+#include "ops.def"
+        default: return NULL;
+        }
     }
     if (is_float(t)) {
         switch (op) {
-        case FC_OP_NEG: return "-$x";
-        case FC_OP_ABS: return "fabs$M($x)";
-        case FC_OP_EXP: return "tdl_exp($x)";
-        case FC_OP_LOG: return "log$M($x)";
-        case FC_OP_SQRT: return "sqrt$M($x)";
-        case FC_OP_RSQRT: return "($T)1 / sqrt$M($x)";
-        case FC_OP_SIN: return "sin$M($x)";
-        case FC_OP_COS: return "cos$M($x)";
-        case FC_OP_TAN: return "tan$M($x)";
-        case FC_OP_TANH: return "tanh$M($x)";
-        case FC_OP_SIGMOID: return "($T)1 / (tdl_exp(($T)0 - $x) + ($T)1)";
-        case FC_OP_RELU: return "$x < 0 ? ($T)0 : $x";
-        case FC_OP_FLOOR: return "floor$M($x)";
-        case FC_OP_CEIL: return "ceil$M($x)";
-        case FC_OP_ROUND: return "nearbyint$M($x)";
-        case FC_OP_TRUNC: return "trunc$M($x)";
-        case FC_OP_SIGN: return "($T)((0 < $x) - ($x < 0))";
-        case FC_OP_RECIPROCAL: return "($T)1 / $x";
-        case FC_OP_LOG2: return "log2$M($x)";
-        case FC_OP_LOG1P: return "log1p$M($x)";
-        case FC_OP_EXPM1: return "expm1$M($x)";
-        case FC_OP_ASIN: return "asin$M($x)";
-        case FC_OP_ACOS: return "acos$M($x)";
-        case FC_OP_ATAN: return "atan$M($x)";
-        case FC_OP_SINH: return "sinh$M($x)";
-        case FC_OP_COSH: return "cosh$M($x)";
-        case FC_OP_ERF: return "erf$M($x)";
-        case FC_OP_SQUARE: return "$x * $x";
-        case FC_OP_ISNAN: return "(b8)($x != $x)";
-        case FC_OP_ADD: return "$x + $y";
-        case FC_OP_SUB: return "$x - $y";
-        case FC_OP_MUL: return "$x * $y";
-        case FC_OP_DIV: return "$x / $y";
-        case FC_OP_FLOORDIV: return "floordiv_f($x, $y)";
-        case FC_OP_MOD: return "mod_f($x, $y)";
-        case FC_OP_FMOD: return "fmod$M($x, $y)";
-        case FC_OP_POW: return "pow$M($x, $y)";
-        case FC_OP_MIN: return "nan_min($x, $y)";
-        case FC_OP_MAX: return "nan_max($x, $y)";
-        case FC_OP_ATAN2: return "atan2$M($x, $y)";
+#define FLOAT(NAME, form, cpu, cuda) case FC_OP_##NAME: return cuda;
+#include "ops.def"
         default: return NULL;
         }
     }
     if (t == FC_INT32 || t == FC_INT64) {
         switch (op) {
-        case FC_OP_NEG: return "($T)(($U)0 - ($U)$x)";
-        case FC_OP_ABS: return "$x < 0 ? ($T)(($U)0 - ($U)$x) : $x";
-        case FC_OP_NOT: return "($T)~$x";
-        case FC_OP_RELU: return "$x < 0 ? ($T)0 : $x";
-        case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC: return "$x";
-        case FC_OP_SIGN: return "($T)((0 < $x) - ($x < 0))";
-        case FC_OP_SQUARE: return "($T)(($U)$x * ($U)$x)";
-        case FC_OP_ISNAN: return "(b8)0";
-        case FC_OP_ADD: return "($T)(($U)$x + ($U)$y)";
-        case FC_OP_SUB: return "($T)(($U)$x - ($U)$y)";
-        case FC_OP_MUL: return "($T)(($U)$x * ($U)$y)";
-        case FC_OP_POW: return "powi<$T, $U>($x, $y)";
-        case FC_OP_MIN: return "$x < $y ? $x : $y";
-        case FC_OP_MAX: return "$x > $y ? $x : $y";
-        case FC_OP_AND: return "($T)($x & $y)";
-        case FC_OP_OR: return "($T)($x | $y)";
-        case FC_OP_XOR: return "($T)($x ^ $y)";
-        case FC_OP_SHL: return "($y < 0 || $y >= $B) ? ($T)0 : ($T)(($U)$x << $y)";
-        case FC_OP_SHR: return "($y < 0 || $y >= $B) ? ($x < 0 ? ($T)-1 : ($T)0) : ($T)($x >> $y)";
-        case FC_OP_FLOORDIV: return "floordiv_i<$T, $U>($x, $y, a.err)";
-        case FC_OP_MOD: return "mod_i<$T, $U>($x, $y, a.err)";
-        case FC_OP_FMOD: return "fmod_i<$T, $U>($x, $y, a.err)";
+#define INT(NAME, form, cpu, cuda) case FC_OP_##NAME: return cuda;
+#include "ops.def"
         default: return NULL;
         }
     }
     switch (op) {   /* bool */
-    case FC_OP_NOT: return "(b8)!$x";
-    case FC_OP_ABS: case FC_OP_SIGN: case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC:
-        return "(b8)($x != 0)";
-    case FC_OP_ISNAN: return "(b8)0";
-    case FC_OP_ADD: case FC_OP_MAX: case FC_OP_OR: return "(b8)($x | $y)";
-    case FC_OP_MUL: case FC_OP_MIN: case FC_OP_AND: return "(b8)($x & $y)";
-    case FC_OP_XOR: return "(b8)($x ^ $y)";
+#define BOOL(NAME, form, cpu, cuda) case FC_OP_##NAME: return cuda;
+#include "ops.def"
     default: return NULL;
     }
 }
