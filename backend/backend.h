@@ -64,6 +64,10 @@ FcBackend *fc_cpu_backend_new(int nthreads);
  * memory, kernels run by the CPU executor, device FC_DEV_CUDA. NULL on out-of-memory. */
 FcBackend *fc_cpu_backend_as_cuda_new(int nthreads);
 
+/* How many allocations of a CPU backend were served from its cache of freed large blocks
+ * (cpu_backend.c), for tests; -1 when the build has no cache (AddressSanitizer). */
+long fc_cpu_cache_hits(FcBackend *be);
+
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs
  * everywhere: without them a request for a CUDA device is FC_ERR_DEVICE saying why. A kernel

@@ -980,6 +980,138 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
     return st;
 }
 
+/* ---- staging a reduction's cotangent ----
+ *
+ * The cotangent of a reduction's operand is the reduction's cotangent C broadcast over the reduced
+ * levels (pull): a scatter-add that reads it recomputes C at every point of those levels, and
+ * reads it along the levels of its store. roi_align's backward is the case: C = dY / count over
+ * (box, channel, bin) is read for each of a bin's samples, and its store runs along the channels,
+ * contiguous in the (channels_last) gradient buffer, where dY, NCHW, has them a plane apart: one
+ * strided read of 256 values and a division per sample. Such a C is computed once into a buffer
+ * whose innermost level is the one the reduction's operand reads contiguously (what its store
+ * will walk), and read from there. The values are the same (elementwise ops give the same bits
+ * wherever they are computed); only where they are kept changes. */
+
+static bool stale(FcNode *n, const FcGradRec *r, PtrMap *seen, const FcStorage **which, uint64_t *was);
+
+enum {
+    STAGE_MIN_ELEMS = 4096,     /* a cotangent smaller than this is recomputed as it is read */
+    STAGE_MIN_REDUCED = 4,      /* ... as is one broadcast over fewer reduced points */
+    STAGE_WALK = 512,           /* nodes looked at to find the contiguous level */
+};
+
+/* The level of `top` (over which map gives, for each level of n, top's level or -1) along which
+ * some load in n's DAG reads memory with unit stride, or -1; *budget bounds the walk. */
+static int contiguous_level(FcNode *n, const int *map, PtrMap *seen, int *budget)
+{
+    if (--*budget < 0 || pm_get(seen, n) || !pm_put(seen, n, 1))
+        return -1;
+    if (n->op == FC_OP_LOAD) {
+        for (int k = 0; k < n->nin; k++) {
+            const FcNode *ix = n->in[k];
+            int8_t lv = ix->nlev == 1 ? n->lev_map[k][0] : FC_LEV_BCAST;
+            if (ix->op == FC_OP_IOTA && ix->nlev == 1 && (n->strides[k] == 1 || n->strides[k] == -1) &&
+                n->shape[k] > 1 && lv >= 0 && map[lv] >= 0)
+                return map[lv];
+        }
+        return -1;
+    }
+    for (int k = 0; k < n->nin; k++) {
+        FcNode *c = n->in[k];
+        int cm[FC_MAX_DIMS];
+        for (int j = 0; j < c->nlev; j++) {
+            int8_t lv = n->lev_map[k][j];
+            cm[j] = lv >= 0 ? map[lv] : -1;
+        }
+        int l = contiguous_level(c, cm, seen, budget);
+        if (l >= 0)
+            return l;
+    }
+    return -1;
+}
+
+static long staged;
+
+long fc_grad_staged_count(void) { return __atomic_load_n(&staged, __ATOMIC_RELAXED); }
+
+/* C (over reduction n's levels) as a load of a buffer it is computed into, its level that n's
+ * operand reads contiguously innermost (see above); or C itself (*out = NULL) when staging does
+ * not pay or cannot be sure to (a forward value it reads was overwritten: flush reports that). */
+static FcStatus stage_cotangent(Engine *E, FcNode *n, FcNode *C, const FcGradRec *ctxrec, FcNode **out,
+                                FcError *err)
+{
+    *out = NULL;
+    FcNode *in = n->in[0];
+    int64_t elems = 1, reduced = 1;
+    for (int i = 0; i < n->nlev; i++)
+        elems *= n->size[i];
+    for (int j = 0; j < in->nlev; j++)
+        if (n->lev_map[0][j] == FC_LEV_REDUCED)
+            reduced *= in->size[j];
+    if ((E->ctx->sched_off & FC_SCHED_STAGE) || C->op == FC_OP_CONST || n->nlev < 2 || elems < STAGE_MIN_ELEMS ||
+        reduced < STAGE_MIN_REDUCED)
+        return FC_OK;
+    PtrMap seen = {0};
+    int map[FC_MAX_DIMS], budget = STAGE_WALK;
+    for (int j = 0; j < in->nlev; j++)
+        map[j] = n->lev_map[0][j] >= 0 ? n->lev_map[0][j] : -1;
+    int inner = contiguous_level(in, map, &seen, &budget);
+    pm_free(&seen);
+    if (inner < 0 || n->size[inner] < 2)
+        return FC_OK;
+    /* C read in place already (a stored tensor, contiguous along that level) */
+    if (C->op == FC_OP_LOAD)
+        for (int k = 0; k < C->nin; k++)
+            if (C->in[k]->op == FC_OP_IOTA && C->in[k]->nlev == 1 && C->lev_map[k][0] == inner &&
+                (C->strides[k] == 1 || C->strides[k] == -1))
+                return FC_OK;
+    if (ctxrec) {
+        PtrMap s2 = {0};
+        const FcStorage *which = NULL;
+        uint64_t was = 0;
+        bool old = stale(C, ctxrec, &s2, &which, &was);
+        pm_free(&s2);
+        if (old)
+            return FC_OK;
+    }
+    int64_t strides[FC_MAX_DIMS], step = n->size[inner];
+    strides[inner] = 1;
+    for (int i = n->nlev - 1; i >= 0; i--)
+        if (i != inner) {
+            strides[i] = step;
+            step *= n->size[i];
+        }
+    FcTensor *buf = NULL;
+    FcStatus st = fc_empty(E->ctx, C->dtype, E->dev, 1, &elems, NULL, &buf, err);
+    FcScatter sc;
+    memset(&sc, 0, sizeof sc);
+    if (!st)
+        st = fc_store_scattered(E->ctx, buf->storage, 0, strides, C, &sc, err);
+    FcNode *ins[FC_MAX_DIMS];
+    int nin = 0;
+    for (; !st && nin < n->nlev; nin++)
+        if (!(ins[nin] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &n->size[nin], 0, NULL)))
+            st = fc_nomem(err);
+    FcNode *L = st ? NULL : fc_node_new(FC_OP_LOAD, C->dtype, n->nlev, n->size, nin, ins);
+    if (L) {
+        for (int i = 0; i < n->nlev; i++) {
+            L->lev_map[i][0] = (int8_t)i;
+            L->strides[i] = strides[i];
+            L->shape[i] = n->size[i];
+        }
+        L->storage = fc_storage_retain(buf->storage);
+        L->nograd = true;
+        *out = L;
+        __atomic_fetch_add(&staged, 1, __ATOMIC_RELAXED);
+    } else if (!st) {
+        st = fc_nomem(err);
+    }
+    for (int k = 0; k < nin; k++)
+        fc_node_release(ins[k]);
+    fc_tensor_release(buf);
+    return st;
+}
+
 /* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
  * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
@@ -1051,6 +1183,16 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
             E->cb[E->ncb].ct = ref(C);
             E->ncb++;
             continue;
+        }
+        if (n->op == FC_OP_SUM) {
+            FcNode *S = NULL;
+            st = stage_cotangent(E, n, C, ctxrec, &S, err);
+            if (S) {
+                fc_node_release(C);
+                cts[i] = C = S;
+            }
+            if (st)
+                break;
         }
         FcNode *outs[3] = {NULL, NULL, NULL};
         bool made = vjp_rule(n, C, outs);

@@ -404,8 +404,10 @@ struct FcKernel;
  * FUSE: a reduction used inside an expression is computed in the consumer's kernel (else
  * realised first into a temporary); HOIST: each sub-expression is computed once per point of
  * its own domain (else at every point of the loop nest); BOUNDS: a masked reduction loop runs to
- * its data-dependent bound (else over its whole extent). */
-enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8 };
+ * its data-dependent bound (else over its whole extent); STAGE: a backward computes a
+ * reduction's cotangent once into a buffer laid out for the scatter that reads it (autograd.c,
+ * stage_cotangent; else it is recomputed at every point of the reduced levels). */
+enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8, FC_SCHED_STAGE = 16 };
 
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */
@@ -709,6 +711,9 @@ uint64_t fc_store_owner_loops(const FcKernel *k);
  * that the parallel path is taken). */
 void fc_owner_split_note(void);
 long fc_owner_split_count(void);
+/* Counts the reductions' cotangents a backward computed into a buffer of their own
+ * (FC_SCHED_STAGE), for tests. */
+long fc_grad_staged_count(void);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */

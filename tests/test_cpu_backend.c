@@ -249,6 +249,45 @@ START_TEST(test_alloc_failure)
 }
 END_TEST
 
+/* A large block freed is kept and handed to the next allocation it fits (at most an eighth to
+ * spare), not to a larger or much smaller one; the oldest of too many goes. */
+START_TEST(test_alloc_cache)
+{
+    long h0 = fc_cpu_cache_hits(be);
+    if (h0 < 0)
+        return;                 /* no cache under AddressSanitizer */
+    size_t big = 24u << 20;
+    void *a, *b, *c;
+    ck_assert_int_eq(be->alloc(be, big, &a, &err), FC_OK);
+    memset(a, 1, big);
+    be->free(be, a);
+    ck_assert_int_eq(be->alloc(be, 2 * big, &b, &err), FC_OK);       /* too large for it */
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h0);
+    ck_assert_int_eq(be->alloc(be, big / 2, &c, &err), FC_OK);       /* too small for it */
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h0);
+    be->free(be, c);
+    ck_assert_int_eq(be->alloc(be, big - 4096, &c, &err), FC_OK);
+    ck_assert_ptr_eq(c, a);
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h0 + 1);
+    ck_assert_uint_eq((uintptr_t)c % 64, 0);
+    be->free(be, b);
+    be->free(be, c);
+    /* more blocks than the cache keeps: the first ones freed are gone */
+    void *many[12];
+    for (int i = 0; i < 12; i++)
+        ck_assert_int_eq(be->alloc(be, big + (size_t)i * (64u << 20), &many[i], &err), FC_OK);
+    for (int i = 0; i < 12; i++)
+        be->free(be, many[i]);
+    long h1 = fc_cpu_cache_hits(be);
+    ck_assert_int_eq(be->alloc(be, big + 11 * (64u << 20), &a, &err), FC_OK);
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h1 + 1);
+    ck_assert_int_eq(be->alloc(be, big, &b, &err), FC_OK);
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h1 + 1);
+    be->free(be, a);
+    be->free(be, b);
+}
+END_TEST
+
 START_TEST(test_copies)
 {
     int32_t src[5] = {1, 2, 3, 4, 5}, dev[5], back[5];
@@ -3052,6 +3091,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_table);
     tcase_add_test(tc, test_alloc_aligned_and_unique);
     tcase_add_test(tc, test_alloc_failure);
+    tcase_add_test(tc, test_alloc_cache);
     tcase_add_test(tc, test_copies);
     suite_add_tcase(s, tc);
 

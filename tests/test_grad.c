@@ -13,6 +13,7 @@
 
 #include "fcdim.h"
 #include "golden_cases.h"
+#include "interp.h"                 /* an interpreter's FcCtx: FC_SCHED_STAGE off */
 #include "tdl.h"
 
 #include <math.h>
@@ -233,6 +234,76 @@ START_TEST(deterministic)
 }
 END_TEST
 
+/* roi_align's gradient with the cotangent of its sum over samples computed once into a
+ * channels-innermost buffer (FC_SCHED_STAGE) and without: the same bits (a buffer laid out or read
+ * wrongly would move values), and the staging taken only when on. */
+START_TEST(staged_cotangent)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 64 * 20 * 24, dtype=float32).reshape(2, 64, 20, 24) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 23.0, 19.0], [1, 2.0, 2.0, 12.0, 12.0]])\n"
+        "y = vision.roi_align(x, b, (5, 6), 0.5, 0, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    float *bits[2] = {NULL, NULL};
+    size_t nb = 0;
+    for (int off = 0; off < 2; off++) {
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        if (off)
+            T->I.fc->sched_off |= FC_SCHED_STAGE;
+        long before = fc_grad_staged_count();
+        ck_assert_msg(tdl_run_string(T, prog, "staged") == TDL_OK, "%s", tdl_error_message(T));
+        if (off)
+            ck_assert_int_eq(fc_grad_staged_count(), before);
+        else
+            ck_assert_msg(fc_grad_staged_count() > before, "no cotangent was staged");
+        tdl_value *v = NULL;
+        tdl_tensor_info info;
+        ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_read(T, v, TDL_DTYPE_FLOAT32, &info), TDL_OK);
+        nb = (size_t)info.numel * sizeof(float);
+        ck_assert_int_eq(info.numel, 2 * 64 * 20 * 24);
+        bits[off] = malloc(nb);
+        ck_assert_ptr_nonnull(bits[off]);
+        memcpy(bits[off], info.data, nb);
+        tdl_value_free(v);
+        tdl_close(T);
+    }
+    ck_assert_msg(memcmp(bits[0], bits[1], nb) == 0, "roi_align's gradient: staged and not, different bits");
+    free(bits[0]);
+    free(bits[1]);
+    /* a cotangent that reads a value overwritten since the forward is not staged: the backward
+     * reports it as PyTorch does */
+    run_err("x = ones(64, 16, 128, requires_grad=True)\nv = (arange(64 * 128, dtype=float32) * 0.5).reshape(64, 128)\n"
+            "z = (x.sum(1) * v).sum()\nv[0] = 5.0\nz.backward()\n",
+            "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation");
+}
+END_TEST
+
+/* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_kernel.c's gated store:
+ * rows where m is false add zeros, and are left out): where w is not finite there, the zero
+ * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
+ * the sums of 2 g over the rows that gather them). */
+START_TEST(gated_masked_zero)
+{
+    for (int t = 0; t < 2; t++) {
+        setenv("TDL_NUM_THREADS", t ? "2" : "1", 1);
+        run_ok("x = zeros(50, 300, requires_grad=True)\nidx = arange(400) % 50\nm = (idx >= 10).reshape(400, 1)\n"
+               "w = where(idx >= 10, 2.0, float('inf')).reshape(400, 1)\n"
+               "g = (arange(400 * 300, dtype=float32) * 0.37).cos().reshape(400, 300)\n"
+               "(where(m, x[idx] * w, 0.0) * g).sum().backward()\n"
+               "assert x.grad[:10].isnan().all().item()\nassert not x.grad[10:].isnan().any().item()\n"
+               "ref = (g * 2.0).reshape(8, 50, 300).sum(0)\n"
+               "assert (x.grad[10:] - ref[10:]).abs().max().item() < 1e-5\n");
+    }
+    unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
 /* Generic gathers' gradients (scatter-adds with many duplicates), split over the row loop of
  * gather(1, idx) (not the vector loop) and over the column loop of x[idx] (the vector loop, cut
  * into slices): the same bits at 1, 2 and 4 threads, and the bits of adding each element's
@@ -375,6 +446,8 @@ Suite *grad_suite(void)
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, deterministic_gather);
+    tcase_add_test(tc, staged_cotangent);
+    tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, owner_loops);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);

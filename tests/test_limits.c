@@ -72,6 +72,18 @@ START_TEST(test_max_memory_tensor)
 }
 END_TEST
 
+/* A large block freed is kept by the CPU backend for reuse (cpu_backend.c) and stays charged: an
+ * allocation it does not fit, refused with it kept, frees it and is tried again. */
+START_TEST(test_max_memory_cache)
+{
+    tdl_interp *T = open_limited(64 << 20);
+    OK(T, "b = (zeros(10000000) + 1).contiguous()\nb = None\n");
+    OK(T, "c = (zeros(12000000) + 2).contiguous()\nn = int(c.sum().item())\n");
+    ck_assert_int_eq(global_int(T, "n"), 24000000);
+    tdl_close(T);
+}
+END_TEST
+
 /* Values made through the API and freed by the host are charged and credited too. */
 START_TEST(test_max_memory_api)
 {
@@ -258,6 +270,7 @@ Suite *limits_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_max_memory_list);
     tcase_add_test(tc, test_max_memory_tensor);
+    tcase_add_test(tc, test_max_memory_cache);
     tcase_add_test(tc, test_max_memory_api);
     tcase_add_test(tc, test_no_limit);
     tcase_add_test(tc, test_config_size_zero);

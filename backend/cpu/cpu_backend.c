@@ -10,6 +10,8 @@
 #include "cpu_internal.h"
 #include "mem.h"
 
+#include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +47,109 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
 
 /* ---- memory ---- */
 
-static FcStatus cpu_alloc(FcBackend *be, size_t nbytes, void **out, FcError *err)
+/* The block cache (CpuBackend.cache). A block of a few huge pages or more that is freed is kept,
+ * up to CPU_CACHE_BLOCKS of them (the oldest going first), and handed to the next allocation
+ * that it fits with at most an eighth to spare: a gradient's buffers, a channels_last copy and a
+ * result are allocated afresh at every step of a training loop, and the kernel zeroes fresh
+ * memory page by page at its first touch (clear_page: a third of roi_align's forward and
+ * backward). Callers never assume zeroed memory (zeros are written by a fill kernel). A kept
+ * block stays charged to the memory account; an allocation refused empties the cache and is
+ * tried again. Not under AddressSanitizer, whose use-after-free checks reuse would blind. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CPU_CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CPU_CACHE_ON 0
+#endif
+#endif
+#ifndef CPU_CACHE_ON
+#define CPU_CACHE_ON 1
+#endif
+
+enum { CACHE_MIN = 4 * HUGE_PAGE };
+
+/* A kept block of at least nbytes, at most an eighth more, or NULL. */
+static void *cache_take(CpuBackend *be, size_t nbytes)
 {
-    void *p = fc_cpu_aligned_alloc(nbytes);
+    if (!CPU_CACHE_ON || nbytes < CACHE_MIN)
+        return NULL;
+    void *p = NULL;
+    pthread_mutex_lock(&be->cache_mu);
+    int best = -1;
+    for (int i = 0; i < be->ncache; i++)
+        if (be->cache_size[i] >= nbytes && be->cache_size[i] - nbytes <= nbytes / 8 &&
+            (best < 0 || be->cache_size[i] < be->cache_size[best]))
+            best = i;
+    if (best >= 0) {
+        p = be->cache[best];
+        for (int i = best + 1; i < be->ncache; i++) {
+            be->cache[i - 1] = be->cache[i];
+            be->cache_size[i - 1] = be->cache_size[i];
+        }
+        be->ncache--;
+        be->cache_hits++;
+    }
+    pthread_mutex_unlock(&be->cache_mu);
+    return p;
+}
+
+/* Keeps p when it is a large block (aligned to a huge page: fc_cpu_aligned_alloc's); frees the
+ * oldest kept one to make room. Returns whether p was kept. */
+static bool cache_keep(CpuBackend *be, void *p)
+{
+    if (!CPU_CACHE_ON || !p || (uintptr_t)p % HUGE_PAGE != 0)
+        return false;
+    size_t n = malloc_usable_size(p);
+    if (n < CACHE_MIN)
+        return false;
+    void *old = NULL;
+    pthread_mutex_lock(&be->cache_mu);
+    if (be->ncache == CPU_CACHE_BLOCKS) {
+        old = be->cache[0];
+        memmove(be->cache, be->cache + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *be->cache);
+        memmove(be->cache_size, be->cache_size + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *be->cache_size);
+        be->ncache--;
+    }
+    be->cache[be->ncache] = p;
+    be->cache_size[be->ncache++] = n;
+    pthread_mutex_unlock(&be->cache_mu);
+    mem_free(old);
+    return true;
+}
+
+/* Frees every kept block; returns how many there were. */
+static int cache_empty(CpuBackend *be)
+{
+    pthread_mutex_lock(&be->cache_mu);
+    int n = be->ncache;
+    void *blocks[CPU_CACHE_BLOCKS];
+    memcpy(blocks, be->cache, (size_t)n * sizeof *blocks);
+    be->ncache = 0;
+    pthread_mutex_unlock(&be->cache_mu);
+    for (int i = 0; i < n; i++)
+        mem_free(blocks[i]);
+    return n;
+}
+
+long fc_cpu_cache_hits(FcBackend *base)
+{
+    CpuBackend *be = (CpuBackend *)base;
+    if (!CPU_CACHE_ON)
+        return -1;
+    pthread_mutex_lock(&be->cache_mu);
+    long n = be->cache_hits;
+    pthread_mutex_unlock(&be->cache_mu);
+    return n;
+}
+
+static FcStatus cpu_alloc(FcBackend *base, size_t nbytes, void **out, FcError *err)
+{
+    CpuBackend *be = (CpuBackend *)base;
+    void *p = cache_take(be, nbytes);
+    if (!p)
+        p = fc_cpu_aligned_alloc(nbytes);
+    if (!p && cache_empty(be) > 0)
+        p = fc_cpu_aligned_alloc(nbytes);
     if (!p) {
         *out = NULL;
         snprintf(err->msg, sizeof err->msg,
@@ -58,7 +160,11 @@ static FcStatus cpu_alloc(FcBackend *be, size_t nbytes, void **out, FcError *err
     return FC_OK;
 }
 
-static void cpu_free(FcBackend *be, void *p) { mem_free(p); }
+static void cpu_free(FcBackend *be, void *p)
+{
+    if (!cache_keep((CpuBackend *)be, p))
+        mem_free(p);
+}
 
 static FcStatus cpu_copy(FcBackend *be, void *dst, const void *src, size_t nbytes, FcError *err)
 {
@@ -272,6 +378,8 @@ static void cpu_destroy(FcBackend *base)
     for (int i = 0; i < be->nworkers; i++)
         pthread_join(be->workers[i], NULL);
     free(be->workers);      /* libc: the pool's startup */
+    cache_empty(be);
+    pthread_mutex_destroy(&be->cache_mu);
     pthread_cond_destroy(&be->wake);
     pthread_cond_destroy(&be->done);
     pthread_mutex_destroy(&be->mu);
@@ -316,7 +424,14 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         mem_free(be);
         return NULL;
     }
+    if (pthread_mutex_init(&be->cache_mu, NULL) != 0) {
+        pthread_mutex_destroy(&be->busy);
+        pthread_mutex_destroy(&be->mu);
+        mem_free(be);
+        return NULL;
+    }
     if (pthread_cond_init(&be->wake, NULL) != 0) {
+        pthread_mutex_destroy(&be->cache_mu);
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
         mem_free(be);
@@ -324,6 +439,7 @@ FcBackend *fc_cpu_backend_new(int nthreads)
     }
     if (pthread_cond_init(&be->done, NULL) != 0) {
         pthread_cond_destroy(&be->wake);
+        pthread_mutex_destroy(&be->cache_mu);
         pthread_mutex_destroy(&be->busy);
         pthread_mutex_destroy(&be->mu);
         mem_free(be);

@@ -29,6 +29,8 @@ typedef struct CpuJob {
     atomic_int interrupted;
 } CpuJob;
 
+enum { CPU_CACHE_BLOCKS = 8 };
+
 typedef struct CpuBackend {
     FcBackend base;             /* first: an FcBackend * is a CpuBackend * */
     int nthreads;               /* the most threads a job may use, the caller included */
@@ -46,6 +48,13 @@ typedef struct CpuBackend {
     int job_workers;            /* workers 0..job_workers-1 may take part in it */
     int active;                 /* workers working on it: the caller waits for these only (one
                                    that wakes after the job is closed never touches it) */
+    /* Large blocks freed lately, kept for the next allocation of about their size (cpu_alloc):
+     * memory fresh from the kernel is zeroed page by page as it is first touched. */
+    pthread_mutex_t cache_mu;
+    int ncache;
+    void *cache[CPU_CACHE_BLOCKS];      /* oldest first */
+    size_t cache_size[CPU_CACHE_BLOCKS];
+    long cache_hits;
 } CpuBackend;
 
 /* Runs fn over ntasks tasks on up to nthreads threads (clamped to the pool). Returns false when

@@ -295,6 +295,9 @@ typedef struct Plan {
     Step *steps;                /* invariant steps first, then the others (the top list), then the
                                    body of each inner reduction, each in code order */
     int ninv, ntop, nsteps;     /* the top list is steps [ninv, ntop) */
+    /* A gated store (plan_gate): steps of the masked value where(cond, v, 0) and of the product
+     * by w that is the result (0: none), and cond's and w's steps; gate_where 0: not gated. */
+    int gate_where, gate_mul, gate_cond, gate_w, gate_zero;
     int nmemo, nracc;           /* memoised steps, inner reductions */
     size_t nstamps, nvals;      /* table entries of the chains, and of their steps */
     struct Restore *rlist;      /* the steps of each chain that restore (Step.rfirst) */
@@ -1660,6 +1663,76 @@ done:
     mem_free(phys);
     mem_free(freel);
     return st;
+}
+
+/* The step of operand o (0: a, 1: b, 2: c) of step j as the kernel's plan gives it, or -1. */
+static int operand_step(const Plan *p, int j, int o)
+{
+    int v = p->kp->opv[3 * (p->steps[j].in - p->k->code) + o];
+    return v >= 0 ? p->kp->pos[v] : -1;
+}
+
+/* Gating (eval_gated). A gradient's scatter-add of a masked value, where(cond, v, 0) or
+ * where(cond, v, 0) * w with cond and w one value per chunk (roi_align's samples past a box's
+ * grid, ADAPTIVE's padded sample loops), adds zeros wherever cond is false: those chunks are
+ * not stored, nor is what only the store needs computed (the product, the scatter indices).
+ * Exactly what adding them gives, bar the sign of a zero sum: x + 0 is x, and 0 * w is a zero
+ * for a finite w (a w that is not finite is multiplied and added, giving the NaN PyTorch
+ * gives). torchvision's backward never visits those samples either. Only a store that cannot
+ * fail (FcKernel.checked: the indices are those its forward read): an index out of range at a
+ * skipped point would go unreported. The split points are wide steps, so no memo chain or run
+ * of precomputed steps straddles them, and cond and w are live there (the where and the product
+ * read them). After plan_loops (buffers). */
+static void plan_gate(Plan *p)
+{
+    const FcKernel *k = p->k;
+    if (!p->scatter || !k->accumulate || !k->checked || p->span || p->reduce)
+        return;
+    int r = p->kp->pos[p->kp->res];
+    if (r < p->ninv || r >= p->ntop || !p->steps[r].wide)
+        r = -1;
+    int where = -1, mul = 0, w = -1;
+    if (r >= 0 && p->steps[r].in->op == FC_OP_WHERE) {
+        where = r;
+    } else if (r >= 0 && p->steps[r].in->op == FC_OP_MUL && !p->steps[r].nterm && !p->steps[r].widens) {
+        int a = operand_step(p, r, 0), b = operand_step(p, r, 1);
+        for (int o = 0; o < 2 && where < 0; o++) {
+            int x = o ? b : a, y = o ? a : b;
+            if (x >= p->ninv && y >= 0 && p->steps[x].in->op == FC_OP_WHERE && !p->steps[y].wide)
+                where = x, w = y;
+        }
+        mul = r;
+        FcDType dt = w >= 0 ? p->steps[w].in->dtype : FC_BOOL;
+        if (dt != FC_FLOAT32 && dt != FC_FLOAT64)
+            where = -1;
+    }
+    if (where < p->ninv || !p->steps[where].wide || p->steps[where].sel || p->steps[where].widens)
+        return;
+    const FcInstr *in = p->steps[where].in;
+    int c = operand_step(p, where, 0), z = operand_step(p, where, 2);
+    if (c < 0 || z < 0 || p->steps[c].wide || p->steps[c].dead || p->steps[c].in->dtype != FC_BOOL ||
+        p->steps[z].in->op != FC_OP_CONST || (in->dtype != FC_FLOAT32 && in->dtype != FC_FLOAT64) ||
+        p->steps[z].in->konst.f != 0.0)
+        return;
+    /* the product is the where's only reader (the where is then left out where cond is false) */
+    for (int j = p->ninv; mul && j < p->nsteps; j++) {
+        const FcInstr *q = p->steps[j].in;
+        int i = (int)(q - k->code), wc = (int)(p->steps[where].in - k->code);
+        for (int o = 0; o < 3; o++)
+            if (j != mul && operand_step(p, j, o) == where)
+                return;
+        for (int g = 0; q->op == FC_OP_LOAD && g < q->ngather; g++)
+            if (p->kp->gopv[p->kp->goff[i] + g] == wc)
+                return;
+        for (int b = 0; is_reduce(q->op) && b < q->nbound; b++)
+            if (p->kp->bopv[p->kp->boff[i] + b] == wc)
+                return;
+    }
+    p->gate_where = where;
+    p->gate_zero = z;
+    p->gate_mul = mul;
+    p->gate_cond = c;
+    p->gate_w = w;
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
@@ -3261,11 +3334,47 @@ static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
     *nc = left < p->group ? (int)left : p->group;
 }
 
+/* Evaluates a gated store's chunk (plan_gate): *skip when its contribution is a zero that need
+ * not be added (cond false, w finite), the steps after the product then left out. */
+static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
+{
+    *skip = false;
+    if (!eval(p, t, p->ninv, p->gate_where, i0, n))
+        return false;
+    bool off = *(const uint8_t *)t->cur[p->steps[p->gate_cond].d] == 0;
+    if (off && !p->gate_mul) {
+        *skip = true;
+        return true;
+    }
+    if (!off)
+        return eval(p, t, p->gate_where, p->ntop, i0, n);
+    /* the where gives its zero everywhere: made only when the product needs it (w not finite) */
+    if (!eval(p, t, p->gate_where + 1, p->gate_mul, i0, n))
+        return false;
+    const Step *w = &p->steps[p->gate_w];
+    const void *wv = t->cur[w->d];
+    if (w->in->dtype == FC_FLOAT32 ? isfinite(*(const float *)wv) : isfinite(*(const double *)wv)) {
+        *skip = true;
+        return true;
+    }
+    const Step *ws = &p->steps[p->gate_where];
+    fc_cpu_fill(t->buf[ws->d], ws->in->dtype, p->steps[p->gate_zero].in->konst, n);
+    t->cur[ws->d] = t->buf[ws->d];
+    return eval(p, t, p->gate_mul, p->ntop, i0, n);
+}
+
 /* Stores the n positions of cl from i0 at the kept loops' indices in t->idx (output offset base). */
 static bool store_chunk_at(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
 {
-    if (!eval_chunk(p, t, i0, n))
+    if (p->gate_where) {
+        bool skip;
+        if (!eval_gated(p, t, i0, n, &skip))
+            return false;
+        if (skip)
+            return true;
+    } else if (!eval_chunk(p, t, i0, n)) {
         return false;
+    }
     const void *src = t->cur[p->res];
     if (p->xres) {      /* as widened() widens an operand */
         widen_vals(t->xbuf, src, n, p->xres, p->xrep, p->xcyc, fc_dtype_size(p->res_dt));
@@ -3709,6 +3818,7 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         p->idle = true;
         return st;
     }
+    plan_gate(p);
     st = plan_memo(p, err);
     if (st == FC_OK)
         st = plan_runs(p, err);
