@@ -397,6 +397,39 @@ static bool slice_eq(const char *base, FcDType dt, int64_t len, int64_t a, int64
     return true;
 }
 
+/* unique's result, as torch.unique builds it: the m slices of src along d that first[] names, then
+ * (when not NULL) the inverse, shaped as inv_shape, and the counts of each slice, as int64 tensors on
+ * src's device; one tensor, or a tuple when inverse or counts are asked for. */
+static bool unique_result(Interp *I, FcTensor *src, int d, const int64_t *first, int64_t m, const int64_t *inverse,
+                          int inv_ndim, const int64_t *inv_shape, const int64_t *counts, Value *out)
+{
+    FcError e;
+    FcTensor *sel = NULL, *r[3] = {NULL, NULL, NULL};
+    FcView iv = {.dtype = FC_INT64, .ndim = 1, .offset = 0, .strides = {1}};
+    iv.shape[0] = m;
+    iv.data = (void *)first;
+    int nr = 1;
+    bool ok = tensor_check(I, fc_from_view(I->fc, &iv, src->device, &sel, &e), &e);
+    if (ok) ok = tensor_check(I, fc_index_select(I->fc, src, d, sel, &r[0], &e), &e);
+    if (ok && inverse) {
+        FcView xv = {.dtype = FC_INT64, .ndim = inv_ndim, .offset = 0, .data = (void *)inverse};
+        memcpy(xv.shape, inv_shape, (size_t)inv_ndim * sizeof *inv_shape);
+        fc_contiguous_strides(inv_ndim, xv.shape, xv.strides);
+        ok = tensor_check(I, fc_from_view(I->fc, &xv, src->device, &r[nr++], &e), &e);
+    }
+    if (ok && counts) {
+        iv.data = (void *)counts;
+        ok = tensor_check(I, fc_from_view(I->fc, &iv, src->device, &r[nr++], &e), &e);
+    }
+    fc_tensor_release(sel);
+    if (!ok) {
+        for (int k = 0; k < 3; k++) fc_tensor_release(r[k]);
+        return false;
+    }
+    if (nr == 1) return tensor_value_steal(I, r[0], out);
+    return tuple_of(I, r, nr, NULL, out);
+}
+
 /* unique(dim=d): the distinct slices of t along d, sorted (always, as torch's unique_dim), with
  * the inverse (which output slice each input slice is) and the counts when asked. */
 static bool unique_dim(Interp *I, FcTensor *t, int64_t dim, bool inv, bool cnt, Value *out)
@@ -417,7 +450,7 @@ static bool unique_dim(Interp *I, FcTensor *t, int64_t dim, bool inv, bool cnt, 
     perm[0] = d;
     for (int k = 0, j = 1; k < t->ndim; k++)
         if (k != d) perm[j++] = k;
-    FcTensor *p = NULL, *h = NULL, *tmp, *r[3] = {NULL, NULL, NULL}, *sel = NULL;
+    FcTensor *p = NULL, *h = NULL, *tmp;
     FcView v;
     FcStatus st = fc_permute(I->fc, t, t->ndim, perm, &p, &e);
     if (st == FC_OK) st = fc_to(I->fc, p, t->dtype, fc_cpu(), &h, &e);
@@ -454,41 +487,20 @@ static bool unique_dim(Interp *I, FcTensor *t, int64_t dim, bool inv, bool cnt, 
         }
     }
     fc_tensor_release(h);
-    FcView iv = {.dtype = FC_INT64, .ndim = 1, .offset = 0, .strides = {1}};
-    iv.shape[0] = m;
-    iv.data = first;
-    int nr = 1;
-    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &sel, &e), &e);
-    if (ok) ok = tensor_check(I, fc_index_select(I->fc, t, d, sel, &r[0], &e), &e);
-    if (ok && inv) {
-        iv.shape[0] = n;
-        iv.data = inverse;
-        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
-    }
-    if (ok && cnt) {
-        iv.shape[0] = m;
-        iv.data = counts;
-        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
-    }
+    if (ok) ok = unique_result(I, t, d, first, m, inv ? inverse : NULL, 1, &n, cnt ? counts : NULL, out);
     mem_free(idx);
     mem_free(tmpi);
     mem_free(first);
     mem_free(inverse);
     mem_free(counts);
-    fc_tensor_release(sel);
-    if (!ok) {
-        for (int k = 0; k < 3; k++) fc_tensor_release(r[k]);
-        return false;
-    }
-    if (nr == 1) return tensor_value_steal(I, r[0], out);
-    return tuple_of(I, r, nr, NULL, out);
+    return ok;
 }
 
 /* unique(): the sorted distinct values of the flattened tensor, with the index of each input
  * element's value among them (return_inverse) and how often each occurs (return_counts). */
 bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
-    FcTensor *t = a[0].t, *flat = NULL, *ord = NULL, *h = NULL, *r[3] = {NULL, NULL, NULL};
+    FcTensor *t = a[0].t, *flat = NULL, *ord = NULL, *h = NULL;
     TensorArg *dim = ARG("dim");
     bool inv = ARG("return_inverse")->b, cnt = ARG("return_counts")->b;
     FcError e;
@@ -524,37 +536,15 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
             counts[m - 1]++;
         }
     }
-    FcView iv = {.dtype = FC_INT64, .ndim = 1, .offset = 0, .strides = {1}};
-    FcTensor *sel = NULL;
-    iv.shape[0] = m;
-    iv.data = first;
-    if (ok) ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &sel, &e), &e);
-    if (ok) ok = tensor_check(I, fc_index_select(I->fc, flat, 0, sel, &r[0], &e), &e);
-    int nr = 1;
-    if (ok && inv) {
-        FcView xv = {.dtype = FC_INT64, .ndim = t->ndim, .offset = 0, .data = inverse};
-        memcpy(xv.shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
-        fc_contiguous_strides(t->ndim, xv.shape, xv.strides);
-        ok = tensor_check(I, fc_from_view(I->fc, &xv, t->device, &r[nr++], &e), &e);
-    }
-    if (ok && cnt) {
-        iv.data = counts;
-        ok = tensor_check(I, fc_from_view(I->fc, &iv, t->device, &r[nr++], &e), &e);
-    }
+    if (ok) ok = unique_result(I, flat, 0, first, m, inv ? inverse : NULL, t->ndim, t->shape, cnt ? counts : NULL, out);
     mem_free(first);
     mem_free(inverse);
     mem_free(counts);
-    fc_tensor_release(sel);
     fc_tensor_release(flat);
     fc_tensor_release(ord);
     fc_tensor_release(h);
     fc_tensor_release(oh);
-    if (!ok) {
-        for (int k = 0; k < 3; k++) fc_tensor_release(r[k]);
-        return false;
-    }
-    if (nr == 1) return tensor_value_steal(I, r[0], out);
-    return tuple_of(I, r, nr, NULL, out);
+    return ok;
 }
 
 /* ---- pieces and rearrangements ------------------------------------------------------------- */
