@@ -34,6 +34,26 @@ static FcStatus step(FcStatus st, FcTensor **t, FcTensor **next)
     return st;
 }
 
+/* A dense C-contiguous host copy of t, its dims permuted by perm (NULL: as they are) and converted
+ * to dtype, and a view of it: *h holds what the view borrows, for the caller to release (NULL on
+ * failure, with the error raised). */
+static bool host_dense(Interp *I, FcTensor *t, const int64_t *perm, FcDType dtype, FcTensor **h, FcView *v)
+{
+    FcError e;
+    FcTensor *p = NULL, *tmp;
+    *h = NULL;
+    FcStatus st = perm ? fc_permute(I->fc, t, t->ndim, perm, &p, &e) : FC_OK;
+    if (st == FC_OK) st = fc_to(I->fc, p ? p : t, dtype, fc_cpu(), h, &e);
+    if (st == FC_OK) st = step(fc_contiguous(I->fc, *h, FC_MF_CONTIGUOUS, &tmp, &e), h, &tmp);
+    if (st == FC_OK) st = fc_host_view(I->fc, *h, v, &e);
+    fc_tensor_release(p);
+    if (st != FC_OK) {
+        fc_tensor_release(*h);
+        *h = NULL;
+    }
+    return tensor_check(I, st, &e);
+}
+
 /* Writes an fcdim-style error (for the messages built here). */
 static FcStatus ferr(FcError *e, FcStatus st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static FcStatus ferr(FcError *e, FcStatus st, const char *fmt, ...)
@@ -292,17 +312,10 @@ static void merge_sort(const SortKeys *k, int64_t *idx, int64_t *tmp, int64_t n)
 /* The int64 indices that sort t along dim d (stable), on t's device. */
 static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, FcTensor **out)
 {
-    FcTensor *c = NULL, *h = NULL;
+    FcTensor *h;
     FcView v;
     FcError e;
-    FcStatus st = fc_contiguous(I->fc, t, FC_MF_CONTIGUOUS, &c, &e);
-    if (st == FC_OK) st = fc_to(I->fc, c, c->dtype, fc_cpu(), &h, &e);
-    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
-    fc_tensor_release(c);
-    if (!tensor_check(I, st, &e)) {
-        fc_tensor_release(h);
-        return false;
-    }
+    if (!host_dense(I, t, NULL, t->dtype, &h, &v)) return false;
     int64_t n = t->ndim ? t->shape[d] : 1, inner = 1, total = fc_view_numel(&v);
     for (int k = d + 1; k < t->ndim; k++) inner *= t->shape[k];
     FcView iv = {.dtype = FC_INT64, .ndim = t->ndim, .offset = 0};
@@ -450,17 +463,9 @@ static bool unique_dim(Interp *I, FcTensor *t, int64_t dim, bool inv, bool cnt, 
     perm[0] = d;
     for (int k = 0, j = 1; k < t->ndim; k++)
         if (k != d) perm[j++] = k;
-    FcTensor *p = NULL, *h = NULL, *tmp;
+    FcTensor *h;
     FcView v;
-    FcStatus st = fc_permute(I->fc, t, t->ndim, perm, &p, &e);
-    if (st == FC_OK) st = fc_to(I->fc, p, t->dtype, fc_cpu(), &h, &e);
-    if (st == FC_OK) st = step(fc_contiguous(I->fc, h, FC_MF_CONTIGUOUS, &tmp, &e), &h, &tmp);
-    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
-    fc_tensor_release(p);
-    if (!tensor_check(I, st, &e)) {
-        fc_tensor_release(h);
-        return false;
-    }
+    if (!host_dense(I, t, perm, t->dtype, &h, &v)) return false;
     const char *base = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
     size_t cap = (size_t)(n ? n : 1);
     int64_t *idx = mem_malloc(cap * sizeof *idx), *tmpi = mem_malloc(cap * sizeof *tmpi);
@@ -840,17 +845,9 @@ static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool
     perm[nb] = d[0], perm[nb + 1] = d[1];
     int64_t m = t->shape[d[0]], n = t->shape[d[1]], batch = 1;
     for (int k = 0; k < nb; k++) batch *= bshape[k];
-    FcTensor *p = NULL, *h = NULL, *r = NULL, *tmp;
+    FcTensor *h, *r = NULL;
     FcView v;
-    FcStatus st = fc_permute(I->fc, t, t->ndim, perm, &p, &e);
-    if (st == FC_OK) st = fc_to(I->fc, p, FC_FLOAT64, fc_cpu(), &h, &e);
-    if (st == FC_OK) st = step(fc_contiguous(I->fc, h, FC_MF_CONTIGUOUS, &tmp, &e), &h, &tmp);
-    if (st == FC_OK) st = fc_host_view(I->fc, h, &v, &e);
-    fc_tensor_release(p);
-    if (!tensor_check(I, st, &e)) {
-        fc_tensor_release(h);
-        return false;
-    }
+    if (!host_dense(I, t, perm, FC_FLOAT64, &h, &v)) return false;
     int64_t rows = m >= n ? m : n, cols = m >= n ? n : m;
     double *res = mem_malloc((size_t)(batch ? batch : 1) * sizeof *res);
     double *work = mem_malloc((size_t)(m * n != 0 ? m * n : 1) * sizeof *work);
@@ -876,7 +873,8 @@ static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool
         FcView rv = {.dtype = FC_FLOAT64, .ndim = no, .offset = 0, .data = res};
         memcpy(rv.shape, oshape, (size_t)no * sizeof *oshape);
         fc_contiguous_strides(no, rv.shape, rv.strides);
-        st = fc_from_view(I->fc, &rv, t->device, &r, &e);
+        FcTensor *tmp;
+        FcStatus st = fc_from_view(I->fc, &rv, t->device, &r, &e);
         if (st == FC_OK && t->dtype != FC_FLOAT64) st = step(fc_cast(I->fc, r, t->dtype, &tmp, &e), &r, &tmp);
         ok = result(I, st, &e, r, out);
     }
