@@ -1082,32 +1082,19 @@ static FcStatus stage_cotangent(Engine *E, FcNode *n, FcNode *C, const FcGradRec
             step *= n->size[i];
         }
     FcTensor *buf = NULL;
-    FcStatus st = fc_empty(E->ctx, C->dtype, E->dev, 1, &elems, NULL, &buf, err);
+    FcStatus st = fc_empty(E->ctx, C->dtype, E->dev, n->nlev, n->size, strides, &buf, err);
     FcScatter sc;
     memset(&sc, 0, sizeof sc);
     if (!st)
         st = fc_store_scattered(E->ctx, buf->storage, 0, strides, C, &sc, err);
-    FcNode *ins[FC_MAX_DIMS];
-    int nin = 0;
-    for (; !st && nin < n->nlev; nin++)
-        if (!(ins[nin] = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &n->size[nin], 0, NULL)))
-            st = fc_nomem(err);
-    FcNode *L = st ? NULL : fc_node_new(FC_OP_LOAD, C->dtype, n->nlev, n->size, nin, ins);
+    FcNode *L = st ? NULL : fc_tensor_node(buf);
     if (L) {
-        for (int i = 0; i < n->nlev; i++) {
-            L->lev_map[i][0] = (int8_t)i;
-            L->strides[i] = strides[i];
-            L->shape[i] = n->size[i];
-        }
-        L->storage = fc_storage_retain(buf->storage);
         L->nograd = true;
         *out = L;
         __atomic_fetch_add(&staged, 1, __ATOMIC_RELAXED);
     } else if (!st) {
         st = fc_nomem(err);
     }
-    for (int k = 0; k < nin; k++)
-        fc_node_release(ins[k]);
     fc_tensor_release(buf);
     return st;
 }

@@ -1648,7 +1648,6 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
     for (int g = 0; g < p->k->nscatter; g++)
         p->sphys[g] = FINAL(p->sphys[g]);
 #undef FINAL
-#undef FINAL
     if (nshared > 0) {
         p->shared = fc_cpu_aligned_alloc((size_t)nshared * p->cbytes);
         if (!p->shared)
