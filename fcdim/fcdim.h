@@ -276,8 +276,10 @@ typedef enum FcOp {
 const char *fc_op_name(FcOp op);     /* "add", "exp", "sum", ... */
 bool fc_op_is_unary(FcOp op);
 bool fc_op_is_binary(FcOp op);
-bool fc_op_is_compare(FcOp op);
-bool fc_op_is_reduce(FcOp op);
+/* ops.def keeps the comparisons and the reductions as contiguous rows (asserted in ir.c), so these are
+ * range tests every backend can inline in its inner loops. */
+static inline bool fc_op_is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
+static inline bool fc_op_is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
 
 #define FC_LEV_BCAST   (-1)    /* the operand has size 1 along this level: index 0 */
 #define FC_LEV_REDUCED (-2)    /* (reductions) the level is reduced away */

@@ -43,8 +43,6 @@ static bool op_valid(FcOp op) { return (unsigned)op < FC_OP__COUNT && op_info[op
 const char *fc_op_name(FcOp op) { return op_valid(op) ? op_info[op].name : "<invalid op>"; }
 bool fc_op_is_unary(FcOp op) { return op_valid(op) && op_info[op].kind == K_UNARY; }
 bool fc_op_is_binary(FcOp op) { return op_valid(op) && (op_info[op].kind == K_BINARY || op_info[op].kind == K_COMPARE); }
-bool fc_op_is_compare(FcOp op) { return op_valid(op) && op_info[op].kind == K_COMPARE; }
-bool fc_op_is_reduce(FcOp op) { return op_valid(op) && op_info[op].kind == K_REDUCE; }
 
 /* ---- nodes ---- */
 

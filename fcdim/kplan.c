@@ -26,15 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
-static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
 static bool is_arg(FcOp op) { return op == FC_OP_ARGMAX || op == FC_OP_ARGMIN; }
 
 /* The dtype operand `which` of in must have, given the dtype of its a (casts and comparisons
  * take any a; the others read their own dtype, WHERE's condition bool). */
 static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
 {
-    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op))
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op))
         return a_dt;
     if (in->op == FC_OP_WHERE && which == 0)
         return FC_BOOL;
@@ -53,7 +51,7 @@ uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint
         if (nloop > 0 && extent[in->loop] != 1)
             d |= (uint64_t)1 << in->loop;
     }
-    return d | (is_reduce(in->op) ? body & ~own : body);
+    return d | (fc_op_is_reduce(in->op) ? body & ~own : body);
 }
 
 void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
@@ -135,7 +133,7 @@ static FcStatus check_loops(const FcKernel *k, const char *who, FcError *err)
         int o = k->owner[l];
         /* An inner arg reduction would have to carry an index beside its value through the
          * folds of its body: the scheduler never makes one, and no backend folds one. */
-        if (o < -1 || o >= n || (o >= 0 && (!is_reduce(k->code[o].op) || is_arg(k->code[o].op))))
+        if (o < -1 || o >= n || (o >= 0 && (!fc_op_is_reduce(k->code[o].op) || is_arg(k->code[o].op))))
             return bad(err, FC_ERR_VALUE, who, "loop %d has a bad owner", l);
         /* The unsigned bounds and the chunk counts would take a negative extent for a huge one. */
         if (k->extent[l] < 0)
@@ -155,7 +153,7 @@ static FcStatus check_loops(const FcKernel *k, const char *who, FcError *err)
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
             if (in->gathers[g].extent < 0)
                 return bad(err, FC_ERR_VALUE, who, "instruction %d: bad gathers or bounds", i);
-        if (is_reduce(in->op) && (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds)))
+        if (fc_op_is_reduce(in->op) && (in->nbound < 0 || in->nbound > L || (in->nbound && !in->bounds)))
             return bad(err, FC_ERR_VALUE, who, "instruction %d: bad gathers or bounds", i);
     }
     return FC_OK;
@@ -198,7 +196,7 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
 {
     const FcInstr *in = &k->code[i];
     int nreg = k->nreg, L = k->nloop;
-    bool red = is_reduce(in->op);
+    bool red = fc_op_is_reduce(in->op);
     if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_arg(in->op) ||
         (unsigned)in->dtype >= FC_DTYPE__COUNT || (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
         return bad(err, FC_ERR_VALUE, who, "instruction %d: bad op or dtype", i);
@@ -273,12 +271,12 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
 static bool reads_inside(const FcPlan *p, const FcKernel *k, int i, int *bad_reg)
 {
     const FcInstr *in = &k->code[i];
-    int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+    int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = fc_op_is_reduce(in->op) ? in->nbound : 0;
     for (int o = 0; o < 3 + ng + nb; o++) {
         int v = o < 3 ? p->opv[3 * i + o] : o < 3 + ng ? p->gopv[p->goff[i] + o - 3] : p->bopv[p->boff[i] + o - 3 - ng];
         if (v < 0)
             continue;
-        bool ok = o == 0 && is_reduce(in->op) && p->list[v] == i;
+        bool ok = o == 0 && fc_op_is_reduce(in->op) && p->list[v] == i;
         for (int up = p->list[i]; !ok; up = p->list[up]) {
             ok = p->list[v] == up;
             if (up < 0)
@@ -305,7 +303,7 @@ static bool exec_order(FcPlan *p, const FcKernel *k, int *tmp)
         stack[ns++] = j;
     while (ns > 0 && m < n) {
         int j = stack[--ns], i = inst[j < 0 ? -j - 1 : j];
-        if (j >= 0 && is_reduce(k->code[i].op)) {
+        if (j >= 0 && fc_op_is_reduce(k->code[i].op)) {
             if (ns + 1 + p->body1[i] - p->body0[i] > 2 * n + 2)
                 return false;
             stack[ns++] = -j - 1;
@@ -328,7 +326,7 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     int n = k->ncode, nreg = k->nreg, ng = 0, nb = 0;
     for (int i = 0; i < n; i++) {
         ng += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
-        nb += is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
+        nb += fc_op_is_reduce(k->code[i].op) ? k->code[i].nbound : 0;
     }
     FcPlan *p = mem_calloc(1, sizeof *p);
     /* one block: uint64_t arrays first (alignment), then the int arrays */
@@ -400,7 +398,7 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     p->ntop = m;
     for (int r = 0; r < n; r++) {
         p->body0[r] = p->body1[r] = m;
-        if (!is_reduce(k->code[r].op))
+        if (!fc_op_is_reduce(k->code[r].op))
             continue;
         m = place_list(p->pos, idx, m, p->deps, p->list, r, r);
         p->body1[r] = m;
@@ -417,7 +415,7 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
 static bool pre_able(const FcPlan *p, const FcKernel *k, int i)
 {
     const FcInstr *in = &k->code[i];
-    if (p->deps[i] == 0 || is_reduce(in->op) || i == p->res)
+    if (p->deps[i] == 0 || fc_op_is_reduce(in->op) || i == p->res)
         return false;
     for (int g = 0; g < k->nscatter; g++)
         if (p->sres[g] == i)
@@ -483,7 +481,7 @@ size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const
         if (pre[i])
             continue;
         const FcInstr *in = &k->code[i];
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = fc_op_is_reduce(in->op) ? in->nbound : 0;
         for (int o = 0; o < 3 + ng + nb; o++) {
             int v = o < 3 ? opv[3 * i + o] : o < 3 + ng ? p->gopv[p->goff[i] + o - 3] : p->bopv[p->boff[i] + o - 3 - ng];
             if (v >= 0 && pre[v])

@@ -415,8 +415,6 @@ static int64_t sat_mul(int64_t a, int64_t b)
 
 /* ---- plan ---- */
 
-static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
-static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
 
 static void threads_free(Thread **th, int n);
 
@@ -461,14 +459,14 @@ static void plan_selects(Plan *p, const FcKernel *k, int *val)
         goto done;      /* no fusion: the same results */
     for (int i = 0; i < n; i++) {
         const FcInstr *in = &k->code[i];
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = is_reduce(in->op) ? in->nbound : 0;
+        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = fc_op_is_reduce(in->op) ? in->nbound : 0;
         for (int o = 0; o < 3 + ng + nb; o++) {
             int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? kp->gopv[kp->goff[i] + o - 3] : kp->bopv[kp->boff[i] + o - 3 - ng];
             if (v >= 0)
                 reads[v]++;
         }
         int c = val[i * 3];
-        if (in->op == FC_OP_WHERE && c >= 0 && is_compare(k->code[c].op) && deps[c] == deps[i])
+        if (in->op == FC_OP_WHERE && c >= 0 && fc_op_is_compare(k->code[c].op) && deps[c] == deps[i])
             sels[c]++;
     }
     reads[kp->res]++;
@@ -533,7 +531,7 @@ const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP,
 FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
 {
     CpuReducer red;
-    if (is_reduce(in->op)) {
+    if (fc_op_is_reduce(in->op)) {
         if (!fc_cpu_reducer_init(&red, in->op, in->src_dtype, in->dtype))
             return errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported", fc_op_name(in->op),
                           fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
@@ -541,7 +539,7 @@ FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
     }
     if (in->op == FC_OP_LOAD || in->op == FC_OP_CONST || in->op == FC_OP_IOTA || fc_cpu_op_fn(in->op, in->dtype, a_dt))
         return FC_OK;
-    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op);
+    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op);
     return errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
                   fc_dtype_name(by_src ? a_dt : in->dtype));
 }
@@ -594,7 +592,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             goto done;
         if (in->op == FC_OP_LOAD)
             s->strides = k->nloop > 0 ? in->strides : p->zero;
-        else if (is_reduce(in->op))
+        else if (fc_op_is_reduce(in->op))
             fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype);
         else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
@@ -604,7 +602,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     p->ntop = kp->ntop;
     const int *pos = kp->pos;
     for (int r = 0; r < n; r++)
-        if (is_reduce(k->code[r].op)) {
+        if (fc_op_is_reduce(k->code[r].op)) {
             p->steps[r].body0 = kp->body0[r];
             p->steps[r].body1 = kp->body1[r];
             p->steps[r].racc = p->nracc++;
@@ -619,7 +617,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         s.c = val[i * 3 + 2] >= 0 ? pos[val[i * 3 + 2]] : -1;
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
             s.g[g] = pos[kp->gopv[kp->goff[i] + g]];
-        for (int b = 0; is_reduce(in->op) && b < in->nbound; b++) {
+        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++) {
             s.bvals[b] = pos[kp->bopv[kp->boff[i] + b]];
             s.bdt[b] = k->code[kp->bopv[kp->boff[i] + b]].dtype;
         }
@@ -652,13 +650,13 @@ enum {
  * second factor of a weight). */
 static int step_operands(const Step *s)
 {
-    return 3 + (s->in->op == FC_OP_LOAD ? s->in->ngather : 0) + (is_reduce(s->in->op) ? s->in->nbound : 0) +
+    return 3 + (s->in->op == FC_OP_LOAD ? s->in->ngather : 0) + (fc_op_is_reduce(s->in->op) ? s->in->nbound : 0) +
            3 * s->nterm;
 }
 
 static int step_operand(const Step *s, int o)
 {
-    int ng = s->in->op == FC_OP_LOAD ? s->in->ngather : 0, nb = is_reduce(s->in->op) ? s->in->nbound : 0;
+    int ng = s->in->op == FC_OP_LOAD ? s->in->ngather : 0, nb = fc_op_is_reduce(s->in->op) ? s->in->nbound : 0;
     if (o < 3)
         return o == 0 ? s->a : o == 1 ? s->b : s->c;
     if ((o -= 3) < ng)
@@ -827,7 +825,7 @@ static void plan_span(Plan *p)
     uint64_t bounded = 0;
     for (int j = 0; j < p->nsteps; j++) {
         const Step *s = &p->steps[j];
-        for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
+        for (int b = 0; fc_op_is_reduce(s->in->op) && b < s->in->nbound; b++)
             bounded |= p->steps[s->bvals[b]].deps;
     }
     int64_t size = p->ext[cl];
@@ -1042,7 +1040,7 @@ static bool may_hold(const Plan *p, const Step *s)
  * whose buffer holds its values (not weighted rows' whereabouts), not a reduction. */
 static bool memo_wide(const Step *s)
 {
-    return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->nterm && !is_reduce(s->in->op);
+    return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->nterm && !fc_op_is_reduce(s->in->op);
 }
 
 /* Whether step v, read by a step of m positions, is a product of weighted rows (see "weighted
@@ -1354,7 +1352,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
     for (int j = 0; j < p->nsteps; j++)
         lend[j] = j < p->ninv ? p->ninv : p->ntop;
     for (int r = 0; r < p->nsteps; r++)
-        if (is_reduce(p->steps[r].in->op))
+        if (fc_op_is_reduce(p->steps[r].in->op))
             for (int j = p->steps[r].body0; j < p->steps[r].body1; j++)
                 lend[j] = p->steps[r].body1;
     int n = 0;
@@ -1411,7 +1409,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         int i = (int)(s->in - k->code);
         s->cx = cx[i];
         s->wide = j >= p->ninv && (s->deps & chunk_mask(p, s->cx));
-        if (is_reduce(s->in->op)) {
+        if (fc_op_is_reduce(s->in->op)) {
             uint64_t own = p->kp->own[i];
             s->rcl = -1;
             if (!s->wide)
@@ -1466,7 +1464,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
                 gx->xrep = widen ? widen_rep(p, q->shape, s->outer) : 0;
                 gx->xcyc = widen ? widen_cycle(p, q->shape, s->outer) : 0;
             }
-        } else if (is_reduce(in->op)) {
+        } else if (fc_op_is_reduce(in->op)) {
             if (s->a >= 0)
                 mark_fill(&p->steps[s->a], s->wide ? positions(p, s) : chunk_width(p, s->rcl));
             nops = s->wide ? 1 : 0;
@@ -1542,13 +1540,13 @@ static FcStatus plan_marks(Plan *p, FcError *err)
      * value is computed over the chunk but a bound that does not vary is still one value. */
     for (int j = 0; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        for (int b = 0; is_reduce(s->in->op) && b < s->in->nbound; b++)
+        for (int b = 0; fc_op_is_reduce(s->in->op) && b < s->in->nbound; b++)
             if (p->steps[s->bvals[b]].deps & chunk_mask(p, s->cx))
                 s->bdt[b] = FC_BOOL;
     }
     size_t nfill = 0;
     for (int j = 0; j < p->nsteps; j++)
-        if (is_reduce(p->steps[j].in->op) && p->steps[j].in->nbound > 0)
+        if (fc_op_is_reduce(p->steps[j].in->op) && p->steps[j].in->nbound > 0)
             nfill++;
     if (nfill) {
         p->fills = fc_cpu_aligned_alloc(nfill * p->cbytes);
@@ -1557,7 +1555,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
         char *f = p->fills;
         for (int j = 0; j < p->nsteps; j++) {
             Step *s = &p->steps[j];
-            if (!is_reduce(s->in->op) || s->in->nbound == 0)
+            if (!fc_op_is_reduce(s->in->op) || s->in->nbound == 0)
                 continue;
             fc_cpu_fill(f, s->in->src_dtype, s->in->fill, p->cap);
             s->fillv = f;
@@ -1636,7 +1634,7 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
         s->c = FINAL(s->c);
         for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
             s->g[g] = FINAL(s->g[g]);
-        for (int b = 0; is_reduce(in->op) && b < in->nbound; b++)
+        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++)
             s->bvals[b] = FINAL(s->bvals[b]);
         for (int q = 0; q < s->nterm; q++) {
             s->term[q].w = FINAL(s->term[q].w);
@@ -1723,7 +1721,7 @@ static void plan_gate(Plan *p)
         for (int g = 0; q->op == FC_OP_LOAD && g < q->ngather; g++)
             if (p->kp->gopv[p->kp->goff[i] + g] == wc)
                 return;
-        for (int b = 0; is_reduce(q->op) && b < q->nbound; b++)
+        for (int b = 0; fc_op_is_reduce(q->op) && b < q->nbound; b++)
             if (p->kp->bopv[p->kp->boff[i] + b] == wc)
                 return;
     }
@@ -1828,9 +1826,9 @@ static FcStatus plan_memo(Plan *p, FcError *err)
         order[no++] = p->rl[j];
     for (int j = p->ninv; j < p->nsteps; j++) {
         const Step *s = &p->steps[j];
-        for (int i = 0; is_reduce(s->in->op) && i < s->nrl && no < FC_MAX_DIMS; i++)
+        for (int i = 0; fc_op_is_reduce(s->in->op) && i < s->nrl && no < FC_MAX_DIMS; i++)
             order[no++] = s->rl[i];
-        if (is_reduce(s->in->op) && s->rcl >= 0 && no < FC_MAX_DIMS)
+        if (fc_op_is_reduce(s->in->op) && s->rcl >= 0 && no < FC_MAX_DIMS)
             order[no++] = s->rcl;
     }
     size_t entries = 0;
@@ -3801,7 +3799,7 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     if (st != FC_OK)
         return st;
     if (p->reduce) {
-        if (!is_reduce(k->reduce))
+        if (!fc_op_is_reduce(k->reduce))
             return errorf(err, FC_ERR_VALUE, "cpu kernel: %s is not a reduction", fc_op_name(k->reduce));
         if (!fc_cpu_reducer_init(&p->r, k->reduce, p->res_dt, k->out_dtype))
             return errorf(err, FC_ERR_TYPE, "cpu kernel: %s of %s into %s is not supported", fc_op_name(k->reduce),

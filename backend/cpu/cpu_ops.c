@@ -396,7 +396,6 @@ static const CpuOpFn cast_table[FC_DTYPE__COUNT][FC_DTYPE__COUNT] = {
     [FC_FLOAT64][FC_FLOAT64] = copy_8,
 };
 
-static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
 
 CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
 {
@@ -413,7 +412,7 @@ CpuOpFn fc_cpu_op_fn(FcOp op, FcDType dtype, FcDType src_dtype)
     }
     if (op == FC_OP_CAST)
         return cast_table[dtype][src_dtype];
-    if (is_compare(op))
+    if (fc_op_is_compare(op))
         return dtype == FC_BOOL ? compare_table[op][src_dtype] : NULL;
     if (op == FC_OP_WHERE) {
         switch (fc_dtype_size(dtype)) {

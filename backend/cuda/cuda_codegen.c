@@ -529,14 +529,12 @@ static const char *ctype(FcDType t)
 
 static const char *utype(FcDType t) { return t == FC_INT32 ? "uint32" : "uint64"; }
 static bool is_float(FcDType t) { return t == FC_FLOAT32 || t == FC_FLOAT64; }
-static bool is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC_OP_ALL; }
-static bool is_compare(FcOp op) { return op >= FC_OP_EQ && op <= FC_OP_GE; }
 
 /* The template of op over operand dtype t (the cuda column of ops.def, whose cpu column is the
  * CPU's), or NULL when the CPU executor does not take that combination either. */
 static const char *op_template(FcOp op, FcDType t)
 {
-    if (is_compare(op)) {
+    if (fc_op_is_compare(op)) {
         switch (op) {
 #define COMPARE(NAME, cpu, cuda) case FC_OP_##NAME: return cuda;
 #include "ops.def"
@@ -653,7 +651,7 @@ const FcTarget fc_cuda_target = {"cuda", 4, 8, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUN
 FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
 {
     Reducer rd;
-    if (is_reduce(in->op)) {
+    if (fc_op_is_reduce(in->op)) {
         if (!reducer(in->op, in->src_dtype, in->dtype, &rd))
             return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s of %s into %s is not supported",
                             fc_op_name(in->op), fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype)), FC_ERR_TYPE;
@@ -665,7 +663,7 @@ FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
     default:
         break;
     }
-    bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
+    bool by_src = in->op == FC_OP_ISNAN || fc_op_is_compare(in->op);
     FcDType t = by_src ? a_dtype : in->dtype;
     if (by_src && in->dtype != FC_BOOL)
         return snprintf(err->msg, sizeof err->msg, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op),
@@ -1042,7 +1040,7 @@ static void plan(Gen *g)
         g->mode = nred >= 32 && !(column && nout >= 16384) ? CUDA_BLOCK_REDUCE : CUDA_THREAD_REDUCE;
         if (g->mode == CUDA_BLOCK_REDUCE) {
             for (int r = 0; r < g->n; r++)
-                if (is_reduce(k->code[r].op) && g->list[r] < 0)
+                if (fc_op_is_reduce(k->code[r].op) && g->list[r] < 0)
                     g->D |= g->deps[r] & g->RR;
             g->T = g->RR & ~g->D;
             if (!big(g, g->T)) {        /* nothing left to split: the threads take every point */
@@ -1054,7 +1052,7 @@ static void plan(Gen *g)
         g->mode = CUDA_THREAD;
         if (g->vl >= 0 && k->extent[g->vl] > 1)
             for (int r = 0; r < g->n; r++)
-                if (is_reduce(k->code[r].op) && g->list[r] < 0 && !(g->deps[r] >> g->vl & 1))
+                if (fc_op_is_reduce(k->code[r].op) && g->list[r] < 0 && !(g->deps[r] >> g->vl & 1))
                     g->mode = CUDA_ROW;
     }
     /* V points per thread along vl where something moves along it by unit steps and the
@@ -1070,7 +1068,7 @@ static void plan(Gen *g)
         /* A bound that varies along vl could not be applied to V points at once: the loop
          * running to each point's own bound is worth more than the wide accesses. */
         for (int r = 0; r < g->n && es > 0; r++)
-            for (int j = 0; is_reduce(k->code[r].op) && j < k->code[r].nbound; j++)
+            for (int j = 0; fc_op_is_reduce(k->code[r].op) && j < k->code[r].nbound; j++)
                 if (g->deps[g->bopv[g->boff[r] + j]] >> g->vl & 1)
                     es = 0;
         if (es > 0) {
@@ -1093,7 +1091,7 @@ static void plan(Gen *g)
     }
     fc_kplan_chunks(g->n, g->L, g->deps, g->own, g->list, g->vl, g->vl >= 0 ? (uint64_t)1 << g->vl : 0, cx);
     for (int i = 0; i < g->n; i++) {
-        if (!is_reduce(k->code[i].op))
+        if (!fc_op_is_reduce(k->code[i].op))
             continue;
         int c = cx[i], lst = g->list[i];    /* the chunk loop of the reduction's own list */
         bool cpu_wide = c >= 0 && (g->deps[i] >> c & 1);
@@ -1251,9 +1249,9 @@ static void emit_op(Gen *g, int i)
     const FcInstr *in = &g->k->code[i];
     int x = g->opv[3 * i], y = g->opv[3 * i + 1], z = g->opv[3 * i + 2];
     FcDType t = in->dtype;
-    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || is_compare(in->op))
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op))
         t = x >= 0 ? g->k->code[x].dtype : in->src_dtype;
-    if ((is_compare(in->op) || in->op == FC_OP_ISNAN) && in->dtype != FC_BOOL) {
+    if ((fc_op_is_compare(in->op) || in->op == FC_OP_ISNAN) && in->dtype != FC_BOOL) {
         gfail(g, FC_ERR_TYPE, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op), fc_dtype_name(in->dtype));
         return;
     }
@@ -1271,7 +1269,7 @@ static void emit_op(Gen *g, int i)
         bool unary = fc_op_is_unary(in->op);
         if (!tm || (unary ? x < 0 : (x < 0 || y < 0))) {
             mem_free(e.p);
-            bool by_src = in->op == FC_OP_ISNAN || is_compare(in->op);
+            bool by_src = in->op == FC_OP_ISNAN || fc_op_is_compare(in->op);
             gfail(g, FC_ERR_TYPE, "cuda kernel: %s is not supported for %s", fc_op_name(in->op),
                   fc_dtype_name(by_src ? t : in->dtype));
             return;
@@ -1657,7 +1655,7 @@ static void emit_instr(Gen *g, int i)
             line(g, "const int64 v%d = (int64)i%d;", i, in->loop);
         break;
     default:
-        if (is_reduce(in->op))
+        if (fc_op_is_reduce(in->op))
             emit_reduce(g, i);
         else
             emit_op(g, i);
@@ -2001,7 +1999,7 @@ static void plan_pre(Gen *g)
             pre_need(g, i, need);
     bool ok = true;
     for (int i = 0; i < n; i++)
-        ok = ok && !(need[i] && is_reduce(k->code[i].op));
+        ok = ok && !(need[i] && fc_op_is_reduce(k->code[i].op));
     if (!ok || g->ntab == 0) {
         memset(g->pre, 0, (size_t)n * sizeof *g->pre);
         memset(g->inl, 0, (size_t)n * sizeof *g->inl);
