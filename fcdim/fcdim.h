@@ -539,8 +539,8 @@ typedef struct FcBound {
 typedef struct FcInstr {
     FcOp op;
     FcDType dtype;              /* of dst */
-    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons: compared values;
-                                   a reduction: its body's) */
+    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons and WHERE_CMP:
+                                   compared values; a reduction: its body's) */
     int dst, a, b, c;           /* registers; -1 when unused */
     bool invariant;             /* depends on no loop: computed once per thread, before the loops */
     uint64_t deps;              /* bit l: the value varies along loop l (set by the scheduler by
@@ -553,8 +553,9 @@ typedef struct FcInstr {
                                    element is read (else FC_ERR_INDEX "index 7 is out of bounds for
                                    dimension 0 with size 5") */
     FcGather *gathers;          /* [ngather] */
-    /* CONST */
+    /* CONST: its value; WHERE_CMP: the constant a is compared with (of src_dtype) */
     FcScalar konst;
+    FcOp cmp;                   /* WHERE_CMP: the comparison, EQ..GE */
     /* IOTA: the loop whose index it is */
     int loop;
     /* A reduction (SUM, PROD, AMAX, AMIN, ANY, ALL) inside the code: `a` is its body's result,
@@ -713,6 +714,17 @@ int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, co
  * or with a scattered store: t's choice. */
 int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter, int n,
                         const uint64_t *deps);
+
+/* The fused ops (ops.def's FUSED rows) made on a scheduled kernel's code (SSA, n instructions,
+ * over loops of these extents and owners; result and the scatter indices sregs[0..ns) are read
+ * by the store) where the backend that runs it takes them (takes(ud, in): whether it computes
+ * instruction in), rewriting instructions in place: a WHERE whose condition is a comparison of a
+ * value with a constant, over the same loops as the select, becomes a WHERE_CMP when every read
+ * of the comparison is such a select (each one taken): the comparison is then read by nothing,
+ * and the caller drops it (with what else only it read). Returns how many were rewritten; out of
+ * memory, none (the same results). */
+int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
+                  const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud);
 
 /* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along
  * which distinct iterations never write the same element, whatever the scatter indices hold (in

@@ -31,13 +31,16 @@
 static bool is_arg(FcOp op) { return op == FC_OP_ARGMAX || op == FC_OP_ARGMIN; }
 
 /* The dtype operand `which` of in must have, given the dtype of its a (casts and comparisons
- * take any a; the others read their own dtype, WHERE's condition bool). */
+ * take any a; the others read their own dtype, WHERE's condition bool, WHERE_CMP's compared
+ * value its src_dtype). */
 static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
 {
     if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op))
         return a_dt;
     if (in->op == FC_OP_WHERE && which == 0)
         return FC_BOOL;
+    if (in->op == FC_OP_WHERE_CMP && which == 0)
+        return in->src_dtype;
     return in->dtype;
 }
 
@@ -261,10 +264,12 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
 {
     const FcInstr *in = &k->code[i];
     int nreg = k->nreg, L = k->nloop;
-    bool red = fc_op_is_reduce(in->op);
+    bool red = fc_op_is_reduce(in->op), wcmp = in->op == FC_OP_WHERE_CMP;
     if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_arg(in->op) ||
-        (unsigned)in->dtype >= FC_DTYPE__COUNT || (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
+        (unsigned)in->dtype >= FC_DTYPE__COUNT || ((red || wcmp) && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
         return bad(err, FC_ERR_VALUE, who, "instruction %d: bad op or dtype", i);
+    if (wcmp && (!fc_op_is_compare(in->cmp) || in->a < 0 || in->b < 0 || in->c < 0))
+        return bad(err, FC_ERR_VALUE, who, "instruction %d: bad where_cmp", i);
     if (in->dst < 0 || in->dst >= nreg)
         return bad(err, FC_ERR_VALUE, who, "instruction %d writes no register", i);
     if (red && in->a < 0)
@@ -569,4 +574,93 @@ void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const i
     last[p->res] = n;
     for (int g = 0; g < k->nscatter; g++)
         last[p->sres[g]] = n;
+}
+
+/* ---- fused ops (ops.def's FUSED rows) ---- */
+
+/* The comparison that gives the same result with its operands swapped (k < x is x > k). */
+static FcOp swapped(FcOp op)
+{
+    return op == FC_OP_LT ? FC_OP_GT : op == FC_OP_GT ? FC_OP_LT : op == FC_OP_LE ? FC_OP_GE : op == FC_OP_GE ? FC_OP_LE : op;
+}
+
+/* The WHERE_CMP that select i would become (a comparison of one value with a constant, either
+ * way round), in *f; false when its condition is no such comparison. */
+static bool where_cmp_of(const FcInstr *code, int i, FcInstr *f)
+{
+    const FcInstr *in = &code[i];
+    if (in->op != FC_OP_WHERE || in->a < 0 || !fc_op_is_compare(code[in->a].op))
+        return false;
+    const FcInstr *cmp = &code[in->a];
+    int x = cmp->a, kk = cmp->b;
+    FcOp op = cmp->op;
+    if (x >= 0 && code[x].op == FC_OP_CONST) {     /* k <cmp> x: x <swapped cmp> k */
+        x = cmp->b;
+        kk = cmp->a;
+        op = swapped(op);
+    }
+    if (x < 0 || kk < 0 || code[kk].op != FC_OP_CONST)
+        return false;
+    *f = *in;
+    f->op = FC_OP_WHERE_CMP;
+    f->cmp = op;
+    f->a = x;
+    f->src_dtype = cmp->src_dtype;
+    f->konst = code[kk].konst;
+    return true;
+}
+
+int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
+                  const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud)
+{
+    FcInstr f;
+    bool any = false;
+    for (int i = 0; i < n && !any; i++)
+        any = where_cmp_of(code, i, &f);
+    if (!any)
+        return 0;
+    uint64_t *deps = mem_malloc((size_t)n * sizeof *deps), *own = mem_malloc((size_t)n * sizeof *own);
+    int *list = mem_malloc((size_t)n * sizeof *list), *reads = mem_calloc((size_t)n, sizeof *reads);
+    int *sels = mem_calloc((size_t)n, sizeof *sels), nf = 0;
+    if (!deps || !own || !list || !reads || !sels)
+        goto done;      /* nothing fused: the same results */
+    fc_kplan_domains(code, n, nloop, extent, owner, deps, own, list);
+    /* A comparison goes when every read of it is a select over the same loops that fuses: then
+     * no chunk of bools is written and read back. sels: such selects, -1 once one cannot fuse. */
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &code[i];
+        int ops[3] = {in->a, in->b, in->c};
+        for (int o = 0; o < 3; o++)
+            if (ops[o] >= 0)
+                reads[ops[o]]++;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            reads[in->gathers[g].reg]++;
+        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++)
+            reads[in->bounds[b].reg]++;
+        if (in->op == FC_OP_WHERE && in->a >= 0 && fc_op_is_compare(code[in->a].op) && deps[in->a] == deps[i])
+            sels[in->a]++;
+    }
+    reads[result]++;
+    for (int g = 0; g < ns; g++)
+        reads[sregs[g]]++;
+    for (int i = 0; i < n; i++) {
+        int c = code[i].a;
+        if (code[i].op == FC_OP_WHERE && c >= 0 && sels[c] > 0 && sels[c] == reads[c] &&
+            (!where_cmp_of(code, i, &f) || !takes(ud, &f)))
+            sels[c] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int c = code[i].a;
+        if (code[i].op == FC_OP_WHERE && c >= 0 && sels[c] > 0 && sels[c] == reads[c] && where_cmp_of(code, i, &f)) {
+            code[i] = f;
+            nf++;
+        }
+    }
+done:
+    mem_free(deps);
+    mem_free(own);
+    mem_free(list);
+    mem_free(reads);
+    mem_free(sels);
+    return nf;
 }

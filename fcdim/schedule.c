@@ -1022,6 +1022,14 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
 
 /* ---- running ---- */
 
+/* fc_kplan_fuse's question to the backend (ud): whether it computes instruction in. */
+static bool backend_takes(void *ud, const FcInstr *in)
+{
+    FcBackend *be = ud;
+    FcError scratch;
+    return be->supports(be, in, in->op == FC_OP_WHERE_CMP ? in->src_dtype : in->dtype, &scratch) == FC_OK;
+}
+
 static void dump(FcCtx *ctx, int what, char *text)
 {
     if (text && ctx->dump && (ctx->dump_flags & what))
@@ -1212,6 +1220,12 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         keep = false;
     }
     if (!(ctx->sched_off & FC_SCHED_BOUNDS) && (!find_bounds(&s, k.chunk_loop) || !compact_code(&s, &result, sregs, sc ? sc->n : 0))) {
+        st = s.st;
+        goto done;
+    }
+    /* The fused ops the backend takes, on the final code (what they replace is dropped). */
+    if (fc_kplan_fuse(s.code, s.ncode, s.nloop, s.extent, s.owner, result, sregs, sc ? sc->n : 0, backend_takes, be) > 0 &&
+        !compact_code(&s, &result, sregs, sc ? sc->n : 0)) {
         st = s.st;
         goto done;
     }
@@ -1513,6 +1527,10 @@ char *fc_kernel_dump(const FcKernel *k)
         OUT("  %*sr%d = %s", 2 * depth, "", in->dst, fc_op_name(in->op));
         if (in->op == FC_OP_CAST)
             OUT("<%s>", fc_dtype_name(in->src_dtype));
+        if (in->op == FC_OP_WHERE_CMP && fc_dtype_is_float(in->src_dtype))
+            OUT("<%s %.9g>", fc_op_name(in->cmp), in->konst.f);
+        else if (in->op == FC_OP_WHERE_CMP)
+            OUT("<%s %lld>", fc_op_name(in->cmp), (long long)in->konst.i);
         if (in->op == FC_OP_CONST) {
             if (fc_dtype_is_float(in->dtype))
                 OUT(" %.9g", in->konst.f);

@@ -116,12 +116,91 @@ START_TEST(scheduler_agrees)
 }
 END_TEST
 
+/* ---- the fusion pass (fc_kplan_fuse) ---- */
+
+/* A backend that takes every fused instruction, or none. */
+static bool takes_all(void *ud, const FcInstr *in)
+{
+    (void)in;
+    return *(const bool *)ud;
+}
+
+/* Code over one loop of 8: x = float(i), then where(<cond>, x, 1.0) with cond x > 0.5 (shape 0),
+ * 0.5 < x (1), x > 0.5 also read as a value by a second select (2), or 1.0 > 0.5, which does not
+ * vary along the select's loop (3). Returns the instruction count; *res the result. */
+static int fuse_code(FcInstr *code, int shape, int *res)
+{
+    memset(code, 0, 8 * sizeof *code);
+    for (int i = 0; i < 8; i++) {
+        code[i].dst = i;
+        code[i].a = code[i].b = code[i].c = -1;
+        code[i].dtype = code[i].src_dtype = FC_FLOAT32;
+    }
+    code[0] = (FcInstr){.op = FC_OP_IOTA, .dtype = FC_INT64, .src_dtype = FC_INT64, .dst = 0, .a = -1, .b = -1, .c = -1};
+    code[1].op = FC_OP_CAST;
+    code[1].a = 0;
+    code[1].src_dtype = FC_INT64;
+    code[2].op = FC_OP_CONST;
+    code[2].konst.f = 0.5;
+    code[3].op = FC_OP_CONST;
+    code[3].konst.f = 1.0;
+    code[4].op = shape == 1 ? FC_OP_LT : FC_OP_GT;
+    code[4].dtype = FC_BOOL;
+    code[4].a = shape == 1 ? 2 : shape == 3 ? 3 : 1;
+    code[4].b = shape == 1 ? 1 : 2;
+    code[5].op = FC_OP_WHERE;
+    code[5].a = 4;
+    code[5].b = 1;
+    code[5].c = 3;
+    *res = 5;
+    if (shape != 2)
+        return 6;
+    code[6].op = FC_OP_WHERE;       /* where(cond, x, 1.0) * cond: the comparison read as a value too */
+    code[6].dtype = FC_BOOL;
+    code[6].a = 4;
+    code[6].b = 4;
+    code[6].c = 4;
+    *res = 6;
+    return 7;
+}
+
+/* A select whose condition compares with a constant, either way round, becomes one WHERE_CMP
+ * (the comparison as its attribute, the constant its konst, a the compared value) when the
+ * backend takes it; not when the backend does not, when the comparison is read otherwise, or
+ * when the comparison does not vary along the select's loops. */
+START_TEST(fuse_where_cmp)
+{
+    FcInstr code[8];
+    int64_t ext[1] = {8};
+    int owner[1] = {-1}, res;
+    bool yes = true, no = false;
+    for (int shape = 0; shape < 4; shape++) {
+        int n = fuse_code(code, shape, &res);
+        int nf = fc_kplan_fuse(code, n, 1, ext, owner, res, NULL, 0, takes_all, &yes);
+        ck_assert_msg(nf == (shape < 2), "shape %d: %d fused", shape, nf);
+        if (shape >= 2)
+            continue;
+        ck_assert_int_eq(code[5].op, FC_OP_WHERE_CMP);
+        ck_assert_int_eq(code[5].cmp, FC_OP_GT);    /* 0.5 < x is x > 0.5 */
+        ck_assert_int_eq(code[5].a, 1);
+        ck_assert_int_eq(code[5].b, 1);
+        ck_assert_int_eq(code[5].c, 3);
+        ck_assert_int_eq(code[5].src_dtype, FC_FLOAT32);
+        ck_assert(code[5].konst.f == 0.5);
+        n = fuse_code(code, shape, &res);
+        ck_assert_int_eq(fc_kplan_fuse(code, n, 1, ext, owner, res, NULL, 0, takes_all, &no), 0);
+        ck_assert_int_eq(code[5].op, FC_OP_WHERE);
+    }
+}
+END_TEST
+
 Suite *kplan_suite(void)
 {
     Suite *s = suite_create("kplan");
     TCase *tc = tcase_create("plan");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, scheduler_agrees, 0, (int)(sizeof agree_programs / sizeof *agree_programs));
+    tcase_add_test(tc, fuse_where_cmp);
     suite_add_tcase(s, tc);
     return s;
 }
