@@ -690,8 +690,8 @@ void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const i
  * never reach: a bounded loop's tail, where such a division could fail), its operands are
  * invariant or precomputed, its table fits t's limits (pre_points; pre_bytes for all of them) and
  * veto (NULL: none) does not refuse it: what the backend's own layout rules out. opv: the
- * operands as instructions, the plan's (p->opv) or the backend's after it fused some (a select
- * that compares reads the compared value). Values are taken in the plan's order (pos).
+ * operands as instructions, the plan's (p->opv) or the backend's after it fused some of its own
+ * (the CPU's weighted rows). Values are taken in the plan's order (pos).
  * Sets pre[i], off[i] (its table's byte offset, 64-byte aligned) and kept[i] (a value that an
  * instruction that is not precomputed reads, or the kernel's bounds or gathers: the tables the
  * kernel reads; NULL when not wanted); returns the bytes of all tables. A kernel scheduled

@@ -194,6 +194,65 @@ START_TEST(fuse_where_cmp)
 }
 END_TEST
 
+/* The fused selects of the kernels a program runs: each WHERE_CMP as "<cmp> <const> <dtype>"
+ * (a line each), and how many plain WHEREs and comparisons remain. */
+typedef struct Fused {
+    char text[512];
+    int where, compare;
+} Fused;
+
+static void fused_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    (void)dev;
+    Fused *f = ud;
+    for (int i = 0; i < k->ncode; i++) {
+        const FcInstr *in = &k->code[i];
+        size_t n = strlen(f->text);
+        if (in->op == FC_OP_WHERE_CMP)
+            snprintf(f->text + n, sizeof f->text - n, "%s %g %s\n", fc_op_name(in->cmp),
+                     fc_dtype_is_float(in->src_dtype) ? in->konst.f : (double)in->konst.i, fc_dtype_name(in->src_dtype));
+        f->where += in->op == FC_OP_WHERE;
+        f->compare += fc_op_is_compare(in->op);
+    }
+}
+
+static const struct {
+    const char *code, *fused;       /* the program; its WHERE_CMPs */
+    int where, compare;             /* the plain selects and comparisons left */
+} fused_cases[] = {
+    /* a comparison with a constant either way round: one op, the comparison gone */
+    {"x = (arange(12.0) * 0.37).sin()\nprint(where(x > 0.5, x * 2, x - 1))\n", "gt 0.5 float32\n", 0, 0},
+    {"x = (arange(12.0) * 0.37).sin()\nprint(where(0.5 < x, x * 2, x - 1))\n", "gt 0.5 float32\n", 0, 0},
+    {"x = arange(12)\nprint(where(x <= 3, x, -x))\n", "le 3 int64\n", 0, 0},
+    /* two selects of one comparison: both fuse */
+    {"x = (arange(12.0) * 0.37).sin()\nc = x != 0.25\nprint(where(c, x, 1.0) + where(c, 2.0, x))\n",
+     "ne 0.25 float32\nne 0.25 float32\n", 0, 0},
+    /* the comparison read as a value too, or of two varying values: left as it is */
+    {"x = (arange(12.0) * 0.37).sin()\nc = x > 0.5\nprint(where(c, x, 1.0) + c)\n", "", 1, 1},
+    {"x = (arange(12.0) * 0.37).sin()\nprint(where(x > x.cos(), x, 1.0))\n", "", 1, 1},
+};
+
+/* The fused select is an op of the kernel the CPU runs (the scheduler asks the backend, and the
+ * CPU takes it at these dtypes): its comparison, constant and compared dtype in the plan, the
+ * comparison no longer an instruction; where the comparison is read otherwise, nothing fuses.
+ * The values are those of tests/scripts (where_select_const: PyTorch's). */
+START_TEST(where_cmp_in_plan)
+{
+    Fused f = {0};
+    tdl_config cfg = {0};
+    cfg.write = sink;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    T->I.fc->on_kernel = fused_on_kernel;
+    T->I.fc->on_kernel_ud = &f;
+    ck_assert_int_eq(tdl_run_string(T, fused_cases[_i].code, "<t>"), TDL_OK);
+    tdl_close(T);
+    ck_assert_str_eq(f.text, fused_cases[_i].fused);
+    ck_assert_int_eq(f.where, fused_cases[_i].where);
+    ck_assert_int_eq(f.compare, fused_cases[_i].compare);
+}
+END_TEST
+
 Suite *kplan_suite(void)
 {
     Suite *s = suite_create("kplan");
@@ -201,6 +260,7 @@ Suite *kplan_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, scheduler_agrees, 0, (int)(sizeof agree_programs / sizeof *agree_programs));
     tcase_add_test(tc, fuse_where_cmp);
+    tcase_add_loop_test(tc, where_cmp_in_plan, 0, (int)(sizeof fused_cases / sizeof *fused_cases));
     suite_add_tcase(s, tc);
     return s;
 }
