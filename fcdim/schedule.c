@@ -950,7 +950,7 @@ static bool find_bounds(Sched *s, int cl)
         /* where(cond, v, fill) whose cond is all bounds is v wherever the loops now run: the
          * reduction folds v, and the mask is no longer computed (compact_code drops it). Only
          * where the backend is sure to apply the bounds: a reduction in the root's list whose
-         * bounds do not vary along the chunk loop cl (cpu_kernel.c's plan_marks). */
+         * bounds do not vary along the chunk loop cl (cpu_plan.c's plan_marks). */
         const FcInstr *body = &s->code[in->a];
         FcBound b2[FC_MAX_DIMS];
         int n2 = 0;

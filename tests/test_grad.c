@@ -284,7 +284,7 @@ START_TEST(staged_cotangent)
 }
 END_TEST
 
-/* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_kernel.c's gated store:
+/* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_plan.c's gated store:
  * rows where m is false add zeros, and are left out): where w is not finite there, the zero
  * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
  * the sums of 2 g over the rows that gather them). */
