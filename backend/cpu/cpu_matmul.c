@@ -29,6 +29,7 @@ enum {
     MM_NR_BYTES = 64,           /* bytes of a row of the micro-kernel */
     MM_SMALL = 64 * 1024,       /* multiply-adds below which the product runs on one thread */
 };
+#define MM_SHARED_B_MAX (64.0 * 1024 * 1024)    /* bytes of B packed once for all tasks, at most */
 /* Columns of the micro-kernel (64 bytes of a row: two AVX2 registers) and the K and N block sizes
  * per dtype, so that a packed B block stays in L2 and an A panel with its B panel in L1. */
 #define MM_NR(T) ((int)(MM_NR_BYTES / sizeof(T)))
@@ -41,6 +42,8 @@ typedef struct MmRun {
     int64_t mblk;               /* rows per task */
     int64_t nmb;                /* row blocks per batch item */
     char **scratch;             /* per thread: packed A, packed B, C block */
+    void *bshared;              /* all of B packed once (pack_task), or NULL: each task packs its own */
+    int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
     size_t a_bytes, b_bytes;
     bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
 } MmRun;
@@ -158,6 +161,52 @@ DEF_UKERNEL_FMA(f64, double, __m256d, pd)
 DEF_UKERNEL_FLOAT(f32, float, fmaf)
 DEF_UKERNEL_FLOAT(f64, double, fma)
 
+/* B[pc.., jc..] of batch item b (kc x nc) as column panels of NR, zero-padded: dst[jr][p][j]. */
+#define DEF_PACK_B(s, T, A)                                                                        \
+    static void pack_b_##s(const FcMatmul *m, const T *b, int64_t pc, int64_t kc, int64_t jc,      \
+                           int64_t nc, A *restrict bpack)                                          \
+    {                                                                                              \
+        const int NR = MM_NR(T);                                                                   \
+        for (int64_t jr = 0; jr < nc; jr += NR) {                                                  \
+            A *dst = bpack + jr * kc;                                                              \
+            int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                           \
+            for (int64_t p = 0; p < kc; p++) {                                                     \
+                const T *src = b + (pc + p) * m->b_rs + (jc + jr) * m->b_cs;                       \
+                int j = 0;                                                                         \
+                if (m->b_cs == 1)                                                                  \
+                    for (; j < nr; j++)                                                            \
+                        dst[p * NR + j] = (A)src[j];                                               \
+                else                                                                               \
+                    for (; j < nr; j++)                                                            \
+                        dst[p * NR + j] = (A)src[j * m->b_cs];                                     \
+                for (; j < NR; j++)                                                                \
+                    dst[p * NR + j] = 0;                                                           \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* Task: all of B of batch item task / nnb, its column block task % nnb, into run->bshared    \
+     * (the block of columns jc.. of item bi at bi * k * npad + jc * k, K block pc at pc * ldc). */ \
+    static bool pack_task_##s(void *arg, int tid, int64_t task)                                    \
+    {                                                                                              \
+        (void)tid;                                                                                 \
+        const MmRun *run = arg;                                                                    \
+        const FcMatmul *m = run->m;                                                                \
+        const int NR = MM_NR(T);                                                                   \
+        const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
+        int64_t nnb = (m->n + NC - 1) / NC, bi = task / nnb, jc = task % nnb * NC;                 \
+        int64_t nc = m->n - jc < NC ? m->n - jc : NC, ldc = (nc + NR - 1) / NR * NR;               \
+        int64_t ao, bo, co;                                                                        \
+        batch_offsets(m, bi, &ao, &bo, &co);                                                       \
+        A *base = (A *)(void *)run->bshared + bi * m->k * run->npad + jc * m->k;                   \
+        for (int64_t pc = 0; pc < m->k; pc += KC) {                                                \
+            if (m->interrupt && *m->interrupt)                                                     \
+                return false;                                                                      \
+            pack_b_##s(m, (const T *)m->b + bo, pc, m->k - pc < KC ? m->k - pc : KC, jc, nc,       \
+                       base + pc * ldc);                                                           \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
 /* One task: rows [i0, i0 + mc) of batch item bi. T is the element type, A the arithmetic type. */
 #define DEF_MATMUL(s, T, A)                                                                        \
     static bool mm_task_##s(void *arg, int tid, int64_t task)                                      \
@@ -175,6 +224,8 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
         T *c = (T *)m->c + co + i0 * m->c_rs;                                                      \
         A *apack = (A *)(void *)run->scratch[tid];                                                 \
         A *bpack = (A *)(void *)(run->scratch[tid] + run->a_bytes);                                \
+        const A *bshared = run->bshared;                                                           \
+        int64_t bo_pack = bi * m->k * run->npad;                                                   \
         A *cbuf = (A *)(void *)(run->scratch[tid] + run->a_bytes + run->b_bytes);                  \
         for (int64_t jc = 0; jc < m->n; jc += NC) {                                                \
             int64_t nc = m->n - jc < NC ? m->n - jc : NC;                                          \
@@ -184,23 +235,10 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
                 int64_t kc = m->k - pc < KC ? m->k - pc : KC;                                      \
                 if (m->interrupt && *m->interrupt)                                                 \
                     return false;                                                                  \
-                /* B[pc.., jc..] as column panels of NR, zero-padded: bpack[jr][p][j] */           \
-                for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
-                    A *dst = bpack + jr * kc;                                                      \
-                    int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                   \
-                    for (int64_t p = 0; p < kc; p++) {                                             \
-                        const T *src = b + (pc + p) * m->b_rs + (jc + jr) * m->b_cs;               \
-                        int j = 0;                                                                 \
-                        if (m->b_cs == 1)                                                          \
-                            for (; j < nr; j++)                                                    \
-                                dst[p * NR + j] = (A)src[j];                                       \
-                        else                                                                       \
-                            for (; j < nr; j++)                                                    \
-                                dst[p * NR + j] = (A)src[j * m->b_cs];                             \
-                        for (; j < NR; j++)                                                        \
-                            dst[p * NR + j] = 0;                                                   \
-                    }                                                                              \
-                }                                                                                  \
+                /* B[pc.., jc..] as column panels of NR: packed once for all tasks, or here */    \
+                const A *bp = bshared ? bshared + bo_pack + jc * m->k + pc * ldc : bpack;          \
+                if (!bshared)                                                                      \
+                    pack_b_##s(m, b, pc, kc, jc, nc, bpack);                                       \
                 /* A[i0.., pc..] as row panels of MM_MR, zero-padded: apack[ir][p][i] */           \
                 for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
                     A *dst = apack + ir * kc;                                                      \
@@ -220,7 +258,7 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(run->fma, kc, apack + ir * kc, bpack + jr * kc,                \
+                        ukernel_##s(run->fma, kc, apack + ir * kc, bp + jr * kc,                     \
                                     cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
@@ -235,20 +273,21 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
         return true;                                                                               \
     }
 
-DEF_MATMUL(f32, float, float)
-DEF_MATMUL(f64, double, double)
-DEF_MATMUL(i32, int32_t, uint32_t)
-DEF_MATMUL(i64, int64_t, uint64_t)
+#define DEF_GEMM(s, T, A) DEF_PACK_B(s, T, A) DEF_MATMUL(s, T, A)
+DEF_GEMM(f32, float, float)
+DEF_GEMM(f64, double, double)
+DEF_GEMM(i32, int32_t, uint32_t)
+DEF_GEMM(i64, int64_t, uint64_t)
 
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
 {
-    CpuTaskFn fn;
+    CpuTaskFn fn, pack;
     size_t es;
     switch (m->dtype) {
-    case FC_FLOAT32: fn = mm_task_f32; es = sizeof(float); break;
-    case FC_FLOAT64: fn = mm_task_f64; es = sizeof(double); break;
-    case FC_INT32: fn = mm_task_i32; es = sizeof(int32_t); break;
-    case FC_INT64: fn = mm_task_i64; es = sizeof(int64_t); break;
+    case FC_FLOAT32: fn = mm_task_f32; pack = pack_task_f32; es = sizeof(float); break;
+    case FC_FLOAT64: fn = mm_task_f64; pack = pack_task_f64; es = sizeof(double); break;
+    case FC_INT32: fn = mm_task_i32; pack = pack_task_i32; es = sizeof(int32_t); break;
+    case FC_INT64: fn = mm_task_i64; pack = pack_task_i64; es = sizeof(int64_t); break;
     default:
         snprintf(err->msg, sizeof err->msg, "\"addmm_impl_cpu_\" not implemented for '%s'", fc_dtype_name(m->dtype));
         return FC_ERR_RUNTIME;
@@ -299,8 +338,22 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     for (int i = 0; i < nth; i++)
         if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + c_bytes)))
             goto nomem;
+    /* B is packed once when several row blocks would each pack it again (and the copy is not
+     * too big): the tasks then only pack their rows of A. */
+    int64_t nnb = (m->n + nc - 1) / nc;
+    run.npad = (nnb - 1) * nc + ((m->n - (nnb - 1) * nc) + nr - 1) / nr * nr;
+    double packed = (double)run.nbatch * (double)m->k * (double)run.npad * (double)es;
+    if (run.nmb >= 2 && m->k > 0 && packed <= MM_SHARED_B_MAX) {
+        if (!(run.bshared = fc_cpu_aligned_alloc((size_t)packed)))
+            goto nomem;
+        int pth = run.nbatch * nnb < nth ? (int)(run.nbatch * nnb) : nth;
+        if (!fc_cpu_parallel_for(be, pth, run.nbatch * nnb, pack, &run, m->interrupt) ||
+            (m->interrupt && *m->interrupt))
+            goto interrupted;
+    }
     /* A task stops early (returns false) only when interrupted. */
     if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &run, m->interrupt) || (m->interrupt && *m->interrupt)) {
+    interrupted:
         snprintf(err->msg, sizeof err->msg, "interrupted");
         st = FC_ERR_INTERRUPT;
     }
@@ -313,5 +366,6 @@ done:
         for (int i = 0; i < nth; i++)
             mem_free(run.scratch[i]);
     mem_free(run.scratch);
+    mem_free(run.bshared);
     return st;
 }
