@@ -44,7 +44,7 @@ typedef struct MmRun {
     char **scratch;             /* per thread: packed A, packed B, C block */
     void *bshared;              /* all of B packed once (pack_task), or NULL: each task packs its own */
     int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
-    size_t a_bytes, b_bytes;
+    size_t a_bytes, b_bytes, c_bytes;
     bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
 } MmRun;
 
@@ -161,6 +161,180 @@ DEF_UKERNEL_FMA(f64, double, __m256d, pd)
 DEF_UKERNEL_FLOAT(f32, float, fmaf)
 DEF_UKERNEL_FLOAT(f64, double, fma)
 
+/* ---- the epilogue (FcMatmul.epi) ----
+ * A block of C (rows i0.., columns jc..) is written as the epilogue's expression of it: each
+ * row in chunks of FC_CHUNK, each instruction by the executor's own function for its op
+ * (fc_cpu_op_fn), so that the values are the bits the unfused kernels give. */
+
+/* The offset of index x of a flattening of n sub-dims (sizes size, strides stride). */
+static int64_t sub_offset(int64_t x, int n, const int64_t *size, const int64_t *stride)
+{
+    int64_t off = 0;
+    for (int d = n - 1; d >= 0; d--) {
+        off += x % size[d] * stride[d];
+        x /= size[d];
+    }
+    return off;
+}
+
+/* dst[j] = src[off[j]] (off NULL: src[0]) for j < len, elements of es bytes. */
+static void gather_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
+{
+#define GATHER(T)                                                                                  \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *sv = src;                                                                         \
+        for (int j = 0; j < len; j++)                                                              \
+            d[j] = sv[off ? off[j] : 0];                                                           \
+    } while (0)
+    switch (es) {
+    case 1: GATHER(uint8_t); break;
+    case 2: GATHER(uint16_t); break;
+    case 4: GATHER(uint32_t); break;
+    default: GATHER(uint64_t); break;
+    }
+#undef GATHER
+}
+
+/* dst[off[j]] = src[j] for j < len, elements of es bytes. */
+static void scatter_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
+{
+#define SCATTER(T)                                                                                 \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *sv = src;                                                                         \
+        for (int j = 0; j < len; j++)                                                              \
+            d[off[j]] = sv[j];                                                                     \
+    } while (0)
+    switch (es) {
+    case 1: SCATTER(uint8_t); break;
+    case 2: SCATTER(uint16_t); break;
+    case 4: SCATTER(uint32_t); break;
+    default: SCATTER(uint64_t); break;
+    }
+#undef SCATTER
+}
+
+/* Bytes of a thread's scratch the epilogue needs: a chunk per instruction, column offsets per
+ * load and for the output. */
+static size_t epi_bytes(const FcEpilogue *e, int64_t nc)
+{
+    return ((size_t)e->n * FC_CHUNK * 8 + (size_t)(e->n + 1) * (size_t)nc * sizeof(int64_t) + 63) & ~(size_t)63;
+}
+
+/* Whether m's epilogue is one epi_block runs: a float product, instructions that read earlier
+ * ones, ops this backend has a function for. */
+static bool epi_valid(const FcMatmul *m)
+{
+    const FcEpilogue *e = m->epi;
+    if ((m->dtype != FC_FLOAT32 && m->dtype != FC_FLOAT64) || e->n < 1 || e->n > FC_EPI_MAX ||
+        e->nrdim < 0 || e->nrdim > FC_MAX_DIMS || e->ncdim < 0 || e->ncdim > FC_MAX_DIMS ||
+        e->out_dtype != e->code[e->n - 1].dtype)
+        return false;
+    for (int r = 0; r < e->n; r++) {
+        const FcEpiInstr *in = &e->code[r];
+        if (in->op == FC_OP_NONE) {
+            if (in->dtype != m->dtype)
+                return false;
+        } else if (in->op == FC_OP_LOAD) {
+            if (!in->data)
+                return false;
+        } else if (in->op != FC_OP_CONST) {
+            if (in->a < 0 || in->a >= r || in->b >= r || in->c >= r ||
+                !fc_cpu_op_fn(in->op, in->dtype, in->src_dtype))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Writes the block cbuf (mc x nc, ldc apart, of the product's dtype) of batch item bi through
+ * m->epi; scratch: epi_bytes of it. */
+static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int64_t mc, int64_t nc,
+                      const void *cbuf, int64_t ldc, char *scratch)
+{
+    const FcEpilogue *e = m->epi;
+    int n = e->n;
+    char *regs = scratch;
+    int64_t *coff = (int64_t *)(void *)(scratch + (size_t)n * FC_CHUNK * 8);   /* [n + 1][nc] */
+    int64_t base[FC_EPI_MAX + 1];       /* per load, then the output: the batch item's offset */
+    bool contig[FC_EPI_MAX + 1], flat[FC_EPI_MAX + 1];
+    CpuOpFn fn[FC_EPI_MAX];
+    size_t es[FC_EPI_MAX + 1];
+    int64_t ao, bo;
+    batch_offsets(m, bi, &ao, &bo, &base[n]);
+    es[n] = fc_dtype_size(e->out_dtype);
+    for (int r = 0; r <= n; r++) {
+        const FcEpiInstr *in = r < n ? &e->code[r] : NULL;
+        if (in) {
+            es[r] = fc_dtype_size(in->dtype);
+            fn[r] = in->op == FC_OP_NONE || in->op == FC_OP_CONST || in->op == FC_OP_LOAD
+                        ? NULL : fc_cpu_op_fn(in->op, in->dtype, in->src_dtype);
+            if (in->op == FC_OP_CONST)
+                fc_cpu_fill(regs + (size_t)r * FC_CHUNK * 8, in->dtype, in->konst, FC_CHUNK);
+            if (in->op != FC_OP_LOAD)
+                continue;
+            base[r] = in->offset;
+            for (int64_t x = bi, d = m->nbatch - 1; d >= 0; d--) {
+                base[r] += x % m->batch[d] * in->bstride[d];
+                x /= m->batch[d];
+            }
+        }
+        const int64_t *cst = in ? in->cstride : e->out_cstride;
+        int64_t *co = coff + (size_t)r * (size_t)nc;
+        contig[r] = flat[r] = true;
+        for (int64_t j = 0; j < nc; j++) {
+            co[j] = sub_offset(jc + j, e->ncdim, e->csize, cst);
+            contig[r] = contig[r] && co[j] == co[0] + j;
+            flat[r] = flat[r] && co[j] == co[0];
+        }
+    }
+    const void *ptr[FC_EPI_MAX];
+    for (int64_t i = 0; i < mc; i++) {
+        int64_t row = i0 + i;
+        for (int64_t j0 = 0; j0 < nc; j0 += FC_CHUNK) {
+            int len = nc - j0 < FC_CHUNK ? (int)(nc - j0) : FC_CHUNK;
+            for (int r = 0; r < n; r++) {
+                const FcEpiInstr *in = &e->code[r];
+                char *reg = regs + (size_t)r * FC_CHUNK * 8;
+                const int64_t *co = coff + (size_t)r * (size_t)nc + j0;
+                switch (in->op) {
+                case FC_OP_NONE:
+                    ptr[r] = (const char *)cbuf + (size_t)(i * ldc + j0) * es[r];
+                    break;
+                case FC_OP_CONST:
+                    ptr[r] = reg;
+                    break;
+                case FC_OP_LOAD: {
+                    const char *src = (const char *)in->data +
+                                      (base[r] + sub_offset(row, e->nrdim, e->rsize, in->rstride)) * (int64_t)es[r];
+                    if (contig[r]) {
+                        ptr[r] = src + co[0] * (int64_t)es[r];
+                        break;
+                    }
+                    if (flat[r])
+                        gather_elems(reg, src + co[0] * (int64_t)es[r], NULL, len, es[r]);
+                    else
+                        gather_elems(reg, src, co, len, es[r]);
+                    ptr[r] = reg;
+                    break;
+                }
+                default:
+                    fn[r](reg, ptr[in->a], in->b >= 0 ? ptr[in->b] : NULL, in->c >= 0 ? ptr[in->c] : NULL, len);
+                    ptr[r] = reg;
+                    break;
+                }
+            }
+            char *dst = (char *)m->c + (base[n] + sub_offset(row, e->nrdim, e->rsize, e->out_rstride)) * (int64_t)es[n];
+            const int64_t *co = coff + (size_t)n * (size_t)nc + j0;
+            if (contig[n])
+                memcpy(dst + co[0] * (int64_t)es[n], ptr[n - 1], (size_t)len * es[n]);
+            else
+                scatter_elems(dst, ptr[n - 1], co, len, es[n]);
+        }
+    }
+}
+
 /* B[pc.., jc..] of batch item b (kc x nc) as column panels of NR, zero-padded: dst[jr][p][j]. */
 #define DEF_PACK_B(s, T, A)                                                                        \
     static void pack_b_##s(const FcMatmul *m, const T *b, int64_t pc, int64_t kc, int64_t jc,      \
@@ -263,12 +437,16 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
-            for (int64_t i = 0; i < mc; i++) {                                                     \
-                T *dst = c + i * m->c_rs + jc * m->c_cs;                                           \
-                const A *src = cbuf + i * ldc;                                                     \
-                for (int64_t j = 0; j < nc; j++)                                                   \
-                    dst[j * m->c_cs] = (T)src[j];                                                  \
-            }                                                                                      \
+            if (m->epi)                                                                            \
+                epi_block(m, bi, i0, jc, mc, nc, cbuf, ldc,                                        \
+                          run->scratch[tid] + run->a_bytes + run->b_bytes + run->c_bytes);         \
+            else                                                                                   \
+                for (int64_t i = 0; i < mc; i++) {                                                 \
+                    T *dst = c + i * m->c_rs + jc * m->c_cs;                                       \
+                    const A *src = cbuf + i * ldc;                                                 \
+                    for (int64_t j = 0; j < nc; j++)                                               \
+                        dst[j * m->c_cs] = (T)src[j];                                              \
+                }                                                                                  \
         }                                                                                          \
         return true;                                                                               \
     }
@@ -296,6 +474,10 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
         snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
         return FC_ERR_VALUE;
     }
+    if (m->epi && !epi_valid(m)) {
+        snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed epilogue");
+        return FC_ERR_VALUE;
+    }
     MmRun run = {.m = m, .nbatch = 1,
 #if MM_FMA
                  .fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
@@ -312,7 +494,11 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     double madds = (double)run.nbatch * (double)m->m * (double)m->n * (double)(m->k > 0 ? m->k : 1);
     int nth = madds < MM_SMALL ? 1 : fc_cpu_clamp_threads(be, m->nthreads);
     run.mblk = MM_MC;
-    if (nth > 1) {
+    /* Batch items enough for the threads and a few row blocks each: one task per item, which
+     * packs its B once (per-image products, as a convolution's). */
+    if (m->m <= 4 * MM_MC && run.nbatch >= 4 * (int64_t)nth)
+        run.mblk = (m->m + MM_MR - 1) / MM_MR * MM_MR;
+    else if (nth > 1) {
         int64_t want = 4 * (int64_t)nth;
         int64_t per_batch = (want + run.nbatch - 1) / run.nbatch;
         int64_t rows = (m->m + per_batch - 1) / per_batch;
@@ -330,13 +516,14 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     int64_t ldc = (nmax + nr - 1) / nr * nr;
     run.a_bytes = ((size_t)(run.mblk * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
     run.b_bytes = ((size_t)(ldc * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
-    size_t c_bytes = (size_t)(run.mblk * ldc) * es;
+    run.c_bytes = ((size_t)(run.mblk * ldc) * es + 63) & ~(size_t)63;
+    size_t e_bytes = m->epi ? epi_bytes(m->epi, nmax) : 0;
     run.scratch = mem_calloc((size_t)nth, sizeof *run.scratch);
     FcStatus st = FC_OK;
     if (!run.scratch)
         goto nomem;
     for (int i = 0; i < nth; i++)
-        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + c_bytes)))
+        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + run.c_bytes + e_bytes)))
             goto nomem;
     /* B is packed once when several row blocks would each pack it again (and the copy is not
      * too big): the tasks then only pack their rows of A. */
