@@ -22,10 +22,10 @@
  * what they print on the CPU; without one those tests say so and pass. */
 #include "tdl.h"
 #include "tests.h"
+#include "watch.h"
 
 #include "backend.h"
 #include "cuda/cuda_internal.h"     /* the code generator's plan, for the emulated launches */
-#include "interp.h"                 /* an interpreter's FcCtx, for its on_kernel hook */
 
 #include <dlfcn.h>
 #include <math.h>
@@ -573,12 +573,7 @@ static void emu_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
  * CUDA source. */
 static tdl_status emu_program(Emu *e, const char *code, const char *path)
 {
-    tdl_config cfg = {0};
-    cfg.write = sink;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
-    T->I.fc->on_kernel = emu_on_kernel;
-    T->I.fc->on_kernel_ud = e;
+    tdl_interp *T = open_watching(emu_on_kernel, e);
     const char *argv[] = {path ? path : "<test>"};
     tdl_set_argv(T, 1, argv);
     tdl_status st = code ? tdl_run_string(T, code, "<test>") : tdl_run_file(T, path);
@@ -1080,12 +1075,7 @@ START_TEST(entry_points_alone)
 {
     bool nvrtc = have_nvrtc("compiling each entry point alone");
     Codes cs = {0};
-    tdl_config cfg = {0};
-    cfg.write = sink;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
-    T->I.fc->on_kernel = codes_on_kernel;
-    T->I.fc->on_kernel_ud = &cs;
+    tdl_interp *T = open_watching(codes_on_kernel, &cs);
     ck_assert_int_eq(tdl_run_string(T,
                                      "x = arange(4096.0).reshape(64, 64)\nprint(((x * 0.5 + 1).sin() * x)[0, :2])\n"
                                      "y = arange(100000.0).reshape(10, 10000)\nprint(y.sum(1)[:2])\n"

@@ -3,6 +3,7 @@
  * every kernel that representative programs schedule, seen through FcCtx.on_kernel. */
 #include "tdl.h"
 #include "tests.h"
+#include "watch.h"
 
 #include "backend.h"
 #include "interp.h"                 /* an interpreter's FcCtx, for its on_kernel hook */
@@ -10,13 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void sink(void *ud, const char *text, size_t len)
-{
-    (void)ud;
-    (void)text;
-    (void)len;
-}
 
 /* What the hook saw: kernels, and the first disagreement (a message) when there was one. */
 typedef struct Seen {
@@ -101,13 +95,8 @@ static const char *const agree_programs[] = {
 START_TEST(scheduler_agrees)
 {
     Seen s = {0};
-    tdl_config cfg = {0};
-    cfg.write = sink;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
+    tdl_interp *T = open_watching(agree_on_kernel, &s);
     s.ctx = T->I.fc;
-    T->I.fc->on_kernel = agree_on_kernel;
-    T->I.fc->on_kernel_ud = &s;
     ck_assert_int_eq(tdl_run_string(T, agree_programs[_i], "<t>"), TDL_OK);
     tdl_close(T);
     ck_assert_msg(!s.bad[0], "%s", s.bad);
@@ -239,12 +228,7 @@ static const struct {
 START_TEST(where_cmp_in_plan)
 {
     Fused f = {0};
-    tdl_config cfg = {0};
-    cfg.write = sink;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
-    T->I.fc->on_kernel = fused_on_kernel;
-    T->I.fc->on_kernel_ud = &f;
+    tdl_interp *T = open_watching(fused_on_kernel, &f);
     ck_assert_int_eq(tdl_run_string(T, fused_cases[_i].code, "<t>"), TDL_OK);
     tdl_close(T);
     ck_assert_str_eq(f.text, fused_cases[_i].fused);
