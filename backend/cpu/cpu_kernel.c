@@ -299,6 +299,9 @@ typedef struct Plan {
      * by w that is the result (0: none), and cond's and w's steps; gate_where 0: not gated. */
     int gate_where, gate_mul, gate_cond, gate_w, gate_zero;
     bool gate_narrow;           /* its chunks may be evaluated narrow first (eval_gated) */
+    int gate_v;                 /* the where's v when a chunk with cond true may read it as the
+                                   where's value (nothing up to the product writes its buffer),
+                                   else -1 */
     int nmemo, nracc;           /* memoised steps, inner reductions */
     size_t nstamps, nvals;      /* table entries of the chains, and of their steps */
     struct Restore *rlist;      /* the steps of each chain that restore (Step.rfirst) */
@@ -1748,6 +1751,25 @@ static void plan_gate(Plan *p)
     p->gate_mul = mul;
     p->gate_cond = c;
     p->gate_w = w;
+}
+
+/* A gated store's where with cond true: cond holds one value, so it holds over the chunk and
+ * the where is v itself, bit for bit; the product may read v where it lies (a load read in
+ * place: roi_align's staged cotangent row), or in v's buffer unless a step up to the product
+ * writes that buffer (eval_gated). After plan_index (in-place loads) and plan_memo. */
+static void plan_gate_v(Plan *p)
+{
+    p->gate_v = -1;
+    int where = p->gate_where, mul = p->gate_mul;
+    if (!where || !mul || p->steps[where].memo >= 0)
+        return;
+    int v = operand_step(p, where, 1);
+    if (v < p->ninv || !p->steps[v].wide || p->steps[v].in->dtype != p->steps[where].in->dtype)
+        return;
+    for (int j = where + 1; j <= mul && !p->steps[v].inplace; j++)
+        if (p->steps[j].d == p->steps[v].d)
+            return;
+    p->gate_v = v;
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
@@ -3410,6 +3432,10 @@ static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
     }
     if (narrow && !eval(p, t, p->ninv, p->gate_where, i0, n))
         return false;
+    if (!off && p->gate_v >= 0) {
+        t->cur[p->steps[p->gate_where].d] = t->cur[p->steps[p->gate_v].d];
+        return eval(p, t, p->gate_where + 1, p->ntop, i0, n);
+    }
     if (!off)
         return eval(p, t, p->gate_where, p->ntop, i0, n);
     /* the where gives its zero everywhere: made only when the product needs it (w not finite) */
@@ -3883,6 +3909,7 @@ static FcStatus plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     if (st != FC_OK)
         return st;
     st = plan_index(p, k, err);
+    plan_gate_v(p);
     if (st == FC_OK && p->total == 0 && !p->reduce)
         p->idle = true;
     return st;
