@@ -510,6 +510,18 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
                                               "shapes %s", a);
         }
     }
+    /* As PyTorch's AdvancedIndex: an index into a dim of size 0 is out of bounds whatever its
+     * values; the values themselves are checked by the walk over the result, which a result of
+     * no elements never makes (zeros(5, 0)[tensor([7])] has shape (1, 0)). */
+    bool empty = false;
+    for (int d = 0; d < p->nb; d++)
+        empty |= p->bshape[d] == 0;
+    for (int k = 0; k < p->ndim; k++) {
+        if (k < n && p->idx[k] && p->shape[k] == 0 && fc_tensor_numel(p->idx[k]) > 0)
+            return fc_errf(err, FC_ERR_INDEX, "index is out of bounds for dimension with size 0");
+        if (k >= n || !p->idx[k])
+            empty |= p->shape[k] == 0;
+    }
     /* The values, in the order PyTorch's kernel meets them. A lazy index is not realised to be
      * checked here: the gather that reads through it checks each index as the kernel computes it
      * (so roi_align's tap coordinates are never stored); an error then surfaces where the result
@@ -518,7 +530,7 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
     int64_t ext[FC_MAX_DIMS] = {0};
     int dims[FC_MAX_DIMS] = {0}, nv = 0, g = 0;
     for (int k = 0; k < n; k++) {
-        if (p->idx[k] && !p->in_range[k] && !fc_tensor_is_lazy(p->idx[k])) {
+        if (p->idx[k] && !p->in_range[k] && !fc_tensor_is_lazy(p->idx[k]) && !empty) {
             vals[nv] = p->idx[k];
             ext[nv] = p->shape[k];
             dims[nv++] = g;         /* its position among all advanced indices */

@@ -1512,19 +1512,7 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
             return true;
         }
         ListObj *l;
-        if (!list_from_iterable(I, x, &l)) return false;
-        TupleObj *tu = tuple_alloc(I, l->n);
-        if (!tu) {
-            val_decref(I, LISTV(l));
-            return false;
-        }
-        for (size_t i = 0; i < l->n; i++) {
-            tu->items[i] = l->items[i];
-            val_incref(l->items[i]);
-        }
-        val_decref(I, LISTV(l));
-        *out = TUPLEV(tu);
-        return true;
+        return list_from_iterable(I, x, &l) && tuple_from_list(I, l, out);
     }
     }
 }

@@ -139,16 +139,11 @@ static bool c3_mro(Interp *I, ClassObj **bases, int nbases, Value *out)
     mem_free(buf);
     mem_free(start);
     mem_free(head);
-    TupleObj *t = ok ? tuple_alloc(I, res->n) : NULL;
-    if (t) {
-        for (size_t k = 0; k < res->n; k++) {
-            t->items[k] = res->items[k];
-            val_incref(t->items[k]);
-        }
-        *out = v_obj(V_TUPLE, &t->h);
+    if (!ok) {
+        val_decref(I, v_obj(V_LIST, &res->h));
+        return false;
     }
-    val_decref(I, v_obj(V_LIST, &res->h));
-    return t != NULL;
+    return tuple_from_list(I, res, out);
 }
 
 /* Functions defined in the class learn it, for super() without arguments (CPython's __class__
@@ -1117,6 +1112,15 @@ bool class_hash(Interp *I, Value v, uint64_t *out, bool *found)
 
 /* The iteration of an instance: its __iter__'s iterator (an instance with __next__, or any
  * iterator of tdl's own), or, without __iter__, __getitem__ with 0, 1, ... until IndexError. */
+bool class_iterable(Interp *I, Value v, bool *yes)
+{
+    Value m;
+    if (!class_find(I, class_of(v), "__iter__", &m, NULL)) return false;
+    if (m.tag == V_UNDEF && !class_find(I, class_of(v), "__getitem__", &m, NULL)) return false;
+    *yes = m.tag != V_UNDEF;
+    return true;
+}
+
 bool class_iter_begin(Interp *I, Value v, Iter *it)
 {
     Value r;

@@ -805,6 +805,16 @@ static bool exec_definition(Interp *I, Frame *F, Node *st, Value *out)
 
 /* ---- expressions ---- */
 
+/* The items of a starred x in a display or an index ([*x], (*x,), {*x}, t[*x]) appended to l, with
+ * CPython's error when x has no iteration protocol. */
+static bool splice_starred(Interp *I, ListObj *l, Value x)
+{
+    bool yes;
+    if (!val_iterable(I, x, &yes)) return false;
+    if (!yes) return err_raise(I, TDL_ERR_TYPE, "Value after * must be an iterable, not %s", val_type_name(x));
+    return list_extend_from_iterable(I, l, x);
+}
+
 /* t[i, *rest]: the index tuple with the items of each *rest spliced in (Python 3.11); not inlined
  * into eval_index, which every subscript in a nested expression runs. */
 __attribute__((noinline))
@@ -819,21 +829,16 @@ static bool eval_star_index(Interp *I, Frame *F, Node *n, Value *out)
         if (!(ok = e->kind == N_STARRED ? eval(I, F, e->a, &x) : eval_index(I, F, e, &x))) break;
         if (e->kind != N_STARRED) {
             ok = list_append(I, l, x);
-        } else if (!(ok = list_extend_from_iterable(I, l, x))) {
+        } else if (!(ok = splice_starred(I, l, x))) {
             locate(I, F, e->pos);
         }
         val_decref(I, x);
     }
-    TupleObj *t = ok ? tuple_alloc(I, l->n) : NULL;
-    if (t) {
-        for (size_t k = 0; k < l->n; k++) {
-            t->items[k] = l->items[k];
-            val_incref(t->items[k]);
-        }
-        *out = v_obj(V_TUPLE, &t->h);
+    if (!ok) {
+        val_decref(I, lv);
+        return false;
     }
-    val_decref(I, lv);
-    return t != NULL;
+    return tuple_from_list(I, l, out);
 }
 
 /* A subscript's index: slices become slice objects, a:b inside a tuple too. */
@@ -887,7 +892,7 @@ static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
                 val_decref(I, lv);
                 return false;
             }
-            bool ok = e->kind != N_STARRED ? list_append(I, l, x) : list_extend_from_iterable(I, l, x);
+            bool ok = e->kind != N_STARRED ? list_append(I, l, x) : splice_starred(I, l, x);
             val_decref(I, x);
             if (!ok) {
                 locate(I, F, e->pos);
@@ -899,18 +904,7 @@ static bool eval_seq(Interp *I, Frame *F, Node *n, Value *out)
             *out = lv;
             return true;
         }
-        TupleObj *t = tuple_alloc(I, l->n);
-        if (!t) {
-            val_decref(I, lv);
-            return false;
-        }
-        for (size_t k = 0; k < l->n; k++) {
-            t->items[k] = l->items[k];
-            val_incref(t->items[k]);
-        }
-        val_decref(I, lv);
-        *out = v_obj(V_TUPLE, &t->h);
-        return true;
+        return tuple_from_list(I, l, out);
     }
     Value seq;
     Value *dst;

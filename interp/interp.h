@@ -482,6 +482,11 @@ bool iter_next(Interp *I, Iter *it, Value *out, bool *done);
 void iter_end(Interp *I, Iter *it);
 /* A new list (*out, a new reference) holding the items of any iterable. */
 bool list_from_iterable(Interp *I, Value seq, ListObj **out);
+/* A tuple of l's items; consumes the caller's reference to l, on failure too. */
+bool tuple_from_list(Interp *I, ListObj *l, Value *out);
+/* Whether iter_begin would take v (its type has an iteration protocol), without starting one; false
+ * only on an error looking the protocol up. */
+bool val_iterable(Interp *I, Value v, bool *yes);
 /* Appends the items of any iterable to l (borrows seq; l.extend(l) appends the items l had); on
  * failure l may hold some of them. */
 bool list_extend_from_iterable(Interp *I, ListObj *l, Value seq);
@@ -650,6 +655,7 @@ bool class_contains(Interp *I, Value c, Value item, bool *out);
 bool class_hash(Interp *I, Value v, uint64_t *out, bool *found);
 /* Iteration of an instance (Iter.seq the iterator; Iter.byte 1 for the __getitem__ protocol). */
 bool class_iter_begin(Interp *I, Value v, Iter *it);
+bool class_iterable(Interp *I, Value v, bool *yes);     /* has __iter__ or __getitem__ */
 bool class_iter_next(Interp *I, Iter *it, Value *out, bool *done);
 /* repr() (str: str()) of classes, instances, methods, descriptors and super objects. */
 bool class_repr(Interp *I, Value v, Buf *b, bool str);

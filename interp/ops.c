@@ -1014,6 +1014,20 @@ fail:
     return false;
 }
 
+bool tuple_from_list(Interp *I, ListObj *l, Value *out)
+{
+    TupleObj *t = tuple_alloc(I, l->n);
+    if (t) {
+        for (size_t k = 0; k < l->n; k++) {
+            t->items[k] = l->items[k];
+            val_incref(t->items[k]);
+        }
+        *out = v_obj(V_TUPLE, &t->h);
+    }
+    val_decref(I, v_obj(V_LIST, &l->h));
+    return t != NULL;
+}
+
 bool list_extend_from_iterable(Interp *I, ListObj *l, Value seq)
 {
     if (seq.tag == V_LIST || seq.tag == V_TUPLE) {
@@ -1031,6 +1045,21 @@ bool list_extend_from_iterable(Interp *I, ListObj *l, Value seq)
     for (size_t i = 0; ok && i < m->n; i++) ok = list_append(I, l, m->items[i]);
     val_decref(I, v_obj(V_LIST, &m->h));
     return ok;
+}
+
+bool val_iterable(Interp *I, Value v, bool *yes)
+{
+    switch (v.tag) {
+    case V_LIST: case V_TUPLE: case V_STR: case V_RANGE: case V_DICT: case V_SET: case V_FROZENSET:
+    case V_DICTVIEW: case V_GEN: case V_ITER: case V_TENSOR:
+        *yes = true;
+        return true;
+    case V_INSTANCE:
+        return class_iterable(I, v, yes);
+    default:
+        *yes = false;
+        return true;
+    }
 }
 
 bool iter_begin(Interp *I, Value seq, Iter *it)

@@ -285,7 +285,7 @@ START_TEST(staged_cotangent)
 }
 END_TEST
 
-/* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_kernel.c's gated store:
+/* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_plan.c's gated store:
  * rows where m is false add zeros, and are left out): where w is not finite there, the zero
  * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
  * the sums of 2 g over the rows that gather them). */
@@ -307,7 +307,7 @@ END_TEST
 
 /* The gated store of gated_masked_zero with w finite: its masked rows come in runs of 10 (idx %
  * 50 < 10), two chunks each (300 columns: 256 + 44), and every chunk of a run after its first is
- * found to add zeros from its narrow values alone (cpu_kernel.c's eval_gated: 8 runs of 20
+ * found to add zeros from its narrow values alone (cpu_exec.c's eval_gated: 8 runs of 20
  * chunks, 19 each; fc_cpu_narrow_skips), at 1 and 2 threads, with the gradient of PyTorch: the
  * masked rows 0 (w there 3, never used), the others the sums of 2 g over the rows that gather
  * them. (On a real GPU the count is not the CPU's to check.) */

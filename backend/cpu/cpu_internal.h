@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* ---- the parallel-for ----
+/* ---- the pool's parallel-for (cpu_pool.c) ----
  *
  * A job is ntasks tasks numbered 0..ntasks-1, claimed in increasing order through an atomic
  * counter by nthreads threads (the caller is thread 0). A task function returns false to stop the
@@ -61,6 +61,9 @@ typedef struct CpuBackend {
  * the job was interrupted (*interrupt became nonzero); a task that fails records its own error. */
 bool fc_cpu_parallel_for(CpuBackend *be, int nthreads, int64_t ntasks, CpuTaskFn fn, void *arg,
                       volatile int *interrupt);
+
+/* Stops and joins the pool's workers (destroy; none started is fine). */
+void fc_cpu_pool_stop(CpuBackend *be);
 
 /* The threads a kernel may really use: k's request clamped to [1, pool size]. */
 int fc_cpu_clamp_threads(const CpuBackend *be, int nthreads);
