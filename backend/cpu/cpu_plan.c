@@ -188,26 +188,28 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
         char *q = (char *)p->pool + (size_t)i * per;
         Step *s = &p->steps[i];
         s->tl = (struct TabLoop *)(void *)q;
-        s->rl = (int *)(void *)(q + nl * sizeof(struct TabLoop));
-        s->bvals = s->rl + nl;
-        s->bdt = (FcDType *)(void *)(s->bvals + nl);
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0;
         s->in = in;
-        s->g = ng > 0 ? &p->gphys[gused] : NULL;
-        s->gx = ng > 0 ? &p->gxs[gused] : NULL;
-        gused += ng;
         s->esize = fc_dtype_size(in->dtype);
         s->deps = kp->deps[i];
         FcDType a_dt = in->a >= 0 ? k->code[kp->opv[3 * i]].dtype : in->dtype;
         st = fc_cpu_supports(in, a_dt, err);
         if (st != FC_OK)
             goto done;
-        if (in->op == FC_OP_LOAD)
+        /* Each kind's fields only (they share storage: Step's union) */
+        if (in->op == FC_OP_LOAD) {
+            int ng = in->ngather;
+            s->g = ng > 0 ? &p->gphys[gused] : NULL;
+            s->gx = ng > 0 ? &p->gxs[gused] : NULL;
+            gused += ng;
             s->strides = k->nloop > 0 ? in->strides : p->zero;
-        else if (fc_op_is_reduce(in->op))
+        } else if (fc_op_is_reduce(in->op)) {
+            s->rl = (int *)(void *)(q + nl * sizeof(struct TabLoop));
+            s->bvals = s->rl + nl;
+            s->bdt = (FcDType *)(void *)(s->bvals + nl);
             fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype);
-        else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA)
+        } else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA) {
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
+        }
     }
     plan_selects(p, k, val);
     p->ninv = kp->ninv;

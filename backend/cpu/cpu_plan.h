@@ -63,6 +63,8 @@
 
 #include "cpu_internal.h"
 
+#include <stddef.h>
+
 enum {
     SMALL_WORK = 32 * 1024,     /* elements below which a kernel runs on the calling thread */
     TASK_WORK = 32 * 1024,      /* elements of work per task when spreading units */
@@ -156,10 +158,11 @@ typedef struct RowTerm {
     int outer;
 } RowTerm;
 
-/* One instruction, with its registers renamed to physical buffers. What every evaluation reads
+/* One instruction, with its registers renamed to physical buffers: a small core that any step
+ * has, then what only one kind of step has, in a union by kind. What every evaluation reads
  * comes first, and the arrays over loops are elsewhere (Plan.pool): a list of steps is walked
  * for every chunk, so each visit should touch one or two cache lines (the first 64 bytes: any
- * visit; the next: a load's). */
+ * visit; the next: a load's, or a select's constant). */
 typedef struct Step {
     /* the first cache line: what every visit reads */
     const FcInstr *in;
@@ -195,27 +198,57 @@ typedef struct Step {
                                    read at their tables (pfirst, pcount); else 0 (plan_runs) */
     int m;                      /* wide, in a list whose chunk spans several loops: its positions
                                    (those of its shape); else 0 (the chunk's) */
+    /* the rest of the core: what any kind of step may have */
     int fillw;                  /* positions its readers read: the longest chunk of their lists */
     int chain_end;              /* the first step of a memo chain: the step after its last */
-    int rowg;                   /* nterm: the step of its first rows (their number and length) */
-    /* loads */
-    char selk[8];               /* sel: the constant, in the compared dtype */
     size_t esize;               /* bytes per element of its value */
-    const int64_t *strides;     /* LOAD: [L] */
-    int64_t cstride;            /* LOAD: its stride along its shape's one loop (0 for several) */
-    const int32_t *ramp;        /* LOAD read through 32-bit offsets (needs_ramp): the offset of each
-                                   position of its shape (its rows) from the first, or NULL */
-    int *g;                     /* [in->ngather] physical buffers of the gathered indices */
-    GatherX *gx;                /* [in->ngather] how they are read (per_element) */
+    /* What only one kind of step has. The kinds exclude one another (a step is one op; weighted
+     * rows are a float ADD or MUL, a select is a WHERE), and each group is read and written only
+     * where its kind is checked (in->op, nterm, sel): the groups share storage. Being memoised,
+     * precomputed or read through widened operands is not a kind: any step may be, so those
+     * fields stay in the core. */
+    union {
+        struct {                /* in->op == FC_OP_LOAD */
+            const int64_t *strides;     /* [L] */
+            int64_t cstride;            /* its stride along its shape's one loop (0 for several) */
+            const int32_t *ramp;        /* read through 32-bit offsets (needs_ramp): the offset of
+                                           each position of its shape (its rows) from the first,
+                                           or NULL */
+            int *g;                     /* [in->ngather] physical buffers of the gathered indices */
+            GatherX *gx;                /* [in->ngather] how they are read (per_element) */
+            bool rampz;                 /* its offsets along its shape (its rows) are all 0 */
+            int osum, og[2];            /* gathered, with offsets that are an outer sum
+                                           (plan_index): the offset of position a * osum + b is
+                                           that of gathered index og[0] at a plus that of og[1]
+                                           at b; else osum is 0 */
+            int rows, rlen;             /* gathered, in a span, with indices that vary along none
+                                           of its inner loops: read as rows (one offset each) of
+                                           rlen values ... */
+            const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous
+                                           run */
+            uint64_t outer;             /* its rows' loops (the others are inner) */
+        };
+        struct {                /* fc_op_is_reduce(in->op): an inner reduction */
+            int body0, body1;           /* its body: steps [body0, body1) */
+            int racc;                   /* its slot of accumulators in Thread.racc */
+            int rcl;                    /* a reduction of one value (not wide): the loop of its own
+                                           it runs along the chunk; -1 for a wide one */
+            const void *fillv;          /* a chunk of the fill value (for bounds) */
+            CpuReducer red;
+            int nrl, *rl;               /* [L] its loops other than rcl, outermost first */
+            int *bvals;                 /* [L] physical buffers of its bounds' values */
+            FcDType *bdt;               /* [L] and their dtypes */
+        };
+        struct {                /* nterm > 0: weighted rows (plan_rowops) */
+            int rowg;                   /* the step of its first rows (their number and length) */
+            RowTerm term[ROW_TERMS];    /* its terms */
+        };
+        struct {                /* sel: a select that compares (plan_selects) */
+            char selk[8];               /* the constant, in the compared dtype */
+        };
+    };
     int cx;                     /* the chunk loop of the list it is evaluated in */
-    bool rampz;                 /* LOAD: its offsets along its shape (its rows) are all 0 */
-    int osum, og[2];            /* a gathered LOAD whose offsets are an outer sum (plan_index):
-                                   the offset of position a * osum + b is that of gathered index
-                                   og[0] at a plus that of og[1] at b; else osum is 0 */
-    int rows, rlen;             /* a gathered LOAD in a span whose indices vary along none of its
-                                   inner loops: read as rows (one offset each) of rlen values ... */
-    const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous run */
-    uint64_t outer;             /* its rows' loops (the others are inner) */
+    int parent;                 /* the step of the reduction whose body holds it, or -1 */
     uint64_t deps;              /* the loops it varies along */
     uint64_t shape;             /* wide: the loops of its list's chunk it varies along */
     const int32_t *x[3];        /* a, b, c (a reduction's a) widened to its shape: for each of its
@@ -247,19 +280,13 @@ typedef struct Step {
     int64_t tsize;              /* entries */
     size_t stamp0;              /* its entries' generations: Thread.stamps[stamp0 ...] */
     struct TabLoop { int loop; int64_t str; } *tl;  /* [L] */
-    /* an inner reduction */
-    int parent;                 /* the step of the reduction whose body holds it, or -1 */
-    int body0, body1;           /* its body: steps [body0, body1) */
-    int racc;                   /* its slot of accumulators in Thread.racc */
-    int rcl;                    /* a reduction of one value (not wide): the loop of its own it
-                                   runs along the chunk; -1 for a wide one */
-    const void *fillv;          /* a chunk of the fill value (for bounds) */
-    CpuReducer red;
-    int nrl, *rl;               /* [L] its loops other than rcl, outermost first */
-    int *bvals;                 /* [L] physical buffers of its bounds' values */
-    FcDType *bdt;               /* [L] and their dtypes */
-    RowTerm term[ROW_TERMS];    /* nterm: its terms */
 } Step;
+
+/* What every visit reads stays in the first 64 bytes (the array of steps is not aligned to cache
+ * lines, so that is one or two lines), and the union keeps a step within 7 lines (the groups of all
+ * kinds side by side would take more than 10). */
+_Static_assert(offsetof(Step, m) + sizeof(int) <= 64, "Step: the core outgrew the first 64 bytes");
+_Static_assert(sizeof(Step) <= 448, "Step: grew past 7 lines");
 
 /* A widening table: positions of shape `to` -> positions of shape `from` (a subset). */
 typedef struct Widen {
