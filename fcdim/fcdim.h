@@ -539,11 +539,12 @@ typedef struct FcBound {
 typedef struct FcInstr {
     FcOp op;
     FcDType dtype;              /* of dst */
-    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons: compared values;
-                                   a reduction: its body's) */
+    FcDType src_dtype;          /* of the operands (CAST: the source; comparisons and WHERE_CMP:
+                                   compared values; a reduction: its body's) */
     int dst, a, b, c;           /* registers; -1 when unused */
     bool invariant;             /* depends on no loop: computed once per thread, before the loops */
-    uint64_t deps;              /* bit l: the value varies along loop l (set by the scheduler) */
+    uint64_t deps;              /* bit l: the value varies along loop l (set by the scheduler by
+                                   fc_kplan_domains; the backends read their plan's) */
     /* LOAD */
     int buf;                    /* index into FcKernel.bufs */
     int64_t offset;             /* elements */
@@ -552,8 +553,9 @@ typedef struct FcInstr {
                                    element is read (else FC_ERR_INDEX "index 7 is out of bounds for
                                    dimension 0 with size 5") */
     FcGather *gathers;          /* [ngather] */
-    /* CONST */
+    /* CONST: its value; WHERE_CMP: the constant a is compared with (of src_dtype) */
     FcScalar konst;
+    FcOp cmp;                   /* WHERE_CMP: the comparison, EQ..GE */
     /* IOTA: the loop whose index it is */
     int loop;
     /* A reduction (SUM, PROD, AMAX, AMIN, ANY, ALL) inside the code: `a` is its body's result,
@@ -634,7 +636,7 @@ typedef struct FcPlan {
     int *opv;                   /* [3n] a, b, c as the instructions that wrote them, -1 when absent */
     int *gopv, *goff;           /* the gathered indices of instruction i: gopv[goff[i] + g] */
     int *bopv, *boff;           /* the bound values of reduction i: bopv[boff[i] + b] */
-    uint64_t *deps;             /* bit l: the value varies along loop l (fc_kplan_deps) */
+    uint64_t *deps;             /* bit l: the value varies along loop l (fc_kplan_domains' rule) */
     uint64_t *own;              /* the loops reduction i iterates (0 for others) */
     int *list;                  /* the innermost inner reduction whose loops i varies along (its
                                    body), or -1: the top list */
@@ -655,14 +657,14 @@ typedef struct FcPlan {
  * kernel ("<who> kernel: loop 2 has a bad owner"), FC_ERR_NOMEM. */
 FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError *err);
 void fc_kplan_free(FcPlan *p);  /* NULL is fine */
-/* The loops instruction in varies along over loops of these extents (those of extent 1 left
- * out; one of extent 0 counts, so that nothing read under an empty loop is hoisted out of it and
- * computed), given body (what its a varies along: for a reduction, less its own loops own) and
- * others (what its other operands, gathered indices and bounds vary along). */
-uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint64_t body, uint64_t others,
-                       uint64_t own);
-/* list[i] for n instructions: the first reduction after i whose loops (own) i varies along. */
-void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list);
+/* The part of fc_kplan_new that the scheduler applies to its code before the kernel is final
+ * (SSA: instruction i writes register i; not validated): own[i], the loops inner reduction i
+ * iterates (owner[l] == i; 0 for others); deps[i], the loops i varies along (those of extent 1
+ * left out; one of extent 0 counts, so that nothing read under an empty loop is hoisted out of
+ * it and computed; a reduction's own loops left out of what its body varies along); list[i], the
+ * first reduction after i whose loops i varies along (its body), or -1. Arrays of n. */
+void fc_kplan_domains(const FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner,
+                      uint64_t *deps, uint64_t *own, int *list);
 /* cx[i]: the loop along which i's list takes its vector steps, given cl, the top list's (clmask:
  * the loops a step of the top list spans, cl's alone unless the backend spans several). A
  * reduction that varies along its list's vector loop takes its steps along it too; else it
@@ -688,8 +690,8 @@ void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const i
  * never reach: a bounded loop's tail, where such a division could fail), its operands are
  * invariant or precomputed, its table fits t's limits (pre_points; pre_bytes for all of them) and
  * veto (NULL: none) does not refuse it: what the backend's own layout rules out. opv: the
- * operands as instructions, the plan's (p->opv) or the backend's after it fused some (a select
- * that compares reads the compared value). Values are taken in the plan's order (pos).
+ * operands as instructions, the plan's (p->opv) or the backend's after it fused some of its own
+ * (the CPU's weighted rows). Values are taken in the plan's order (pos).
  * Sets pre[i], off[i] (its table's byte offset, 64-byte aligned) and kept[i] (a value that an
  * instruction that is not precomputed reads, or the kernel's bounds or gathers: the tables the
  * kernel reads; NULL when not wanted); returns the bytes of all tables. A kernel scheduled
@@ -703,6 +705,26 @@ size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const
  * t->long_loop long and 4 times longer. A scattered store keeps the innermost (its duplicates
  * must land in loop order). -1 when there is no root loop. */
 int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter);
+/* The vector loop the scheduler fixes (FcKernel.chunk_loop) for a kernel with inner reductions
+ * (some owner >= 0), whose code varies along deps (n instructions): among the root loops long
+ * enough to fill chunks, the one the fewest instructions vary along, since every other value is
+ * computed once per chunk instead of once per element (roi_align's coordinates and weights do
+ * not vary along c: with c along the chunk only the taps and their sum are vector work); ties go
+ * to t's choice (fc_target_chunk_loop), then to the innermost. A kernel without inner reductions
+ * or with a scattered store: t's choice. */
+int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter, int n,
+                        const uint64_t *deps);
+
+/* The fused ops (ops.def's FUSED rows) made on a scheduled kernel's code (SSA, n instructions,
+ * over loops of these extents and owners; result and the scatter indices sregs[0..ns) are read
+ * by the store) where the backend that runs it takes them (takes(ud, in): whether it computes
+ * instruction in), rewriting instructions in place: a WHERE whose condition is a comparison of a
+ * value with a constant, over the same loops as the select, becomes a WHERE_CMP when every read
+ * of the comparison is such a select (each one taken): the comparison is then read by nothing,
+ * and the caller drops it (with what else only it read). Returns how many were rewritten; out of
+ * memory, none (the same results). */
+int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
+                  const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud);
 
 /* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along
  * which distinct iterations never write the same element, whatever the scatter indices hold (in

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_LEAF, K_UNARY, K_BINARY, K_COMPARE, K_TERNARY, K_REDUCE };
+enum { K_LEAF, K_UNARY, K_BINARY, K_COMPARE, K_TERNARY, K_FUSED, K_REDUCE };
 
 static const struct {
     const char *name;

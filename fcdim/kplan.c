@@ -6,17 +6,22 @@
  *
  * What it holds: the one validator of a kernel's code; each operand linked to the instruction
  * that wrote it (registers may be reused: a read names the last write before it); the loops each
- * value varies along (deps, by the one rule the scheduler also uses: fc_kplan_deps); the list each
- * instruction belongs to (the innermost inner reduction whose loops it varies along); the order
+ * value varies along (deps) and the list each instruction belongs to (the innermost inner
+ * reduction whose loops it varies along), by the rules the scheduler also applies to its code
+ * while it is not final (fc_kplan_domains); the vector loop the scheduler fixes for a kernel with
+ * inner reductions, from the target's thresholds (fc_kplan_chunk_loop); the order
  * of evaluation (invariants, the top list, each reduction's body, each list by domain); and, from
  * the vector loop a backend picks for the top list, the vector loop of every other list
  * (fc_kplan_chunks); the order of execution (a reduction's body before it) and, over the reads a
  * backend gives (its fusions may change them), each value's last use (fc_kplan_live); and which
  * values are precomputed over their own domain before the kernel runs (fc_kplan_pre: what the
- * CPU fills its tables with and the CUDA generator's tdl_pre computes). Each value's domain (its
- * deps) is the level it is hoisted to; how a backend keeps a value across the points of its
- * domain (the CPU's memo tables, the GPU's nest levels) is its own layout. What is particular to
- * one backend (its op tables, its buffers, its fused patterns, its launch shape) stays in it.
+ * CPU fills its tables with and the CUDA generator's tdl_pre computes); and the fused ops of
+ * ops.def (fc_kplan_fuse: a select that compares with a constant), made on the scheduled code
+ * where the kernel's backend takes them, which both backends then read as ops. Each value's
+ * domain (its deps) is the level it is hoisted to; how a backend keeps a value across the points
+ * of its domain (the CPU's memo tables, the GPU's nest levels) is its own layout. What is
+ * particular to one backend (its op tables, its buffers, its layout-bound fusions such as the
+ * CPU's weighted rows, its launch shape) stays in it.
  * Depends on fcdim.h, internal.h only. */
 #include "internal.h"
 #include "mem.h"
@@ -29,32 +34,59 @@
 static bool is_arg(FcOp op) { return op == FC_OP_ARGMAX || op == FC_OP_ARGMIN; }
 
 /* The dtype operand `which` of in must have, given the dtype of its a (casts and comparisons
- * take any a; the others read their own dtype, WHERE's condition bool). */
+ * take any a; the others read their own dtype, WHERE's condition bool, WHERE_CMP's compared
+ * value its src_dtype). */
 static FcDType operand_dtype(const FcInstr *in, int which, FcDType a_dt)
 {
     if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op))
         return a_dt;
     if (in->op == FC_OP_WHERE && which == 0)
         return FC_BOOL;
+    if (in->op == FC_OP_WHERE_CMP && which == 0)
+        return in->src_dtype;
     return in->dtype;
 }
 
-uint64_t fc_kplan_deps(const FcInstr *in, int nloop, const int64_t *extent, uint64_t body, uint64_t others,
-                       uint64_t own)
+/* The loops instruction in varies along over loops of these extents (those of extent 1 left out;
+ * one of extent 0 counts, so that nothing read under an empty loop is hoisted out of it and
+ * computed), given what each register it reads varies along (rdeps, by register) and, for a
+ * reduction, its own loops own (its body's variation along them stays inside it). */
+static uint64_t instr_deps(const FcInstr *in, int nloop, const int64_t *extent, const uint64_t *rdeps,
+                           uint64_t own)
 {
-    uint64_t d = others;
+    uint64_t d = 0, body = in->a >= 0 ? rdeps[in->a] : 0;
     if (in->op == FC_OP_LOAD) {
         for (int l = 0; l < nloop; l++)
             if (in->strides[l] != 0 && extent[l] != 1)
                 d |= (uint64_t)1 << l;
+        for (int g = 0; g < in->ngather; g++)
+            d |= rdeps[in->gathers[g].reg];
     } else if (in->op == FC_OP_IOTA) {
         if (nloop > 0 && extent[in->loop] != 1)
             d |= (uint64_t)1 << in->loop;
     }
-    return d | (fc_op_is_reduce(in->op) ? body & ~own : body);
+    if (in->b >= 0)
+        d |= rdeps[in->b];
+    if (in->c >= 0)
+        d |= rdeps[in->c];
+    if (!fc_op_is_reduce(in->op))
+        return d | body;
+    for (int b = 0; b < in->nbound; b++)
+        d |= rdeps[in->bounds[b].reg];
+    return d | (body & ~own);
 }
 
-void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
+/* own[i]: the loops instruction i iterates (owner[l] == i), for n instructions. */
+static void own_loops(int nloop, const int *owner, int n, uint64_t *own)
+{
+    memset(own, 0, (size_t)n * sizeof *own);
+    for (int l = 0; l < nloop; l++)
+        if (owner[l] >= 0)
+            own[owner[l]] |= (uint64_t)1 << l;
+}
+
+/* list[i] for n instructions: the first reduction after i whose loops (own) i varies along. */
+static void lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
 {
     for (int i = 0; i < n; i++) {
         list[i] = -1;
@@ -62,6 +94,15 @@ void fc_kplan_lists(int n, const uint64_t *deps, const uint64_t *own, int *list)
             if (deps[i] & own[r])
                 list[i] = r;
     }
+}
+
+void fc_kplan_domains(const FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner,
+                      uint64_t *deps, uint64_t *own, int *list)
+{
+    own_loops(nloop, owner, n, own);
+    for (int i = 0; i < n; i++)
+        deps[i] = instr_deps(&code[i], nloop, extent, deps, own[i]);
+    lists(n, deps, own, list);
 }
 
 void fc_kplan_chunks(int n, int nloop, const uint64_t *deps, const uint64_t *own, const int *list, int cl,
@@ -97,6 +138,35 @@ int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, co
         if ((!owner || owner[l] < 0) && extent[l] >= extent[best])
             best = l;
     return extent[best] >= t->long_loop && extent[best] >= 4 * extent[cl] ? best : cl;
+}
+
+/* A root loop shorter than this is not taken for a kernel's fixed vector loop unless it is the
+ * natural one: the scheduler's own threshold for a loop that fills chunks, not the target's
+ * short_loop (which decides when the innermost loop gives way to a longer one). */
+enum { FIXED_MIN_LOOP = 16 };
+
+int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter, int n,
+                        const uint64_t *deps)
+{
+    int cl = fc_target_chunk_loop(t, nloop, extent, owner, scatter);
+    bool inner = false;
+    for (int l = 0; l < nloop; l++)
+        inner = inner || owner[l] >= 0;
+    if (cl < 0 || scatter || !inner)
+        return cl;
+    int best = cl, best_wide = INT32_MAX;
+    for (int l = nloop - 1; l >= 0; l--) {
+        if (owner[l] >= 0 || (l != cl && extent[l] < FIXED_MIN_LOOP))
+            continue;
+        int wide = 0;
+        for (int i = 0; i < n; i++)
+            wide += (int)(deps[i] >> l & 1);
+        if (wide < best_wide || (wide == best_wide && l == cl)) {
+            best = l;
+            best_wide = wide;
+        }
+    }
+    return best;
 }
 
 void fc_kplan_free(FcPlan *p)
@@ -189,17 +259,20 @@ static int place_list(int *pos, int *idx, int m, const uint64_t *deps, const int
     return m;
 }
 
-/* Links the operands of instruction i, checks their dtypes, and returns the loops i varies along
- * in *d. def: the instruction that last wrote each register. */
-static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, int *gused, int *bused,
-                           const char *who, FcError *err)
+/* Links the operands of instruction i, checks their dtypes, and sets the loops i varies along
+ * (p->deps[i], and rdeps of the register it writes). def: the instruction that last wrote each
+ * register; rdeps: what each register varies along. */
+static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, uint64_t *rdeps, int *gused,
+                           int *bused, const char *who, FcError *err)
 {
     const FcInstr *in = &k->code[i];
     int nreg = k->nreg, L = k->nloop;
-    bool red = fc_op_is_reduce(in->op);
+    bool red = fc_op_is_reduce(in->op), wcmp = in->op == FC_OP_WHERE_CMP;
     if ((unsigned)in->op >= FC_OP__COUNT || in->op == FC_OP_NONE || is_arg(in->op) ||
-        (unsigned)in->dtype >= FC_DTYPE__COUNT || (red && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
+        (unsigned)in->dtype >= FC_DTYPE__COUNT || ((red || wcmp) && (unsigned)in->src_dtype >= FC_DTYPE__COUNT))
         return bad(err, FC_ERR_VALUE, who, "instruction %d: bad op or dtype", i);
+    if (wcmp && (!fc_op_is_compare(in->cmp) || in->a < 0 || in->b < 0 || in->c < 0))
+        return bad(err, FC_ERR_VALUE, who, "instruction %d: bad where_cmp", i);
     if (in->dst < 0 || in->dst >= nreg)
         return bad(err, FC_ERR_VALUE, who, "instruction %d writes no register", i);
     if (red && in->a < 0)
@@ -207,7 +280,6 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
     int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = red ? in->nbound : 0;
     int ops[3] = {in->a, in->b, in->c};
     FcDType a_dt = in->dtype;
-    uint64_t body = 0, others = 0;
     p->goff[i] = *gused;
     p->boff[i] = *bused;
     for (int o = 0; o < 3 + ng + nb; o++) {
@@ -235,10 +307,6 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
             p->gopv[*gused + o - 3] = v;
         else
             p->bopv[*bused + o - 3 - ng] = v;
-        if (o == 0)
-            body = p->deps[v];
-        else
-            others |= p->deps[v];
     }
     *gused += ng;
     *bused += nb;
@@ -259,10 +327,10 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
         }
         break;
     }
-    uint64_t d = fc_kplan_deps(in, L, k->extent, body, others, p->own[i]);
+    uint64_t d = instr_deps(in, L, k->extent, rdeps, p->own[i]);
     if (in->invariant && d != 0)
         return bad(err, FC_ERR_VALUE, who, "invariant instruction %d reads loop-dependent values", i);
-    p->deps[i] = d;
+    p->deps[i] = rdeps[in->dst] = d;
     return FC_OK;
 }
 
@@ -330,7 +398,7 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     }
     FcPlan *p = mem_calloc(1, sizeof *p);
     /* one block: uint64_t arrays first (alignment), then the int arrays */
-    size_t words = 2 * (size_t)n,
+    size_t words = 2 * (size_t)n + (size_t)nreg,
            ints = 3 * (size_t)n + 9 * (size_t)n + (size_t)ng + (size_t)nb + (size_t)(nreg > 3 * n + 2 ? nreg : 3 * n + 2) + 2;
     char *blk = p ? mem_malloc(words * sizeof(uint64_t) + ints * sizeof(int)) : NULL;
     if (!blk) {
@@ -342,7 +410,8 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     p->L = k->nloop;
     p->deps = (uint64_t *)(void *)blk;
     p->own = p->deps + n;
-    int *q = (int *)(void *)(p->own + n);
+    uint64_t *rdeps = p->own + n;   /* while linking: what each register varies along */
+    int *q = (int *)(void *)(rdeps + nreg);
     p->opv = q, q += 3 * n;
     p->goff = q, q += n;
     p->boff = q, q += n;
@@ -355,16 +424,14 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     p->gopv = q, q += ng + 1;
     p->bopv = q, q += nb + 1;
     int *def = q, *idx = q;     /* def while linking, idx while ordering, a stack for seq */
-    memset(p->own, 0, (size_t)n * sizeof *p->own);
-    for (int l = 0; l < k->nloop; l++)
-        if (k->owner[l] >= 0)
-            p->own[k->owner[l]] |= (uint64_t)1 << l;
+    own_loops(k->nloop, k->owner, n, p->own);
     for (int r = 0; r < nreg; r++)
         def[r] = -1;
     int gused = 0, bused = 0;
     for (int i = 0; i < n && !st; i++) {
-        st = link_instr(p, k, i, def, &gused, &bused, who, err);
-        def[k->code[i].dst] = i;
+        st = link_instr(p, k, i, def, rdeps, &gused, &bused, who, err);
+        if (!st)
+            def[k->code[i].dst] = i;
     }
     if (!st && (k->result < 0 || k->result >= nreg || def[k->result] == -1))
         st = bad(err, FC_ERR_VALUE, who, "the result register %d is never written", k->result);
@@ -380,7 +447,7 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
         return st;
     }
     p->res = def[k->result];
-    fc_kplan_lists(n, p->deps, p->own, p->list);
+    lists(n, p->deps, p->own, p->list);
     for (int i = 0; i < n; i++) {
         int r;
         if (!reads_inside(p, k, i, &r)) {
@@ -510,4 +577,93 @@ void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const i
     last[p->res] = n;
     for (int g = 0; g < k->nscatter; g++)
         last[p->sres[g]] = n;
+}
+
+/* ---- fused ops (ops.def's FUSED rows) ---- */
+
+/* The comparison that gives the same result with its operands swapped (k < x is x > k). */
+static FcOp swapped(FcOp op)
+{
+    return op == FC_OP_LT ? FC_OP_GT : op == FC_OP_GT ? FC_OP_LT : op == FC_OP_LE ? FC_OP_GE : op == FC_OP_GE ? FC_OP_LE : op;
+}
+
+/* The WHERE_CMP that select i would become (a comparison of one value with a constant, either
+ * way round), in *f; false when its condition is no such comparison. */
+static bool where_cmp_of(const FcInstr *code, int i, FcInstr *f)
+{
+    const FcInstr *in = &code[i];
+    if (in->op != FC_OP_WHERE || in->a < 0 || !fc_op_is_compare(code[in->a].op))
+        return false;
+    const FcInstr *cmp = &code[in->a];
+    int x = cmp->a, kk = cmp->b;
+    FcOp op = cmp->op;
+    if (x >= 0 && code[x].op == FC_OP_CONST) {     /* k <cmp> x: x <swapped cmp> k */
+        x = cmp->b;
+        kk = cmp->a;
+        op = swapped(op);
+    }
+    if (x < 0 || kk < 0 || code[kk].op != FC_OP_CONST)
+        return false;
+    *f = *in;
+    f->op = FC_OP_WHERE_CMP;
+    f->cmp = op;
+    f->a = x;
+    f->src_dtype = cmp->src_dtype;
+    f->konst = code[kk].konst;
+    return true;
+}
+
+int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
+                  const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud)
+{
+    FcInstr f;
+    bool any = false;
+    for (int i = 0; i < n && !any; i++)
+        any = where_cmp_of(code, i, &f);
+    if (!any)
+        return 0;
+    uint64_t *deps = mem_malloc((size_t)n * sizeof *deps), *own = mem_malloc((size_t)n * sizeof *own);
+    int *list = mem_malloc((size_t)n * sizeof *list), *reads = mem_calloc((size_t)n, sizeof *reads);
+    int *sels = mem_calloc((size_t)n, sizeof *sels), nf = 0;
+    if (!deps || !own || !list || !reads || !sels)
+        goto done;      /* nothing fused: the same results */
+    fc_kplan_domains(code, n, nloop, extent, owner, deps, own, list);
+    /* A comparison goes when every read of it is a select over the same loops that fuses: then
+     * no chunk of bools is written and read back. sels: such selects, -1 once one cannot fuse. */
+    for (int i = 0; i < n; i++) {
+        const FcInstr *in = &code[i];
+        int ops[3] = {in->a, in->b, in->c};
+        for (int o = 0; o < 3; o++)
+            if (ops[o] >= 0)
+                reads[ops[o]]++;
+        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
+            reads[in->gathers[g].reg]++;
+        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++)
+            reads[in->bounds[b].reg]++;
+        if (in->op == FC_OP_WHERE && in->a >= 0 && fc_op_is_compare(code[in->a].op) && deps[in->a] == deps[i])
+            sels[in->a]++;
+    }
+    reads[result]++;
+    for (int g = 0; g < ns; g++)
+        reads[sregs[g]]++;
+    for (int i = 0; i < n; i++) {
+        int c = code[i].a;
+        if (code[i].op == FC_OP_WHERE && c >= 0 && sels[c] > 0 && sels[c] == reads[c] &&
+            (!where_cmp_of(code, i, &f) || !takes(ud, &f)))
+            sels[c] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int c = code[i].a;
+        if (code[i].op == FC_OP_WHERE && c >= 0 && sels[c] > 0 && sels[c] == reads[c] && where_cmp_of(code, i, &f)) {
+            code[i] = f;
+            nf++;
+        }
+    }
+done:
+    mem_free(deps);
+    mem_free(own);
+    mem_free(list);
+    mem_free(reads);
+    mem_free(sels);
+    return nf;
 }

@@ -11,7 +11,11 @@
  *    reorder_dimensions), reductions are C-contiguous;
  *  - loop order: by the output's strides (by the first input's for reductions), innermost the
  *    smallest; then adjacent loops that every access walks as one are merged;
- *  - registers: linear scan over the straight-line code;
+ *  - domains and the vector loop: what each instruction varies along, the reduction bodies and
+ *    the vector loop a kernel with inner reductions is fixed to are the kernel plan's rules
+ *    (kplan.c's fc_kplan_domains, fc_kplan_chunk_loop, fc_kplan_chunks), applied to the code
+ *    while fusion and bounds still change it; the final kernel is then planned (fc_kplan_new);
+ *  - registers: one per instruction (SSA); the backends reuse buffers by the plan's live ranges;
  *  - 32-bit index arithmetic when every access fits.
  * Depends on fcdim.h, internal.h and the backend interface. */
 #include "internal.h"
@@ -58,6 +62,10 @@ typedef struct Sched {
     int nsubs, capsubs;
     bool root_inner;                   /* the root reduction is emitted as an inner one (root_as_inner) */
     const FcNode *too_deep;            /* an inner reduction whose loops did not fit: realised first */
+    /* by instruction, the plan's analysis of the code as it stands (fc_kplan_domains: analyse) */
+    uint64_t *deps, *own;
+    int *list;
+    int capdom;
 } Sched;
 
 /* Drops the code (not the substitutions): scheduling starts again. */
@@ -89,6 +97,9 @@ static void sched_free(Sched *s)
         fc_tensor_release(s->subs[i].tmp);
     }
     mem_free(s->subs);
+    mem_free(s->deps);
+    mem_free(s->own);
+    mem_free(s->list);
 }
 
 static bool grow(void **p, int *cap, int need, size_t elem)
@@ -674,16 +685,6 @@ static bool fits32(int64_t offset, const int64_t *strides, const int64_t *extent
 
 /* ---- domains, fusion, bounds ---- */
 
-/* The loops iterated by inner reduction r. */
-static uint64_t owned_loops(const Sched *s, int r)
-{
-    uint64_t m = 0;
-    for (int l = s->nroot; l < s->nloop; l++)
-        if (s->owner[l] == r)
-            m |= (uint64_t)1 << l;
-    return m;
-}
-
 static uint64_t root_loops(const Sched *s)
 {
     uint64_t m = 0;
@@ -693,25 +694,30 @@ static uint64_t root_loops(const Sched *s)
     return m;
 }
 
-/* deps of every instruction, by the plan's rule (fc_kplan_deps), which the backends apply to the
- * kernel they are given: the same deps whoever computes them. */
-static void compute_deps(Sched *s)
+/* The plan's analysis of the code as it stands (the rules the backends' plan applies to the
+ * final kernel): s->own, s->deps, s->list by instruction, and each instruction's deps and
+ * invariant mark. False when out of memory. */
+static bool analyse(Sched *s)
 {
-    for (int c = 0; c < s->ncode; c++) {
-        FcInstr *in = &s->code[c];
-        uint64_t others = 0, body = in->a >= 0 ? s->code[in->a].deps : 0;
-        int ops[2] = {in->b, in->c};
-        for (int o = 0; o < 2; o++)
-            if (ops[o] >= 0)
-                others |= s->code[ops[o]].deps;
-        for (int g = 0; in->op == FC_OP_LOAD && g < in->ngather; g++)
-            others |= s->code[in->gathers[g].reg].deps;
-        for (int b = 0; fc_op_is_reduce(in->op) && b < in->nbound; b++)
-            others |= s->code[in->bounds[b].reg].deps;
-        in->deps = fc_kplan_deps(in, s->nloop, s->extent, body, others,
-                                 fc_op_is_reduce(in->op) ? owned_loops(s, c) : 0);
-        in->invariant = in->deps == 0;
+    int n = s->ncode, cap = s->capdom;
+    if (n > cap) {
+        cap = n > 2 * cap ? n : 2 * cap;
+        mem_free(s->deps);
+        mem_free(s->own);
+        mem_free(s->list);
+        s->deps = mem_malloc((size_t)cap * sizeof *s->deps);
+        s->own = mem_malloc((size_t)cap * sizeof *s->own);
+        s->list = mem_malloc((size_t)cap * sizeof *s->list);
+        s->capdom = s->deps && s->own && s->list ? cap : 0;
+        if (!s->capdom)
+            return false;
     }
+    fc_kplan_domains(s->code, n, s->nloop, s->extent, s->owner, s->deps, s->own, s->list);
+    for (int c = 0; c < n; c++) {
+        s->code[c].deps = s->deps[c];
+        s->code[c].invariant = s->deps[c] == 0;
+    }
+    return true;
 }
 
 /* The registers instruction in reads: a, b, c (those in use), its gathers' indices and its
@@ -730,46 +736,6 @@ static int operand_slots(FcInstr *in, int **slots)
     return n;
 }
 
-/* The list instruction c belongs to (fc_kplan_lists' rule, for one instruction while the code is
- * being changed): the first inner reduction after it whose loops it varies along, or -1. */
-static int list_of(const Sched *s, int c)
-{
-    for (int r = c + 1; r < s->ncode; r++)
-        if (fc_op_is_reduce(s->code[r].op) && (s->code[c].deps & owned_loops(s, r)))
-            return r;
-    return -1;
-}
-
-static int natural_chunk_loop(const Sched *s, bool scatter)
-{
-    return fc_target_chunk_loop(s->target, s->nroot, s->extent, NULL, scatter);
-}
-
-/* The chunk loop of a kernel with inner reductions, which the scheduler fixes: among the root
- * loops long enough to fill chunks, the one the fewest instructions vary along, since every
- * other value is computed once per chunk instead of once per element (roi_align's coordinates
- * and weights do not vary along c: with c along the chunk only the taps and their sum are
- * vector work). Ties go to the natural choice, then to the innermost. */
-static int chunk_loop_of(const Sched *s, bool scatter)
-{
-    int cl = natural_chunk_loop(s, scatter);
-    if (cl < 0 || scatter)
-        return cl;
-    int best = cl, best_wide = INT32_MAX;
-    for (int l = s->nroot - 1; l >= 0; l--) {
-        if (l != cl && s->extent[l] < 16)
-            continue;
-        int wide = 0;
-        for (int c = 0; c < s->ncode; c++)
-            wide += (int)(s->code[c].deps >> l & 1);
-        if (wide < best_wide || (wide == best_wide && l == cl)) {
-            best = l;
-            best_wide = wide;
-        }
-    }
-    return best;
-}
-
 /* Fusion: an inner reduction stays in the kernel when it is computed once per point of its own
  * domain: its consumers vary over no loop it does not, except the chunk loop (softmax's max,
  * one value per row, serves every chunk of the row; the backend keeps it across chunks). Else
@@ -779,23 +745,13 @@ static int chunk_loop_of(const Sched *s, bool scatter)
 static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl, bool *bad)
 {
     int n = s->ncode;
-    int *list = mem_malloc((size_t)(n + 1) * sizeof *list), *cx = mem_malloc((size_t)(n + 1) * sizeof *cx);
-    uint64_t *own = mem_malloc((size_t)(n + 1) * sizeof *own), *deps = mem_malloc((size_t)(n + 1) * sizeof *deps);
-    if (!list || !cx || !own || !deps) {
-        mem_free(list);
-        mem_free(cx);
-        mem_free(own);
-        mem_free(deps);
+    const uint64_t *own = s->own;
+    int *cx = mem_malloc((size_t)(n + 1) * sizeof *cx);
+    if (!cx)
         return -1;
-    }
-    for (int c = 0; c < n; c++) {
-        own[c] = fc_op_is_reduce(s->code[c].op) ? owned_loops(s, c) : 0;
-        deps[c] = s->code[c].deps;
-    }
-    /* Each instruction's list and the loop its list runs along the chunk, as the plan gives
-     * them to the backends. */
-    fc_kplan_lists(n, deps, own, list);
-    fc_kplan_chunks(n, s->nloop, deps, own, list, cl, cl >= 0 ? (uint64_t)1 << cl : 0, cx);
+    /* The loop each instruction's list runs along the chunk, as the plan gives it to the
+     * backends. */
+    fc_kplan_chunks(n, s->nloop, s->deps, own, s->list, cl, cl >= 0 ? (uint64_t)1 << cl : 0, cx);
     /* A reduction fuses when every consumer varies over nothing more than it does, except that
      * consumer's chunk loop (one value serves every chunk); one of no loops at all only when it
      * is small (it is computed once, before the parallel loops). */
@@ -838,10 +794,7 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
         }
         nbad += bad[c];
     }
-    mem_free(list);
     mem_free(cx);
-    mem_free(own);
-    mem_free(deps);
     return nbad;
 }
 
@@ -907,7 +860,7 @@ static bool cond_bounds(const Sched *s, int c, int r, FcBound *b, int *nb)
     if (op != FC_OP_LT && op != FC_OP_LE)
         return false;
     int l = index_loop(s, x, r);
-    if (l < 0 || (s->code[y].deps & owned_loops(s, r)) || *nb >= FC_MAX_DIMS)
+    if (l < 0 || (s->code[y].deps & s->own[r]) || *nb >= FC_MAX_DIMS)
         return false;
     b[(*nb)++] = (FcBound){.loop = l, .reg = y, .cmp = op};
     return true;
@@ -1001,7 +954,7 @@ static bool find_bounds(Sched *s, int cl)
         const FcInstr *body = &s->code[in->a];
         FcBound b2[FC_MAX_DIMS];
         int n2 = 0;
-        bool uniform = cl >= 0 && list_of(s, c) < 0;
+        bool uniform = cl >= 0 && s->list[c] < 0;
         for (int j = 0; j < nb && uniform; j++)
             uniform = !(s->code[b[j].reg].deps >> cl & 1);
         if (uniform && body->op == FC_OP_WHERE && cond_bounds(s, body->a, c, b2, &n2))
@@ -1068,6 +1021,14 @@ static bool compact_code(Sched *s, int *result, int *sregs, int ns)
 }
 
 /* ---- running ---- */
+
+/* fc_kplan_fuse's question to the backend (ud): whether it computes instruction in. */
+static bool backend_takes(void *ud, const FcInstr *in)
+{
+    FcBackend *be = ud;
+    FcError scratch;
+    return be->supports(be, in, in->op == FC_OP_WHERE_CMP ? in->src_dtype : in->dtype, &scratch) == FC_OK;
+}
 
 static void dump(FcCtx *ctx, int what, char *text)
 {
@@ -1225,8 +1186,11 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         order_loops(&s, &k, sc ? AS_GIVEN : is_reduce ? BY_INPUT : BY_OUTPUT, arg);
         merge_loops(&s, &k, arg);
         add_unit_loop(&s, &k);
-        compute_deps(&s);
-        int cl = s.nloop > s.nroot ? chunk_loop_of(&s, sc != NULL) : natural_chunk_loop(&s, sc != NULL);
+        if (!analyse(&s)) {
+            st = fc_nomem(err);
+            goto done;
+        }
+        int cl = fc_kplan_chunk_loop(s.target, s.nloop, s.extent, s.owner, sc != NULL, s.ncode, s.deps);
         mem_free(bad);
         bad = mem_malloc((size_t)s.ncode + 1);
         int nbad = bad ? unfused(&s, result, sregs, sc ? sc->n : 0, cl, bad) : -1;
@@ -1256,6 +1220,12 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         keep = false;
     }
     if (!(ctx->sched_off & FC_SCHED_BOUNDS) && (!find_bounds(&s, k.chunk_loop) || !compact_code(&s, &result, sregs, sc ? sc->n : 0))) {
+        st = s.st;
+        goto done;
+    }
+    /* The fused ops the backend takes, on the final code (what they replace is dropped). */
+    if (fc_kplan_fuse(s.code, s.ncode, s.nloop, s.extent, s.owner, result, sregs, sc ? sc->n : 0, backend_takes, be) > 0 &&
+        !compact_code(&s, &result, sregs, sc ? sc->n : 0)) {
         st = s.st;
         goto done;
     }
@@ -1557,6 +1527,10 @@ char *fc_kernel_dump(const FcKernel *k)
         OUT("  %*sr%d = %s", 2 * depth, "", in->dst, fc_op_name(in->op));
         if (in->op == FC_OP_CAST)
             OUT("<%s>", fc_dtype_name(in->src_dtype));
+        if (in->op == FC_OP_WHERE_CMP && fc_dtype_is_float(in->src_dtype))
+            OUT("<%s %.9g>", fc_op_name(in->cmp), in->konst.f);
+        else if (in->op == FC_OP_WHERE_CMP)
+            OUT("<%s %lld>", fc_op_name(in->cmp), (long long)in->konst.i);
         if (in->op == FC_OP_CONST) {
             if (fc_dtype_is_float(in->dtype))
                 OUT(" %.9g", in->konst.f);

@@ -19,6 +19,7 @@ int main(void)
     srunner_add_suite(sr, dims_suite());
     srunner_add_suite(sr, fcdim_dims_suite());
     srunner_add_suite(sr, schedule_suite());
+    srunner_add_suite(sr, kplan_suite());
     srunner_add_suite(sr, cuda_suite());
     srunner_add_suite(sr, embed_suite());
     srunner_add_suite(sr, cpu_math_suite());

@@ -991,6 +991,21 @@ START_TEST(cuda_supports_as_cpu)
                 taken += pointwise && c == FC_OK;
             }
     }
+    /* the fused select: at the compared dtypes and comparisons both take, into every dtype */
+    static const FcDType all[] = {FC_BOOL, FC_UINT8, FC_INT8, FC_INT16, FC_INT32, FC_INT64, FC_FLOAT16,
+                                  FC_BFLOAT16, FC_FLOAT32, FC_FLOAT64};
+    int fused = 0;
+    for (FcOp cmp = FC_OP_NONE; cmp < FC_OP__COUNT; cmp++)
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            for (size_t j = 0; j < sizeof all / sizeof *all; j++) {
+                FcInstr in = {.op = FC_OP_WHERE_CMP, .cmp = cmp, .dtype = all[j], .src_dtype = all[i], .a = 0, .b = 1,
+                              .c = 2};
+                FcStatus c = cpu->supports(cpu, &in, all[i], &e), g = fc_cuda_supports(&in, all[i], &e);
+                ck_assert_msg(c == g, "where_cmp %s of %s into %s: cpu %d, cuda %d", fc_op_name(cmp),
+                              fc_dtype_name(all[i]), fc_dtype_name(all[j]), c, g);
+                fused += c == FC_OK;
+            }
+    ck_assert_int_eq(fused, 6 * 4 * 10);    /* EQ..GE of int32, int64, float32, float64 */
     int rows = 0
 #define FLOAT(NAME, form, cpu, cuda) + 2
 #define INT(NAME, form, cpu, cuda) + 2
@@ -1353,6 +1368,12 @@ static const char *const emu_programs[] = {
     "c = a.contiguous(memory_format=channels_last) if False else a\nprint(c.mean((0, 2)), c.var(1) if False else 0)\n",
     "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
     "print(where(k < 3, a * b, 0).sum(k).order(i, j), (a * b).sum(k).order(i, j))\n",
+    /* Selects that compare with a constant (WHERE_CMP), either way round, at every compared dtype,
+     * wide and not, inside a reduction's body. */
+    "x = (arange(600.0) * 0.37).sin().reshape(20, 30)\nd = x.double()\ni = (x * 10).long()\nj = i.int()\n"
+    "print(where(x > 0.25, x * 2, x - 1)[:2, :5], where(0.5 < x, 1.0, x).sum(1)[:4], where(d != 0.5, d, -d)[0, :3])\n"
+    "print(where(i >= 3, i, -i).sum(0)[:4], where(j == 2, j, j * 3)[1, :6], where(x <= -0.5, 1, 0).sum(0)[:4])\n"
+    "print(where(x[0] < 0.0, x, x * x).sum(1)[:3], where(x > 0.0, x > 0.5, x < -0.5).sum())\n",
     /* Reductions over an empty loop, at the root and inside: the identity, the body never run. */
     "x = arange(0).reshape(0, 9)\nf = x.float()\nprint(x.sum(0), x.prod(0), f.all(0), f.any(0), f.exp().amax(1))\n"
     "print(f.logsumexp(0), f.sum(0) + 1, f.reciprocal().prod(0) * 2, x.all(0).long().sum(), f.mean(0))\n"

@@ -16,6 +16,7 @@ Suite *indexing_suite(void);
 Suite *dims_suite(void);
 Suite *fcdim_dims_suite(void);
 Suite *schedule_suite(void);
+Suite *kplan_suite(void);
 Suite *cuda_suite(void);
 Suite *embed_suite(void);
 Suite *cpu_math_suite(void);

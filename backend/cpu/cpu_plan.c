@@ -58,84 +58,31 @@ void cpu_plan_free(Plan *p)
     mem_free(p->widen);
 }
 
-/* where(x <cmp> k, y, z) with k a constant: when every reader of the comparison is such a
- * select over the same loops, the selects compare (CpuSelFn: no chunk of bools written and read
- * back) and the comparison is dead. val[i * 3 + o]: instruction i's operands as instructions. */
-static void plan_selects(Plan *p, const FcKernel *k, int *val)
+/* A WHERE_CMP step (fcdim's fused where(x <cmp> k, y, z)): its select function, which compares
+ * as it selects (CpuSelFn: no chunk of bools written and read back), and the constant in the
+ * compared dtype, as the function reads it. */
+static void plan_select(Step *s, const FcInstr *in)
 {
-    const FcPlan *kp = p->kp;
-    const uint64_t *deps = kp->deps;
-    int n = k->ncode;
-    int *reads = mem_calloc((size_t)n + 1, sizeof *reads), *sels = mem_calloc((size_t)n + 1, sizeof *sels);
-    if (!reads || !sels)
-        goto done;      /* no fusion: the same results */
-    for (int i = 0; i < n; i++) {
-        const FcInstr *in = &k->code[i];
-        int ng = in->op == FC_OP_LOAD ? in->ngather : 0, nb = fc_op_is_reduce(in->op) ? in->nbound : 0;
-        for (int o = 0; o < 3 + ng + nb; o++) {
-            int v = o < 3 ? val[i * 3 + o] : o < 3 + ng ? kp->gopv[kp->goff[i] + o - 3] : kp->bopv[kp->boff[i] + o - 3 - ng];
-            if (v >= 0)
-                reads[v]++;
-        }
-        int c = val[i * 3];
-        if (in->op == FC_OP_WHERE && c >= 0 && fc_op_is_compare(k->code[c].op) && deps[c] == deps[i])
-            sels[c]++;
+    s->sel = fc_cpu_sel_fn(in->cmp, in->src_dtype, in->dtype);
+    FcScalar v = in->konst;
+    switch (in->src_dtype) {
+    case FC_INT32: {
+        int32_t q = (int32_t)(uint32_t)(uint64_t)v.i;
+        memcpy(s->selk, &q, sizeof q);
+        break;
     }
-    reads[kp->res]++;
-    for (int g = 0; g < k->nscatter; g++)
-        reads[kp->sres[g]]++;
-    /* twice: first whether each select can compare (else its comparison stays), then the fusion */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < n; i++) {
-            const FcInstr *in = &k->code[i];
-            int c = val[i * 3];
-            if (in->op != FC_OP_WHERE || c < 0 || sels[c] <= 0 || sels[c] != reads[c])
-                continue;
-            const FcInstr *cmp = &k->code[c];
-            int x = val[c * 3], kk = val[c * 3 + 1];
-            FcOp op = cmp->op;
-            if (x >= 0 && k->code[x].op == FC_OP_CONST) {  /* k <cmp> x: x <flipped cmp> k */
-                int t = x;
-                x = kk;
-                kk = t;
-                op = op == FC_OP_LT ? FC_OP_GT : op == FC_OP_GT ? FC_OP_LT : op == FC_OP_LE ? FC_OP_GE
-                     : op == FC_OP_GE ? FC_OP_LE : op;
-            }
-            CpuSelFn fn = fc_cpu_sel_fn(op, cmp->src_dtype, in->dtype);
-            if (x < 0 || kk < 0 || k->code[kk].op != FC_OP_CONST || !fn) {
-                sels[c] = -1;   /* not this one, so none of its readers */
-                continue;
-            }
-            if (pass == 0)
-                continue;
-            Step *s = &p->steps[i];
-            FcScalar v = k->code[kk].konst;
-            switch (cmp->src_dtype) {
-            case FC_INT32: {
-                int32_t q = (int32_t)(uint32_t)(uint64_t)v.i;
-                memcpy(s->selk, &q, sizeof q);
-                break;
-            }
-            case FC_FLOAT32: {
-                float q = (float)v.f;
-                memcpy(s->selk, &q, sizeof q);
-                break;
-            }
-            case FC_INT64:
-                memcpy(s->selk, &v.i, sizeof v.i);
-                break;
-            default:
-                memcpy(s->selk, &v.f, sizeof v.f);
-                break;
-            }
-            s->sel = fn;
-            val[i * 3] = x;
-            p->steps[c].dead = true;
-        }
+    case FC_FLOAT32: {
+        float q = (float)v.f;
+        memcpy(s->selk, &q, sizeof q);
+        break;
     }
-done:
-    mem_free(reads);
-    mem_free(sels);
+    case FC_INT64:
+        memcpy(s->selk, &v.i, sizeof v.i);
+        break;
+    default:
+        memcpy(s->selk, &v.f, sizeof v.f);
+        break;
+    }
 }
 
 const FcTarget fc_cpu_target = {"cpu", FC_CHUNK, CPU_LANES, FC_SHORT_CHUNK_LOOP, FC_LONG_CHUNK_LOOP, PRE_POS, PRE_BYTES};
@@ -149,9 +96,11 @@ FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
                           fc_dtype_name(in->src_dtype), fc_dtype_name(in->dtype));
         return FC_OK;
     }
-    if (in->op == FC_OP_LOAD || in->op == FC_OP_CONST || in->op == FC_OP_IOTA || fc_cpu_op_fn(in->op, in->dtype, a_dt))
+    if (in->op == FC_OP_LOAD || in->op == FC_OP_CONST || in->op == FC_OP_IOTA ||
+        (in->op == FC_OP_WHERE_CMP ? fc_cpu_sel_fn(in->cmp, in->src_dtype, in->dtype) != NULL
+                                   : fc_cpu_op_fn(in->op, in->dtype, a_dt) != NULL))
         return FC_OK;
-    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op);
+    bool by_src = in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op) || in->op == FC_OP_WHERE_CMP;
     return cpu_errorf(err, FC_ERR_TYPE, "cpu kernel: %s is not supported for %s", fc_op_name(in->op),
                   fc_dtype_name(by_src ? a_dt : in->dtype));
 }
@@ -159,8 +108,8 @@ FcStatus fc_cpu_supports(const FcInstr *in, FcDType a_dt, FcError *err)
 /* Orders the code into steps by the kernel's plan (fcdim's kplan): the invariant ones (they vary
  * along no loop), the top list (the rest of what the root evaluates), and the body of each inner
  * reduction, each by domain; operands become step numbers. Then what is the CPU's own: each
- * step's op function or fold (a kernel of an op or dtype it has none for is FC_ERR_TYPE), and the
- * selects that compare. Buffers are given by plan_buffers once the chunk loop is known. */
+ * step's op function, select or fold (a kernel of an op or dtype it has none for is
+ * FC_ERR_TYPE). Buffers are given by plan_buffers once the chunk loop is known. */
 static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
 {
     const FcPlan *kp = p->kp;
@@ -168,7 +117,7 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     int ngath = 0;
     for (int i = 0; i < n; i++)
         ngath += k->code[i].op == FC_OP_LOAD ? k->code[i].ngather : 0;
-    int *val = mem_malloc((size_t)(n + 1) * 3 * sizeof *val);
+    const int *val = kp->opv;
     p->steps = mem_calloc((size_t)(n + 1), sizeof *p->steps);
     p->gphys = mem_malloc((size_t)(ngath + 1) * sizeof *p->gphys);
     p->gxs = mem_calloc((size_t)(ngath + 1), sizeof *p->gxs);
@@ -177,11 +126,10 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     p->pool = mem_malloc((size_t)(n + 1) * per);
     Step *sorted = mem_malloc((size_t)(n + 1) * sizeof *sorted);
     FcStatus st = FC_OK;
-    if (!val || !p->steps || !p->gphys || !p->gxs || !p->pool || !sorted) {
+    if (!p->steps || !p->gphys || !p->gxs || !p->pool || !sorted) {
         st = cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
     }
-    memcpy(val, kp->opv, (size_t)n * 3 * sizeof *val);
     int gused = 0;
     for (int i = 0; i < n; i++) {
         const FcInstr *in = &k->code[i];
@@ -207,11 +155,12 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
             s->bvals = s->rl + nl;
             s->bdt = (FcDType *)(void *)(s->bvals + nl);
             fc_cpu_reducer_init(&s->red, in->op, in->src_dtype, in->dtype);
+        } else if (in->op == FC_OP_WHERE_CMP) {
+            plan_select(s, in);
         } else if (in->op != FC_OP_CONST && in->op != FC_OP_IOTA) {
             s->fn = fc_cpu_op_fn(in->op, in->dtype, a_dt);
         }
     }
-    plan_selects(p, k, val);
     p->ninv = kp->ninv;
     p->ntop = kp->ntop;
     const int *pos = kp->pos;
@@ -247,7 +196,6 @@ static FcStatus plan_code(Plan *p, const FcKernel *k, FcError *err)
     p->nsteps = n;
 done:
     mem_free(sorted);
-    mem_free(val);
     return st;
 }
 
@@ -635,13 +583,13 @@ static bool memo_wide(const Step *s)
 }
 
 /* Whether step v, read by a step of m positions, is a product of weighted rows (see "weighted
- * rows"): a float MUL of m positions, not a select, of a load by contiguous rows that only it
- * reads and that it reads as is, and of a value with one entry per row, repeated along each
- * (its operands at *w and *g). reads[]: how many times each step is read. */
+ * rows"): a float MUL of m positions of a load by contiguous rows that only it reads and that
+ * it reads as is, and of a value with one entry per row, repeated along each (its operands at
+ * *w and *g). reads[]: how many times each step is read. */
 static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, int *g)
 {
     const Step *s = &p->steps[v];
-    if (s->in->op != FC_OP_MUL || !s->wide || s->m != m || s->sel || s->dead || v < p->ninv ||
+    if (s->in->op != FC_OP_MUL || !s->wide || s->m != m || s->dead || v < p->ninv ||
         (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64))
         return false;
     for (int o = 0; o < 2; o++) {
@@ -699,7 +647,7 @@ static bool plan_rowops(Plan *p)
         reads[p->sphys[g]]++;
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        if (s->in->op != FC_OP_ADD || !s->wide || s->m == 0 || s->sel)
+        if (s->in->op != FC_OP_ADD || !s->wide || s->m == 0)
             continue;
         for (int o = 0; o < 2; o++) {
             int pi = o ? s->b : s->a, xi = o ? s->a : s->b, w, g;
@@ -745,7 +693,7 @@ static bool plan_rowops(Plan *p)
         for (int k = 0; k < s->nterm; k++) {
             RowTerm *tm = &s->term[k];
             Step *w = &p->steps[tm->w];
-            if (w->in->op != FC_OP_MUL || w->sel || w->dead || w->nterm || !w->wide || w->m == 0 || tm->w < p->ninv ||
+            if (w->in->op != FC_OP_MUL || w->dead || w->nterm || !w->wide || w->m == 0 || tm->w < p->ninv ||
                 reads[tm->w] != 1 || w->parent != s->parent || w->in->dtype != s->in->dtype || w->a < 0 || w->b < 0 ||
                 (memo_wide(w) && may_hold(p, w)))
                 continue;
@@ -785,7 +733,7 @@ static bool pre_veto(const Plan *p, int j)
 }
 
 /* Marks the precomputed steps (fcdim's fc_kplan_pre, with the operands as the CPU reads them
- * after its fusions) and plans their tables (see above), the ones no other step reads dead.
+ * after its fusion of weighted rows) and plans their tables (see above), the ones no other step reads dead.
  * Before memoisation and buffers. */
 static FcStatus plan_pre(Plan *p, FcError *err)
 {
@@ -1163,7 +1111,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
 }
 
 /* Buffers by liveness (fcdim's fc_kplan_live, over the values the steps read after the CPU's
- * fusions: a select reads the compared value, weighted rows their weights and rows), in the order
+ * fusion of weighted rows: they read their weights and rows), in the order
  * the steps run (the plan's seq: a reduction's body before the reduction): invariant values get
  * shared buffers, memoised ones buffers of their own; the rest are reused. */
 static FcStatus plan_buffers(Plan *p, FcError *err)
@@ -1294,7 +1242,7 @@ static void plan_gate(Plan *p)
         if (dt != FC_FLOAT32 && dt != FC_FLOAT64)
             where = -1;
     }
-    if (where < p->ninv || !p->steps[where].wide || p->steps[where].sel || p->steps[where].widens)
+    if (where < p->ninv || !p->steps[where].wide || p->steps[where].widens)
         return;
     const FcInstr *in = p->steps[where].in;
     int c = operand_step(p, where, 0), z = operand_step(p, where, 2);

@@ -167,14 +167,14 @@ typedef struct Step {
     /* the first cache line: what every visit reads */
     const FcInstr *in;
     CpuOpFn fn;                 /* ops other than LOAD, CONST, IOTA */
-    CpuSelFn sel;               /* a WHERE whose comparison with a constant it makes itself: a is
-                                   then the compared value (plan_selects), else NULL */
+    CpuSelFn sel;               /* WHERE_CMP (fcdim's fused select that compares with a constant,
+                                   a the compared value): its function (plan_select), else NULL */
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
-    bool dead;                  /* not evaluated: a comparison that its selects make, a product
-                                   or sum of weighted rows that its reader computes, or a
-                                   precomputed value that only precomputed values read */
+    bool dead;                  /* not evaluated: a product or sum of weighted rows that its
+                                   reader computes, or a precomputed value that only precomputed
+                                   values read */
     bool pre;                   /* precomputed (plan_pre): its values lie in a table filled before
                                    the units run, where the first step of its run points the
                                    steps that read it (skip) */
@@ -243,7 +243,7 @@ typedef struct Step {
             int rowg;                   /* the step of its first rows (their number and length) */
             RowTerm term[ROW_TERMS];    /* its terms */
         };
-        struct {                /* sel: a select that compares (plan_selects) */
+        struct {                /* sel: WHERE_CMP: a select that compares with a constant (plan_select) */
             char selk[8];               /* the constant, in the compared dtype */
         };
     };

@@ -660,6 +660,14 @@ FcStatus fc_cuda_supports(const FcInstr *in, FcDType a_dtype, FcError *err)
     switch (in->op) {
     case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA: case FC_OP_CAST: case FC_OP_WHERE:
         return FC_OK;
+    case FC_OP_WHERE_CMP:
+        /* At the compared dtypes the CPU's select functions take, so that a kernel fuses the
+         * same on both backends (and the host emulation checks the CPU's kernels). */
+        if (fc_op_is_compare(in->cmp) && (in->src_dtype == FC_INT32 || in->src_dtype == FC_INT64 ||
+                                          in->src_dtype == FC_FLOAT32 || in->src_dtype == FC_FLOAT64))
+            return FC_OK;
+        return snprintf(err->msg, sizeof err->msg, "cuda kernel: where_cmp is not supported for %s",
+                        fc_dtype_name(in->src_dtype)), FC_ERR_TYPE;
     default:
         break;
     }
@@ -1249,7 +1257,7 @@ static void emit_op(Gen *g, int i)
     const FcInstr *in = &g->k->code[i];
     int x = g->opv[3 * i], y = g->opv[3 * i + 1], z = g->opv[3 * i + 2];
     FcDType t = in->dtype;
-    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op))
+    if (in->op == FC_OP_CAST || in->op == FC_OP_ISNAN || fc_op_is_compare(in->op) || in->op == FC_OP_WHERE_CMP)
         t = x >= 0 ? g->k->code[x].dtype : in->src_dtype;
     if ((fc_op_is_compare(in->op) || in->op == FC_OP_ISNAN) && in->dtype != FC_BOOL) {
         gfail(g, FC_ERR_TYPE, "cuda kernel: %s gives bool, not %s", fc_op_name(in->op), fc_dtype_name(in->dtype));
@@ -1264,6 +1272,11 @@ static void emit_op(Gen *g, int i)
         cast_expr(&e, in->dtype, t, xb);
     } else if (in->op == FC_OP_WHERE) {
         bput(&e, "%s ? %s : %s", xb, yb, zb);
+    } else if (in->op == FC_OP_WHERE_CMP && op_template(in->cmp, t)) {
+        /* the comparison's own template, with the constant as its second operand */
+        subst(&e, op_template(in->cmp, t), xb, arg_scalar(g, t, in->konst, "k", i), "", ctype(t), utype(t),
+              t == FC_FLOAT32 ? "f" : "", t == FC_INT32 ? 32 : 64);
+        bput(&e, " ? %s : %s", yb, zb);
     } else {
         const char *tm = op_template(in->op, t);
         bool unary = fc_op_is_unary(in->op);
