@@ -38,6 +38,9 @@ struct FcBackend {
     FcStatus (*run_prepared)(FcBackend *be, void *handle, const FcKernel *k, FcError *err);
     void (*release)(FcBackend *be, void *handle);
     FcStatus (*matmul)(FcBackend *be, const FcMatmul *m, FcError *err);
+    /* Whether matmul applies FcMatmul.epi; without it a contraction is realised by matmul and its
+     * consumer runs as a kernel of its own. */
+    bool matmul_epilogue;
     /* Optional (NULL: the generated kernels do it): a convolution through a library (cuDNN). Sets
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */

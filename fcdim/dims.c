@@ -16,6 +16,8 @@
 #include "internal.h"
 #include "mem.h"
 
+#include "backend.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1015,6 +1017,69 @@ static FcStatus dot_prepare(FcCtx *ctx, FcTensor *t, const Part *const *parts, i
     return st;
 }
 
+/* x (lro, lo, lr) times y (lro, lr, ro) summed over lr, as a lazy product (FcNode.product) over
+ * the result's dims (lro, lo, ro), then lr's: the operands split back into those dims (views).
+ * *out NULL when it is to run now (fc_matmul): the device's backend takes no epilogue, a dtype
+ * fc_matmul converts or refuses, or nothing to compute. */
+static FcStatus lazy_product(FcCtx *ctx, FcTensor *x, FcTensor *y, const Part *lro, const Part *lo, const Part *lr,
+                             const Part *ro, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (x->dtype != y->dtype || (x->dtype != FC_FLOAT32 && x->dtype != FC_FLOAT64) ||
+        x->device.type != y->device.type || x->device.index != y->device.index || fc_tensor_numel(x) == 0 ||
+        fc_tensor_numel(y) == 0 || x->shape[1] == 0 || y->shape[2] == 0)
+        return FC_OK;
+    FcBackend *be = NULL;
+    FcStatus st = fc_ctx_backend(ctx, x->device, &be, err);
+    if (st || !be->matmul_epilogue)
+        return st;
+    const Part *px[3] = {lro, lo, lr}, *py[3] = {lro, lr, ro};
+    int nr = lro->n + lo->n + ro->n, nl = nr + lr->n;
+    int64_t size[FC_MAX_DIMS], sx[FC_MAX_DIMS], sy[FC_MAX_DIMS];
+    int8_t mx[FC_MAX_DIMS], my[FC_MAX_DIMS];
+    int nx = 0, ny = 0;
+    if (nl > FC_MAX_DIMS || nr == 0)
+        return FC_OK;       /* (a 0-dim result may meet another device's tensors: computed now) */
+    for (int q = 0; q < 3; q++) {
+        for (int k = 0; k < px[q]->n; k++) {
+            sx[nx] = px[q]->d[k]->size;
+            mx[nx++] = (int8_t)(q == 0 ? k : q == 1 ? lro->n + k : nr + k);
+        }
+        for (int k = 0; k < py[q]->n; k++) {
+            sy[ny] = py[q]->d[k]->size;
+            my[ny++] = (int8_t)(q == 0 ? k : q == 1 ? nr + k : lro->n + lo->n + k);
+        }
+    }
+    for (int k = 0; k < nx; k++)
+        size[mx[k]] = sx[k];
+    for (int k = 0; k < ny; k++)
+        size[my[k]] = sy[k];
+    FcTensor *xu = NULL, *yu = NULL;
+    if ((st = fc_reshape(ctx, x, nx, sx, &xu, err)) || (st = fc_reshape(ctx, y, ny, sy, &yu, err))) {
+        fc_tensor_release(xu);
+        return st;
+    }
+    FcNode *ins[2] = {fc_tensor_node(xu), fc_tensor_node(yu)};
+    FcNode *mul = ins[0] && ins[1] ? fc_node_new(FC_OP_MUL, x->dtype, nl, size, 2, ins) : NULL;
+    fc_node_release(ins[0]);
+    fc_node_release(ins[1]);
+    FcNode *sumn = mul ? fc_node_new(FC_OP_SUM, x->dtype, nr, size, 1, &mul) : NULL;
+    if (sumn) {
+        memcpy(mul->lev_map[0], mx, (size_t)nx);
+        memcpy(mul->lev_map[1], my, (size_t)ny);
+        for (int l = 0; l < nl; l++)
+            sumn->lev_map[0][l] = (int8_t)(l < nr ? l : FC_LEV_REDUCED);
+        sumn->product = true;
+        fc_products_live++;
+    }
+    fc_node_release(mul);
+    FcTensor *from[2] = {xu, yu};
+    *out = sumn ? fc_tensor_from_node(sumn, x->device, from, 2) : NULL;
+    fc_tensor_release(xu);
+    fc_tensor_release(yu);
+    return *out ? FC_OK : fc_nomem(err);
+}
+
 FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *const *sum, FcTensor **out,
                      FcLevels *levels, FcError *err)
 {
@@ -1047,7 +1112,10 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
     FcStatus st = dot_prepare(ctx, a, pa, 3, &x, err);
     if (!st)
         st = dot_prepare(ctx, b, pb, 3, &y, err);
+    FcTensor *lazy = NULL;
     if (!st)
+        st = lazy_product(ctx, x, y, &lro, &lo, &lr, &ro, &lazy, err);
+    if (!st && !lazy)
         st = fc_matmul(ctx, x, y, &r, err);
     fc_tensor_release(x);
     fc_tensor_release(y);
@@ -1061,6 +1129,10 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
             shape[levels->n] = pr[q]->d[k]->size;
             levels->at[levels->n++] = pr[q]->d[k];
         }
+    if (lazy) {
+        *out = lazy;
+        return FC_OK;
+    }
     st = fc_reshape(ctx, r, levels->n, shape, out, err);
     fc_tensor_release(r);
     return st;

@@ -314,6 +314,9 @@ struct FcNode {
                                    flows through it */
     bool narrows;               /* CAST: rounds or wraps an op's result back to its narrow dtype
                                    (ir.c); autograd names the op below it */
+    bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
+                                   LOAD): realised by the backend's matmul, with the pointwise
+                                   expression that reads it as its epilogue (fc_product_root) */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };
@@ -752,7 +755,40 @@ typedef struct FcMatmul {
     void *c; int64_t c_offset, c_rs, c_cs;         /* C is m x n, written (not accumulated) */
     int nthreads;
     volatile int *interrupt;
+    /* NULL, or what is written instead of the product (a backend takes it only when it says so:
+     * FcBackend.matmul_epilogue); c_rs and c_cs are then unused (epi says where rows go). */
+    const struct FcEpilogue *epi;
 } FcMatmul;
+
+/* A matrix product's epilogue: a pointwise expression of the product P and of tensors indexed
+ * like it (bias, batch-norm's scale and shift, a residual), applied to each block of C while it
+ * is in cache and written through the output's strides instead of P: the consumer of a
+ * contraction fused into it (matmul.c's fc_product_root), so that P is never written and read
+ * again. The ops are the IR's (a row of ops.def each, on the dtypes the node had), computed by
+ * the backend's functions for those ops, so the bits are those of the unfused kernels.
+ * C's rows (m) and columns (n) are each a flattening of up to FC_MAX_DIMS sub-dims (sizes
+ * rsize, csize, outermost first); a load and the output give a stride per batch dim, row sub-dim
+ * and column sub-dim. */
+enum { FC_EPI_MAX = 24 };
+typedef struct FcEpiInstr {
+    FcOp op;                    /* FC_OP_NONE: P's value; FC_OP_CONST: konst; FC_OP_LOAD: the element of
+                                   data at offset + the strides; else the op of registers a, b, c */
+    FcDType dtype, src_dtype;   /* as FcInstr's */
+    int a, b, c;                /* earlier instructions, or -1 */
+    FcScalar konst;
+    const void *data;
+    int64_t offset;
+    int64_t bstride[FC_MAX_DIMS], rstride[FC_MAX_DIMS], cstride[FC_MAX_DIMS];
+} FcEpiInstr;
+typedef struct FcEpilogue {
+    int nrdim, ncdim;
+    int64_t rsize[FC_MAX_DIMS], csize[FC_MAX_DIMS];
+    FcDType out_dtype;          /* the last instruction's: C's element (b, i, j) is this dtype's at c +
+                                   c_offset + FcMatmul's c_bstride, out_rstride and out_cstride */
+    int64_t out_rstride[FC_MAX_DIMS], out_cstride[FC_MAX_DIMS];
+    int n;                      /* instructions; the result is code[n - 1] */
+    FcEpiInstr code[FC_EPI_MAX];
+} FcEpilogue;
 
 /* One 2-D convolution without bias (PyTorch's conv2d, a cross-correlation) that a backend may take
  * (FcBackend.conv): y[n, (g, k), oh, ow] = sum over (c, r, s) of
@@ -938,7 +974,11 @@ FcStatus fc_stack_dims(FcCtx *ctx, int n, FcTensor *const *ts, FcDim *new_dim, c
                        FcError *err);
 
 /* a * b summed over dims sum, as a matmul (functorch's delayed multiply: a and b hold only
- * first-class dims): batch dims (in both), then a's, then b's; *levels gets the result's. */
+ * first-class dims): batch dims (in both), then a's, then b's; *levels gets the result's. The
+ * operands are realised; on a backend that takes epilogues (float32, float64) the result is a
+ * lazy product (FcNode.product) that the matmul computes when it is realised, with the pointwise
+ * expression realised with it as its epilogue; elsewhere it is computed now. Either way it is
+ * laid out (batch, a's, b's) row-major. */
 FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *const *sum, FcTensor **out,
                      FcLevels *levels, FcError *err);
 

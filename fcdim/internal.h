@@ -115,6 +115,7 @@ FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const in
 /* ---- gradients (autograd.c) ---- */
 extern _Thread_local bool fc_grad_off;      /* fc_set_grad_enabled(false) */
 extern _Thread_local long fc_grad_live;     /* records alive: no walk for gradients while 0 */
+extern _Thread_local long fc_products_live; /* nodes marked product alive: no walk for them while 0 */
 /* Before a write into s: a leaf's contents may not be overwritten with gradients on (PyTorch's
  * message); counts the version. */
 FcStatus fc_grad_before_write(FcStorage *s, FcError *err);
@@ -178,5 +179,19 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
                         const int64_t *strides, FcBackend *be);
 void fc_kcache_free(FcCtx *ctx);
 FcKernelCacheStats fc_kcache_stats(const FcCtx *ctx);
+
+/* ---- lazy products (matmul.c) ---- */
+
+/* The DAG root as one matrix product and its epilogue (FcMatmul.epi) when it is a pointwise
+ * expression of one lazy product (FcNode.product, read once, covering the root's levels) and of
+ * plain loads and constants, and be takes epilogues: run into out_storage at out_offset with
+ * out_strides, or (out_strides NULL) into a new storage laid out as the product's levels are
+ * (*new_storage, *new_strides); *done then. *done false: not that form, nothing done. */
+FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
+                         bool *done, FcError *err);
+/* The product nodes under root other than root itself (each once, the first cap into out): how
+ * many, or -1 when the DAG is too deep to walk here. 0 at once while none is alive. */
+int fc_products_under(FcNode *root, FcNode **out, int cap);
 
 #endif

@@ -184,6 +184,8 @@ void fc_node_release(FcNode *n)
 {
     if (!n || --n->refcnt > 0)
         return;
+    if (n->product)
+        fc_products_live--;
     for (int k = 0; k < n->nin; k++)
         fc_node_release(n->in[k]);
     fc_storage_release(n->storage);

@@ -950,7 +950,7 @@ static bool find_bounds(Sched *s, int cl)
         /* where(cond, v, fill) whose cond is all bounds is v wherever the loops now run: the
          * reduction folds v, and the mask is no longer computed (compact_code drops it). Only
          * where the backend is sure to apply the bounds: a reduction in the root's list whose
-         * bounds do not vary along the chunk loop cl (cpu_kernel.c's plan_marks). */
+         * bounds do not vary along the chunk loop cl (cpu_plan.c's plan_marks). */
         const FcInstr *body = &s->code[in->a];
         FcBound b2[FC_MAX_DIMS];
         int n2 = 0;
@@ -1118,10 +1118,24 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     int64_t strides[FC_MAX_DIMS];
     if (ctx->dump && (ctx->dump_flags & FC_DUMP_IR))
         dump(ctx, FC_DUMP_IR, fc_node_dump(root));
+    /* A contraction left lazy (FcNode.product) is the backend's matmul: with this DAG as its
+     * epilogue when it has that form, else realised first and loaded (add_sub below). */
+    FcNode *prods[16];
+    int nprod = 0;
+    if (fc_products_live) {
+        bool done = false;
+        if (!sc)
+            st = fc_product_root(ctx, be, root, dev, out_storage, out_offset, out_strides, new_storage, new_strides,
+                                 &done, err);
+        if (st || done)
+            return st;
+        nprod = fc_products_under((FcNode *)root, prods, 16);
+        nprod = nprod > 16 ? 16 : nprod;
+    }
     /* A DAG scheduled before (but for its storages) runs the kernel kept then. Scattered stores
      * are not kept. */
     FcKey key = {0};
-    bool keep = !sc && !(ctx->sched_off & FC_SCHED_CACHE) &&
+    bool keep = !sc && nprod == 0 && !(ctx->sched_off & FC_SCHED_CACHE) &&
                 fc_key_make(&key, ctx, (FcNode *)root, dev, out_strides, out_offset);
     if (keep) {
         const FcCached *c = fc_kcache_find(ctx, &key);
@@ -1134,6 +1148,11 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     /* Set up here, not above: a kept kernel needs neither, and they are kilobytes to clear. */
     s = (Sched){.ctx = ctx, .err = err, .dev = dev, .target = be->target, .root_inner = root_as_inner(root)};
     memset(&k, 0, sizeof k);
+    for (int i = 0; i < nprod; i++)
+        if (!add_sub(&s, prods[i])) {
+            st = s.st;
+            goto done;
+        }
     bool is_reduce = fc_op_is_reduce(root->op) && !s.root_inner;
     /* Emit, order the loops, and check that the inner reductions fuse; those that do not are
      * realised and the kernel is emitted again with loads of them (and such a kernel is not

@@ -2837,6 +2837,9 @@ static const MmCase mm_cases[] = {
     {9, 10, 11, false, false, 2, {2, 3}, false},
     {9, 10, 11, true, false, 2, {2, 3}, true},
     {0, 4, 4, false, false, 0, {0}, false},
+    /* several row blocks share one packed B: two column blocks (the last not a multiple of the
+     * micro-kernel's width), several K blocks, two batch items */
+    {80, 270, 300, false, true, 2, {2, 1}, false},
 };
 
 static const FcDType mm_dtypes[] = {FC_FLOAT32, FC_FLOAT64, FC_INT32, FC_INT64};

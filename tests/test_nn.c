@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DIR "tests/golden/nn/"
 #define CASES_FILE DIR "cases.txt"
@@ -242,6 +243,112 @@ static int count_of(const char *hay, const char *needle)
     return n;
 }
 
+/* ---- the convolution's epilogue on the CPU ----
+ * conv2d's matrix product with its bias and what the caller applies to the result (an
+ * activation, batch-norm's affine map in evaluation) runs as one product whose epilogue computes
+ * them (FcMatmul.epi): under TDL_DUMP_KERNELS one "product" line ending in the epilogue's ops and
+ * no kernel after it, so the product is never written and read again. The result has the bits
+ * of the unfused path (TDL_NO_FUSE: the product realised first, the rest a kernel of its own). */
+
+static const char epi_setup[] =
+    "import nn\n"
+    "manual_seed(0)\n"
+    "x = randn(2, 3, 7, 6)\n"
+    "w = randn(5, 3, 3, 3)\n"
+    "w1 = randn(5, 3, 1, 1, dtype=float64)\n"
+    "b = randn(5)\n"
+    "rm, rv, g, bb = randn(5), rand(5) + 0.5, randn(5), randn(5)\n"
+    "per = (1, 5, 1, 1)\n"
+    "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n";
+
+static const struct {
+    const char *name, *program, *epilogue;
+} epi_cases[] = {
+    {"conv3x3 + bias + relu", "y = nn.relu(nn.conv2d(x, w, b, padding=1))", " P load add relu\n"},
+    {"channels_last", "y = nn.relu(nn.conv2d(x.contiguous(memory_format=channels_last), w, b, padding=1))",
+     " P load add relu\n"},
+    {"float64 1x1, stride 2, gelu", "y = nn.gelu(nn.conv2d(x.double(), w1, b.double(), stride=2))",
+     " P load cast add const mul const const mul erf add mul\n"},
+    {"batch-norm's affine map + silu",
+     "y = nn.silu((nn.conv2d(x, w, padding=(0, 1)) - rm.reshape(per)) * scale + bb.reshape(per))",
+     " P load sub load mul load add sigmoid mul\n"},
+};
+
+/* Runs epi_cases[i] in a new interpreter with flags, the kernels' dump after the setup in *dump;
+ * saves y to path. Returns NULL, or a malloc'd report of the error. */
+static char *run_epilogue(int i, int flags, const char *path, Lines *dump)
+{
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    cfg.flags = flags | TDL_DUMP_KERNELS;
+    cfg.dump = collect;
+    cfg.dump_ud = dump;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    char prog[1024], *r = NULL;
+    snprintf(prog, sizeof prog, "%s\ny.stride()\n", epi_cases[i].program);
+    bool ok = tdl_run_string(T, epi_setup, "setup") == TDL_OK;
+    dump->text[0] = '\0';
+    ok = ok && tdl_run_string(T, prog, epi_cases[i].name) == TDL_OK;
+    snprintf(prog, sizeof prog, "save('%s', y)\n", path);
+    ok = ok && tdl_run_string(T, prog, "save") == TDL_OK;
+    if (!ok && asprintf(&r, "%s: raised %s: %s", epi_cases[i].name, tdl_error_kind_name(tdl_error_kind_of(T)),
+                        tdl_error_message(T)) < 0)
+        r = NULL;
+    tdl_close(T);
+    return r;
+}
+
+static char *file_bytes(const char *path, long *n)
+{
+    FILE *fp = fopen(path, "rb");
+    char *b = NULL;
+    *n = -1;
+    if (fp && fseek(fp, 0, SEEK_END) == 0 && (*n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+        (b = malloc((size_t)*n + 1)) && fread(b, 1, (size_t)*n, fp) != (size_t)*n) {
+        free(b);
+        b = NULL;
+    }
+    if (fp)
+        fclose(fp);
+    return b;
+}
+
+START_TEST(conv_epilogue)
+{
+    static Lines fused, unfused;
+    char pf[64], pu[64];
+    snprintf(pf, sizeof pf, "/tmp/tdl-epi-%d-fused.npy", (int)getpid());
+    snprintf(pu, sizeof pu, "/tmp/tdl-epi-%d-unfused.npy", (int)getpid());
+    free_report();
+    report = run_epilogue(_i, 0, pf, &fused);
+    if (!report)
+        report = run_epilogue(_i, TDL_NO_FUSE, pu, &unfused);
+    long nf, nu;
+    char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
+    remove(pf);
+    remove(pu);
+    ck_assert_msg(report == NULL, "%s", report ? report : "");
+    const char *line = strstr(fused.text, "product ");
+    const char *ops = line ? strstr(line, "epilogue:") : NULL;
+    ck_assert_msg(ops && count_of(fused.text, "product ") == 1, "%s: not one product:\n%s", epi_cases[_i].name,
+                  fused.text);
+    const char *eol = strchr(ops, '\n');
+    ck_assert_msg(eol && strncmp(ops + 9, epi_cases[_i].epilogue, (size_t)(eol + 1 - ops - 9)) == 0 &&
+                      strlen(epi_cases[_i].epilogue) == (size_t)(eol + 1 - ops - 9),
+                  "%s: epilogue%.*s, want%s", epi_cases[_i].name, eol ? (int)(eol + 1 - ops - 9) : 0, ops + 9,
+                  epi_cases[_i].epilogue);
+    ck_assert_msg(!strstr(eol, "kernel:"), "%s: a kernel runs after the product:\n%s", epi_cases[_i].name, fused.text);
+    /* unfused: the product alone, its consumer a kernel */
+    ck_assert_msg(strstr(unfused.text, "epilogue: P\n") && strstr(strstr(unfused.text, "epilogue: P\n"), "kernel:"),
+                  "%s: unfused:\n%s", epi_cases[_i].name, unfused.text);
+    ck_assert_msg(bf && bu && nf == nu && memcmp(bf, bu, (size_t)nf) == 0, "%s: the fused result's bits differ",
+                  epi_cases[_i].name);
+    free(bf);
+    free(bu);
+}
+END_TEST
+
 START_TEST(conv2d_library_path)
 {
     const char *dev = golden_device();
@@ -330,5 +437,8 @@ Suite *nn_suite(void)
     }
     tcase_add_test(tc, mask_head);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("epilogue");
+    tcase_add_loop_test(te, conv_epilogue, 0, (int)(sizeof epi_cases / sizeof *epi_cases));
+    suite_add_tcase(s, te);
     return s;
 }

@@ -232,6 +232,7 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         .run_prepared = cpu_run_prepared,
         .release = cpu_release,
         .matmul = cpu_mm,
+        .matmul_epilogue = true,
         .destroy = cpu_destroy,
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
@@ -274,6 +275,7 @@ FcBackend *fc_cpu_backend_as_cuda_new(int nthreads)
     if (be) {
         be->name = "cuda (host memory, for tests)";
         be->device = FC_DEV_CUDA;
+        be->matmul_epilogue = false;    /* as the CUDA backend */
     }
     return be;
 }

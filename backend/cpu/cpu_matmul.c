@@ -29,6 +29,7 @@ enum {
     MM_NR_BYTES = 64,           /* bytes of a row of the micro-kernel */
     MM_SMALL = 64 * 1024,       /* multiply-adds below which the product runs on one thread */
 };
+#define MM_SHARED_B_MAX (64.0 * 1024 * 1024)    /* bytes of B packed once for all tasks, at most */
 /* Columns of the micro-kernel (64 bytes of a row: two AVX2 registers) and the K and N block sizes
  * per dtype, so that a packed B block stays in L2 and an A panel with its B panel in L1. */
 #define MM_NR(T) ((int)(MM_NR_BYTES / sizeof(T)))
@@ -41,7 +42,9 @@ typedef struct MmRun {
     int64_t mblk;               /* rows per task */
     int64_t nmb;                /* row blocks per batch item */
     char **scratch;             /* per thread: packed A, packed B, C block */
-    size_t a_bytes, b_bytes;
+    void *bshared;              /* all of B packed once (pack_task), or NULL: each task packs its own */
+    int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
+    size_t a_bytes, b_bytes, c_bytes;
     bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
 } MmRun;
 
@@ -158,6 +161,226 @@ DEF_UKERNEL_FMA(f64, double, __m256d, pd)
 DEF_UKERNEL_FLOAT(f32, float, fmaf)
 DEF_UKERNEL_FLOAT(f64, double, fma)
 
+/* ---- the epilogue (FcMatmul.epi) ----
+ * A block of C (rows i0.., columns jc..) is written as the epilogue's expression of it: each
+ * row in chunks of FC_CHUNK, each instruction by the executor's own function for its op
+ * (fc_cpu_op_fn), so that the values are the bits the unfused kernels give. */
+
+/* The offset of index x of a flattening of n sub-dims (sizes size, strides stride). */
+static int64_t sub_offset(int64_t x, int n, const int64_t *size, const int64_t *stride)
+{
+    int64_t off = 0;
+    for (int d = n - 1; d >= 0; d--) {
+        off += x % size[d] * stride[d];
+        x /= size[d];
+    }
+    return off;
+}
+
+/* dst[j] = src[off[j]] (off NULL: src[0]) for j < len, elements of es bytes. */
+static void gather_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
+{
+#define GATHER(T)                                                                                  \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *sv = src;                                                                         \
+        for (int j = 0; j < len; j++)                                                              \
+            d[j] = sv[off ? off[j] : 0];                                                           \
+    } while (0)
+    switch (es) {
+    case 1: GATHER(uint8_t); break;
+    case 2: GATHER(uint16_t); break;
+    case 4: GATHER(uint32_t); break;
+    default: GATHER(uint64_t); break;
+    }
+#undef GATHER
+}
+
+/* dst[off[j]] = src[j] for j < len, elements of es bytes. */
+static void scatter_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
+{
+#define SCATTER(T)                                                                                 \
+    do {                                                                                           \
+        T *d = dst;                                                                                \
+        const T *sv = src;                                                                         \
+        for (int j = 0; j < len; j++)                                                              \
+            d[off[j]] = sv[j];                                                                     \
+    } while (0)
+    switch (es) {
+    case 1: SCATTER(uint8_t); break;
+    case 2: SCATTER(uint16_t); break;
+    case 4: SCATTER(uint32_t); break;
+    default: SCATTER(uint64_t); break;
+    }
+#undef SCATTER
+}
+
+/* Bytes of a thread's scratch the epilogue needs: a chunk per instruction, column offsets per
+ * load and for the output. */
+static size_t epi_bytes(const FcEpilogue *e, int64_t nc)
+{
+    return ((size_t)e->n * FC_CHUNK * 8 + (size_t)(e->n + 1) * (size_t)nc * sizeof(int64_t) + 63) & ~(size_t)63;
+}
+
+/* Whether m's epilogue is one epi_block runs: a float product, instructions that read earlier
+ * ones, ops this backend has a function for. */
+static bool epi_valid(const FcMatmul *m)
+{
+    const FcEpilogue *e = m->epi;
+    if ((m->dtype != FC_FLOAT32 && m->dtype != FC_FLOAT64) || e->n < 1 || e->n > FC_EPI_MAX ||
+        e->nrdim < 0 || e->nrdim > FC_MAX_DIMS || e->ncdim < 0 || e->ncdim > FC_MAX_DIMS ||
+        e->out_dtype != e->code[e->n - 1].dtype)
+        return false;
+    for (int r = 0; r < e->n; r++) {
+        const FcEpiInstr *in = &e->code[r];
+        if (in->op == FC_OP_NONE) {
+            if (in->dtype != m->dtype)
+                return false;
+        } else if (in->op == FC_OP_LOAD) {
+            if (!in->data)
+                return false;
+        } else if (in->op != FC_OP_CONST) {
+            if (in->a < 0 || in->a >= r || in->b >= r || in->c >= r ||
+                !fc_cpu_op_fn(in->op, in->dtype, in->src_dtype))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Writes the block cbuf (mc x nc, ldc apart, of the product's dtype) of batch item bi through
+ * m->epi; scratch: epi_bytes of it. */
+static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int64_t mc, int64_t nc,
+                      const void *cbuf, int64_t ldc, char *scratch)
+{
+    const FcEpilogue *e = m->epi;
+    int n = e->n;
+    char *regs = scratch;
+    int64_t *coff = (int64_t *)(void *)(scratch + (size_t)n * FC_CHUNK * 8);   /* [n + 1][nc] */
+    int64_t base[FC_EPI_MAX + 1];       /* per load, then the output: the batch item's offset */
+    bool contig[FC_EPI_MAX + 1], flat[FC_EPI_MAX + 1];
+    CpuOpFn fn[FC_EPI_MAX];
+    size_t es[FC_EPI_MAX + 1];
+    int64_t ao, bo;
+    batch_offsets(m, bi, &ao, &bo, &base[n]);
+    es[n] = fc_dtype_size(e->out_dtype);
+    for (int r = 0; r <= n; r++) {
+        const FcEpiInstr *in = r < n ? &e->code[r] : NULL;
+        if (in) {
+            es[r] = fc_dtype_size(in->dtype);
+            fn[r] = in->op == FC_OP_NONE || in->op == FC_OP_CONST || in->op == FC_OP_LOAD
+                        ? NULL : fc_cpu_op_fn(in->op, in->dtype, in->src_dtype);
+            if (in->op == FC_OP_CONST)
+                fc_cpu_fill(regs + (size_t)r * FC_CHUNK * 8, in->dtype, in->konst, FC_CHUNK);
+            if (in->op != FC_OP_LOAD)
+                continue;
+            base[r] = in->offset;
+            for (int64_t x = bi, d = m->nbatch - 1; d >= 0; d--) {
+                base[r] += x % m->batch[d] * in->bstride[d];
+                x /= m->batch[d];
+            }
+        }
+        const int64_t *cst = in ? in->cstride : e->out_cstride;
+        int64_t *co = coff + (size_t)r * (size_t)nc;
+        contig[r] = flat[r] = true;
+        for (int64_t j = 0; j < nc; j++) {
+            co[j] = sub_offset(jc + j, e->ncdim, e->csize, cst);
+            contig[r] = contig[r] && co[j] == co[0] + j;
+            flat[r] = flat[r] && co[j] == co[0];
+        }
+    }
+    const void *ptr[FC_EPI_MAX];
+    for (int64_t i = 0; i < mc; i++) {
+        int64_t row = i0 + i;
+        for (int64_t j0 = 0; j0 < nc; j0 += FC_CHUNK) {
+            int len = nc - j0 < FC_CHUNK ? (int)(nc - j0) : FC_CHUNK;
+            for (int r = 0; r < n; r++) {
+                const FcEpiInstr *in = &e->code[r];
+                char *reg = regs + (size_t)r * FC_CHUNK * 8;
+                const int64_t *co = coff + (size_t)r * (size_t)nc + j0;
+                switch (in->op) {
+                case FC_OP_NONE:
+                    ptr[r] = (const char *)cbuf + (size_t)(i * ldc + j0) * es[r];
+                    break;
+                case FC_OP_CONST:
+                    ptr[r] = reg;
+                    break;
+                case FC_OP_LOAD: {
+                    const char *src = (const char *)in->data +
+                                      (base[r] + sub_offset(row, e->nrdim, e->rsize, in->rstride)) * (int64_t)es[r];
+                    if (contig[r]) {
+                        ptr[r] = src + co[0] * (int64_t)es[r];
+                        break;
+                    }
+                    if (flat[r])
+                        gather_elems(reg, src + co[0] * (int64_t)es[r], NULL, len, es[r]);
+                    else
+                        gather_elems(reg, src, co, len, es[r]);
+                    ptr[r] = reg;
+                    break;
+                }
+                default:
+                    fn[r](reg, ptr[in->a], in->b >= 0 ? ptr[in->b] : NULL, in->c >= 0 ? ptr[in->c] : NULL, len);
+                    ptr[r] = reg;
+                    break;
+                }
+            }
+            char *dst = (char *)m->c + (base[n] + sub_offset(row, e->nrdim, e->rsize, e->out_rstride)) * (int64_t)es[n];
+            const int64_t *co = coff + (size_t)n * (size_t)nc + j0;
+            if (contig[n])
+                memcpy(dst + co[0] * (int64_t)es[n], ptr[n - 1], (size_t)len * es[n]);
+            else
+                scatter_elems(dst, ptr[n - 1], co, len, es[n]);
+        }
+    }
+}
+
+/* B[pc.., jc..] of batch item b (kc x nc) as column panels of NR, zero-padded: dst[jr][p][j]. */
+#define DEF_PACK_B(s, T, A)                                                                        \
+    static void pack_b_##s(const FcMatmul *m, const T *b, int64_t pc, int64_t kc, int64_t jc,      \
+                           int64_t nc, A *restrict bpack)                                          \
+    {                                                                                              \
+        const int NR = MM_NR(T);                                                                   \
+        for (int64_t jr = 0; jr < nc; jr += NR) {                                                  \
+            A *dst = bpack + jr * kc;                                                              \
+            int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                           \
+            for (int64_t p = 0; p < kc; p++) {                                                     \
+                const T *src = b + (pc + p) * m->b_rs + (jc + jr) * m->b_cs;                       \
+                int j = 0;                                                                         \
+                if (m->b_cs == 1)                                                                  \
+                    for (; j < nr; j++)                                                            \
+                        dst[p * NR + j] = (A)src[j];                                               \
+                else                                                                               \
+                    for (; j < nr; j++)                                                            \
+                        dst[p * NR + j] = (A)src[j * m->b_cs];                                     \
+                for (; j < NR; j++)                                                                \
+                    dst[p * NR + j] = 0;                                                           \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    /* Task: all of B of batch item task / nnb, its column block task % nnb, into run->bshared    \
+     * (the block of columns jc.. of item bi at bi * k * npad + jc * k, K block pc at pc * ldc). */ \
+    static bool pack_task_##s(void *arg, int tid, int64_t task)                                    \
+    {                                                                                              \
+        (void)tid;                                                                                 \
+        const MmRun *run = arg;                                                                    \
+        const FcMatmul *m = run->m;                                                                \
+        const int NR = MM_NR(T);                                                                   \
+        const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
+        int64_t nnb = (m->n + NC - 1) / NC, bi = task / nnb, jc = task % nnb * NC;                 \
+        int64_t nc = m->n - jc < NC ? m->n - jc : NC, ldc = (nc + NR - 1) / NR * NR;               \
+        int64_t ao, bo, co;                                                                        \
+        batch_offsets(m, bi, &ao, &bo, &co);                                                       \
+        A *base = (A *)(void *)run->bshared + bi * m->k * run->npad + jc * m->k;                   \
+        for (int64_t pc = 0; pc < m->k; pc += KC) {                                                \
+            if (m->interrupt && *m->interrupt)                                                     \
+                return false;                                                                      \
+            pack_b_##s(m, (const T *)m->b + bo, pc, m->k - pc < KC ? m->k - pc : KC, jc, nc,       \
+                       base + pc * ldc);                                                           \
+        }                                                                                          \
+        return true;                                                                               \
+    }
+
 /* One task: rows [i0, i0 + mc) of batch item bi. T is the element type, A the arithmetic type. */
 #define DEF_MATMUL(s, T, A)                                                                        \
     static bool mm_task_##s(void *arg, int tid, int64_t task)                                      \
@@ -175,6 +398,8 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
         T *c = (T *)m->c + co + i0 * m->c_rs;                                                      \
         A *apack = (A *)(void *)run->scratch[tid];                                                 \
         A *bpack = (A *)(void *)(run->scratch[tid] + run->a_bytes);                                \
+        const A *bshared = run->bshared;                                                           \
+        int64_t bo_pack = bi * m->k * run->npad;                                                   \
         A *cbuf = (A *)(void *)(run->scratch[tid] + run->a_bytes + run->b_bytes);                  \
         for (int64_t jc = 0; jc < m->n; jc += NC) {                                                \
             int64_t nc = m->n - jc < NC ? m->n - jc : NC;                                          \
@@ -184,23 +409,10 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
                 int64_t kc = m->k - pc < KC ? m->k - pc : KC;                                      \
                 if (m->interrupt && *m->interrupt)                                                 \
                     return false;                                                                  \
-                /* B[pc.., jc..] as column panels of NR, zero-padded: bpack[jr][p][j] */           \
-                for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
-                    A *dst = bpack + jr * kc;                                                      \
-                    int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                   \
-                    for (int64_t p = 0; p < kc; p++) {                                             \
-                        const T *src = b + (pc + p) * m->b_rs + (jc + jr) * m->b_cs;               \
-                        int j = 0;                                                                 \
-                        if (m->b_cs == 1)                                                          \
-                            for (; j < nr; j++)                                                    \
-                                dst[p * NR + j] = (A)src[j];                                       \
-                        else                                                                       \
-                            for (; j < nr; j++)                                                    \
-                                dst[p * NR + j] = (A)src[j * m->b_cs];                             \
-                        for (; j < NR; j++)                                                        \
-                            dst[p * NR + j] = 0;                                                   \
-                    }                                                                              \
-                }                                                                                  \
+                /* B[pc.., jc..] as column panels of NR: packed once for all tasks, or here */    \
+                const A *bp = bshared ? bshared + bo_pack + jc * m->k + pc * ldc : bpack;          \
+                if (!bshared)                                                                      \
+                    pack_b_##s(m, b, pc, kc, jc, nc, bpack);                                       \
                 /* A[i0.., pc..] as row panels of MM_MR, zero-padded: apack[ir][p][i] */           \
                 for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
                     A *dst = apack + ir * kc;                                                      \
@@ -220,41 +432,50 @@ DEF_UKERNEL_FLOAT(f64, double, fma)
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(run->fma, kc, apack + ir * kc, bpack + jr * kc,                \
+                        ukernel_##s(run->fma, kc, apack + ir * kc, bp + jr * kc,                     \
                                     cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
             }                                                                                      \
-            for (int64_t i = 0; i < mc; i++) {                                                     \
-                T *dst = c + i * m->c_rs + jc * m->c_cs;                                           \
-                const A *src = cbuf + i * ldc;                                                     \
-                for (int64_t j = 0; j < nc; j++)                                                   \
-                    dst[j * m->c_cs] = (T)src[j];                                                  \
-            }                                                                                      \
+            if (m->epi)                                                                            \
+                epi_block(m, bi, i0, jc, mc, nc, cbuf, ldc,                                        \
+                          run->scratch[tid] + run->a_bytes + run->b_bytes + run->c_bytes);         \
+            else                                                                                   \
+                for (int64_t i = 0; i < mc; i++) {                                                 \
+                    T *dst = c + i * m->c_rs + jc * m->c_cs;                                       \
+                    const A *src = cbuf + i * ldc;                                                 \
+                    for (int64_t j = 0; j < nc; j++)                                               \
+                        dst[j * m->c_cs] = (T)src[j];                                              \
+                }                                                                                  \
         }                                                                                          \
         return true;                                                                               \
     }
 
-DEF_MATMUL(f32, float, float)
-DEF_MATMUL(f64, double, double)
-DEF_MATMUL(i32, int32_t, uint32_t)
-DEF_MATMUL(i64, int64_t, uint64_t)
+#define DEF_GEMM(s, T, A) DEF_PACK_B(s, T, A) DEF_MATMUL(s, T, A)
+DEF_GEMM(f32, float, float)
+DEF_GEMM(f64, double, double)
+DEF_GEMM(i32, int32_t, uint32_t)
+DEF_GEMM(i64, int64_t, uint64_t)
 
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
 {
-    CpuTaskFn fn;
+    CpuTaskFn fn, pack;
     size_t es;
     switch (m->dtype) {
-    case FC_FLOAT32: fn = mm_task_f32; es = sizeof(float); break;
-    case FC_FLOAT64: fn = mm_task_f64; es = sizeof(double); break;
-    case FC_INT32: fn = mm_task_i32; es = sizeof(int32_t); break;
-    case FC_INT64: fn = mm_task_i64; es = sizeof(int64_t); break;
+    case FC_FLOAT32: fn = mm_task_f32; pack = pack_task_f32; es = sizeof(float); break;
+    case FC_FLOAT64: fn = mm_task_f64; pack = pack_task_f64; es = sizeof(double); break;
+    case FC_INT32: fn = mm_task_i32; pack = pack_task_i32; es = sizeof(int32_t); break;
+    case FC_INT64: fn = mm_task_i64; pack = pack_task_i64; es = sizeof(int64_t); break;
     default:
         snprintf(err->msg, sizeof err->msg, "\"addmm_impl_cpu_\" not implemented for '%s'", fc_dtype_name(m->dtype));
         return FC_ERR_RUNTIME;
     }
     if (m->nbatch < 0 || m->nbatch > FC_MAX_DIMS || m->m < 0 || m->n < 0 || m->k < 0) {
         snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
+        return FC_ERR_VALUE;
+    }
+    if (m->epi && !epi_valid(m)) {
+        snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed epilogue");
         return FC_ERR_VALUE;
     }
     MmRun run = {.m = m, .nbatch = 1,
@@ -273,7 +494,11 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     double madds = (double)run.nbatch * (double)m->m * (double)m->n * (double)(m->k > 0 ? m->k : 1);
     int nth = madds < MM_SMALL ? 1 : fc_cpu_clamp_threads(be, m->nthreads);
     run.mblk = MM_MC;
-    if (nth > 1) {
+    /* Batch items enough for the threads and a few row blocks each: one task per item, which
+     * packs its B once (per-image products, as a convolution's). */
+    if (m->m <= 4 * MM_MC && run.nbatch >= 4 * (int64_t)nth)
+        run.mblk = (m->m + MM_MR - 1) / MM_MR * MM_MR;
+    else if (nth > 1) {
         int64_t want = 4 * (int64_t)nth;
         int64_t per_batch = (want + run.nbatch - 1) / run.nbatch;
         int64_t rows = (m->m + per_batch - 1) / per_batch;
@@ -291,16 +516,31 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     int64_t ldc = (nmax + nr - 1) / nr * nr;
     run.a_bytes = ((size_t)(run.mblk * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
     run.b_bytes = ((size_t)(ldc * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
-    size_t c_bytes = (size_t)(run.mblk * ldc) * es;
+    run.c_bytes = ((size_t)(run.mblk * ldc) * es + 63) & ~(size_t)63;
+    size_t e_bytes = m->epi ? epi_bytes(m->epi, nmax) : 0;
     run.scratch = mem_calloc((size_t)nth, sizeof *run.scratch);
     FcStatus st = FC_OK;
     if (!run.scratch)
         goto nomem;
     for (int i = 0; i < nth; i++)
-        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + c_bytes)))
+        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + run.c_bytes + e_bytes)))
             goto nomem;
+    /* B is packed once when several row blocks would each pack it again (and the copy is not
+     * too big): the tasks then only pack their rows of A. */
+    int64_t nnb = (m->n + nc - 1) / nc;
+    run.npad = (nnb - 1) * nc + ((m->n - (nnb - 1) * nc) + nr - 1) / nr * nr;
+    double packed = (double)run.nbatch * (double)m->k * (double)run.npad * (double)es;
+    if (run.nmb >= 2 && m->k > 0 && packed <= MM_SHARED_B_MAX) {
+        if (!(run.bshared = fc_cpu_aligned_alloc((size_t)packed)))
+            goto nomem;
+        int pth = run.nbatch * nnb < nth ? (int)(run.nbatch * nnb) : nth;
+        if (!fc_cpu_parallel_for(be, pth, run.nbatch * nnb, pack, &run, m->interrupt) ||
+            (m->interrupt && *m->interrupt))
+            goto interrupted;
+    }
     /* A task stops early (returns false) only when interrupted. */
     if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &run, m->interrupt) || (m->interrupt && *m->interrupt)) {
+    interrupted:
         snprintf(err->msg, sizeof err->msg, "interrupted");
         st = FC_ERR_INTERRUPT;
     }
@@ -313,5 +553,6 @@ done:
         for (int i = 0; i < nth; i++)
             mem_free(run.scratch[i]);
     mem_free(run.scratch);
+    mem_free(run.bshared);
     return st;
 }
