@@ -70,6 +70,9 @@ FcBackend *fc_cpu_backend_as_cuda_new(int nthreads);
 /* How many allocations of a CPU backend were served from its cache of freed large blocks
  * (cpu_backend.c), for tests; -1 when the build has no cache (AddressSanitizer). */
 long fc_cpu_cache_hits(FcBackend *be);
+/* How many chunks of gated scatter-adds the CPU executor found to add zeros after evaluating
+ * only what holds one value per chunk (cpu_exec.c's eval_gated), over all backends, for tests. */
+long fc_cpu_narrow_skips(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

@@ -2382,6 +2382,42 @@ START_TEST(test_plan_pre_and_live)
 }
 END_TEST
 
+/* The CPU target's table limits (fc_cpu_target: fc_kplan_pre's pre_points, pre_bytes) admit
+ * roi_align ADAPTIVE's backward geometry: a sample's coordinates and weights over (box, bin,
+ * sample), 512 x 14 x 5 = 35840 points, read by each of 256 channels, a chain of a dozen values
+ * of 143 KB each. Precomputed, each is a table filled once before the kernel runs rather than
+ * a memoised value checked and restored at every point of the loop nest. The kernel is planned,
+ * not run. */
+START_TEST(test_plan_pre_roi_domain)
+{
+    static float x[256];
+    int64_t e[4] = {512, 14, 5, 256}, sx[4] = {0, 0, 0, 1}, ost[4] = {14 * 5 * 256, 5 * 256, 256, 1};
+    KB b;
+    kb_init(&b, 4, e);
+    int i0 = kb_iota(&b, 0), i1 = kb_iota(&b, 1), i2 = kb_iota(&b, 2);
+    int s01 = kb_op(&b, FC_OP_ADD, FC_INT64, i0, i1, -1);
+    int s = kb_op(&b, FC_OP_ADD, FC_INT64, s01, i2, -1);
+    int v = kb_op(&b, FC_OP_CAST, FC_FLOAT32, s, -1, -1);
+    int h = kb_f(&b, FC_FLOAT32, 0.5);
+    int chain[12];
+    for (int j = 0; j < 12; j++)
+        v = chain[j] = kb_op(&b, j % 2 ? FC_OP_ADD : FC_OP_MUL, FC_FLOAT32, v, h, -1);
+    int xv = kb_load(&b, FC_FLOAT32, x, 0, sx);
+    int r = kb_op(&b, FC_OP_MUL, FC_FLOAT32, v, xv, -1);
+    kb_store(&b, r, NULL, FC_FLOAT32, 0, ost);
+    FcPlan *p = NULL;
+    ck_assert_int_eq(fc_kplan_new(&b.k, "cpu", &p, &err), FC_OK);
+    bool pre[KB_CODE], kept[KB_CODE];
+    size_t off[KB_CODE];
+    size_t bytes = fc_kplan_pre(p, &b.k, be->target, p->opv, NULL, pre, off, kept);
+    for (int j = 0; j < 12; j++)
+        ck_assert_msg(pre[chain[j]], "value %d of the chain over (box, bin, sample) is not precomputed", j);
+    ck_assert(pre[s] && !pre[r]);
+    ck_assert_uint_ge(bytes, 12 * 35840 * sizeof(float));
+    fc_kplan_free(p);
+}
+END_TEST
+
 /* The registry opens each backend by device type; each says what it is (its target) and whether
  * it computes an instruction, with the message it would refuse a kernel holding it with (the
  * CUDA generator's: test_cuda.c's cuda_supports). */
@@ -3184,6 +3220,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_scatter_malformed, 0, 6);
     tcase_add_loop_test(tc, test_one_validator, 0, 2);
     tcase_add_test(tc, test_plan_pre_and_live);
+    tcase_add_test(tc, test_plan_pre_roi_domain);
     tcase_add_test(tc, test_registry_supports);
     suite_add_tcase(s, tc);
 

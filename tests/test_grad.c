@@ -11,6 +11,7 @@
  * errors. With TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device. */
 #include "tests.h"
 
+#include "backend.h"               /* fc_cpu_narrow_skips */
 #include "fcdim.h"
 #include "golden_cases.h"
 #include "interp.h"                 /* an interpreter's FcCtx: FC_SCHED_STAGE off */
@@ -304,6 +305,31 @@ START_TEST(gated_masked_zero)
 }
 END_TEST
 
+/* The gated store of gated_masked_zero with w finite: its masked rows come in runs of 10 (idx %
+ * 50 < 10), two chunks each (300 columns: 256 + 44), and every chunk of a run after its first is
+ * found to add zeros from its narrow values alone (cpu_exec.c's eval_gated: 8 runs of 20
+ * chunks, 19 each; fc_cpu_narrow_skips), at 1 and 2 threads, with the gradient of PyTorch: the
+ * masked rows 0 (w there 3, never used), the others the sums of 2 g over the rows that gather
+ * them. (On a real GPU the count is not the CPU's to check.) */
+START_TEST(gated_narrow_skips)
+{
+    for (int t = 0; t < 2; t++) {
+        setenv("TDL_NUM_THREADS", t ? "2" : "1", 1);
+        long before = fc_cpu_narrow_skips();
+        run_ok("x = zeros(50, 300, requires_grad=True)\nidx = arange(400) % 50\nm = (idx >= 10).reshape(400, 1)\n"
+               "w = where(idx >= 10, 2.0, 3.0).reshape(400, 1)\n"
+               "g = (arange(400 * 300, dtype=float32) * 0.37).cos().reshape(400, 300)\n"
+               "(where(m, x[idx] * w, 0.0) * g).sum().backward()\n"
+               "assert (x.grad[:10] == 0.0).all().item()\n"
+               "ref = (g * 2.0).reshape(8, 50, 300).sum(0)\n"
+               "assert (x.grad[10:] - ref[10:]).abs().max().item() < 1e-5\n");
+        if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it */
+            ck_assert_int_eq(fc_cpu_narrow_skips() - before, 8 * 19);
+    }
+    unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
 /* Generic gathers' gradients (scatter-adds with many duplicates), split over the row loop of
  * gather(1, idx) (not the vector loop) and over the column loop of x[idx] (the vector loop, cut
  * into slices): the same bits at 1, 2 and 4 threads, and the bits of adding each element's
@@ -448,6 +474,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, deterministic_gather);
     tcase_add_test(tc, staged_cotangent);
     tcase_add_test(tc, gated_masked_zero);
+    tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);

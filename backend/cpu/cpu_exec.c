@@ -36,6 +36,12 @@ typedef struct Thread {
     uint64_t *stamps;           /* [nstamps]: the generation each entry was computed in */
     char *tvals;                /* [nvals * 8]: the entries' values */
     char *racc;                 /* [nracc * cbytes]: the inner reductions' accumulators */
+    /* A gated store (plan_gate): evaluating its steps before the where narrow (wide steps that
+     * are not memoised left out, one value per chunk not broadcast; eval_gated), and whether
+     * its last chunk was a skipped zero (its next is then evaluated narrow first). */
+    bool narrow;
+    bool gate_off;
+    long narrow_skips;          /* chunks skipped after a narrow pass (fc_cpu_narrow_skips) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -935,8 +941,14 @@ static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t
             t->cur[r->d] = t->tvals + (r->val0 + (size_t)e * (size_t)r->m) * 8;
             continue;
         }
-        if (t->mcur[r->memo] == e && t->mcg[r->memo] == gen)
+        if (t->narrow && r->w > 1) {    /* position 0 alone: the entry itself */
+            t->cur[r->d] = t->tvals + (r->val0 + (size_t)e) * 8;
             continue;
+        }
+        if (t->mcur[r->memo] == e && t->mcg[r->memo] == gen) {
+            t->cur[r->d] = t->buf[r->d];        /* a narrow pass may have pointed it elsewhere */
+            continue;
+        }
         void *d = t->buf[r->d];
         broadcast(d, t->tvals + (r->val0 + (size_t)e) * 8, (size_t)r->esize, r->w);
         t->cur[r->d] = d;
@@ -955,7 +967,7 @@ static void memo_keep(const Plan *p, Thread *t, const Step *s)
     }
     broadcast(t->tvals + (s->val0 + (size_t)e) * 8, t->buf[s->d], s->esize, 1);
     t->mcur[s->memo] = e;
-    t->mcg[s->memo] = t->mgen[s->chain];
+    t->mcg[s->memo] = t->narrow && s->fill ? 0 : t->mgen[s->chain];    /* narrow: not broadcast */
 }
 
 /* How many indices of a loop of extent ext satisfy index < v (LT) or index <= v (LE). */
@@ -1070,7 +1082,7 @@ static void pre_point(const Plan *p, Thread *t, const Step *s)
             e = tab_entry(tl, x->nl, t->idx);
         }
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
-        if (x->w) {
+        if (x->w && !t->narrow) {
             broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
@@ -1210,17 +1222,20 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             j = s->chain_end - 1;
             continue;
         }
+        if (t->narrow && s->wide && s->memo < 0)
+            continue;
         int m = !s->wide ? 1 : s->m > 0 ? s->m : n;
+        int fw = s->fill && !t->narrow ? s->fillw : m;  /* positions of one value */
         void *d = t->buf[s->d];
         switch (in->op) {
         case FC_OP_LOAD:
-            if (!do_load(p, s, t, i0, !s->wide && s->fill ? s->fillw : m, s->wide))
+            if (!do_load(p, s, t, i0, !s->wide ? fw : m, s->wide))
                 return false;
             if (s->memo >= 0 && s->restore)
                 memo_keep(p, t, s);
             continue;
         case FC_OP_CONST:
-            fc_cpu_fill(d, in->dtype, in->konst, s->fill ? s->fillw : m);
+            fc_cpu_fill(d, in->dtype, in->konst, fw);
             break;
         case FC_OP_IOTA: {
             int64_t *q = d;
@@ -1229,16 +1244,20 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                     q[i] = i0 + i;
             } else {
                 int64_t v = p->k->nloop > 0 ? t->idx[in->loop] : 0;
-                int k = s->fill ? s->fillw : m;
-                for (int i = 0; i < k; i++)
+                for (int i = 0; i < fw; i++)
                     q[i] = v;
             }
             break;
         }
-        case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL:
-            if (!eval_reduce(p, t, s, i0, n))
+        case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL: {
+            bool narrow = t->narrow;
+            t->narrow = false;      /* its body runs along a loop of its own: in full */
+            bool ok = eval_reduce(p, t, s, i0, n);
+            t->narrow = narrow;
+            if (!ok)
                 return false;
             break;
+        }
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
             if (s->nterm) {
@@ -1254,8 +1273,8 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                 s->sel(d, a, b, c, s->selk, m);
             else if (s->fn(d, a, b, c, m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
-            if (!s->wide && s->fill)
-                broadcast(d, d, s->esize, s->fillw);
+            if (!s->wide && fw > 1)
+                broadcast(d, d, s->esize, fw);
             break;
         }
         }
@@ -1278,6 +1297,19 @@ static void decode(const Plan *p, Thread *t, const int *loops, int n, int64_t v)
         int64_t e = p->ext[loops[j]];
         t->idx[loops[j]] = v % e;
         v /= e;
+    }
+}
+
+/* Steps t->idx over loops[0..n) to the next point in row-major order (the last loop fastest;
+ * past the last point they wrap to 0): decode's number plus one, without its divisions, which
+ * cost as much as the rest of a masked point of roi_align's backward. */
+static inline void next_point(const Plan *p, Thread *t, const int *loops, int n)
+{
+    for (int j = n - 1; j >= 0; j--) {
+        int l = loops[j];
+        if (++t->idx[l] < p->ext[l])
+            return;
+        t->idx[l] = 0;
     }
 }
 
@@ -1331,29 +1363,50 @@ static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
     *nc = left < p->group ? (int)left : p->group;
 }
 
+static long narrow_skips;       /* fc_cpu_narrow_skips */
+
+long fc_cpu_narrow_skips(void) { return __atomic_load_n(&narrow_skips, __ATOMIC_RELAXED); }
+
 /* Evaluates a gated store's chunk (plan_gate): *skip when its contribution is a zero that need
- * not be added (cond false, w finite), the steps after the product then left out. */
+ * not be added (cond false, w finite), the steps after the product then left out. After a
+ * skipped chunk the steps before the where are first evaluated narrow (t->narrow: what holds
+ * one value per chunk, at position 0 alone), which is all that cond and w need: the zeros come
+ * in runs (roi_align's samples past a box's grid), and a run's chunks then load, compute and
+ * broadcast nothing over the chunk. A chunk found on is evaluated again in full (memoised
+ * values are restored, not recomputed). The values are the same either way. */
 static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
 {
     *skip = false;
-    if (!eval(p, t, p->ninv, p->gate_where, i0, n))
+    bool narrow = p->gate_narrow && t->gate_off;
+    t->narrow = narrow;
+    bool ok = eval(p, t, p->ninv, p->gate_where, i0, n);
+    bool off = ok && *(const uint8_t *)t->cur[p->steps[p->gate_cond].d] == 0;
+    if (ok && off && p->gate_mul)       /* w's steps after the where */
+        ok = eval(p, t, p->gate_where + 1, p->gate_mul, i0, n);
+    t->narrow = false;
+    t->gate_off = off;
+    if (!ok)
         return false;
-    bool off = *(const uint8_t *)t->cur[p->steps[p->gate_cond].d] == 0;
-    if (off && !p->gate_mul) {
-        *skip = true;
-        return true;
+    if (off) {
+        const Step *w = &p->steps[p->gate_w];
+        const void *wv = p->gate_mul ? t->cur[w->d] : NULL;
+        if (!wv || (w->in->dtype == FC_FLOAT32 ? isfinite(*(const float *)wv) : isfinite(*(const double *)wv))) {
+            *skip = true;
+            t->narrow_skips += narrow;
+            return true;
+        }
+    }
+    if (narrow && !eval(p, t, p->ninv, p->gate_where, i0, n))
+        return false;
+    if (!off && p->gate_v >= 0) {
+        t->cur[p->steps[p->gate_where].d] = t->cur[p->steps[p->gate_v].d];
+        return eval(p, t, p->gate_where + 1, p->ntop, i0, n);
     }
     if (!off)
         return eval(p, t, p->gate_where, p->ntop, i0, n);
     /* the where gives its zero everywhere: made only when the product needs it (w not finite) */
-    if (!eval(p, t, p->gate_where + 1, p->gate_mul, i0, n))
+    if (narrow && !eval(p, t, p->gate_where + 1, p->gate_mul, i0, n))
         return false;
-    const Step *w = &p->steps[p->gate_w];
-    const void *wv = t->cur[w->d];
-    if (w->in->dtype == FC_FLOAT32 ? isfinite(*(const float *)wv) : isfinite(*(const double *)wv)) {
-        *skip = true;
-        return true;
-    }
     const Step *ws = &p->steps[p->gate_where];
     fc_cpu_fill(t->buf[ws->d], ws->in->dtype, p->steps[p->gate_zero].in->konst, n);
     t->cur[ws->d] = t->buf[ws->d];
@@ -1594,8 +1647,8 @@ static bool task_owner(void *arg, int tid, int64_t task)
         int64_t lo = (o % ns) * run->slice, hi = end - og * ns == ns ? ext : (end % ns) * run->slice;
         if (hi > ext)
             hi = ext;
-        for (int64_t u = 0; u < p->inner && ok; u++) {
-            decode(p, t, p->kl, p->nkl, og * p->inner + u);
+        decode(p, t, p->kl, p->nkl, og * p->inner);
+        for (int64_t u = 0; u < p->inner && ok; u++, next_point(p, t, p->kl + p->nkown, p->nkl - p->nkown)) {
             int64_t base = out_base(p, t);
             for (int64_t i0 = lo; i0 < hi && ok; i0 += FC_CHUNK) {
                 int n = hi - i0 < FC_CHUNK ? (int)(hi - i0) : FC_CHUNK;
@@ -1882,6 +1935,10 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
             th[i]->cur[j] = th[0]->cur[j];
     bool ok = fc_cpu_parallel_for(be, nth, ntasks, own ? task_owner : run.split ? task_block : task_units, &run,
                                   k->interrupt);
+    for (int i = 0; i < nth && p->gate_where; i++) {
+        __atomic_fetch_add(&narrow_skips, th[i]->narrow_skips, __ATOMIC_RELAXED);
+        th[i]->narrow_skips = 0;
+    }
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)
         if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))

@@ -1264,11 +1264,41 @@ static void plan_gate(Plan *p)
             if (p->kp->bopv[p->kp->boff[i] + b] == wc)
                 return;
     }
+    /* A narrow pass leaves out the wide steps before the product: not when one could fail (a
+     * gather's index out of range, an integer division by zero, in a reduction's body), which
+     * must be reported whether or not cond holds. */
+    p->gate_narrow = true;
+    for (int j = p->ninv; j < (mul ? mul : where); j++) {
+        const FcInstr *q = p->steps[j].in;
+        if (p->steps[j].wide && ((q->op == FC_OP_LOAD && q->ngather > 0) || fc_op_is_reduce(q->op) ||
+                                 ((q->op == FC_OP_FLOORDIV || q->op == FC_OP_MOD || q->op == FC_OP_FMOD) &&
+                                  q->dtype != FC_FLOAT32 && q->dtype != FC_FLOAT64)))
+            p->gate_narrow = false;
+    }
     p->gate_where = where;
     p->gate_zero = z;
     p->gate_mul = mul;
     p->gate_cond = c;
     p->gate_w = w;
+}
+
+/* A gated store's where with cond true: cond holds one value, so it holds over the chunk and
+ * the where is v itself, bit for bit; the product may read v where it lies (a load read in
+ * place: roi_align's staged cotangent row), or in v's buffer unless a step up to the product
+ * writes that buffer (eval_gated). After plan_index (in-place loads) and plan_memo. */
+static void plan_gate_v(Plan *p)
+{
+    p->gate_v = -1;
+    int where = p->gate_where, mul = p->gate_mul;
+    if (!where || !mul || p->steps[where].memo >= 0)
+        return;
+    int v = operand_step(p, where, 1);
+    if (v < p->ninv || !p->steps[v].wide || p->steps[v].in->dtype != p->steps[where].in->dtype)
+        return;
+    for (int j = where + 1; j <= mul && !p->steps[v].inplace; j++)
+        if (p->steps[j].d == p->steps[v].d)
+            return;
+    p->gate_v = v;
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
@@ -1639,6 +1669,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     if (st != FC_OK)
         return st;
     st = plan_index(p, k, err);
+    plan_gate_v(p);
     if (st == FC_OK && p->total == 0 && !p->reduce)
         p->idle = true;
     return st;

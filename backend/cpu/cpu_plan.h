@@ -79,8 +79,8 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
-    PRE_POS = 16 * 1024,        /* points of a precomputed step's loops at most (fc_cpu_target) ... */
-    PRE_BYTES = 1 << 20,        /* ... and bytes of all of a kernel's tables */
+    PRE_POS = 64 * 1024,        /* points of a precomputed step's loops at most (fc_cpu_target) ... */
+    PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
 
@@ -325,6 +325,10 @@ typedef struct Plan {
     /* A gated store (plan_gate): steps of the masked value where(cond, v, 0) and of the product
      * by w that is the result (0: none), and cond's and w's steps; gate_where 0: not gated. */
     int gate_where, gate_mul, gate_cond, gate_w, gate_zero;
+    bool gate_narrow;           /* its chunks may be evaluated narrow first (eval_gated) */
+    int gate_v;                 /* the where's v when a chunk with cond true may read it as the
+                                   where's value (nothing up to the product writes its buffer),
+                                   else -1 */
     int nmemo, nracc;           /* memoised steps, inner reductions */
     size_t nstamps, nvals;      /* table entries of the chains, and of their steps */
     struct Restore *rlist;      /* the steps of each chain that restore (Step.rfirst) */
