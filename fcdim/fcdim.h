@@ -571,6 +571,18 @@ typedef struct FcInstr {
     FcScalar fill;              /* of dtype src_dtype */
 } FcInstr;
 
+/* Whether evaluating in can raise (a gather's index out of range, an integer division by zero): such
+ * an instruction is evaluated only where the program reads it, never ahead of its mask (kplan's
+ * precomputation, the CPU's narrow pass over gated chunks). */
+static inline bool fc_instr_may_fail(const FcInstr *in)
+{
+    if (in->op == FC_OP_LOAD)
+        return in->ngather > 0;
+    if (in->op == FC_OP_FLOORDIV || in->op == FC_OP_MOD || in->op == FC_OP_FMOD)
+        return in->dtype != FC_FLOAT32 && in->dtype != FC_FLOAT64;
+    return false;
+}
+
 typedef struct FcKernel {
     int nloop;
     int64_t extent[FC_MAX_DIMS];

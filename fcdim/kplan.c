@@ -487,16 +487,9 @@ static bool pre_able(const FcPlan *p, const FcKernel *k, int i)
     for (int g = 0; g < k->nscatter; g++)
         if (p->sres[g] == i)
             return false;
-    switch (in->op) {
-    case FC_OP_LOAD:
-        return in->ngather == 0 && k->bufs[in->buf] != k->out;
-    case FC_OP_CONST:
+    if (in->op == FC_OP_CONST || fc_instr_may_fail(in))
         return false;
-    case FC_OP_FLOORDIV: case FC_OP_MOD: case FC_OP_FMOD:
-        return in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64;
-    default:
-        return true;
-    }
+    return in->op != FC_OP_LOAD || k->bufs[in->buf] != k->out;
 }
 
 size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const int *opv, const bool *veto,

@@ -1270,9 +1270,7 @@ static void plan_gate(Plan *p)
     p->gate_narrow = true;
     for (int j = p->ninv; j < (mul ? mul : where); j++) {
         const FcInstr *q = p->steps[j].in;
-        if (p->steps[j].wide && ((q->op == FC_OP_LOAD && q->ngather > 0) || fc_op_is_reduce(q->op) ||
-                                 ((q->op == FC_OP_FLOORDIV || q->op == FC_OP_MOD || q->op == FC_OP_FMOD) &&
-                                  q->dtype != FC_FLOAT32 && q->dtype != FC_FLOAT64)))
+        if (p->steps[j].wide && (fc_instr_may_fail(q) || fc_op_is_reduce(q->op)))
             p->gate_narrow = false;
     }
     p->gate_where = where;
