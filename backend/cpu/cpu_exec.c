@@ -70,35 +70,6 @@ static bool fail(Thread *t, FcStatus st, const char *fmt, ...)
     return false;
 }
 
-/* d[i] = *src for i < n, by element size, in loops GCC vectorises: a value that holds along a
- * row (s[idx] in x[idx] * s[idx]) is broadcast for every chunk of the row. */
-static void broadcast(void *d, const void *src, size_t es, int n)
-{
-    switch (es) {
-    case 1:
-        memset(d, *(const uint8_t *)src, (size_t)n);
-        break;
-    case 2: {
-        uint16_t v, *q = d;
-        memcpy(&v, src, 2);
-        CHUNK_LOOP(n, q[i] = v);
-        break;
-    }
-    case 4: {
-        uint32_t v, *q = d;
-        memcpy(&v, src, 4);
-        CHUNK_LOOP(n, q[i] = v);
-        break;
-    }
-    default: {
-        uint64_t v, *q = d;
-        memcpy(&v, src, 8);
-        CHUNK_LOOP(n, q[i] = v);
-        break;
-    }
-    }
-}
-
 /* Whether some index ix[i], i < m, is out of range for g (check_indices' test, below; also
  * scale_indices'); always inlined, so that the AVX2 clones vectorise it (GCC did not inline it
  * there on its own). */
@@ -181,7 +152,7 @@ CPU_CLONES static void repeat_vals(void *restrict d, const void *restrict v, int
                 o[r] = x[j];
     } else {
         for (int j = 0; j < n / rep; j++, q += (size_t)rep * es)
-            broadcast(q, (const char *)v + (size_t)j * es, es, rep);
+            fc_cpu_broadcast(q, (const char *)v + (size_t)j * es, es, rep);
     }
 }
 
@@ -680,41 +651,6 @@ static bool scatter_offsets(const Plan *p, Thread *t, int64_t off, int n)
     return true;
 }
 
-/* Writes n values from src at the element offsets o, in order: of duplicates the last stays. */
-static void scatter_store(const Plan *p, const int64_t *o, const void *src, int n)
-{
-    switch (p->out_es) {
-    case 1: {
-        uint8_t *q = p->k->out;
-        const uint8_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = s[i];
-        break;
-    }
-    case 2: {
-        uint16_t *q = p->k->out;
-        const uint16_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = s[i];
-        break;
-    }
-    case 4: {
-        uint32_t *q = p->k->out;
-        const uint32_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = s[i];
-        break;
-    }
-    default: {
-        uint64_t *q = p->k->out;
-        const uint64_t *s = src;
-        for (int i = 0; i < n; i++)
-            q[o[i]] = s[i];
-        break;
-    }
-    }
-}
-
 /* Adding into the output as a sequential loop adds, in the output's dtype: integers wrap (done
  * in unsigned), bools or, floats add in their own precision (float32 in float). */
 #define ADD_BOOL(q, s) ((q) |= (s))
@@ -848,7 +784,7 @@ static bool scatter_chunk(const Plan *p, Thread *t, int64_t off, const void *src
         if (k->accumulate)
             adders[k->out_dtype].at(k->out, t->offs, src, n);
         else
-            scatter_store(p, t->offs, src, n);
+            fc_cpu_scatter_elems(p->k->out, src, t->offs, n, p->out_es);
     }
     return true;
 }
@@ -885,7 +821,7 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
     if (s->inplace && wide)
         t->cur[s->d] = src;
     else if ((stride == 0 && !s->ramp) || !wide || m == 1)
-        broadcast(d, src, es, m);
+        fc_cpu_broadcast(d, src, es, m);
     else if (s->ramp)
         copy_at_32(d, src, s->ramp, es, m);
     else if (p->idx32)
@@ -950,7 +886,7 @@ static void memo_restore(Thread *t, const Restore *r, int n, int64_t e, uint64_t
             continue;
         }
         void *d = t->buf[r->d];
-        broadcast(d, t->tvals + (r->val0 + (size_t)e) * 8, (size_t)r->esize, r->w);
+        fc_cpu_broadcast(d, t->tvals + (r->val0 + (size_t)e) * 8, (size_t)r->esize, r->w);
         t->cur[r->d] = d;
         t->mcur[r->memo] = e;
         t->mcg[r->memo] = gen;
@@ -965,7 +901,7 @@ static void memo_keep(const Plan *p, Thread *t, const Step *s)
         memcpy(t->tvals + (s->val0 + (size_t)e * (size_t)s->m) * 8, t->cur[s->d], (size_t)s->m * s->esize);
         return;
     }
-    broadcast(t->tvals + (s->val0 + (size_t)e) * 8, t->buf[s->d], s->esize, 1);
+    fc_cpu_broadcast(t->tvals + (s->val0 + (size_t)e) * 8, t->buf[s->d], s->esize, 1);
     t->mcur[s->memo] = e;
     t->mcg[s->memo] = t->narrow && s->fill ? 0 : t->mgen[s->chain];    /* narrow: not broadcast */
 }
@@ -1016,7 +952,7 @@ static void pre_fill(const Plan *p, Thread *t)
 {
     for (int i = 0; i < p->npinv; i++) {
         const Step *q = &p->steps[p->pinv[i]];
-        broadcast(p->pretab + q->pre0, t->cur[q->d], q->esize, p->pmost);
+        fc_cpu_broadcast(p->pretab + q->pre0, t->cur[q->d], q->esize, p->pmost);
     }
     for (int i = 0; i < p->npfill; i++) {
         const PreFill *f = &p->pfill[i];
@@ -1083,7 +1019,7 @@ static void pre_point(const Plan *p, Thread *t, const Step *s)
         }
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
         if (x->w && !t->narrow) {
-            broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
+            fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
         t->cur[x->d] = v;
@@ -1171,7 +1107,7 @@ static bool eval_reduce(const Plan *p, Thread *t, const Step *s, int64_t i0, int
             r->comb(acc, (char *)acc + j * 8, 1);
         r->fin(d, acc, 1);
         if (s->fill)
-            broadcast(d, d, s->esize, s->fillw);
+            fc_cpu_broadcast(d, d, s->esize, s->fillw);
     }
     t->cur[s->d] = d;
     return true;
@@ -1274,7 +1210,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             else if (s->fn(d, a, b, c, m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
             if (!s->wide && fw > 1)
-                broadcast(d, d, s->esize, fw);
+                fc_cpu_broadcast(d, d, s->esize, fw);
             break;
         }
         }

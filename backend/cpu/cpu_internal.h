@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* ---- the pool's parallel-for (cpu_pool.c) ----
  *
@@ -97,6 +98,55 @@ void *fc_cpu_aligned_alloc(size_t nbytes);
             }                                                                                      \
         }                                                                                          \
     } while (0)
+
+/* d[i] = *src for i < n, by element size, in loops GCC vectorises: a value that holds along a
+ * row (s[idx] in x[idx] * s[idx]) is broadcast for every chunk of the row. */
+static inline void fc_cpu_broadcast(void *d, const void *src, size_t es, int n)
+{
+    switch (es) {
+    case 1:
+        memset(d, *(const uint8_t *)src, (size_t)n);
+        break;
+    case 2: {
+        uint16_t v, *q = d;
+        memcpy(&v, src, 2);
+        CHUNK_LOOP(n, q[i] = v);
+        break;
+    }
+    case 4: {
+        uint32_t v, *q = d;
+        memcpy(&v, src, 4);
+        CHUNK_LOOP(n, q[i] = v);
+        break;
+    }
+    default: {
+        uint64_t v, *q = d;
+        memcpy(&v, src, 8);
+        CHUNK_LOOP(n, q[i] = v);
+        break;
+    }
+    }
+}
+
+/* dst[off[j]] = src[j] for j < n, elements of es bytes, in order: of duplicates the last stays. */
+static inline void fc_cpu_scatter_elems(void *restrict dst, const void *restrict src, const int64_t *off, int n,
+                                        size_t es)
+{
+#define SCATTER_(T)                                                                                \
+    do {                                                                                           \
+        T *d_ = dst;                                                                               \
+        const T *s_ = src;                                                                         \
+        for (int j = 0; j < n; j++)                                                                \
+            d_[off[j]] = s_[j];                                                                    \
+    } while (0)
+    switch (es) {
+    case 1: SCATTER_(uint8_t); break;
+    case 2: SCATTER_(uint16_t); break;
+    case 4: SCATTER_(uint32_t); break;
+    default: SCATTER_(uint64_t); break;
+    }
+#undef SCATTER_
+}
 
 /* The chunk loops are compiled twice where the toolchain can dispatch at load time (GNU ifunc
  * on x86-64 Linux): for the baseline ISA and for AVX2, picked by the CPU the library runs on.

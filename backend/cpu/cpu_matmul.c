@@ -177,7 +177,7 @@ static int64_t sub_offset(int64_t x, int n, const int64_t *size, const int64_t *
     return off;
 }
 
-/* dst[j] = src[off[j]] (off NULL: src[0]) for j < len, elements of es bytes. */
+/* dst[j] = src[off[j]] for j < len, elements of es bytes. */
 static void gather_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
 {
 #define GATHER(T)                                                                                  \
@@ -185,7 +185,7 @@ static void gather_elems(void *restrict dst, const void *restrict src, const int
         T *d = dst;                                                                                \
         const T *sv = src;                                                                         \
         for (int j = 0; j < len; j++)                                                              \
-            d[j] = sv[off ? off[j] : 0];                                                           \
+            d[j] = sv[off[j]];                                                                     \
     } while (0)
     switch (es) {
     case 1: GATHER(uint8_t); break;
@@ -194,25 +194,6 @@ static void gather_elems(void *restrict dst, const void *restrict src, const int
     default: GATHER(uint64_t); break;
     }
 #undef GATHER
-}
-
-/* dst[off[j]] = src[j] for j < len, elements of es bytes. */
-static void scatter_elems(void *restrict dst, const void *restrict src, const int64_t *off, int len, size_t es)
-{
-#define SCATTER(T)                                                                                 \
-    do {                                                                                           \
-        T *d = dst;                                                                                \
-        const T *sv = src;                                                                         \
-        for (int j = 0; j < len; j++)                                                              \
-            d[off[j]] = sv[j];                                                                     \
-    } while (0)
-    switch (es) {
-    case 1: SCATTER(uint8_t); break;
-    case 2: SCATTER(uint16_t); break;
-    case 4: SCATTER(uint32_t); break;
-    default: SCATTER(uint64_t); break;
-    }
-#undef SCATTER
 }
 
 /* Bytes of a thread's scratch the epilogue needs: a chunk per instruction, column offsets per
@@ -313,7 +294,7 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
                         break;
                     }
                     if (flat[r])
-                        gather_elems(reg, src + co[0] * (int64_t)es[r], NULL, len, es[r]);
+                        fc_cpu_broadcast(reg, src + co[0] * (int64_t)es[r], es[r], len);
                     else
                         gather_elems(reg, src, co, len, es[r]);
                     ptr[r] = reg;
@@ -330,7 +311,7 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
             if (contig[n])
                 memcpy(dst + co[0] * (int64_t)es[n], ptr[n - 1], (size_t)len * es[n]);
             else
-                scatter_elems(dst, ptr[n - 1], co, len, es[n]);
+                fc_cpu_scatter_elems(dst, ptr[n - 1], co, len, es[n]);
         }
     }
 }
