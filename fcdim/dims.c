@@ -1026,7 +1026,7 @@ static FcStatus lazy_product(FcCtx *ctx, FcTensor *x, FcTensor *y, const Part *l
 {
     *out = NULL;
     if (x->dtype != y->dtype || (x->dtype != FC_FLOAT32 && x->dtype != FC_FLOAT64) ||
-        x->device.type != y->device.type || x->device.index != y->device.index || fc_tensor_numel(x) == 0 ||
+        !fc_device_eq(x->device, y->device) || fc_tensor_numel(x) == 0 ||
         fc_tensor_numel(y) == 0 || x->shape[1] == 0 || y->shape[2] == 0)
         return FC_OK;
     FcBackend *be = NULL;
