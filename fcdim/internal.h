@@ -135,23 +135,36 @@ FcStatus fc_index_read(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTens
 /* ---- the kernel cache (kernel_cache.c) ---- */
 
 /* What the scheduler reads of a DAG, the output's geometry and the context's settings, as words;
- * the storages loaded, in order of first appearance. */
+ * the storages loaded, in order of first appearance; and the values of its floating-point
+ * constants (the kernel's parameters: not in the words unless scheduling reads them, see
+ * kernel_cache.c), in walk order, with their nodes (borrowed from the DAG). */
 typedef struct FcKey {
     uint64_t *w;
     size_t n, cap;
     uint64_t hash;
     FcStorage **st;
     int nst, capst;
+    FcScalar *kv;
+    const FcNode **kn;
+    int nkv, capkv;
 } FcKey;
 
-/* A kept kernel: its code (owned; bufs, out and interrupt are each run's) and its plan (owned:
- * k.plan), the key's storage each of its buffers loads, the output strides the scheduler chose
- * (when it chose them), and the backend's prepared handle of it (or NULL). */
+/* A kept kernel's instruction that holds a parameter: its konst is slot `slot` of the key's kv. */
+typedef struct FcKonstRef {
+    int instr, slot;
+} FcKonstRef;
+
+/* A kept kernel: its code (owned; bufs, out and interrupt are each run's, and so are the
+ * parameters' values, written into the code by run_kept) and its plan (owned: k.plan), the key's
+ * storage each of its buffers loads, the instructions that hold parameters, the output strides
+ * the scheduler chose (when it chose them), and the backend's prepared handle of it (or NULL). */
 typedef struct FcCached {
     FcKey key;
     FcKernel k;
     FcPlan *plan;
     int *buf_of;
+    FcKonstRef *kref;
+    int nkref;
     int64_t strides[FC_MAX_DIMS];
     FcBackend *be;
     void *prep;
@@ -166,17 +179,20 @@ typedef struct FcKernelCacheStats {
 
 /* The key of scheduling root on dev into out_strides at out_offset (out_strides NULL: strides
  * the scheduler chooses). False on out-of-memory or a DAG too big to keep (*key is then empty). */
-bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
+bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
                  int64_t out_offset);
 void fc_key_free(FcKey *key);
+/* Frees key, or keeps its arrays for the context's next fc_key_make; *key is then empty. */
+void fc_key_release(FcCtx *ctx, FcKey *key);
 /* The kept kernel of key (now the most recently used), or NULL. */
 FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key);
 /* Keeps a copy of k, scheduled for key (taken when kept, and so is k->plan, which the copy
- * keeps and the backend prepares it with): bufs are the storages k loads, strides
- * the output's when the scheduler chose them (else NULL); be plans it when it can. The entry, or
- * NULL when it could not be kept (out of memory; key is then left to the caller). */
+ * keeps and the backend prepares it with): bufs are the storages k loads, node_of the node each
+ * instruction computes (its parameters are found by them), strides the output's when the
+ * scheduler chose them (else NULL); be plans it when it can. The entry, or NULL when it could not
+ * be kept (out of memory; key is then left to the caller). */
 FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,
-                        const int64_t *strides, FcBackend *be);
+                        const FcNode *const *node_of, const int64_t *strides, FcBackend *be);
 void fc_kcache_free(FcCtx *ctx);
 FcKernelCacheStats fc_kcache_stats(const FcCtx *ctx);
 

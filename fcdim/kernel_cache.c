@@ -13,6 +13,16 @@
  * appearance (not address); then the output's geometry when it is given, the device and the
  * context's settings that scheduling reads. A context keeps KCACHE_ENTRIES kernels; the least
  * recently used goes first.
+ *
+ * Floating-point constants are the kernel's parameters: a loop that adds a new Python number each
+ * time (`x + i * 0.5`) runs one kept kernel, its constant instructions given each run's values
+ * (run_kept; the CPU executor reads an instruction's konst as it runs, the CUDA generator makes it
+ * a field of the launch's arguments). Their values enter the key only where scheduling reads
+ * them: the operands of a comparison (fused into WHERE_CMP, whose constant the CPU plans with) and
+ * of a where (the fill of a masked reduction, the CPU's zero gate). What the key holds of each is
+ * the first earlier one of the same dtype and bits, since the scheduler gives equal constants one
+ * register. Integer and bool constants (load indices folded into offsets, the scheduler's own
+ * zeros for loops of one index) stay in the key by value.
  * Depends on fcdim.h, internal.h and the backend interface. */
 #include "internal.h"
 #include "mem.h"
@@ -32,6 +42,8 @@ struct FcKernelCache {
     int n;
     uint64_t tick;              /* uses so far: an entry's `used` is the tick of its last use */
     uint64_t hits;
+    FcKey spare;                /* the arrays of the last key given back (fc_key_release), which
+                                   the next fc_key_make fills: a key is made at every realisation */
 };
 
 /* ---- keys ---- */
@@ -80,6 +92,46 @@ static int64_t storage_id(FcKey *key, FcStorage *st)
     return key->nst++;
 }
 
+/* The constant n is, looking through the casts that only move levels (emit's broadcasts), or NULL. */
+static const FcNode *const_under(const FcNode *n)
+{
+    while (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype)
+        n = n->in[0];
+    return n->op == FC_OP_CONST ? n : NULL;
+}
+
+/* Whether scheduling reads the values of n's constant operands (see the top of the file). */
+static bool reads_konst(const FcNode *n)
+{
+    return fc_op_is_compare(n->op) || n->op == FC_OP_WHERE;
+}
+
+/* The slot of parameter n in key->kv (appended), or -1 on out-of-memory; *same: the first
+ * earlier slot of the same dtype and bits (or the new one). */
+static int add_param(FcKey *key, const FcNode *n, int *same)
+{
+    *same = key->nkv;
+    for (int j = 0; j < key->nkv; j++)
+        if (key->kv[j].i == n->konst.i && key->kn[j]->dtype == n->dtype) {
+            *same = j;
+            break;
+        }
+    if (key->nkv == key->capkv) {
+        int cap = key->capkv ? 2 * key->capkv : 8;
+        FcScalar *v = mem_realloc(key->kv, (size_t)cap * sizeof *v);
+        if (v)
+            key->kv = v;
+        const FcNode **q = v ? mem_realloc(key->kn, (size_t)cap * sizeof *q) : NULL;
+        if (!q)
+            return -1;
+        key->kn = q;
+        key->capkv = cap;
+    }
+    key->kv[key->nkv] = n->konst;
+    key->kn[key->nkv] = n;
+    return key->nkv++;
+}
+
 /* Appends n and the nodes under it not yet seen by this walk (mark), operands first; numbers
  * each (walk_id). False on out-of-memory or past KEY_NODES. */
 static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
@@ -97,9 +149,14 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
     int64_t id = load ? storage_id(key, n->storage) : 0;
     if (id < 0)
         return false;
+    int same = 0;
+    bool param = n->op == FC_OP_CONST && fc_dtype_is_float(n->dtype);
+    if (param && add_param(key, n, &same) < 0)
+        return false;
+    bool konsts = reads_konst(n);
     /* The node's words, written in place after one check of the room (a small DAG's key is
      * made at every realisation, kept kernel or not). */
-    size_t room = 2 + (size_t)n->nlev + (load ? 4 + 3 * (size_t)n->nin : 0);
+    size_t room = 2 + (size_t)n->nlev + (load ? 4 + 3 * (size_t)n->nin : 0) + (konsts ? (size_t)n->nin : 0);
     for (int k = 0; k < n->nin; k++)
         room += 1 + ((size_t)n->in[k]->nlev + 7) / 8;
     if (key->n + room > key->cap && !grow(key, 2 * key->cap > key->n + room ? 2 * key->cap : key->n + room))
@@ -113,13 +170,18 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
         *w++ = n->in[k]->walk_id;
         const int8_t *b = n->lev_map[k];
         for (int i = 0, nb = n->in[k]->nlev; i < nb; i += 8) {      /* bytes, eight to a word */
-            uint64_t x = 0;
-            memcpy(&x, b + i, (size_t)(nb - i < 8 ? nb - i : 8));
+            uint64_t x = 0;     /* shifted in, not copied: a word read from bytes just stored stalls */
+            for (int j = i; j < nb && j < i + 8; j++)
+                x |= (uint64_t)(uint8_t)b[j] << 8 * (j - i);
             *w++ = x;
         }
     }
     if (n->op == FC_OP_CONST)
-        *w++ = (uint64_t)n->konst.i;
+        *w++ = param ? (uint64_t)same : (uint64_t)n->konst.i;
+    for (int k = 0; konsts && k < n->nin; k++) {
+        const FcNode *c = const_under(n->in[k]);
+        *w++ = c ? (uint64_t)c->konst.i : 0;
+    }
     if (load) {
         *w++ = (uint64_t)id;
         *w++ = (uint64_t)n->offset;
@@ -135,15 +197,22 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
     return true;
 }
 
-bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
+bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
                  int64_t out_offset)
 {
     *key = (FcKey){0};
+    if (ctx->kcache) {
+        *key = ctx->kcache->spare;
+        ctx->kcache->spare = (FcKey){0};
+        key->n = 0;
+        key->nst = key->nkv = 0;
+    }
     uint32_t count = 0;
     /* about sixteen words a node (its sizes, its operands' maps): one allocation, not a chain
      * (the count is an upper bound; past 512 nodes the key grows as it goes) */
     uint32_t nodes = root->count < 512 ? root->count : 512;
-    bool ok = grow(key, 16 * (size_t)(nodes > 16 ? nodes : 16)) && put_node(key, root, fc_walk_stamp(), &count) &&
+    size_t words = 16 * (size_t)(nodes > 16 ? nodes : 16);
+    bool ok = (key->cap >= words || grow(key, words)) && put_node(key, root, fc_walk_stamp(), &count) &&
               put(key, (uint64_t)dev.type) && put(key, (uint64_t)(int64_t)dev.index) &&
               put(key, (uint64_t)ctx->sched_off) && put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) &&
               put(key, out_strides != NULL);
@@ -153,14 +222,21 @@ bool fc_key_make(FcKey *key, const FcCtx *ctx, FcNode *root, FcDevice dev, const
         fc_key_free(key);
         return false;
     }
-    /* four lanes, so that the multiplies overlap, then combined */
+    /* four lanes, so that the multiplies overlap, then combined; each lane shifts by its own
+     * amount, which keeps the compiler from making them vector multiplies (SSE2 has none of 64
+     * bits: emulated, they cost more than the scalar ones) */
     uint64_t h[4] = {0x243F6A8885A308D3u, 0x13198A2E03707344u, 0xA4093822299F31D0u, 0x082EFA98EC4E6C89u};
     size_t i = 0;
-    for (; i + 4 <= key->n; i += 4)
-        for (int j = 0; j < 4; j++) {
-            h[j] = (h[j] ^ key->w[i + j]) * 0x9E3779B97F4A7C15u;
-            h[j] ^= h[j] >> 31;
-        }
+    for (; i + 4 <= key->n; i += 4) {
+        h[0] = (h[0] ^ key->w[i]) * 0x9E3779B97F4A7C15u;
+        h[1] = (h[1] ^ key->w[i + 1]) * 0x9E3779B97F4A7C15u;
+        h[2] = (h[2] ^ key->w[i + 2]) * 0x9E3779B97F4A7C15u;
+        h[3] = (h[3] ^ key->w[i + 3]) * 0x9E3779B97F4A7C15u;
+        h[0] ^= h[0] >> 31;
+        h[1] ^= h[1] >> 29;
+        h[2] ^= h[2] >> 33;
+        h[3] ^= h[3] >> 27;
+    }
     for (; i < key->n; i++) {
         h[0] = (h[0] ^ key->w[i]) * 0x9E3779B97F4A7C15u;
         h[0] ^= h[0] >> 31;
@@ -177,7 +253,19 @@ void fc_key_free(FcKey *key)
 {
     mem_free(key->w);
     mem_free(key->st);
+    mem_free(key->kv);
+    mem_free(key->kn);
     *key = (FcKey){0};
+}
+
+void fc_key_release(FcCtx *ctx, FcKey *key)
+{
+    if (ctx->kcache && !ctx->kcache->spare.w) {
+        ctx->kcache->spare = *key;
+        *key = (FcKey){0};
+    } else {
+        fc_key_free(key);
+    }
 }
 
 /* ---- the cache ---- */
@@ -241,6 +329,7 @@ static void entry_free(FcCached *e)
     fc_kplan_free(e->plan);
     code_free(e->k.code, e->k.ncode);
     mem_free(e->buf_of);
+    mem_free(e->kref);
     fc_key_free(&e->key);
     *e = (FcCached){0};
 }
@@ -260,8 +349,33 @@ FcCached *fc_kcache_find(FcCtx *ctx, const FcKey *key)
     return NULL;
 }
 
+/* e's references to the parameters of key that the instructions of k hold, by node_of. */
+static bool find_params(FcCached *e, const FcKey *key, const FcKernel *k, const FcNode *const *node_of)
+{
+    int n = 0;
+    for (int i = 0; i < k->ncode; i++)
+        n += k->code[i].op == FC_OP_CONST && node_of[i]->op == FC_OP_CONST && fc_dtype_is_float(node_of[i]->dtype);
+    if (n == 0)
+        return true;
+    e->kref = mem_malloc((size_t)n * sizeof *e->kref);
+    if (!e->kref)
+        return false;
+    for (int i = 0; i < k->ncode; i++) {
+        if (k->code[i].op != FC_OP_CONST || node_of[i]->op != FC_OP_CONST || !fc_dtype_is_float(node_of[i]->dtype))
+            continue;
+        int slot = -1;
+        for (int j = 0; j < key->nkv && slot < 0; j++)
+            if (key->kn[j] == node_of[i])
+                slot = j;
+        if (slot < 0)
+            return false;       /* not a node of this DAG: not kept */
+        e->kref[e->nkref++] = (FcKonstRef){i, slot};
+    }
+    return true;
+}
+
 FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *const *bufs,
-                        const int64_t *strides, FcBackend *be)
+                        const FcNode *const *node_of, const int64_t *strides, FcBackend *be)
 {
     if (!ctx->kcache && !(ctx->kcache = mem_calloc(1, sizeof *ctx->kcache)))
         return NULL;
@@ -282,6 +396,7 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
                 e.buf_of[b] = j;
         ok = e.buf_of[b] >= 0;
     }
+    ok = ok && find_params(&e, key, k, node_of);
     if (ok && strides)
         memcpy(e.strides, strides, sizeof e.strides);
     /* Planned with this run's buffers and output (which the plan does not keep: each run gives
@@ -298,8 +413,10 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
         return NULL;
     }
     e.plan = (FcPlan *)k->plan; /* taken */
-    e.key = *key;               /* taken */
+    e.key = *key;               /* taken (its nodes are this DAG's: not kept) */
     *key = (FcKey){0};
+    mem_free(e.key.kn);
+    e.key.kn = NULL;
     int slot = c->n;
     if (c->n == KCACHE_ENTRIES) {
         slot = 0;
@@ -321,6 +438,7 @@ void fc_kcache_free(FcCtx *ctx)
         return;
     for (int i = 0; i < c->n; i++)
         entry_free(&c->e[i]);
+    fc_key_free(&c->spare);
     mem_free(c);
     ctx->kcache = NULL;
 }

@@ -1059,12 +1059,16 @@ static FcStatus new_output(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStora
 }
 
 /* Runs kept kernel c (fc_kcache_find) for the DAG whose key is key: the kernel as scheduled, with
- * the storages of this DAG and the output. */
-static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcKey *key, const FcNode *root,
+ * the storages of this DAG, its parameters' values (written into c's code, which the backend's
+ * plan reads at the launch) and the output. c->k itself is launched (a kernel is over a
+ * kilobyte to copy), its bufs, out and interrupt this run's until it returns. */
+static FcStatus run_kept(FcCtx *ctx, FcBackend *be, FcCached *c, const FcKey *key, const FcNode *root,
                          FcDevice dev, FcStorage *out_storage, FcStorage **new_storage, int64_t *new_strides,
                          FcError *err)
 {
-    FcKernel k = c->k;
+    for (int i = 0; i < c->nkref; i++)
+        c->k.code[c->kref[i].instr].konst = key->kv[c->kref[i].slot];
+    FcKernel *k = &c->k;
     if (!out_storage) {
         FcStatus st = new_output(ctx, root, dev, &out_storage, err);
         if (st)
@@ -1073,7 +1077,7 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcK
         memcpy(new_strides, c->strides, (size_t)root->nlev * sizeof *new_strides);
     }
     void *bufs[64];
-    void **bp = k.nbufs <= 64 ? bufs : mem_malloc((size_t)k.nbufs * sizeof *bp);
+    void **bp = k->nbufs <= 64 ? bufs : mem_malloc((size_t)k->nbufs * sizeof *bp);
     if (!bp) {
         if (*new_storage) {
             fc_storage_release(*new_storage);
@@ -1081,12 +1085,15 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, const FcCached *c, const FcK
         }
         return fc_nomem(err);
     }
-    for (int i = 0; i < k.nbufs; i++)
+    for (int i = 0; i < k->nbufs; i++)
         bp[i] = key->st[c->buf_of[i]]->data;
-    k.bufs = bp;
-    k.out = out_storage->data;
-    k.interrupt = ctx->interrupt;
-    FcStatus st = launch(ctx, be, &k, dev, c->prep, err);
+    k->bufs = bp;
+    k->out = out_storage->data;
+    k->interrupt = ctx->interrupt;
+    FcStatus st = launch(ctx, be, k, dev, c->prep, err);
+    k->bufs = NULL;
+    k->out = NULL;
+    k->interrupt = NULL;
     if (bp != bufs)
         mem_free(bp);
     if (st && *new_storage) {
@@ -1138,10 +1145,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     bool keep = !sc && nprod == 0 && !(ctx->sched_off & FC_SCHED_CACHE) &&
                 fc_key_make(&key, ctx, (FcNode *)root, dev, out_strides, out_offset);
     if (keep) {
-        const FcCached *c = fc_kcache_find(ctx, &key);
+        FcCached *c = fc_kcache_find(ctx, &key);
         if (c) {
             st = run_kept(ctx, be, c, &key, root, dev, out_storage, new_storage, new_strides, err);
-            fc_key_free(&key);
+            fc_key_release(ctx, &key);
             return st;
         }
     }
@@ -1316,7 +1323,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         st = be->supports(be, in, in->a >= 0 ? k.code[plan->opv[3 * c]].dtype : in->dtype, err);
     }
     k.plan = plan;
-    const FcCached *kept = !st && keep ? fc_kcache_add(ctx, &key, &k, s.bufs, out_strides ? NULL : strides, be) : NULL;
+    const FcCached *kept = !st && keep ? fc_kcache_add(ctx, &key, &k, s.bufs, s.node_of, out_strides ? NULL : strides, be) : NULL;
     if (!st)
         st = launch(ctx, be, &k, dev, kept ? kept->prep : NULL, err);
     if (!kept)
@@ -1324,7 +1331,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     if (bp != bufs)
         mem_free(bp);
 done:
-    fc_key_free(&key);
+    fc_key_release(ctx, &key);
     mem_free(bad);
     sched_free(&s);
     if (st && *new_storage) {

@@ -26,6 +26,8 @@
 
 #include "backend.h"
 #include "cuda/cuda_internal.h"     /* the code generator's plan, for the emulated launches */
+#include "internal.h"             /* fc_kcache_stats */
+#include "interp.h"               /* an interpreter's FcCtx */
 
 #include <dlfcn.h>
 #include <math.h>
@@ -419,7 +421,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
         case CARG_ERR: p = (uintptr_t)&slot; break;
         case CARG_PART: p = (uintptr_t)part; break;
         case CARG_PRE: p = (uintptr_t)pre; break;
-        case CARG_VAL: memcpy(args + a->offset, a->bytes, (size_t)a->size); continue;
+        case CARG_VAL: fc_cuda_arg_value(a, k, args + a->offset); continue;
         }
         memcpy(args + a->offset, &p, 8);
     }
@@ -520,25 +522,11 @@ static void emu_compare(Emu *e, const FcKernel *k, const CudaCode *c, const char
     free(dump);
 }
 
-/* FcCtx.on_kernel: every kernel the CPU is about to run, run on copies of its output by the CPU
- * backend and by the host build of its CUDA source (tdl_s, and tdl_v where it applies). */
-static void emu_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+/* Runs k on copies of its output (lo, hi: out_span) by the CPU backend and by launch, the host
+ * build of code c (tdl_s, and tdl_v where it applies), and compares them. */
+static void emu_check(Emu *e, const FcKernel *k, const CudaCode *cc, EmuLaunch launch, int64_t lo, int64_t hi)
 {
-    Emu *e = ud;
-    int64_t lo, hi;
-    if (dev.type != FC_DEV_CPU || !out_span(k, &lo, &hi))
-        return;
-    CudaCode c;
-    FcError err;
-    if (fc_cuda_codegen(k, &c, &err) != FC_OK) {
-        e->skipped++;
-        return;
-    }
-    EmuLaunch launch = emu_compile(e, &c);
-    if (!launch) {
-        fc_cuda_code_free(&c);
-        return;
-    }
+    const CudaCode c = *cc;
     size_t es = fc_dtype_size(k->out_dtype), n = (size_t)(hi - lo) * es;
     const char *cur = (const char *)k->out + lo * (int64_t)es;
     char *want = malloc(n), *got = malloc(n);
@@ -566,6 +554,25 @@ static void emu_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
     }
     free(want);
     free(got);
+}
+
+/* FcCtx.on_kernel: every kernel the CPU is about to run, checked by emu_check against the host
+ * build of its CUDA source. */
+static void emu_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    Emu *e = ud;
+    int64_t lo, hi;
+    if (dev.type != FC_DEV_CPU || !out_span(k, &lo, &hi))
+        return;
+    CudaCode c;
+    FcError err;
+    if (fc_cuda_codegen(k, &c, &err) != FC_OK) {
+        e->skipped++;
+        return;
+    }
+    EmuLaunch launch = emu_compile(e, &c);
+    if (launch)
+        emu_check(e, k, &c, launch, lo, hi);
     fc_cuda_code_free(&c);
 }
 
@@ -1416,6 +1423,79 @@ START_TEST(kernels_run_on_the_host)
 }
 END_TEST
 
+/* The kernels of a loop that gives a new Python number each time, as the backend runs a kept
+ * kernel (cuda_run_prepared): the code generated for the first launch, its arguments laid out
+ * from each launch's kernel. */
+typedef struct Params {
+    Emu e;
+    CudaCode c0;
+    EmuLaunch launch;
+    int n, other_src;
+} Params;
+
+static void params_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    Params *p = ud;
+    int64_t lo, hi;
+    CudaCode c;
+    FcError err;
+    if (dev.type != FC_DEV_CPU || !out_span(k, &lo, &hi) || fc_cuda_codegen(k, &c, &err) != FC_OK)
+        return;
+    if (p->n++ == 0) {
+        p->c0 = c;
+        p->launch = emu_compile(&p->e, &p->c0);
+    } else {
+        p->other_src += strcmp(c.src, p->c0.src) != 0;
+        fc_cuda_code_free(&c);
+    }
+    if (p->launch)
+        emu_check(&p->e, k, &p->c0, p->launch, lo, hi);
+}
+
+/* Floating-point constants are parameters of the kept kernel (fcdim/kernel_cache.c): a hundred
+ * fresh scalars (never two equal ones, which would share a register) make one kept kernel, one CUDA source (one module, one NVRTC compile), and each
+ * launch of the first one's code computes with its own values, as the CPU does. */
+START_TEST(kept_kernel_parameters)
+{
+    Params p = {0};
+    bool emu = emu_init(&p.e);
+#if defined(__SANITIZE_ADDRESS__)
+    emu = false;
+#endif
+    if (!emu)
+        fprintf(stderr, "cuda: the host runs of kept kernels' parameters skipped (no g++, or ASan)\n");
+    tdl_interp *T = open_watching(params_on_kernel, &p);
+    FcKernelCacheStats s0 = fc_kcache_stats(T->I.fc);
+    ck_assert_int_eq(tdl_run_string(T,
+                                     "x = (arange(3000.0) * 0.37).sin()\n"
+                                     "for i in range(100):\n"
+                                     "    y = x * (i * 0.25 + 1) + (-1 - i / 8.0)\n"
+                                     "    y.stride()\n",
+                                     "<test>"),
+                     TDL_OK);
+    FcKernelCacheStats s1 = fc_kcache_stats(T->I.fc);
+    tdl_close(T);
+    ck_assert_int_eq(s1.kept, s0.kept + 1);
+    ck_assert_uint_eq(s1.hits, s0.hits + 99);
+    ck_assert_int_eq(p.n, 100);
+    ck_assert_int_eq(p.other_src, 0);
+    if (p.n > 0 && have_nvrtc("compiling a kept kernel's source")) {
+        compile_ok(p.c0.src, 90, "a kept kernel with parameters");
+        compile_ok(p.c0.src, 80, "a kept kernel with parameters");
+    }
+    if (emu) {
+        emu_report(&p.e, "a kept kernel's parameters");
+        if (p.e.nfail)
+            fprintf(stderr, "cuda: %d failures; the first:\n%s\n", p.e.nfail, p.e.fail);
+        ck_assert_int_eq(p.e.nfail, 0);
+        ck_assert_int_ge(p.e.checked, 100);
+    }
+    if (p.n > 0)
+        fc_cuda_code_free(&p.c0);
+    emu_free(&p.e);
+}
+END_TEST
+
 /* Every kernel of the script tests, run on the host against the CPU: slow (a g++ build per
  * kernel), so only with TDL_CUDA_HOST_SCRIPTS=1, or =NAME,NAME... for those scripts alone. */
 START_TEST(script_kernels_run_on_the_host)
@@ -1575,6 +1655,7 @@ Suite *cuda_suite(void)
     tc = tcase_create("host");
     tcase_set_timeout(tc, 3600);
     tcase_add_test(tc, kernels_run_on_the_host);
+    tcase_add_test(tc, kept_kernel_parameters);
     tcase_add_test(tc, script_kernels_run_on_the_host);
     suite_add_tcase(s, tc);
     tc = tcase_create("nvrtc");

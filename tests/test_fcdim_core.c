@@ -155,10 +155,11 @@ static void check_mul_add_sum(FcTensor *r, const float *a, int64_t as0, int64_t 
     }
 }
 
-/* The kernel cache: a DAG scheduled again with other storages runs the kernel kept from the
- * first, on the new storages' values; one that differs in a constant, in loading one storage
- * twice, in a load's strides or in the output's offset is scheduled afresh; the least recently
- * used kernels go when the cache is full; FC_SCHED_CACHE turns it off. */
+/* The kernel cache: a DAG scheduled again with other storages or another floating-point
+ * constant runs the kernel kept from the first, on the new storages' and constant's values; one
+ * that differs in loading one storage twice, in a load's strides or in the output's offset is
+ * scheduled afresh; the least recently used kernels go when the cache is full; FC_SCHED_CACHE
+ * turns it off. */
 START_TEST(test_kernel_cache)
 {
     float a1[24], b1[24], a2[24], b2[24];
@@ -189,11 +190,13 @@ START_TEST(test_kernel_cache)
     fc_tensor_release(r);
     ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 1);
     ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept);
-    /* another constant; one storage loaded twice; a transposed view (other strides): afresh */
+    /* another constant: the kept kernel, the new constant */
     r = mul_add_sum(A2, B2, 3.0);
     OK(fc_realize(ctx, r, &err));
     check_mul_add_sum(r, a2, 6, 1, b2, 3.0);
     fc_tensor_release(r);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 2);
+    /* one storage loaded twice; a transposed view (other strides): afresh */
     r = mul_add_sum(B2, B2, 2.0);
     OK(fc_realize(ctx, r, &err));
     check_mul_add_sum(r, b2, 6, 1, b2, 2.0);
@@ -202,8 +205,8 @@ START_TEST(test_kernel_cache)
     OK(fc_realize(ctx, r, &err));
     check_mul_add_sum(r, a1, 1, 4, b1, 2.0);
     fc_tensor_release(r);
-    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 1);
-    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 3);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 2);
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 2);
     /* into a given output: its offset is part of the key */
     int64_t eight = 8, four = 4, one = 1;
     FcTensor *D, *D0, *D1;
@@ -224,20 +227,28 @@ START_TEST(test_kernel_cache)
     ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s2.hits + 1);
     check_mul_add_sum(D0, a2, 6, 1, b1, 2.0);
     check_mul_add_sum(D1, a2, 6, 1, b2, 2.0);
-    /* full: the least recently used go, and what runs is still right */
+    /* full (forty outputs at other offsets): the least recently used go, and what runs is
+     * still right */
+    int64_t n160 = 160;
+    FcTensor *E, *Ek[40];
+    OK(fc_empty(ctx, FC_FLOAT32, fc_cpu(), 1, &n160, NULL, &E, &err));
     for (int k = 0; k < 40; k++) {
+        OK(fc_as_strided(ctx, E, 1, &four, &one, 4 * k, &Ek[k], &err));
         r = mul_add_sum(A1, B2, 10.0 + k);
-        OK(fc_realize(ctx, r, &err));
-        check_mul_add_sum(r, a1, 6, 1, b2, 10.0 + k);
+        OK(fc_assign(ctx, Ek[k], r, &err));
+        check_mul_add_sum(Ek[k], a1, 6, 1, b2, 10.0 + k);
         fc_tensor_release(r);
     }
     FcKernelCacheStats s3 = fc_kcache_stats(ctx);
     ck_assert_int_le(s3.kept, 32);
     r = mul_add_sum(A1, B2, 49.0);      /* the last kept */
-    OK(fc_realize(ctx, r, &err));
-    check_mul_add_sum(r, a1, 6, 1, b2, 49.0);
+    OK(fc_assign(ctx, Ek[39], r, &err));
+    check_mul_add_sum(Ek[39], a1, 6, 1, b2, 49.0);
     fc_tensor_release(r);
     ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s3.hits + 1);
+    for (int k = 0; k < 40; k++)
+        fc_tensor_release(Ek[k]);
+    fc_tensor_release(E);
     /* off */
     ctx->sched_off |= FC_SCHED_CACHE;
     r = mul_add_sum(A1, B2, 49.0);
@@ -248,6 +259,55 @@ START_TEST(test_kernel_cache)
     FcTensor *all[] = {A1, B1, A2, B2, T, Tv, D, D0, D1};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         fc_tensor_release(all[i]);
+}
+END_TEST
+
+/* where(a > t, a * k1 + k2, a) of a 1000-element float32 tensor, realised and checked against the
+ * same in float (exact for the values used: multiples of a quarter in a small range). */
+static void check_params(FcTensor *a, const float *av, double t, double k1, double k2)
+{
+    FcTensor *tt = scalar_f(t), *t1 = scalar_f(k1), *t2 = scalar_f(k2), *gt, *m, *mk, *r;
+    OK(fc_binary(ctx, FC_OP_GT, a, tt, &gt, &err));
+    OK(fc_binary(ctx, FC_OP_MUL, a, t1, &m, &err));
+    OK(fc_binary(ctx, FC_OP_ADD, m, t2, &mk, &err));
+    OK(fc_where(ctx, gt, mk, a, &r, &err));
+    OK(fc_realize(ctx, r, &err));
+    FcView v;
+    OK(fc_host_view(ctx, r, &v, &err));
+    for (int i = 0; i < 1000; i++) {
+        float want = av[i] > (float)t ? av[i] * (float)k1 + (float)k2 : av[i];
+        ck_assert_float_eq(((const float *)v.data)[v.offset + i * v.strides[0]], want);
+    }
+    FcTensor *all[] = {tt, t1, t2, gt, m, mk, r};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        fc_tensor_release(all[i]);
+}
+
+/* Floating-point constants are the kept kernel's parameters: a hundred fresh ones make one kept
+ * kernel that computes with each; a constant the scheduler reads (compared with) is in the key by
+ * value; two constants that are equal share a register, so equal ones are another kernel, and
+ * unequal ones again are not computed with the shared one. */
+START_TEST(test_kernel_cache_params)
+{
+    float av[1000];
+    for (int i = 0; i < 1000; i++)
+        av[i] = (float)(i % 37) * 0.25f - 4.0f;
+    int64_t n = 1000;
+    FcTensor *A = from_f32(av, 1, &n);
+    FcKernelCacheStats s0 = fc_kcache_stats(ctx);
+    for (int k = 0; k < 100; k++)
+        check_params(A, av, 0.5, 1.0 + k * 0.25, -2.0 - k * 0.5);
+    FcKernelCacheStats s1 = fc_kcache_stats(ctx);
+    ck_assert_int_eq(s1.kept, s0.kept + 1);
+    ck_assert_uint_eq(s1.hits, s0.hits + 99);
+    check_params(A, av, 1.5, 3.0, -1.0);        /* another threshold: another kernel */
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 1);
+    check_params(A, av, 0.5, 2.0, 2.0);         /* equal: one register, another kernel */
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 2);
+    check_params(A, av, 0.5, 2.5, -3.0);        /* the first kernel again */
+    ck_assert_int_eq(fc_kcache_stats(ctx).kept, s1.kept + 2);
+    ck_assert_uint_eq(fc_kcache_stats(ctx).hits, s1.hits + 1);
+    fc_tensor_release(A);
 }
 END_TEST
 
@@ -679,6 +739,7 @@ Suite *fcdim_core_suite(void)
     tcase_add_test(tc, test_reduce_outer_and_inner);
     tcase_add_test(tc, test_shared_subexpression_emitted_once);
     tcase_add_test(tc, test_kernel_cache);
+    tcase_add_test(tc, test_kernel_cache_params);
     suite_add_tcase(s, tc);
     TCase *cc = tcase_create("compose");
     tcase_add_checked_fixture(cc, compose_setup, compose_teardown);

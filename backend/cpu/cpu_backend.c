@@ -60,52 +60,63 @@ void *fc_cpu_aligned_alloc(size_t nbytes)
 #define CPU_CACHE_ON 1
 #endif
 
-enum { CACHE_MIN = 4 * HUGE_PAGE };
+/* Large blocks: CACHE_MIN bytes or more. Small ones: from SMALL_MIN (a smaller request is the
+ * allocator's own fast case) to SMALL_MAX, an allocation of fc_cpu_aligned_alloc's 64-byte
+ * alignment; they are kept in a list of their own, so that a loop of small ops does not push the
+ * large blocks out. */
+enum { CACHE_MIN = 4 * HUGE_PAGE, SMALL_MIN = 1024, SMALL_MAX = 256 << 10 };
 
 /* A kept block of at least nbytes, at most an eighth more, or NULL. */
 static void *cache_take(CpuBackend *be, size_t nbytes)
 {
-    if (!CPU_CACHE_ON || nbytes < CACHE_MIN)
+    bool large = nbytes >= CACHE_MIN;
+    if (!CPU_CACHE_ON || (!large && (nbytes < SMALL_MIN || nbytes > SMALL_MAX)))
         return NULL;
     void *p = NULL;
     pthread_mutex_lock(&be->cache_mu);
+    int *n = large ? &be->ncache : &be->nsmall;
+    void **blk = large ? be->cache : be->small;
+    size_t *size = large ? be->cache_size : be->small_size;
     int best = -1;
-    for (int i = 0; i < be->ncache; i++)
-        if (be->cache_size[i] >= nbytes && be->cache_size[i] - nbytes <= nbytes / 8 &&
-            (best < 0 || be->cache_size[i] < be->cache_size[best]))
+    for (int i = 0; i < *n; i++)
+        if (size[i] >= nbytes && size[i] - nbytes <= nbytes / 8 && (best < 0 || size[i] < size[best]))
             best = i;
     if (best >= 0) {
-        p = be->cache[best];
-        for (int i = best + 1; i < be->ncache; i++) {
-            be->cache[i - 1] = be->cache[i];
-            be->cache_size[i - 1] = be->cache_size[i];
+        p = blk[best];
+        for (int i = best + 1; i < *n; i++) {
+            blk[i - 1] = blk[i];
+            size[i - 1] = size[i];
         }
-        be->ncache--;
-        be->cache_hits++;
+        (*n)--;
+        be->cache_hits += large;
     }
     pthread_mutex_unlock(&be->cache_mu);
     return p;
 }
 
-/* Keeps p when it is a large block (aligned to a huge page: fc_cpu_aligned_alloc's); frees the
- * oldest kept one to make room. Returns whether p was kept. */
+/* Keeps p when it is a large block (aligned to a huge page: fc_cpu_aligned_alloc's) or a small
+ * one; frees the oldest kept one of its kind to make room. Returns whether p was kept. */
 static bool cache_keep(CpuBackend *be, void *p)
 {
-    if (!CPU_CACHE_ON || !p || (uintptr_t)p % HUGE_PAGE != 0)
+    if (!CPU_CACHE_ON || !p || (uintptr_t)p % 64 != 0)
         return false;
-    size_t n = malloc_usable_size(p);
-    if (n < CACHE_MIN)
+    size_t sz = malloc_usable_size(p);
+    bool large = sz >= CACHE_MIN;
+    if (large ? (uintptr_t)p % HUGE_PAGE != 0 : sz < SMALL_MIN || sz > SMALL_MAX)
         return false;
     void *old = NULL;
     pthread_mutex_lock(&be->cache_mu);
-    if (be->ncache == CPU_CACHE_BLOCKS) {
-        old = be->cache[0];
-        memmove(be->cache, be->cache + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *be->cache);
-        memmove(be->cache_size, be->cache_size + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *be->cache_size);
-        be->ncache--;
+    int *n = large ? &be->ncache : &be->nsmall;
+    void **blk = large ? be->cache : be->small;
+    size_t *size = large ? be->cache_size : be->small_size;
+    if (*n == CPU_CACHE_BLOCKS) {
+        old = blk[0];
+        memmove(blk, blk + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *blk);
+        memmove(size, size + 1, (CPU_CACHE_BLOCKS - 1) * sizeof *size);
+        (*n)--;
     }
-    be->cache[be->ncache] = p;
-    be->cache_size[be->ncache++] = n;
+    blk[*n] = p;
+    size[(*n)++] = sz;
     pthread_mutex_unlock(&be->cache_mu);
     mem_free(old);
     return true;
@@ -115,14 +126,15 @@ static bool cache_keep(CpuBackend *be, void *p)
 static int cache_empty(CpuBackend *be)
 {
     pthread_mutex_lock(&be->cache_mu);
-    int n = be->ncache;
-    void *blocks[CPU_CACHE_BLOCKS];
+    int n = be->ncache, m = be->nsmall;
+    void *blocks[2 * CPU_CACHE_BLOCKS];
     memcpy(blocks, be->cache, (size_t)n * sizeof *blocks);
-    be->ncache = 0;
+    memcpy(blocks + n, be->small, (size_t)m * sizeof *blocks);
+    be->ncache = be->nsmall = 0;
     pthread_mutex_unlock(&be->cache_mu);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n + m; i++)
         mem_free(blocks[i]);
-    return n;
+    return n + m;
 }
 
 long fc_cpu_cache_hits(FcBackend *base)

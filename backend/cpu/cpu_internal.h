@@ -56,6 +56,11 @@ typedef struct CpuBackend {
     void *cache[CPU_CACHE_BLOCKS];      /* oldest first */
     size_t cache_size[CPU_CACHE_BLOCKS];
     long cache_hits;
+    /* Small blocks (a small op's result) freed lately, the same way: the allocator would first
+     * merge every small chunk freed since its last large request (malloc_consolidate). */
+    int nsmall;
+    void *small[CPU_CACHE_BLOCKS];
+    size_t small_size[CPU_CACHE_BLOCKS];
 } CpuBackend;
 
 /* Runs fn over ntasks tasks on up to nthreads threads (clamped to the pool). Returns false when

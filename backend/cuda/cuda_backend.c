@@ -508,7 +508,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         case CARG_ERR: ptr = be->err_slot; break;
         case CARG_PART: ptr = part; break;
         case CARG_PRE: ptr = pre; break;
-        case CARG_VAL: memcpy(p, a->bytes, (size_t)a->size); continue;
+        case CARG_VAL: fc_cuda_arg_value(a, k, p); continue;
         }
         memcpy(p, &ptr, 8);
     }

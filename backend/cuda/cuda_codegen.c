@@ -803,6 +803,7 @@ static const char *arg_field(Gen *g, CudaArgKind kind, const char *ct, int size,
     CudaArg *a = &g->args[i];
     memset(a, 0, sizeof *a);
     a->kind = kind;
+    a->konst = -1;
     snprintf(a->name, sizeof a->name, "%s", name);
     snprintf(a->ctype, sizeof a->ctype, "%s", ct);
     a->size = size;
@@ -856,49 +857,97 @@ static const char *arg_i64(Gen *g, int64_t v, const char *fmt, ...)
     return arg_field(g, CARG_VAL, "int64", 8, &v, shown, name);
 }
 
-/* A scalar of dtype dt (konst.f for floats, konst.i otherwise), converted as fc_cpu_fill does;
- * the field is named prefix followed by i. */
-static const char *arg_scalar(Gen *g, FcDType dt, FcScalar v, const char *prefix, int i)
+/* A scalar of dtype dt (konst.f for floats, konst.i otherwise) as the field holds it, converted as
+ * fc_cpu_fill does, into out; its size, C type and (shown, when not NULL) its text. */
+static int scalar_bytes(FcDType dt, FcScalar v, unsigned char out[8], const char **ct, char shown[32])
 {
-    char shown[32], name[16];
-    snprintf(name, sizeof name, "%s%d", prefix, i);
     switch (dt) {
     case FC_BOOL: {
         uint8_t x = v.i != 0;
-        snprintf(shown, sizeof shown, "%d", x);
-        return arg_field(g, CARG_VAL, "b8", 1, &x, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%d", x);
+        memcpy(out, &x, 1);
+        *ct = "b8";
+        return 1;
     }
     case FC_INT32: {
         int32_t x = (int32_t)(uint32_t)(uint64_t)v.i;
-        snprintf(shown, sizeof shown, "%d", x);
-        return arg_field(g, CARG_VAL, "int32", 4, &x, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%d", x);
+        memcpy(out, &x, 4);
+        *ct = "int32";
+        return 4;
     }
     case FC_INT64:
-        snprintf(shown, sizeof shown, "%lld", (long long)v.i);
-        return arg_field(g, CARG_VAL, "int64", 8, &v.i, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%lld", (long long)v.i);
+        memcpy(out, &v.i, 8);
+        *ct = "int64";
+        return 8;
     case FC_UINT8: case FC_INT8: {
         uint8_t x = (uint8_t)(uint64_t)v.i;
-        snprintf(shown, sizeof shown, "%d", dt == FC_INT8 ? (int)(int8_t)x : (int)x);
-        return arg_field(g, CARG_VAL, ctype(dt), 1, &x, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%d", dt == FC_INT8 ? (int)(int8_t)x : (int)x);
+        memcpy(out, &x, 1);
+        *ct = ctype(dt);
+        return 1;
     }
     case FC_INT16: case FC_FLOAT16: case FC_BFLOAT16: {
         /* float16 and bfloat16 travel as their bits (shown as the value they hold) */
         uint16_t x = dt == FC_INT16 ? (uint16_t)(uint64_t)v.i
                      : dt == FC_FLOAT16 ? fc_f32_to_f16((float)v.f) : fc_f32_to_bf16((float)v.f);
-        if (dt == FC_INT16)
-            snprintf(shown, sizeof shown, "%d", (int)(int16_t)x);
-        else
-            snprintf(shown, sizeof shown, "%.9g", dt == FC_FLOAT16 ? fc_f16_to_f32(x) : fc_bf16_to_f32(x));
-        return arg_field(g, CARG_VAL, ctype(dt), 2, &x, shown, name);
+        if (shown && dt == FC_INT16)
+            snprintf(shown, 32, "%d", (int)(int16_t)x);
+        else if (shown)
+            snprintf(shown, 32, "%.9g", dt == FC_FLOAT16 ? fc_f16_to_f32(x) : fc_bf16_to_f32(x));
+        memcpy(out, &x, 2);
+        *ct = ctype(dt);
+        return 2;
     }
     case FC_FLOAT32: {
         float x = (float)v.f;
-        snprintf(shown, sizeof shown, "%.9g", x);
-        return arg_field(g, CARG_VAL, "f32", 4, &x, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%.9g", x);
+        memcpy(out, &x, 4);
+        *ct = "f32";
+        return 4;
     }
     default:
-        snprintf(shown, sizeof shown, "%.17g", v.f);
-        return arg_field(g, CARG_VAL, "f64", 8, &v.f, shown, name);
+        if (shown)
+            snprintf(shown, 32, "%.17g", v.f);
+        memcpy(out, &v.f, 8);
+        *ct = "f64";
+        return 8;
+    }
+}
+
+/* A scalar field of dtype dt named prefix followed by i. instr >= 0: the value is instruction
+ * instr's konst, which the launch reads from its own kernel (fc_cuda_arg_value: a kept kernel's
+ * parameters change from run to run, its module does not); -1: the value v. */
+static const char *arg_scalar(Gen *g, FcDType dt, FcScalar v, const char *prefix, int i, int instr)
+{
+    char shown[32], name[16];
+    unsigned char bytes[8];
+    const char *ct;
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    int n = g->nargs, size = scalar_bytes(dt, v, bytes, &ct, shown);
+    const char *ref = arg_field(g, CARG_VAL, ct, size, bytes, shown, name);
+    if (g->nargs > n && instr >= 0) {
+        g->args[n].konst = instr;
+        g->args[n].dtype = dt;
+    }
+    return ref;
+}
+
+void fc_cuda_arg_value(const CudaArg *a, const FcKernel *k, void *p)
+{
+    unsigned char bytes[8];
+    const char *ct;
+    if (a->konst >= 0) {
+        scalar_bytes(a->dtype, k->code[a->konst].konst, bytes, &ct, NULL);
+        memcpy(p, bytes, (size_t)a->size);
+    } else {
+        memcpy(p, a->bytes, (size_t)a->size);
     }
 }
 
@@ -1274,7 +1323,7 @@ static void emit_op(Gen *g, int i)
         bput(&e, "%s ? %s : %s", xb, yb, zb);
     } else if (in->op == FC_OP_WHERE_CMP && op_template(in->cmp, t)) {
         /* the comparison's own template, with the constant as its second operand */
-        subst(&e, op_template(in->cmp, t), xb, arg_scalar(g, t, in->konst, "k", i), "", ctype(t), utype(t),
+        subst(&e, op_template(in->cmp, t), xb, arg_scalar(g, t, in->konst, "k", i, i), "", ctype(t), utype(t),
               t == FC_FLOAT32 ? "f" : "", t == FC_INT32 ? 32 : 64);
         bput(&e, " ? %s : %s", yb, zb);
     } else {
@@ -1570,7 +1619,7 @@ static void emit_reduce(Gen *g, int r)
     if (g->coop[r])
         line(g, "a%d = block_reduce<%s, %s>(a%d);", r, A, rd.comb, r);
     if (cut) {
-        const char *f = arg_scalar(g, in->src_dtype, in->fill, "fill", r);
+        const char *f = arg_scalar(g, in->src_dtype, in->fill, "fill", r, -1);
         if (g->lanes[r])
             line(g, "if (c%d)\n%*s    a%d[0] = %s(a%d[0], (%s)%s);", r, 4 * g->ind, "", r, rd.comb, r, A, f);
         else if (g->wide[r])
@@ -1657,7 +1706,7 @@ static void emit_instr(Gen *g, int i)
         emit_load(g, i);
         break;
     case FC_OP_CONST:
-        line(g, "const %s v%d = %s;", ctype(in->dtype), i, arg_scalar(g, in->dtype, in->konst, "k", i));
+        line(g, "const %s v%d = %s;", ctype(in->dtype), i, arg_scalar(g, in->dtype, in->konst, "k", i, i));
         break;
     case FC_OP_IOTA:
         if (g->L == 0 || g->k->extent[in->loop] <= 1)

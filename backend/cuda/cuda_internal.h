@@ -133,8 +133,15 @@ typedef struct CudaArg {
     int size;               /* 1, 4 or 8 bytes (its alignment too) */
     size_t offset;          /* in the struct */
     unsigned char bytes[8]; /* CARG_VAL: the value */
+    int konst;              /* CARG_VAL: -1, or the instruction whose konst (as dtype) the value is:
+                               each launch's kernel gives it (fc_cuda_arg_value) */
+    FcDType dtype;
     char shown[32];         /* the value as text, for the dump */
 } CudaArg;
+
+/* Writes field a's value (CARG_VAL) for a launch of k into p: its bytes, or the konst of its
+ * instruction in k (a kept kernel's parameters, run_kept in fcdim/schedule.c). */
+void fc_cuda_arg_value(const CudaArg *a, const FcKernel *k, void *p);
 
 /* The entry points of a kernel's source. The backend compiles those a launch needs that it has
  * not loaded yet into a module (fc_cuda_entries_source): most launches need one of them, a
