@@ -356,6 +356,8 @@ typedef struct FcTensor {
     int64_t offset;             /* in elements */
     FcStorage *storage;         /* NULL while lazy */
     FcNode *node;               /* NULL once stored */
+    FcNode *load;               /* stored: the LOAD of it that an operation last read it through,
+                                   kept for the next one (ir.c's operand_node), or NULL */
     bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
     bool unplaced;              /* reads no storage and came from a dim's index (an iota): belongs to
                                    no device until it meets one, as a Python number does; device

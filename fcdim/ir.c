@@ -324,8 +324,24 @@ static FcNode *cast_node(FcNode *n, FcDType dt)
     return c;
 }
 
+/* Whether load, t->load, still reads stored t as it is now (its storage, offset, shape and
+ * strides may have been set since) in this gradient mode, and no gradient is recorded (whose
+ * walks tell loads apart). */
+static bool load_holds(const FcTensor *t, const FcNode *load)
+{
+    if (!load || fc_grad_live || load->nograd != fc_grad_off || load->storage != t->storage ||
+        load->offset != t->offset || load->dtype != t->dtype || load->nlev != t->ndim)
+        return false;
+    for (int k = 0; k < t->ndim; k++)
+        if (load->shape[k] != t->shape[k] || load->strides[k] != t->strides[k])
+            return false;
+    return true;
+}
+
 /* t's node as an operand of a new node of dtype dt: realised first when realise_first says so;
- * constants convert in place, others get a CAST. */
+ * constants convert in place, others get a CAST. A stored t's LOAD (two nodes or more to make and
+ * free) is kept in t->load for its next use: nothing here changes an operand's node, and a DAG
+ * may share a node. */
 static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, FcError *err)
 {
     *out = NULL;
@@ -334,7 +350,16 @@ static FcStatus operand_node(FcCtx *ctx, FcTensor *t, FcDType dt, FcNode **out, 
         if (st)
             return st;
     }
-    FcNode *n = fc_tensor_node(t);
+    FcNode *n;
+    if (t->node) {
+        n = fc_tensor_node(t);
+    } else if (load_holds(t, t->load)) {
+        n = fc_node_retain(t->load);
+    } else {
+        n = fc_tensor_node(t);
+        fc_node_release(t->load);
+        t->load = n && !fc_grad_live ? fc_node_retain(n) : NULL;
+    }
     if (!n)
         return fc_nomem(err);
     if (!(n = cast_node(n, dt)))

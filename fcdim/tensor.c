@@ -352,6 +352,7 @@ void fc_tensor_release(FcTensor *t)
     mem_free(t->aliases);
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
+    fc_node_release(t->load);
     fc_storage_release(t->storage);
     if (t->levels) {
         for (int k = 0; k < t->ndim; k++)

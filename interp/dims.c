@@ -1198,7 +1198,7 @@ static const BuiltinDef dim_methods[] = {
 const BuiltinDef *dims_method(const char *name)
 {
     for (size_t k = 0; k < sizeof dim_methods / sizeof *dim_methods; k++)
-        if (strcmp(dim_methods[k].name, name) == 0) return &dim_methods[k];
+        if (dim_methods[k].name[0] == name[0] && strcmp(dim_methods[k].name, name) == 0) return &dim_methods[k];
     return NULL;
 }
 

@@ -353,6 +353,9 @@ static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t wh
     if (row->lower != TL_IMPL && (s->nparams == 0 || s->params[0].type != TT_TENSOR))
         BAD("a generic lowering needs a Tensor first");
 #undef BAD
+    s->requires_grad = -1;
+    for (int k = 0; k < s->nparams; k++)
+        if (strcmp(s->params[k].name, "requires_grad") == 0) s->requires_grad = k;
     return true;
 }
 
@@ -901,7 +904,7 @@ bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     default: {
         if (!r->impl(I, sig, a, out)) return false;
         /* requires_grad=True on a creation function: the result is a leaf. */
-        TensorArg *rg = tensor_arg(sig, a, "requires_grad");
+        TensorArg *rg = sig->requires_grad >= 0 ? &a[sig->requires_grad] : NULL;
         if (rg && !rg->none && rg->b && out->tag == V_TENSOR && r->variants != TV_METHOD) {
             st = fc_set_requires_grad(I->fc, as_tensor(*out), true, &e);
             if (st) {
@@ -1035,7 +1038,9 @@ static const BuiltinDef *find_row(const char *name, unsigned variant)
     for (uint32_t h = name_hash(name) & (ROW_SLOTS - 1); row_slot[h]; h = (h + 1) & (ROW_SLOTS - 1)) {
         int r = row_slot[h] - 1;
         if (strcmp(tensor_ops[r].name, name) != 0) continue;
-        for (; r < tensor_nops && strcmp(tensor_ops[r].name, name) == 0; r++)
+        /* the overloads: equal names, most often the very same string */
+        const char *first = tensor_ops[r].name;
+        for (; r < tensor_nops && (tensor_ops[r].name == first || strcmp(tensor_ops[r].name, first) == 0); r++)
             if (tensor_ops[r].variants & variant) return &tensor_ops[r].def;
         return NULL;
     }

@@ -96,6 +96,8 @@ struct TensorSig {
     int npos;                   /* parameters that may be given by position (self included) */
     int varargs, varkw;         /* index of the `*` / `**` parameter, or -1 */
     int group_end;              /* index after the last row with this row's name */
+    int requires_grad;          /* index of the requires_grad parameter, or -1 (looked up once:
+                                   every call of an IMPL row asks) */
 };
 
 /* A bound argument, converted to C. Everything is zero/false when the argument is None or left
