@@ -379,6 +379,7 @@ struct Interp {
     FcCtx *fc;                  /* the tensor context: backends, random generator, dump hook */
     FcDevice device;            /* where creation ops put tensors by default */
     struct TensorSig *tsigs;    /* the operator table's signatures, parsed at tdl_open */
+    int16_t binop_row[OP__COUNT];   /* the function row of each operator's name (tensor_binop), or -1 */
 };
 
 /* Raises KeyboardInterrupt if tdl_interrupt was called; checked at loop iterations and calls. */

@@ -76,6 +76,15 @@ static bool set_name(Interp *I, Module *m, const char *name, Value v, bool keep)
     return true;
 }
 
+/* The tensor function each binary operator calls (tensor_binop). */
+static const char *const binop_names[OP__COUNT] = {
+    [OP_ADD] = "add", [OP_SUB] = "sub", [OP_MUL] = "mul", [OP_DIV] = "div", [OP_FLOORDIV] = "floor_divide",
+    [OP_MOD] = "remainder", [OP_POW] = "pow", [OP_MATMUL] = "matmul", [OP_BITAND] = "bitwise_and",
+    [OP_BITOR] = "bitwise_or", [OP_BITXOR] = "bitwise_xor", [OP_LSHIFT] = "bitwise_left_shift",
+    [OP_RSHIFT] = "bitwise_right_shift", [OP_LT] = "lt", [OP_LE] = "le", [OP_GT] = "gt", [OP_GE] = "ge",
+    [OP_EQ] = "eq", [OP_NE] = "ne",
+};
+
 bool tensor_init(Interp *I, Module *m)
 {
     FcError e;
@@ -109,6 +118,8 @@ bool tensor_init(Interp *I, Module *m)
     }
     if (tensor_nops > ROW_SLOTS / 2)
         return err_raise(I, TDL_ERR_RUNTIME, "tensor_ops.def: %d rows; find_row's index holds %d", tensor_nops, ROW_SLOTS / 2);
+    for (int op = 0; op < OP__COUNT; op++)
+        I->binop_row[op] = (int16_t)(binop_names[op] ? tensor_row(binop_names[op], TV_FUNCTION) : -1);
     /* Overloads are consecutive rows: each row knows where its group ends. */
     for (int r = tensor_nops - 1; r >= 0; r--) {
         bool same = r + 1 < tensor_nops && strcmp(tensor_ops[r].name, tensor_ops[r + 1].name) == 0;
@@ -1066,14 +1077,6 @@ static bool tensor_call_name(Interp *I, const char *name, Value self, const Valu
 
 /* ---- what the host operations do with tensors --------------------------------------------- */
 
-static const char *const binop_names[OP__COUNT] = {
-    [OP_ADD] = "add", [OP_SUB] = "sub", [OP_MUL] = "mul", [OP_DIV] = "div", [OP_FLOORDIV] = "floor_divide",
-    [OP_MOD] = "remainder", [OP_POW] = "pow", [OP_MATMUL] = "matmul", [OP_BITAND] = "bitwise_and",
-    [OP_BITOR] = "bitwise_or", [OP_BITXOR] = "bitwise_xor", [OP_LSHIFT] = "bitwise_left_shift",
-    [OP_RSHIFT] = "bitwise_right_shift", [OP_LT] = "lt", [OP_LE] = "le", [OP_GT] = "gt", [OP_GE] = "ge",
-    [OP_EQ] = "eq", [OP_NE] = "ne",
-};
-
 bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
 {
     Value other = is_tensorlike(a) ? b : a;
@@ -1090,7 +1093,8 @@ bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
                          op == OP_POW ? "** or pow()" : lang_op_text[op], val_type_name(a), val_type_name(b));
     }
     Value args[2] = {a, b};
-    return tensor_call_name(I, name, v_undef(), args, 2, out);
+    if (I->binop_row[op] < 0) return err_raise(I, TDL_ERR_RUNTIME, "internal error: no tensor operator '%s'", name);
+    return tensor_dispatch(I, I->binop_row[op], v_undef(), args, 2, NULL, 0, out);
 }
 
 bool tensor_inplace_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
