@@ -827,6 +827,13 @@ typedef struct FcEpilogue {
     FcEpiInstr code[FC_EPI_MAX];
 } FcEpilogue;
 
+/* The strides lazy tensor t will have when realised, where they are known without running it:
+ * a matrix product left lazy (a contraction's, FcNode.product) and the pointwise expression of
+ * it that runs as its epilogue are written in the product's levels' order (fcdim/matmul.c);
+ * *known then. The stdlib's nn reads a convolution's memory format so, without realising it
+ * before what follows (batch_norm) can join its epilogue. */
+FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *known, FcError *err);
+
 /* One 2-D convolution without bias (PyTorch's conv2d, a cross-correlation) that a backend may take
  * (FcBackend.conv): y[n, (g, k), oh, ow] = sum over (c, r, s) of
  * x[n, (g, c), oh*stride - pad_pre + r*dilation, ...] * w[(g, k), c, r, s], 0 in the padding.

@@ -825,26 +825,17 @@ static void dump_product(FcCtx *ctx, const FcMatmul *mm)
     ctx->dump(ctx->dump_ud, line);
 }
 
-FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
-                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
-                         bool *done, FcError *err)
+/* The root's DAG (p->root) as one product and its epilogue into *mm (but C's address), written
+ * with out_strides, or (NULL) laid out as the product's levels are; the strides either way in
+ * strides. False when it is not that form. */
+static bool product_plan(Epi *p, const int64_t *out_strides, int64_t out_offset, int64_t *strides, FcMatmul *mm)
 {
-    *done = false;
-    if (!be->matmul_epilogue || root->nlev > FC_MAX_DIMS)
-        return FC_OK;
-    Epi *p = mem_calloc(1, sizeof *p);
-    if (!p)
-        return fc_nomem(err);
-    p->be = be;
-    p->root = root;
+    const FcNode *root = p->root;
     int8_t map[FC_MAX_DIMS];
     for (int l = 0; l < root->nlev; l++)
         map[l] = (int8_t)l;
-    FcStatus st = FC_OK;
-    int64_t strides[FC_MAX_DIMS];
-    FcMatmul mm;
     if (epi_emit(p, root, map) < 0 || !p->prod)
-        goto out;
+        return false;
     if (out_strides) {
         memcpy(strides, out_strides, (size_t)root->nlev * sizeof *strides);
     } else {
@@ -859,7 +850,45 @@ FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice
                 run *= p->prod->size[j];
             }
     }
-    if (!product_matmul(p, strides, out_offset, NULL, &mm))
+    return product_matmul(p, strides, out_offset, NULL, mm);
+}
+
+FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *known, FcError *err)
+{
+    *known = false;
+    if (!t->node || !fc_products_live || t->node->nlev > FC_MAX_DIMS || t->node->nlev != t->ndim)
+        return FC_OK;
+    FcBackend *be = NULL;
+    FcStatus st = fc_ctx_backend(ctx, t->device, &be, err);
+    if (st || !be->matmul_epilogue)
+        return st;
+    Epi *p = mem_calloc(1, sizeof *p);
+    if (!p)
+        return fc_nomem(err);
+    p->be = be;
+    p->root = t->node;
+    FcMatmul mm;
+    *known = product_plan(p, NULL, 0, strides, &mm);
+    mem_free(p);
+    return FC_OK;
+}
+
+FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
+                         bool *done, FcError *err)
+{
+    *done = false;
+    if (!be->matmul_epilogue || root->nlev > FC_MAX_DIMS)
+        return FC_OK;
+    Epi *p = mem_calloc(1, sizeof *p);
+    if (!p)
+        return fc_nomem(err);
+    p->be = be;
+    p->root = root;
+    FcStatus st = FC_OK;
+    int64_t strides[FC_MAX_DIMS];
+    FcMatmul mm;
+    if (!product_plan(p, out_strides, out_offset, strides, &mm))
         goto out;
     *done = true;
     if (!out_strides) {

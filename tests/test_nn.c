@@ -259,7 +259,9 @@ static const char epi_setup[] =
     "b = randn(5)\n"
     "rm, rv, g, bb = randn(5), rand(5) + 0.5, randn(5), randn(5)\n"
     "per = (1, 5, 1, 1)\n"
-    "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n";
+    "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n"
+    "xl = x.contiguous(memory_format=channels_last)\n"
+    "wl = w.contiguous(memory_format=channels_last)\n";
 
 static const struct {
     const char *name, *program, *epilogue;
@@ -272,6 +274,12 @@ static const struct {
     {"batch-norm's affine map + silu",
      "y = nn.silu((nn.conv2d(x, w, padding=(0, 1)) - rm.reshape(per)) * scale + bb.reshape(per))",
      " P load sub load mul load add sigmoid mul\n"},
+    /* batch_norm reads the convolution's memory format without realising it (_product_strides) */
+    {"nn.batch_norm in evaluation + relu", "y = nn.relu(nn.batch_norm(nn.conv2d(x, w, b, padding=1), rm, rv, g, bb))",
+     " P load add load sub load mul load mul load add relu\n"},
+    {"channels_last, nn.batch_norm in evaluation + relu",
+     "y = nn.relu(nn.batch_norm(nn.conv2d(xl, wl, b, padding=1), rm, rv, g, bb))",
+     " P load add load sub load mul load mul load add relu\n"},
 };
 
 /* Runs epi_cases[i] in a new interpreter with flags, the kernels' dump after the setup in *dump;
