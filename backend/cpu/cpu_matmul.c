@@ -353,32 +353,33 @@ static void ix_span(const FcMmOperand *o, bool cols, int64_t x0, int64_t n, int6
 }
 
 /* The bounds of o for batch item bi and one row (or column) whose parts are part[q * n + x]:
- * lo[q] <= the other part < hi[q] (saturated). */
+ * the other part must be in [lo[q], lo[q] + span[q]) (span 0: nowhere), saturated. */
 static void ix_limits(const FcMatmul *m, const FcMmOperand *o, int64_t bi, const int64_t *part, int64_t n, int64_t x,
-                      int64_t *lo, int64_t *hi)
+                      int64_t *lo, uint64_t *span)
 {
     for (int q = 0; q < o->nbound; q++) {
-        int64_t v = part[q * n + x], b = bi;
+        int64_t v = part[q * n + x], b = bi, l, h;
         for (int d = m->nbatch - 1; d >= 0; d--) {
             v += b % m->batch[d] * o->bound[q].bcoef[d];
             b /= m->batch[d];
         }
-        if (__builtin_sub_overflow(o->bound[q].lo, v, &lo[q]))
-            lo[q] = v > 0 ? INT64_MIN : INT64_MAX;
-        if (__builtin_sub_overflow(o->bound[q].hi, v, &hi[q]))
-            hi[q] = v > 0 ? INT64_MIN : INT64_MAX;
+        if (__builtin_sub_overflow(o->bound[q].lo, v, &l))
+            l = v > 0 ? INT64_MIN : INT64_MAX;
+        if (__builtin_sub_overflow(o->bound[q].hi, v, &h))
+            h = v > 0 ? INT64_MIN : INT64_MAX;
+        lo[q] = l;
+        span[q] = h > l ? (uint64_t)h - (uint64_t)l : 0;
     }
 }
 
-/* Whether the element whose other parts are part[q * n + y] is inside o's bounds. */
-static inline bool ix_inside(int nb, const int64_t *lo, const int64_t *hi, const int64_t *part, int64_t n, int64_t y)
+/* Whether the element whose other parts are part[q * n + y] is inside o's bounds: one unsigned
+ * comparison per bound, no branch. */
+static inline bool ix_inside(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t y)
 {
-    for (int q = 0; q < nb; q++) {
-        int64_t v = part[q * n + y];
-        if (v < lo[q] || v >= hi[q])
-            return false;
-    }
-    return true;
+    bool in = true;
+    for (int q = 0; q < nb; q++)
+        in &= (uint64_t)part[q * n + y] - (uint64_t)lo[q] < span[q];
+    return in;
 }
 
 /* int64s of a thread's scratch that ix_span needs for o's panels: offsets and bound parts of
@@ -417,19 +418,20 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         if (o) {                                                                                   \
             int nb = o->nbound;                                                                    \
             int64_t *koff = ixs, *kpart = koff + kc, *coff = kpart + nb * kc, *cpart = coff + nc;  \
-            int64_t lo[FC_MM_MAX_BOUNDS], hi[FC_MM_MAX_BOUNDS];                                    \
+            int64_t lo[FC_MM_MAX_BOUNDS];                                                          \
+            uint64_t span[FC_MM_MAX_BOUNDS];                                                       \
             ix_span(o, false, pc, kc, koff, kpart);                                                \
             ix_span(o, true, jc, nc, coff, cpart);                                                 \
             for (int64_t p = 0; p < kc; p++) {                                                     \
-                ix_limits(m, o, bi, kpart, kc, p, lo, hi);                                         \
+                ix_limits(m, o, bi, kpart, kc, p, lo, span);                                       \
                 const T *src = (const T *)m->b;                                                    \
                 int64_t base = bo + koff[p];                                                       \
                 for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
                     A *dst = bpack + jr * kc + p * NR;                                             \
                     int nr = nc - jr < NR ? (int)(nc - jr) : NR, j = 0;                            \
                     for (; j < nr; j++)                                                            \
-                        dst[j] = ix_inside(nb, lo, hi, cpart, nc, jr + j) ? (A)src[base + coff[jr + j]] \
-                                                                          : (A)0;                  \
+                        dst[j] = ix_inside(nb, lo, span, cpart, nc, jr + j) ? (A)src[base + coff[jr + j]] \
+                                                                            : (A)0;                \
                     for (; j < NR; j++)                                                            \
                         dst[j] = 0;                                                                \
                 }                                                                                  \
@@ -478,13 +480,14 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                     for (int64_t p = 0; p < kc; p++)                                               \
                         dst[p * MM_MR + i] = 0;                                                    \
                 } else if (o) {                                                                    \
-                    int64_t lo[FC_MM_MAX_BOUNDS], hi[FC_MM_MAX_BOUNDS];                            \
-                    ix_limits(m, o, bi, rpart, mc, ir + i, lo, hi);                                \
+                    int64_t lo[FC_MM_MAX_BOUNDS];                                                  \
+                    uint64_t span[FC_MM_MAX_BOUNDS];                                               \
+                    ix_limits(m, o, bi, rpart, mc, ir + i, lo, span);                              \
                     const T *src = (const T *)m->a;                                                \
                     int64_t base = ao + roff[ir + i];                                              \
                     for (int64_t p = 0; p < kc; p++)                                               \
-                        dst[p * MM_MR + i] = ix_inside(nb, lo, hi, kpart, kc, p) ? (A)src[base + koff[p]] \
-                                                                                 : (A)0;           \
+                        dst[p * MM_MR + i] = ix_inside(nb, lo, span, kpart, kc, p) ? (A)src[base + koff[p]] \
+                                                                                   : (A)0;         \
                 } else {                                                                           \
                     const T *src = (const T *)m->a + ao + (i0 + ir + i) * m->a_rs + pc * m->a_cs;  \
                     for (int64_t p = 0; p < kc; p++)                                               \
