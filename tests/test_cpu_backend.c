@@ -3076,7 +3076,7 @@ START_TEST(test_matmul_gathered)
     FcMmOperand ao = {.nrdim = 2, .ncdim = 2, .nbound = 2, .rsize = {5, 7}, .csize = {4, 80},
                       .rstride = {700, 3}, .cstride = {90, 1}};
     ao.bound[0] = (FcMmBound){.lo = 1, .hi = 9, .rcoef = {0, 1}, .ccoef = {2, 0}};       /* 1 <= r1 + 2 c0 < 9 */
-    ao.bound[1] = (FcMmBound){.lo = 0, .hi = 70, .bcoef = {5}, .ccoef = {0, 1}};         /* 5 b + c1 < 70 */
+    ao.bound[1] = (FcMmBound){.lo = 0, .hi = 7, .bcoef = {5}, .rcoef = {1, 0}};          /* 5 b + r0 < 7 */
     FcMmOperand bo = {.nrdim = 2, .ncdim = 2, .nbound = 1, .rsize = {4, 80}, .csize = {3, 100},
                       .rstride = {7, 300}, .cstride = {24000, 2}};
     bo.bound[0] = (FcMmBound){.lo = -20, .hi = 40, .rcoef = {0, 1}, .ccoef = {0, -1}};   /* -20 <= r1 - c1 < 40 */

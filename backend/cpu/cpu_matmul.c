@@ -386,7 +386,22 @@ static inline bool ix_inside(int nb, const int64_t *lo, const uint64_t *span, co
  * up to rows + cols indices. */
 static size_t ix_words(const FcMmOperand *o, int64_t rows, int64_t cols)
 {
-    return o ? (size_t)(1 + o->nbound) * (size_t)(rows + cols) : 0;
+    return o ? (size_t)(2 + o->nbound) * (size_t)(rows + cols) : 0;
+}
+
+/* run[p]: how many indices from p on (of n) have the bound parts of p: a run that is inside the
+ * bounds or outside as a whole (a convolution's patch along ci, for one tap). */
+static void ix_runs(int nb, const int64_t *part, int64_t n, int64_t *run)
+{
+    if (n <= 0)
+        return;
+    run[n - 1] = 1;
+    for (int64_t p = n - 2; p >= 0; p--) {
+        bool same = true;
+        for (int q = 0; q < nb; q++)
+            same &= part[q * n + p] == part[q * n + p + 1];
+        run[p] = same ? run[p + 1] + 1 : 1;
+    }
 }
 
 /* Whether o (NULL: plain strides) describes a rows x cols operand this file can pack. */
@@ -462,15 +477,17 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                            int64_t pc, int64_t kc, A *restrict apack, int64_t *ixs)                \
     {                                                                                              \
         const FcMmOperand *o = m->a_ix;                                                            \
-        int64_t *roff = ixs, *rpart = NULL, *koff = NULL, *kpart = NULL;                           \
+        int64_t *roff = ixs, *rpart = NULL, *koff = NULL, *kpart = NULL, *krun = NULL;             \
         int nb = 0;                                                                                \
         if (o) {                                                                                   \
             nb = o->nbound;                                                                        \
             rpart = roff + mc;                                                                     \
             koff = rpart + nb * mc;                                                                \
             kpart = koff + kc;                                                                     \
+            krun = kpart + nb * kc;                                                                \
             ix_span(o, false, i0, mc, roff, rpart);                                                \
             ix_span(o, true, pc, kc, koff, kpart);                                                 \
+            ix_runs(nb, kpart, kc, krun);                                                          \
         }                                                                                          \
         for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                               \
             A *dst = apack + ir * kc;                                                              \
@@ -485,9 +502,15 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                     ix_limits(m, o, bi, rpart, mc, ir + i, lo, span);                              \
                     const T *src = (const T *)m->a;                                                \
                     int64_t base = ao + roff[ir + i];                                              \
-                    for (int64_t p = 0; p < kc; p++)                                               \
-                        dst[p * MM_MR + i] = ix_inside(nb, lo, span, kpart, kc, p) ? (A)src[base + koff[p]] \
-                                                                                   : (A)0;         \
+                    for (int64_t p = 0, r; p < kc; p += r) {                                       \
+                        r = krun[p];                                                               \
+                        if (ix_inside(nb, lo, span, kpart, kc, p))                                 \
+                            for (int64_t t = p; t < p + r; t++)                                    \
+                                dst[t * MM_MR + i] = (A)src[base + koff[t]];                       \
+                        else                                                                       \
+                            for (int64_t t = p; t < p + r; t++)                                    \
+                                dst[t * MM_MR + i] = 0;                                            \
+                    }                                                                              \
                 } else {                                                                           \
                     const T *src = (const T *)m->a + ao + (i0 + ir + i) * m->a_rs + pc * m->a_cs;  \
                     for (int64_t p = 0; p < kc; p++)                                               \
