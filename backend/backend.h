@@ -41,6 +41,9 @@ struct FcBackend {
     /* Whether matmul applies FcMatmul.epi; without it a contraction is realised by matmul and its
      * consumer runs as a kernel of its own. */
     bool matmul_epilogue;
+    /* Whether matmul reads FcMatmul.a_ix / b_ix (implicit GEMM); without it a masked gather that
+     * a contraction reads is materialised first. */
+    bool matmul_implicit;
     /* Optional (NULL: the generated kernels do it): a convolution through a library (cuDNN). Sets
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */

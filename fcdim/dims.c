@@ -1017,53 +1017,81 @@ static FcStatus dot_prepare(FcCtx *ctx, FcTensor *t, const Part *const *parts, i
     return st;
 }
 
-/* x (lro, lo, lr) times y (lro, lr, ro) summed over lr, as a lazy product (FcNode.product) over
- * the result's dims (lro, lo, ro), then lr's: the operands split back into those dims (views).
- * *out NULL when it is to run now (fc_matmul): the device's backend takes no epilogue, a dtype
- * fc_matmul converts or refuses, or nothing to compute. */
-static FcStatus lazy_product(FcCtx *ctx, FcTensor *x, FcTensor *y, const Part *lro, const Part *lo, const Part *lr,
+/* Operand t of a lazy product over the dims of parts, each a positional dim (*out): t's own
+ * lazy node when it is a gather the backend's GEMM reads through index arithmetic (not with the
+ * fusion pass off, which gives the materialised path), else t realised with each part flattened
+ * (dot_prepare, as fc_matmul reads it) and split back into the dims (a view). */
+static FcStatus product_operand(FcCtx *ctx, const FcBackend *be, FcTensor *t, const Part *const *parts,
+                                FcTensor **out, FcError *err)
+{
+    Lev from[FC_MAX_DIMS], to[FC_MAX_DIMS];
+    int64_t size[FC_MAX_DIMS];
+    int nt = 0;
+    for (int q = 0; q < 3; q++)
+        for (int k = 0; k < parts[q]->n; k++) {
+            size[nt] = parts[q]->d[k]->size;
+            to[nt++] = (Lev){parts[q]->d[k], 0};
+        }
+    if (be->matmul_implicit && !(ctx->sched_off & FC_SCHED_FUSE) && t->node && fc_product_gather(t->node))
+        return match_levs(ctx, t, from, levs_of(t, from), to, nt, out, err);
+    FcTensor *x;
+    FcStatus st = dot_prepare(ctx, t, parts, 3, &x, err);
+    if (st)
+        return st;
+    st = fc_reshape(ctx, x, nt, size, out, err);
+    fc_tensor_release(x);
+    return st;
+}
+
+/* a (lro, lo, lr) times b (lro, lr, ro) summed over lr, as a lazy product (FcNode.product) over
+ * the result's dims (lro, lo, ro), then lr's: the operands laid out over those dims
+ * (product_operand). *out NULL when it is to run now (fc_matmul): the device's backend takes no
+ * epilogue, a dtype fc_matmul converts or refuses, or nothing to compute. */
+static FcStatus lazy_product(FcCtx *ctx, FcTensor *a, FcTensor *b, const Part *lro, const Part *lo, const Part *lr,
                              const Part *ro, FcTensor **out, FcError *err)
 {
     *out = NULL;
-    if (x->dtype != y->dtype || (x->dtype != FC_FLOAT32 && x->dtype != FC_FLOAT64) ||
-        !fc_device_eq(x->device, y->device) || fc_tensor_numel(x) == 0 ||
-        fc_tensor_numel(y) == 0 || x->shape[1] == 0 || y->shape[2] == 0)
+    if (a->dtype != b->dtype || (a->dtype != FC_FLOAT32 && a->dtype != FC_FLOAT64) ||
+        !fc_device_eq(a->device, b->device))
         return FC_OK;
+    const Part *all[4] = {lro, lo, lr, ro};
+    for (int q = 0; q < 4; q++)
+        for (int k = 0; k < all[q]->n; k++)
+            if (all[q]->d[k]->size == 0)
+                return FC_OK;
     FcBackend *be = NULL;
-    FcStatus st = fc_ctx_backend(ctx, x->device, &be, err);
+    FcStatus st = fc_ctx_backend(ctx, a->device, &be, err);
     if (st || !be->matmul_epilogue)
         return st;
     const Part *px[3] = {lro, lo, lr}, *py[3] = {lro, lr, ro};
     int nr = lro->n + lo->n + ro->n, nl = nr + lr->n;
-    int64_t size[FC_MAX_DIMS], sx[FC_MAX_DIMS], sy[FC_MAX_DIMS];
+    int64_t size[FC_MAX_DIMS];
     int8_t mx[FC_MAX_DIMS], my[FC_MAX_DIMS];
     int nx = 0, ny = 0;
     if (nl > FC_MAX_DIMS || nr == 0)
         return FC_OK;       /* (a 0-dim result may meet another device's tensors: computed now) */
     for (int q = 0; q < 3; q++) {
         for (int k = 0; k < px[q]->n; k++) {
-            sx[nx] = px[q]->d[k]->size;
-            mx[nx++] = (int8_t)(q == 0 ? k : q == 1 ? lro->n + k : nr + k);
+            int l = q == 0 ? k : q == 1 ? lro->n + k : nr + k;
+            size[l] = px[q]->d[k]->size;
+            mx[nx++] = (int8_t)l;
         }
         for (int k = 0; k < py[q]->n; k++) {
-            sy[ny] = py[q]->d[k]->size;
-            my[ny++] = (int8_t)(q == 0 ? k : q == 1 ? nr + k : lro->n + lo->n + k);
+            int l = q == 0 ? k : q == 1 ? nr + k : lro->n + lo->n + k;
+            size[l] = py[q]->d[k]->size;
+            my[ny++] = (int8_t)l;
         }
     }
-    for (int k = 0; k < nx; k++)
-        size[mx[k]] = sx[k];
-    for (int k = 0; k < ny; k++)
-        size[my[k]] = sy[k];
     FcTensor *xu = NULL, *yu = NULL;
-    if ((st = fc_reshape(ctx, x, nx, sx, &xu, err)) || (st = fc_reshape(ctx, y, ny, sy, &yu, err))) {
+    if ((st = product_operand(ctx, be, a, px, &xu, err)) || (st = product_operand(ctx, be, b, py, &yu, err))) {
         fc_tensor_release(xu);
         return st;
     }
     FcNode *ins[2] = {fc_tensor_node(xu), fc_tensor_node(yu)};
-    FcNode *mul = ins[0] && ins[1] ? fc_node_new(FC_OP_MUL, x->dtype, nl, size, 2, ins) : NULL;
+    FcNode *mul = ins[0] && ins[1] ? fc_node_new(FC_OP_MUL, a->dtype, nl, size, 2, ins) : NULL;
     fc_node_release(ins[0]);
     fc_node_release(ins[1]);
-    FcNode *sumn = mul ? fc_node_new(FC_OP_SUM, x->dtype, nr, size, 1, &mul) : NULL;
+    FcNode *sumn = mul ? fc_node_new(FC_OP_SUM, a->dtype, nr, size, 1, &mul) : NULL;
     if (sumn) {
         memcpy(mul->lev_map[0], mx, (size_t)nx);
         memcpy(mul->lev_map[1], my, (size_t)ny);
@@ -1074,7 +1102,7 @@ static FcStatus lazy_product(FcCtx *ctx, FcTensor *x, FcTensor *y, const Part *l
     }
     fc_node_release(mul);
     FcTensor *from[2] = {xu, yu};
-    *out = sumn ? fc_tensor_from_node(sumn, x->device, from, 2) : NULL;
+    *out = sumn ? fc_tensor_from_node(sumn, a->device, from, 2) : NULL;
     fc_tensor_release(xu);
     fc_tensor_release(yu);
     return *out ? FC_OK : fc_nomem(err);
@@ -1108,13 +1136,12 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
             part_add(&ro, d);
     }
     const Part *pa[3] = {&lro, &lo, &lr}, *pb[3] = {&lro, &lr, &ro};
-    FcTensor *x = NULL, *y = NULL, *r = NULL;
-    FcStatus st = dot_prepare(ctx, a, pa, 3, &x, err);
-    if (!st)
+    FcTensor *x = NULL, *y = NULL, *r = NULL, *lazy = NULL;
+    FcStatus st = lazy_product(ctx, a, b, &lro, &lo, &lr, &ro, &lazy, err);
+    if (!st && !lazy)
+        st = dot_prepare(ctx, a, pa, 3, &x, err);
+    if (!st && !lazy)
         st = dot_prepare(ctx, b, pb, 3, &y, err);
-    FcTensor *lazy = NULL;
-    if (!st)
-        st = lazy_product(ctx, x, y, &lro, &lo, &lr, &ro, &lazy, err);
     if (!st && !lazy)
         st = fc_matmul(ctx, x, y, &r, err);
     fc_tensor_release(x);

@@ -758,6 +758,27 @@ long fc_grad_staged_count(void);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */
+/* An FcMatmul operand read through index arithmetic rather than one row and one column stride:
+ * a masked gather with an affine index per dim (a convolution's patch, x[n, ci, oh * s - p + kh *
+ * d, ...] with 0 in the padding), packed into the GEMM's panels straight from its source, so
+ * that the gather (the im2col matrix) is never written (implicit GEMM). The operand's rows and
+ * columns are each a flattening of sub-dims (sizes rsize, csize, outermost first); its element
+ * (b, i, j) is at the operand's offset + batch strides + the sub-indices of i and j times rstride
+ * and cstride, and reads 0 unless every bound holds: lo <= bcoef . (b's indices) + rcoef . (i's)
+ * + ccoef . (j's) < hi (the source's indices out of [0, size), the gather's mask). One sub-dim
+ * each and no bounds is the plain strided operand. */
+enum { FC_MM_MAX_BOUNDS = 4 };
+typedef struct FcMmBound {
+    int64_t lo, hi;
+    int64_t bcoef[FC_MAX_DIMS], rcoef[FC_MAX_DIMS], ccoef[FC_MAX_DIMS];
+} FcMmBound;
+typedef struct FcMmOperand {
+    int nrdim, ncdim, nbound;
+    int64_t rsize[FC_MAX_DIMS], csize[FC_MAX_DIMS];
+    int64_t rstride[FC_MAX_DIMS], cstride[FC_MAX_DIMS];
+    FcMmBound bound[FC_MM_MAX_BOUNDS];
+} FcMmOperand;
+
 typedef struct FcMatmul {
     FcDType dtype;              /* float32, float64, int32, int64 */
     int nbatch;
@@ -772,6 +793,10 @@ typedef struct FcMatmul {
     /* NULL, or what is written instead of the product (a backend takes it only when it says so:
      * FcBackend.matmul_epilogue); c_rs and c_cs are then unused (epi says where rows go). */
     const struct FcEpilogue *epi;
+    /* NULL, or A (B) read as this says instead of by a_rs and a_cs (b_rs, b_cs); its offset and
+     * batch strides stay a_offset and a_bstride (a backend takes it only when it says so:
+     * FcBackend.matmul_implicit). */
+    const FcMmOperand *a_ix, *b_ix;
 } FcMatmul;
 
 /* A matrix product's epilogue: a pointwise expression of the product P and of tensors indexed
@@ -803,6 +828,13 @@ typedef struct FcEpilogue {
     int n;                      /* instructions; the result is code[n - 1] */
     FcEpiInstr code[FC_EPI_MAX];
 } FcEpilogue;
+
+/* The strides lazy tensor t will have when realised, where they are known without running it:
+ * a matrix product left lazy (a contraction's, FcNode.product) and the pointwise expression of
+ * it that runs as its epilogue are written in the product's levels' order (fcdim/matmul.c);
+ * *known then. The stdlib's nn reads a convolution's memory format so, without realising it
+ * before what follows (batch_norm) can join its epilogue. */
+FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *known, FcError *err);
 
 /* One 2-D convolution without bias (PyTorch's conv2d, a cross-correlation) that a backend may take
  * (FcBackend.conv): y[n, (g, k), oh, ow] = sum over (c, r, s) of

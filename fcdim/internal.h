@@ -206,6 +206,12 @@ FcKernelCacheStats fc_kcache_stats(const FcCtx *ctx);
 FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
                          int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
                          bool *done, FcError *err);
+/* Whether n, read at its own levels, is an operand the backend's GEMM can read through index
+ * arithmetic (FcMmOperand): a load whose indices are affine in the levels (k + sum c * level),
+ * under WHERE(mask, ., +0.0) whose masks are conjunctions of comparisons of such expressions,
+ * each index of the load in its range wherever the masks hold. fc_contract keeps such an operand
+ * lazy, so that the gather (a convolution's im2col matrix) is never written. */
+bool fc_product_gather(const FcNode *n);
 /* The product nodes under root other than root itself (each once, the first cap into out): how
  * many, or -1 when the DAG is too deep to walk here. 0 at once while none is alive. */
 int fc_products_under(FcNode *root, FcNode **out, int cap);

@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "mem.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -205,6 +206,37 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
 
 _Thread_local long fc_products_live;
 
+/* k + c . (the levels' indices) */
+typedef struct Aff {
+    int64_t c[FC_MAX_DIMS];
+    int64_t k;
+} Aff;
+
+/* lo <= c . (the levels' indices) < hi */
+typedef struct Bound {
+    int64_t c[FC_MAX_DIMS];
+    int64_t lo, hi;
+} Bound;
+
+/* What the operand's element must satisfy for the masked read to equal the IR's value: an
+ * index e of the load in [0, size) wherever the masks hold (size > 0), or (size 0) a bound of an
+ * index's own WHERE that the masks imply. */
+typedef struct Need {
+    Aff e;
+    int64_t size;
+    Bound inner;
+} Need;
+
+typedef struct Gather {
+    int nl;                     /* the product's levels */
+    const int64_t *lsize;       /* their sizes */
+    const FcNode *load;
+    int64_t offset, st[FC_MAX_DIMS];
+    int nb, nneed;
+    Bound b[FC_MM_MAX_BOUNDS];
+    Need need[FC_MAX_DIMS + 2 * FC_MM_MAX_BOUNDS];
+} Gather;
+
 typedef struct EpiMemo {
     const FcNode *n;
     int8_t map[FC_MAX_DIMS];
@@ -223,6 +255,8 @@ typedef struct Epi {
     int64_t lstride[FC_EPI_MAX][FC_MAX_DIMS];
     EpiMemo memo[FC_EPI_MAX];
     int nmemo;
+    Gather ga, gb;                  /* the product's operands (product_matmul) */
+    FcMmOperand a_ix, b_ix;
 } Epi;
 
 static int epi_emit(Epi *p, const FcNode *n, const int8_t *map);
@@ -368,40 +402,331 @@ static bool flat_stride(const int *lv, int n, const int64_t *size, const int64_t
     return true;
 }
 
-/* The strides of a product's operand (a LOAD of plain indices) per level of the MUL above it,
- * and which levels it has; false when it is not such a load. */
-static bool operand_strides(const FcNode *mul, int k, int64_t *st, bool *has)
+/* ---- operands read through index arithmetic (implicit GEMM: FcMmOperand) ----
+ * A product's operand is a load whose indices are affine in the product's levels, under
+ * WHERE(mask, ., +0.0) with masks that are conjunctions of comparisons of affine expressions.
+ * Its element is then at offset + st . (the levels' indices) and is 0 unless the masks' bounds
+ * hold; the GEMM packs it from the load's storage as it packs a plain operand. */
+
+/* The levels of n's operand k among the product's (n's at map): false when one is reduced. */
+static bool gather_sub(const FcNode *n, int k, const int8_t *map, int8_t *sub)
 {
-    const FcNode *ld = mul->in[k];
-    if (ld->op != FC_OP_LOAD)
-        return false;
-    for (int j = 0; j < ld->nlev; j++)
-        if (mul->lev_map[k][j] >= 0)
-            has[mul->lev_map[k][j]] = ld->size[j] != 1 || has[mul->lev_map[k][j]];
-    for (int q = 0; q < ld->nin; q++) {
-        if (ld->in[q]->op != FC_OP_IOTA)
+    for (int j = 0; j < n->in[k]->nlev; j++) {
+        int l = epi_compose(n, k, j, map);
+        if (l == -2)
             return false;
-        int8_t j = ld->lev_map[q][0];
-        if (j < 0)
-            continue;
-        int8_t l = mul->lev_map[k][j];
-        if (l >= 0)
-            st[l] += ld->strides[q];
+        sub[j] = (int8_t)l;
     }
+    return true;
+}
+
+/* n (int64) at map as an affine expression of the product's levels; false when it is not one
+ * (or a coefficient overflows). */
+static bool aff_of(const Gather *g, const FcNode *n, const int8_t *map, Aff *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n->dtype != FC_INT64 || n->nin > 2)
+        return false;
+    if (n->op == FC_OP_CONST) {
+        out->k = n->konst.i;
+        return true;
+    }
+    if (n->op == FC_OP_IOTA) {
+        if (map[0] >= 0)
+            out->c[map[0]] = 1;
+        return true;
+    }
+    if (n->op != FC_OP_CAST && n->op != FC_OP_NEG && n->op != FC_OP_ADD && n->op != FC_OP_SUB && n->op != FC_OP_MUL)
+        return false;
+    Aff x[2];
+    int8_t sub[FC_MAX_DIMS];
+    for (int k = 0; k < n->nin; k++)
+        if (!gather_sub(n, k, map, sub) || !aff_of(g, n->in[k], sub, &x[k]))
+            return false;
+    bool ok = true;
+    switch (n->op) {
+    case FC_OP_CAST:
+        *out = x[0];
+        break;
+    case FC_OP_NEG:
+        ok = !__builtin_sub_overflow(0, x[0].k, &out->k);
+        for (int l = 0; l < g->nl; l++)
+            ok &= !__builtin_sub_overflow(0, x[0].c[l], &out->c[l]);
+        break;
+    case FC_OP_ADD:
+    case FC_OP_SUB:
+        ok = n->op == FC_OP_ADD ? !__builtin_add_overflow(x[0].k, x[1].k, &out->k)
+                                : !__builtin_sub_overflow(x[0].k, x[1].k, &out->k);
+        for (int l = 0; l < g->nl; l++)
+            ok &= n->op == FC_OP_ADD ? !__builtin_add_overflow(x[0].c[l], x[1].c[l], &out->c[l])
+                                     : !__builtin_sub_overflow(x[0].c[l], x[1].c[l], &out->c[l]);
+        break;
+    default: {      /* MUL: one side a constant */
+        bool c0 = true;
+        for (int l = 0; l < g->nl; l++)
+            c0 &= x[0].c[l] == 0;
+        const Aff *v = c0 ? &x[1] : &x[0];
+        int64_t s = c0 ? x[0].k : x[1].k;
+        for (int l = 0; l < g->nl && !c0; l++)
+            ok &= x[1].c[l] == 0;
+        ok &= !__builtin_mul_overflow(v->k, s, &out->k);
+        for (int l = 0; l < g->nl; l++)
+            ok &= !__builtin_mul_overflow(v->c[l], s, &out->c[l]);
+        break;
+    }
+    }
+    return ok;
+}
+
+/* lo <= c . i < hi added to the conjunction b[0..*nb), merged with a bound of the same c. */
+static bool bound_add(Bound *b, int *nb, int cap, const int64_t *c, int64_t lo, int64_t hi)
+{
+    for (int q = 0; q < *nb; q++)
+        if (memcmp(b[q].c, c, sizeof b[q].c) == 0) {
+            b[q].lo = lo > b[q].lo ? lo : b[q].lo;
+            b[q].hi = hi < b[q].hi ? hi : b[q].hi;
+            return true;
+        }
+    if (*nb >= cap)
+        return false;
+    memcpy(b[*nb].c, c, sizeof b[*nb].c);
+    b[*nb].lo = lo;
+    b[*nb].hi = hi;
+    (*nb)++;
+    return true;
+}
+
+/* The bool mask n at map as bounds added to b[0..*nb); false when it is not a conjunction of
+ * comparisons of affine expressions. */
+static bool mask_of(const Gather *g, const FcNode *n, const int8_t *map, Bound *b, int *nb, int cap)
+{
+    int8_t sub[2][FC_MAX_DIMS];
+    if (n->dtype != FC_BOOL || n->nin < 1 || n->nin > 2)
+        return false;
+    for (int k = 0; k < n->nin; k++)
+        if (!gather_sub(n, k, map, sub[k]))
+            return false;
+    if (n->op == FC_OP_CAST && n->in[0]->dtype == FC_BOOL)
+        return mask_of(g, n->in[0], sub[0], b, nb, cap);
+    if (n->op == FC_OP_AND)
+        return mask_of(g, n->in[0], sub[0], b, nb, cap) && mask_of(g, n->in[1], sub[1], b, nb, cap);
+    if (n->op != FC_OP_LT && n->op != FC_OP_LE && n->op != FC_OP_GT && n->op != FC_OP_GE)
+        return false;
+    Aff x, y, d;
+    memset(&d, 0, sizeof d);
+    if (n->src_dtype != FC_INT64 || !aff_of(g, n->in[0], sub[0], &x) || !aff_of(g, n->in[1], sub[1], &y))
+        return false;
+    bool ok = !__builtin_sub_overflow(x.k, y.k, &d.k) && d.k > INT64_MIN + 2 && d.k < INT64_MAX - 2;
+    bool any = false;
+    for (int l = 0; l < g->nl; l++) {
+        ok &= !__builtin_sub_overflow(x.c[l], y.c[l], &d.c[l]);
+        any |= d.c[l] != 0;
+    }
+    if (!ok || !any)
+        return false;       /* (a constant condition: not worth a bound) */
+    /* c . i + k  op  0 */
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    switch (n->op) {
+    case FC_OP_GE: lo = -d.k; break;
+    case FC_OP_GT: lo = 1 - d.k; break;
+    case FC_OP_LT: hi = -d.k; break;
+    default: hi = 1 - d.k; break;
+    }
+    return bound_add(b, nb, cap, d.c, lo, hi);
+}
+
+/* The range [*min, *max] of c . i over the levels' extents, narrowed by g's bound on c. */
+static void aff_range(const Gather *g, const int64_t *c, int64_t *min, int64_t *max)
+{
+    __int128 lo = 0, hi = 0;
+    for (int l = 0; l < g->nl; l++) {
+        __int128 v = (__int128)c[l] * (g->lsize[l] > 0 ? g->lsize[l] - 1 : 0);
+        if (v < 0)
+            lo += v;
+        else
+            hi += v;
+    }
+    for (int q = 0; q < g->nb; q++)
+        if (memcmp(g->b[q].c, c, sizeof g->b[q].c) == 0) {
+            lo = g->b[q].lo > lo ? g->b[q].lo : lo;
+            hi = (__int128)g->b[q].hi - 1 < hi ? (__int128)g->b[q].hi - 1 : hi;
+        }
+    *min = lo < INT64_MIN / 2 ? INT64_MIN / 2 : lo > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)lo;
+    *max = hi < INT64_MIN / 2 ? INT64_MIN / 2 : hi > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)hi;
+}
+
+/* n (of the product's dtype) at map into g; false when it is not a masked gather. */
+static bool gather_of(Gather *g, const FcNode *n, const int8_t *map, FcDType dt)
+{
+    int8_t sub[3][FC_MAX_DIMS];
+    if (n->dtype != dt || n->nlev > FC_MAX_DIMS)
+        return false;
+    for (int k = 0; k < n->nin && n->op != FC_OP_LOAD && k < 3; k++)
+        if (!gather_sub(n, k, map, sub[k]))
+            return false;
+    if (n->op == FC_OP_CAST && n->in[0]->dtype == dt)      /* only moves levels */
+        return gather_of(g, n->in[0], sub[0], dt);
+    if (n->op == FC_OP_WHERE) {
+        const FcNode *z = n->in[2];
+        if (z->op != FC_OP_CONST || z->konst.f != 0 || signbit(z->konst.f))
+            return false;       /* the packed padding is +0.0 */
+        return mask_of(g, n->in[0], sub[0], g->b, &g->nb, FC_MM_MAX_BOUNDS) && gather_of(g, n->in[1], sub[1], dt);
+    }
+    if (n->op != FC_OP_LOAD || g->load || !n->storage)
+        return false;
+    g->load = n;
+    g->offset = n->offset;
+    for (int q = 0; q < n->nin; q++) {
+        const FcNode *ix = n->in[q];
+        int8_t s1[FC_MAX_DIMS], s2[FC_MAX_DIMS];
+        Aff e;
+        if (!gather_sub(n, q, map, s1))
+            return false;
+        while (ix->op == FC_OP_CAST && ix->dtype == FC_INT64 && ix->in[0]->dtype == FC_INT64) {
+            if (!gather_sub(ix, 0, s1, s2))     /* only moves levels */
+                return false;
+            memcpy(s1, s2, sizeof s1);
+            ix = ix->in[0];
+        }
+        if (ix->op == FC_OP_WHERE && ix->dtype == FC_INT64) {
+            /* an index clamped where its element is masked anyway: its own mask must hold
+             * wherever the operand's do */
+            Bound in[FC_MM_MAX_BOUNDS];
+            int nin = 0;
+            if (!gather_sub(ix, 0, s1, s2) || !mask_of(g, ix->in[0], s2, in, &nin, FC_MM_MAX_BOUNDS) ||
+                !gather_sub(ix, 1, s1, s2) || !aff_of(g, ix->in[1], s2, &e))
+                return false;
+            for (int r = 0; r < nin; r++) {
+                if (g->nneed == (int)(sizeof g->need / sizeof *g->need))
+                    return false;
+                g->need[g->nneed++] = (Need){.size = 0, .inner = in[r]};
+            }
+        } else if (!aff_of(g, ix, s1, &e)) {
+            return false;
+        }
+        int64_t t;
+        if (__builtin_mul_overflow(e.k, n->strides[q], &t) || __builtin_add_overflow(g->offset, t, &g->offset))
+            return false;
+        for (int l = 0; l < g->nl; l++)
+            if (__builtin_mul_overflow(e.c[l], n->strides[q], &t) || __builtin_add_overflow(g->st[l], t, &g->st[l]))
+                return false;
+        if (g->nneed == (int)(sizeof g->need / sizeof *g->need))
+            return false;
+        g->need[g->nneed++] = (Need){.e = e, .size = n->shape[q]};
+    }
+    return true;
+}
+
+/* Whether every need of g holds wherever its bounds do. */
+static bool gather_valid(const Gather *g)
+{
+    if (!g->load)
+        return false;
+    for (int r = 0; r < g->nneed; r++) {
+        const Need *nd = &g->need[r];
+        int64_t min, max;
+        if (nd->size > 0) {
+            aff_range(g, nd->e.c, &min, &max);
+            if (min > max)
+                continue;       /* never read */
+            if (min + nd->e.k < 0 || max + nd->e.k >= nd->size)
+                return false;
+        } else {
+            aff_range(g, nd->inner.c, &min, &max);
+            if (min <= max && (min < nd->inner.lo || max >= nd->inner.hi))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Operand k of the product's MUL as a gather over the MUL's levels (g->st per level, g->b), and
+ * which of its levels it has (size > 1); false when it is not one. */
+static bool operand_gather(const FcNode *mul, int k, Gather *g, bool *has)
+{
+    const FcNode *op = mul->in[k];
+    memset(g, 0, sizeof *g);
+    g->nl = mul->nlev;
+    g->lsize = mul->size;
+    int8_t id[FC_MAX_DIMS], sub[FC_MAX_DIMS];
+    for (int l = 0; l < mul->nlev; l++)
+        id[l] = (int8_t)l;
+    if (op->nlev > FC_MAX_DIMS || !gather_sub(mul, k, id, sub))
+        return false;
+    for (int j = 0; j < op->nlev; j++)
+        if (sub[j] >= 0)
+            has[sub[j]] = op->size[j] != 1 || has[sub[j]];
+    return gather_of(g, op, sub, mul->dtype) && gather_valid(g);
+}
+
+bool fc_product_gather(const FcNode *n)
+{
+    if (n->nlev > FC_MAX_DIMS || (n->dtype != FC_FLOAT32 && n->dtype != FC_FLOAT64))
+        return false;
+    Gather *g = mem_calloc(1, sizeof *g);
+    if (!g)
+        return false;
+    int8_t map[FC_MAX_DIMS];
+    for (int l = 0; l < n->nlev; l++)
+        map[l] = (int8_t)l;
+    g->nl = n->nlev;
+    g->lsize = n->size;
+    bool ok = gather_of(g, n, map, n->dtype) && gather_valid(g);
+    mem_free(g);
+    return ok;
+}
+
+/* Gather g as a matrix over the product's levels: batch levels bl, rows rl, columns cl. Plain
+ * strides (*rs, *cs, *ix NULL) when it has no bounds and its rows and columns each flatten, else
+ * its description in *d (*ix = d) when be reads one; false when neither. */
+static bool operand_matrix(const FcBackend *be, const Gather *g, const int64_t *size, const int *bl, int nb,
+                           const int *rl, int nr, const int *cl, int nc, int64_t *rs, int64_t *cs, FcMmOperand *d,
+                           const FcMmOperand **ix)
+{
+    *ix = NULL;
+    if (g->nb == 0 && flat_stride(rl, nr, size, g->st, rs) && flat_stride(cl, nc, size, g->st, cs))
+        return true;
+    if (!be->matmul_implicit)
+        return false;
+    memset(d, 0, sizeof *d);
+    d->nrdim = nr;
+    d->ncdim = nc;
+    for (int i = 0; i < nr; i++) {
+        d->rsize[i] = size[rl[i]];
+        d->rstride[i] = g->st[rl[i]];
+    }
+    for (int i = 0; i < nc; i++) {
+        d->csize[i] = size[cl[i]];
+        d->cstride[i] = g->st[cl[i]];
+    }
+    d->nbound = g->nb;
+    for (int q = 0; q < g->nb; q++) {
+        FcMmBound *b = &d->bound[q];
+        b->lo = g->b[q].lo;
+        b->hi = g->b[q].hi;
+        for (int i = 0; i < nb; i++)
+            b->bcoef[i] = g->b[q].c[bl[i]];
+        for (int i = 0; i < nr; i++)
+            b->rcoef[i] = g->b[q].c[rl[i]];
+        for (int i = 0; i < nc; i++)
+            b->ccoef[i] = g->b[q].c[cl[i]];
+    }
+    *rs = *cs = 0;
+    *ix = d;
     return true;
 }
 
 /* The root's product as an FcMatmul (levels split into batch, rows, columns, k) with p's
  * epilogue's strides split likewise; out_strides: the output's per root level. False when the
- * operands do not flatten into matrices. */
+ * operands are not matrices (plain or, where the backend reads them, gathered). */
 static bool product_matmul(Epi *p, const int64_t *out_strides, int64_t out_offset, void *out, FcMatmul *mm)
 {
     const FcNode *prod = p->prod, *mul = prod->in[0];
     if (mul->op != FC_OP_MUL || mul->nin != 2 || mul->nlev > FC_MAX_DIMS)
         return false;
-    int64_t sa[FC_MAX_DIMS] = {0}, sb[FC_MAX_DIMS] = {0};
     bool ha[FC_MAX_DIMS] = {false}, hb[FC_MAX_DIMS] = {false};
-    if (!operand_strides(mul, 0, sa, ha) || !operand_strides(mul, 1, sb, hb))
+    Gather *ga = &p->ga, *gb = &p->gb;
+    if (!operand_gather(mul, 0, ga, ha) || !operand_gather(mul, 1, gb, hb))
         return false;
     int bl[FC_MAX_DIMS], ml[FC_MAX_DIMS], nl[FC_MAX_DIMS], kl[FC_MAX_DIMS];
     int nb = 0, nm = 0, nn = 0, nk = 0;
@@ -418,17 +743,16 @@ static bool product_matmul(Epi *p, const int64_t *out_strides, int64_t out_offse
     }
     memset(mm, 0, sizeof *mm);
     int64_t a_rs, a_cs, b_rs, b_cs;
-    if (!flat_stride(ml, nm, mul->size, sa, &a_rs) || !flat_stride(kl, nk, mul->size, sa, &a_cs) ||
-        !flat_stride(kl, nk, mul->size, sb, &b_rs) || !flat_stride(nl, nn, mul->size, sb, &b_cs))
+    if (!operand_matrix(p->be, ga, mul->size, bl, nb, ml, nm, kl, nk, &a_rs, &a_cs, &p->a_ix, &mm->a_ix) ||
+        !operand_matrix(p->be, gb, mul->size, bl, nb, kl, nk, nl, nn, &b_rs, &b_cs, &p->b_ix, &mm->b_ix))
         return false;
-    const FcNode *la = mul->in[0], *lb = mul->in[1];
     mm->dtype = prod->dtype;
     mm->nbatch = nb;
     mm->m = mm->n = mm->k = 1;
     for (int i = 0; i < nb; i++) {
         mm->batch[i] = mul->size[bl[i]];
-        mm->a_bstride[i] = sa[bl[i]];
-        mm->b_bstride[i] = sb[bl[i]];
+        mm->a_bstride[i] = ga->st[bl[i]];
+        mm->b_bstride[i] = gb->st[bl[i]];
     }
     for (int i = 0; i < nm; i++)
         mm->m *= mul->size[ml[i]];
@@ -436,12 +760,12 @@ static bool product_matmul(Epi *p, const int64_t *out_strides, int64_t out_offse
         mm->n *= mul->size[nl[i]];
     for (int i = 0; i < nk; i++)
         mm->k *= mul->size[kl[i]];
-    mm->a = la->storage->data;
-    mm->a_offset = la->offset;
+    mm->a = ga->load->storage->data;
+    mm->a_offset = ga->offset;
     mm->a_rs = a_rs;
     mm->a_cs = a_cs;
-    mm->b = lb->storage->data;
-    mm->b_offset = lb->offset;
+    mm->b = gb->load->storage->data;
+    mm->b_offset = gb->offset;
     mm->b_rs = b_rs;
     mm->b_cs = b_cs;
     mm->c = out;
@@ -482,9 +806,14 @@ static void dump_product(FcCtx *ctx, const FcMatmul *mm)
     int64_t nb = 1;
     for (int i = 0; i < mm->nbatch; i++)
         nb *= mm->batch[i];
-    int n = snprintf(line, sizeof line, "product %s: %lld x (%lld x %lld) @ (%lld x %lld), epilogue:",
+    /* an operand read through index arithmetic (the gather not written) says so */
+    const FcMmOperand *ix = mm->a_ix ? mm->a_ix : mm->b_ix;
+    char how[64] = "";
+    if (ix)
+        snprintf(how, sizeof how, ", %s gathered (%d bounds)", mm->a_ix ? "A" : "B", ix->nbound);
+    int n = snprintf(line, sizeof line, "product %s: %lld x (%lld x %lld) @ (%lld x %lld)%s, epilogue:",
                  fc_dtype_name(mm->dtype), (long long)nb, (long long)mm->m, (long long)mm->k, (long long)mm->k,
-                 (long long)mm->n);
+                 (long long)mm->n, how);
     const FcEpilogue *e = mm->epi;
     for (int r = 0; r < e->n && n > 0 && n < (int)sizeof line - 40; r++) {
         const FcEpiInstr *in = &e->code[r];
@@ -496,26 +825,17 @@ static void dump_product(FcCtx *ctx, const FcMatmul *mm)
     ctx->dump(ctx->dump_ud, line);
 }
 
-FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
-                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
-                         bool *done, FcError *err)
+/* The root's DAG (p->root) as one product and its epilogue into *mm (but C's address), written
+ * with out_strides, or (NULL) laid out as the product's levels are; the strides either way in
+ * strides. False when it is not that form. */
+static bool product_plan(Epi *p, const int64_t *out_strides, int64_t out_offset, int64_t *strides, FcMatmul *mm)
 {
-    *done = false;
-    if (!be->matmul_epilogue || root->nlev > FC_MAX_DIMS)
-        return FC_OK;
-    Epi *p = mem_calloc(1, sizeof *p);
-    if (!p)
-        return fc_nomem(err);
-    p->be = be;
-    p->root = root;
+    const FcNode *root = p->root;
     int8_t map[FC_MAX_DIMS];
     for (int l = 0; l < root->nlev; l++)
         map[l] = (int8_t)l;
-    FcStatus st = FC_OK;
-    int64_t strides[FC_MAX_DIMS];
-    FcMatmul mm;
     if (epi_emit(p, root, map) < 0 || !p->prod)
-        goto out;
+        return false;
     if (out_strides) {
         memcpy(strides, out_strides, (size_t)root->nlev * sizeof *strides);
     } else {
@@ -530,7 +850,45 @@ FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice
                 run *= p->prod->size[j];
             }
     }
-    if (!product_matmul(p, strides, out_offset, NULL, &mm))
+    return product_matmul(p, strides, out_offset, NULL, mm);
+}
+
+FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *known, FcError *err)
+{
+    *known = false;
+    if (!t->node || !fc_products_live || t->node->nlev > FC_MAX_DIMS || t->node->nlev != t->ndim)
+        return FC_OK;
+    FcBackend *be = NULL;
+    FcStatus st = fc_ctx_backend(ctx, t->device, &be, err);
+    if (st || !be->matmul_epilogue)
+        return st;
+    Epi *p = mem_calloc(1, sizeof *p);
+    if (!p)
+        return fc_nomem(err);
+    p->be = be;
+    p->root = t->node;
+    FcMatmul mm;
+    *known = product_plan(p, NULL, 0, strides, &mm);
+    mem_free(p);
+    return FC_OK;
+}
+
+FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+                         int64_t out_offset, const int64_t *out_strides, FcStorage **new_storage, int64_t *new_strides,
+                         bool *done, FcError *err)
+{
+    *done = false;
+    if (!be->matmul_epilogue || root->nlev > FC_MAX_DIMS)
+        return FC_OK;
+    Epi *p = mem_calloc(1, sizeof *p);
+    if (!p)
+        return fc_nomem(err);
+    p->be = be;
+    p->root = root;
+    FcStatus st = FC_OK;
+    int64_t strides[FC_MAX_DIMS];
+    FcMatmul mm;
+    if (!product_plan(p, out_strides, out_offset, strides, &mm))
         goto out;
     *done = true;
     if (!out_strides) {

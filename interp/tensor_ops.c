@@ -1312,6 +1312,25 @@ IMPL_FN(_conv_transpose2d_library)
     return library_result(I, st, &e, y, out);
 }
 
+IMPL_FN(_product_strides)
+{
+    (void)sig;
+    FcTensor *t = a[0].t;
+    int64_t st[FC_MAX_DIMS];
+    bool known;
+    FcError e;
+    if (!tensor_check(I, fc_product_strides(I->fc, t, st, &known, &e), &e)) return false;
+    if (!known) {
+        *out = v_none();
+        return true;
+    }
+    TupleObj *tu = tuple_alloc(I, (size_t)t->ndim);
+    if (!tu) return false;
+    for (int k = 0; k < t->ndim; k++) tu->items[k] = v_int(st[k]);
+    *out = TUPLEV(tu);
+    return true;
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 #define FUNC TV_FUNCTION

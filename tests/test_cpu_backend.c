@@ -3034,6 +3034,94 @@ START_TEST(test_matmul_threads_bitwise)
 }
 END_TEST
 
+/* Operands read through index arithmetic (FcMatmul.a_ix / b_ix, implicit GEMM): each element at
+ * offset + batch stride + the sub-indices of its row and column times their strides, 0 where a
+ * bound fails. The product has the bits of the plain product of the operands materialised, at
+ * any thread count (B gathered and split by columns: N spans two column blocks). */
+
+/* Element (bi, i, j) of operand o (rows x cols) of src; batch stride bst. */
+static float gathered_at(const float *src, const FcMmOperand *o, int64_t off, int64_t bst, int64_t bi, int64_t i,
+                         int64_t j)
+{
+    int64_t ri[FC_MAX_DIMS], ci[FC_MAX_DIMS];
+    for (int d = o->nrdim - 1; d >= 0; d--) {
+        ri[d] = i % o->rsize[d];
+        i /= o->rsize[d];
+    }
+    for (int d = o->ncdim - 1; d >= 0; d--) {
+        ci[d] = j % o->csize[d];
+        j /= o->csize[d];
+    }
+    int64_t at = off + bi * bst;
+    for (int d = 0; d < o->nrdim; d++)
+        at += ri[d] * o->rstride[d];
+    for (int d = 0; d < o->ncdim; d++)
+        at += ci[d] * o->cstride[d];
+    for (int q = 0; q < o->nbound; q++) {
+        int64_t v = bi * o->bound[q].bcoef[0];
+        for (int d = 0; d < o->nrdim; d++)
+            v += ri[d] * o->bound[q].rcoef[d];
+        for (int d = 0; d < o->ncdim; d++)
+            v += ci[d] * o->bound[q].ccoef[d];
+        if (v < o->bound[q].lo || v >= o->bound[q].hi)
+            return 0.0f;
+    }
+    return src[at];
+}
+
+START_TEST(test_matmul_gathered)
+{
+    enum { NB = 2, M = 35, K = 320, N = 300, SRC = 80000 };
+    /* A: rows (5, 7), columns (4, 80); B: rows (4, 80), columns (3, 100) */
+    FcMmOperand ao = {.nrdim = 2, .ncdim = 2, .nbound = 2, .rsize = {5, 7}, .csize = {4, 80},
+                      .rstride = {700, 3}, .cstride = {90, 1}};
+    ao.bound[0] = (FcMmBound){.lo = 1, .hi = 9, .rcoef = {0, 1}, .ccoef = {2, 0}};       /* 1 <= r1 + 2 c0 < 9 */
+    ao.bound[1] = (FcMmBound){.lo = 0, .hi = 7, .bcoef = {5}, .rcoef = {1, 0}};          /* 5 b + r0 < 7 */
+    FcMmOperand bo = {.nrdim = 2, .ncdim = 2, .nbound = 1, .rsize = {4, 80}, .csize = {3, 100},
+                      .rstride = {7, 300}, .cstride = {24000, 2}};
+    bo.bound[0] = (FcMmBound){.lo = -20, .hi = 40, .rcoef = {0, 1}, .ccoef = {0, -1}};   /* -20 <= r1 - c1 < 40 */
+    float *asrc = malloc(SRC * 4), *bsrc = malloc(3 * SRC * 4);
+    float *am = malloc(NB * M * K * 4), *bm = malloc(NB * K * N * 4);
+    float *c1 = malloc(NB * M * N * 4), *c2 = malloc(NB * M * N * 4);
+    uint64_t s = 29;
+    for (int i = 0; i < SRC; i++)
+        asrc[i] = rng_float(&s);
+    for (int i = 0; i < 3 * SRC; i++)
+        bsrc[i] = rng_float(&s);
+    for (int b = 0; b < NB; b++)
+        for (int i = 0; i < M; i++)
+            for (int p = 0; p < K; p++)
+                am[(b * M + i) * K + p] = gathered_at(asrc, &ao, 11, 4000, b, i, p);
+    for (int b = 0; b < NB; b++)
+        for (int p = 0; p < K; p++)
+            for (int j = 0; j < N; j++)
+                bm[(b * K + p) * N + j] = gathered_at(bsrc, &bo, 5, 1, b, p, j);
+    FcMatmul plain = {.dtype = FC_FLOAT32, .nbatch = 1, .batch = {NB}, .a_bstride = {M * K}, .b_bstride = {K * N},
+                      .c_bstride = {M * N}, .m = M, .n = N, .k = K, .a = am, .a_rs = K, .a_cs = 1, .b = bm,
+                      .b_rs = N, .b_cs = 1, .c = c1, .c_rs = N, .c_cs = 1, .nthreads = 1};
+    ck_assert_int_eq(be->matmul(be, &plain, &err), FC_OK);
+    FcMatmul g = {.dtype = FC_FLOAT32, .nbatch = 1, .batch = {NB}, .a_bstride = {4000}, .b_bstride = {1},
+                  .c_bstride = {M * N}, .m = M, .n = N, .k = K, .a = asrc, .a_offset = 11, .b = bsrc, .b_offset = 5,
+                  .c = c2, .c_rs = N, .c_cs = 1, .a_ix = &ao, .b_ix = &bo};
+    int nonzero = 0;
+    for (int i = 0; i < NB * M * K; i++)
+        nonzero += am[i] != 0;
+    ck_assert_msg(nonzero > NB * M * K / 4 && nonzero < NB * M * K, "the bounds mask some of A, not all");
+    for (int th = 1; th <= 3; th += 2) {
+        g.nthreads = th;
+        memset(c2, 0xff, NB * M * N * 4);
+        ck_assert_int_eq(be->matmul(be, &g, &err), FC_OK);
+        ck_assert_msg(memcmp(c1, c2, NB * M * N * 4) == 0, "%d threads: the gathered product's bits differ", th);
+    }
+    free(asrc);
+    free(bsrc);
+    free(am);
+    free(bm);
+    free(c1);
+    free(c2);
+}
+END_TEST
+
 START_TEST(test_matmul_interrupt_and_dtype)
 {
     volatile int stop = 1;
@@ -3244,6 +3332,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_matmul_strided_c_and_wrap);
     tcase_add_test(tc, test_matmul_threads_bitwise);
     tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 2);
+    tcase_add_test(tc, test_matmul_gathered);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
     suite_add_tcase(s, tc);
 

@@ -259,7 +259,9 @@ static const char epi_setup[] =
     "b = randn(5)\n"
     "rm, rv, g, bb = randn(5), rand(5) + 0.5, randn(5), randn(5)\n"
     "per = (1, 5, 1, 1)\n"
-    "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n";
+    "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n"
+    "xl = x.contiguous(memory_format=channels_last)\n"
+    "wl = w.contiguous(memory_format=channels_last)\n";
 
 static const struct {
     const char *name, *program, *epilogue;
@@ -272,6 +274,12 @@ static const struct {
     {"batch-norm's affine map + silu",
      "y = nn.silu((nn.conv2d(x, w, padding=(0, 1)) - rm.reshape(per)) * scale + bb.reshape(per))",
      " P load sub load mul load add sigmoid mul\n"},
+    /* batch_norm reads the convolution's memory format without realising it (_product_strides) */
+    {"nn.batch_norm in evaluation + relu", "y = nn.relu(nn.batch_norm(nn.conv2d(x, w, b, padding=1), rm, rv, g, bb))",
+     " P load add load sub load mul load mul load add relu\n"},
+    {"channels_last, nn.batch_norm in evaluation + relu",
+     "y = nn.relu(nn.batch_norm(nn.conv2d(xl, wl, b, padding=1), rm, rv, g, bb))",
+     " P load add load sub load mul load mul load add relu\n"},
 };
 
 /* Runs epi_cases[i] in a new interpreter with flags, the kernels' dump after the setup in *dump;
@@ -346,6 +354,146 @@ START_TEST(conv_epilogue)
                   epi_cases[_i].name);
     free(bf);
     free(bu);
+}
+END_TEST
+
+/* ---- the convolution without its im2col matrix (implicit GEMM) ----
+ * conv2d's patch, a gather of the input masked to 0 in the padding, is not written on the CPU:
+ * the GEMM packs its panels straight from the input (FcMatmul.a_ix / b_ix, FcMmOperand). Under
+ * TDL_DUMP_KERNELS the convolution is one "product" line that names the gathered operand and
+ * no kernel at all (the materialised path, TDL_NO_FUSE, writes the patch by a kernel first); the
+ * result has the materialised path's bits. */
+
+static const char imp_setup[] =
+    "import nn\n"
+    "manual_seed(1)\n"
+    "x = randn(2, 5, 11, 9)\n"
+    "xl = x.contiguous(memory_format=channels_last)\n"
+    "xd = randn(2, 5, 11, 9, dtype=float64).contiguous(memory_format=channels_last)\n"
+    "w = randn(6, 5, 3, 3)\n"
+    "wd = randn(6, 5, 3, 3, dtype=float64)\n"
+    "w1 = randn(6, 5, 1, 1)\n"
+    "w2 = randn(6, 5, 2, 2)\n"
+    "b = randn(6)\n"
+    "bd = randn(6, dtype=float64)\n"
+    "xg = randn(2, 6, 10, 7).contiguous(memory_format=channels_last)\n"
+    "wg = randn(4, 3, 3, 3)\n"
+    "wl = w.contiguous(memory_format=channels_last)\n"
+    "wdl = wd.contiguous(memory_format=channels_last)\n"
+    "w2l = w2.contiguous(memory_format=channels_last)\n";
+
+static const struct {
+    const char *name, *program, *gathered;
+    bool layout;        /* a layout pass runs after the product (groups > 1) */
+} imp_cases[] = {
+    {"3x3 pad 1 stride 2 dilation 2", "y = nn.conv2d(x, w, padding=1, stride=2, dilation=2)",
+     "B gathered (2 bounds)", false},
+    {"channels_last 3x3 pad 1 stride 2 dilation 2", "y = nn.conv2d(xl, wl, padding=1, stride=2, dilation=2)",
+     "A gathered (2 bounds)", false},
+    {"bias + relu", "y = nn.relu(nn.conv2d(x, w, b, padding=1))", "B gathered (2 bounds)", false},
+    {"channels_last float64, padding (2, 0), dilation (1, 2)",
+     "y = nn.conv2d(xd, wdl, bd, padding=(2, 0), dilation=(1, 2))", "A gathered (1 bounds)", false},
+    {"1x1 stride 2", "y = nn.conv2d(x, w1, stride=2)", "B gathered (0 bounds)", false},
+    {"2x2 'same' (padded at one end)", "y = nn.conv2d(xl, w2l, padding='same')", "A gathered (2 bounds)", false},
+    {"groups 2, channels_last, stride 2", "y = nn.conv2d(xg, wg, padding=1, stride=2, groups=2)",
+     "A gathered (2 bounds)", true},
+};
+
+/* Runs imp_cases[i] in a new interpreter with flags (setup first, its kernels not kept in
+ * *dump); saves y to path. Returns NULL, or a malloc'd report of the error. */
+static char *run_implicit(int i, int flags, const char *path, Lines *dump)
+{
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    cfg.flags = flags | TDL_DUMP_KERNELS;
+    cfg.dump = collect;
+    cfg.dump_ud = dump;
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    char prog[1024], *r = NULL;
+    bool ok = tdl_run_string(T, imp_setup, "setup") == TDL_OK;
+    dump->text[0] = '\0';
+    snprintf(prog, sizeof prog, "%s\ny.stride()\n", imp_cases[i].program);
+    ok = ok && tdl_run_string(T, prog, imp_cases[i].name) == TDL_OK;
+    snprintf(prog, sizeof prog, "save('%s', y)\n", path);
+    ok = ok && tdl_run_string(T, prog, "save") == TDL_OK;
+    if (!ok && asprintf(&r, "%s: raised %s: %s", imp_cases[i].name, tdl_error_kind_name(tdl_error_kind_of(T)),
+                        tdl_error_message(T)) < 0)
+        r = NULL;
+    tdl_close(T);
+    return r;
+}
+
+START_TEST(conv_implicit)
+{
+    static Lines fused, unfused;
+    char pf[64], pu[64];
+    snprintf(pf, sizeof pf, "/tmp/tdl-imp-%d-fused.npy", (int)getpid());
+    snprintf(pu, sizeof pu, "/tmp/tdl-imp-%d-unfused.npy", (int)getpid());
+    free_report();
+    report = run_implicit(_i, 0, pf, &fused);
+    if (!report)
+        report = run_implicit(_i, TDL_NO_FUSE, pu, &unfused);
+    long nf, nu;
+    char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
+    remove(pf);
+    remove(pu);
+    ck_assert_msg(report == NULL, "%s", report ? report : "");
+    const char *kernel = strstr(fused.text, "kernel:");
+    ck_assert_msg(count_of(fused.text, "product ") == 1 && count_of(fused.text, imp_cases[_i].gathered) == 1 &&
+                      (!kernel || (imp_cases[_i].layout && kernel > strstr(fused.text, "product "))),
+                  "%s: not one product with \"%s\" and no kernel:\n%s", imp_cases[_i].name, imp_cases[_i].gathered,
+                  fused.text);
+    /* the materialised path: the patch written by a kernel, then a plain product */
+    const char *k = strstr(unfused.text, "kernel:"), *p = strstr(unfused.text, "product ");
+    ck_assert_msg(k && p && k < p && !strstr(unfused.text, "gathered"), "%s: materialised:\n%s", imp_cases[_i].name,
+                  unfused.text);
+    ck_assert_msg(bf && bu && nf == nu && memcmp(bf, bu, (size_t)nf) == 0,
+                  "%s: the bits differ from the materialised path's", imp_cases[_i].name);
+    free(bf);
+    free(bu);
+}
+END_TEST
+
+/* The memory a convolution needs: a 3x3 convolution of a 64 x 64 x 64 input, whose im2col
+ * matrix is 9.4 MB (the input, weight and result 2.2 MB), runs under an 8 MiB max_memory; the
+ * materialised path (TDL_NO_FUSE) does not. Two threads, whatever the machine: each has its
+ * packing buffers. */
+START_TEST(conv_implicit_memory)
+{
+    static const char prog[] = "import nn\n"
+                               "manual_seed(0)\n"
+                               "x = randn(1, 64, 64, 64)\n"
+                               "w = randn(64, 64, 3, 3)\n"
+                               "b = randn(64)\n"
+                               "y = nn.relu(nn.conv2d(x, w, b, padding=1))\n"
+                               "s = float(y.sum())\n";
+    const char *had = getenv("TDL_NUM_THREADS");
+    char *saved = had ? strdup(had) : NULL;
+    char why[2][512] = {"", ""};
+    bool ok[2] = {false, false};
+    setenv("TDL_NUM_THREADS", "2", 1);
+    for (int pass = 0; pass < 2; pass++) {
+        tdl_config cfg = {.size = sizeof cfg};
+        cfg.path = "stdlib";
+        cfg.flags = pass ? TDL_NO_FUSE : 0;
+        cfg.max_memory = 8 << 20;
+        tdl_interp *T = tdl_open(&cfg);
+        if (!T)
+            continue;
+        ok[pass] = tdl_run_string(T, prog, "conv") == TDL_OK;
+        snprintf(why[pass], sizeof why[pass], "%s: %s", ok[pass] ? "ran" : tdl_error_kind_name(tdl_error_kind_of(T)),
+                 ok[pass] ? "" : tdl_error_message(T));
+        tdl_close(T);
+    }
+    if (saved)
+        setenv("TDL_NUM_THREADS", saved, 1);
+    else
+        unsetenv("TDL_NUM_THREADS");
+    free(saved);
+    ck_assert_msg(ok[0], "implicit: %s", why[0]);
+    ck_assert_msg(!ok[1] && strncmp(why[1], "MemoryError:", 12) == 0, "materialised: the limit did not bite (%s)",
+                  why[1]);
 }
 END_TEST
 
@@ -440,5 +588,9 @@ Suite *nn_suite(void)
     TCase *te = tcase_create("epilogue");
     tcase_add_loop_test(te, conv_epilogue, 0, (int)(sizeof epi_cases / sizeof *epi_cases));
     suite_add_tcase(s, te);
+    TCase *ti = tcase_create("implicit");
+    tcase_add_loop_test(ti, conv_implicit, 0, (int)(sizeof imp_cases / sizeof *imp_cases));
+    tcase_add_test(ti, conv_implicit_memory);
+    suite_add_tcase(s, ti);
     return s;
 }

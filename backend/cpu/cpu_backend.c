@@ -245,6 +245,7 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         .release = cpu_release,
         .matmul = cpu_mm,
         .matmul_epilogue = true,
+        .matmul_implicit = true,
         .destroy = cpu_destroy,
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
@@ -288,6 +289,7 @@ FcBackend *fc_cpu_backend_as_cuda_new(int nthreads)
         be->name = "cuda (host memory, for tests)";
         be->device = FC_DEV_CUDA;
         be->matmul_epilogue = false;    /* as the CUDA backend */
+        be->matmul_implicit = false;
     }
     return be;
 }

@@ -41,7 +41,9 @@ typedef struct MmRun {
     int64_t nbatch;             /* product of the batch dims */
     int64_t mblk;               /* rows per task */
     int64_t nmb;                /* row blocks per batch item */
-    char **scratch;             /* per thread: packed A, packed B, C block */
+    int64_t ncol, nnt;          /* columns per task (whole NC blocks), column tasks per row block */
+    char **scratch;             /* per thread: packed A, packed B, C block, the epilogue's */
+    int64_t **ixs;              /* per thread: the index arithmetic's (ix_words), in scratch */
     void *bshared;              /* all of B packed once (pack_task), or NULL: each task packs its own */
     int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
     size_t a_bytes, b_bytes, c_bytes;
@@ -316,12 +318,142 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
     }
 }
 
+/* ---- operands read through index arithmetic (FcMatmul.a_ix / b_ix: implicit GEMM) ----
+ * The panels are packed straight from the source: each element's offset is the sum of its row's
+ * and its column's (and the batch item's), and it is 0 unless each bound's value, likewise a sum
+ * of the three parts, is in [lo, hi). The products are those the materialised matrix gives, in
+ * the same order over k: only where A and B come from changes. */
+
+/* Offsets off[x] and bound parts part[q * n + x] of indices x0..x0 + n of o's rows (cols false)
+ * or columns: the sub-indices of x times the strides and the bounds' coefficients. */
+static void ix_span(const FcMmOperand *o, bool cols, int64_t x0, int64_t n, int64_t *off, int64_t *part)
+{
+    int nd = cols ? o->ncdim : o->nrdim;
+    const int64_t *size = cols ? o->csize : o->rsize, *stride = cols ? o->cstride : o->rstride;
+    int64_t idx[FC_MAX_DIMS], x = x0;
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = x % size[d];
+        x /= size[d];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = 0;
+        for (int d = 0; d < nd; d++)
+            v += stride[d] * idx[d];
+        off[i] = v;
+        for (int q = 0; q < o->nbound; q++) {
+            const int64_t *c = cols ? o->bound[q].ccoef : o->bound[q].rcoef;
+            v = 0;
+            for (int d = 0; d < nd; d++)
+                v += c[d] * idx[d];
+            part[q * n + i] = v;
+        }
+        for (int d = nd - 1; d >= 0 && ++idx[d] == size[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+/* The bounds of o for batch item bi and one row (or column) whose parts are part[q * n + x]:
+ * the other part must be in [lo[q], lo[q] + span[q]) (span 0: nowhere), saturated. */
+static void ix_limits(const FcMatmul *m, const FcMmOperand *o, int64_t bi, const int64_t *part, int64_t n, int64_t x,
+                      int64_t *lo, uint64_t *span)
+{
+    for (int q = 0; q < o->nbound; q++) {
+        int64_t v = part[q * n + x], b = bi, l, h;
+        for (int d = m->nbatch - 1; d >= 0; d--) {
+            v += b % m->batch[d] * o->bound[q].bcoef[d];
+            b /= m->batch[d];
+        }
+        if (__builtin_sub_overflow(o->bound[q].lo, v, &l))
+            l = v > 0 ? INT64_MIN : INT64_MAX;
+        if (__builtin_sub_overflow(o->bound[q].hi, v, &h))
+            h = v > 0 ? INT64_MIN : INT64_MAX;
+        lo[q] = l;
+        span[q] = h > l ? (uint64_t)h - (uint64_t)l : 0;
+    }
+}
+
+/* Whether the element whose other parts are part[q * n + y] is inside o's bounds: one unsigned
+ * comparison per bound, no branch. */
+static inline bool ix_inside(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t y)
+{
+    bool in = true;
+    for (int q = 0; q < nb; q++)
+        in &= (uint64_t)part[q * n + y] - (uint64_t)lo[q] < span[q];
+    return in;
+}
+
+/* int64s of a thread's scratch that ix_span needs for o's panels: offsets and bound parts of
+ * up to rows + cols indices. */
+static size_t ix_words(const FcMmOperand *o, int64_t rows, int64_t cols)
+{
+    return o ? (size_t)(2 + o->nbound) * (size_t)(rows + cols) : 0;
+}
+
+/* run[p]: how many indices from p on (of n) have the bound parts of p: a run that is inside the
+ * bounds or outside as a whole (a convolution's patch along ci, for one tap). */
+static void ix_runs(int nb, const int64_t *part, int64_t n, int64_t *run)
+{
+    if (n <= 0)
+        return;
+    run[n - 1] = 1;
+    for (int64_t p = n - 2; p >= 0; p--) {
+        bool same = true;
+        for (int q = 0; q < nb; q++)
+            same &= part[q * n + p] == part[q * n + p + 1];
+        run[p] = same ? run[p + 1] + 1 : 1;
+    }
+}
+
+/* Whether o (NULL: plain strides) describes a rows x cols operand this file can pack. */
+static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatch)
+{
+    if (!o)
+        return true;
+    if (o->nrdim < 0 || o->nrdim > FC_MAX_DIMS || o->ncdim < 0 || o->ncdim > FC_MAX_DIMS || o->nbound < 0 ||
+        o->nbound > FC_MM_MAX_BOUNDS || nbatch > FC_MAX_DIMS)
+        return false;
+    int64_t r = 1, c = 1;
+    for (int d = 0; d < o->nrdim; d++)
+        if (o->rsize[d] <= 0 || __builtin_mul_overflow(r, o->rsize[d], &r))
+            return false;
+    for (int d = 0; d < o->ncdim; d++)
+        if (o->csize[d] <= 0 || __builtin_mul_overflow(c, o->csize[d], &c))
+            return false;
+    return (r == rows || rows == 0) && (c == cols || cols == 0);
+}
+
 /* B[pc.., jc..] of batch item b (kc x nc) as column panels of NR, zero-padded: dst[jr][p][j]. */
 #define DEF_PACK_B(s, T, A)                                                                        \
-    static void pack_b_##s(const FcMatmul *m, const T *b, int64_t pc, int64_t kc, int64_t jc,      \
-                           int64_t nc, A *restrict bpack)                                          \
+    /* bo: the batch item's offset from m->b; ixs: ix_words of scratch when m->b_ix */            \
+    static void pack_b_##s(const FcMatmul *m, int64_t bi, int64_t bo, int64_t pc, int64_t kc,      \
+                           int64_t jc, int64_t nc, A *restrict bpack, int64_t *ixs)               \
     {                                                                                              \
         const int NR = MM_NR(T);                                                                   \
+        const FcMmOperand *o = m->b_ix;                                                            \
+        if (o) {                                                                                   \
+            int nb = o->nbound;                                                                    \
+            int64_t *koff = ixs, *kpart = koff + kc, *coff = kpart + nb * kc, *cpart = coff + nc;  \
+            int64_t lo[FC_MM_MAX_BOUNDS];                                                          \
+            uint64_t span[FC_MM_MAX_BOUNDS];                                                       \
+            ix_span(o, false, pc, kc, koff, kpart);                                                \
+            ix_span(o, true, jc, nc, coff, cpart);                                                 \
+            for (int64_t p = 0; p < kc; p++) {                                                     \
+                ix_limits(m, o, bi, kpart, kc, p, lo, span);                                       \
+                const T *src = (const T *)m->b;                                                    \
+                int64_t base = bo + koff[p];                                                       \
+                for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
+                    A *dst = bpack + jr * kc + p * NR;                                             \
+                    int nr = nc - jr < NR ? (int)(nc - jr) : NR, j = 0;                            \
+                    for (; j < nr; j++)                                                            \
+                        dst[j] = ix_inside(nb, lo, span, cpart, nc, jr + j) ? (A)src[base + coff[jr + j]] \
+                                                                            : (A)0;                \
+                    for (; j < NR; j++)                                                            \
+                        dst[j] = 0;                                                                \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        const T *b = (const T *)m->b + bo;                                                         \
         for (int64_t jr = 0; jr < nc; jr += NR) {                                                  \
             A *dst = bpack + jr * kc;                                                              \
             int nr = nc - jr < NR ? (int)(nc - jr) : NR;                                           \
@@ -339,11 +471,58 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
+    /* A[i0.., pc..] of batch item bi (mc x kc) as row panels of MM_MR, zero-padded:              \
+     * dst[ir][p][i]; ao, ixs as pack_b's. */                                                      \
+    static void pack_a_##s(const FcMatmul *m, int64_t bi, int64_t ao, int64_t i0, int64_t mc,      \
+                           int64_t pc, int64_t kc, A *restrict apack, int64_t *ixs)                \
+    {                                                                                              \
+        const FcMmOperand *o = m->a_ix;                                                            \
+        int64_t *roff = ixs, *rpart = NULL, *koff = NULL, *kpart = NULL, *krun = NULL;             \
+        int nb = 0;                                                                                \
+        if (o) {                                                                                   \
+            nb = o->nbound;                                                                        \
+            rpart = roff + mc;                                                                     \
+            koff = rpart + nb * mc;                                                                \
+            kpart = koff + kc;                                                                     \
+            krun = kpart + nb * kc;                                                                \
+            ix_span(o, false, i0, mc, roff, rpart);                                                \
+            ix_span(o, true, pc, kc, koff, kpart);                                                 \
+            ix_runs(nb, kpart, kc, krun);                                                          \
+        }                                                                                          \
+        for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                               \
+            A *dst = apack + ir * kc;                                                              \
+            int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                                     \
+            for (int i = 0; i < MM_MR; i++) {                                                      \
+                if (i >= mr) {                                                                     \
+                    for (int64_t p = 0; p < kc; p++)                                               \
+                        dst[p * MM_MR + i] = 0;                                                    \
+                } else if (o) {                                                                    \
+                    int64_t lo[FC_MM_MAX_BOUNDS];                                                  \
+                    uint64_t span[FC_MM_MAX_BOUNDS];                                               \
+                    ix_limits(m, o, bi, rpart, mc, ir + i, lo, span);                              \
+                    const T *src = (const T *)m->a;                                                \
+                    int64_t base = ao + roff[ir + i];                                              \
+                    for (int64_t p = 0, r; p < kc; p += r) {                                       \
+                        r = krun[p];                                                               \
+                        if (ix_inside(nb, lo, span, kpart, kc, p))                                 \
+                            for (int64_t t = p; t < p + r; t++)                                    \
+                                dst[t * MM_MR + i] = (A)src[base + koff[t]];                       \
+                        else                                                                       \
+                            for (int64_t t = p; t < p + r; t++)                                    \
+                                dst[t * MM_MR + i] = 0;                                            \
+                    }                                                                              \
+                } else {                                                                           \
+                    const T *src = (const T *)m->a + ao + (i0 + ir + i) * m->a_rs + pc * m->a_cs;  \
+                    for (int64_t p = 0; p < kc; p++)                                               \
+                        dst[p * MM_MR + i] = (A)src[p * m->a_cs];                                  \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
     /* Task: all of B of batch item task / nnb, its column block task % nnb, into run->bshared    \
      * (the block of columns jc.. of item bi at bi * k * npad + jc * k, K block pc at pc * ldc). */ \
     static bool pack_task_##s(void *arg, int tid, int64_t task)                                    \
     {                                                                                              \
-        (void)tid;                                                                                 \
         const MmRun *run = arg;                                                                    \
         const FcMatmul *m = run->m;                                                                \
         const int NR = MM_NR(T);                                                                   \
@@ -356,8 +535,8 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
         for (int64_t pc = 0; pc < m->k; pc += KC) {                                                \
             if (m->interrupt && *m->interrupt)                                                     \
                 return false;                                                                      \
-            pack_b_##s(m, (const T *)m->b + bo, pc, m->k - pc < KC ? m->k - pc : KC, jc, nc,       \
-                       base + pc * ldc);                                                           \
+            pack_b_##s(m, bi, bo, pc, m->k - pc < KC ? m->k - pc : KC, jc, nc, base + pc * ldc,    \
+                       run->ixs[tid]);                                                             \
         }                                                                                          \
         return true;                                                                               \
     }
@@ -370,19 +549,19 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
         const FcMatmul *m = run->m;                                                                \
         const int NR = MM_NR(T);                                                                   \
         const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
-        int64_t bi = task / run->nmb, i0 = task % run->nmb * run->mblk;                            \
+        int64_t bi = task / (run->nmb * run->nnt), rb = task % (run->nmb * run->nnt);            \
+        int64_t i0 = rb / run->nnt * run->mblk, j0 = rb % run->nnt * run->ncol;                    \
+        int64_t j1 = m->n - j0 < run->ncol ? m->n : j0 + run->ncol;                                \
         int64_t mc = m->m - i0 < run->mblk ? m->m - i0 : run->mblk;                                \
         int64_t ao, bo, co;                                                                        \
         batch_offsets(m, bi, &ao, &bo, &co);                                                       \
-        const T *a = (const T *)m->a + ao + i0 * m->a_rs;                                          \
-        const T *b = (const T *)m->b + bo;                                                         \
         T *c = (T *)m->c + co + i0 * m->c_rs;                                                      \
         A *apack = (A *)(void *)run->scratch[tid];                                                 \
         A *bpack = (A *)(void *)(run->scratch[tid] + run->a_bytes);                                \
         const A *bshared = run->bshared;                                                           \
         int64_t bo_pack = bi * m->k * run->npad;                                                   \
         A *cbuf = (A *)(void *)(run->scratch[tid] + run->a_bytes + run->b_bytes);                  \
-        for (int64_t jc = 0; jc < m->n; jc += NC) {                                                \
+        for (int64_t jc = j0; jc < j1; jc += NC) {                                                 \
             int64_t nc = m->n - jc < NC ? m->n - jc : NC;                                          \
             int64_t ldc = (nc + NR - 1) / NR * NR;                                                 \
             memset(cbuf, 0, (size_t)(mc * ldc) * sizeof(A));                                       \
@@ -393,22 +572,8 @@ static void epi_block(const FcMatmul *m, int64_t bi, int64_t i0, int64_t jc, int
                 /* B[pc.., jc..] as column panels of NR: packed once for all tasks, or here */    \
                 const A *bp = bshared ? bshared + bo_pack + jc * m->k + pc * ldc : bpack;          \
                 if (!bshared)                                                                      \
-                    pack_b_##s(m, b, pc, kc, jc, nc, bpack);                                       \
-                /* A[i0.., pc..] as row panels of MM_MR, zero-padded: apack[ir][p][i] */           \
-                for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
-                    A *dst = apack + ir * kc;                                                      \
-                    int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
-                    for (int i = 0; i < MM_MR; i++) {                                              \
-                        if (i < mr) {                                                              \
-                            const T *src = a + (ir + i) * m->a_rs + pc * m->a_cs;                  \
-                            for (int64_t p = 0; p < kc; p++)                                       \
-                                dst[p * MM_MR + i] = (A)src[p * m->a_cs];                          \
-                        } else {                                                                   \
-                            for (int64_t p = 0; p < kc; p++)                                       \
-                                dst[p * MM_MR + i] = 0;                                            \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
+                    pack_b_##s(m, bi, bo, pc, kc, jc, nc, bpack, run->ixs[tid]);                   \
+                pack_a_##s(m, bi, ao, i0, mc, pc, kc, apack, run->ixs[tid]);                       \
                 for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
@@ -455,6 +620,10 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
         snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
         return FC_ERR_VALUE;
     }
+    if (!ix_valid(m->a_ix, m->m, m->k, m->nbatch) || !ix_valid(m->b_ix, m->k, m->n, m->nbatch)) {
+        snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed operand");
+        return FC_ERR_VALUE;
+    }
     if (m->epi && !epi_valid(m)) {
         snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed epilogue");
         return FC_ERR_VALUE;
@@ -490,7 +659,21 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     if (run.mblk > m->m)
         run.mblk = (m->m + MM_MR - 1) / MM_MR * MM_MR;
     run.nmb = (m->m + run.mblk - 1) / run.mblk;
-    int64_t ntasks = run.nbatch * run.nmb;
+    int64_t nnb = (m->n + nc - 1) / nc;
+    run.ncol = nnb * nc;
+    run.nnt = 1;
+    if (m->b_ix && run.nmb >= 2 && m->m <= 4 * MM_MC) {
+        /* A gathered B (a convolution's patch, as ATen's per-image product) is not packed once
+         * for all row blocks, which would write it whole as the im2col matrix did: the tasks
+         * take all the rows and split the columns instead, each packing its columns of B once. */
+        int64_t per_batch = (4 * (int64_t)nth + run.nbatch - 1) / run.nbatch;
+        int64_t blocks = (nnb + per_batch - 1) / per_batch;
+        run.mblk = (m->m + MM_MR - 1) / MM_MR * MM_MR;
+        run.nmb = 1;
+        run.ncol = blocks * nc;
+        run.nnt = (nnb + blocks - 1) / blocks;
+    }
+    int64_t ntasks = run.nbatch * run.nmb * run.nnt;
     if (ntasks < nth)
         nth = (int)ntasks;
     int64_t kmax = m->k < kc ? m->k : kc, nmax = m->n < nc ? m->n : nc;
@@ -499,16 +682,21 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
     run.b_bytes = ((size_t)(ldc * (kmax > 0 ? kmax : 1)) * es + 63) & ~(size_t)63;
     run.c_bytes = ((size_t)(run.mblk * ldc) * es + 63) & ~(size_t)63;
     size_t e_bytes = m->epi ? epi_bytes(m->epi, nmax) : 0;
+    size_t ix_a = ix_words(m->a_ix, run.mblk, kmax), ix_b = ix_words(m->b_ix, kmax, nmax);
+    size_t x_bytes = (ix_a > ix_b ? ix_a : ix_b) * sizeof(int64_t);
     run.scratch = mem_calloc((size_t)nth, sizeof *run.scratch);
+    run.ixs = mem_calloc((size_t)nth, sizeof *run.ixs);
     FcStatus st = FC_OK;
-    if (!run.scratch)
+    if (!run.scratch || !run.ixs)
         goto nomem;
-    for (int i = 0; i < nth; i++)
-        if (!(run.scratch[i] = fc_cpu_aligned_alloc(run.a_bytes + run.b_bytes + run.c_bytes + e_bytes)))
+    for (int i = 0; i < nth; i++) {
+        size_t before = run.a_bytes + run.b_bytes + run.c_bytes + e_bytes;
+        if (!(run.scratch[i] = fc_cpu_aligned_alloc(before + x_bytes)))
             goto nomem;
+        run.ixs[i] = (int64_t *)(void *)(run.scratch[i] + before);
+    }
     /* B is packed once when several row blocks would each pack it again (and the copy is not
      * too big): the tasks then only pack their rows of A. */
-    int64_t nnb = (m->n + nc - 1) / nc;
     run.npad = (nnb - 1) * nc + ((m->n - (nnb - 1) * nc) + nr - 1) / nr * nr;
     double packed = (double)run.nbatch * (double)m->k * (double)run.npad * (double)es;
     if (run.nmb >= 2 && m->k > 0 && packed <= MM_SHARED_B_MAX) {
@@ -534,6 +722,7 @@ done:
         for (int i = 0; i < nth; i++)
             mem_free(run.scratch[i]);
     mem_free(run.scratch);
+    mem_free(run.ixs);
     mem_free(run.bshared);
     return st;
 }
