@@ -738,7 +738,11 @@ int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, con
  * instruction in), rewriting instructions in place: a WHERE whose condition is a comparison of a
  * value with a constant, over the same loops as the select, becomes a WHERE_CMP when every read
  * of the comparison is such a select (each one taken): the comparison is then read by nothing,
- * and the caller drops it (with what else only it read). Returns how many were rewritten; out of
+ * and the caller drops it (with what else only it read). A float ADD of x and a MUL w * r that
+ * only it reads, over the same loops, becomes MULADD(x, w, r), the MUL then read by nothing; a
+ * float MUL left whose factor is a gathered load that only it reads (a weighted gather: a sum's
+ * first product, or one alone) becomes a MULADD with no x (a = -1), so that every weighted
+ * gather, summed or not, is this op. Returns how many were rewritten; out of
  * memory, none (the same results). */
 int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
                   const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud);

@@ -142,7 +142,11 @@ int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, co
 
 /* A root loop shorter than this is not taken for a kernel's fixed vector loop unless it is the
  * natural one: the scheduler's own threshold for a loop that fills chunks, not the target's
- * short_loop (which decides when the innermost loop gives way to a longer one). */
+ * short_loop (which decides when the innermost loop gives way to a longer one). The two differ
+ * on purpose: with short_loop (32) here, roi_align over 16 channels would run along a 7-long bin
+ * loop instead of the channels, every coordinate and weight then computed per element rather
+ * than once per chunk of channels (bench/roi_align.sh's small workload, measured: several times
+ * slower); among the script tests and benchmarks, only such kernels move. */
 enum { FIXED_MIN_LOOP = 16 };
 
 int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter, int n,
@@ -273,6 +277,8 @@ static FcStatus link_instr(FcPlan *p, const FcKernel *k, int i, const int *def, 
         return bad(err, FC_ERR_VALUE, who, "instruction %d: bad op or dtype", i);
     if (wcmp && (!fc_op_is_compare(in->cmp) || in->a < 0 || in->b < 0 || in->c < 0))
         return bad(err, FC_ERR_VALUE, who, "instruction %d: bad where_cmp", i);
+    if (in->op == FC_OP_MULADD && (in->b < 0 || in->c < 0))
+        return bad(err, FC_ERR_VALUE, who, "instruction %d: bad muladd", i);
     if (in->dst < 0 || in->dst >= nreg)
         return bad(err, FC_ERR_VALUE, who, "instruction %d writes no register", i);
     if (red && in->a < 0)
@@ -606,13 +612,90 @@ static bool where_cmp_of(const FcInstr *code, int i, FcInstr *f)
     return true;
 }
 
+/* Whether in computes at a dtype MULADD takes (float32, float64). */
+static bool muladd_dtype(const FcInstr *in)
+{
+    return in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64;
+}
+
+/* Whether MUL m is a weighted gather: one of its factors a load through indices (a gather) that
+ * only it reads. */
+static bool weighted_gather(const FcInstr *code, int m, const int *reads)
+{
+    const FcInstr *in = &code[m];
+    int f[2] = {in->a, in->b};
+    for (int o = 0; o < 2; o++)
+        if (f[o] >= 0 && code[f[o]].op == FC_OP_LOAD && code[f[o]].ngather > 0 && reads[f[o]] == 1)
+            return true;
+    return false;
+}
+
+/* The MULADD that ADD i would become (x + w * r: the product an operand MUL that only the ADD
+ * reads, over the same loops), in *f. A weighted gather is taken as the product first (a
+ * backend may read its gathered factor in place only as a product), then the first operand.
+ * reads, deps: by instruction. */
+static bool muladd_of(const FcInstr *code, int i, const int *reads, const uint64_t *deps, FcInstr *f)
+{
+    const FcInstr *in = &code[i];
+    if (in->op != FC_OP_ADD || !muladd_dtype(in) || in->a < 0 || in->b < 0)
+        return false;
+    for (int pass = 0; pass < 2; pass++)
+        for (int o = 0; o < 2; o++) {
+            int m = o ? in->b : in->a, x = o ? in->a : in->b;
+            const FcInstr *mul = &code[m];
+            if (mul->op != FC_OP_MUL || mul->dtype != in->dtype || reads[m] != 1 || deps[m] != deps[i] ||
+                mul->a < 0 || mul->b < 0 || (pass == 0 && !weighted_gather(code, m, reads)))
+                continue;
+            *f = *in;
+            f->op = FC_OP_MULADD;
+            f->a = x;
+            f->b = mul->a;
+            f->c = mul->b;
+            return true;
+        }
+    return false;
+}
+
+/* The MULADDs (see fc_kplan_fuse) made where takes says so: ADDs first, in order, so that a
+ * sum of products becomes a chain; then each weighted gather left (a sum's first product, or
+ * one read by no sum) becomes one with no x. reads: by instruction (a product an ADD takes is
+ * read by nothing after). Returns how many. */
+static int fuse_muladds(FcInstr *code, int n, int *reads, const uint64_t *deps,
+                        bool (*takes)(void *ud, const FcInstr *in), void *ud)
+{
+    FcInstr f;
+    int nf = 0;
+    for (int i = 0; i < n; i++)
+        if (muladd_of(code, i, reads, deps, &f) && takes(ud, &f)) {
+            reads[code[i].a == f.a ? code[i].b : code[i].a] = 0;
+            code[i] = f;
+            nf++;
+        }
+    for (int m = 0; m < n; m++) {
+        if (code[m].op != FC_OP_MUL || !muladd_dtype(&code[m]) || reads[m] == 0 || code[m].a < 0 ||
+            code[m].b < 0 || !weighted_gather(code, m, reads))
+            continue;
+        f = code[m];
+        f.op = FC_OP_MULADD;
+        f.c = f.b;
+        f.b = f.a;
+        f.a = -1;
+        if (takes(ud, &f)) {
+            code[m] = f;
+            nf++;
+        }
+    }
+    return nf;
+}
+
 int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
                   const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud)
 {
     FcInstr f;
     bool any = false;
     for (int i = 0; i < n && !any; i++)
-        any = where_cmp_of(code, i, &f);
+        any = where_cmp_of(code, i, &f) ||
+              ((code[i].op == FC_OP_ADD || code[i].op == FC_OP_MUL) && muladd_dtype(&code[i]));
     if (!any)
         return 0;
     uint64_t *deps = mem_malloc((size_t)n * sizeof *deps), *own = mem_malloc((size_t)n * sizeof *own);
@@ -652,6 +735,9 @@ int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const 
             nf++;
         }
     }
+    /* reads still counts what the fused comparisons read: a MUL one of them read stays a MUL,
+     * which gives the same results. */
+    nf += fuse_muladds(code, n, reads, deps, takes, ud);
 done:
     mem_free(deps);
     mem_free(own);

@@ -14,6 +14,8 @@
 #include "tests.h"
 
 #include "backend.h"
+#include "cpu/cpu_plan.h"          /* the executor's plan of a kernel, for the weighted rows */
+#include "watch.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -3210,6 +3212,79 @@ START_TEST(bench_fused_sum)
 }
 END_TEST
 
+/* ---- weighted rows from fcdim's MULADD ---- */
+
+/* What the CPU plans for the kernels with MULADDs that a program runs: the MULADDs (those with
+ * no x apart), the steps of weighted rows that run (passes) and their terms, and whether every
+ * such step is a MULADD. */
+typedef struct RowsSeen {
+    int muladd, xless, passes, terms;
+    bool all_muladd;
+    char bad[200];
+} RowsSeen;
+
+static void rows_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    RowsSeen *r = ud;
+    int m = 0, x = 0;
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].op == FC_OP_MULADD) {
+            m++;
+            x += k->code[i].a < 0;
+        }
+    if (dev.type != FC_DEV_CPU || m == 0 || r->bad[0])
+        return;
+    Plan p;
+    FcError err;
+    if (cpu_plan_kernel(&p, k, &err) != FC_OK) {
+        snprintf(r->bad, sizeof r->bad, "planning a kernel: %.150s", err.msg);
+    } else {
+        int passes = 0;
+        for (int j = 0; j < p.nsteps; j++) {
+            const Step *s = &p.steps[j];
+            if (!s->nterm || s->dead)
+                continue;
+            passes++;
+            r->terms += s->nterm;
+            r->all_muladd = r->all_muladd && s->in->op == FC_OP_MULADD;
+        }
+        if (passes) {
+            r->muladd += m;
+            r->xless += x;
+            r->passes += passes;
+        }
+    }
+    cpu_plan_free(&p);
+}
+
+/* roi_align's bilinear sum of four taps (16 channels, short enough that a chunk spans the
+ * sample's rows of channels) reaches the CPU as a chain of MULADDs made by fcdim (the first tap
+ * one with no x), and the CPU runs the chain as one pass of weighted rows: one step of four
+ * terms, each weight a product computed in it, the rows read where they lie. */
+START_TEST(test_roi_align_rows_from_muladd)
+{
+    RowsSeen r = {.all_muladd = true};
+    tdl_interp *T = open_watching(rows_on_kernel, &r);
+    ck_assert_int_eq(tdl_run_string(T,
+                                    "import vision\n"
+                                    "x = (arange(16 * 32 * 32.0) * 0.37).sin().reshape(1, 16, 32, 32)\n"
+                                    "i = arange(32.0)\n"
+                                    "boxes = stack([i * 0, (i * 0.77) % 20, (i * 1.3) % 17,\n"
+                                    "               (i * 0.77) % 20 + 2 + i * 0.6, (i * 1.3) % 17 + 3 + i * 0.5], 1)\n"
+                                    "y = vision.roi_align(x, boxes, (7, 7), 1.0, 2, False)\n"
+                                    "y.stride()\n",
+                                    "<t>"),
+                     TDL_OK);
+    tdl_close(T);
+    ck_assert_msg(!r.bad[0], "%s", r.bad);
+    ck_assert_int_eq(r.passes, 1);
+    ck_assert_int_eq(r.terms, 4);
+    ck_assert(r.all_muladd);
+    ck_assert_int_ge(r.muladd, 4);
+    ck_assert_int_ge(r.xless, 1);
+}
+END_TEST
+
 Suite *cpu_backend_suite(void)
 {
     Suite *s = suite_create("cpu_backend");
@@ -3323,6 +3398,11 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_flat_scatter_accumulate, 0, sizeof scatter_layouts / sizeof *scatter_layouts);
     tcase_add_test(tc, test_flat_accumulate_dtypes);
     tcase_add_loop_test(tc, test_flat_scatter_out_of_bounds, 0, sizeof wrap_cases / sizeof *wrap_cases);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("rows");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_roi_align_rows_from_muladd);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("matmul");

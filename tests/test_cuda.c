@@ -977,7 +977,8 @@ START_TEST(cuda_supports_as_cpu)
     ck_assert_int_eq(fc_backend_open(FC_DEV_CPU, 0, 1, false, &cpu, &e), FC_OK);
     int taken = 0;
     for (FcOp op = FC_OP_NONE; op < FC_OP__COUNT; op++) {
-        bool pointwise = (fc_op_is_unary(op) || fc_op_is_binary(op)) && op != FC_OP_CAST;
+        bool muladd = op == FC_OP_MULADD;   /* fused, but with a row of its own in ops.def */
+        bool pointwise = (fc_op_is_unary(op) || fc_op_is_binary(op) || muladd) && op != FC_OP_CAST;
         if (!pointwise && !fc_op_is_reduce(op))
             continue;
         for (int i = 0; i < ND; i++)
@@ -986,7 +987,7 @@ START_TEST(cuda_supports_as_cpu)
                 if (pointwise && dts[j] != (to_bool ? FC_BOOL : dts[i]))
                     continue;
                 FcInstr in = {.op = op, .dtype = dts[j], .src_dtype = dts[i], .a = 0,
-                              .b = fc_op_is_binary(op) ? 1 : -1, .c = -1};
+                              .b = fc_op_is_binary(op) || muladd ? 1 : -1, .c = muladd ? 2 : -1};
                 FcStatus c = cpu->supports(cpu, &in, dts[i], &e), g = fc_cuda_supports(&in, dts[i], &e);
                 ck_assert_msg(c == g, "%s of %s into %s: cpu %d, cuda %d", fc_op_name(op), fc_dtype_name(dts[i]),
                               fc_dtype_name(dts[j]), c, g);

@@ -183,6 +183,111 @@ START_TEST(fuse_where_cmp)
 }
 END_TEST
 
+/* A backend that takes MULADD only with an x (one that cannot run a weighted gather alone). */
+static bool takes_with_x(void *ud, const FcInstr *in)
+{
+    (void)ud;
+    return in->op != FC_OP_MULADD || in->a >= 0;
+}
+
+/* Code over one loop of 8 (float32): v = float(i), g = a load gathered by i, two taps v * v and
+ * g * 2 (a weighted gather), and ((v * v + g * 2) + v * 2) + <last>, where the last term is 2 * 2,
+ * which does not vary along the loop (shape 0), or the same v * 2 again, read twice (1).
+ * Returns the instruction count; *res the result. */
+static int muladd_code(FcInstr *code, int shape, int *res, FcGather *ga)
+{
+    memset(code, 0, 12 * sizeof *code);
+    for (int i = 0; i < 12; i++) {
+        code[i].dst = i;
+        code[i].a = code[i].b = code[i].c = -1;
+        code[i].dtype = code[i].src_dtype = FC_FLOAT32;
+    }
+    static int64_t strides[1] = {0};
+    *ga = (FcGather){.reg = 0, .stride = 1, .extent = 8, .dim = 0};
+    code[0] = (FcInstr){.op = FC_OP_IOTA, .dtype = FC_INT64, .src_dtype = FC_INT64, .dst = 0, .a = -1, .b = -1, .c = -1};
+    code[1].op = FC_OP_CAST;                /* v */
+    code[1].a = 0;
+    code[1].src_dtype = FC_INT64;
+    code[2].op = FC_OP_CONST;
+    code[2].konst.f = 2.0;
+    code[3] = (FcInstr){.op = FC_OP_LOAD, .dtype = FC_FLOAT32, .src_dtype = FC_FLOAT32, .dst = 3, .a = -1, .b = -1,
+                        .c = -1, .strides = strides, .ngather = 1, .gathers = ga};
+    code[4].op = FC_OP_MUL;                 /* v * v */
+    code[4].a = code[4].b = 1;
+    code[5].op = FC_OP_MUL;                 /* g * 2 */
+    code[5].a = 3;
+    code[5].b = 2;
+    code[6].op = FC_OP_ADD;
+    code[6].a = 4;
+    code[6].b = 5;
+    code[7].op = FC_OP_MUL;                 /* v * 2 */
+    code[7].a = 1;
+    code[7].b = 2;
+    code[8].op = FC_OP_ADD;
+    code[8].a = 6;
+    code[8].b = 7;
+    code[9].op = FC_OP_MUL;
+    code[9].a = 2;
+    code[9].b = 2;
+    code[10].op = FC_OP_ADD;
+    code[10].a = 8;
+    code[10].b = shape == 0 ? 9 : 7;
+    *res = 10;
+    return 11;
+}
+
+/* A float ADD of a product that only it reads, over the same loops, becomes MULADD(x, w, r), the
+ * weighted gather taken as the product first; a weighted gather left over becomes a MULADD with
+ * no x, so that the sum of taps is one chain; a product that does not vary along the sum's loops
+ * or that is read twice stays a MUL, and a backend that does not take an op keeps the plain ops. */
+START_TEST(fuse_muladd)
+{
+    FcInstr code[12];
+    FcGather ga;
+    int64_t ext[1] = {8};
+    int owner[1] = {-1}, res;
+    bool yes = true, no = false;
+    int n = muladd_code(code, 0, &res, &ga);
+    ck_assert_int_eq(fc_kplan_fuse(code, n, 1, ext, owner, res, NULL, 0, takes_all, &yes), 2);
+    /* (v * v + g * 2): the gather is the product, v * v its x */
+    ck_assert_int_eq(code[6].op, FC_OP_MULADD);
+    ck_assert_int_eq(code[6].a, 4);
+    ck_assert_int_eq(code[6].b, 3);
+    ck_assert_int_eq(code[6].c, 2);
+    ck_assert_int_eq(code[4].op, FC_OP_MUL);        /* its x: no gather */
+    ck_assert_int_eq(code[8].op, FC_OP_MULADD);     /* + v * 2 */
+    ck_assert_int_eq(code[8].a, 6);
+    ck_assert_int_eq(code[8].b, 1);
+    ck_assert_int_eq(code[8].c, 2);
+    ck_assert_int_eq(code[10].op, FC_OP_ADD);       /* + 2 * 2: not over the sum's loop */
+    ck_assert_int_eq(code[9].op, FC_OP_MUL);
+
+    /* v * 2 read by two sums: both stay ADDs, the product a MUL */
+    n = muladd_code(code, 1, &res, &ga);
+    ck_assert_int_eq(fc_kplan_fuse(code, n, 1, ext, owner, res, NULL, 0, takes_all, &yes), 1);
+    ck_assert_int_eq(code[6].op, FC_OP_MULADD);
+    ck_assert_int_eq(code[7].op, FC_OP_MUL);
+    ck_assert_int_eq(code[8].op, FC_OP_ADD);
+    ck_assert_int_eq(code[10].op, FC_OP_ADD);
+
+    /* a weighted gather alone (read by the store): a MULADD with no x, where the backend takes one */
+    muladd_code(code, 0, &res, &ga);
+    ck_assert_int_eq(fc_kplan_fuse(code, 6, 1, ext, owner, 5, NULL, 0, takes_all, &yes), 1);
+    ck_assert_int_eq(code[5].op, FC_OP_MULADD);
+    ck_assert_int_eq(code[5].a, -1);
+    ck_assert_int_eq(code[5].b, 3);
+    ck_assert_int_eq(code[5].c, 2);
+    muladd_code(code, 0, &res, &ga);
+    ck_assert_int_eq(fc_kplan_fuse(code, 6, 1, ext, owner, 5, NULL, 0, takes_with_x, NULL), 0);
+    ck_assert_int_eq(code[5].op, FC_OP_MUL);
+
+    n = muladd_code(code, 0, &res, &ga);
+    ck_assert_int_eq(fc_kplan_fuse(code, n, 1, ext, owner, res, NULL, 0, takes_all, &no), 0);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_ne(code[i].op, FC_OP_MULADD);
+}
+END_TEST
+
 /* The fused selects of the kernels a program runs: each WHERE_CMP as "<cmp> <const> <dtype>"
  * (a line each), and how many plain WHEREs and comparisons remain. */
 typedef struct Fused {
@@ -244,6 +349,7 @@ Suite *kplan_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, scheduler_agrees, 0, (int)(sizeof agree_programs / sizeof *agree_programs));
     tcase_add_test(tc, fuse_where_cmp);
+    tcase_add_test(tc, fuse_muladd);
     tcase_add_loop_test(tc, where_cmp_in_plan, 0, (int)(sizeof fused_cases / sizeof *fused_cases));
     suite_add_tcase(s, tc);
     return s;

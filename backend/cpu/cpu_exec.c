@@ -177,9 +177,10 @@ static void widen_vals(void *restrict d, const void *restrict v, int m, const in
  * per row) and w holds one value per row (a weight widened along the rows by repeats), is
  * bilinear interpolation's and any weighted gather's inner step: the rows would be copied out,
  * w repeated over them, multiplied and added, four passes over the chunk, and again for each
- * tap. plan_rowops makes a sum of such products (x + w0 * rows0 + w1 * rows1 ..., added in
- * that order) one step that reads the rows where they lie: the same products and sums, rounded
- * the same way (a * b + c is not contracted in ISO C mode), in one pass. */
+ * tap. plan_rowops makes a chain of fcdim's MULADDs of such products (x + w0 * rows0 + w1 *
+ * rows1 ..., added in that order) one step that reads the rows where they lie: the same
+ * products and sums, rounded the same way (a * b + c is not contracted in ISO C mode), in one
+ * pass. */
 /* What a rowdefer load leaves in its buffer: the element its offsets count from, then the
  * offset of each row (32-bit: rows come with 32-bit offsets only). */
 typedef struct RowRef {

@@ -177,6 +177,29 @@ DEF_POWI(i64, int64_t, uint64_t)
 #define DEF_BINARY_BOOL(N, expr) DEF_BINARY_AS(N, uint8_t, expr)
 #define DEF_BINARY_CHECKED(N, expr) /* written out below */
 
+/* x + y * z (expr), or y * z with no x (av NULL): fcdim's fused multiply-add, a step of which
+ * the CPU does not read the rows in place (cpu_plan.c's weighted rows). Not contracted into an
+ * FMA (ISO C mode), so the bits of the ADD of the MUL. */
+#define DEF_MULADD(N, expr)                                                                        \
+    CPU_CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                           \
+    {                                                                                              \
+        T *restrict d = dv;                                                                        \
+        const T *restrict a = av;                                                                  \
+        const T *restrict b = bv;                                                                  \
+        const T *restrict c = cv;                                                                  \
+        if (!a) {                                                                                  \
+            CHUNK_LOOP(n, d[i] = b[i] * c[i]);                                                     \
+            return CPU_OK;                                                                         \
+        }                                                                                          \
+        CHUNK_LOOP(n, {                                                                            \
+            T x = a[i];                                                                            \
+            T y = b[i];                                                                            \
+            T z = c[i];                                                                            \
+            d[i] = (T)(expr);                                                                      \
+        });                                                                                        \
+        return CPU_OK;                                                                             \
+    }
+
 /* The bits of x where c (0 or 1) is 1, else of y, as a bit mask so that it vectorises (NaN
  * payloads and -0.0 copied unchanged). */
 #define SELECT_BITS(U, c, x, y) ((U)((y) ^ (((x) ^ (y)) & (U)((U)0 - (U)(c)))))
@@ -367,7 +390,7 @@ DEF_COPY(8)
 
 #define REG(N, s) [FC_OP_##N][DT_##s] = op_##N##_##s,
 
-/* Unary and binary ops by the dtype of their operands (= the result's, except ISNAN). */
+/* Unary, binary and MULADD ops by the dtype of their operands (= the result's, except ISNAN). */
 static const CpuOpFn op_table[FC_OP__COUNT][FC_DTYPE__COUNT] = {
 #define FLOAT(N, form, cpu, cuda) REG(N, f32) REG(N, f64)
 #define INT(N, form, cpu, cuda) REG(N, i32) REG(N, i64)

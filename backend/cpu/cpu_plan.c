@@ -582,26 +582,30 @@ static bool memo_wide(const Step *s)
     return s->m > 0 && s->m <= MEMO_WIDE && !s->rowdefer && !s->nterm && !fc_op_is_reduce(s->in->op);
 }
 
-/* Whether step v, read by a step of m positions, is a product of weighted rows (see "weighted
- * rows"): a float MUL of m positions of a load by contiguous rows that only it reads and that
- * it reads as is, and of a value with one entry per row, repeated along each (its operands at
- * *w and *g). reads[]: how many times each step is read. */
-static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, int *g)
+/* Whether MULADD step s (x + w * r, fcdim's fused multiply-add) is a term of weighted rows (see
+ * "weighted rows"): one of its factors a load of its positions by contiguous rows that only it
+ * reads and that it reads as is, the other a value with one entry per row, repeated along each
+ * (their steps at *w and *g), and its x, if any, read as is. reads[]: how many times each step is
+ * read. */
+static bool row_product(const Plan *p, const Step *s, const int *reads, int *w, int *g)
 {
-    const Step *s = &p->steps[v];
-    if (s->in->op != FC_OP_MUL || !s->wide || s->m != m || s->dead || v < p->ninv ||
+    if (s->in->op != FC_OP_MULADD || !s->wide || s->m == 0 || s->dead ||
         (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64))
         return false;
-    for (int o = 0; o < 2; o++) {
-        int gi = o ? s->a : s->b, wi = o ? s->b : s->a;
+    if (s->a >= 0) {
+        const Step *x = &p->steps[s->a];
+        if (s->x[0] || x->in->dtype != s->in->dtype || !x->wide || x->shape != s->shape)
+            return false;
+    }
+    for (int o = 1; o <= 2; o++) {
+        int gi = o == 1 ? s->b : s->c, wi = o == 1 ? s->c : s->b, wo = 3 - o;
         if (gi < 0 || wi < 0)
             continue;
         const Step *ld = &p->steps[gi], *ws = &p->steps[wi];
-        if (ld->in->op != FC_OP_LOAD || ld->rows <= 0 || reads[gi] != 1 || ld->shape != s->shape ||
-            s->x[o ? 0 : 1] || gi < p->ninv || !row_major(p, ld->shape & ~ld->outer, ld->strides))
+        if (ld->in->op != FC_OP_LOAD || ld->rows <= 0 || reads[gi] != 1 || ld->shape != s->shape || s->x[o] ||
+            gi < p->ninv || !row_major(p, ld->shape & ~ld->outer, ld->strides))
             continue;
-        if (!ws->wide || ws->shape != ld->outer || ws->in->dtype != s->in->dtype || !s->x[o ? 1 : 0] ||
-            s->xrep[o ? 1 : 0] != ld->rlen)
+        if (!ws->wide || ws->shape != ld->outer || ws->in->dtype != s->in->dtype || !s->x[wo] || s->xrep[wo] != ld->rlen)
             continue;
         *w = wi;
         *g = gi;
@@ -610,14 +614,15 @@ static bool row_product(const Plan *p, int v, int m, const int *reads, int *w, i
     return false;
 }
 
-/* Fuses weighted rows (see above): an ADD of a value and a product of weighted rows that only
- * it reads (in its own list) becomes a step of one term (weight, rows) added to the value (a),
- * the product dead; a product read otherwise becomes one term alone. Then a step whose value a
- * is such a step that only it reads takes that step's terms before its own (up to ROW_TERMS),
- * the other dead: a sum of taps is one pass. Last, a weight that is a product only its term
- * reads, recomputed at every evaluation anyway (not memoised), is computed row by row in that
- * pass from its factors (bilinear weights: hy * hx). Runs after the marks, before memoisation
- * and buffers (which see the new operands). False when out of memory. */
+/* Weighted rows (see above) from fcdim's MULADDs: a MULADD whose product is of weighted rows
+ * becomes a step of one term (weight, rows) added to its x (a; none for a MULADD without x);
+ * one that is not stays an op (x + w * r by its function). Then a step whose x is such a step
+ * that only it reads takes that step's terms before its own (up to ROW_TERMS), the other dead:
+ * a chain of MULADDs (a sum of taps) is one pass. Last, a weight that is a product only its
+ * term reads, recomputed at every evaluation anyway (not memoised), is computed row by row in
+ * that pass from its factors (bilinear weights: hy * hx): how the weights' widening tables
+ * factor is the CPU's layout. Runs after the marks, before memoisation and buffers (which see
+ * the new operands). False when out of memory. */
 static void row_term(Plan *p, Step *s, int x, int w, int g)
 {
     p->steps[g].rowdefer = true;
@@ -647,26 +652,9 @@ static bool plan_rowops(Plan *p)
         reads[p->sphys[g]]++;
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
-        if (s->in->op != FC_OP_ADD || !s->wide || s->m == 0)
-            continue;
-        for (int o = 0; o < 2; o++) {
-            int pi = o ? s->b : s->a, xi = o ? s->a : s->b, w, g;
-            if (pi < 0 || xi < 0 || reads[pi] != 1 || s->x[0] || s->x[1] || p->steps[pi].parent != s->parent ||
-                !row_product(p, pi, s->m, reads, &w, &g))
-                continue;
-            const Step *x = &p->steps[xi];
-            if (x->in->dtype != s->in->dtype || !x->wide || x->shape != s->shape)
-                continue;
-            p->steps[pi].dead = true;
-            row_term(p, s, xi, w, g);
-            break;
-        }
-    }
-    for (int j = p->ninv; j < p->nsteps; j++) {
-        Step *s = &p->steps[j];
         int w, g;
-        if (!s->nterm && s->m > 0 && row_product(p, j, s->m, reads, &w, &g))
-            row_term(p, s, -1, w, g);
+        if (row_product(p, s, reads, &w, &g))
+            row_term(p, s, s->a, w, g);
     }
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];

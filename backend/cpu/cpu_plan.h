@@ -172,9 +172,9 @@ typedef struct Step {
     int d, a, b, c;             /* physical buffers; absent operands name the NULL slot */
     int memo;                   /* kept across evaluations: its slot among the memoised steps,
                                    or -1 */
-    bool dead;                  /* not evaluated: a product or sum of weighted rows that its
-                                   reader computes, or a precomputed value that only precomputed
-                                   values read */
+    bool dead;                  /* not evaluated: weighted rows that their reader computes (a
+                                   MULADD of a chain, a weight's product), or a precomputed
+                                   value that only precomputed values read */
     bool pre;                   /* precomputed (plan_pre): its values lie in a table filled before
                                    the units run, where the first step of its run points the
                                    steps that read it (skip) */
@@ -188,8 +188,9 @@ typedef struct Step {
                                    each element addressed on its own (plan_marks) */
     bool inplace;               /* LOAD: a wide one read where it lies (its offsets are 0, 1, ...) */
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
-    uint8_t nterm;              /* weighted rows (plan_rowops): a (or nothing, when a is absent)
-                                   plus term[k], k < nterm, in that order; else 0 */
+    uint8_t nterm;              /* weighted rows (plan_rowops, from a chain of MULADDs): a (or
+                                   nothing, when a is absent) plus term[k], k < nterm, in that
+                                   order; else 0 */
     bool rowdefer;              /* LOAD by rows read in place by its nterm reader: its buffer
                                    holds where the rows are (RowRef), not their values */
     int skip;                   /* the first of a run of steps not evaluated one by one (dead or
@@ -203,7 +204,7 @@ typedef struct Step {
     int chain_end;              /* the first step of a memo chain: the step after its last */
     size_t esize;               /* bytes per element of its value */
     /* What only one kind of step has. The kinds exclude one another (a step is one op; weighted
-     * rows are a float ADD or MUL, a select is a WHERE), and each group is read and written only
+     * rows are a MULADD, a select is a WHERE_CMP), and each group is read and written only
      * where its kind is checked (in->op, nterm, sel): the groups share storage. Being memoised,
      * precomputed or read through widened operands is not a kind: any step may be, so those
      * fields stay in the core. */

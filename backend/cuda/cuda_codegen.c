@@ -1321,6 +1321,8 @@ static void emit_op(Gen *g, int i)
         cast_expr(&e, in->dtype, t, xb);
     } else if (in->op == FC_OP_WHERE) {
         bput(&e, "%s ? %s : %s", xb, yb, zb);
+    } else if (in->op == FC_OP_MULADD && x < 0 && y >= 0 && z >= 0) {
+        bput(&e, "%s * %s", yb, zb);    /* no x: the head of a chain, w * r */
     } else if (in->op == FC_OP_WHERE_CMP && op_template(in->cmp, t)) {
         /* the comparison's own template, with the constant as its second operand */
         subst(&e, op_template(in->cmp, t), xb, arg_scalar(g, t, in->konst, "k", i, i), "", ctype(t), utype(t),
