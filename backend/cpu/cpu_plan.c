@@ -835,6 +835,8 @@ done:
             }
         }
     }
+    for (int g = 0; g < k->nscatter; g++)    /* steps still: the store reads them */
+        read[p->sphys[g]] = true;
     for (int j = p->ninv; j < p->nsteps; j++)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
