@@ -7,6 +7,7 @@
 #include "interp.h"
 #include "mem.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -490,14 +491,72 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
     }
 }
 
+/* Appends what CPython's call errors name the callee by (_PyObject_FunctionStr): "mod.qualname()"
+ * for functions and classes, "type.name()" for methods of builtin types, "name()" for builtins,
+ * builtin types and exception classes, the repr of anything else. method: a builtin type's method
+ * called on self (f unset). Builtins of modules (math.floor) go by their name alone. */
+static void callee_str(Interp *I, Value f, const BuiltinDef *method, Value self, Buf *b)
+{
+    if (method) {
+        buf_printf(b, "%s.%s()", val_type_name(self), method->name);
+        return;
+    }
+    switch (f.tag) {
+    case V_FUNC:
+        buf_printf(b, "%s.%s()", as_func(f)->module->name, as_func(f)->fn->qualname);
+        return;
+    case V_METHOD:
+        callee_str(I, ((MethodObj *)f.o)->func, NULL, v_undef(), b);
+        return;
+    case V_BUILTIN:
+        if (as_builtin(f)->self.tag != V_UNDEF)
+            buf_printf(b, "%s.", val_type_name(as_builtin(f)->self));
+        buf_printf(b, "%s()", as_builtin(f)->def->name);
+        return;
+    case V_CLASS:
+        buf_printf(b, "%s.%s()", ((ClassObj *)f.o)->module, ((ClassObj *)f.o)->qualname);
+        return;
+    case V_TYPE:
+        buf_printf(b, "%s()", type_name((TypeId)f.i));
+        return;
+    case V_EXCTYPE:
+        buf_printf(b, "%s()", tdl_error_kind_name((tdl_error_kind)f.i));
+        return;
+    case V_INSTANCE:    /* object.__repr__'s form: a user __repr__ is not run with an error pending */
+        buf_printf(b, "<%s.%s object at %p>", ((InstObj *)f.o)->cls->module, ((InstObj *)f.o)->cls->qualname, f.o);
+        return;
+    default:
+        if (!val_repr(I, f, b))
+            err_clear(I);
+    }
+}
+
+/* Raises TypeError "<callee> <message>" (callee_str names the callee, as CPython's messages do). */
+static bool call_arg_error(Interp *I, Value f, const BuiltinDef *method, Value self, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static bool call_arg_error(Interp *I, Value f, const BuiltinDef *method, Value self, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    Buf b = {0};
+    callee_str(I, f, method, self, &b);
+    bool r = err_raise(I, TDL_ERR_TYPE, "%s %s", b.p && !b.nomem ? b.p : "", msg);
+    buf_free(&b);
+    return r;
+}
+
 /* The arguments of a call with *it or **d in it: positional ones in args[0..*nargs), keyword
- * ones after them (names in kwnames; a **d's names are its keys, kept alive in keep). */
+ * ones after them (names in kwnames; a **d's names are its keys, kept alive in keep). f, method
+ * and self: the callee, for the errors' wording (callee_str). */
 /* Not inlined: its MAX_ARGS buffer would otherwise sit in eval_call's frame at every level of a
  * nested call, starred or not, and deep call chains (f()()()..., recursion) would run out of C
  * stack thousands of levels sooner (as in the clang build). */
 __attribute__((noinline))
-static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char **kwnames, int *nargs,
-                           int *nkw, Value *keep, int *nkeep)
+static bool eval_star_args(Interp *I, Frame *F, Node *n, Value f, const BuiltinDef *method, Value self, Value *args,
+                           const char **kwnames, int *nargs, int *nkw, Value *keep, int *nkeep)
 {
     Value kwv[MAX_ARGS + 1];
     int np = 0, nk = 0;
@@ -511,7 +570,7 @@ static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char
             else val_decref(I, v);
         } else if (a->kind == N_STARRED && a->op == 2) {
             if (v.tag != V_DICT) {
-                ok = err_raise(I, TDL_ERR_TYPE, "argument after ** must be a mapping, not %s", val_type_name(v));
+                ok = call_arg_error(I, f, method, self, "argument after ** must be a mapping, not %s", val_type_name(v));
             } else {
                 DictEntry *e;
                 for (size_t pos = 0; ok && (e = dict_next(as_dict(v), &pos));) {
@@ -520,7 +579,7 @@ static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char
                     if (!ok) break;
                     for (int j = 0; j < nk && ok; j++)
                         if (strcmp(kwnames[j], as_str(e->key)->data) == 0)
-                            ok = err_raise(I, TDL_ERR_TYPE, "got multiple values for keyword argument '%s'", kwnames[j]);
+                            ok = call_arg_error(I, f, method, self, "got multiple values for keyword argument '%s'", kwnames[j]);
                     if (!ok) break;
                     val_incref(e->key);
                     keep[(*nkeep)++] = e->key;
@@ -534,7 +593,7 @@ static bool eval_star_args(Interp *I, Frame *F, Node *n, Value *args, const char
             ListObj *l;
             if (!(ok = list_from_iterable(I, v, &l))) {
                 if (I->err.kind == TDL_ERR_TYPE)
-                    err_raise(I, TDL_ERR_TYPE, "argument after * must be an iterable, not %s", val_type_name(v));
+                    call_arg_error(I, f, method, self, "argument after * must be an iterable, not %s", val_type_name(v));
             } else {
                 if (np + nk + l->n > MAX_ARGS) ok = err_raise(I, TDL_ERR_TYPE, "too many arguments (at most %d)", MAX_ARGS);
                 for (size_t k = 0; ok && k < l->n; k++) {
@@ -610,7 +669,7 @@ static bool eval_call(Interp *I, Frame *F, Node *n, Value *out)
         return false;
     }
     ok = true;
-    if (star) ok = eval_star_args(I, F, n, args, kwnames, &nargs, &nkw, keep, &nkeep);
+    if (star) ok = eval_star_args(I, F, n, f, method, self, args, kwnames, &nargs, &nkw, keep, &nkeep);
     for (Node *a = star ? NULL : n->b; a; a = a->next) {
         if (a->kind == N_KWARG) {
             if (!(ok = eval(I, F, a->a, &args[nargs + nkw]))) break;

@@ -3,11 +3,11 @@
  * sort/argsort/topk/unique, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
  * allclose/isclose, einsum, and the in-place `_` methods.
  *
- * Each is built from fcdim's lazy operations where it can be (a scan is a masked reduction, a
- * flip or roll an index_select by an index expression, einsum one product summed), so the
- * results stay lazy and fuse with what uses them; sorting and unique order the values on the
- * host (a comparison sort has no expression form) and gather the values lazily by the indices
- * found. PyTorch 1.13 is the specification, messages included. Depends on tensor.h and fcdim.h.
+ * Each is built from fcdim's lazy operations where it can be (a flip or roll an index_select by
+ * an index expression, einsum one product summed), so the results stay lazy and fuse with what
+ * uses them; sorting and unique order the values on the host (a comparison sort has no expression
+ * form) and gather the values lazily by the indices found; a scan on the CPU is one host pass
+ * (elsewhere, or with a gradient to record, a masked reduction). PyTorch 1.13 is the specification, messages included. Depends on tensor.h and fcdim.h.
  */
 #include "tensor.h"
 #include "mem.h"
@@ -219,9 +219,77 @@ bool impl_std(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { retur
 
 /* ---- cumsum / cumprod ---------------------------------------------------------------------- */
 
-/* out[..., i, ...] = reduce over j <= i of x[..., j, ...]: x seen over (i, j) with the j > i
- * entries made the reduction's identity, then reduced over j (a masked reduction: the
- * scheduler runs its loop to the bound j <= i). */
+/* x (host, dense, dtype want) scanned along its middle dim of n (outer x n x inner elements) into
+ * y as PyTorch's CPU kernel does (cpu_cum_base_kernel): one running value per line, in
+ * at::acc_type (double for float32/float64, float for bfloat16, int64 for the integers, wrapping
+ * as two's complement), stored in want after every element; acc has room for inner values. */
+static void scan_lines(FcOp op, FcDType want, const char *x, char *y, int64_t outer, int64_t n, int64_t inner,
+                       FcScalar *acc)
+{
+    int64_t es = (int64_t)fc_dtype_size(want);
+    bool fl = fc_dtype_is_float(want), sum = op == FC_OP_SUM;
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t k = 0; k < inner; k++) {
+            if (fl) acc[k].f = sum ? 0.0 : 1.0;
+            else acc[k].i = sum ? 0 : 1;
+        }
+        for (int64_t j = 0; j < n; j++) {
+            int64_t at = (o * n + j) * inner;
+            if (want == FC_FLOAT32) {
+                const float *xs = (const float *)x + at;
+                float *ys = (float *)y + at;
+                for (int64_t k = 0; k < inner; k++) {
+                    acc[k].f = sum ? acc[k].f + xs[k] : acc[k].f * xs[k];
+                    ys[k] = (float)acc[k].f;
+                }
+                continue;
+            }
+            for (int64_t k = 0; k < inner; k++) {
+                FcScalar v = fc_scalar_load(want, x + (at + k) * es);
+                if (want == FC_BFLOAT16) /* acc_type<BFloat16> is float: round after each step */
+                    acc[k].f = (float)(sum ? (float)acc[k].f + (float)v.f : (float)acc[k].f * (float)v.f);
+                else if (fl)
+                    acc[k].f = sum ? acc[k].f + v.f : acc[k].f * v.f;
+                else
+                    acc[k].i = (int64_t)(sum ? (uint64_t)acc[k].i + (uint64_t)v.i : (uint64_t)acc[k].i * (uint64_t)v.i);
+                fc_scalar_store(want, y + (at + k) * es, acc[k]);
+            }
+        }
+    }
+}
+
+/* The scan of x (dtype want) along dim d on the host, with PyTorch's CPU rounding (scan_lines). */
+static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Value *out)
+{
+    FcTensor *h, *y = NULL;
+    FcView v, yv;
+    FcError e;
+    if (!host_dense(I, x, NULL, want, &h, &v)) return false;
+    int64_t n = x->shape[d], inner = 1, outer = 1;
+    for (int k = 0; k < d; k++) outer *= x->shape[k];
+    for (int k = d + 1; k < x->ndim; k++) inner *= x->shape[k];
+    FcScalar *acc = mem_malloc((size_t)(inner ? inner : 1) * sizeof *acc);
+    if (!acc) {
+        fc_tensor_release(h);
+        return err_nomem(I);
+    }
+    FcStatus st = fc_empty(I->fc, want, x->device, x->ndim, x->shape, NULL, &y, &e);
+    if (st == FC_OK) st = fc_host_view(I->fc, y, &yv, &e);
+    if (st == FC_OK) {
+        size_t es = fc_dtype_size(want);
+        scan_lines(op, want, (const char *)v.data + v.offset * (int64_t)es, (char *)yv.data + yv.offset * (int64_t)es,
+                   outer, n, inner, acc);
+    }
+    mem_free(acc);
+    fc_tensor_release(h);
+    return result(I, st, &e, y, out);
+}
+
+/* out[..., i, ...] = reduce over j <= i of x[..., j, ...]. On the CPU, when no gradient is
+ * recorded, scan_host runs it in one pass with PyTorch's rounding. Elsewhere it is x seen over
+ * (i, j) with the j > i entries made the reduction's identity, then reduced over j (a masked
+ * reduction: the scheduler runs its loop to the bound j <= i; quadratic in the scanned extent,
+ * but lazy and differentiable, and on CUDA parallel). */
 static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
 {
     FcTensor *x = NULL, *y = NULL, *ii = NULL, *jj = NULL, *mask = NULL, *id = NULL, *w = NULL, *t;
@@ -242,6 +310,13 @@ static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *
         fc_tensor_release(x);
         return result(I, st, &e, w, out);
     }
+    if (st == FC_OK && fc_device_eq(x->device, fc_cpu()) && !(fc_is_grad_enabled() && fc_requires_grad(x))) {
+        bool ok = scan_host(I, x, d, op, want, out);
+        fc_tensor_release(x);
+        return ok;
+    }
+    /* bfloat16 accumulates in float32 (at::acc_type), and has no product reduction of its own */
+    if (st == FC_OK && x->dtype == FC_BFLOAT16) st = step(fc_to(I->fc, x, FC_FLOAT32, x->device, &t, &e), &x, &t);
     int64_t n = st == FC_OK ? x->shape[d] : 0;
     int trail = st == FC_OK ? x->ndim - d - 1 : 0;
     if (st == FC_OK) st = fc_unsqueeze(I->fc, x, d, &y, &e);      /* [..., 1 (i), n (j), ...] */
