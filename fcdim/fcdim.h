@@ -702,16 +702,16 @@ void fc_kplan_live(const FcPlan *p, const FcKernel *k, const int *first, const i
  * kernel runs, so that the kernel reads each where it would have computed it
  * again at every point of the loops it does not vary along (roi_align's coordinates and weights
  * over (box, bin, sample), read by every channel). A value is precomputed when it varies along
- * some loop, is not a reduction, a constant, a gathered load, a load of the output, the result,
- * a scatter index or an integer floor division or remainder (a table holds points the kernel may
+ * some loop, is not a reduction, a constant, a gathered load, a load of the output, the result
+ * or an integer floor division or remainder (a table holds points the kernel may
  * never reach: a bounded loop's tail, where such a division could fail), its operands are
  * invariant or precomputed, its table fits t's limits (pre_points; pre_bytes for all of them) and
  * veto (NULL: none) does not refuse it: what the backend's own layout rules out. opv: the
  * operands as instructions, the plan's (p->opv) or the backend's after it fused some of its own
  * (the CPU's weighted rows). Values are taken in the plan's order (pos).
  * Sets pre[i], off[i] (its table's byte offset, 64-byte aligned) and kept[i] (a value that an
- * instruction that is not precomputed reads, or the kernel's bounds or gathers: the tables the
- * kernel reads; NULL when not wanted); returns the bytes of all tables. A kernel scheduled
+ * instruction that is not precomputed reads, or the kernel's bounds, gathers or scatter indices
+ * (which the store checks where it reads them): the tables the kernel reads; NULL when not wanted); returns the bytes of all tables. A kernel scheduled
  * unhoisted (no_hoist) precomputes nothing. */
 size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const int *opv, const bool *veto,
                     bool *pre, size_t *off, bool *kept);

@@ -484,15 +484,16 @@ FcStatus fc_kplan_new(const FcKernel *k, const char *who, FcPlan **out, FcError 
     return FC_OK;
 }
 
-/* Whether instruction i may be precomputed, its operands apart (fc_kplan_pre's rule). */
+/* Whether instruction i may be precomputed, its operands apart (fc_kplan_pre's rule). A scatter
+ * index may be: computing it cannot fail, and the store still checks each value where it reads
+ * it (the CPU's fold_indices, CUDA's gix), so an index out of range is reported at the same
+ * point as before; roi_align's backward then reads its taps' destinations (y_low + 1 clamped ...)
+ * from tables over (box, bin, sample) rather than recomputing them per point. */
 static bool pre_able(const FcPlan *p, const FcKernel *k, int i)
 {
     const FcInstr *in = &k->code[i];
     if (p->deps[i] == 0 || fc_op_is_reduce(in->op) || i == p->res)
         return false;
-    for (int g = 0; g < k->nscatter; g++)
-        if (p->sres[g] == i)
-            return false;
     if (in->op == FC_OP_CONST || fc_instr_may_fail(in))
         return false;
     return in->op != FC_OP_LOAD || k->bufs[in->buf] != k->out;
@@ -543,6 +544,9 @@ size_t fc_kplan_pre(const FcPlan *p, const FcKernel *k, const FcTarget *t, const
     mem_free(order);
     if (!kept)
         return bytes;
+    for (int g = 0; g < k->nscatter; g++)       /* the store reads them */
+        if (pre[p->sres[g]])
+            kept[p->sres[g]] = true;
     for (int i = 0; i < n; i++) {
         if (pre[i])
             continue;

@@ -381,6 +381,107 @@ START_TEST(deterministic_gather)
 }
 END_TEST
 
+/* A gradient's scatter-add of a product, the cotangent row w times one value s per row, adds the
+ * product in one pass (cpu_plan.c's plan_mul_add): the bits of adding each product, rounded,
+ * one by one in the order of the loop nest (the reference in C), at 1, 2 and 4 threads. */
+START_TEST(mul_add_one_pass)
+{
+    static const char prog[] =
+        "x = zeros(200, 640, requires_grad=True)\n"
+        "idx = (arange(1000) * arange(1000) * 7) % 200\n"
+        "w = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
+        "s = (arange(1000, dtype=float32) * 0.3).cos().reshape(1000, 1) * 3.0\n"
+        "(x[idx] * w * s).sum().backward()\n"
+        "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = w.cpu()\nsc = s.cpu()\n";
+    long before = fc_cpu_mul_add_runs();
+    size_t n, ni, nw, ns;
+    float *gx = same_bits(prog, "x[idx] * w * s", &n);
+    if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it */
+        ck_assert_int_ge(fc_cpu_mul_add_runs() - before, 5);
+    int64_t *idx = read_global(prog, "idxc", TDL_DTYPE_INT64, &ni);
+    float *w = read_global(prog, "wc", TDL_DTYPE_FLOAT32, &nw);
+    float *sv = read_global(prog, "sc", TDL_DTYPE_FLOAT32, &ns);
+    ck_assert_int_eq(n, 200 * 640);
+    ck_assert_int_eq(ns, 1000);
+    float *ref = calloc(n, sizeof *ref);
+    for (size_t i = 0; i < 1000; i++)
+        for (size_t c = 0; c < 640; c++) {
+            float v = w[i * 640 + c] * sv[i];
+            ref[(size_t)idx[i] * 640 + c] += v;
+        }
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "x[idx] * w * s: not the sums in loop order");
+    free(gx);
+    free(idx);
+    free(w);
+    free(sv);
+    free(ref);
+}
+END_TEST
+
+/* What the hook sees of a backward's accumulating scattered stores (roi_align's: one per tap):
+ * how many, their scatter indices that vary along some loop, and how many of those the kernel
+ * reads from precomputed tables (fc_kplan_pre, for the backend that runs the kernel). */
+typedef struct TapSeen {
+    FcCtx *ctx;
+    int stores, indices, pre;
+} TapSeen;
+
+static void tap_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    TapSeen *s = ud;
+    const FcPlan *p = k->plan;
+    if (k->nscatter == 0 || !k->accumulate || !p)
+        return;
+    FcBackend *be = NULL;
+    FcError err;
+    ck_assert_int_eq(fc_ctx_backend(s->ctx, dev, &be, &err), FC_OK);
+    bool *pre = calloc((size_t)p->n + 1, 1), *kept = calloc((size_t)p->n + 1, 1);
+    size_t *off = calloc((size_t)p->n + 1, sizeof *off);
+    ck_assert(pre && kept && off);
+    fc_kplan_pre(p, k, be->target, p->opv, NULL, pre, off, kept);
+    s->stores++;
+    for (int g = 0; g < k->nscatter; g++) {
+        int i = p->sres[g];
+        if (p->deps[i] == 0)
+            continue;
+        s->indices++;
+        s->pre += pre[i] && kept[i];
+    }
+    free(pre);
+    free(kept);
+    free(off);
+}
+
+/* roi_align's taps land where y_low, y_low + 1 (clamped), x_low ... send them: values over (box,
+ * bin, sample), not over the channels. Each tap's scatter-add reads its row and column from
+ * precomputed tables (as it reads its weights) instead of computing them at every point; the
+ * store still checks each index it reads. The batch index stays in the kernel: it is read
+ * through a gather of the boxes, which may fail. The gradient's values: the golden cases and
+ * the bit tests above. */
+START_TEST(scatter_indices_precomputed)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 16 * 20 * 24, dtype=float32).reshape(2, 16, 20, 24) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 23.0, 19.0], [1, 2.0, 2.0, 12.0, 12.0]])\n"
+        "y = vision.roi_align(x, b, (7, 7), 1.0, 0, True)\n"
+        "(y * y).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    TapSeen s = {0};
+    tdl_interp *T = golden_open(0);
+    ck_assert_ptr_nonnull(T);
+    s.ctx = T->I.fc;
+    T->I.fc->on_kernel = tap_on_kernel;
+    T->I.fc->on_kernel_ud = &s;
+    ck_assert_msg(tdl_run_string(T, prog, "taps") == TDL_OK, "%s", tdl_error_message(T));
+    tdl_close(T);
+    ck_assert_int_ge(s.stores, 4);
+    ck_assert_int_eq(s.indices, 3 * s.stores);
+    ck_assert_msg(s.pre == 2 * s.stores, "%d of the taps' %d scatter indices precomputed", s.pre, s.indices);
+}
+END_TEST
+
 /* fc_store_owner_loops on index maps written out: a loop owns its elements when no other term of
  * the address can reach into its stride's digit, whatever the scatter indices hold. */
 START_TEST(owner_loops)
@@ -476,6 +577,8 @@ Suite *grad_suite(void)
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);
+    tcase_add_test(tc, scatter_indices_precomputed);
+    tcase_add_test(tc, mul_add_one_pass);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);

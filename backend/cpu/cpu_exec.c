@@ -696,6 +696,19 @@ static bool scatter_offsets(const Plan *p, Thread *t, int64_t off, int n)
     }
 ADD_DTYPES(DEF_ADD)
 
+/* q[i] += v[i] * w, the two apart (Plan.mul_add): the product rounded, then the sum, as the
+ * product's step and add_run give them. */
+#define DEF_MUL_ADD(sfx, T)                                                                        \
+    CPU_CLONES static void mul_add_run_##sfx(void *restrict out, const void *restrict v, const void *w, int n) \
+    {                                                                                              \
+        T *restrict q = out;                                                                       \
+        const T *restrict s = v;                                                                   \
+        T c = *(const T *)w;                                                                       \
+        CHUNK_LOOP(n, q[i] += s[i] * c);                                                           \
+    }
+DEF_MUL_ADD(f32, float)
+DEF_MUL_ADD(f64, double)
+
 typedef struct Adder {
     void (*at)(void *out, const int64_t *o, const void *src, int n);
     void (*step)(void *out, int64_t step, const void *src, int n);
@@ -753,6 +766,13 @@ static void flat_write(const Plan *p, Thread *t, int64_t off, const void *src, i
     int64_t step = p->ostr[p->cl];
     size_t es = p->out_es, len = (size_t)n * es;
     char *q = (char *)p->k->out + off * (int64_t)es;
+    if (p->mul_add) {       /* unit stride, apart, nothing held back (plan_mul_add) */
+        if (p->k->out_dtype == FC_FLOAT32)
+            mul_add_run_f32(q, t->cur[p->mul_v], t->cur[p->mul_w], n);
+        else
+            mul_add_run_f64(q, t->cur[p->mul_v], t->cur[p->mul_w], n);
+        return;
+    }
     bool contiguous = step == 1 && apart(q, src, len);
     if (contiguous && p->defer && src != t->buf[p->res]) {
         defer_run(t, q, src, len);
@@ -1224,7 +1244,7 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 
 static inline bool eval_chunk(const Plan *p, Thread *t, int64_t i0, int n)
 {
-    return eval(p, t, p->ninv, p->ntop, i0, n);
+    return eval(p, t, p->ninv, p->ntop - p->mul_add, i0, n);
 }
 
 /* Sets t->idx for loops[0..n) from the row-major number v (the last loop fastest). */
@@ -1304,6 +1324,10 @@ static long narrow_skips;       /* fc_cpu_narrow_skips */
 
 long fc_cpu_narrow_skips(void) { return __atomic_load_n(&narrow_skips, __ATOMIC_RELAXED); }
 
+static long mul_add_runs;       /* fc_cpu_mul_add_runs */
+
+long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
+
 /* Evaluates a gated store's chunk (plan_gate): *skip when its contribution is a zero that need
  * not be added (cond false, w finite), the steps after the product then left out. After a
  * skipped chunk the steps before the where are first evaluated narrow (t->narrow: what holds
@@ -1337,17 +1361,17 @@ static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
         return false;
     if (!off && p->gate_v >= 0) {
         t->cur[p->steps[p->gate_where].d] = t->cur[p->steps[p->gate_v].d];
-        return eval(p, t, p->gate_where + 1, p->ntop, i0, n);
+        return eval(p, t, p->gate_where + 1, p->ntop - p->mul_add, i0, n);
     }
     if (!off)
-        return eval(p, t, p->gate_where, p->ntop, i0, n);
+        return eval(p, t, p->gate_where, p->ntop - p->mul_add, i0, n);
     /* the where gives its zero everywhere: made only when the product needs it (w not finite) */
     if (narrow && !eval(p, t, p->gate_where + 1, p->gate_mul, i0, n))
         return false;
     const Step *ws = &p->steps[p->gate_where];
     fc_cpu_fill(t->buf[ws->d], ws->in->dtype, p->steps[p->gate_zero].in->konst, n);
     t->cur[ws->d] = t->buf[ws->d];
-    return eval(p, t, p->gate_mul, p->ntop, i0, n);
+    return eval(p, t, p->gate_mul, p->ntop - p->mul_add, i0, n);
 }
 
 /* Stores the n positions of cl from i0 at the kept loops' indices in t->idx (output offset base). */
@@ -1872,6 +1896,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
             th[i]->cur[j] = th[0]->cur[j];
     bool ok = fc_cpu_parallel_for(be, nth, ntasks, own ? task_owner : run.split ? task_block : task_units, &run,
                                   k->interrupt);
+    if (p->mul_add)
+        __atomic_fetch_add(&mul_add_runs, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < nth && p->gate_where; i++) {
         __atomic_fetch_add(&narrow_skips, th[i]->narrow_skips, __ATOMIC_RELAXED);
         th[i]->narrow_skips = 0;

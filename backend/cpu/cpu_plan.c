@@ -823,6 +823,8 @@ done:
             }
         }
     }
+    for (int g = 0; g < k->nscatter; g++)    /* steps still: the store reads them */
+        read[p->sphys[g]] = true;
     for (int j = p->ninv; j < p->nsteps; j++)
         if (p->steps[j].pre && !read[j])
             p->steps[j].dead = true;
@@ -1287,6 +1289,43 @@ static void plan_gate_v(Plan *p)
     p->gate_v = v;
 }
 
+/* Whether the result is added into the output as a product in one pass (Plan.mul_add): a flat
+ * accumulating store, unit stride along the chunk, of a float product v * w that is the top
+ * list's last step, v over the whole chunk and w one value, neither read through a table, and no
+ * load of the output (v never overlaps it). A gradient's scatter-add is such a product (roi_align's
+ * taps: the cotangent row times the tap's weight). q + v * w rounds as the product's step and the
+ * add did (the product rounded first: ISO C mode contracts nothing), without the pass that wrote
+ * the product and read it back. After plan_buffers. */
+static void plan_mul_add(Plan *p)
+{
+    const FcKernel *k = p->k;
+    int r = p->ntop - 1;
+    p->mul_add = false;
+    if (!p->scatter || !p->flat_scatter || !k->accumulate || p->store_cast || p->span || p->xres ||
+        r < p->ninv || p->kp->pos[p->kp->res] != r || p->ostr[p->cl] != 1)
+        return;
+    const Step *s = &p->steps[r];
+    if (s->in->op != FC_OP_MUL || (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64) || s->nterm ||
+        s->sel || s->widens || s->memo >= 0 || !s->wide || s->m != 0)
+        return;
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b] == k->out)
+            return;
+    int a = operand_step(p, r, 0), b = operand_step(p, r, 1);
+    if (a < 0 || b < 0 || p->steps[a].in->dtype != s->in->dtype || p->steps[b].in->dtype != s->in->dtype)
+        return;
+    if (p->steps[b].wide && !p->steps[a].wide) {
+        int x = a;
+        a = b;
+        b = x;
+    }
+    if (!p->steps[a].wide || p->steps[a].m != 0 || p->steps[b].wide)
+        return;
+    p->mul_add = true;
+    p->mul_v = s->a == p->steps[a].d ? s->a : s->b;
+    p->mul_w = s->a == p->steps[a].d ? s->b : s->a;
+}
+
 /* Chooses the chunk loop and the shape of the iteration. */
 static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
 {
@@ -1656,6 +1695,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         return st;
     st = plan_index(p, k, err);
     plan_gate_v(p);
+    plan_mul_add(p);
     if (st == FC_OK && p->total == 0 && !p->reduce)
         p->idle = true;
     return st;

@@ -345,6 +345,11 @@ typedef struct Plan {
     bool scatter;               /* a scattered or accumulating store: in loop order (one thread, or own) */
     bool flat_scatter;          /* its scatter indices hold one value over each chunk */
     bool defer;                 /* a flat scattered store that may hold back runs (defer_run) */
+    /* A flat accumulating store whose result, the top list's last step, is a float product of a
+     * wide value and one value per chunk (plan_mul_add): flat_write adds the two's product in one
+     * pass, the product step not evaluated. Their physical buffers: */
+    bool mul_add;
+    int mul_v, mul_w;
     /* A scattered store split over its owner loops (fc_store_owner_loops; plan_owner): kl's first
      * nkown loops (outer points) are owner loops, the others (inner points) run in order inside
      * each part; own_cl: cl is one too, and its positions are split as well (task_owner). */
