@@ -349,6 +349,10 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
                            "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
         if (t->storage && t->storage->grad) {
             FcStorage *s = t->storage;
+            /* what read it lazily was made while it needed a gradient, and keeps its own */
+            FcStatus st = fc_storage_realize_readers(ctx, s, err);
+            if (st)
+                return st;
             storage_set_rec(s, NULL);
         }
         return FC_OK;
@@ -362,7 +366,11 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
                        "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                        "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
     }
+    /* what reads it lazily was made before it needed a gradient and does not get one (as in
+     * PyTorch, where b = a * 2 before a.requires_grad_() has no grad_fn): realised first */
     FcStatus st = fc_realize(ctx, t, err);
+    if (st == FC_OK)
+        st = fc_storage_realize_readers(ctx, t->storage, err);
     if (st)
         return st;
     FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);

@@ -119,6 +119,9 @@ extern _Thread_local long fc_products_live; /* nodes marked product alive: no wa
 /* Before a write into s: a leaf's contents may not be overwritten with gradients on (PyTorch's
  * message); counts the version. */
 FcStatus fc_grad_before_write(FcStorage *s, FcError *err);
+/* Realises the lazy tensors that read s (fc_storage_prepare_write without its autograd checks:
+ * for a change of what s's contents mean, not of the contents). */
+FcStatus fc_storage_realize_readers(FcCtx *ctx, FcStorage *s, FcError *err);
 /* After value (over nlev levels with strides, plus scatters sc, or NULL) was written into dst at
  * offset: records the write when it needs a gradient. */
 FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,

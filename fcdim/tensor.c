@@ -236,7 +236,7 @@ void fc_tensor_drop_reads(FcTensor *t)
     t->nreads = 0;
 }
 
-FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
+FcStatus fc_storage_realize_readers(FcCtx *ctx, FcStorage *s, FcError *err)
 {
     /* Realising a reader removes it from the list (and may add none: realised tensors read
      * nothing lazily). */
@@ -248,7 +248,13 @@ FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
         if (s->nreaders > 0 && s->readers[s->nreaders - 1] == t)
             storage_remove_reader(s, t);   /* not reached: realize drops the reads */
     }
-    return fc_grad_before_write(s, err);
+    return FC_OK;
+}
+
+FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err)
+{
+    FcStatus st = fc_storage_realize_readers(ctx, s, err);
+    return st ? st : fc_grad_before_write(s, err);
 }
 
 /* ---- tensors ---- */
