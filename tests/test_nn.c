@@ -284,7 +284,10 @@ static const struct {
 
 /* Runs epi_cases[i] in a new interpreter with flags, the kernels' dump after the setup in *dump;
  * saves y to path. Returns NULL, or a malloc'd report of the error. */
-static char *run_epilogue(int i, int flags, const char *path, Lines *dump)
+/* Runs setup, then program (which sets y) under flags with kernel dumps collected into dump, and
+ * saves y to path: NULL, or the error raised (a message to free). */
+static char *run_saving(const char *setup, const char *name, const char *program, int flags, const char *path,
+                        Lines *dump)
 {
     tdl_config cfg = {0};
     cfg.path = "stdlib";
@@ -294,13 +297,13 @@ static char *run_epilogue(int i, int flags, const char *path, Lines *dump)
     tdl_interp *T = tdl_open(&cfg);
     ck_assert_ptr_nonnull(T);
     char prog[1024], *r = NULL;
-    snprintf(prog, sizeof prog, "%s\ny.stride()\n", epi_cases[i].program);
-    bool ok = tdl_run_string(T, epi_setup, "setup") == TDL_OK;
+    snprintf(prog, sizeof prog, "%s\ny.stride()\n", program);
+    bool ok = tdl_run_string(T, setup, "setup") == TDL_OK;
     dump->text[0] = '\0';
-    ok = ok && tdl_run_string(T, prog, epi_cases[i].name) == TDL_OK;
+    ok = ok && tdl_run_string(T, prog, name) == TDL_OK;
     snprintf(prog, sizeof prog, "save('%s', y)\n", path);
     ok = ok && tdl_run_string(T, prog, "save") == TDL_OK;
-    if (!ok && asprintf(&r, "%s: raised %s: %s", epi_cases[i].name, tdl_error_kind_name(tdl_error_kind_of(T)),
+    if (!ok && asprintf(&r, "%s: raised %s: %s", name, tdl_error_kind_name(tdl_error_kind_of(T)),
                         tdl_error_message(T)) < 0)
         r = NULL;
     tdl_close(T);
@@ -329,9 +332,9 @@ START_TEST(conv_epilogue)
     snprintf(pf, sizeof pf, "/tmp/tdl-epi-%d-fused.npy", (int)getpid());
     snprintf(pu, sizeof pu, "/tmp/tdl-epi-%d-unfused.npy", (int)getpid());
     free_report();
-    report = run_epilogue(_i, 0, pf, &fused);
+    report = run_saving(epi_setup, epi_cases[_i].name, epi_cases[_i].program, 0, pf, &fused);
     if (!report)
-        report = run_epilogue(_i, TDL_NO_FUSE, pu, &unfused);
+        report = run_saving(epi_setup, epi_cases[_i].name, epi_cases[_i].program, TDL_NO_FUSE, pu, &unfused);
     long nf, nu;
     char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
     remove(pf);
@@ -401,29 +404,6 @@ static const struct {
 
 /* Runs imp_cases[i] in a new interpreter with flags (setup first, its kernels not kept in
  * *dump); saves y to path. Returns NULL, or a malloc'd report of the error. */
-static char *run_implicit(int i, int flags, const char *path, Lines *dump)
-{
-    tdl_config cfg = {0};
-    cfg.path = "stdlib";
-    cfg.flags = flags | TDL_DUMP_KERNELS;
-    cfg.dump = collect;
-    cfg.dump_ud = dump;
-    tdl_interp *T = tdl_open(&cfg);
-    ck_assert_ptr_nonnull(T);
-    char prog[1024], *r = NULL;
-    bool ok = tdl_run_string(T, imp_setup, "setup") == TDL_OK;
-    dump->text[0] = '\0';
-    snprintf(prog, sizeof prog, "%s\ny.stride()\n", imp_cases[i].program);
-    ok = ok && tdl_run_string(T, prog, imp_cases[i].name) == TDL_OK;
-    snprintf(prog, sizeof prog, "save('%s', y)\n", path);
-    ok = ok && tdl_run_string(T, prog, "save") == TDL_OK;
-    if (!ok && asprintf(&r, "%s: raised %s: %s", imp_cases[i].name, tdl_error_kind_name(tdl_error_kind_of(T)),
-                        tdl_error_message(T)) < 0)
-        r = NULL;
-    tdl_close(T);
-    return r;
-}
-
 START_TEST(conv_implicit)
 {
     static Lines fused, unfused;
@@ -431,9 +411,9 @@ START_TEST(conv_implicit)
     snprintf(pf, sizeof pf, "/tmp/tdl-imp-%d-fused.npy", (int)getpid());
     snprintf(pu, sizeof pu, "/tmp/tdl-imp-%d-unfused.npy", (int)getpid());
     free_report();
-    report = run_implicit(_i, 0, pf, &fused);
+    report = run_saving(imp_setup, imp_cases[_i].name, imp_cases[_i].program, 0, pf, &fused);
     if (!report)
-        report = run_implicit(_i, TDL_NO_FUSE, pu, &unfused);
+        report = run_saving(imp_setup, imp_cases[_i].name, imp_cases[_i].program, TDL_NO_FUSE, pu, &unfused);
     long nf, nu;
     char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
     remove(pf);
