@@ -1198,6 +1198,17 @@ static int operand_step(const Plan *p, int j, int o)
     return v >= 0 ? p->kp->pos[v] : -1;
 }
 
+/* Whether step j is a product of two factors, a MUL or a MULADD without x (kplan's lone weighted
+ * gather): the operand positions of its factors in *o0 and *o1. */
+static bool step_product(const Plan *p, int j, int *o0, int *o1)
+{
+    const FcInstr *in = p->steps[j].in;
+    bool mul = in->op == FC_OP_MUL, muladd = in->op == FC_OP_MULADD && in->a < 0;
+    *o0 = muladd ? 1 : 0;
+    *o1 = muladd ? 2 : 1;
+    return mul || muladd;
+}
+
 /* Gating (eval_gated). A gradient's scatter-add of a masked value, where(cond, v, 0) or
  * where(cond, v, 0) * w with cond and w one value per chunk (roi_align's samples past a box's
  * grid, ADAPTIVE's padded sample loops), adds zeros wherever cond is false: those chunks are
@@ -1217,11 +1228,11 @@ static void plan_gate(Plan *p)
     int r = p->kp->pos[p->kp->res];
     if (r < p->ninv || r >= p->ntop || !p->steps[r].wide)
         r = -1;
-    int where = -1, mul = 0, w = -1;
+    int where = -1, mul = 0, w = -1, o0, o1;
     if (r >= 0 && p->steps[r].in->op == FC_OP_WHERE) {
         where = r;
-    } else if (r >= 0 && p->steps[r].in->op == FC_OP_MUL && !p->steps[r].nterm && !p->steps[r].widens) {
-        int a = operand_step(p, r, 0), b = operand_step(p, r, 1);
+    } else if (r >= 0 && step_product(p, r, &o0, &o1) && !p->steps[r].nterm && !p->steps[r].widens) {
+        int a = operand_step(p, r, o0), b = operand_step(p, r, o1);
         for (int o = 0; o < 2 && where < 0; o++) {
             int x = o ? b : a, y = o ? a : b;
             if (x >= p->ninv && y >= 0 && p->steps[x].in->op == FC_OP_WHERE && !p->steps[y].wide)
@@ -1305,15 +1316,17 @@ static void plan_mul_add(Plan *p)
         r < p->ninv || p->kp->pos[p->kp->res] != r || p->ostr[p->cl] != 1)
         return;
     const Step *s = &p->steps[r];
-    if (s->in->op != FC_OP_MUL || (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64) || s->nterm ||
+    int o0, o1;
+    if (!step_product(p, r, &o0, &o1) || (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64) || s->nterm ||
         s->sel || s->widens || s->memo >= 0 || !s->wide || s->m != 0)
         return;
     for (int b = 0; b < k->nbufs; b++)
         if (k->bufs[b] == k->out)
             return;
-    int a = operand_step(p, r, 0), b = operand_step(p, r, 1);
+    int a = operand_step(p, r, o0), b = operand_step(p, r, o1);
     if (a < 0 || b < 0 || p->steps[a].in->dtype != s->in->dtype || p->steps[b].in->dtype != s->in->dtype)
         return;
+    int pa = o0 ? s->b : s->a, pb = o0 ? s->c : s->b;      /* their buffers */
     if (p->steps[b].wide && !p->steps[a].wide) {
         int x = a;
         a = b;
@@ -1322,8 +1335,8 @@ static void plan_mul_add(Plan *p)
     if (!p->steps[a].wide || p->steps[a].m != 0 || p->steps[b].wide)
         return;
     p->mul_add = true;
-    p->mul_v = s->a == p->steps[a].d ? s->a : s->b;
-    p->mul_w = s->a == p->steps[a].d ? s->b : s->a;
+    p->mul_v = pa == p->steps[a].d ? pa : pb;
+    p->mul_w = pa == p->steps[a].d ? pb : pa;
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
