@@ -384,55 +384,11 @@ END_TEST
 /* A gradient's scatter-add of a product, the cotangent row w times one value s per row, adds the
  * product in one pass (cpu_plan.c's plan_mul_add): the bits of adding each product, rounded,
  * one by one in the order of the loop nest (the reference in C), at 1, 2 and 4 threads. */
-START_TEST(mul_add_one_pass)
+static void check_mul_add(const char *prog, const char *what)
 {
-    static const char prog[] =
-        "x = zeros(200, 640, requires_grad=True)\n"
-        "idx = (arange(1000) * arange(1000) * 7) % 200\n"
-        "w = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
-        "s = (arange(1000, dtype=float32) * 0.3).cos().reshape(1000, 1) * 3.0\n"
-        "(x[idx] * w * s).sum().backward()\n"
-        "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = w.cpu()\nsc = s.cpu()\n";
     long before = fc_cpu_mul_add_runs();
     size_t n, ni, nw, ns;
-    float *gx = same_bits(prog, "x[idx] * w * s", &n);
-    if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it */
-        ck_assert_int_ge(fc_cpu_mul_add_runs() - before, 5);
-    int64_t *idx = read_global(prog, "idxc", TDL_DTYPE_INT64, &ni);
-    float *w = read_global(prog, "wc", TDL_DTYPE_FLOAT32, &nw);
-    float *sv = read_global(prog, "sc", TDL_DTYPE_FLOAT32, &ns);
-    ck_assert_int_eq(n, 200 * 640);
-    ck_assert_int_eq(ns, 1000);
-    float *ref = calloc(n, sizeof *ref);
-    for (size_t i = 0; i < 1000; i++)
-        for (size_t c = 0; c < 640; c++) {
-            float v = w[i * 640 + c] * sv[i];
-            ref[(size_t)idx[i] * 640 + c] += v;
-        }
-    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "x[idx] * w * s: not the sums in loop order");
-    free(gx);
-    free(idx);
-    free(w);
-    free(sv);
-    free(ref);
-}
-END_TEST
-
-/* The same when the row is itself gathered (wb[idx2]: a weighted gather, which kplan makes a
- * MULADD without x): still one pass, the same sums. */
-START_TEST(mul_add_gathered_row)
-{
-    static const char prog[] =
-        "x = zeros(200, 640, requires_grad=True)\n"
-        "idx = (arange(1000) * arange(1000) * 7) % 200\n"
-        "idx2 = (arange(1000) * 13) % 50\n"
-        "wb = (arange(50 * 640, dtype=float32) * 0.61).sin().reshape(50, 640) * 1000.0\n"
-        "s = (arange(1000, dtype=float32) * 0.3).cos().reshape(1000, 1) * 3.0\n"
-        "(x[idx] * wb[idx2] * s).sum().backward()\n"
-        "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = wb[idx2].cpu()\nsc = s.cpu()\n";
-    long before = fc_cpu_mul_add_runs();
-    size_t n, ni, nw, ns;
-    float *gx = same_bits(prog, "x[idx] * wb[idx2] * s", &n);
+    float *gx = same_bits(prog, what, &n);
     if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it */
         ck_assert_int_ge(fc_cpu_mul_add_runs() - before, 5);
     int64_t *idx = read_global(prog, "idxc", TDL_DTYPE_INT64, &ni);
@@ -440,16 +396,43 @@ START_TEST(mul_add_gathered_row)
     float *sv = read_global(prog, "sc", TDL_DTYPE_FLOAT32, &ns);
     ck_assert_int_eq(n, 200 * 640);
     ck_assert_int_eq(nw, 1000 * 640);
+    ck_assert_int_eq(ns, 1000);
     float *ref = calloc(n, sizeof *ref);
     for (size_t i = 0; i < 1000; i++)
         for (size_t c = 0; c < 640; c++)
-            ref[(size_t)idx[i] * 640 + c] += sv[i] * w[i * 640 + c];
-    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "x[idx] * wb[idx2] * s: not the sums in loop order");
+            ref[(size_t)idx[i] * 640 + c] += w[i * 640 + c] * sv[i];
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "%s: not the sums in loop order", what);
     free(gx);
     free(idx);
     free(w);
     free(sv);
     free(ref);
+}
+
+START_TEST(mul_add_one_pass)
+{
+    check_mul_add("x = zeros(200, 640, requires_grad=True)\n"
+                  "idx = (arange(1000) * arange(1000) * 7) % 200\n"
+                  "w = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
+                  "s = (arange(1000, dtype=float32) * 0.3).cos().reshape(1000, 1) * 3.0\n"
+                  "(x[idx] * w * s).sum().backward()\n"
+                  "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = w.cpu()\nsc = s.cpu()\n",
+                  "x[idx] * w * s");
+}
+END_TEST
+
+/* The same when the row is itself gathered (wb[idx2]: a weighted gather, which kplan makes a
+ * MULADD without x): still one pass, the same sums. */
+START_TEST(mul_add_gathered_row)
+{
+    check_mul_add("x = zeros(200, 640, requires_grad=True)\n"
+                  "idx = (arange(1000) * arange(1000) * 7) % 200\n"
+                  "idx2 = (arange(1000) * 13) % 50\n"
+                  "wb = (arange(50 * 640, dtype=float32) * 0.61).sin().reshape(50, 640) * 1000.0\n"
+                  "s = (arange(1000, dtype=float32) * 0.3).cos().reshape(1000, 1) * 3.0\n"
+                  "(x[idx] * wb[idx2] * s).sum().backward()\n"
+                  "gx = x.grad.cpu()\nidxc = idx.cpu()\nwc = wb[idx2].cpu()\nsc = s.cpu()\n",
+                  "x[idx] * wb[idx2] * s");
 }
 END_TEST
 

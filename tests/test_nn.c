@@ -282,8 +282,6 @@ static const struct {
      " P load add load sub load mul load mul load add relu\n"},
 };
 
-/* Runs epi_cases[i] in a new interpreter with flags, the kernels' dump after the setup in *dump;
- * saves y to path. Returns NULL, or a malloc'd report of the error. */
 /* Runs setup, then program (which sets y) under flags with kernel dumps collected into dump, and
  * saves y to path: NULL, or the error raised (a message to free). */
 static char *run_saving(const char *setup, const char *name, const char *program, int flags, const char *path,
@@ -325,21 +323,33 @@ static char *file_bytes(const char *path, long *n)
     return b;
 }
 
-START_TEST(conv_epilogue)
+/* Runs program fused and under TDL_NO_FUSE (run_saving, the dumps into *fused and *unfused),
+ * asserting that both ran; whether they saved the same bytes. */
+static bool same_bytes_unfused(const char *setup, const char *name, const char *program, Lines *fused,
+                               Lines *unfused)
 {
-    static Lines fused, unfused;
     char pf[64], pu[64];
-    snprintf(pf, sizeof pf, "/tmp/tdl-epi-%d-fused.npy", (int)getpid());
-    snprintf(pu, sizeof pu, "/tmp/tdl-epi-%d-unfused.npy", (int)getpid());
+    snprintf(pf, sizeof pf, "/tmp/tdl-nn-%d-fused.npy", (int)getpid());
+    snprintf(pu, sizeof pu, "/tmp/tdl-nn-%d-unfused.npy", (int)getpid());
     free_report();
-    report = run_saving(epi_setup, epi_cases[_i].name, epi_cases[_i].program, 0, pf, &fused);
+    report = run_saving(setup, name, program, 0, pf, fused);
     if (!report)
-        report = run_saving(epi_setup, epi_cases[_i].name, epi_cases[_i].program, TDL_NO_FUSE, pu, &unfused);
+        report = run_saving(setup, name, program, TDL_NO_FUSE, pu, unfused);
     long nf, nu;
     char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
     remove(pf);
     remove(pu);
+    bool same = bf && bu && nf == nu && memcmp(bf, bu, (size_t)nf) == 0;
+    free(bf);
+    free(bu);
     ck_assert_msg(report == NULL, "%s", report ? report : "");
+    return same;
+}
+
+START_TEST(conv_epilogue)
+{
+    static Lines fused, unfused;
+    bool same = same_bytes_unfused(epi_setup, epi_cases[_i].name, epi_cases[_i].program, &fused, &unfused);
     const char *line = strstr(fused.text, "product ");
     const char *ops = line ? strstr(line, "epilogue:") : NULL;
     ck_assert_msg(ops && count_of(fused.text, "product ") == 1, "%s: not one product:\n%s", epi_cases[_i].name,
@@ -353,10 +363,7 @@ START_TEST(conv_epilogue)
     /* unfused: the product alone, its consumer a kernel */
     ck_assert_msg(strstr(unfused.text, "epilogue: P\n") && strstr(strstr(unfused.text, "epilogue: P\n"), "kernel:"),
                   "%s: unfused:\n%s", epi_cases[_i].name, unfused.text);
-    ck_assert_msg(bf && bu && nf == nu && memcmp(bf, bu, (size_t)nf) == 0, "%s: the fused result's bits differ",
-                  epi_cases[_i].name);
-    free(bf);
-    free(bu);
+    ck_assert_msg(same, "%s: the fused result's bits differ", epi_cases[_i].name);
 }
 END_TEST
 
@@ -402,23 +409,10 @@ static const struct {
      "A gathered (2 bounds)", true},
 };
 
-/* Runs imp_cases[i] in a new interpreter with flags (setup first, its kernels not kept in
- * *dump); saves y to path. Returns NULL, or a malloc'd report of the error. */
 START_TEST(conv_implicit)
 {
     static Lines fused, unfused;
-    char pf[64], pu[64];
-    snprintf(pf, sizeof pf, "/tmp/tdl-imp-%d-fused.npy", (int)getpid());
-    snprintf(pu, sizeof pu, "/tmp/tdl-imp-%d-unfused.npy", (int)getpid());
-    free_report();
-    report = run_saving(imp_setup, imp_cases[_i].name, imp_cases[_i].program, 0, pf, &fused);
-    if (!report)
-        report = run_saving(imp_setup, imp_cases[_i].name, imp_cases[_i].program, TDL_NO_FUSE, pu, &unfused);
-    long nf, nu;
-    char *bf = report ? NULL : file_bytes(pf, &nf), *bu = report ? NULL : file_bytes(pu, &nu);
-    remove(pf);
-    remove(pu);
-    ck_assert_msg(report == NULL, "%s", report ? report : "");
+    bool same = same_bytes_unfused(imp_setup, imp_cases[_i].name, imp_cases[_i].program, &fused, &unfused);
     const char *kernel = strstr(fused.text, "kernel:");
     ck_assert_msg(count_of(fused.text, "product ") == 1 && count_of(fused.text, imp_cases[_i].gathered) == 1 &&
                       (!kernel || (imp_cases[_i].layout && kernel > strstr(fused.text, "product "))),
@@ -428,10 +422,7 @@ START_TEST(conv_implicit)
     const char *k = strstr(unfused.text, "kernel:"), *p = strstr(unfused.text, "product ");
     ck_assert_msg(k && p && k < p && !strstr(unfused.text, "gathered"), "%s: materialised:\n%s", imp_cases[_i].name,
                   unfused.text);
-    ck_assert_msg(bf && bu && nf == nu && memcmp(bf, bu, (size_t)nf) == 0,
-                  "%s: the bits differ from the materialised path's", imp_cases[_i].name);
-    free(bf);
-    free(bu);
+    ck_assert_msg(same, "%s: the bits differ from the materialised path's", imp_cases[_i].name);
 }
 END_TEST
 
