@@ -16,12 +16,12 @@
  * backend gives (its fusions may change them), each value's last use (fc_kplan_live); and which
  * values are precomputed over their own domain before the kernel runs (fc_kplan_pre: what the
  * CPU fills its tables with and the CUDA generator's tdl_pre computes); and the fused ops of
- * ops.def (fc_kplan_fuse: a select that compares with a constant), made on the scheduled code
- * where the kernel's backend takes them, which both backends then read as ops. Each value's
- * domain (its deps) is the level it is hoisted to; how a backend keeps a value across the points
- * of its domain (the CPU's memo tables, the GPU's nest levels) is its own layout. What is
- * particular to one backend (its op tables, its buffers, its layout-bound fusions such as the
- * CPU's weighted rows, its launch shape) stays in it.
+ * ops.def (fc_kplan_fuse: a select that compares with a constant, a multiply-add), made on the
+ * scheduled code where the kernel's backend takes them, which both backends then read as ops.
+ * Each value's domain (its deps) is the level it is hoisted to; how a backend keeps a value
+ * across the points of its domain (the CPU's memo tables, the GPU's nest levels) is its own
+ * layout. What is particular to one backend (its op tables, its buffers, how it runs a fused op,
+ * such as the CPU reading a multiply-add's gathered rows in place, its launch shape) stays in it.
  * Depends on fcdim.h, internal.h only. */
 #include "internal.h"
 #include "mem.h"
