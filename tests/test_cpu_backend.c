@@ -2952,11 +2952,14 @@ END_TEST
 
 /* Float products are fused multiply-adds in k's order, one chain per block of K (1024 bytes of
  * K: 256 float32, 128 float64) added to the previous blocks' sum: the exact bits, for inputs
- * whose products round. */
+ * whose products round, whichever micro-kernel and tile runs (the second shape: row panels with
+ * a partial last one, two column blocks, the last of 3 (float32) or 6 (float64) column panels
+ * with a partial one, several K blocks). */
 START_TEST(test_matmul_fma_bits)
 {
-    enum { M = 7, N = 19, K = 300 };
-    bool f64 = _i == 1;
+    static const int shapes[][3] = {{7, 19, 300}, {29, 300, 600}};
+    const int M = shapes[_i / 2][0], N = shapes[_i / 2][1], K = shapes[_i / 2][2];
+    bool f64 = _i % 2 == 1;
     int64_t kc = f64 ? 128 : 256;
     double *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
     void *ab = malloc(M * K * 8), *bb = malloc(K * N * 8), *out = malloc(M * N * 8);
@@ -3411,7 +3414,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_matmul_reference, 0, 4 * (int)(sizeof mm_cases / sizeof *mm_cases));
     tcase_add_test(tc, test_matmul_strided_c_and_wrap);
     tcase_add_test(tc, test_matmul_threads_bitwise);
-    tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 2);
+    tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 4);
     tcase_add_test(tc, test_matmul_gathered);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
     suite_add_tcase(s, tc);

@@ -1,7 +1,8 @@
 /* cpu_matmul.c — batched strided matrix products C[b] = A[b] @ B[b] for float32, float64, int32
  * and int64, the way a BLAS does them: blocks of B (KC x NC) and A (MC x KC) packed into
  * contiguous panels, a register-blocked MR x NR micro-kernel accumulating over the packed K
- * dimension, the C block kept in a contiguous buffer and written out through C's strides once.
+ * dimension (on a machine with AVX-512, MR x 4 NR tiles of 64-byte vectors over the same panels),
+ * the C block kept in a contiguous buffer and written out through C's strides once.
  *
  * float32 accumulates in float32 (as BLAS does), floats by fused multiply-adds; integers
  * accumulate in unsigned arithmetic, so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
@@ -48,6 +49,8 @@ typedef struct MmRun {
     int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
     size_t a_bytes, b_bytes, c_bytes;
     bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
+    /* The kc blocks' products by the AVX-512 kernels (block512), or NULL: ukernel's */
+    void (*block)(int64_t kc, const void *ap, int64_t mc, const void *bp, int64_t nc, void *c, int64_t ldc);
 } MmRun;
 
 /* Element offsets of batch item bi in A, B and C. */
@@ -135,6 +138,66 @@ DEF_UKERNEL_INT(i64, uint64_t)
     }
 DEF_UKERNEL_FMA(f32, float, __m256, ps)
 DEF_UKERNEL_FMA(f64, double, __m256d, pd)
+
+/* The AVX-512 kernels (a machine with AVX-512F; MmRun.block): one call does a whole kc block of
+ * the packed panels, in tiles of MM_MR rows by up to MM_NB column panels (one 64-byte vector of
+ * NR each), the MM_MR * MM_NB accumulators in registers (24 of AVX-512's 32). Each element of C
+ * is the same chain as ukernel_fma's: fused multiply-adds in k's order from 0, added to c once,
+ * so the bits are those of the AVX2 and libm kernels. */
+enum { MM_NB = 4 };
+#define DEF_BLOCK512(s, A, V, VS)                                                                  \
+    /* One tile: nb column panels (bp, bs apart) of rows below mr into c; nb is a constant       \
+     * where it is inlined. */                                                                    \
+    __attribute__((target("avx512f"), always_inline)) static inline void tile512_##s(            \
+        int nb, int64_t kc, const A *restrict ap, const A *restrict bp, int64_t bs, A *restrict c, \
+        int64_t ldc, int mr)                                                                       \
+    {                                                                                              \
+        enum { NR = 64 / sizeof(A) };                                                              \
+        V acc[MM_MR][MM_NB];                                                                       \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                                   \
+        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                      \
+            acc[i][j] = _mm512_setzero_##VS();                                                     \
+        for (int64_t p = 0; p < kc; p++) {                                                         \
+            V b[MM_NB];                                                                            \
+            _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                  \
+                b[j] = _mm512_loadu_##VS(bp + j * bs + p * NR);                                    \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++) {                             \
+                V x = _mm512_set1_##VS(ap[p * MM_MR + i]);                                         \
+                _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                              \
+                    acc[i][j] = _mm512_fmadd_##VS(x, b[j], acc[i][j]);                             \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR && i < mr; i++)                         \
+        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++) {                                    \
+            A *at = c + i * ldc + j * NR;                                                          \
+            _mm512_storeu_##VS(at, _mm512_add_##VS(_mm512_loadu_##VS(at), acc[i][j]));             \
+        }                                                                                          \
+    }                                                                                              \
+    /* c (mc x nc of a block of C, ldc apart, padded to whole panels) += the packed A (mc x kc,  \
+     * panels of MM_MR) times the packed B (kc x nc, panels of NR). */                            \
+    __attribute__((target("avx512f"))) static void block512_##s(                                  \
+        int64_t kc, const void *apv, int64_t mc, const void *bpv, int64_t nc, void *cv, int64_t ldc) \
+    {                                                                                              \
+        enum { NR = 64 / sizeof(A) };                                                              \
+        const A *ap = apv, *bp = bpv;                                                              \
+        A *c = cv;                                                                                 \
+        int64_t npanel = (nc + NR - 1) / NR;                                                       \
+        for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                               \
+            int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                                     \
+            for (int64_t jp = 0; jp < npanel; jp += MM_NB) {                                       \
+                const A *a = ap + ir * kc, *b = bp + jp * NR * kc;                                 \
+                A *cc = c + ir * ldc + jp * NR;                                                    \
+                switch (npanel - jp < MM_NB ? npanel - jp : MM_NB) {                               \
+                case 1: tile512_##s(1, kc, a, b, NR * kc, cc, ldc, mr); break;                     \
+                case 2: tile512_##s(2, kc, a, b, NR * kc, cc, ldc, mr); break;                     \
+                case 3: tile512_##s(3, kc, a, b, NR * kc, cc, ldc, mr); break;                     \
+                default: tile512_##s(4, kc, a, b, NR * kc, cc, ldc, mr); break;                    \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+DEF_BLOCK512(f32, float, __m512, ps)
+DEF_BLOCK512(f64, double, __m512d, pd)
 #define CALL_FMA(s) ukernel_fma_##s(kc, ap, bp, c, ldc, mr, nr)
 #else
 #define CALL_FMA(s) (void)0
@@ -574,6 +637,10 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 if (!bshared)                                                                      \
                     pack_b_##s(m, bi, bo, pc, kc, jc, nc, bpack, run->ixs[tid]);                   \
                 pack_a_##s(m, bi, ao, i0, mc, pc, kc, apack, run->ixs[tid]);                       \
+                if (run->block) {                                                                  \
+                    run->block(kc, apack, mc, bp, nc, cbuf, ldc);                                  \
+                    continue;                                                                      \
+                }                                                                                  \
                 for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
@@ -633,6 +700,10 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
                  .fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
 #endif
     };
+#if MM_FMA
+    if (__builtin_cpu_supports("avx512f"))
+        run.block = m->dtype == FC_FLOAT32 ? block512_f32 : m->dtype == FC_FLOAT64 ? block512_f64 : NULL;
+#endif
     for (int d = 0; d < m->nbatch; d++)
         run.nbatch *= m->batch[d];
     if (run.nbatch <= 0 || m->m == 0 || m->n == 0)
