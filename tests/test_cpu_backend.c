@@ -3042,7 +3042,8 @@ END_TEST
 /* Operands read through index arithmetic (FcMatmul.a_ix / b_ix, implicit GEMM): each element at
  * offset + batch stride + the sub-indices of its row and column times their strides, 0 where a
  * bound fails. The product has the bits of the plain product of the operands materialised, at
- * any thread count (B gathered and split by columns: N spans two column blocks). */
+ * any thread count (B gathered and split by columns: N spans two column blocks). The second and
+ * third runs pack B's rows by ranges of valid columns over contiguous runs of its columns. */
 
 /* Element (bi, i, j) of operand o (rows x cols) of src; batch stride bst. */
 static float gathered_at(const float *src, const FcMmOperand *o, int64_t off, int64_t bst, int64_t bi, int64_t i,
@@ -3085,6 +3086,19 @@ START_TEST(test_matmul_gathered)
     FcMmOperand bo = {.nrdim = 2, .ncdim = 2, .nbound = 1, .rsize = {4, 80}, .csize = {3, 100},
                       .rstride = {7, 300}, .cstride = {24000, 2}};
     bo.bound[0] = (FcMmBound){.lo = -20, .hi = 40, .rcoef = {0, 1}, .ccoef = {0, -1}};   /* -20 <= r1 - c1 < 40 */
+    if (_i == 1) {
+        /* B's columns contiguous along c1, and bounds that step by 3, by -2 and not at all
+         * along it (the last by the batch item) */
+        bo.cstride[1] = 1;
+        bo.nbound = 4;
+        bo.bound[1] = (FcMmBound){.lo = -100, .hi = 150, .rcoef = {0, -1}, .ccoef = {0, 3}};
+        bo.bound[2] = (FcMmBound){.lo = -150, .hi = 30, .rcoef = {0, 1}, .ccoef = {5, -2}};
+        bo.bound[3] = (FcMmBound){.lo = 0, .hi = 3, .bcoef = {1}, .ccoef = {1, 0}};
+    } else if (_i == 2) {
+        bo.cstride[1] = 1;                                                      /* and by 1 */
+        bo.nbound = 2;
+        bo.bound[1] = (FcMmBound){.lo = -60, .hi = 20, .rcoef = {0, -1}, .ccoef = {0, 1}};
+    }
     float *asrc = malloc(SRC * 4), *bsrc = malloc(3 * SRC * 4);
     float *am = malloc(NB * M * K * 4), *bm = malloc(NB * K * N * 4);
     float *c1 = malloc(NB * M * N * 4), *c2 = malloc(NB * M * N * 4);
@@ -3112,6 +3126,10 @@ START_TEST(test_matmul_gathered)
     for (int i = 0; i < NB * M * K; i++)
         nonzero += am[i] != 0;
     ck_assert_msg(nonzero > NB * M * K / 4 && nonzero < NB * M * K, "the bounds mask some of A, not all");
+    nonzero = 0;
+    for (int i = 0; i < NB * K * N; i++)
+        nonzero += bm[i] != 0;
+    ck_assert_msg(nonzero > NB * K * N / 8 && nonzero < NB * K * N, "the bounds mask some of B, not all");
     for (int th = 1; th <= 3; th += 2) {
         g.nthreads = th;
         memset(c2, 0xff, NB * M * N * 4);
@@ -3415,7 +3433,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_matmul_strided_c_and_wrap);
     tcase_add_test(tc, test_matmul_threads_bitwise);
     tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 4);
-    tcase_add_test(tc, test_matmul_gathered);
+    tcase_add_loop_test(tc, test_matmul_gathered, 0, 3);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
     suite_add_tcase(s, tc);
 

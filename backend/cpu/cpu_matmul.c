@@ -467,6 +467,81 @@ static void ix_runs(int nb, const int64_t *part, int64_t n, int64_t *run)
     }
 }
 
+/* Bound parts and offsets up to this size are summed and compared exactly in int64 (ix_interval):
+ * the unsigned test of ix_inside then agrees with the arithmetic one. */
+#define IX_SMALL ((int64_t)1 << 60)
+
+static inline bool ix_small(int64_t v)
+{
+    return v >= -IX_SMALL && v <= IX_SMALL;
+}
+
+/* Splits indices 0..n-1 (offsets off[x], bound parts part[q * n + x]) into runs seg[g]..seg[g +
+ * 1] - 1, g < the count returned, along which the offset and every part step by their own
+ * constants and the parts stay ix_small (a convolution's output row, for one tap's bounds), or
+ * single indices where not; seg: n + 1 words. */
+static int64_t ix_segments(int nb, const int64_t *off, const int64_t *part, int64_t n, int64_t *seg)
+{
+    int64_t ns = 0;
+    for (int64_t j = 0; j < n;) {
+        bool small = true;
+        for (int q = 0; q < nb; q++)
+            small &= ix_small(part[q * n + j]);
+        int64_t e = j + 1;
+        for (; small && e < n; e++) {
+            bool same = off[e] - off[e - 1] == off[j + 1] - off[j];
+            for (int q = 0; q < nb; q++) {
+                const int64_t *pq = part + q * n;
+                same &= ix_small(pq[e]) && pq[e] - pq[e - 1] == pq[j + 1] - pq[j];
+            }
+            if (!same)
+                break;
+        }
+        seg[ns++] = j;
+        j = e;
+    }
+    seg[ns] = n;
+    return ns;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)       /* b > 0 */
+{
+    return a / b - (a % b != 0 && a < 0);
+}
+
+/* The indices t of [0, len) of a segment (parts part[q * n + j0 + t], ix_segments's) inside the
+ * bounds (lo, span: ix_limits's, each ix_small) as [*t0, *t1): where 0 <= c + d t - lo < span
+ * for every bound, c the part at t = 0 and d its step. */
+static void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t j0,
+                        int64_t len, int64_t *t0, int64_t *t1)
+{
+    int64_t a = 0, b = len;
+    for (int q = 0; q < nb && a < b; q++) {
+        const int64_t *pq = part + q * n + j0;
+        int64_t x = pq[0] - lo[q], sp = (int64_t)span[q], d = len > 1 ? pq[1] - pq[0] : 0, l, h;
+        if (d == 0) {
+            l = 0;
+            h = x >= 0 && x < sp ? len : 0;
+        } else if (d == 1) {            /* a convolution's patch along a spatial dim */
+            l = -x;
+            h = sp - x;
+        } else if (d == -1) {
+            l = x - sp + 1;
+            h = x + 1;
+        } else if (d > 0) {             /* -x <= d t < sp - x */
+            l = -floor_div(x, d);
+            h = -floor_div(x - sp, d);
+        } else {                        /* x - sp < e t <= x, e = -d */
+            l = floor_div(x - sp, -d) + 1;
+            h = floor_div(x, -d) + 1;
+        }
+        a = l > a ? l : a;
+        b = h < b ? h : b;
+    }
+    *t0 = a;
+    *t1 = b > a ? b : a;
+}
+
 /* Whether o (NULL: plain strides) describes a rows x cols operand this file can pack. */
 static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatch)
 {
@@ -498,20 +573,37 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
             int64_t *koff = ixs, *kpart = koff + kc, *coff = kpart + nb * kc, *cpart = coff + nc;  \
             int64_t lo[FC_MM_MAX_BOUNDS];                                                          \
             uint64_t span[FC_MM_MAX_BOUNDS];                                                       \
+            int64_t *seg = cpart + nb * nc;                                                        \
             ix_span(o, false, pc, kc, koff, kpart);                                                \
             ix_span(o, true, jc, nc, coff, cpart);                                                 \
+            int64_t nseg = ix_segments(nb, coff, cpart, nc, seg);                                  \
+            const T *src = (const T *)m->b;                                                        \
             for (int64_t p = 0; p < kc; p++) {                                                     \
                 ix_limits(m, o, bi, kpart, kc, p, lo, span);                                       \
-                const T *src = (const T *)m->b;                                                    \
+                bool small = true;                                                                 \
+                for (int q = 0; q < nb; q++)                                                       \
+                    small &= ix_small(lo[q]) && span[q] <= (uint64_t)IX_SMALL;                     \
                 int64_t base = bo + koff[p];                                                       \
-                for (int64_t jr = 0; jr < nc; jr += NR) {                                          \
-                    A *dst = bpack + jr * kc + p * NR;                                             \
-                    int nr = nc - jr < NR ? (int)(nc - jr) : NR, j = 0;                            \
-                    for (; j < nr; j++)                                                            \
-                        dst[j] = ix_inside(nb, lo, span, cpart, nc, jr + j) ? (A)src[base + coff[jr + j]] \
-                                                                            : (A)0;                \
-                    for (; j < NR; j++)                                                            \
-                        dst[j] = 0;                                                                \
+                for (int64_t jr = 0; jr < nc; jr += NR)                                            \
+                    memset(bpack + jr * kc + p * NR, 0, NR * sizeof(A));                           \
+                /* each segment's valid columns from its bounds' steps, or column by column */    \
+                for (int64_t g = 0; g < nseg; g++) {                                               \
+                    int64_t j0 = seg[g], len = seg[g + 1] - j0, t0 = 0, t1 = len;                  \
+                    bool ranged = small && len > 1;                                                \
+                    if (ranged)                                                                    \
+                        ix_interval(nb, lo, span, cpart, nc, j0, len, &t0, &t1);                   \
+                    if (ranged && coff[j0 + 1] - coff[j0] == 1)  /* contiguous: by panel rows */  \
+                        for (int64_t j = j0 + t0, r; j < j0 + t1; j += r) {                        \
+                            r = NR - j % NR < j0 + t1 - j ? NR - j % NR : j0 + t1 - j;             \
+                            A *d = bpack + j / NR * NR * kc + p * NR + j % NR;                     \
+                            const T *sv = src + base + coff[j];                                    \
+                            for (int64_t e = 0; e < r; e++)                                        \
+                                d[e] = (A)sv[e];                                                   \
+                        }                                                                          \
+                    else                                                                           \
+                        for (int64_t j = j0 + t0; j < j0 + t1; j++)                                \
+                            if (ranged || ix_inside(nb, lo, span, cpart, nc, j))                   \
+                                bpack[j / NR * NR * kc + p * NR + j % NR] = (A)src[base + coff[j]]; \
                 }                                                                                  \
             }                                                                                      \
             return;                                                                                \
