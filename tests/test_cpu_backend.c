@@ -14,6 +14,7 @@
 #include "tests.h"
 
 #include "backend.h"
+#include "mem.h"
 #include "cpu/cpu_plan.h"          /* the executor's plan of a kernel, for the weighted rows */
 #include "watch.h"
 
@@ -3145,6 +3146,123 @@ START_TEST(test_matmul_gathered)
 }
 END_TEST
 
+/* C[i][j] of a float32 product as the packed GEMM sums it from A's row i (a, acs apart) and B's
+ * column j (b, brs apart): a fused multiply-add chain per block of 256 k, each added to the sum
+ * of the previous blocks (test_matmul_fma_bits). */
+static float fma_chain_f32(const float *a, int64_t acs, const float *b, int64_t brs, int64_t k)
+{
+    float total = 0;
+    for (int64_t p0 = 0; p0 < k; p0 += 256) {
+        float acc = 0;
+        for (int64_t p = p0; p < p0 + 256 && p < k; p++)
+            acc = fmaf(a[p * acs], b[p * brs], acc);
+        total += acc;
+    }
+    return total;
+}
+
+/* An operand the same for every batch item (batch strides 0 on the dims of more than one item,
+ * as a convolution's weights; a dim of one item may have any stride) is packed once for all
+ * items: A (_i 0: a convolution in the contiguous layout), B (_i 1: channels_last), B gathered
+ * with no batch coefficient (_i 2). The bits are the fused multiply-add chains', at 1 and 3
+ * threads. */
+START_TEST(test_matmul_shared_operands)
+{
+    enum { M = 80, N = 40, K = 300, NB = 6 };
+    float *a = malloc(NB * M * K * 4), *b = malloc(NB * K * N * 4), *c = malloc(NB * M * N * 4);
+    uint64_t s = 41;
+    for (int i = 0; i < NB * M * K; i++)
+        a[i] = rng_float(&s);
+    for (int i = 0; i < NB * K * N; i++)
+        b[i] = rng_float(&s);
+    FcMatmul m = {.dtype = FC_FLOAT32, .nbatch = 3, .batch = {2, 1, 3}, .m = M, .n = N, .k = K, .a = a,
+                  .a_rs = K, .a_cs = 1, .b = b, .b_rs = N, .b_cs = 1, .c = c, .c_rs = N, .c_cs = 1,
+                  .c_bstride = {3 * M * N, 5, M * N}};
+    int64_t ast[3] = {3 * M * K, 7, M * K}, bst[3] = {3 * K * N, 9, K * N};
+    FcMmOperand bo = {.nrdim = 1, .ncdim = 1, .nbound = 1, .rsize = {K}, .csize = {N}, .rstride = {N},
+                      .cstride = {1}};
+    bo.bound[0] = (FcMmBound){.lo = 10, .hi = 290, .bcoef = {0, 4, 0}, .rcoef = {1}, .ccoef = {1}};
+    for (int d = 0; d < 3; d++) {
+        m.a_bstride[d] = _i == 0 ? (d == 1 ? 7 : 0) : ast[d];
+        m.b_bstride[d] = _i != 0 ? (d == 1 ? 9 : 0) : bst[d];
+    }
+    if (_i == 2)
+        m.b_ix = &bo;
+    for (int th = 1; th <= 3; th += 2) {
+        m.nthreads = th;
+        memset(c, 0xff, NB * M * N * 4);
+        ck_assert_int_eq(be->matmul(be, &m, &err), FC_OK);
+        for (int bi = 0; bi < NB; bi++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    const float *ap = a + (bi / 3) * m.a_bstride[0] + (bi % 3) * m.a_bstride[2] + i * K;
+                    const float *bp = b + (bi / 3) * m.b_bstride[0] + (bi % 3) * m.b_bstride[2] + j;
+                    float want;
+                    if (_i == 2) {      /* B[p][j] = b[p * N + j] where 10 <= p + j < 290 */
+                        want = 0;
+                        for (int64_t p0 = 0; p0 < K; p0 += 256) {
+                            float acc = 0;
+                            for (int64_t p = p0; p < p0 + 256 && p < K; p++)
+                                acc = fmaf(ap[p], p + j >= 10 && p + j < 290 ? bp[p * N] : 0.0f, acc);
+                            want += acc;
+                        }
+                    } else
+                        want = fma_chain_f32(ap, 1, bp, N, K);
+                    float got = c[bi * M * N + i * N + j];
+                    ck_assert_msg(got == want, "case %d, %d threads: C[%d][%d][%d] = %.9g, expected %.9g", _i, th,
+                                  bi, i, j, (double)got, (double)want);
+                }
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+END_TEST
+
+/* A gathered B with more rows than a few row blocks is packed for a few batch items at a time,
+ * not whole (it would be the im2col matrix, 9.8 MB here): the product runs under a memory limit
+ * of 8 MB, with the bits of the product of the materialised operand. */
+START_TEST(test_matmul_gathered_bounded)
+{
+    enum { NB = 300, M = 300, K = 256, N = 30, SRC = NB + K + N };
+    /* B[b][p][j] = src[b + p + j] where 5 <= p + j < 270: a 1-D convolution's patch */
+    FcMmOperand bo = {.nrdim = 1, .ncdim = 1, .nbound = 1, .rsize = {K}, .csize = {N}, .rstride = {1},
+                      .cstride = {1}};
+    bo.bound[0] = (FcMmBound){.lo = 5, .hi = 270, .rcoef = {1}, .ccoef = {1}};
+    float *a = malloc(M * K * 4), *src = malloc(SRC * 4), *bm = malloc((size_t)NB * K * N * 4);
+    float *c1 = malloc((size_t)NB * M * N * 4), *c2 = malloc((size_t)NB * M * N * 4);
+    uint64_t s = 43;
+    for (int i = 0; i < M * K; i++)
+        a[i] = rng_float(&s);
+    for (int i = 0; i < SRC; i++)
+        src[i] = rng_float(&s);
+    for (int b = 0; b < NB; b++)
+        for (int p = 0; p < K; p++)
+            for (int j = 0; j < N; j++)
+                bm[((size_t)b * K + p) * N + j] = p + j >= 5 && p + j < 270 ? src[b + p + j] : 0.0f;
+    FcMatmul plain = {.dtype = FC_FLOAT32, .nbatch = 1, .batch = {NB}, .a_bstride = {0}, .b_bstride = {K * N},
+                      .c_bstride = {M * N}, .m = M, .n = N, .k = K, .a = a, .a_rs = K, .a_cs = 1, .b = bm,
+                      .b_rs = N, .b_cs = 1, .c = c1, .c_rs = N, .c_cs = 1, .nthreads = 1};
+    ck_assert_int_eq(be->matmul(be, &plain, &err), FC_OK);
+    FcMatmul g = plain;
+    g.b = src;
+    g.b_bstride[0] = 1;
+    g.b_ix = &bo;
+    g.c = c2;
+    MemAccount acct = {.limit = 8 << 20};
+    MemAccount *prev = mem_scope_begin(&acct);
+    FcStatus st = be->matmul(be, &g, &err);
+    mem_scope_end(&prev);
+    ck_assert_msg(st == FC_OK, "the gathered product under 8 MB: %s", err.msg);
+    ck_assert_msg(memcmp(c1, c2, (size_t)NB * M * N * 4) == 0, "the gathered product's bits differ");
+    free(a);
+    free(src);
+    free(bm);
+    free(c1);
+    free(c2);
+}
+END_TEST
+
 START_TEST(test_matmul_interrupt_and_dtype)
 {
     volatile int stop = 1;
@@ -3434,6 +3552,8 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_matmul_threads_bitwise);
     tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 4);
     tcase_add_loop_test(tc, test_matmul_gathered, 0, 3);
+    tcase_add_loop_test(tc, test_matmul_shared_operands, 0, 3);
+    tcase_add_test(tc, test_matmul_gathered_bounded);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
     suite_add_tcase(s, tc);
 

@@ -30,7 +30,8 @@ enum {
     MM_NR_BYTES = 64,           /* bytes of a row of the micro-kernel */
     MM_SMALL = 64 * 1024,       /* multiply-adds below which the product runs on one thread */
 };
-#define MM_SHARED_B_MAX (64.0 * 1024 * 1024)    /* bytes of B packed once for all tasks, at most */
+#define MM_SHARED_B_MAX (64.0 * 1024 * 1024)    /* bytes of B (or A) packed once for all tasks, at most */
+#define MM_GATHER_B_MAX (4.0 * 1024 * 1024)     /* the same for a gathered B (at least one item's) */
 /* Columns of the micro-kernel (64 bytes of a row: two AVX2 registers) and the K and N block sizes
  * per dtype, so that a packed B block stays in L2 and an A panel with its B panel in L1. */
 #define MM_NR(T) ((int)(MM_NR_BYTES / sizeof(T)))
@@ -45,8 +46,14 @@ typedef struct MmRun {
     int64_t ncol, nnt;          /* columns per task (whole NC blocks), column tasks per row block */
     char **scratch;             /* per thread: packed A, packed B, C block, the epilogue's */
     int64_t **ixs;              /* per thread: the index arithmetic's (ix_words), in scratch */
-    void *bshared;              /* all of B packed once (pack_task), or NULL: each task packs its own */
+    void *bshared;              /* B packed once (pack_task) for items item0.. (one item when
+                                   bcast_b), or NULL: each task packs its own */
     int64_t npad;               /* columns of bshared per batch item: n, each NC block rounded to NR */
+    int64_t item0, task0;       /* the group of batch items running: its first, its first task */
+    int64_t bpack_tasks;        /* pack_task's tasks that pack B (the rest pack A) */
+    bool bcast_b;               /* B is the same for every batch item: bshared holds one */
+    void *ashared;              /* A packed once for all batch items (it is the same for each), or
+                                   NULL; row block i0's K block pc at i0 * k + pc * its rows padded */
     size_t a_bytes, b_bytes, c_bytes;
     bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
     /* The kc blocks' products by the AVX-512 kernels (block512), or NULL: ukernel's */
@@ -542,6 +549,22 @@ static void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const i
     *t1 = b > a ? b : a;
 }
 
+/* Whether an operand (batch strides bstride, index arithmetic o or NULL) is the same for every
+ * batch item of m: it moves with no batch dim of more than one item. */
+static bool same_for_items(const FcMatmul *m, const int64_t *bstride, const FcMmOperand *o)
+{
+    for (int d = 0; d < m->nbatch; d++) {
+        if (m->batch[d] <= 1)
+            continue;
+        if (bstride[d] != 0)
+            return false;
+        for (int q = 0; o && q < o->nbound; q++)
+            if (o->bound[q].bcoef[d] != 0)
+                return false;
+    }
+    return true;
+}
+
 /* Whether o (NULL: plain strides) describes a rows x cols operand this file can pack. */
 static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatch)
 {
@@ -674,19 +697,34 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
-    /* Task: all of B of batch item task / nnb, its column block task % nnb, into run->bshared    \
-     * (the block of columns jc.. of item bi at bi * k * npad + jc * k, K block pc at pc * ldc). */ \
+    /* Task < bpack_tasks: all of B of batch item item0 + task / nnb, its column block task % nnb, \
+     * into run->bshared (the block of columns jc.. of the item at (bi - item0) * k * npad + jc * \
+     * k, K block pc at pc * ldc); after them: row block task - bpack_tasks of A (of item 0, the  \
+     * same for all) into run->ashared. */                                                        \
     static bool pack_task_##s(void *arg, int tid, int64_t task)                                    \
     {                                                                                              \
         const MmRun *run = arg;                                                                    \
         const FcMatmul *m = run->m;                                                                \
         const int NR = MM_NR(T);                                                                   \
         const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
-        int64_t nnb = (m->n + NC - 1) / NC, bi = task / nnb, jc = task % nnb * NC;                 \
-        int64_t nc = m->n - jc < NC ? m->n - jc : NC, ldc = (nc + NR - 1) / NR * NR;               \
         int64_t ao, bo, co;                                                                        \
+        if (task >= run->bpack_tasks) {                                                            \
+            int64_t i0 = (task - run->bpack_tasks) * run->mblk;                                    \
+            int64_t mc = m->m - i0 < run->mblk ? m->m - i0 : run->mblk;                            \
+            batch_offsets(m, 0, &ao, &bo, &co);                                                    \
+            for (int64_t pc = 0; pc < m->k; pc += KC) {                                            \
+                if (m->interrupt && *m->interrupt)                                                 \
+                    return false;                                                                  \
+                pack_a_##s(m, 0, ao, i0, mc, pc, m->k - pc < KC ? m->k - pc : KC,                  \
+                           (A *)run->ashared + i0 * m->k + pc * ((mc + MM_MR - 1) / MM_MR * MM_MR), \
+                           run->ixs[tid]);                                                         \
+            }                                                                                      \
+            return true;                                                                           \
+        }                                                                                          \
+        int64_t nnb = (m->n + NC - 1) / NC, bi = run->item0 + task / nnb, jc = task % nnb * NC;    \
+        int64_t nc = m->n - jc < NC ? m->n - jc : NC, ldc = (nc + NR - 1) / NR * NR;               \
         batch_offsets(m, bi, &ao, &bo, &co);                                                       \
-        A *base = (A *)(void *)run->bshared + bi * m->k * run->npad + jc * m->k;                   \
+        A *base = (A *)run->bshared + (run->bcast_b ? 0 : bi - run->item0) * m->k * run->npad + jc * m->k; \
         for (int64_t pc = 0; pc < m->k; pc += KC) {                                                \
             if (m->interrupt && *m->interrupt)                                                     \
                 return false;                                                                      \
@@ -704,6 +742,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         const FcMatmul *m = run->m;                                                                \
         const int NR = MM_NR(T);                                                                   \
         const int64_t KC = MM_KC(T), NC = MM_NC(T);                                                \
+        task += run->task0;                                                                        \
         int64_t bi = task / (run->nmb * run->nnt), rb = task % (run->nmb * run->nnt);            \
         int64_t i0 = rb / run->nnt * run->mblk, j0 = rb % run->nnt * run->ncol;                    \
         int64_t j1 = m->n - j0 < run->ncol ? m->n : j0 + run->ncol;                                \
@@ -714,7 +753,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         A *apack = (A *)(void *)run->scratch[tid];                                                 \
         A *bpack = (A *)(void *)(run->scratch[tid] + run->a_bytes);                                \
         const A *bshared = run->bshared;                                                           \
-        int64_t bo_pack = bi * m->k * run->npad;                                                   \
+        int64_t bo_pack = (run->bcast_b ? 0 : bi - run->item0) * m->k * run->npad;                 \
         A *cbuf = (A *)(void *)(run->scratch[tid] + run->a_bytes + run->b_bytes);                  \
         for (int64_t jc = j0; jc < j1; jc += NC) {                                                 \
             int64_t nc = m->n - jc < NC ? m->n - jc : NC;                                          \
@@ -728,16 +767,20 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 const A *bp = bshared ? bshared + bo_pack + jc * m->k + pc * ldc : bpack;          \
                 if (!bshared)                                                                      \
                     pack_b_##s(m, bi, bo, pc, kc, jc, nc, bpack, run->ixs[tid]);                   \
-                pack_a_##s(m, bi, ao, i0, mc, pc, kc, apack, run->ixs[tid]);                       \
+                const A *ap = apack;                                                               \
+                if (run->ashared)                                                                  \
+                    ap = (const A *)run->ashared + i0 * m->k + pc * ((mc + MM_MR - 1) / MM_MR * MM_MR); \
+                else                                                                               \
+                    pack_a_##s(m, bi, ao, i0, mc, pc, kc, apack, run->ixs[tid]);                   \
                 if (run->block) {                                                                  \
-                    run->block(kc, apack, mc, bp, nc, cbuf, ldc);                                  \
+                    run->block(kc, ap, mc, bp, nc, cbuf, ldc);                                     \
                     continue;                                                                      \
                 }                                                                                  \
                 for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                       \
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(run->fma, kc, apack + ir * kc, bp + jr * kc,                     \
+                        ukernel_##s(run->fma, kc, ap + ir * kc, bp + jr * kc,                        \
                                     cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
@@ -858,24 +901,46 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
             goto nomem;
         run.ixs[i] = (int64_t *)(void *)(run.scratch[i] + before);
     }
-    /* B is packed once when several row blocks would each pack it again (and the copy is not
-     * too big): the tasks then only pack their rows of A. */
+    /* B is packed once when several tasks would each pack it again: an item's row blocks, or all
+     * items when B is the same for each (a convolution's weights). Items run in groups whose
+     * packed B fits MM_SHARED_B_MAX (a gathered B, which packed whole is the im2col matrix that
+     * implicit GEMM avoids: MM_GATHER_B_MAX), so that the copy stays bounded. An A that is the
+     * same for every item is packed once too: the tasks then pack nothing of it. */
     run.npad = (nnb - 1) * nc + ((m->n - (nnb - 1) * nc) + nr - 1) / nr * nr;
-    double packed = (double)run.nbatch * (double)m->k * (double)run.npad * (double)es;
-    if (run.nmb >= 2 && m->k > 0 && packed <= MM_SHARED_B_MAX) {
-        if (!(run.bshared = fc_cpu_aligned_alloc((size_t)packed)))
+    run.bcast_b = same_for_items(m, m->b_bstride, m->b_ix);
+    double per_item = (double)m->k * (double)run.npad * (double)es;
+    double cap = m->b_ix ? MM_GATHER_B_MAX : MM_SHARED_B_MAX;
+    int64_t group = run.nbatch;
+    if (m->k > 0 && per_item <= cap && (run.nmb >= 2 || (run.bcast_b && run.nbatch >= 2))) {
+        if (!run.bcast_b && (double)run.nbatch * per_item > cap)
+            group = (int64_t)(cap / per_item);
+        if (!(run.bshared = fc_cpu_aligned_alloc((size_t)(per_item * (double)(run.bcast_b ? 1 : group)))))
             goto nomem;
-        int pth = run.nbatch * nnb < nth ? (int)(run.nbatch * nnb) : nth;
-        if (!fc_cpu_parallel_for(be, pth, run.nbatch * nnb, pack, &run, m->interrupt) ||
-            (m->interrupt && *m->interrupt))
+    }
+    double apacked = (double)run.nmb * (double)run.mblk * (double)m->k * (double)es;
+    if (run.nbatch >= 2 && m->k > 0 && apacked <= MM_SHARED_B_MAX && same_for_items(m, m->a_bstride, m->a_ix) &&
+        !(run.ashared = fc_cpu_aligned_alloc((size_t)apacked)))
+        goto nomem;
+    for (int64_t g0 = 0; g0 < run.nbatch; g0 += group) {
+        int64_t gn = run.nbatch - g0 < group ? run.nbatch - g0 : group;
+        run.item0 = g0;
+        run.task0 = g0 * run.nmb * run.nnt;
+        run.bpack_tasks = run.bshared && (!run.bcast_b || g0 == 0) ? (run.bcast_b ? 1 : gn) * nnb : 0;
+        int64_t npack = run.bpack_tasks + (run.ashared && g0 == 0 ? run.nmb : 0);
+        int pth = npack < nth ? (int)npack : nth;
+        if (npack > 0 && (!fc_cpu_parallel_for(be, pth, npack, pack, &run, m->interrupt) ||
+                          (m->interrupt && *m->interrupt)))
+            goto interrupted;
+        /* A task stops early (returns false) only when interrupted. */
+        int64_t gtasks = gn * run.nmb * run.nnt;
+        pth = gtasks < nth ? (int)gtasks : nth;
+        if (!fc_cpu_parallel_for(be, pth, gtasks, fn, &run, m->interrupt) || (m->interrupt && *m->interrupt))
             goto interrupted;
     }
-    /* A task stops early (returns false) only when interrupted. */
-    if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &run, m->interrupt) || (m->interrupt && *m->interrupt)) {
-    interrupted:
-        snprintf(err->msg, sizeof err->msg, "interrupted");
-        st = FC_ERR_INTERRUPT;
-    }
+    goto done;
+interrupted:
+    snprintf(err->msg, sizeof err->msg, "interrupted");
+    st = FC_ERR_INTERRUPT;
     goto done;
 nomem:
     snprintf(err->msg, sizeof err->msg, "out of memory");
@@ -887,5 +952,6 @@ done:
     mem_free(run.scratch);
     mem_free(run.ixs);
     mem_free(run.bshared);
+    mem_free(run.ashared);
     return st;
 }
