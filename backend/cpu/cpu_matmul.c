@@ -670,6 +670,41 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         for (int64_t ir = 0; ir < mc; ir += MM_MR) {                                               \
             A *dst = apack + ir * kc;                                                              \
             int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                                     \
+            if (mr == MM_MR && o) {                                                                \
+                /* a whole panel, run by run: the rows inside a run's bounds together, so that    \
+                 * the panel is written in order */                                               \
+                int64_t lo[MM_MR][FC_MM_MAX_BOUNDS];                                               \
+                uint64_t span[MM_MR][FC_MM_MAX_BOUNDS];                                            \
+                const T *src[MM_MR];                                                               \
+                for (int i = 0; i < MM_MR; i++) {                                                  \
+                    ix_limits(m, o, bi, rpart, mc, ir + i, lo[i], span[i]);                        \
+                    src[i] = (const T *)m->a + ao + roff[ir + i];                                  \
+                }                                                                                  \
+                for (int64_t p = 0, r; p < kc; p += r) {                                           \
+                    r = krun[p];                                                                   \
+                    int in = 0;                                                                    \
+                    for (int i = 0; i < MM_MR; i++)                                                \
+                        in |= ix_inside(nb, lo[i], span[i], kpart, kc, p) << i;                    \
+                    if (in == (1 << MM_MR) - 1)                                                    \
+                        for (int64_t t = p; t < p + r; t++) {                                      \
+                            int64_t x = koff[t];                                                   \
+                            _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                \
+                                dst[t * MM_MR + i] = (A)src[i][x];                                 \
+                        }                                                                          \
+                    else                                                                           \
+                        for (int64_t t = p; t < p + r; t++)                                        \
+                            for (int i = 0; i < MM_MR; i++)                                        \
+                                dst[t * MM_MR + i] = in >> i & 1 ? (A)src[i][koff[t]] : (A)0;      \
+                }                                                                                  \
+                continue;                                                                          \
+            }                                                                                      \
+            if (mr == MM_MR) {              /* a whole panel of plain rows, written in order */   \
+                const T *src = (const T *)m->a + ao + (i0 + ir) * m->a_rs + pc * m->a_cs;          \
+                for (int64_t p = 0; p < kc; p++)                                                   \
+                    _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                        \
+                        dst[p * MM_MR + i] = (A)src[i * m->a_rs + p * m->a_cs];                    \
+                continue;                                                                          \
+            }                                                                                      \
             for (int i = 0; i < MM_MR; i++) {                                                      \
                 if (i >= mr) {                                                                     \
                     for (int64_t p = 0; p < kc; p++)                                               \
