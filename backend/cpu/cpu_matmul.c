@@ -519,7 +519,7 @@ static int64_t floor_div(int64_t a, int64_t b)       /* b > 0 */
 /* The indices t of [0, len) of a segment (parts part[q * n + j0 + t], ix_segments's) inside the
  * bounds (lo, span: ix_limits's, each ix_small) as [*t0, *t1): where 0 <= c + d t - lo < span
  * for every bound, c the part at t = 0 and d its step. */
-static void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t j0,
+static inline void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t j0,
                         int64_t len, int64_t *t0, int64_t *t1)
 {
     int64_t a = 0, b = len;
