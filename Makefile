@@ -12,7 +12,7 @@
 #   make fuzz-torch random programs run by tdl and by PyTorch, compared (needs python3-torch)
 #   make bench      benchmarks: host language vs python3; fused, index, sched kernels vs torch; roi_align vs torchvision;
 #                   on a GPU (bench/gpu.sh) the chain and roi_align vs torch on cuda;
-#                   the Mask R-CNN mask head vs torch
+#                   the Mask R-CNN mask head vs torch; the CPU's GEMM (products, a convolution) vs torch
 #   make install PREFIX=/usr/local DESTDIR=
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -202,6 +202,7 @@ bench: deps
 	sh bench/roi_align.sh build/tdl
 	sh bench/grad.sh build/tdl
 	sh bench/mask_head.sh build/tdl
+	sh bench/matmul.sh build/tdl
 	sh bench/gpu.sh build/tdl
 	sh bench/nvrtc.sh build/tdl
 

@@ -3,8 +3,9 @@
  *
  * usage: flops [iterations]
  * Each OpenMP thread (OMP_NUM_THREADS) runs `iterations` (default 20000000) steps of ACC
- * independent accumulators acc = acc * m + a on 8-float vectors (GCC vector extensions; with
- * -O3 -march=native they are the CPU's fused multiply-adds where it has them). Runs twice to
+ * independent accumulators acc = acc * m + a on vectors of the widest width the compiler targets
+ * (16 floats with AVX-512F, else 8; GCC vector extensions: with -O3 -march=native they are the
+ * CPU's fused multiply-adds where it has them, as wide as the GEMM's kernels). Runs twice to
  * warm up, then 5 times; the best counts. Prints "gflops GFLOPS CHECK" and "threads T", a
  * multiply-add counting 2 flops. Depends on nothing but libc and OpenMP. */
 #define _GNU_SOURCE
@@ -13,7 +14,12 @@
 #include <stdlib.h>
 #include <time.h>
 
-typedef float v8 __attribute__((vector_size(32)));
+#ifdef __AVX512F__
+enum { VL = 16 };
+#else
+enum { VL = 8 };
+#endif
+typedef float vf __attribute__((vector_size(VL * 4)));
 enum { ACC = 12 };
 
 static double now(void)
@@ -26,20 +32,20 @@ static double now(void)
 /* iters steps of ACC multiply-add chains; returns their sum so that nothing is dropped. */
 static float chains(long iters, float seed)
 {
-    v8 acc[ACC], m, a;
-    for (int k = 0; k < 8; k++) {
+    vf acc[ACC], m, a;
+    for (int k = 0; k < VL; k++) {
         m[k] = 0.999999f;
         a[k] = 1e-7f * seed;
     }
     for (int j = 0; j < ACC; j++)
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < VL; k++)
             acc[j][k] = seed + (float)j;
     for (long i = 0; i < iters; i++)
         for (int j = 0; j < ACC; j++)
             acc[j] = acc[j] * m + a;
     float s = 0;
     for (int j = 0; j < ACC; j++)
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < VL; k++)
             s += acc[j][k];
     return s;
 }
@@ -61,6 +67,6 @@ int main(int argc, char **argv)
         if (r >= 2 && t < best)
             best = t;
     }
-    printf("gflops %.3f %g\nthreads %d\n", 2.0 * 8 * ACC * (double)iters * threads / best / 1e9, check, threads);
+    printf("gflops %.3f %g\nthreads %d\n", 2.0 * VL * ACC * (double)iters * threads / best / 1e9, check, threads);
     return 0;
 }
