@@ -390,7 +390,11 @@ static const char imp_setup[] =
     "wg = randn(4, 3, 3, 3)\n"
     "wl = w.contiguous(memory_format=channels_last)\n"
     "wdl = wd.contiguous(memory_format=channels_last)\n"
-    "w2l = w2.contiguous(memory_format=channels_last)\n";
+    "w2l = w2.contiguous(memory_format=channels_last)\n"
+    "xb = randn(4, 16, 12, 12)\n"
+    "wb = randn(20, 16, 3, 3)\n"
+    "xbl = xb.contiguous(memory_format=channels_last)\n"
+    "wbl = wb.contiguous(memory_format=channels_last)\n";
 
 static const struct {
     const char *name, *program, *gathered;
@@ -407,12 +411,36 @@ static const struct {
     {"2x2 'same' (padded at one end)", "y = nn.conv2d(xl, w2l, padding='same')", "A gathered (2 bounds)", false},
     {"groups 2, channels_last, stride 2", "y = nn.conv2d(xg, wg, padding=1, stride=2, groups=2)",
      "A gathered (2 bounds)", true},
+    /* products big enough for several threads: the weights packed once for the batch */
+    {"4 images, 3x3 pad 1", "y = nn.relu(nn.conv2d(xb, wb, padding=1))", "B gathered (2 bounds)", false},
+    {"4 images, channels_last, 3x3 pad 1", "y = nn.conv2d(xbl, wbl, padding=1)", "A gathered (2 bounds)", false},
 };
+
+/* Sets TDL_NUM_THREADS (value NULL: unsets it) for the interpreters opened next; returns the
+ * value it had, to restore (a copy to free, or NULL). */
+static char *set_threads_env(const char *value)
+{
+    const char *had = getenv("TDL_NUM_THREADS");
+    char *saved = had ? strdup(had) : NULL;
+    if (value)
+        setenv("TDL_NUM_THREADS", value, 1);
+    else
+        unsetenv("TDL_NUM_THREADS");
+    return saved;
+}
 
 START_TEST(conv_implicit)
 {
     static Lines fused, unfused;
+    /* the product's bits do not depend on its tasks: one thread, and three (the tasks split,
+     * the operands shared by the batch items packed by one of them) */
+    char *saved = set_threads_env("3");
+    bool same3 = same_bytes_unfused(imp_setup, imp_cases[_i].name, imp_cases[_i].program, &fused, &unfused);
+    free(set_threads_env("1"));
     bool same = same_bytes_unfused(imp_setup, imp_cases[_i].name, imp_cases[_i].program, &fused, &unfused);
+    free(set_threads_env(saved));
+    free(saved);
+    ck_assert_msg(same3, "%s: at 3 threads the bits differ from the materialised path's", imp_cases[_i].name);
     const char *kernel = strstr(fused.text, "kernel:");
     ck_assert_msg(count_of(fused.text, "product ") == 1 && count_of(fused.text, imp_cases[_i].gathered) == 1 &&
                       (!kernel || (imp_cases[_i].layout && kernel > strstr(fused.text, "product "))),
