@@ -153,37 +153,38 @@ DEF_UKERNEL_FMA(f64, double, __m256d, pd)
  * so the bits are those of the AVX2 and libm kernels. */
 enum { MM_NB = 4 };
 #define DEF_BLOCK512(s, A, V, VS)                                                                  \
-    /* One tile: nb column panels (bp, bs apart) of rows below mr into c; nb is a constant       \
-     * where it is inlined. */                                                                    \
-    __attribute__((target("avx512f"), always_inline)) static inline void tile512_##s(            \
+    /* One tile: nb column panels (bp, bs apart) of rows below mr into c; nb is a constant         \
+     * where it is inlined. */                                                                     \
+    __attribute__((target("avx512f"), always_inline)) static inline void tile512_##s(              \
         int nb, int64_t kc, const A *restrict ap, const A *restrict bp, int64_t bs, A *restrict c, \
         int64_t ldc, int mr)                                                                       \
     {                                                                                              \
         enum { NR = 64 / sizeof(A) };                                                              \
         V acc[MM_MR][MM_NB];                                                                       \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                                   \
-        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                      \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                                    \
+        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                       \
             acc[i][j] = _mm512_setzero_##VS();                                                     \
         for (int64_t p = 0; p < kc; p++) {                                                         \
             V b[MM_NB];                                                                            \
-            _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                  \
+            _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                   \
                 b[j] = _mm512_loadu_##VS(bp + j * bs + p * NR);                                    \
-            _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++) {                             \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++) {                              \
                 V x = _mm512_set1_##VS(ap[p * MM_MR + i]);                                         \
-                _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                              \
+                _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                               \
                     acc[i][j] = _mm512_fmadd_##VS(x, b[j], acc[i][j]);                             \
             }                                                                                      \
         }                                                                                          \
-        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR && i < mr; i++)                         \
-        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++) {                                    \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR && i < mr; i++)                          \
+        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++) {                                     \
             A *at = c + i * ldc + j * NR;                                                          \
             _mm512_storeu_##VS(at, _mm512_add_##VS(_mm512_loadu_##VS(at), acc[i][j]));             \
         }                                                                                          \
     }                                                                                              \
-    /* c (mc x nc of a block of C, ldc apart, padded to whole panels) += the packed A (mc x kc,  \
-     * panels of MM_MR) times the packed B (kc x nc, panels of NR). */                            \
-    __attribute__((target("avx512f"))) static void block512_##s(                                  \
-        int64_t kc, const void *apv, int64_t mc, const void *bpv, int64_t nc, void *cv, int64_t ldc) \
+    /* c (mc x nc of a block of C, ldc apart, padded to whole panels) += the packed A (mc x kc,    \
+     * panels of MM_MR) times the packed B (kc x nc, panels of NR). */                             \
+    __attribute__((target("avx512f"))) static void block512_##s(                                   \
+        int64_t kc, const void *apv, int64_t mc, const void *bpv, int64_t nc, void *cv,            \
+        int64_t ldc)                                                                               \
     {                                                                                              \
         enum { NR = 64 / sizeof(A) };                                                              \
         const A *ap = apv, *bp = bpv;                                                              \
@@ -453,7 +454,8 @@ static inline bool ix_inside(int nb, const int64_t *lo, const uint64_t *span, co
 }
 
 /* int64s of a thread's scratch that ix_span needs for o's panels: offsets and bound parts of
- * up to rows + cols indices. */
+ * up to rows + cols indices, and pack_a's runs of k (ix_runs) or pack_b's runs of columns
+ * (ix_segments, cols + 1 of them: rows >= 1). */
 static size_t ix_words(const FcMmOperand *o, int64_t rows, int64_t cols)
 {
     return o ? (size_t)(2 + o->nbound) * (size_t)(rows + cols) : 0;
@@ -519,8 +521,8 @@ static int64_t floor_div(int64_t a, int64_t b)       /* b > 0 */
 /* The indices t of [0, len) of a segment (parts part[q * n + j0 + t], ix_segments's) inside the
  * bounds (lo, span: ix_limits's, each ix_small) as [*t0, *t1): where 0 <= c + d t - lo < span
  * for every bound, c the part at t = 0 and d its step. */
-static inline void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n, int64_t j0,
-                        int64_t len, int64_t *t0, int64_t *t1)
+static inline void ix_interval(int nb, const int64_t *lo, const uint64_t *span, const int64_t *part, int64_t n,
+                               int64_t j0, int64_t len, int64_t *t0, int64_t *t1)
 {
     int64_t a = 0, b = len;
     for (int q = 0; q < nb && a < b; q++) {
@@ -609,13 +611,13 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 int64_t base = bo + koff[p];                                                       \
                 for (int64_t jr = 0; jr < nc; jr += NR)                                            \
                     memset(bpack + jr * kc + p * NR, 0, NR * sizeof(A));                           \
-                /* each segment's valid columns from its bounds' steps, or column by column */    \
+                /* each segment's valid columns from its bounds' steps, or column by column */     \
                 for (int64_t g = 0; g < nseg; g++) {                                               \
                     int64_t j0 = seg[g], len = seg[g + 1] - j0, t0 = 0, t1 = len;                  \
                     bool ranged = small && len > 1;                                                \
                     if (ranged)                                                                    \
                         ix_interval(nb, lo, span, cpart, nc, j0, len, &t0, &t1);                   \
-                    if (ranged && coff[j0 + 1] - coff[j0] == 1)  /* contiguous: by panel rows */  \
+                    if (ranged && coff[j0 + 1] - coff[j0] == 1)  /* contiguous: by panel rows */   \
                         for (int64_t j = j0 + t0, r; j < j0 + t1; j += r) {                        \
                             r = NR - j % NR < j0 + t1 - j ? NR - j % NR : j0 + t1 - j;             \
                             A *d = bpack + j / NR * NR * kc + p * NR + j % NR;                     \
@@ -626,7 +628,8 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                     else                                                                           \
                         for (int64_t j = j0 + t0; j < j0 + t1; j++)                                \
                             if (ranged || ix_inside(nb, lo, span, cpart, nc, j))                   \
-                                bpack[j / NR * NR * kc + p * NR + j % NR] = (A)src[base + coff[j]]; \
+                                bpack[j / NR * NR * kc + p * NR + j % NR] =                        \
+                                    (A)src[base + coff[j]];                                        \
                 }                                                                                  \
             }                                                                                      \
             return;                                                                                \
@@ -671,8 +674,8 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
             A *dst = apack + ir * kc;                                                              \
             int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                                     \
             if (mr == MM_MR && o) {                                                                \
-                /* a whole panel, run by run: the rows inside a run's bounds together, so that    \
-                 * the panel is written in order */                                               \
+                /* a whole panel, run by run: the rows inside a run's bounds together, so that     \
+                 * the panel is written in order */                                                \
                 int64_t lo[MM_MR][FC_MM_MAX_BOUNDS];                                               \
                 uint64_t span[MM_MR][FC_MM_MAX_BOUNDS];                                            \
                 const T *src[MM_MR];                                                               \
@@ -698,7 +701,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 }                                                                                  \
                 continue;                                                                          \
             }                                                                                      \
-            if (mr == MM_MR) {              /* a whole panel of plain rows, written in order */   \
+            if (mr == MM_MR) {              /* a whole panel of plain rows, written in order */    \
                 const T *src = (const T *)m->a + ao + (i0 + ir) * m->a_rs + pc * m->a_cs;          \
                 for (int64_t p = 0; p < kc; p++)                                                   \
                     _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                        \
@@ -733,9 +736,9 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         }                                                                                          \
     }                                                                                              \
     /* Task < bpack_tasks: all of B of batch item item0 + task / nnb, its column block task % nnb, \
-     * into run->bshared (the block of columns jc.. of the item at (bi - item0) * k * npad + jc * \
-     * k, K block pc at pc * ldc); after them: row block task - bpack_tasks of A (of item 0, the  \
-     * same for all) into run->ashared. */                                                        \
+     * into run->bshared (the block of columns jc.. of the item at (bi - item0) * k * npad + jc *  \
+     * k, K block pc at pc * ldc); after them: row block task - bpack_tasks of A (of item 0, the   \
+     * same for all) into run->ashared. */                                                         \
     static bool pack_task_##s(void *arg, int tid, int64_t task)                                    \
     {                                                                                              \
         const MmRun *run = arg;                                                                    \
@@ -750,16 +753,17 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
             for (int64_t pc = 0; pc < m->k; pc += KC) {                                            \
                 if (m->interrupt && *m->interrupt)                                                 \
                     return false;                                                                  \
+                int64_t mpad = (mc + MM_MR - 1) / MM_MR * MM_MR;                                   \
                 pack_a_##s(m, 0, ao, i0, mc, pc, m->k - pc < KC ? m->k - pc : KC,                  \
-                           (A *)run->ashared + i0 * m->k + pc * ((mc + MM_MR - 1) / MM_MR * MM_MR), \
-                           run->ixs[tid]);                                                         \
+                           (A *)run->ashared + i0 * m->k + pc * mpad, run->ixs[tid]);              \
             }                                                                                      \
             return true;                                                                           \
         }                                                                                          \
         int64_t nnb = (m->n + NC - 1) / NC, bi = run->item0 + task / nnb, jc = task % nnb * NC;    \
         int64_t nc = m->n - jc < NC ? m->n - jc : NC, ldc = (nc + NR - 1) / NR * NR;               \
         batch_offsets(m, bi, &ao, &bo, &co);                                                       \
-        A *base = (A *)run->bshared + (run->bcast_b ? 0 : bi - run->item0) * m->k * run->npad + jc * m->k; \
+        A *base = (A *)run->bshared + (run->bcast_b ? 0 : bi - run->item0) * m->k * run->npad +    \
+                  jc * m->k;                                                                       \
         for (int64_t pc = 0; pc < m->k; pc += KC) {                                                \
             if (m->interrupt && *m->interrupt)                                                     \
                 return false;                                                                      \
@@ -804,7 +808,8 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                     pack_b_##s(m, bi, bo, pc, kc, jc, nc, bpack, run->ixs[tid]);                   \
                 const A *ap = apack;                                                               \
                 if (run->ashared)                                                                  \
-                    ap = (const A *)run->ashared + i0 * m->k + pc * ((mc + MM_MR - 1) / MM_MR * MM_MR); \
+                    ap = (const A *)run->ashared + i0 * m->k +                                     \
+                         pc * ((mc + MM_MR - 1) / MM_MR * MM_MR);                                  \
                 else                                                                               \
                     pack_a_##s(m, bi, ao, i0, mc, pc, kc, apack, run->ixs[tid]);                   \
                 if (run->block) {                                                                  \
@@ -815,7 +820,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(run->fma, kc, ap + ir * kc, bp + jr * kc,                        \
+                        ukernel_##s(run->fma, kc, ap + ir * kc, bp + jr * kc,                      \
                                     cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
