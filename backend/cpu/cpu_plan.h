@@ -79,7 +79,7 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
-    PRE_POS = 64 * 1024,        /* points of a precomputed step's loops at most (fc_cpu_target) ... */
+    PRE_POS = 256 * 1024,       /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
