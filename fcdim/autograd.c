@@ -1030,17 +1030,96 @@ static FcNode *over_terms(FcNode *x, bool t_x, int nlev, const int64_t *size, in
     return c;
 }
 
-/* The m nodes a[] (over the same levels: nlev, size) as one node over those levels with a level
- * of size m inserted at pos, whose value at index t along it is a[t]'s; *t_used false when they
- * are all the same value (same_value), which is then returned as it is (over the old levels).
- * What the terms share is kept shared: an elementwise op that all of them apply to operands
- * mapped alike becomes that op of the operands' selections; where they part, a chain of WHERE
- * on the term's index picks among them. A new reference, or NULL (out of memory). */
-static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
+/* The families select_terms has made (so that a family reached along several paths of a DAG
+ * is made once: the walk stays linear in the nodes), TERMS_FAMILIES at most; past them, a
+ * family is picked by a chain of WHERE as it is, below which nothing is walked. */
+enum { TERMS_FAMILIES = 1024 };
+typedef struct Terms {
+    int m, n, cap;
+    FcNode **keys;              /* [cap * m]: each family's members (borrowed) */
+    FcNode **res;               /* [cap]: what it made (references) */
+    bool *used;                 /* [cap]: its t_used */
+    int *pos;                   /* [cap] */
+} Terms;
+
+static void terms_free(Terms *T)
 {
+    for (int i = 0; i < T->n; i++)
+        fc_node_release(T->res[i]);
+    mem_free(T->keys);
+    mem_free(T->res);
+    mem_free(T->used);
+    mem_free(T->pos);
+    memset(T, 0, sizeof *T);
+}
+
+static int terms_find(const Terms *T, FcNode *const *a, int pos)
+{
+    for (int i = 0; i < T->n; i++)
+        if (T->pos[i] == pos && memcmp(T->keys + (size_t)i * T->m, a, (size_t)T->m * sizeof *a) == 0)
+            return i;
+    return -1;
+}
+
+/* Keeps n (a new reference taken) as what family a made; false when out of memory. */
+static bool terms_keep(Terms *T, FcNode *const *a, int pos, FcNode *n, bool used)
+{
+    if (T->n == T->cap) {
+        int cap = T->cap ? 2 * T->cap : 32;
+        FcNode **k = mem_realloc(T->keys, (size_t)cap * (size_t)T->m * sizeof *k);
+        if (k)
+            T->keys = k;
+        FcNode **r = k ? mem_realloc(T->res, (size_t)cap * sizeof *r) : NULL;
+        if (r)
+            T->res = r;
+        bool *u = r ? mem_realloc(T->used, (size_t)cap * sizeof *u) : NULL;
+        if (u)
+            T->used = u;
+        int *p = u ? mem_realloc(T->pos, (size_t)cap * sizeof *p) : NULL;
+        if (!p)
+            return false;
+        T->pos = p;
+        T->cap = cap;
+    }
+    memcpy(T->keys + (size_t)T->n * T->m, a, (size_t)T->m * sizeof *a);
+    T->res[T->n] = ref(n);
+    T->used[T->n] = used;
+    T->pos[T->n] = pos;
+    T->n++;
+    return true;
+}
+
+static FcNode *select_made(Terms *T, FcNode *const *a, int pos, bool *t_used);
+
+/* The m = T->m nodes family[] (over the same levels: nlev, size) as one node over those levels
+ * with a level of size m inserted at pos, whose value at index t along it is family[t]'s;
+ * *t_used false when they are all the same value (same_value), which is then returned as it is
+ * (over the old levels). What the terms share is kept shared: an elementwise op that all of
+ * them apply to operands mapped alike becomes that op of the operands' selections; where they
+ * part, a chain of WHERE on the term's index picks among them. A new reference, or NULL (out of
+ * memory). */
+static FcNode *select_terms(Terms *T, FcNode *const *family, int pos, bool *t_used)
+{
+    int m = T->m;
     FcNode *a[FC_MAX_DIMS] = {NULL};
     for (int t = 0; t < m; t++)
         a[t] = strip_cast(family[t]);
+    int i = terms_find(T, a, pos);
+    if (i >= 0) {
+        *t_used = T->used[i];
+        return ref(T->res[i]);
+    }
+    FcNode *n = select_made(T, a, pos, t_used);
+    if (n && T->n < TERMS_FAMILIES && !terms_keep(T, a, pos, n, *t_used)) {
+        fc_node_release(n);
+        n = NULL;
+    }
+    return n;
+}
+
+static FcNode *select_made(Terms *T, FcNode *const *a, int pos, bool *t_used)
+{
+    int m = T->m;
     const FcNode *a0 = a[0];
     bool same = true;
     for (int t = 1; t < m && same; t++) {
@@ -1054,8 +1133,8 @@ static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
     int64_t sz[FC_MAX_DIMS];
     for (int l = 0, j = 0; l <= nlev; l++)
         sz[l] = l == pos ? m : a0->size[j++];
-    bool alike = fc_op_is_unary(a0->op) || fc_op_is_binary(a0->op) || fc_op_is_compare(a0->op) ||
-                 a0->op == FC_OP_WHERE;
+    bool alike = (fc_op_is_unary(a0->op) || fc_op_is_binary(a0->op) || fc_op_is_compare(a0->op) ||
+                  a0->op == FC_OP_WHERE) && T->n < TERMS_FAMILIES;
     for (int t = 1; t < m && alike; t++) {
         alike = a[t]->op == a0->op && a[t]->dtype == a0->dtype && a[t]->src_dtype == a0->src_dtype &&
                 a[t]->nin == a0->nin && a[t]->narrows == a0->narrows;
@@ -1070,7 +1149,7 @@ static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
         for (int k = 0; k < a0->nin && ok; k++) {
             for (int t = 0; t < m; t++)
                 fam[t] = a[t]->in[k];
-            ok = (ins[k] = select_terms(fam, m, fam[0]->nlev, &t_in[k])) != NULL;
+            ok = (ins[k] = select_terms(T, fam, fam[0]->nlev, &t_in[k])) != NULL;
         }
         FcNode *n = ok ? fc_node_new(a0->op, a0->dtype, nlev + 1, sz, a0->nin, ins) : NULL;
         if (n) {
@@ -1089,15 +1168,15 @@ static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
         return n;
     }
     /* where(T <= 0, a[0], where(T <= 1, a[1], ... a[m-1])), a term equal to the next one left out */
-    FcNode *T = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &sz[pos], 0, NULL);
-    FcNode *v = T ? over_terms(a[m - 1], false, nlev, a0->size, m, pos) : NULL;
+    FcNode *it = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &sz[pos], 0, NULL);
+    FcNode *v = it ? over_terms(a[m - 1], false, nlev, a0->size, m, pos) : NULL;
     for (int t = m - 2; t >= 0 && v; t--) {
         int budget = TERMS_WALK;
         if (same_value(a[t], a[t + 1], &budget))
             continue;
         FcNode *k = cst(FC_INT64, t), *le = NULL, *at = over_terms(a[t], false, nlev, a0->size, m, pos), *w = NULL;
         if (k) {
-            FcNode *ops[2] = {T, k};
+            FcNode *ops[2] = {it, k};
             le = fc_node_new(FC_OP_LE, FC_BOOL, 1, &sz[pos], 2, ops);
         }
         if (le && at) {
@@ -1117,7 +1196,7 @@ static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
         fc_node_release(v);
         v = w;
     }
-    fc_node_release(T);
+    fc_node_release(it);
     return v;
 }
 
@@ -1125,7 +1204,9 @@ static FcNode *select_terms(FcNode *const *family, int m, int pos, bool *t_used)
 static FcNode *select_top(FcNode *const *a, int m, int pos)
 {
     bool t_used = false;
-    FcNode *n = select_terms(a, m, pos, &t_used);
+    Terms T = {.m = m};
+    FcNode *n = select_terms(&T, a, pos, &t_used);
+    terms_free(&T);
     if (!n || t_used)
         return n;
     FcNode *c = over_terms(n, false, a[0]->nlev, a[0]->size, m, pos);
