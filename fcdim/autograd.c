@@ -55,6 +55,9 @@ struct FcGradRec {
     int nreads;
     GradRead *reads;
     bool freed;
+    bool off;                   /* LEAF: kept while requires_grad is off (FcStorage.grad_off): a
+                                 * backward adds nothing to it, as PyTorch's AccumulateGrad of a
+                                 * tensor that no longer requires grad */
     FcOp op;                    /* the root op of value, for grad_fn */
 };
 
@@ -340,6 +343,29 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     return FC_OK;
 }
 
+static bool same_geometry(const FcTensor *t, const FcGradRec *r)
+{
+    if (t->ndim != r->ndim || t->offset != r->offset)
+        return false;
+    for (int k = 0; k < t->ndim; k++)
+        if (t->shape[k] != r->shape[k] || (t->shape[k] > 1 && t->strides[k] != r->strides[k]))
+            return false;
+    return true;
+}
+
+/* A leaf record with t's (realised) geometry and no gradient yet. */
+static FcGradRec *leaf_new(FcCtx *ctx, FcTensor *t)
+{
+    FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);
+    if (!r)
+        return NULL;
+    r->ndim = t->ndim;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset;
+    return r;
+}
+
 FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
 {
     if (!on) {
@@ -353,7 +379,10 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
             FcStatus st = fc_storage_realize_readers(ctx, s, err);
             if (st)
                 return st;
-            storage_set_rec(s, NULL);
+            fc_grad_rec_release(s->grad_off);
+            s->grad_off = s->grad;
+            s->grad_off->off = true;
+            s->grad = NULL;
         }
         return FC_OK;
     }
@@ -373,25 +402,16 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
         st = fc_storage_realize_readers(ctx, t->storage, err);
     if (st)
         return st;
-    FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);
+    FcStorage *s = t->storage;
+    FcGradRec *r = s->grad_off && same_geometry(t, s->grad_off) ? s->grad_off : leaf_new(ctx, t);
     if (!r)
         return fc_nomem(err);
-    r->ndim = t->ndim;
-    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
-    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
-    r->offset = t->offset;
-    storage_set_rec(t->storage, r);
+    if (r != s->grad_off)
+        fc_grad_rec_release(s->grad_off);
+    s->grad_off = NULL;
+    r->off = false;
+    storage_set_rec(s, r);
     return FC_OK;
-}
-
-static bool same_geometry(const FcTensor *t, const FcGradRec *r)
-{
-    if (t->ndim != r->ndim || t->offset != r->offset)
-        return false;
-    for (int k = 0; k < t->ndim; k++)
-        if (t->shape[k] != r->shape[k] || (t->shape[k] > 1 && t->strides[k] != r->strides[k]))
-            return false;
-    return true;
 }
 
 bool fc_is_leaf(FcTensor *t)
@@ -401,11 +421,14 @@ bool fc_is_leaf(FcTensor *t)
     return !t->node && t->storage->grad->kind == REC_LEAF && same_geometry(t, t->storage->grad);
 }
 
+/* The leaf record whose .grad t shows: its storage's, or the one kept while requires_grad is
+ * off, with t's geometry; NULL when there is none. */
 static FcGradRec *leaf_rec(FcTensor *t)
 {
-    if (t->node || !t->storage || !t->storage->grad || t->storage->grad->kind != REC_LEAF)
+    if (t->node || !t->storage)
         return NULL;
-    return same_geometry(t, t->storage->grad) ? t->storage->grad : NULL;
+    FcGradRec *r = t->storage->grad ? t->storage->grad : t->storage->grad_off;
+    return r && r->kind == REC_LEAF && same_geometry(t, r) ? r : NULL;
 }
 
 FcTensor *fc_grad_of(FcTensor *t)
@@ -416,19 +439,30 @@ FcTensor *fc_grad_of(FcTensor *t)
 
 FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
 {
-    (void)ctx;
     FcGradRec *r = leaf_rec(t);
-    if (!r) {
-        if (!g)
-            return FC_OK;
-        return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
-    }
+    if (!r && !g)
+        return FC_OK;
     if (g) {
         bool same = g->ndim == t->ndim && g->dtype == t->dtype;
         for (int k = 0; same && k < t->ndim; k++)
             same = g->shape[k] == t->shape[k];
         if (!same)
             return fc_errf(err, FC_ERR_RUNTIME, "assigned grad has data of a different size or type");
+    }
+    if (!r) {
+        /* a tensor that needs no gradient keeps an assigned one, as PyTorch's: in a leaf record
+         * kept off, which requires_grad_() takes up */
+        if (fc_requires_grad(t) || (t->storage && t->storage->grad_off))
+            return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
+        FcStatus st = fc_realize(ctx, t, err);
+        if (st)
+            return st;
+        if (t->storage->grad_off)
+            return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
+        r = t->storage->grad_off = leaf_new(ctx, t);
+        if (!r)
+            return fc_nomem(err);
+        r->off = true;
     }
     fc_tensor_release(r->gradt);
     r->gradt = fc_tensor_retain(g);
@@ -1464,7 +1498,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
                 return st;
         }
     if (r->kind == REC_LEAF) {
-        if (E->ninputs)
+        if (E->ninputs || r->off)
             return FC_OK;
         FcTensor *v = NULL;
         st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, true, &v, err);

@@ -253,6 +253,11 @@ typedef struct FcStorage {
     /* Autograd (autograd.c): the record of how the storage's current contents were made (a
      * reference), or NULL when they need no gradient; version counts the writes into it. */
     struct FcGradRec *grad;
+    /* The leaf record kept while requires_grad is off (requires_grad_(False), or .grad assigned
+     * to a tensor that needs none: a reference, or NULL): PyTorch keeps a leaf's .grad and its
+     * accumulator, so turned on again the leaf adds into the same gradient as the graphs made
+     * before. */
+    struct FcGradRec *grad_off;
     uint64_t version;
 } FcStorage;
 
