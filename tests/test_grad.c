@@ -256,12 +256,17 @@ START_TEST(staged_cotangent)
         ck_assert_ptr_nonnull(T);
         if (off)
             T->I.fc->sched_off |= FC_SCHED_STAGE;
-        long before = fc_grad_staged_count();
+        long before = fc_grad_staged_count(), blocks = fc_cpu_tload_blocks();
         ck_assert_msg(tdl_run_string(T, prog, "staged") == TDL_OK, "%s", tdl_error_message(T));
-        if (off)
+        if (off) {
             ck_assert_int_eq(fc_grad_staged_count(), before);
-        else
+        } else {
             ck_assert_msg(fc_grad_staged_count() > before, "no cotangent was staged");
+            /* dY / count is read from NCHW dY along the bin columns and stored channels
+             * innermost: eight bins' channels at a time through one transposed block */
+            ck_assert_msg(golden_device() || fc_cpu_tload_blocks() > blocks,
+                          "the staged cotangent was read element by element");
+        }
         tdl_value *v = NULL;
         tdl_tensor_info info;
         ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
@@ -282,6 +287,33 @@ START_TEST(staged_cotangent)
     run_err("x = ones(64, 16, 128, requires_grad=True)\nv = (arange(64 * 128, dtype=float32) * 0.5).reshape(64, 128)\n"
             "z = (x.sum(1) * v).sum()\nv[0] = 5.0\nz.backward()\n",
             "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation");
+}
+END_TEST
+
+/* The executor's ways of moving bytes in a backward's kernels give the values they would give
+ * otherwise: a computed value stored across the layout of what it reads (an NCHW tensor times
+ * two plus one written into channels_last memory: its loads taken eight rows at a time through
+ * a transposed block, cpu_exec.c's load_block), and fills of 16 MiB and more (zeros, as a
+ * gradient buffer's, written with non-temporal stores: plan_stream). */
+START_TEST(transposed_loads_and_fills)
+{
+    long blocks = fc_cpu_tload_blocks(), streams = fc_cpu_stream_runs();
+    run_ok("x = (arange(3 * 40 * 11 * 13, dtype=float32) * 0.37).sin().reshape(3, 40, 11, 13)\n"
+           "y = empty(3, 40, 11, 13).contiguous(memory_format=channels_last)\n"
+           "y[...] = x * 2.0 + 1.0\n"
+           "assert y.is_contiguous(memory_format=channels_last)\n"
+           "assert bool((y == x * 2.0 + 1.0).all())\n"
+           "assert bool((y.contiguous() == (x * 2.0 + 1.0).contiguous()).all())\n"
+           "z = zeros(5000000)\n"
+           "z.stride()\n"
+           "assert z.abs().sum().item() == 0.0 and z.shape[0] == 5000000\n"
+           "f = full((3, 2000000), 2.5)\n"
+           "f.stride()\n"
+           "assert bool((f == 2.5).all()) and f[2, 1999999].item() == 2.5\n");
+    if (!golden_device()) {
+        ck_assert_msg(fc_cpu_tload_blocks() > blocks, "no load went through a transposed block");
+        ck_assert_msg(fc_cpu_stream_runs() >= streams + 2, "the fills were not streamed");
+    }
 }
 END_TEST
 
@@ -650,6 +682,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, deterministic_gather);
     tcase_add_test(tc, scatter_terms_one_kernel);
     tcase_add_test(tc, staged_cotangent);
+    tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);
