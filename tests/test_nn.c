@@ -261,7 +261,12 @@ static const char epi_setup[] =
     "per = (1, 5, 1, 1)\n"
     "scale = (rsqrt(rv + 1e-5) * g).reshape(per)\n"
     "xl = x.contiguous(memory_format=channels_last)\n"
-    "wl = w.contiguous(memory_format=channels_last)\n";
+    "wl = w.contiguous(memory_format=channels_last)\n"
+    "wt = randn(3, 4, 2, 2)\n"
+    "wtl = wt.contiguous(memory_format=channels_last)\n"
+    "wtg = randn(3, 2, 3, 1, dtype=float64)\n"
+    "bt = randn(4)\n"
+    "btg = randn(6, dtype=float64)\n";
 
 static const struct {
     const char *name, *program, *epilogue;
@@ -280,6 +285,14 @@ static const struct {
     {"channels_last, nn.batch_norm in evaluation + relu",
      "y = nn.relu(nn.batch_norm(nn.conv2d(xl, wl, b, padding=1), rm, rv, g, bb))",
      " P load add load sub load mul load mul load add relu\n"},
+    /* conv_transpose2d with stride == kernel: each output element one product's, so the GEMM's
+     * epilogue adds the bias and writes the output through its strides, in its memory format (no
+     * column matrix, no col2im kernel, no layout pass) */
+    {"conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(x, wt, bt, stride=2)", " P load add\n"},
+    {"channels_last conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(xl, wt, bt, stride=2)", " P load add\n"},
+    {"conv_transpose2d, channels_last weight", "y = nn.conv_transpose2d(x, wtl, bt, stride=2)", " P load add\n"},
+    {"float64 conv_transpose2d 3x1 stride (3, 1), groups 3",
+     "y = nn.conv_transpose2d(xl.double(), wtg, btg, stride=(3, 1), groups=3)", " P load add\n"},
 };
 
 /* Runs setup, then program (which sets y) under flags with kernel dumps collected into dump, and
@@ -364,6 +377,23 @@ START_TEST(conv_epilogue)
     ck_assert_msg(strstr(unfused.text, "epilogue: P\n") && strstr(strstr(unfused.text, "epilogue: P\n"), "kernel:"),
                   "%s: unfused:\n%s", epi_cases[_i].name, unfused.text);
     ck_assert_msg(same, "%s: the fused result's bits differ", epi_cases[_i].name);
+}
+END_TEST
+
+/* conv_transpose2d's other strides: the product (its column matrix), then col2im, the bias and
+ * the output's memory format as one kernel, with the unfused path's bits. */
+START_TEST(conv_transpose_col2im)
+{
+    static Lines fused, unfused;
+    static const char name[] = "channels_last conv_transpose2d 3x3 stride 2 padding 1 output_padding 1";
+    bool same = same_bytes_unfused(epi_setup, name,
+                                   "y = nn.conv_transpose2d(xl, w.transpose(0, 1), b, stride=2, padding=1, "
+                                   "output_padding=1)",
+                                   &fused, &unfused);
+    const char *p = strstr(fused.text, "product ");
+    ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 1,
+                  "%s: not one product and one kernel after it:\n%s", name, fused.text);
+    ck_assert_msg(same, "%s: the fused result's bits differ", name);
 }
 END_TEST
 
@@ -558,6 +588,7 @@ Suite *nn_suite(void)
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("epilogue");
     tcase_add_loop_test(te, conv_epilogue, 0, (int)(sizeof epi_cases / sizeof *epi_cases));
+    tcase_add_test(te, conv_transpose_col2im);
     suite_add_tcase(s, te);
     TCase *ti = tcase_create("implicit");
     tcase_add_loop_test(ti, conv_implicit, 0, (int)(sizeof imp_cases / sizeof *imp_cases));
