@@ -401,7 +401,8 @@ END_TEST
  * One input channel per group: no matrix product (one column per group would run the GEMM at a
  * fraction of its speed) but one pointwise kernel over the kernel's taps, each a strided view of
  * the input (zero-padded first where there is padding: its border and its interior, five small
- * kernels), with the bias and the activation in it; the unfused path's bits. */
+ * kernels; channels_last with stride 1: the weight and the bias repeated along ow first, two
+ * more), with the bias and the activation in it; the unfused path's bits. */
 
 static const struct {
     const char *name, *program;
@@ -409,6 +410,8 @@ static const struct {
 } dw_cases[] = {
     {"channels_last depthwise 3x3 stride 2 + bias + relu", "y = nn.relu(nn.conv2d(xl, wd, b[:3], stride=2, groups=3))", 1},
     {"depthwise 3x3 padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wd, b[:3], padding=1, groups=3))", 6},
+    {"channels_last depthwise 3x3 padding 1 + bias + relu",
+     "y = nn.relu(nn.conv2d(xl, wd, b[:3], padding=1, groups=3))", 8},
     {"float64 depthwise multiplier 2, 2x3 'same', dilation 2",
      "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 7},
 };
