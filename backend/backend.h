@@ -79,6 +79,13 @@ long fc_cpu_narrow_skips(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);
+/* How many blocks of eight units' chunks the CPU executor loaded through one transpose
+ * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
+ * backends, for tests. */
+long fc_cpu_tload_blocks(void);
+/* How many runs of CPU kernels wrote a large fill with non-temporal stores (cpu_plan.c's
+ * plan_stream), over all backends, for tests. */
+long fc_cpu_stream_runs(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

@@ -55,6 +55,9 @@ struct FcGradRec {
     int nreads;
     GradRead *reads;
     bool freed;
+    bool off;                   /* LEAF: kept while requires_grad is off (FcStorage.grad_off): a
+                                 * backward adds nothing to it, as PyTorch's AccumulateGrad of a
+                                 * tensor that no longer requires grad */
     FcOp op;                    /* the root op of value, for grad_fn */
 };
 
@@ -340,6 +343,29 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     return FC_OK;
 }
 
+static bool same_geometry(const FcTensor *t, const FcGradRec *r)
+{
+    if (t->ndim != r->ndim || t->offset != r->offset)
+        return false;
+    for (int k = 0; k < t->ndim; k++)
+        if (t->shape[k] != r->shape[k] || (t->shape[k] > 1 && t->strides[k] != r->strides[k]))
+            return false;
+    return true;
+}
+
+/* A leaf record with t's (realised) geometry and no gradient yet. */
+static FcGradRec *leaf_new(FcCtx *ctx, FcTensor *t)
+{
+    FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);
+    if (!r)
+        return NULL;
+    r->ndim = t->ndim;
+    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
+    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
+    r->offset = t->offset;
+    return r;
+}
+
 FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
 {
     if (!on) {
@@ -353,7 +379,10 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
             FcStatus st = fc_storage_realize_readers(ctx, s, err);
             if (st)
                 return st;
-            storage_set_rec(s, NULL);
+            fc_grad_rec_release(s->grad_off);
+            s->grad_off = s->grad;
+            s->grad_off->off = true;
+            s->grad = NULL;
         }
         return FC_OK;
     }
@@ -373,25 +402,16 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
         st = fc_storage_realize_readers(ctx, t->storage, err);
     if (st)
         return st;
-    FcGradRec *r = rec_new(ctx, REC_LEAF, t->dtype, t->storage);
+    FcStorage *s = t->storage;
+    FcGradRec *r = s->grad_off && same_geometry(t, s->grad_off) ? s->grad_off : leaf_new(ctx, t);
     if (!r)
         return fc_nomem(err);
-    r->ndim = t->ndim;
-    memcpy(r->shape, t->shape, (size_t)t->ndim * sizeof *r->shape);
-    memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
-    r->offset = t->offset;
-    storage_set_rec(t->storage, r);
+    if (r != s->grad_off)
+        fc_grad_rec_release(s->grad_off);
+    s->grad_off = NULL;
+    r->off = false;
+    storage_set_rec(s, r);
     return FC_OK;
-}
-
-static bool same_geometry(const FcTensor *t, const FcGradRec *r)
-{
-    if (t->ndim != r->ndim || t->offset != r->offset)
-        return false;
-    for (int k = 0; k < t->ndim; k++)
-        if (t->shape[k] != r->shape[k] || (t->shape[k] > 1 && t->strides[k] != r->strides[k]))
-            return false;
-    return true;
 }
 
 bool fc_is_leaf(FcTensor *t)
@@ -401,11 +421,14 @@ bool fc_is_leaf(FcTensor *t)
     return !t->node && t->storage->grad->kind == REC_LEAF && same_geometry(t, t->storage->grad);
 }
 
+/* The leaf record whose .grad t shows: its storage's, or the one kept while requires_grad is
+ * off, with t's geometry; NULL when there is none. */
 static FcGradRec *leaf_rec(FcTensor *t)
 {
-    if (t->node || !t->storage || !t->storage->grad || t->storage->grad->kind != REC_LEAF)
+    if (t->node || !t->storage)
         return NULL;
-    return same_geometry(t, t->storage->grad) ? t->storage->grad : NULL;
+    FcGradRec *r = t->storage->grad ? t->storage->grad : t->storage->grad_off;
+    return r && r->kind == REC_LEAF && same_geometry(t, r) ? r : NULL;
 }
 
 FcTensor *fc_grad_of(FcTensor *t)
@@ -416,19 +439,30 @@ FcTensor *fc_grad_of(FcTensor *t)
 
 FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
 {
-    (void)ctx;
     FcGradRec *r = leaf_rec(t);
-    if (!r) {
-        if (!g)
-            return FC_OK;
-        return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
-    }
+    if (!r && !g)
+        return FC_OK;
     if (g) {
         bool same = g->ndim == t->ndim && g->dtype == t->dtype;
         for (int k = 0; same && k < t->ndim; k++)
             same = g->shape[k] == t->shape[k];
         if (!same)
             return fc_errf(err, FC_ERR_RUNTIME, "assigned grad has data of a different size or type");
+    }
+    if (!r) {
+        /* a tensor that needs no gradient keeps an assigned one, as PyTorch's: in a leaf record
+         * kept off, which requires_grad_() takes up */
+        if (fc_requires_grad(t) || (t->storage && t->storage->grad_off))
+            return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
+        FcStatus st = fc_realize(ctx, t, err);
+        if (st)
+            return st;
+        if (t->storage->grad_off)
+            return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
+        r = t->storage->grad_off = leaf_new(ctx, t);
+        if (!r)
+            return fc_nomem(err);
+        r->off = true;
     }
     fc_tensor_release(r->gradt);
     r->gradt = fc_tensor_retain(g);
@@ -905,9 +939,320 @@ static bool injective(int nlev, const int64_t *size, const int64_t *strides)
     return true;
 }
 
-/* Adds ct (over the levels of load L, which reads the storage of record r) into r's buffer at the
- * elements L reads: a kernel with an accumulating (scattered) store. */
-static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcError *err)
+/* ---- one scatter-add for the loads that read one storage through several gathers ----
+ *
+ * Loads of one storage that differ only in their gathered indices (roi_align's four taps:
+ * img[y_low, x_low], img[y_low, x_high], ...) scatter their cotangents into the same buffer over
+ * the same loop domain. They are scattered by ONE kernel: a level T of one index per load (the
+ * terms) is added to the domain, just outside its last level, and the store's value and
+ * scattered indices at index t along T are load t's. Its order of additions is the loop nest's:
+ * per point of the other levels, the terms in their order (the DAG's post-order), which no
+ * thread count changes (T does not move the store: its stride is 0, so the owner loops stay).
+ * What the terms share is built once, without T (the cotangent's row, the sample's geometry),
+ * and where they differ the terms are told apart as deep in the expression as they can be
+ * (select_terms): roi_align's value is its staged cotangent row times one weight per term, and
+ * the terms' weights and indices are one value per point, so each point's work is shared and
+ * its row read once. */
+
+enum { TERMS_WALK = 4096 };     /* node pairs one same_value compares before giving up (not the same) */
+
+/* n without the casts to its own dtype over its own levels that wrap it (what pull and place
+ * leave where a level map is the identity): the same values. */
+static FcNode *strip_cast(FcNode *n)
+{
+    while (n->op == FC_OP_CAST && !n->narrows && n->in[0]->dtype == n->dtype && n->in[0]->nlev == n->nlev) {
+        bool id = true;
+        for (int l = 0; l < n->nlev && id; l++)
+            id = n->lev_map[0][l] == l && n->in[0]->size[l] == n->size[l];
+        if (!id)
+            break;
+        n = n->in[0];
+    }
+    return n;
+}
+
+/* Whether a and b compute the same values over the same levels: the same node, or the same
+ * elementwise op of such operands, or equal leaves. *budget bounds the walk (false past it). */
+static bool same_value(const FcNode *a, const FcNode *b, int *budget)
+{
+    a = strip_cast((FcNode *)a);
+    b = strip_cast((FcNode *)b);
+    if (a == b)
+        return true;
+    if (--*budget < 0 || a->op != b->op || a->dtype != b->dtype || a->src_dtype != b->src_dtype ||
+        a->nlev != b->nlev || a->nin != b->nin || a->narrows != b->narrows)
+        return false;
+    for (int l = 0; l < a->nlev; l++)
+        if (a->size[l] != b->size[l])
+            return false;
+    switch (a->op) {
+    case FC_OP_CONST:
+        return memcmp(&a->konst, &b->konst, sizeof a->konst) == 0;
+    case FC_OP_IOTA:
+        return true;
+    case FC_OP_LOAD:
+        if (a->storage != b->storage || a->offset != b->offset || a->wrap != b->wrap)
+            return false;
+        for (int k = 0; k < a->nin; k++)
+            if (a->strides[k] != b->strides[k] || a->shape[k] != b->shape[k] || a->index_dim[k] != b->index_dim[k])
+                return false;
+        break;
+    default:
+        if (!fc_op_is_unary(a->op) && !fc_op_is_binary(a->op) && !fc_op_is_compare(a->op) && a->op != FC_OP_WHERE)
+            return false;
+    }
+    for (int k = 0; k < a->nin; k++)
+        if (a->in[k]->nlev != b->in[k]->nlev ||
+            memcmp(a->lev_map[k], b->lev_map[k], (size_t)a->in[k]->nlev) != 0 ||
+            !same_value(a->in[k], b->in[k], budget))
+            return false;
+    return true;
+}
+
+/* The level of a node over n's levels with one level inserted at pos, for level l of n. */
+static int8_t shift_level(int8_t l, int pos) { return l >= pos ? (int8_t)(l + 1) : l; }
+
+/* A node over the levels of a (nlev, size) with a level of size m inserted at pos: x, which does
+ * not vary along it, or (t_x) one that is x's levels with that level last. */
+static FcNode *over_terms(FcNode *x, bool t_x, int nlev, const int64_t *size, int m, int pos)
+{
+    int64_t sz[FC_MAX_DIMS];
+    for (int l = 0, j = 0; l <= nlev; l++)
+        sz[l] = l == pos ? m : size[j++];
+    FcNode *c = fc_node_new(FC_OP_CAST, x->dtype, nlev + 1, sz, 1, &x);
+    if (!c)
+        return NULL;
+    c->src_dtype = x->dtype;
+    for (int j = 0; j < nlev; j++)
+        c->lev_map[0][j] = shift_level((int8_t)j, pos);
+    if (t_x)
+        c->lev_map[0][nlev] = (int8_t)pos;
+    return c;
+}
+
+/* The families select_terms has made (so that a family reached along several paths of a DAG
+ * is made once: the walk stays linear in the nodes), TERMS_FAMILIES at most; past them, a
+ * family is picked by a chain of WHERE as it is, below which nothing is walked. */
+enum { TERMS_FAMILIES = 1024 };
+typedef struct Terms {
+    int m, n, cap;
+    FcNode **keys;              /* [cap * m]: each family's members (borrowed) */
+    FcNode **res;               /* [cap]: what it made (references) */
+    bool *used;                 /* [cap]: its t_used */
+    int *pos;                   /* [cap] */
+} Terms;
+
+static void terms_free(Terms *T)
+{
+    for (int i = 0; i < T->n; i++)
+        fc_node_release(T->res[i]);
+    mem_free(T->keys);
+    mem_free(T->res);
+    mem_free(T->used);
+    mem_free(T->pos);
+    memset(T, 0, sizeof *T);
+}
+
+static int terms_find(const Terms *T, FcNode *const *a, int pos)
+{
+    for (int i = 0; i < T->n; i++)
+        if (T->pos[i] == pos && memcmp(T->keys + (size_t)i * T->m, a, (size_t)T->m * sizeof *a) == 0)
+            return i;
+    return -1;
+}
+
+/* Keeps n (a new reference taken) as what family a made; false when out of memory. */
+static bool terms_keep(Terms *T, FcNode *const *a, int pos, FcNode *n, bool used)
+{
+    if (T->n == T->cap) {
+        int cap = T->cap ? 2 * T->cap : 32;
+        FcNode **k = mem_realloc(T->keys, (size_t)cap * (size_t)T->m * sizeof *k);
+        if (k)
+            T->keys = k;
+        FcNode **r = k ? mem_realloc(T->res, (size_t)cap * sizeof *r) : NULL;
+        if (r)
+            T->res = r;
+        bool *u = r ? mem_realloc(T->used, (size_t)cap * sizeof *u) : NULL;
+        if (u)
+            T->used = u;
+        int *p = u ? mem_realloc(T->pos, (size_t)cap * sizeof *p) : NULL;
+        if (!p)
+            return false;
+        T->pos = p;
+        T->cap = cap;
+    }
+    memcpy(T->keys + (size_t)T->n * T->m, a, (size_t)T->m * sizeof *a);
+    T->res[T->n] = ref(n);
+    T->used[T->n] = used;
+    T->pos[T->n] = pos;
+    T->n++;
+    return true;
+}
+
+static FcNode *select_made(Terms *T, FcNode *const *a, int pos, bool *t_used);
+
+/* The m = T->m nodes family[] (over the same levels: nlev, size) as one node over those levels
+ * with a level of size m inserted at pos, whose value at index t along it is family[t]'s;
+ * *t_used false when they are all the same value (same_value), which is then returned as it is
+ * (over the old levels). What the terms share is kept shared: an elementwise op that all of
+ * them apply to operands mapped alike becomes that op of the operands' selections; where they
+ * part, a chain of WHERE on the term's index picks among them. A new reference, or NULL (out of
+ * memory). */
+static FcNode *select_terms(Terms *T, FcNode *const *family, int pos, bool *t_used)
+{
+    int m = T->m;
+    FcNode *a[FC_MAX_DIMS] = {NULL};
+    for (int t = 0; t < m; t++)
+        a[t] = strip_cast(family[t]);
+    int i = terms_find(T, a, pos);
+    if (i >= 0) {
+        *t_used = T->used[i];
+        return ref(T->res[i]);
+    }
+    FcNode *n = select_made(T, a, pos, t_used);
+    if (n && T->n < TERMS_FAMILIES && !terms_keep(T, a, pos, n, *t_used)) {
+        fc_node_release(n);
+        n = NULL;
+    }
+    return n;
+}
+
+static FcNode *select_made(Terms *T, FcNode *const *a, int pos, bool *t_used)
+{
+    int m = T->m;
+    const FcNode *a0 = a[0];
+    bool same = true;
+    for (int t = 1; t < m && same; t++) {
+        int budget = TERMS_WALK;
+        same = same_value(a0, a[t], &budget);
+    }
+    *t_used = !same;
+    if (same)
+        return ref(a[0]);
+    int nlev = a0->nlev;
+    int64_t sz[FC_MAX_DIMS];
+    for (int l = 0, j = 0; l <= nlev; l++)
+        sz[l] = l == pos ? m : a0->size[j++];
+    bool alike = (fc_op_is_unary(a0->op) || fc_op_is_binary(a0->op) || fc_op_is_compare(a0->op) ||
+                  a0->op == FC_OP_WHERE) && T->n < TERMS_FAMILIES;
+    for (int t = 1; t < m && alike; t++) {
+        alike = a[t]->op == a0->op && a[t]->dtype == a0->dtype && a[t]->src_dtype == a0->src_dtype &&
+                a[t]->nin == a0->nin && a[t]->narrows == a0->narrows;
+        for (int k = 0; k < a0->nin && alike; k++)
+            alike = a[t]->in[k]->nlev == a0->in[k]->nlev &&
+                    memcmp(a[t]->lev_map[k], a0->lev_map[k], (size_t)a0->in[k]->nlev) == 0 &&
+                    memcmp(a[t]->in[k]->size, a0->in[k]->size, (size_t)a0->in[k]->nlev * sizeof(int64_t)) == 0;
+    }
+    if (alike) {
+        FcNode *ins[3] = {NULL, NULL, NULL}, *fam[FC_MAX_DIMS];
+        bool t_in[3] = {false, false, false}, ok = true;
+        for (int k = 0; k < a0->nin && ok; k++) {
+            for (int t = 0; t < m; t++)
+                fam[t] = a[t]->in[k];
+            ok = (ins[k] = select_terms(T, fam, fam[0]->nlev, &t_in[k])) != NULL;
+        }
+        FcNode *n = ok ? fc_node_new(a0->op, a0->dtype, nlev + 1, sz, a0->nin, ins) : NULL;
+        if (n) {
+            n->src_dtype = a0->src_dtype;
+            n->narrows = a0->narrows;
+            n->konst = a0->konst;
+            for (int k = 0; k < a0->nin; k++) {
+                for (int j = 0; j < a0->in[k]->nlev; j++)
+                    n->lev_map[k][j] = a0->lev_map[k][j] < 0 ? a0->lev_map[k][j] : shift_level(a0->lev_map[k][j], pos);
+                if (t_in[k])
+                    n->lev_map[k][a0->in[k]->nlev] = (int8_t)pos;
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            fc_node_release(ins[k]);
+        return n;
+    }
+    /* where(T <= 0, a[0], where(T <= 1, a[1], ... a[m-1])), a term equal to the next one left out */
+    FcNode *it = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &sz[pos], 0, NULL);
+    FcNode *v = it ? over_terms(a[m - 1], false, nlev, a0->size, m, pos) : NULL;
+    for (int t = m - 2; t >= 0 && v; t--) {
+        int budget = TERMS_WALK;
+        if (same_value(a[t], a[t + 1], &budget))
+            continue;
+        FcNode *k = cst(FC_INT64, t), *le = NULL, *at = over_terms(a[t], false, nlev, a0->size, m, pos), *w = NULL;
+        if (k) {
+            FcNode *ops[2] = {it, k};
+            le = fc_node_new(FC_OP_LE, FC_BOOL, 1, &sz[pos], 2, ops);
+        }
+        if (le && at) {
+            le->src_dtype = FC_INT64;
+            le->lev_map[0][0] = 0;
+            FcNode *ops[3] = {le, at, v};
+            w = fc_node_new(FC_OP_WHERE, v->dtype, nlev + 1, sz, 3, ops);
+        }
+        if (w) {
+            w->lev_map[0][0] = (int8_t)pos;
+            for (int l = 0; l <= nlev; l++)
+                w->lev_map[1][l] = w->lev_map[2][l] = (int8_t)l;
+        }
+        fc_node_release(k);
+        fc_node_release(le);
+        fc_node_release(at);
+        fc_node_release(v);
+        v = w;
+    }
+    fc_node_release(it);
+    return v;
+}
+
+/* select_terms at the top: the node over the levels with T, whether or not the terms differ. */
+static FcNode *select_top(FcNode *const *a, int m, int pos)
+{
+    bool t_used = false;
+    Terms T = {.m = m};
+    FcNode *n = select_terms(&T, a, pos, &t_used);
+    terms_free(&T);
+    if (!n || t_used)
+        return n;
+    FcNode *c = over_terms(n, false, a[0]->nlev, a[0]->size, m, pos);
+    fc_node_release(n);
+    return c;
+}
+
+/* Whether loads a and b (of one storage, cotangents of one dtype) can be terms of one scatter-add:
+ * the same levels, the same plain (IOTA, CONST) operands, and gathered operands at the same
+ * positions with the same strides, extents and wrapping, so that the store's offset, strides and
+ * scatter layout are one (and its owner loops with them); only the gathered indices differ. */
+static bool same_scatter(const FcNode *a, const FcNode *b)
+{
+    if (a->storage != b->storage || a->offset != b->offset || a->nin != b->nin || a->nlev != b->nlev ||
+        a->wrap != b->wrap || a->nlev + 1 > FC_MAX_DIMS)
+        return false;
+    for (int l = 0; l < a->nlev; l++)
+        if (a->size[l] != b->size[l])
+            return false;
+    bool gathered = false;
+    for (int k = 0; k < a->nin; k++) {
+        const FcNode *x = a->in[k], *y = b->in[k];
+        bool px = (x->op == FC_OP_IOTA && x->nlev == 1) || x->op == FC_OP_CONST;
+        bool py = (y->op == FC_OP_IOTA && y->nlev == 1) || y->op == FC_OP_CONST;
+        if (a->strides[k] != b->strides[k] || a->shape[k] != b->shape[k] || a->index_dim[k] != b->index_dim[k] ||
+            px != py)
+            return false;
+        if (px) {
+            if (x->op != y->op || (x->op == FC_OP_IOTA && a->lev_map[k][0] != b->lev_map[k][0]) ||
+                (x->op == FC_OP_CONST && (x->nlev != 0 || y->nlev != 0 || x->konst.i != y->konst.i)))
+                return false;
+            continue;
+        }
+        gathered = true;
+    }
+    return gathered;
+}
+
+static long term_kernels;       /* fc_grad_term_kernels */
+long fc_grad_term_kernels(void) { return __atomic_load_n(&term_kernels, __ATOMIC_RELAXED); }
+
+/* Adds the cotangents ct[0..m-1] (each over the levels of load L[t], which reads the storage of
+ * record r; m > 1 only for loads that are same_scatter) into r's buffer at the elements the
+ * loads read: ONE kernel with an accumulating (scattered) store, the terms a level of its domain
+ * (see above). */
+static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *const *Ls, FcNode *const *cts, int m, FcError *err)
 {
     Pending *p = pending_of(E, r);
     if (!p)
@@ -919,14 +1264,17 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
                        "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
                        "through the graph a second time or if you need to access saved tensors after calling "
                        "backward.");
-    FcStatus st;
+    FcNode *L = Ls[0];
+    int pos = L->nlev ? L->nlev - 1 : 0;     /* the terms' level: just outside the last one */
+    FcStatus st = FC_OK;
     int64_t strides[FC_MAX_DIMS] = {0};
     int64_t offset = L->offset;
     FcScatter sc;
     memset(&sc, 0, sizeof sc);
     sc.accumulate = true;
-    sc.checked = true;          /* the indices L read, recomputed */
-    for (int k = 0; k < L->nin; k++) {
+    sc.checked = true;          /* the indices the loads read, recomputed */
+    FcNode *fam[FC_MAX_DIMS] = {NULL};
+    for (int k = 0; k < L->nin && !st; k++) {
         FcNode *ix = L->in[k];
         int8_t lv = ix->nlev == 1 ? L->lev_map[k][0] : FC_LEV_BCAST;
         if (ix->op == FC_OP_IOTA && ix->nlev == 1) {
@@ -941,14 +1289,23 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
             offset += v * L->strides[k];
             continue;
         }
-        FcNode *pi = fc_node_new(FC_OP_CAST, FC_INT64, L->nlev, L->size, 1, &ix);
-        if (!pi) {
-            for (int g = 0; g < sc.n; g++)
-                fc_node_release(sc.index[g]);
-            return fc_nomem(err);
+        int t = 0;
+        for (; t < m; t++) {
+            FcNode *in = Ls[t]->in[k];
+            if (!(fam[t] = fc_node_new(FC_OP_CAST, FC_INT64, L->nlev, L->size, 1, &in)))
+                break;
+            fam[t]->src_dtype = in->dtype;
+            memcpy(fam[t]->lev_map[0], Ls[t]->lev_map[k], (size_t)in->nlev);
         }
-        pi->src_dtype = ix->dtype;
-        memcpy(pi->lev_map[0], L->lev_map[k], (size_t)ix->nlev);
+        FcNode *pi = t < m ? NULL : m == 1 ? ref(fam[0]) : select_top(fam, m, pos);
+        for (int j = 0; j < t; j++) {
+            fc_node_release(fam[j]);
+            fam[j] = NULL;
+        }
+        if (!pi) {
+            st = fc_nomem(err);
+            break;
+        }
         sc.index[sc.n] = pi;
         sc.at[sc.n].reg = -1;
         sc.at[sc.n].stride = L->strides[k];
@@ -960,29 +1317,39 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *L, FcNode *ct, FcE
     /* The first cotangent a fresh buffer gets through a load that reads each element at most
      * once is stored, not added to zero: -0 stays -0, as in PyTorch, whose first gradient is
      * assigned. When that load reads every element, the buffer needs no zeros first. */
-    if (!p->g) {
+    if (!st && !p->g) {
         int64_t n = 1;
         for (int l = 0; l < L->nlev; l++)
             n *= L->size[l];
         bool whole = false;
-        if (!sc.n && injective(L->nlev, L->size, strides)) {
+        if (m == 1 && !sc.n && injective(L->nlev, L->size, strides)) {
             sc.accumulate = false;
             whole = n == r->nelem;
         }
         st = whole ? fc_empty(E->ctx, r->dtype, r->device, 1, &r->nelem, NULL, &p->g, err)
                    : zeros_flat(E->ctx, r, &p->g, err);
-        if (st) {
-            for (int g = 0; g < sc.n; g++)
-                fc_node_release(sc.index[g]);
-            return st;
-        }
     }
-    FcNode *v = ct;
-    if (ct->dtype != r->dtype)
-        v = own1(FC_OP_CAST, r->dtype, ref(ct));
-    st = v ? fc_store_scattered(E->ctx, p->g->storage, offset, strides, v, &sc, err) : fc_nomem(err);
-    if (v != ct)
-        fc_node_release(v);
+    FcNode *v = NULL;
+    if (!st) {
+        for (int t = 0; t < m && !st; t++) {
+            fam[t] = cts[t]->dtype != r->dtype ? own1(FC_OP_CAST, r->dtype, ref(cts[t])) : ref(cts[t]);
+            if (!fam[t])
+                st = fc_nomem(err);
+        }
+        if (!st && !(v = m == 1 ? ref(fam[0]) : select_top(fam, m, pos)))
+            st = fc_nomem(err);
+        for (int t = 0; t < m; t++)
+            fc_node_release(fam[t]);
+    }
+    if (!st && m > 1) {
+        for (int l = L->nlev; l > pos; l--)
+            strides[l] = strides[l - 1];
+        strides[pos] = 0;
+        __atomic_fetch_add(&term_kernels, 1, __ATOMIC_RELAXED);
+    }
+    if (!st)
+        st = fc_store_scattered(E->ctx, p->g->storage, offset, strides, v, &sc, err);
+    fc_node_release(v);
     for (int g = 0; g < sc.n; g++)
         fc_node_release(sc.index[g]);
     return st;
@@ -1315,11 +1682,26 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
                 if (!E->cb[i].ct)
                     st = fc_nomem(err);
             }
+    /* The loads that read one storage through several gathers alike (same_scatter) are scattered
+     * by one kernel, as the terms of one store, in their order here. */
+    FcNode *Ls[FC_MAX_DIMS], *cs[FC_MAX_DIMS];
     for (int i = 0; i < E->ncb; i++) {
         if (!st && E->cb[i].ct) {
             FcGradRec *r = read_rec(ctxrec, E->cb[i].load->storage);
+            int m = 0;
+            Ls[m] = E->cb[i].load;
+            cs[m++] = E->cb[i].ct;
+            for (int j = i + 1; r && !(E->ctx->sched_off & FC_SCHED_TERMS) && j < E->ncb && m < FC_MAX_DIMS; j++)
+                if (E->cb[j].ct && E->cb[j].ct->dtype == E->cb[i].ct->dtype &&
+                    same_scatter(E->cb[i].load, E->cb[j].load)) {
+                    Ls[m] = E->cb[j].load;
+                    cs[m++] = E->cb[j].ct;
+                    E->cb[j].ct = NULL;
+                }
             if (r)
-                st = scatter_into(E, r, E->cb[i].load, E->cb[i].ct, err);
+                st = scatter_into(E, r, Ls, cs, m, err);
+            for (int t = 1; t < m; t++)
+                fc_node_release(cs[t]);
         }
         fc_node_release(E->cb[i].load);
         fc_node_release(E->cb[i].ct);
@@ -1464,7 +1846,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
                 return st;
         }
     if (r->kind == REC_LEAF) {
-        if (E->ninputs)
+        if (E->ninputs || r->off)
             return FC_OK;
         FcTensor *v = NULL;
         st = read_geometry(ctx, p->g, r->ndim, r->shape, r->strides, r->offset, true, &v, err);

@@ -253,6 +253,11 @@ typedef struct FcStorage {
     /* Autograd (autograd.c): the record of how the storage's current contents were made (a
      * reference), or NULL when they need no gradient; version counts the writes into it. */
     struct FcGradRec *grad;
+    /* The leaf record kept while requires_grad is off (requires_grad_(False), or .grad assigned
+     * to a tensor that needs none: a reference, or NULL): PyTorch keeps a leaf's .grad and its
+     * accumulator, so turned on again the leaf adds into the same gradient as the graphs made
+     * before. */
+    struct FcGradRec *grad_off;
     uint64_t version;
 } FcStorage;
 
@@ -413,8 +418,12 @@ struct FcKernel;
  * its own domain (else at every point of the loop nest); BOUNDS: a masked reduction loop runs to
  * its data-dependent bound (else over its whole extent); STAGE: a backward computes a
  * reduction's cotangent once into a buffer laid out for the scatter that reads it (autograd.c,
- * stage_cotangent; else it is recomputed at every point of the reduced levels). */
-enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8, FC_SCHED_STAGE = 16 };
+ * stage_cotangent; else it is recomputed at every point of the reduced levels). TERMS is the
+ * exception to "the same bits": the loads that read one storage through several gathers alike
+ * have their cotangents scattered by one kernel, per point in their order (autograd.c,
+ * same_scatter); off, by a kernel each, one load after the other: another order of additions. */
+enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8, FC_SCHED_STAGE = 16,
+       FC_SCHED_TERMS = 32 };
 
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */
@@ -759,6 +768,9 @@ long fc_owner_split_count(void);
 /* Counts the reductions' cotangents a backward computed into a buffer of their own
  * (FC_SCHED_STAGE), for tests. */
 long fc_grad_staged_count(void);
+/* Counts the scatter-adds a backward ran with several loads' cotangents as the terms of one store
+ * (FC_SCHED_TERMS), for tests. */
+long fc_grad_term_kernels(void);
 
 /* Batched matrix product C[b] = A[b] @ B[b] over a batch of any shape (strides may be 0 for
  * broadcast batch dims). Every pointer is a storage base plus element offsets. */

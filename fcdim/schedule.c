@@ -604,16 +604,27 @@ typedef enum LoopOrder { BY_OUTPUT, BY_INPUT, AS_GIVEN } LoopOrder;
 
 static void order_loops(Sched *s, FcKernel *k, LoopOrder how, bool keep_reduced)
 {
-    /* Key: |stride| in the output (pointwise) or the first varying load (reductions); broadcast
-     * (0) loops go outermost. Stable: equal keys keep their order. AS_GIVEN only drops the
-     * loops of extent 1 (scattered stores write in the order of the root's levels). Only the
-     * root loops move. */
+    /* Key: |stride| in the output (pointwise) or, for reductions, the varying load that varies
+     * along the most root loops (the first of those): not a small load that the others are
+     * broadcast against (roi_align's box coordinates ahead of its image and the cotangent it is
+     * multiplied by), whose one loop would go innermost, so that a per-box memo turns over at
+     * every point and the big operands are read across their rows. Broadcast (0) loops go
+     * outermost. Stable: equal keys keep their order. AS_GIVEN only drops the loops of extent 1
+     * (scattered stores write in the order of the root's levels). Only the root loops move. */
     const int64_t *key = how == BY_OUTPUT ? k->out_strides : NULL;
     if (how == BY_INPUT) {
-        key = NULL;
-        for (int c = 0; c < s->ncode && !key; c++)
-            if (s->code[c].op == FC_OP_LOAD && !s->code[c].invariant)
+        int most = 0;
+        for (int c = 0; c < s->ncode; c++) {
+            if (s->code[c].op != FC_OP_LOAD || s->code[c].invariant)
+                continue;
+            int n = 0;
+            for (int l = 0; l < s->nroot; l++)
+                n += s->code[c].strides[l] != 0;
+            if (n > most) {
+                most = n;
                 key = s->code[c].strides;
+            }
+        }
     }
     int order[FC_MAX_DIMS], n = 0;
     for (int l = 0; l < s->nroot; l++)

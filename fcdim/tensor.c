@@ -190,6 +190,7 @@ void fc_storage_release(FcStorage *s)
     else if (s->backend)
         s->backend->free(s->backend, s->data);
     fc_grad_rec_release(s->grad);
+    fc_grad_rec_release(s->grad_off);
     mem_free(s->readers);
     mem_free(s);
 }

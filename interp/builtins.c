@@ -1956,6 +1956,13 @@ static bool m_str_rstrip(BUILTIN_ARGS)
  * count. Other characters map to themselves. */
 static int case_map(uint32_t c, bool upper, uint32_t *o)
 {
+    /* the digraphs DŽ Dž dž, LJ Lj lj, NJ Nj nj, DZ Dz dz: upper, title and lower forms */
+    static const uint32_t digraph[] = {0x1C4, 0x1C7, 0x1CA, 0x1F1};
+    for (size_t j = 0; j < sizeof digraph / sizeof *digraph; j++)
+        if (c >= digraph[j] && c <= digraph[j] + 2) {
+            o[0] = upper ? digraph[j] : digraph[j] + 2;
+            return 1;
+        }
     /* Ranges of (upper, lower) pairs at adjacent code points: upper is even, or odd (odd=1). */
     static const struct { uint32_t lo, hi; int odd; } pairs[] = {
         {0x100, 0x12F, 0}, {0x132, 0x137, 0}, {0x139, 0x148, 1}, {0x14A, 0x177, 0}, {0x179, 0x17E, 1},
@@ -2024,6 +2031,23 @@ static bool is_cased(uint32_t c)
     return nu != 1 || nl != 1 || u[0] != c || l[0] != c;
 }
 
+/* Python's Final_Sigma: Σ (at d[i], k bytes) lowers to ς after a cased letter and not before
+ * one, else to σ. */
+static uint32_t sigma_lower(const unsigned char *d, size_t len, size_t i, size_t k)
+{
+    bool before = false, after = false;
+    if (i > 0) {
+        size_t st = char_start_before((const char *)d, 0, i);
+        uint32_t pc;
+        before = fmt_utf8_decode(d + st, len - st, &pc) && is_cased(pc);
+    }
+    if (i + k < len) {
+        uint32_t nc;
+        after = fmt_utf8_decode(d + i + k, len - i - k, &nc) && is_cased(nc);
+    }
+    return before && !after ? 0x3C2 : 0x3C3;
+}
+
 static bool str_case(Interp *I, Value self, Value *out, bool upper)
 {
     StrObj *s = as_str(self);
@@ -2039,18 +2063,7 @@ static bool str_case(Interp *I, Value self, Value *out, bool upper)
         }
         int n;
         if (!upper && c == 0x3A3) {
-            /* Python's Final_Sigma: after a cased letter and not before one, Σ lowers to ς. */
-            bool before = false, after = false;
-            if (i > 0) {
-                size_t st = char_start_before(s->data, 0, i);
-                uint32_t pc;
-                before = fmt_utf8_decode(d + st, s->len - st, &pc) && is_cased(pc);
-            }
-            if (i + k < s->len) {
-                uint32_t nc;
-                after = fmt_utf8_decode(d + i + k, s->len - i - k, &nc) && is_cased(nc);
-            }
-            m[0] = before && !after ? 0x3C2 : 0x3C3;
+            m[0] = sigma_lower(d, s->len, i, k);
             n = 1;
         } else {
             n = case_map(c, upper, m);
@@ -2102,10 +2115,11 @@ static bool str_bounds(Interp *I, const StrObj *s, const Value *args, int nargs,
     return true;
 }
 
-static bool need_str_arg(Interp *I, Value v, const char *what)
+/* A str argument, or Python's TypeError for the substring methods. */
+static bool need_str_arg(Interp *I, Value v)
 {
     if (v.tag == V_STR) return true;
-    return err_raise(I, TDL_ERR_TYPE, "%s must be str, not %s", what, val_type_name(v));
+    return err_raise(I, TDL_ERR_TYPE, "must be str, not %s", val_type_name(v));
 }
 
 /* Python's tailmatch: does sub occur at the start (or end) of s[start:end]? */
@@ -2162,7 +2176,7 @@ static bool str_find(Interp *I, Value self, const Value *args, int nargs, bool r
                      int64_t *pos)
 {
     StrObj *s = as_str(self);
-    if (!need_str_arg(I, args[0], "must be")) return false;
+    if (!need_str_arg(I, args[0])) return false;
     StrObj *sub = as_str(args[0]);
     int64_t start, end;
     if (!str_bounds(I, s, args, nargs, 1, &start, &end)) return false;
@@ -2226,7 +2240,7 @@ static bool m_str_rindex(BUILTIN_ARGS)
 static bool m_str_count(BUILTIN_ARGS)
 {
     StrObj *s = as_str(self);
-    if (!need_str_arg(I, args[0], "must be")) return false;
+    if (!need_str_arg(I, args[0])) return false;
     StrObj *sub = as_str(args[0]);
     int64_t start, end;
     if (!str_bounds(I, s, args, nargs, 1, &start, &end)) return false;
@@ -3066,6 +3080,264 @@ static bool m_str_format(BUILTIN_ARGS)
     return buf_to_str(I, &b, out);
 }
 
+/* ---- padding, partition, line splitting, predicates, casing ---- */
+
+/* ljust / rjust / center / zfill: self padded to width code points; left is the count of fill
+ * characters put before it, given the padding (Python's pad()). */
+static bool str_pad(Interp *I, Value self, const Value *args, int nargs, Value *out, int how)
+{
+    StrObj *s = as_str(self);
+    int64_t width = 0;
+    if (!as_index(I, args[0], &width)) return false;
+    const char *fill = how == 3 ? "0" : " ";
+    size_t fl = 1;
+    if (nargs > 1) {
+        Value f = args[1];
+        if (f.tag != V_STR)
+            return err_raise(I, TDL_ERR_TYPE, "The fill character must be a unicode character, not %s", val_type_name(f));
+        if (as_str(f)->nchars != 1)
+            return err_raise(I, TDL_ERR_TYPE, "The fill character must be exactly one character long");
+        fill = as_str(f)->data;
+        fl = as_str(f)->len;
+    }
+    if (width <= (int64_t)s->nchars) {
+        val_incref(self);
+        *out = self;
+        return true;
+    }
+    int64_t pad = width - (int64_t)s->nchars;
+    int64_t left = how == 0 ? 0 : how == 1 || how == 3 ? pad : pad / 2 + (pad & width & 1);
+    Buf b = {0};
+    size_t sign = how == 3 && s->len && (s->data[0] == '+' || s->data[0] == '-');
+    buf_put(&b, s->data, sign);
+    for (int64_t i = 0; i < left; i++) buf_put(&b, fill, fl);
+    buf_put(&b, s->data + sign, s->len - sign);
+    for (int64_t i = left; i < pad; i++) buf_put(&b, fill, fl);
+    return buf_to_str(I, &b, out);
+}
+
+static bool m_str_ljust(BUILTIN_ARGS) { return str_pad(I, self, args, nargs, out, 0); }
+static bool m_str_rjust(BUILTIN_ARGS) { return str_pad(I, self, args, nargs, out, 1); }
+static bool m_str_center(BUILTIN_ARGS) { return str_pad(I, self, args, nargs, out, 2); }
+static bool m_str_zfill(BUILTIN_ARGS) { return str_pad(I, self, args, nargs, out, 3); }
+
+/* partition / rpartition: (head, sep, tail) around the first (last) sep; without it, (self, "",
+ * "") or ("", "", self). */
+static bool str_partition(Interp *I, Value self, Value sepv, Value *out, bool right)
+{
+    if (!need_str_arg(I, sepv)) return false;
+    StrObj *s = as_str(self), *sep = as_str(sepv);
+    if (sep->len == 0) return err_raise(I, TDL_ERR_VALUE, "empty separator");
+    const char *p = NULL;
+    for (const char *q = s->data; (q = memmem(q, s->len - (size_t)(q - s->data), sep->data, sep->len));
+         q++) {
+        p = q;
+        if (!right) break;
+    }
+    size_t at = p ? (size_t)(p - s->data) : right ? 0 : s->len, sl = p ? sep->len : 0;
+    TupleObj *t = tuple_alloc(I, 3);
+    if (!t) return false;
+    bool ok;
+    if (!p) {
+        val_incref(self);
+        t->items[right ? 2 : 0] = self;
+        ok = str_new(I, "", 0, &t->items[1]) && str_new(I, "", 0, &t->items[right ? 0 : 2]);
+    } else {
+        val_incref(sepv);
+        t->items[1] = sepv;
+        ok = str_new(I, s->data, at, &t->items[0]) &&
+             str_new(I, s->data + at + sl, s->len - at - sl, &t->items[2]);
+    }
+    if (!ok) {
+        val_decref(I, TUPLEV(t));
+        return false;
+    }
+    *out = TUPLEV(t);
+    return true;
+}
+
+static bool m_str_partition(BUILTIN_ARGS) { return str_partition(I, self, args[0], out, false); }
+static bool m_str_rpartition(BUILTIN_ARGS) { return str_partition(I, self, args[0], out, true); }
+
+/* removeprefix / removesuffix */
+static bool str_remove(Interp *I, Value self, Value a, Value *out, bool suffix)
+{
+    if (a.tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "%s() argument must be str, not %s",
+                         suffix ? "removesuffix" : "removeprefix", val_type_name(a));
+    StrObj *s = as_str(self), *x = as_str(a);
+    if (x->len == 0 || x->len > s->len ||
+        memcmp(s->data + (suffix ? s->len - x->len : 0), x->data, x->len) != 0) {
+        val_incref(self);
+        *out = self;
+        return true;
+    }
+    return str_new(I, s->data + (suffix ? 0 : x->len), s->len - x->len, out);
+}
+
+static bool m_str_removeprefix(BUILTIN_ARGS) { return str_remove(I, self, args[0], out, false); }
+static bool m_str_removesuffix(BUILTIN_ARGS) { return str_remove(I, self, args[0], out, true); }
+
+/* Bytes of the line boundary at s[i] (Python's: \n \r \r\n \v \f \x1c-\x1e \x85 \u2028 \u2029),
+ * else 0. */
+static size_t line_break_len(const char *s, size_t n, size_t i)
+{
+    unsigned c = (unsigned char)s[i];
+    if (c == '\r') return i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
+    if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1C && c <= 0x1E)) return 1;
+    uint32_t cp;
+    size_t k = c >= 0x80 ? fmt_utf8_decode((const unsigned char *)s + i, n - i, &cp) : 0;
+    return k && (cp == 0x85 || cp == 0x2028 || cp == 0x2029) ? k : 0;
+}
+
+static bool m_str_splitlines(BUILTIN_ARGS)
+{
+    Value kv = v_bool(false);
+    bool given;
+    if (!get_param(I, "splitlines", args, nargs, kwnames, nkw, 0, "keepends", &kv, &given)) return false;
+    bool keep;
+    if (kv.tag == V_BOOL) keep = kv.b;
+    else if (kv.tag == V_INT) keep = kv.i != 0;
+    else return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", val_type_name(kv));
+    StrObj *s = as_str(self);
+    ListObj *l = list_alloc(I, 0);
+    if (!l) return false;
+    bool ok = true;
+    size_t start = 0;
+    for (size_t i = 0; ok && i < s->len;) {
+        size_t k = line_break_len(s->data, s->len, i);
+        if (!k) {
+            i += char_len(s->data, s->len, i);
+            continue;
+        }
+        ok = push_str(I, l, s->data + start, i - start + (keep ? k : 0));
+        start = i += k;
+    }
+    if (ok && start < s->len) ok = push_str(I, l, s->data + start, s->len - start);
+    if (!ok) {
+        val_decref(I, LISTV(l));
+        return false;
+    }
+    *out = LISTV(l);
+    return true;
+}
+
+/* isdigit / isdecimal / isnumeric / isalpha / isalnum: true for a non-empty str of ASCII
+ * characters of the class; Python's Unicode classes beyond ASCII are not tabled here, so a
+ * non-ASCII character is an error rather than a guess. */
+static bool str_is_class(Interp *I, Value self, Value *out, int cls, const char *name)
+{
+    StrObj *s = as_str(self);
+    bool r = s->len > 0;
+    for (size_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->data[i];
+        if (c >= 0x80)
+            return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "str.%s() of non-ASCII text is not supported", name);
+        bool digit = c >= '0' && c <= '9', alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+        r = r && (cls == 0 ? digit : cls == 1 ? alpha : digit || alpha);
+    }
+    *out = v_bool(r);
+    return true;
+}
+
+static bool m_str_isdigit(BUILTIN_ARGS) { return str_is_class(I, self, out, 0, "isdigit"); }
+static bool m_str_isdecimal(BUILTIN_ARGS) { return str_is_class(I, self, out, 0, "isdecimal"); }
+static bool m_str_isnumeric(BUILTIN_ARGS) { return str_is_class(I, self, out, 0, "isnumeric"); }
+static bool m_str_isalpha(BUILTIN_ARGS) { return str_is_class(I, self, out, 1, "isalpha"); }
+static bool m_str_isalnum(BUILTIN_ARGS) { return str_is_class(I, self, out, 2, "isalnum"); }
+
+static bool m_str_isspace(BUILTIN_ARGS)
+{
+    StrObj *s = as_str(self);
+    size_t i = 0, k;
+    while (i < s->len && (k = space_len(s->data, s->len, i))) i += k;
+    *out = v_bool(s->len > 0 && i == s->len);
+    return true;
+}
+
+/* Whether c changes under the case mapping to upper (a lowercase letter) or to lower. */
+static bool changes_case(uint32_t c, bool upper)
+{
+    uint32_t m[3];
+    return case_map(c, upper, m) != 1 || m[0] != c;
+}
+
+/* islower / isupper: some cased character, and none of the other case. */
+static bool str_is_case(Value self, Value *out, bool upper)
+{
+    StrObj *s = as_str(self);
+    const unsigned char *d = (const unsigned char *)s->data;
+    bool cased = false;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c;
+        size_t k = fmt_utf8_decode(d + i, s->len - i, &c);
+        if (!k) k = 1, c = 0xFFFD;
+        if (changes_case(c, upper)) {
+            *out = v_bool(false);
+            return true;
+        }
+        cased |= changes_case(c, !upper);
+        i += k;
+    }
+    *out = v_bool(cased);
+    return true;
+}
+
+static bool m_str_islower(BUILTIN_ARGS) { return str_is_case(self, out, false); }
+static bool m_str_isupper(BUILTIN_ARGS) { return str_is_case(self, out, true); }
+
+/* The title case of c (the upper case but for the digraphs and ß); the count written to o. */
+static int title_map(uint32_t c, uint32_t *o)
+{
+    static const uint32_t digraph[] = {0x1C4, 0x1C7, 0x1CA, 0x1F1};
+    for (size_t j = 0; j < sizeof digraph / sizeof *digraph; j++)
+        if (c >= digraph[j] && c <= digraph[j] + 2) {
+            o[0] = digraph[j] + 1;
+            return 1;
+        }
+    if (c == 0xDF) {
+        o[0] = 'S';
+        o[1] = 's';
+        return 2;
+    }
+    return case_map(c, true, o);
+}
+
+/* capitalize / title / swapcase: how = 0, 1, 2. capitalize title-cases the first character and
+ * lowers the rest; title title-cases a cased character after an uncased one and lowers the
+ * others; swapcase swaps each. */
+static bool str_recase(Interp *I, Value self, Value *out, int how)
+{
+    StrObj *s = as_str(self);
+    const unsigned char *d = (const unsigned char *)s->data;
+    Buf b = {0};
+    bool prev_cased = false;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c, m[3];
+        size_t k = fmt_utf8_decode(d + i, s->len - i, &c);
+        if (!k) {
+            buf_put(&b, s->data + i, 1);
+            i++;
+            prev_cased = false;
+            continue;
+        }
+        bool up = how == 0 ? i == 0 : how == 1 ? !prev_cased : changes_case(c, true);
+        int n = up && how < 2 ? title_map(c, m) : !up && c == 0x3A3 ? (m[0] = sigma_lower(d, s->len, i, k), 1)
+                                                                     : case_map(c, up, m);
+        for (int j = 0; j < n; j++) {
+            char enc[4];
+            buf_put(&b, enc, (size_t)utf8_encode(m[j], enc));
+        }
+        prev_cased = is_cased(c);
+        i += k;
+    }
+    return buf_to_str(I, &b, out);
+}
+
+static bool m_str_capitalize(BUILTIN_ARGS) { return str_recase(I, self, out, 0); }
+static bool m_str_title(BUILTIN_ARGS) { return str_recase(I, self, out, 1); }
+static bool m_str_swapcase(BUILTIN_ARGS) { return str_recase(I, self, out, 2); }
+
 static const BuiltinDef str_methods[] = {
     {"join", m_str_join, 1, 1, NULL},
     {"split", m_str_split, 0, 2, "sep maxsplit"},
@@ -3084,6 +3356,26 @@ static const BuiltinDef str_methods[] = {
     {"rindex", m_str_rindex, 1, 3, NULL},
     {"count", m_str_count, 1, 3, NULL},
     {"format", m_str_format, 0, -1, "*"},
+    {"ljust", m_str_ljust, 1, 2, NULL},
+    {"rjust", m_str_rjust, 1, 2, NULL},
+    {"center", m_str_center, 1, 2, NULL},
+    {"zfill", m_str_zfill, 1, 1, NULL},
+    {"partition", m_str_partition, 1, 1, NULL},
+    {"rpartition", m_str_rpartition, 1, 1, NULL},
+    {"removeprefix", m_str_removeprefix, 1, 1, NULL},
+    {"removesuffix", m_str_removesuffix, 1, 1, NULL},
+    {"splitlines", m_str_splitlines, 0, 1, "keepends"},
+    {"isdigit", m_str_isdigit, 0, 0, NULL},
+    {"isdecimal", m_str_isdecimal, 0, 0, NULL},
+    {"isnumeric", m_str_isnumeric, 0, 0, NULL},
+    {"isalpha", m_str_isalpha, 0, 0, NULL},
+    {"isalnum", m_str_isalnum, 0, 0, NULL},
+    {"isspace", m_str_isspace, 0, 0, NULL},
+    {"islower", m_str_islower, 0, 0, NULL},
+    {"isupper", m_str_isupper, 0, 0, NULL},
+    {"capitalize", m_str_capitalize, 0, 0, NULL},
+    {"title", m_str_title, 0, 0, NULL},
+    {"swapcase", m_str_swapcase, 0, 0, NULL},
     {NULL, NULL, 0, 0, NULL},
 };
 

@@ -256,12 +256,17 @@ START_TEST(staged_cotangent)
         ck_assert_ptr_nonnull(T);
         if (off)
             T->I.fc->sched_off |= FC_SCHED_STAGE;
-        long before = fc_grad_staged_count();
+        long before = fc_grad_staged_count(), blocks = fc_cpu_tload_blocks();
         ck_assert_msg(tdl_run_string(T, prog, "staged") == TDL_OK, "%s", tdl_error_message(T));
-        if (off)
+        if (off) {
             ck_assert_int_eq(fc_grad_staged_count(), before);
-        else
+        } else {
             ck_assert_msg(fc_grad_staged_count() > before, "no cotangent was staged");
+            /* dY / count is read from NCHW dY along the bin columns and stored channels
+             * innermost: eight bins' channels at a time through one transposed block */
+            ck_assert_msg(golden_device() || fc_cpu_tload_blocks() > blocks,
+                          "the staged cotangent was read element by element");
+        }
         tdl_value *v = NULL;
         tdl_tensor_info info;
         ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
@@ -282,6 +287,33 @@ START_TEST(staged_cotangent)
     run_err("x = ones(64, 16, 128, requires_grad=True)\nv = (arange(64 * 128, dtype=float32) * 0.5).reshape(64, 128)\n"
             "z = (x.sum(1) * v).sum()\nv[0] = 5.0\nz.backward()\n",
             "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation");
+}
+END_TEST
+
+/* The executor's ways of moving bytes in a backward's kernels give the values they would give
+ * otherwise: a computed value stored across the layout of what it reads (an NCHW tensor times
+ * two plus one written into channels_last memory: its loads taken eight rows at a time through
+ * a transposed block, cpu_exec.c's load_block), and fills of 16 MiB and more (zeros, as a
+ * gradient buffer's, written with non-temporal stores: plan_stream). */
+START_TEST(transposed_loads_and_fills)
+{
+    long blocks = fc_cpu_tload_blocks(), streams = fc_cpu_stream_runs();
+    run_ok("x = (arange(3 * 40 * 11 * 13, dtype=float32) * 0.37).sin().reshape(3, 40, 11, 13)\n"
+           "y = empty(3, 40, 11, 13).contiguous(memory_format=channels_last)\n"
+           "y[...] = x * 2.0 + 1.0\n"
+           "assert y.is_contiguous(memory_format=channels_last)\n"
+           "assert bool((y == x * 2.0 + 1.0).all())\n"
+           "assert bool((y.contiguous() == (x * 2.0 + 1.0).contiguous()).all())\n"
+           "z = zeros(5000000)\n"
+           "z.stride()\n"
+           "assert z.abs().sum().item() == 0.0 and z.shape[0] == 5000000\n"
+           "f = full((3, 2000000), 2.5)\n"
+           "f.stride()\n"
+           "assert bool((f == 2.5).all()) and f[2, 1999999].item() == 2.5\n");
+    if (!golden_device()) {
+        ck_assert_msg(fc_cpu_tload_blocks() > blocks, "no load went through a transposed block");
+        ck_assert_msg(fc_cpu_stream_runs() >= streams + 2, "the fills were not streamed");
+    }
 }
 END_TEST
 
@@ -381,6 +413,58 @@ START_TEST(deterministic_gather)
 }
 END_TEST
 
+/* Two loads of x through different gathers (x[idx1] * w1 + x[idx2] * w2, as roi_align's taps):
+ * their cotangents are the terms of ONE scatter-add (autograd.c's same_scatter), whose order is
+ * per row i the terms in the order the backward reached the loads (x[idx2]'s first), then the
+ * channels: the reference in C (the backward reaches the loads from the root, the last operand
+ * first). The old order (all of one load, then all of the other) gives
+ * other bits for these values, and so does the terms' other order. */
+START_TEST(scatter_terms_one_kernel)
+{
+    static const char prog[] =
+        "x = zeros(200, 640, requires_grad=True)\n"
+        "idx1 = (arange(1000) * arange(1000) * 7) % 200\n"
+        "idx2 = (idx1 + arange(1000) % 2) % 200\n"
+        "w1 = (arange(1000 * 640, dtype=float32) * 0.61).sin().reshape(1000, 640) * 1000.0\n"
+        "w2 = (arange(1000 * 640, dtype=float32) * 0.37).cos().reshape(1000, 640) * 3.0\n"
+        "(x[idx1] * w1 + x[idx2] * w2).sum().backward()\n"
+        "gx = x.grad.cpu()\ni1 = idx1.cpu()\ni2 = idx2.cpu()\nw1c = w1.cpu()\nw2c = w2.cpu()\n";
+    long kernels = fc_grad_term_kernels();
+    size_t n, ni, nw;
+    float *gx = same_bits(prog, "x[idx1] * w1 + x[idx2] * w2", &n);
+    ck_assert_int_ge(fc_grad_term_kernels() - kernels, 5);     /* one per run of same_bits */
+    int64_t *i1 = read_global(prog, "i1", TDL_DTYPE_INT64, &ni), *i2 = read_global(prog, "i2", TDL_DTYPE_INT64, &ni);
+    float *w1 = read_global(prog, "w1c", TDL_DTYPE_FLOAT32, &nw), *w2 = read_global(prog, "w2c", TDL_DTYPE_FLOAT32, &nw);
+    ck_assert_int_eq(n, 200 * 640);
+    float *ref = calloc(n, sizeof *ref), *swapped = calloc(n, sizeof *ref), *old = calloc(n, sizeof *ref);
+    ck_assert(ref && swapped && old);
+    for (size_t i = 0; i < 1000; i++)
+        for (size_t c = 0; c < 640; c++) {
+            ref[(size_t)i2[i] * 640 + c] += w2[i * 640 + c];
+            ref[(size_t)i1[i] * 640 + c] += w1[i * 640 + c];
+            swapped[(size_t)i1[i] * 640 + c] += w1[i * 640 + c];
+            swapped[(size_t)i2[i] * 640 + c] += w2[i * 640 + c];
+        }
+    for (size_t i = 0; i < 1000; i++)
+        for (size_t c = 0; c < 640; c++)
+            old[(size_t)i2[i] * 640 + c] += w2[i * 640 + c];
+    for (size_t i = 0; i < 1000; i++)
+        for (size_t c = 0; c < 640; c++)
+            old[(size_t)i1[i] * 640 + c] += w1[i * 640 + c];
+    ck_assert_msg(memcmp(ref, old, n * sizeof *ref) != 0 && memcmp(ref, swapped, n * sizeof *ref) != 0,
+                  "the orders give the same bits: the test cannot tell them apart");
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "not the sums in the terms' order");
+    free(gx);
+    free(i1);
+    free(i2);
+    free(w1);
+    free(w2);
+    free(ref);
+    free(swapped);
+    free(old);
+}
+END_TEST
+
 /* A gradient's scatter-add of a product, the cotangent row w times one value s per row, adds the
  * product in one pass (cpu_plan.c's plan_mul_add): the bits of adding each product, rounded,
  * one by one in the order of the loop nest (the reference in C), at 1, 2 and 4 threads. */
@@ -471,7 +555,8 @@ static void tap_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
 }
 
 /* roi_align's taps land where y_low, y_low + 1 (clamped), x_low ... send them: values over (box,
- * bin, sample), not over the channels. Each tap's scatter-add reads its row and column from
+ * bin, sample), not over the channels. The four taps' scatter-adds are ONE kernel (the terms of
+ * one store, FC_SCHED_TERMS; four with it off), which reads each term's row and column from
  * precomputed tables (as it reads its weights) instead of computing them at every point; the
  * store still checks each index it reads. The batch index stays in the kernel: it is read
  * through a gather of the boxes, which may fail. The gradient's values: the golden cases and
@@ -486,17 +571,21 @@ START_TEST(scatter_indices_precomputed)
         "y = vision.roi_align(x, b, (7, 7), 1.0, 0, True)\n"
         "(y * y).sum().backward()\n"
         "gx = x.grad.cpu()\n";
-    TapSeen s = {0};
-    tdl_interp *T = golden_open(0);
-    ck_assert_ptr_nonnull(T);
-    s.ctx = T->I.fc;
-    T->I.fc->on_kernel = tap_on_kernel;
-    T->I.fc->on_kernel_ud = &s;
-    ck_assert_msg(tdl_run_string(T, prog, "taps") == TDL_OK, "%s", tdl_error_message(T));
-    tdl_close(T);
-    ck_assert_int_ge(s.stores, 4);
-    ck_assert_int_eq(s.indices, 3 * s.stores);
-    ck_assert_msg(s.pre == 2 * s.stores, "%d of the taps' %d scatter indices precomputed", s.pre, s.indices);
+    for (int terms_off = 0; terms_off < 2; terms_off++) {
+        TapSeen s = {0};
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        s.ctx = T->I.fc;
+        T->I.fc->on_kernel = tap_on_kernel;
+        T->I.fc->on_kernel_ud = &s;
+        if (terms_off)
+            T->I.fc->sched_off |= FC_SCHED_TERMS;
+        ck_assert_msg(tdl_run_string(T, prog, "taps") == TDL_OK, "%s", tdl_error_message(T));
+        tdl_close(T);
+        ck_assert_int_eq(s.stores, terms_off ? 4 : 1);
+        ck_assert_int_eq(s.indices, 3 * s.stores);
+        ck_assert_msg(s.pre == 2 * s.stores, "%d of the taps' %d scatter indices precomputed", s.pre, s.indices);
+    }
 }
 END_TEST
 
@@ -591,7 +680,9 @@ Suite *grad_suite(void)
     tcase_add_test(tc, finite_differences);
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, deterministic_gather);
+    tcase_add_test(tc, scatter_terms_one_kernel);
     tcase_add_test(tc, staged_cotangent);
+    tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);

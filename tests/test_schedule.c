@@ -279,12 +279,38 @@ START_TEST(test_same_bits)
 }
 END_TEST
 
+/* A reduction's loops follow its operand that varies along the most of them, not the first one
+ * in the code: start[n] (over the rows) is loaded before img (rows x columns), so ordering by it
+ * put the rows innermost, reading img down its columns and turning a per-row memo over at every
+ * point (roi_align times its cotangent, summed: the box loop innermost). */
+START_TEST(reduce_loop_order)
+{
+    static const char prog[] = "start = (arange(40.0) * 0.3).sin()\n"
+                               "img = ((arange(40 * 300.0) * 0.011).cos()).reshape(40, 300)\n"
+                               "img.stride()\n"
+                               "s = float((start[:, None] * img).sum())\n";
+    Text dump = {0};
+    tdl_config cfg = {0};
+    cfg.flags = TDL_DUMP_KERNELS;
+    cfg.dump = append;
+    cfg.dump_ud = &dump;
+    tdl_interp *U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_msg(tdl_run_string(U, prog, "<program>") == TDL_OK, "%s", tdl_error_message(U));
+    tdl_close(U);
+    ck_assert_ptr_nonnull(dump.buf);
+    ck_assert_msg(strstr(dump.buf, "kernel: 2 loops [40r, 300r]") != NULL, "the rows are not outermost:\n%s", dump.buf);
+    free(dump.buf);
+}
+END_TEST
+
 Suite *schedule_suite(void)
 {
     Suite *s = suite_create("schedule");
     TCase *tc = tcase_create("passes");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_same_bits, 0, (int)(sizeof programs / sizeof *programs));
+    tcase_add_test(tc, reduce_loop_order);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,9 +10,13 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>        /* Plan.stream: non-temporal stores */
+#endif
 
 typedef struct Thread {
     void **buf;                 /* [nphys + 1]: where each buffer is written */
@@ -42,6 +46,15 @@ typedef struct Thread {
     bool narrow;
     bool gate_off;
     long narrow_skips;          /* chunks skipped after a narrow pass (fc_cpu_narrow_skips) */
+    /* Plan.tload: the current unit (unit_pos), its row in its tile and the tile's rows; the
+     * block of eight rows from unit tlb_u0 at chunk position tlb_i0 held in tlb (tlb_n values
+     * a row), if tlb_ok. */
+    int64_t unit, trow, trows;
+    char *tlb;
+    bool tlb_ok;
+    int64_t tlb_u0, tlb_i0;
+    int tlb_n;
+    long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -612,10 +625,26 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
 }
 #undef SHUF
 
+/* Copies nb bytes from src to dst with non-temporal stores (Plan.stream) where both are whole
+ * 16-byte blocks at an aligned dst; task_units fences them before its task is done. */
+static void stream_bytes(char *dst, const void *src, size_t nb)
+{
+#if defined(__SSE2__)
+    if (nb % 16 == 0 && (uintptr_t)dst % 16 == 0) {
+        for (size_t i = 0; i < nb; i += 16)
+            _mm_stream_si128((__m128i *)(void *)(dst + i), _mm_loadu_si128((const __m128i *)(const void *)((const char *)src + i)));
+        return;
+    }
+#endif
+    memmove(dst, src, nb);
+}
+
 static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
     char *dst = (char *)p->k->out + off * (int64_t)p->out_es;
-    if (p->trc)
+    if (p->stream)
+        stream_bytes(dst, src, (size_t)n * p->out_es);
+    else if (p->trc)
         store_transposed(dst, src, p->trr, p->trc, p->trc, p->trld, p->out_es);
     else if (p->otab)
         store_at_32(dst, p->otab, src, p->out_es, n);
@@ -826,8 +855,12 @@ static int64_t load_origin(const Plan *p, const Step *s, const Thread *t, int64_
     return off;
 }
 
+static bool load_block(const Plan *p, const Step *s, Thread *t, int64_t i0, int m);
+
 static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, bool wide)
 {
+    if (wide && p->tload >= 0 && s == &p->steps[p->tload] && load_block(p, s, t, i0, m))
+        return true;
     const FcInstr *in = s->in;
     size_t es = s->esize;
     int64_t stride = s->cstride;
@@ -1315,6 +1348,9 @@ static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
     decode(p, t, p->kl, p->lk >= 0 ? p->nkl - 1 : p->nkl, tile_place(p, u, &first, &row, &rows, &grp));
     if (p->lk >= 0)
         t->idx[p->lk] = first + row;
+    t->unit = u;
+    t->trow = row;
+    t->trows = rows;
     *c0 = grp * p->group;
     int64_t left = p->nchunk - *c0;
     *nc = left < p->group ? (int)left : p->group;
@@ -1446,6 +1482,39 @@ static void copy_units(const Plan *p, Thread *t, int64_t u)
         store_transposed(dst, src, n, 8, s->strides[p->cl], p->ostr[p->lk], p->out_es);
     else
         store_transposed(dst, src, 8, n, s->strides[p->lk], p->ostr[p->cl], p->out_es);
+}
+
+static long tload_blocks;       /* fc_cpu_tload_blocks */
+static long stream_runs;        /* fc_cpu_stream_runs */
+
+long fc_cpu_stream_runs(void) { return __atomic_load_n(&stream_runs, __ATOMIC_RELAXED); }
+
+long fc_cpu_tload_blocks(void) { return __atomic_load_n(&tload_blocks, __ATOMIC_RELAXED); }
+
+/* Plan.tload's load for the current unit, at chunk positions [i0, i0 + m): the units of its
+ * tile are eight rows along lk at a time, whose chunks are columns of one block of memory (an
+ * element apart along lk, a stride apart along cl); the block is transposed into t->tlb once
+ * for the eight (store_transposed: 8 x 8 in registers, where each element would be a load of a
+ * line of its own) and the unit reads its row there. False (the load goes element by element)
+ * for the rows past the tile's last eight. The values are the loaded ones. */
+static bool load_block(const Plan *p, const Step *s, Thread *t, int64_t i0, int m)
+{
+    int64_t b = t->trow & ~(int64_t)7;
+    if (b + 8 > t->trows)
+        return false;
+    int64_t u0 = t->unit - (t->trow - b);
+    if (!t->tlb_ok || t->tlb_u0 != u0 || t->tlb_i0 != i0 || t->tlb_n != m) {
+        int64_t off = load_origin(p, s, t, i0) - (t->trow - b) * s->strides[p->lk];
+        const char *src = (const char *)p->k->bufs[s->in->buf] + off * 4;
+        store_transposed(t->tlb, src, m, 8, s->strides[p->cl], m, 4);
+        t->tlb_ok = true;
+        t->tlb_u0 = u0;
+        t->tlb_i0 = i0;
+        t->tlb_n = m;
+        t->tload_blocks++;
+    }
+    t->cur[s->d] = t->tlb + (size_t)(t->trow - b) * (size_t)m * 4;
+    return true;
 }
 
 /* A long reduction also looks at the host's interrupt flag between steps, not only between
@@ -1581,6 +1650,10 @@ static bool task_units(void *arg, int tid, int64_t task)
         }
     }
     flush_run(t);
+#if defined(__SSE2__)
+    if (p->stream)
+        _mm_sfence();       /* the streamed stores are seen before the task is reported done */
+#endif
     if (!ok)
         t->err_task = task;
     return ok;
@@ -1729,7 +1802,8 @@ static size_t thread_bytes(const Plan *p)
     int nlocal = p->nphys - p->nshared;
     size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
     size_t cb = p->cbytes;      /* buffers, offs, tmp, racc, xbuf; acc and aidx by FC_CHUNK */
-    return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo;
+    size_t tlb = p->tload >= 0 ? 8 * (size_t)FC_CHUNK * 4 : 0;
+    return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo + tlb;
 }
 
 /* Lays a thread out in block m (thread_bytes long) for a run: its state as new. */
@@ -1761,6 +1835,7 @@ static Thread *thread_init(const Plan *p, char *m)
     t->mcg = (uint64_t *)(t->mcur + p->nmemo);
     t->stamps = t->mcg + p->nmemo;
     t->tvals = (char *)(t->stamps + p->nstamps);
+    t->tlb = p->tload >= 0 ? t->tvals + (size_t)p->nvals * 8 : NULL;
     memset(t->mgen, 0, ((size_t)p->nmemo * 4 + p->nstamps) * 8);
     t->err_task = -1;
     return t;
@@ -1902,6 +1977,10 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&narrow_skips, th[i]->narrow_skips, __ATOMIC_RELAXED);
         th[i]->narrow_skips = 0;
     }
+    for (int i = 0; i < nth && p->tload >= 0; i++)
+        __atomic_fetch_add(&tload_blocks, th[i]->tload_blocks, __ATOMIC_RELAXED);
+    if (p->stream)
+        __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)
         if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))

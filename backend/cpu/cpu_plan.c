@@ -1591,6 +1591,41 @@ static bool plan_transpose(Plan *p)
     return false;
 }
 
+/* Plan.tload: in a store taken in tiles along lk (plan_loops), the first wide load of the top
+ * list that reads 4-byte elements one after another along lk and a stride apart along the
+ * chunk loop, and is nothing else (no gather, memo, rows or offsets table of its own): eight
+ * consecutive units read it from one block of eight rows transposed in registers instead of
+ * element by element. Only the way the values get to the chunk changes. */
+static void plan_tload(Plan *p)
+{
+    p->tload = -1;
+    if (p->tile <= 1 || p->tcopy || p->group != 1 || p->reduce || p->scatter || p->span || p->gate_where ||
+        p->mul_add || p->lk < 0 || p->ext[p->lk] < 8)
+        return;
+    for (int j = p->ninv; j < p->ntop; j++) {
+        const Step *s = &p->steps[j];
+        if (s->in->op == FC_OP_LOAD && s->wide && !s->per_element && s->in->ngather == 0 && s->memo < 0 &&
+            !s->dead && !s->rowdefer && s->rows == 0 && s->esize == 4 && s->shape == (uint64_t)1 << p->cl &&
+            s->strides[p->lk] == 1 && s->strides[p->cl] > 1) {
+            p->tload = j;
+            return;
+        }
+    }
+}
+
+/* Plan.stream: a store whose value is invariant (a fill: a gradient buffer's zeros), written
+ * along its chunks contiguously, of STREAM_BYTES or more. Written through the caches, each
+ * line is read before it is overwritten and then evicts a line that another kernel wrote and
+ * is still to write back or to read (the staged cotangent that the gradient's scatters read
+ * next): the fill paid for both. Bypassing them writes the bytes once. */
+static void plan_stream(Plan *p)
+{
+    int64_t bytes;
+    p->stream = !p->reduce && !p->scatter && p->ntop == p->ninv && !p->trc && !p->otab && !p->store_cast &&
+                !p->xres && (p->span || p->ostr[p->cl] == 1) && !__builtin_mul_overflow(p->total, (int64_t)p->out_es, &bytes) &&
+                bytes >= STREAM_BYTES;
+}
+
 static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
 {
     const int64_t *ext = p->ext;
@@ -1678,6 +1713,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     p->reduce = k->reduce != FC_OP_NONE;
     p->scatter = k->nscatter > 0 || k->accumulate;
     p->out_es = fc_dtype_size(k->out_dtype);
+    p->tload = -1;
     if (p->scatter && p->reduce)
         return cpu_errorf(err, FC_ERR_VALUE, "cpu kernel: a scattered or accumulating store cannot reduce");
     FcStatus st = plan_code(p, k, err);
@@ -1709,6 +1745,8 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     st = plan_index(p, k, err);
     plan_gate_v(p);
     plan_mul_add(p);
+    plan_tload(p);
+    plan_stream(p);
     if (st == FC_OK && p->total == 0 && !p->reduce)
         p->idle = true;
     return st;

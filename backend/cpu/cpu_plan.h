@@ -68,6 +68,7 @@
 enum {
     SMALL_WORK = 32 * 1024,     /* elements below which a kernel runs on the calling thread */
     TASK_WORK = 32 * 1024,      /* elements of work per task when spreading units */
+    STREAM_BYTES = 16 << 20,    /* a fill at least this large bypasses the caches (Plan.stream) */
     BLOCK_WORK = 64 * 1024,     /* elements per reduction block when a unit is split */
     SPLIT_UNITS = 32,           /* a reduction with fewer units than this may split them */
     VERT_GROUP = 8,             /* chunks per unit of a vertical reduction */
@@ -79,7 +80,7 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
-    PRE_POS = 64 * 1024,        /* points of a precomputed step's loops at most (fc_cpu_target) ... */
+    PRE_POS = 256 * 1024,       /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
@@ -369,6 +370,12 @@ typedef struct Plan {
                                    channels_last), or the other way round: eight units at a time,
                                    copied straight from the input by blocks transposed in
                                    registers (copy_units) */
+    bool stream;                /* a fill: a store of one invariant value, contiguous and large,
+                                   written with non-temporal stores (store_chunk) */
+    int tload;                  /* a tiled store's wide load that runs along lk and strides along
+                                   cl (a cotangent transposed as it is computed): read eight units
+                                   at a time through a block transposed in registers (load_block,
+                                   into Thread.tlb); its step, or -1 */
     int64_t nunits, nred;       /* units, and reduction steps per unit */
     bool idle;                  /* nothing to evaluate (a loop of extent 0) */
     int64_t total;              /* points of the root loops (saturating) */
