@@ -47,12 +47,8 @@ if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/flops" "$here/common/flops.c"
     exit 1
 fi
 
-errline() {
-    awk 'NF { l = $0 } /Error: / { e = $0 } END { if (e != "") l = e; print substr(l, 1, 100) }' "$1"
-}
-
-cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
-[ -n "$cpu" ] || cpu=$(uname -m)
+. "$here/common/lib.sh"
+cpu=$(cpu_name)
 torchver=$("$py" -c 'import torch, torchvision; print(torch.__version__, "torchvision", torchvision.__version__)' 2>/dev/null) || torchver=
 echo "tdl mask head benchmark: examples/mask_head.tdl vs torchvision's mask branch, float32"
 echo "1 x 256 x 64 x 96 features, 64 boxes, roi_align 14x14, 4 conv3x3 + convT 2x2/2 + conv1x1 to 91 classes: $madds multiply-adds"
@@ -92,10 +88,7 @@ for T in $threads; do
         fi
         check=-
         if [ -f "$tmp/torch_$f.npy" ]; then
-            check=$("$py" -c 'import sys, numpy as np
-a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-e = float(np.abs(a - b).max() / np.abs(b).max()) if a.shape == b.shape else float("inf")
-print(("ok (err %.1e of max)" if e <= 1e-4 else "WRONG: err %.3g of max") % e)' "$tmp/tdl_$f.npy" "$tmp/torch_$f.npy")
+            check=$(npy_check "$py" "$tmp/tdl_$f.npy" "$tmp/torch_$f.npy")
             case $check in WRONG*) status=1 ;; esac
         fi
         row "$T" "$f" tdl "$t" "$check"

@@ -50,12 +50,8 @@ if ! ${CC:-cc} -O3 -march=native -fopenmp -o "$tmp/flops" "$here/common/flops.c"
 fi
 names="$(awk '$1 != "conv" { printf "%s ", $1 }' "$tmp/shapes")conv_contiguous conv_channels_last"
 
-errline() {
-    awk 'NF { l = $0 } /Error: / { e = $0 } END { if (e != "") l = e; print substr(l, 1, 100) }' "$1"
-}
-
-cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
-[ -n "$cpu" ] || cpu=$(uname -m)
+. "$here/common/lib.sh"
+cpu=$(cpu_name)
 torchver=$("$py" -c 'import re, torch
 m = re.search(r"BLAS_INFO=([^,\s]*)", torch.__config__.show())
 print(torch.__version__, "BLAS_INFO=" + (m.group(1) if m else "?"))' 2>/dev/null) || torchver=
@@ -101,10 +97,7 @@ for T in $threads; do
         fi
         check=-
         if [ -f "$tmp/torch_$n.npy" ]; then
-            check=$("$py" -c 'import sys, numpy as np
-a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
-e = float(np.abs(a - b).max() / np.abs(b).max()) if a.shape == b.shape else float("inf")
-print(("ok (err %.1e of max)" if e <= 1e-4 else "WRONG: err %.3g of max") % e)' "$tmp/tdl_$n.npy" "$tmp/torch_$n.npy")
+            check=$(npy_check "$py" "$tmp/tdl_$n.npy" "$tmp/torch_$n.npy")
             case $check in WRONG*) status=1 ;; esac
         fi
         row "$T" "$n" tdl "$t" "$check"
