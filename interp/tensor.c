@@ -97,7 +97,7 @@ bool tensor_init(Interp *I, Module *m)
     I->fc->interrupt = (volatile int *)&I->interrupt;    /* Ctrl-C stops running kernels too */
     I->fc->locate = dims_locate;
     I->fc->locate_ud = I;
-    I->fc->sched_off = (I->cfg.flags & TDL_NO_FUSE ? FC_SCHED_FUSE : 0) | (I->cfg.flags & TDL_NO_HOIST ? FC_SCHED_HOIST : 0) |
+    I->fc->sched_off |= (I->cfg.flags & TDL_NO_FUSE ? FC_SCHED_FUSE : 0) | (I->cfg.flags & TDL_NO_HOIST ? FC_SCHED_HOIST : 0) |
                        (I->cfg.flags & TDL_NO_BOUNDS ? FC_SCHED_BOUNDS : 0);
     int flags = (I->cfg.flags & TDL_DUMP_IR ? FC_DUMP_IR : 0) | (I->cfg.flags & TDL_DUMP_KERNELS ? FC_DUMP_KERNELS : 0) |
                 (I->cfg.flags & TDL_DUMP_CUDA ? FC_DUMP_CUDA : 0) | (I->cfg.flags & TDL_VERBOSE ? FC_DUMP_VERBOSE : 0);

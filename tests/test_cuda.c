@@ -1391,8 +1391,8 @@ static const char *const emu_programs[] = {
     "cnt = (start[n] * 0.7).ceil()\nxs = (start[n] + k * 1.3).clamp(max=19.0)\nxl = xs.floor().long()\nw = xs - xl\n"
     "val = feats[b[n]][c][xl] * (1 - w) + feats[b[n]][c][(xl + 1).clamp(max=19)] * w\n"
     "(where(k < cnt, val, 0).sum(k) / cnt.clamp(min=1)).order(n, c).sum().backward()\nprint(feats.grad[0, :2, :6])\n",
-    /* roi_align's backward: its four taps the terms of one scatter-add (autograd.c), split over the
-     * channels, no atomics; the CPU's bits. */
+    /* roi_align's backward: its four taps' scatter-adds (one kernel each by default,
+     * FC_SCHED_TERMS), split over the channels, no atomics; the CPU's bits. */
     "import vision\nx = (arange(2 * 40 * 10 * 12.0) * 0.1).sin().reshape(2, 40, 10, 12).requires_grad_()\n"
     "b = tensor([[0, 1.0, 1.5, 8.0, 7.0], [1, 0.5, 0.5, 5.0, 9.0], [0, -2.0, 3.0, 14.0, 2.0]])\n"
     "(vision.roi_align(x, b, (3, 3), 1.0, 0, True) * (arange(3 * 40 * 9.0) * 0.37).cos().reshape(3, 40, 3, 3)).sum().backward()\n"

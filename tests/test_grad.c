@@ -152,6 +152,8 @@ END_TEST
  * first run (malloc'd, *n of them). The runs at 2 and 4 threads must split a scattered store
  * over its owner loops at least once (fc_owner_split_count): the parallel path, not a fallback
  * to one thread. */
+static bool terms_on;   /* same_bits' interpreters scatter gathers alike by one kernel (FC_SCHED_TERMS) */
+
 static float *same_bits(const char *prog, const char *what, size_t *n)
 {
     const char *old = getenv("TDL_NUM_THREADS");
@@ -164,6 +166,8 @@ static float *same_bits(const char *prog, const char *what, size_t *n)
         long splits = fc_owner_split_count();
         tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
+        if (terms_on)
+            T->I.fc->sched_off &= ~FC_SCHED_TERMS;
         ck_assert_msg(tdl_run_string(T, prog, "det") == TDL_OK, "%s", tdl_error_message(T));
         tdl_value *v = NULL;
         tdl_tensor_info info;
@@ -413,8 +417,9 @@ START_TEST(deterministic_gather)
 }
 END_TEST
 
-/* Two loads of x through different gathers (x[idx1] * w1 + x[idx2] * w2, as roi_align's taps):
- * their cotangents are the terms of ONE scatter-add (autograd.c's same_scatter), whose order is
+/* Two loads of x through different gathers (x[idx1] * w1 + x[idx2] * w2, as roi_align's taps),
+ * FC_SCHED_TERMS cleared: their cotangents are the terms of ONE scatter-add (autograd.c's
+ * same_scatter), whose order is
  * per row i the terms in the order the backward reached the loads (x[idx2]'s first), then the
  * channels: the reference in C (the backward reaches the loads from the root, the last operand
  * first). The old order (all of one load, then all of the other) gives
@@ -431,7 +436,9 @@ START_TEST(scatter_terms_one_kernel)
         "gx = x.grad.cpu()\ni1 = idx1.cpu()\ni2 = idx2.cpu()\nw1c = w1.cpu()\nw2c = w2.cpu()\n";
     long kernels = fc_grad_term_kernels();
     size_t n, ni, nw;
+    terms_on = true;
     float *gx = same_bits(prog, "x[idx1] * w1 + x[idx2] * w2", &n);
+    terms_on = false;
     ck_assert_int_ge(fc_grad_term_kernels() - kernels, 5);     /* one per run of same_bits */
     int64_t *i1 = read_global(prog, "i1", TDL_DTYPE_INT64, &ni), *i2 = read_global(prog, "i2", TDL_DTYPE_INT64, &ni);
     float *w1 = read_global(prog, "w1c", TDL_DTYPE_FLOAT32, &nw), *w2 = read_global(prog, "w2c", TDL_DTYPE_FLOAT32, &nw);
@@ -555,8 +562,8 @@ static void tap_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
 }
 
 /* roi_align's taps land where y_low, y_low + 1 (clamped), x_low ... send them: values over (box,
- * bin, sample), not over the channels. The four taps' scatter-adds are ONE kernel (the terms of
- * one store, FC_SCHED_TERMS; four with it off), which reads each term's row and column from
+ * bin, sample), not over the channels. The four taps' scatter-adds are ONE kernel when
+ * FC_SCHED_TERMS is cleared (the terms of one store; four by default), which reads each term's row and column from
  * precomputed tables (as it reads its weights) instead of computing them at every point; the
  * store still checks each index it reads. The batch index stays in the kernel: it is read
  * through a gather of the boxes, which may fail. The gradient's values: the golden cases and
@@ -578,8 +585,8 @@ START_TEST(scatter_indices_precomputed)
         s.ctx = T->I.fc;
         T->I.fc->on_kernel = tap_on_kernel;
         T->I.fc->on_kernel_ud = &s;
-        if (terms_off)
-            T->I.fc->sched_off |= FC_SCHED_TERMS;
+        if (!terms_off)
+            T->I.fc->sched_off &= ~FC_SCHED_TERMS;
         ck_assert_msg(tdl_run_string(T, prog, "taps") == TDL_OK, "%s", tdl_error_message(T));
         tdl_close(T);
         ck_assert_int_eq(s.stores, terms_off ? 4 : 1);
