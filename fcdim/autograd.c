@@ -454,11 +454,9 @@ FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
          * kept off, which requires_grad_() takes up */
         if (fc_requires_grad(t) || (t->storage && t->storage->grad_off))
             return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
-        FcStatus st = fc_realize(ctx, t, err);
+        FcStatus st = fc_realize(ctx, t, err);     /* a lazy t gets fresh storage: none kept there */
         if (st)
             return st;
-        if (t->storage->grad_off)
-            return fc_errf(err, FC_ERR_RUNTIME, "assigning .grad of a tensor that is not a leaf requiring grad is not supported");
         r = t->storage->grad_off = leaf_new(ctx, t);
         if (!r)
             return fc_nomem(err);
