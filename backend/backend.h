@@ -83,9 +83,12 @@ long fc_cpu_mul_add_runs(void);
  * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
  * backends, for tests. */
 long fc_cpu_tload_blocks(void);
-/* How many runs of CPU kernels wrote a large fill with non-temporal stores (cpu_plan.c's
- * plan_stream), over all backends, for tests. */
+/* How many runs of CPU kernels wrote a large fill or transposing copy with non-temporal stores
+ * (cpu_plan.c's plan_stream), over all backends, for tests. */
 long fc_cpu_stream_runs(void);
+/* How many tiles of sixteen units the CPU executor copied whole in transposing copies (cpu_exec.c's
+ * copy_tile: NCHW made channels_last, or back), over all backends, for tests. */
+long fc_cpu_copy_tiles(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

@@ -321,6 +321,34 @@ START_TEST(transposed_loads_and_fills)
 }
 END_TEST
 
+/* The transposing copies of roi_align's forward and backward (NCHW made channels_last, and the
+ * channels-last gradient back to NCHW) go a tile of sixteen rows at a time (cpu_exec.c's
+ * copy_tile), written past the caches when large (Plan.tstream): the values are the input's, for
+ * channels that fill the tile's blocks and for those that do not, at 1, 2 and 3 threads. */
+START_TEST(transposing_copies_tiled)
+{
+    for (int t = 1; t <= 3; t++) {
+        char nth[2] = {(char)('0' + t), 0};
+        setenv("TDL_NUM_THREADS", nth, 1);
+        long tiles = fc_cpu_copy_tiles(), streams = fc_cpu_stream_runs();
+        run_ok("for c, h, w in ((256, 96, 100), (40, 11, 13), (24, 16, 17)):\n"
+               "    x = (arange(2 * c * h * w, dtype=float32) * 0.37).sin().reshape(2, c, h, w)\n"
+               "    y = x.contiguous(memory_format=channels_last)\n"
+               "    assert y.is_contiguous(memory_format=channels_last) and not x.is_contiguous(memory_format=channels_last)\n"
+               "    assert bool((y == x).all())\n"
+               "    z = y.contiguous()\n"
+               "    assert z.is_contiguous()\n"
+               "    assert bool((z == x).all())\n"
+               "    assert y[1, c - 1, h - 1, w - 1].item() == x[1, c - 1, h - 1, w - 1].item()\n");
+        if (!golden_device()) {
+            ck_assert_msg(fc_cpu_copy_tiles() > tiles, "no tile was copied whole");
+            ck_assert_msg(fc_cpu_stream_runs() >= streams + 2, "the large copies were not streamed");
+        }
+    }
+    unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
 /* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_plan.c's gated store:
  * rows where m is false add zeros, and are left out): where w is not finite there, the zero
  * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
@@ -690,6 +718,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, scatter_terms_one_kernel);
     tcase_add_test(tc, staged_cotangent);
     tcase_add_test(tc, transposed_loads_and_fills);
+    tcase_add_test(tc, transposing_copies_tiled);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);

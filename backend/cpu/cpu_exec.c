@@ -55,6 +55,7 @@ typedef struct Thread {
     int64_t tlb_u0, tlb_i0;
     int tlb_n;
     long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
+    long copy_tiles;            /* tiles of a tcopy copied whole (fc_cpu_copy_tiles) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -623,7 +624,6 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
         for (int a = a0; a < r; a++)
             memcpy(dst + ((int64_t)b * ld + a) * (int64_t)es, (const char *)src + (a * sld + b) * (int64_t)es, es);
 }
-#undef SHUF
 
 /* Copies nb bytes from src to dst with non-temporal stores (Plan.stream) where both are whole
  * 16-byte blocks at an aligned dst; task_units fences them before its task is done. */
@@ -1484,7 +1484,125 @@ static void copy_units(const Plan *p, Thread *t, int64_t u)
         store_transposed(dst, src, 8, n, s->strides[p->lk], p->ostr[p->cl], p->out_es);
 }
 
+/* Whether units [u, u + 16) of a tcopy plan are a whole tile of TILE == 16 indices of lk over
+ * one chunk (copy_tile). */
+static bool tile_units(const Plan *p, int64_t u, int64_t u1)
+{
+    if (!p->tcopy || p->tile != 16 || u + 16 > u1)
+        return false;
+    int64_t first, row, rows, grp;
+    tile_place(p, u, &first, &row, &rows, &grp);
+    return row == 0 && rows == 16;
+}
+
+/* Stores 16 bytes at dst: a non-temporal store when nt (dst then 16-byte aligned). */
+static inline void put16(char *dst, const void *v, bool nt)
+{
+#if defined(__SSE2__)
+    if (nt) {
+        __m128i x;
+        memcpy(&x, v, sizeof x);
+        _mm_stream_si128((__m128i *)(void *)dst, x);
+        return;
+    }
+#endif
+    (void)nt;
+    memcpy(dst, v, 16);
+}
+
+/* Two 8 x 8 blocks of 4-byte elements, x[k * sld + j] for k < 16, j < 8, transposed: for each
+ * j, the sixteen values x[k * sld + j] in order of k to dst + j * ld (64 bytes), every store
+ * non-temporal when nt. Eight vector loads per block and the shuffles of store_transposed. */
+CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld, int64_t ld, bool nt)
+{
+    U32x8v o[2][8];
+    for (int h = 0; h < 2; h++) {
+        U32x8v v[8], t[8], u[8];
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+            memcpy(&v[k], x + (8 * h + k) * sld, sizeof v[k]);
+        _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
+            t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+            t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+        }
+        _Pragma("GCC unroll 2") for (int k = 0; k < 8; k += 4) {
+            u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+            u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+            o[h][k] = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+            o[h][k + 4] = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+        }
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
+        char *d = dst + j * ld * 4;
+        const char *a = (const char *)&o[0][j], *b = (const char *)&o[1][j];
+        put16(d, a, nt);
+        put16(d + 16, a + 16, nt);
+        put16(d + 32, b, nt);
+        put16(d + 48, b + 16, nt);
+    }
+}
+#undef SHUF
+
+/* A whole tile of a tcopy plan (tile_units): its chunk of input for sixteen consecutive indices
+ * of lk, by blocks of 16 x 8 transposed in registers. Each output row gets sixteen values, 64
+ * bytes, at a time, streamed past the caches when the plan is large (Plan.tstream) and the rows
+ * lie on whole lines: the destination is not read first, nor does it evict what the next
+ * kernels read. Only the way the bytes move changes. */
+static void copy_tile(const Plan *p, Thread *t, int64_t u)
+{
+    const Step *s = &p->steps[p->ninv];
+    int64_t c0, i0;
+    int nc, n;
+    unit_pos(p, t, u, &c0, &nc);
+    chunk_at(p, c0, &i0, &n);
+    const uint32_t *src = (const uint32_t *)p->k->bufs[s->in->buf] + load_origin(p, s, t, i0);
+    char *dst = (char *)p->k->out + (out_base(p, t) + p->ostr[p->cl] * i0) * (int64_t)4;
+    int64_t ld, sld;
+    int j = 0;
+    if (p->ostr[p->cl] == 1) {
+        /* rows of the output along lk, sixteen values of cl at a time from sixteen input rows */
+        ld = p->ostr[p->lk];
+        sld = s->strides[p->cl];
+        bool nt = p->tstream && (uintptr_t)dst % 64 == 0 && ld % 16 == 0;
+        if (ld <= n) {
+            /* the tile's rows one run (channels-last from NCHW): its input rows are as many
+             * streams (256 planes, a line each per tile), more than the hardware prefetchers
+             * follow, so each is fetched four tiles ahead while that lies in the plane */
+            bool ahead = t->idx[p->lk] + 16 + 64 <= p->ext[p->lk];
+            for (; j + 16 <= n; j += 16) {
+                for (int k = 0; k < 16 && ahead; k++)
+                    __builtin_prefetch(src + (j + k) * sld + 64);
+                for (int h = 0; h < 16; h += 8)
+                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+            }
+        } else {
+            /* rows far apart (NCHW from channels-last): eight at a time, each written whole:
+             * sixteen side by side lose the write-combining */
+            for (int h = 0; h < 16; h += 8)
+                for (j = 0; j + 16 <= n; j += 16)
+                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+        }
+        if (j < n)
+            store_transposed(dst + (int64_t)j * 4, src + j * sld, n - j, 16, sld, ld, 4);
+    } else {
+        /* rows of the output along cl, sixteen values of lk each from sixteen input rows */
+        ld = p->ostr[p->cl];
+        sld = s->strides[p->lk];
+        bool nt = p->tstream && (uintptr_t)dst % 64 == 0 && ld % 16 == 0;
+        for (; j + 8 <= n; j += 8)
+            transpose_16x8(dst + j * ld * 4, src + j, sld, ld, nt);
+        if (j < n)
+            store_transposed(dst + j * ld * 4, src + j, 16, n - j, sld, ld, 4);
+    }
+}
+
 static long tload_blocks;       /* fc_cpu_tload_blocks */
+static long copy_tiles;         /* fc_cpu_copy_tiles */
+
+long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELAXED); }
 static long stream_runs;        /* fc_cpu_stream_runs */
 
 long fc_cpu_stream_runs(void) { return __atomic_load_n(&stream_runs, __ATOMIC_RELAXED); }
@@ -1642,7 +1760,11 @@ static bool task_units(void *arg, int tid, int64_t task)
     int64_t u1 = u0 + run->units_per_task < p->nunits ? u0 + run->units_per_task : p->nunits;
     bool ok = true;
     for (int64_t u = u0; u < u1 && ok; u++) {
-        if (eight_units(p, u, u1)) {
+        if (tile_units(p, u, u1)) {
+            copy_tile(p, t, u);
+            t->copy_tiles++;
+            u += 15;
+        } else if (eight_units(p, u, u1)) {
             copy_units(p, t, u);
             u += 7;
         } else {
@@ -1651,7 +1773,7 @@ static bool task_units(void *arg, int tid, int64_t task)
     }
     flush_run(t);
 #if defined(__SSE2__)
-    if (p->stream)
+    if (p->stream || p->tstream)
         _mm_sfence();       /* the streamed stores are seen before the task is reported done */
 #endif
     if (!ok)
@@ -1979,7 +2101,11 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     }
     for (int i = 0; i < nth && p->tload >= 0; i++)
         __atomic_fetch_add(&tload_blocks, th[i]->tload_blocks, __ATOMIC_RELAXED);
-    if (p->stream)
+    for (int i = 0; i < nth && p->tcopy; i++) {
+        __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
+        th[i]->copy_tiles = 0;
+    }
+    if (p->stream || p->tstream)
         __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)

@@ -1614,7 +1614,8 @@ static void plan_tload(Plan *p)
 }
 
 /* Plan.stream: a store whose value is invariant (a fill: a gradient buffer's zeros), written
- * along its chunks contiguously, of STREAM_BYTES or more. Written through the caches, each
+ * along its chunks contiguously, of STREAM_BYTES or more (Plan.tstream: a transposing copy of as
+ * many bytes). Written through the caches, each
  * line is read before it is overwritten and then evicts a line that another kernel wrote and
  * is still to write back or to read (the staged cotangent that the gradient's scatters read
  * next): the fill paid for both. Bypassing them writes the bytes once. */
@@ -1624,6 +1625,7 @@ static void plan_stream(Plan *p)
     p->stream = !p->reduce && !p->scatter && p->ntop == p->ninv && !p->trc && !p->otab && !p->store_cast &&
                 !p->xres && (p->span || p->ostr[p->cl] == 1) && !__builtin_mul_overflow(p->total, (int64_t)p->out_es, &bytes) &&
                 bytes >= STREAM_BYTES;
+    p->tstream = p->tcopy && !__builtin_mul_overflow(p->total, (int64_t)p->out_es, &bytes) && bytes >= STREAM_BYTES;
 }
 
 static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)

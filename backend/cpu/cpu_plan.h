@@ -372,6 +372,8 @@ typedef struct Plan {
                                    registers (copy_units) */
     bool stream;                /* a fill: a store of one invariant value, contiguous and large,
                                    written with non-temporal stores (store_chunk) */
+    bool tstream;               /* a tcopy of STREAM_BYTES or more: its whole tiles written with
+                                   non-temporal stores, whole lines at a time (copy_tile) */
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
                                    cl (a cotangent transposed as it is computed): read eight units
                                    at a time through a block transposed in registers (load_block,
