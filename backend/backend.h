@@ -79,6 +79,9 @@ long fc_cpu_narrow_skips(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);
+/* How many runs of CPU kernels had a multiply-add read a factor of one value per chunk as that
+ * value, not broadcast (cpu_plan.c's muladd_one: roi_align's bilinear weights), for tests. */
+long fc_cpu_muladd_one_runs(void);
 /* How many blocks of eight units' chunks the CPU executor loaded through one transpose
  * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
  * backends, for tests. */

@@ -337,6 +337,7 @@ START_TEST(transposing_copies_tiled)
                "    assert y.is_contiguous(memory_format=channels_last) and not x.is_contiguous(memory_format=channels_last)\n"
                "    assert bool((y == x).all())\n"
                "    z = y.contiguous()\n"
+               "    z.stride()\n"
                "    assert z.is_contiguous()\n"
                "    assert bool((z == x).all())\n"
                "    assert y[1, c - 1, h - 1, w - 1].item() == x[1, c - 1, h - 1, w - 1].item()\n");
@@ -346,6 +347,67 @@ START_TEST(transposing_copies_tiled)
         }
     }
     unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
+/* A multiply-add whose factor holds one value per chunk (roi_align's bilinear weights over the
+ * channels; w per row below) reads that value where it is, not broadcast over the chunk
+ * (cpu_plan.c's muladd_one): the sums are those of the product stored first and added after
+ * (no contraction), at 1 and 2 threads, in float32 and float64, with and without an x; and the
+ * forward of roi_align (MASKRCNN's 256 channels) takes it, the same values at 1, 2 and 4 threads. */
+START_TEST(muladd_one_factor)
+{
+    long runs = fc_cpu_muladd_one_runs();
+    for (int t = 1; t <= 2; t++) {
+        setenv("TDL_NUM_THREADS", t == 1 ? "1" : "2", 1);
+        run_ok("for dt in (float32, float64):\n"
+               "    x = (arange(300 * 257, dtype=dt) * 0.37).sin().reshape(300, 257)\n"
+               "    y = (arange(300 * 257, dtype=dt) * 0.23).cos().reshape(300, 257)\n"
+               "    w = (arange(300, dtype=dt) * 0.11).cos().reshape(300, 1) * 3.0\n"
+               "    z = x + w * y\n"
+               "    q = w * y\n"
+               "    q.stride()\n"
+               "    assert bool((z == x + q).all())\n"
+               "    z2 = (x * y + w * y) * 0.5\n"
+               "    q2 = x * y\n"
+               "    q2.stride()\n"
+               "    assert bool((z2 == (q2 + q) * 0.5).all())\n");
+    }
+    unsetenv("TDL_NUM_THREADS");
+    if (!golden_device())
+        ck_assert_msg(fc_cpu_muladd_one_runs() > runs, "no multiply-add read its factor of one value in place");
+    float *bits[3] = {NULL, NULL, NULL};
+    size_t nb = 0;
+    for (int i = 0; i < 3; i++) {
+        setenv("TDL_NUM_THREADS", i == 0 ? "1" : i == 1 ? "2" : "4", 1);
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        runs = fc_cpu_muladd_one_runs();
+        tdl_status st = tdl_run_string(T,
+            "import vision\n"
+            "x = (arange(2 * 256 * 30 * 34, dtype=float32) * 0.37).sin().reshape(2, 256, 30, 34)\n"
+            "b = tensor([[0, 1.0, 2.0, 100.0, 90.0], [1, 30.0, 10.5, 80.0, 120.0], [0, -8.0, 4.0, 130.0, 110.0]])\n"
+            "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
+            "y.stride()\n", "test");
+        ck_assert_msg(st == TDL_OK, "%s", tdl_error_message(T));
+        if (!golden_device())
+            ck_assert_msg(fc_cpu_muladd_one_runs() > runs, "roi_align's forward broadcast its weights");
+        tdl_value *v = NULL;
+        tdl_tensor_info info;
+        ck_assert_int_eq(tdl_get_global(T, "y", &v), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_read(T, v, TDL_DTYPE_FLOAT32, &info), TDL_OK);
+        nb = (size_t)info.numel * sizeof(float);
+        bits[i] = malloc(nb);
+        ck_assert_ptr_nonnull(bits[i]);
+        memcpy(bits[i], info.data, nb);
+        tdl_value_free(v);
+        tdl_close(T);
+    }
+    unsetenv("TDL_NUM_THREADS");
+    ck_assert_msg(memcmp(bits[0], bits[1], nb) == 0 && memcmp(bits[0], bits[2], nb) == 0,
+                  "roi_align's forward: different bits at 1, 2 and 4 threads");
+    for (int i = 0; i < 3; i++)
+        free(bits[i]);
 }
 END_TEST
 
@@ -719,6 +781,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, staged_cotangent);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
+    tcase_add_test(tc, muladd_one_factor);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);

@@ -738,6 +738,25 @@ ADD_DTYPES(DEF_ADD)
 DEF_MUL_ADD(f32, float)
 DEF_MUL_ADD(f64, double)
 
+/* d[i] = x[i] + r[i] * w, or r[i] * w with no x (Step.one: a MULADD one of whose factors is a
+ * value of one per chunk, w): the product rounded, then the sum, as op_MULADD gives them. */
+#define DEF_MULADD_ONE(sfx, T)                                                                     \
+    CPU_CLONES static void muladd_one_##sfx(void *restrict dv, const void *restrict xv, const void *restrict rv, \
+                                            const void *w, int n)                                  \
+    {                                                                                              \
+        T *restrict d = dv;                                                                        \
+        const T *restrict x = xv;                                                                  \
+        const T *restrict r = rv;                                                                  \
+        T c = *(const T *)w;                                                                       \
+        if (!x) {                                                                                  \
+            CHUNK_LOOP(n, d[i] = r[i] * c);                                                        \
+            return;                                                                                \
+        }                                                                                          \
+        CHUNK_LOOP(n, d[i] = x[i] + r[i] * c);                                                     \
+    }
+DEF_MULADD_ONE(f32, float)
+DEF_MULADD_ONE(f64, double)
+
 typedef struct Adder {
     void (*at)(void *out, const int64_t *o, const void *src, int n);
     void (*step)(void *out, int64_t step, const void *src, int n);
@@ -1259,7 +1278,13 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
                 b = widened(p, t, s, 1, b, m);
                 c = widened(p, t, s, 2, c, m);
             }
-            if (s->sel)
+            if (s->one) {
+                const void *w = s->one == 1 ? b : c, *r = s->one == 1 ? c : b;
+                if (s->esize == 4)
+                    muladd_one_f32(d, a, r, w, m);
+                else
+                    muladd_one_f64(d, a, r, w, m);
+            } else if (s->sel)
                 s->sel(d, a, b, c, s->selk, m);
             else if (s->fn(d, a, b, c, m) != CPU_OK)
                 return fail(t, FC_ERR_RUNTIME, "ZeroDivisionError");
@@ -1363,6 +1388,10 @@ long fc_cpu_narrow_skips(void) { return __atomic_load_n(&narrow_skips, __ATOMIC_
 static long mul_add_runs;       /* fc_cpu_mul_add_runs */
 
 long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
+
+static long muladd_one_runs;    /* fc_cpu_muladd_one_runs */
+
+long fc_cpu_muladd_one_runs(void) { return __atomic_load_n(&muladd_one_runs, __ATOMIC_RELAXED); }
 
 /* Evaluates a gated store's chunk (plan_gate): *skip when its contribution is a zero that need
  * not be added (cond false, w finite), the steps after the product then left out. After a
@@ -2095,6 +2124,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
                                   k->interrupt);
     if (p->mul_add)
         __atomic_fetch_add(&mul_add_runs, 1, __ATOMIC_RELAXED);
+    if (p->muladd_one)
+        __atomic_fetch_add(&muladd_one_runs, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < nth && p->gate_where; i++) {
         __atomic_fetch_add(&narrow_skips, th[i]->narrow_skips, __ATOMIC_RELAXED);
         th[i]->narrow_skips = 0;

@@ -553,6 +553,24 @@ static void mark_fill(Step *s, int w)
         s->fillw = w;
 }
 
+/* Which factor (1 or 2) of wide step s, a float MULADD, is a value of one per chunk while the
+ * other is wide, so that s reads it at position 0 instead of its broadcast (muladd_one); else
+ * 0. Not in a span (weighted rows take the MULADDs there, wide weights included) nor a
+ * scattered store (its gating and one-pass product read their own operands). ops: s's
+ * operands' steps. */
+static int muladd_one(const Plan *p, const Step *s, const int *ops)
+{
+    if (s->in->op != FC_OP_MULADD || p->span || p->scatter ||
+        (s->in->dtype != FC_FLOAT32 && s->in->dtype != FC_FLOAT64))
+        return 0;
+    for (int o = 2; o >= 1; o--) {
+        int other = 3 - o;
+        if (ops[o] >= 0 && ops[other] >= 0 && !p->steps[ops[o]].wide && p->steps[ops[other]].wide)
+            return o;
+    }
+    return 0;
+}
+
 /* Whether a value of one step s could be kept for a later evaluation: some loop that cycles
  * while its list is evaluated (a root loop, a loop of a reduction whose body holds it; a chunk
  * loop cycles when it has more than one chunk) leaves it alone. A value that varies along all
@@ -998,9 +1016,11 @@ static FcStatus plan_marks(Plan *p, FcError *err)
                 mark_fill(&p->steps[s->a], s->wide ? positions(p, s) : chunk_width(p, s->rcl));
             nops = s->wide ? 1 : 0;
         } else if (s->wide) {
+            s->one = muladd_one(p, s, ops);
+            p->muladd_one |= s->one != 0;
             for (int o = 0; o < 3; o++)
                 if (ops[o] >= 0)
-                    mark_fill(&p->steps[ops[o]], positions(p, s));
+                    mark_fill(&p->steps[ops[o]], s->one && o == s->one ? 1 : positions(p, s));
             nops = 3;
         }
         for (int o = 0; o < nops; o++) {

@@ -185,6 +185,9 @@ typedef struct Step {
     bool wide;                  /* varies along its chunk: computed over it; else one value */
     bool fill;                  /* one value read beyond position 0: broadcast over fillw */
     bool widens;                /* an operand is read through a table (x[]) */
+    int8_t one;                 /* a float MULADD of a wide factor and one of one value per chunk
+                                   (roi_align's bilinear weights): that factor's operand (1 or
+                                   2), read at position 0 and not broadcast (muladd_one); else 0 */
     bool per_element;           /* LOAD gathered through indices that vary along the chunk loop:
                                    each element addressed on its own (plan_marks) */
     bool inplace;               /* LOAD: a wide one read where it lies (its offsets are 0, 1, ...) */
@@ -372,6 +375,7 @@ typedef struct Plan {
                                    registers (copy_units) */
     bool stream;                /* a fill: a store of one invariant value, contiguous and large,
                                    written with non-temporal stores (store_chunk) */
+    bool muladd_one;            /* a step is a MULADD with a factor of one value (Step.one) */
     bool tstream;               /* a tcopy of STREAM_BYTES or more: its whole tiles written with
                                    non-temporal stores, whole lines at a time (copy_tile) */
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
