@@ -863,6 +863,24 @@ FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *kno
  * output_padding is taken up by its floor division).
  * Shapes are NCHW (weights KCRS) whatever the layout; the strides (elements) say the layout. */
 enum { FC_CONV_DETERMINISTIC = 1, FC_CONV_EXHAUSTIVE = 2, FC_CONV_TF32 = 4 };
+/* What FcConv asks for (op). The convolution's three: x, w, y are the forward convolution's
+ * tensors whatever the op, which says the one written (its pointer cast from const): FORWARD y
+ * (transposed: see above), BACKWARD_DATA x (the input's gradient, from y holding the output's and
+ * w), BACKWARD_FILTER w (the weight's gradient, from x and y holding the output's).
+ * FC_POOL_MAX, FC_POOL_AVG: y = max_pool2d / avg_pool2d of x (window, stride, pad_pre/pad_post;
+ * count_include_pad), dilation 1, PyTorch's floor output size; w unused.
+ * FC_BATCH_NORM: y = batch_norm of x with the per-channel (C) scale, bias; training: the batch's
+ * mean and 1/sqrt(biased variance + eps) written to save_mean, save_invstd, and the running
+ * statistics (run_mean, run_var read; new_mean, new_var written) moved by momentum with the
+ * unbiased variance, as PyTorch; else run_mean and run_invstd (1/sqrt(running_var + eps)) read. */
+typedef enum FcConvOp {
+    FC_CONV_FORWARD = 0,
+    FC_CONV_BACKWARD_DATA,
+    FC_CONV_BACKWARD_FILTER,
+    FC_POOL_MAX,
+    FC_POOL_AVG,
+    FC_BATCH_NORM,
+} FcConvOp;
 typedef struct FcConv {
     FcDType dtype;
     int64_t x_shape[4], x_strides[4], w_shape[4], w_strides[4], y_shape[4], y_strides[4];
@@ -873,6 +891,13 @@ typedef struct FcConv {
     bool transposed;
     bool taken;                 /* out: the backend computed y */
     char note[240];             /* out: how it ran, or why the backend did not take it */
+    FcConvOp op;
+    int64_t window[2];          /* pooling's kernel size */
+    bool count_include_pad;     /* FC_POOL_AVG */
+    bool training;              /* FC_BATCH_NORM */
+    double eps, momentum;       /* FC_BATCH_NORM */
+    const void *scale, *bias, *run_mean, *run_var, *run_invstd;     /* FC_BATCH_NORM, C each */
+    void *save_mean, *save_invstd, *new_mean, *new_var;             /* FC_BATCH_NORM training, C each */
 } FcConv;
 
 /* Text of a kernel for --dump-kernels (malloc'd; NULL on out-of-memory). */
