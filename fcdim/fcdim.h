@@ -1133,6 +1133,19 @@ FcStatus fc_conv2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t s
 FcStatus fc_conv_transpose2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[2],
                                      const int64_t output_padding[2], const int64_t dilation[2], int64_t groups,
                                      FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* max_pool2d (max) or avg_pool2d of x (N, C, H, W), no indices nor divisor_override, likewise:
+ * out_size is the caller's output size (ceil_mode's included); pad on both sides. A library
+ * takes only the cases whose windows it has (dilation 1, no window added by ceil_mode). */
+FcStatus fc_pool2d_library(FcCtx *ctx, FcTensor *x, bool max, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t pad[2], const int64_t dilation[2], bool count_include_pad,
+                           const int64_t out_size[2], FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* batch_norm of x (N, C, H, W) with weight, bias (C each; NULL: not taken), likewise. Training:
+ * mean and var are the running statistics (NULL: not taken), out[0] the result and out[1], out[2]
+ * their new values (momentum, the unbiased variance), which the caller stores; else var is
+ * 1 / sqrt(running_var + eps) and out[1], out[2] are NULL. All NULL when not taken. */
+FcStatus fc_batch_norm_library(FcCtx *ctx, FcTensor *x, FcTensor *weight, FcTensor *bias, FcTensor *mean,
+                               FcTensor *var, bool training, double momentum, double eps, FcMemoryFormat fmt,
+                               FcTensor *out[3], FcError *err);
 
 /* ---- gradients (autograd.c) ----
  * Reverse mode over the IR. A storage whose contents need a gradient holds a record (FcGradRec):
