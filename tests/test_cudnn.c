@@ -6,10 +6,13 @@
  * installed cudnn_graph.h where there is one: a declaration that differs fails the build).
  * What runs where libcudnn.so.9 loads (no GPU needed): the operation graph of a convolution
  * forward, finalised by cuDNN, for a set of shapes (NCHW and NHWC strides, groups, depthwise,
- * dilation, stride > kernel, asymmetric padding, 1x1, float64, the mask head's) and of transposed
- * convolutions (cuDNN's backward data: the mask head's, groups with output_padding), a malformed one
- * refused with cuDNN's reason, and the fallback when cuDNN loads but has no device (cudnnCreate
- * fails): the convolution is declined with the reason, the caller runs the generated kernels.
+ * dilation, stride > kernel, asymmetric padding, 1x1, float64, the mask head's), of transposed
+ * convolutions (cuDNN's backward data: the mask head's, groups with output_padding), of the
+ * forward shapes' backward data and backward filter (gradients), of max and average pools
+ * (resample forward) and batch norm in inference and training (norm forward), in NCHW and NHWC,
+ * float32 and float64; malformed ones refused with cuDNN's reason; and the fallback when cuDNN
+ * loads but has no device (cudnnCreate fails): every operation is declined with the reason, the
+ * caller runs the generated kernels.
  * The results on a GPU are checked by the nn_cudnn suite (test_nn.c) under make check-gpu. */
 #include "tests.h"
 

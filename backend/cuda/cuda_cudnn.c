@@ -545,7 +545,7 @@ typedef struct Plan {
 struct CudnnState {
     const CudnnLib *L;
     CudnnHandle h;
-    pthread_mutex_t mu;         /* the handle and the cache: one convolution at a time */
+    pthread_mutex_t mu;         /* the handle and the cache: one operation at a time */
     Plan *plans;
     int n, cap;
     int hits;
