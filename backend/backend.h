@@ -44,7 +44,8 @@ struct FcBackend {
     /* Whether matmul reads FcMatmul.a_ix / b_ix (implicit GEMM); without it a masked gather that
      * a contraction reads is materialised first. */
     bool matmul_implicit;
-    /* Optional (NULL: the generated kernels do it): a convolution through a library (cuDNN). Sets
+    /* Optional (NULL: the generated kernels do it): a convolution (forward or backward), pooling
+     * or batch norm (FcConv.op) through a library (cuDNN). Sets
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */
     FcStatus (*conv)(FcBackend *be, FcConv *c, FcError *err);
