@@ -53,6 +53,8 @@ typedef struct Thread {
     bool tonly;
     uint64_t tgen;
     uint64_t *tstamp;
+    int64_t *tent;              /* [Plan.nplist]: a precomputed value's entry at the point's first
+                                   term (pre_point), for those that vary along the level */
     long term_skips;            /* steps left out so (fc_cpu_term_skips) */
     /* Plan.tload: the current unit (unit_pos), its row in its tile and the tile's rows; the
      * block of eight rows from unit tlb_u0 at chunk position tlb_i0 held in tlb (tlb_n values
@@ -1069,20 +1071,37 @@ static void pre_fill(const Plan *p, Thread *t)
 }
 
 /* The precomputed steps of head s's run that others read, pointed at their values for the
- * current loop indices (or a value broadcast where it is read beyond position 0); all of them,
- * or (a later term, Plan.term) those that vary along the term level. */
-static void pre_point(const Plan *p, Thread *t, const Step *s, bool all)
+ * current loop indices (or a value broadcast where it is read beyond position 0); with a term
+ * level (Plan.term), each one's entry at the level's first index too (Thread.tent). */
+static void pre_point(const Plan *p, Thread *t, const Step *s)
 {
     const struct TabLoop *tl = NULL;
-    int64_t e = 0;
+    int64_t e = 0, tx = t->tent ? t->idx[p->term] : 0;
     for (const PreX *x = p->plist + s->pfirst, *end = x + s->pcount; x < end; x++) {
-        if (!all && !x->tvar)
-            continue;
         if (x->tl != tl) {      /* values over the loops of the one before share its entry */
             tl = x->tl;
             e = tab_entry(tl, x->nl, t->idx);
         }
+        if (t->tent)            /* (tstr is 0 for a value that does not vary along the level) */
+            t->tent[x - p->plist] = e - x->tstr * tx;
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
+        if (x->w && !t->narrow) {
+            fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
+            v = t->buf[x->d];
+        }
+        t->cur[x->d] = v;
+    }
+}
+
+/* pre_point for a point's later term (Plan.term), the run's values that do not vary along the
+ * level holding from an earlier one: those that vary, at their entry of the first term (set by
+ * pre_point) moved along the level. */
+static void pre_point_term(const Plan *p, Thread *t, int j)
+{
+    int64_t tx = t->idx[p->term];
+    for (const int *k = p->tpx + p->tpf[j], *end = k + p->tpn[j]; k < end; k++) {
+        const PreX *x = &p->plist[*k];
+        const char *v = p->pretab + x->pre0 + (size_t)(t->tent[*k] + x->tstr * tx) * (size_t)x->esize;
         if (x->w && !t->narrow) {
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
@@ -1220,7 +1239,10 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         }
         if (s->skip) {
             if (s->pcount) {
-                pre_point(p, t, s, !t->tonly || !(ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)));
+                if (t->tonly && (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)))
+                    pre_point_term(p, t, j);
+                else
+                    pre_point(p, t, s);
                 if (ts)
                     ts[j] = now;
             }
@@ -1890,7 +1912,7 @@ static size_t thread_bytes(const Plan *p)
     size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
     size_t cb = p->cbytes;      /* buffers, offs, tmp, racc, xbuf; acc and aidx by FC_CHUNK */
     size_t tlb = p->tload >= 0 ? 8 * (size_t)FC_CHUNK * 4 : 0;
-    size_t tst = p->term >= 0 ? (size_t)p->nsteps * 8 : 0;
+    size_t tst = p->term >= 0 ? ((size_t)p->nsteps + (size_t)p->nplist) * 8 : 0;
     return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo + tlb +
            tst;
 }
@@ -1928,6 +1950,7 @@ static Thread *thread_init(const Plan *p, char *m)
     if (p->term >= 0) {
         t->tstamp = (uint64_t *)(void *)(t->tvals + (size_t)p->nvals * 8 + (p->tload >= 0 ? 8 * (size_t)FC_CHUNK * 4 : 0));
         memset(t->tstamp, 0, (size_t)p->nsteps * 8);
+        t->tent = (int64_t *)(t->tstamp + p->nsteps);
     }
     memset(t->mgen, 0, ((size_t)p->nmemo * 4 + p->nstamps) * 8);
     t->err_task = -1;

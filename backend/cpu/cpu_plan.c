@@ -55,6 +55,9 @@ void cpu_plan_free(Plan *p)
     mem_free(p->prex);
     mem_free(p->tunit);
     mem_free(p->tjump);
+    mem_free(p->tpx);
+    mem_free(p->tpf);
+    mem_free(p->tpn);
     for (int i = 0; i < p->nwiden; i++)
         mem_free(p->widen[i].tab);
     mem_free(p->widen);
@@ -910,6 +913,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
             shape_strides(p, s->deps, str);
             *x = (PreX){.d = s->d, .w = !s->wide && s->fill ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
                         .pre0 = s->pre0, .tvar = p->term >= 0 && (s->deps >> p->term & 1)};
+            x->tstr = x->tvar ? str[p->term] : 0;
             for (uint64_t d = s->deps & ~p->ckmask; d; d &= d - 1) {
                 int l = __builtin_ctzll(d);
                 tl[x->nl++] = (struct TabLoop){l, str[l]};
@@ -922,6 +926,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
         h->pcount = n - h->pfirst;
         j = e;
     }
+    p->nplist = n;
     mem_free(lend);
     return FC_OK;
 }
@@ -1148,8 +1153,12 @@ static FcStatus plan_term_units(Plan *p, FcError *err)
         return FC_OK;
     p->tunit = mem_calloc((size_t)p->nsteps + 1, 1);
     p->tjump = mem_malloc(((size_t)p->nsteps + 1) * sizeof *p->tjump);
-    if (!p->tunit || !p->tjump)
+    p->tpx = mem_malloc(((size_t)p->nplist + 1) * sizeof *p->tpx);
+    p->tpf = mem_calloc((size_t)p->nsteps + 1, sizeof *p->tpf);
+    p->tpn = mem_calloc((size_t)p->nsteps + 1, sizeof *p->tpn);
+    if (!p->tunit || !p->tjump || !p->tpx || !p->tpf || !p->tpn)
         return cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
+    int ntp = 0;
     for (int j = 0; j < p->nsteps; j++) {
         const Step *s = &p->steps[j];
         p->tjump[j] = j + 1;
@@ -1157,8 +1166,13 @@ static FcStatus plan_term_units(Plan *p, FcError *err)
             continue;
         if (s->skip) {
             bool held = true;
+            p->tpf[j] = ntp;
             for (int x = s->pfirst; x < s->pfirst + s->pcount; x++)
-                held = held && !p->plist[x].tvar;
+                if (p->plist[x].tvar) {
+                    held = false;
+                    p->tpx[ntp++] = x;
+                }
+            p->tpn[j] = ntp - p->tpf[j];
             p->tunit[j] = held;
             p->tjump[j] = s->skip;
         } else if (!(s->deps >> p->term & 1)) {

@@ -115,7 +115,8 @@ typedef struct PreX {
     int d;                      /* its buffer */
     int w;                      /* 0: pointed at; else one value broadcast over w positions */
     int esize;
-    bool tvar;                  /* it varies along the term level (Plan.term) */
+    bool tvar;                  /* it varies along the term level (Plan.term) ... */
+    int64_t tstr;               /* ... by this many entries a term */
     int nl;
     const struct TabLoop *tl;
     size_t pre0;
@@ -384,6 +385,8 @@ typedef struct Plan {
     int term;
     uint8_t *tunit;
     int *tjump;
+    int *tpx, *tpf, *tpn;       /* a run's precomputed values that vary along it: plist indices
+                                   tpx[tpf[j], + tpn[j]) for the run's first step j */
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
                                    cl (a cotangent transposed as it is computed): read eight units
                                    at a time through a block transposed in registers (load_block,
@@ -406,6 +409,7 @@ typedef struct Plan {
     int *pinv, npinv;           /* the invariant steps they read, repeated first (Step.pre0) */
     int pmost;                  /* values of the largest table */
     struct PreX *plist;         /* the precomputed steps read by others (Step.pfirst) */
+    int nplist;
     struct TabLoop *ptl;        /* storage for PreX.tl */
     char *pretab;               /* the tables */
     char *prex;                 /* [3 * cap of a table * 8] operands widened for a fill */
