@@ -80,6 +80,10 @@ long fc_cpu_narrow_skips(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);
+/* How many steps (memo chains, runs of precomputed steps) the CPU executor left out for a
+ * point's later terms because they do not vary along the term level and hold from its first
+ * (cpu_plan.h's Plan.term), over all backends, for tests. */
+long fc_cpu_term_skips(void);
 /* How many blocks of eight units' chunks the CPU executor loaded through one transpose
  * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
  * backends, for tests. */

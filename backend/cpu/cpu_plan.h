@@ -115,6 +115,8 @@ typedef struct PreX {
     int d;                      /* its buffer */
     int w;                      /* 0: pointed at; else one value broadcast over w positions */
     int esize;
+    bool tvar;                  /* it varies along the term level (Plan.term) ... */
+    int64_t tstr;               /* ... by this many entries a term */
     int nl;
     const struct TabLoop *tl;
     size_t pre0;
@@ -372,6 +374,19 @@ typedef struct Plan {
                                    registers (copy_units) */
     bool stream;                /* a fill: a store of one invariant value, contiguous and large,
                                    written with non-temporal stores (store_chunk) */
+    /* The term level of a gradient's scatter-add (plan_term): the innermost kept root loop,
+     * stride 0 in the store, along which scatter indices vary (the terms of one store:
+     * autograd.c's same_scatter, roi_align's four taps), or -1. The executor runs a point's
+     * terms one after the other (task_owner, task_units) and, for every term but the first,
+     * leaves out the steps that do not vary along it while they hold (Thread.tstamp): tunit[j]
+     * marks a step where such a skip may start (a step, a memo chain's first, a run of
+     * precomputed steps that all hold along it), tjump[j] the step after what it skips. The
+     * steps that do not vary along it keep their buffers for the whole point (plan_buffers). */
+    int term;
+    uint8_t *tunit;
+    int *tjump;
+    int *tpx, *tpf, *tpn;       /* a run's precomputed values that vary along it: plist indices
+                                   tpx[tpf[j], + tpn[j]) for the run's first step j */
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
                                    cl (a cotangent transposed as it is computed): read eight units
                                    at a time through a block transposed in registers (load_block,
@@ -394,6 +409,7 @@ typedef struct Plan {
     int *pinv, npinv;           /* the invariant steps they read, repeated first (Step.pre0) */
     int pmost;                  /* values of the largest table */
     struct PreX *plist;         /* the precomputed steps read by others (Step.pfirst) */
+    int nplist;
     struct TabLoop *ptl;        /* storage for PreX.tl */
     char *pretab;               /* the tables */
     char *prex;                 /* [3 * cap of a table * 8] operands widened for a fill */
