@@ -393,6 +393,9 @@ START_TEST(conv_transpose_col2im)
     const char *p = strstr(fused.text, "product ");
     ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 1,
                   "%s: not one product and one kernel after it:\n%s", name, fused.text);
+    /* before it only the weight's copy (not a matrix as transposed): col2im's `//` and `%` by
+     * the strides run no kernel testing them for zero */
+    ck_assert_msg(count_of(fused.text, "kernel:") == 2, "%s: kernels before the product:\n%s", name, fused.text);
     ck_assert_msg(same, "%s: the fused result's bits differ", name);
 }
 END_TEST
