@@ -318,6 +318,11 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
     FcDType rt = fc_result_type(ops, nops);
     FcStatus st;
     if (scalar_mode) {
+        /* checked before is_nan_scalar realises the bounds (a NaN fits a float type; bool and
+         * float16 fail below for want of a kernel, as in torch, whatever the bounds) */
+        if (rt != FC_BOOL && rt != FC_FLOAT16 &&
+            ((st = fc_check_wrapped(lo, rt, err)) || (st = fc_check_wrapped(hi, rt, err))))
+            return st;
         bool lo_nan, hi_nan;
         if ((st = is_nan_scalar(ctx, lo, &lo_nan, err)) || (st = is_nan_scalar(ctx, hi, &hi_nan, err)))
             return st;
@@ -330,8 +335,6 @@ FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor 
             return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                         lo && hi ? "clamp_scalar_cpu" : lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu",
                         fc_dtype_torch_name(rt));
-        if ((st = fc_check_wrapped(lo, rt, err)) || (st = fc_check_wrapped(hi, rt, err)))
-            return st;
     } else if ((rt == FC_BOOL || rt == FC_FLOAT16) && lo && hi) {
         return fc_errf(err, FC_ERR_RUNTIME, "\"clamp_cpu\" not implemented for '%s'", fc_dtype_torch_name(rt));
     }

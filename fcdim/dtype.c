@@ -8,6 +8,7 @@
  * Depends on fcdim.h, internal.h and the C library. */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -116,7 +117,11 @@ bool fc_scalar_fits(FcScalar v, FcDType from, FcDType to)
     case FC_INT16: lo = -32768, hi = 32767; break;
     case FC_FLOAT16: lo = -65504, hi = 65504; break;
     case FC_BFLOAT16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    default: return true;
+    case FC_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    /* numeric_limits<int64_t>::max() as a double is 2^63: c10 compares against that */
+    case FC_INT64: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break;
+    case FC_FLOAT32: lo = -FLT_MAX, hi = FLT_MAX; break;
+    default: return true;       /* float64 holds every Scalar; bool takes any (Scalar::to<bool>) */
     }
     if (fc_dtype_is_float(from)) {
         /* c10::overflows: a float type takes infinities and NaN, an integer type neither */

@@ -911,7 +911,14 @@ FcStatus fc_flatten(FcCtx *ctx, FcTensor *t, int64_t start, int64_t end, FcTenso
 /* The tensor itself (a new reference) when already in that format, else a stored copy. */
 FcStatus fc_contiguous(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **out, FcError *err);
 FcStatus fc_is_contiguous(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, bool *out, FcError *err);
-/* A stored copy (never shares storage) in format mf. */
+/* The strides of empty(shape, memory_format=mf) (preserve: C order); FC_ERR_RUNTIME when the
+ * rank does not fit the format. */
+FcStatus fc_format_strides(FcMemoryFormat mf, int ndim, const int64_t *shape, int64_t *strides, FcError *err);
+/* The strides of empty_like(t, memory_format=mf), PyTorch's rule: preserve keeps the strides of a
+ * non-overlapping dense t, else gives dense strides in t's dim order (t is realised first); another
+ * format, its own strides (FC_ERR_RUNTIME when t's rank does not fit it). */
+FcStatus fc_like_strides(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, int64_t *strides, FcError *err);
+/* A stored copy (never shares storage) in format mf (strides as fc_like_strides). */
 FcStatus fc_clone(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **out, FcError *err);
 FcStatus fc_cat(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err);
 FcStatus fc_stack(FcCtx *ctx, int n, FcTensor *const *ts, int64_t dim, FcTensor **out, FcError *err);

@@ -72,36 +72,12 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     if (na == 0 || nb == 0)
         return fc_errf(err, FC_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but they are %dD and %dD",
                        na, nb);
-    if (a->dtype != b->dtype)
-        return fc_errf(err, FC_ERR_RUNTIME, "expected scalar type %s but found %s", fc_dtype_torch_name(a->dtype),
-                       fc_dtype_torch_name(b->dtype));
-    if (a->dtype == FC_BOOL)
-        return fc_errf(err, FC_ERR_RUNTIME, na == 1 && nb == 1 ? "\"dot\" not implemented for 'Bool'"
-                                                               : "\"addmm_impl_cpu_\" not implemented for 'Bool'");
-    /* float16 has no CPU kernel, but a product of no elements dispatches none (but dot) */
-    int64_t mo = na >= 2 ? a->shape[na - 2] : 1, no = nb >= 2 ? b->shape[nb - 1] : 1;
-    if (a->dtype == FC_FLOAT16 && ((na == 1 && nb == 1) || (mo != 0 && no != 0)))
-        return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for 'Half'",
-                       na == 1 && nb == 1   ? "dot"
-                       : na == 2 && nb == 1 ? "addmv_impl_cpu"
-                       : nb <= 2            ? "addmm_impl_cpu_"
-                                            : "bmm");
-    if (fc_dtype_compute(a->dtype) != a->dtype) {
-        /* bfloat16 multiplies in float32 and rounds once (torch's CPU gemm accumulates in its
-         * opmath type); the narrow integers wrap, so int32 gives their bits. */
-        FcDType cdt = fc_dtype_compute(a->dtype);
-        FcTensor *ca = NULL, *cb = NULL, *cc = NULL;
-        FcStatus st = fc_cast(ctx, a, cdt, &ca, err);
-        if (!st)
-            st = fc_cast(ctx, b, cdt, &cb, err);
-        if (!st)
-            st = fc_matmul(ctx, ca, cb, &cc, err);
-        if (!st)
-            st = fc_cast(ctx, cc, a->dtype, out, err);
-        fc_tensor_release(ca);
-        fc_tensor_release(cb);
-        fc_tensor_release(cc);
-        return st;
+    if (na == 1 && nb == 1) {
+        if (a->dtype != b->dtype)
+            return fc_errf(err, FC_ERR_RUNTIME, "dot : expected both vectors to have same dtype, but found %s and %s",
+                           fc_dtype_torch_name(a->dtype), fc_dtype_torch_name(b->dtype));
+        if (a->dtype == FC_BOOL || a->dtype == FC_FLOAT16)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"dot\" not implemented for '%s'", fc_dtype_torch_name(a->dtype));
     }
     FcTensor *ab[2] = {a, b};
     FcDevice dev;
@@ -137,11 +113,7 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
                        "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
                        (long long)nb_elems, (long long)ka, (long long)nb_elems, (long long)kb);
     }
-    fc_tensor_place(a, dev);
-    fc_tensor_place(b, dev);
-    if ((st = fc_realize(ctx, a, err)) || (st = fc_realize(ctx, b, err)))
-        return st;
-    int64_t shape[FC_MAX_DIMS];
+    int64_t shape[FC_MAX_DIMS], numel;
     int nd = 0;
     for (int i = 0; i < nbatch; i++)
         shape[nd++] = batch[i];
@@ -149,6 +121,47 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
         shape[nd++] = m;
     if (nb >= 2)
         shape[nd++] = n;
+    fc_shape_numel(nd, shape, &numel);
+    if (!(na == 1 && nb == 1)) {
+        /* torch runs the product as mm, mv or bmm of a first operand p (b, transposed, when a has
+         * one or two dims and b more) and q, and checks dtypes in its kernel: one with no work
+         * checks none and gives zeros of mm's p dtype, or of mv's and bmm's q dtype. */
+        bool p_is_b = na <= 2 && nb >= 3;
+        FcTensor *p = p_is_b ? b : a, *q = p_is_b ? a : b;
+        int other = p_is_b ? na : nb;
+        bool mv = other == 1, bmm = !p_is_b && na >= 3 && nb >= 3;
+        if (numel == 0 || ka == 0) {
+            if (a->dtype != b->dtype || a->dtype == FC_BOOL || a->dtype == FC_FLOAT16)
+                return fc_full(ctx, mv || bmm ? q->dtype : p->dtype, dev, nd, shape, (FcScalar){.i = 0}, out, err);
+        } else if (p->dtype == FC_BOOL || p->dtype == FC_FLOAT16) {
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                           mv ? "addmv_impl_cpu" : bmm ? "bmm" : "addmm_impl_cpu_", fc_dtype_torch_name(p->dtype));
+        } else if (p->dtype != q->dtype) {
+            return fc_errf(err, FC_ERR_RUNTIME, "expected scalar type %s but found %s", fc_dtype_torch_name(p->dtype),
+                           fc_dtype_torch_name(q->dtype));
+        }
+    }
+    if (fc_dtype_compute(a->dtype) != a->dtype) {
+        /* bfloat16 multiplies in float32 and rounds once (torch's CPU gemm accumulates in its
+         * opmath type); the narrow integers wrap, so int32 gives their bits. */
+        FcDType cdt = fc_dtype_compute(a->dtype);
+        FcTensor *ca = NULL, *cb = NULL, *cc = NULL;
+        st = fc_cast(ctx, a, cdt, &ca, err);
+        if (!st)
+            st = fc_cast(ctx, b, cdt, &cb, err);
+        if (!st)
+            st = fc_matmul(ctx, ca, cb, &cc, err);
+        if (!st)
+            st = fc_cast(ctx, cc, a->dtype, out, err);
+        fc_tensor_release(ca);
+        fc_tensor_release(cb);
+        fc_tensor_release(cc);
+        return st;
+    }
+    fc_tensor_place(a, dev);
+    fc_tensor_place(b, dev);
+    if ((st = fc_realize(ctx, a, err)) || (st = fc_realize(ctx, b, err)))
+        return st;
     FcTensor *c;
     st = fc_empty(ctx, a->dtype, dev, nd, shape, NULL, &c, err);
     if (st)

@@ -61,7 +61,8 @@ typedef struct Sched {
     Sub *subs;
     int nsubs, capsubs;
     bool root_inner;                   /* the root reduction is emitted as an inner one (root_as_inner) */
-    const FcNode *too_deep;            /* an inner reduction whose loops did not fit: realised first */
+    const FcNode *apart;               /* an inner reduction to realise first: its loops did not fit,
+                                        * or an arg reduction (only a root makes its index) */
     /* by instruction, the plan's analysis of the code as it stands (fc_kplan_domains: analyse) */
     uint64_t *deps, *own;
     int *list;
@@ -319,8 +320,8 @@ static bool reduce_loops(Sched *s, const FcNode *n, bool root, int8_t *red)
         if (n->lev_map[0][j] != FC_LEV_REDUCED)
             continue;
         if (s->nloop >= FC_MAX_DIMS) {
-            if (!root && !s->too_deep)
-                s->too_deep = n;    /* run_root realises it apart and emits the kernel again */
+            if (!root && !s->apart)
+                s->apart = n;       /* run_root realises it apart and emits the kernel again */
             fail(s, FC_ERR_VALUE, "too many loops");
             return false;
         }
@@ -335,8 +336,13 @@ static bool reduce_loops(Sched *s, const FcNode *n, bool root, int8_t *red)
 /* A reduction inside the expression: its loops, its body, then the instruction that folds it. */
 static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
 {
-    if (n->op == FC_OP_ARGMAX || n->op == FC_OP_ARGMIN)
-        return fail(s, FC_ERR_VALUE, "internal error: an arg reduction inside a kernel");
+    /* Operands realise arg reductions first (ir.c realise_first); one reached through a node
+     * that reads it lazily (a dims broadcast) is realised apart here. */
+    if (n->op == FC_OP_ARGMAX || n->op == FC_OP_ARGMIN) {
+        if (!s->apart)
+            s->apart = n;
+        return fail(s, FC_ERR_VALUE, "an arg reduction inside a kernel");
+    }
     int8_t red[FC_MAX_DIMS];
     int first = s->nloop;
     if (!reduce_loops(s, n, false, red))
@@ -1187,13 +1193,13 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             if (scatter[g].reg < 0)
                 result = -1;
         }
-        if (result < 0 && s.too_deep && s.too_deep != root && s.st == FC_ERR_VALUE) {
-            /* Nested reductions that need more loops than a kernel has: the first one that did
-             * not fit is computed apart, and read. */
-            const FcNode *deep = s.too_deep;
-            s.too_deep = NULL;
+        if (result < 0 && s.apart && s.apart != root && s.st == FC_ERR_VALUE) {
+            /* Nested reductions that need more loops than a kernel has, or an arg reduction: the
+             * first such one is computed apart, and read. */
+            const FcNode *sub = s.apart;
+            s.apart = NULL;
             s.st = FC_OK;
-            if (!add_sub(&s, deep)) {
+            if (!add_sub(&s, sub)) {
                 st = s.st;
                 goto done;
             }

@@ -164,9 +164,8 @@ static FcMemoryFormat geo_suggest(int nd, const int64_t *sz, const int64_t *st)
     return FC_MF_CONTIGUOUS;
 }
 
-/* The strides empty(memory_format=mf) gives (get_channels_last_strides_2d/3d do not clamp
- * sizes to 1, unlike C order). */
-static FcStatus format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int64_t *st, FcError *err)
+/* get_channels_last_strides_2d/3d do not clamp sizes to 1, unlike C order. */
+FcStatus fc_format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int64_t *st, FcError *err)
 {
     switch (mf) {
     case FC_MF_CHANNELS_LAST:
@@ -614,27 +613,28 @@ static FcStatus copy_into_new(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev,
     return FC_OK;
 }
 
+FcStatus fc_like_strides(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, int64_t *strides, FcError *err)
+{
+    if (mf != FC_MF_PRESERVE)
+        return fc_format_strides(mf, t->ndim, t->shape, strides, err);
+    /* Dense: the same strides; otherwise dense strides in the input's dim order. A lazy input
+     * has no strides until it is realised. */
+    FcStatus s = fc_realize(ctx, t, err);
+    if (s)
+        return s;
+    if (geo_non_overlapping_and_dense(t->ndim, t->shape, t->strides))
+        memcpy(strides, t->strides, (size_t)t->ndim * sizeof *strides);
+    else
+        infer_dense_strides(t->ndim, t->shape, t->strides, strides);
+    return FC_OK;
+}
+
 FcStatus fc_clone(FcCtx *ctx, FcTensor *t, FcMemoryFormat mf, FcTensor **out, FcError *err)
 {
     *out = NULL;
     int64_t st[FC_MAX_DIMS];
-    FcStatus s;
-    if (mf == FC_MF_PRESERVE) {
-        /* Dense: the same strides; otherwise dense strides in the input's dim order. A lazy input
-         * has no strides until it is realised. */
-        s = fc_realize(ctx, t, err);
-        if (s)
-            return s;
-        if (geo_non_overlapping_and_dense(t->ndim, t->shape, t->strides))
-            memcpy(st, t->strides, (size_t)t->ndim * sizeof *st);
-        else
-            infer_dense_strides(t->ndim, t->shape, t->strides, st);
-    } else {
-        s = format_strides(mf, t->ndim, t->shape, st, err);
-        if (s)
-            return s;
-    }
-    return copy_into_new(ctx, t, t->dtype, t->device, st, out, err);
+    FcStatus s = fc_like_strides(ctx, t, mf, st, err);
+    return s ? s : copy_into_new(ctx, t, t->dtype, t->device, st, out, err);
 }
 
 /* ---- cat and stack ---- */
@@ -760,7 +760,7 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
         mf = FC_MF_CONTIGUOUS;
     }
     int64_t st[FC_MAX_DIMS];
-    FcStatus s = format_strides(mf, nd, sz, st, err);
+    FcStatus s = fc_format_strides(mf, nd, sz, st, err);
     if (s)
         return s;
     FcTensor *r = NULL;
@@ -892,7 +892,7 @@ FcStatus fc_to(FcCtx *ctx, FcTensor *t, FcDType dt, FcDevice dev, FcTensor **out
     if (dense)
         memcpy(st, t->strides, (size_t)t->ndim * sizeof *st);
     else
-        format_strides(geo_suggest(t->ndim, t->shape, t->strides), t->ndim, t->shape, st, NULL);
+        fc_format_strides(geo_suggest(t->ndim, t->shape, t->strides), t->ndim, t->shape, st, NULL);
     FcTensor *tmp = NULL;
     s = copy_into_new(ctx, t, dt, t->device, st, &tmp, err);
     if (!s)

@@ -391,21 +391,28 @@ typedef struct Call {
 
 static bool is_number(Value v) { return v.tag == V_BOOL || v.tag == V_INT || v.tag == V_FLOAT; }
 
+/* The Scalar of a Python bool, int or float, and its type (bool, int64 or float64). */
+static FcScalar number_scalar(Value v, FcDType *dt)
+{
+    FcScalar s;
+    if (v.tag == V_BOOL) {
+        *dt = FC_BOOL;
+        s.i = v.b;
+    } else if (v.tag == V_INT) {
+        *dt = FC_INT64;
+        s.i = v.i;
+    } else {
+        *dt = FC_FLOAT64;
+        s.f = v.f;
+    }
+    return s;
+}
+
 /* The wrapped-number tensor of a Python bool, int or float. */
 static bool tensor_from_number(Interp *I, Value v, FcTensor **out)
 {
-    FcScalar s;
     FcDType dt;
-    if (v.tag == V_BOOL) {
-        dt = FC_BOOL;
-        s.i = v.b;
-    } else if (v.tag == V_INT) {
-        dt = FC_INT64;
-        s.i = v.i;
-    } else {
-        dt = FC_FLOAT64;
-        s.f = v.f;
-    }
+    FcScalar s = number_scalar(v, &dt);
     FcError e;
     return tensor_check(I, fc_scalar(I->fc, dt, s, true, out, &e), &e);
 }
@@ -1350,6 +1357,16 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
         bool ok = dims_setitem(I, v, idx, val);
         fc_tensor_release(val);
         return ok;
+    }
+    /* Without dims torch makes a number a tensor of t's dtype (scalar_tensor's fill_), which checks
+     * its range; functorch.dim's setitem casts it instead. */
+    if (is_number(value)) {
+        FcDType sdt;
+        FcScalar s = number_scalar(value, &sdt);
+        if (!tensor_scalar_fits(I, s, sdt, t->dtype, true)) {
+            fc_tensor_release(val);
+            return false;
+        }
     }
     /* A lone bool is not an advanced index here (torch's setitem): t[False] = v does nothing and
      * t[True] = v is t[None] = v, a copy that converts the dtype. Inside a tuple it is a mask. */

@@ -250,9 +250,14 @@ IMPL_FN(empty)
 {
     FcTensor *t;
     FcError e;
+    TensorArg *mf = ARG("memory_format");
+    int64_t strides[FC_MAX_DIMS];
     if (!tensor_check_sizes(I, a[0].n, a[0].ints)) return false;
+    if (!mf->none && mf->mf == FC_MF_PRESERVE) return err_raise(I, TDL_ERR_RUNTIME, "unsupported memory format Preserve");
+    if (!tensor_check(I, fc_format_strides(mf->none ? FC_MF_CONTIGUOUS : mf->mf, a[0].n, a[0].ints, strides, &e), &e))
+        return false;
     FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), FC_FLOAT32), device_or(ARG("device"), I->device), a[0].n,
-                           a[0].ints, NULL, &t, &e);
+                           a[0].ints, strides, &t, &e);
     return result(I, st, &e, t, out);
 }
 
@@ -290,6 +295,41 @@ IMPL_FN(eye)
     return result(I, st, &e, t, out);
 }
 
+/* A *_like result's strides (memory_format=, preserve by default: fc_like_strides, which realises
+ * a lazy self of two or more dims to learn its layout); *c_order when they are C order, so the
+ * result may stay lazy. */
+static bool like_strides(Interp *I, const TensorSig *sig, TensorArg *a, int64_t *strides, bool *c_order)
+{
+    FcTensor *self = ARG("self")->t;
+    TensorArg *mf = ARG("memory_format");
+    FcMemoryFormat f = mf->none ? FC_MF_PRESERVE : mf->mf;
+    FcError e;
+    int64_t c[FC_MAX_DIMS];
+    fc_contiguous_strides(self->ndim, self->shape, c);
+    *c_order = f == FC_MF_CONTIGUOUS || (f == FC_MF_PRESERVE && self->ndim < 2);
+    if (*c_order) return true;
+    if (!tensor_check(I, fc_like_strides(I->fc, self, f, strides, &e), &e)) return false;
+    *c_order = memcmp(strides, c, (size_t)self->ndim * sizeof *c) == 0;
+    return true;
+}
+
+/* The result r of a *_like op (consumed; st its status) with the strides like_strides gave: r
+ * itself in C order, else a stored copy so laid out. */
+static bool like_result(Interp *I, FcStatus st, FcError *e, FcTensor *r, const int64_t *strides, bool c_order,
+                        Value *out)
+{
+    if (st || c_order) return result(I, st, e, r, out);
+    FcTensor *t = NULL;
+    st = fc_empty(I->fc, r->dtype, r->device, r->ndim, r->shape, strides, &t, e);
+    if (!st) st = fc_assign(I->fc, t, r, e);
+    fc_tensor_release(r);
+    if (st) {
+        fc_tensor_release(t);
+        t = NULL;
+    }
+    return result(I, st, e, t, out);
+}
+
 /* rand / randn and their _like forms: shape from size or from self. */
 static bool random_tensor(Interp *I, const TensorSig *sig, TensorArg *a, bool normal, Value *out)
 {
@@ -298,13 +338,14 @@ static bool random_tensor(Interp *I, const TensorSig *sig, TensorArg *a, bool no
     const int64_t *shape = size ? size->ints : self->t->shape;
     FcDType dt = dtype_or(ARG("dtype"), self ? self->t->dtype : FC_FLOAT32);
     FcDevice dev = device_or(ARG("device"), self ? self->t->device : I->device);
-    int64_t s = seed->none ? -1 : seed->i;
-    FcTensor *t;
+    int64_t s = seed->none ? -1 : seed->i, strides[FC_MAX_DIMS];
+    bool c_order = true;
+    FcTensor *t = NULL;
     FcError e;
     if (!seed->none && s < 0) return err_raise(I, TDL_ERR_VALUE, "seed must be non-negative, got %lld", (long long)s);
-    if (!tensor_check_sizes(I, n, shape)) return false;
+    if (!tensor_check_sizes(I, n, shape) || (self && !like_strides(I, sig, a, strides, &c_order))) return false;
     FcStatus st = normal ? fc_randn(I->fc, dt, n, shape, s, dev, &t, &e) : fc_rand(I->fc, dt, n, shape, s, dev, &t, &e);
-    return result(I, st, &e, t, out);
+    return like_result(I, st, &e, t, strides, c_order, out);
 }
 
 IMPL_FN(rand) { return random_tensor(I, sig, a, false, out); }
@@ -322,9 +363,15 @@ IMPL_FN(manual_seed)
 
 static bool full_like(Interp *I, const TensorSig *sig, TensorArg *a, FcScalar v, FcDType vdt, Value *out)
 {
-    FcTensor *self = a[0].t;
-    return make_full(I, self->ndim, self->shape, v, vdt, dtype_or(ARG("dtype"), self->dtype),
-                     device_or(ARG("device"), self->device), out);
+    FcTensor *self = a[0].t, *t = NULL;
+    FcDType dt = dtype_or(ARG("dtype"), self->dtype);
+    int64_t strides[FC_MAX_DIMS];
+    bool c_order;
+    FcError e;
+    if (!tensor_scalar_fits(I, v, vdt, dt, true) || !like_strides(I, sig, a, strides, &c_order)) return false;
+    FcStatus st = fc_full(I->fc, dt, device_or(ARG("device"), self->device), self->ndim, self->shape,
+                          tensor_scalar_as(v, vdt, dt), &t, &e);
+    return like_result(I, st, &e, t, strides, c_order, out);
 }
 
 IMPL_FN(zeros_like) { return full_like(I, sig, a, int_scalar(0), FC_INT64, out); }
@@ -334,9 +381,12 @@ IMPL_FN(full_like) { return full_like(I, sig, a, a[1].s, a[1].sdt, out); }
 IMPL_FN(empty_like)
 {
     FcTensor *self = a[0].t, *t;
+    int64_t strides[FC_MAX_DIMS];
+    bool c_order;
     FcError e;
+    if (!like_strides(I, sig, a, strides, &c_order)) return false;
     FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), self->dtype), device_or(ARG("device"), self->device),
-                           self->ndim, self->shape, NULL, &t, &e);
+                           self->ndim, self->shape, c_order ? NULL : strides, &t, &e);
     return result(I, st, &e, t, out);
 }
 
