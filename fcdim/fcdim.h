@@ -387,6 +387,9 @@ bool fc_tensor_add_alias(FcTensor *t, FcTensor *r);
 /* t has just been realised: its aliases (and theirs) become views of its storage. */
 void fc_tensor_realised_aliases(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
+/* Whether every element of t is known without running a kernel: a constant (a Python number,
+ * full()) or one element stored in host memory; its value in *v (as fc_scalar_load gives it). */
+bool fc_tensor_known(const FcTensor *t, FcScalar *v);
 static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL; }
 /* Whether t takes the device of the tensors it meets: a Python number, a CPU 0-dim tensor (as in
  * PyTorch), or an unplaced value. */

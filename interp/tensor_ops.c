@@ -80,8 +80,11 @@ bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
     if (op != FC_OP_FLOORDIV && op != FC_OP_MOD && op != FC_OP_FMOD) return true;
     FcOperand ops[2] = {operand_of(x), operand_of(y)};
     if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0) return true;
-    FcTensor *zero = NULL, *eq = NULL, *any = NULL;
     FcScalar v = {0};
+    /* a divisor known now (a Python number, a constant) needs no kernel to be tested */
+    if (fc_tensor_known(y, &v))
+        return v.i ? true : err_raise(I, TDL_ERR_RUNTIME, "ZeroDivisionError");
+    FcTensor *zero = NULL, *eq = NULL, *any = NULL;
     FcError e;
     FcStatus st = fc_scalar(I->fc, FC_INT64, int_scalar(0), true, &zero, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, y, zero, &eq, &e);

@@ -292,6 +292,8 @@ static const struct {
     {"conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(x, wt, bt, stride=2)", " P load add\n"},
     {"channels_last conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(xl, wt, bt, stride=2)", " P load add\n"},
     {"conv_transpose2d, channels_last weight", "y = nn.conv_transpose2d(x, wtl, bt, stride=2)", " P load add\n"},
+    /* one image: the assigned value's leading dim of size 1 is dropped without realising it */
+    {"conv_transpose2d 2x2 stride 2, one image", "y = nn.conv_transpose2d(x[:1], wt, bt, stride=2)", " P load add\n"},
     {"float64 conv_transpose2d 3x1 stride (3, 1), groups 3",
      "y = nn.conv_transpose2d(xl.double(), wtg, btg, stride=(3, 1), groups=3)", " P load add\n"},
 };
@@ -381,8 +383,12 @@ START_TEST(conv_epilogue)
 }
 END_TEST
 
-/* conv_transpose2d's other strides: the product (its column matrix), then col2im, the bias and
- * the output's memory format as one kernel, with the unfused path's bits. */
+/* conv_transpose2d's other strides: the product writes its column matrix into a zero-padded
+ * buffer (a few fills of its border first), then col2im is one pointwise kernel per output phase
+ * (rows ry::2, columns rx::2: four for stride 2), the sum of the phase's taps, each a strided
+ * view of the buffer, with the bias, written in the output's memory format: no reduction, no
+ * gather; the unfused path's bits. The strides' `//` and `%` run no kernel testing them for
+ * zero. */
 START_TEST(conv_transpose_col2im)
 {
     static Lines fused, unfused;
@@ -392,8 +398,11 @@ START_TEST(conv_transpose_col2im)
                                    "output_padding=1)",
                                    &fused, &unfused);
     const char *p = strstr(fused.text, "product ");
-    ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 1,
-                  "%s: not one product and one kernel after it:\n%s", name, fused.text);
+    ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 4 && !strstr(p, " in r"),
+                  "%s: not one product and four kernels without a reduction after it:\n%s", name, fused.text);
+    /* before it: the weight's copy (not a matrix as transposed) and the padding's two fills
+     * (the phases read one row and one column past the matrix's end) */
+    ck_assert_msg(count_of(fused.text, "kernel:") == 7, "%s: kernels before the product:\n%s", name, fused.text);
     ck_assert_msg(same, "%s: the fused result's bits differ", name);
 }
 END_TEST

@@ -886,6 +886,10 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
         t->cur[s->d] = src;
     else if ((stride == 0 && !s->ramp) || !wide || m == 1)
         fc_cpu_broadcast(d, src, es, m);
+    else if (s->prun)
+        for (int r = 0; r < m / s->prun; r++)
+            memcpy((char *)d + (size_t)r * (size_t)s->prun * es, src + (int64_t)s->ramp[r] * (int64_t)es,
+                   (size_t)s->prun * es);
     else if (s->ramp)
         copy_at_32(d, src, s->ramp, es, m);
     else if (p->idx32)

@@ -1744,6 +1744,14 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
             }
         }
         nramp += needs_ramp(s) + (s->rows > 0 && !run);
+        /* Contiguous runs of a strided view (a tap of a padded image: rows of the output's width
+         * inside wider rows) are copied whole, not element by element through the table. */
+        s->prun = 0;
+        if (needs_ramp(s) && !s->per_element && s->rows == 0) {
+            int loops[FC_MAX_DIMS], nl = cpu_shape_loops(p, s->shape, loops);
+            if (nl > 1 && s->strides[loops[nl - 1]] == 1 && ext[loops[nl - 1]] >= PRUN_MIN)
+                s->prun = (int)ext[loops[nl - 1]];
+        }
     }
     if (!p->idx32)
         return FC_OK;
@@ -1766,8 +1774,12 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         if (s->in->op != FC_OP_LOAD || !needs_ramp(s))
             continue;
         memset(r, 0, (size_t)p->cap * sizeof *r);
-        if (s->outer)
+        if (s->prun) {
+            int loops[FC_MAX_DIMS], nl = cpu_shape_loops(p, s->shape, loops);
+            shape_table(p, s->shape & ~((uint64_t)1 << loops[nl - 1]), s->strides, r, p->cap);
+        } else if (s->outer) {
             shape_table(p, s->outer, s->strides, r, p->cap);
+        }
         s->ramp = r;
         r += p->cap;
         if (s->rows > 0 && !row_major(p, s->shape & ~s->outer, s->strides)) {

@@ -80,6 +80,7 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
+    PRUN_MIN = 8,               /* the shortest run a load in a span copies whole (Step.prun) */
     PRE_POS = 256 * 1024,       /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
 };
@@ -231,6 +232,10 @@ typedef struct Step {
             const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous
                                            run */
             uint64_t outer;             /* its rows' loops (the others are inner) */
+            int prun;                   /* not gathered, over several loops of a span but not
+                                           one run, contiguous along the innermost of them: read
+                                           as runs of prun values, ramp the offset of each run,
+                                           or 0 */
         };
         struct {                /* fc_op_is_reduce(in->op): an inner reduction */
             int body0, body1;           /* its body: steps [body0, body1) */
