@@ -44,7 +44,8 @@ struct FcBackend {
     /* Whether matmul reads FcMatmul.a_ix / b_ix (implicit GEMM); without it a masked gather that
      * a contraction reads is materialised first. */
     bool matmul_implicit;
-    /* Optional (NULL: the generated kernels do it): a convolution through a library (cuDNN). Sets
+    /* Optional (NULL: the generated kernels do it): a convolution (forward or backward), pooling
+     * or batch norm (FcConv.op) through a library (cuDNN). Sets
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */
     FcStatus (*conv)(FcBackend *be, FcConv *c, FcError *err);
@@ -82,6 +83,10 @@ long fc_cpu_mul_add_runs(void);
 /* How many runs of CPU kernels had a multiply-add read a factor of one value per chunk as that
  * value, not broadcast (cpu_plan.c's muladd_one: roi_align's bilinear weights), for tests. */
 long fc_cpu_muladd_one_runs(void);
+/* How many steps (memo chains, runs of precomputed steps) the CPU executor left out for a
+ * point's later terms because they do not vary along the term level and hold from its first
+ * (cpu_plan.h's Plan.term), over all backends, for tests. */
+long fc_cpu_term_skips(void);
 /* How many blocks of eight units' chunks the CPU executor loaded through one transpose
  * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
  * backends, for tests. */

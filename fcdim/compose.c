@@ -117,6 +117,123 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
 
 /* ---- softmax, log_softmax ---- */
 
+/* x - max(x) along dim d, its exp, and their sum along d (kept). */
+static FcStatus exp_sum(FcCtx *ctx, FcTensor *a, int d, FcTensor **xm, FcTensor **e, FcTensor **s, FcError *err)
+{
+    uint64_t mask = (uint64_t)1 << d;
+    FcTensor *m = NULL;
+    FcStatus st = FC_OK;
+    if (a->ndim == 0)
+        m = fc_tensor_retain(a);
+    else
+        st = fc_reduce(ctx, FC_OP_AMAX, a, mask, true, &m, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, a, m, xm, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_EXP, *xm, e, err);
+    if (!st && a->ndim == 0)
+        *s = fc_tensor_retain(*e);
+    else if (!st)
+        st = fc_reduce(ctx, FC_OP_SUM, *e, mask, true, s, err);
+    fc_tensor_release(m);
+    return st;
+}
+
+/* bfloat16 log_softmax along the last dim, as torch 1.13's CPU kernel (_vec_log_softmax_lastdim)
+ * makes it: the float32 sum of exp(x - max) kept as bfloat16, its log kept as bfloat16, and
+ * (x - max) - that log rounded once. w: a in float32. */
+static FcStatus log_softmax_bf16_last(FcCtx *ctx, FcTensor *w, int d, FcTensor **out, FcError *err)
+{
+    FcTensor *xm = NULL, *e = NULL, *s = NULL, *sb = NULL, *l = NULL, *lf = NULL, *r = NULL;
+    FcStatus st = exp_sum(ctx, w, d, &xm, &e, &s, err);
+    if (!st)
+        st = fc_cast(ctx, s, FC_BFLOAT16, &sb, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_LOG, sb, &l, err);     /* computed in float32, rounded to bfloat16 */
+    if (!st)
+        st = fc_cast(ctx, l, FC_FLOAT32, &lf, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, xm, lf, &r, err);
+    if (!st)
+        st = fc_cast(ctx, r, FC_BFLOAT16, out, err);
+    fc_tensor_release(xm);
+    fc_tensor_release(e);
+    fc_tensor_release(s);
+    fc_tensor_release(sb);
+    fc_tensor_release(l);
+    fc_tensor_release(lf);
+    fc_tensor_release(r);
+    return st;
+}
+
+/* bfloat16 softmax along a dim that is not the last, as torch 1.13's CPU kernel (_vec_softmax,
+ * AVX2, one thread) makes it: each row of the inner elements (those after dim d) runs 16 at a
+ * time in float32 with one rounding, and the rest of the row (all of it when shorter than 16)
+ * runs the scalar tail, which stores exp(x - max) as bfloat16 and then multiplies it by the
+ * float32 1 / sum. w: a in float32. */
+static FcStatus softmax_bf16_inner(FcCtx *ctx, FcTensor *w, int d, FcTensor **out, FcError *err)
+{
+    enum { VEC = 16 };      /* Vectorized<BFloat16>::size() under AVX2 */
+    int64_t inner = 1;
+    for (int k = d + 1; k < w->ndim; k++)
+        inner *= w->shape[k];
+    int64_t cut = inner / VEC * VEC;
+    FcTensor *xm = NULL, *e = NULL, *s = NULL, *once = NULL, *one = NULL, *inv = NULL, *eb = NULL, *ef = NULL,
+             *tail = NULL, *tb = NULL, *pos = NULL, *pv = NULL, *lim = NULL, *in_vec = NULL;
+    FcStatus st = exp_sum(ctx, w, d, &xm, &e, &s, err);
+    if (!st && cut > 0)
+        st = fc_binary(ctx, FC_OP_DIV, e, s, &once, err);
+    if (!st && cut == inner) {
+        st = fc_cast(ctx, once, FC_BFLOAT16, out, err);
+        goto done;
+    }
+    if (!st)
+        st = wrapped_float(ctx, 1.0, &one, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_DIV, one, s, &inv, err);
+    if (!st)
+        st = fc_cast(ctx, e, FC_BFLOAT16, &eb, err);
+    if (!st)
+        st = fc_cast(ctx, eb, FC_FLOAT32, &ef, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_MUL, ef, inv, &tail, err);
+    if (!st && cut == 0) {
+        st = fc_cast(ctx, tail, FC_BFLOAT16, out, err);
+        goto done;
+    }
+    /* the inner position of each element, over the dims after d (broadcast against w) */
+    if (!st)
+        st = fc_iota(ctx, inner, &pos, err);
+    if (!st) {
+        fc_tensor_place(pos, w->device);    /* the reshape realises it */
+        st = fc_reshape(ctx, pos, w->ndim - d - 1, w->shape + d + 1, &pv, err);
+    }
+    if (!st)
+        st = fc_scalar(ctx, FC_INT64, (FcScalar){.i = cut}, true, &lim, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_LT, pv, lim, &in_vec, err);
+    if (!st)
+        st = fc_where(ctx, in_vec, once, tail, &tb, err);
+    if (!st)
+        st = fc_cast(ctx, tb, FC_BFLOAT16, out, err);
+done:
+    fc_tensor_release(xm);
+    fc_tensor_release(e);
+    fc_tensor_release(s);
+    fc_tensor_release(once);
+    fc_tensor_release(one);
+    fc_tensor_release(inv);
+    fc_tensor_release(eb);
+    fc_tensor_release(ef);
+    fc_tensor_release(tail);
+    fc_tensor_release(tb);
+    fc_tensor_release(pos);
+    fc_tensor_release(pv);
+    fc_tensor_release(lim);
+    fc_tensor_release(in_vec);
+    return st;
+}
+
 FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -134,34 +251,25 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
                     fc_dtype_torch_name(a->dtype));
     }
     if (fc_dtype_compute(a->dtype) != a->dtype) {
-        /* bfloat16: torch's kernels compute in float32 and round the result once. */
+        /* bfloat16: torch's kernels compute in float32 and round the result once, but for
+         * softmax along a dim that is not the last and log_softmax along the last one. */
         FcTensor *w = NULL, *r = NULL;
+        bool last = a->ndim == 0 || d == a->ndim - 1;
         st = fc_cast(ctx, a, fc_dtype_compute(a->dtype), &w, err);
-        if (!st)
+        if (!st && a->dtype == FC_BFLOAT16 && !log && !last)
+            st = softmax_bf16_inner(ctx, w, d, out, err);
+        else if (!st && a->dtype == FC_BFLOAT16 && log && last)
+            st = log_softmax_bf16_last(ctx, w, d, out, err);
+        else if (!st)
             st = fc_softmax(ctx, w, dim, log, &r, err);
-        if (!st)
+        if (!st && r)
             st = fc_cast(ctx, r, a->dtype, out, err);
         fc_tensor_release(w);
         fc_tensor_release(r);
         return st;
     }
-    FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
-    uint64_t mask = (uint64_t)1 << d;
-    if (a->ndim == 0) {
-        m = fc_tensor_retain(a);
-    } else {
-        st = fc_reduce(ctx, FC_OP_AMAX, a, mask, true, &m, err);
-    }
-    if (!st)
-        st = fc_binary(ctx, FC_OP_SUB, a, m, &xm, err);
-    if (!st)
-        st = fc_unary(ctx, FC_OP_EXP, xm, &e, err);
-    if (!st) {
-        if (a->ndim == 0)
-            s = fc_tensor_retain(e);
-        else
-            st = fc_reduce(ctx, FC_OP_SUM, e, mask, true, &s, err);
-    }
+    FcTensor *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
+    st = exp_sum(ctx, a, d, &xm, &e, &s, err);
     if (!st && log) {
         st = fc_unary(ctx, FC_OP_LOG, s, &ls, err);
         if (!st)
@@ -169,7 +277,6 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
     } else if (!st) {
         st = fc_binary(ctx, FC_OP_DIV, e, s, out, err);
     }
-    fc_tensor_release(m);
     fc_tensor_release(xm);
     fc_tensor_release(e);
     fc_tensor_release(s);

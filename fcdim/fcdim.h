@@ -387,6 +387,9 @@ bool fc_tensor_add_alias(FcTensor *t, FcTensor *r);
 /* t has just been realised: its aliases (and theirs) become views of its storage. */
 void fc_tensor_realised_aliases(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
+/* Whether every element of t is known without running a kernel: a constant (a Python number,
+ * full()) or one element stored in host memory; its value in *v (as fc_scalar_load gives it). */
+bool fc_tensor_known(const FcTensor *t, FcScalar *v);
 static inline bool fc_tensor_is_lazy(const FcTensor *t) { return t->node != NULL; }
 /* Whether t takes the device of the tensors it meets: a Python number, a CPU 0-dim tensor (as in
  * PyTorch), or an unplaced value. */
@@ -422,9 +425,9 @@ struct FcKernel;
  * exception to "the same bits": the loads that read one storage through several gathers alike
  * have their cotangents scattered by one kernel, per point in their order (autograd.c,
  * same_scatter); off, by a kernel each, one load after the other: another order of additions.
- * TERMS is off by default (fc_ctx_new sets it in sched_off): the CPU executor still evaluates
- * each (point, term) as a point of its own, which costs more than the one kernel saves where
- * most points are gated zeros (docs/architecture.md, the backward's scheduling). */
+ * TERMS is off by default (fc_ctx_new sets it in sched_off): on the CPU it still costs more
+ * than the four kernels where most points are gated zeros, though the executor takes the terms
+ * as one (cpu_plan.h's Plan.term; docs/architecture.md, the backward's scheduling). */
 enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8, FC_SCHED_STAGE = 16,
        FC_SCHED_TERMS = 32 };
 
@@ -863,6 +866,24 @@ FcStatus fc_product_strides(FcCtx *ctx, FcTensor *t, int64_t *strides, bool *kno
  * output_padding is taken up by its floor division).
  * Shapes are NCHW (weights KCRS) whatever the layout; the strides (elements) say the layout. */
 enum { FC_CONV_DETERMINISTIC = 1, FC_CONV_EXHAUSTIVE = 2, FC_CONV_TF32 = 4 };
+/* What FcConv asks for (op). The convolution's three: x, w, y are the forward convolution's
+ * tensors whatever the op, which says the one written (its pointer cast from const): FORWARD y
+ * (transposed: see above), BACKWARD_DATA x (the input's gradient, from y holding the output's and
+ * w), BACKWARD_FILTER w (the weight's gradient, from x and y holding the output's).
+ * FC_POOL_MAX, FC_POOL_AVG: y = max_pool2d / avg_pool2d of x (window, stride, pad_pre/pad_post;
+ * count_include_pad), dilation 1, PyTorch's floor output size; w unused.
+ * FC_BATCH_NORM: y = batch_norm of x with the per-channel (C) scale, bias; training: the batch's
+ * mean and 1/sqrt(biased variance + eps) written to save_mean, save_invstd, and the running
+ * statistics (run_mean, run_var read; new_mean, new_var written) moved by momentum with the
+ * unbiased variance, as PyTorch; else run_mean and run_invstd (1/sqrt(running_var + eps)) read. */
+typedef enum FcConvOp {
+    FC_CONV_FORWARD = 0,
+    FC_CONV_BACKWARD_DATA,
+    FC_CONV_BACKWARD_FILTER,
+    FC_POOL_MAX,
+    FC_POOL_AVG,
+    FC_BATCH_NORM,
+} FcConvOp;
 typedef struct FcConv {
     FcDType dtype;
     int64_t x_shape[4], x_strides[4], w_shape[4], w_strides[4], y_shape[4], y_strides[4];
@@ -873,6 +894,13 @@ typedef struct FcConv {
     bool transposed;
     bool taken;                 /* out: the backend computed y */
     char note[240];             /* out: how it ran, or why the backend did not take it */
+    FcConvOp op;
+    int64_t window[2];          /* pooling's kernel size */
+    bool count_include_pad;     /* FC_POOL_AVG */
+    bool training;              /* FC_BATCH_NORM */
+    double eps, momentum;       /* FC_BATCH_NORM */
+    const void *scale, *bias, *run_mean, *run_var, *run_invstd;     /* FC_BATCH_NORM, C each */
+    void *save_mean, *save_invstd, *new_mean, *new_var;             /* FC_BATCH_NORM training, C each */
 } FcConv;
 
 /* Text of a kernel for --dump-kernels (malloc'd; NULL on out-of-memory). */
@@ -1115,6 +1143,19 @@ FcStatus fc_conv2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t s
 FcStatus fc_conv_transpose2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[2],
                                      const int64_t output_padding[2], const int64_t dilation[2], int64_t groups,
                                      FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* max_pool2d (max) or avg_pool2d of x (N, C, H, W), no indices nor divisor_override, likewise:
+ * out_size is the caller's output size (ceil_mode's included); pad on both sides. A library
+ * takes only the cases whose windows it has (dilation 1, no window added by ceil_mode). */
+FcStatus fc_pool2d_library(FcCtx *ctx, FcTensor *x, bool max, const int64_t kernel[2], const int64_t stride[2],
+                           const int64_t pad[2], const int64_t dilation[2], bool count_include_pad,
+                           const int64_t out_size[2], FcMemoryFormat fmt, FcTensor **out, FcError *err);
+/* batch_norm of x (N, C, H, W) with weight, bias (C each; NULL: not taken), likewise. Training:
+ * mean and var are the running statistics (NULL: not taken), out[0] the result and out[1], out[2]
+ * their new values (momentum, the unbiased variance), which the caller stores; else var is
+ * 1 / sqrt(running_var + eps) and out[1], out[2] are NULL. All NULL when not taken. */
+FcStatus fc_batch_norm_library(FcCtx *ctx, FcTensor *x, FcTensor *weight, FcTensor *bias, FcTensor *mean,
+                               FcTensor *var, bool training, double momentum, double eps, FcMemoryFormat fmt,
+                               FcTensor *out[3], FcError *err);
 
 /* ---- gradients (autograd.c) ----
  * Reverse mode over the IR. A storage whose contents need a gradient holds a record (FcGradRec):

@@ -1014,6 +1014,18 @@ static FcStatus strip_leading_ones(FcCtx *ctx, FcTensor *v, FcTensor **out, FcEr
         *out = fc_tensor_retain(v);
         return FC_OK;
     }
+    if (v->node) {
+        /* A lazy value is not realised for that (a reshape would): a node reads it without them,
+         * so that what computes it still writes the destination (a product's epilogue). */
+        FcNode *c = fc_node_new(FC_OP_CAST, v->dtype, v->ndim - lead, v->shape + lead, 1, &v->node);
+        if (!c)
+            return fc_nomem(err);
+        c->src_dtype = v->dtype;
+        for (int j = 0; j < v->ndim; j++)
+            c->lev_map[0][j] = (int8_t)(j < lead ? FC_LEV_BCAST : j - lead);
+        *out = fc_tensor_from_node(c, v->device, &v, 1);
+        return *out ? FC_OK : fc_nomem(err);
+    }
     return fc_reshape(ctx, v, v->ndim - lead, v->shape + lead, out, err);
 }
 

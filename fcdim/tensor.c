@@ -376,6 +376,16 @@ int64_t fc_tensor_numel(const FcTensor *t)
     return n;
 }
 
+bool fc_tensor_known(const FcTensor *t, FcScalar *v)
+{
+    if (t->node)
+        return t->node->op == FC_OP_CONST && (*v = t->node->konst, true);
+    if (t->device.type != FC_DEV_CPU || fc_tensor_numel(t) != 1)
+        return false;
+    *v = fc_scalar_load(t->dtype, (const char *)t->storage->data + t->offset * (int64_t)fc_dtype_size(t->dtype));
+    return true;
+}
+
 /* The error for a shape whose bytes overflow int64 (PyTorch's computeStorageNbytesContiguous). */
 static FcStatus too_large(FcError *err, int ndim, const int64_t *shape)
 {

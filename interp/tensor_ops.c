@@ -80,8 +80,11 @@ bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
     if (op != FC_OP_FLOORDIV && op != FC_OP_MOD && op != FC_OP_FMOD) return true;
     FcOperand ops[2] = {operand_of(x), operand_of(y)};
     if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0) return true;
-    FcTensor *zero = NULL, *eq = NULL, *any = NULL;
     FcScalar v = {0};
+    /* a divisor known now (a Python number, a constant) needs no kernel to be tested */
+    if (fc_tensor_known(y, &v))
+        return v.i ? true : err_raise(I, TDL_ERR_RUNTIME, "ZeroDivisionError");
+    FcTensor *zero = NULL, *eq = NULL, *any = NULL;
     FcError e;
     FcStatus st = fc_scalar(I->fc, FC_INT64, int_scalar(0), true, &zero, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, y, zero, &eq, &e);
@@ -1360,6 +1363,50 @@ IMPL_FN(_conv_transpose2d_library)
     FcStatus st = fc_conv_transpose2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].ints, a[6].i,
                                               a[7].mf, &y, &e);
     return library_result(I, st, &e, y, out);
+}
+
+IMPL_FN(_pool2d_library)
+{
+    (void)sig;
+    FcTensor *y;
+    FcError e;
+    /* window: kernel (2), stride (2), padding (2), dilation (2), output size (2), as nn's _pool_args */
+    const int64_t *w = a[2].ints;
+    if (a[2].n != 10) {
+        *out = v_none();
+        return true;
+    }
+    FcStatus st = fc_pool2d_library(I->fc, a[0].t, a[1].b, w, w + 2, w + 4, w + 6, a[3].b, w + 8, a[4].mf, &y, &e);
+    return library_result(I, st, &e, y, out);
+}
+
+IMPL_FN(_batch_norm_library)
+{
+    (void)sig;
+    FcTensor *r[3];
+    FcError e;
+    FcStatus st = fc_batch_norm_library(I->fc, a[0].t, a[1].t, a[2].t, a[3].t, a[4].t, !a[5].none, a[5].f, a[6].f,
+                                        a[7].mf, r, &e);
+    if (st || !r[0])
+        return library_result(I, st, &e, NULL, out);
+    TupleObj *t = tuple_alloc(I, 3);
+    bool ok = t != NULL;
+    for (int i = 0; i < 3; i++) {
+        Value v = v_none();
+        if (r[i] && ok)
+            ok = tensor_value_steal(I, r[i], &v);
+        else
+            fc_tensor_release(r[i]);
+        if (ok)
+            t->items[i] = v;
+    }
+    if (!ok) {
+        if (t)
+            val_decref(I, TUPLEV(t));
+        return false;
+    }
+    *out = TUPLEV(t);
+    return true;
 }
 
 IMPL_FN(_product_strides)

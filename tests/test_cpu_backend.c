@@ -261,6 +261,16 @@ START_TEST(test_alloc_cache)
         return;                 /* no cache under AddressSanitizer */
     size_t big = 24u << 20;
     void *a, *b, *c;
+    /* a block of whole huge pages with more than an eighth of its request to spare (64 x 256 x
+     * 14 x 14 floats: 12.25 MiB in 14) fits the same request again */
+    size_t act = (size_t)64 * 256 * 14 * 14 * 4;
+    ck_assert_int_eq(be->alloc(be, act, &a, &err), FC_OK);
+    be->free(be, a);
+    ck_assert_int_eq(be->alloc(be, act, &c, &err), FC_OK);
+    ck_assert_ptr_eq(c, a);
+    ck_assert_int_eq(fc_cpu_cache_hits(be), h0 + 1);
+    be->free(be, c);
+    h0++;
     ck_assert_int_eq(be->alloc(be, big, &a, &err), FC_OK);
     memset(a, 1, big);
     be->free(be, a);
@@ -3424,6 +3434,61 @@ START_TEST(test_roi_align_rows_from_muladd)
 }
 END_TEST
 
+/* ---- loads by runs in a span ----
+ * A contiguous depthwise convolution is one kernel over (n, c, oh, ow) whose chunks span (oh,
+ * ow) (its rows are short), each tap a view of the padded input: rows of ow inside rows two
+ * wider, so not one run over the chunk. Each tap is read as runs of ow values (Step.prun), one
+ * copy per row, not element by element through a table of offsets. */
+typedef struct RunsSeen {
+    int span, loads, runs;
+    char bad[200];
+} RunsSeen;
+
+static void runs_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
+{
+    RunsSeen *r = ud;
+    int m = 0;
+    for (int i = 0; i < k->ncode; i++)
+        m += k->code[i].op == FC_OP_MULADD;
+    if (dev.type != FC_DEV_CPU || m == 0 || r->bad[0])
+        return;
+    Plan p;
+    FcError err;
+    if (cpu_plan_kernel(&p, k, &err) != FC_OK) {
+        snprintf(r->bad, sizeof r->bad, "planning a kernel: %.150s", err.msg);
+    } else {
+        r->span = p.span;
+        for (int j = 0; j < p.nsteps; j++) {
+            const Step *s = &p.steps[j];
+            if (s->in->op != FC_OP_LOAD || !s->wide)
+                continue;
+            r->loads++;
+            r->runs += s->prun == 28;
+        }
+    }
+    cpu_plan_free(&p);
+}
+
+START_TEST(test_depthwise_taps_by_runs)
+{
+    RunsSeen r = {0};
+    tdl_interp *T = open_watching(runs_on_kernel, &r);
+    ck_assert_int_eq(tdl_run_string(T,
+                                    "import nn\n"
+                                    "x = (arange(2 * 8 * 28 * 28.0) * 0.37).sin().reshape(2, 8, 28, 28)\n"
+                                    "w = (arange(8 * 9.0) * 0.21).cos().reshape(8, 1, 3, 3)\n"
+                                    "y = nn.relu(nn.conv2d(x, w, padding=1, groups=8))\n"
+                                    "y.stride()\n",
+                                    "<t>"),
+                     TDL_OK);
+    tdl_close(T);
+    ck_assert_msg(!r.bad[0], "%s", r.bad);
+    ck_assert_int_eq(r.span, 28 * 28);
+    ck_assert_int_eq(r.loads, 9);
+    ck_assert_int_eq(r.runs, 9);
+}
+END_TEST
+
 Suite *cpu_backend_suite(void)
 {
     Suite *s = suite_create("cpu_backend");
@@ -3542,6 +3607,7 @@ Suite *cpu_backend_suite(void)
     tc = tcase_create("rows");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_roi_align_rows_from_muladd);
+    tcase_add_test(tc, test_depthwise_taps_by_runs);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("matmul");

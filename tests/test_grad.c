@@ -11,7 +11,7 @@
  * errors. With TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device. */
 #include "tests.h"
 
-#include "backend.h"               /* fc_cpu_narrow_skips */
+#include "backend.h"               /* fc_cpu_narrow_skips, fc_cpu_term_skips */
 #include "fcdim.h"
 #include "golden_cases.h"
 #include "interp.h"                 /* an interpreter's FcCtx: FC_SCHED_STAGE off */
@@ -525,12 +525,15 @@ START_TEST(scatter_terms_one_kernel)
         "w2 = (arange(1000 * 640, dtype=float32) * 0.37).cos().reshape(1000, 640) * 3.0\n"
         "(x[idx1] * w1 + x[idx2] * w2).sum().backward()\n"
         "gx = x.grad.cpu()\ni1 = idx1.cpu()\ni2 = idx2.cpu()\nw1c = w1.cpu()\nw2c = w2.cpu()\n";
-    long kernels = fc_grad_term_kernels();
+    long kernels = fc_grad_term_kernels(), skips = fc_cpu_term_skips();
     size_t n, ni, nw;
     terms_on = true;
     float *gx = same_bits(prog, "x[idx1] * w1 + x[idx2] * w2", &n);
     terms_on = false;
     ck_assert_int_ge(fc_grad_term_kernels() - kernels, 5);     /* one per run of same_bits */
+    if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it: the second term
+                                                             of a row left out what the first computed */
+        ck_assert_int_ge(fc_cpu_term_skips() - skips, 5 * 1000);
     int64_t *i1 = read_global(prog, "i1", TDL_DTYPE_INT64, &ni), *i2 = read_global(prog, "i2", TDL_DTYPE_INT64, &ni);
     float *w1 = read_global(prog, "w1c", TDL_DTYPE_FLOAT32, &nw), *w2 = read_global(prog, "w2c", TDL_DTYPE_FLOAT32, &nw);
     ck_assert_int_eq(n, 200 * 640);
@@ -560,6 +563,51 @@ START_TEST(scatter_terms_one_kernel)
     free(ref);
     free(swapped);
     free(old);
+}
+END_TEST
+
+/* roi_align's four taps as the terms of one gated scatter-add (FC_SCHED_TERMS cleared), with
+ * adaptive sampling: the sample loops run to the largest grid, so many points are zeros. The
+ * executor runs a point's four terms together (cpu_plan.h's Plan.term): for the last three, what
+ * does not vary along the terms (the sample's coordinates, its gate, the cotangent row, the batch
+ * index) is left out where it holds (fc_cpu_term_skips), a gated point's later terms evaluating
+ * their weights alone. The same bits at 1, 2 and 4 threads (same_bits), and the values of the
+ * kernel per tap (the default, checked against torchvision by the golden cases) within float
+ * rounding: the order of the additions differs. A tap's own kernel has such a level too, the
+ * sample column loop (no load varies along it, the scatter index does). */
+START_TEST(terms_held_along_level)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(512 * 12 * 16, dtype=float32).reshape(1, 512, 12, 16) * 0.013).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 13.2, 10.9], [0, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 5.0, 5.5],\n"
+        "            [0, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 15.0, 11.0]])\n"
+        "y = vision.roi_align(x, b, (3, 3), 1.0, 0, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    long skips = fc_cpu_term_skips(), narrow = fc_cpu_narrow_skips();
+    size_t n, m;
+    terms_on = true;
+    float *on = same_bits(prog, "roi_align's taps as terms", &n);
+    terms_on = false;
+    if (!golden_device() || getenv("TDL_FAKE_CUDA")) {
+        ck_assert_int_gt(fc_cpu_term_skips() - skips, 0);
+        ck_assert_int_gt(fc_cpu_narrow_skips() - narrow, 0);
+    }
+    skips = fc_cpu_term_skips();
+    float *off = same_bits(prog, "roi_align's taps by a kernel each", &m);
+    if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* a tap's kernel: its sample column loop */
+        ck_assert_int_gt(fc_cpu_term_skips() - skips, 0);
+    ck_assert_int_eq(n, m);
+    double big = 0, diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        big = fmax(big, fabs(off[i]));
+        diff = fmax(diff, fabs((double)on[i] - off[i]));
+    }
+    ck_assert_msg(big > 0 && diff <= 1e-5 * big, "terms and taps differ by %g (largest %g)", diff, big);
+    free(on);
+    free(off);
 }
 END_TEST
 
@@ -779,6 +827,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, deterministic);
     tcase_add_test(tc, deterministic_gather);
     tcase_add_test(tc, scatter_terms_one_kernel);
+    tcase_add_test(tc, terms_held_along_level);
     tcase_add_test(tc, staged_cotangent);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);

@@ -213,8 +213,9 @@ START_TEST(mask_head)
 }
 END_TEST
 
-/* ---- convolutions through the device's library path (suite nn_cudnn) ----
- * Every conv2d and conv_transpose2d golden case on golden_device() with --verbose's lines (TDL_VERBOSE) collected: the
+/* ---- convolutions, pooling and batch norm through the device's library path (suite nn_cudnn) ----
+ * Every conv2d, conv_transpose2d, max_pool2d, avg_pool2d and batch_norm golden case on
+ * golden_device() with --verbose's lines (TDL_VERBOSE) collected: the
  * values must agree with PyTorch whichever path ran, and the lines must say the path the device
  * promises. On the stand-in device (TDL_FAKE_CUDA=1, make check-device): the generated kernels,
  * "this device has no library path". On a GPU (make check-gpu): cuDNN for at least one case when
@@ -291,6 +292,8 @@ static const struct {
     {"conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(x, wt, bt, stride=2)", " P load add\n"},
     {"channels_last conv_transpose2d 2x2 stride 2", "y = nn.conv_transpose2d(xl, wt, bt, stride=2)", " P load add\n"},
     {"conv_transpose2d, channels_last weight", "y = nn.conv_transpose2d(x, wtl, bt, stride=2)", " P load add\n"},
+    /* one image: the assigned value's leading dim of size 1 is dropped without realising it */
+    {"conv_transpose2d 2x2 stride 2, one image", "y = nn.conv_transpose2d(x[:1], wt, bt, stride=2)", " P load add\n"},
     {"float64 conv_transpose2d 3x1 stride (3, 1), groups 3",
      "y = nn.conv_transpose2d(xl.double(), wtg, btg, stride=(3, 1), groups=3)", " P load add\n"},
 };
@@ -380,8 +383,12 @@ START_TEST(conv_epilogue)
 }
 END_TEST
 
-/* conv_transpose2d's other strides: the product (its column matrix), then col2im, the bias and
- * the output's memory format as one kernel, with the unfused path's bits. */
+/* conv_transpose2d's other strides: the product writes its column matrix into a zero-padded
+ * buffer (a few fills of its border first), then col2im is one pointwise kernel per output phase
+ * (rows ry::2, columns rx::2: four for stride 2), the sum of the phase's taps, each a strided
+ * view of the buffer, with the bias, written in the output's memory format: no reduction, no
+ * gather; the unfused path's bits. The strides' `//` and `%` run no kernel testing them for
+ * zero. */
 START_TEST(conv_transpose_col2im)
 {
     static Lines fused, unfused;
@@ -391,8 +398,11 @@ START_TEST(conv_transpose_col2im)
                                    "output_padding=1)",
                                    &fused, &unfused);
     const char *p = strstr(fused.text, "product ");
-    ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 1,
-                  "%s: not one product and one kernel after it:\n%s", name, fused.text);
+    ck_assert_msg(p && count_of(fused.text, "product ") == 1 && count_of(p, "kernel:") == 4 && !strstr(p, " in r"),
+                  "%s: not one product and four kernels without a reduction after it:\n%s", name, fused.text);
+    /* before it: the weight's copy (not a matrix as transposed) and the padding's two fills
+     * (the phases read one row and one column past the matrix's end) */
+    ck_assert_msg(count_of(fused.text, "kernel:") == 7, "%s: kernels before the product:\n%s", name, fused.text);
     ck_assert_msg(same, "%s: the fused result's bits differ", name);
 }
 END_TEST
@@ -575,10 +585,19 @@ START_TEST(conv2d_library_path)
     }
     const char *fake = getenv("TDL_FAKE_CUDA"), *off = getenv("TDL_CUDNN");
     bool is_fake = fake && strcmp(fake, "1") == 0, is_off = off && (strcmp(off, "0") == 0 || strcmp(off, "off") == 0);
-    int ran = 0, lines = 0, through = 0, wrong = 0;
+    /* the adaptive pools' cases whose windows are a plain pool's say max_pool2d / avg_pool2d */
+    static const char *const ops[] = {"conv", "max_pool2d", "avg_pool2d", "batch_norm"};
+    static const char *const also[] = {"adaptive_avg_pool2d", "adaptive_max_pool2d"};
+    enum { NOPS = sizeof ops / sizeof ops[0] };
+    int ran = 0, lines = 0, through = 0, wrong = 0, of_op[NOPS] = {0};
     free_report();
     for (int i = 0; i < n_cases && !report; i++) {
-        if (strncmp(cases[i].name, "conv", 4) != 0 || strncmp(cases[i].expected, "OK", 2) != 0)
+        bool library_op = false;
+        for (int k = 0; k < NOPS; k++)
+            library_op |= strncmp(cases[i].name, ops[k], strlen(ops[k])) == 0;
+        for (int k = 0; k < 2; k++)
+            library_op |= strncmp(cases[i].name, also[k], strlen(also[k])) == 0;
+        if (!library_op || strncmp(cases[i].expected, "OK", 2) != 0)
             continue;
         static Lines l;
         l.text[0] = '\0';
@@ -593,7 +612,14 @@ START_TEST(conv2d_library_path)
         report = run_case(T, &cases[i]);
         tdl_close(T);
         ran++;
-        int n = count_of(l.text, "tdl: conv"), cudnn = count_of(l.text, ": cuDNN (");
+        int n = 0, cudnn = count_of(l.text, ": cuDNN (");
+        for (int k = 0; k < NOPS; k++) {
+            char line[40];
+            snprintf(line, sizeof line, "tdl: %s", ops[k]);
+            int m = count_of(l.text, line);
+            of_op[k] += m;
+            n += m;
+        }
         lines += n;
         through += cudnn;
         const char *want = is_fake ? "generated kernels (this device has no library path)"
@@ -608,10 +634,15 @@ START_TEST(conv2d_library_path)
             fprintf(stderr, "nn_cudnn: %s did not run on cuDNN:\n%s", cases[i].name, l.text);
     }
     ck_assert_msg(report == NULL, "%s", report ? report : "");
-    fprintf(stderr, "nn_cudnn on %s%s%s: %d conv2d and conv_transpose2d cases agree with PyTorch; %d convolutions, %d through cuDNN\n", dev,
-            is_fake ? " (stand-in)" : "", is_off ? " (TDL_CUDNN=0)" : "", ran, lines, through);
+    fprintf(stderr,
+            "nn_cudnn on %s%s%s: %d conv2d, conv_transpose2d, pooling and batch_norm cases agree with PyTorch; %d "
+            "library calls (%d convolutions, %d max_pool2d, %d avg_pool2d, %d batch_norm), %d through cuDNN\n",
+            dev, is_fake ? " (stand-in)" : "", is_off ? " (TDL_CUDNN=0)" : "", ran, lines, of_op[0], of_op[1], of_op[2],
+            of_op[3], through);
     ck_assert_int_gt(ran, 20);
-    ck_assert_int_gt(lines, 0);
+    /* each operation reaches the library path (or says why not) */
+    for (int k = 0; k < NOPS; k++)
+        ck_assert_msg(of_op[k] > 0, "no %s case asked the library path", ops[k]);
     ck_assert_int_eq(wrong, 0);
     if (!is_fake && !is_off) {
         const char *why = getenv("TDL_TEST_CUDNN_ABSENT");

@@ -334,6 +334,46 @@ START_TEST(test_dump)
 }
 END_TEST
 
+/* An integer `//` or `%` tests its divisor for zero when it is built (torch raises there, even
+ * for a lazy quotient); a divisor known then (a Python number, full(), one stored element) is
+ * tested without a kernel, so building these runs none (nn's col2im divides dims expressions by
+ * its strides). The zero divisors still raise torch's RuntimeError, tensor or number. */
+START_TEST(test_known_divisor)
+{
+    Out o = {0};
+    memset(&dumped, 0, sizeof dumped);
+    tdl_config cfg = {0};
+    cfg.write = capture;
+    cfg.write_ud = &o;
+    cfg.flags = TDL_DUMP_KERNELS;
+    cfg.dump = dump_capture;
+    cfg.dump_ud = &dumped;
+    tdl_interp *U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_int_eq(tdl_run_string(U, "x = arange(10)\nd = dims(1)\nd.size = 6\nt4 = tensor([4])", "<setup>"),
+                     TDL_OK);
+    dumped.n = 0;
+    dumped.buf[0] = 0;
+    ck_assert_int_eq(tdl_run_string(U,
+                                    "y = x // 3 + x % 3 + x // t4 + x % full((10,), 7)\n"
+                                    "q = (d * 5 + 1) % 4 + (d - 7) // 2\n",
+                                    "<divide>"),
+                     TDL_OK);
+    ck_assert_msg(strstr(dumped.buf, "kernel:") == NULL, "%s", dumped.buf);
+    ck_assert_int_eq(tdl_run_string(U, "print(y.tolist())\nprint(q.order(d).tolist())", "<print>"), TDL_OK);
+    /* torch's values */
+    ck_assert_str_eq(o.buf, "[0, 2, 4, 4, 7, 9, 9, 4, 7, 7]\n[-3, -1, 0, -2, -1, 1]\n");
+    static const char *zero[] = {"x // 0", "x % 0", "x % tensor(0)", "x // tensor([0])", "x % full((10,), 0)",
+                                 "x % zeros(10, dtype=int64)", "d % 0"};
+    for (size_t k = 0; k < sizeof zero / sizeof zero[0]; k++) {
+        ck_assert_int_eq(tdl_run_string(U, zero[k], "<zero>"), TDL_ERROR);
+        ck_assert_str_eq(tdl_error_kind_name(tdl_error_kind_of(U)), "RuntimeError");
+        ck_assert_str_eq(tdl_error_message(U), "ZeroDivisionError");
+    }
+    tdl_close(U);
+}
+END_TEST
+
 static void *interrupt_later(void *arg)
 {
     struct timespec ts = {0, 200 * 1000 * 1000};
@@ -369,6 +409,7 @@ Suite *tensor_suite(void)
     tcase_add_loop_test(tc, test_device_rules, 0, sizeof device_rules / sizeof device_rules[0]);
     tcase_add_test(tc, test_device_save);
     tcase_add_test(tc, test_dump);
+    tcase_add_test(tc, test_known_divisor);
     tcase_add_test(tc, test_interrupt_kernel);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);

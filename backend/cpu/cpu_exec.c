@@ -46,6 +46,16 @@ typedef struct Thread {
     bool narrow;
     bool gate_off;
     long narrow_skips;          /* chunks skipped after a narrow pass (fc_cpu_narrow_skips) */
+    /* Plan.term: a point's terms after its first evaluate only what varies along the term
+     * level (tonly). tstamp[j], for step j of the top list: 2 * tgen + 1 when its value (its
+     * chain's, its run's) holds in full for the current point and chunk, 2 * tgen when it
+     * holds at position 0 (computed narrow); tgen counts the points. */
+    bool tonly;
+    uint64_t tgen;
+    uint64_t *tstamp;
+    int64_t *tent;              /* [Plan.nplist]: a precomputed value's entry at the point's first
+                                   term (pre_point), for those that vary along the level */
+    long term_skips;            /* steps left out so (fc_cpu_term_skips) */
     /* Plan.tload: the current unit (unit_pos), its row in its tile and the tile's rows; the
      * block of eight rows from unit tlb_u0 at chunk position tlb_i0 held in tlb (tlb_n values
      * a row), if tlb_ok. */
@@ -895,6 +905,10 @@ static bool do_load(const Plan *p, const Step *s, Thread *t, int64_t i0, int m, 
         t->cur[s->d] = src;
     else if ((stride == 0 && !s->ramp) || !wide || m == 1)
         fc_cpu_broadcast(d, src, es, m);
+    else if (s->prun)
+        for (int r = 0; r < m / s->prun; r++)
+            memcpy((char *)d + (size_t)r * (size_t)s->prun * es, src + (int64_t)s->ramp[r] * (int64_t)es,
+                   (size_t)s->prun * es);
     else if (s->ramp)
         copy_at_32(d, src, s->ramp, es, m);
     else if (p->idx32)
@@ -1080,17 +1094,37 @@ static void pre_fill(const Plan *p, Thread *t)
 }
 
 /* The precomputed steps of head s's run that others read, pointed at their values for the
- * current loop indices (or a value broadcast where it is read beyond position 0). */
+ * current loop indices (or a value broadcast where it is read beyond position 0); with a term
+ * level (Plan.term), each one's entry at the level's first index too (Thread.tent). */
 static void pre_point(const Plan *p, Thread *t, const Step *s)
 {
     const struct TabLoop *tl = NULL;
-    int64_t e = 0;
+    int64_t e = 0, tx = t->tent ? t->idx[p->term] : 0;
     for (const PreX *x = p->plist + s->pfirst, *end = x + s->pcount; x < end; x++) {
         if (x->tl != tl) {      /* values over the loops of the one before share its entry */
             tl = x->tl;
             e = tab_entry(tl, x->nl, t->idx);
         }
+        if (t->tent)            /* (tstr is 0 for a value that does not vary along the level) */
+            t->tent[x - p->plist] = e - x->tstr * tx;
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
+        if (x->w && !t->narrow) {
+            fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
+            v = t->buf[x->d];
+        }
+        t->cur[x->d] = v;
+    }
+}
+
+/* pre_point for a point's later term (Plan.term), the run's values that do not vary along the
+ * level holding from an earlier one: those that vary, at their entry of the first term (set by
+ * pre_point) moved along the level. */
+static void pre_point_term(const Plan *p, Thread *t, int j)
+{
+    int64_t tx = t->idx[p->term];
+    for (const int *k = p->tpx + p->tpf[j], *end = k + p->tpn[j]; k < end; k++) {
+        const PreX *x = &p->plist[*k];
+        const char *v = p->pretab + x->pre0 + (size_t)(t->tent[*k] + x->tstr * tx) * (size_t)x->esize;
         if (x->w && !t->narrow) {
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
@@ -1217,22 +1251,39 @@ static __attribute__((noinline)) void eval_rows(const Plan *p, Thread *t, const 
  * computed once (broadcast when read beyond position 0), and kept while its loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
+    uint64_t *ts = t->tstamp, g2 = 2 * t->tgen, now = g2 + !t->narrow;
     for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
+        if (t->tonly && p->tunit[j] && (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2))) {
+            t->term_skips++;
+            j = p->tjump[j] - 1;
+            continue;
+        }
         if (s->skip) {
-            if (s->pcount)
-                pre_point(p, t, s);
+            if (s->pcount) {
+                if (t->tonly && (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)))
+                    pre_point_term(p, t, j);
+                else
+                    pre_point(p, t, s);
+                if (ts)
+                    ts[j] = now;
+            }
             j = s->skip - 1;
             continue;
         }
+        if (ts)
+            ts[j] = now;
         if (s->memo >= 0 && !s->memo_as_prev && memo_holds(p, t, s)) {
             memo_restore(t, p->rlist + s->rfirst, s->rcount, t->ment[s->memo], t->mgen[s->memo]);
             j = s->chain_end - 1;
             continue;
         }
-        if (t->narrow && s->wide && s->memo < 0)
+        if (t->narrow && s->wide && s->memo < 0) {
+            if (ts)
+                ts[j] = 0;      /* not computed: holds nothing */
             continue;
+        }
         int m = !s->wide ? 1 : s->m > 0 ? s->m : n;
         int fw = s->fill && !t->narrow ? s->fillw : m;  /* positions of one value */
         void *d = t->buf[s->d];
@@ -1259,10 +1310,15 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
             break;
         }
         case FC_OP_SUM: case FC_OP_PROD: case FC_OP_AMAX: case FC_OP_AMIN: case FC_OP_ANY: case FC_OP_ALL: {
-            bool narrow = t->narrow;
+            bool narrow = t->narrow, tonly = t->tonly;
+            uint64_t *stamps = t->tstamp;
             t->narrow = false;      /* its body runs along a loop of its own: in full */
+            t->tonly = false;
+            t->tstamp = NULL;
             bool ok = eval_reduce(p, t, s, i0, n);
             t->narrow = narrow;
+            t->tonly = tonly;
+            t->tstamp = stamps;
             if (!ok)
                 return false;
             break;
@@ -1385,6 +1441,10 @@ static long narrow_skips;       /* fc_cpu_narrow_skips */
 
 long fc_cpu_narrow_skips(void) { return __atomic_load_n(&narrow_skips, __ATOMIC_RELAXED); }
 
+static long term_skips;         /* fc_cpu_term_skips */
+
+long fc_cpu_term_skips(void) { return __atomic_load_n(&term_skips, __ATOMIC_RELAXED); }
+
 static long mul_add_runs;       /* fc_cpu_mul_add_runs */
 
 long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
@@ -1436,6 +1496,8 @@ static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
     const Step *ws = &p->steps[p->gate_where];
     fc_cpu_fill(t->buf[ws->d], ws->in->dtype, p->steps[p->gate_zero].in->konst, n);
     t->cur[ws->d] = t->buf[ws->d];
+    if (t->tstamp)
+        t->tstamp[p->gate_where] = 0;   /* its buffer holds the zeros, not the where */
     return eval(p, t, p->gate_mul, p->ntop - p->mul_add, i0, n);
 }
 
@@ -1780,6 +1842,44 @@ static bool reduce_unit(const Plan *p, Thread *t, int64_t u)
 
 /* ---- tasks ---- */
 
+/* Stores the chunk [i0, i0 + n) of each term of the point at t->idx (Plan.term), in the order
+ * of the terms: the first evaluated as any point, the others leaving out what holds along the
+ * term level (tonly). base: the output offset of the kept loops (the term level has stride 0). */
+static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
+{
+    int T = p->term;
+    bool ok = true;
+    t->tgen++;
+    for (int64_t e = 0; e < p->ext[T] && ok; e++) {
+        t->idx[T] = e;
+        t->tonly = e > 0;
+        ok = store_chunk_at(p, t, base, i0, n);
+    }
+    t->tonly = false;
+    return ok;
+}
+
+/* task_owner's inner points of owner point og with a term level (Plan.term, the last inner
+ * loop): per point, each chunk of [lo, hi) for all terms (store_terms). The scatter is flat and
+ * moves along cl, so the chunks write distinct elements and each element still gets its
+ * contributions in the order of the loop nest. */
+static bool owner_terms(const Plan *p, Thread *t, int64_t og, int64_t lo, int64_t hi)
+{
+    int64_t ext = p->ext[p->cl], nt = p->ext[p->term];
+    for (int64_t u = 0; u < p->inner; u += nt, next_point(p, t, p->kl + p->nkown, p->nkl - p->nkown - 1)) {
+        t->idx[p->term] = 0;
+        int64_t base = out_base(p, t);
+        for (int64_t i0 = lo; i0 < hi; i0 += FC_CHUNK) {
+            int n = hi - i0 < FC_CHUNK ? (int)(hi - i0) : FC_CHUNK;
+            if (!store_terms(p, t, base, i0, n)) {
+                t->err_task = (og * p->inner + u + t->idx[p->term]) * ext + i0;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static bool task_units(void *arg, int tid, int64_t task)
 {
     Run *run = arg;
@@ -1788,6 +1888,7 @@ static bool task_units(void *arg, int tid, int64_t task)
     int64_t u0 = task * run->units_per_task;
     int64_t u1 = u0 + run->units_per_task < p->nunits ? u0 + run->units_per_task : p->nunits;
     bool ok = true;
+    int64_t nt = p->term >= 0 ? p->ext[p->term] : 0;
     for (int64_t u = u0; u < u1 && ok; u++) {
         if (tile_units(p, u, u1)) {
             copy_tile(p, t, u);
@@ -1796,6 +1897,13 @@ static bool task_units(void *arg, int tid, int64_t task)
         } else if (eight_units(p, u, u1)) {
             copy_units(p, t, u);
             u += 7;
+        } else if (nt && u % nt == 0 && u + nt <= u1) {    /* a point's terms (one chunk: plan_loops) */
+            int64_t c0, i0;
+            int nc, n;
+            unit_pos(p, t, u, &c0, &nc);
+            chunk_at(p, c0, &i0, &n);
+            ok = store_terms(p, t, out_base(p, t), i0, n);
+            u += nt - 1;
         } else {
             ok = p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u);
         }
@@ -1833,6 +1941,11 @@ static bool task_owner(void *arg, int tid, int64_t task)
         if (hi > ext)
             hi = ext;
         decode(p, t, p->kl, p->nkl, og * p->inner);
+        if (p->term >= 0) {
+            ok = owner_terms(p, t, og, lo, hi);
+            o = end;
+            continue;
+        }
         for (int64_t u = 0; u < p->inner && ok; u++, next_point(p, t, p->kl + p->nkown, p->nkl - p->nkown)) {
             int64_t base = out_base(p, t);
             for (int64_t i0 = lo; i0 < hi && ok; i0 += FC_CHUNK) {
@@ -1954,7 +2067,9 @@ static size_t thread_bytes(const Plan *p)
     size_t memo = (((size_t)p->nmemo * ((size_t)p->L + 4) + p->nstamps + p->nvals) * 8 + 63) & ~(size_t)63;
     size_t cb = p->cbytes;      /* buffers, offs, tmp, racc, xbuf; acc and aidx by FC_CHUNK */
     size_t tlb = p->tload >= 0 ? 8 * (size_t)FC_CHUNK * 4 : 0;
-    return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo + tlb;
+    size_t tst = p->term >= 0 ? ((size_t)p->nsteps + (size_t)p->nplist) * 8 : 0;
+    return thread_head(p) + (size_t)(nlocal + 2 + p->nracc + 3) * cb + 2 * (size_t)p->group * CHUNK_BYTES + memo + tlb +
+           tst;
 }
 
 /* Lays a thread out in block m (thread_bytes long) for a run: its state as new. */
@@ -1987,6 +2102,11 @@ static Thread *thread_init(const Plan *p, char *m)
     t->stamps = t->mcg + p->nmemo;
     t->tvals = (char *)(t->stamps + p->nstamps);
     t->tlb = p->tload >= 0 ? t->tvals + (size_t)p->nvals * 8 : NULL;
+    if (p->term >= 0) {
+        t->tstamp = (uint64_t *)(void *)(t->tvals + (size_t)p->nvals * 8 + (p->tload >= 0 ? 8 * (size_t)FC_CHUNK * 4 : 0));
+        memset(t->tstamp, 0, (size_t)p->nsteps * 8);
+        t->tent = (int64_t *)(t->tstamp + p->nsteps);
+    }
     memset(t->mgen, 0, ((size_t)p->nmemo * 4 + p->nstamps) * 8);
     t->err_task = -1;
     return t;
@@ -2136,6 +2256,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
         th[i]->copy_tiles = 0;
     }
+    for (int i = 0; i < nth && p->term >= 0; i++)
+        __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);
     if (p->stream || p->tstream)
         __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;

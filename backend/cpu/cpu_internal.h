@@ -105,33 +105,35 @@ void *fc_cpu_aligned_alloc(size_t nbytes);
     } while (0)
 
 /* d[i] = *src for i < n, by element size, in loops GCC vectorises: a value that holds along a
- * row (s[idx] in x[idx] * s[idx]) is broadcast for every chunk of the row. */
+ * row (s[idx] in x[idx] * s[idx]) is broadcast for every chunk of the row. A span (n over
+ * FC_CHUNK) is written as whole chunks first: CHUNK_LOOP's loop over a multiple of 32 positions
+ * stayed scalar here. */
+#define BROADCAST_LOOP(T)                                                                          \
+    do {                                                                                           \
+        T v_, *q_ = d;                                                                             \
+        memcpy(&v_, src, sizeof v_);                                                               \
+        for (; n > FC_CHUNK; n -= FC_CHUNK, q_ += FC_CHUNK)                                        \
+            CHUNK_LOOP(FC_CHUNK, q_[i] = v_);                                                      \
+        CHUNK_LOOP(n, q_[i] = v_);                                                                 \
+    } while (0)
 static inline void fc_cpu_broadcast(void *d, const void *src, size_t es, int n)
 {
     switch (es) {
     case 1:
         memset(d, *(const uint8_t *)src, (size_t)n);
         break;
-    case 2: {
-        uint16_t v, *q = d;
-        memcpy(&v, src, 2);
-        CHUNK_LOOP(n, q[i] = v);
+    case 2:
+        BROADCAST_LOOP(uint16_t);
         break;
-    }
-    case 4: {
-        uint32_t v, *q = d;
-        memcpy(&v, src, 4);
-        CHUNK_LOOP(n, q[i] = v);
+    case 4:
+        BROADCAST_LOOP(uint32_t);
         break;
-    }
-    default: {
-        uint64_t v, *q = d;
-        memcpy(&v, src, 8);
-        CHUNK_LOOP(n, q[i] = v);
+    default:
+        BROADCAST_LOOP(uint64_t);
         break;
-    }
     }
 }
+#undef BROADCAST_LOOP
 
 /* dst[off[j]] = src[j] for j < n, elements of es bytes, in order: of duplicates the last stays. */
 static inline void fc_cpu_scatter_elems(void *restrict dst, const void *restrict src, const int64_t *off, int n,

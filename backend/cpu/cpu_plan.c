@@ -53,6 +53,11 @@ void cpu_plan_free(Plan *p)
     mem_free(p->ptl);
     mem_free(p->pretab);
     mem_free(p->prex);
+    mem_free(p->tunit);
+    mem_free(p->tjump);
+    mem_free(p->tpx);
+    mem_free(p->tpf);
+    mem_free(p->tpn);
     for (int i = 0; i < p->nwiden; i++)
         mem_free(p->widen[i].tab);
     mem_free(p->widen);
@@ -285,6 +290,7 @@ static bool steady(const Plan *p, int l, uint8_t *mark, int *def)
 }
 
 static FcStatus plan_marks(Plan *p, FcError *err);
+static void plan_term(Plan *p);
 static bool spans_fit(const Plan *p);
 
 /* ---- chunks that span several loops ----
@@ -924,7 +930,8 @@ static FcStatus plan_runs(Plan *p, FcError *err)
             int64_t str[FC_MAX_DIMS];
             shape_strides(p, s->deps, str);
             *x = (PreX){.d = s->d, .w = !s->wide && s->fill ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
-                        .pre0 = s->pre0};
+                        .pre0 = s->pre0, .tvar = p->term >= 0 && (s->deps >> p->term & 1)};
+            x->tstr = x->tvar ? str[p->term] : 0;
             for (uint64_t d = s->deps & ~p->ckmask; d; d &= d - 1) {
                 int l = __builtin_ctzll(d);
                 tl[x->nl++] = (struct TabLoop){l, str[l]};
@@ -937,6 +944,7 @@ static FcStatus plan_runs(Plan *p, FcError *err)
         h->pcount = n - h->pfirst;
         j = e;
     }
+    p->nplist = n;
     mem_free(lend);
     return FC_OK;
 }
@@ -1117,6 +1125,7 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     p->defer = p->scatter && p->flat_scatter && !k->accumulate && !p->store_cast;
     for (int b = 0; b < k->nbufs; b++)
         p->defer = p->defer && k->bufs[b] != k->out;
+    plan_term(p);
     return plan_buffers(p, err);
 }
 
@@ -1124,6 +1133,77 @@ static FcStatus plan_marks(Plan *p, FcError *err)
  * fusion of weighted rows: they read their weights and rows), in the order
  * the steps run (the plan's seq: a reduction's body before the reduction): invariant values get
  * shared buffers, memoised ones buffers of their own; the rest are reused. */
+/* Whether step j of the top list holds along the term level (Plan.term): its value, computed for
+ * a point's first term, is read again for the others, so its buffer is never reused. */
+static bool term_held(const Plan *p, int j)
+{
+    return p->term >= 0 && j >= p->ninv && j < p->ntop && !(p->steps[j].deps >> p->term & 1);
+}
+
+/* The term level (Plan.term), as far as the loops tell before the buffers: a gradient's
+ * scatter-add (accumulating, checked: it cannot fail, so no error's place depends on the order
+ * of evaluation), flat, whose innermost root loop but the chunk loop has stride 0 in the store
+ * and more than one index, some scatter index varying along it and no load: its index only
+ * chooses among the terms (autograd.c's select_terms), as roi_align's taps. plan_loops drops it
+ * where the units do not run its indices one after the other. */
+static void plan_term(Plan *p)
+{
+    const FcKernel *k = p->k;
+    p->term = -1;
+    if (!p->scatter || !k->accumulate || !k->checked || k->nloop == 0 || p->span || !p->flat_scatter ||
+        p->ostr[p->cl] == 0)
+        return;
+    int l = p->L - 1;
+    while (l >= 0 && (l == p->cl || k->owner[l] >= 0))
+        l--;
+    if (l < 0 || p->ostr[l] != 0 || p->ext[l] < 2)
+        return;
+    for (int j = 0; j < p->nsteps; j++)
+        if (p->steps[j].in->op == FC_OP_LOAD && (p->steps[j].deps >> l & 1))
+            return;     /* a loop of the data (x[idx]'s rows), not a choice among terms */
+    for (int g = 0; g < k->nscatter; g++)
+        if (p->steps[p->sphys[g]].deps >> l & 1)
+            p->term = l;
+}
+
+/* The steps a point's later terms may leave out (Plan.tunit, tjump): after plan_runs. */
+static FcStatus plan_term_units(Plan *p, FcError *err)
+{
+    if (p->term < 0)
+        return FC_OK;
+    p->tunit = mem_calloc((size_t)p->nsteps + 1, 1);
+    p->tjump = mem_malloc(((size_t)p->nsteps + 1) * sizeof *p->tjump);
+    p->tpx = mem_malloc(((size_t)p->nplist + 1) * sizeof *p->tpx);
+    p->tpf = mem_calloc((size_t)p->nsteps + 1, sizeof *p->tpf);
+    p->tpn = mem_calloc((size_t)p->nsteps + 1, sizeof *p->tpn);
+    if (!p->tunit || !p->tjump || !p->tpx || !p->tpf || !p->tpn)
+        return cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
+    int ntp = 0;
+    for (int j = 0; j < p->nsteps; j++) {
+        const Step *s = &p->steps[j];
+        p->tjump[j] = j + 1;
+        if (j < p->ninv || j >= p->ntop || s->memo_as_prev)
+            continue;
+        if (s->skip) {
+            bool held = true;
+            p->tpf[j] = ntp;
+            for (int x = s->pfirst; x < s->pfirst + s->pcount; x++)
+                if (p->plist[x].tvar) {
+                    held = false;
+                    p->tpx[ntp++] = x;
+                }
+            p->tpn[j] = ntp - p->tpf[j];
+            p->tunit[j] = held;
+            p->tjump[j] = s->skip;
+        } else if (!(s->deps >> p->term & 1)) {
+            p->tunit[j] = 1;
+            if (s->memo >= 0)
+                p->tjump[j] = s->chain_end;
+        }
+    }
+    return FC_OK;
+}
+
 static FcStatus plan_buffers(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -1159,13 +1239,13 @@ static FcStatus plan_buffers(Plan *p, FcError *err)
     for (int q = 0; q < n; q++) {
         int j = seq[q];
         Step *s = &p->steps[j];
-        bool inv = j < p->ninv, sticky = inv || s->memo >= 0;
+        bool inv = j < p->ninv, sticky = inv || s->memo >= 0 || term_held(p, j);
         phys[j] = inv ? -(nshared++ + 2) : !sticky && nfree > 0 ? freel[--nfree] : nlocal++;
         /* Free what is read for the last time here (after choosing phys[j]: no aliasing), and
          * a value nothing reads. */
         for (int o = -1; o < step_operands(s); o++) {
             int v = o < 0 ? j : step_operand(s, o);
-            if (v < 0 || last[v] != q || v < p->ninv || p->steps[v].memo >= 0)
+            if (v < 0 || last[v] != q || v < p->ninv || p->steps[v].memo >= 0 || term_held(p, v))
                 continue;
             freel[nfree++] = phys[v];
             last[v] = -1;       /* freed once */
@@ -1397,6 +1477,11 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
         return cpu_errorf(err, FC_ERR_VALUE, "cpu kernel: %s over %d loops", fc_op_name(k->reduce), nred_loops);
     plan_owner(p);
     p->nchunk = p->span ? 1 : p->ext[cl] / FC_CHUNK + (p->ext[cl] % FC_CHUNK != 0);   /* no overflow */
+    /* The term level is the last kept loop, inside the owner loops; units that are not owner
+     * parts run a point's terms together only when it has one chunk (task_units). */
+    if (p->term >= 0 && (p->nkl == 0 || p->kl[p->nkl - 1] != p->term || p->nkl - 1 < p->nkown ||
+                         (!p->own && p->nchunk != 1)))
+        p->term = -1;
     p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
     p->ngroup = (p->nchunk + p->group - 1) / p->group;
     p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;
@@ -1681,6 +1766,14 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
             }
         }
         nramp += needs_ramp(s) + (s->rows > 0 && !run);
+        /* Contiguous runs of a strided view (a tap of a padded image: rows of the output's width
+         * inside wider rows) are copied whole, not element by element through the table. */
+        s->prun = 0;
+        if (needs_ramp(s) && !s->per_element && s->rows == 0) {
+            int loops[FC_MAX_DIMS], nl = cpu_shape_loops(p, s->shape, loops);
+            if (nl > 1 && s->strides[loops[nl - 1]] == 1 && ext[loops[nl - 1]] >= PRUN_MIN)
+                s->prun = (int)ext[loops[nl - 1]];
+        }
     }
     if (!p->idx32)
         return FC_OK;
@@ -1703,8 +1796,12 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
         if (s->in->op != FC_OP_LOAD || !needs_ramp(s))
             continue;
         memset(r, 0, (size_t)p->cap * sizeof *r);
-        if (s->outer)
+        if (s->prun) {
+            int loops[FC_MAX_DIMS], nl = cpu_shape_loops(p, s->shape, loops);
+            shape_table(p, s->shape & ~((uint64_t)1 << loops[nl - 1]), s->strides, r, p->cap);
+        } else if (s->outer) {
             shape_table(p, s->outer, s->strides, r, p->cap);
+        }
         s->ramp = r;
         r += p->cap;
         if (s->rows > 0 && !row_major(p, s->shape & ~s->outer, s->strides)) {
@@ -1736,6 +1833,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     p->scatter = k->nscatter > 0 || k->accumulate;
     p->out_es = fc_dtype_size(k->out_dtype);
     p->tload = -1;
+    p->term = -1;
     if (p->scatter && p->reduce)
         return cpu_errorf(err, FC_ERR_VALUE, "cpu kernel: a scattered or accumulating store cannot reduce");
     FcStatus st = plan_code(p, k, err);
@@ -1762,6 +1860,8 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     st = plan_memo(p, err);
     if (st == FC_OK)
         st = plan_runs(p, err);
+    if (st == FC_OK)
+        st = plan_term_units(p, err);
     if (st != FC_OK)
         return st;
     st = plan_index(p, k, err);

@@ -80,6 +80,7 @@ enum {
     MEMO_WIDE = 64,             /* positions of a wide step that may be memoised at most */
     SPAN_LOOP = 64,             /* a chunk loop shorter than this takes whole inner loops too ... */
     SPAN_CAP = 1024,            /* ... up to this many positions (plan_span) */
+    PRUN_MIN = 8,               /* the shortest run a load in a span copies whole (Step.prun) */
     PRE_POS = 256 * 1024,       /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
 };
@@ -115,6 +116,8 @@ typedef struct PreX {
     int d;                      /* its buffer */
     int w;                      /* 0: pointed at; else one value broadcast over w positions */
     int esize;
+    bool tvar;                  /* it varies along the term level (Plan.term) ... */
+    int64_t tstr;               /* ... by this many entries a term */
     int nl;
     const struct TabLoop *tl;
     size_t pre0;
@@ -232,6 +235,10 @@ typedef struct Step {
             const int32_t *iramp;       /* ... each through these offsets, or NULL: a contiguous
                                            run */
             uint64_t outer;             /* its rows' loops (the others are inner) */
+            int prun;                   /* not gathered, over several loops of a span but not
+                                           one run, contiguous along the innermost of them: read
+                                           as runs of prun values, ramp the offset of each run,
+                                           or 0 */
         };
         struct {                /* fc_op_is_reduce(in->op): an inner reduction */
             int body0, body1;           /* its body: steps [body0, body1) */
@@ -378,6 +385,19 @@ typedef struct Plan {
     bool muladd_one;            /* a step is a MULADD with a factor of one value (Step.one) */
     bool tstream;               /* a tcopy of STREAM_BYTES or more: its whole tiles written with
                                    non-temporal stores, whole lines at a time (copy_tile) */
+    /* The term level of a gradient's scatter-add (plan_term): the innermost kept root loop,
+     * stride 0 in the store, along which scatter indices vary (the terms of one store:
+     * autograd.c's same_scatter, roi_align's four taps), or -1. The executor runs a point's
+     * terms one after the other (task_owner, task_units) and, for every term but the first,
+     * leaves out the steps that do not vary along it while they hold (Thread.tstamp): tunit[j]
+     * marks a step where such a skip may start (a step, a memo chain's first, a run of
+     * precomputed steps that all hold along it), tjump[j] the step after what it skips. The
+     * steps that do not vary along it keep their buffers for the whole point (plan_buffers). */
+    int term;
+    uint8_t *tunit;
+    int *tjump;
+    int *tpx, *tpf, *tpn;       /* a run's precomputed values that vary along it: plist indices
+                                   tpx[tpf[j], + tpn[j]) for the run's first step j */
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
                                    cl (a cotangent transposed as it is computed): read eight units
                                    at a time through a block transposed in registers (load_block,
@@ -400,6 +420,7 @@ typedef struct Plan {
     int *pinv, npinv;           /* the invariant steps they read, repeated first (Step.pre0) */
     int pmost;                  /* values of the largest table */
     struct PreX *plist;         /* the precomputed steps read by others (Step.pfirst) */
+    int nplist;
     struct TabLoop *ptl;        /* storage for PreX.tl */
     char *pretab;               /* the tables */
     char *prex;                 /* [3 * cap of a table * 8] operands widened for a fill */

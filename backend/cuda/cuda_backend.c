@@ -723,7 +723,7 @@ static FcStatus cuda_matmul(FcBackend *base, const FcMatmul *m, FcError *err)
     return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the matrix product", err);
 }
 
-/* ---- convolutions through cuDNN (cuda_cudnn.c) ---- */
+/* ---- convolutions, pooling and batch norm through cuDNN (cuda_cudnn.c) ---- */
 
 static FcStatus cuda_conv(FcBackend *base, FcConv *c, FcError *err)
 {
@@ -734,7 +734,7 @@ static FcStatus cuda_conv(FcBackend *base, FcConv *c, FcError *err)
         return st;
     /* as a kernel's run does: done before it returns, its faults reported here */
     CUresult r = be->d->CtxSynchronize();
-    return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the cuDNN convolution", err);
+    return r == CUDA_OK ? FC_OK : cu_fail(be, r, "the cuDNN operation", err);
 }
 
 /* ---- the backend object ---- */

@@ -1,14 +1,22 @@
-/* cuda_cudnn.c — convolutions on CUDA through cuDNN 9's graph (backend) API: libcudnn.so.9 opened
- * with dlopen at first use (no link-time dependency, no cuDNN header at build time), the operation
- * graph of a convolution forward built from descriptors, the engine chosen by cuDNN's heuristics
- * (mode A, then the fallback list; every candidate timed when TDL_CUDNN_BENCHMARK=1), the execution
- * plan cached per device by shapes, strides, alignments, dtype and options, the workspace taken
- * from the CUDA backend's caching allocator.
+/* cuda_cudnn.c — convolutions (forward, and backward data / filter), pooling and batch norm on
+ * CUDA through cuDNN 9's graph (backend) API: libcudnn.so.9 opened with dlopen at first use (no
+ * link-time dependency, no cuDNN header at build time), the operation graph built from
+ * descriptors by one builder whatever the operation (a table gives each operation's descriptor
+ * and attributes: convolution forward, backward data, backward filter, resample forward for the
+ * pools, norm forward for batch norm in inference and training), the engine chosen by cuDNN's
+ * heuristics (mode A, then the fallback list; every candidate timed when TDL_CUDNN_BENCHMARK=1),
+ * the execution plan cached per device by operation, shapes, strides, alignments, dtype and
+ * options (one key, CudnnKey), the workspace taken from the CUDA backend's caching allocator.
  *
  * Engines are filtered on their numerical notes: never one that down-converts its inputs or
  * reduces in lower precision; for float32 none on tensor cores (TF32) unless TDL_CUDNN_TF32=1, so
  * that results match the CPU's to float32 rounding; none marked non-deterministic when the
- * program asked for deterministic algorithms (use_deterministic_algorithms(True)).
+ * program asked for deterministic algorithms (use_deterministic_algorithms(True)), nor ever for a
+ * gradient (backward data or filter of a forward convolution: tdl's gradients are the same bits
+ * every run). cuDNN says which engines are not deterministic (they accumulate with atomics: the
+ * backward filter's and backward data's split-reduction engines) by that numerical note; its
+ * behaviour notes (runtime compilation, int8x32 reordering, CUDA graphs, cuBLASLt) do not bear
+ * on it.
  *
  * The handle is attached to graphs and plans through their HANDLE attributes, which cuDNN 9.19
  * marks deprecated in favour of a device-properties descriptor that older 9.x releases (the pip
@@ -233,42 +241,108 @@ static int64_t alignment(const void *p, size_t elem)
     return a;
 }
 
-void fc_cudnn_conv_key(const FcConv *c, CudnnConvKey *k)
+/* The pointers of c's tensors by role (CDN_T_*; NULL where the op has none). conv_transpose2d's
+ * x and y are the forward's y and x. */
+static void pointers(const FcConv *c, void *p[CDN_T_COUNT])
 {
-    memset(k, 0, sizeof *k);
-    k->dtype = c->dtype;
-    k->flags = c->flags;
-    k->transposed = c->transposed;
-    for (int i = 0; i < 4; i++) {
-        k->x_dim[i] = c->x_shape[i];
-        k->x_str[i] = c->x_strides[i];
-        k->w_dim[i] = c->w_shape[i];
-        k->w_str[i] = c->w_strides[i];
-        k->y_dim[i] = c->y_shape[i];
-        k->y_str[i] = c->y_strides[i];
+    memset(p, 0, CDN_T_COUNT * sizeof *p);
+    p[CDN_T_X] = (void *)(c->transposed ? c->y : c->x);
+    p[CDN_T_Y] = c->transposed ? (void *)c->x : c->y;
+    if (c->op < FC_POOL_MAX)
+        p[CDN_T_W] = (void *)c->w;
+    if (c->op != FC_BATCH_NORM)
+        return;
+    p[CDN_T_SCALE] = (void *)c->scale;
+    p[CDN_T_BIAS] = (void *)c->bias;
+    if (c->training) {
+        p[CDN_T_MEAN] = c->save_mean;
+        p[CDN_T_INVSTD] = c->save_invstd;
+        p[CDN_T_RUN_MEAN] = (void *)c->run_mean;
+        p[CDN_T_RUN_VAR] = (void *)c->run_var;
+        p[CDN_T_NEW_MEAN] = c->new_mean;
+        p[CDN_T_NEW_VAR] = c->new_var;
+    } else {
+        p[CDN_T_MEAN] = (void *)c->run_mean;
+        p[CDN_T_INVSTD] = (void *)c->run_invstd;
     }
-    for (int i = 0; i < 2; i++) {
-        k->pre[i] = c->pad_pre[i];
-        k->post[i] = c->pad_post[i];
-        k->stride[i] = c->stride[i];
-        k->dil[i] = c->dilation[i];
-    }
-    k->groups = c->groups;
-    size_t es = fc_dtype_size(c->dtype);
-    k->align[0] = alignment(c->x, es);
-    k->align[1] = alignment(c->w, es);
-    k->align[2] = alignment(c->y, es);
 }
 
-static CudnnDesc tensor(Bld *b, int64_t uid, int dt, const int64_t dim[4], const int64_t str[4], int64_t align,
-                        const char *what)
+void fc_cudnn_key(const FcConv *c, CudnnKey *k)
 {
+    memset(k, 0, sizeof *k);
+    k->op = c->transposed ? FC_CONV_BACKWARD_DATA : (int32_t)c->op;
+    k->dtype = c->dtype;
+    k->flags = c->flags;
+    /* a gradient's engines are deterministic ones (see cuda_cudnn.h); conv_transpose2d is a forward */
+    if (!c->transposed && (c->op == FC_CONV_BACKWARD_DATA || c->op == FC_CONV_BACKWARD_FILTER))
+        k->flags |= FC_CONV_DETERMINISTIC;
+    if (c->op == FC_POOL_MAX)
+        k->mode = CDN_RESAMPLE_MAXPOOL;
+    else if (c->op == FC_POOL_AVG)
+        k->mode = c->count_include_pad ? CDN_RESAMPLE_AVGPOOL_INCLUDE_PADDING : CDN_RESAMPLE_AVGPOOL_EXCLUDE_PADDING;
+    else if (c->op == FC_BATCH_NORM)
+        k->mode = c->training ? CDN_NORM_FWD_TRAINING : CDN_NORM_FWD_INFERENCE;
+    const int64_t *xd = c->transposed ? c->y_shape : c->x_shape, *xs = c->transposed ? c->y_strides : c->x_strides;
+    const int64_t *yd = c->transposed ? c->x_shape : c->y_shape, *ys = c->transposed ? c->x_strides : c->y_strides;
+    for (int i = 0; i < 4; i++) {
+        k->x_dim[i] = xd[i];
+        k->x_str[i] = xs[i];
+        k->y_dim[i] = yd[i];
+        k->y_str[i] = ys[i];
+        if (c->op < FC_POOL_MAX) {
+            k->w_dim[i] = c->w_shape[i];
+            k->w_str[i] = c->w_strides[i];
+        }
+    }
+    if (c->op == FC_BATCH_NORM) {
+        /* the per-channel tensors: (1, C, 1, 1), dense */
+        int64_t d[4] = {1, c->x_shape[1], 1, 1}, st[4] = {c->x_shape[1], 1, 1, 1};
+        memcpy(k->w_dim, d, sizeof d);
+        memcpy(k->w_str, st, sizeof st);
+    }
+    if (c->op != FC_BATCH_NORM) {
+        for (int i = 0; i < 2; i++) {
+            k->pre[i] = c->pad_pre[i];
+            k->post[i] = c->pad_post[i];
+            k->stride[i] = c->stride[i];
+        }
+    }
+    if (c->op < FC_POOL_MAX) {
+        for (int i = 0; i < 2; i++)
+            k->dil[i] = c->dilation[i];
+        k->groups = c->groups;
+    } else if (c->op != FC_BATCH_NORM) {
+        k->window[0] = c->window[0];
+        k->window[1] = c->window[1];
+    }
+    size_t es = fc_dtype_size(c->dtype);
+    void *p[CDN_T_COUNT];
+    pointers(c, p);
+    k->align[0] = alignment(p[CDN_T_X], es);
+    k->align[2] = alignment(p[CDN_T_Y], es);
+    k->align[1] = c->op < FC_POOL_MAX ? alignment(p[CDN_T_W], es) : 0;
+    for (int i = CDN_T_SCALE; i < CDN_T_COUNT; i++) {
+        int64_t a = p[i] ? alignment(p[i], es) : 16;
+        if (c->op == FC_BATCH_NORM && (k->align[1] == 0 || a < k->align[1]))
+            k->align[1] = a;
+    }
+}
+
+/* A tensor descriptor; by_value: a scalar passed from the host (batch norm's epsilon and factor). */
+static CudnnDesc tensor(Bld *b, int role, int dt, const int64_t dim[4], const int64_t str[4], int64_t align,
+                        bool by_value, const char *what)
+{
+    int64_t uid = role + 1;
     CudnnDesc t = make(b, CDN_BACKEND_TENSOR_DESCRIPTOR, what);
     set(b, t, CDN_ATTR_TENSOR_DATA_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, what);
     set(b, t, CDN_ATTR_TENSOR_DIMENSIONS, CDN_TYPE_INT64, 4, dim, what);
     set(b, t, CDN_ATTR_TENSOR_STRIDES, CDN_TYPE_INT64, 4, str, what);
     set(b, t, CDN_ATTR_TENSOR_UNIQUE_ID, CDN_TYPE_INT64, 1, &uid, what);
     set(b, t, CDN_ATTR_TENSOR_BYTE_ALIGNMENT, CDN_TYPE_INT64, 1, &align, what);
+    if (by_value) {
+        bool yes = true;
+        set(b, t, CDN_ATTR_TENSOR_IS_BY_VALUE, CDN_TYPE_BOOLEAN, 1, &yes, what);
+    }
     fin(b, t, what);
     return t;
 }
@@ -276,52 +350,174 @@ static CudnnDesc tensor(Bld *b, int64_t uid, int dt, const int64_t dim[4], const
 void fc_cudnn_graph_free(const CudnnLib *L, CudnnGraph *g)
 {
     destroy(L, &g->graph);
-    for (int i = 0; i < 5; i++)
-        destroy(L, &g->parts[i]);
+    destroy(L, &g->op);
+    destroy(L, &g->aux);
+    for (int i = 0; i < CDN_T_COUNT; i++)
+        destroy(L, &g->t[i]);
 }
 
-FcStatus fc_cudnn_conv_graph(const CudnnLib *L, const CudnnConvKey *k, CudnnHandle h, CudnnGraph *g, FcError *err)
+static const char *const role_name[CDN_T_COUNT] = {
+    "tensor x", "tensor w", "tensor y", "tensor scale", "tensor bias", "tensor mean", "tensor inv_variance",
+    "tensor epsilon", "tensor exp_avg_factor", "tensor running_mean", "tensor running_var",
+    "tensor new running_mean", "tensor new running_var"};
+
+/* The operation descriptor's attribute for each role (0: the op has no such tensor), the type
+ * and names of the operation. */
+typedef struct OpAttrs {
+    int desc;                   /* CDN_BACKEND_OPERATION_*_DESCRIPTOR */
+    const char *name;
+    int tensor[CDN_T_COUNT];
+    int aux, alpha, beta;       /* the convolution or resample descriptor, alpha, beta (0: none) */
+} OpAttrs;
+
+static const OpAttrs conv_ops[3] = {
+    {CDN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+     "convolution forward",
+     {[CDN_T_X] = CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, [CDN_T_W] = CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+      [CDN_T_Y] = CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y},
+     CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+     CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+    {CDN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+     "convolution backward data",
+     {[CDN_T_X] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, [CDN_T_W] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+      [CDN_T_Y] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY},
+     CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+     CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+    {CDN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR,
+     "convolution backward filter",
+     {[CDN_T_X] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, [CDN_T_W] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+      [CDN_T_Y] = CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY},
+     CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+     CDN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+};
+
+/* The resample forward has alpha and beta attributes too, deprecated in 9.x and not set. */
+static const OpAttrs pool_op = {CDN_BACKEND_OPERATION_RESAMPLE_FWD_DESCRIPTOR,
+                                "resample forward",
+                                {[CDN_T_X] = CDN_ATTR_OPERATION_RESAMPLE_FWD_XDESC,
+                                 [CDN_T_Y] = CDN_ATTR_OPERATION_RESAMPLE_FWD_YDESC},
+                                CDN_ATTR_OPERATION_RESAMPLE_FWD_DESC, 0, 0};
+
+static const OpAttrs norm_ops[2] = {
+    {CDN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR,
+     "norm forward (inference)",
+     {[CDN_T_X] = CDN_ATTR_OPERATION_NORM_FWD_XDESC, [CDN_T_Y] = CDN_ATTR_OPERATION_NORM_FWD_YDESC,
+      [CDN_T_SCALE] = CDN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, [CDN_T_BIAS] = CDN_ATTR_OPERATION_NORM_FWD_BIAS_DESC,
+      [CDN_T_MEAN] = CDN_ATTR_OPERATION_NORM_FWD_MEAN_DESC,
+      [CDN_T_INVSTD] = CDN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC},
+     0, 0, 0},
+    {CDN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR,
+     "norm forward (training)",
+     {[CDN_T_X] = CDN_ATTR_OPERATION_NORM_FWD_XDESC, [CDN_T_Y] = CDN_ATTR_OPERATION_NORM_FWD_YDESC,
+      [CDN_T_SCALE] = CDN_ATTR_OPERATION_NORM_FWD_SCALE_DESC, [CDN_T_BIAS] = CDN_ATTR_OPERATION_NORM_FWD_BIAS_DESC,
+      [CDN_T_MEAN] = CDN_ATTR_OPERATION_NORM_FWD_MEAN_DESC,
+      [CDN_T_INVSTD] = CDN_ATTR_OPERATION_NORM_FWD_INV_VARIANCE_DESC,
+      [CDN_T_EPS] = CDN_ATTR_OPERATION_NORM_FWD_EPSILON_DESC,
+      [CDN_T_FACTOR] = CDN_ATTR_OPERATION_NORM_FWD_EXP_AVG_FACTOR_DESC,
+      [CDN_T_RUN_MEAN] = CDN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_MEAN_DESC,
+      [CDN_T_RUN_VAR] = CDN_ATTR_OPERATION_NORM_FWD_INPUT_RUNNING_VAR_DESC,
+      [CDN_T_NEW_MEAN] = CDN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_MEAN_DESC,
+      [CDN_T_NEW_VAR] = CDN_ATTR_OPERATION_NORM_FWD_OUTPUT_RUNNING_VAR_DESC},
+     0, 0, 0},
+};
+
+static const OpAttrs *op_attrs(const CudnnKey *k)
+{
+    switch (k->op) {
+    case FC_CONV_FORWARD:
+    case FC_CONV_BACKWARD_DATA:
+    case FC_CONV_BACKWARD_FILTER:
+        return &conv_ops[k->op];
+    case FC_POOL_MAX:
+    case FC_POOL_AVG:
+        return &pool_op;
+    default:
+        return &norm_ops[k->mode == CDN_NORM_FWD_TRAINING];
+    }
+}
+
+/* The convolution descriptor of k (the same for its forward and both backwards). */
+static CudnnDesc conv_desc(Bld *b, const CudnnKey *k, int dt)
+{
+    /* groups are implied by the shapes: x has groups * w's channels */
+    CudnnDesc cv = make(b, CDN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution");
+    int64_t nsp = 2;
+    int mode = CDN_CROSS_CORRELATION;
+    set(b, cv, CDN_ATTR_CONVOLUTION_SPATIAL_DIMS, CDN_TYPE_INT64, 1, &nsp, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_COMP_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_CONV_MODE, CDN_TYPE_CONVOLUTION_MODE, 1, &mode, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_PRE_PADDINGS, CDN_TYPE_INT64, 2, k->pre, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_POST_PADDINGS, CDN_TYPE_INT64, 2, k->post, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_DILATIONS, CDN_TYPE_INT64, 2, k->dil, "convolution");
+    set(b, cv, CDN_ATTR_CONVOLUTION_FILTER_STRIDES, CDN_TYPE_INT64, 2, k->stride, "convolution");
+    fin(b, cv, "convolution");
+    return cv;
+}
+
+/* The resample (pooling) descriptor of k: a max pool pads with -inf and propagates NaN (as
+ * PyTorch's max_pool2d), an average pool pads with 0. */
+static CudnnDesc resample_desc(Bld *b, const CudnnKey *k, int dt)
+{
+    CudnnDesc rs = make(b, CDN_BACKEND_RESAMPLE_DESCRIPTOR, "resample");
+    int64_t nsp = 2;
+    int mode = k->mode, pad = k->mode == CDN_RESAMPLE_MAXPOOL ? CDN_NEG_INF_PAD : CDN_ZERO_PAD, nan = CDN_PROPAGATE_NAN;
+    set(b, rs, CDN_ATTR_RESAMPLE_MODE, CDN_TYPE_RESAMPLE_MODE, 1, &mode, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_COMP_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_SPATIAL_DIMS, CDN_TYPE_INT64, 1, &nsp, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_PADDING_MODE, CDN_TYPE_PADDING_MODE, 1, &pad, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_NAN_PROPAGATION, CDN_TYPE_NAN_PROPOGATION, 1, &nan, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_WINDOW_DIMS, CDN_TYPE_INT64, 2, k->window, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_STRIDES, CDN_TYPE_INT64, 2, k->stride, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_PRE_PADDINGS, CDN_TYPE_INT64, 2, k->pre, "resample");
+    set(b, rs, CDN_ATTR_RESAMPLE_POST_PADDINGS, CDN_TYPE_INT64, 2, k->post, "resample");
+    fin(b, rs, "resample");
+    return rs;
+}
+
+FcStatus fc_cudnn_graph(const CudnnLib *L, const CudnnKey *k, CudnnHandle h, CudnnGraph *g, FcError *err)
 {
     memset(g, 0, sizeof *g);
     Bld b = {.L = L};
     int dt = k->dtype == FC_FLOAT64 ? CDN_DATA_DOUBLE : CDN_DATA_FLOAT;
-    g->parts[0] = tensor(&b, 'x', dt, k->x_dim, k->x_str, k->align[0], "tensor x");
-    g->parts[1] = tensor(&b, 'w', dt, k->w_dim, k->w_str, k->align[1], "tensor w");
-    g->parts[2] = tensor(&b, 'y', dt, k->y_dim, k->y_str, k->align[2], "tensor y");
-    /* groups are implied by the shapes: x has groups * w's channels */
-    CudnnDesc cv = g->parts[3] = make(&b, CDN_BACKEND_CONVOLUTION_DESCRIPTOR, "convolution");
-    int64_t nsp = 2;
-    int mode = CDN_CROSS_CORRELATION;
-    set(&b, cv, CDN_ATTR_CONVOLUTION_SPATIAL_DIMS, CDN_TYPE_INT64, 1, &nsp, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_COMP_TYPE, CDN_TYPE_DATA_TYPE, 1, &dt, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_CONV_MODE, CDN_TYPE_CONVOLUTION_MODE, 1, &mode, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_PRE_PADDINGS, CDN_TYPE_INT64, 2, k->pre, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_POST_PADDINGS, CDN_TYPE_INT64, 2, k->post, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_DILATIONS, CDN_TYPE_INT64, 2, k->dil, "convolution");
-    set(&b, cv, CDN_ATTR_CONVOLUTION_FILTER_STRIDES, CDN_TYPE_INT64, 2, k->stride, "convolution");
-    fin(&b, cv, "convolution");
-    /* the operation's attributes: forward x, w, y, conv, alpha, beta; or backward data's dy, w, dx, ... */
-    static const int fwd[6] = {CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
-                               CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                               CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CDN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
-    static const int bwd[6] = {CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
-                               CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
-                               CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CDN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
-    const int *at = k->transposed ? bwd : fwd;
-    const char *opname = k->transposed ? "convolution backward data" : "convolution forward";
-    CudnnDesc op = g->parts[4] = make(&b, k->transposed ? CDN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
-                                                        : CDN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, opname);
-    set(&b, op, at[0], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[0], opname);
-    set(&b, op, at[1], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[1], opname);
-    set(&b, op, at[2], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->parts[2], opname);
-    set(&b, op, at[3], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &cv, opname);
-    /* alpha and beta in the computation's type */
-    double a64 = 1, b64 = 0;
-    float a32 = 1, b32 = 0;
-    bool d = dt == CDN_DATA_DOUBLE;
-    set(&b, op, at[4], d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&a64 : (const void *)&a32, opname);
-    set(&b, op, at[5], d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&b64 : (const void *)&b32, opname);
-    fin(&b, op, opname);
+    const OpAttrs *at = op_attrs(k);
+    /* the tensors the operation has, by role, all in the data's type (batch norm's statistics
+     * and scalars too, as PyTorch's batch norm through cuDNN keeps them) */
+    static const int64_t one[4] = {1, 1, 1, 1};
+    for (int r = 0; r < CDN_T_COUNT; r++) {
+        if (!at->tensor[r])
+            continue;
+        bool scalar = r == CDN_T_EPS || r == CDN_T_FACTOR;
+        const int64_t *dim = r == CDN_T_X ? k->x_dim : r == CDN_T_Y ? k->y_dim : scalar ? one : k->w_dim;
+        const int64_t *str = r == CDN_T_X ? k->x_str : r == CDN_T_Y ? k->y_str : scalar ? one : k->w_str;
+        int64_t align = r == CDN_T_X ? k->align[0] : r == CDN_T_Y ? k->align[2] : scalar ? 16 : k->align[1];
+        g->t[r] = tensor(&b, r, dt, dim, str, align, scalar, role_name[r]);
+    }
+    if (k->op < FC_POOL_MAX)
+        g->aux = conv_desc(&b, k, dt);
+    else if (k->op != FC_BATCH_NORM)
+        g->aux = resample_desc(&b, k, dt);
+    CudnnDesc op = g->op = make(&b, at->desc, at->name);
+    if (k->op == FC_BATCH_NORM) {
+        int mode = CDN_BATCH_NORM, phase = k->mode;
+        set(&b, op, CDN_ATTR_OPERATION_NORM_FWD_MODE, CDN_TYPE_NORM_MODE, 1, &mode, at->name);
+        set(&b, op, CDN_ATTR_OPERATION_NORM_FWD_PHASE, CDN_TYPE_NORM_FWD_PHASE, 1, &phase, at->name);
+    }
+    for (int r = 0; r < CDN_T_COUNT; r++)
+        if (at->tensor[r])
+            set(&b, op, at->tensor[r], CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->t[r], at->name);
+    if (at->aux)
+        set(&b, op, at->aux, CDN_TYPE_BACKEND_DESCRIPTOR, 1, &g->aux, at->name);
+    if (at->alpha) {
+        /* alpha and beta in the computation's type */
+        double a64 = 1, b64 = 0;
+        float a32 = 1, b32 = 0;
+        bool d = dt == CDN_DATA_DOUBLE;
+        set(&b, op, at->alpha, d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&a64 : (const void *)&a32,
+            at->name);
+        set(&b, op, at->beta, d ? CDN_TYPE_DOUBLE : CDN_TYPE_FLOAT, 1, d ? (const void *)&b64 : (const void *)&b32,
+            at->name);
+    }
+    fin(&b, op, at->name);
     g->graph = make(&b, CDN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "operation graph");
     if (h)
         set(&b, g->graph, CDN_ATTR_OPERATIONGRAPH_HANDLE, CDN_TYPE_HANDLE, 1, &h, "operation graph");
@@ -338,7 +534,7 @@ FcStatus fc_cudnn_conv_graph(const CudnnLib *L, const CudnnConvKey *k, CudnnHand
 /* ---- choosing a plan ---- */
 
 typedef struct Plan {
-    CudnnConvKey key;
+    CudnnKey key;
     uint64_t hash;
     CudnnGraph g;
     CudnnDesc plan;             /* NULL: cuDNN has no engine for this case (note says why) */
@@ -349,7 +545,7 @@ typedef struct Plan {
 struct CudnnState {
     const CudnnLib *L;
     CudnnHandle h;
-    pthread_mutex_t mu;         /* the handle and the cache: one convolution at a time */
+    pthread_mutex_t mu;         /* the handle and the cache: one operation at a time */
     Plan *plans;
     int n, cap;
     int hits;
@@ -357,7 +553,7 @@ struct CudnnState {
     char why[200];              /* no handle: why (every convolution on this device falls back) */
 };
 
-static uint64_t key_hash(const CudnnConvKey *k)
+static uint64_t key_hash(const CudnnKey *k)
 {
     const unsigned char *p = (const unsigned char *)k;
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -375,7 +571,7 @@ static bool env_on(const char *name)
 }
 
 /* Whether an engine's notes allow it for k, else a reason. */
-static const char *refused(const CudnnLib *L, CudnnDesc engine, const CudnnConvKey *k)
+static const char *refused(const CudnnLib *L, CudnnDesc engine, const CudnnKey *k)
 {
     int notes[CDN_NUMERICAL_NOTE_TYPE_COUNT];
     int64_t n = 0;
@@ -430,7 +626,7 @@ static CudnnDesc *heuristics(const CudnnLib *L, CudnnDesc graph, int mode, int64
 
 /* A finalised plan for config cfg, or NULL (the engine refused by its notes, or cuDNN cannot
  * build it here); *engine its global index. */
-static CudnnDesc plan_for(CudnnState *s, const CudnnConvKey *k, CudnnDesc cfg, int64_t *engine, int64_t *ws,
+static CudnnDesc plan_for(CudnnState *s, const CudnnKey *k, CudnnDesc cfg, int64_t *engine, int64_t *ws,
                           const char **why)
 {
     const CudnnLib *L = s->L;
@@ -465,8 +661,11 @@ static CudnnDesc plan_for(CudnnState *s, const CudnnConvKey *k, CudnnDesc cfg, i
     return plan;
 }
 
-/* Runs plan on c's data with a workspace from be's allocator. */
-static FcStatus execute(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws, const FcConv *c, FcError *err)
+/* Runs plan (of graph g) on c's data with a workspace from be's allocator: the variant pack
+ * holds every tensor g has, by its role's unique id (batch norm's scalars by value, in the data's
+ * type). */
+static FcStatus execute(CudnnState *s, FcBackend *be, const CudnnGraph *g, CudnnDesc plan, int64_t ws,
+                        const FcConv *c, FcError *err)
 {
     const CudnnLib *L = s->L;
     void *work = NULL;
@@ -475,18 +674,35 @@ static FcStatus execute(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws
         if (st)
             return st;
     }
-    int64_t uids[3] = {'x', 'w', 'y'};
-    void *ptrs[3] = {(void *)c->x, (void *)c->w, c->y};
+    void *p[CDN_T_COUNT];
+    pointers(c, p);
+    double eps64 = c->eps, mom64 = c->momentum;
+    float eps32 = (float)c->eps, mom32 = (float)c->momentum;
+    bool d = c->dtype == FC_FLOAT64;
+    p[CDN_T_EPS] = d ? (void *)&eps64 : (void *)&eps32;
+    p[CDN_T_FACTOR] = d ? (void *)&mom64 : (void *)&mom32;
+    int64_t uids[CDN_T_COUNT];
+    void *ptrs[CDN_T_COUNT];
+    int64_t n = 0;
+    for (int r = 0; r < CDN_T_COUNT; r++) {
+        if (g->t[r]) {
+            uids[n] = r + 1;
+            ptrs[n++] = p[r];
+        }
+    }
     Bld b = {.L = L};
     CudnnDesc pack = make(&b, CDN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
-    set(&b, pack, CDN_ATTR_VARIANT_PACK_UNIQUE_IDS, CDN_TYPE_INT64, 3, uids, "variant pack");
-    set(&b, pack, CDN_ATTR_VARIANT_PACK_DATA_POINTERS, CDN_TYPE_VOID_PTR, 3, ptrs, "variant pack");
+    set(&b, pack, CDN_ATTR_VARIANT_PACK_UNIQUE_IDS, CDN_TYPE_INT64, n, uids, "variant pack");
+    set(&b, pack, CDN_ATTR_VARIANT_PACK_DATA_POINTERS, CDN_TYPE_VOID_PTR, n, ptrs, "variant pack");
     set(&b, pack, CDN_ATTR_VARIANT_PACK_WORKSPACE, CDN_TYPE_VOID_PTR, 1, &work, "variant pack");
     fin(&b, pack, "variant pack");
     if (!b.s) {
         CudnnStatus r = L->BackendExecute(s->h, plan, pack);
-        if (r)
-            failed(&b, r, "cudnnBackendExecute", c->transposed ? "convolution backward data" : "convolution forward");
+        if (r) {
+            CudnnKey k;
+            fc_cudnn_key(c, &k);
+            failed(&b, r, "cudnnBackendExecute", op_attrs(&k)->name);
+        }
     }
     destroy(L, &pack);
     be->free(be, work);
@@ -501,7 +717,8 @@ static double now_ms(void)
 }
 
 /* Milliseconds of one run of plan (the best of 3 after a warm-up), or -1 when it fails. */
-static double time_plan(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws, const FcConv *c)
+static double time_plan(CudnnState *s, FcBackend *be, const CudnnGraph *g, CudnnDesc plan, int64_t ws,
+                        const FcConv *c)
 {
     const char *why;
     const CudaDriver *d = fc_cuda_driver(&why);
@@ -509,7 +726,7 @@ static double time_plan(CudnnState *s, FcBackend *be, CudnnDesc plan, int64_t ws
     double best = -1;
     for (int i = 0; i < 4; i++) {
         double t0 = now_ms();
-        if (execute(s, be, plan, ws, c, &e) || !d || d->CtxSynchronize() != CUDA_OK)
+        if (execute(s, be, g, plan, ws, c, &e) || !d || d->CtxSynchronize() != CUDA_OK)
             return -1;
         double t = now_ms() - t0;
         if (i > 0 && (best < 0 || t < best))
@@ -541,7 +758,7 @@ static void choose(CudnnState *s, FcBackend *be, Plan *p, const FcConv *c)
                 last_why = why;
                 continue;
             }
-            double ms = all ? time_plan(s, be, plan, ws, c) : 0;
+            double ms = all ? time_plan(s, be, &p->g, plan, ws, c) : 0;
             if (all && (ms < 0 || (best_ms >= 0 && ms >= best_ms))) {
                 destroy(L, &plan);
                 continue;
@@ -561,7 +778,7 @@ static void choose(CudnnState *s, FcBackend *be, Plan *p, const FcConv *c)
         snprintf(p->note, sizeof p->note, "cuDNN has no engine for this case (%d tried; the last: %s)", tried, last_why);
 }
 
-static Plan *find(CudnnState *s, const CudnnConvKey *k, uint64_t h)
+static Plan *find(CudnnState *s, const CudnnKey *k, uint64_t h)
 {
     for (int i = 0; i < s->n; i++)
         if (s->plans[i].hash == h && memcmp(&s->plans[i].key, k, sizeof *k) == 0)
@@ -635,8 +852,8 @@ FcStatus fc_cudnn_conv(CudnnState **sp, FcBackend *be, FcConv *c, FcError *err)
     if (!s)
         return st;
     c->flags |= s->flags;
-    CudnnConvKey key;
-    fc_cudnn_conv_key(c, &key);
+    CudnnKey key;
+    fc_cudnn_key(c, &key);
     uint64_t h = key_hash(&key);
     pthread_mutex_lock(&s->mu);
     Plan *p = find(s, &key, h);
@@ -658,7 +875,7 @@ FcStatus fc_cudnn_conv(CudnnState **sp, FcBackend *be, FcConv *c, FcError *err)
         p->key = key;
         p->hash = h;
         FcError ge;
-        if (fc_cudnn_conv_graph(s->L, &key, s->h, &p->g, &ge))
+        if (fc_cudnn_graph(s->L, &key, s->h, &p->g, &ge))
             snprintf(p->note, sizeof p->note, "the graph was refused: %.170s", ge.msg);
         else
             choose(s, be, p, c);
@@ -668,7 +885,7 @@ FcStatus fc_cudnn_conv(CudnnState **sp, FcBackend *be, FcConv *c, FcError *err)
     }
     st = FC_OK;
     if (p->plan) {
-        st = execute(s, be, p->plan, p->workspace, c, err);
+        st = execute(s, be, &p->g, p->plan, p->workspace, c, err);
         c->taken = st == FC_OK;
     }
     snprintf(c->note, sizeof c->note, "%s%s", p->note, cached && p->plan ? ", cached plan" : "");
