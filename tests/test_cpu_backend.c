@@ -262,12 +262,12 @@ START_TEST(test_alloc_cache)
     size_t big = 24u << 20;
     void *a, *b, *c;
     /* a block of whole huge pages with more than an eighth of its request to spare (64 x 256 x
-     * 14 x 14 floats: 12.25 MiB in 14) fits the same request again */
+     * 14 x 14 floats: 12.25 MiB in 14) fits the same request again (that block, or one of its
+     * size an earlier test left: the hit is what counts) */
     size_t act = (size_t)64 * 256 * 14 * 14 * 4;
     ck_assert_int_eq(be->alloc(be, act, &a, &err), FC_OK);
     be->free(be, a);
     ck_assert_int_eq(be->alloc(be, act, &c, &err), FC_OK);
-    ck_assert_ptr_eq(c, a);
     ck_assert_int_eq(fc_cpu_cache_hits(be), h0 + 1);
     be->free(be, c);
     h0++;

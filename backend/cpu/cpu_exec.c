@@ -584,19 +584,38 @@ static void store_at_32(char *dst, const int32_t *o, const void *src, size_t es,
     }
 }
 
-/* Writes n values from src to the output at element off, stepping along the chunk loop (or over
- * the loops of a spanning chunk). */
-/* dst[b * ld + a] = src[a * sld + b], a < r, b < c: a span's transposing store (plan_transpose,
- * sld = c), or a block of a transposing copy straight from its input (copy_units).
- * 4-byte elements go by 8 x 8 blocks, each eight vector loads, a transpose in registers
- * (GCC's vector shuffles: AVX's unpack, shuffle and lane permute at -mavx2) and eight vector
- * stores; the edges and other sizes element by element. */
 typedef uint32_t U32x8v __attribute__((vector_size(32)));
 #if defined(__clang__)
 #define SHUF(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
 #else
 #define SHUF(x, y, ...) __builtin_shuffle(x, y, (U32x8v){__VA_ARGS__})
 #endif
+
+/* The 8 x 8 block of 4-byte elements whose rows are v[0..7], transposed in registers: o[j] is
+ * column j (GCC's vector shuffles: AVX's unpack, shuffle and lane permute at -mavx2). */
+static inline void transpose_8x8(const U32x8v *v, U32x8v *o)
+{
+    U32x8v t[8], u[8];
+    _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
+        t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    _Pragma("GCC unroll 2") for (int k = 0; k < 8; k += 4) {
+        u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+        u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+    _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
+        o[k] = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        o[k + 4] = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
+/* dst[b * ld + a] = src[a * sld + b], a < r, b < c: a span's transposing store (plan_transpose,
+ * sld = c), or a block of a transposing copy straight from its input (copy_units).
+ * 4-byte elements go by 8 x 8 blocks, each eight vector loads, transpose_8x8 and eight vector
+ * stores; the edges and other sizes element by element. */
 CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c, int64_t sld, int64_t ld, size_t es)
 {
     int a0 = 0, b0 = 0;
@@ -605,25 +624,12 @@ CPU_CLONES static void store_transposed(char *dst, const void *src, int r, int c
         uint32_t *d = (uint32_t *)(void *)dst;
         for (; a0 + 8 <= r; a0 += 8) {
             for (b0 = 0; b0 + 8 <= c; b0 += 8) {
-                U32x8v v[8], t[8], u[8];
+                U32x8v v[8], o[8];
                 _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
                     memcpy(&v[k], x + (a0 + k) * sld + b0, sizeof v[k]);
-                _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
-                    t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-                    t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-                }
-                _Pragma("GCC unroll 2") for (int k = 0; k < 8; k += 4) {
-                    u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                    u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-                    u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-                    u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-                }
-                _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-                    U32x8v lo = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-                    U32x8v hi = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-                    memcpy(d + (int64_t)(b0 + k) * ld + a0, &lo, sizeof lo);
-                    memcpy(d + (int64_t)(b0 + k + 4) * ld + a0, &hi, sizeof hi);
-                }
+                transpose_8x8(v, o);
+                _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                    memcpy(d + (int64_t)(b0 + k) * ld + a0, &o[k], sizeof o[k]);
             }
             for (int b = b0; b < c; b++)
                 for (int a = a0; a < a0 + 8; a++)
@@ -649,6 +655,8 @@ static void stream_bytes(char *dst, const void *src, size_t nb)
     memmove(dst, src, nb);
 }
 
+/* Writes n values from src to the output at element off, stepping along the chunk loop (or over
+ * the loops of a spanning chunk). */
 static void store_chunk(const Plan *p, int64_t off, const void *src, int n)
 {
     char *dst = (char *)p->k->out + off * (int64_t)p->out_es;
@@ -1603,28 +1611,15 @@ static inline void put16(char *dst, const void *v, bool nt)
 
 /* Two 8 x 8 blocks of 4-byte elements, x[k * sld + j] for k < 16, j < 8, transposed: for each
  * j, the sixteen values x[k * sld + j] in order of k to dst + j * ld (64 bytes), every store
- * non-temporal when nt. Eight vector loads per block and the shuffles of store_transposed. */
+ * non-temporal when nt. Eight vector loads and transpose_8x8 per block. */
 CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld, int64_t ld, bool nt)
 {
     U32x8v o[2][8];
     for (int h = 0; h < 2; h++) {
-        U32x8v v[8], t[8], u[8];
+        U32x8v v[8];
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
             memcpy(&v[k], x + (8 * h + k) * sld, sizeof v[k]);
-        _Pragma("GCC unroll 4") for (int k = 0; k < 8; k += 2) {
-            t[k] = SHUF(v[k], v[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-            t[k + 1] = SHUF(v[k], v[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-        }
-        _Pragma("GCC unroll 2") for (int k = 0; k < 8; k += 4) {
-            u[k] = SHUF(t[k], t[k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[k + 1] = SHUF(t[k], t[k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-            u[k + 2] = SHUF(t[k + 1], t[k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[k + 3] = SHUF(t[k + 1], t[k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-        _Pragma("GCC unroll 4") for (int k = 0; k < 4; k++) {
-            o[h][k] = SHUF(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-            o[h][k + 4] = SHUF(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-        }
+        transpose_8x8(v, o[h]);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
         char *d = dst + j * ld * 4;
