@@ -897,6 +897,18 @@ FcStatus fc_order(FcCtx *ctx, FcTensor *t, int n, const FcDimRef *refs, const in
         rl[nr++] = nlv[k];
     }
     FcTensor *r = m;
+    if (reshape && insert == 0 && nflat == nnew) {
+        /* every level flattened: a lazy product stays lazy, its levels merged */
+        st = fc_product_merge(ctx, m, ngroups, group_len, shape, &r, err);
+        if (st || r) {
+            fc_tensor_release(m);
+            if (st)
+                return st;
+            reshape = false;
+        } else {
+            r = m;
+        }
+    }
     if (reshape) {
         st = fc_reshape(ctx, m, nr, shape, &r, err);
         fc_tensor_release(m);
@@ -1017,10 +1029,27 @@ static FcStatus dot_prepare(FcCtx *ctx, FcTensor *t, const Part *const *parts, i
     return st;
 }
 
+/* Whether stored t's levels [at, at + n) flatten into one stride (size-1 levels take any). */
+static bool part_flattens(const FcTensor *t, int at, int n)
+{
+    int64_t span = 0;
+    bool any = false;
+    for (int k = at + n - 1; k >= at; k--) {
+        if (t->shape[k] == 1)
+            continue;
+        if (any && t->strides[k] != span)
+            return false;
+        any = true;
+        span = t->strides[k] * t->shape[k];
+    }
+    return true;
+}
+
 /* Operand t of a lazy product over the dims of parts, each a positional dim (*out): t's own
  * lazy node when it is a gather the backend's GEMM reads through index arithmetic (not with the
- * fusion pass off, which gives the materialised path), else t realised with each part flattened
- * (dot_prepare, as fc_matmul reads it) and split back into the dims (a view). */
+ * fusion pass off, which gives the materialised path), a stored t as it is where its rows and
+ * columns flatten, else t realised with each part flattened (dot_prepare, as fc_matmul reads
+ * it) and split back into the dims (a view). */
 static FcStatus product_operand(FcCtx *ctx, const FcBackend *be, FcTensor *t, const Part *const *parts,
                                 FcTensor **out, FcError *err)
 {
@@ -1034,8 +1063,22 @@ static FcStatus product_operand(FcCtx *ctx, const FcBackend *be, FcTensor *t, co
         }
     if (be->matmul_implicit && !(ctx->sched_off & FC_SCHED_FUSE) && t->node && fc_product_gather(t->node))
         return match_levs(ctx, t, from, levs_of(t, from), to, nt, out, err);
+    FcStatus st;
+    if (!t->node) {
+        /* stored, with rows and columns that each flatten: read as it is (the product takes a
+         * stride per batch level; a weight made a batch over (n, g) has stride 0 along n) */
+        FcTensor *v;
+        if ((st = match_levs(ctx, t, from, levs_of(t, from), to, nt, &v, err)))
+            return st;
+        int n0 = parts[0]->n, n1 = parts[1]->n, n2 = parts[2]->n;
+        if (part_flattens(v, n0, n1) && part_flattens(v, n0 + n1, n2)) {
+            *out = v;
+            return FC_OK;
+        }
+        fc_tensor_release(v);
+    }
     FcTensor *x;
-    FcStatus st = dot_prepare(ctx, t, parts, 3, &x, err);
+    st = dot_prepare(ctx, t, parts, 3, &x, err);
     if (st)
         return st;
     st = fc_reshape(ctx, x, nt, size, out, err);

@@ -322,6 +322,11 @@ struct FcNode {
     bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
                                    LOAD): realised by the backend's matmul, with the pointwise
                                    expression that reads it as its epilogue (fc_product_root) */
+    int64_t *merge;             /* product: NULL, or [in[0]->nlev] (fc_product_merge): its levels are
+                                   merges of the MUL's unreduced ones (a dim of (g, oc) or (iy, ky)),
+                                   lev_map[0] naming the level each goes into and merge[l] the
+                                   weight of level l's index in it; only the product's analysis
+                                   (matmul.c) reads such a node, which the scheduler realises apart */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
 };

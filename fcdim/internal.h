@@ -215,6 +215,14 @@ FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice
  * each index of the load in its range wherever the masks hold. fc_contract keeps such an operand
  * lazy, so that the gather (a convolution's im2col matrix) is never written. */
 bool fc_product_gather(const FcNode *n);
+/* Lazy t (levels all ordered) as a product whose levels are merges of t's: consecutive runs of
+ * group_len[0..ngroups) levels each flattened row-major into one positional dim of shape[g], as
+ * fc_order's flatten of them gives, without realising it (FcNode.merge): the product's epilogue
+ * then writes through the merged dims, so a pointwise expression of the result (an activation)
+ * still runs in it. *out NULL when t is not a lazy product read through a level-moving node at
+ * most (nor merged already), or it needs a gradient (the autograd reads no merged node). */
+FcStatus fc_product_merge(FcCtx *ctx, FcTensor *t, int ngroups, const int *group_len, const int64_t *shape,
+                          FcTensor **out, FcError *err);
 /* The product nodes under root other than root itself (each once, the first cap into out): how
  * many, or -1 when the DAG is too deep to walk here. 0 at once while none is alive. */
 int fc_products_under(FcNode *root, FcNode **out, int cap);

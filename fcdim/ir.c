@@ -186,6 +186,7 @@ void fc_node_release(FcNode *n)
         return;
     if (n->product)
         fc_products_live--;
+    mem_free(n->merge);
     for (int k = 0; k < n->nin; k++)
         fc_node_release(n->in[k]);
     fc_storage_release(n->storage);

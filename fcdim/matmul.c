@@ -263,7 +263,9 @@ typedef struct Epi {
     FcBackend *be;
     const FcNode *root;
     const FcNode *prod;             /* the one product read */
-    int8_t pmap[FC_MAX_DIMS];       /* its levels: the root's level each is */
+    int8_t pmap[FC_MAX_DIMS];       /* per level of its MUL: the root's level it is, or goes into
+                                       (a merged product), -1 (size 1) or FC_LEV_REDUCED */
+    int64_t pmult[FC_MAX_DIMS];     /* ... and the weight of its index there (1 unless merged) */
     FcEpilogue e;
     int64_t lstride[FC_EPI_MAX][FC_MAX_DIMS];
     EpiMemo memo[FC_EPI_MAX];
@@ -329,8 +331,15 @@ static int epi_emit(Epi *p, const FcNode *n, const int8_t *map)
         for (int l = 0; l < p->root->nlev; l++)
             if (!hit[l] && p->root->size[l] != 1)
                 return -1;
+        const FcNode *mul = n->in[0];
+        if (mul->nlev > FC_MAX_DIMS)
+            return -1;
         p->prod = n;
-        memcpy(p->pmap, map, (size_t)n->nlev);
+        for (int l = 0; l < mul->nlev; l++) {
+            int8_t lm = n->lev_map[0][l];
+            p->pmap[l] = (int8_t)(lm == FC_LEV_REDUCED ? FC_LEV_REDUCED : lm < 0 ? -1 : map[lm]);
+            p->pmult[l] = n->merge ? n->merge[l] : 1;
+        }
         return epi_instr(p, n, map, FC_OP_NONE, n->dtype, n->dtype);
     }
     if (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype)     /* only moves levels */
@@ -745,7 +754,7 @@ static bool product_matmul(Epi *p, const int64_t *out_strides, int64_t out_offse
     int nb = 0, nm = 0, nn = 0, nk = 0;
     int part[FC_MAX_DIMS], at[FC_MAX_DIMS];   /* per product level: 0 batch, 1 row, 2 column; its index */
     for (int l = 0; l < mul->nlev; l++) {
-        if (l >= prod->nlev)
+        if (prod->lev_map[0][l] == FC_LEV_REDUCED)
             kl[nk++] = l;
         else if (ha[l] && hb[l])
             part[l] = 0, at[l] = nb, bl[nb++] = l;
@@ -793,17 +802,19 @@ static bool product_matmul(Epi *p, const int64_t *out_strides, int64_t out_offse
     e->out_dtype = e->code[e->n - 1].dtype;
     memset(e->out_rstride, 0, sizeof e->out_rstride);
     memset(e->out_cstride, 0, sizeof e->out_cstride);
-    for (int j = 0; j < prod->nlev; j++) {
+    for (int j = 0; j < mul->nlev; j++) {
         int l = p->pmap[j];
         if (l < 0)
-            continue;       /* a level of size 1 */
+            continue;       /* summed, or a level of size 1 */
+        /* a level merged into root level l steps by its weight there */
+        int64_t w = p->pmult[j];
         int64_t *dst = part[j] == 0 ? &mm->c_bstride[at[j]] : part[j] == 1 ? &e->out_rstride[at[j]]
                                                                             : &e->out_cstride[at[j]];
-        *dst = out_strides[l];
+        *dst = out_strides[l] * w;
         for (int r = 0; r < e->n; r++) {
             FcEpiInstr *in = &e->code[r];
             if (in->op == FC_OP_LOAD)
-                (part[j] == 0 ? in->bstride : part[j] == 1 ? in->rstride : in->cstride)[at[j]] = p->lstride[r][l];
+                (part[j] == 0 ? in->bstride : part[j] == 1 ? in->rstride : in->cstride)[at[j]] = p->lstride[r][l] * w;
         }
     }
     mm->epi = e;
@@ -853,15 +864,22 @@ static bool product_plan(Epi *p, const int64_t *out_strides, int64_t out_offset,
         memcpy(strides, out_strides, (size_t)root->nlev * sizeof *strides);
     } else {
         /* laid out as the product's levels are: a contraction's result is (batch, rows, columns)
-         * row-major, whichever dims it is read through */
-        int64_t run = 1;
+         * row-major, whichever dims it is read through; a level that merges several goes where
+         * the last of them is */
+        const FcNode *mul = p->prod->in[0];
+        int last[FC_MAX_DIMS];
         for (int l = 0; l < root->nlev; l++)
-            strides[l] = 0;
-        for (int j = p->prod->nlev - 1; j >= 0; j--)
-            if (p->pmap[j] >= 0) {
-                strides[p->pmap[j]] = run;
-                run *= p->prod->size[j];
-            }
+            strides[l] = 0, last[l] = -1;
+        for (int j = 0; j < mul->nlev; j++)
+            if (p->pmap[j] >= 0)
+                last[p->pmap[j]] = j;
+        int64_t run = 1;
+        for (int j = mul->nlev - 1; j >= 0; j--)
+            for (int l = 0; l < root->nlev; l++)
+                if (last[l] == j) {
+                    strides[l] = run;
+                    run *= root->size[l];
+                }
     }
     return product_matmul(p, strides, out_offset, NULL, mm);
 }
@@ -926,6 +944,75 @@ FcStatus fc_product_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice
 out:
     mem_free(p);
     return st;
+}
+
+FcStatus fc_product_merge(FcCtx *ctx, FcTensor *t, int ngroups, const int *group_len, const int64_t *shape,
+                          FcTensor **out, FcError *err)
+{
+    (void)ctx;
+    *out = NULL;
+    const FcNode *p = t->node;
+    const int8_t *moved = NULL;     /* the product's level -> t's, through a level-moving node */
+    if (!p || !fc_products_live)
+        return FC_OK;
+    if (p->op == FC_OP_CAST && p->nin == 1 && p->in[0]->dtype == p->dtype && p->in[0]->product) {
+        moved = p->lev_map[0];
+        p = p->in[0];
+    }
+    if (!p->product || p->merge || p->in[0]->nlev > FC_MAX_DIMS || (!fc_grad_off && fc_requires_grad(t)))
+        return FC_OK;
+    int group[FC_MAX_DIMS];
+    int64_t weight[FC_MAX_DIMS];
+    int q = 0;
+    for (int g = 0; g < ngroups; g++) {
+        int64_t w = 1;
+        for (int k = q + group_len[g] - 1; k >= q; k--) {
+            group[k] = g;
+            weight[k] = w;
+            w *= t->shape[k];
+        }
+        q += group_len[g];
+    }
+    if (q != t->ndim)
+        return FC_OK;
+    FcNode *mul = p->in[0];
+    int8_t map[FC_MAX_DIMS];
+    bool covered[FC_MAX_DIMS] = {false};
+    int64_t *merge = mem_malloc((size_t)mul->nlev * sizeof *merge);
+    if (!merge)
+        return fc_nomem(err);
+    for (int l = 0; l < mul->nlev; l++) {
+        int8_t lm = p->lev_map[0][l];
+        merge[l] = 1;
+        map[l] = FC_LEV_REDUCED;
+        if (lm == FC_LEV_REDUCED)
+            continue;
+        int k = lm < 0 ? -1 : moved ? moved[lm] : lm;
+        if (k < 0) {        /* (a product level t broadcasts: not made by fc_contract) */
+            mem_free(merge);
+            return FC_OK;
+        }
+        map[l] = (int8_t)group[k];
+        merge[l] = weight[k];
+        covered[k] = true;
+    }
+    for (int k = 0; k < t->ndim; k++)
+        if (!covered[k] && t->shape[k] != 1) {      /* a level t broadcasts the product along */
+            mem_free(merge);
+            return FC_OK;
+        }
+    FcNode *n = fc_node_new(FC_OP_SUM, p->dtype, ngroups, shape, 1, &mul);
+    if (!n) {
+        mem_free(merge);
+        return fc_nomem(err);
+    }
+    memcpy(n->lev_map[0], map, (size_t)mul->nlev);
+    n->merge = merge;
+    n->product = true;
+    n->nograd = true;       /* needs none (above): no walk for gradients looks inside */
+    fc_products_live++;
+    *out = fc_tensor_from_node(n, t->device, &t, 1);
+    return *out ? FC_OK : fc_nomem(err);
 }
 
 int fc_products_under(FcNode *root, FcNode **out, int cap)

@@ -228,6 +228,7 @@ static int8_t compose(int8_t lm, const int8_t *map, const int8_t *red, int j)
 }
 
 static int emit(Sched *s, const FcNode *n, const int8_t *map);
+static bool add_sub(Sched *s, const FcNode *node);
 
 static int emit_operand(Sched *s, const FcNode *n, int k, const int8_t *map, const int8_t *red)
 {
@@ -372,6 +373,12 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
     for (int i = 0; i < s->nsubs; i++)
         if (s->subs[i].node == n)
             return emit(s, s->subs[i].load, map);
+    if (n->merge) {
+        /* a merged product (not one of the 16 realised first): its levels mean nothing here */
+        if (!add_sub(s, n))
+            return -1;
+        return emit(s, s->subs[s->nsubs - 1].load, map);
+    }
     int reg = -1;
     FcInstr *in;
     if (n->op == FC_OP_CAST && n->in[0]->dtype == n->dtype)    /* only moves levels (a broadcast) */
@@ -1153,6 +1160,24 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
                                  &done, err);
         if (st || done)
             return st;
+        if (root->merge && !sc)
+            return fc_errf(err, FC_ERR_RUNTIME, "internal error: a merged product that the matmul did not take");
+        if (root->merge) {
+            /* its levels mean nothing to a kernel: realised, then stored by a load of it */
+            FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)root), dev, NULL, 0);
+            if (!tmp)
+                return fc_nomem(err);
+            st = fc_realize(ctx, tmp, err);
+            FcNode *load = st ? NULL : fc_tensor_node(tmp);
+            if (!st && !load)
+                st = fc_nomem(err);
+            if (!st)
+                st = run_root(ctx, load, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
+                              err);
+            fc_node_release(load);
+            fc_tensor_release(tmp);
+            return st;
+        }
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }

@@ -267,7 +267,11 @@ static const char epi_setup[] =
     "wtl = wt.contiguous(memory_format=channels_last)\n"
     "wtg = randn(3, 2, 3, 1, dtype=float64)\n"
     "bt = randn(4)\n"
-    "btg = randn(6, dtype=float64)\n";
+    "btg = randn(6, dtype=float64)\n"
+    "xg = randn(2, 4, 7, 6)\n"
+    "xgl = xg.contiguous(memory_format=channels_last)\n"
+    "wg = randn(6, 2, 3, 3)\n"
+    "bg, rg, vg = randn(6), randn(6), rand(6) + 0.5\n";
 
 static const struct {
     const char *name, *program, *epilogue;
@@ -296,6 +300,23 @@ static const struct {
     {"conv_transpose2d 2x2 stride 2, one image", "y = nn.conv_transpose2d(x[:1], wt, bt, stride=2)", " P load add\n"},
     {"float64 conv_transpose2d 3x1 stride (3, 1), groups 3",
      "y = nn.conv_transpose2d(xl.double(), wtg, btg, stride=(3, 1), groups=3)", " P load add\n"},
+    /* what the caller applies to a result whose dims merge the product's ((iy, kh) and (ix, kw)
+     * for the transposed convolution's rows and columns, (g, oc) for a grouped one's channels):
+     * the product stays lazy with its levels merged, and the activation is in its epilogue (no
+     * pass of its own) */
+    {"conv_transpose2d 2x2 stride 2 + relu", "y = nn.relu(nn.conv_transpose2d(x, wt, bt, stride=2))",
+     " P load add relu\n"},
+    {"channels_last conv_transpose2d 2x2 stride 2 + relu", "y = nn.relu(nn.conv_transpose2d(xl, wtl, bt, stride=2))",
+     " P load add relu\n"},
+    {"float64 conv_transpose2d groups 3 + silu",
+     "y = nn.silu(nn.conv_transpose2d(xl.double(), wtg, btg, stride=(3, 1), groups=3))",
+     " P load add sigmoid mul\n"},
+    {"grouped conv2d + relu", "y = nn.relu(nn.conv2d(xg, wg, bg, padding=1, groups=2))", " P load add relu\n"},
+    {"channels_last grouped conv2d + relu", "y = nn.relu(nn.conv2d(xgl, wg, bg, padding=1, groups=2))",
+     " P load add relu\n"},
+    {"grouped conv2d + nn.batch_norm in evaluation + relu",
+     "y = nn.relu(nn.batch_norm(nn.conv2d(xg, wg, bg, stride=2, groups=2), rg, vg))",
+     " P load add load sub load mul relu\n"},
 };
 
 /* Runs setup, then program (which sets y) under flags with kernel dumps collected into dump, and
@@ -576,6 +597,61 @@ START_TEST(conv_implicit_memory)
 }
 END_TEST
 
+/* Whether prog runs under a max_memory of limit bytes with flags, at two threads whatever the
+ * machine (each has its packing buffers); why: "ran" or the error raised. */
+static bool runs_within(const char *prog, size_t limit, int flags, char *why, size_t cap)
+{
+    char *saved = set_threads_env("2");
+    tdl_config cfg = {.size = sizeof cfg};
+    cfg.path = "stdlib";
+    cfg.flags = flags;
+    cfg.max_memory = limit;
+    tdl_interp *T = tdl_open(&cfg);
+    bool ok = T && tdl_run_string(T, prog, "limited") == TDL_OK;
+    snprintf(why, cap, "%s: %s", ok ? "ran" : T ? tdl_error_kind_name(tdl_error_kind_of(T)) : "no interpreter",
+             ok || !T ? "" : tdl_error_message(T));
+    if (T)
+        tdl_close(T);
+    free(set_threads_env(saved));
+    free(saved);
+    return ok;
+}
+
+/* The activation after a result whose dims merge the product's is in the product's epilogue,
+ * so the result is never written before it: conv_transpose2d 2x2 stride 2 + ReLU of a 8 x 64 x
+ * 28 x 28 input (1.6 MB; the result 6.4 MB) runs under 13 MiB, and a grouped 3x3 convolution +
+ * ReLU of a 8 x 64 x 56 x 56 one (6.4 MB in and out) under 17 MiB; when the result was assigned
+ * into the output and the ReLU was a pass of its own, they needed one result more (16 and 20
+ * MiB), as the unfused path (TDL_NO_FUSE) still does. */
+START_TEST(conv_merged_memory)
+{
+    static const struct {
+        const char *prog;
+        size_t limit;
+    } progs[] = {
+        {"import nn\n"
+         "manual_seed(0)\n"
+         "x = randn(8, 64, 28, 28)\n"
+         "y = nn.relu(nn.conv_transpose2d(x, randn(64, 64, 2, 2), randn(64), stride=2))\n"
+         "y.stride()\n",
+         (size_t)13 << 20},
+        {"import nn\n"
+         "manual_seed(0)\n"
+         "x = randn(8, 64, 56, 56)\n"
+         "y = nn.relu(nn.conv2d(x, randn(64, 16, 3, 3), randn(64), padding=1, groups=4))\n"
+         "y.stride()\n",
+         (size_t)17 << 20},
+    };
+    for (int i = 0; i < 2; i++) {
+        char why[512];
+        ck_assert_msg(runs_within(progs[i].prog, progs[i].limit, 0, why, sizeof why), "%s\n%s", progs[i].prog, why);
+        ck_assert_msg(!runs_within(progs[i].prog, progs[i].limit, TDL_NO_FUSE, why, sizeof why) &&
+                          strncmp(why, "MemoryError:", 12) == 0,
+                      "%s\nunfused: the limit did not bite (%s)", progs[i].prog, why);
+    }
+}
+END_TEST
+
 START_TEST(conv2d_library_path)
 {
     const char *dev = golden_device();
@@ -688,6 +764,7 @@ Suite *nn_suite(void)
     TCase *te = tcase_create("epilogue");
     tcase_add_loop_test(te, conv_epilogue, 0, (int)(sizeof epi_cases / sizeof *epi_cases));
     tcase_add_test(te, conv_transpose_col2im);
+    tcase_add_test(te, conv_merged_memory);
     suite_add_tcase(s, te);
     TCase *td = tcase_create("depthwise");
     tcase_add_loop_test(td, conv_depthwise, 0, (int)(sizeof dw_cases / sizeof *dw_cases));
