@@ -404,6 +404,36 @@ START_TEST(conv_epilogue)
 }
 END_TEST
 
+/* A merged product (a result whose dims merge the product's) read by what is not its epilogue:
+ * by a reduction, through a view, by a scattered store, twice. The scheduler realises it apart
+ * (its levels mean nothing to a kernel) and reads that; the unfused path's bits. Each
+ * realisation that reads a lazy product computes it (a plain conv2d's result read by two is
+ * computed twice too). (These pass on the code before merged products too: they guard the
+ * paths that realise one.) */
+static const struct {
+    const char *name, *program;
+    int products;
+} apart_cases[] = {
+    {"a reduction of it", "y = nn.conv2d(xg, wg, bg, padding=1, groups=2).amax((1, 3))", 1},
+    {"a strided view of it", "y = nn.relu(nn.conv_transpose2d(xl, wtl, bt, stride=2)[:, 1:, ::3, 1::2])", 1},
+    {"a scattered store of it",
+     "y = zeros(2, 4, 14, 12)\ny[tensor([1, 0])] = nn.conv_transpose2d(x, wt, bt, stride=2)", 1},
+    {"read twice in one kernel", "t = nn.conv_transpose2d(x, wt, bt, stride=2)\ny = nn.relu(t) * t", 1},
+    {"read by two realisations", "t = nn.conv_transpose2d(x, wt, bt, stride=2)\ny = nn.relu(t) + t.sum()", 2},
+    {"a masked store of it", "t = nn.conv2d(xgl, wg, bg, groups=2)\ny = zeros(2, 6, 5, 4)\ny[t > 0] = t[t > 0]",
+     2},
+};
+
+START_TEST(merged_apart)
+{
+    static Lines fused, unfused;
+    bool same = same_bytes_unfused(epi_setup, apart_cases[_i].name, apart_cases[_i].program, &fused, &unfused);
+    ck_assert_msg(count_of(fused.text, "product ") == apart_cases[_i].products, "%s: not %d products:\n%s",
+                  apart_cases[_i].name, apart_cases[_i].products, fused.text);
+    ck_assert_msg(same, "%s: the bits differ from the unfused path's", apart_cases[_i].name);
+}
+END_TEST
+
 /* conv_transpose2d's other strides: the product writes its column matrix into a zero-padded
  * buffer (a few fills of its border first), then col2im is one pointwise kernel per output phase
  * (rows ry::2, columns rx::2: four for stride 2), the sum of the phase's taps, each a strided
@@ -765,6 +795,7 @@ Suite *nn_suite(void)
     tcase_add_loop_test(te, conv_epilogue, 0, (int)(sizeof epi_cases / sizeof *epi_cases));
     tcase_add_test(te, conv_transpose_col2im);
     tcase_add_test(te, conv_merged_memory);
+    tcase_add_loop_test(te, merged_apart, 0, (int)(sizeof apart_cases / sizeof *apart_cases));
     suite_add_tcase(s, te);
     TCase *td = tcase_create("depthwise");
     tcase_add_loop_test(td, conv_depthwise, 0, (int)(sizeof dw_cases / sizeof *dw_cases));
