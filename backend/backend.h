@@ -87,11 +87,6 @@ long fc_cpu_muladd_one_runs(void);
  * point's later terms because they do not vary along the term level and hold from its first
  * (cpu_plan.h's Plan.term), over all backends, for tests. */
 long fc_cpu_term_skips(void);
-/* How many of those later terms' evaluations walked their kernel's compact list of the steps
- * that vary along the term level (cpu_plan.h's Plan.tlist), and how many steps the others
- * tested for holding one by one, over all backends, for tests. */
-long fc_cpu_term_lists(void);
-long fc_cpu_term_checks(void);
 /* How many blocks of eight units' chunks the CPU executor loaded through one transpose
  * (cpu_exec.c's load_block: a load along the tile loop in a transposing store), over all
  * backends, for tests. */

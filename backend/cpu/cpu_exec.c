@@ -56,13 +56,6 @@ typedef struct Thread {
     int64_t *tent;              /* [Plan.nplist]: a precomputed value's entry at the point's first
                                    term (pre_point), for those that vary along the level */
     long term_skips;            /* steps left out so (fc_cpu_term_skips) */
-    /* The first term evaluated the top list's steps before thold (thnarrow: at position 0 at
-     * least; else in full): a later term's eval that ends there, in full or narrow as the first
-     * was or narrow, walks the compact list (eval, Plan.tlist), else tests each step. */
-    int thold;
-    bool thnarrow;
-    long term_lists;            /* later terms' passes over the compact list (fc_cpu_term_lists) */
-    long term_checks;           /* steps a later term tested for holding (fc_cpu_term_checks) */
     /* Plan.tload: the current unit (unit_pos), its row in its tile and the tile's rows; the
      * block of eight rows from unit tlb_u0 at chunk position tlb_i0 held in tlb (tlb_n values
      * a row), if tlb_ok. */
@@ -1263,39 +1256,21 @@ static __attribute__((noinline)) void eval_rows(const Plan *p, Thread *t, const 
 
 /* Evaluates steps [from, to) (one list) for the chunk of n positions starting at i0 along the
  * list's chunk loop, the other loops at t->idx. A step of one value (an invariant too) is
- * computed once (broadcast when read beyond position 0), and kept while its loops stay. A
- * point's later term (Plan.term) leaves out what holds along the level: when all of it holds
- * from the first term (Thread.thold), it walks the compact list's ranges within [from, to)
- * (Plan.tlist), testing no step; else it tests each step that may be left out (tcheck). */
+ * computed once (broadcast when read beyond position 0), and kept while its loops stay. */
 static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
 {
     uint64_t *ts = t->tstamp, g2 = 2 * t->tgen, now = g2 + !t->narrow;
-    const struct TermRange *r = NULL, *rend = NULL;
-    int hi = to;
-    bool tcheck = t->tonly;
-    if (tcheck && to <= t->thold && (t->narrow || !t->thnarrow)) {
-        tcheck = false;
-        r = p->tlist + p->tfirst[from];
-        rend = p->tlist + p->ntlist;
-        hi = from;              /* the first range comes from the list */
-        t->term_lists++;
-        t->term_skips += p->theld[to] - p->theld[from];
-    }
-range:
-    for (int j = from; j < hi; j++) {
+    for (int j = from; j < to; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
-        if (tcheck && p->tunit[j]) {
-            t->term_checks++;
-            if (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)) {
-                t->term_skips++;
-                j = p->tjump[j] - 1;
-                continue;
-            }
+        if (t->tonly && p->tunit[j] && (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2))) {
+            t->term_skips++;
+            j = p->tjump[j] - 1;
+            continue;
         }
         if (s->skip) {
             if (s->pcount) {
-                if (t->tonly && (!tcheck || ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)))
+                if (t->tonly && (ts[j] == g2 + 1 || (t->narrow && ts[j] == g2)))
                     pre_point_term(p, t, j);
                 else
                     pre_point(p, t, s);
@@ -1385,12 +1360,6 @@ range:
         t->cur[s->d] = d;
         if (s->memo >= 0 && s->restore)
             memo_keep(p, t, s);
-    }
-    if (r && r < rend && r->a < to) {  /* the compact list's next range */
-        from = r->a > from ? r->a : from;
-        hi = r->b < to ? r->b : to;
-        r++;
-        goto range;
     }
     return true;
 }
@@ -1484,12 +1453,6 @@ static long term_skips;         /* fc_cpu_term_skips */
 
 long fc_cpu_term_skips(void) { return __atomic_load_n(&term_skips, __ATOMIC_RELAXED); }
 
-static long term_lists;         /* fc_cpu_term_lists */
-static long term_checks;        /* fc_cpu_term_checks */
-
-long fc_cpu_term_lists(void) { return __atomic_load_n(&term_lists, __ATOMIC_RELAXED); }
-long fc_cpu_term_checks(void) { return __atomic_load_n(&term_checks, __ATOMIC_RELAXED); }
-
 static long mul_add_runs;       /* fc_cpu_mul_add_runs */
 
 long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
@@ -1518,10 +1481,6 @@ static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
     t->gate_off = off;
     if (!ok)
         return false;
-    if (off && !t->tonly) {     /* a first term (store_terms): the steps up to the product at most */
-        t->thold = p->gate_mul ? p->gate_mul : p->gate_where;
-        t->thnarrow = narrow;
-    }
     if (off) {
         const Step *w = &p->steps[p->gate_w];
         const void *wv = p->gate_mul ? t->cur[w->d] : NULL;
@@ -1886,8 +1845,6 @@ static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int 
     int T = p->term;
     bool ok = true;
     t->tgen++;
-    t->thold = p->ntop;         /* evaluated in full unless eval_gated finds it off */
-    t->thnarrow = false;
     for (int64_t e = 0; e < p->ext[T] && ok; e++) {
         t->idx[T] = e;
         t->tonly = e > 0;
@@ -2294,11 +2251,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
         th[i]->copy_tiles = 0;
     }
-    for (int i = 0; i < nth && p->term >= 0; i++) {
+    for (int i = 0; i < nth && p->term >= 0; i++)
         __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&term_lists, th[i]->term_lists, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&term_checks, th[i]->term_checks, __ATOMIC_RELAXED);
-    }
     if (p->stream || p->tstream)
         __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;

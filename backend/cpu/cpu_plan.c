@@ -58,9 +58,6 @@ void cpu_plan_free(Plan *p)
     mem_free(p->tpx);
     mem_free(p->tpf);
     mem_free(p->tpn);
-    mem_free(p->tlist);
-    mem_free(p->tfirst);
-    mem_free(p->theld);
     for (int i = 0; i < p->nwiden; i++)
         mem_free(p->widen[i].tab);
     mem_free(p->widen);
@@ -1169,46 +1166,6 @@ static void plan_term(Plan *p)
             p->term = l;
 }
 
-/* Plan.tlist, tfirst and theld from tunit and tjump: the top list walked as eval walks it for
- * a later term whose skips all hold, what it evaluates kept as ranges (merged where they
- * meet; a memo chain or a run is taken whole, as eval jumps over it). */
-static FcStatus plan_term_list(Plan *p, FcError *err)
-{
-    size_t n = (size_t)p->nsteps + 1;
-    p->tlist = mem_malloc(n * sizeof *p->tlist);
-    p->tfirst = mem_malloc(n * sizeof *p->tfirst);
-    p->theld = mem_calloc(n, sizeof *p->theld);
-    if (!p->tlist || !p->tfirst || !p->theld)
-        return cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
-    int nt = 0, held = 0;
-    for (int j = p->ninv; j < p->ntop;) {
-        const Step *s = &p->steps[j];
-        int b = p->tunit[j] ? p->tjump[j] : s->skip ? s->skip : s->memo >= 0 && !s->memo_as_prev ? s->chain_end : j + 1;
-        if (b <= j)
-            b = j + 1;
-        if (b > p->ntop)
-            b = p->ntop;
-        for (int i = j; i < b; i++)
-            p->theld[i] = held;
-        if (p->tunit[j])
-            held++;
-        else if (nt > 0 && p->tlist[nt - 1].b == j)
-            p->tlist[nt - 1].b = b;
-        else
-            p->tlist[nt++] = (struct TermRange){j, b};
-        j = b;
-    }
-    for (int j = p->ntop; j < (int)n; j++)
-        p->theld[j] = held;
-    p->ntlist = nt;
-    for (int j = 0, e = 0; j < (int)n; j++) {
-        while (e < nt && p->tlist[e].b <= j)
-            e++;
-        p->tfirst[j] = e;
-    }
-    return FC_OK;
-}
-
 /* The steps a point's later terms may leave out (Plan.tunit, tjump): after plan_runs. */
 static FcStatus plan_term_units(Plan *p, FcError *err)
 {
@@ -1244,7 +1201,7 @@ static FcStatus plan_term_units(Plan *p, FcError *err)
                 p->tjump[j] = s->chain_end;
         }
     }
-    return plan_term_list(p, err);
+    return FC_OK;
 }
 
 static FcStatus plan_buffers(Plan *p, FcError *err)

@@ -398,15 +398,6 @@ typedef struct Plan {
     int *tjump;
     int *tpx, *tpf, *tpn;       /* a run's precomputed values that vary along it: plist indices
                                    tpx[tpf[j], + tpn[j]) for the run's first step j */
-    /* What a later term evaluates when all that holds along the level holds (Thread.thold):
-     * the top list without what tunit leaves out, in order, as ranges of steps tlist[0,
-     * ntlist) (a memo chain or a run whole: eval jumps over them whole; a run whose values vary
-     * along the level re-points those, pre_point_term), so that such a pass tests no step.
-     * tfirst[j]: the first range that ends after step j; theld[j]: what tunit leaves out before
-     * step j (fc_cpu_term_skips). */
-    struct TermRange { int a, b; } *tlist;
-    int ntlist;
-    int *tfirst, *theld;
     int tload;                  /* a tiled store's wide load that runs along lk and strides along
                                    cl (a cotangent transposed as it is computed): read eight units
                                    at a time through a block transposed in registers (load_block,
