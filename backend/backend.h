@@ -97,6 +97,10 @@ long fc_cpu_stream_runs(void);
 /* How many tiles of sixteen units the CPU executor copied whole in transposing copies (cpu_exec.c's
  * copy_tile: NCHW made channels_last, or back), over all backends, for tests. */
 long fc_cpu_copy_tiles(void);
+/* How many runs of transposing copies the CPU executor took chunk by chunk, every tile of one
+ * chunk before the next (cpu_plan.h's Plan.tchunk: NCHW from channels-last), over all backends,
+ * for tests. */
+long fc_cpu_chunk_copies(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

@@ -323,14 +323,15 @@ END_TEST
 
 /* The transposing copies of roi_align's forward and backward (NCHW made channels_last, and the
  * channels-last gradient back to NCHW) go a tile of sixteen rows at a time (cpu_exec.c's
- * copy_tile), written past the caches when large (Plan.tstream): the values are the input's, for
- * channels that fill the tile's blocks and for those that do not, at 1, 2 and 3 threads. */
+ * copy_tile), written past the caches when large (Plan.tstream), the way back chunk by chunk
+ * (Plan.tchunk): the values are the input's, for channels that fill the tile's blocks and for
+ * those that do not, at 1, 2 and 3 threads. */
 START_TEST(transposing_copies_tiled)
 {
     for (int t = 1; t <= 3; t++) {
         char nth[2] = {(char)('0' + t), 0};
         setenv("TDL_NUM_THREADS", nth, 1);
-        long tiles = fc_cpu_copy_tiles(), streams = fc_cpu_stream_runs();
+        long tiles = fc_cpu_copy_tiles(), streams = fc_cpu_stream_runs(), chunks = fc_cpu_chunk_copies();
         run_ok("for c, h, w in ((256, 96, 100), (40, 11, 13), (24, 16, 17)):\n"
                "    x = (arange(2 * c * h * w, dtype=float32) * 0.37).sin().reshape(2, c, h, w)\n"
                "    y = x.contiguous(memory_format=channels_last)\n"
@@ -344,6 +345,7 @@ START_TEST(transposing_copies_tiled)
         if (!golden_device()) {
             ck_assert_msg(fc_cpu_copy_tiles() > tiles, "no tile was copied whole");
             ck_assert_msg(fc_cpu_stream_runs() >= streams + 2, "the large copies were not streamed");
+            ck_assert_msg(fc_cpu_chunk_copies() >= chunks + 2, "the copies back to NCHW were not taken chunk by chunk");
         }
     }
     unsetenv("TDL_NUM_THREADS");

@@ -1417,13 +1417,23 @@ static void chunk_at(const Plan *p, int64_t c, int64_t *i0, int *n)
 /* Positions t at unit u of a store or vertical reduction: the kept loops at t->idx, and the
  * chunks [*c0, *c0 + *nc) along the chunk loop. Units are numbered over the kept loops and the
  * groups of p->group chunks, the last kept loop (lk) taken in tiles of p->tile indices: the
- * units of one tile share their chunks, so that a load running along lk reuses cache lines. */
+ * units of one tile share their chunks, so that a load running along lk reuses cache lines
+ * (Plan.tchunk: a chunk's tiles one after the other, the chunks outside). */
 /* Where unit u lies in its tile: lk's index is *first + *row, of the tile's *rows, over group
  * *grp of chunks; returns the number of the outer kept loops' point. */
 static int64_t tile_place(const Plan *p, int64_t u, int64_t *first, int64_t *row, int64_t *rows, int64_t *grp)
 {
     int64_t e = p->lk >= 0 ? p->ext[p->lk] : 1, g = p->ngroup, tl = p->tile;
-    int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
+    int64_t r = u % (e * g);
+    if (p->tchunk) {
+        int64_t l = r % e;
+        *grp = r / e;
+        *first = l / tl * tl;
+        *rows = e - *first < tl ? e - *first : tl;
+        *row = l - *first;
+        return u / (e * g);
+    }
+    int64_t tile = r / (tl * g), rr = r % (tl * g);
     *first = tile * tl;
     *rows = e - *first < tl ? e - *first : tl;
     *row = rr % *rows;
@@ -1666,10 +1676,16 @@ static void copy_tile(const Plan *p, Thread *t, int64_t u)
             }
         } else {
             /* rows far apart (NCHW from channels-last): eight at a time, each written whole:
-             * sixteen side by side lose the write-combining */
+             * sixteen side by side lose the write-combining. Chunk by chunk (Plan.tchunk), the
+             * next tile reads the next line of each of these input rows: fetched now, as the
+             * prefetchers do not follow rows a stride apart */
+            bool ahead = p->tchunk && t->idx[p->lk] + 32 <= p->ext[p->lk];
             for (int h = 0; h < 16; h += 8)
-                for (j = 0; j + 16 <= n; j += 16)
+                for (j = 0; j + 16 <= n; j += 16) {
+                    for (int k = 0; k < 16 && ahead && h == 0; k++)
+                        __builtin_prefetch(src + (j + k) * sld + 16);
                     transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+                }
         }
         if (j < n)
             store_transposed(dst + (int64_t)j * 4, src + j * sld, n - j, 16, sld, ld, 4);
@@ -1690,6 +1706,9 @@ static long copy_tiles;         /* fc_cpu_copy_tiles */
 
 long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELAXED); }
 static long stream_runs;        /* fc_cpu_stream_runs */
+static long chunk_copies;       /* fc_cpu_chunk_copies */
+
+long fc_cpu_chunk_copies(void) { return __atomic_load_n(&chunk_copies, __ATOMIC_RELAXED); }
 
 long fc_cpu_stream_runs(void) { return __atomic_load_n(&stream_runs, __ATOMIC_RELAXED); }
 
@@ -2255,6 +2274,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);
     if (p->stream || p->tstream)
         __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
+    if (p->tchunk)
+        __atomic_fetch_add(&chunk_copies, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)
         if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))

@@ -1504,6 +1504,11 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
                     k->bufs[s->in->buf] != k->out;
         p->tcopy = copy && ((p->ostr[cl] == 1 && s->strides[p->lk] == 1 && llabs(s->strides[cl]) > 1) ||
                             (p->ostr[p->lk] == 1 && s->strides[cl] == 1 && llabs(p->ostr[cl]) > 1));
+        /* Tile by tile over all the chunks, each tile reads a line of every input row a stride
+         * apart (a pixel's 256 channels, 1 KiB) and takes sixteen passes over the whole input;
+         * chunk by chunk, the chunk's rows are read whole, one line after the other, while they
+         * are in the caches (copy_tile fetches the next tile's). */
+        p->tchunk = p->tcopy && p->ostr[cl] == 1 && p->nchunk > 1;
     }
     int64_t kept = 1, reduced = 1;
     for (int j = 0; j < p->nkl; j++)

@@ -385,6 +385,9 @@ typedef struct Plan {
     bool muladd_one;            /* a step is a MULADD with a factor of one value (Step.one) */
     bool tstream;               /* a tcopy of STREAM_BYTES or more: its whole tiles written with
                                    non-temporal stores, whole lines at a time (copy_tile) */
+    bool tchunk;                /* a tcopy written along cl over more than one chunk (NCHW from
+                                   channels-last): units numbered chunk by chunk, every tile of lk
+                                   over one chunk before the next chunk (tile_place) */
     /* The term level of a gradient's scatter-add (plan_term): the innermost kept root loop,
      * stride 0 in the store, along which scatter indices vary (the terms of one store:
      * autograd.c's same_scatter, roi_align's four taps), or -1. The executor runs a point's
