@@ -101,6 +101,10 @@ long fc_cpu_copy_tiles(void);
  * chunk before the next (cpu_plan.h's Plan.tchunk: NCHW from channels-last), over all backends,
  * for tests. */
 long fc_cpu_chunk_copies(void);
+/* How many passes over a chunk the CPU executor made for chains of multiply-adds with a factor
+ * of one value per chunk, each chain one pass (cpu_plan.c's plan_rowops outside a span:
+ * roi_align's four taps over a chunk of channels), over all backends, for tests. */
+long fc_cpu_one_term_passes(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

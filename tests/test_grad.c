@@ -414,6 +414,70 @@ START_TEST(muladd_one_factor)
 }
 END_TEST
 
+/* A chain of multiply-adds whose factors hold one value per chunk (roi_align's four taps, each
+ * a row of channels times its bilinear weight) is one pass over each chunk (cpu_plan.c's
+ * plan_rowops outside a span, cpu_exec.c's terms_one): 300 rows of 257 values are two chunks
+ * each, so one pass per chunk is 600 a kernel, where a pass per tap would be 2400. The sums are
+ * those of the products stored first and added one after the other (no contraction), with and
+ * without an x, in float32 and float64, at 1 and 2 threads; roi_align's forward at 256
+ * channels takes it. */
+START_TEST(one_term_chains)
+{
+    for (int t = 1; t <= 2; t++) {
+        setenv("TDL_NUM_THREADS", t == 1 ? "1" : "2", 1);
+        for (int dt = 0; dt < 2; dt++) {
+            char code[1400];
+            snprintf(code, sizeof code,
+                     "dt = %s\n"
+                     "r = [(arange(300 * 257, dtype=dt) * (0.37 + 0.1 * k)).sin().reshape(300, 257) for k in range(5)]\n"
+                     "w = [(arange(300, dtype=dt) * (0.11 + 0.05 * k)).cos().reshape(300, 1) * 3.0 for k in range(5)]\n"
+                     "p = [r[k] * w[k] for k in range(5)]\n"
+                     "for q in p:\n"
+                     "    q.stride()\n"
+                     "s = p[0] + p[1]\n"
+                     "s.stride()\n"
+                     "s = s + p[2]\n"
+                     "s.stride()\n"
+                     "s3 = s + p[3]\n"
+                     "s3.stride()\n"
+                     "x = r[4] + p[0]\n"
+                     "x.stride()\n"
+                     "x = x + p[1]\n"
+                     "x.stride()\n"
+                     "x = x + p[2]\n"
+                     "x.stride()\n",
+                     dt ? "float64" : "float32");
+            tdl_interp *T = golden_open(0);
+            ck_assert_ptr_nonnull(T);
+            ck_assert_msg(tdl_run_string(T, code, "setup") == TDL_OK, "%s", tdl_error_message(T));
+            long passes = fc_cpu_one_term_passes();
+            ck_assert_msg(tdl_run_string(T, "z = r[0] * w[0] + r[1] * w[1] + r[2] * w[2] + r[3] * w[3]\nz.stride()\n",
+                                         "chain") == TDL_OK, "%s", tdl_error_message(T));
+            if (!golden_device() && t == 1)
+                ck_assert_int_eq(fc_cpu_one_term_passes() - passes, 600);
+            passes = fc_cpu_one_term_passes();
+            ck_assert_msg(tdl_run_string(T, "zx = r[4] + r[0] * w[0] + r[1] * w[1] + r[2] * w[2]\nzx.stride()\n",
+                                         "chain") == TDL_OK, "%s", tdl_error_message(T));
+            if (!golden_device() && t == 1)
+                ck_assert_int_eq(fc_cpu_one_term_passes() - passes, 600);
+            ck_assert_msg(tdl_run_string(T, "assert bool((z == s3).all()) and bool((zx == x).all())\n"
+                                            "assert z.dtype == dt and not bool((z == s).all())\n", "check") == TDL_OK,
+                          "%s", tdl_error_message(T));
+            tdl_close(T);
+        }
+    }
+    long passes = fc_cpu_one_term_passes();
+    run_ok("import vision\n"
+           "x = (arange(2 * 256 * 30 * 34, dtype=float32) * 0.37).sin().reshape(2, 256, 30, 34)\n"
+           "b = tensor([[0, 1.0, 2.0, 100.0, 90.0], [1, 30.0, 10.5, 80.0, 120.0]])\n"
+           "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
+           "y.stride()\n");
+    unsetenv("TDL_NUM_THREADS");
+    if (!golden_device())
+        ck_assert_msg(fc_cpu_one_term_passes() > passes, "roi_align's forward took a pass per tap");
+}
+END_TEST
+
 /* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_plan.c's gated store:
  * rows where m is false add zeros, and are left out): where w is not finite there, the zero
  * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
@@ -833,6 +897,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, staged_cotangent);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
+    tcase_add_test(tc, one_term_chains);
     tcase_add_test(tc, muladd_one_factor);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);

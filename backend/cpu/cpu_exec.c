@@ -66,6 +66,7 @@ typedef struct Thread {
     int tlb_n;
     long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
     long copy_tiles;            /* tiles of a tcopy copied whole (fc_cpu_copy_tiles) */
+    long one_terms;             /* passes of Step.one's MULADDs in a chain (fc_cpu_one_term_passes) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -775,6 +776,39 @@ DEF_MUL_ADD(f64, double)
 DEF_MULADD_ONE(f32, float)
 DEF_MULADD_ONE(f64, double)
 
+/* d[i] = x[i] + r[0][i] * w[0] + ... + r[nt - 1][i] * w[nt - 1] (no x when NULL), added in that
+ * order, each w a value of one (Step.one's MULADDs in a chain, plan_rowops outside a span): the
+ * products and sums of muladd_one's passes, one pass. Inlined with nt a constant. */
+#define DEF_TERMS_ONE(sfx, T)                                                                      \
+    static inline __attribute__((always_inline)) void terms_one_##sfx##_n(                         \
+        T *restrict d, const T *restrict x, const int nt, const void *const *w, const void *const *r, int n) \
+    {                                                                                              \
+        const T *restrict r0 = r[0], *restrict r1 = r[nt > 1], *restrict r2 = r[nt > 2 ? 2 : 0];   \
+        const T *restrict r3 = r[nt > 3 ? 3 : 0];                                                  \
+        T c0 = *(const T *)w[0], c1 = *(const T *)w[nt > 1], c2 = *(const T *)w[nt > 2 ? 2 : 0];   \
+        T c3 = *(const T *)w[nt > 3 ? 3 : 0];                                                      \
+        if (!x) {                                                                                  \
+            CHUNK_LOOP(n, T a = r0[i] * c0; if (nt > 1) a = a + r1[i] * c1;                        \
+                       if (nt > 2) a = a + r2[i] * c2; if (nt > 3) a = a + r3[i] * c3; d[i] = a);  \
+            return;                                                                                \
+        }                                                                                          \
+        CHUNK_LOOP(n, T a = x[i] + r0[i] * c0; if (nt > 1) a = a + r1[i] * c1;                     \
+                   if (nt > 2) a = a + r2[i] * c2; if (nt > 3) a = a + r3[i] * c3; d[i] = a);      \
+    }                                                                                              \
+    CPU_CLONES static void terms_one_##sfx(void *d, const void *x, int nt, const void *const *w,  \
+                                           const void *const *r, int n)                            \
+    {                                                                                              \
+        switch (nt) {                                                                              \
+        case 1: terms_one_##sfx##_n(d, x, 1, w, r, n); break;                                      \
+        case 2: terms_one_##sfx##_n(d, x, 2, w, r, n); break;                                      \
+        case 3: terms_one_##sfx##_n(d, x, 3, w, r, n); break;                                      \
+        default: terms_one_##sfx##_n(d, x, 4, w, r, n); break;     /* ROW_TERMS */                \
+        }                                                                                          \
+    }
+DEF_TERMS_ONE(f32, float)
+DEF_TERMS_ONE(f64, double)
+#undef DEF_TERMS_ONE
+
 typedef struct Adder {
     void (*at)(void *out, const int64_t *o, const void *src, int n);
     void (*step)(void *out, int64_t step, const void *src, int n);
@@ -1333,6 +1367,19 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         }
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
+            if (s->nterm && !p->span) {
+                const void *w[ROW_TERMS], *r[ROW_TERMS];
+                for (int q = 0; q < s->nterm; q++) {
+                    w[q] = t->cur[s->term[q].w];
+                    r[q] = t->cur[s->term[q].r];
+                }
+                if (s->esize == 4)
+                    terms_one_f32(d, a, s->nterm, w, r, m);
+                else
+                    terms_one_f64(d, a, s->nterm, w, r, m);
+                t->one_terms++;
+                break;
+            }
             if (s->nterm) {
                 eval_rows(p, t, s, d, a);
                 break;
@@ -1707,6 +1754,9 @@ static long copy_tiles;         /* fc_cpu_copy_tiles */
 long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELAXED); }
 static long stream_runs;        /* fc_cpu_stream_runs */
 static long chunk_copies;       /* fc_cpu_chunk_copies */
+static long one_term_passes;    /* fc_cpu_one_term_passes */
+
+long fc_cpu_one_term_passes(void) { return __atomic_load_n(&one_term_passes, __ATOMIC_RELAXED); }
 
 long fc_cpu_chunk_copies(void) { return __atomic_load_n(&chunk_copies, __ATOMIC_RELAXED); }
 
@@ -2269,6 +2319,10 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     for (int i = 0; i < nth && p->tcopy; i++) {
         __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
         th[i]->copy_tiles = 0;
+    }
+    for (int i = 0; i < nth && p->muladd_one; i++) {
+        __atomic_fetch_add(&one_term_passes, th[i]->one_terms, __ATOMIC_RELAXED);
+        th[i]->one_terms = 0;
     }
     for (int i = 0; i < nth && p->term >= 0; i++)
         __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);

@@ -197,7 +197,8 @@ typedef struct Step {
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
     uint8_t nterm;              /* weighted rows (plan_rowops, from a chain of MULADDs): a (or
                                    nothing, when a is absent) plus term[k], k < nterm, in that
-                                   order; else 0 */
+                                   order; outside a span, a chain of Step.one's MULADDs (each
+                                   term's w one value, r wide, no rowg); else 0 */
     bool rowdefer;              /* LOAD by rows read in place by its nterm reader: its buffer
                                    holds where the rows are (RowRef), not their values */
     int skip;                   /* the first of a run of steps not evaluated one by one (dead or
