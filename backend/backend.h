@@ -105,6 +105,10 @@ long fc_cpu_chunk_copies(void);
  * of one value per chunk, each chain one pass (cpu_plan.c's plan_rowops outside a span:
  * roi_align's four taps over a chunk of channels), over all backends, for tests. */
 long fc_cpu_one_term_passes(void);
+/* How many times the CPU executor copied a precomputed value out of its table to broadcast it
+ * (cpu_exec.c's pre_point; a value read at position 0 alone is pointed at instead), over all
+ * backends, for tests. */
+long fc_cpu_pre_copies(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

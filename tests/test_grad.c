@@ -478,6 +478,24 @@ START_TEST(one_term_chains)
 }
 END_TEST
 
+/* A precomputed value that its readers read at position 0 alone (roi_align's weights and
+ * coordinates, one per sample: cpu_plan.c's plan_pre) is pointed at in its table, not copied
+ * into a buffer at every point (cpu_exec.c's pre_point). The value checked is torchvision's
+ * roi_align (torch 1.13) at that position. */
+START_TEST(pre_values_pointed)
+{
+    long copies = fc_cpu_pre_copies();
+    run_ok("import vision\n"
+           "x = (arange(2 * 256 * 30 * 34, dtype=float32) * 0.37).sin().reshape(2, 256, 30, 34)\n"
+           "b = tensor([[0, 1.0, 2.0, 100.0, 90.0], [1, 30.0, 10.5, 80.0, 120.0]])\n"
+           "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
+           "y.stride()\n"
+           "assert abs(y[0, 5, 3, 4].item() - 0.9249998927) < 1e-6\n");
+    if (!golden_device())
+        ck_assert_int_eq(fc_cpu_pre_copies() - copies, 0);
+}
+END_TEST
+
 /* A scatter-add of where(m, v, 0) * w with m and w one value per row (cpu_plan.c's gated store:
  * rows where m is false add zeros, and are left out): where w is not finite there, the zero
  * times w is NaN and is added, as in PyTorch 1.13 (rows 0..9 of x.grad NaN, the others finite:
@@ -898,6 +916,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
     tcase_add_test(tc, one_term_chains);
+    tcase_add_test(tc, pre_values_pointed);
     tcase_add_test(tc, muladd_one_factor);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);

@@ -67,6 +67,7 @@ typedef struct Thread {
     long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
     long copy_tiles;            /* tiles of a tcopy copied whole (fc_cpu_copy_tiles) */
     long one_terms;             /* passes of Step.one's MULADDs in a chain (fc_cpu_one_term_passes) */
+    long pre_copies;            /* precomputed values broadcast out of their table (fc_cpu_pre_copies) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -1151,6 +1152,7 @@ static void pre_point(const Plan *p, Thread *t, const Step *s)
             t->tent[x - p->plist] = e - x->tstr * tx;
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
         if (x->w && !t->narrow) {
+            t->pre_copies++;
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
@@ -1168,6 +1170,7 @@ static void pre_point_term(const Plan *p, Thread *t, int j)
         const PreX *x = &p->plist[*k];
         const char *v = p->pretab + x->pre0 + (size_t)(t->tent[*k] + x->tstr * tx) * (size_t)x->esize;
         if (x->w && !t->narrow) {
+            t->pre_copies++;
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
@@ -1755,6 +1758,9 @@ long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELA
 static long stream_runs;        /* fc_cpu_stream_runs */
 static long chunk_copies;       /* fc_cpu_chunk_copies */
 static long one_term_passes;    /* fc_cpu_one_term_passes */
+static long pre_copies;         /* fc_cpu_pre_copies */
+
+long fc_cpu_pre_copies(void) { return __atomic_load_n(&pre_copies, __ATOMIC_RELAXED); }
 
 long fc_cpu_one_term_passes(void) { return __atomic_load_n(&one_term_passes, __ATOMIC_RELAXED); }
 
@@ -2323,6 +2329,10 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     for (int i = 0; i < nth && p->muladd_one; i++) {
         __atomic_fetch_add(&one_term_passes, th[i]->one_terms, __ATOMIC_RELAXED);
         th[i]->one_terms = 0;
+    }
+    for (int i = 0; i < nth && p->nplist > 0; i++) {
+        __atomic_fetch_add(&pre_copies, th[i]->pre_copies, __ATOMIC_RELAXED);
+        th[i]->pre_copies = 0;
     }
     for (int i = 0; i < nth && p->term >= 0; i++)
         __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);

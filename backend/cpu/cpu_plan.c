@@ -959,7 +959,8 @@ static FcStatus plan_runs(Plan *p, FcError *err)
             struct TabLoop *tl = p->ptl + (size_t)n * (size_t)p->L;
             int64_t str[FC_MAX_DIMS];
             shape_strides(p, s->deps, str);
-            *x = (PreX){.d = s->d, .w = !s->wide && s->fill ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
+            /* a value read at position 0 alone (a Step.one factor) is pointed at where it lies */
+            *x = (PreX){.d = s->d, .w = !s->wide && s->fill && s->fillw > 1 ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
                         .pre0 = s->pre0, .tvar = p->term >= 0 && (s->deps >> p->term & 1)};
             x->tstr = x->tvar ? str[p->term] : 0;
             for (uint64_t d = s->deps & ~p->ckmask; d; d &= d - 1) {
