@@ -261,11 +261,31 @@ START_TEST(test_alloc_cache)
         return;                 /* no cache under AddressSanitizer */
     size_t big = 24u << 20;
     void *a, *b, *c;
+    /* a block of a few huge pages fits its own request again wherever its mapping falls: glibc
+     * leaves up to a huge page past its end, by the mapping's place, which mappings of odd sizes
+     * between move (first, before this test's frees of larger blocks raise glibc's threshold for
+     * a mapped block) */
+    void *held[16], *spacer[16];
+    for (int i = 0; i < 16; i++) {
+        size_t sp = (size_t)(1 + 61 * i) * 4096, req = (size_t)(4 + i % 4) << 21;
+        spacer[i] = mmap(NULL, sp, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ck_assert_ptr_ne(spacer[i], MAP_FAILED);
+        ck_assert_int_eq(be->alloc(be, req, &a, &err), FC_OK);
+        be->free(be, a);
+        ck_assert_int_eq(be->alloc(be, req, &held[i], &err), FC_OK);
+        ck_assert_int_eq(fc_cpu_cache_hits(be), h0 + 1);
+        h0++;
+    }
+    for (int i = 0; i < 16; i++) {
+        be->free(be, held[i]);
+        munmap(spacer[i], (size_t)(1 + 61 * i) * 4096);
+    }
     /* a block of whole huge pages with more than an eighth of its request to spare (64 x 256 x
      * 14 x 14 floats: 12.25 MiB in 14) fits the same request again (that block, or one of its
-     * size an earlier test left: the hit is what counts) */
+     * size kept before: the hit is what counts) */
     size_t act = (size_t)64 * 256 * 14 * 14 * 4;
     ck_assert_int_eq(be->alloc(be, act, &a, &err), FC_OK);
+    h0 = fc_cpu_cache_hits(be);
     be->free(be, a);
     ck_assert_int_eq(be->alloc(be, act, &c, &err), FC_OK);
     ck_assert_int_eq(fc_cpu_cache_hits(be), h0 + 1);
@@ -276,7 +296,7 @@ START_TEST(test_alloc_cache)
     be->free(be, a);
     ck_assert_int_eq(be->alloc(be, 2 * big, &b, &err), FC_OK);       /* too large for it */
     ck_assert_int_eq(fc_cpu_cache_hits(be), h0);
-    ck_assert_int_eq(be->alloc(be, big / 2, &c, &err), FC_OK);       /* too small for it */
+    ck_assert_int_eq(be->alloc(be, 17u << 20, &c, &err), FC_OK);    /* too small for it */
     ck_assert_int_eq(fc_cpu_cache_hits(be), h0);
     be->free(be, c);
     ck_assert_int_eq(be->alloc(be, big - 4096, &c, &err), FC_OK);

@@ -68,13 +68,18 @@ enum { CACHE_MIN = 4 * HUGE_PAGE, SMALL_MIN = 1024, SMALL_MAX = 256 << 10 };
 
 /* A kept block of at least nbytes, at most an eighth more than a new one would be, or NULL. A
  * new large block is whole huge pages (fc_cpu_aligned_alloc): a 12.25 MiB request gets 14, and
- * measured against the request that block never fitted the same request again. */
+ * measured against the request that block never fitted the same request again. A kept block's
+ * size is what malloc_usable_size says, and glibc's aligned allocation of a mapped block keeps
+ * whatever the alignment left past its end: up to a huge page (and a page) more than asked,
+ * depending on where the mapping fell, so that slack is allowed too (without it the same
+ * request missed its own block now and then). */
 static void *cache_take(CpuBackend *be, size_t nbytes)
 {
     bool large = nbytes >= CACHE_MIN;
     if (!CPU_CACHE_ON || (!large && (nbytes < SMALL_MIN || nbytes > SMALL_MAX)))
         return NULL;
     size_t fresh = large ? (nbytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1) : nbytes;
+    size_t most = fresh + fresh / 8 + (large ? HUGE_PAGE + 4096 : 0);
     void *p = NULL;
     pthread_mutex_lock(&be->cache_mu);
     int *n = large ? &be->ncache : &be->nsmall;
@@ -82,7 +87,7 @@ static void *cache_take(CpuBackend *be, size_t nbytes)
     size_t *size = large ? be->cache_size : be->small_size;
     int best = -1;
     for (int i = 0; i < *n; i++)
-        if (size[i] >= nbytes && size[i] <= fresh + fresh / 8 && (best < 0 || size[i] < size[best]))
+        if (size[i] >= nbytes && size[i] <= most && (best < 0 || size[i] < size[best]))
             best = i;
     if (best >= 0) {
         p = blk[best];
