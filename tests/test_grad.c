@@ -294,6 +294,41 @@ START_TEST(staged_cotangent)
 }
 END_TEST
 
+/* The executor's test counters count each run once: a kernel run again (its plan and threads
+ * kept, kernel_cache.c) adds what that run did, as the first run did (thread_init starts each
+ * run's threads from zero; run_plan adds them up). roi_align's backward with the taps as terms
+ * and its cotangent staged: transposed blocks, later terms' skips and narrow skips. */
+START_TEST(counters_per_run)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 64 * 20 * 24, dtype=float32).reshape(2, 64, 20, 24) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0]])\n"
+        "y = vision.roi_align(x, b, (5, 6), 0.5, 0, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "x.grad.stride()\n";
+    if (golden_device())
+        return;
+    tdl_interp *T = golden_open(0);
+    ck_assert_ptr_nonnull(T);
+    T->I.fc->sched_off &= ~FC_SCHED_TERMS;
+    long d[2][3];
+    for (int r = 0; r < 2; r++) {
+        long b = fc_cpu_tload_blocks(), s = fc_cpu_term_skips(), z = fc_cpu_narrow_skips();
+        ck_assert_msg(tdl_run_string(T, prog, "counters") == TDL_OK, "%s", tdl_error_message(T));
+        d[r][0] = fc_cpu_tload_blocks() - b;
+        d[r][1] = fc_cpu_term_skips() - s;
+        d[r][2] = fc_cpu_narrow_skips() - z;
+    }
+    for (int c = 0; c < 3; c++) {
+        ck_assert_int_gt(d[0][c], 0);
+        ck_assert_int_eq(d[1][c], d[0][c]);
+    }
+    tdl_close(T);
+}
+END_TEST
+
 /* The executor's ways of moving bytes in a backward's kernels give the values they would give
  * otherwise: a computed value stored across the layout of what it reads (an NCHW tensor times
  * two plus one written into channels_last memory: its loads taken eight rows at a time through
@@ -913,6 +948,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, scatter_terms_one_kernel);
     tcase_add_test(tc, terms_held_along_level);
     tcase_add_test(tc, staged_cotangent);
+    tcase_add_test(tc, counters_per_run);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
     tcase_add_test(tc, one_term_chains);

@@ -2312,6 +2312,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
             th[i]->cur[j] = th[0]->cur[j];
     bool ok = fc_cpu_parallel_for(be, nth, ntasks, own ? task_owner : run.split ? task_block : task_units, &run,
                                   k->interrupt);
+    /* The test counters: each run's threads start from zero (thread_init), so a run adds its
+     * own counts, a plan run again as much as the first time (test_grad.c's counters_per_run). */
     if (p->mul_add)
         __atomic_fetch_add(&mul_add_runs, 1, __ATOMIC_RELAXED);
     if (p->muladd_one)
