@@ -97,6 +97,18 @@ long fc_cpu_stream_runs(void);
 /* How many tiles of sixteen units the CPU executor copied whole in transposing copies (cpu_exec.c's
  * copy_tile: NCHW made channels_last, or back), over all backends, for tests. */
 long fc_cpu_copy_tiles(void);
+/* How many runs of transposing copies the CPU executor took chunk by chunk, every tile of one
+ * chunk before the next (cpu_plan.h's Plan.tchunk: NCHW from channels-last), over all backends,
+ * for tests. */
+long fc_cpu_chunk_copies(void);
+/* How many passes over a chunk the CPU executor made for chains of multiply-adds with a factor
+ * of one value per chunk, each chain one pass (cpu_plan.c's plan_rowops outside a span:
+ * roi_align's four taps over a chunk of channels), over all backends, for tests. */
+long fc_cpu_one_term_passes(void);
+/* How many times the CPU executor copied a precomputed value out of its table to broadcast it
+ * (cpu_exec.c's pre_point; a value read at position 0 alone is pointed at instead), over all
+ * backends, for tests. */
+long fc_cpu_pre_copies(void);
 
 /* ---- the CUDA backend (backend/cuda/) ----
  * libcuda (the driver API) and libnvrtc are opened with dlopen at first use, so one binary runs

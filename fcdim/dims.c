@@ -1178,13 +1178,16 @@ FcStatus fc_contract(FcCtx *ctx, FcTensor *a, FcTensor *b, int nsum, FcDim *cons
         if (!summed && fc_level_of_dim(a, d) < 0)
             part_add(&ro, d);
     }
+    /* functorch.dim's dot: bmm over the lro dims, mm when there are none (a bfloat16 product
+     * rounds as the one torch calls does: fc_matmul) */
     const Part *pa[3] = {&lro, &lo, &lr}, *pb[3] = {&lro, &lr, &ro};
+    int np = lro.n ? 3 : 2, skip = 3 - np;
     FcTensor *x = NULL, *y = NULL, *r = NULL, *lazy = NULL;
     FcStatus st = lazy_product(ctx, a, b, &lro, &lo, &lr, &ro, &lazy, err);
     if (!st && !lazy)
-        st = dot_prepare(ctx, a, pa, 3, &x, err);
+        st = dot_prepare(ctx, a, pa + skip, np, &x, err);
     if (!st && !lazy)
-        st = dot_prepare(ctx, b, pb, 3, &y, err);
+        st = dot_prepare(ctx, b, pb + skip, np, &y, err);
     if (!st && !lazy)
         st = fc_matmul(ctx, x, y, &r, err);
     fc_tensor_release(x);

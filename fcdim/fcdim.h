@@ -807,7 +807,9 @@ typedef struct FcMmOperand {
 } FcMmOperand;
 
 typedef struct FcMatmul {
-    FcDType dtype;              /* float32, float64, int32, int64 */
+    FcDType dtype;              /* float32, float64, int32, int64; bfloat16 with round_steps */
+    bool round_steps;           /* bfloat16 (a CPU backend's): each product and each partial sum
+                                   rounded in order of k, as PyTorch's small CPU kernels do */
     int nbatch;
     int64_t batch[FC_MAX_DIMS];
     int64_t a_bstride[FC_MAX_DIMS], b_bstride[FC_MAX_DIMS], c_bstride[FC_MAX_DIMS];

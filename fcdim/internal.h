@@ -94,6 +94,10 @@ FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, F
 /* Unregisters a lazy tensor from the storages it reads (before its node is dropped). */
 void fc_tensor_drop_reads(FcTensor *t);
 
+/* The strides that view (oldshape, oldstride) as newshape (ATen's computeStride, as view and
+ * reshape use it), or false when no view can: reshape then copies. */
+bool fc_compute_stride(int on, const int64_t *oldshape, const int64_t *oldstride, int nn, const int64_t *newshape,
+                       int64_t *newstride);
 /* fc_expand's checks with its messages, without realising t (only its shape is read). */
 FcStatus fc_expand_check(const FcTensor *t, int ndim, const int64_t *shape, FcError *err);
 /* A scattered store (fcdim.h, FcKernel.scatter): index[g] is an int64 node over the levels of

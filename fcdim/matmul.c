@@ -65,6 +65,123 @@ static FcStatus record_product(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor *c
     return st;
 }
 
+/* ---- which kernel PyTorch 1.13's CPU runs a bfloat16 product with ----
+ *
+ * Its oneDNN gemm (use_mkldnn_bf16_matmul: more than 4096 multiply-adds, mkldnn/Utils.h's
+ * checksize) and cpublas's gemm_transa_ (a dot per element, in float) accumulate in float and
+ * round once, as fc_matmul's float32 product does; every other kernel it has for a small product
+ * (cpublas's gemm_notrans_, gemm_transb_, gemm_transab_, gemv, dot_naive and bmm's
+ * baddbmm_cpu_kernel) computes in c10::BFloat16, rounding each product and each partial sum in
+ * order of k (docs/language.md, "bfloat16 products"). */
+enum { BF16_ONEDNN_MIN = 16 * 16 * 16 };
+
+/* mm (addmm_impl_cpu_, LinearAlgebra.cpp) of A (m x k, strides sa) and B (k x n, strides sb) into
+ * a new contiguous C: true when it rounds every step. It runs C^T = B^T A^T column-major (C's
+ * transpose_c, unless n is 1), passing each operand as is ('n') or transposed ('t') by its strides
+ * (a copy when neither fits); only 't' for the first with 'n' for the second is gemm_transa_. */
+static bool bf16_mm_steps(int64_t m, int64_t k, int64_t n, const int64_t *sa, const int64_t *sb)
+{
+    if ((double)m * (double)k * (double)n > BF16_ONEDNN_MIN)
+        return false;
+    int64_t k1 = k > 1 ? k : 1, m1 = m > 1 ? m : 1, n1 = n > 1 ? n : 1;
+    bool ta, tb;
+    if (n != 1) {
+        ta = !(sb[1] == 1 && sb[0] >= n1) && sb[0] == 1 && sb[1] >= k1;
+        tb = !(sa[1] == 1 && sa[0] >= k1) && sa[0] == 1 && sa[1] >= m1;
+    } else {
+        ta = !(sa[0] == 1 && sa[1] >= m1);
+        tb = !(sb[0] == 1 && sb[1] >= k1);
+    }
+    return !(ta && !tb);
+}
+
+/* matmul's should_fold (LinearAlgebra.cpp): t of three dims or more with another of one or two is
+ * folded, unless t has three whose last two are transposed under a contiguous first (a
+ * permute(0, 2, 1)), which bmm takes. */
+static bool bf16_folds(const FcTensor *t, int nother)
+{
+    if (t->ndim < 3 || nother > 2)
+        return false;
+    return !(t->ndim == 3 && nother == 2 && t->strides[2] != 1 && t->strides[0] == t->shape[1] * t->shape[2]);
+}
+
+/* True when at::matmul(a, b) of bfloat16 on the CPU rounds every step: dot and mv by their
+ * sizes; a 2-D product (a vector first is one row, unsqueeze(0)'s strides) by bf16_mm_steps; a
+ * product of three or more dims with one of one or two mostly folds the larger's batch into its
+ * rows (reshape: a view when one fits, else a contiguous copy) for mm or mv (bf16_folds); the
+ * rest expand both to the common batch and reshape to three dims for bmm (bmm_out_or_baddbmm_,
+ * Blas.cpp): oneDNN above 4096 multiply-adds in all, baddbmm_cpu_kernel below 400 per item, else
+ * mm per item. */
+static bool bf16_rounds_steps(const FcTensor *a, const FcTensor *b)
+{
+    int na = a->ndim, nb = b->ndim;
+    const int64_t *sa = a->strides, *sb = b->strides;
+    if (na == 1 && nb == 1)
+        return a->shape[0] <= BF16_ONEDNN_MIN;
+    if (na == 2 && nb == 1)
+        return (double)a->shape[0] * (double)a->shape[1] <= BF16_ONEDNN_MIN;
+    if (na == 1 && nb == 2) {
+        int64_t row[2] = {a->shape[0] * sa[0], sa[0]};
+        return bf16_mm_steps(1, a->shape[0], b->shape[1], row, sb);
+    }
+    if (na == 2 && nb == 2)
+        return bf16_mm_steps(a->shape[0], a->shape[1], b->shape[1], sa, sb);
+    int64_t shape[FC_MAX_DIMS], stride[FC_MAX_DIMS], fshape[2], fstride[2];
+    if (bf16_folds(a, nb) || bf16_folds(b, na)) {
+        /* t1 (the larger, b transposed when it is b) folded to (rows, k); t2 the other (a
+         * transposed when it is a 2-D a). */
+        bool tr = nb > na;
+        const FcTensor *t1 = tr ? b : a, *t2 = tr ? a : b;
+        int n1 = t1->ndim;
+        memcpy(shape, t1->shape, (size_t)n1 * sizeof *shape);
+        memcpy(stride, t1->strides, (size_t)n1 * sizeof *stride);
+        if (tr) {
+            int64_t x = shape[n1 - 1], y = stride[n1 - 1];
+            shape[n1 - 1] = shape[n1 - 2], stride[n1 - 1] = stride[n1 - 2];
+            shape[n1 - 2] = x, stride[n1 - 2] = y;
+        }
+        fshape[1] = shape[n1 - 1];
+        fshape[0] = 1;
+        for (int d = 0; d < n1 - 1; d++)
+            fshape[0] *= shape[d];
+        if (!fc_compute_stride(n1, shape, stride, 2, fshape, fstride))
+            fc_contiguous_strides(2, fshape, fstride);
+        if (t2->ndim == 1)
+            return (double)fshape[0] * (double)fshape[1] <= BF16_ONEDNN_MIN;
+        int64_t s2[2] = {t2->strides[tr ? 1 : 0], t2->strides[tr ? 0 : 1]};
+        return bf16_mm_steps(fshape[0], fshape[1], t2->shape[tr ? 0 : 1], fstride, s2);
+    }
+    /* bmm of the operands (two dims or more) expanded to the common batch (stride 0 where a dim
+     * of one is expanded) and reshaped to three dims */
+    int nbatch = (na > nb ? na : nb) - 2;
+    int64_t batch[FC_MAX_DIMS], items = 1, m = a->shape[na - 2], k = a->shape[na - 1], n = b->shape[nb - 1];
+    for (int d = 0; d < nbatch; d++) {
+        int ia = d - (nbatch - (na - 2)), ib = d - (nbatch - (nb - 2));
+        int64_t ea = ia >= 0 ? a->shape[ia] : 1, eb = ib >= 0 ? b->shape[ib] : 1;
+        batch[d] = ea != 1 ? ea : eb;
+        items *= batch[d];
+    }
+    double madds = (double)m * (double)k * (double)n;
+    if ((double)items * madds > BF16_ONEDNN_MIN)
+        return false;
+    if (madds < 400)
+        return true;
+    int64_t ms[2][3];
+    for (int w = 0; w < 2; w++) {
+        const FcTensor *t = w ? b : a;
+        int off = nbatch - (t->ndim - 2);
+        for (int d = 0; d < nbatch + 2; d++) {
+            int j = d - off;
+            shape[d] = d < nbatch ? batch[d] : t->shape[j];
+            stride[d] = j < 0 || t->shape[j] != shape[d] ? 0 : t->strides[j];
+        }
+        int64_t rshape[3] = {items, shape[nbatch], shape[nbatch + 1]};
+        if (!fc_compute_stride(nbatch + 2, shape, stride, 3, rshape, ms[w]))
+            fc_contiguous_strides(3, rshape, ms[w]);
+    }
+    return bf16_mm_steps(m, k, n, ms[0] + 1, ms[1] + 1);
+}
+
 FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -141,9 +258,18 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
                            fc_dtype_torch_name(q->dtype));
         }
     }
-    if (fc_dtype_compute(a->dtype) != a->dtype) {
-        /* bfloat16 multiplies in float32 and rounds once (torch's CPU gemm accumulates in its
-         * opmath type); the narrow integers wrap, so int32 gives their bits. */
+    /* bfloat16 on the CPU as PyTorch's kernel for these operands rounds (bf16_rounds_steps: each
+     * step, or once as float32's product and CUDA's do); the narrow integers wrap, so int32 gives
+     * their bits. */
+    bool steps = false;
+    if (a->dtype == FC_BFLOAT16 && dev.type == FC_DEV_CPU) {
+        fc_tensor_place(a, dev);
+        fc_tensor_place(b, dev);
+        if ((st = fc_realize(ctx, a, err)) || (st = fc_realize(ctx, b, err)))
+            return st;
+        steps = bf16_rounds_steps(a, b);
+    }
+    if (!steps && fc_dtype_compute(a->dtype) != a->dtype) {
         FcDType cdt = fc_dtype_compute(a->dtype);
         FcTensor *ca = NULL, *cb = NULL, *cc = NULL;
         st = fc_cast(ctx, a, cdt, &ca, err);
@@ -173,6 +299,7 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     FcMatmul mm;
     memset(&mm, 0, sizeof mm);
     mm.dtype = a->dtype;
+    mm.round_steps = steps;
     mm.nbatch = nbatch;
     int64_t cstride = m * n;
     for (int i = nbatch - 1; i >= 0; i--) {

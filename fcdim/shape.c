@@ -276,8 +276,8 @@ static FcStatus infer_size(int nd, const int64_t *shape, int64_t numel, int64_t 
 
 /* computeStride: strides that let a tensor of (oldshape, oldstride) be viewed as newshape, or
  * false when some new dim would span two non-contiguous chunks. */
-static bool compute_stride(int on, const int64_t *oldshape, const int64_t *oldstride, int nn, const int64_t *newshape,
-                           int64_t *newstride)
+bool fc_compute_stride(int on, const int64_t *oldshape, const int64_t *oldstride, int nn, const int64_t *newshape,
+                       int64_t *newstride)
 {
     if (on == 0) {
         for (int d = 0; d < nn; d++)
@@ -332,7 +332,7 @@ static FcStatus view_or_reshape(FcCtx *ctx, FcTensor *t, int nd, const int64_t *
     s = fc_realize(ctx, t, err);
     if (s)
         return s;
-    if (compute_stride(t->ndim, t->shape, t->strides, nd, sz, st))
+    if (fc_compute_stride(t->ndim, t->shape, t->strides, nd, sz, st))
         return fc_as_strided(ctx, t, nd, sz, st, t->offset, out, err);
     if (!copy_ok)
         return fc_errf(err, FC_ERR_RUNTIME,
@@ -343,7 +343,7 @@ static FcStatus view_or_reshape(FcCtx *ctx, FcTensor *t, int nd, const int64_t *
     s = fc_clone(ctx, t, FC_MF_CONTIGUOUS, &c, err);
     if (s)
         return s;
-    compute_stride(c->ndim, c->shape, c->strides, nd, sz, st);
+    fc_compute_stride(c->ndim, c->shape, c->strides, nd, sz, st);
     s = fc_as_strided(ctx, c, nd, sz, st, c->offset, out, err);
     fc_tensor_release(c);
     return s;

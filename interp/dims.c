@@ -556,6 +556,66 @@ static bool is_dim_param(const char *name)
            strcmp(name, "start_dim") == 0 || strcmp(name, "end_dim") == 0;
 }
 
+/* matmul of x and y under one vmap level (dim d), as functorch's batch rules
+ * (BatchRulesLinearAlgebra.cpp) run it, for a vector or matrix by a vector or matrix: at::matmul of
+ * the operands with d first (bx, by: fc_batch_tensor's), an operand without d as it is (orig) and
+ * not expanded, so that a bfloat16 product rounds as torch's kernel for those operands does.
+ * dot_batch_rule: both batched, a row by a column per item; one, matmul(A_, B_.t()).
+ * tv_batch_rule (matrix @ vector): both, the vector a column per item; the matrix alone,
+ * matmul(A_, v); the vector alone, mm(A, v moved to (k, d)), whose result has d after its row
+ * dim. A vector first is a row (matmul's unsqueeze(0), mm_batch_rule). Other ranks: *done false. */
+static bool matmul_one_level(Interp *I, FcTensor *const *orig, FcTensor *bx, FcTensor *by, FcDim *d, bool *done,
+                             Value *out)
+{
+    bool hx = fc_level_of_dim(orig[0], d) >= 0, hy = fc_level_of_dim(orig[1], d) >= 0;
+    FcTensor *x = hx ? bx : orig[0], *y = hy ? by : orig[1], *xm = NULL, *ym = NULL, *r = NULL, *s = NULL;
+    int nx = x->ndim - hx, ny = y->ndim - hy;
+    if (nx < 1 || ny < 1 || nx > 2 || ny > 2) return true;
+    *done = true;
+    FcError e;
+    FcStatus st = FC_OK;
+    uint64_t squeeze = 0;
+    bool after = false;
+    int64_t tr[2] = {1, 0};
+    if (ny == 1 && hx && hy) {
+        /* a row (dot) or the matrix by a column per item */
+        if (nx == 1) st = fc_unsqueeze(I->fc, x, 1, &xm, &e);
+        else xm = fc_tensor_retain(x);
+        if (!st) st = fc_unsqueeze(I->fc, y, 2, &ym, &e);
+        squeeze = nx == 1 ? UINT64_C(6) : UINT64_C(4);
+    } else if (ny == 1 && hy) {
+        /* y^T: (k, d); a matrix x keeps its row dim before d */
+        xm = fc_tensor_retain(x);
+        st = fc_permute(I->fc, y, 2, tr, &ym, &e);
+        after = nx == 2;
+    } else if (ny == 1) {
+        xm = fc_tensor_retain(x);
+        ym = fc_tensor_retain(y);
+    } else {
+        /* a vector x is a row: (d, 1, k) or (1, k) */
+        if (nx == 1) st = fc_unsqueeze(I->fc, x, hx, &xm, &e);
+        else xm = fc_tensor_retain(x);
+        ym = fc_tensor_retain(y);
+        if (nx == 1) squeeze = (hx || hy) ? UINT64_C(2) : UINT64_C(1);
+    }
+    if (!st) st = fc_matmul(I->fc, xm, ym, &r, &e);
+    if (!st && squeeze) {
+        st = fc_squeeze(I->fc, r, squeeze, &s, &e);
+        fc_tensor_release(r);
+        r = s;
+    }
+    fc_tensor_release(xm);
+    fc_tensor_release(ym);
+    if (!tensor_check(I, st, &e)) {
+        fc_tensor_release(r);
+        return false;
+    }
+    FcLevels lv = {.n = r->ndim};
+    for (int k = 0; k < r->ndim; k++) lv.at[k] = NULL;
+    if (hx || hy) lv.at[after ? r->ndim - 1 : 0] = d;
+    return tensor_value_steal(I, r, out) && relabel(I, out, &lv, -1);
+}
+
 static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const char *name = sig->row->name;
@@ -572,13 +632,30 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (!tensor_check(I, fc_levels_batch(n, ts, &b, &nb, &e), &e)) return false;
     FcTensor *first = a[0].t ? a[0].t : a[0].ts ? a[0].ts[0] : NULL;
     int npos = first ? fc_tensor_npos(first) : 0;
+    /* matmul keeps its operands as they were for matmul_one_level (one dim); with more, matrix @
+     * vector with only the vector batched at the outermost level (the dim made last) puts that
+     * level after the result's positional dim (tv_batch_rule, as matmul_one_level says) */
+    FcTensor *orig[2] = {NULL, NULL};
+    bool mv_last = false;
+    if (strcmp(name, "matmul") == 0 && nb > 0 && a[0].t && a[1].t) {
+        mv_last = fc_tensor_npos(a[0].t) == 2 && fc_tensor_npos(a[1].t) == 1 &&
+                  fc_level_of_dim(a[0].t, b.at[nb - 1]) < 0 && fc_level_of_dim(a[1].t, b.at[nb - 1]) >= 0;
+        if (nb == 1) {
+            orig[0] = fc_tensor_retain(a[0].t);
+            orig[1] = fc_tensor_retain(a[1].t);
+        }
+    }
     /* self's positional rank decides negative dims, as the row would without dims */
     for (int k = 0; k < sig->nparams; k++) {
         const TensorParam *p = &sig->params[k];
         if (a[k].none) continue;
         if (a[k].t && !a[k].t->wrapped_number) {
             FcTensor *m;
-            if (!tensor_check(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) return false;
+            if (!tensor_check(I, fc_batch_tensor(I->fc, a[k].t, &b, &m, &e), &e)) {
+                fc_tensor_release(orig[0]);
+                fc_tensor_release(orig[1]);
+                return false;
+            }
             fc_tensor_release(a[k].t);
             a[k].t = m;
         }
@@ -629,6 +706,31 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         if (!tensor_check(I, fc_squeeze(I->fc, x, mask, &r, &e), &e)) return false;
         return tensor_value_steal(I, r, out) && relabel(I, out, &b, nb);
     }
+    if (orig[0]) {
+        bool done = false, ok = matmul_one_level(I, orig, a[0].t, a[1].t, b.at[0], &done, out);
+        fc_tensor_release(orig[0]);
+        fc_tensor_release(orig[1]);
+        if (!ok || done) return ok;
+    }
+    if (mv_last) {
+        /* the batched product below, its last batch dim moved after the row dim */
+        FcTensor *ym = NULL, *r = NULL, *q = NULL, *p = NULL;
+        FcLevels lv = b;
+        int64_t perm[FC_MAX_DIMS];
+        FcStatus st = fc_unsqueeze(I->fc, a[1].t, a[1].t->ndim, &ym, &e);
+        if (!st) st = fc_matmul(I->fc, a[0].t, ym, &r, &e);
+        if (!st) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - 1), &q, &e);
+        for (int k = 0; k < nb + 1; k++) perm[k] = k < nb - 1 ? k : k == nb - 1 ? nb : nb - 1;
+        if (!st) st = fc_permute(I->fc, q, nb + 1, perm, &p, &e);
+        fc_tensor_release(ym);
+        fc_tensor_release(r);
+        fc_tensor_release(q);
+        if (!tensor_check(I, st, &e)) return false;
+        lv.n = nb + 1;
+        lv.at[nb - 1] = NULL;
+        lv.at[nb] = b.at[nb - 1];
+        return tensor_value_steal(I, p, out) && relabel(I, out, &lv, -1);
+    }
     if (strcmp(name, "matmul") == 0) {
         /* a vector operand per batch item stays a vector: unsqueeze it, squeeze the result */
         FcTensor *x = a[0].t, *y = a[1].t, *xm = NULL, *ym = NULL, *r = NULL, *s = NULL;
@@ -638,6 +740,16 @@ static bool run_batch(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                              nx, ny);
         FcStatus st = nx == 1 ? fc_unsqueeze(I->fc, x, x->ndim - 1, &xm, &e) : (xm = fc_tensor_retain(x), FC_OK);
         if (!st) st = ny == 1 ? fc_unsqueeze(I->fc, y, y->ndim, &ym, &e) : (ym = fc_tensor_retain(y), FC_OK);
+        /* the operand with fewer positional dims gets ones after the batch dims, so that the
+         * positional batch dims broadcast against each other, not against the batch levels */
+        while (!st && xm->ndim != ym->ndim) {
+            FcTensor **lo = xm->ndim < ym->ndim ? &xm : &ym, *u;
+            st = fc_unsqueeze(I->fc, *lo, nb, &u, &e);
+            if (!st) {
+                fc_tensor_release(*lo);
+                *lo = u;
+            }
+        }
         if (!st) st = fc_matmul(I->fc, xm, ym, &r, &e);
         if (!st && nx == 1) st = fc_squeeze(I->fc, r, UINT64_C(1) << (r->ndim - 2), &s, &e);
         if (!st && nx == 1) {

@@ -439,6 +439,15 @@ bool tensor_scalar_fits(Interp *I, FcScalar s, FcDType sdt, FcDType dt, bool cxx
                      cxx_name ? fc_dtype_cxx_name(dt) : fc_dtype_name(dt));
 }
 
+/* A 0-dim tensor written where torch takes its item() as a number (fill_, masked_fill_, setitem's
+ * fill): the number's range checked against dt, as tensor_scalar_fits. */
+bool tensor_item_fits(Interp *I, FcTensor *t, FcDType dt)
+{
+    FcScalar s;
+    FcError e;
+    return tensor_check(I, fc_item(I->fc, t, &s, &e), &e) && tensor_scalar_fits(I, s, t->dtype, dt, true);
+}
+
 /* The value of a 0-dim tensor passed where a number is expected (int / Scalar parameters). */
 static bool zero_dim_item(Interp *I, Value v, FcScalar *s, FcDType *dt)
 {
@@ -1330,6 +1339,26 @@ bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
 }
 
+/* Whether t[x] = a 0-dim value is torch's copy_to fill_(value), which takes the value's item as a
+ * number and checks its range: no index is advanced (a 0-dim integer tensor selects, as an int)
+ * and the view written is not 0-dim itself (that one is a copy_). */
+static bool setitem_fills(const FcTensor *t, const Index *x)
+{
+    int ndim = t->ndim;
+    for (int k = 0; k < x->n; k++) {
+        const FcIndex *ix = &x->ix[k];
+        if (ix->kind == FC_IX_INT || (ix->kind == FC_IX_TENSOR && ix->t->ndim == 0 &&
+                                      !fc_dtype_is_float(ix->t->dtype) && ix->t->dtype != FC_BOOL &&
+                                      ix->t->dtype != FC_UINT8))
+            ndim--;
+        else if (ix->kind == FC_IX_NONE)
+            ndim++;
+        else if (ix->kind == FC_IX_TENSOR || ix->kind == FC_IX_BOOL)
+            return false;
+    }
+    return ndim != 0;
+}
+
 bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
 {
     FcTensor *t = as_tensor(v), *val = NULL;
@@ -1377,6 +1406,10 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
     Index x;
     bool ok = index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x);
     if (ok && !warn_uint8_index(I, &x, val->ndim == 0)) {
+        index_free(&x);
+        ok = false;
+    } else if (ok && !is_number(value) && val->ndim == 0 && val->device.type == FC_DEV_CPU &&
+               setitem_fills(t, &x) && !tensor_item_fits(I, val, t->dtype)) {
         index_free(&x);
         ok = false;
     } else if (ok) {

@@ -143,10 +143,12 @@ bool tensor_dim_mask(Interp *I, const FcTensor *t, const TensorArg *dim, uint64_
 bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev, FcTensor **out);
 /* Scalar value s (of kind sdt) converted to dtype dt. */
 FcScalar tensor_scalar_as(FcScalar s, FcDType sdt, FcDType dt);
-/* c10::checked_convert of a number s (of kind sdt) into a narrow dtype dt (uint8, int8, int16,
- * float16, bfloat16): false, with torch's RuntimeError raised, when it overflows dt. The
+/* c10::checked_convert of a number s (of kind sdt) into dt: false, with torch's RuntimeError
+ * raised, when it overflows dt (float64 and bool take every number). The
  * tensor() constructor names the type as a dtype ("uint8"), a fill as a C++ type ("uint8_t"). */
 bool tensor_scalar_fits(Interp *I, FcScalar s, FcDType sdt, FcDType dt, bool cxx_name);
+/* The same for the item of a 0-dim tensor that torch takes as a number (fill_, masked_fill_). */
+bool tensor_item_fits(Interp *I, FcTensor *t, FcDType dt);
 
 /* Runs a bound row (its generic lowering or impl) on plain arguments. */
 bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);

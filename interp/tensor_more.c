@@ -1054,6 +1054,10 @@ static bool masked_fill(Interp *I, TensorArg *a, FcTensor **out)
                              "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
                              a[2].t->ndim);
         }
+        if (!tensor_item_fits(I, a[2].t, self->dtype)) {
+            fc_tensor_release(mask);
+            return false;
+        }
         st = fc_cast(I->fc, a[2].t, self->dtype, &v, &e);
     } else {
         if (!tensor_scalar_fits(I, a[2].s, a[2].sdt, self->dtype, true)) {
@@ -1426,6 +1430,7 @@ bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         if (a[1].t->ndim != 0)
             return err_raise(I, TDL_ERR_RUNTIME,
                              "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.", a[1].t->ndim);
+        if (!tensor_item_fits(I, a[1].t, self->dtype)) return false;
         st = fc_cast(I->fc, a[1].t, self->dtype, &v, &e);
     } else {
         if (!tensor_scalar_fits(I, a[1].s, a[1].sdt, self->dtype, true)) return false;

@@ -358,14 +358,15 @@ END_TEST
 
 /* The transposing copies of roi_align's forward and backward (NCHW made channels_last, and the
  * channels-last gradient back to NCHW) go a tile of sixteen rows at a time (cpu_exec.c's
- * copy_tile), written past the caches when large (Plan.tstream): the values are the input's, for
- * channels that fill the tile's blocks and for those that do not, at 1, 2 and 3 threads. */
+ * copy_tile), written past the caches when large (Plan.tstream), the way back chunk by chunk
+ * (Plan.tchunk): the values are the input's, for channels that fill the tile's blocks and for
+ * those that do not, at 1, 2 and 3 threads. */
 START_TEST(transposing_copies_tiled)
 {
     for (int t = 1; t <= 3; t++) {
         char nth[2] = {(char)('0' + t), 0};
         setenv("TDL_NUM_THREADS", nth, 1);
-        long tiles = fc_cpu_copy_tiles(), streams = fc_cpu_stream_runs();
+        long tiles = fc_cpu_copy_tiles(), streams = fc_cpu_stream_runs(), chunks = fc_cpu_chunk_copies();
         run_ok("for c, h, w in ((256, 96, 100), (40, 11, 13), (24, 16, 17)):\n"
                "    x = (arange(2 * c * h * w, dtype=float32) * 0.37).sin().reshape(2, c, h, w)\n"
                "    y = x.contiguous(memory_format=channels_last)\n"
@@ -379,6 +380,7 @@ START_TEST(transposing_copies_tiled)
         if (!golden_device()) {
             ck_assert_msg(fc_cpu_copy_tiles() > tiles, "no tile was copied whole");
             ck_assert_msg(fc_cpu_stream_runs() >= streams + 2, "the large copies were not streamed");
+            ck_assert_msg(fc_cpu_chunk_copies() >= chunks + 2, "the copies back to NCHW were not taken chunk by chunk");
         }
     }
     unsetenv("TDL_NUM_THREADS");
@@ -444,6 +446,88 @@ START_TEST(muladd_one_factor)
                   "roi_align's forward: different bits at 1, 2 and 4 threads");
     for (int i = 0; i < 3; i++)
         free(bits[i]);
+}
+END_TEST
+
+/* A chain of multiply-adds whose factors hold one value per chunk (roi_align's four taps, each
+ * a row of channels times its bilinear weight) is one pass over each chunk (cpu_plan.c's
+ * plan_rowops outside a span, cpu_exec.c's terms_one): 300 rows of 257 values are two chunks
+ * each, so one pass per chunk is 600 a kernel, where a pass per tap would be 2400. The sums are
+ * those of the products stored first and added one after the other (no contraction), with and
+ * without an x, in float32 and float64, at 1 and 2 threads; roi_align's forward at 256
+ * channels takes it. */
+START_TEST(one_term_chains)
+{
+    for (int t = 1; t <= 2; t++) {
+        setenv("TDL_NUM_THREADS", t == 1 ? "1" : "2", 1);
+        for (int dt = 0; dt < 2; dt++) {
+            char code[1400];
+            snprintf(code, sizeof code,
+                     "dt = %s\n"
+                     "r = [(arange(300 * 257, dtype=dt) * (0.37 + 0.1 * k)).sin().reshape(300, 257) for k in range(5)]\n"
+                     "w = [(arange(300, dtype=dt) * (0.11 + 0.05 * k)).cos().reshape(300, 1) * 3.0 for k in range(5)]\n"
+                     "p = [r[k] * w[k] for k in range(5)]\n"
+                     "for q in p:\n"
+                     "    q.stride()\n"
+                     "s = p[0] + p[1]\n"
+                     "s.stride()\n"
+                     "s = s + p[2]\n"
+                     "s.stride()\n"
+                     "s3 = s + p[3]\n"
+                     "s3.stride()\n"
+                     "x = r[4] + p[0]\n"
+                     "x.stride()\n"
+                     "x = x + p[1]\n"
+                     "x.stride()\n"
+                     "x = x + p[2]\n"
+                     "x.stride()\n",
+                     dt ? "float64" : "float32");
+            tdl_interp *T = golden_open(0);
+            ck_assert_ptr_nonnull(T);
+            ck_assert_msg(tdl_run_string(T, code, "setup") == TDL_OK, "%s", tdl_error_message(T));
+            long passes = fc_cpu_one_term_passes();
+            ck_assert_msg(tdl_run_string(T, "z = r[0] * w[0] + r[1] * w[1] + r[2] * w[2] + r[3] * w[3]\nz.stride()\n",
+                                         "chain") == TDL_OK, "%s", tdl_error_message(T));
+            if (!golden_device() && t == 1)
+                ck_assert_int_eq(fc_cpu_one_term_passes() - passes, 600);
+            passes = fc_cpu_one_term_passes();
+            ck_assert_msg(tdl_run_string(T, "zx = r[4] + r[0] * w[0] + r[1] * w[1] + r[2] * w[2]\nzx.stride()\n",
+                                         "chain") == TDL_OK, "%s", tdl_error_message(T));
+            if (!golden_device() && t == 1)
+                ck_assert_int_eq(fc_cpu_one_term_passes() - passes, 600);
+            ck_assert_msg(tdl_run_string(T, "assert bool((z == s3).all()) and bool((zx == x).all())\n"
+                                            "assert z.dtype == dt and not bool((z == s).all())\n", "check") == TDL_OK,
+                          "%s", tdl_error_message(T));
+            tdl_close(T);
+        }
+    }
+    long passes = fc_cpu_one_term_passes();
+    run_ok("import vision\n"
+           "x = (arange(2 * 256 * 30 * 34, dtype=float32) * 0.37).sin().reshape(2, 256, 30, 34)\n"
+           "b = tensor([[0, 1.0, 2.0, 100.0, 90.0], [1, 30.0, 10.5, 80.0, 120.0]])\n"
+           "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
+           "y.stride()\n");
+    unsetenv("TDL_NUM_THREADS");
+    if (!golden_device())
+        ck_assert_msg(fc_cpu_one_term_passes() > passes, "roi_align's forward took a pass per tap");
+}
+END_TEST
+
+/* A precomputed value that its readers read at position 0 alone (roi_align's weights and
+ * coordinates, one per sample: cpu_plan.c's plan_pre) is pointed at in its table, not copied
+ * into a buffer at every point (cpu_exec.c's pre_point). The value checked is torchvision's
+ * roi_align (torch 1.13) at that position. */
+START_TEST(pre_values_pointed)
+{
+    long copies = fc_cpu_pre_copies();
+    run_ok("import vision\n"
+           "x = (arange(2 * 256 * 30 * 34, dtype=float32) * 0.37).sin().reshape(2, 256, 30, 34)\n"
+           "b = tensor([[0, 1.0, 2.0, 100.0, 90.0], [1, 30.0, 10.5, 80.0, 120.0]])\n"
+           "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
+           "y.stride()\n"
+           "assert abs(y[0, 5, 3, 4].item() - 0.9249998927) < 1e-6\n");
+    if (!golden_device())
+        ck_assert_int_eq(fc_cpu_pre_copies() - copies, 0);
 }
 END_TEST
 
@@ -867,6 +951,8 @@ Suite *grad_suite(void)
     tcase_add_test(tc, counters_per_run);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
+    tcase_add_test(tc, one_term_chains);
+    tcase_add_test(tc, pre_values_pointed);
     tcase_add_test(tc, muladd_one_factor);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);

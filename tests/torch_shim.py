@@ -204,6 +204,7 @@ def main():
     with open(script) as f:
         src = f.read()
     torch.set_printoptions(profile="default")
+    sys.modules.setdefault("nn", torch.nn.functional)     # `import nn`: tdl's stdlib nn has its names
     register_source(os.path.basename(script), src)
     code = compile(src, os.path.basename(script), "exec")
     exec(code, namespace(os.path.basename(script), sys.argv[2:]))

@@ -66,6 +66,8 @@ typedef struct Thread {
     int tlb_n;
     long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
     long copy_tiles;            /* tiles of a tcopy copied whole (fc_cpu_copy_tiles) */
+    long one_terms;             /* passes of Step.one's MULADDs in a chain (fc_cpu_one_term_passes) */
+    long pre_copies;            /* precomputed values broadcast out of their table (fc_cpu_pre_copies) */
     int64_t err_task;           /* the task that failed, or -1 */
     FcStatus status;
     FcError err;
@@ -775,6 +777,39 @@ DEF_MUL_ADD(f64, double)
 DEF_MULADD_ONE(f32, float)
 DEF_MULADD_ONE(f64, double)
 
+/* d[i] = x[i] + r[0][i] * w[0] + ... + r[nt - 1][i] * w[nt - 1] (no x when NULL), added in that
+ * order, each w a value of one (Step.one's MULADDs in a chain, plan_rowops outside a span): the
+ * products and sums of muladd_one's passes, one pass. Inlined with nt a constant. */
+#define DEF_TERMS_ONE(sfx, T)                                                                      \
+    static inline __attribute__((always_inline)) void terms_one_##sfx##_n(                         \
+        T *restrict d, const T *restrict x, const int nt, const void *const *w, const void *const *r, int n) \
+    {                                                                                              \
+        const T *restrict r0 = r[0], *restrict r1 = r[nt > 1], *restrict r2 = r[nt > 2 ? 2 : 0];   \
+        const T *restrict r3 = r[nt > 3 ? 3 : 0];                                                  \
+        T c0 = *(const T *)w[0], c1 = *(const T *)w[nt > 1], c2 = *(const T *)w[nt > 2 ? 2 : 0];   \
+        T c3 = *(const T *)w[nt > 3 ? 3 : 0];                                                      \
+        if (!x) {                                                                                  \
+            CHUNK_LOOP(n, T a = r0[i] * c0; if (nt > 1) a = a + r1[i] * c1;                        \
+                       if (nt > 2) a = a + r2[i] * c2; if (nt > 3) a = a + r3[i] * c3; d[i] = a);  \
+            return;                                                                                \
+        }                                                                                          \
+        CHUNK_LOOP(n, T a = x[i] + r0[i] * c0; if (nt > 1) a = a + r1[i] * c1;                     \
+                   if (nt > 2) a = a + r2[i] * c2; if (nt > 3) a = a + r3[i] * c3; d[i] = a);      \
+    }                                                                                              \
+    CPU_CLONES static void terms_one_##sfx(void *d, const void *x, int nt, const void *const *w,  \
+                                           const void *const *r, int n)                            \
+    {                                                                                              \
+        switch (nt) {                                                                              \
+        case 1: terms_one_##sfx##_n(d, x, 1, w, r, n); break;                                      \
+        case 2: terms_one_##sfx##_n(d, x, 2, w, r, n); break;                                      \
+        case 3: terms_one_##sfx##_n(d, x, 3, w, r, n); break;                                      \
+        default: terms_one_##sfx##_n(d, x, 4, w, r, n); break;     /* ROW_TERMS */                \
+        }                                                                                          \
+    }
+DEF_TERMS_ONE(f32, float)
+DEF_TERMS_ONE(f64, double)
+#undef DEF_TERMS_ONE
+
 typedef struct Adder {
     void (*at)(void *out, const int64_t *o, const void *src, int n);
     void (*step)(void *out, int64_t step, const void *src, int n);
@@ -1117,6 +1152,7 @@ static void pre_point(const Plan *p, Thread *t, const Step *s)
             t->tent[x - p->plist] = e - x->tstr * tx;
         const char *v = p->pretab + x->pre0 + (size_t)e * (size_t)x->esize;
         if (x->w && !t->narrow) {
+            t->pre_copies++;
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
@@ -1134,6 +1170,7 @@ static void pre_point_term(const Plan *p, Thread *t, int j)
         const PreX *x = &p->plist[*k];
         const char *v = p->pretab + x->pre0 + (size_t)(t->tent[*k] + x->tstr * tx) * (size_t)x->esize;
         if (x->w && !t->narrow) {
+            t->pre_copies++;
             fc_cpu_broadcast(t->buf[x->d], v, (size_t)x->esize, x->w);
             v = t->buf[x->d];
         }
@@ -1333,6 +1370,19 @@ static bool eval(const Plan *p, Thread *t, int from, int to, int64_t i0, int n)
         }
         default: {
             const void *a = t->cur[s->a], *b = t->cur[s->b], *c = t->cur[s->c];
+            if (s->nterm && !p->span) {
+                const void *w[ROW_TERMS], *r[ROW_TERMS];
+                for (int q = 0; q < s->nterm; q++) {
+                    w[q] = t->cur[s->term[q].w];
+                    r[q] = t->cur[s->term[q].r];
+                }
+                if (s->esize == 4)
+                    terms_one_f32(d, a, s->nterm, w, r, m);
+                else
+                    terms_one_f64(d, a, s->nterm, w, r, m);
+                t->one_terms++;
+                break;
+            }
             if (s->nterm) {
                 eval_rows(p, t, s, d, a);
                 break;
@@ -1417,13 +1467,23 @@ static void chunk_at(const Plan *p, int64_t c, int64_t *i0, int *n)
 /* Positions t at unit u of a store or vertical reduction: the kept loops at t->idx, and the
  * chunks [*c0, *c0 + *nc) along the chunk loop. Units are numbered over the kept loops and the
  * groups of p->group chunks, the last kept loop (lk) taken in tiles of p->tile indices: the
- * units of one tile share their chunks, so that a load running along lk reuses cache lines. */
+ * units of one tile share their chunks, so that a load running along lk reuses cache lines
+ * (Plan.tchunk: a chunk's tiles one after the other, the chunks outside). */
 /* Where unit u lies in its tile: lk's index is *first + *row, of the tile's *rows, over group
  * *grp of chunks; returns the number of the outer kept loops' point. */
 static int64_t tile_place(const Plan *p, int64_t u, int64_t *first, int64_t *row, int64_t *rows, int64_t *grp)
 {
     int64_t e = p->lk >= 0 ? p->ext[p->lk] : 1, g = p->ngroup, tl = p->tile;
-    int64_t r = u % (e * g), tile = r / (tl * g), rr = r % (tl * g);
+    int64_t r = u % (e * g);
+    if (p->tchunk) {
+        int64_t l = r % e;
+        *grp = r / e;
+        *first = l / tl * tl;
+        *rows = e - *first < tl ? e - *first : tl;
+        *row = l - *first;
+        return u / (e * g);
+    }
+    int64_t tile = r / (tl * g), rr = r % (tl * g);
     *first = tile * tl;
     *rows = e - *first < tl ? e - *first : tl;
     *row = rr % *rows;
@@ -1666,10 +1726,16 @@ static void copy_tile(const Plan *p, Thread *t, int64_t u)
             }
         } else {
             /* rows far apart (NCHW from channels-last): eight at a time, each written whole:
-             * sixteen side by side lose the write-combining */
+             * sixteen side by side lose the write-combining. Chunk by chunk (Plan.tchunk), the
+             * next tile reads the next line of each of these input rows: fetched now, as the
+             * prefetchers do not follow rows a stride apart */
+            bool ahead = p->tchunk && t->idx[p->lk] + 32 <= p->ext[p->lk];
             for (int h = 0; h < 16; h += 8)
-                for (j = 0; j + 16 <= n; j += 16)
+                for (j = 0; j + 16 <= n; j += 16) {
+                    for (int k = 0; k < 16 && ahead && h == 0; k++)
+                        __builtin_prefetch(src + (j + k) * sld + 16);
                     transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+                }
         }
         if (j < n)
             store_transposed(dst + (int64_t)j * 4, src + j * sld, n - j, 16, sld, ld, 4);
@@ -1690,6 +1756,15 @@ static long copy_tiles;         /* fc_cpu_copy_tiles */
 
 long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELAXED); }
 static long stream_runs;        /* fc_cpu_stream_runs */
+static long chunk_copies;       /* fc_cpu_chunk_copies */
+static long one_term_passes;    /* fc_cpu_one_term_passes */
+static long pre_copies;         /* fc_cpu_pre_copies */
+
+long fc_cpu_pre_copies(void) { return __atomic_load_n(&pre_copies, __ATOMIC_RELAXED); }
+
+long fc_cpu_one_term_passes(void) { return __atomic_load_n(&one_term_passes, __ATOMIC_RELAXED); }
+
+long fc_cpu_chunk_copies(void) { return __atomic_load_n(&chunk_copies, __ATOMIC_RELAXED); }
 
 long fc_cpu_stream_runs(void) { return __atomic_load_n(&stream_runs, __ATOMIC_RELAXED); }
 
@@ -2253,10 +2328,20 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
         th[i]->copy_tiles = 0;
     }
+    for (int i = 0; i < nth && p->muladd_one; i++) {
+        __atomic_fetch_add(&one_term_passes, th[i]->one_terms, __ATOMIC_RELAXED);
+        th[i]->one_terms = 0;
+    }
+    for (int i = 0; i < nth && p->nplist > 0; i++) {
+        __atomic_fetch_add(&pre_copies, th[i]->pre_copies, __ATOMIC_RELAXED);
+        th[i]->pre_copies = 0;
+    }
     for (int i = 0; i < nth && p->term >= 0; i++)
         __atomic_fetch_add(&term_skips, th[i]->term_skips, __ATOMIC_RELAXED);
     if (p->stream || p->tstream)
         __atomic_fetch_add(&stream_runs, 1, __ATOMIC_RELAXED);
+    if (p->tchunk)
+        __atomic_fetch_add(&chunk_copies, 1, __ATOMIC_RELAXED);
     Thread *bad = NULL;
     for (int i = 0; i < nth; i++)
         if (th[i]->err_task >= 0 && (!bad || th[i]->err_task < bad->err_task))

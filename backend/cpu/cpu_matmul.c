@@ -1,7 +1,8 @@
 /* cpu_matmul.c — batched strided matrix products C[b] = A[b] @ B[b] for float32, float64, int32
- * and int64, the way a BLAS does them: blocks of B (KC x NC) and A (MC x KC) packed into
- * contiguous panels, a register-blocked MR x NR micro-kernel accumulating over the packed K
- * dimension (on a machine with AVX-512, MR x 4 NR tiles of 64-byte vectors over the same panels),
+ * and int64 (and bfloat16 rounded at every step: mm_bf16_steps), the way a BLAS does them: blocks
+ * of B (KC x NC) and A (MC x KC) packed into contiguous panels, a register-blocked MR x NR
+ * micro-kernel accumulating over the packed K dimension (on a machine with AVX-512, MR x 4 NR
+ * tiles of 64-byte vectors over the same panels),
  * the C block kept in a contiguous buffer and written out through C's strides once.
  *
  * float32 accumulates in float32 (as BLAS does), floats by fused multiply-adds; integers
@@ -845,10 +846,52 @@ DEF_GEMM(f64, double, double)
 DEF_GEMM(i32, int32_t, uint32_t)
 DEF_GEMM(i64, int64_t, uint64_t)
 
+/* c10::BFloat16(float) on the host (round_to_nearest_even): a NaN is 0x7FC0. */
+static inline uint16_t bf16_scalar(float f)
+{
+    return f != f ? 0x7FC0 : fc_f32_to_bf16(f);
+}
+
+/* A bfloat16 product with round_steps, as PyTorch 1.13's scalar CPU kernels for small products
+ * compute it in c10::BFloat16 (cpublas gemm_notrans_, gemm_transb_ and gemm_transab_, gemv,
+ * dot_naive, baddbmm_cpu_kernel): from +0, each product and each partial sum rounded, in order of
+ * k. Only products of at most 4096 multiply-adds in all come here (fc_matmul), so one plain loop. */
+static void mm_bf16_steps(const FcMatmul *m, int64_t nbatch)
+{
+    const uint16_t *a = m->a, *b = m->b;
+    uint16_t *c = m->c;
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        int64_t ao, bo, co;
+        batch_offsets(m, bi, &ao, &bo, &co);
+        for (int64_t i = 0; i < m->m; i++)
+            for (int64_t j = 0; j < m->n; j++) {
+                uint16_t acc = 0;
+                for (int64_t l = 0; l < m->k; l++) {
+                    float x = fc_bf16_to_f32(a[ao + i * m->a_rs + l * m->a_cs]);
+                    float y = fc_bf16_to_f32(b[bo + l * m->b_rs + j * m->b_cs]);
+                    acc = bf16_scalar(fc_bf16_to_f32(acc) + fc_bf16_to_f32(bf16_scalar(x * y)));
+                }
+                c[co + i * m->c_rs + j * m->c_cs] = acc;
+            }
+    }
+}
+
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
 {
     CpuTaskFn fn, pack;
     size_t es;
+    if (m->round_steps) {
+        if (m->dtype != FC_BFLOAT16 || m->epi || m->a_ix || m->b_ix || m->nbatch < 0 || m->nbatch > FC_MAX_DIMS ||
+            m->m < 0 || m->n < 0 || m->k < 0) {
+            snprintf(err->msg, sizeof err->msg, "cpu matmul: malformed product");
+            return FC_ERR_VALUE;
+        }
+        int64_t nbatch = 1;
+        for (int d = 0; d < m->nbatch; d++)
+            nbatch *= m->batch[d];
+        mm_bf16_steps(m, nbatch);
+        return FC_OK;
+    }
     switch (m->dtype) {
     case FC_FLOAT32: fn = mm_task_f32; pack = pack_task_f32; es = sizeof(float); break;
     case FC_FLOAT64: fn = mm_task_f64; pack = pack_task_f64; es = sizeof(double); break;

@@ -645,22 +645,51 @@ static bool row_product(const Plan *p, const Step *s, const int *reads, int *w, 
  * a chain of MULADDs (a sum of taps) is one pass. Last, a weight that is a product only its
  * term reads, recomputed at every evaluation anyway (not memoised), is computed row by row in
  * that pass from its factors (bilinear weights: hy * hx): how the weights' widening tables
- * factor is the CPU's layout. Runs after the marks, before memoisation and buffers (which see
- * the new operands). False when out of memory. */
+ * factor is the CPU's layout. Outside a span, the MULADDs with a factor of one value per chunk
+ * (Step.one) that make a chain (one_term) become terms the same way, and a chain one step.
+ * Runs after the marks, before memoisation and buffers (which see the new operands). False
+ * when out of memory. */
 static void row_term(Plan *p, Step *s, int x, int w, int g)
 {
-    p->steps[g].rowdefer = true;
+    p->steps[g].rowdefer = p->span != 0;
     s->nterm = 1;
     s->term[0] = (RowTerm){.w = w, .v = -1, .r = g};
     s->rowg = g;
     s->a = x;
     s->b = -1;
     s->c = -1;
+    s->one = 0;
+}
+
+/* Outside a span, whether step s, a MULADD with a factor of one value per chunk (Step.one),
+ * adds to an x that is another such step only it reads, or is that x (a chain of them: the
+ * four taps of roi_align's sample over a chunk of channels, w0 * r0 + w1 * r1 + ...): made a
+ * term (the value at *w, the wide factor at *g), the chain becomes one step of terms, one pass
+ * over the chunk instead of one per tap (eval_terms_one). reads[]: as for row_product. */
+static bool one_term(const Plan *p, const Step *s, const int *reads, int *w, int *g)
+{
+    if (!s->one || s->dead || s->widens)
+        return false;
+    bool chained = false;
+    if (s->a >= 0) {
+        const Step *x = &p->steps[s->a];
+        chained = (x->one || x->nterm) && reads[s->a] == 1 && x->parent == s->parent && !x->widens;
+    }
+    for (int j = 0; j < p->nsteps && !chained; j++) {
+        const Step *r = &p->steps[j];
+        chained = r->one && r->a >= 0 && &p->steps[r->a] == s && reads[r->a] == 1 && r->parent == s->parent &&
+                  !r->widens;
+    }
+    if (!chained)
+        return false;
+    *w = s->one == 1 ? s->b : s->c;
+    *g = s->one == 1 ? s->c : s->b;
+    return true;
 }
 
 static bool plan_rowops(Plan *p)
 {
-    if (!p->span)
+    if (!p->span && (!p->muladd_one || p->scatter))
         return true;
     int *reads = mem_calloc((size_t)p->nsteps + 1, sizeof *reads);
     if (!reads)
@@ -677,14 +706,15 @@ static bool plan_rowops(Plan *p)
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         int w, g;
-        if (row_product(p, s, reads, &w, &g))
+        if (p->span ? row_product(p, s, reads, &w, &g) : one_term(p, s, reads, &w, &g))
             row_term(p, s, s->a, w, g);
     }
     for (int j = p->ninv; j < p->nsteps; j++) {
         Step *s = &p->steps[j];
         Step *x = s->nterm && s->a >= 0 ? &p->steps[s->a] : NULL;
         if (!x || !x->nterm || reads[s->a] != 1 || x->parent != s->parent || x->nterm + s->nterm > ROW_TERMS ||
-            p->steps[x->rowg].rows != p->steps[s->rowg].rows || p->steps[x->rowg].rlen != p->steps[s->rowg].rlen)
+            (p->span && (p->steps[x->rowg].rows != p->steps[s->rowg].rows ||
+                         p->steps[x->rowg].rlen != p->steps[s->rowg].rlen)))
             continue;
         RowTerm term[ROW_TERMS];
         int n = 0;
@@ -929,7 +959,8 @@ static FcStatus plan_runs(Plan *p, FcError *err)
             struct TabLoop *tl = p->ptl + (size_t)n * (size_t)p->L;
             int64_t str[FC_MAX_DIMS];
             shape_strides(p, s->deps, str);
-            *x = (PreX){.d = s->d, .w = !s->wide && s->fill ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
+            /* a value read at position 0 alone (a Step.one factor) is pointed at where it lies */
+            *x = (PreX){.d = s->d, .w = !s->wide && s->fill && s->fillw > 1 ? s->fillw : 0, .esize = (int)s->esize, .tl = tl,
                         .pre0 = s->pre0, .tvar = p->term >= 0 && (s->deps >> p->term & 1)};
             x->tstr = x->tvar ? str[p->term] : 0;
             for (uint64_t d = s->deps & ~p->ckmask; d; d &= d - 1) {
@@ -1504,6 +1535,11 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
                     k->bufs[s->in->buf] != k->out;
         p->tcopy = copy && ((p->ostr[cl] == 1 && s->strides[p->lk] == 1 && llabs(s->strides[cl]) > 1) ||
                             (p->ostr[p->lk] == 1 && s->strides[cl] == 1 && llabs(p->ostr[cl]) > 1));
+        /* Tile by tile over all the chunks, each tile reads a line of every input row a stride
+         * apart (a pixel's 256 channels, 1 KiB) and takes sixteen passes over the whole input;
+         * chunk by chunk, the chunk's rows are read whole, one line after the other, while they
+         * are in the caches (copy_tile fetches the next tile's). */
+        p->tchunk = p->tcopy && p->ostr[cl] == 1 && p->nchunk > 1;
     }
     int64_t kept = 1, reduced = 1;
     for (int j = 0; j < p->nkl; j++)

@@ -197,7 +197,8 @@ typedef struct Step {
     bool narrow;                /* LOAD of one value per chunk, read only at position 0 */
     uint8_t nterm;              /* weighted rows (plan_rowops, from a chain of MULADDs): a (or
                                    nothing, when a is absent) plus term[k], k < nterm, in that
-                                   order; else 0 */
+                                   order; outside a span, a chain of Step.one's MULADDs (each
+                                   term's w one value, r wide, no rowg); else 0 */
     bool rowdefer;              /* LOAD by rows read in place by its nterm reader: its buffer
                                    holds where the rows are (RowRef), not their values */
     int skip;                   /* the first of a run of steps not evaluated one by one (dead or
@@ -385,6 +386,9 @@ typedef struct Plan {
     bool muladd_one;            /* a step is a MULADD with a factor of one value (Step.one) */
     bool tstream;               /* a tcopy of STREAM_BYTES or more: its whole tiles written with
                                    non-temporal stores, whole lines at a time (copy_tile) */
+    bool tchunk;                /* a tcopy written along cl over more than one chunk (NCHW from
+                                   channels-last): units numbered chunk by chunk, every tile of lk
+                                   over one chunk before the next chunk (tile_place) */
     /* The term level of a gradient's scatter-add (plan_term): the innermost kept root loop,
      * stride 0 in the store, along which scatter indices vary (the terms of one store:
      * autograd.c's same_scatter, roi_align's four taps), or -1. The executor runs a point's
