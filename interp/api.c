@@ -76,7 +76,7 @@ static bool init_builtins(Interp *I)
     static const struct { const char *name; TypeId t; } types[] = {
         {"int", T_INT}, {"float", T_FLOAT}, {"str", T_STR}, {"bool", T_BOOL}, {"list", T_LIST},
         {"tuple", T_TUPLE}, {"range", T_RANGE}, {"type", T_TYPE}, {"dict", T_DICT}, {"set", T_SET},
-        {"frozenset", T_FROZENSET},
+        {"frozenset", T_FROZENSET}, {"slice", T_SLICE},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         Value v = {.tag = V_TYPE, .i = types[i].t};

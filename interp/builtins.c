@@ -1428,6 +1428,13 @@ bool type_call(Interp *I, TypeId t, const Value *args, int nargs, const char *co
     if (t == T_DEVICE) return tensor_device_new(I, args, nargs, nkw, out);
     if (t == T_DICT || t == T_SET || t == T_FROZENSET) return dict_type_call(I, t, args, nargs, kwnames, nkw, out);
     if (nkw > 0) return err_raise(I, TDL_ERR_TYPE, "%s() takes no keyword arguments", name);
+    if (t == T_SLICE) {     /* slice(stop), slice(start, stop[, step]) */
+        if (nargs < 1 || nargs > 3)
+            return err_raise(I, TDL_ERR_TYPE, "slice expected at %s, got %d",
+                             nargs < 1 ? "least 1 argument" : "most 3 arguments", nargs);
+        if (nargs == 1) return slice_new(I, v_none(), args[0], v_none(), out);
+        return slice_new(I, args[0], args[1], nargs == 3 ? args[2] : v_none(), out);
+    }
     if (t == T_TYPE) {
         if (nargs == 1) {
             ClassObj *c = args[0].tag == V_CLASS ? ((ClassObj *)args[0].o)->meta : class_of(args[0]);

@@ -403,6 +403,17 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
     case V_DICT: case V_SET: case V_FROZENSET: case V_DICTVIEW:
         if (!repr_container(I, v, b, up)) return false;
         break;
+    case V_SLICE: {
+        SliceObj *sl = as_slice(v);
+        buf_puts(b, "slice(");
+        if (!repr_rec(I, sl->start, b, up)) return false;
+        buf_puts(b, ", ");
+        if (!repr_rec(I, sl->stop, b, up)) return false;
+        buf_puts(b, ", ");
+        if (!repr_rec(I, sl->step, b, up)) return false;
+        buf_puts(b, ")");
+        break;
+    }
     case V_RANGE: {
         RangeObj *r = as_range(v);
         if (r->step == 1) buf_printf(b, "range(%" PRId64 ", %" PRId64 ")", r->start, r->stop);

@@ -429,6 +429,14 @@ bool val_equal(Interp *I, Value a, Value b, bool *out)
         I->nest--;
         return ok;
     }
+    case V_SLICE: {     /* as the tuples (start, stop, step) */
+        SliceObj *x = as_slice(a), *y = as_slice(b);
+        Value xs[3] = {x->start, x->stop, x->step}, ys[3] = {y->start, y->stop, y->step};
+        *out = true;
+        for (int k = 0; k < 3 && *out; k++)
+            if (!val_equal(I, xs[k], ys[k], out)) return false;
+        return true;
+    }
     case V_RANGE: {
         RangeObj *x = as_range(a), *y = as_range(b);
         int64_t nx = range_len(x), ny = range_len(y);
@@ -613,7 +621,7 @@ static bool slice_adjust(Interp *I, SliceObj *s, int64_t len, int64_t *start, in
     Value vs[3] = {s->start, s->stop, s->step};
     for (int k = 0; k < 3; k++)
         if (vs[k].tag != V_NONE && !is_intlike(vs[k]))
-            return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None");
+            return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
     int64_t st = s->step.tag == V_NONE ? 1 : as_i(s->step);
     if (st == 0) return err_raise(I, TDL_ERR_VALUE, "slice step cannot be zero");
     int64_t lo, hi;

@@ -1214,10 +1214,23 @@ static bool list_is_tuple(Value idx)
     return false;
 }
 
+/* Tensor.__index__: the value of a one-element integer (or bool) tensor, as a slice bound. */
+static bool tensor_index_int(Interp *I, FcTensor *t, int64_t *out)
+{
+    FcScalar s;
+    FcError e;
+    if (t->levels || !(fc_dtype_is_int(t->dtype) || t->dtype == FC_BOOL) || fc_tensor_numel(t) != 1)
+        return err_raise(I, TDL_ERR_TYPE, "only integer tensors of a single element can be converted to an index");
+    if (!tensor_check(I, fc_item(I->fc, t, &s, &e), &e)) return false;
+    *out = s.i;
+    return true;
+}
+
 static bool slice_part(Interp *I, Value v, bool *has, int64_t *out)
 {
     *has = v.tag != V_NONE;
     if (!*has) return true;
+    if (v.tag == V_TENSOR) return tensor_index_int(I, as_tensor(v), out);
     if (!is_intlike(v))
         return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
     *out = as_i(v);
@@ -1359,6 +1372,18 @@ static bool setitem_fills(const FcTensor *t, const Index *x)
     return ndim != 0;
 }
 
+/* Whether the 0-dim CPU value of a setitem that fills (setitem_fills) fits t's dtype, its error
+ * raised if not; torch indexes first, so an IndexError of the (basic) index comes before the
+ * value's range check. */
+static bool setitem_fill_fits(Interp *I, FcTensor *t, const Index *x, FcTensor *val)
+{
+    FcTensor *view;
+    FcError e;
+    if (!tensor_check(I, fc_index(I->fc, t, x->n, x->ix, &view, &e), &e)) return false;
+    fc_tensor_release(view);
+    return tensor_item_fits(I, val, t->dtype);
+}
+
 bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
 {
     FcTensor *t = as_tensor(v), *val = NULL;
@@ -1404,19 +1429,18 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
         return true;
     }
     Index x;
-    bool ok = index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x);
-    if (ok && !warn_uint8_index(I, &x, val->ndim == 0)) {
-        index_free(&x);
-        ok = false;
-    } else if (ok && !is_number(value) && val->ndim == 0 && val->device.type == FC_DEV_CPU &&
-               setitem_fills(t, &x) && !tensor_item_fits(I, val, t->dtype)) {
-        index_free(&x);
-        ok = false;
-    } else if (ok) {
+    if (!index_of(I, idx.tag == V_BOOL ? v_none() : idx, &x)) {
+        fc_tensor_release(val);
+        return false;
+    }
+    bool ok = warn_uint8_index(I, &x, val->ndim == 0);
+    if (ok && !is_number(value) && val->ndim == 0 && val->device.type == FC_DEV_CPU && setitem_fills(t, &x))
+        ok = setitem_fill_fits(I, t, &x, val);
+    if (ok) {
         FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
-        index_free(&x);
         ok = tensor_check(I, st, &e);
     }
+    index_free(&x);
     fc_tensor_release(val);
     return ok;
 }

@@ -12,6 +12,7 @@
 #include "tensor.h"
 #include "mem.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1085,6 +1086,68 @@ bool impl_masked_fill(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return masked_fill(I, a, &r) && tensor_value_steal(I, r, out);
 }
 
+/* index_fill(dim, index, value): value at the positions index names along dim, self elsewhere, in
+ * self's dtype (a where over a mask along dim, so its gradient is the where's: none to self there,
+ * their sum once each to a tensor value, duplicates counted once as torch's unique does). The
+ * checks, in torch's order (index_fill_ and its CPU kernel): a tensor value 0-dim, index int64, dim
+ * in range, index at most 1-dim, the value fits self's dtype, then each index in turn in [-size,
+ * size) (negatives count from the end). */
+static bool index_fill(Interp *I, TensorArg *a, FcTensor **out)
+{
+    FcTensor *self = a[0].t, *index = a[2].t, *val = a[3].t, *h = NULL, *mask = NULL, *v = NULL, *r = NULL;
+    FcView iv;
+    FcError e;
+    int d;
+    *out = NULL;
+    if (val && val->ndim != 0)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "index_fill_ only supports a 0-dimensional value tensor, but got tensor with %d dimension(s).",
+                         val->ndim);
+    if (index->dtype != FC_INT64) return err_raise(I, TDL_ERR_INDEX, "index_fill_(): Expected dtype int64 for index.");
+    if (!tensor_check(I, fc_wrap_dim(a[1].i, self->ndim, &d, &e), &e)) return false;
+    if (index->ndim > 1) return err_raise(I, TDL_ERR_RUNTIME, "Index has to be a vector/scalar");
+    if (val ? !tensor_item_fits(I, val, self->dtype) : !tensor_scalar_fits(I, a[3].s, a[3].sdt, self->dtype, true))
+        return false;
+    if (!host_dense(I, index, NULL, FC_INT64, &h, &iv)) return false;
+    int64_t size = self->ndim ? self->shape[d] : 1, n = fc_view_numel(&iv);
+    const int64_t *ix = (const int64_t *)iv.data + iv.offset;
+    bool *at = mem_calloc((size_t)(size ? size : 1), sizeof *at);
+    bool ok = at ? true : err_nomem(I);
+    for (int64_t k = 0; ok && k < n; k++) {
+        if (ix[k] < -size || ix[k] >= size)
+            ok = err_raise(I, TDL_ERR_INDEX, "index %" PRId64 " is out of bounds for dimension %d with size %" PRId64,
+                           ix[k], d, size);
+        else
+            at[ix[k] < 0 ? ix[k] + size : ix[k]] = true;
+    }
+    fc_tensor_release(h);
+    FcView mv = {.dtype = FC_BOOL, .ndim = self->ndim, .offset = 0, .data = at};
+    for (int k = 0; k < self->ndim; k++) mv.shape[k] = k == d ? size : 1;
+    fc_contiguous_strides(mv.ndim, mv.shape, mv.strides);
+    if (ok) {
+        FcStatus st = fc_from_view(I->fc, &mv, self->device, &mask, &e);
+        if (st == FC_OK)
+            st = val ? fc_cast(I->fc, val, self->dtype, &v, &e)
+                     : fc_scalar(I->fc, self->dtype, tensor_scalar_as(a[3].s, a[3].sdt, self->dtype), false, &v, &e);
+        if (st == FC_OK) st = fc_where(I->fc, mask, v, self, &r, &e);
+        if (st == FC_OK) st = fc_inplace_result(I->fc, self, r, out, &e);
+        ok = tensor_check(I, st, &e);
+    }
+    mem_free(at);
+    fc_tensor_release(mask);
+    fc_tensor_release(v);
+    fc_tensor_release(r);
+    return ok;
+}
+
+bool impl_index_fill(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    return index_fill(I, a, &r) && tensor_value_steal(I, r, out);
+}
+
+
 /* isclose: a == b, or |a - b| <= atol + rtol * |b| where that difference is finite; equal_nan:
  * NaN is close to NaN. PyTorch's formula (and its dtype check). */
 static bool isclose(Interp *I, TensorArg *a, FcTensor **out)
@@ -1454,6 +1517,17 @@ bool impl_masked_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     FcTensor *r;
     (void)sig;
     if (!masked_fill(I, a, &r)) return false;
+    bool ok = tensor_write_into(I, a[0].t, r);
+    fc_tensor_release(r);
+    return ok && return_self(I, &a[0], out);
+}
+
+/* index_fill_(dim, index, value) */
+bool impl_index_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    if (!index_fill(I, a, &r)) return false;
     bool ok = tensor_write_into(I, a[0].t, r);
     fc_tensor_release(r);
     return ok && return_self(I, &a[0], out);
