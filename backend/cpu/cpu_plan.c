@@ -520,7 +520,8 @@ static void plan_band(Plan *p)
         pts = sat_mul(pts, p->ext[p->kl[j]]);
     }
     if (d == 0 || (deps & ~prefix) != 0 || (p->term >= 0 && (prefix >> p->term & 1)) || pts < 2 ||
-        pts > BAND_POINTS || end <= p->ninv || p->inner % pts != 0 || p->inner > INT64_MAX / 4 / p->ext[p->cl])
+        pts > BAND_POINTS || end <= p->ninv || end > p->ntop || p->inner % pts != 0 ||
+        p->inner > INT64_MAX / 4 / p->ext[p->cl])
         return;
     p->band = rows;
     p->band_unit = unit;
