@@ -77,6 +77,10 @@ long fc_cpu_cache_hits(FcBackend *be);
 /* How many chunks of gated scatter-adds the CPU executor found to add zeros after evaluating
  * only what holds one value per chunk (cpu_exec.c's eval_gated), over all backends, for tests. */
 long fc_cpu_narrow_skips(void);
+/* How many runs of CPU scatter-adds were split over bands of destination rows (cpu_plan.c's
+ * plan_band, cpu_exec.c's task_band: roi_align's backward at more than one thread), over all
+ * backends, for tests. */
+long fc_cpu_band_splits(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);

@@ -772,6 +772,16 @@ int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const 
  * range). A backend may split the store's work over them, each part in loop order, and still
  * give every element its contributions in the nest's order. 0 for a reduction. */
 uint64_t fc_store_owner_loops(const FcKernel *k);
+/* The destination rows of k's scattered or accumulating store (owner.c): among the scatter
+ * indices in `allowed` (a bit per FcKernel.scatter), a set *rows and a unit A (returned; 0 when
+ * there is none) such that the element an iteration writes determines R = (sum over *rows of
+ * stride * index) / A, an integer in [0, *nkeys): every other term of the address (the root
+ * loops, the other scatter indices) spans less than A, and the strides of *rows are multiples of
+ * A. Two iterations with distinct R never write one element, so a backend may split the work by
+ * R (each part running the nest in order, skipping the points of other rows) and still give
+ * every element its contributions in the nest's order. The smallest such A is taken (the most
+ * rows), with at most max_keys rows. */
+int64_t fc_store_band_rows(const FcKernel *k, uint64_t allowed, int64_t max_keys, uint64_t *rows, int64_t *nkeys);
 /* Counts the stores a backend ran split over owner loops on more than one thread (tests check
  * that the parallel path is taken). */
 void fc_owner_split_note(void);

@@ -80,6 +80,65 @@ uint64_t fc_store_owner_loops(const FcKernel *k)
     return own;
 }
 
+int64_t fc_store_band_rows(const FcKernel *k, uint64_t allowed, int64_t max_keys, uint64_t *rows, int64_t *nkeys)
+{
+    *rows = 0;
+    *nkeys = 0;
+    if (!k || k->reduce != FC_OP_NONE || k->nloop <= 0 || k->nloop > FC_MAX_DIMS || k->nscatter <= 0 ||
+        k->nscatter > 64)
+        return 0;
+    /* Every term's stride positive (a zero-stride one adds nothing): a negative one would let the
+     * other terms reach below a row's first element. */
+    Term t[2 * FC_MAX_DIMS + 64];
+    int n = 0;
+    for (int l = 0; l < k->nloop; l++)
+        if (k->owner[l] < 0 && k->extent[l] > 1 && k->out_strides[l] != 0) {
+            if (k->out_strides[l] < 0)
+                return 0;
+            t[n++] = (Term){k->out_strides[l], k->extent[l], l};
+        }
+    for (int g = 0; g < k->nscatter; g++) {
+        if (k->scatter[g].extent <= 0)
+            return 0;
+        if (k->scatter[g].extent > 1 && k->scatter[g].stride != 0) {
+            if (k->scatter[g].stride < 0)
+                return 0;
+            t[n++] = (Term){k->scatter[g].stride, k->scatter[g].extent, -1 - g};
+        }
+    }
+    int64_t best = 0;
+    for (int i = 0; i < n; i++) {
+        int gi = -1 - t[i].loop;
+        if (t[i].loop >= 0 || !(allowed >> gi & 1))
+            continue;
+        int64_t a = t[i].a, low = 0, keys = 1;
+        uint64_t set = 0;
+        bool ok = true;
+        for (int j = 0; j < n && ok; j++) {
+            int gj = -1 - t[j].loop;
+            bool in = t[j].loop < 0 && (allowed >> gj & 1) && t[j].a >= a;
+            if (in) {
+                int64_t q = t[j].a / a;
+                ok = t[j].a % a == 0 && (t[j].e - 1) <= (max_keys - keys) / q;
+                if (ok) {
+                    keys += q * (t[j].e - 1);
+                    set |= (uint64_t)1 << gj;
+                }
+            } else if (t[j].e - 1 > (INT64_MAX - low) / t[j].a) {
+                ok = false;
+            } else {
+                low += t[j].a * (t[j].e - 1);
+            }
+        }
+        if (!ok || low >= a || keys > max_keys || (best && a >= best))
+            continue;
+        best = a;
+        *rows = set;
+        *nkeys = keys;
+    }
+    return best;
+}
+
 static long owner_splits;
 
 void fc_owner_split_note(void) { __atomic_fetch_add(&owner_splits, 1, __ATOMIC_RELAXED); }

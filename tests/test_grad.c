@@ -900,6 +900,102 @@ START_TEST(owner_loops)
 }
 END_TEST
 
+/* The destination rows of a scatter-add (fc_store_band_rows): roi_align's backward into a
+ * channels-last buffer 2 x 40 x 48 x 256 is owned by its (image, row) pairs when the column index
+ * may not be used (it varies along the term level), by its pixels when it may. */
+START_TEST(band_rows)
+{
+    FcGather sc[3] = {{.reg = 0, .stride = 491520, .extent = 2}, {.reg = 0, .stride = 12288, .extent = 40},
+                      {.reg = 0, .stride = 256, .extent = 48}};
+    FcKernel k = {.nloop = 6, .extent = {6, 7, 2, 7, 2, 256}, .owner = {-1, -1, -1, -1, -1, -1},
+                  .reduce = FC_OP_NONE, .out_strides = {0, 0, 0, 0, 0, 1}, .nscatter = 3, .scatter = sc,
+                  .accumulate = true};
+    uint64_t rows;
+    int64_t keys;
+    /* image and row: 80 rows of 12288 elements (the columns and channels span 12287) */
+    ck_assert_int_eq(fc_store_band_rows(&k, 3, 1 << 20, &rows, &keys), 12288);
+    ck_assert_uint_eq(rows, 3);
+    ck_assert_int_eq(keys, 80);
+    /* the pixels, when the column may be used; at most 100 rows: image and row again */
+    ck_assert_int_eq(fc_store_band_rows(&k, 7, 1 << 20, &rows, &keys), 256);
+    ck_assert_uint_eq(rows, 7);
+    ck_assert_int_eq(keys, 2 * 40 * 48);
+    ck_assert_int_eq(fc_store_band_rows(&k, 7, 100, &rows, &keys), 12288);
+    ck_assert_int_eq(keys, 80);
+    /* the image alone: the rows (not allowed) span 12288 * 39 + 12287 < 491520 */
+    ck_assert_int_eq(fc_store_band_rows(&k, 1, 1 << 20, &rows, &keys), 491520);
+    ck_assert_int_eq(keys, 2);
+    /* NCHW: the channel plane (stride 1920) lies between the image and the rows, so the row
+     * index does not determine the element's row; the image alone does */
+    sc[0].stride = 256 * 1920;
+    sc[1].stride = 48;
+    sc[2].stride = 1;
+    k.out_strides[5] = 1920;
+    ck_assert_int_eq(fc_store_band_rows(&k, 2, 1 << 20, &rows, &keys), 0);
+    ck_assert_int_eq(fc_store_band_rows(&k, 3, 1 << 20, &rows, &keys), 256 * 1920);
+    ck_assert_uint_eq(rows, 1);
+    ck_assert_int_eq(keys, 2);
+    /* a negative stride, or a row stride that is no multiple of the unit: none */
+    k.out_strides[5] = -1920;
+    ck_assert_int_eq(fc_store_band_rows(&k, 1, 1 << 20, &rows, &keys), 0);
+    k.out_strides[5] = 1;
+    sc[0].stride = 491520;
+    sc[1].stride = 12288;
+    sc[2].stride = 256;
+    sc[0].stride = 491521;
+    ck_assert_int_eq(fc_store_band_rows(&k, 3, 1 << 20, &rows, &keys), 491521);
+    ck_assert_int_eq(keys, 2);
+    /* a reduction is not a store */
+    sc[0].stride = 491520;
+    k.reduce = FC_OP_SUM;
+    ck_assert_int_eq(fc_store_band_rows(&k, 3, 1 << 20, &rows, &keys), 0);
+}
+END_TEST
+
+/* roi_align's backward on 256 channels (one chunk: the channel loop, its only owner loop, gives
+ * one part) runs at 2 and 4 threads in bands of destination rows (fc_cpu_band_splits), with the
+ * bits of one thread (which takes no band split: the nest in order); boxes overlap, and some
+ * rows are reached by several boxes of both images. */
+START_TEST(band_split_rows)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 256 * 30 * 36, dtype=float32).reshape(2, 256, 30, 36) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+        "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 35.0, 29.0], [1, 2.0, 2.0, 12.0, 12.0],\n"
+        "            [0, 3.0, 20.0, 33.0, 31.0], [1, 10.0, 0.0, 11.0, 29.5]])\n"
+        "y = vision.roi_align(x, b, (7, 7), 0.9, 2, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    const char *old = getenv("TDL_NUM_THREADS");
+    char *saved = old ? strdup(old) : NULL;
+    static const char *const threads[] = {"1", "2", "4"};
+    for (size_t r = 0; r < sizeof threads / sizeof *threads; r++) {
+        setenv("TDL_NUM_THREADS", threads[r], 1);
+        long bands = fc_cpu_band_splits();
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        ck_assert_msg(tdl_run_string(T, prog, "band") == TDL_OK, "%s", tdl_error_message(T));
+        tdl_close(T);
+        if (r == 0)
+            ck_assert_int_eq(fc_cpu_band_splits(), bands);
+        else    /* the four taps' kernels */
+            ck_assert_int_ge(fc_cpu_band_splits() - bands, 4);
+    }
+    if (saved) {
+        setenv("TDL_NUM_THREADS", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TDL_NUM_THREADS");
+    }
+    size_t n;
+    float *gx = same_bits(prog, "roi_align, 256 channels", &n);
+    ck_assert_int_eq(n, 2 * 256 * 30 * 36);
+    free(gx);
+}
+END_TEST
+
 /* grad() of a written tensor whose write overwrote part of an older one: the gradient returned is
  * not the buffer that the backward then zeroes where the write stored and hands on (PyTorch
  * 1.13: [10, 8, 12], and [0, 16, 24] for x). */
@@ -957,6 +1053,8 @@ Suite *grad_suite(void)
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
     tcase_add_test(tc, owner_loops);
+    tcase_add_test(tc, band_rows);
+    tcase_add_test(tc, band_split_rows);
     tcase_add_test(tc, scatter_indices_precomputed);
     tcase_add_test(tc, mul_add_one_pass);
     tcase_add_test(tc, mul_add_gathered_row);

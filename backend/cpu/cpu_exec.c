@@ -82,6 +82,13 @@ typedef struct Run {
     int64_t steps_per_block, nblocks;
     char *partials;             /* split: nunits * nblocks partials */
     size_t partial_size;
+    /* A band split (Plan.band): the row of each point of kl's first band_d loops (key), and
+     * the points of band b, in order, at pts[first[b], first[b + 1]) */
+    bool band;
+    int nth;                    /* the threads that run the parts (th[nth, 2 nth) read the rows) */
+    int32_t *key;
+    int32_t *pts;
+    int64_t *first;
 } Run;
 
 /* ---- evaluation ---- */
@@ -1505,6 +1512,10 @@ static void unit_pos(const Plan *p, Thread *t, int64_t u, int64_t *c0, int *nc)
     *nc = left < p->group ? (int)left : p->group;
 }
 
+static long band_splits;        /* fc_cpu_band_splits */
+
+long fc_cpu_band_splits(void) { return __atomic_load_n(&band_splits, __ATOMIC_RELAXED); }
+
 static long narrow_skips;       /* fc_cpu_narrow_skips */
 
 long fc_cpu_narrow_skips(void) { return __atomic_load_n(&narrow_skips, __ATOMIC_RELAXED); }
@@ -2031,6 +2042,127 @@ static bool task_owner(void *arg, int tid, int64_t task)
     return ok;
 }
 
+/* A band split's rows (Plan.band), task number `task` of them: the points of kl's first band_d
+ * loops in ranges, each evaluated narrow up to the last scatter index of the rows (what holds
+ * one value per chunk: the indices, from their tables or memo chains) with the other loops at
+ * 0, its row (the wrapped indices times their strides over the unit) into run->key. By the
+ * threads th[nth, 2 nth), whose memo state the parts then do not see. */
+static bool band_keys_task(void *arg, int tid, int64_t task)
+{
+    Run *run = arg;
+    const Plan *p = run->p;
+    const FcKernel *k = p->k;
+    Thread *t = run->th[run->nth + tid];
+    int64_t per = (p->band_pts + 4 * run->nth - 1) / (4 * run->nth);
+    int64_t q0 = task * per, q1 = q0 + per < p->band_pts ? q0 + per : p->band_pts;
+    int64_t i0;
+    int n;
+    chunk_at(p, 0, &i0, &n);
+    for (int64_t q = q0; q < q1; q++) {
+        decode(p, t, p->kl, p->band_d, q);
+        t->narrow = true;
+        bool ok = eval(p, t, p->ninv, p->band_end, i0, n);
+        t->narrow = false;
+        if (!ok)
+            return false;
+        int64_t r = 0;
+        for (int g = 0; g < k->nscatter; g++) {
+            if (!(p->band >> g & 1))
+                continue;
+            int64_t ix = *(const int64_t *)t->cur[p->sphys[g]], ext = k->scatter[g].extent;
+            ix += ext & (ix >> 63);
+            if (ix < 0 || ix >= ext)
+                return false;   /* out of range: the store reports it, in the nest's order */
+            r += ix * (k->scatter[g].stride / p->band_unit);
+        }
+        run->key[q] = (int32_t)r;
+    }
+    return true;
+}
+
+/* Part `task` of a band split (Plan.band): the points of its rows' band in order, each with the
+ * other kept loops inside in their order and cl's chunks inside those (a point's terms together,
+ * as in owner_terms). Every element's row is fixed, so it gets all its contributions here, in
+ * the nest's order. A failure is recorded at its place in the whole nest's order. */
+static bool task_band(void *arg, int tid, int64_t task)
+{
+    Run *run = arg;
+    const Plan *p = run->p;
+    Thread *t = run->th[tid];
+    int d = p->band_d;
+    int64_t ext = p->ext[p->cl], suf = p->inner / p->band_pts;
+    int64_t nt = p->term >= 0 ? p->ext[p->term] : 1;
+    int nin = p->nkl - d - (p->term >= 0);
+    bool ok = true;
+    for (int64_t q = run->first[task]; q < run->first[task + 1] && ok; q++) {
+        int64_t pt = run->pts[q];
+        decode(p, t, p->kl, d, pt);
+        for (int64_t u = 0; u < suf && ok; u += nt, next_point(p, t, p->kl + d, nin)) {
+            if (p->term >= 0)
+                t->idx[p->term] = 0;
+            int64_t base = out_base(p, t);
+            for (int64_t i0 = 0; i0 < ext && ok; i0 += FC_CHUNK) {
+                int n = ext - i0 < FC_CHUNK ? (int)(ext - i0) : FC_CHUNK;
+                ok = p->term >= 0 ? store_terms(p, t, base, i0, n) : store_chunk_at(p, t, base, i0, n);
+                if (!ok)
+                    t->err_task = (pt * suf + u + (p->term >= 0 ? t->idx[p->term] : 0)) * ext + i0;
+            }
+        }
+    }
+    flush_run(t);
+    return ok;
+}
+
+/* The bands of a band split (Plan.band) for nth threads: every point's row (band_keys_task, on
+ * threads th[nth, 2 nth)), then rows cut into 4 nth bands of about as many points each (the
+ * parts' work: every point carries the same loops inside), and the points of each band listed
+ * in order. Which row goes to which band changes no result. False when a row could not be read
+ * (the split is then not taken) or on out-of-memory. */
+static bool band_setup(CpuBackend *be, Run *run, int nth)
+{
+    const Plan *p = run->p;
+    int64_t np = p->band_pts, nk = p->band_keys, nb = 4 * (int64_t)nth;
+    run->nth = nth;
+    run->key = mem_malloc((size_t)np * sizeof *run->key);
+    run->pts = mem_malloc((size_t)np * sizeof *run->pts);
+    run->first = mem_calloc((size_t)nb + 1, sizeof *run->first);
+    int64_t *cnt = mem_calloc((size_t)(nk > nb ? nk : nb) + 1, sizeof *cnt);
+    int32_t *bof = mem_malloc((size_t)nk * sizeof *bof);
+    bool ok = run->key && run->pts && run->first && cnt && bof;
+    int64_t per = (np + 4 * nth - 1) / (4 * nth);
+    if (ok)
+        ok = fc_cpu_parallel_for(be, nth, (np + per - 1) / per, band_keys_task, run, p->k->interrupt);
+    if (ok) {
+        for (int64_t q = 0; q < np; q++) {
+            if (run->key[q] < 0 || run->key[q] >= nk) {
+                ok = false;
+                break;
+            }
+            cnt[run->key[q]]++;
+        }
+    }
+    if (ok) {
+        int64_t acc = 0, b = 0;
+        for (int64_t r = 0; r < nk; r++) {
+            bof[r] = (int32_t)b;
+            acc += cnt[r];
+            run->first[b + 1] += cnt[r];
+            while (b < nb - 1 && acc * nb >= (b + 1) * np)
+                b++;
+        }
+        for (b = 0; b < nb; b++)
+            run->first[b + 1] += run->first[b];
+        int64_t *at = cnt;      /* reused: the next place of each band */
+        for (b = 0; b < nb; b++)
+            at[b] = run->first[b];
+        for (int64_t q = 0; q < np; q++)
+            run->pts[at[bof[run->key[q]]]++] = (int32_t)q;
+    }
+    mem_free(cnt);
+    mem_free(bof);
+    return ok;
+}
+
 static void *partial_acc(const Run *run, int64_t unit, int64_t block)
 {
     return run->partials + (size_t)(unit * run->nblocks + block) * run->partial_size;
@@ -2260,6 +2392,10 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         }
         run.units_per_task = (nparts + ntasks - 1) / ntasks;
         ntasks = (nparts + run.units_per_task - 1) / run.units_per_task;
+        if (p->band && nth > 1) {
+            run.band = true;    /* unless its rows cannot be read: below */
+            ntasks = 4 * (int64_t)nth;
+        }
         if (nth > 1 && ntasks > 1)
             fc_owner_split_note();
     } else if (p->reduce && p->nunits < SPLIT_UNITS && p->nred > 1 && per_unit >= 2 * BLOCK_WORK) {
@@ -2292,7 +2428,7 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     }
     if (ntasks < nth)
         nth = (int)ntasks;
-    th = plan_threads(p, nth);
+    th = plan_threads(p, run.band ? 2 * nth : nth);
     if (!th) {
         st = cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
         goto done;
@@ -2307,10 +2443,19 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     }
     if (p->npfill > 0 && p->total > 0)
         pre_fill(p, th[0]);
-    for (int i = 1; i < nth; i++)
+    for (int i = 1; i < (run.band ? 2 * nth : nth); i++)
         for (int j = 0; j < p->nshared; j++)
             th[i]->cur[j] = th[0]->cur[j];
-    bool ok = fc_cpu_parallel_for(be, nth, ntasks, own ? task_owner : run.split ? task_block : task_units, &run,
+    if (run.band && !band_setup(be, &run, nth)) {
+        run.band = false;       /* the plain owner split: its parts report what failed */
+        if (run.nslice == 1)
+            nth = 1;
+        ntasks = (p->outer * run.nslice + run.units_per_task - 1) / run.units_per_task;
+    }
+    if (run.band)
+        __atomic_fetch_add(&band_splits, 1, __ATOMIC_RELAXED);
+    bool ok = fc_cpu_parallel_for(be, nth, ntasks,
+                                  run.band ? task_band : own ? task_owner : run.split ? task_block : task_units, &run,
                                   k->interrupt);
     /* The test counters: each run's threads start from zero (thread_init), so a run adds its
      * own counts, a plan run again as much as the first time (test_grad.c's counters_per_run). */
@@ -2356,6 +2501,9 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     }
 done:
     mem_free(run.partials);
+    mem_free(run.key);
+    mem_free(run.pts);
+    mem_free(run.first);
     return st;
 }
 

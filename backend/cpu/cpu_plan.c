@@ -482,6 +482,55 @@ static void plan_owner(Plan *p)
     p->own = true;
 }
 
+/* Whether the owner split of p may go by bands of destination rows (Plan.band): with no kept
+ * owner loop, rows given by scatter indices that vary along neither cl nor the term level, and
+ * whose loops are the first of kl's (a prefix of the nest's order, of at most BAND_POINTS
+ * points). After plan_owner and the term level's check. */
+static void plan_band(Plan *p)
+{
+    const FcKernel *k = p->k;
+    if (!p->own || p->nkown != 0 || !p->flat_scatter || k->nscatter > FC_MAX_DIMS)
+        return;
+    uint64_t allowed = 0;
+    for (int g = 0; g < k->nscatter; g++) {
+        uint64_t deps = p->steps[p->sstep[g]].deps;
+        if (!(deps >> p->cl & 1) && !(p->term >= 0 && (deps >> p->term & 1)))
+            allowed |= (uint64_t)1 << g;
+    }
+    uint64_t rows;
+    int64_t nkeys;
+    int64_t unit = allowed ? fc_store_band_rows(k, allowed, BAND_KEYS, &rows, &nkeys) : 0;
+    if (unit <= 0)
+        return;
+    uint64_t deps = 0;
+    int end = 0;
+    for (int g = 0; g < k->nscatter; g++)
+        if (rows >> g & 1) {
+            deps |= p->steps[p->sstep[g]].deps;
+            end = p->sstep[g] + 1 > end ? p->sstep[g] + 1 : end;
+        }
+    int d = 0;
+    for (int j = 0; j < p->nkl; j++)
+        if (deps >> p->kl[j] & 1)
+            d = j + 1;
+    uint64_t prefix = 0;
+    int64_t pts = 1;
+    for (int j = 0; j < d; j++) {
+        prefix |= (uint64_t)1 << p->kl[j];
+        pts = sat_mul(pts, p->ext[p->kl[j]]);
+    }
+    if (d == 0 || (deps & ~prefix) != 0 || (p->term >= 0 && (prefix >> p->term & 1)) || pts < 2 ||
+        pts > BAND_POINTS || end <= p->ninv || end > p->ntop || p->inner % pts != 0 ||
+        p->inner > INT64_MAX / 4 / p->ext[p->cl])
+        return;
+    p->band = rows;
+    p->band_unit = unit;
+    p->band_keys = nkeys;
+    p->band_pts = pts;
+    p->band_d = d;
+    p->band_end = end;
+}
+
 static FcStatus plan_chunk_loop(Plan *p, FcError *err)
 {
     const FcKernel *k = p->k;
@@ -1156,6 +1205,8 @@ static FcStatus plan_marks(Plan *p, FcError *err)
     p->defer = p->scatter && p->flat_scatter && !k->accumulate && !p->store_cast;
     for (int b = 0; b < k->nbufs; b++)
         p->defer = p->defer && k->bufs[b] != k->out;
+    for (int g = 0; g < k->nscatter && g < FC_MAX_DIMS; g++)
+        p->sstep[g] = p->sphys[g];
     plan_term(p);
     return plan_buffers(p, err);
 }
@@ -1513,6 +1564,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
     if (p->term >= 0 && (p->nkl == 0 || p->kl[p->nkl - 1] != p->term || p->nkl - 1 < p->nkown ||
                          (!p->own && p->nchunk != 1)))
         p->term = -1;
+    plan_band(p);
     p->group = p->reduce && !p->hor ? VERT_GROUP : 1;
     p->ngroup = (p->nchunk + p->group - 1) / p->group;
     p->lk = !p->hor && p->nkl > 0 ? p->kl[p->nkl - 1] : -1;

@@ -83,6 +83,8 @@ enum {
     PRUN_MIN = 8,               /* the shortest run a load in a span copies whole (Step.prun) */
     PRE_POS = 256 * 1024,       /* points of a precomputed step's loops at most (fc_cpu_target) ... */
     PRE_BYTES = 8 << 20,        /* ... and bytes of all of a kernel's tables */
+    BAND_POINTS = 1 << 20,      /* points whose destination rows a band split reads at most ... */
+    BAND_KEYS = 1 << 20,        /* ... and its rows at most (plan_band) */
 };
 #define CHUNK_BYTES ((size_t)FC_CHUNK * 8)
 
@@ -369,6 +371,17 @@ typedef struct Plan {
     bool own_cl;
     int nkown;
     int64_t inner, outer;
+    /* A store split so, with no kept owner loop (outer 1), whose destination rows
+     * (fc_store_band_rows: scatter indices band, over unit band_unit, band_keys rows) vary
+     * only along kl's first band_d loops (band_pts points), none of them the term level: at more
+     * than one thread its parts are bands of rows (task_band), each running the nest in order
+     * over the points of those loops whose row is its own. The rows are read from the scatter
+     * indices, evaluated narrow up to step band_end (all of them computed before it) at each
+     * point first (band_keys_task). */
+    uint64_t band;
+    int64_t band_unit, band_keys, band_pts;
+    int band_d, band_end;
+    int sstep[FC_MAX_DIMS];     /* the steps of the scatter indices (sphys before plan_buffers) */
     int nkl, kl[FC_MAX_DIMS];   /* kept loops other than cl */
     int nrl, rl[FC_MAX_DIMS];   /* reduced loops other than cl */
     int argloop;                /* arg reductions: the reduced loop, or -1 */
