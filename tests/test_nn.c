@@ -473,8 +473,16 @@ static const struct {
     {"depthwise 3x3 padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wd, b[:3], padding=1, groups=3))", 6},
     {"channels_last depthwise 3x3 padding 1 + bias + relu",
      "y = nn.relu(nn.conv2d(xl, wd, b[:3], padding=1, groups=3))", 8},
+    /* a channel multiplier: the padded copy holds each input channel m times (one kernel
+     * broadcasting the input into it), then the taps as for m == 1 over out_c groups: the
+     * activation in the taps' kernel, no pass of its own */
     {"float64 depthwise multiplier 2, 2x3 'same', dilation 2",
-     "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 7},
+     "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 8},
+    {"depthwise multiplier 2, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wm, bm, padding=1, groups=3))",
+     6},
+    {"channels_last depthwise multiplier 2, padding 1 + bias + gelu",
+     "y = nn.gelu(nn.conv2d(xl, wm, bm, padding=1, groups=3))", 8},
+    {"channels_last depthwise multiplier 2 stride 2 + silu", "y = nn.silu(nn.conv2d(xl, wm, stride=2, groups=3))", 2},
 };
 
 START_TEST(conv_depthwise)
@@ -486,7 +494,9 @@ START_TEST(conv_depthwise)
                                 "xl = x.contiguous(memory_format=channels_last)\n"
                                 "wd = randn(3, 1, 3, 3)\n"
                                 "wdm = randn(6, 1, 2, 3, dtype=float64)\n"
-                                "b = randn(5)\n";
+                                "b = randn(5)\n"
+                                "wm = randn(6, 1, 3, 3)\n"
+                                "bm = randn(6)\n";
     bool same = same_bytes_unfused(setup, dw_cases[_i].name, dw_cases[_i].program, &fused, &unfused);
     ck_assert_msg(!strstr(fused.text, "product ") && count_of(fused.text, "kernel:") == dw_cases[_i].kernels,
                   "%s: a product, or not %d kernels:\n%s", dw_cases[_i].name, dw_cases[_i].kernels, fused.text);
