@@ -268,9 +268,9 @@ static const char epi_setup[] =
     "wtg = randn(3, 2, 3, 1, dtype=float64)\n"
     "bt = randn(4)\n"
     "btg = randn(6, dtype=float64)\n"
-    "xg = randn(2, 4, 7, 6)\n"
+    "xg = randn(2, 6, 7, 6)\n"
     "xgl = xg.contiguous(memory_format=channels_last)\n"
-    "wg = randn(6, 2, 3, 3)\n"
+    "wg = randn(6, 3, 3, 3)\n"
     "bg, rg, vg = randn(6), randn(6), rand(6) + 0.5\n";
 
 static const struct {
