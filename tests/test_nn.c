@@ -483,6 +483,13 @@ static const struct {
     {"channels_last depthwise multiplier 2, padding 1 + bias + gelu",
      "y = nn.gelu(nn.conv2d(xl, wm, bm, padding=1, groups=3))", 8},
     {"channels_last depthwise multiplier 2 stride 2 + silu", "y = nn.silu(nn.conv2d(xl, wm, stride=2, groups=3))", 2},
+    /* two input channels per group: one padded copy per input channel of a group (five kernels
+     * each), the taps of both summed in one kernel with the activation (channels_last: the
+     * input's conversion and the weight's repeat along ow too) */
+    {"2 channels per group, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x4, w42, bm[:4], padding=1, groups=2))",
+     11},
+    {"channels_last 2 channels per group, multiplier 2, padding 1 + relu",
+     "y = nn.relu(nn.conv2d(x4.contiguous(memory_format=channels_last), w82, padding=1, groups=2))", 13},
 };
 
 START_TEST(conv_depthwise)
@@ -496,7 +503,10 @@ START_TEST(conv_depthwise)
                                 "wdm = randn(6, 1, 2, 3, dtype=float64)\n"
                                 "b = randn(5)\n"
                                 "wm = randn(6, 1, 3, 3)\n"
-                                "bm = randn(6)\n";
+                                "bm = randn(6)\n"
+                                "x4 = randn(2, 4, 9, 8)\n"
+                                "w42 = randn(4, 2, 3, 3)\n"
+                                "w82 = randn(8, 2, 3, 3)\n";
     bool same = same_bytes_unfused(setup, dw_cases[_i].name, dw_cases[_i].program, &fused, &unfused);
     ck_assert_msg(!strstr(fused.text, "product ") && count_of(fused.text, "kernel:") == dw_cases[_i].kernels,
                   "%s: a product, or not %d kernels:\n%s", dw_cases[_i].name, dw_cases[_i].kernels, fused.text);
