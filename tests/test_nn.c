@@ -473,21 +473,24 @@ static const struct {
     {"depthwise 3x3 padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wd, b[:3], padding=1, groups=3))", 6},
     {"channels_last depthwise 3x3 padding 1 + bias + relu",
      "y = nn.relu(nn.conv2d(xl, wd, b[:3], padding=1, groups=3))", 8},
-    /* a channel multiplier: the padded copy holds each input channel m times (one kernel
-     * broadcasting the input into it), then the taps as for m == 1 over out_c groups: the
-     * activation in the taps' kernel, no pass of its own */
+    /* a channel multiplier, channels_last: the padded copy holds each input channel m times (one
+     * kernel broadcasting the input into it), then the taps as for m == 1 over out_c groups: the
+     * activation in the taps' kernel, no pass of its own. Contiguous: the taps' kernel over (n,
+     * g, oc, oh, ow) reading the input once per group, assigned into the output, and the
+     * activation a pass of its own (that kernel is the faster one there) */
     {"float64 depthwise multiplier 2, 2x3 'same', dilation 2",
      "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 8},
     {"depthwise multiplier 2, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wm, bm, padding=1, groups=3))",
-     6},
+     7},
     {"channels_last depthwise multiplier 2, padding 1 + bias + gelu",
      "y = nn.gelu(nn.conv2d(xl, wm, bm, padding=1, groups=3))", 8},
     {"channels_last depthwise multiplier 2 stride 2 + silu", "y = nn.silu(nn.conv2d(xl, wm, stride=2, groups=3))", 2},
-    /* two input channels per group: one padded copy per input channel of a group (five kernels
-     * each), the taps of both summed in one kernel with the activation (channels_last: the
-     * input's conversion and the weight's repeat along ow too) */
+    /* two input channels per group: no product. Channels_last: one padded copy per input
+     * channel of a group (five kernels each; the input's conversion and the weight's repeat
+     * along ow too), the taps of both summed in one kernel with the activation; contiguous: one
+     * padded copy, the taps' kernel over (n, g, oc, oh, ow) as above (the bias sliced first) */
     {"2 channels per group, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x4, w42, bm[:4], padding=1, groups=2))",
-     11},
+     8},
     {"channels_last 2 channels per group, multiplier 2, padding 1 + relu",
      "y = nn.relu(nn.conv2d(x4.contiguous(memory_format=channels_last), w82, padding=1, groups=2))", 13},
 };
