@@ -268,9 +268,9 @@ static const char epi_setup[] =
     "wtg = randn(3, 2, 3, 1, dtype=float64)\n"
     "bt = randn(4)\n"
     "btg = randn(6, dtype=float64)\n"
-    "xg = randn(2, 4, 7, 6)\n"
+    "xg = randn(2, 6, 7, 6)\n"
     "xgl = xg.contiguous(memory_format=channels_last)\n"
-    "wg = randn(6, 2, 3, 3)\n"
+    "wg = randn(6, 3, 3, 3)\n"
     "bg, rg, vg = randn(6), randn(6), rand(6) + 0.5\n";
 
 static const struct {
@@ -473,8 +473,26 @@ static const struct {
     {"depthwise 3x3 padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wd, b[:3], padding=1, groups=3))", 6},
     {"channels_last depthwise 3x3 padding 1 + bias + relu",
      "y = nn.relu(nn.conv2d(xl, wd, b[:3], padding=1, groups=3))", 8},
+    /* a channel multiplier, channels_last: the padded copy holds each input channel m times (one
+     * kernel broadcasting the input into it), then the taps as for m == 1 over out_c groups: the
+     * activation in the taps' kernel, no pass of its own. Contiguous: the taps' kernel over (n,
+     * g, oc, oh, ow) reading the input once per group, assigned into the output, and the
+     * activation a pass of its own (that kernel is the faster one there) */
     {"float64 depthwise multiplier 2, 2x3 'same', dilation 2",
-     "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 7},
+     "y = nn.conv2d(xl.double(), wdm, padding='same', dilation=2, groups=3)", 8},
+    {"depthwise multiplier 2, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x, wm, bm, padding=1, groups=3))",
+     7},
+    {"channels_last depthwise multiplier 2, padding 1 + bias + gelu",
+     "y = nn.gelu(nn.conv2d(xl, wm, bm, padding=1, groups=3))", 8},
+    {"channels_last depthwise multiplier 2 stride 2 + silu", "y = nn.silu(nn.conv2d(xl, wm, stride=2, groups=3))", 2},
+    /* two input channels per group: no product. Channels_last: one padded copy per input
+     * channel of a group (five kernels each; the input's conversion and the weight's repeat
+     * along ow too), the taps of both summed in one kernel with the activation; contiguous: one
+     * padded copy, the taps' kernel over (n, g, oc, oh, ow) as above (the bias sliced first) */
+    {"2 channels per group, padding 1 + bias + relu", "y = nn.relu(nn.conv2d(x4, w42, bm[:4], padding=1, groups=2))",
+     8},
+    {"channels_last 2 channels per group, multiplier 2, padding 1 + relu",
+     "y = nn.relu(nn.conv2d(x4.contiguous(memory_format=channels_last), w82, padding=1, groups=2))", 13},
 };
 
 START_TEST(conv_depthwise)
@@ -486,7 +504,12 @@ START_TEST(conv_depthwise)
                                 "xl = x.contiguous(memory_format=channels_last)\n"
                                 "wd = randn(3, 1, 3, 3)\n"
                                 "wdm = randn(6, 1, 2, 3, dtype=float64)\n"
-                                "b = randn(5)\n";
+                                "b = randn(5)\n"
+                                "wm = randn(6, 1, 3, 3)\n"
+                                "bm = randn(6)\n"
+                                "x4 = randn(2, 4, 9, 8)\n"
+                                "w42 = randn(4, 2, 3, 3)\n"
+                                "w82 = randn(8, 2, 3, 3)\n";
     bool same = same_bytes_unfused(setup, dw_cases[_i].name, dw_cases[_i].program, &fused, &unfused);
     ck_assert_msg(!strstr(fused.text, "product ") && count_of(fused.text, "kernel:") == dw_cases[_i].kernels,
                   "%s: a product, or not %d kernels:\n%s", dw_cases[_i].name, dw_cases[_i].kernels, fused.text);

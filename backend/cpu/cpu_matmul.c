@@ -424,17 +424,28 @@ static void ix_span(const FcMmOperand *o, bool cols, int64_t x0, int64_t n, int6
     }
 }
 
-/* The bounds of o for batch item bi and one row (or column) whose parts are part[q * n + x]:
- * the other part must be in [lo[q], lo[q] + span[q]) (span 0: nowhere), saturated. */
-static void ix_limits(const FcMatmul *m, const FcMmOperand *o, int64_t bi, const int64_t *part, int64_t n, int64_t x,
-                      int64_t *lo, uint64_t *span)
+/* The batch item's parts of o's bounds, bpart[q]: batch item bi's sub-indices times the bounds'
+ * coefficients (once per packed block, not per row: it takes a division per batch dim). */
+static void ix_batch_parts(const FcMatmul *m, const FcMmOperand *o, int64_t bi, int64_t *bpart)
 {
     for (int q = 0; q < o->nbound; q++) {
-        int64_t v = part[q * n + x], b = bi, l, h;
+        int64_t v = 0, b = bi;
         for (int d = m->nbatch - 1; d >= 0; d--) {
             v += b % m->batch[d] * o->bound[q].bcoef[d];
             b /= m->batch[d];
         }
+        bpart[q] = v;
+    }
+}
+
+/* The bounds of o for the batch item whose parts are bpart (ix_batch_parts) and one row (or
+ * column) whose parts are part[q * n + x]: the other part must be in [lo[q], lo[q] + span[q])
+ * (span 0: nowhere), saturated. */
+static void ix_limits(const FcMmOperand *o, const int64_t *bpart, const int64_t *part, int64_t n, int64_t x,
+                      int64_t *lo, uint64_t *span)
+{
+    for (int q = 0; q < o->nbound; q++) {
+        int64_t v = part[q * n + x] + bpart[q], l, h;
         if (__builtin_sub_overflow(o->bound[q].lo, v, &l))
             l = v > 0 ? INT64_MIN : INT64_MAX;
         if (__builtin_sub_overflow(o->bound[q].hi, v, &h))
@@ -586,6 +597,37 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
     return (r == rows || rows == 0) && (c == cols || cols == 0);
 }
 
+/* Copies n <= 64 bytes by moves of fixed sizes, largest first: a run of a gathered panel row is
+ * short (at most a panel's MM_NR_BYTES, a convolution's output row cut at the panels' edges), and
+ * a call to memcpy for each (what a copy loop compiles to) costs more than the copy. */
+static inline void copy_run(void *restrict d, const void *restrict s, size_t n)
+{
+    char *dp = d;
+    const char *sp = s;
+    if (n == 64) {
+        memcpy(dp, sp, 64);
+        return;
+    }
+    if (n & 32) {
+        memcpy(dp, sp, 32);
+        dp += 32, sp += 32;
+    }
+    if (n & 16) {
+        memcpy(dp, sp, 16);
+        dp += 16, sp += 16;
+    }
+    if (n & 8) {
+        memcpy(dp, sp, 8);
+        dp += 8, sp += 8;
+    }
+    if (n & 4) {
+        memcpy(dp, sp, 4);
+        dp += 4, sp += 4;
+    }
+    for (size_t i = 0; i < (n & 3); i++)
+        dp[i] = sp[i];
+}
+
 /* B[pc.., jc..] of batch item b (kc x nc) as column panels of NR, zero-padded: dst[jr][p][j]. */
 #define DEF_PACK_B(s, T, A)                                                                        \
     /* bo: the batch item's offset from m->b; ixs: ix_words of scratch when m->b_ix */            \
@@ -599,13 +641,14 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
             int64_t *koff = ixs, *kpart = koff + kc, *coff = kpart + nb * kc, *cpart = coff + nc;  \
             int64_t lo[FC_MM_MAX_BOUNDS];                                                          \
             uint64_t span[FC_MM_MAX_BOUNDS];                                                       \
-            int64_t *seg = cpart + nb * nc;                                                        \
+            int64_t *seg = cpart + nb * nc, bpart[FC_MM_MAX_BOUNDS];                               \
+            ix_batch_parts(m, o, bi, bpart);                                                       \
             ix_span(o, false, pc, kc, koff, kpart);                                                \
             ix_span(o, true, jc, nc, coff, cpart);                                                 \
             int64_t nseg = ix_segments(nb, coff, cpart, nc, seg);                                  \
             const T *src = (const T *)m->b;                                                        \
             for (int64_t p = 0; p < kc; p++) {                                                     \
-                ix_limits(m, o, bi, kpart, kc, p, lo, span);                                       \
+                ix_limits(o, bpart, kpart, kc, p, lo, span);                                       \
                 bool small = true;                                                                 \
                 for (int q = 0; q < nb; q++)                                                       \
                     small &= ix_small(lo[q]) && span[q] <= (uint64_t)IX_SMALL;                     \
@@ -623,8 +666,11 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                             r = NR - j % NR < j0 + t1 - j ? NR - j % NR : j0 + t1 - j;             \
                             A *d = bpack + j / NR * NR * kc + p * NR + j % NR;                     \
                             const T *sv = src + base + coff[j];                                    \
-                            for (int64_t e = 0; e < r; e++)                                        \
-                                d[e] = (A)sv[e];                                                   \
+                            if (sizeof(T) == sizeof(A))                                            \
+                                copy_run(d, sv, (size_t)r * sizeof(A));                      \
+                            else                                                                   \
+                                for (int64_t e = 0; e < r; e++)                                    \
+                                    d[e] = (A)sv[e];                                               \
                         }                                                                          \
                     else                                                                           \
                         for (int64_t j = j0 + t0; j < j0 + t1; j++)                                \
@@ -661,8 +707,10 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
         const FcMmOperand *o = m->a_ix;                                                            \
         int64_t *roff = ixs, *rpart = NULL, *koff = NULL, *kpart = NULL, *krun = NULL;             \
         int nb = 0;                                                                                \
+        int64_t bpart[FC_MM_MAX_BOUNDS];                                                           \
         if (o) {                                                                                   \
             nb = o->nbound;                                                                        \
+            ix_batch_parts(m, o, bi, bpart);                                                       \
             rpart = roff + mc;                                                                     \
             koff = rpart + nb * mc;                                                                \
             kpart = koff + kc;                                                                     \
@@ -681,7 +729,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 uint64_t span[MM_MR][FC_MM_MAX_BOUNDS];                                            \
                 const T *src[MM_MR];                                                               \
                 for (int i = 0; i < MM_MR; i++) {                                                  \
-                    ix_limits(m, o, bi, rpart, mc, ir + i, lo[i], span[i]);                        \
+                    ix_limits(o, bpart, rpart, mc, ir + i, lo[i], span[i]);                        \
                     src[i] = (const T *)m->a + ao + roff[ir + i];                                  \
                 }                                                                                  \
                 for (int64_t p = 0, r; p < kc; p += r) {                                           \
@@ -716,7 +764,7 @@ static bool ix_valid(const FcMmOperand *o, int64_t rows, int64_t cols, int nbatc
                 } else if (o) {                                                                    \
                     int64_t lo[FC_MM_MAX_BOUNDS];                                                  \
                     uint64_t span[FC_MM_MAX_BOUNDS];                                               \
-                    ix_limits(m, o, bi, rpart, mc, ir + i, lo, span);                              \
+                    ix_limits(o, bpart, rpart, mc, ir + i, lo, span);                              \
                     const T *src = (const T *)m->a;                                                \
                     int64_t base = ao + roff[ir + i];                                              \
                     for (int64_t p = 0, r; p < kc; p += r) {                                       \
