@@ -77,6 +77,9 @@ long fc_cpu_cache_hits(FcBackend *be);
 /* How many chunks of gated scatter-adds the CPU executor found to add zeros after evaluating
  * only what holds one value per chunk (cpu_exec.c's eval_gated), over all backends, for tests. */
 long fc_cpu_narrow_skips(void);
+/* How many points of gated scatter-adds the CPU executor left out by runs, past a bound of the
+ * gate found false (cpu_plan.c's plan_gate_bounds, cpu_exec.c's gate_run), for tests. */
+long fc_cpu_gate_points(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);

@@ -11,7 +11,7 @@
  * errors. With TDL_TEST_DEVICE (make check-device, check-gpu) the inputs go to that device. */
 #include "tests.h"
 
-#include "backend.h"               /* fc_cpu_narrow_skips, fc_cpu_term_skips */
+#include "backend.h"               /* fc_cpu_narrow_skips, fc_cpu_term_skips, fc_cpu_gate_points */
 #include "fcdim.h"
 #include "golden_cases.h"
 #include "interp.h"                 /* an interpreter's FcCtx: FC_SCHED_STAGE off */
@@ -576,6 +576,70 @@ START_TEST(gated_narrow_skips)
 }
 END_TEST
 
+/* A gated scatter-add whose gate is an AND of bounds, i < a[n] and j < b[n] (a masked sum with
+ * data-dependent bounds, as roi_align's adaptive sampling): once a bound is false at a point, the
+ * rest of its loop's run is zeros, left out whole (cpu_plan.c's plan_gate_bounds, cpu_exec.c's
+ * gate_run; fc_cpu_gate_points: i's bound in the order of (n, i), j's along the term level j).
+ * The same bits at 1, 2 and 4 threads, and those of adding each product, rounded, in the order of
+ * the loop nest (the reference in C), 640 channels in slices. With w not finite at a masked
+ * point, no run is left out and its zero times w gives PyTorch's NaN. */
+START_TEST(gated_bound_runs)
+{
+    static const char head[] =
+        "x = zeros(40, 640, requires_grad=True)\n"
+        "a = tensor([0, 3, 1, 5, 2, 4, 5, 0, 1, 3, 2, 5])\nb = tensor([4, 1, 0, 4, 2, 3, 1, 4, 2, 0, 4, 3])\n"
+        "n, i, j = dims(3)\ni.size, j.size = 5, 4\n"
+        "idx = ((arange(12 * 5 * 4) * 7) % 40).reshape(12, 5, 4)\n"
+        "g = (arange(12 * 640, dtype=float32) * 0.37).cos().reshape(12, 640)\n";
+    static const char tail[] =
+        "v = where((i < a[n]) & (j < b[n]), x[idx[n, i, j]] * w[n, i, j], 0.0)\n"
+        "(v.sum((i, j)).order(n) * g).sum().backward()\n"
+        "gx = x.grad.cpu()\nic = idx.cpu()\nwc = w.cpu()\ngc = g.cpu()\n";
+    static const int ha[12] = {0, 3, 1, 5, 2, 4, 5, 0, 1, 3, 2, 5}, hb[12] = {4, 1, 0, 4, 2, 3, 1, 4, 2, 0, 4, 3};
+    char prog[2048];
+    snprintf(prog, sizeof prog, "%sw = (arange(12 * 5 * 4, dtype=float32) * 0.3).sin().reshape(12, 5, 4) * 1000.0\n%s",
+             head, tail);
+    bool cpu = !golden_device() || getenv("TDL_FAKE_CUDA");    /* the CPU executor ran it */
+    long before = fc_cpu_gate_points();
+    size_t n, ni, nw, ng;
+    float *gx = same_bits(prog, "a gate of bounds", &n);
+    if (cpu)
+        ck_assert_int_gt(fc_cpu_gate_points() - before, 0);
+    int64_t *idx = read_global(prog, "ic", TDL_DTYPE_INT64, &ni);
+    float *w = read_global(prog, "wc", TDL_DTYPE_FLOAT32, &nw), *g = read_global(prog, "gc", TDL_DTYPE_FLOAT32, &ng);
+    ck_assert_int_eq(n, 40 * 640);
+    ck_assert_int_eq(ni, 12 * 5 * 4);
+    float *ref = calloc(n, sizeof *ref);
+    ck_assert_ptr_nonnull(ref);
+    for (int q = 0; q < 12; q++)
+        for (int r = 0; r < ha[q]; r++)
+            for (int s = 0; s < hb[q]; s++)
+                for (int c = 0; c < 640; c++) {
+                    int e = (q * 5 + r) * 4 + s;
+                    ref[(size_t)idx[e] * 640 + c] += g[q * 640 + c] * w[e];
+                }
+    ck_assert_msg(memcmp(ref, gx, n * sizeof *ref) == 0, "not the sums in loop order");
+    free(gx);
+    free(idx);
+    free(w);
+    free(g);
+    free(ref);
+    /* w infinite at (n 0, i 0, j 0), masked (a[0] is 0): its row of x.grad is NaN, the others not */
+    snprintf(prog, sizeof prog,
+             "%sw = where(arange(12 * 5 * 4) == 0, float('inf'), 2.0).reshape(12, 5, 4)\n%s"
+             "assert gx[0].isnan().all().item()\nassert not gx[1:].isnan().any().item()\n",
+             head, tail);
+    for (int t = 0; t < 2; t++) {
+        setenv("TDL_NUM_THREADS", t ? "2" : "1", 1);
+        before = fc_cpu_gate_points();
+        run_ok(prog);
+        if (cpu)
+            ck_assert_int_eq(fc_cpu_gate_points() - before, 0);
+    }
+    unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
 /* Generic gathers' gradients (scatter-adds with many duplicates), split over the row loop of
  * gather(1, idx) (not the vector loop) and over the column loop of x[idx] (the vector loop, cut
  * into slices): the same bits at 1, 2 and 4 threads, and the bits of adding each element's
@@ -956,6 +1020,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, muladd_one_factor);
     tcase_add_test(tc, gated_masked_zero);
     tcase_add_test(tc, gated_narrow_skips);
+    tcase_add_test(tc, gated_bound_runs);
     tcase_add_test(tc, owner_loops);
     tcase_add_test(tc, scatter_indices_precomputed);
     tcase_add_test(tc, mul_add_one_pass);
