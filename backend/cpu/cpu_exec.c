@@ -1997,14 +1997,17 @@ static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int 
     t->tgen++;
     for (int64_t e = 0; e < p->ext[T] && ok; e++) {
         t->idx[T] = e;
-        t->tonly = e > 0;
-        ok = store_chunk_at(p, t, base, i0, n);
-        int64_t r = ok && gskip && t->gate_skip ? gate_run(p, t, p->nkl - 1, p->nkl, &kpos) : 0;
-        if (r > 0) {            /* the level's later terms are zeros too (Plan.gb) */
-            t->gate_points += r;
+        /* A bound of the level false at e (Plan.gb): e and the terms after it are zeros, taken
+         * as gate_run takes a run, term e - 1 (evaluated, at the same indices outside the
+         * level) standing for the point that found it false; none evaluated. */
+        int64_t r = gskip && e > 0 ? gate_run(p, t, p->nkl - 1, p->nkl, &kpos) : 0;
+        if (gskip && e > 0 && kpos < p->nkl) {
+            t->gate_points += r + 1;
             t->idx[T] = p->ext[T] - 1;
             break;
         }
+        t->tonly = e > 0;
+        ok = store_chunk_at(p, t, base, i0, n);
     }
     t->tonly = false;
     return ok;
