@@ -834,6 +834,55 @@ START_TEST(mul_add_one_pass)
 }
 END_TEST
 
+/* roi_align's tap weight, one value per sample over (box, bin row, sample row, bin column, sample
+ * column), too many points to precompute (64 boxes, 14 x 14 bins, grids up to 5 x 5: 313,600),
+ * is computed at each point of a tap's kernel; read at position 0 alone by the product added in
+ * one pass, it is not broadcast over the chunk (cpu_plan.c's unfill_factor;
+ * fc_cpu_mul_w_one_runs). The same bits at 1, 2 and 4 threads. */
+START_TEST(mul_add_factor_one)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(256 * 72 * 72, dtype=float32).reshape(1, 256, 72, 72) * 0.013).sin().requires_grad_()\n"
+        "k = arange(64, dtype=float32)\n"
+        "b = stack([k * 0.0, (k * 7.0) % 5.0, (k * 3.0) % 6.0, 60.0 + (k % 10.0), 56.0 + (k % 13.0)], 1)\n"
+        "y = vision.roi_align(x, b, (14, 14), 1.0, 0, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    static const char *const threads[] = {"1", "2", "4"};
+    float *first = NULL;
+    size_t bytes = 0;
+    for (int r = 0; r < 3; r++) {
+        setenv("TDL_NUM_THREADS", threads[r], 1);
+        long before = fc_cpu_mul_w_one_runs();
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        ck_assert_msg(tdl_run_string(T, prog, "one") == TDL_OK, "%s", tdl_error_message(T));
+        if (!golden_device() || getenv("TDL_FAKE_CUDA"))      /* the CPU executor ran it: four taps */
+            ck_assert_int_ge(fc_cpu_mul_w_one_runs() - before, 4);
+        tdl_value *v = NULL;
+        tdl_tensor_info info;
+        ck_assert_int_eq(tdl_get_global(T, "gx", &v), TDL_OK);
+        ck_assert_int_eq(tdl_tensor_read(T, v, TDL_DTYPE_FLOAT32, &info), TDL_OK);
+        size_t nb = (size_t)info.numel * sizeof(float);
+        if (!first) {
+            first = malloc(nb);
+            ck_assert_ptr_nonnull(first);
+            memcpy(first, info.data, nb);
+            bytes = nb;
+        } else {
+            ck_assert_msg(nb == bytes && memcmp(first, info.data, nb) == 0, "the gradient at %s threads differs",
+                          threads[r]);
+        }
+        tdl_value_free(v);
+        tdl_close(T);
+    }
+    unsetenv("TDL_NUM_THREADS");
+    free(first);
+}
+END_TEST
+
 /* The same when the row is itself gathered (wb[idx2]: a weighted gather, which kplan makes a
  * MULADD without x): still one pass, the same sums. */
 START_TEST(mul_add_gathered_row)
@@ -1025,6 +1074,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, scatter_indices_precomputed);
     tcase_add_test(tc, mul_add_one_pass);
     tcase_add_test(tc, mul_add_gathered_row);
+    tcase_add_test(tc, mul_add_factor_one);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
     suite_add_tcase(s, tc);

@@ -1521,6 +1521,10 @@ static long mul_add_runs;       /* fc_cpu_mul_add_runs */
 
 long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
 
+static long mul_w_one_runs;     /* fc_cpu_mul_w_one_runs */
+
+long fc_cpu_mul_w_one_runs(void) { return __atomic_load_n(&mul_w_one_runs, __ATOMIC_RELAXED); }
+
 static long muladd_one_runs;    /* fc_cpu_muladd_one_runs */
 
 long fc_cpu_muladd_one_runs(void) { return __atomic_load_n(&muladd_one_runs, __ATOMIC_RELAXED); }
@@ -2426,6 +2430,8 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
      * own counts, a plan run again as much as the first time (test_grad.c's counters_per_run). */
     if (p->mul_add)
         __atomic_fetch_add(&mul_add_runs, 1, __ATOMIC_RELAXED);
+    if (p->mul_w_one)
+        __atomic_fetch_add(&mul_w_one_runs, 1, __ATOMIC_RELAXED);
     if (p->muladd_one)
         __atomic_fetch_add(&muladd_one_runs, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < nth && p->gate_where; i++) {

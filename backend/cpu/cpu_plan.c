@@ -1508,6 +1508,44 @@ static void plan_gate_v(Plan *p)
     p->gate_v = v;
 }
 
+/* w, the factor of one value of a product added in one pass (plan_mul_add), is read at position
+ * 0 alone (flat_write) when the product r is its only reader: it is then not broadcast over the
+ * chunk each time it is computed or restored (roi_align's tap weight, at every point of a tap's
+ * kernel). Not a precomputed value (pre_point points it), nor one read otherwise (an operand,
+ * a gathered index, a bound, weighted rows, the result or a scatter index). */
+static void unfill_factor(Plan *p, int w, int r)
+{
+    const FcKernel *k = p->k;
+    Step *s = &p->steps[w];
+    int wc = (int)(s->in - k->code);
+    if (s->wide || !s->fill || s->fillw <= 1 || s->pre || s->d == p->res)
+        return;
+    for (int g = 0; g < k->nscatter; g++)
+        if (p->sphys[g] == s->d)
+            return;
+    for (int j = 0; j < p->nsteps; j++) {
+        const Step *q = &p->steps[j];
+        int i = (int)(q->in - k->code);
+        if (q->nterm)
+            return;
+        for (int o = 0; o < 3 && j != r; o++)
+            if (operand_step(p, j, o) == w)
+                return;
+        for (int g = 0; q->in->op == FC_OP_LOAD && g < q->in->ngather; g++)
+            if (p->kp->gopv[p->kp->goff[i] + g] == wc)
+                return;
+        for (int b = 0; fc_op_is_reduce(q->in->op) && b < q->in->nbound; b++)
+            if (p->kp->bopv[p->kp->boff[i] + b] == wc)
+                return;
+    }
+    s->fillw = 1;
+    p->mul_w_one = true;
+    for (int j = 0; j < p->nsteps; j++)       /* its chain's restores: position 0 alone */
+        for (int q = p->steps[j].rfirst; q < p->steps[j].rfirst + p->steps[j].rcount; q++)
+            if (p->rlist[q].memo == s->memo && p->rlist[q].d == s->d && p->rlist[q].w > 1)
+                p->rlist[q].w = 1;
+}
+
 /* Whether the result is added into the output as a product in one pass (Plan.mul_add): a flat
  * accumulating store, unit stride along the chunk, of a float product v * w that is the top
  * list's last step, v over the whole chunk and w one value, neither read through a table, and no
@@ -1545,6 +1583,7 @@ static void plan_mul_add(Plan *p)
     p->mul_add = true;
     p->mul_v = pa == p->steps[a].d ? pa : pb;
     p->mul_w = pa == p->steps[a].d ? pb : pa;
+    unfill_factor(p, b, r);
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */

@@ -374,6 +374,7 @@ typedef struct Plan {
      * pass, the product step not evaluated. Their physical buffers: */
     bool mul_add;
     int mul_v, mul_w;
+    bool mul_w_one;             /* w's step is not broadcast over the chunk (unfill_factor) */
     /* A scattered store split over its owner loops (fc_store_owner_loops; plan_owner): kl's first
      * nkown loops (outer points) are owner loops, the others (inner points) run in order inside
      * each part; own_cl: cl is one too, and its positions are split as well (task_owner). */
