@@ -81,9 +81,15 @@ long fc_cpu_narrow_skips(void);
  * plan_band, cpu_exec.c's task_band: roi_align's backward at more than one thread), over all
  * backends, for tests. */
 long fc_cpu_band_splits(void);
+/* How many points of gated scatter-adds the CPU executor left out by runs, past a bound of the
+ * gate found false (cpu_plan.c's plan_gate_bounds, cpu_exec.c's gate_run), for tests. */
+long fc_cpu_gate_points(void);
 /* How many runs of CPU kernels added a product into their output in one pass (cpu_plan.c's
  * plan_mul_add), over all backends, for tests. */
 long fc_cpu_mul_add_runs(void);
+/* How many of those runs computed the product's factor of one value without broadcasting it over
+ * the chunk (cpu_plan.c's unfill_factor), over all backends, for tests. */
+long fc_cpu_mul_w_one_runs(void);
 /* How many runs of CPU kernels had a multiply-add read a factor of one value per chunk as that
  * value, not broadcast (cpu_plan.c's muladd_one: roi_align's bilinear weights), for tests. */
 long fc_cpu_muladd_one_runs(void);

@@ -8,6 +8,7 @@
 #include "cpu_plan.h"
 #include "mem.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -45,6 +46,8 @@ typedef struct Thread {
      * its last chunk was a skipped zero (its next is then evaluated narrow first). */
     bool narrow;
     bool gate_off;
+    bool gate_skip;             /* its last chunk was skipped (eval_gated's *skip) */
+    long gate_points;           /* points left out by runs (gate_run; fc_cpu_gate_points) */
     long narrow_skips;          /* chunks skipped after a narrow pass (fc_cpu_narrow_skips) */
     /* Plan.term: a point's terms after its first evaluate only what varies along the term
      * level (tonly). tstamp[j], for step j of the top list: 2 * tgen + 1 when its value (its
@@ -89,6 +92,7 @@ typedef struct Run {
     int32_t *key;
     int32_t *pts;
     int64_t *first;
+    bool gskip;                 /* Plan.gb: zeros past a false bound skipped by runs (gate_bounded) */
 } Run;
 
 /* ---- evaluation ---- */
@@ -1528,6 +1532,10 @@ static long mul_add_runs;       /* fc_cpu_mul_add_runs */
 
 long fc_cpu_mul_add_runs(void) { return __atomic_load_n(&mul_add_runs, __ATOMIC_RELAXED); }
 
+static long mul_w_one_runs;     /* fc_cpu_mul_w_one_runs */
+
+long fc_cpu_mul_w_one_runs(void) { return __atomic_load_n(&mul_w_one_runs, __ATOMIC_RELAXED); }
+
 static long muladd_one_runs;    /* fc_cpu_muladd_one_runs */
 
 long fc_cpu_muladd_one_runs(void) { return __atomic_load_n(&muladd_one_runs, __ATOMIC_RELAXED); }
@@ -1580,6 +1588,76 @@ static bool eval_gated(const Plan *p, Thread *t, int64_t i0, int n, bool *skip)
     return eval(p, t, p->gate_mul, p->ntop - p->mul_add, i0, n);
 }
 
+static long gate_points;        /* fc_cpu_gate_points */
+
+long fc_cpu_gate_points(void) { return __atomic_load_n(&gate_points, __ATOMIC_RELAXED); }
+
+/* Whether a precomputed step's table holds values of magnitude at most lim (NaN is not). */
+static bool table_within(const Plan *p, int j, double lim)
+{
+    const Step *s = &p->steps[j];
+    int64_t n = cpu_shape_size(p, s->deps);
+    if (s->in->dtype == FC_FLOAT32) {
+        const float *v = (const float *)(const void *)(p->pretab + s->pre0);
+        for (int64_t i = 0; i < n; i++)
+            if (!(fabsf(v[i]) <= (float)lim))
+                return false;
+        return true;
+    }
+    if (s->in->dtype == FC_FLOAT64) {
+        const double *v = (const double *)(const void *)(p->pretab + s->pre0);
+        for (int64_t i = 0; i < n; i++)
+            if (!(fabs(v[i]) <= lim))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* Whether a gated store's zeros past a false bound (Plan.gb) may be skipped by runs this run: w
+ * is finite at every point (Plan.gw's tables, once filled), so that each such zero is one that
+ * eval_gated would skip too (a w that is not finite gives its NaN there). */
+static bool gate_bounded(const Plan *p)
+{
+    if (p->ngb == 0)
+        return false;
+    bool f32 = p->ngw > 0 && p->steps[p->gw[0]].in->dtype == FC_FLOAT32;
+    if (p->ngw == 1)
+        return table_within(p, p->gw[0], f32 ? FLT_MAX : DBL_MAX);
+    double root = f32 ? 1e19 : 1e154;       /* root * root is finite */
+    return p->ngw == 0 || (table_within(p, p->gw[0], root) && table_within(p, p->gw[1], root));
+}
+
+/* Plan.gb: after a point of a gated store found a zero (Thread.gate_skip), how many points after
+ * it in the order of kl[from, to) are zeros too: the rest of the run of the outermost of those
+ * loops whose bound leaf is false there, its place in kl in *kpos (0 points: none). A term
+ * level (Plan.term, kl's last) is its own: to stops before it where its terms run apart. */
+static int64_t gate_run(const Plan *p, const Thread *t, int from, int to, int *kpos)
+{
+    int best = to;
+    for (int g = 0; g < p->ngb; g++) {
+        const struct GateBound *b = &p->gb[g];
+        if (b->kpos < from || b->kpos >= best)
+            continue;
+        const Step *s = &p->steps[b->step];
+        int64_t e = 0;          /* its entry: its loops row-major (cpu_shape_loops, none of the chunk) */
+        for (uint64_t d = s->deps; d; d &= d - 1) {
+            int l = __builtin_ctzll(d);
+            e = e * p->ext[l] + t->idx[l];
+        }
+        if (!((const uint8_t *)(p->pretab + s->pre0))[e])
+            best = b->kpos;
+    }
+    int64_t r = 0, m = 1;
+    for (int j = to - 1; j >= best; j--) {
+        int l = p->kl[j];
+        r += (p->ext[l] - 1 - t->idx[l]) * m;
+        m *= p->ext[l];
+    }
+    *kpos = best;
+    return r;
+}
+
 /* Stores the n positions of cl from i0 at the kept loops' indices in t->idx (output offset base). */
 static bool store_chunk_at(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
 {
@@ -1587,6 +1665,7 @@ static bool store_chunk_at(const Plan *p, Thread *t, int64_t base, int64_t i0, i
         bool skip;
         if (!eval_gated(p, t, i0, n, &skip))
             return false;
+        t->gate_skip = skip;
         if (skip)
             return true;
     } else if (!eval_chunk(p, t, i0, n)) {
@@ -1926,13 +2005,22 @@ static bool reduce_unit(const Plan *p, Thread *t, int64_t u)
 /* Stores the chunk [i0, i0 + n) of each term of the point at t->idx (Plan.term), in the order
  * of the terms: the first evaluated as any point, the others leaving out what holds along the
  * term level (tonly). base: the output offset of the kept loops (the term level has stride 0). */
-static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
+static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int n, bool gskip)
 {
-    int T = p->term;
+    int T = p->term, kpos;
     bool ok = true;
     t->tgen++;
     for (int64_t e = 0; e < p->ext[T] && ok; e++) {
         t->idx[T] = e;
+        /* A bound of the level false at e (Plan.gb): e and the terms after it are zeros, taken
+         * as gate_run takes a run, term e - 1 (evaluated, at the same indices outside the
+         * level) standing for the point that found it false; none evaluated. */
+        int64_t r = gskip && e > 0 ? gate_run(p, t, p->nkl - 1, p->nkl, &kpos) : 0;
+        if (gskip && e > 0 && kpos < p->nkl) {
+            t->gate_points += r + 1;
+            t->idx[T] = p->ext[T] - 1;
+            break;
+        }
         t->tonly = e > 0;
         ok = store_chunk_at(p, t, base, i0, n);
     }
@@ -1944,7 +2032,7 @@ static bool store_terms(const Plan *p, Thread *t, int64_t base, int64_t i0, int 
  * loop): per point, each chunk of [lo, hi) for all terms (store_terms). The scatter is flat and
  * moves along cl, so the chunks write distinct elements and each element still gets its
  * contributions in the order of the loop nest. */
-static bool owner_terms(const Plan *p, Thread *t, int64_t og, int64_t lo, int64_t hi)
+static bool owner_terms(const Plan *p, Thread *t, int64_t og, int64_t lo, int64_t hi, bool gskip)
 {
     int64_t ext = p->ext[p->cl], nt = p->ext[p->term];
     for (int64_t u = 0; u < p->inner; u += nt, next_point(p, t, p->kl + p->nkown, p->nkl - p->nkown - 1)) {
@@ -1952,10 +2040,18 @@ static bool owner_terms(const Plan *p, Thread *t, int64_t og, int64_t lo, int64_
         int64_t base = out_base(p, t);
         for (int64_t i0 = lo; i0 < hi; i0 += FC_CHUNK) {
             int n = hi - i0 < FC_CHUNK ? (int)(hi - i0) : FC_CHUNK;
-            if (!store_terms(p, t, base, i0, n)) {
+            if (!store_terms(p, t, base, i0, n, gskip)) {
                 t->err_task = (og * p->inner + u + t->idx[p->term]) * ext + i0;
                 return false;
             }
+        }
+        int kpos;
+        int64_t r = gskip && t->gate_skip ? gate_run(p, t, p->nkown, p->nkl - 1, &kpos) : 0;
+        if (r > 0) {            /* to the run's last point: next_point moves past it */
+            for (int j = kpos; j < p->nkl - 1; j++)
+                t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
+            u += r * nt;
+            t->gate_points += r * nt;
         }
     }
     return true;
@@ -1983,10 +2079,19 @@ static bool task_units(void *arg, int tid, int64_t task)
             int nc, n;
             unit_pos(p, t, u, &c0, &nc);
             chunk_at(p, c0, &i0, &n);
-            ok = store_terms(p, t, out_base(p, t), i0, n);
-            u += nt - 1;
+            ok = store_terms(p, t, out_base(p, t), i0, n, run->gskip);
+            int kpos;
+            int64_t r = ok && run->gskip && t->gate_skip ? gate_run(p, t, 0, p->nkl - 1, &kpos) : 0;
+            u += nt - 1 + r * nt;
+            t->gate_points += r * nt;
         } else {
             ok = p->reduce ? reduce_unit(p, t, u) : store_unit(p, t, u);
+            if (ok && run->gskip && t->gate_skip && (u + 1) % p->ngroup == 0) {
+                int kpos;       /* units are the points, each its groups of chunks */
+                int64_t r = gate_run(p, t, 0, p->nkl, &kpos);
+                u += r * p->ngroup;
+                t->gate_points += r;
+            }
         }
     }
     flush_run(t);
@@ -2023,7 +2128,7 @@ static bool task_owner(void *arg, int tid, int64_t task)
             hi = ext;
         decode(p, t, p->kl, p->nkl, og * p->inner);
         if (p->term >= 0) {
-            ok = owner_terms(p, t, og, lo, hi);
+            ok = owner_terms(p, t, og, lo, hi, run->gskip);
             o = end;
             continue;
         }
@@ -2034,6 +2139,14 @@ static bool task_owner(void *arg, int tid, int64_t task)
                 ok = store_chunk_at(p, t, base, i0, n);
                 if (!ok)
                     t->err_task = (og * p->inner + u) * ext + i0;
+            }
+            int kpos;
+            int64_t r = ok && run->gskip && t->gate_skip ? gate_run(p, t, p->nkown, p->nkl, &kpos) : 0;
+            if (r > 0) {        /* to the run's last point: next_point moves past it */
+                for (int j = kpos; j < p->nkl; j++)
+                    t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
+                u += r;
+                t->gate_points += r;
             }
         }
         o = end;
@@ -2103,9 +2216,17 @@ static bool task_band(void *arg, int tid, int64_t task)
             int64_t base = out_base(p, t);
             for (int64_t i0 = 0; i0 < ext && ok; i0 += FC_CHUNK) {
                 int n = ext - i0 < FC_CHUNK ? (int)(ext - i0) : FC_CHUNK;
-                ok = p->term >= 0 ? store_terms(p, t, base, i0, n) : store_chunk_at(p, t, base, i0, n);
+                ok = p->term >= 0 ? store_terms(p, t, base, i0, n, run->gskip) : store_chunk_at(p, t, base, i0, n);
                 if (!ok)
                     t->err_task = (pt * suf + u + (p->term >= 0 ? t->idx[p->term] : 0)) * ext + i0;
+            }
+            int kpos;           /* zeros past a false bound, as task_owner and owner_terms skip them */
+            int64_t r = ok && run->gskip && t->gate_skip ? gate_run(p, t, d, d + nin, &kpos) : 0;
+            if (r > 0) {
+                for (int j = kpos; j < d + nin; j++)
+                    t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
+                u += r * nt;
+                t->gate_points += r * nt;
             }
         }
     }
@@ -2443,6 +2564,7 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
     }
     if (p->npfill > 0 && p->total > 0)
         pre_fill(p, th[0]);
+    run.gskip = p->npfill > 0 && p->total > 0 && gate_bounded(p);
     for (int i = 1; i < (run.band ? 2 * nth : nth); i++)
         for (int j = 0; j < p->nshared; j++)
             th[i]->cur[j] = th[0]->cur[j];
@@ -2461,11 +2583,15 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
      * own counts, a plan run again as much as the first time (test_grad.c's counters_per_run). */
     if (p->mul_add)
         __atomic_fetch_add(&mul_add_runs, 1, __ATOMIC_RELAXED);
+    if (p->mul_w_one)
+        __atomic_fetch_add(&mul_w_one_runs, 1, __ATOMIC_RELAXED);
     if (p->muladd_one)
         __atomic_fetch_add(&muladd_one_runs, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < nth && p->gate_where; i++) {
         __atomic_fetch_add(&narrow_skips, th[i]->narrow_skips, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&gate_points, th[i]->gate_points, __ATOMIC_RELAXED);
         th[i]->narrow_skips = 0;
+        th[i]->gate_points = 0;
     }
     for (int i = 0; i < nth && p->tload >= 0; i++)
         __atomic_fetch_add(&tload_blocks, th[i]->tload_blocks, __ATOMIC_RELAXED);

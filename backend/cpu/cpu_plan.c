@@ -1463,6 +1463,83 @@ static void plan_gate(Plan *p)
     p->gate_w = w;
 }
 
+/* Whether step j is an index along a loop, or a float cast of one (monotone: a larger index is
+ * never a smaller value): its loop, else -1. */
+static int index_loop(const Plan *p, int j)
+{
+    const FcInstr *in = j >= 0 ? p->steps[j].in : NULL;
+    if (in && in->op == FC_OP_CAST && (in->dtype == FC_FLOAT32 || in->dtype == FC_FLOAT64)) {
+        j = operand_step(p, j, 0);
+        in = j >= 0 ? p->steps[j].in : NULL;
+    }
+    return in && in->op == FC_OP_IOTA && p->L > 0 ? in->loop : -1;
+}
+
+/* The leaves of a gated store's cond that bound a kept loop (Plan.gb): cond an AND of
+ * comparisons, a leaf iota(l) < b or <= b (b > iota(l), b >= iota(l)), precomputed (its value
+ * read from its table), b varying along neither l nor the kept loops inside it nor cl. A point
+ * where such a leaf is false is a zero (cond false) at every point of l's run after it: the
+ * index only grows, b stays. Skipping them leaves out their narrow passes, so it is taken only
+ * when nothing before the product may fail there (a gather or integer division varying inside
+ * l, a reduction): one that does not vary there gave the same value, without failing, at the
+ * point that found the leaf false; and w must be finite at the points skipped, which
+ * Plan.gw lets the executor check once per run over the tables w comes from (gate_bounded).
+ * After plan_gate (and plan_owner's kl). */
+static void plan_gate_bounds(Plan *p)
+{
+    p->ngb = 0;
+    if (!p->gate_where)
+        return;
+    uint64_t fails = 0;
+    for (int j = p->ninv; j < (p->gate_mul ? p->gate_mul : p->gate_where); j++) {
+        const Step *s = &p->steps[j];
+        if (fc_op_is_reduce(s->in->op))
+            return;
+        if (!s->pre && !s->dead && fc_instr_may_fail(s->in))
+            fails |= s->deps | (s->wide ? 1ull << p->cl : 0);
+    }
+    int w = p->gate_w, o0, o1;
+    p->ngw = 0;
+    if (p->gate_mul && p->steps[w].pre) {
+        p->gw[p->ngw++] = w;
+    } else if (p->gate_mul && step_product(p, w, &o0, &o1)) {
+        p->gw[0] = operand_step(p, w, o0);
+        p->gw[1] = operand_step(p, w, o1);
+        p->ngw = 2;
+        if (p->gw[0] < 0 || p->gw[1] < 0 || !p->steps[p->gw[0]].pre || !p->steps[p->gw[1]].pre)
+            return;
+    } else if (p->gate_mul) {
+        return;
+    }
+    int todo[2 * GATE_BOUNDS], n = 0;
+    todo[n++] = p->gate_cond;
+    while (n > 0) {
+        int j = todo[--n];
+        const FcInstr *in = p->steps[j].in;
+        if (in->op == FC_OP_AND && in->dtype == FC_BOOL) {
+            int a = operand_step(p, j, 0), b = operand_step(p, j, 1);
+            if (a < 0 || b < 0 || n + 2 > 2 * GATE_BOUNDS)
+                return;
+            todo[n++] = b;
+            todo[n++] = a;
+            continue;
+        }
+        int lo = in->op == FC_OP_LT || in->op == FC_OP_LE ? 0 : in->op == FC_OP_GT || in->op == FC_OP_GE ? 1 : -1;
+        int l = lo >= 0 ? index_loop(p, operand_step(p, j, lo)) : -1, b = lo >= 0 ? operand_step(p, j, !lo) : -1;
+        if (l < 0 || b < 0 || !p->steps[j].pre || p->steps[j].wide || p->ngb == GATE_BOUNDS)
+            continue;
+        int kpos = 0;
+        while (kpos < p->nkl && p->kl[kpos] != l)
+            kpos++;
+        uint64_t inside = 1ull << p->cl;
+        for (int q = kpos; q < p->nkl; q++)
+            inside |= 1ull << p->kl[q];
+        if (kpos == p->nkl || (p->steps[b].deps & inside) || (fails & inside))
+            continue;
+        p->gb[p->ngb++] = (struct GateBound){j, kpos};
+    }
+}
+
 /* A gated store's where with cond true: cond holds one value, so it holds over the chunk and
  * the where is v itself, bit for bit; the product may read v where it lies (a load read in
  * place: roi_align's staged cotangent row), or in v's buffer unless a step up to the product
@@ -1480,6 +1557,44 @@ static void plan_gate_v(Plan *p)
         if (p->steps[j].d == p->steps[v].d)
             return;
     p->gate_v = v;
+}
+
+/* w, the factor of one value of a product added in one pass (plan_mul_add), is read at position
+ * 0 alone (flat_write) when the product r is its only reader: it is then not broadcast over the
+ * chunk each time it is computed or restored (roi_align's tap weight, at every point of a tap's
+ * kernel). Not a precomputed value (pre_point points it), nor one read otherwise (an operand,
+ * a gathered index, a bound, weighted rows, the result or a scatter index). */
+static void unfill_factor(Plan *p, int w, int r)
+{
+    const FcKernel *k = p->k;
+    Step *s = &p->steps[w];
+    int wc = (int)(s->in - k->code);
+    if (s->wide || !s->fill || s->fillw <= 1 || s->pre || s->d == p->res)
+        return;
+    for (int g = 0; g < k->nscatter; g++)
+        if (p->sphys[g] == s->d)
+            return;
+    for (int j = 0; j < p->nsteps; j++) {
+        const Step *q = &p->steps[j];
+        int i = (int)(q->in - k->code);
+        if (q->nterm)
+            return;
+        for (int o = 0; o < 3 && j != r; o++)
+            if (operand_step(p, j, o) == w)
+                return;
+        for (int g = 0; q->in->op == FC_OP_LOAD && g < q->in->ngather; g++)
+            if (p->kp->gopv[p->kp->goff[i] + g] == wc)
+                return;
+        for (int b = 0; fc_op_is_reduce(q->in->op) && b < q->in->nbound; b++)
+            if (p->kp->bopv[p->kp->boff[i] + b] == wc)
+                return;
+    }
+    s->fillw = 1;
+    p->mul_w_one = true;
+    for (int j = 0; j < p->nsteps; j++)       /* its chain's restores: position 0 alone */
+        for (int q = p->steps[j].rfirst; q < p->steps[j].rfirst + p->steps[j].rcount; q++)
+            if (p->rlist[q].memo == s->memo && p->rlist[q].d == s->d && p->rlist[q].w > 1)
+                p->rlist[q].w = 1;
 }
 
 /* Whether the result is added into the output as a product in one pass (Plan.mul_add): a flat
@@ -1519,6 +1634,7 @@ static void plan_mul_add(Plan *p)
     p->mul_add = true;
     p->mul_v = pa == p->steps[a].d ? pa : pb;
     p->mul_w = pa == p->steps[a].d ? pb : pa;
+    unfill_factor(p, b, r);
 }
 
 /* Chooses the chunk loop and the shape of the iteration. */
@@ -1945,6 +2061,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
         return st;
     }
     plan_gate(p);
+    plan_gate_bounds(p);
     st = plan_memo(p, err);
     if (st == FC_OK)
         st = plan_runs(p, err);

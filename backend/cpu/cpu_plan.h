@@ -309,6 +309,8 @@ typedef struct Widen {
     int32_t *tab;
 } Widen;
 
+#define GATE_BOUNDS 4           /* Plan.gb */
+
 typedef struct Plan {
     const FcKernel *k;
     const FcPlan *kp;           /* the kernel's plan: k->plan, or made_plan */
@@ -344,6 +346,16 @@ typedef struct Plan {
     int gate_v;                 /* the where's v when a chunk with cond true may read it as the
                                    where's value (nothing up to the product writes its buffer),
                                    else -1 */
+    /* A gated store's bounds (plan_gate_bounds): leaves of cond (cond an AND of them, or one)
+     * of the form iota(l) < b, precomputed, b varying along neither l nor a loop inside it: once
+     * false at a point, false over the rest of l's run (the points up to l's next cycle), which
+     * gate_run then skips whole when w is bounded (Run.gskip). step: the leaf's; kpos: l's
+     * place in kl. */
+    int ngb;
+    struct GateBound { int step, kpos; } gb[GATE_BOUNDS];
+    int ngw, gw[2];             /* ngb: the precomputed steps whose tables bound w: none (no w),
+                                   w itself (finite), or its two factors (each at most the root
+                                   of the largest finite value: their product finite) */
     int nmemo, nracc;           /* memoised steps, inner reductions */
     size_t nstamps, nvals;      /* table entries of the chains, and of their steps */
     struct Restore *rlist;      /* the steps of each chain that restore (Step.rfirst) */
@@ -364,6 +376,7 @@ typedef struct Plan {
      * pass, the product step not evaluated. Their physical buffers: */
     bool mul_add;
     int mul_v, mul_w;
+    bool mul_w_one;             /* w's step is not broadcast over the chunk (unfill_factor) */
     /* A scattered store split over its owner loops (fc_store_owner_loops; plan_owner): kl's first
      * nkown loops (outer points) are owner loops, the others (inner points) run in order inside
      * each part; own_cl: cl is one too, and its positions are split as well (task_owner). */
