@@ -203,6 +203,7 @@ bench: deps
 	sh bench/grad.sh build/tdl
 	sh bench/mask_head.sh build/tdl
 	sh bench/matmul.sh build/tdl
+	sh bench/conv.sh build/tdl
 	sh bench/gpu.sh build/tdl
 	sh bench/nvrtc.sh build/tdl
 
