@@ -35,7 +35,7 @@ typedef struct GradRead {
 
 /* REC_LIB: a write by a library op (a convolution a device's library computed, conv.c): a WRITE
  * whose value is the op's lazy tdl reference (never run forward), whose backward asks the library
- * for its operands' gradients first (process_lib) and differentiates the reference only for an
+ * for its operands' gradients first (backprop_lib) and differentiates the reference only for an
  * operand the library declines. */
 enum { REC_LEAF, REC_WRITE, REC_LIB };
 
@@ -1516,6 +1516,27 @@ static FcStatus stage_cotangent(Engine *E, FcNode *n, FcNode *C, const FcGradRec
 
 /* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
  * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
+/* Adds the cotangent ct of a load (both references, taken) to E's contributions, which flush
+ * scatter-adds into the records the loads read. */
+static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
+{
+    if (E->ncb == E->capcb) {
+        int c2 = E->capcb ? 2 * E->capcb : 16;
+        void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
+        if (!q) {
+            fc_node_release(load);
+            fc_node_release(ct);
+            return fc_nomem(err);
+        }
+        E->cb = q;
+        E->capcb = c2;
+    }
+    E->cb[E->ncb].load = load;
+    E->cb[E->ncb].ct = ct;
+    E->ncb++;
+    return FC_OK;
+}
+
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
 {
     PtrMap memo = {0}, index = {0};
@@ -1573,17 +1594,8 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
         if (!C)
             continue;
         if (n->op == FC_OP_LOAD) {
-            if (E->ncb == E->capcb) {
-                int c2 = E->capcb ? 2 * E->capcb : 16;
-                void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
-                if (!q)
-                    goto nomem;
-                E->cb = q;
-                E->capcb = c2;
-            }
-            E->cb[E->ncb].load = ref(n);
-            E->cb[E->ncb].ct = ref(C);
-            E->ncb++;
+            if (push_contrib(E, ref(n), ref(C), err))
+                goto nomem;
             continue;
         }
         if (n->op == FC_OP_SUM) {
@@ -1878,25 +1890,6 @@ static const GradRead *read_of(const FcGradRec *r, const FcStorage *s)
         if (r->reads[i].s == s)
             return &r->reads[i];
     return NULL;
-}
-
-static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
-{
-    if (E->ncb == E->capcb) {
-        int c2 = E->capcb ? 2 * E->capcb : 16;
-        void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
-        if (!q) {
-            fc_node_release(load);
-            fc_node_release(ct);
-            return fc_nomem(err);
-        }
-        E->cb = q;
-        E->capcb = c2;
-    }
-    E->cb[E->ncb].load = load;
-    E->cb[E->ncb].ct = ct;
-    E->ncb++;
-    return FC_OK;
 }
 
 /* A library op's backward (REC_LIB) from its cotangent (the flat buffer g, ctn read where the op
