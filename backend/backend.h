@@ -52,6 +52,12 @@ struct FcBackend {
     void (*destroy)(FcBackend *be);     /* frees the backend itself (threads joined) */
 };
 
+/* For tests only (NULL otherwise): when set, it serves every library call of fcdim/conv.c in place
+ * of FcBackend.conv, on any CUDA device (the stand-in's too, which has no library path): so the
+ * library's wiring (convolution gradients through the library, fall-backs, --verbose) is tested
+ * without a GPU. */
+extern FcStatus (*fc_conv_test_hook)(FcBackend *be, FcConv *c, FcError *err);
+
 /* ---- the registry (backend/registry.c) ----
  * fcdim opens backends and asks for their kernel text only through these, never through a
  * backend's own constructor: adding a backend is a row of the registry. */

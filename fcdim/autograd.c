@@ -33,7 +33,11 @@ typedef struct GradRead {
     FcGradRec *rec;             /* reference, or NULL */
 } GradRead;
 
-enum { REC_LEAF, REC_WRITE };
+/* REC_LIB: a write by a library op (a convolution a device's library computed, conv.c): a WRITE
+ * whose value is the op's lazy tdl reference (never run forward), whose backward asks the library
+ * for its operands' gradients first (backprop_lib) and differentiates the reference only for an
+ * operand the library declines. */
+enum { REC_LEAF, REC_WRITE, REC_LIB };
 
 struct FcGradRec {
     int32_t refcnt;
@@ -59,6 +63,7 @@ struct FcGradRec {
                                  * backward adds nothing to it, as PyTorch's AccumulateGrad of a
                                  * tensor that no longer requires grad */
     FcOp op;                    /* the root op of value, for grad_fn */
+    FcLibConv *lib;             /* LIB: the op (its operands' references) */
 };
 
 void fc_set_grad_enabled(bool on) { fc_grad_off = !on; }
@@ -83,6 +88,12 @@ static void rec_clear(FcGradRec *r)
     FcGradRec *p = r->prev;
     r->prev = NULL;
     fc_grad_rec_release(p);
+    if (r->lib) {
+        fc_tensor_release(r->lib->x);
+        fc_tensor_release(r->lib->w);
+        mem_free(r->lib);
+        r->lib = NULL;
+    }
 }
 
 void fc_grad_rec_release(FcGradRec *r)
@@ -107,7 +118,7 @@ void fc_grad_free_all(FcCtx *ctx)
 {
     for (;;) {
         FcGradRec *r = live_head;
-        while (r && (r->ctx != ctx || (!r->value && !r->nreads && !r->prev && !r->gradt)))
+        while (r && (r->ctx != ctx || (!r->value && !r->nreads && !r->prev && !r->gradt && !r->lib)))
             r = r->live_next;
         if (!r)
             return;
@@ -343,6 +354,35 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     return FC_OK;
 }
 
+FcStatus fc_grad_library(FcCtx *ctx, FcTensor *y, FcTensor *ref, const FcLibConv *lc, FcError *err)
+{
+    if (fc_grad_off || !fc_grad_live || !ref || !ref->node || !y->storage || y->storage->grad || y->ndim != 4)
+        return FC_OK;
+    FcNode *value = ref->node;
+    if (!node_needs(value))
+        return FC_OK;
+    /* the reference's levels (n, g, k, h, w) over y's (n, (g, k), h, w) */
+    int64_t strides[5] = {y->strides[0], y->strides[1] * value->size[2], y->strides[1], y->strides[2], y->strides[3]};
+    if (value->nlev != 5 || value->size[0] != y->shape[0] || value->size[1] * value->size[2] != y->shape[1] ||
+        value->size[3] != y->shape[2] || value->size[4] != y->shape[3])
+        return fc_errf(err, FC_ERR_RUNTIME, "%s: its gradient's reference does not match its result", lc->op);
+    FcLibConv *l = fc_zalloc(sizeof *l);
+    if (!l)
+        return fc_nomem(err);
+    FcStatus st = fc_grad_record(ctx, y->storage, y->offset, strides, value, NULL, err);
+    FcGradRec *r = y->storage->grad;
+    if (st || !r || r->kind != REC_WRITE || r->value != value) {
+        mem_free(l);
+        return st;
+    }
+    *l = *lc;
+    fc_tensor_retain(l->x);
+    fc_tensor_retain(l->w);
+    r->kind = REC_LIB;
+    r->lib = l;
+    return FC_OK;
+}
+
 static bool same_geometry(const FcTensor *t, const FcGradRec *r)
 {
     if (t->ndim != r->ndim || t->offset != r->offset)
@@ -500,6 +540,8 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
         return backward_name(t->node->op == FC_OP_CAST && t->node->narrows ? t->node->in[0]->op : t->node->op, buf,
                              cap);
     FcGradRec *r = t->storage->grad;
+    if (r->kind == REC_LIB && r->offset == t->offset && t->ndim == 4 && r->prev == NULL)
+        return snprintf(buf, cap, "ConvolutionBackward0"), buf;
     if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
         return backward_name(r->op, buf, cap);
     if (r->kind == REC_WRITE && r->prev)
@@ -1474,6 +1516,27 @@ static FcStatus stage_cotangent(Engine *E, FcNode *n, FcNode *C, const FcGradRec
 
 /* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
  * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
+/* Adds the cotangent ct of a load (both references, taken) to E's contributions, which flush
+ * scatter-adds into the records the loads read. */
+static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
+{
+    if (E->ncb == E->capcb) {
+        int c2 = E->capcb ? 2 * E->capcb : 16;
+        void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
+        if (!q) {
+            fc_node_release(load);
+            fc_node_release(ct);
+            return fc_nomem(err);
+        }
+        E->cb = q;
+        E->capcb = c2;
+    }
+    E->cb[E->ncb].load = load;
+    E->cb[E->ncb].ct = ct;
+    E->ncb++;
+    return FC_OK;
+}
+
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
 {
     PtrMap memo = {0}, index = {0};
@@ -1531,17 +1594,8 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
         if (!C)
             continue;
         if (n->op == FC_OP_LOAD) {
-            if (E->ncb == E->capcb) {
-                int c2 = E->capcb ? 2 * E->capcb : 16;
-                void *q = mem_realloc(E->cb, (size_t)c2 * sizeof *E->cb);
-                if (!q)
-                    goto nomem;
-                E->cb = q;
-                E->capcb = c2;
-            }
-            E->cb[E->ncb].load = ref(n);
-            E->cb[E->ncb].ct = ref(C);
-            E->ncb++;
+            if (push_contrib(E, ref(n), ref(C), err))
+                goto nomem;
             continue;
         }
         if (n->op == FC_OP_SUM) {
@@ -1829,6 +1883,82 @@ static bool saves_values(FcNode *value)
     return r;
 }
 
+/* The read of storage s that record r lists, or NULL. */
+static const GradRead *read_of(const FcGradRec *r, const FcStorage *s)
+{
+    for (int i = 0; i < r->nreads; i++)
+        if (r->reads[i].s == s)
+            return &r->reads[i];
+    return NULL;
+}
+
+/* A library op's backward (REC_LIB) from its cotangent (the flat buffer g, ctn read where the op
+ * wrote): the library's gradient of each operand that needs one, left in E's contributions (the
+ * caller's flush scatter-adds them into the operands' records); for an operand the library
+ * declines, the reference's VJP (r->value's, the other operand's loads left out), flushed here. */
+static FcStatus backprop_lib(Engine *E, FcGradRec *r, FcTensor *g, FcNode *ctn, FcError *err)
+{
+    FcCtx *ctx = E->ctx;
+    FcLibConv *lc = r->lib;
+    FcTensor *ops[2] = {lc->x, lc->w}, *grads[2] = {NULL, NULL}, *v = NULL, *dy = NULL;
+    bool need[2];
+    for (int i = 0; i < 2; i++) {
+        const GradRead *rd = read_of(r, ops[i]->storage);
+        need[i] = rd && rd->rec;
+    }
+    /* the operands as the forward read them: each gradient reads the other operand */
+    for (int i = 0; i < 2; i++) {
+        const GradRead *rd = read_of(r, ops[1 - i]->storage);
+        if (need[i] && rd && rd->s->version != rd->version)
+            return fc_errf(err, FC_ERR_RUNTIME,
+                           "one of the variables needed for gradient computation has been modified by an inplace "
+                           "operation: [%s] is at version %llu; expected version %llu instead.",
+                           fc_dtype_name(r->dtype), (unsigned long long)rd->s->version,
+                           (unsigned long long)rd->version);
+    }
+    /* the cotangent as a dense tensor laid out as the result */
+    FcStatus st = fc_as_strided(ctx, g, 4, lc->c.y_shape, lc->c.y_strides, r->offset, &v, err);
+    if (!st)
+        st = fc_clone(ctx, v, FC_MF_PRESERVE, &dy, err);
+    if (!st)
+        st = fc_realize(ctx, dy, err);
+    fc_tensor_release(v);
+    for (int i = 0; i < 2 && !st; i++)
+        if (need[i])
+            st = fc_conv_library_grad(ctx, lc, dy, i, &grads[i], err);
+    fc_tensor_release(dy);
+    /* the reference for the operands the library declined */
+    if (!st && ((need[0] && !grads[0]) || (need[1] && !grads[1]))) {
+        FcGradRec tmp = *r;
+        tmp.reads = mem_calloc((size_t)r->nreads, sizeof *tmp.reads);
+        if (!tmp.reads)
+            st = fc_nomem(err);
+        for (int i = 0; i < r->nreads && !st; i++) {
+            tmp.reads[i] = r->reads[i];
+            for (int k = 0; k < 2; k++)
+                if (grads[k] && r->reads[i].s == ops[k]->storage)
+                    tmp.reads[i].rec = NULL;
+        }
+        if (!st)
+            st = backprop_dag(E, r->value, ctn, &tmp, err);
+        if (!st)
+            st = flush(E, &tmp, err);
+        mem_free(tmp.reads);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (grads[i] && !st) {
+            FcNode *load = fc_tensor_node(ops[i]), *ct = fc_tensor_node(grads[i]);
+            st = load && ct ? push_contrib(E, load, ct, err) : fc_nomem(err);
+            if (st && (!load || !ct)) {
+                fc_node_release(load);
+                fc_node_release(ct);
+            }
+        }
+        fc_tensor_release(grads[i]);
+    }
+    return st;
+}
+
 static FcStatus process(Engine *E, Pending *p, FcError *err)
 {
     FcGradRec *r = p->rec;
@@ -1879,7 +2009,7 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
     if (!st && !ctn)
         st = fc_nomem(err);
     if (!st)
-        st = backprop_dag(E, r->value, ctn, r, err);
+        st = r->kind == REC_LIB ? backprop_lib(E, r, p->g, ctn, err) : backprop_dag(E, r->value, ctn, r, err);
     fc_node_release(ctn);
     if (!st)
         st = flush(E, r, err);

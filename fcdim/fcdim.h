@@ -1152,14 +1152,28 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
  * channels_last). pad is {top, left, bottom, right}. *out is NULL, with FC_OK, when that path does
  * not take the case (no library, a CPU tensor, gradients needed, an unsupported dtype): the caller
  * computes it itself. The arguments are checked by the caller (the stdlib's conv2d). Under
- * FC_DUMP_VERBOSE, says which path ran and why through ctx->dump. */
+ * FC_DUMP_VERBOSE, says which path ran and why through ctx->dump. ref: NULL, or when x or w needs
+ * a gradient the stdlib's lazy tdl reference of the same convolution with the result's channel dim
+ * split by groups (N, groups, K / groups, Ho, Wo), never run forward: the result is then recorded
+ * so that its backward asks the library for the operands' gradients and differentiates ref for one
+ * the library declines (without ref, a case needing a gradient is not taken). */
 FcStatus fc_conv2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[4],
-                           const int64_t dilation[2], int64_t groups, FcMemoryFormat fmt, FcTensor **out, FcError *err);
-/* conv_transpose2d of x (N, C_in, H, W) by w (C_in, C_out/groups, R, S), no bias, likewise; pad is
- * {height, width} on both sides, output_padding as PyTorch's. */
+                           const int64_t dilation[2], int64_t groups, FcMemoryFormat fmt, FcTensor *ref, FcTensor **out,
+                           FcError *err);
+/* conv_transpose2d of x (N, C_in, H, W) by w (C_in, C_out/groups, R, S), no bias, likewise (ref
+ * too); pad is {height, width} on both sides, output_padding as PyTorch's. */
 FcStatus fc_conv_transpose2d_library(FcCtx *ctx, FcTensor *x, FcTensor *w, const int64_t stride[2], const int64_t pad[2],
                                      const int64_t output_padding[2], const int64_t dilation[2], int64_t groups,
-                                     FcMemoryFormat fmt, FcTensor **out, FcError *err);
+                                     FcMemoryFormat fmt, FcTensor *ref, FcTensor **out, FcError *err);
+/* The library call (into *c) giving the gradient of forward convolution f's (conv2d's, or
+ * conv_transpose2d's: f->transposed) input x (which 0) or weight w (which 1), reading f's operands
+ * (f->x, f->w, their strides) and dy, the gradient of f's result (strides dy_strides), and writing
+ * the gradient at g (strides g_strides): conv2d's are backward data and backward filter;
+ * conv_transpose2d, the backward data of the convolution from its result's shape to its input's,
+ * has that convolution's forward of dy and its backward filter of dy and x. Deterministic
+ * engines (FC_CONV_DETERMINISTIC). */
+void fc_conv_grad_call(const FcConv *f, int which, const void *dy, const int64_t dy_strides[4], void *g,
+                       const int64_t g_strides[4], FcConv *c);
 /* max_pool2d (max) or avg_pool2d of x (N, C, H, W), no indices nor divisor_override, likewise:
  * out_size is the caller's output size (ceil_mode's included); pad on both sides. A library
  * takes only the cases whose windows it has (dilation 1, no window added by ceil_mode). */

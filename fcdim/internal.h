@@ -133,6 +133,27 @@ FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const i
 /* The same whatever the gradient mode (a lazy tensor realised keeps the gradient it was made with). */
 FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
                         const FcScatter *sc, FcError *err);
+/* A convolution a device's library computed (conv.c) while an operand needs a gradient: its
+ * geometry (c: shapes, strides, paddings, stride, dilation, groups, transposed; no pointers),
+ * its operands x and w (stored; references) and the memory format of its result. */
+typedef struct FcLibConv {
+    FcConv c;
+    FcTensor *x, *w;
+    FcMemoryFormat fmt;
+    const char *op;             /* "conv2d", "conv_transpose2d" (--verbose) */
+} FcLibConv;
+/* Records y (stored, written by the library) as the library op lc (autograd.c's REC_LIB record;
+ * lc's references are taken): its backward asks the library for the gradients of lc's operands
+ * (fc_conv_library_grad) and, for one it declines, differentiates ref instead: the lazy tdl
+ * reference of the same convolution (the stdlib's), whose levels are y's with the channel dim
+ * split (n, groups, channels per group, h, w). Nothing is recorded with gradients off. */
+FcStatus fc_grad_library(FcCtx *ctx, FcTensor *y, FcTensor *ref, const FcLibConv *lc, FcError *err);
+/* The gradient of lc's operand x (which 0) or w (which 1) from dy (the cotangent of the
+ * convolution's result, stored and dense) through the library of dy's device: *out a new stored
+ * tensor of the operand's shape, or NULL when the library declines (a --verbose line says which
+ * path runs that gradient and why either way). */
+FcStatus fc_conv_library_grad(FcCtx *ctx, const FcLibConv *lc, FcTensor *dy, int which, FcTensor **out,
+                              FcError *err);
 /* ---- composed reads (index.c) ---- */
 /* t[ix...] as a new tensor, never a view: what fc_index reads, with its checks and messages, but
  * a basic index too gives a lazy LOAD (of t's storage, or composed into t's node when t is lazy

@@ -87,7 +87,7 @@ typedef struct TensorParam {
     int textlen;
 } TensorParam;
 
-#define TENSOR_MAX_PARAMS 8
+#define TENSOR_MAX_PARAMS 10
 
 struct TensorSig {
     const TensorOpRow *row;

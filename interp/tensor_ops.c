@@ -1351,7 +1351,7 @@ IMPL_FN(_conv2d_library)
     (void)sig;
     FcTensor *y;
     FcError e;
-    FcStatus st = fc_conv2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].i, a[6].mf, &y, &e);
+    FcStatus st = fc_conv2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].i, a[6].mf, a[7].t, &y, &e);
     return library_result(I, st, &e, y, out);
 }
 
@@ -1361,7 +1361,7 @@ IMPL_FN(_conv_transpose2d_library)
     FcTensor *y;
     FcError e;
     FcStatus st = fc_conv_transpose2d_library(I->fc, a[0].t, a[1].t, a[2].ints, a[3].ints, a[4].ints, a[5].ints, a[6].i,
-                                              a[7].mf, &y, &e);
+                                              a[7].mf, a[8].t, &y, &e);
     return library_result(I, st, &e, y, out);
 }
 

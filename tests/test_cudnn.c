@@ -7,8 +7,9 @@
  * What runs where libcudnn.so.9 loads (no GPU needed): the operation graph of a convolution
  * forward, finalised by cuDNN, for a set of shapes (NCHW and NHWC strides, groups, depthwise,
  * dilation, stride > kernel, asymmetric padding, 1x1, float64, the mask head's), of transposed
- * convolutions (cuDNN's backward data: the mask head's, groups with output_padding), of the
- * forward shapes' backward data and backward filter (gradients), of max and average pools
+ * convolutions (cuDNN's backward data: the mask head's, groups with output_padding), of every
+ * shape's gradients as autograd asks them (backward data and filter; for the transposed ones a
+ * forward and a backward filter with the roles swapped), of max and average pools
  * (resample forward) and batch norm in inference and training (norm forward), in NCHW and NHWC,
  * float32 and float64; malformed ones refused with cuDNN's reason; and the fallback when cuDNN
  * loads but has no device (cudnnCreate fails): every operation is declined with the reason, the
@@ -228,35 +229,38 @@ START_TEST(graph_for_shape)
 }
 END_TEST
 
-/* The forward shapes' (not the transposed ones') backward data and backward filter graphs: NCHW
- * and NHWC, float32 and float64, groups, depthwise, dilation, stride > kernel, asymmetric padding. */
-static const ConvShape *forward_shape(int i)
-{
-    for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++)
-        if (!shapes[j].transposed && i-- == 0)
-            return &shapes[j];
-    return NULL;
-}
-
-static int n_forward_shapes(void)
-{
-    int n = 0;
-    while (forward_shape(n))
-        n++;
-    return n;
-}
-
+/* The gradients' graphs of every shape, as autograd asks them of the library (fc_conv_grad_call,
+ * fcdim/conv.c): conv2d's backward data and backward filter; conv_transpose2d's input gradient as
+ * the forward convolution of its result's gradient, its weight gradient as the backward filter with
+ * the roles swapped (dy the input, x the output's place). NCHW and NHWC, float32 and float64,
+ * groups, depthwise, dilation, stride > kernel, asymmetric padding, output_padding; deterministic
+ * engines asked for (the key's flags). */
 START_TEST(backward_graph_for_shape)
 {
     const CudnnLib *L = lib_or_skip("backward_graph_for_shape");
     if (!L)
         return;
-    const ConvShape *sh = forward_shape(_i / 2);
-    FcConv c;
-    make_conv(sh, &c);
-    c.op = _i % 2 ? FC_CONV_BACKWARD_FILTER : FC_CONV_BACKWARD_DATA;
+    const ConvShape *sh = &shapes[_i / 2];
+    int which = _i % 2;
+    FcConv f, c;
+    make_conv(sh, &f);
+    int64_t gs[4];
+    dense(which ? f.w_shape : f.x_shape, sh->nhwc, gs);
+    fc_conv_grad_call(&f, which, (const void *)(uintptr_t)0x40000, f.y_strides, (void *)(uintptr_t)0x50000, gs, &c);
+    FcConvOp want = which ? FC_CONV_BACKWARD_FILTER : sh->transposed ? FC_CONV_FORWARD : FC_CONV_BACKWARD_DATA;
+    ck_assert_int_eq(c.op, want);
+    ck_assert(!c.transposed);
+    CudnnKey key;
+    fc_cudnn_key(&c, &key);
+    ck_assert(key.flags & FC_CONV_DETERMINISTIC);
+    /* the convolution's input and output: conv_transpose2d's result (dy) and input (x) */
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(c.x_shape[i], sh->transposed ? f.y_shape[i] : f.x_shape[i]);
+        ck_assert_int_eq(c.y_shape[i], sh->transposed ? f.x_shape[i] : f.y_shape[i]);
+        ck_assert_int_eq(c.w_shape[i], f.w_shape[i]);
+    }
     char name[160];
-    snprintf(name, sizeof name, "%s, backward %s", sh->name, _i % 2 ? "filter" : "data");
+    snprintf(name, sizeof name, "%s, %s gradient", sh->name, which ? "weight" : "input");
     check_graph(L, &c, name, CONV_ROLES, true);
 }
 END_TEST
@@ -616,7 +620,7 @@ Suite *cudnn_suite(void)
     tcase_add_test(tc, header_declarations);
     tcase_add_loop_test(tc, graph_for_shape, 0, (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, graph_refuses_wrong_output);
-    tcase_add_loop_test(tc, backward_graph_for_shape, 0, 2 * n_forward_shapes());
+    tcase_add_loop_test(tc, backward_graph_for_shape, 0, 2 * (int)(sizeof shapes / sizeof shapes[0]));
     tcase_add_test(tc, backward_graph_refuses_wrong_shape);
     tcase_add_loop_test(tc, pool_graph_for_shape, 0, (int)(sizeof pools / sizeof pools[0]));
     tcase_add_loop_test(tc, norm_graph, 0, 8);

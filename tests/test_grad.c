@@ -1132,6 +1132,321 @@ START_TEST(errors)
 }
 END_TEST
 
+/* ---- convolution gradients through a device's library (test case "library") ----
+ * tests/golden/conv_grad (gen_conv_grad.py): conv2d and conv_transpose2d under requires_grad on
+ * the stand-in CUDA device (TDL_FAKE_CUDA=1), with fc_conv_test_hook serving the library's calls by
+ * direct loops on the CPU: the forward goes through the library and is recorded as a library op
+ * (grad_fn ConvolutionBackward0), its backward asks the library for backward data / backward filter
+ * (conv_transpose2d: a forward convolution / backward filter with the roles swapped) with the
+ * forward's geometry and deterministic engines, and the results equal PyTorch's. Then the same
+ * with the library declining the input's or the weight's gradient (or both, or every call): that
+ * operand's gradient comes from differentiating the reference, with the same values, and --verbose
+ * says which path ran each gradient and why. */
+
+enum { HOOK_CALLS = 16 };
+static FcConv hook_calls[HOOK_CALLS];
+static int hook_n;
+static int hook_decline;        /* 1: the input's gradient, 2: the weight's, 4: every call */
+
+static int64_t conv_at(const int64_t st[4], int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    return a * st[0] + b * st[1] + c * st[2] + d * st[3];
+}
+
+/* Elements of c's tensors by role: A the convolution's input, Z its output (conv_transpose2d's
+ * forward swaps x and y). */
+static double conv_get(const FcConv *c, const void *p, int64_t i)
+{
+    return c->dtype == FC_FLOAT32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static void conv_add(const FcConv *c, void *p, int64_t i, double v)
+{
+    if (c->dtype == FC_FLOAT32)
+        ((float *)p)[i] += (float)v;
+    else
+        ((double *)p)[i] += v;
+}
+
+static void conv_zero(const FcConv *c, void *p, const int64_t sh[4], const int64_t st[4])
+{
+    for (int64_t a = 0; a < sh[0]; a++)
+        for (int64_t b = 0; b < sh[1]; b++)
+            for (int64_t d = 0; d < sh[2]; d++)
+                for (int64_t e = 0; e < sh[3]; e++) {
+                    int64_t i = conv_at(st, a, b, d, e);
+                    if (c->dtype == FC_FLOAT32)
+                        ((float *)p)[i] = 0;
+                    else
+                        ((double *)p)[i] = 0;
+                }
+}
+
+static FcStatus hook_conv(FcBackend *be, FcConv *c, FcError *err)
+{
+    (void)be;
+    (void)err;
+    int call = hook_n;
+    if (hook_n < HOOK_CALLS)
+        hook_calls[hook_n++] = *c;
+    bool input_grad = call > 0 && (c->op == FC_CONV_BACKWARD_DATA || (c->op == FC_CONV_FORWARD && !c->transposed));
+    bool weight_grad = c->op == FC_CONV_BACKWARD_FILTER;
+    if (c->op > FC_CONV_BACKWARD_FILTER || (hook_decline & 4) || (input_grad && (hook_decline & 1)) ||
+        (weight_grad && (hook_decline & 2))) {
+        snprintf(c->note, sizeof c->note, "declined by the test");
+        return FC_OK;
+    }
+    bool tr = c->transposed;
+    const int64_t *ash = tr ? c->y_shape : c->x_shape, *ast = tr ? c->y_strides : c->x_strides;
+    const int64_t *zsh = tr ? c->x_shape : c->y_shape, *zst = tr ? c->x_strides : c->y_strides;
+    void *A = (void *)(tr ? c->y : c->x), *Z = tr ? (void *)c->x : c->y, *W = (void *)c->w;
+    int out = c->op == FC_CONV_BACKWARD_FILTER ? 2 : (c->op == FC_CONV_FORWARD && !tr) ? 1 : 0;
+    if (out == 0)
+        conv_zero(c, A, ash, ast);
+    else if (out == 1)
+        conv_zero(c, Z, zsh, zst);
+    else
+        conv_zero(c, W, c->w_shape, c->w_strides);
+    int64_t G = c->groups, Kg = zsh[1] / G, Cg = c->w_shape[1];
+    for (int64_t n = 0; n < zsh[0]; n++)
+        for (int64_t k = 0; k < zsh[1]; k++)
+            for (int64_t oh = 0; oh < zsh[2]; oh++)
+                for (int64_t ow = 0; ow < zsh[3]; ow++)
+                    for (int64_t ci = 0; ci < Cg; ci++)
+                        for (int64_t r = 0; r < c->w_shape[2]; r++)
+                            for (int64_t q = 0; q < c->w_shape[3]; q++) {
+                                int64_t ih = oh * c->stride[0] - c->pad_pre[0] + r * c->dilation[0];
+                                int64_t iw = ow * c->stride[1] - c->pad_pre[1] + q * c->dilation[1];
+                                if (ih < 0 || ih >= ash[2] || iw < 0 || iw >= ash[3])
+                                    continue;
+                                int64_t ia = conv_at(ast, n, (k / Kg) * Cg + ci, ih, iw);
+                                int64_t iz = conv_at(zst, n, k, oh, ow);
+                                int64_t iwt = conv_at(c->w_strides, k, ci, r, q);
+                                if (out == 0)
+                                    conv_add(c, A, ia, conv_get(c, Z, iz) * conv_get(c, W, iwt));
+                                else if (out == 1)
+                                    conv_add(c, Z, iz, conv_get(c, A, ia) * conv_get(c, W, iwt));
+                                else
+                                    conv_add(c, W, iwt, conv_get(c, A, ia) * conv_get(c, Z, iz));
+                            }
+    c->taken = true;
+    snprintf(c->note, sizeof c->note, "the test's loops");
+    return FC_OK;
+}
+
+typedef struct GradLines {
+    char text[16384];
+} GradLines;
+
+static void grad_collect(void *ud, const char *text, size_t len)
+{
+    GradLines *l = ud;
+    size_t n = strlen(l->text);
+    if (n + len < sizeof l->text) {
+        memcpy(l->text + n, text, len);
+        l->text[n + len] = '\0';
+    }
+}
+
+static bool same4(const int64_t *a, const int64_t *b)
+{
+    return memcmp(a, b, 4 * sizeof *a) == 0;
+}
+
+/* Whether backward call b has forward call f's geometry, its operands in the roles the gradient
+ * which (0 input, 1 weight) gives them. */
+static bool geometry_of(const FcConv *f, const FcConv *b, int which, char *why, size_t cap)
+{
+    bool tr = f->transposed;
+    FcConvOp want = which ? FC_CONV_BACKWARD_FILTER : tr ? FC_CONV_FORWARD : FC_CONV_BACKWARD_DATA;
+    if (b->op != want || b->transposed) {
+        golden_put(why, cap, "gradient %d: op %d (transposed %d), want %d; ", which, (int)b->op, b->transposed, (int)want);
+        return false;
+    }
+    /* the convolution's input (A) and output (Z) shapes */
+    const int64_t *fa = tr ? f->y_shape : f->x_shape, *fz = tr ? f->x_shape : f->y_shape;
+    bool ok = same4(b->x_shape, fa) && same4(b->y_shape, fz) && same4(b->w_shape, f->w_shape) && b->groups == f->groups &&
+              memcmp(b->pad_pre, f->pad_pre, sizeof f->pad_pre) == 0 &&
+              memcmp(b->pad_post, f->pad_post, sizeof f->pad_post) == 0 &&
+              memcmp(b->stride, f->stride, sizeof f->stride) == 0 &&
+              memcmp(b->dilation, f->dilation, sizeof f->dilation) == 0 && (b->flags & FC_CONV_DETERMINISTIC);
+    /* the operand read keeps the forward's strides */
+    if (!tr && which == 0)
+        ok = ok && same4(b->w_strides, f->w_strides) && b->w == f->w;
+    if (!tr && which == 1)
+        ok = ok && same4(b->x_strides, f->x_strides) && b->x == f->x;
+    if (tr && which == 0)
+        ok = ok && same4(b->w_strides, f->w_strides) && b->w == f->w;
+    if (tr && which == 1)
+        ok = ok && same4(b->y_strides, f->x_strides) && b->y == f->x;
+    if (!ok)
+        golden_put(why, cap, "gradient %d: the geometry differs from the forward's; ", which);
+    return ok;
+}
+
+static int count_in(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+START_TEST(library_conv_grads)
+{
+    GoldenCase *cases = NULL;
+    char err[256];
+    int n = golden_cases_load("tests/golden/conv_grad/cases.txt", &cases, err, sizeof err);
+    ck_assert_msg(err[0] == '\0', "%s", err);
+    ck_assert_int_ge(n, 10);
+    const char *was = getenv("TDL_FAKE_CUDA");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TDL_FAKE_CUDA", "1", 1);
+    fc_conv_test_hook = hook_conv;
+    char *report = calloc(1, 65536);
+    int failed = 0, library_grads = 0, reference_grads = 0;
+    static const int modes[] = {0, 1, 2, 3, 4};
+    for (int i = 0; i < n; i++) {
+        const GoldenCase *c = &cases[i];
+        bool tr = strstr(c->program, "conv_transpose2d") != NULL;
+        const char *op = tr ? "conv_transpose2d" : "conv2d";
+        bool gx = strstr(c->text, "gx=") != NULL, gw = strstr(c->text, "gw=") != NULL;
+        for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+            hook_decline = modes[m];
+            hook_n = 0;
+            static GradLines l;
+            l.text[0] = '\0';
+            tdl_config cfg = {0};
+            cfg.path = "stdlib";
+            cfg.flags = TDL_VERBOSE;
+            cfg.dump = grad_collect;
+            cfg.dump_ud = &l;
+            cfg.device = "cuda";
+            tdl_interp *T = tdl_open(&cfg);
+            ck_assert_ptr_nonnull(T);
+            char prog[8192], why[2048] = "";
+            snprintf(prog, sizeof prog,
+                     "import nn\ndev = 'cuda'\n%s\n", c->program);
+            if (tdl_run_string(T, prog, c->name) != TDL_OK) {
+                golden_put(why, sizeof why, "raised %s: %s", tdl_error_kind_name(tdl_error_kind_of(T)),
+                           tdl_error_message(T));
+            } else {
+                for (const char *p = c->text; *p;) {
+                    int k = (int)strcspn(p, "=");
+                    char var[64], path[512];
+                    snprintf(var, sizeof var, "%.*s", k, p);
+                    p += k + 1;
+                    int f = (int)strcspn(p, " ");
+                    snprintf(path, sizeof path, "tests/golden/conv_grad/%.*s", f, p);
+                    p += f;
+                    p += *p == ' ';
+                    golden_compare_npy(T, var, path, -1.0, "-", why, sizeof why);
+                }
+            }
+            tdl_close(T);
+            /* the forward through the library, recorded; each gradient by the path the mode gives */
+            char line[128];
+            snprintf(line, sizeof line, "tdl: %s on cuda:0: cuDNN (the test's loops)", op);
+            bool fwd = !(hook_decline & 4);
+            if (count_in(l.text, line) != (fwd ? 1 : 0))
+                golden_put(why, sizeof why, "the forward's line is missing; ");
+            if (hook_n < 1 || hook_calls[0].op != FC_CONV_FORWARD || hook_calls[0].transposed != tr)
+                golden_put(why, sizeof why, "the forward was not asked of the library; ");
+            int next = 1;
+            for (int which = 0; which < 2 && fwd; which++) {
+                if (!(which ? gw : gx))
+                    continue;
+                bool declined = hook_decline & (which ? 2 : 1);
+                snprintf(line, sizeof line, "tdl: %s %s gradient on cuda:0: %s", op, which ? "weight" : "input",
+                         declined ? "generated kernels (" : "cuDNN (");
+                if (count_in(l.text, line) != 1)
+                    golden_put(why, sizeof why, "no line \"%s\"; ", line);
+                if (next >= hook_n)
+                    golden_put(why, sizeof why, "gradient %d was not asked of the library; ", which);
+                else
+                    geometry_of(&hook_calls[0], &hook_calls[next++], which, why, sizeof why);
+                if (declined)
+                    reference_grads++;
+                else
+                    library_grads++;
+            }
+            if (fwd && next != hook_n)
+                golden_put(why, sizeof why, "%d library calls, want %d; ", hook_n, next);
+            if (!fwd && count_in(l.text, "gradient on cuda:0") != 0)
+                golden_put(why, sizeof why, "a gradient line without a library forward; ");
+            if (why[0]) {
+                failed++;
+                size_t len = strlen(report);
+                snprintf(report + len, 65536 - len, "%s (decline %d): %s\n%s\n", c->name, hook_decline, why,
+                         failed < 3 ? l.text : "");
+            }
+        }
+    }
+    fc_conv_test_hook = NULL;
+    hook_decline = 0;
+    if (saved) {
+        setenv("TDL_FAKE_CUDA", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TDL_FAKE_CUDA");
+    }
+    golden_cases_free(cases, n);
+    if (failed)
+        fprintf(stderr, "%s", report);
+    ck_assert_msg(failed == 0, "%d of %d runs differ (on stderr)", failed, n * 5);
+    free(report);
+    ck_assert_int_gt(library_grads, 20);
+    ck_assert_int_gt(reference_grads, 20);
+}
+END_TEST
+
+/* The record is freed by a backward (a second one raises PyTorch's error), an in-place write into
+ * an operand after the forward is refused, and with gradients off nothing is recorded. */
+START_TEST(library_conv_records)
+{
+    const char *was = getenv("TDL_FAKE_CUDA");
+    char *saved = was ? strdup(was) : NULL;
+    setenv("TDL_FAKE_CUDA", "1", 1);
+    fc_conv_test_hook = hook_conv;
+    hook_decline = 0;
+    static const char *const progs[][2] = {
+        {"import nn\nx = randn(1, 2, 5, 5, device='cuda', requires_grad=True)\nw = randn(3, 2, 3, 3, device='cuda')\n"
+         "y = nn.conv2d(x, w)\nassert str(y.grad_fn) == '<ConvolutionBackward0>', y.grad_fn\ny.sum().backward()\n"
+         "y.sum().backward()\n",
+         "Trying to backward through the graph a second time"},
+        {"import nn\nx = randn(1, 2, 5, 5, device='cuda')\nw = randn(3, 2, 3, 3, device='cuda').requires_grad_()\n"
+         "y = nn.conv2d(x, w)\nx[0, 0, 0, 0] = 1.0\ny.sum().backward()\n",
+         "one of the variables needed for gradient computation has been modified by an inplace operation"},
+        {"import nn\nx = randn(1, 2, 5, 5, device='cuda', requires_grad=True)\nw = randn(3, 2, 3, 3, device='cuda')\n"
+         "with no_grad():\n    y = nn.conv2d(x, w)\nassert not y.requires_grad\n",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+        tdl_config cfg = {0};
+        cfg.path = "stdlib";
+        cfg.device = "cuda";
+        tdl_interp *T = tdl_open(&cfg);
+        ck_assert_ptr_nonnull(T);
+        hook_n = 0;
+        tdl_status st = tdl_run_string(T, progs[i][0], "records");
+        const char *msg = st == TDL_OK ? "" : tdl_error_message(T);
+        bool ok = progs[i][1] ? st != TDL_OK && strstr(msg, progs[i][1]) != NULL : st == TDL_OK;
+        char copy[512];
+        snprintf(copy, sizeof copy, "%s", msg);
+        tdl_close(T);
+        ck_assert_msg(ok, "program %zu: %s", i, copy);
+        ck_assert_msg(hook_n >= 1, "program %zu did not reach the library", i);
+    }
+    fc_conv_test_hook = NULL;
+    if (saved) {
+        setenv("TDL_FAKE_CUDA", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TDL_FAKE_CUDA");
+    }
+}
+END_TEST
+
 Suite *grad_suite(void)
 {
     Suite *s = suite_create("grad");
@@ -1162,6 +1477,11 @@ Suite *grad_suite(void)
     tcase_add_test(tc, mul_add_factor_one);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
+    TCase *lib = tcase_create("library");
+    tcase_set_timeout(lib, 600);
+    tcase_add_test(lib, library_conv_grads);
+    tcase_add_test(lib, library_conv_records);
     suite_add_tcase(s, tc);
+    suite_add_tcase(s, lib);
     return s;
 }

@@ -22,8 +22,16 @@
  * marks deprecated in favour of a device-properties descriptor that older 9.x releases (the pip
  * wheels of the GPU machines) lack; every 9.x takes the handle.
  *
- * THE EXECUTION PART HAS NOT RUN ON A GPU YET: the loader, the descriptors and the graph are tested
- * without one (tests/test_cudnn.c); heuristics, plans and execution need a device.
+ * Gradients: autograd records a convolution computed here under requires_grad as a library op
+ * and asks its backward of this file too (fcdim/conv.c's fc_conv_library_grad): conv2d's backward
+ * data and backward filter; conv_transpose2d's input gradient as a forward convolution and its
+ * weight gradient as a backward filter, the roles swapped (fc_conv_grad_call). A case declined
+ * here falls back on differentiating the stdlib's tdl reference.
+ *
+ * THE EXECUTION PART HAS NOT RUN ON A GPU YET, the gradients included: the loader, the descriptors
+ * and the graph are tested without one (tests/test_cudnn.c, every gradient's graph too), and the
+ * gradients' wiring through autograd with a CPU stand-in for this file (tests/test_grad.c, case
+ * library); heuristics, plans and execution need a device.
  * Depends on cuda_cudnn.h, cuda_internal.h (the driver table, to synchronise), libc and pthreads. */
 #include "cuda_cudnn.h"
 #include "cuda_internal.h"
