@@ -520,8 +520,9 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         dim->n = nidx;
         for (int k = 0; k < nidx; k++) dim->ints[k] = idx[k];
         dim->i = nidx ? idx[0] : 0;
-        /* a generic reduction takes several (argmax: of the flattened dims); max(dim), softmax one */
-        if (nidx != 1 && sig->params[dim - a].type == TT_INT && sig->row->lower != TL_REDUCE)
+        /* an int dim (prod, argmax, any, max(dim), softmax, ...) takes one: several given are
+         * PyTorch's TypeError (functorch.dim passes them on as a tuple); None: all of them */
+        if (!all && nidx != 1 && sig->params[dim - a].type == TT_INT)
             return err_raise(I, TDL_ERR_TYPE, "%s() takes one dim, got %d", sig->row->name, nidx);
     }
     FcLevels res = {0, {0}};
