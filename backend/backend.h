@@ -117,6 +117,10 @@ long fc_cpu_copy_tiles(void);
  * chunk before the next (cpu_plan.h's Plan.tchunk: NCHW from channels-last), over all backends,
  * for tests. */
 long fc_cpu_chunk_copies(void);
+/* How many of those tiles the CPU executor scaled as it copied them: a transposing copy of the
+ * input times or divided by values constant over the tile (cpu_plan.c's plan_tscale: roi_align's
+ * cotangent g / count staged channels-last), over all backends, for tests. */
+long fc_cpu_scaled_tiles(void);
 /* How many passes over a chunk the CPU executor made for chains of multiply-adds with a factor
  * of one value per chunk, each chain one pass (cpu_plan.c's plan_rowops outside a span:
  * roi_align's four taps over a chunk of channels), over all backends, for tests. */

@@ -260,15 +260,16 @@ START_TEST(staged_cotangent)
         ck_assert_ptr_nonnull(T);
         if (off)
             T->I.fc->sched_off |= FC_SCHED_STAGE;
-        long before = fc_grad_staged_count(), blocks = fc_cpu_tload_blocks();
+        long before = fc_grad_staged_count(), tiles = fc_cpu_scaled_tiles();
         ck_assert_msg(tdl_run_string(T, prog, "staged") == TDL_OK, "%s", tdl_error_message(T));
         if (off) {
             ck_assert_int_eq(fc_grad_staged_count(), before);
         } else {
             ck_assert_msg(fc_grad_staged_count() > before, "no cotangent was staged");
             /* dY / count is read from NCHW dY along the bin columns and stored channels
-             * innermost: eight bins' channels at a time through one transposed block */
-            ck_assert_msg(golden_device() || fc_cpu_tload_blocks() > blocks,
+             * innermost: sixteen bins' channels at a time, transposed and divided in
+             * registers (plan_tscale) */
+            ck_assert_msg(golden_device() || fc_cpu_scaled_tiles() > tiles,
                           "the staged cotangent was read element by element");
         }
         tdl_value *v = NULL;
@@ -297,7 +298,7 @@ END_TEST
 /* The executor's test counters count each run once: a kernel run again (its plan and threads
  * kept, kernel_cache.c) adds what that run did, as the first run did (thread_init starts each
  * run's threads from zero; run_plan adds them up). roi_align's backward with the taps as terms
- * and its cotangent staged: transposed blocks, later terms' skips and narrow skips. */
+ * and its cotangent staged: scaled tiles, later terms' skips and narrow skips. */
 START_TEST(counters_per_run)
 {
     static const char prog[] =
@@ -315,9 +316,9 @@ START_TEST(counters_per_run)
     T->I.fc->sched_off &= ~FC_SCHED_TERMS;
     long d[2][3];
     for (int r = 0; r < 2; r++) {
-        long b = fc_cpu_tload_blocks(), s = fc_cpu_term_skips(), z = fc_cpu_narrow_skips();
+        long b = fc_cpu_scaled_tiles(), s = fc_cpu_term_skips(), z = fc_cpu_narrow_skips();
         ck_assert_msg(tdl_run_string(T, prog, "counters") == TDL_OK, "%s", tdl_error_message(T));
-        d[r][0] = fc_cpu_tload_blocks() - b;
+        d[r][0] = fc_cpu_scaled_tiles() - b;
         d[r][1] = fc_cpu_term_skips() - s;
         d[r][2] = fc_cpu_narrow_skips() - z;
     }
@@ -856,7 +857,7 @@ START_TEST(mul_add_factor_one)
         "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
         "(y * g).sum().backward()\n"
         "gx = x.grad.cpu()\n";
-    long runs = fc_cpu_mul_w_one_runs(), bands = fc_cpu_band_splits();
+    long runs = fc_cpu_mul_w_one_runs(), bands = fc_cpu_band_splits(), scaled = fc_cpu_scaled_tiles();
     size_t n;
     float *gx = same_bits(prog, "adaptive roi_align, 256 channels", &n);
     ck_assert_int_eq(n, 256 * 72 * 72);
@@ -866,6 +867,10 @@ START_TEST(mul_add_factor_one)
     if (!golden_device() || getenv("TDL_FAKE_CUDA")) {
         ck_assert_int_ge(fc_cpu_mul_w_one_runs() - runs, 5 * 4);
         ck_assert_int_ge(fc_cpu_band_splits() - bands, 3 * 4);
+        /* the cotangent g / count staged channels-last by scaled tiles (plan_tscale): twelve
+         * whole tiles of 16 of the 196 bins for each of the 64 boxes in each run, but for tiles
+         * that tasks cut (store_unit) */
+        ck_assert_int_ge(fc_cpu_scaled_tiles() - scaled, 3 * 64 * 12);
     }
 }
 END_TEST

@@ -69,6 +69,7 @@ typedef struct Thread {
     int tlb_n;
     long tload_blocks;          /* blocks transposed (fc_cpu_tload_blocks) */
     long copy_tiles;            /* tiles of a tcopy copied whole (fc_cpu_copy_tiles) */
+    long scaled_tiles;          /* of them, tiles scaled (Plan.nscale, fc_cpu_scaled_tiles) */
     long one_terms;             /* passes of Step.one's MULADDs in a chain (fc_cpu_one_term_passes) */
     long pre_copies;            /* precomputed values broadcast out of their table (fc_cpu_pre_copies) */
     int64_t err_task;           /* the task that failed, or -1 */
@@ -1708,7 +1709,7 @@ static bool store_unit(const Plan *p, Thread *t, int64_t u)
  * (within a tile: see unit_pos). */
 static bool eight_units(const Plan *p, int64_t u, int64_t u1)
 {
-    if (!p->tcopy || u + 8 > u1)
+    if (!p->tcopy || p->nscale || u + 8 > u1)
         return false;
     int64_t first, row, rows, grp;
     tile_place(p, u, &first, &row, &rows, &grp);
@@ -1720,7 +1721,7 @@ static bool eight_units(const Plan *p, int64_t u, int64_t u1)
  * input runs along cl to runs along lk). */
 static void copy_units(const Plan *p, Thread *t, int64_t u)
 {
-    const Step *s = &p->steps[p->ninv];
+    const Step *s = &p->steps[p->tsrc];
     int64_t c0, i0;
     int nc, n;
     unit_pos(p, t, u, &c0, &nc);
@@ -1759,10 +1760,53 @@ static inline void put16(char *dst, const void *v, bool nt)
     memcpy(dst, v, 16);
 }
 
+/* A tile's scaling (Plan.nscale): its values, read once per tile (copy_tile). */
+typedef struct TScale {
+    int n;
+    bool div[TSCALE_MAX], second[TSCALE_MAX];
+    float v[TSCALE_MAX];
+} TScale;
+
+typedef float F32x8v __attribute__((vector_size(32)));
+
+/* x scaled by sc's steps in order, each operation with its operands in the kernel's order. */
+static inline __attribute__((always_inline)) void scale_8(U32x8v *x, const TScale *sc)
+{
+    F32x8v f;
+    memcpy(&f, x, sizeof f);
+    for (int q = 0; q < sc->n; q++) {
+        F32x8v c = {sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q]};
+        if (sc->div[q])
+            f = sc->second[q] ? c / f : f / c;
+        else
+            f = sc->second[q] ? c * f : f * c;
+    }
+    memcpy(x, &f, sizeof f);
+}
+
+/* The same for cnt values at d, in place (a tile's edges, stored by store_transposed). */
+static void scale_run(char *d, int cnt, const TScale *sc)
+{
+    for (int i = 0; i < cnt; i++) {
+        float f;
+        memcpy(&f, d + 4 * i, 4);
+        for (int q = 0; q < sc->n; q++) {
+            float c = sc->v[q];
+            if (sc->div[q])
+                f = sc->second[q] ? c / f : f / c;
+            else
+                f = sc->second[q] ? c * f : f * c;
+        }
+        memcpy(d + 4 * i, &f, 4);
+    }
+}
+
 /* Two 8 x 8 blocks of 4-byte elements, x[k * sld + j] for k < 16, j < 8, transposed: for each
  * j, the sixteen values x[k * sld + j] in order of k to dst + j * ld (64 bytes), every store
- * non-temporal when nt. Eight vector loads and transpose_8x8 per block. */
-CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld, int64_t ld, bool nt)
+ * non-temporal when nt, each value scaled by sc first when sc (a float32 tile). Eight vector
+ * loads and transpose_8x8 per block. */
+CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld, int64_t ld, bool nt,
+                                      const TScale *sc)
 {
     U32x8v o[2][8];
     for (int h = 0; h < 2; h++) {
@@ -1770,6 +1814,9 @@ CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld,
         _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
             memcpy(&v[k], x + (8 * h + k) * sld, sizeof v[k]);
         transpose_8x8(v, o[h]);
+        if (sc)
+            _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++)
+                scale_8(&o[h][k], sc);
     }
     _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {
         char *d = dst + j * ld * 4;
@@ -1787,13 +1834,30 @@ CPU_CLONES static void transpose_16x8(char *dst, const uint32_t *x, int64_t sld,
  * bytes, at a time, streamed past the caches when the plan is large (Plan.tstream) and the rows
  * lie on whole lines: the destination is not read first, nor does it evict what the next
  * kernels read. Only the way the bytes move changes. */
-static void copy_tile(const Plan *p, Thread *t, int64_t u)
+static bool copy_tile(const Plan *p, Thread *t, int64_t u)
 {
-    const Step *s = &p->steps[p->ninv];
+    const Step *s = &p->steps[p->tsrc];
     int64_t c0, i0;
     int nc, n;
     unit_pos(p, t, u, &c0, &nc);
     chunk_at(p, c0, &i0, &n);
+    TScale scale, *sc = NULL;
+    if (p->nscale) {
+        /* the one-value steps hold over the tile (plan_tscale): evaluated once, narrow */
+        t->narrow = true;
+        bool ok = eval(p, t, p->ninv, p->nsteps, i0, n);
+        t->narrow = false;
+        if (!ok)
+            return false;
+        sc = &scale;
+        sc->n = p->nscale;
+        for (int q = 0; q < p->nscale; q++) {
+            sc->div[q] = p->scale[q].div;
+            sc->second[q] = p->scale[q].second;
+            memcpy(&sc->v[q], t->cur[p->scale[q].buf], 4);
+        }
+        t->scaled_tiles++;
+    }
     const uint32_t *src = (const uint32_t *)p->k->bufs[s->in->buf] + load_origin(p, s, t, i0);
     char *dst = (char *)p->k->out + (out_base(p, t) + p->ostr[p->cl] * i0) * (int64_t)4;
     int64_t ld, sld;
@@ -1812,7 +1876,7 @@ static void copy_tile(const Plan *p, Thread *t, int64_t u)
                 for (int k = 0; k < 16 && ahead; k++)
                     __builtin_prefetch(src + (j + k) * sld + 64);
                 for (int h = 0; h < 16; h += 8)
-                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt, sc);
             }
         } else {
             /* rows far apart (NCHW from channels-last): eight at a time, each written whole:
@@ -1824,27 +1888,35 @@ static void copy_tile(const Plan *p, Thread *t, int64_t u)
                 for (j = 0; j + 16 <= n; j += 16) {
                     for (int k = 0; k < 16 && ahead && h == 0; k++)
                         __builtin_prefetch(src + (j + k) * sld + 16);
-                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt);
+                    transpose_16x8(dst + (h * ld + j) * 4, src + j * sld + h, sld, ld, nt, sc);
                 }
         }
         if (j < n)
             store_transposed(dst + (int64_t)j * 4, src + j * sld, n - j, 16, sld, ld, 4);
+        for (int h = 0; h < 16 && j < n && sc; h++)
+            scale_run(dst + (h * ld + j) * 4, n - j, sc);
     } else {
         /* rows of the output along cl, sixteen values of lk each from sixteen input rows */
         ld = p->ostr[p->cl];
         sld = s->strides[p->lk];
         bool nt = p->tstream && (uintptr_t)dst % 64 == 0 && ld % 16 == 0;
         for (; j + 8 <= n; j += 8)
-            transpose_16x8(dst + j * ld * 4, src + j, sld, ld, nt);
+            transpose_16x8(dst + j * ld * 4, src + j, sld, ld, nt, sc);
         if (j < n)
             store_transposed(dst + j * ld * 4, src + j, 16, n - j, sld, ld, 4);
+        for (int r = j; r < n && sc; r++)
+            scale_run(dst + r * ld * 4, 16, sc);
     }
+    return true;
 }
 
 static long tload_blocks;       /* fc_cpu_tload_blocks */
 static long copy_tiles;         /* fc_cpu_copy_tiles */
 
 long fc_cpu_copy_tiles(void) { return __atomic_load_n(&copy_tiles, __ATOMIC_RELAXED); }
+static long scaled_tiles;       /* fc_cpu_scaled_tiles */
+
+long fc_cpu_scaled_tiles(void) { return __atomic_load_n(&scaled_tiles, __ATOMIC_RELAXED); }
 static long stream_runs;        /* fc_cpu_stream_runs */
 static long chunk_copies;       /* fc_cpu_chunk_copies */
 static long one_term_passes;    /* fc_cpu_one_term_passes */
@@ -2068,7 +2140,7 @@ static bool task_units(void *arg, int tid, int64_t task)
     int64_t nt = p->term >= 0 ? p->ext[p->term] : 0;
     for (int64_t u = u0; u < u1 && ok; u++) {
         if (tile_units(p, u, u1)) {
-            copy_tile(p, t, u);
+            ok = copy_tile(p, t, u);
             t->copy_tiles++;
             u += 15;
         } else if (eight_units(p, u, u1)) {
@@ -2597,7 +2669,9 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
         __atomic_fetch_add(&tload_blocks, th[i]->tload_blocks, __ATOMIC_RELAXED);
     for (int i = 0; i < nth && p->tcopy; i++) {
         __atomic_fetch_add(&copy_tiles, th[i]->copy_tiles, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&scaled_tiles, th[i]->scaled_tiles, __ATOMIC_RELAXED);
         th[i]->copy_tiles = 0;
+        th[i]->scaled_tiles = 0;
     }
     for (int i = 0; i < nth && p->muladd_one; i++) {
         __atomic_fetch_add(&one_term_passes, th[i]->one_terms, __ATOMIC_RELAXED);

@@ -1708,6 +1708,7 @@ static FcStatus plan_loops(Plan *p, const FcKernel *k, FcError *err)
          * chunk by chunk, the chunk's rows are read whole, one line after the other, while they
          * are in the caches (copy_tile fetches the next tile's). */
         p->tchunk = p->tcopy && p->ostr[cl] == 1 && p->nchunk > 1;
+        p->tsrc = p->ninv;
     }
     int64_t kept = 1, reduced = 1;
     for (int j = 0; j < p->nkl; j++)
@@ -2019,6 +2020,81 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
 
 /* Checks and plans k into *p, which cpu_plan_free frees whatever the result. A kernel with nothing
  * to evaluate is planned as idle. */
+/* The physical buffer b as step j reads it: the step before j that last writes it, when no
+ * step after that one writes it again (so that it still holds once all the steps ran), else -1. */
+static int sole_writer(const Plan *p, int b, int j)
+{
+    int w = -1;
+    for (int i = 0; i < p->nsteps; i++)
+        if (p->steps[i].d == b) {
+            if (i >= j && w >= 0)
+                return -1;
+            if (i < j)
+                w = i;
+        }
+    return w;
+}
+
+/* A transposing store of a scaled value (Plan.nscale): the steps after the invariants are one
+ * wide LOAD, steps of one value per chunk that vary along neither lk nor cl and cannot fail,
+ * and a chain of float32 MUL and DIV of the load by such values ending in the result. A tile
+ * evaluates the one-value steps narrow once (they hold over the tile), copies as a tcopy does
+ * and applies the chain to each transposed block in registers: each element gets the same
+ * operations, with its operands in the same order, as the unit by unit store. */
+static void plan_tscale(Plan *p)
+{
+    const FcKernel *k = p->k;
+    if (p->tcopy || p->tile != TILE || p->reduce || p->scatter || p->span || p->lk < 0 || p->group != 1 ||
+        p->store_cast || p->out_es != 4 || p->ext[p->lk] < 8 || p->nsteps != p->ntop || p->term >= 0 ||
+        p->gate_where || p->mul_add || p->res_dt != FC_FLOAT32)
+        return;
+    uint64_t along = 1ull << p->lk | 1ull << p->cl;
+    int src = -1, cur = -1, ns = 0;
+    for (int j = p->ninv; j < p->nsteps; j++) {
+        const Step *s = &p->steps[j];
+        const FcInstr *in = s->in;
+        if (!s->wide) {
+            if ((in->deps & along) || fc_instr_may_fail(in) || fc_op_is_reduce(in->op))
+                return;
+            continue;
+        }
+        if (s->memo >= 0 || s->pre || s->skip || s->m != 0 || s->dead || s->nterm || s->sel || s->one || s->rowdefer)
+            return;
+        if (src < 0) {
+            if (in->op != FC_OP_LOAD || in->ngather != 0 || s->per_element || k->bufs[in->buf] == k->out)
+                return;
+            src = j;
+            cur = s->d;
+            continue;
+        }
+        if ((in->op != FC_OP_MUL && in->op != FC_OP_DIV) || in->dtype != FC_FLOAT32 || ns == TSCALE_MAX)
+            return;
+        bool second = s->b == cur && s->a != cur;
+        if (!second && (s->a != cur || s->b == cur))
+            return;
+        int other = second ? s->a : s->b;
+        int w = sole_writer(p, other, j);
+        if (w < 0 || p->steps[w].wide || p->steps[w].dead || p->steps[w].in->dtype != FC_FLOAT32)
+            return;
+        p->scale[ns].buf = other;
+        p->scale[ns].div = in->op == FC_OP_DIV;
+        p->scale[ns].second = second;
+        ns++;
+        cur = s->d;
+    }
+    if (src < 0 || ns == 0 || cur != p->res || sole_writer(p, cur, p->nsteps) < 0)
+        return;
+    const Step *s = &p->steps[src];
+    int cl = p->cl;
+    if (!((p->ostr[cl] == 1 && s->strides[p->lk] == 1 && llabs(s->strides[cl]) > 1) ||
+          (p->ostr[p->lk] == 1 && s->strides[cl] == 1 && llabs(p->ostr[cl]) > 1)))
+        return;
+    p->tcopy = true;
+    p->tchunk = p->ostr[cl] == 1 && p->nchunk > 1;
+    p->tsrc = src;
+    p->nscale = ns;
+}
+
 FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
 {
     *p = (Plan){.k = k};
@@ -2072,6 +2148,7 @@ FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
     st = plan_index(p, k, err);
     plan_gate_v(p);
     plan_mul_add(p);
+    plan_tscale(p);
     plan_tload(p);
     plan_stream(p);
     if (st == FC_OK && p->total == 0 && !p->reduce)

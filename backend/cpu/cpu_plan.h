@@ -311,6 +311,8 @@ typedef struct Widen {
 
 #define GATE_BOUNDS 4           /* Plan.gb */
 
+#define TSCALE_MAX 4            /* scaling steps of a tcopy (Plan.nscale) */
+
 typedef struct Plan {
     const FcKernel *k;
     const FcPlan *kp;           /* the kernel's plan: k->plan, or made_plan */
@@ -415,6 +417,17 @@ typedef struct Plan {
     bool tchunk;                /* a tcopy written along cl over more than one chunk (NCHW from
                                    channels-last): units numbered chunk by chunk, every tile of lk
                                    over one chunk before the next chunk (tile_place) */
+    int tsrc;                   /* a tcopy: the step of its wide load */
+    /* A tcopy of a scaled value (plan_tscale): the load times, or divided by, values of one
+     * float32 each that vary along neither lk nor cl, nscale steps in code order (roi_align's
+     * cotangent staged channels-last, g / count): each step's other operand (a physical
+     * buffer, read at position 0 after the tile's steps are evaluated narrow), whether it
+     * divides, and whether the load's chain is its second operand. */
+    int nscale;
+    struct {
+        int buf;
+        bool div, second;
+    } scale[TSCALE_MAX];
     /* The term level of a gradient's scatter-add (plan_term): the innermost kept root loop,
      * stride 0 in the store, along which scatter indices vary (the terms of one store:
      * autograd.c's same_scatter, roi_align's four taps), or -1. The executor runs a point's
