@@ -388,6 +388,34 @@ START_TEST(transposing_copies_tiled)
 }
 END_TEST
 
+/* A transposing store of a scaled value (cpu_plan.c's plan_tscale: the load times or divided by
+ * values constant over a tile, as roi_align's staged cotangent dY / count) gives the values the
+ * same expression gives computed in place, NCHW into channels_last memory and back, with the
+ * divisor's operand first and second, for channels that fill the tile's blocks and for those
+ * that do not, at 1 and 3 threads; whole tiles were scaled. */
+START_TEST(scaled_transposing_copies)
+{
+    for (int t = 1; t <= 3; t += 2) {
+        setenv("TDL_NUM_THREADS", t == 1 ? "1" : "3", 1);
+        long scaled = fc_cpu_scaled_tiles();
+        run_ok("for c, h, w in ((256, 20, 21), (40, 11, 13), (24, 16, 17)):\n"
+               "    x = (arange(2 * c * h * w, dtype=float32) * 0.37).sin().reshape(2, c, h, w)\n"
+               "    d = arange(2, dtype=float32).reshape(2, 1, 1, 1) * 1.5 + 3.0\n"
+               "    y = empty(2, c, h, w).contiguous(memory_format=channels_last)\n"
+               "    y[...] = x * 0.3 / d\n"
+               "    assert y.is_contiguous(memory_format=channels_last)\n"
+               "    assert bool((y == x * 0.3 / d).all())\n"
+               "    z = empty(2, c, h, w)\n"
+               "    z[...] = 3.0 / y * d\n"
+               "    assert bool((z == 3.0 / y * d).all())\n"
+               "    assert y[1, c - 1, h - 1, w - 1].item() == (x[1, c - 1, h - 1, w - 1] * 0.3 / d[1, 0, 0, 0]).item()\n");
+        if (!golden_device())
+            ck_assert_msg(fc_cpu_scaled_tiles() > scaled, "no tile was scaled as it was copied");
+    }
+    unsetenv("TDL_NUM_THREADS");
+}
+END_TEST
+
 /* A multiply-add whose factor holds one value per chunk (roi_align's bilinear weights over the
  * channels; w per row below) reads that value where it is, not broadcast over the chunk
  * (cpu_plan.c's muladd_one): the sums are those of the product stored first and added after
@@ -1467,6 +1495,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, counters_per_run);
     tcase_add_test(tc, transposed_loads_and_fills);
     tcase_add_test(tc, transposing_copies_tiled);
+    tcase_add_test(tc, scaled_transposing_copies);
     tcase_add_test(tc, one_term_chains);
     tcase_add_test(tc, pre_values_pointed);
     tcase_add_test(tc, muladd_one_factor);
