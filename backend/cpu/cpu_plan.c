@@ -2018,8 +2018,6 @@ static FcStatus plan_index(Plan *p, const FcKernel *k, FcError *err)
     return FC_OK;
 }
 
-/* Checks and plans k into *p, which cpu_plan_free frees whatever the result. A kernel with nothing
- * to evaluate is planned as idle. */
 /* The physical buffer b as step j reads it: the step before j that last writes it, when no
  * step after that one writes it again (so that it still holds once all the steps ran), else -1. */
 static int sole_writer(const Plan *p, int b, int j)
@@ -2049,7 +2047,7 @@ static void plan_tscale(Plan *p)
         p->gate_where || p->mul_add || p->res_dt != FC_FLOAT32)
         return;
     uint64_t along = 1ull << p->lk | 1ull << p->cl;
-    int src = -1, cur = -1, ns = 0;
+    int src = -1, cur = -1, last = -1, ns = 0;
     for (int j = p->ninv; j < p->nsteps; j++) {
         const Step *s = &p->steps[j];
         const FcInstr *in = s->in;
@@ -2081,8 +2079,9 @@ static void plan_tscale(Plan *p)
         p->scale[ns].second = second;
         ns++;
         cur = s->d;
+        last = j;
     }
-    if (src < 0 || ns == 0 || cur != p->res || sole_writer(p, cur, p->nsteps) < 0)
+    if (src < 0 || ns == 0 || cur != p->res || sole_writer(p, cur, p->nsteps) != last)
         return;
     const Step *s = &p->steps[src];
     int cl = p->cl;
@@ -2095,6 +2094,8 @@ static void plan_tscale(Plan *p)
     p->nscale = ns;
 }
 
+/* Checks and plans k into *p, which cpu_plan_free frees whatever the result. A kernel with nothing
+ * to evaluate is planned as idle. */
 FcStatus cpu_plan_kernel(Plan *p, const FcKernel *k, FcError *err)
 {
     *p = (Plan){.k = k};
