@@ -40,6 +40,22 @@ static void say(FcCtx *ctx, const char *op, FcDevice dev, const char *what, cons
     ctx->dump(ctx->dump_ud, line);
 }
 
+/* The backend of dev in *bep when it has a library path for op, else NULL (a --verbose line says
+ * so). */
+static FcStatus device_library(FcCtx *ctx, const char *op, FcDevice dev, FcBackend **bep, FcError *err)
+{
+    *bep = NULL;
+    FcBackend *be;
+    FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
+    if (st)
+        return st;
+    if (!library_of(be))
+        say(ctx, op, dev, "generated kernels", "this device has no library path");
+    else
+        *bep = be;
+    return FC_OK;
+}
+
 /* The strides of a dense NCHW shape laid out as fmt. */
 static void layout(const int64_t shape[4], FcMemoryFormat fmt, int64_t strides[4])
 {
@@ -78,14 +94,10 @@ static FcStatus library_for(FcCtx *ctx, const char *op, FcTensor *const *in, int
     for (int i = 1; i < n; i++)
         if (in[i]->device.type != dev.type || in[i]->device.index != dev.index || in[i]->dtype != x->dtype)
             return FC_OK;       /* the stdlib's version reports the mismatch */
-    FcBackend *be = NULL;
-    FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
-    if (st)
+    FcBackend *be;
+    FcStatus st = device_library(ctx, op, dev, &be, err);
+    if (st || !be)
         return st;
-    if (!library_of(be)) {
-        say(ctx, op, dev, "generated kernels", "this device has no library path");
-        return FC_OK;
-    }
     if (unsupported) {
         say(ctx, op, dev, "generated kernels", unsupported);
         return FC_OK;
@@ -410,14 +422,10 @@ FcStatus fc_conv_library_grad(FcCtx *ctx, const FcLibConv *lc, FcTensor *dy, int
     char op[64];
     snprintf(op, sizeof op, "%s %s gradient", lc->op, which ? "weight" : "input");
     const char *call = which ? "backward filter" : lc->c.transposed ? "forward convolution" : "backward data";
-    FcBackend *be = NULL;
-    FcStatus st = fc_ctx_backend(ctx, dev, &be, err);
-    if (st)
+    FcBackend *be;
+    FcStatus st = device_library(ctx, op, dev, &be, err);
+    if (st || !be)
         return st;
-    if (!library_of(be)) {
-        say(ctx, op, dev, "generated kernels", "this device has no library path");
-        return FC_OK;
-    }
     if (lc->x->storage == lc->w->storage) {
         say(ctx, op, dev, "generated kernels", "the input and the weight share memory");
         return FC_OK;
