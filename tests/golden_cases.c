@@ -340,3 +340,13 @@ out:
     free(g.data);
 }
 
+
+void lines_collect(void *ud, const char *text, size_t len)
+{
+    Lines *l = ud;
+    size_t n = strlen(l->text);
+    if (n + len < sizeof l->text) {
+        memcpy(l->text + n, text, len);
+        l->text[n + len] = '\0';
+    }
+}

@@ -63,4 +63,10 @@ double golden_value_at(const void *data, tdl_dtype dt, int64_t i);
 void golden_compare_npy(tdl_interp *T, const char *var, const char *path, double mag, const char *strides, char *why,
                         size_t cap);
 
+/* Text an interpreter writes (a tdl_config's dump or write callback), appended while it fits. */
+typedef struct Lines {
+    char text[16384];
+} Lines;
+void lines_collect(void *ud, const char *text, size_t len);
+
 #endif

@@ -1267,20 +1267,6 @@ static FcStatus hook_conv(FcBackend *be, FcConv *c, FcError *err)
     return FC_OK;
 }
 
-typedef struct GradLines {
-    char text[16384];
-} GradLines;
-
-static void grad_collect(void *ud, const char *text, size_t len)
-{
-    GradLines *l = ud;
-    size_t n = strlen(l->text);
-    if (n + len < sizeof l->text) {
-        memcpy(l->text + n, text, len);
-        l->text[n + len] = '\0';
-    }
-}
-
 static bool same4(const int64_t *a, const int64_t *b)
 {
     return memcmp(a, b, 4 * sizeof *a) == 0;
@@ -1347,12 +1333,12 @@ START_TEST(library_conv_grads)
         for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
             hook_decline = modes[m];
             hook_n = 0;
-            static GradLines l;
+            static Lines l;
             l.text[0] = '\0';
             tdl_config cfg = {0};
             cfg.path = "stdlib";
             cfg.flags = TDL_VERBOSE;
-            cfg.dump = grad_collect;
+            cfg.dump = lines_collect;
             cfg.dump_ud = &l;
             cfg.device = "cuda";
             tdl_interp *T = tdl_open(&cfg);

@@ -222,20 +222,6 @@ END_TEST
  * cuDNN loads (the cases it declines say why); with TDL_CUDNN=0 the generated kernels, "turned
  * off". Without a device (make test) it has nothing to do and says so. */
 
-typedef struct Lines {
-    char text[16384];
-} Lines;
-
-static void collect(void *ud, const char *text, size_t len)
-{
-    Lines *l = ud;
-    size_t n = strlen(l->text);
-    if (n + len < sizeof l->text) {
-        memcpy(l->text + n, text, len);
-        l->text[n + len] = '\0';
-    }
-}
-
 static int count_of(const char *hay, const char *needle)
 {
     int n = 0;
@@ -327,7 +313,7 @@ static char *run_saving(const char *setup, const char *name, const char *program
     tdl_config cfg = {0};
     cfg.path = "stdlib";
     cfg.flags = flags | TDL_DUMP_KERNELS;
-    cfg.dump = collect;
+    cfg.dump = lines_collect;
     cfg.dump_ud = dump;
     tdl_interp *T = tdl_open(&cfg);
     ck_assert_ptr_nonnull(T);
@@ -733,7 +719,7 @@ START_TEST(conv2d_library_path)
         tdl_config cfg = {0};
         cfg.path = "stdlib";
         cfg.flags = TDL_VERBOSE;
-        cfg.dump = collect;
+        cfg.dump = lines_collect;
         cfg.dump_ud = &l;
         cfg.device = dev;
         tdl_interp *T = tdl_open(&cfg);
