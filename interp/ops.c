@@ -45,6 +45,13 @@ bool val_len(Interp *I, Value v, int64_t *out)
     }
 }
 
+bool val_index(Interp *I, Value v, int64_t *out)
+{
+    if (v.tag == V_TENSOR) return tensor_index(I, v, out);
+    *out = as_i(v);
+    return true;
+}
+
 /* ---- numbers ---- */
 
 static inline bool is_num(Value v) { return v.tag == V_INT || v.tag == V_BOOL || v.tag == V_FLOAT; }
