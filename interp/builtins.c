@@ -70,15 +70,14 @@ static bool get_param(Interp *I, const char *fname, const Value *args, int nargs
     return true;
 }
 
-/* An int (or bool) argument used as an integer. */
+/* An argument used as an integer (Python's PyNumber_Index): an int, a bool or a one-element
+ * integer tensor. */
 static bool as_index(Interp *I, Value v, int64_t *out)
 {
-    if (v.tag == V_INT) *out = v.i;
-    else if (v.tag == V_BOOL) *out = v.b;
-    else
+    if (!has_index(v))
         return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
                          val_type_name(v));
-    return true;
+    return val_index(I, v, out);
 }
 
 static bool overflow(Interp *I)
@@ -1762,9 +1761,7 @@ static bool slice_bound(Interp *I, Value v, int64_t len, int64_t dflt, int64_t l
         *out = dflt;
         return true;
     }
-    if (!has_index(v))
-        return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
-    if (!val_index(I, v, out)) return false;
+    if (!slice_index(I, v, out)) return false;
     if (*out < 0) {
         *out += len;
         if (*out < lower) *out = lower;
@@ -1784,9 +1781,7 @@ static bool m_slice_indices(BUILTIN_ARGS)
     if (!as_index(I, args[0], &len)) return false;
     if (len < 0) return err_raise(I, TDL_ERR_VALUE, "length should not be negative");
     if (s->step.tag != V_NONE) {
-        if (!has_index(s->step))
-            return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
-        if (!val_index(I, s->step, &step)) return false;
+        if (!slice_index(I, s->step, &step)) return false;
         if (step == 0) return err_raise(I, TDL_ERR_VALUE, "slice step cannot be zero");
     }
     int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len;
@@ -2160,11 +2155,7 @@ static bool str_bounds(Interp *I, const StrObj *s, const Value *args, int nargs,
     *end = len;
     for (int k = 0; k < 2; k++) {
         if (nargs <= first + k || args[first + k].tag == V_NONE) continue;
-        Value v = args[first + k];
-        if (v.tag != V_INT && v.tag != V_BOOL)
-            return err_raise(I, TDL_ERR_TYPE,
-                             "slice indices must be integers or None or have an __index__ method");
-        *(k ? end : start) = v.tag == V_INT ? v.i : v.b;
+        if (!slice_index(I, args[first + k], k ? end : start)) return false;
     }
     if (*end > len) *end = len;
     else if (*end < 0) {

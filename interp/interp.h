@@ -275,6 +275,9 @@ static inline bool has_index(Value v) { return is_intlike(v) || v.tag == V_TENSO
 /* The integer of a value has_index accepts (operator.index); a tensor that is not one integer
  * raises Tensor.__index__'s TypeError. */
 bool val_index(Interp *I, Value v, int64_t *out);
+/* A slice's bound or step (not None) as an int: val_index, with the TypeError of a slice
+ * (Python's _PyEval_SliceIndex; ops.c). */
+bool slice_index(Interp *I, Value v, int64_t *out);
 
 int64_t range_len(const RangeObj *r);
 

@@ -1230,9 +1230,7 @@ static bool slice_part(Interp *I, Value v, bool *has, int64_t *out)
 {
     *has = v.tag != V_NONE;
     if (!*has) return true;
-    if (!has_index(v))
-        return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
-    return val_index(I, v, out);
+    return slice_index(I, v, out);
 }
 
 /* One element of an index as fcdim's FcIndex; a tensor made from a list is kept in *owned. */
