@@ -304,7 +304,7 @@ static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t wh
             }
             star = true;
         }
-        if (s->nparams == TENSOR_MAX_PARAMS) BAD("too many parameters");
+        if (s->nparams == TENSOR_MAX_PARAMS) BAD("more parameters than TENSOR_MAX_PARAMS");
         TensorParam *pr = &s->params[s->nparams];
         char tname[24];
         const char *q = ident(p, tname, sizeof tname);
