@@ -116,12 +116,26 @@ bool exports_lock_ready(void)
 void exports_lock(void) { pthread_mutex_lock(&exports_mutex); }
 void exports_unlock(void) { pthread_mutex_unlock(&exports_mutex); }
 
+/* Tells the host of cfg (when its struct has open_error) why tdl_open fails: "Kind: message". */
+static void open_failed(const tdl_config *cfg, tdl_error_kind kind, const char *msg)
+{
+    if (!cfg || cfg->size < offsetof(tdl_config, open_error_ud) + sizeof cfg->open_error_ud || !cfg->open_error)
+        return;
+    char text[512];
+    int n = snprintf(text, sizeof text, "%s: %s", tdl_error_kind_name(kind), msg);
+    cfg->open_error(cfg->open_error_ud, text, n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+}
+
 tdl_interp *tdl_open(const tdl_config *cfg)
 {
     tdl_interp *T = mem_calloc(1, sizeof *T);
-    if (!T) return NULL;
+    if (!T) {
+        open_failed(cfg, TDL_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
     if (!exports_lock_ready()) {
         mem_free(T);
+        open_failed(cfg, TDL_ERR_RUNTIME, "the lock of DLPack exports could not be made");
         return NULL;
     }
     T->owner = pthread_self();
@@ -145,6 +159,8 @@ tdl_interp *tdl_open(const tdl_config *cfg)
     I->main = module_new(I, "__main__", NULL);
     if (!I->builtins || !I->main || !init_builtins(I) || !set_global_str(I, I->main, "__name__", "__main__")
         || (device && !tensor_set_device(I, device))) {
+        bool raised = I->err.kind != TDL_ERR_NONE;
+        open_failed(cfg, raised ? I->err.kind : TDL_ERR_MEMORY, raised ? err_message(I) : "out of memory");
         tdl_close(T);
         return NULL;
     }

@@ -70,15 +70,14 @@ static bool get_param(Interp *I, const char *fname, const Value *args, int nargs
     return true;
 }
 
-/* An int (or bool) argument used as an integer. */
+/* An argument used as an integer (Python's PyNumber_Index): an int, a bool or a one-element
+ * integer tensor. */
 static bool as_index(Interp *I, Value v, int64_t *out)
 {
-    if (v.tag == V_INT) *out = v.i;
-    else if (v.tag == V_BOOL) *out = v.b;
-    else
+    if (!has_index(v))
         return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer",
                          val_type_name(v));
-    return true;
+    return val_index(I, v, out);
 }
 
 static bool overflow(Interp *I)
@@ -1751,6 +1750,58 @@ static const BuiltinDef tuple_methods[] = {
     {NULL, NULL, 0, 0, NULL},
 };
 
+/* ---- slice methods -------------------------------------------------------------------------- */
+
+/* slice.indices' start or stop: None gives dflt; an index below 0 counts from the end (len) and
+ * is clamped to lower, one above upper to upper. */
+static bool slice_bound(Interp *I, Value v, int64_t len, int64_t dflt, int64_t lower, int64_t upper,
+                        int64_t *out)
+{
+    if (v.tag == V_NONE) {
+        *out = dflt;
+        return true;
+    }
+    if (!slice_index(I, v, out)) return false;
+    if (*out < 0) {
+        *out += len;
+        if (*out < lower) *out = lower;
+    } else if (*out > upper) {
+        *out = upper;
+    }
+    return true;
+}
+
+/* slice.indices(length): (start, stop, step) for a sequence of that length, CPython's
+ * _PySlice_GetLongIndices (a negative step's bounds run from len - 1 down to -1, and an omitted
+ * stop is -1, not the None that subscripts read as "past the start"). */
+static bool m_slice_indices(BUILTIN_ARGS)
+{
+    SliceObj *s = as_slice(self);
+    int64_t len = 0, start, stop, step = 1;
+    if (!as_index(I, args[0], &len)) return false;
+    if (len < 0) return err_raise(I, TDL_ERR_VALUE, "length should not be negative");
+    if (s->step.tag != V_NONE) {
+        if (!slice_index(I, s->step, &step)) return false;
+        if (step == 0) return err_raise(I, TDL_ERR_VALUE, "slice step cannot be zero");
+    }
+    int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len;
+    if (!slice_bound(I, s->start, len, step < 0 ? upper : lower, lower, upper, &start) ||
+        !slice_bound(I, s->stop, len, step < 0 ? lower : upper, lower, upper, &stop))
+        return false;
+    TupleObj *t = tuple_alloc(I, 3);
+    if (!t) return false;
+    t->items[0] = v_int(start);
+    t->items[1] = v_int(stop);
+    t->items[2] = v_int(step);
+    *out = TUPLEV(t);
+    return true;
+}
+
+static const BuiltinDef slice_methods[] = {
+    {"indices", m_slice_indices, 1, 1, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
 /* ---- str methods ---------------------------------------------------------------------------- */
 
 static bool push_str(Interp *I, ListObj *l, const char *s, size_t n)
@@ -2104,11 +2155,7 @@ static bool str_bounds(Interp *I, const StrObj *s, const Value *args, int nargs,
     *end = len;
     for (int k = 0; k < 2; k++) {
         if (nargs <= first + k || args[first + k].tag == V_NONE) continue;
-        Value v = args[first + k];
-        if (v.tag != V_INT && v.tag != V_BOOL)
-            return err_raise(I, TDL_ERR_TYPE,
-                             "slice indices must be integers or None or have an __index__ method");
-        *(k ? end : start) = v.tag == V_INT ? v.i : v.b;
+        if (!slice_index(I, args[first + k], k ? end : start)) return false;
     }
     if (*end > len) *end = len;
     else if (*end < 0) {
@@ -3397,7 +3444,7 @@ const BuiltinDef *builtin_method(TypeId t, const char *name)
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
                           : t == T_TUPLE ? tuple_methods : t == T_DICT ? dict_methods
                           : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods
-                          : t == T_GENERATOR ? generator_methods : NULL;
+                          : t == T_GENERATOR ? generator_methods : t == T_SLICE ? slice_methods : NULL;
     if (!tab) return NULL;
     for (; tab->name; tab++)
         if (strcmp(tab->name, name) == 0) return tab;
@@ -3410,7 +3457,7 @@ static const char *method_owner(const BuiltinDef *def)
     static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
         {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
         {dict_methods, "dict"}, {set_methods, "set"}, {frozenset_methods, "frozenset"},
-        {generator_methods, "generator"},
+        {generator_methods, "generator"}, {slice_methods, "slice"},
     };
     for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
         for (const BuiltinDef *d = tabs[k].tab; d->name; d++)

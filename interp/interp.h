@@ -269,6 +269,15 @@ static inline bool is_tensorlike(Value v) { return v.tag == V_TENSOR || v.tag ==
 /* An int or a bool (a bool is an int in arithmetic and indices, as in Python). */
 static inline bool is_intlike(Value v) { return v.tag == V_INT || v.tag == V_BOOL; }
 static inline int64_t as_i(Value v) { return v.tag == V_BOOL ? (int64_t)v.b : v.i; }
+/* A value Python would call __index__ on where it wants an integer (a subscript, a slice bound,
+ * range()): an int, a bool or a tensor. Anything else gets the TypeError of the place it is in. */
+static inline bool has_index(Value v) { return is_intlike(v) || v.tag == V_TENSOR; }
+/* The integer of a value has_index accepts (operator.index); a tensor that is not one integer
+ * raises Tensor.__index__'s TypeError. */
+bool val_index(Interp *I, Value v, int64_t *out);
+/* A slice's bound or step (not None) as an int: val_index, with the TypeError of a slice
+ * (Python's _PyEval_SliceIndex; ops.c). */
+bool slice_index(Interp *I, Value v, int64_t *out);
 
 int64_t range_len(const RangeObj *r);
 
@@ -726,6 +735,9 @@ bool tensor_contains(Interp *I, Value t, Value item, bool *out);
 bool tensor_getattr(Interp *I, Value obj, const char *name, Value *out, bool *found);
 /* t.grad = g / t.requires_grad = b; *found false for other names (and non-tensors). */
 bool tensor_set_attr(Interp *I, Value obj, const char *name, Value v, bool *found);
+/* Tensor.__index__: the value of a one-element integer (or bool) tensor without first-class dims;
+ * TypeError for any other tensor. */
+bool tensor_index(Interp *I, Value t, int64_t *out);
 /* float(t), int(t): the value of a one-element tensor as want (T_FLOAT or T_INT). */
 bool tensor_to_number(Interp *I, Value v, TypeId want, Value *out);
 /* device("cuda:1") */

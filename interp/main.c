@@ -559,6 +559,12 @@ static int repl(tdl_interp *T)
     return status;
 }
 
+/* tdl_config.open_error: why the interpreter could not be made. */
+static void open_error(void *ud, const char *text, size_t len)
+{
+    fprintf(stderr, "tdl: %.*s\n", (int)len, text);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -569,11 +575,10 @@ int main(int argc, char **argv)
     cfg.max_memory = o.max_memory;
     cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) |
                 (o.dump_cuda ? TDL_DUMP_CUDA : 0) | (o.verbose ? TDL_VERBOSE : 0) | o.no_opt;
+    cfg.open_error = open_error;
     tdl_interp *T = tdl_open(&cfg);
-    if (!T) {
-        fputs("tdl: out of memory\n", stderr);
-        return 1;
-    }
+    if (!T)
+        return 1;       /* open_error said why */
     if (o.device && tdl_set_device(T, o.device) != TDL_OK) {
         print_error(T);
         tdl_close(T);

@@ -45,6 +45,13 @@ bool val_len(Interp *I, Value v, int64_t *out)
     }
 }
 
+bool val_index(Interp *I, Value v, int64_t *out)
+{
+    if (v.tag == V_TENSOR) return tensor_index(I, v, out);
+    *out = as_i(v);
+    return true;
+}
+
 /* ---- numbers ---- */
 
 static inline bool is_num(Value v) { return v.tag == V_INT || v.tag == V_BOOL || v.tag == V_FLOAT; }
@@ -614,26 +621,36 @@ bool val_contains(Interp *I, Value c, Value item, bool *out)
 
 /* ---- indexing ---- */
 
-/* Python's PySlice_GetIndicesEx: clamps a slice to a sequence of length len. */
+bool slice_index(Interp *I, Value v, int64_t *out)
+{
+    if (!has_index(v))
+        return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
+    return val_index(I, v, out);
+}
+
+/* Python's PySlice_GetIndicesEx: clamps a slice to a sequence of length len. The step is read
+ * first, then start and stop, as CPython reads them (which error a bad slice gets). */
 static bool slice_adjust(Interp *I, SliceObj *s, int64_t len, int64_t *start, int64_t *stop,
                          int64_t *step, int64_t *count)
 {
-    Value vs[3] = {s->start, s->stop, s->step};
-    for (int k = 0; k < 3; k++)
-        if (vs[k].tag != V_NONE && !is_intlike(vs[k]))
-            return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
-    int64_t st = s->step.tag == V_NONE ? 1 : as_i(s->step);
-    if (st == 0) return err_raise(I, TDL_ERR_VALUE, "slice step cannot be zero");
-    int64_t lo, hi;
+    int64_t st = 1, lo = 0, hi = 0;
+    if (s->step.tag != V_NONE) {
+        if (!slice_index(I, s->step, &st)) return false;
+        if (st == 0) return err_raise(I, TDL_ERR_VALUE, "slice step cannot be zero");
+        if (st < -INT64_MAX) st = -INT64_MAX;       /* so that -st is a step too */
+    }
+    if ((s->start.tag != V_NONE && !slice_index(I, s->start, &lo)) ||
+        (s->stop.tag != V_NONE && !slice_index(I, s->stop, &hi)))
+        return false;
     if (st > 0) {
-        lo = s->start.tag == V_NONE ? 0 : as_i(s->start);
-        hi = s->stop.tag == V_NONE ? len : as_i(s->stop);
+        if (s->start.tag == V_NONE) lo = 0;
+        if (s->stop.tag == V_NONE) hi = len;
         if (lo < 0) { lo += len; if (lo < 0) lo = 0; } else if (lo > len) lo = len;
         if (hi < 0) { hi += len; if (hi < 0) hi = 0; } else if (hi > len) hi = len;
         *count = hi > lo ? (hi - lo - 1) / st + 1 : 0;
     } else {
-        lo = s->start.tag == V_NONE ? len - 1 : as_i(s->start);
-        hi = s->stop.tag == V_NONE ? -1 : as_i(s->stop);
+        if (s->start.tag == V_NONE) lo = len - 1;
+        if (s->stop.tag == V_NONE) hi = -1;
         if (lo < 0) { lo += len; if (lo < 0) lo = -1; } else if (lo >= len) lo = len - 1;
         if (s->stop.tag != V_NONE) { if (hi < 0) { hi += len; if (hi < 0) hi = -1; } else if (hi >= len) hi = len - 1; }
         *count = lo > hi ? (lo - hi - 1) / (-st) + 1 : 0;
@@ -646,10 +663,11 @@ static bool slice_adjust(Interp *I, SliceObj *s, int64_t len, int64_t *start, in
 
 static bool norm_index(Interp *I, Value idx, int64_t len, const char *what, int64_t *out)
 {
-    if (!is_intlike(idx))
+    int64_t i;
+    if (!has_index(idx))
         return err_raise(I, TDL_ERR_TYPE, "%s indices must be integers or slices, not %s", what,
                          val_type_name(idx));
-    int64_t i = as_i(idx);
+    if (!val_index(I, idx, &i)) return false;
     if (i < 0) i += len;
     if (i < 0 || i >= len) return err_raise(I, TDL_ERR_INDEX, "%s index out of range", what);
     *out = i;

@@ -117,6 +117,12 @@ typedef struct tdl_config {
      * failed is freed and the interpreter stays usable). Memory the host gave (tdl_tensor_borrow,
      * DLPack imports) is not counted; device (CUDA) memory is not counted. */
     size_t max_memory;
+    /* Why tdl_open failed, when it returns NULL: called once, before it returns, with one line
+     * (NUL-terminated, len bytes): "MemoryError: out of memory", the DeviceError of an unavailable
+     * device, or the RuntimeError of a library built with a malformed operator table (naming the
+     * operator). Default: not told. */
+    void (*open_error)(void *ud, const char *text, size_t len);
+    void *open_error_ud;
 } tdl_config;
 
 /* The bytes of tdl_config that tdl 0.1 hosts (size 0) give. */
@@ -139,7 +145,8 @@ enum {
 /* ==== interpreters and running code ==== */
 
 /* Opens an interpreter. cfg may be NULL; it is copied (strings too). Returns NULL only when out
- * of memory or when cfg->device is not available. */
+ * of memory, when cfg->device is not available, or when the library's operator table is malformed
+ * (a build error); cfg->open_error says which. */
 tdl_interp *tdl_open(const tdl_config *cfg);
 /* Closes it: frees everything it holds, drops the values of live handles (which runs the release
  * callbacks of borrowed buffers and DLPack deleters no longer referenced), and makes every later

@@ -304,7 +304,7 @@ static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t wh
             }
             star = true;
         }
-        if (s->nparams == TENSOR_MAX_PARAMS) BAD("too many parameters");
+        if (s->nparams == TENSOR_MAX_PARAMS) BAD("more parameters than TENSOR_MAX_PARAMS");
         TensorParam *pr = &s->params[s->nparams];
         char tname[24];
         const char *q = ident(p, tname, sizeof tname);
@@ -1214,9 +1214,9 @@ static bool list_is_tuple(Value idx)
     return false;
 }
 
-/* Tensor.__index__: the value of a one-element integer (or bool) tensor, as a slice bound. */
-static bool tensor_index_int(Interp *I, FcTensor *t, int64_t *out)
+bool tensor_index(Interp *I, Value v, int64_t *out)
 {
+    FcTensor *t = as_tensor(v);
     FcScalar s;
     FcError e;
     if (t->levels || !(fc_dtype_is_int(t->dtype) || t->dtype == FC_BOOL) || fc_tensor_numel(t) != 1)
@@ -1230,11 +1230,7 @@ static bool slice_part(Interp *I, Value v, bool *has, int64_t *out)
 {
     *has = v.tag != V_NONE;
     if (!*has) return true;
-    if (v.tag == V_TENSOR) return tensor_index_int(I, as_tensor(v), out);
-    if (!is_intlike(v))
-        return err_raise(I, TDL_ERR_TYPE, "slice indices must be integers or None or have an __index__ method");
-    *out = as_i(v);
-    return true;
+    return slice_index(I, v, out);
 }
 
 /* One element of an index as fcdim's FcIndex; a tensor made from a list is kept in *owned. */

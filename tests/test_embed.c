@@ -1206,6 +1206,52 @@ START_TEST(test_config_device)
 }
 END_TEST
 
+/* What open_error was told: how often, and the last text. */
+typedef struct OpenError {
+    int calls;
+    char text[256];
+} OpenError;
+
+static void note_open_error(void *ud, const char *text, size_t len)
+{
+    OpenError *o = ud;
+    o->calls++;
+    ck_assert_uint_eq(strlen(text), len);
+    snprintf(o->text, sizeof o->text, "%s", text);
+}
+
+/* A tdl_open that fails says why through open_error, once (the error of the unavailable device,
+ * the memory limit); one that works says nothing, and a host whose struct ends before open_error
+ * is not called. (A malformed operator table, the failure open_error was made for, is a build
+ * error that no test can inject: tensor_ops.def is compiled in.) */
+START_TEST(test_open_error)
+{
+    OpenError told = {0};
+    tdl_config cfg = {.size = sizeof cfg};
+    cfg.write = capture;
+    cfg.write_ud = &out;
+    cfg.open_error = note_open_error;
+    cfg.open_error_ud = &told;
+    cfg.device = "tpu";
+    ck_assert_ptr_null(tdl_open(&cfg));
+    ck_assert_int_eq(told.calls, 1);
+    ck_assert_str_eq(told.text, "DeviceError: unknown device 'tpu' (use cpu, cuda or cuda:N)");
+    cfg.device = NULL;
+    cfg.max_memory = 1024;
+    ck_assert_ptr_null(tdl_open(&cfg));
+    ck_assert_int_eq(told.calls, 2);
+    ck_assert_str_eq(told.text, "MemoryError: over the interpreter's memory limit (max_memory = 1024 bytes)");
+    cfg.max_memory = 0;
+    tdl_interp *U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    tdl_close(U);
+    cfg.size = offsetof(tdl_config, open_error);
+    cfg.device = "tpu";
+    ck_assert_ptr_null(tdl_open(&cfg));
+    ck_assert_int_eq(told.calls, 2);
+}
+END_TEST
+
 /* ---- interpreters are independent ---- */
 
 static tdl_status c_const(tdl_interp *T, tdl_value *const *args, int nargs, tdl_value **result, void *ud)
@@ -1541,6 +1587,7 @@ Suite *embed_suite(void)
     tcase_add_test(tc, test_dlpack_export_of_own_import);
     tcase_add_test(tc, test_no_files);
     tcase_add_test(tc, test_config_device);
+    tcase_add_test(tc, test_open_error);
     tcase_add_test(tc, test_two_interpreters);
     tcase_add_test(tc, test_two_threads);
     tcase_add_test(tc, test_dlpack_crossed_deleters_on_two_threads);
