@@ -1129,6 +1129,56 @@ START_TEST(band_split_rows)
 }
 END_TEST
 
+/* roi_align's adaptive sampling on 256 channels at 2 and 4 threads, in bands of destination rows:
+ * a band point (box, bin row, sample row) whose sample row lies past its box's grid (iy < gh
+ * false) holds only zeros, skipped whole (task_band), and the bands are cut by the work the
+ * points hold (point_work), not by their number. One thread skips the same zeros in runs, each
+ * run's first point evaluated (task_owner): 2 and 4 threads skip at least as many
+ * (fc_cpu_gate_points; without the whole-point skip, a third fewer), and the bits are those of
+ * one thread. Box heights give gh 3, 1, 4, 2, 0 (inverted), 2 and widths gw 2, 4, 1, 3, 1, 0. */
+START_TEST(band_split_gated_points)
+{
+    static const char prog[] =
+        "import vision\n"
+        "x = (arange(2 * 256 * 30 * 36, dtype=float32).reshape(2, 256, 30, 36) * 0.01).sin().requires_grad_()\n"
+        "b = tensor([[0, 1.0, 1.5, 12.3, 22.0], [1, 3.0, 2.0, 27.5, 8.3], [0, 4.0, 0.5, 10.2, 27.7],\n"
+        "            [1, 6.0, 5.0, 26.1, 18.1], [0, 20.5, 24.0, 23.0, 20.0], [1, 2.0, 2.0, 1.0, 11.9]])\n"
+        "y = vision.roi_align(x, b, (7, 7), 1.0, 0, True)\n"
+        "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
+        "(y * g).sum().backward()\n"
+        "gx = x.grad.cpu()\n";
+    bool cpu = !golden_device() || getenv("TDL_FAKE_CUDA");
+    const char *old = getenv("TDL_NUM_THREADS");
+    char *saved = old ? strdup(old) : NULL;
+    static const char *const threads[] = {"1", "2", "4"};
+    long skipped[3];
+    for (int r = 0; r < 3; r++) {
+        setenv("TDL_NUM_THREADS", threads[r], 1);
+        long bands = fc_cpu_band_splits(), before = fc_cpu_gate_points();
+        run_ok(prog);
+        skipped[r] = fc_cpu_gate_points() - before;
+        if (cpu && r > 0)
+            ck_assert_int_ge(fc_cpu_band_splits() - bands, 4);
+    }
+    if (saved) {
+        setenv("TDL_NUM_THREADS", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TDL_NUM_THREADS");
+    }
+    if (cpu) {
+        ck_assert_int_gt(skipped[0], 0);
+        for (int r = 1; r < 3; r++)
+            ck_assert_msg(skipped[r] >= skipped[0], "%s threads: %ld zeros skipped, one thread %ld",
+                          threads[r], skipped[r], skipped[0]);
+    }
+    size_t n;
+    float *gx = same_bits(prog, "roi_align adaptive, 256 channels", &n);
+    ck_assert_int_eq(n, 2 * 256 * 30 * 36);
+    free(gx);
+}
+END_TEST
+
 /* grad() of a written tensor whose write overwrote part of an older one: the gradient returned is
  * not the buffer that the backward then zeroes where the write stored and hands on (PyTorch
  * 1.13: [10, 8, 12], and [0, 16, 24] for x). */
@@ -1491,6 +1541,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, owner_loops);
     tcase_add_test(tc, band_rows);
     tcase_add_test(tc, band_split_rows);
+    tcase_add_test(tc, band_split_gated_points);
     tcase_add_test(tc, scatter_indices_precomputed);
     tcase_add_test(tc, mul_add_one_pass);
     tcase_add_test(tc, mul_add_gathered_row);

@@ -91,6 +91,7 @@ typedef struct Run {
     bool band;
     int nth;                    /* the threads that run the parts (th[nth, 2 nth) read the rows) */
     int32_t *key;
+    int64_t *work;              /* and its share of the work (point_work) */
     int32_t *pts;
     int64_t *first;
     bool gskip;                 /* Plan.gb: zeros past a false bound skipped by runs (gate_bounded) */
@@ -1659,6 +1660,22 @@ static int64_t gate_run(const Plan *p, const Thread *t, int from, int to, int *k
     return r;
 }
 
+/* After a point of a gated store (walked in the order of kl[from, to), t->idx) found a zero: the
+ * rest of the run of zeros past a false bound (gate_run), when skipped (gskip), left out, t->idx
+ * moved to the run's last point (next_point then moves past it). Returns how many units the run
+ * held, nt a point (a term level's terms: its own loop is not in kl[from, to)). */
+static int64_t skip_zeros(const Plan *p, Thread *t, bool gskip, int from, int to, int64_t nt)
+{
+    int kpos;
+    int64_t r = gskip && t->gate_skip ? gate_run(p, t, from, to, &kpos) : 0;
+    if (r == 0)
+        return 0;
+    for (int j = kpos; j < to; j++)
+        t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
+    t->gate_points += r * nt;
+    return r * nt;
+}
+
 /* Stores the n positions of cl from i0 at the kept loops' indices in t->idx (output offset base). */
 static bool store_chunk_at(const Plan *p, Thread *t, int64_t base, int64_t i0, int n)
 {
@@ -2117,14 +2134,7 @@ static bool owner_terms(const Plan *p, Thread *t, int64_t og, int64_t lo, int64_
                 return false;
             }
         }
-        int kpos;
-        int64_t r = gskip && t->gate_skip ? gate_run(p, t, p->nkown, p->nkl - 1, &kpos) : 0;
-        if (r > 0) {            /* to the run's last point: next_point moves past it */
-            for (int j = kpos; j < p->nkl - 1; j++)
-                t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
-            u += r * nt;
-            t->gate_points += r * nt;
-        }
+        u += skip_zeros(p, t, gskip, p->nkown, p->nkl - 1, nt);
     }
     return true;
 }
@@ -2212,19 +2222,49 @@ static bool task_owner(void *arg, int tid, int64_t task)
                 if (!ok)
                     t->err_task = (og * p->inner + u) * ext + i0;
             }
-            int kpos;
-            int64_t r = ok && run->gskip && t->gate_skip ? gate_run(p, t, p->nkown, p->nkl, &kpos) : 0;
-            if (r > 0) {        /* to the run's last point: next_point moves past it */
-                for (int j = kpos; j < p->nkl; j++)
-                    t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
-                u += r;
-                t->gate_points += r;
-            }
+            if (ok)
+                u += skip_zeros(p, t, run->gskip, p->nkown, p->nkl, 1);
         }
         o = end;
     }
     flush_run(t);
     return ok;
+}
+
+/* A band split's point at t->idx (kl's first d loops): its share of the work, by which
+ * band_setup cuts the bands. Its inner points (the other kept loops) less the zeros past a false
+ * bound (Plan.gb) where they are skipped by runs (gskip): a bound of a band loop that is false
+ * here leaves none, one of an inner loop the fraction of that loop it holds true (at this
+ * point's band indices, a bound that depends on other inner loops counted as all true); each
+ * point cl's chunks; plus one for the point's own walk. Only the balance of the bands depends
+ * on it, never a result. */
+static int64_t point_work(const Plan *p, Thread *t, int d, bool gskip)
+{
+    int64_t ext = p->ext[p->cl];
+    double live = (double)(p->inner / p->band_pts) * (double)((ext + FC_CHUNK - 1) / FC_CHUNK);
+    uint64_t band = 0;
+    for (int j = 0; j < d; j++)
+        band |= (uint64_t)1 << p->kl[j];
+    for (int g = 0; gskip && g < p->ngb && live > 0; g++) {
+        const struct GateBound *b = &p->gb[g];
+        const Step *s = &p->steps[b->step];
+        int l = p->kl[b->kpos];
+        if (s->deps & ~(band | (uint64_t)1 << l))
+            continue;
+        int64_t keep = t->idx[l], lo = b->kpos < d ? keep : 0, hi = b->kpos < d ? keep + 1 : p->ext[l], on = 0;
+        for (int64_t v = lo; v < hi; v++) {
+            t->idx[l] = v;
+            int64_t e = 0;      /* as gate_run reads it */
+            for (uint64_t m = s->deps; m; m &= m - 1) {
+                int dl = __builtin_ctzll(m);
+                e = e * p->ext[dl] + t->idx[dl];
+            }
+            on += ((const uint8_t *)(p->pretab + s->pre0))[e] != 0;
+        }
+        t->idx[l] = keep;
+        live *= (double)on / (double)(hi - lo);
+    }
+    return 1 + (int64_t)live;
 }
 
 /* A band split's rows (Plan.band), task number `task` of them: the points of kl's first band_d
@@ -2261,6 +2301,7 @@ static bool band_keys_task(void *arg, int tid, int64_t task)
             r += ix * (k->scatter[g].stride / p->band_unit);
         }
         run->key[q] = (int32_t)r;
+        run->work[q] = point_work(p, t, p->band_d, run->gskip);
     }
     return true;
 }
@@ -2282,6 +2323,11 @@ static bool task_band(void *arg, int tid, int64_t task)
     for (int64_t q = run->first[task]; q < run->first[task + 1] && ok; q++) {
         int64_t pt = run->pts[q];
         decode(p, t, p->kl, d, pt);
+        int kpos;               /* a bound of a band loop false here: all of the point's terms are zeros */
+        if (run->gskip && (gate_run(p, t, 0, d, &kpos), kpos < d)) {
+            t->gate_points += suf;
+            continue;
+        }
         for (int64_t u = 0; u < suf && ok; u += nt, next_point(p, t, p->kl + d, nin)) {
             if (p->term >= 0)
                 t->idx[p->term] = 0;
@@ -2292,39 +2338,36 @@ static bool task_band(void *arg, int tid, int64_t task)
                 if (!ok)
                     t->err_task = (pt * suf + u + (p->term >= 0 ? t->idx[p->term] : 0)) * ext + i0;
             }
-            int kpos;           /* zeros past a false bound, as task_owner and owner_terms skip them */
-            int64_t r = ok && run->gskip && t->gate_skip ? gate_run(p, t, d, d + nin, &kpos) : 0;
-            if (r > 0) {
-                for (int j = kpos; j < d + nin; j++)
-                    t->idx[p->kl[j]] = p->ext[p->kl[j]] - 1;
-                u += r * nt;
-                t->gate_points += r * nt;
-            }
+            if (ok)             /* as task_owner and owner_terms skip them */
+                u += skip_zeros(p, t, run->gskip, d, d + nin, nt);
         }
     }
     flush_run(t);
     return ok;
 }
 
-/* The bands of a band split (Plan.band) for nth threads: every point's row (band_keys_task, on
- * threads th[nth, 2 nth)), then rows cut into 4 nth bands of about as many points each (the
- * parts' work: every point carries the same loops inside), and the points of each band listed
- * in order. Which row goes to which band changes no result. False when a row could not be read
- * (the split is then not taken) or on out-of-memory. */
+/* The bands of a band split (Plan.band) for nth threads: every point's row and work
+ * (band_keys_task, on threads th[nth, 2 nth)), then rows cut into 4 nth bands of about as much
+ * work each (point_work: ADAPTIVE roi_align's rows past a box's sampling grid are cheap), and
+ * the points of each band listed in order. Which row goes to which band changes no result.
+ * False when a row could not be read (the split is then not taken) or on out-of-memory. */
 static bool band_setup(CpuBackend *be, Run *run, int nth)
 {
     const Plan *p = run->p;
     int64_t np = p->band_pts, nk = p->band_keys, nb = 4 * (int64_t)nth;
     run->nth = nth;
     run->key = mem_malloc((size_t)np * sizeof *run->key);
+    run->work = mem_malloc((size_t)np * sizeof *run->work);
     run->pts = mem_malloc((size_t)np * sizeof *run->pts);
     run->first = mem_calloc((size_t)nb + 1, sizeof *run->first);
     int64_t *cnt = mem_calloc((size_t)(nk > nb ? nk : nb) + 1, sizeof *cnt);
+    int64_t *wrow = mem_calloc((size_t)nk, sizeof *wrow);
     int32_t *bof = mem_malloc((size_t)nk * sizeof *bof);
-    bool ok = run->key && run->pts && run->first && cnt && bof;
+    bool ok = run->key && run->work && run->pts && run->first && cnt && wrow && bof;
     int64_t per = (np + 4 * nth - 1) / (4 * nth);
     if (ok)
         ok = fc_cpu_parallel_for(be, nth, (np + per - 1) / per, band_keys_task, run, p->k->interrupt);
+    int64_t all = 0;
     if (ok) {
         for (int64_t q = 0; q < np; q++) {
             if (run->key[q] < 0 || run->key[q] >= nk) {
@@ -2332,15 +2375,17 @@ static bool band_setup(CpuBackend *be, Run *run, int nth)
                 break;
             }
             cnt[run->key[q]]++;
+            wrow[run->key[q]] += run->work[q];
+            all += run->work[q];
         }
     }
     if (ok) {
         int64_t acc = 0, b = 0;
         for (int64_t r = 0; r < nk; r++) {
             bof[r] = (int32_t)b;
-            acc += cnt[r];
+            acc += wrow[r];
             run->first[b + 1] += cnt[r];
-            while (b < nb - 1 && acc * nb >= (b + 1) * np)
+            while (b < nb - 1 && acc * nb >= (b + 1) * all)
                 b++;
         }
         for (b = 0; b < nb; b++)
@@ -2352,6 +2397,7 @@ static bool band_setup(CpuBackend *be, Run *run, int nth)
             run->pts[at[bof[run->key[q]]]++] = (int32_t)q;
     }
     mem_free(cnt);
+    mem_free(wrow);
     mem_free(bof);
     return ok;
 }
@@ -2702,6 +2748,7 @@ static FcStatus run_plan(CpuBackend *be, Plan *p, const FcKernel *k, FcError *er
 done:
     mem_free(run.partials);
     mem_free(run.key);
+    mem_free(run.work);
     mem_free(run.pts);
     mem_free(run.first);
     return st;
