@@ -545,7 +545,10 @@ END_TEST
 /* A precomputed value that its readers read at position 0 alone (roi_align's weights and
  * coordinates, one per sample: cpu_plan.c's plan_pre) is pointed at in its table, not copied
  * into a buffer at every point (cpu_exec.c's pre_point). The value checked is torchvision's
- * roi_align (torch 1.13) at that position. */
+ * roi_align (torch 1.13) at that position. So is the backward's tap weight, the factor of the
+ * product its kernel adds in one pass, and the gate's cond (cpu_plan.c's fill_one), when they
+ * fit the tables (fixed sampling; the staged cotangent channels-last, as band_split_rows), the
+ * gradient torchvision's there too. */
 START_TEST(pre_values_pointed)
 {
     long copies = fc_cpu_pre_copies();
@@ -555,6 +558,19 @@ START_TEST(pre_values_pointed)
            "y = vision.roi_align(x, b, (7, 7), 0.25, 2, True)\n"
            "y.stride()\n"
            "assert abs(y[0, 5, 3, 4].item() - 0.9249998927) < 1e-6\n");
+    if (!golden_device())
+        ck_assert_int_eq(fc_cpu_pre_copies() - copies, 0);
+    copies = fc_cpu_pre_copies();
+    run_ok("import vision\n"
+           "x = (arange(2 * 256 * 30 * 36, dtype=float32).reshape(2, 256, 30, 36) * 0.01).sin().requires_grad_()\n"
+           "b = tensor([[0, 1.0, 1.5, 17.2, 18.9], [1, -3.0, 2.0, 30.0, 16.0], [0, 4.0, 4.0, 9.0, 9.0],\n"
+           "            [1, 6.0, 5.0, 2.0, 1.0], [0, 0.5, 0.5, 35.0, 29.0], [1, 2.0, 2.0, 12.0, 12.0],\n"
+           "            [0, 3.0, 20.0, 33.0, 31.0], [1, 10.0, 0.0, 11.0, 29.5]])\n"
+           "y = vision.roi_align(x, b, (7, 7), 0.9, 2, True)\n"
+           "g = (arange(y.numel(), dtype=float32) * 0.61).cos().reshape(y.shape)\n"
+           "(y * g).sum().backward()\n"
+           "assert abs(x.grad[1, 7, 5, 12].item() - 0.03483665362) < 1e-7, x.grad[1, 7, 5, 12].item()\n"
+           "assert abs(x.grad[0, 200, 10, 10].item() - -0.1772919893) < 1e-7, x.grad[0, 200, 10, 10].item()\n");
     if (!golden_device())
         ck_assert_int_eq(fc_cpu_pre_copies() - copies, 0);
 }
@@ -872,7 +888,7 @@ END_TEST
 /* roi_align's tap weight, one value per sample over (box, bin row, sample row, bin column, sample
  * column), too many points to precompute (64 boxes, 14 x 14 bins, grids up to 5 x 5: 313,600),
  * is computed at each point of a tap's kernel; read at position 0 alone by the product added in
- * one pass, it is not broadcast over the chunk (cpu_plan.c's unfill_factor;
+ * one pass, it is not broadcast over the chunk (cpu_plan.c's fill_one;
  * fc_cpu_mul_w_one_runs). The same bits at 1, 2 and 4 threads (same_bits). */
 START_TEST(mul_add_factor_one)
 {

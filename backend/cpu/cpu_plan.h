@@ -115,6 +115,7 @@ typedef struct PreFill {
  * its values for the current loop indices begin at entry sum of tl[j].str * idx[tl[j].loop]
  * of its table (its loops outside the chunk; those in it come last in the table, whole). */
 typedef struct PreX {
+    int step;                   /* the precomputed step */
     int d;                      /* its buffer */
     int w;                      /* 0: pointed at; else one value broadcast over w positions */
     int esize;
@@ -378,7 +379,7 @@ typedef struct Plan {
      * pass, the product step not evaluated. Their physical buffers: */
     bool mul_add;
     int mul_v, mul_w;
-    bool mul_w_one;             /* w's step is not broadcast over the chunk (unfill_factor) */
+    bool mul_w_one;             /* w's step is not broadcast over the chunk (fill_one) */
     /* A scattered store split over its owner loops (fc_store_owner_loops; plan_owner): kl's first
      * nkown loops (outer points) are owner loops, the others (inner points) run in order inside
      * each part; own_cl: cl is one too, and its positions are split as well (task_owner). */
