@@ -2097,8 +2097,9 @@ static Flow exec_for(Interp *I, Frame *F, Node *st)
     bool broke = false;
     if (seq.tag == V_RANGE && st->a->kind == N_NAME) {
         RangeObj *r = as_range(seq);
-        int64_t n = range_len(r), v = r->start, step = r->step;
-        for (int64_t k = 0; k < n; k++, v += step) {
+        int64_t n = range_len(r), step = r->step;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = r->start + k * step;     /* (the value after the last may pass int64) */
             if (!interp_check_interrupt(I) || !store_name(I, F, st->a, v_int(v))) { fl = F_ERROR; break; }
             fl = exec(I, F, st->c);
             if (fl == F_BREAK) { broke = true; fl = F_NORMAL; break; }

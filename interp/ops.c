@@ -731,8 +731,8 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
         if (obj.tag == V_STR) {
             StrObj *s = as_str(obj);
             Buf b = {0};
-            for (int64_t k = 0, i = start; k < n; k++, i += step) {
-                size_t o = str_offset(s, i), e = o + 1;
+            for (int64_t k = 0; k < n; k++) {
+                size_t o = str_offset(s, start + k * step), e = o + 1;
                 while (e < s->len && ((unsigned char)s->data[e] & 0xC0) == 0x80) e++;
                 buf_put(&b, s->data + o, e - o);
             }
@@ -743,8 +743,14 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
         }
         if (obj.tag == V_RANGE) {
             RangeObj *r = as_range(obj);
-            return range_new(I, r->start + start * r->step, r->start + (start + n * step) * r->step,
-                             r->step * step, out);
+            /* CPython's: the slice's start, stop and step (its indices()) through the range;
+             * past int64 an OverflowError (CPython's ints do not end) */
+            int64_t a, b, c;
+            if (__builtin_mul_overflow(start, r->step, &a) || __builtin_add_overflow(a, r->start, &a) ||
+                __builtin_mul_overflow(stop, r->step, &b) || __builtin_add_overflow(b, r->start, &b) ||
+                __builtin_mul_overflow(r->step, step, &c))
+                return err_raise(I, TDL_ERR_OVERFLOW, "Python int too large to convert to C ssize_t");
+            return range_new(I, a, b, c, out);
         }
         const Value *items = NULL;
         size_t cnt = 0;
@@ -761,8 +767,8 @@ bool val_getitem(Interp *I, Value obj, Value idx, Value *out)
             dst = t->items;
             *out = v_obj(V_TUPLE, &t->h);
         }
-        for (int64_t k = 0, i = start; k < n; k++, i += step) {
-            dst[k] = items[i];
+        for (int64_t k = 0; k < n; k++) {     /* (start + n * step may pass int64) */
+            dst[k] = items[start + k * step];
             val_incref(dst[k]);
         }
         return true;
@@ -813,7 +819,8 @@ bool val_setitem(Interp *I, Value obj, Value idx, Value v)
                            src->n, (long long)n);
             goto out;
         }
-        for (int64_t k = 0, i = start; k < n; k++, i += step) {
+        for (int64_t k = 0; k < n; k++) {
+            int64_t i = start + k * step;
             Value old = l->items[i];
             l->items[i] = src->items[k];
             val_incref(l->items[i]);

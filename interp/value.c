@@ -553,7 +553,7 @@ int64_t range_len(const RangeObj *r)
     }
     if (r->stop >= r->start) return 0;
     uint64_t span = (uint64_t)r->start - (uint64_t)r->stop;
-    return (int64_t)((span - 1) / (uint64_t)(-(r->step + 1) + 1) + 1);
+    return (int64_t)((span - 1) / ((uint64_t)-(r->step + 1) + 1) + 1);
 }
 
 CellObj *cell_new(Interp *I, Value v)
