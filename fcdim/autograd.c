@@ -1704,6 +1704,31 @@ static bool same_plain_load(const FcNode *a, const FcNode *b)
     return true;
 }
 
+/* Whether x reads a stored tensor (bit 1) and whether it masks by a bound that the data set
+ * (bit 2): a comparison of an index (an IOTA, maybe cast) with a value read from a tensor, as
+ * roi_align's adaptive sampling grid, iy < ceil(roi_h / ph). memo: each node seen, its bits + 4. */
+static int data_bits(const FcNode *x, PtrMap *memo, bool *nomem)
+{
+    const int *seen = pm_get(memo, x);
+    if (seen)
+        return *seen - 4;
+    int bits = x->op == FC_OP_LOAD;
+    for (int k = 0; k < x->nin; k++)
+        bits |= data_bits(x->in[k], memo, nomem);
+    if (fc_op_is_compare(x->op) && x->op != FC_OP_EQ && x->op != FC_OP_NE && x->nin == 2) {
+        for (int k = 0; k < 2; k++) {
+            const FcNode *i = x->in[k];
+            while (i->op == FC_OP_CAST)
+                i = i->in[0];
+            if (i->op == FC_OP_IOTA && (data_bits(x->in[!k], memo, nomem) & 1))
+                bits |= 2;
+        }
+    }
+    if (!pm_put(memo, x, bits + 4))
+        *nomem = true;
+    return bits;
+}
+
 /* Scatters the contributions gathered by backprop_dag (loads read as ctxrec saw them). Loads
  * that read the same elements (same_plain_load) have their cotangents summed first, in their
  * order, and scattered once: one pass over the buffer instead of one per use. */
@@ -1735,15 +1760,20 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
                     st = fc_nomem(err);
             }
     /* The loads that read one storage through several gathers alike (same_scatter) are scattered
-     * by one kernel, as the terms of one store, in their order here. */
+     * by one kernel, as the terms of one store, in their order here; unless a bound that the
+     * data set masks the first one's cotangent (FC_SCHED_TERMS_BOUNDED). */
     FcNode *Ls[FC_MAX_DIMS], *cs[FC_MAX_DIMS];
+    PtrMap memo = {0};
+    bool nomem = false;
     for (int i = 0; i < E->ncb; i++) {
         if (!st && E->cb[i].ct) {
             FcGradRec *r = read_rec(ctxrec, E->cb[i].load->storage);
             int m = 0;
             Ls[m] = E->cb[i].load;
             cs[m++] = E->cb[i].ct;
-            for (int j = i + 1; r && !(E->ctx->sched_off & FC_SCHED_TERMS) && j < E->ncb && m < FC_MAX_DIMS; j++)
+            bool terms = r && !(E->ctx->sched_off & FC_SCHED_TERMS) &&
+                         (!(E->ctx->sched_off & FC_SCHED_TERMS_BOUNDED) || !(data_bits(cs[0], &memo, &nomem) & 2));
+            for (int j = i + 1; terms && j < E->ncb && m < FC_MAX_DIMS; j++)
                 if (E->cb[j].ct && E->cb[j].ct->dtype == E->cb[i].ct->dtype &&
                     same_scatter(E->cb[i].load, E->cb[j].load)) {
                     Ls[m] = E->cb[j].load;
@@ -1759,7 +1789,8 @@ static FcStatus flush(Engine *E, const FcGradRec *ctxrec, FcError *err)
         fc_node_release(E->cb[i].ct);
     }
     E->ncb = 0;
-    return st;
+    pm_free(&memo);
+    return st || !nomem ? st : fc_nomem(err);
 }
 
 /* The elements of flat buffer g that tensor geometry (ndim, shape, strides, offset) covers, as a

@@ -430,11 +430,13 @@ struct FcKernel;
  * exception to "the same bits": the loads that read one storage through several gathers alike
  * have their cotangents scattered by one kernel, per point in their order (autograd.c,
  * same_scatter); off, by a kernel each, one load after the other: another order of additions.
- * TERMS is off by default (fc_ctx_new sets it in sched_off): on the CPU it still costs more
- * than the four kernels where most points are gated zeros, though the executor takes the terms
- * as one (cpu_plan.h's Plan.term; docs/architecture.md, the backward's scheduling). */
+ * TERMS_BOUNDED: the terms also when a bound that the data set masks the cotangent (a comparison
+ * of an index with a value read from a tensor: roi_align's adaptive sampling grid); off by default
+ * (fc_ctx_new sets it in sched_off): on the CPU the terms kernel then costs more than a kernel
+ * per load, most of its points being gated zeros, though the executor takes the terms as one
+ * (cpu_plan.h's Plan.term; docs/architecture.md, the backward's scheduling). */
 enum { FC_SCHED_FUSE = 1, FC_SCHED_HOIST = 2, FC_SCHED_BOUNDS = 4, FC_SCHED_CACHE = 8, FC_SCHED_STAGE = 16,
-       FC_SCHED_TERMS = 32 };
+       FC_SCHED_TERMS = 32, FC_SCHED_TERMS_BOUNDED = 64 };
 
 typedef struct FcCtx {
     FcBackend *cpu;             /* owned */

@@ -103,7 +103,7 @@ FcStatus fc_ctx_new(FcCtx **out, FcError *err)
     const char *fake = getenv("TDL_FAKE_CUDA");
     ctx->fake_cuda = fake && strcmp(fake, "1") == 0;
     ctx->max_fused = 256;
-    ctx->sched_off = FC_SCHED_TERMS;    /* see FC_SCHED_TERMS */
+    ctx->sched_off = FC_SCHED_TERMS_BOUNDED;    /* see FC_SCHED_TERMS */
     FcStatus st = fc_backend_open(FC_DEV_CPU, 0, ctx->nthreads, false, &ctx->cpu, err);
     if (st) {
         mem_free(ctx);

@@ -152,7 +152,8 @@ END_TEST
  * first run (malloc'd, *n of them). The runs at 2 and 4 threads must split a scattered store
  * over its owner loops at least once (fc_owner_split_count): the parallel path, not a fallback
  * to one thread. */
-static bool terms_on;   /* same_bits' interpreters scatter gathers alike by one kernel (FC_SCHED_TERMS) */
+static bool terms_on;   /* same_bits' interpreters scatter gathers alike by one kernel, bounds the data
+                           set or not (FC_SCHED_TERMS, FC_SCHED_TERMS_BOUNDED) */
 
 static float *same_bits(const char *prog, const char *what, size_t *n)
 {
@@ -167,7 +168,7 @@ static float *same_bits(const char *prog, const char *what, size_t *n)
         tdl_interp *T = golden_open(0);
         ck_assert_ptr_nonnull(T);
         if (terms_on)
-            T->I.fc->sched_off &= ~FC_SCHED_TERMS;
+            T->I.fc->sched_off &= ~(FC_SCHED_TERMS | FC_SCHED_TERMS_BOUNDED);
         ck_assert_msg(tdl_run_string(T, prog, "det") == TDL_OK, "%s", tdl_error_message(T));
         tdl_value *v = NULL;
         tdl_tensor_info info;
@@ -313,7 +314,7 @@ START_TEST(counters_per_run)
         return;
     tdl_interp *T = golden_open(0);
     ck_assert_ptr_nonnull(T);
-    T->I.fc->sched_off &= ~FC_SCHED_TERMS;
+    T->I.fc->sched_off &= ~(FC_SCHED_TERMS | FC_SCHED_TERMS_BOUNDED);
     long d[2][3];
     for (int r = 0; r < 2; r++) {
         long b = fc_cpu_scaled_tiles(), s = fc_cpu_term_skips(), z = fc_cpu_narrow_skips();
@@ -742,8 +743,8 @@ START_TEST(deterministic_gather)
 }
 END_TEST
 
-/* Two loads of x through different gathers (x[idx1] * w1 + x[idx2] * w2, as roi_align's taps),
- * FC_SCHED_TERMS cleared: their cotangents are the terms of ONE scatter-add (autograd.c's
+/* Two loads of x through different gathers (x[idx1] * w1 + x[idx2] * w2, as roi_align's taps):
+ * their cotangents are the terms of ONE scatter-add (autograd.c's
  * same_scatter), whose order is
  * per row i the terms in the order the backward reached the loads (x[idx2]'s first), then the
  * channels: the reference in C (the backward reaches the loads from the root, the last operand
@@ -800,8 +801,9 @@ START_TEST(scatter_terms_one_kernel)
 }
 END_TEST
 
-/* roi_align's four taps as the terms of one gated scatter-add (FC_SCHED_TERMS cleared), with
- * adaptive sampling: the sample loops run to the largest grid, so many points are zeros. The
+/* roi_align's four taps as the terms of one gated scatter-add (FC_SCHED_TERMS and
+ * FC_SCHED_TERMS_BOUNDED cleared), with adaptive sampling: the sample loops run to the largest
+ * grid, so many points are zeros. The
  * executor runs a point's four terms together (cpu_plan.h's Plan.term): for the last three, what
  * does not vary along the terms (the sample's coordinates, its gate, the cotangent row, the batch
  * index) is left out where it holds (fc_cpu_term_skips), a gated point's later terms evaluating
@@ -970,7 +972,8 @@ static void tap_on_kernel(void *ud, const FcKernel *k, FcDevice dev)
 
 /* roi_align's taps land where y_low, y_low + 1 (clamped), x_low ... send them: values over (box,
  * bin, sample), not over the channels. The four taps' scatter-adds are ONE kernel when
- * FC_SCHED_TERMS is cleared (the terms of one store; four by default), which reads each term's row and column from
+ * FC_SCHED_TERMS_BOUNDED is cleared (the terms of one store; four by default with adaptive
+ * sampling, its bound set by the data, and when FC_SCHED_TERMS is set), which reads each term's row and column from
  * precomputed tables (as it reads its weights) instead of computing them at every point; the
  * store still checks each index it reads. The batch index stays in the kernel: it is read
  * through a gather of the boxes, which may fail. The gradient's values: the golden cases and
@@ -993,12 +996,46 @@ START_TEST(scatter_indices_precomputed)
         T->I.fc->on_kernel = tap_on_kernel;
         T->I.fc->on_kernel_ud = &s;
         if (!terms_off)
-            T->I.fc->sched_off &= ~FC_SCHED_TERMS;
+            T->I.fc->sched_off &= ~(FC_SCHED_TERMS | FC_SCHED_TERMS_BOUNDED);
+        else
+            T->I.fc->sched_off |= FC_SCHED_TERMS;
         ck_assert_msg(tdl_run_string(T, prog, "taps") == TDL_OK, "%s", tdl_error_message(T));
         tdl_close(T);
         ck_assert_int_eq(s.stores, terms_off ? 4 : 1);
         ck_assert_int_eq(s.indices, 3 * s.stores);
         ck_assert_msg(s.pre == 2 * s.stores, "%d of the taps' %d scatter indices precomputed", s.pre, s.indices);
+    }
+}
+END_TEST
+
+/* Which backward scatters roi_align's four taps as the terms of one kernel (fc_grad_term_kernels):
+ * fixed sampling, by default; adaptive sampling, whose sample loops a bound that the boxes set
+ * masks in the scatter's own expression (autograd.c's data_bits; 256 channels: the cotangent is
+ * staged over the bins, the mask applied per sample), only with FC_SCHED_TERMS_BOUNDED cleared;
+ * neither with FC_SCHED_TERMS set. */
+START_TEST(terms_unless_data_bound)
+{
+    static const struct { int ratio, on, off; } cases[] = {
+        {2, 0, 0}, {0, 0, 0}, {0, 0, FC_SCHED_TERMS_BOUNDED}, {2, FC_SCHED_TERMS, 0}, {0, FC_SCHED_TERMS, FC_SCHED_TERMS_BOUNDED}};
+    static const long want[] = {1, 0, 1, 0, 0};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char prog[1024];
+        snprintf(prog, sizeof prog,
+                 "import vision\n"
+                 "x = (arange(2 * 256 * 30 * 36, dtype=float32).reshape(2, 256, 30, 36) * 0.01).sin().requires_grad_()\n"
+                 "b = tensor([[0, 1.0, 1.5, 12.3, 22.0], [1, 3.0, 2.0, 27.5, 8.3], [0, 4.0, 0.5, 10.2, 27.7],\n"
+                 "            [1, 6.0, 5.0, 26.1, 18.1], [0, 20.5, 24.0, 23.0, 20.0], [1, 2.0, 2.0, 1.0, 11.9]])\n"
+                 "y = vision.roi_align(x, b, (7, 7), 1.0, %d, True)\n"
+                 "(y * (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)).sum().backward()\n"
+                 "x.grad.stride()\n", cases[c].ratio);
+        tdl_interp *T = golden_open(0);
+        ck_assert_ptr_nonnull(T);
+        T->I.fc->sched_off = (T->I.fc->sched_off | cases[c].on) & ~cases[c].off;
+        long before = fc_grad_term_kernels();
+        ck_assert_msg(tdl_run_string(T, prog, "terms") == TDL_OK, "%s", tdl_error_message(T));
+        ck_assert_msg(fc_grad_term_kernels() - before == want[c], "case %zu: %ld kernels with terms", c,
+                      fc_grad_term_kernels() - before);
+        tdl_close(T);
     }
 }
 END_TEST
@@ -1102,7 +1139,8 @@ START_TEST(band_rows)
 END_TEST
 
 /* roi_align's backward on 256 channels (one chunk: the channel loop, its only owner loop, gives
- * one part) runs at 2 and 4 threads in bands of destination rows (fc_cpu_band_splits), with the
+ * one part; fixed sampling: the four taps the terms of one kernel) runs at 2 and 4 threads in
+ * bands of destination rows (fc_cpu_band_splits), with the
  * bits of one thread (which takes no band split: the nest in order); boxes overlap, and some
  * rows are reached by several boxes of both images. */
 START_TEST(band_split_rows)
@@ -1129,8 +1167,8 @@ START_TEST(band_split_rows)
         tdl_close(T);
         if (r == 0)
             ck_assert_int_eq(fc_cpu_band_splits(), bands);
-        else    /* the four taps' kernels */
-            ck_assert_int_ge(fc_cpu_band_splits() - bands, 4);
+        else    /* the taps' kernel */
+            ck_assert_int_ge(fc_cpu_band_splits() - bands, 1);
     }
     if (saved) {
         setenv("TDL_NUM_THREADS", saved, 1);
@@ -1558,6 +1596,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, band_rows);
     tcase_add_test(tc, band_split_rows);
     tcase_add_test(tc, band_split_gated_points);
+    tcase_add_test(tc, terms_unless_data_bound);
     tcase_add_test(tc, scatter_indices_precomputed);
     tcase_add_test(tc, mul_add_one_pass);
     tcase_add_test(tc, mul_add_gathered_row);
