@@ -208,6 +208,23 @@ static void discard(void *ud, const char *s, size_t len)
     (void)len;
 }
 
+char *env_save(const char *name)
+{
+    const char *v = getenv(name);
+    char *saved = v ? strdup(v) : NULL;
+    ck_assert(!v || saved);
+    return saved;
+}
+
+void env_restore(const char *name, char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
 tdl_interp *golden_open(int flags)
 {
     tdl_config cfg = {0};

@@ -42,6 +42,11 @@ const char *golden_device(void);
  * breaks included, count as one space (the suffix moves the line wrapping). */
 bool golden_same_output(const char *got, const char *want);
 
+/* The value of environment variable name, kept for env_restore (NULL: unset). */
+char *env_save(const char *name);
+/* Sets name back to what env_save kept (unset when NULL) and frees it. */
+void env_restore(const char *name, char *saved);
+
 /* ---- the suites that compare a tdl global with PyTorch's .npy (nn, vision, grad) ---- */
 
 /* A fresh interpreter that finds the repository's stdlib/ (import nn, vision), prints nowhere,

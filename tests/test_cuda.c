@@ -23,6 +23,7 @@
 #include "tdl.h"
 #include "tests.h"
 #include "watch.h"
+#include "golden_cases.h"          /* env_save, env_restore */
 
 #include "backend.h"
 #include "cuda/cuda_internal.h"     /* the code generator's plan, for the emulated launches */
@@ -1278,8 +1279,7 @@ START_TEST(cache_memory_and_disk)
     ck_assert_int_eq(build_from(c, tiny, 90, NULL, NULL), FC_CUDA_FROM_MEMORY);
     ck_assert_int_eq(fc_cuda_cache_stats(c).disk_written, 0);
     fc_cuda_cache_free(c);
-    const char *old = getenv("TDL_CACHE_DIR");
-    char *saved = old ? strdup(old) : NULL;
+    char *saved = env_save("TDL_CACHE_DIR");
     setenv("TDL_CACHE_DIR", "off", 1);
     c = fc_cuda_cache_new(NULL);
     ck_assert_str_eq(fc_cuda_cache_dir(c), "");
@@ -1294,10 +1294,7 @@ START_TEST(cache_memory_and_disk)
     ck_assert_str_eq(fc_cuda_cache_dir(c), "/x/y/tdl/cuda");
     fc_cuda_cache_free(c);
     unsetenv("XDG_CACHE_HOME");
-    if (saved) {
-        setenv("TDL_CACHE_DIR", saved, 1);
-        free(saved);
-    }
+    env_restore("TDL_CACHE_DIR", saved);
     char top[300];
     snprintf(top, sizeof top, "/tmp/tdl-cuda-cache-%ld/sub", (long)getpid());
     rmdir(top);

@@ -157,8 +157,7 @@ static bool terms_on;   /* same_bits' interpreters scatter gathers alike by one 
 
 static float *same_bits(const char *prog, const char *what, size_t *n)
 {
-    const char *old = getenv("TDL_NUM_THREADS");
-    char *saved = old ? strdup(old) : NULL;
+    char *saved = env_save("TDL_NUM_THREADS");
     float *first = NULL;
     size_t bytes = 0;
     static const char *const threads[] = {"1", "2", "4", "4", "1"};
@@ -191,12 +190,7 @@ static float *same_bits(const char *prog, const char *what, size_t *n)
         tdl_value_free(v);
         tdl_close(T);
     }
-    if (saved) {
-        setenv("TDL_NUM_THREADS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TDL_NUM_THREADS");
-    }
+    env_restore("TDL_NUM_THREADS", saved);
     return first;
 }
 
@@ -1155,8 +1149,7 @@ START_TEST(band_split_rows)
         "g = (arange(y.numel(), dtype=float32) * 0.37).cos().reshape(y.shape)\n"
         "(y * g).sum().backward()\n"
         "gx = x.grad.cpu()\n";
-    const char *old = getenv("TDL_NUM_THREADS");
-    char *saved = old ? strdup(old) : NULL;
+    char *saved = env_save("TDL_NUM_THREADS");
     static const char *const threads[] = {"1", "2", "4"};
     for (size_t r = 0; r < sizeof threads / sizeof *threads; r++) {
         setenv("TDL_NUM_THREADS", threads[r], 1);
@@ -1170,12 +1163,7 @@ START_TEST(band_split_rows)
         else    /* the taps' kernel */
             ck_assert_int_ge(fc_cpu_band_splits() - bands, 1);
     }
-    if (saved) {
-        setenv("TDL_NUM_THREADS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TDL_NUM_THREADS");
-    }
+    env_restore("TDL_NUM_THREADS", saved);
     size_t n;
     float *gx = same_bits(prog, "roi_align, 256 channels", &n);
     ck_assert_int_eq(n, 2 * 256 * 30 * 36);
@@ -1202,8 +1190,7 @@ START_TEST(band_split_gated_points)
         "(y * g).sum().backward()\n"
         "gx = x.grad.cpu()\n";
     bool cpu = !golden_device() || getenv("TDL_FAKE_CUDA");
-    const char *old = getenv("TDL_NUM_THREADS");
-    char *saved = old ? strdup(old) : NULL;
+    char *saved = env_save("TDL_NUM_THREADS");
     static const char *const threads[] = {"1", "2", "4"};
     long skipped[3];
     for (int r = 0; r < 3; r++) {
@@ -1214,12 +1201,7 @@ START_TEST(band_split_gated_points)
         if (cpu && r > 0)
             ck_assert_int_ge(fc_cpu_band_splits() - bands, 4);
     }
-    if (saved) {
-        setenv("TDL_NUM_THREADS", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TDL_NUM_THREADS");
-    }
+    env_restore("TDL_NUM_THREADS", saved);
     if (cpu) {
         ck_assert_int_gt(skipped[0], 0);
         for (int r = 1; r < 3; r++)
@@ -1422,8 +1404,7 @@ START_TEST(library_conv_grads)
     int n = golden_cases_load("tests/golden/conv_grad/cases.txt", &cases, err, sizeof err);
     ck_assert_msg(err[0] == '\0', "%s", err);
     ck_assert_int_ge(n, 10);
-    const char *was = getenv("TDL_FAKE_CUDA");
-    char *saved = was ? strdup(was) : NULL;
+    char *saved = env_save("TDL_FAKE_CUDA");
     setenv("TDL_FAKE_CUDA", "1", 1);
     fc_conv_test_hook = hook_conv;
     char *report = calloc(1, 65536);
@@ -1507,12 +1488,7 @@ START_TEST(library_conv_grads)
     }
     fc_conv_test_hook = NULL;
     hook_decline = 0;
-    if (saved) {
-        setenv("TDL_FAKE_CUDA", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TDL_FAKE_CUDA");
-    }
+    env_restore("TDL_FAKE_CUDA", saved);
     golden_cases_free(cases, n);
     if (failed)
         fprintf(stderr, "%s", report);
@@ -1527,8 +1503,7 @@ END_TEST
  * an operand after the forward is refused, and with gradients off nothing is recorded. */
 START_TEST(library_conv_records)
 {
-    const char *was = getenv("TDL_FAKE_CUDA");
-    char *saved = was ? strdup(was) : NULL;
+    char *saved = env_save("TDL_FAKE_CUDA");
     setenv("TDL_FAKE_CUDA", "1", 1);
     fc_conv_test_hook = hook_conv;
     hook_decline = 0;
@@ -1561,12 +1536,7 @@ START_TEST(library_conv_records)
         ck_assert_msg(hook_n >= 1, "program %zu did not reach the library", i);
     }
     fc_conv_test_hook = NULL;
-    if (saved) {
-        setenv("TDL_FAKE_CUDA", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("TDL_FAKE_CUDA");
-    }
+    env_restore("TDL_FAKE_CUDA", saved);
 }
 END_TEST
 

@@ -1650,8 +1650,8 @@ static void plan_mul_add(Plan *p)
     p->mul_v = pa == p->steps[a].d ? pa : pb;
     p->mul_w = pa == p->steps[a].d ? pb : pa;
     /* w is read at position 0 alone (flat_write) when the product is its only reader:
-     * roi_align's tap weight, at every point of a tap's kernel (11% of MASKRCNN's forward +
-     * backward at one thread when precomputed and broadcast) */
+     * roi_align's tap weight, at every point of a tap's kernel, not broadcast over the chunk
+     * (computed, restored or, precomputed, pointed at in its table) */
     if (sole_reader(p, b, r) && fill_one(p, b))
         p->mul_w_one = true;
 }
