@@ -1630,6 +1630,18 @@ static bool gate_bounded(const Plan *p)
     return p->ngw == 0 || (table_within(p, p->gw[0], root) && table_within(p, p->gw[1], root));
 }
 
+/* Whether the bound leaf s (Plan.gb's step) holds at t->idx: its precomputed table's entry, its
+ * loops row-major (cpu_shape_loops, none of the chunk). */
+static bool bound_holds(const Plan *p, const Thread *t, const Step *s)
+{
+    int64_t e = 0;
+    for (uint64_t d = s->deps; d; d &= d - 1) {
+        int l = __builtin_ctzll(d);
+        e = e * p->ext[l] + t->idx[l];
+    }
+    return ((const uint8_t *)(p->pretab + s->pre0))[e] != 0;
+}
+
 /* Plan.gb: after a point of a gated store found a zero (Thread.gate_skip), how many points after
  * it in the order of kl[from, to) are zeros too: the rest of the run of the outermost of those
  * loops whose bound leaf is false there, its place in kl in *kpos (0 points: none). A term
@@ -1641,13 +1653,7 @@ static int64_t gate_run(const Plan *p, const Thread *t, int from, int to, int *k
         const struct GateBound *b = &p->gb[g];
         if (b->kpos < from || b->kpos >= best)
             continue;
-        const Step *s = &p->steps[b->step];
-        int64_t e = 0;          /* its entry: its loops row-major (cpu_shape_loops, none of the chunk) */
-        for (uint64_t d = s->deps; d; d &= d - 1) {
-            int l = __builtin_ctzll(d);
-            e = e * p->ext[l] + t->idx[l];
-        }
-        if (!((const uint8_t *)(p->pretab + s->pre0))[e])
+        if (!bound_holds(p, t, &p->steps[b->step]))
             best = b->kpos;
     }
     int64_t r = 0, m = 1;
@@ -1786,18 +1792,23 @@ typedef struct TScale {
 
 typedef float F32x8v __attribute__((vector_size(32)));
 
-/* x scaled by sc's steps in order, each operation with its operands in the kernel's order. */
+/* f (a float, or eight: F32x8v, the scalar operand then taken for each) scaled by sc's steps in
+ * order, each operation with its operands in the kernel's order. */
+#define SCALE_CHAIN(f, sc)                                                                         \
+    for (int q = 0; q < (sc)->n; q++) {                                                            \
+        float c = (sc)->v[q];                                                                      \
+        if ((sc)->div[q])                                                                          \
+            f = (sc)->second[q] ? c / f : f / c;                                                   \
+        else                                                                                       \
+            f = (sc)->second[q] ? c * f : f * c;                                                   \
+    }
+
+/* x scaled by sc (SCALE_CHAIN). */
 static inline __attribute__((always_inline)) void scale_8(U32x8v *x, const TScale *sc)
 {
     F32x8v f;
     memcpy(&f, x, sizeof f);
-    for (int q = 0; q < sc->n; q++) {
-        F32x8v c = {sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q], sc->v[q]};
-        if (sc->div[q])
-            f = sc->second[q] ? c / f : f / c;
-        else
-            f = sc->second[q] ? c * f : f * c;
-    }
+    SCALE_CHAIN(f, sc);
     memcpy(x, &f, sizeof f);
 }
 
@@ -1807,13 +1818,7 @@ static void scale_run(char *d, int cnt, const TScale *sc)
     for (int i = 0; i < cnt; i++) {
         float f;
         memcpy(&f, d + 4 * i, 4);
-        for (int q = 0; q < sc->n; q++) {
-            float c = sc->v[q];
-            if (sc->div[q])
-                f = sc->second[q] ? c / f : f / c;
-            else
-                f = sc->second[q] ? c * f : f * c;
-        }
+        SCALE_CHAIN(f, sc);
         memcpy(d + 4 * i, &f, 4);
     }
 }
@@ -2254,12 +2259,7 @@ static int64_t point_work(const Plan *p, Thread *t, int d, bool gskip)
         int64_t keep = t->idx[l], lo = b->kpos < d ? keep : 0, hi = b->kpos < d ? keep + 1 : p->ext[l], on = 0;
         for (int64_t v = lo; v < hi; v++) {
             t->idx[l] = v;
-            int64_t e = 0;      /* as gate_run reads it */
-            for (uint64_t m = s->deps; m; m &= m - 1) {
-                int dl = __builtin_ctzll(m);
-                e = e * p->ext[dl] + t->idx[dl];
-            }
-            on += ((const uint8_t *)(p->pretab + s->pre0))[e] != 0;
+            on += bound_holds(p, t, s);
         }
         t->idx[l] = keep;
         live *= (double)on / (double)(hi - lo);
