@@ -22,6 +22,10 @@
 #   small     the host cost of one small op: 1000 calls of x + 1.0 on 1000 elements, each realised.
 #   nvrtc     a process that runs one kernel (tdl --device cuda -c ...): cold (empty kernel cache:
 #             NVRTC compiles), warm (the disk cache), and a process that only opens the device.
+#   gradient  forward + backward of roi_align (bench/grad.sh's maskrcnn and adaptive, on cuda): tdl
+#             against torchvision's autograd, each run twice (GRAD_REPEATS, default 5, after 2):
+#             whether each side's gradient has the same bits both times; agreement: max |tdl - tv|
+#             <= 1e-5 x max |tv|, and tdl's two runs equal to the bit.
 # Exit status 1 when a result disagrees.
 tdl=${1:-build/tdl}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -102,6 +106,46 @@ for w in small maskrcnn maskrcnn_cl adaptive; do
               if (bad) print "WRONG" }')
     echo "$out" | grep -v '^WRONG$'
     case $out in *WRONG) status=1 ;; esac
+done
+echo
+
+# ---- roi_align's gradient ----
+# forward + backward of (roi_align(x, ...) * g).sum() (bench/grad.sh's workloads, on cuda), each
+# side run twice: whether its gradient has the same bits both times (torchvision's CUDA backward
+# adds with atomics), and tdl's distance from torchvision's.
+grep=${GRAD_REPEATS:-5}
+printf '%-14s %-8s %12s %8s   %s\n' gradient what "ms/run" "/tv" result
+for w in maskrcnn adaptive; do
+    tv= tt=
+    for k in 1 2; do
+        ROI_DEVICE=cuda "$py" "$here/grad/torch_grad.py" "$tmp" "$grep" 2 $w 1 "$tmp/gtv_$k.npy" >"$tmp/gtv" 2>"$tmp/gtv.err" ||
+            echo "$w gradient: torchvision failed: $(tail -n 1 "$tmp/gtv.err")"
+        "$tdl" "$here/grad/grad.tdl" "$tmp" "$grep" 2 $w "$tmp/gtdl_$k.npy" cuda >"$tmp/gtdl" 2>"$tmp/gtdl.err" ||
+            { echo "$w gradient: tdl failed: $(grep Error "$tmp/gtdl.err" | tail -n 1)"; status=1; }
+        # the best of the two runs
+        tv=$(printf '%s\n' "$tv" | cat - "$tmp/gtv" | awk 'NF { t = $NF; if (m == "" || t < m) m = t } END { print m }')
+        tt=$(printf '%s\n' "$tt" | cat - "$tmp/gtdl" | awk 'NF { t = $NF; if (m == "" || t < m) m = t } END { print m }')
+    done
+    [ -f "$tmp/gtv_2.npy" ] && [ -f "$tmp/gtdl_2.npy" ] || continue
+    out=$("$py" - "$tmp" "$w" "$tv" "$tt" <<'PY'
+import sys
+import numpy as np
+d, w, tv, tt = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+v1, v2 = np.load(d + "/gtv_1.npy"), np.load(d + "/gtv_2.npy")
+t1, t2 = np.load(d + "/gtdl_1.npy"), np.load(d + "/gtdl_2.npy")
+same = lambda a, b: "same bits twice" if a.tobytes() == b.tobytes() else "bits differ between runs"
+ref = v1.astype(np.float64)
+err = np.abs(t1.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30)
+ok = "ok" if err <= 1e-5 else "WRONG"
+print("%-14s %-8s %12.4f %7.2fx   %s" % (w, "tv", tv * 1e3, 1, same(v1, v2)))
+print("%-14s %-8s %12.4f %7.2fx   %s; %s (max |tdl - tv| / max |tv| %.1e)" % (w, "tdl", tt * 1e3, tt / tv, same(t1, t2), ok, err))
+if ok != "ok" or t1.tobytes() != t2.tobytes():
+    print("WRONG")
+PY
+)
+    echo "$out" | grep -v '^WRONG$'
+    case $out in *WRONG) status=1 ;; esac
+    rm -f "$tmp"/gtv_*.npy "$tmp"/gtdl_*.npy
 done
 echo
 

@@ -764,7 +764,6 @@ static void cuda_destroy(FcBackend *base)
     mem_free(be->cached);
     if (be->err_slot)
         be->d->MemFree(be->err_slot);
-    be->d->DevicePrimaryCtxRelease(be->dev);
     fc_cuda_cache_free(be->cache);
     pthread_mutex_destroy(&be->mu);
     mem_free(be);
@@ -838,7 +837,7 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
         char name[100] = "";
         d->DeviceGetName(name, (int)sizeof name, be->dev);
         snprintf(be->name, sizeof be->name, "cuda:%d, %s", index, name);
-        r = d->DevicePrimaryCtxRetain(&be->ctx, be->dev);
+        r = fc_cuda_primary_context(d, index, be->dev, &be->ctx);
     }
     if (r != CUDA_OK) {
         FcStatus st = cu_fail(be, r, "opening the device", err);
@@ -859,7 +858,6 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
             snprintf(err->msg, sizeof err->msg, "out of memory");
         if (be->err_slot)
             d->MemFree(be->err_slot);
-        d->DevicePrimaryCtxRelease(be->dev);
         fc_cuda_cache_free(be->cache);
         pthread_mutex_destroy(&be->mu);
         mem_free(be);

@@ -41,7 +41,6 @@ typedef struct CudaDriver {
     CUresult (*DeviceGetAttribute)(int *v, int attr, CUdevice d);
     CUresult (*DeviceGetName)(char *name, int len, CUdevice d);
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *c, CUdevice d);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice d);
     CUresult (*CtxSetCurrent)(CUcontext c);
     CUresult (*CtxSynchronize)(void);
     CUresult (*MemAlloc)(CUdeviceptr *p, size_t n);
@@ -90,6 +89,9 @@ typedef struct CudaNvrtc {
 /* The driver table after cuInit, or NULL with *why set to a sentence for a DeviceError:
  * "no CUDA driver (libcuda.so.1 not found)", "no CUDA device (cuInit: ...)". */
 const CudaDriver *fc_cuda_driver(const char **why);
+/* Device index's primary context (dev: its CUdevice), retained at the first call and held for
+ * the life of the process: callers never release it. */
+CUresult fc_cuda_primary_context(const CudaDriver *d, int index, CUdevice dev, CUcontext *out);
 /* The NVRTC table, or NULL with *why ("NVRTC not found (tried libnvrtc.so, ...)"). Tried in
  * turn: $TDL_NVRTC, libnvrtc.so, libnvrtc.so.13, libnvrtc.so.12 on the loader's path, then
  * the same names under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64. */

@@ -4,7 +4,8 @@
  *
  * Each library is loaded once per process under pthread_once, its outcome (the table, or the
  * reason it is missing) kept in a static that is written only there: the one lazily initialised
- * global the house style allows. The libraries stay open for the life of the process.
+ * global the house style allows. The libraries stay open for the life of the process, and so
+ * does each device's primary context once a backend has asked for it (fc_cuda_primary_context).
  * Depends on cuda_internal.h and libc (dlfcn, pthread). */
 #include "cuda_internal.h"
 
@@ -67,7 +68,6 @@ static void load_driver(void)
               sym(lib, "cuDeviceGetAttribute", &d->DeviceGetAttribute, w, cap, ln) &&
               sym(lib, "cuDeviceGetName", &d->DeviceGetName, w, cap, ln) &&
               sym(lib, "cuDevicePrimaryCtxRetain", &d->DevicePrimaryCtxRetain, w, cap, ln) &&
-              sym(lib, "cuDevicePrimaryCtxRelease_v2", &d->DevicePrimaryCtxRelease, w, cap, ln) &&
               sym(lib, "cuCtxSetCurrent", &d->CtxSetCurrent, w, cap, ln) &&
               sym(lib, "cuCtxSynchronize", &d->CtxSynchronize, w, cap, ln) &&
               sym(lib, "cuMemAlloc_v2", &d->MemAlloc, w, cap, ln) && sym(lib, "cuMemFree_v2", &d->MemFree, w, cap, ln) &&
@@ -109,6 +109,30 @@ const CudaDriver *fc_cuda_driver(const char **why)
         return NULL;
     }
     return &driver.d;
+}
+
+/* The primary context of each device, retained at its first backend and never released, as PyTorch
+ * keeps its own: an interpreter closed and another opened in the same process (an embedder's, the
+ * golden tests' one per case) finds the context alive, where releasing the last reference would
+ * have the driver tear it down and build it again at the next open. Part of the driver's state:
+ * set once per device under the lock, never written again. */
+#define HELD_DEVICES 64
+static struct {
+    pthread_mutex_t mu;
+    CUcontext ctx[HELD_DEVICES];
+} primary = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+CUresult fc_cuda_primary_context(const CudaDriver *d, int index, CUdevice dev, CUcontext *out)
+{
+    if (index < 0 || index >= HELD_DEVICES)
+        return d->DevicePrimaryCtxRetain(out, dev);     /* held all the same: never released */
+    pthread_mutex_lock(&primary.mu);
+    CUresult r = CUDA_OK;
+    if (!primary.ctx[index] && (r = d->DevicePrimaryCtxRetain(&primary.ctx[index], dev)) != CUDA_OK)
+        primary.ctx[index] = NULL;
+    *out = primary.ctx[index];
+    pthread_mutex_unlock(&primary.mu);
+    return r;
 }
 
 /* ---- NVRTC ---- */
