@@ -1093,15 +1093,39 @@ static bool bi_hash(BUILTIN_ARGS)
     return true;
 }
 
-static bool bi_hex(BUILTIN_ARGS)
+/* A parsed format spec: [[fill]align][sign][#][0][width][grouping][.precision][type]. */
+typedef struct FmtSpec {
+    char fill[5];
+    size_t filllen;
+    char align;         /* '<' '>' '^' '=' or 0 (default) */
+    char sign;          /* '+' '-' ' ' or 0 */
+    bool alt;
+    int64_t width;      /* -1: none */
+    char group;         /* ',' '_' or 0 */
+    int64_t prec;       /* -1: none */
+    char type;          /* 0: none */
+} FmtSpec;
+
+static bool format_int_spec(Interp *I, int64_t v, const FmtSpec *sp, Buf *b, const char *tname);
+
+/* hex(), oct(), bin(): the '#x', '#o', '#b' formats of an integer (PyNumber_Index: an int, a bool
+ * or a one-element integer tensor). */
+static bool int_in_base(Interp *I, Value x, char type, Value *out)
 {
-    Value x = args[0];
-    if (!is_intlike(x))
-        return err_raise(I, TDL_ERR_TYPE, "'%s' object cannot be interpreted as an integer", val_type_name(x));
-    int64_t v = as_i(x);
-    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    return str_printf(I, out, "%s0x%" PRIx64, v < 0 ? "-" : "", a);
+    int64_t v;
+    if (!as_index(I, x, &v)) return false;
+    FmtSpec sp = {.fill = " ", .filllen = 1, .alt = true, .width = -1, .prec = -1, .type = type};
+    Buf b = {0};
+    if (!format_int_spec(I, v, &sp, &b, "int")) {
+        buf_free(&b);
+        return false;
+    }
+    return buf_to_str(I, &b, out);
 }
+
+static bool bi_hex(BUILTIN_ARGS) { return int_in_base(I, args[0], 'x', out); }
+static bool bi_oct(BUILTIN_ARGS) { return int_in_base(I, args[0], 'o', out); }
+static bool bi_bin(BUILTIN_ARGS) { return int_in_base(I, args[0], 'b', out); }
 
 const BuiltinDef builtin_functions[] = {
     {"iter", bi_iter, 1, 2, NULL},
@@ -1110,6 +1134,8 @@ const BuiltinDef builtin_functions[] = {
     {"filter", bi_filter, 2, 2, NULL},
     {"hash", bi_hash, 1, 1, NULL},
     {"hex", bi_hex, 1, 1, NULL},
+    {"oct", bi_oct, 1, 1, NULL},
+    {"bin", bi_bin, 1, 1, NULL},
     {"print", bi_print, 0, -1, "sep end flush"},
     {"len", bi_len, 1, 1, NULL},
     {"dims", builtin_dims, 0, 2, "n sizes"},
@@ -2357,19 +2383,6 @@ static bool m_str_replace(BUILTIN_ARGS)
 }
 
 /* ---- str.format ------------------------------------------------------------------------------ */
-
-/* A parsed format spec: [[fill]align][sign][#][0][width][grouping][.precision][type]. */
-typedef struct FmtSpec {
-    char fill[5];
-    size_t filllen;
-    char align;         /* '<' '>' '^' '=' or 0 (default) */
-    char sign;          /* '+' '-' ' ' or 0 */
-    bool alt;
-    int64_t width;      /* -1: none */
-    char group;         /* ',' '_' or 0 */
-    int64_t prec;       /* -1: none */
-    char type;          /* 0: none */
-} FmtSpec;
 
 static bool parse_spec(Interp *I, const char *s, size_t n, Value v, FmtSpec *sp)
 {

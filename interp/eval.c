@@ -2037,18 +2037,18 @@ static bool aug_assign(Interp *I, Frame *F, Node *st)
         }
         res = cur;
         val_incref(res);
-    } else if (op == OP_MUL && cur.tag == V_LIST && (rhs.tag == V_INT || rhs.tag == V_BOOL)) {
-        /* list *= n repeats in place. */
+    } else if (op == OP_MUL && cur.tag == V_LIST && has_index(rhs)) {
+        /* list *= n repeats in place (n: an int, a bool, a tensor's __index__). */
         ListObj *l = as_list(cur);
-        int64_t times = rhs.tag == V_BOOL ? rhs.b : rhs.i;
+        int64_t times = 0;
         size_t len = l->n;
-        ok = true;
-        if (times <= 0) {
+        ok = val_index(I, rhs, &times);
+        if (ok && times <= 0) {
             while (l->n > 0) {
                 Value x = l->items[--l->n];
                 val_decref(I, x);
             }
-        } else if (len && (uint64_t)times > (uint64_t)INT32_MAX / len) {
+        } else if (ok && len && (uint64_t)times > (uint64_t)INT32_MAX / len) {
             ok = err_raise(I, TDL_ERR_MEMORY, "repeated sequence is too long");
         } else {
             for (int64_t k = 1; k < times && ok; k++)

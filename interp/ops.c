@@ -282,6 +282,15 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
         if (handled) return true;
         return unsupported(I, op, a, b);
     }
+    bool aseq = a.tag == V_STR || a.tag == V_LIST || a.tag == V_TUPLE;
+    bool bseq = b.tag == V_STR || b.tag == V_LIST || b.tag == V_TUPLE;
+    if (op == OP_MUL && ((aseq && b.tag == V_TENSOR) || (bseq && a.tag == V_TENSOR))) {
+        /* A sequence times a tensor is the sequence repeated (PyTorch's Tensor.__mul__ gives way
+         * to the sequence's, which takes the tensor's __index__: one integer, else its TypeError). */
+        int64_t times;
+        if (!val_index(I, aseq ? b : a, &times)) return false;
+        return seq_repeat(I, aseq ? a : b, times, out);
+    }
     if (is_tensorlike(a) || is_tensorlike(b)) return tensor_binop(I, op, a, b, out);
     if (is_num(a) && is_num(b)) {
         if (op == OP_MATMUL) return unsupported(I, op, a, b);
@@ -290,8 +299,6 @@ bool val_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
             return unsupported(I, op, a, b);
         return num_binop(I, op, a, b, out);
     }
-    bool aseq = a.tag == V_STR || a.tag == V_LIST || a.tag == V_TUPLE;
-    bool bseq = b.tag == V_STR || b.tag == V_LIST || b.tag == V_TUPLE;
     if (op == OP_ADD && aseq && a.tag == b.tag) return seq_concat(I, a, b, out);
     if (op == OP_ADD && aseq && bseq)
         return err_raise(I, TDL_ERR_TYPE, a.tag == V_STR ? "can only concatenate str (not \"%s\") to str"
