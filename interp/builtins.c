@@ -772,6 +772,32 @@ static bool bi_repr(BUILTIN_ARGS)
     return buf_to_str(I, &b, out);
 }
 
+static bool bi_ascii(BUILTIN_ARGS)
+{
+    Buf b = {0};
+    if (!val_ascii(I, args[0], &b)) {
+        buf_free(&b);
+        return false;
+    }
+    return buf_to_str(I, &b, out);
+}
+
+static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b);
+
+/* format(value, format_spec=''): value.__format__(format_spec), as in an f-string's field. */
+static bool bi_format(BUILTIN_ARGS)
+{
+    if (nargs > 1 && args[1].tag != V_STR)
+        return err_raise(I, TDL_ERR_TYPE, "format() argument 2 must be str, not %s", val_type_name(args[1]));
+    const StrObj *spec = nargs > 1 ? as_str(args[1]) : NULL;
+    Buf b = {0};
+    if (!format_value(I, args[0], spec ? spec->data : "", spec ? spec->len : 0, &b)) {
+        buf_free(&b);
+        return false;
+    }
+    return buf_to_str(I, &b, out);
+}
+
 static bool bi_chr(BUILTIN_ARGS)
 {
     int64_t c = 0;
@@ -1154,6 +1180,8 @@ const BuiltinDef builtin_functions[] = {
     {"exit", bi_exit, 0, 1, NULL},
     {"perf_counter", bi_perf_counter, 0, 0, NULL},
     {"repr", bi_repr, 1, 1, NULL},
+    {"ascii", bi_ascii, 1, 1, NULL},
+    {"format", bi_format, 1, 2, NULL},
     {"chr", bi_chr, 1, 1, NULL},
     {"ord", bi_ord, 1, 1, NULL},
     {"divmod", bi_divmod, 2, 2, NULL},
