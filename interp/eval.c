@@ -477,8 +477,18 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
     switch (f.tag) {
     case V_FUNC:
         return call_func(I, as_func(f), args, nargs, kwnames, nkw, out);
-    case V_BUILTIN:
-        return builtin_call(I, as_builtin(f)->def, as_builtin(f)->self, args, nargs, kwnames, nkw, out);
+    case V_BUILTIN: {
+        const BuiltinObj *b = as_builtin(f);
+        if (!b->unbound) return builtin_call(I, b->def, b->self, args, nargs, kwnames, nkw, out);
+        /* str.lower(s): s.lower(), s checked as CPython's method descriptor checks it */
+        const char *tn = type_name((TypeId)b->self.i);
+        if (nargs == 0)
+            return err_raise(I, TDL_ERR_TYPE, "unbound method %s.%s() needs an argument", tn, b->def->name);
+        if (val_type(args[0]) != (TypeId)b->self.i)
+            return err_raise(I, TDL_ERR_TYPE, "descriptor '%s' for '%s' objects doesn't apply to a '%s' object",
+                             b->def->name, tn, val_type_name(args[0]));
+        return builtin_call(I, b->def, args[0], args + 1, nargs - 1, kwnames, nkw, out);
+    }
     case V_TYPE:
         return type_call(I, (TypeId)f.i, args, nargs, kwnames, nkw, out);
     case V_EXCTYPE:
@@ -509,7 +519,9 @@ static void callee_str(Interp *I, Value f, const BuiltinDef *method, Value self,
         callee_str(I, ((MethodObj *)f.o)->func, NULL, v_undef(), b);
         return;
     case V_BUILTIN:
-        if (as_builtin(f)->self.tag != V_UNDEF)
+        if (as_builtin(f)->unbound)
+            buf_printf(b, "%s.", type_name((TypeId)as_builtin(f)->self.i));
+        else if (as_builtin(f)->self.tag != V_UNDEF)
             buf_printf(b, "%s.", val_type_name(as_builtin(f)->self));
         buf_printf(b, "%s()", as_builtin(f)->def->name);
         return;

@@ -433,6 +433,8 @@ static bool repr_rec(Interp *I, Value v, Buf *b, const ReprFrame *up)
         const char *name = bo->def && bo->def->name ? bo->def->name : "?";
         if (bo->def == &help_builtin) {
             buf_puts(b, help_hint);     /* as Python's help: `help` alone says how to get help */
+        } else if (bo->unbound) {
+            buf_printf(b, "<method '%s' of '%s' objects>", name, type_name((TypeId)bo->self.i));
         } else if (bo->self.tag == V_UNDEF) {
             buf_printf(b, "<built-in function %s>", name);
         } else if (IS_OBJ(bo->self)) {

@@ -193,6 +193,8 @@ typedef struct BuiltinObj {
     Obj h;
     const BuiltinDef *def;
     Value self;                 /* bound receiver (a reference), or V_UNDEF */
+    bool unbound;               /* a method taken from its type (str.lower): self is the type, and
+                                   a call takes the receiver as its first argument */
 } BuiltinObj;
 
 /* A string -> index map for globals and module attributes (open addressing). */
@@ -241,6 +243,9 @@ bool range_new(Interp *I, int64_t start, int64_t stop, int64_t step, Value *out)
 CellObj *cell_new(Interp *I, Value v);               /* borrows v */
 bool slice_new(Interp *I, Value start, Value stop, Value step, Value *out);   /* borrows */
 bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out);
+/* Method def of builtin type t as its type's attribute (str.lower): called with the receiver,
+ * of type t, as the first argument. */
+bool builtin_unbound(Interp *I, const BuiltinDef *def, TypeId t, Value *out);
 /* Wraps t, taking over its reference (released on failure too). */
 bool tensor_value_steal(Interp *I, FcTensor *t, Value *out);
 /* Wraps d, taking over its reference (released on failure too). */

@@ -940,8 +940,13 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
         if (f) { *out = *f; val_incref(*out); return true; }
     }
     if (obj.tag == V_FUNC && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_func(obj)->fn->name, out);
+    if (obj.tag == V_BUILTIN && strcmp(name, "__name__") == 0) return str_from_cstr(I, as_builtin(obj)->def->name, out);
     if (obj.tag == V_FUNC && strcmp(name, "__qualname__") == 0) return str_from_cstr(I, as_func(obj)->fn->qualname, out);
     if (obj.tag == V_TYPE && strcmp(name, "__name__") == 0) return str_from_cstr(I, type_name((TypeId)obj.i), out);
+    if (obj.tag == V_TYPE && (TypeId)obj.i != T_TENSOR) {
+        const BuiltinDef *m = builtin_method((TypeId)obj.i, name);
+        if (m) return builtin_unbound(I, m, (TypeId)obj.i, out);
+    }
     if (obj.tag == V_TYPE && obj.i == T_OBJECT && strcmp(name, "__new__") == 0)
         return builtin_bind(I, &object_new_builtin, v_undef(), out);
     if (obj.tag == V_EXCTYPE && strcmp(name, "__name__") == 0)
@@ -970,6 +975,8 @@ bool val_getattr(Interp *I, Value obj, const char *name, Value *out)
             return true;
         }
     }
+    if (obj.tag == V_TYPE)
+        return err_raise(I, TDL_ERR_ATTRIBUTE, "type object '%s' has no attribute '%s'", type_name((TypeId)obj.i), name);
     return err_raise(I, TDL_ERR_ATTRIBUTE, "'%s' object has no attribute '%s'", val_type_name(obj), name);
 }
 

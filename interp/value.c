@@ -586,7 +586,16 @@ bool builtin_bind(Interp *I, const BuiltinDef *def, Value self, Value *out)
     b->def = def;
     val_incref(self);
     b->self = self;
+    b->unbound = false;
     *out = v_obj(V_BUILTIN, &b->h);
+    return true;
+}
+
+bool builtin_unbound(Interp *I, const BuiltinDef *def, TypeId t, Value *out)
+{
+    Value type = {.tag = V_TYPE, .i = t};
+    if (!builtin_bind(I, def, type, out)) return false;
+    as_builtin(*out)->unbound = true;
     return true;
 }
 
