@@ -1856,6 +1856,58 @@ static const BuiltinDef slice_methods[] = {
     {NULL, NULL, 0, 0, NULL},
 };
 
+/* ---- int and float methods ------------------------------------------------------------------- */
+
+/* int.bit_length(), int.bit_count(): of |self| (a bool is an int). */
+static bool m_int_bit_length(BUILTIN_ARGS)
+{
+    int64_t v = as_i(self);
+    uint64_t a = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    *out = v_int(a ? 64 - __builtin_clzll(a) : 0);
+    return true;
+}
+
+static bool m_int_bit_count(BUILTIN_ARGS)
+{
+    int64_t v = as_i(self);
+    *out = v_int(__builtin_popcountll(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v));
+    return true;
+}
+
+static const BuiltinDef int_methods[] = {
+    {"bit_length", m_int_bit_length, 0, 0, NULL},
+    {"bit_count", m_int_bit_count, 0, 0, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
+static bool m_float_is_integer(BUILTIN_ARGS)
+{
+    *out = v_bool(isfinite(self.f) && floor(self.f) == self.f);
+    return true;
+}
+
+/* float.hex(): [-]0x<1 or 0>.<13 hex digits>p<exponent>, as CPython writes it. */
+static bool m_float_hex(BUILTIN_ARGS)
+{
+    double x = self.f;
+    if (isnan(x)) return str_printf(I, out, "nan");
+    if (isinf(x)) return str_printf(I, out, "%sinf", x < 0 ? "-" : "");
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const char *sign = bits >> 63 ? "-" : "";
+    int e = (int)(bits >> 52 & 0x7FF);
+    uint64_t m = bits & ((UINT64_C(1) << 52) - 1);
+    if (e == 0 && m == 0) return str_printf(I, out, "%s0x0.0p+0", sign);
+    int lead = e != 0, exp = e ? e - 1023 : -1022;
+    return str_printf(I, out, "%s0x%d.%013" PRIx64 "p%+d", sign, lead, m, exp);
+}
+
+static const BuiltinDef float_methods[] = {
+    {"is_integer", m_float_is_integer, 0, 0, NULL},
+    {"hex", m_float_hex, 0, 0, NULL},
+    {NULL, NULL, 0, 0, NULL},
+};
+
 /* ---- str methods ---------------------------------------------------------------------------- */
 
 static bool push_str(Interp *I, ListObj *l, const char *s, size_t n)
@@ -3485,7 +3537,8 @@ const BuiltinDef *builtin_method(TypeId t, const char *name)
     const BuiltinDef *tab = t == T_LIST ? list_methods : t == T_STR ? str_methods
                           : t == T_TUPLE ? tuple_methods : t == T_DICT ? dict_methods
                           : t == T_SET ? set_methods : t == T_FROZENSET ? frozenset_methods
-                          : t == T_GENERATOR ? generator_methods : t == T_SLICE ? slice_methods : NULL;
+                          : t == T_GENERATOR ? generator_methods : t == T_SLICE ? slice_methods
+                          : t == T_INT || t == T_BOOL ? int_methods : t == T_FLOAT ? float_methods : NULL;
     if (!tab) return NULL;
     for (; tab->name; tab++)
         if (strcmp(tab->name, name) == 0) return tab;
@@ -3498,7 +3551,7 @@ static const char *method_owner(const BuiltinDef *def)
     static const struct { const BuiltinDef *tab; const char *name; } tabs[] = {
         {list_methods, "list"}, {str_methods, "str"}, {tuple_methods, "tuple"},
         {dict_methods, "dict"}, {set_methods, "set"}, {frozenset_methods, "frozenset"},
-        {generator_methods, "generator"}, {slice_methods, "slice"},
+        {generator_methods, "generator"}, {slice_methods, "slice"}, {int_methods, "int"}, {float_methods, "float"},
     };
     for (size_t k = 0; k < sizeof tabs / sizeof tabs[0]; k++)
         for (const BuiltinDef *d = tabs[k].tab; d->name; d++)

@@ -484,7 +484,8 @@ bool call_value(Interp *I, Value f, const Value *args, int nargs, const char *co
         const char *tn = type_name((TypeId)b->self.i);
         if (nargs == 0)
             return err_raise(I, TDL_ERR_TYPE, "unbound method %s.%s() needs an argument", tn, b->def->name);
-        if (val_type(args[0]) != (TypeId)b->self.i)
+        TypeId rt = val_type(args[0]);
+        if (rt != (TypeId)b->self.i && !(rt == T_BOOL && (TypeId)b->self.i == T_INT))    /* bool is an int */
             return err_raise(I, TDL_ERR_TYPE, "descriptor '%s' for '%s' objects doesn't apply to a '%s' object",
                              b->def->name, tn, val_type_name(args[0]));
         return builtin_call(I, b->def, args[0], args + 1, nargs - 1, kwnames, nkw, out);
