@@ -3433,6 +3433,98 @@ static bool str_is_case(Value self, Value *out, bool upper)
 static bool m_str_islower(BUILTIN_ARGS) { return str_is_case(self, out, false); }
 static bool m_str_isupper(BUILTIN_ARGS) { return str_is_case(self, out, true); }
 
+/* istitle: some cased character; an uppercase one only after an uncased one, a lowercase one only
+ * after a cased one. */
+static bool m_str_istitle(BUILTIN_ARGS)
+{
+    StrObj *s = as_str(self);
+    const unsigned char *d = (const unsigned char *)s->data;
+    bool cased = false, prev = false;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c;
+        size_t k = fmt_utf8_decode(d + i, s->len - i, &c);
+        if (!k) k = 1, c = 0xFFFD;
+        i += k;
+        bool upper = changes_case(c, false), lower = changes_case(c, true);
+        if ((upper && prev) || (lower && !prev)) {
+            *out = v_bool(false);
+            return true;
+        }
+        prev = upper || lower;
+        cased |= prev;
+    }
+    *out = v_bool(cased);
+    return true;
+}
+
+static bool m_str_isprintable(BUILTIN_ARGS)
+{
+    StrObj *s = as_str(self);
+    const unsigned char *d = (const unsigned char *)s->data;
+    for (size_t i = 0; i < s->len;) {
+        uint32_t c;
+        size_t k = fmt_utf8_decode(d + i, s->len - i, &c);
+        if (!k) k = 1, c = 0xFFFD;
+        i += k;
+        if (c < 0x20 || c == 0x7F || (c >= 0x80 && unicode_unprintable(c))) {
+            *out = v_bool(false);
+            return true;
+        }
+    }
+    *out = v_bool(true);
+    return true;
+}
+
+/* isidentifier: a letter or _ then letters, digits and _ (ASCII; Unicode's XID classes are not
+ * in tdl). */
+static bool m_str_isidentifier(BUILTIN_ARGS)
+{
+    StrObj *s = as_str(self);
+    bool r = s->len > 0;
+    for (size_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->data[i];
+        if (c >= 0x80)
+            return err_raise(I, TDL_ERR_NOT_IMPLEMENTED, "str.isidentifier() of non-ASCII text is not supported");
+        bool alpha = (c | 0x20) >= 'a' && (c | 0x20) <= 'z';
+        r = r && (alpha || c == '_' || (i > 0 && c >= '0' && c <= '9'));
+    }
+    *out = v_bool(r);
+    return true;
+}
+
+/* expandtabs(tabsize=8): each tab to spaces up to the next multiple of tabsize columns, counted in
+ * code points from the last newline or carriage return. */
+static bool m_str_expandtabs(BUILTIN_ARGS)
+{
+    int64_t tab = 8;
+    Value tv;
+    bool given;
+    if (!get_param(I, "expandtabs", args, nargs, kwnames, nkw, 0, "tabsize", &tv, &given)) return false;
+    if (given && !as_index(I, tv, &tab)) return false;
+    StrObj *s = as_str(self);
+    Buf b = {0};
+    int64_t col = 0;
+    for (size_t i = 0; i < s->len && !b.nomem; i++) {
+        char c = s->data[i];
+        if (c == '\t') {
+            if (tab > 0) {
+                int64_t n = tab - col % tab;
+                if (n > (int64_t)INT32_MAX - col) {
+                    buf_free(&b);
+                    return err_raise(I, TDL_ERR_OVERFLOW, "new string is too long");
+                }
+                for (int64_t j = 0; j < n; j++) buf_put(&b, " ", 1);
+                col += n;
+            }
+            continue;
+        }
+        buf_put(&b, &c, 1);
+        if (c == '\n' || c == '\r') col = 0;
+        else if (((unsigned char)c & 0xC0) != 0x80) col++;
+    }
+    return buf_to_str(I, &b, out);
+}
+
 /* The title case of c (the upper case but for the digraphs and ß); the count written to o. */
 static int title_map(uint32_t c, uint32_t *o)
 {
@@ -3518,6 +3610,10 @@ static const BuiltinDef str_methods[] = {
     {"isalpha", m_str_isalpha, 0, 0, NULL},
     {"isalnum", m_str_isalnum, 0, 0, NULL},
     {"isspace", m_str_isspace, 0, 0, NULL},
+    {"istitle", m_str_istitle, 0, 0, NULL},
+    {"isprintable", m_str_isprintable, 0, 0, NULL},
+    {"isidentifier", m_str_isidentifier, 0, 0, NULL},
+    {"expandtabs", m_str_expandtabs, 0, 1, "tabsize"},
     {"islower", m_str_islower, 0, 0, NULL},
     {"isupper", m_str_isupper, 0, 0, NULL},
     {"capitalize", m_str_capitalize, 0, 0, NULL},

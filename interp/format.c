@@ -234,7 +234,7 @@ size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
 
 /* Whether Python's str.isprintable() is false for a non-ASCII code point. Covers the control,
  * format, separator, surrogate and private-use ranges; unassigned code points print as is. */
-static bool unicode_unprintable(uint32_t c)
+bool unicode_unprintable(uint32_t c)
 {
     static const uint32_t ranges[][2] = {
         {0x80, 0xA0}, {0xAD, 0xAD}, {0x600, 0x605}, {0x61C, 0x61C}, {0x6DD, 0x6DD},

@@ -526,6 +526,8 @@ int format_double(double d, char *buf);
 void format_str_repr(const char *s, size_t len, Buf *b);
 /* Decodes one UTF-8 sequence of s[0..n): its length in bytes (0 if malformed), the code point in *cp. */
 size_t fmt_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+/* Whether Python's str.isprintable() is false for non-ASCII code point c (format.c). */
+bool unicode_unprintable(uint32_t c);
 
 /* ---- dict, set, frozenset (dict.c) ---- */
 
