@@ -762,25 +762,19 @@ static bool bi_perf_counter(BUILTIN_ARGS)
     return true;
 }
 
-static bool bi_repr(BUILTIN_ARGS)
+/* The str that put (val_repr, val_ascii) writes for v. */
+static bool put_to_str(Interp *I, bool (*put)(Interp *, Value, Buf *), Value v, Value *out)
 {
     Buf b = {0};
-    if (!val_repr(I, args[0], &b)) {
+    if (!put(I, v, &b)) {
         buf_free(&b);
         return false;
     }
     return buf_to_str(I, &b, out);
 }
 
-static bool bi_ascii(BUILTIN_ARGS)
-{
-    Buf b = {0};
-    if (!val_ascii(I, args[0], &b)) {
-        buf_free(&b);
-        return false;
-    }
-    return buf_to_str(I, &b, out);
-}
+static bool bi_repr(BUILTIN_ARGS) { return put_to_str(I, val_repr, args[0], out); }
+static bool bi_ascii(BUILTIN_ARGS) { return put_to_str(I, val_ascii, args[0], out); }
 
 static bool format_value(Interp *I, Value v, const char *spec, size_t n, Buf *b);
 
