@@ -1532,3 +1532,199 @@ bool impl_index_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(r);
     return ok && return_self(I, &a[0], out);
 }
+
+/* ---- PyTorch's names for small compositions ---------------------------------------------------- */
+
+/* The bool result of op on x against a wrapped float v (isinf: |x| == inf), or for a tensor that is
+ * not floating (which holds no infinity) all `whole` (x == x) or none (x != x). */
+static FcStatus float_test(FcCtx *ctx, FcTensor *x, FcOp op, double v, bool absolute, bool whole, FcTensor **out,
+                           FcError *e)
+{
+    if (!fc_dtype_is_float(x->dtype)) return fc_binary(ctx, whole ? FC_OP_EQ : FC_OP_NE, x, x, out, e);
+    FcTensor *ax = NULL;
+    FcStatus st = absolute ? fc_unary(ctx, FC_OP_ABS, x, &ax, e) : FC_OK;
+    if (st == FC_OK) st = binary_scalar(ctx, op, absolute ? ax : x, v, out, e);
+    fc_tensor_release(ax);
+    return st;
+}
+
+static bool float_test_value(Interp *I, TensorArg *a, FcOp op, double v, bool absolute, bool whole, Value *out)
+{
+    FcTensor *r = NULL;
+    FcError e;
+    FcStatus st = float_test(I->fc, a[0].t, op, v, absolute, whole, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_isinf(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return float_test_value(I, a, FC_OP_EQ, INFINITY, true, false, out);
+}
+
+bool impl_isposinf(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return float_test_value(I, a, FC_OP_EQ, INFINITY, false, false, out);
+}
+
+bool impl_isneginf(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return float_test_value(I, a, FC_OP_EQ, -INFINITY, false, false, out);
+}
+
+/* isfinite: |x| < inf (NaN compares false), every element of a tensor that is not floating. */
+bool impl_isfinite(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return float_test_value(I, a, FC_OP_LT, INFINITY, true, true, out);
+}
+
+/* deg2rad / rad2deg: x times the double constant (PyTorch's M_PI / 180, 180 / M_PI) as a wrapped
+ * number; a tensor that is not floating (bool too) becomes the default float first. */
+static bool angle(Interp *I, TensorArg *a, double k, Value *out)
+{
+    FcTensor *x = a[0].t, *f = NULL, *r = NULL;
+    FcError e;
+    FcStatus st = fc_dtype_is_float(x->dtype) ? FC_OK : fc_cast(I->fc, x, FC_FLOAT32, &f, &e);
+    if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, f ? f : x, k, &r, &e);
+    fc_tensor_release(f);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_deg2rad(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return angle(I, a, M_PI / 180.0, out);
+}
+
+bool impl_rad2deg(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return angle(I, a, 180.0 / M_PI, out);
+}
+
+/* clamp_min(min) / clamp_max(max): clamp with one bound. */
+bool impl_clamp_min(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st = fc_clamp(I->fc, a[0].t, a[1].t, NULL, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_clamp_max(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st = fc_clamp(I->fc, a[0].t, NULL, a[1].t, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* count_nonzero(dim=None): the int64 count of x != 0 over dim (every dim when None). */
+bool impl_count_nonzero(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *nz = NULL, *r = NULL;
+    FcError e;
+    uint64_t mask = 0;
+    (void)sig;
+    if (!tensor_dim_mask(I, x, &a[1], &mask)) return false;
+    if (a[1].none) mask = x->ndim ? (UINT64_C(1) << x->ndim) - 1 : 0;
+    FcStatus st = binary_scalar(I->fc, FC_OP_NE, x, 0.0, &nz, &e);
+    if (st == FC_OK) st = step(fc_cast(I->fc, nz, FC_INT64, &r, &e), &nz, &r);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, nz, mask, false, &r, &e);
+    fc_tensor_release(nz);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* movedim(source, destination) / moveaxis: each source dim to its destination, the others in
+ * their order in the places left (PyTorch's checks and messages). */
+static void dims_text(const TensorArg *d, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int k = 0; k < d->n && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", k ? ", " : "", (long long)d->ints[k]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *r = NULL;
+    TensorArg *src = &a[1], *dst = &a[2];
+    FcError e;
+    char ts[200], td[200];
+    (void)sig;
+    dims_text(src, ts, sizeof ts);
+    dims_text(dst, td, sizeof td);
+    if (src->n != dst->n)
+        return err_raise(I, TDL_ERR_RUNTIME, "movedim: Invalid source or destination dims: source (%s dims) should contain "
+                         "the same number of dims as destination (%s dims)", ts, td);
+    int nd = x->ndim ? x->ndim : 1, s[FC_MAX_DIMS], d[FC_MAX_DIMS];
+    bool used_s[FC_MAX_DIMS] = {0}, used_d[FC_MAX_DIMS] = {0};
+    for (int k = 0; k < src->n; k++) {
+        if (!tensor_check(I, fc_wrap_dim(src->ints[k], x->ndim, &s[k], &e), &e)) return false;
+        if (!tensor_check(I, fc_wrap_dim(dst->ints[k], x->ndim, &d[k], &e), &e)) return false;
+    }
+    for (int k = 0; k < src->n; k++) {
+        if (used_s[s[k]]) return err_raise(I, TDL_ERR_RUNTIME, "movedim: repeated dim in `source` (%s)", ts);
+        used_s[s[k]] = true;
+    }
+    for (int k = 0; k < dst->n; k++) {
+        if (used_d[d[k]]) return err_raise(I, TDL_ERR_RUNTIME, "movedim: repeated dim in `destination` (%s)", td);
+        used_d[d[k]] = true;
+    }
+    if (x->ndim == 0) return tensor_value_steal(I, fc_tensor_retain(x), out);
+    int64_t perm[FC_MAX_DIMS];
+    for (int k = 0; k < nd; k++) perm[k] = -1;
+    for (int k = 0; k < src->n; k++) perm[d[k]] = s[k];
+    for (int k = 0, next = 0; k < nd; k++) {
+        if (perm[k] >= 0) continue;
+        while (used_s[next]) next++;
+        perm[k] = next++;
+    }
+    FcStatus st = fc_permute(I->fc, x, nd, perm, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* outer(vec2) / ger: a column of self times a row of vec2. */
+bool impl_outer(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *col = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (x->ndim != 1) return err_raise(I, TDL_ERR_RUNTIME, "outer: Expected 1-D argument self, but got %d-D", x->ndim);
+    if (y->ndim != 1) return err_raise(I, TDL_ERR_RUNTIME, "outer: Expected 1-D argument vec2, but got %d-D", y->ndim);
+    FcStatus st = fc_unsqueeze(I->fc, x, 1, &col, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, col, y, &r, &e);
+    fc_tensor_release(col);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* mm(mat2): two matrices; mv(vec): a matrix and a vector (torch's checks), then matmul. */
+bool impl_mm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (x->ndim != 2) return err_raise(I, TDL_ERR_RUNTIME, "self must be a matrix");
+    if (y->ndim != 2) return err_raise(I, TDL_ERR_RUNTIME, "mat2 must be a matrix");
+    FcStatus st = fc_matmul(I->fc, x, y, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_mv(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *v = a[1].t, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (x->ndim != 2 || v->ndim != 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "vector + matrix @ vector expected, got 1, %d, %d", x->ndim, v->ndim);
+    if (x->shape[1] != v->shape[0])
+        return err_raise(I, TDL_ERR_RUNTIME, "size mismatch, got %lld, %lldx%lld,%lld", (long long)x->shape[0],
+                         (long long)x->shape[0], (long long)x->shape[1], (long long)v->shape[0]);
+    FcStatus st = fc_matmul(I->fc, x, v, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
