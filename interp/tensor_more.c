@@ -1642,12 +1642,14 @@ bool impl_count_nonzero(Interp *I, const TensorSig *sig, TensorArg *a, Value *ou
 
 /* movedim(source, destination) / moveaxis: each source dim to its destination, the others in
  * their order in the places left (PyTorch's checks and messages). */
-static void dims_text(const TensorArg *d, char *buf, size_t cap)
+/* "[a, b, c]" */
+static const char *ints_text(int n, const int64_t *v, char *buf, size_t cap)
 {
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int k = 0; k < d->n && n < cap; k++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", k ? ", " : "", (long long)d->ints[k]);
-    if (n < cap) snprintf(buf + n, cap - n, "]");
+    size_t w = (size_t)snprintf(buf, cap, "[");
+    for (int k = 0; k < n && w < cap; k++)
+        w += (size_t)snprintf(buf + w, cap - w, "%s%lld", k ? ", " : "", (long long)v[k]);
+    if (w < cap) snprintf(buf + w, cap - w, "]");
+    return buf;
 }
 
 bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -1657,8 +1659,8 @@ bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcError e;
     char ts[200], td[200];
     (void)sig;
-    dims_text(src, ts, sizeof ts);
-    dims_text(dst, td, sizeof td);
+    ints_text(src->n, src->ints, ts, sizeof ts);
+    ints_text(dst->n, dst->ints, td, sizeof td);
     if (src->n != dst->n)
         return err_raise(I, TDL_ERR_RUNTIME, "movedim: Invalid source or destination dims: source (%s dims) should contain "
                          "the same number of dims as destination (%s dims)", ts, td);
@@ -1727,4 +1729,181 @@ bool impl_mv(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                          (long long)x->shape[0], (long long)x->shape[1], (long long)v->shape[0]);
     FcStatus st = fc_matmul(I->fc, x, v, &r, &e);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* t[:, ..., ix] at dim d (ix one FcIndex), a view for a slice or an integer. */
+static FcStatus index_at(FcCtx *ctx, FcTensor *t, int d, FcIndex ix, FcTensor **out, FcError *e)
+{
+    FcIndex all[FC_MAX_DIMS];
+    for (int k = 0; k < d; k++) all[k] = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+    all[d] = ix;
+    return fc_index(ctx, t, d + 1, all, out, e);
+}
+
+/* narrow(dim, start, length): the view of `length` indices from `start` (negative: from the end),
+ * with PyTorch 1.13's checks. */
+bool impl_narrow(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL;
+    FcError e;
+    int d;
+    (void)sig;
+    if (t->ndim == 0) return err_raise(I, TDL_ERR_RUNTIME, "narrow() cannot be applied to a 0-dim tensor.");
+    if (!tensor_check(I, fc_wrap_dim(a[1].i, t->ndim, &d, &e), &e)) return false;
+    /* start wrapped as a dim of `size` would be (PyTorch 1.13's maybe_wrap_dim), but for the end */
+    int64_t size = t->shape[d], start = a[2].i, len = a[3].i;
+    if (start != size && (start < -size || start >= size))
+        return err_raise(I, TDL_ERR_INDEX, "Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                         (long long)-size, (long long)size - 1, (long long)start);
+    if (start < 0) start += size;
+    if (len < 0 || start > size - len)
+        return err_raise(I, TDL_ERR_RUNTIME, "start (%lld) + length (%lld) exceeds dimension size (%lld).",
+                         (long long)start, (long long)len, (long long)size);
+    FcIndex ix = {.kind = FC_IX_SLICE, .start = start, .stop = start + len, .step = 1, .has_start = true, .has_stop = true};
+    FcStatus st = index_at(I->fc, t, d, ix, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* select(dim, index): the view at one index of dim (negative: from the end). */
+static bool select_one(Interp *I, FcTensor *t, int64_t dim, int64_t index, FcTensor **out)
+{
+    FcError e;
+    int d;
+    *out = NULL;
+    if (t->ndim == 0) return err_raise(I, TDL_ERR_INDEX, "select() cannot be applied to a 0-dim tensor.");
+    if (!tensor_check(I, fc_wrap_dim(dim, t->ndim, &d, &e), &e)) return false;
+    int64_t size = t->shape[d];
+    char sz[200];
+    if (index < -size || index >= size)
+        return err_raise(I, TDL_ERR_INDEX, "select(): index %lld out of range for tensor of size %s at dimension %d",
+                         (long long)index, ints_text(t->ndim, t->shape, sz, sizeof sz), d);
+    FcStatus st = index_at(I->fc, t, d, (FcIndex){.kind = FC_IX_INT, .i = index < 0 ? index + size : index}, out, &e);
+    return tensor_check(I, st, &e);
+}
+
+bool impl_select(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    (void)sig;
+    return select_one(I, a[0].t, a[1].i, a[2].i, &r) && tensor_value_steal(I, r, out);
+}
+
+/* unbind(dim=0): a tuple of the views at each index of dim. */
+bool impl_unbind(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    FcError e;
+    int d;
+    (void)sig;
+    if (t->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)a[1].i);
+    if (!tensor_check(I, fc_wrap_dim(a[1].i, t->ndim, &d, &e), &e)) return false;
+    int64_t n = t->shape[d];
+    TupleObj *tu = tuple_alloc(I, (size_t)n);
+    if (!tu) return false;
+    bool ok = true;
+    for (int64_t k = 0; k < n; k++) {
+        FcTensor *r = NULL;
+        tu->items[k] = v_none();
+        ok = ok && select_one(I, t, d, k, &r) && tensor_value_steal(I, r, &tu->items[k]);
+    }
+    *out = v_obj(V_TUPLE, &tu->h);
+    if (!ok) {
+        val_decref(I, *out);
+        *out = v_none();
+    }
+    return ok;
+}
+
+/* tile(dims): repeat, dims padded with leading ones to the tensor's rank. */
+bool impl_tile(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg b[2] = {a[0], a[1]};
+    int pad = a[0].t->ndim - a[1].n;
+    if (pad > 0) {
+        for (int k = 0; k < a[1].n; k++) b[1].ints[pad + k] = a[1].ints[k];
+        for (int k = 0; k < pad; k++) b[1].ints[k] = 1;
+        b[1].n = a[0].t->ndim;
+    }
+    return impl_repeat(I, sig, b, out);
+}
+
+/* fliplr / flipud: flip dim 1 (at least 2-D) / dim 0 (at least 1-D). */
+static bool flip_one(Interp *I, const TensorSig *sig, TensorArg *a, int dim, Value *out)
+{
+    if (a[0].t->ndim < dim + 1) return err_raise(I, TDL_ERR_RUNTIME, "Input must be >= %d-d.", dim + 1);
+    TensorArg b[2] = {a[0]};
+    b[1].n = 1;
+    b[1].ints[0] = dim;
+    return impl_flip(I, sig, b, out);
+}
+
+bool impl_fliplr(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return flip_one(I, sig, a, 1, out); }
+bool impl_flipud(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return flip_one(I, sig, a, 0, out); }
+
+/* t with at least n dims, as torch.atleast_1d/2d/3d: a 0-dim tensor becomes [1] ([1, 1], [1, 1, 1]);
+ * a 1-D one [1, m] for 2-D and [1, m, 1] for 3-D; a 2-D one [r, c, 1] for 3-D. */
+static FcStatus at_least(FcCtx *ctx, FcTensor *t, int n, FcTensor **out, FcError *e)
+{
+    int64_t shape[3] = {1, 1, 1};
+    if (t->ndim >= n) {
+        *out = fc_tensor_retain(t);
+        return FC_OK;
+    }
+    if (t->ndim == 1) shape[1] = t->shape[0];
+    if (t->ndim == 2) shape[0] = t->shape[0], shape[1] = t->shape[1];
+    if (t->ndim == 1 && n == 1) shape[0] = t->shape[0];
+    return fc_reshape(ctx, t, n, shape, out, e);
+}
+
+static bool at_least_value(Interp *I, TensorArg *a, int n, Value *out)
+{
+    FcTensor *r = NULL;
+    FcError e;
+    FcStatus st = at_least(I->fc, a[0].t, n, &r, &e);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_atleast_1d(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return at_least_value(I, a, 1, out); }
+bool impl_atleast_2d(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return at_least_value(I, a, 2, out); }
+bool impl_atleast_3d(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return at_least_value(I, a, 3, out); }
+
+/* vstack / hstack / dstack / column_stack: cat of the tensors made at least 2-D (dim 0), 1-D (dim
+ * 1, or 0 when they are all 1-D), 3-D (dim 2), or columns (0-D and 1-D ones as [m, 1]; dim 1). */
+static bool stack_like(Interp *I, TensorArg *a, int kind, const char *name, Value *out)
+{
+    int n = a[0].n;
+    FcError e;
+    if (n == 0) return err_raise(I, TDL_ERR_RUNTIME, "%s expects a non-empty TensorList", name);
+    FcTensor **ts = mem_calloc((size_t)n, sizeof *ts), *r = NULL;
+    if (!ts) return err_nomem(I);
+    FcStatus st = FC_OK;
+    bool all1 = true;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *t = a[0].ts[k];
+        if (kind == 0) st = at_least(I->fc, t, 2, &ts[k], &e);
+        else if (kind == 1) st = at_least(I->fc, t, 1, &ts[k], &e);
+        else if (kind == 2) st = at_least(I->fc, t, 3, &ts[k], &e);
+        else if (t->ndim <= 1) {
+            int64_t shape[2] = {t->ndim ? t->shape[0] : 1, 1};
+            st = fc_reshape(I->fc, t, 2, shape, &ts[k], &e);
+        } else {
+            ts[k] = fc_tensor_retain(t);
+        }
+        if (st == FC_OK) all1 = all1 && ts[k]->ndim == 1;
+    }
+    int dim = kind == 0 ? 0 : kind == 1 ? (all1 ? 0 : 1) : kind == 2 ? 2 : 1;
+    if (st == FC_OK) st = fc_cat(I->fc, n, ts, dim, &r, &e);
+    for (int k = 0; k < n; k++) fc_tensor_release(ts[k]);
+    mem_free(ts);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+bool impl_vstack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return stack_like(I, a, 0, "vstack", out); }
+bool impl_hstack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return stack_like(I, a, 1, "hstack", out); }
+bool impl_dstack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return stack_like(I, a, 2, "dstack", out); }
+bool impl_column_stack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    return stack_like(I, a, 3, "column_stack", out);
 }
