@@ -1907,3 +1907,193 @@ bool impl_column_stack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     (void)sig;
     return stack_like(I, a, 3, "column_stack", out);
 }
+
+/* ---- pointwise compositions in PyTorch 1.13's formulas ------------------------------------------ */
+
+static FcOperand operand(const FcTensor *t)
+{
+    FcOperand o = {t->wrapped_number ? FC_OPERAND_SCALAR : t->ndim == 0 ? FC_OPERAND_ZERO_DIM : FC_OPERAND_TENSOR,
+                   t->dtype};
+    return o;
+}
+
+/* x cast to dt (a reference to x itself when it has it). */
+static FcStatus as_dtype(FcCtx *ctx, FcTensor *x, FcDType dt, FcTensor **out, FcError *e)
+{
+    if (x->dtype == dt) {
+        *out = fc_tensor_retain(x);
+        return FC_OK;
+    }
+    return fc_cast(ctx, x, dt, out, e);
+}
+
+/* where(cond, wrapped v, x) */
+static FcStatus where_value(FcCtx *ctx, FcTensor *cond, double v, FcTensor *x, FcTensor **out, FcError *e)
+{
+    FcTensor *s = NULL;
+    FcStatus st = float_scalar(ctx, v, &s, e);
+    if (st == FC_OK) st = fc_where(ctx, cond, s, x, out, e);
+    fc_tensor_release(s);
+    return st;
+}
+
+/* frac: x - trunc(x), floating tensors only. */
+bool impl_frac(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *t = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (!fc_dtype_is_float(x->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"frac_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    FcStatus st = fc_unary(I->fc, FC_OP_TRUNC, x, &t, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, t, &r, &e);
+    fc_tensor_release(t);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* The largest finite value of a float dtype. */
+static double float_max(FcDType dt)
+{
+    switch (dt) {
+    case FC_FLOAT16: return 65504.0;
+    case FC_BFLOAT16: return 3.3895313892515355e38;
+    case FC_FLOAT32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+    }
+}
+
+/* nan_to_num(nan=0.0, posinf=None, neginf=None): NaN, +inf and -inf replaced (the infinities by
+ * the dtype's largest and lowest finite values by default); a tensor that is not floating is copied. */
+bool impl_nan_to_num(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *c = NULL, *r = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    if (!fc_dtype_is_float(x->dtype)) {
+        FcStatus st = fc_clone(I->fc, x, FC_MF_PRESERVE, &r, &e);
+        return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+    }
+    double big = float_max(x->dtype);
+    double nanv = a[1].none ? 0.0 : a[1].f, pos = a[2].none ? big : a[2].f, neg = a[3].none ? -big : a[3].f;
+    FcStatus st = fc_unary(I->fc, FC_OP_ISNAN, x, &c, &e);
+    if (st == FC_OK) st = where_value(I->fc, c, nanv, x, &r, &e);
+    if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_EQ, x, INFINITY, &tmp, &e), &c, &tmp);
+    if (st == FC_OK) st = step(where_value(I->fc, c, pos, r, &tmp, &e), &r, &tmp);
+    if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_EQ, x, -INFINITY, &tmp, &e), &c, &tmp);
+    if (st == FC_OK) st = step(where_value(I->fc, c, neg, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(c);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* The operands of a float op made its dtype: result_type, or float32 when that is not a float. */
+static FcStatus float_operands(FcCtx *ctx, FcTensor *x, FcTensor *y, FcTensor **xf, FcTensor **yf, FcError *e)
+{
+    FcOperand ops[2] = {operand(x), operand(y)};
+    FcDType rt = fc_result_type(ops, 2);
+    if (!fc_dtype_is_float(rt)) rt = FC_FLOAT32;
+    *xf = *yf = NULL;
+    FcStatus st = as_dtype(ctx, x, rt, xf, e);
+    if (st == FC_OK) st = as_dtype(ctx, y, rt, yf, e);
+    return st;
+}
+
+/* xlogy(x, y): NaN where y is, 0 where x is 0, else x * log(y). */
+bool impl_xlogy(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = NULL, *y = NULL, *l = NULL, *r = NULL, *c = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    FcStatus st = float_operands(I->fc, a[0].t, a[1].t, &x, &y, &e);
+    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_LOG, y, &l, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, x, l, &r, &e);
+    if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_EQ, x, 0.0, &c, &e);
+    if (st == FC_OK) st = step(where_value(I->fc, c, 0.0, r, &tmp, &e), &r, &tmp);
+    if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_ISNAN, y, &tmp, &e), &c, &tmp);
+    if (st == FC_OK) st = step(where_value(I->fc, c, NAN, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(x);
+    fc_tensor_release(y);
+    fc_tensor_release(l);
+    fc_tensor_release(c);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* float_power(exponent): pow in float64. */
+bool impl_float_power(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = NULL, *y = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st = as_dtype(I->fc, a[0].t, FC_FLOAT64, &x, &e);
+    if (st == FC_OK) st = as_dtype(I->fc, a[1].t, FC_FLOAT64, &y, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_POW, x, y, &r, &e);
+    fc_tensor_release(x);
+    fc_tensor_release(y);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* heaviside(values): values where x is 0, else (x > 0) in x's dtype; the dtypes must agree. */
+bool impl_heaviside(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *v = a[1].t, *pos = NULL, *z = NULL, *r = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    if (x->dtype != v->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "heaviside is not yet implemented for tensors with different dtypes.");
+    FcStatus st = binary_scalar(I->fc, FC_OP_GT, x, 0.0, &pos, &e);
+    if (st == FC_OK) st = step(fc_cast(I->fc, pos, x->dtype, &tmp, &e), &pos, &tmp);
+    if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_EQ, x, 0.0, &z, &e);
+    if (st == FC_OK) st = fc_where(I->fc, z, v, pos, &r, &e);
+    fc_tensor_release(pos);
+    fc_tensor_release(z);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* logit(eps=None): log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given. */
+bool impl_logit(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = NULL, *z = NULL, *d = NULL, *r = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    FcStatus st = as_dtype(I->fc, a[0].t, fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_FLOAT32, &x, &e);
+    if (st == FC_OK && !a[1].none && a[1].f >= 0) {
+        /* the bounds in x's dtype (float arithmetic below double, as torch's scalar_t(1) - eps) */
+        FcTensor *lo = NULL, *hi = NULL;
+        double eps = a[1].f, top = x->dtype == FC_FLOAT64 ? 1.0 - eps : (double)(1.0f - (float)eps);
+        st = float_scalar(I->fc, eps, &lo, &e);
+        if (st == FC_OK) st = float_scalar(I->fc, top, &hi, &e);
+        if (st == FC_OK) st = fc_clamp(I->fc, x, lo, hi, &z, &e);
+        fc_tensor_release(lo);
+        fc_tensor_release(hi);
+    } else if (st == FC_OK) {
+        z = fc_tensor_retain(x);
+    }
+    FcTensor *one = NULL;
+    if (st == FC_OK) st = float_scalar(I->fc, 1.0, &one, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, one, z, &d, &e);     /* 1 - z: +0 at 1, so log(1 / +0) = inf */
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, z, d, &r, &e);
+    fc_tensor_release(one);
+    if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_LOG, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(x);
+    fc_tensor_release(z);
+    fc_tensor_release(d);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
+
+/* sinc: 1 at 0, else sin(pi x) / (pi x), pi x in x's floating dtype. */
+bool impl_sinc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = NULL, *p = NULL, *s = NULL, *c = NULL, *r = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    FcStatus st = as_dtype(I->fc, a[0].t, fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_FLOAT32, &x, &e);
+    if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, x, M_PI, &p, &e);
+    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SIN, p, &s, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, s, p, &r, &e);
+    if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_EQ, x, 0.0, &c, &e);
+    if (st == FC_OK) st = step(where_value(I->fc, c, 1.0, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(x);
+    fc_tensor_release(p);
+    fc_tensor_release(s);
+    fc_tensor_release(c);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
