@@ -2097,3 +2097,42 @@ bool impl_sinc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(c);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
 }
+
+/* diff(n=1, dim=-1, prepend=None, append=None): n times x[1:] - x[:-1] along dim (x[1:] != x[:-1]
+ * for bool), after prepend and append are concatenated; n <= 0 gives the input. */
+bool impl_diff(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *r = NULL, *hi = NULL, *lo = NULL, *tmp;
+    FcError e;
+    int d;
+    (void)sig;
+    if (x->ndim == 0) return err_raise(I, TDL_ERR_RUNTIME, "diff expects input to be at least one-dimensional");
+    if (!tensor_check(I, fc_wrap_dim(a[2].i, x->ndim, &d, &e), &e)) return false;
+    for (int k = 3; k <= 4; k++)
+        if (!a[k].none && a[k].t->ndim != x->ndim)
+            return err_raise(I, TDL_ERR_RUNTIME, "diff expects prepend or append to be the same dimension as input");
+    FcStatus st = FC_OK;
+    if (!a[3].none || !a[4].none) {
+        FcTensor *parts[3];
+        int n = 0;
+        if (!a[3].none) parts[n++] = a[3].t;
+        parts[n++] = x;
+        if (!a[4].none) parts[n++] = a[4].t;
+        st = fc_cat(I->fc, n, parts, d, &r, &e);
+    } else {
+        r = fc_tensor_retain(x);
+    }
+    for (int64_t k = 0; k < a[1].i && st == FC_OK; k++) {
+        int64_t len = r->shape[d];
+        if (len == 0) break;
+        FcIndex up = {.kind = FC_IX_SLICE, .start = 1, .step = 1, .has_start = true};
+        FcIndex down = {.kind = FC_IX_SLICE, .stop = len - 1, .step = 1, .has_stop = true};
+        st = index_at(I->fc, r, d, up, &hi, &e);
+        if (st == FC_OK) st = index_at(I->fc, r, d, down, &lo, &e);
+        if (st == FC_OK) st = step(fc_binary(I->fc, r->dtype == FC_BOOL ? FC_OP_NE : FC_OP_SUB, hi, lo, &tmp, &e), &r, &tmp);
+        fc_tensor_release(hi);
+        fc_tensor_release(lo);
+        hi = lo = NULL;
+    }
+    return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
+}
