@@ -2136,3 +2136,101 @@ bool impl_diff(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
 }
+
+/* searchsorted(sorted_sequence, values) / bucketize(values, boundaries): PyTorch's binary search
+ * (cus_lower_bound / cus_upper_bound: mid = start + (end - start) / 2, start = mid + 1 while
+ * !(b[mid] >= v), or !(b[mid] > v) for right), run on every value at once for as many halvings as
+ * the longest search takes, so that unsorted boundaries and NaNs give torch's very indices. The
+ * boundaries are 1-D, or their leading dims are the values'. */
+/* op(a, v) with v an int64 0-dim tensor: an int64 a stays int64. */
+static FcStatus int_op(FcCtx *ctx, FcOp op, FcTensor *a, int64_t v, FcTensor **out, FcError *e)
+{
+    FcTensor *s = NULL;
+    FcStatus st = int_scalar(ctx, FC_INT64, v, &s, e);
+    if (st == FC_OK) st = fc_binary(ctx, op, a, s, out, e);
+    fc_tensor_release(s);
+    return st;
+}
+
+static bool search(Interp *I, FcTensor *b, FcTensor *v, bool right, bool i32, Value *out)
+{
+    FcError e;
+    char sb[200], sv[200];
+    if (b->ndim == 0)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension");
+    if (b->ndim > 1 && v->ndim == 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+                         "dimension is 1, but we got boundaries tensor dim(%d) and input value's dim(0) numel(1)", b->ndim);
+    bool lead = b->ndim == 1 || b->ndim == v->ndim;
+    for (int k = 0; lead && b->ndim > 1 && k < b->ndim - 1; k++) lead = b->shape[k] == v->shape[k];
+    if (!lead)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                         "dimensions of boundaries tensor and input value tensor must match, but we got boundaries "
+                         "tensor %s and input value tensor %s", ints_text(b->ndim, b->shape, sb, sizeof sb),
+                         ints_text(v->ndim, v->shape, sv, sizeof sv));
+    if (b->dtype == FC_BOOL || v->dtype == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"searchsorted_out_cpu\" not implemented for 'Bool'");
+    int64_t n = b->shape[b->ndim - 1];
+    FcScalar zero = {.i = 0}, top = {.i = n};
+    FcTensor *lo = NULL, *hi = NULL, *tmp;
+    FcStatus st = fc_full(I->fc, FC_INT64, v->device, v->ndim, v->shape, zero, &lo, &e);
+    if (st == FC_OK) st = fc_full(I->fc, FC_INT64, v->device, v->ndim, v->shape, top, &hi, &e);
+    for (int64_t left = n; left > 0 && st == FC_OK; left >>= 1) {     /* bit_length(n) halvings */
+        FcTensor *active = NULL, *mid = NULL, *at = NULL, *val = NULL, *go = NULL, *c = NULL, *nxt = NULL;
+        st = fc_binary(I->fc, FC_OP_LT, lo, hi, &active, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, hi, lo, &mid, &e);
+        if (st == FC_OK) st = step(int_op(I->fc, FC_OP_SHR, mid, 1, &tmp, &e), &mid, &tmp);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_ADD, lo, mid, &tmp, &e), &mid, &tmp);
+        if (st == FC_OK) st = int_op(I->fc, FC_OP_MIN, mid, n - 1, &at, &e);       /* in range when idle */
+        if (st == FC_OK && b->ndim == 1) {
+            FcIndex ix = {.kind = FC_IX_TENSOR, .t = at};
+            st = fc_index(I->fc, b, 1, &ix, &val, &e);
+        } else if (st == FC_OK) {
+            st = fc_gather(I->fc, b, -1, at, &val, &e);
+        }
+        if (st == FC_OK) st = fc_binary(I->fc, right ? FC_OP_GT : FC_OP_GE, val, v, &go, &e);
+        if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_NOT, go, &tmp, &e), &go, &tmp);       /* go right */
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_AND, active, go, &c, &e);
+        if (st == FC_OK) st = int_op(I->fc, FC_OP_ADD, mid, 1, &nxt, &e);
+        if (st == FC_OK) st = step(fc_where(I->fc, c, nxt, lo, &tmp, &e), &lo, &tmp);
+        if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_NOT, go, &tmp, &e), &go, &tmp);       /* go left */
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_AND, active, go, &tmp, &e), &c, &tmp);
+        if (st == FC_OK) st = step(fc_where(I->fc, c, mid, hi, &tmp, &e), &hi, &tmp);
+        fc_tensor_release(active);
+        fc_tensor_release(mid);
+        fc_tensor_release(at);
+        fc_tensor_release(val);
+        fc_tensor_release(go);
+        fc_tensor_release(c);
+        fc_tensor_release(nxt);
+    }
+    fc_tensor_release(hi);
+    if (st == FC_OK && i32) st = step(fc_cast(I->fc, lo, FC_INT32, &tmp, &e), &lo, &tmp);
+    return tensor_check(I, st, &e) && tensor_value_steal(I, lo, out);
+}
+
+bool impl_searchsorted(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *side = &a[4];
+    bool right = a[3].b;
+    (void)sig;
+    if (!side->none) {
+        if (strcmp(side->str, "left") != 0 && strcmp(side->str, "right") != 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.searchsorted(): side can only be 'left' or 'right' but got %s",
+                             side->str);
+        if (right && strcmp(side->str, "left") == 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.searchsorted(): side and right can't be set to opposites, got "
+                             "side of left while right was True");
+        right = strcmp(side->str, "right") == 0;
+    }
+    return search(I, a[0].t, a[1].t, right, a[2].b, out);
+}
+
+bool impl_bucketize(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    (void)sig;
+    if (a[1].t->ndim != 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "boundaries tensor must be 1 dimension, but got dim(%d)", a[1].t->ndim);
+    return search(I, a[1].t, a[0].t, a[3].b, a[2].b, out);
+}
