@@ -358,6 +358,10 @@ class Gen:
             if not (o[0].isalpha() or o.startswith("(")) or o in ("True", "False"):
                 raise Reject
             return "%s(%s, %s)" % (op, e, o)
+        # `|` with first-class dims: tdl computes it as `&` and `^` (docs/language.md, where tdl
+        # differs from functorch.dim); functorch.dim's __or__ gives NotImplemented (a TypeError)
+        if op == "|" and (self.is_dimmed(v) or (o in self.ns and self.is_dimmed(self.ns[o]))):
+            raise Reject
         a, b = self.paren(e), self.paren(o)
         if r.random() < 0.3 and not o.startswith("tensor") and not self.is_dimmed(v):
             a, b = b, a
