@@ -183,6 +183,8 @@ bool impl_split_dims(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 /* The sizes of a tensor to be made: a negative one is PyTorch's RuntimeError ("Trying to create
  * tensor with negative dimension -1: [2, -1]"). */
 bool tensor_check_sizes(Interp *I, int n, const int64_t *size);
+/* PyTorch's operand kind of t for type promotion (a wrapped number, a 0-dim tensor, a tensor). */
+FcOperand tensor_operand(const FcTensor *t);
 
 /* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);

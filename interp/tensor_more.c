@@ -1633,15 +1633,14 @@ bool impl_count_nonzero(Interp *I, const TensorSig *sig, TensorArg *a, Value *ou
     (void)sig;
     if (!tensor_dim_mask(I, x, &a[1], &mask)) return false;
     if (a[1].none) mask = x->ndim ? (UINT64_C(1) << x->ndim) - 1 : 0;
+    FcTensor *tmp;
     FcStatus st = binary_scalar(I->fc, FC_OP_NE, x, 0.0, &nz, &e);
-    if (st == FC_OK) st = step(fc_cast(I->fc, nz, FC_INT64, &r, &e), &nz, &r);
+    if (st == FC_OK) st = step(fc_cast(I->fc, nz, FC_INT64, &tmp, &e), &nz, &tmp);
     if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, nz, mask, false, &r, &e);
     fc_tensor_release(nz);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
 }
 
-/* movedim(source, destination) / moveaxis: each source dim to its destination, the others in
- * their order in the places left (PyTorch's checks and messages). */
 /* "[a, b, c]" */
 static const char *ints_text(int n, const int64_t *v, char *buf, size_t cap)
 {
@@ -1651,6 +1650,9 @@ static const char *ints_text(int n, const int64_t *v, char *buf, size_t cap)
     if (w < cap) snprintf(buf + w, cap - w, "]");
     return buf;
 }
+
+/* movedim(source, destination) / moveaxis: each source dim to its destination, the others in
+ * their order in the places left (PyTorch's checks and messages). */
 
 bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
@@ -1852,7 +1854,6 @@ static FcStatus at_least(FcCtx *ctx, FcTensor *t, int n, FcTensor **out, FcError
     }
     if (t->ndim == 1) shape[1] = t->shape[0];
     if (t->ndim == 2) shape[0] = t->shape[0], shape[1] = t->shape[1];
-    if (t->ndim == 1 && n == 1) shape[0] = t->shape[0];
     return fc_reshape(ctx, t, n, shape, out, e);
 }
 
@@ -1909,13 +1910,6 @@ bool impl_column_stack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
 }
 
 /* ---- pointwise compositions in PyTorch 1.13's formulas ------------------------------------------ */
-
-static FcOperand operand(const FcTensor *t)
-{
-    FcOperand o = {t->wrapped_number ? FC_OPERAND_SCALAR : t->ndim == 0 ? FC_OPERAND_ZERO_DIM : FC_OPERAND_TENSOR,
-                   t->dtype};
-    return o;
-}
 
 /* x cast to dt (a reference to x itself when it has it). */
 static FcStatus as_dtype(FcCtx *ctx, FcTensor *x, FcDType dt, FcTensor **out, FcError *e)
@@ -1988,7 +1982,7 @@ bool impl_nan_to_num(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 /* The operands of a float op made its dtype: result_type, or float32 when that is not a float. */
 static FcStatus float_operands(FcCtx *ctx, FcTensor *x, FcTensor *y, FcTensor **xf, FcTensor **yf, FcError *e)
 {
-    FcOperand ops[2] = {operand(x), operand(y)};
+    FcOperand ops[2] = {tensor_operand(x), tensor_operand(y)};
     FcDType rt = fc_result_type(ops, 2);
     if (!fc_dtype_is_float(rt)) rt = FC_FLOAT32;
     *xf = *yf = NULL;

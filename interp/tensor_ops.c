@@ -66,8 +66,7 @@ static FcScalar int_scalar(int64_t i)
     return s;
 }
 
-/* PyTorch's operand kind of t for type promotion. */
-static FcOperand operand_of(const FcTensor *t)
+FcOperand tensor_operand(const FcTensor *t)
 {
     FcOperand o;
     o.kind = t->wrapped_number ? FC_OPERAND_SCALAR : t->ndim == 0 ? FC_OPERAND_ZERO_DIM : FC_OPERAND_TENSOR;
@@ -78,7 +77,7 @@ static FcOperand operand_of(const FcTensor *t)
 bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
 {
     if (op != FC_OP_FLOORDIV && op != FC_OP_MOD && op != FC_OP_FMOD) return true;
-    FcOperand ops[2] = {operand_of(x), operand_of(y)};
+    FcOperand ops[2] = {tensor_operand(x), tensor_operand(y)};
     if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0) return true;
     FcScalar v = {0};
     /* a divisor known now (a Python number, a constant) needs no kernel to be tested */
@@ -396,7 +395,7 @@ IMPL_FN(empty_like)
  * checked against, and cast to, the dtype of self op other (True + True * 2 is True). */
 static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
 {
-    FcOperand ops[2] = {operand_of(a[0].t), operand_of(a[1].t)};
+    FcOperand ops[2] = {tensor_operand(a[0].t), tensor_operand(a[1].t)};
     FcDType rdt = fc_result_type(ops, 2);
     FcDType adt = a[2].sdt;
     FcScalar av = a[2].s;
@@ -441,7 +440,7 @@ IMPL_FN(div)
         if (!tensor_check_divisor(I, FC_OP_FLOORDIV, x, y)) return false;
         st = fc_binary(I->fc, FC_OP_FLOORDIV, x, y, &r, &e);
     } else if (strcmp(mode, "trunc") == 0) {
-        FcOperand ops[2] = {operand_of(x), operand_of(y)};
+        FcOperand ops[2] = {tensor_operand(x), tensor_operand(y)};
         FcDType rdt = fc_result_type(ops, 2);
         if (fc_dtype_is_float(rdt)) {
             st = fc_binary(I->fc, FC_OP_DIV, x, y, &d, &e);
