@@ -99,7 +99,7 @@ static const struct { const char *code; tdl_error_kind kind; const char *msg; } 
     {"x[1.5]", TDL_ERR_INDEX,
      "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got float)"},
     {"x + 'a'", TDL_ERR_TYPE, "unsupported operand type(s) for +: 'Tensor' and 'str'"},
-    {"[1] * x", TDL_ERR_TYPE, "unsupported operand type(s) for *: 'list' and 'Tensor'"},
+    {"[1] * x", TDL_ERR_TYPE, "only integer tensors of a single element can be converted to an index"},
     {"x < 'a'", TDL_ERR_TYPE, "'<' not supported between instances of 'Tensor' and 'str'"},
     {"'a' in x", TDL_ERR_RUNTIME, "Tensor.__contains__ only supports Tensor or scalar, but you passed in a str"},
     {"x.foo", TDL_ERR_ATTRIBUTE, "'Tensor' object has no attribute 'foo'"},
