@@ -24,8 +24,15 @@
 /* A result of one fcdim call: wraps *r on success. */
 static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
 {
+    return tensor_check(I, st, e) && tensor_value_steal(I, r, out);
+}
+
+/* result for a chain whose r (NULL until made) may hold a tensor when a later step failed: released
+ * then. */
+static bool chain_result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
+{
     if (st != FC_OK) {
-        fc_tensor_release(r);   /* a chain that failed after r was made */
+        fc_tensor_release(r);
         return tensor_check(I, st, e);
     }
     return tensor_value_steal(I, r, out);
@@ -1557,7 +1564,7 @@ static bool float_test_value(Interp *I, TensorArg *a, FcOp op, double v, bool ab
     FcTensor *r = NULL;
     FcError e;
     FcStatus st = float_test(I->fc, a[0].t, op, v, absolute, whole, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_isinf(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -1594,7 +1601,7 @@ static bool angle(Interp *I, TensorArg *a, double k, Value *out)
     FcStatus st = fc_dtype_is_float(x->dtype) ? FC_OK : fc_cast(I->fc, x, FC_FLOAT32, &f, &e);
     if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, f ? f : x, k, &r, &e);
     fc_tensor_release(f);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_deg2rad(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -1616,7 +1623,7 @@ bool impl_clamp_min(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcError e;
     (void)sig;
     FcStatus st = fc_clamp(I->fc, a[0].t, a[1].t, NULL, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_clamp_max(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -1625,7 +1632,7 @@ bool impl_clamp_max(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcError e;
     (void)sig;
     FcStatus st = fc_clamp(I->fc, a[0].t, NULL, a[1].t, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* count_nonzero(dim=None): the int64 count of x != 0 over dim (every dim when None). */
@@ -1642,7 +1649,7 @@ bool impl_count_nonzero(Interp *I, const TensorSig *sig, TensorArg *a, Value *ou
     if (st == FC_OK) st = step(fc_cast(I->fc, nz, FC_INT64, &tmp, &e), &nz, &tmp);
     if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, nz, mask, false, &r, &e);
     fc_tensor_release(nz);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* "[a, b, c]" */
@@ -1694,7 +1701,7 @@ bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         perm[k] = next++;
     }
     FcStatus st = fc_permute(I->fc, x, nd, perm, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* outer(vec2) / ger: a column of self times a row of vec2. */
@@ -1708,7 +1715,7 @@ bool impl_outer(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcStatus st = fc_unsqueeze(I->fc, x, 1, &col, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, col, y, &r, &e);
     fc_tensor_release(col);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* mm(mat2): two matrices; mv(vec): a matrix and a vector (torch's checks), then matmul. */
@@ -1720,7 +1727,7 @@ bool impl_mm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (x->ndim != 2) return err_raise(I, TDL_ERR_RUNTIME, "self must be a matrix");
     if (y->ndim != 2) return err_raise(I, TDL_ERR_RUNTIME, "mat2 must be a matrix");
     FcStatus st = fc_matmul(I->fc, x, y, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_mv(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -1734,7 +1741,7 @@ bool impl_mv(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return err_raise(I, TDL_ERR_RUNTIME, "size mismatch, got %lld, %lldx%lld,%lld", (long long)x->shape[0],
                          (long long)x->shape[0], (long long)x->shape[1], (long long)v->shape[0]);
     FcStatus st = fc_matmul(I->fc, x, v, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* t[:, ..., ix] at dim d (ix one FcIndex), a view for a slice or an integer. */
@@ -1767,7 +1774,7 @@ bool impl_narrow(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
                          (long long)start, (long long)len, (long long)size);
     FcIndex ix = {.kind = FC_IX_SLICE, .start = start, .stop = start + len, .step = 1, .has_start = true, .has_stop = true};
     FcStatus st = index_at(I->fc, t, d, ix, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* select(dim, index): the view at one index of dim (negative: from the end). */
@@ -1866,7 +1873,7 @@ static bool at_least_value(Interp *I, TensorArg *a, int n, Value *out)
     FcTensor *r = NULL;
     FcError e;
     FcStatus st = at_least(I->fc, a[0].t, n, &r, &e);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_atleast_1d(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return at_least_value(I, a, 1, out); }
@@ -1901,7 +1908,7 @@ static bool stack_like(Interp *I, TensorArg *a, int kind, const char *name, Valu
     if (st == FC_OK) st = fc_cat(I->fc, n, ts, dim, &r, &e);
     for (int k = 0; k < n; k++) fc_tensor_release(ts[k]);
     mem_free(ts);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_vstack(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return stack_like(I, a, 0, "vstack", out); }
@@ -1946,7 +1953,7 @@ bool impl_frac(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcStatus st = fc_unary(I->fc, FC_OP_TRUNC, x, &t, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, t, &r, &e);
     fc_tensor_release(t);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* The largest finite value of a float dtype. */
@@ -1969,7 +1976,7 @@ bool impl_nan_to_num(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     (void)sig;
     if (!fc_dtype_is_float(x->dtype)) {
         FcStatus st = fc_clone(I->fc, x, FC_MF_PRESERVE, &r, &e);
-        return result(I, st, &e, r, out);
+        return chain_result(I, st, &e, r, out);
     }
     double big = float_max(x->dtype);
     double nanv = a[1].none ? 0.0 : a[1].f, pos = a[2].none ? big : a[2].f, neg = a[3].none ? -big : a[3].f;
@@ -1980,7 +1987,7 @@ bool impl_nan_to_num(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_EQ, x, -INFINITY, &tmp, &e), &c, &tmp);
     if (st == FC_OK) st = step(where_value(I->fc, c, neg, r, &tmp, &e), &r, &tmp);
     fc_tensor_release(c);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* The operands of a float op made its dtype: result_type, or float32 when that is not a float. */
@@ -2012,7 +2019,7 @@ bool impl_xlogy(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(y);
     fc_tensor_release(l);
     fc_tensor_release(c);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* float_power(exponent): pow in float64. */
@@ -2026,7 +2033,7 @@ bool impl_float_power(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_POW, x, y, &r, &e);
     fc_tensor_release(x);
     fc_tensor_release(y);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* heaviside(values): values where x is 0, else (x > 0) in x's dtype; the dtypes must agree. */
@@ -2043,7 +2050,7 @@ bool impl_heaviside(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (st == FC_OK) st = fc_where(I->fc, z, v, pos, &r, &e);
     fc_tensor_release(pos);
     fc_tensor_release(z);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* logit(eps=None): log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given. */
@@ -2074,7 +2081,7 @@ bool impl_logit(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(x);
     fc_tensor_release(z);
     fc_tensor_release(d);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* sinc: 1 at 0, else sin(pi x) / (pi x), pi x in x's floating dtype. */
@@ -2093,7 +2100,7 @@ bool impl_sinc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(p);
     fc_tensor_release(s);
     fc_tensor_release(c);
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* diff(n=1, dim=-1, prepend=None, append=None): n times x[1:] - x[:-1] along dim (x[1:] != x[:-1]
@@ -2132,7 +2139,7 @@ bool impl_diff(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         fc_tensor_release(lo);
         hi = lo = NULL;
     }
-    return result(I, st, &e, r, out);
+    return chain_result(I, st, &e, r, out);
 }
 
 /* searchsorted(sorted_sequence, values) / bucketize(values, boundaries): PyTorch's binary search
@@ -2205,7 +2212,7 @@ static bool search(Interp *I, FcTensor *b, FcTensor *v, bool right, bool i32, Va
     }
     fc_tensor_release(hi);
     if (st == FC_OK && i32) st = step(fc_cast(I->fc, lo, FC_INT32, &tmp, &e), &lo, &tmp);
-    return result(I, st, &e, lo, out);
+    return chain_result(I, st, &e, lo, out);
 }
 
 bool impl_searchsorted(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
