@@ -194,6 +194,7 @@ static const char emu_header[] =
     "static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
     "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
+    "static unsigned atomicAdd(unsigned *p, unsigned v) { unsigned old = *p; *p = old + v; return old; }\n"
     "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"
     "static EmuThread *emu_th;\n"
     "static int emu_cur;\n"
@@ -211,6 +212,7 @@ static const char emu_header[] =
     "    __syncthreads();\n"
     "    return r;\n"
     "}\n"
+    "static bool emu_reverse;   // blocks and threads started last to first\n"
     "static void emu_start(int i) { emu_fn(emu_arg); emu_th[i].done = true; }\n"
     "// Runs fn(arg) on a grid of gx x gy blocks of bx threads.\n"
     "static void emu_grid(void (*fn)(const void *), const void *arg, unsigned gx, unsigned gy, unsigned bx)\n"
@@ -223,7 +225,8 @@ static const char emu_header[] =
     "    gridDim = {gx, gy, 1};\n"
     "    blockDim = {bx, 1, 1};\n"
     "    for (unsigned by = 0; by < gy; by++)\n"
-    "        for (unsigned b = 0; b < gx; b++) {\n"
+    "        for (unsigned bb = 0; bb < gx; bb++) {\n"
+    "            const unsigned b = emu_reverse ? gx - 1 - bb : bb;\n"
     "            blockIdx = {b, by, 0};\n"
     "            for (unsigned i = 0; i < bx; i++) {\n"
     "                emu_th[i].done = emu_th[i].waiting = false;\n"
@@ -235,7 +238,8 @@ static const char emu_header[] =
     "            }\n"
     "            for (;;) {\n"
     "                bool live = false;\n"
-    "                for (unsigned i = 0; i < bx; i++) {\n"
+    "                for (unsigned ii = 0; ii < bx; ii++) {\n"
+    "                    const unsigned i = emu_reverse ? bx - 1 - ii : ii;\n"
     "                    if (emu_th[i].done || emu_th[i].waiting)\n"
     "                        continue;\n"
     "                    emu_cur = (int)i;\n"
@@ -269,6 +273,7 @@ typedef struct Emu {
     int nk;
     FcBackend *cpu;
     int checked, exact, rounded, skipped;   /* kernels compared; identical; differing within rounding */
+    int sorted, owner;                       /* of those checked, CUDA_SORTED and CUDA_OWNER stores */
     int nfail;
     char fail[1024];                         /* the first failure */
     double max_rel;                          /* the largest relative difference seen where allowed */
@@ -341,13 +346,22 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
         fprintf(f, "static void emu_f(const void *a) { tdl_finish(*(const Args *)a); }\n");
     if (c->pre_bytes > 0)
         fprintf(f, "static void emu_p(const void *a) { tdl_pre(*(const Args *)a); }\n");
+    bool sorted = c->mode == CUDA_SORTED;
+    if (sorted)
+        fprintf(f, "static void emu_k(const void *a) { tdl_keys(*(const Args *)a); }\n"
+                   "static void emu_c(const void *a) { tdl_scan(*(const Args *)a); }\n"
+                   "static void emu_l(const void *a) { tdl_fill(*(const Args *)a); }\n"
+                   "static void emu_o(const void *a) { tdl_order(*(const Args *)a); }\n");
     fprintf(f, "extern \"C\" void emu_launch(int which, const void *a, unsigned gx, unsigned gy, unsigned bx)\n"
                "{\n"
                "    static_assert(sizeof(Args) == %zu, \"the argument struct's layout\");\n"
-               "    emu_grid(which == 0 ? emu_s : which == 1 ? %s : which == 2 ? %s : %s, a, gx, gy, bx);\n"
+               "    static void (*const fn[])(const void *) = {emu_s, %s, %s, %s, %s, %s, %s, %s};\n"
+               "    emu_reverse = which == 6;\n"
+               "    emu_grid(fn[which], a, gx, gy, bx);\n"
                "}\n",
             c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s",
-            c->pre_bytes > 0 ? "emu_p" : "emu_s");
+            c->pre_bytes > 0 ? "emu_p" : "emu_s", sorted ? "emu_k" : "emu_s", sorted ? "emu_c" : "emu_s",
+            sorted ? "emu_l" : "emu_s", sorted ? "emu_o" : "emu_s");
     fclose(f);
     snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", e->dir, src,
              so, src);
@@ -411,6 +425,12 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     void *pre = c->pre_bytes > 0 ? malloc(c->pre_bytes) : NULL;
     if (pre)
         memset(pre, 0xa5, c->pre_bytes);
+    /* SORTED's scratch: its counts zeroed, as the backend does, the rest a pattern */
+    void *scr = c->mode == CUDA_SORTED ? malloc(c->scratch_bytes) : NULL;
+    if (scr) {
+        memset(scr, 0x5a, c->scratch_bytes);
+        memset(scr, 0, (size_t)(2 * c->nkeys + 1) * sizeof(uint32_t));
+    }
     unsigned char *args = calloc(1, c->args_size + 8);
     size_t es = fc_dtype_size(k->out_dtype);
     for (int i = 0; i < c->nargs; i++) {
@@ -422,6 +442,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
         case CARG_ERR: p = (uintptr_t)&slot; break;
         case CARG_PART: p = (uintptr_t)part; break;
         case CARG_PRE: p = (uintptr_t)pre; break;
+        case CARG_SCRATCH: p = (uintptr_t)scr; break;
         case CARG_VAL: fc_cuda_arg_value(a, k, args + a->offset); continue;
         }
         memcpy(args + a->offset, &p, 8);
@@ -458,7 +479,20 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
         launch(which, args, g < few ? (unsigned)g : few, 1, bx);
         break;
     }
+    case CUDA_SORTED: {
+        /* tdl_keys, tdl_scan, tdl_fill, tdl_order, then the store; the fill's blocks and threads
+         * run last to first (emu_reverse), so that its runs come out of order as a GPU's may,
+         * and the CPU's bits then need tdl_order */
+        int64_t gr = (c->nrec + 255) / 256, gk = (c->nkeys + 255) / 256, g = (npts + bx - 1) / bx;
+        launch(4, args, gr < few ? (unsigned)gr : few, 1, 256);
+        launch(5, args, 1, 1, 256);
+        launch(6, args, gr < few ? (unsigned)gr : few, 1, 256);
+        launch(7, args, gk < few ? (unsigned)gk : few, 1, 256);
+        launch(which, args, g < few ? (unsigned)g : few, 1, bx);
+        break;
     }
+    }
+    free(scr);
     free(part);
     free(pre);
     free(args);
@@ -544,6 +578,8 @@ static void emu_check(Emu *e, const FcKernel *k, const CudaCode *cc, EmuLaunch l
         memcpy(got, cur, n);
         FcStatus s2 = emu_run(e, k, &c, launch, which, got, lo, &e2);
         e->checked++;
+        e->sorted += c.mode == CUDA_SORTED;
+        e->owner += c.mode == CUDA_OWNER;
         const char *what = which ? "tdl_v" : "tdl_s";
         if (s1 != s2 || (s1 && strcmp(e1.msg, e2.msg) != 0))
             emu_failf(e, "%s: the CPU gives %d (%s), the CUDA source %d (%s)", what, s1, s1 ? e1.msg : "", s2,
@@ -593,8 +629,9 @@ static void emu_report(const Emu *e, const char *what)
 {
     fprintf(stderr,
             "cuda: %s, run on the host: %d launches checked against the CPU, %d identical, %d within the rounding "
-            "of double sums (relative %.1e at most), %d kernels compiled, %d refused\n",
-            what, e->checked, e->exact, e->rounded, e->max_rel, e->nk, e->skipped);
+            "of double sums (relative %.1e at most), %d of them stores sorted by destination and %d split over owner "
+            "loops, %d kernels compiled, %d refused\n",
+            what, e->checked, e->exact, e->rounded, e->max_rel, e->sorted, e->owner, e->nk, e->skipped);
 }
 
 /* ---- every kernel of the script tests ---- */
@@ -817,13 +854,23 @@ static const Shape shapes[] = {
      -1,
      {"one thread in loop order", "*dst += ", "if (a.err->code != 0)", NULL},
      {NULL}},
-    {"a gradient's scatter-add: a thread per point of its owner loop (the row), no atomics",
+    {"a gradient's scatter-add whose scatter index moves with its owner loop (the row): rows and "
+     "columns are the records, sorted by destination, no float atomics",
      "x = zeros(64, 300, requires_grad=True)\n"
      "idx = (arange(64).reshape(64, 1) * 7 + (arange(200) * arange(200) * 13).reshape(1, 200)) % 300\n"
      "(x.gather(1, idx) * 2.0).sum().backward()\n",
      -1,
-     {"a thread per point of its owner loops", "*dst += ", "__launch_bounds__(256)", NULL},
-     {"atomic", "__launch_bounds__(1)", NULL}},
+     {"its records sorted by destination", "(19200 destinations x the owner points), 12800 records", "*dst += ",
+      "__launch_bounds__(256)", NULL},
+     {"atomicAdd(dst", "__launch_bounds__(1)", NULL}},
+    {"a gradient's scatter-add whose destinations do not move with its owner loop: the records (rows) "
+     "sorted by destination, a thread per destination and column, no float atomics",
+     "y = zeros(50, 40, requires_grad=True)\n"
+     "(y[(arange(300) * arange(300) * 7) % 50] * (arange(300 * 40.0) * 0.61).sin().reshape(300, 40)).sum().backward()\n",
+     -1,
+     {"its records sorted by destination", "tdl_keys", "atomicAdd(&cnt[key], 1u)", "tdl_order",
+      "for (uint32 j = lo; j < hi; j++)", "*dst += "},
+     {"atomicAdd(dst", "__launch_bounds__(1)", NULL}},
     {"a root reduction over an empty loop: the body inside the loop, never run",
      "x = arange(0).reshape(0, 9).float()\nprint(x.sum(0))\n",
      -1,
@@ -1089,25 +1136,34 @@ START_TEST(entry_points_alone)
                                      "x = arange(4096.0).reshape(64, 64)\nprint(((x * 0.5 + 1).sin() * x)[0, :2])\n"
                                      "y = arange(100000.0).reshape(10, 10000)\nprint(y.sum(1)[:2])\n"
                                      "z = zeros(10)\nz.index_put_((tensor([1, 3, 1]),), tensor([1.0, 2.0, 3.0]), "
-                                     "accumulate=True)\nprint(z[:2])\n",
+                                     "accumulate=True)\nprint(z[:2])\n"
+                                     "w = zeros(50, 40, requires_grad=True)\n(w[(arange(300) * 7) % 50] * 2.0).sum()"
+                                     ".backward()\n",
                                      "<t>"),
                      TDL_OK);
     tdl_close(T);
-    static const char *const names[] = {"tdl_s(", "tdl_v(", "tdl_finish(", "tdl_pre("};
-    bool seen_v = false, seen_finish = false;
+    static const char *const names[CUDA_NENTRY] = {"tdl_s(",    "tdl_v(",    "tdl_finish(", "tdl_pre(",
+                                                   "tdl_keys(", "tdl_scan(", "tdl_fill(",   "tdl_order("};
+    const unsigned sort = 1u << CUDA_ENTRY_KEYS | 1u << CUDA_ENTRY_SCAN | 1u << CUDA_ENTRY_FILL | 1u << CUDA_ENTRY_ORDER;
+    bool seen_v = false, seen_finish = false, seen_sorted = false;
     ck_assert_int_ge(cs.n, 3);
     for (int i = 0; i < cs.n; i++) {
         const CudaCode *c = &cs.c[i];
         ck_assert_msg(c->head > 0 && c->head <= c->len, "kernel %d: head %zu of %zu", i, c->head, c->len);
         ck_assert_int_eq(c->ent_off[CUDA_ENTRY_FINISH], c->head);
         ck_assert_int_eq(c->ent_off[CUDA_ENTRY_PRE], c->head + c->ent_len[CUDA_ENTRY_FINISH]);
-        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_S], c->ent_off[CUDA_ENTRY_PRE] + c->ent_len[CUDA_ENTRY_PRE]);
+        for (int e = CUDA_ENTRY_KEYS; e <= CUDA_ENTRY_ORDER; e++) {
+            ck_assert_int_eq(c->ent_off[e], c->ent_off[e - 1] + c->ent_len[e - 1]);
+            ck_assert_int_eq(c->ent_len[e] > 0, c->mode == CUDA_SORTED);
+        }
+        ck_assert_int_eq(c->ent_off[CUDA_ENTRY_S], c->ent_off[CUDA_ENTRY_ORDER] + c->ent_len[CUDA_ENTRY_ORDER]);
         ck_assert_int_eq(c->ent_off[CUDA_ENTRY_V], c->ent_off[CUDA_ENTRY_S] + c->ent_len[CUDA_ENTRY_S]);
         ck_assert_int_eq(c->ent_off[CUDA_ENTRY_V] + c->ent_len[CUDA_ENTRY_V], c->len);
         ck_assert_int_eq(c->ent_len[CUDA_ENTRY_V] > 0, c->vec);
         ck_assert_int_eq(c->ent_len[CUDA_ENTRY_FINISH] > 0, c->mode == CUDA_BLOCK_REDUCE);
         seen_v |= c->vec;
         seen_finish |= c->mode == CUDA_BLOCK_REDUCE;
+        seen_sorted |= c->mode == CUDA_SORTED;
         ck_assert_ptr_null(fc_cuda_entries_source(c, 0));
         char *all = fc_cuda_entries_source(c, 7);
         ck_assert_int_eq(all != NULL, c->vec && c->mode == CUDA_BLOCK_REDUCE);
@@ -1129,9 +1185,10 @@ START_TEST(entry_points_alone)
             for (int o = 0; o < CUDA_NENTRY; o++)
                 ck_assert_msg((strstr(src, names[o]) != NULL) == (set >> o & 1), "kernel %d, entries %u: has %s?\n%s",
                               i, set, names[o], src);
-            /* One entry alone, and the pair a split launch loads, compile by themselves. */
+            /* One entry alone, the pair a split launch loads and a sorted store's five compile by
+             * themselves. */
             bool compiled = set == 1u << CUDA_ENTRY_S || set == 1u << CUDA_ENTRY_V ||
-                            set == (1u << CUDA_ENTRY_S | 1u << CUDA_ENTRY_FINISH);
+                            set == (1u << CUDA_ENTRY_S | 1u << CUDA_ENTRY_FINISH) || set == (1u << CUDA_ENTRY_S | sort);
             if (nvrtc && compiled) {
                 compile_ok(src, 90, "entry points alone");
                 compile_ok(src, 80, "entry points alone");
@@ -1140,7 +1197,7 @@ START_TEST(entry_points_alone)
         }
         fc_cuda_code_free(&cs.c[i]);
     }
-    ck_assert(seen_v && seen_finish);
+    ck_assert(seen_v && seen_finish && seen_sorted);
 }
 END_TEST
 
@@ -1394,6 +1451,21 @@ static const char *const emu_programs[] = {
     "b = tensor([[0, 1.0, 1.5, 8.0, 7.0], [1, 0.5, 0.5, 5.0, 9.0], [0, -2.0, 3.0, 14.0, 2.0]])\n"
     "(vision.roi_align(x, b, (3, 3), 1.0, 0, True) * (arange(3 * 40 * 9.0) * 0.37).cos().reshape(3, 40, 3, 3)).sum().backward()\n"
     "print(x.grad[0, :2, :3, :4])\n",
+    /* roi_align's backward sorted by destination (CUDA_SORTED): overlapping boxes on two images,
+     * so long runs per pixel, fixed and adaptive sampling (whose records past a box's grid the
+     * gate leaves out), float32 and float64; the CPU's bits. */
+    "import vision\nx = (arange(2 * 6 * 9 * 11.0) * 0.7).sin().reshape(2, 6, 9, 11).requires_grad_()\n"
+    "b = tensor([[0, 1.0, 1.0, 9.0, 7.0], [0, 1.5, 0.5, 9.5, 8.0], [1, 0.0, 0.0, 10.0, 8.0], [0, 2.0, 2.0, 3.0, 3.0],\n"
+    "            [1, 4.0, 1.0, 10.5, 8.5], [0, -1.0, -1.0, 20.0, 4.0], [1, 6.0, 6.0, 6.0, 6.0], [0, 5.0, 5.0, 2.0, 1.0]])\n"
+    "g = (arange(8 * 6 * 4 * 4.0) * 0.29).cos().reshape(8, 6, 4, 4)\n"
+    "(vision.roi_align(x, b, (4, 4), 1.0, 2, False) * g).sum().backward()\nprint(x.grad[1, 0, :3, :4])\n"
+    "x.grad = None\n(vision.roi_align(x, b * tensor([1.0, 2, 2, 2, 2]), (4, 4), 0.5, 0, True) * g).sum().backward()\nprint(x.grad[0, 1, :3, :4])\n"
+    "d = x.detach().double().requires_grad_()\n(vision.roi_align(d, b.double(), (4, 4), 1.0, 0, False) * g.double()).sum().backward()\n"
+    "print(d.grad[0, 0, :2, :4])\n",
+    /* A scatter index computed by a reduction in the store's own kernel: no sort (tdl_keys computes
+     * point by point), split over the owner loop (the columns) instead (CUDA_OWNER). */
+    "y = zeros(50, 40, requires_grad=True)\ni = ((arange(300 * 5).reshape(300, 5) * 7) % 50).amax(1)\n"
+    "(y[i] * (arange(300 * 40.0) * 0.61).sin().reshape(300, 40)).sum().backward()\nprint(y.grad[:2, :5])\n",
     /* An empty loop inside huge ones: no trip of the huge ones (it hung on an H200 for 2^80). */
     "x = zeros(2**40, 2**40, 0)\nprint(x.sum(), x.double().mean(), zeros(2, 2**40, 3, 0).sum((1, 3)) + 2)\n"
     "print(zeros(2**36, 3, 0).sum((0, 2)), zeros(4, 2**40, 0).amax((1, 2)) if False else 0)\n",
@@ -1420,10 +1492,12 @@ START_TEST(kernels_run_on_the_host)
     emu_report(&e, "representative programs");
     if (e.nfail)
         fprintf(stderr, "cuda: %d failures; the first:\n%s\n", e.nfail, e.fail);
-    int nfail = e.nfail, checked = e.checked;
+    int nfail = e.nfail, checked = e.checked, sorted = e.sorted, owner = e.owner;
     emu_free(&e);
     ck_assert_msg(nfail == 0, "%d kernels compute other values than the CPU (the first on stderr)", nfail);
     ck_assert_int_gt(checked, 40);
+    ck_assert_msg(sorted >= 8 && owner >= 1, "%d launches of stores sorted by destination, %d split over owner loops",
+                  sorted, owner);
 }
 END_TEST
 

@@ -468,7 +468,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     const CudaCode c = *cc;
     Module *m = &be->mods[mi];
     FcStatus st = FC_OK;
-    CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0, pre = 0;
+    CUdeviceptr *tmp = mem_calloc((size_t)k->nbufs + 1, sizeof *tmp), part = 0, pre = 0, scr = 0;
     CUdeviceptr *bases = mem_calloc((size_t)k->nbufs + 1, sizeof *bases);
     unsigned char *args = mem_calloc(1, c.args_size + 8);
     if (!st && (!tmp || !bases || !args)) {
@@ -490,12 +490,21 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         fc_cuda_split(&c, npts, &nsplit, &per);
         st = load_entries(be, m, &c,
                           1u << ent | (nsplit > 1 ? 1u << CUDA_ENTRY_FINISH : 0) |
-                              (c.pre_bytes > 0 ? 1u << CUDA_ENTRY_PRE : 0),
+                              (c.pre_bytes > 0 ? 1u << CUDA_ENTRY_PRE : 0) |
+                              (c.mode == CUDA_SORTED ? 1u << CUDA_ENTRY_KEYS | 1u << CUDA_ENTRY_SCAN |
+                                                           1u << CUDA_ENTRY_FILL | 1u << CUDA_ENTRY_ORDER
+                                                     : 0),
                           err);
         if (!st && nsplit > 1)
             st = dev_alloc(be, (size_t)npts * (size_t)nsplit * c.part_elem, &part, err);
         if (!st && c.pre_bytes > 0)
             st = dev_alloc(be, c.pre_bytes, &pre, err);
+        if (!st && c.mode == CUDA_SORTED) {
+            st = dev_alloc(be, c.scratch_bytes, &scr, err);
+            CUresult r = st ? CUDA_OK : be->d->MemsetD8(scr, 0, (size_t)(2 * c.nkeys + 1) * sizeof(uint32_t));
+            if (r != CUDA_OK)
+                st = cu_fail(be, r, "cuMemsetD8", err);
+        }
     }
     CUfunction f = m->fn[ent], fin = m->fn[CUDA_ENTRY_FINISH];
     for (int i = 0; i < c.nargs && !st; i++) {
@@ -508,6 +517,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         case CARG_ERR: ptr = be->err_slot; break;
         case CARG_PART: ptr = part; break;
         case CARG_PRE: ptr = pre; break;
+        case CARG_SCRATCH: ptr = scr; break;
         case CARG_VAL: fc_cuda_arg_value(a, k, p); continue;
         }
         memcpy(p, &ptr, 8);
@@ -548,6 +558,22 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             if (!st && npts > 1)
                 fc_owner_split_note();
             break;
+        case CUDA_SORTED: {
+            /* the records' keys, the runs' starts, the runs, each in loop order; then the store */
+            unsigned gr = grid_for(c.nrec, 256, cap), gk = grid_for(c.nkeys, 256, cap);
+            st = launch(be, m->fn[CUDA_ENTRY_KEYS], gr, 1, 256, args, err);
+            if (!st)
+                st = launch(be, m->fn[CUDA_ENTRY_SCAN], 1, 1, 256, args, err);
+            if (!st)
+                st = launch(be, m->fn[CUDA_ENTRY_FILL], gr, 1, 256, args, err);
+            if (!st)
+                st = launch(be, m->fn[CUDA_ENTRY_ORDER], gk, 1, 256, args, err);
+            if (!st)
+                st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
+            if (!st)
+                fc_owner_split_note();
+            break;
+        }
         }
     }
     if (launched) {
@@ -566,6 +592,8 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
         dev_free(be, part);
     if (pre)
         dev_free(be, pre);
+    if (scr)
+        dev_free(be, scr);
     mem_free(tmp);
     mem_free(bases);
     mem_free(args);

@@ -33,8 +33,11 @@
  * reduction a block per output (split over blocks whose partials a second kernel combines in
  * order) or a thread per output when outputs are many and the reduced loop is not innermost;
  * scattered and accumulating stores on one thread in the loop nest's order, as the CPU runs them
- * (duplicates land in order), or, when they cannot fail and have owner loops (a gradient's
- * scatter-add), a thread per point of those, the other loops in order inside (CUDA_OWNER). Loops are grid- and block-stride loops; index arithmetic is 32-bit
+ * (duplicates land in order), or, when they cannot fail (a gradient's scatter-add), with their
+ * records (points of the loops but the owner ones) sorted by destination and a thread per
+ * (destination, owner point) adding its records in loop order (CUDA_SORTED), or else, with
+ * owner loops, a thread per point of those, the other loops in order inside (CUDA_OWNER): the
+ * CPU's bits, no float atomics. Loops are grid- and block-stride loops; index arithmetic is 32-bit
  * when the kernel's addresses (FcKernel.index32) and every count fit. Each value is computed at
  * the outermost level of the nest where its loops (the plan's deps) are bound; a value of an
  * inner reduction's body that would still be computed again along a loop it does not vary along
@@ -696,6 +699,9 @@ typedef enum LvKind {
     LV_SEQ_SPLIT,       /* one loop, in order, over a split's share of it */
     LV_LANES8,          /* one loop, in order, by eight (lane l = index % 8, unrolled) */
     LV_THREADS_SEQ,     /* one loop, strided over the block's threads */
+    LV_SORTED,          /* grid-stride over (destination key, point of `mask`'s loops, the owner
+                           loops), the owner point fastest; keys with no record skipped */
+    LV_RUN,             /* the key's records in loop order, each decoded into `mask`'s loops */
 } LvKind;
 
 typedef struct Level {
@@ -709,6 +715,12 @@ typedef struct Nest {
     int nlv;
     Level lv[FC_MAX_DIMS + 2];
 } Nest;
+
+/* A term of a SORTED store's key: loop's index or scatter index scat's, of extent e. */
+typedef struct KeyTerm {
+    int loop, scat;
+    int64_t e;
+} KeyTerm;
 
 /* A short piece of source returned by value ("v12[u]", "a.e3"): valid for the full expression. */
 typedef struct Name { char s[24]; } Name;
@@ -746,7 +758,16 @@ typedef struct Gen {
     bool vec;
     int V;
     uint64_t roots, K, RR;      /* root loops (extent > 1), kept ones, reduced ones */
-    uint64_t O;                 /* OWNER: the owner loops the grid takes */
+    uint64_t O;                 /* OWNER, SORTED: the owner loops the grid takes */
+    /* SORTED: the record loops (the kept loops but the owner ones), the destination's terms that
+     * do not move with the owner loops (a loop's index or a scatter index, mixed radix in this
+     * order: the key), and a gate: a record whose value is where(cond, v, 0) [* w] with cond
+     * false (and w finite) adds a zero, and is left out (the CPU's plan_gate skips the same). */
+    uint64_t R;
+    int nterm;
+    KeyTerm term[2 * FC_MAX_DIMS];
+    int64_t nkeys, nrec, nown;
+    int gate_c, gate_w;
     uint64_t T, D;              /* BLOCK_REDUCE: the reduced loops the threads split, and those
                                    walked in order by the whole block (what a reduction inside
                                    varies along, so it is computed once per point of them) */
@@ -1059,6 +1080,144 @@ static int pow2_block(int64_t work)
     return b;
 }
 
+/* Marks in need the values that value v is computed from, itself included: operands, gathered
+ * indices and bounds. */
+static void rec_need(const Gen *g, int v, bool *need)
+{
+    if (v < 0 || need[v])
+        return;
+    need[v] = true;
+    const FcInstr *in = &g->k->code[v];
+    for (int o = 0; o < 3; o++)
+        rec_need(g, g->opv[3 * v + o], need);
+    for (int j = 0; in->op == FC_OP_LOAD && j < in->ngather; j++)
+        rec_need(g, g->gopv[g->goff[v] + j], need);
+    for (int j = 0; fc_op_is_reduce(in->op) && j < in->nbound; j++)
+        rec_need(g, g->bopv[g->boff[v] + j], need);
+}
+
+/* Whether the values v (>= 0) is computed from are a record's alone: no reduction among them
+ * (tdl_keys computes them point by point), none varying along the owner loops. */
+static bool record_value(const Gen *g, int v, bool *need)
+{
+    memset(need, 0, (size_t)g->n);
+    rec_need(g, v, need);
+    for (int i = 0; i < g->n; i++)
+        if (need[i] && (fc_op_is_reduce(g->k->code[i].op) || (g->deps[i] & g->O)))
+            return false;
+    return true;
+}
+
+/* SORTED's gate (Gen.gate_c, gate_w): the stored value where(cond, v, 0), or its product with w
+ * (float32 or float64), cond and w a record's values. */
+static void plan_gate_sorted(Gen *g, bool *need)
+{
+    const FcKernel *k = g->k;
+    int r = g->res, wh = -1, w = -1;
+    g->gate_c = g->gate_w = -1;
+    if (k->code[r].op == FC_OP_WHERE) {
+        wh = r;
+    } else if (k->code[r].op == FC_OP_MUL && is_float(k->code[r].dtype)) {
+        for (int o = 0; o < 2 && wh < 0; o++) {
+            int x = g->opv[3 * r + o], y = g->opv[3 * r + 1 - o];
+            if (x >= 0 && y >= 0 && k->code[x].op == FC_OP_WHERE)
+                wh = x, w = y;
+        }
+    }
+    if (wh < 0 || !is_float(k->code[wh].dtype))
+        return;
+    int c = g->opv[3 * wh], z = g->opv[3 * wh + 2];
+    if (c < 0 || z < 0 || k->code[c].dtype != FC_BOOL || k->code[z].op != FC_OP_CONST || k->code[z].konst.f != 0.0 ||
+        (w >= 0 && !is_float(k->code[w].dtype)))
+        return;
+    if (!record_value(g, c, need) || (w >= 0 && !record_value(g, w, need)))
+        return;
+    g->gate_c = c;
+    g->gate_w = w;
+}
+
+static bool plan_sorted_keys(Gen *g)
+{
+    const FcKernel *k = g->k;
+    enum { MAX_KEYS = 1 << 25 };
+    if (!k->checked || k->nscatter > FC_MAX_DIMS)
+        return false;
+    bool *need = mem_calloc((size_t)g->n + 1, 1);
+    if (!need)
+        return false;
+    uint64_t moved = 0;
+    for (int s = 0; s < k->nscatter; s++)
+        rec_need(g, g->sres[s], need);
+    bool ok = true;
+    for (int i = 0; i < g->n; i++)
+        if (need[i]) {
+            ok = ok && !fc_op_is_reduce(k->code[i].op);
+            moved |= g->deps[i];
+        }
+    mem_free(need);
+    if (!ok)
+        return false;
+    g->O &= ~moved;
+    g->R = g->K & ~g->O;
+    g->nrec = points(k, g->R);
+    g->nown = points(k, g->O);
+    if (g->nrec < 2 || g->nrec > INT32_MAX / 2 || g->nown < 1)
+        return false;
+    int64_t a[2 * FC_MAX_DIMS];
+    int n = 0;
+    for (int l = 0; l < g->L; l++)
+        if ((g->R >> l & 1) && k->extent[l] > 1 && k->out_strides[l] != 0) {
+            a[n] = k->out_strides[l] < 0 ? -k->out_strides[l] : k->out_strides[l];
+            g->term[n++] = (KeyTerm){l, -1, k->extent[l]};
+        }
+    for (int s = 0; s < k->nscatter; s++) {
+        if (k->scatter[s].extent <= 0)
+            return false;
+        if (k->scatter[s].extent > 1 && k->scatter[s].stride != 0) {
+            a[n] = k->scatter[s].stride < 0 ? -k->scatter[s].stride : k->scatter[s].stride;
+            g->term[n++] = (KeyTerm){-1, s, k->scatter[s].extent};
+        }
+    }
+    /* one-to-one: in order of stride, each beyond what the smaller ones span */
+    bool used[2 * FC_MAX_DIMS] = {false};
+    int64_t span = 0, keys = 1;
+    for (int m = 0; m < n; m++) {
+        int b = -1;
+        for (int j = 0; j < n; j++)
+            if (!used[j] && (b < 0 || a[j] < a[b]))
+                b = j;
+        used[b] = true;
+        int64_t e = g->term[b].e;
+        if (a[b] <= span || e - 1 > (INT64_MAX - span) / a[b] || keys > MAX_KEYS / e)
+            return false;
+        span += a[b] * (e - 1);
+        keys *= e;
+    }
+    g->nterm = n;
+    g->nkeys = keys;
+    need = mem_malloc((size_t)g->n + 1);
+    if (!need)
+        return false;
+    plan_gate_sorted(g, need);
+    mem_free(need);
+    return true;
+}
+
+/* Whether a scattered or accumulating store that cannot fail runs SORTED: the owner loops its
+ * scatter indices do not vary along (roi_align's channels) stay the grid's (Gen.O), the others
+ * join the records (gather(1, idx)'s rows, whose idx moves with them), and the destination's part
+ * that does not move with the grid's owner loops is a one-to-one map of its terms (each stride
+ * beyond the span of the smaller ones), whose indices are then the key. The scatter indices
+ * must be computed point by point (no reduction). Sets O, R, the terms, nkeys, nrec, nown and
+ * the gate; O unchanged when it returns false. */
+static bool plan_sorted(Gen *g)
+{
+    uint64_t O = g->O;
+    bool ok = plan_sorted_keys(g);
+    if (!ok)
+        g->O = O;
+    return ok;
+}
 static void plan(Gen *g)
 {
     const FcKernel *k = g->k;
@@ -1085,7 +1244,7 @@ static void plan(Gen *g)
         /* Each element's contributions in the nest's order: on one thread, or on a thread per
          * point of the owner loops, which never share an element (no atomics either way). */
         g->O = k->checked ? fc_store_owner_loops(k) & g->K : 0;
-        g->mode = g->O ? CUDA_OWNER : CUDA_SERIAL;
+        g->mode = plan_sorted(g) ? CUDA_SORTED : g->O ? CUDA_OWNER : CUDA_SERIAL;
     } else if (reduce) {
         /* Many outputs with a kept innermost loop: threads read consecutive addresses, each
          * looping over the reduced loops. Else a block per output. */
@@ -1212,6 +1371,13 @@ static void plan(Gen *g)
         c->npts = c->npts_v = nout;
         c->block = 256;
         break;
+    case CUDA_SORTED:
+        c->npts = c->npts_v = g->nkeys * g->nown;
+        c->nkeys = g->nkeys;
+        c->nrec = g->nrec;
+        c->scratch_bytes = (size_t)(2 * g->nkeys + 1 + 2 * g->nrec) * sizeof(uint32_t);
+        c->block = 256;
+        break;
     case CUDA_SERIAL:
     case CUDA_OWNER:
         c->npts = c->npts_v = g->mode == CUDA_OWNER ? points(k, g->O) : points(k, g->roots);
@@ -1221,7 +1387,7 @@ static void plan(Gen *g)
         c->block = g->mode == CUDA_OWNER ? pow2_block(c->npts) : 1;
         break;
     }
-    if (nout == 0 && g->mode != CUDA_SERIAL && g->mode != CUDA_OWNER)
+    if (nout == 0 && g->mode != CUDA_SERIAL && g->mode != CUDA_OWNER && g->mode != CUDA_SORTED)
         c->npts = c->npts_v = 0;
 }
 
@@ -1517,6 +1683,25 @@ static void open_level(Gen *g, const Nest *ns, int d)
         line(g, "for (ix_t i%d = threadIdx.x; i%d < %s; i%d += blockDim.x) {", lv->loop, lv->loop, cnt, lv->loop);
         g->ind++;
         return;
+    case LV_SORTED:
+        line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.npts; t += (int64)gridDim.x * blockDim.x) {");
+        g->ind++;
+        line(g, "const uint32 lo = ((const uint32 *)a.scr)[t / a.nown], hi = ((const uint32 *)a.scr)[t / a.nown + 1];");
+        line(g, "if (lo == hi)");
+        line(g, "    continue;");
+        zero_loops(g, lv->mask & ~big(g, lv->mask));
+        if (big(g, lv->mask)) {
+            line(g, "ix_t q = (ix_t)(t %% a.nown);");
+            decode(g, "q", big(g, lv->mask), false);
+        }
+        return;
+    case LV_RUN:
+        line(g, "for (uint32 j = lo; j < hi; j++) {");
+        g->ind++;
+        line(g, "ix_t r = (ix_t)((const uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec)[j];");
+        zero_loops(g, lv->mask & ~big(g, lv->mask));
+        decode(g, "r", big(g, lv->mask), true);
+        return;
     }
 }
 
@@ -1755,7 +1940,7 @@ static void emit_store(Gen *g)
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
-    if (g->mode == CUDA_SERIAL || g->mode == CUDA_OWNER) {
+    if (g->mode == CUDA_SERIAL || g->mode == CUDA_OWNER || g->mode == CUDA_SORTED) {
         /* 64-bit addresses (the scattered dims may reach past 2^31); indices checked first, and
          * an index out of range stops the store, as on the CPU. */
         out_offset(g, "int64", "o", false);
@@ -1886,6 +2071,7 @@ static void nest_inner(Gen *g, const Nest *ns)
     case CUDA_ROW:
     case CUDA_SERIAL:
     case CUDA_OWNER:
+    case CUDA_SORTED:
         emit_store(g);
         break;
     case CUDA_THREAD_REDUCE:
@@ -1940,6 +2126,9 @@ static const char *mode_name(CudaMode m)
     case CUDA_BLOCK_REDUCE: return "a root reduction, a block per output (or per share of one)";
     case CUDA_THREAD_REDUCE: return "a root reduction, a thread per output";
     case CUDA_OWNER: return "a scattered or accumulating store, a thread per point of its owner loops, the rest in loop order";
+    case CUDA_SORTED:
+        return "a scattered or accumulating store, its records sorted by destination, a thread per destination and "
+               "point of its owner loops adding its records in loop order";
     default: return "a scattered or accumulating store, one thread in loop order";
     }
 }
@@ -1960,6 +2149,10 @@ static void top_nest(const Gen *g, Nest *ns)
         for (int l = 0; l < g->L; l++)
             if ((g->K & ~g->O) >> l & 1)
                 ns->lv[ns->nlv++] = (Level){LV_SEQ, (uint64_t)1 << l, l};
+        break;
+    case CUDA_SORTED:
+        ns->lv[ns->nlv++] = (Level){LV_SORTED, g->O, -1};
+        ns->lv[ns->nlv++] = (Level){LV_RUN, g->R, -1};
         break;
     case CUDA_ROW:
         ns->lv[ns->nlv++] = (Level){LV_BLOCKS, g->K & ~((uint64_t)1 << g->vl), -1};
@@ -2208,6 +2401,153 @@ static void emit_pre(Gen *g)
     mem_free(doms);
 }
 
+/* SORTED's first kernels, each ending at ends[e] of g->b (e: 0 tdl_keys, 1 tdl_scan, 2 tdl_fill,
+ * 3 tdl_order). tdl_keys computes each record's key (the destination's terms, mixed radix), or
+ * nkeys for a record the gate leaves out, and counts the records of each key; tdl_scan turns
+ * the counts into the first record of each key's run (one block: a share of the keys per
+ * thread, the shares' sums added in order by one thread); tdl_fill places each record in its
+ * key's run (the place within the run taken by an integer atomic, so in any order); tdl_order
+ * sorts each run by record number, which is loop order: the order is fixed however the atomics
+ * fell. The scratch's uint32 arrays: run starts [nkeys + 1], cursors [nkeys], keys [nrec], runs
+ * [nrec]. */
+static void emit_sort(Gen *g, size_t ends[4])
+{
+    const FcKernel *k = g->k;
+    int n = g->n;
+    bool *wide = g->wide, *flat = mem_calloc((size_t)n + 1, 1), *need = mem_calloc((size_t)n + 1, 1);
+    bool *one = mem_calloc((size_t)n + 1, 1);
+    if (!flat || !need || !one) {
+        mem_free(flat);
+        mem_free(need);
+        mem_free(one);
+        gfail(g, FC_ERR_NOMEM, "out of memory");
+        return;
+    }
+    g->wide = flat;
+    g->in_pre = true;   /* every value computed, none read from a table */
+    for (int s = 0; s < k->nscatter; s++) {
+        record_value(g, g->sres[s], one);
+        for (int i = 0; i < n; i++)
+            need[i] |= one[i];
+    }
+    for (int v = 0; v < 2; v++) {
+        int x = v ? g->gate_w : g->gate_c;
+        if (x < 0)
+            continue;
+        record_value(g, x, one);
+        for (int i = 0; i < n; i++)
+            need[i] |= one[i];
+    }
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_keys(const Args a)");
+    line(g, "{");
+    g->ind++;
+    line(g, "uint32 *cnt = (uint32 *)a.scr, *rk = cnt + 2 * a.nkeys + 1;");
+    for (int i = 0; i < n; i++)
+        if (need[i] && g->deps[i] == 0)
+            emit_instr(g, i);
+    line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nrec; t += (int64)gridDim.x * blockDim.x) {");
+    g->ind++;
+    line(g, "ix_t q = (ix_t)t;");
+    zero_loops(g, g->R & ~big(g, g->R));
+    decode(g, "q", big(g, g->R), true);
+    for (int i = 0; i < n; i++)
+        if (need[i] && g->deps[i] != 0)
+            emit_instr(g, i);
+    for (int s = 0; s < k->nscatter; s++) {
+        const FcGather *sc = &k->scatter[s];
+        line(g, "const int64 s%d = gix(v%d, %s, %s, %d, a.err);", s, g->sres[s], arg_i64(g, sc->extent, "sc%de", s),
+             sc->wrap ? "true" : "false", sc->dim);
+    }
+    line(g, "int64 key = 0;");
+    for (int j = 0; j < g->nterm; j++) {
+        const KeyTerm *t = &g->term[j];
+        if (t->loop >= 0)
+            line(g, "key = key * %s + (int64)i%d;", ext_of(g, t->loop), t->loop);
+        else
+            line(g, "key = key * %s + s%d;", arg_i64(g, k->scatter[t->scat].extent, "sc%de", t->scat), t->scat);
+    }
+    if (g->gate_c >= 0 && g->gate_w >= 0) {
+        line(g, "if (!v%d && fabs((f64)v%d) <= 1.7976931348623157e308)     // adds a zero: left out", g->gate_c,
+             g->gate_w);
+        line(g, "    key = a.nkeys;");
+    } else if (g->gate_c >= 0) {
+        line(g, "if (!v%d)     // adds a zero: left out", g->gate_c);
+        line(g, "    key = a.nkeys;");
+    }
+    line(g, "rk[t] = (uint32)key;");
+    line(g, "if (key < a.nkeys)");
+    line(g, "    atomicAdd(&cnt[key], 1u);");
+    g->ind--;
+    line(g, "}");
+    g->ind--;
+    line(g, "}");
+    ends[0] = g->b.n;
+    line(g, "%s", "");
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_scan(const Args a)");
+    line(g, "{");
+    line(g, "    __shared__ uint32 part[256];");
+    line(g, "    uint32 *cnt = (uint32 *)a.scr;");
+    line(g, "    const int64 per = (a.nkeys + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;");
+    line(g, "    const int64 hi = lo + per < a.nkeys ? lo + per : a.nkeys;");
+    line(g, "    uint32 s = 0;");
+    line(g, "    for (int64 i = lo; i < hi; i++)");
+    line(g, "        s += cnt[i];");
+    line(g, "    part[threadIdx.x] = s;");
+    line(g, "    __syncthreads();");
+    line(g, "    if (threadIdx.x == 0) {");
+    line(g, "        uint32 acc = 0;");
+    line(g, "        for (unsigned i = 0; i < blockDim.x; i++) {");
+    line(g, "            const uint32 x = part[i];");
+    line(g, "            part[i] = acc;");
+    line(g, "            acc += x;");
+    line(g, "        }");
+    line(g, "        cnt[a.nkeys] = acc;");
+    line(g, "    }");
+    line(g, "    __syncthreads();");
+    line(g, "    uint32 acc = part[threadIdx.x];");
+    line(g, "    for (int64 i = lo; i < hi; i++) {");
+    line(g, "        const uint32 x = cnt[i];");
+    line(g, "        cnt[i] = acc;");
+    line(g, "        acc += x;");
+    line(g, "    }");
+    line(g, "}");
+    ends[1] = g->b.n;
+    line(g, "%s", "");
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_fill(const Args a)");
+    line(g, "{");
+    line(g, "    const uint32 *st = (const uint32 *)a.scr;");
+    line(g, "    uint32 *cur = (uint32 *)a.scr + a.nkeys + 1, *rk = cur + a.nkeys, *run = rk + a.nrec;");
+    line(g, "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nrec; t += (int64)gridDim.x * blockDim.x) {");
+    line(g, "        const uint32 key = rk[t];");
+    line(g, "        if (key < a.nkeys)");
+    line(g, "            run[st[key] + atomicAdd(&cur[key], 1u)] = (uint32)t;");
+    line(g, "    }");
+    line(g, "}");
+    ends[2] = g->b.n;
+    line(g, "%s", "");
+    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_order(const Args a)");
+    line(g, "{");
+    line(g, "    const uint32 *st = (const uint32 *)a.scr;");
+    line(g, "    uint32 *run = (uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec;");
+    line(g, "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nkeys; t += (int64)gridDim.x * blockDim.x) {");
+    line(g, "        const uint32 lo = st[t], hi = st[t + 1];");
+    line(g, "        for (uint32 j = lo + 1; j < hi; j++) {     // insertion: the atomics leave runs nearly in order");
+    line(g, "            const uint32 x = run[j];");
+    line(g, "            uint32 i = j;");
+    line(g, "            for (; i > lo && run[i - 1] > x; i--)");
+    line(g, "                run[i] = run[i - 1];");
+    line(g, "            run[i] = x;");
+    line(g, "        }");
+    line(g, "    }");
+    line(g, "}");
+    ends[3] = g->b.n;
+    g->in_pre = false;
+    g->wide = wide;
+    mem_free(flat);
+    mem_free(need);
+    mem_free(one);
+}
+
 static void gen_free(Gen *g)
 {
     fc_kplan_free(g->own_plan);
@@ -2287,6 +2627,12 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         arg_field(&g, CARG_PRE, "char *", 8, NULL, NULL, "pre");
     arg_i64(&g, out->npts, "npts");
     out->arg_npts = g.nargs - 1;
+    if (g.mode == CUDA_SORTED) {
+        arg_field(&g, CARG_SCRATCH, "char *", 8, NULL, NULL, "scr");
+        arg_i64(&g, g.nkeys, "nkeys");
+        arg_i64(&g, g.nrec, "nrec");
+        arg_i64(&g, g.nown, "nown");
+    }
     if (g.mode == CUDA_BLOCK_REDUCE) {
         arg_field(&g, CARG_PART, "char *", 8, NULL, NULL, "part");
         arg_i64(&g, 1, "nsplit");
@@ -2307,6 +2653,13 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     if (g.ntab > 0) {
         line(&g, "%s", "");
         emit_pre(&g);
+    }
+    size_t sort_start = g.b.n, sort_end[4];     /* then SORTED's kernels */
+    for (int e = 0; e < 4; e++)
+        sort_end[e] = sort_start;
+    if (g.mode == CUDA_SORTED) {
+        line(&g, "%s", "");
+        emit_sort(&g, sort_end);
     }
     if (!g.st && g.b.oom)
         gfail(&g, FC_ERR_NOMEM, "out of memory");
@@ -2346,8 +2699,14 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
     bput(&s, "%.*s", (int)(pre_start - run_end), g.b.p ? g.b.p + run_end : "");
     out->ent_len[CUDA_ENTRY_FINISH] = s.n - out->ent_off[CUDA_ENTRY_FINISH];
     out->ent_off[CUDA_ENTRY_PRE] = s.n;
-    bput(&s, "%s", g.b.p ? g.b.p + pre_start : "");
+    bput(&s, "%.*s", (int)(sort_start - pre_start), g.b.p ? g.b.p + pre_start : "");
     out->ent_len[CUDA_ENTRY_PRE] = s.n - out->ent_off[CUDA_ENTRY_PRE];
+    for (int e = 0; e < 4; e++) {
+        size_t from = e ? sort_end[e - 1] : sort_start;
+        out->ent_off[CUDA_ENTRY_KEYS + e] = s.n;
+        bput(&s, "%.*s", (int)(sort_end[e] - from), g.b.p ? g.b.p + from : "");
+        out->ent_len[CUDA_ENTRY_KEYS + e] = s.n - out->ent_off[CUDA_ENTRY_KEYS + e];
+    }
     int lb = g.mode == CUDA_SERIAL ? 1 : 256;
     out->ent_off[CUDA_ENTRY_S] = s.n;
     bput(&s, "\nextern \"C\" __global__ void __launch_bounds__(%d) tdl_s(const Args a) { run<1>(a); }\n", lb);
@@ -2387,12 +2746,16 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
 
 const char *fc_cuda_entry_name(CudaEntry e)
 {
-    return e == CUDA_ENTRY_S ? "tdl_s" : e == CUDA_ENTRY_V ? "tdl_v" : e == CUDA_ENTRY_PRE ? "tdl_pre" : "tdl_finish";
+    static const char *const names[CUDA_NENTRY] = {"tdl_s", "tdl_v", "tdl_finish", "tdl_pre", "tdl_keys", "tdl_scan",
+                                                  "tdl_fill", "tdl_order"};
+    return names[e];
 }
 
 char *fc_cuda_entries_source(const CudaCode *c, unsigned entries)
 {
-    static const CudaEntry order[] = {CUDA_ENTRY_FINISH, CUDA_ENTRY_PRE, CUDA_ENTRY_S, CUDA_ENTRY_V};   /* as in src */
+    static const CudaEntry order[CUDA_NENTRY] = {CUDA_ENTRY_FINISH, CUDA_ENTRY_PRE,  CUDA_ENTRY_KEYS,
+                                                 CUDA_ENTRY_SCAN,   CUDA_ENTRY_FILL, CUDA_ENTRY_ORDER,
+                                                 CUDA_ENTRY_S,      CUDA_ENTRY_V};   /* as in src */
     size_t n = c->head;
     if (!c->src || entries == 0 || entries >> CUDA_NENTRY)
         return NULL;
@@ -2437,6 +2800,8 @@ char *fc_cuda_kernel_dump(const FcKernel *k)
         bput(&b, " (%lld with tdl_v when i%d's extent is a multiple of %d)", (long long)c.npts_v, c.vl, c.V);
     if (c.mode == CUDA_BLOCK_REDUCE)
         bput(&b, ", %lld reduced each", (long long)c.nred);
+    if (c.mode == CUDA_SORTED)
+        bput(&b, " (%lld destinations x the owner points), %lld records", (long long)c.nkeys, (long long)c.nrec);
     bput(&b, "\n// args:");
     int col = 9;
     for (int i = 0; i < c.nargs; i++) {

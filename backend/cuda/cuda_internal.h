@@ -118,6 +118,10 @@ typedef enum CudaMode {
     CUDA_SERIAL,        /* a scattered or accumulating store: one thread, loops in order */
     CUDA_OWNER,         /* one that cannot fail, with owner loops (fc_store_owner_loops): a thread
                            per point of them, the other loops in order inside */
+    CUDA_SORTED,        /* one that cannot fail whose destinations do not move with its owner
+                           loops (if any): the points of the other loops (records) sorted by
+                           destination, then a thread per (owner point, destination) adding its
+                           records in loop order (tdl_keys, tdl_scan, tdl_fill, tdl_order first) */
 } CudaMode;
 
 /* One field of the kernel's argument struct (struct Args in the source), in declaration order,
@@ -125,6 +129,7 @@ typedef enum CudaMode {
 typedef enum CudaArgKind {
     CARG_OUT, CARG_BUF, CARG_ERR, CARG_PART,    /* pointers: the backend fills them at launch */
     CARG_PRE,                                   /* the precomputed tables (pre_bytes) */
+    CARG_SCRATCH,                               /* SORTED: the records' keys and lists (scratch_bytes) */
     CARG_VAL,                                   /* a number taken from the kernel (bytes) */
 } CudaArgKind;
 typedef struct CudaArg {
@@ -153,6 +158,10 @@ typedef enum CudaEntry {
     CUDA_ENTRY_V,           /* tdl_v: V points per thread (when vec) */
     CUDA_ENTRY_FINISH,      /* tdl_finish: combines a split block reduction's partials */
     CUDA_ENTRY_PRE,         /* tdl_pre: fills the precomputed tables before tdl_s or tdl_v (pre_bytes) */
+    CUDA_ENTRY_KEYS,        /* SORTED, in this order before tdl_s: each record's destination key,   */
+    CUDA_ENTRY_SCAN,        /* the first record of each key's run, the records placed in their runs */
+    CUDA_ENTRY_FILL,        /* and each run put in loop order (tdl_keys, tdl_scan, tdl_fill,        */
+    CUDA_ENTRY_ORDER,       /* tdl_order) */
     CUDA_NENTRY
 } CudaEntry;
 
@@ -177,6 +186,9 @@ typedef struct CudaCode {
     size_t part_elem;       /* BLOCK_REDUCE: bytes per partial */
     size_t pre_bytes;       /* > 0: tdl_pre fills this many bytes of tables (field pre) first ... */
     int64_t pre_pts;        /* ... over its largest domain of this many points */
+    int64_t nkeys, nrec;    /* SORTED: destinations (keys), records; npts = nkeys * the owner points */
+    size_t scratch_bytes;   /* SORTED: uint32 run starts [nkeys + 1], cursors [nkeys], keys [nrec],
+                               runs [nrec]; the first 2 * nkeys + 1 zeroed before tdl_keys */
 } CudaCode;
 
 /* Generates the source and launch plan of k. FC_ERR_TYPE for an op/dtype the backend does not
@@ -197,7 +209,8 @@ void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *pe
  * src's head and those entries' text, in src's order. NULL when c lacks one of them, when the
  * set is empty, or on out-of-memory. */
 char *fc_cuda_entries_source(const CudaCode *c, unsigned entries);
-/* The name of entry point e in the source: "tdl_s", "tdl_v", "tdl_finish", "tdl_pre". */
+/* The name of entry point e in the source: "tdl_s", "tdl_v", "tdl_finish", "tdl_pre", "tdl_keys",
+ * "tdl_scan", "tdl_fill", "tdl_order". */
 const char *fc_cuda_entry_name(CudaEntry e);
 
 /* ---- cuda_nvrtc.c: compiling, cached in memory and on disk ---- */
