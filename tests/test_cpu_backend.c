@@ -2981,17 +2981,16 @@ START_TEST(test_matmul_strided_c_and_wrap)
 }
 END_TEST
 
-/* Float products are fused multiply-adds in k's order, one chain per block of K (1024 bytes of
- * K: 256 float32, 128 float64) added to the previous blocks' sum: the exact bits, for inputs
- * whose products round, whichever micro-kernel and tile runs (the second shape: row panels with
- * a partial last one, two column blocks, the last of 3 (float32) or 6 (float64) column panels
- * with a partial one, several K blocks). */
-START_TEST(test_matmul_fma_bits)
+/* Float products are one chain per element in k's order from 0, each product rounded and then
+ * added (PyTorch's cpublas::gemm loops), across the blocks of K (1024 bytes of K: 256 float32,
+ * 128 float64): the exact bits, for inputs whose products round, whichever micro-kernel and tile
+ * runs (the second shape: row panels with a partial last one, two column blocks, the last of 3
+ * (float32) or 6 (float64) column panels with a partial one, several K blocks). */
+START_TEST(test_matmul_chain_bits)
 {
     static const int shapes[][3] = {{7, 19, 300}, {29, 300, 600}};
     const int M = shapes[_i / 2][0], N = shapes[_i / 2][1], K = shapes[_i / 2][2];
     bool f64 = _i % 2 == 1;
-    int64_t kc = f64 ? 128 : 256;
     double *a = malloc(M * K * sizeof *a), *b = malloc(K * N * sizeof *b);
     void *ab = malloc(M * K * 8), *bb = malloc(K * N * 8), *out = malloc(M * N * 8);
     uint64_t s = 11;
@@ -3013,21 +3012,17 @@ START_TEST(test_matmul_fma_bits)
         for (int j = 0; j < N; j++) {
             if (f64) {
                 double total = 0;
-                for (int64_t p0 = 0; p0 < K; p0 += kc) {
-                    double acc = 0;
-                    for (int64_t p = p0; p < p0 + kc && p < K; p++)
-                        acc = fma(a[i * K + p], b[p * N + j], acc);
-                    total += acc;
+                for (int64_t p = 0; p < K; p++) {
+                    const double x = a[i * K + p] * b[p * N + j];
+                    total = total + x;
                 }
                 ck_assert_msg(((double *)out)[i * N + j] == total, "float64 C[%d][%d] = %.17g, expected %.17g",
                               i, j, ((double *)out)[i * N + j], total);
             } else {
                 float total = 0;
-                for (int64_t p0 = 0; p0 < K; p0 += kc) {
-                    float acc = 0;
-                    for (int64_t p = p0; p < p0 + kc && p < K; p++)
-                        acc = fmaf((float)a[i * K + p], (float)b[p * N + j], acc);
-                    total += acc;
+                for (int64_t p = 0; p < K; p++) {
+                    const float x = (float)a[i * K + p] * (float)b[p * N + j];
+                    total = total + x;
                 }
                 ck_assert_msg(((float *)out)[i * N + j] == total, "float32 C[%d][%d] = %.9g, expected %.9g",
                               i, j, (double)((float *)out)[i * N + j], (double)total);
@@ -3177,16 +3172,14 @@ START_TEST(test_matmul_gathered)
 END_TEST
 
 /* C[i][j] of a float32 product as the packed GEMM sums it from A's row i (a, acs apart) and B's
- * column j (b, brs apart): a fused multiply-add chain per block of 256 k, each added to the sum
- * of the previous blocks (test_matmul_fma_bits). */
-static float fma_chain_f32(const float *a, int64_t acs, const float *b, int64_t brs, int64_t k)
+ * column j (b, brs apart): one chain in k's order, each product rounded and then added
+ * (test_matmul_chain_bits). */
+static float chain_f32(const float *a, int64_t acs, const float *b, int64_t brs, int64_t k)
 {
     float total = 0;
-    for (int64_t p0 = 0; p0 < k; p0 += 256) {
-        float acc = 0;
-        for (int64_t p = p0; p < p0 + 256 && p < k; p++)
-            acc = fmaf(a[p * acs], b[p * brs], acc);
-        total += acc;
+    for (int64_t p = 0; p < k; p++) {
+        const float x = a[p * acs] * b[p * brs];
+        total = total + x;
     }
     return total;
 }
@@ -3230,14 +3223,12 @@ START_TEST(test_matmul_shared_operands)
                     float want;
                     if (_i == 2) {      /* B[p][j] = b[p * N + j] where 10 <= p + j < 290 */
                         want = 0;
-                        for (int64_t p0 = 0; p0 < K; p0 += 256) {
-                            float acc = 0;
-                            for (int64_t p = p0; p < p0 + 256 && p < K; p++)
-                                acc = fmaf(ap[p], p + j >= 10 && p + j < 290 ? bp[p * N] : 0.0f, acc);
-                            want += acc;
+                        for (int64_t p = 0; p < K; p++) {
+                            const float x = ap[p] * (p + j >= 10 && p + j < 290 ? bp[p * N] : 0.0f);
+                            want = want + x;
                         }
                     } else
-                        want = fma_chain_f32(ap, 1, bp, N, K);
+                        want = chain_f32(ap, 1, bp, N, K);
                     float got = c[bi * M * N + i * N + j];
                     ck_assert_msg(got == want, "case %d, %d threads: C[%d][%d][%d] = %.9g, expected %.9g", _i, th,
                                   bi, i, j, (double)got, (double)want);
@@ -3636,7 +3627,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_matmul_reference, 0, 4 * (int)(sizeof mm_cases / sizeof *mm_cases));
     tcase_add_test(tc, test_matmul_strided_c_and_wrap);
     tcase_add_test(tc, test_matmul_threads_bitwise);
-    tcase_add_loop_test(tc, test_matmul_fma_bits, 0, 4);
+    tcase_add_loop_test(tc, test_matmul_chain_bits, 0, 4);
     tcase_add_loop_test(tc, test_matmul_gathered, 0, 3);
     tcase_add_loop_test(tc, test_matmul_shared_operands, 0, 3);
     tcase_add_test(tc, test_matmul_gathered_bounded);

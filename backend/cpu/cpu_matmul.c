@@ -5,8 +5,10 @@
  * tiles of 64-byte vectors over the same panels),
  * the C block kept in a contiguous buffer and written out through C's strides once.
  *
- * float32 accumulates in float32 (as BLAS does), floats by fused multiply-adds; integers
- * accumulate in unsigned arithmetic, so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
+ * float32 accumulates in float32 and float64 in float64, each element of C by a product rounded
+ * and then added, k in order from 0 (PyTorch's cpublas::gemm loops: the bits of PyTorch 1.13
+ * without a BLAS, and of the CUDA generator's product); integers accumulate in unsigned
+ * arithmetic, so overflow wraps without undefined behaviour. Operands may have any strides (0 for broadcast
  * batch dims, transposed or non-contiguous matrices). Work is split over (batch, block of rows)
  * tasks; every element of C is computed by one thread in an order fixed by KC alone, so results
  * do not depend on the thread count.
@@ -16,9 +18,9 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define MM_FMA 1                /* the AVX2 + FMA float micro-kernels exist */
+#define MM_AVX 1                /* the AVX2 and AVX-512 float micro-kernels exist */
 #else
-#define MM_FMA 0
+#define MM_AVX 0
 #endif
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +58,7 @@ typedef struct MmRun {
     void *ashared;              /* A packed once for all batch items (it is the same for each), or
                                    NULL; row block i0's K block pc at i0 * k + pc * its rows padded */
     size_t a_bytes, b_bytes, c_bytes;
-    bool fma;                   /* the float micro-kernels may use AVX2 and FMA */
+    bool avx2;                  /* the float micro-kernels may use AVX2 */
     /* The kc blocks' products by the AVX-512 kernels (block512), or NULL: ukernel's */
     void (*block)(int64_t kc, const void *ap, int64_t mc, const void *bp, int64_t nc, void *c, int64_t ldc);
 } MmRun;
@@ -79,19 +81,23 @@ static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *b
 /* The micro-kernels: an MR x NR block of C (+=) from kc steps of packed A and B, the block kept
  * in registers as two 32-byte vectors per row (12 of AVX2's 16 registers).
  *
- * Floats: each element of C is a fused multiply-add per k, in k's order, on every machine: with
- * AVX2 and FMA (x86-64-v3) through intrinsics, elsewhere through libm's fma (slow where the
- * hardware has none, the same bits). Integers wrap in unsigned arithmetic: GCC/Clang vector
- * extensions (plain C loops leave the accumulators in memory), compiled for AVX2 and the
- * baseline. */
+ * Floats: each element of C goes on from its value so far, a product rounded and then added per
+ * k, in k's order, on every machine (AVX2 intrinsics, or plain C, which ISO C mode and the
+ * FP_CONTRACT pragma keep from contracting into a fused multiply-add): over all the kc blocks,
+ * one chain per element from 0, as PyTorch's gemm loops add. Integers wrap in unsigned
+ * arithmetic: GCC/Clang vector extensions (plain C loops leave the accumulators in memory),
+ * compiled for AVX2 and the baseline. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF      /* GCC contracts nothing in ISO C mode */
+#endif
 #define DEF_UKERNEL_INT(s, A)                                                                      \
     typedef A vec_##s __attribute__((vector_size(32)));                                            \
-    CPU_CLONES static void ukernel_##s(bool use_fma, int64_t kc, const A *restrict ap,             \
+    CPU_CLONES static void ukernel_##s(bool use_avx2, int64_t kc, const A *restrict ap,            \
                                        const A *restrict bp, A *restrict c, int64_t ldc, int mr,   \
                                        int nr)                                                     \
     {                                                                                              \
         enum { VL = 32 / sizeof(A), NR = 2 * VL };                                                 \
-        (void)use_fma;                                                                             \
+        (void)use_avx2;                                                                            \
         vec_##s acc[MM_MR][2];                                                                     \
         memset(acc, 0, sizeof acc);                                                                \
         for (int64_t p = 0; p < kc; p++) {                                                         \
@@ -113,45 +119,63 @@ static void batch_offsets(const FcMatmul *m, int64_t bi, int64_t *ao, int64_t *b
 DEF_UKERNEL_INT(i32, uint32_t)
 DEF_UKERNEL_INT(i64, uint64_t)
 
-#if MM_FMA
+#if MM_AVX
 /* V: the 32-byte vector type, VS: its intrinsics' suffix (ps, pd). */
-#define DEF_UKERNEL_FMA(s, A, V, VS)                                                               \
-    __attribute__((target("avx2,fma"))) static void ukernel_fma_##s(                               \
+#define DEF_UKERNEL_AVX2(s, A, V, VS)                                                              \
+    __attribute__((target("avx2"))) static void ukernel_avx2_##s(                                  \
         int64_t kc, const A *restrict ap, const A *restrict bp, A *restrict c, int64_t ldc, int mr, \
         int nr)                                                                                    \
     {                                                                                              \
         enum { VL = 32 / sizeof(A), NR = 2 * VL };                                                 \
         V acc[MM_MR][2];                                                                           \
+        A in[MM_MR][NR];                                                                           \
+        bool whole = mr == MM_MR && nr == NR;                                                      \
+        if (!whole) {                                                                              \
+            memset(in, 0, sizeof in);                                                              \
+            for (int i = 0; i < mr; i++)                                                           \
+                for (int j = 0; j < nr; j++)                                                       \
+                    in[i][j] = c[i * ldc + j];                                                     \
+        }                                                                                          \
         _Pragma("GCC unroll 8")                                                                    \
-        for (int i = 0; i < MM_MR; i++)                                                            \
-            acc[i][0] = acc[i][1] = _mm256_setzero_##VS();                                         \
+        for (int i = 0; i < MM_MR; i++) {                                                          \
+            const A *from = whole ? c + i * ldc : in[i];                                           \
+            acc[i][0] = _mm256_loadu_##VS(from);                                                   \
+            acc[i][1] = _mm256_loadu_##VS(from + VL);                                              \
+        }                                                                                          \
         for (int64_t p = 0; p < kc; p++) {                                                         \
             V b0 = _mm256_loadu_##VS(bp + p * NR), b1 = _mm256_loadu_##VS(bp + p * NR + VL);       \
             _Pragma("GCC unroll 8")         /* all rows: the accumulators stay in registers */     \
             for (int i = 0; i < MM_MR; i++) {                                                      \
                 V a = _mm256_set1_##VS(ap[p * MM_MR + i]);                                         \
-                acc[i][0] = _mm256_fmadd_##VS(a, b0, acc[i][0]);                                   \
-                acc[i][1] = _mm256_fmadd_##VS(a, b1, acc[i][1]);                                   \
+                acc[i][0] = _mm256_add_##VS(acc[i][0], _mm256_mul_##VS(a, b0));                    \
+                acc[i][1] = _mm256_add_##VS(acc[i][1], _mm256_mul_##VS(a, b1));                    \
             }                                                                                      \
         }                                                                                          \
-        A out[MM_MR][NR];                                                                          \
+        if (whole) {                                                                               \
+            _Pragma("GCC unroll 8")                                                                \
+            for (int i = 0; i < MM_MR; i++) {                                                      \
+                _mm256_storeu_##VS(c + i * ldc, acc[i][0]);                                        \
+                _mm256_storeu_##VS(c + i * ldc + VL, acc[i][1]);                                   \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
         _Pragma("GCC unroll 8")                                                                    \
         for (int i = 0; i < MM_MR; i++) {                                                          \
-            _mm256_storeu_##VS(out[i], acc[i][0]);                                                 \
-            _mm256_storeu_##VS(out[i] + VL, acc[i][1]);                                            \
+            _mm256_storeu_##VS(in[i], acc[i][0]);                                                  \
+            _mm256_storeu_##VS(in[i] + VL, acc[i][1]);                                             \
         }                                                                                          \
         for (int i = 0; i < mr; i++)                                                               \
             for (int j = 0; j < nr; j++)                                                           \
-                c[i * ldc + j] += out[i][j];                                                       \
+                c[i * ldc + j] = in[i][j];                                                         \
     }
-DEF_UKERNEL_FMA(f32, float, __m256, ps)
-DEF_UKERNEL_FMA(f64, double, __m256d, pd)
+DEF_UKERNEL_AVX2(f32, float, __m256, ps)
+DEF_UKERNEL_AVX2(f64, double, __m256d, pd)
 
 /* The AVX-512 kernels (a machine with AVX-512F; MmRun.block): one call does a whole kc block of
  * the packed panels, in tiles of MM_MR rows by up to MM_NB column panels (one 64-byte vector of
  * NR each), the MM_MR * MM_NB accumulators in registers (24 of AVX-512's 32). Each element of C
- * is the same chain as ukernel_fma's: fused multiply-adds in k's order from 0, added to c once,
- * so the bits are those of the AVX2 and libm kernels. */
+ * is the same chain as ukernel_avx2's: from its value so far, a product rounded and then added
+ * per k in k's order, so the bits are those of the AVX2 and plain C kernels. */
 enum { MM_NB = 4 };
 #define DEF_BLOCK512(s, A, V, VS)                                                                  \
     /* One tile: nb column panels (bp, bs apart) of rows below mr into c; nb is a constant         \
@@ -164,7 +188,7 @@ enum { MM_NB = 4 };
         V acc[MM_MR][MM_NB];                                                                       \
         _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++)                                    \
         _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                       \
-            acc[i][j] = _mm512_setzero_##VS();                                                     \
+            acc[i][j] = i < mr ? _mm512_loadu_##VS(c + i * ldc + j * NR) : _mm512_setzero_##VS();  \
         for (int64_t p = 0; p < kc; p++) {                                                         \
             V b[MM_NB];                                                                            \
             _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                   \
@@ -172,14 +196,12 @@ enum { MM_NB = 4 };
             _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR; i++) {                              \
                 V x = _mm512_set1_##VS(ap[p * MM_MR + i]);                                         \
                 _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                               \
-                    acc[i][j] = _mm512_fmadd_##VS(x, b[j], acc[i][j]);                             \
+                    acc[i][j] = _mm512_add_##VS(acc[i][j], _mm512_mul_##VS(x, b[j]));              \
             }                                                                                      \
         }                                                                                          \
         _Pragma("GCC unroll 8") for (int i = 0; i < MM_MR && i < mr; i++)                          \
-        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++) {                                     \
-            A *at = c + i * ldc + j * NR;                                                          \
-            _mm512_storeu_##VS(at, _mm512_add_##VS(_mm512_loadu_##VS(at), acc[i][j]));             \
-        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int j = 0; j < nb; j++)                                       \
+            _mm512_storeu_##VS(c + i * ldc + j * NR, acc[i][j]);                                   \
     }                                                                                              \
     /* c (mc x nc of a block of C, ldc apart, padded to whole panels) += the packed A (mc x kc,    \
      * panels of MM_MR) times the packed B (kc x nc, panels of NR). */                             \
@@ -207,33 +229,37 @@ enum { MM_NB = 4 };
     }
 DEF_BLOCK512(f32, float, __m512, ps)
 DEF_BLOCK512(f64, double, __m512d, pd)
-#define CALL_FMA(s) ukernel_fma_##s(kc, ap, bp, c, ldc, mr, nr)
+#define CALL_AVX2(s) ukernel_avx2_##s(kc, ap, bp, c, ldc, mr, nr)
 #else
-#define CALL_FMA(s) (void)0
+#define CALL_AVX2(s) (void)0
 #endif
 
-/* F: libm's fma. */
-#define DEF_UKERNEL_FLOAT(s, A, F)                                                                 \
-    static void ukernel_##s(bool use_fma, int64_t kc, const A *restrict ap, const A *restrict bp,  \
+#define DEF_UKERNEL_FLOAT(s, A)                                                                    \
+    static void ukernel_##s(bool use_avx2, int64_t kc, const A *restrict ap, const A *restrict bp, \
                             A *restrict c, int64_t ldc, int mr, int nr)                            \
     {                                                                                              \
         enum { NR = 64 / sizeof(A) };                                                              \
-        if (use_fma) {                                                                             \
-            CALL_FMA(s);                                                                           \
+        if (use_avx2) {                                                                            \
+            CALL_AVX2(s);                                                                          \
             return;                                                                                \
         }                                                                                          \
         A acc[MM_MR][NR];                                                                          \
         memset(acc, 0, sizeof acc);                                                                \
-        for (int64_t p = 0; p < kc; p++)                                                           \
-            for (int i = 0; i < MM_MR; i++)                                                        \
-                for (int j = 0; j < NR; j++)                                                       \
-                    acc[i][j] = F(ap[p * MM_MR + i], bp[p * NR + j], acc[i][j]);                   \
         for (int i = 0; i < mr; i++)                                                               \
             for (int j = 0; j < nr; j++)                                                           \
-                c[i * ldc + j] += acc[i][j];                                                       \
+                acc[i][j] = c[i * ldc + j];                                                        \
+        for (int64_t p = 0; p < kc; p++)                                                           \
+            for (int i = 0; i < MM_MR; i++)                                                        \
+                for (int j = 0; j < NR; j++) {                                                     \
+                    const A x = ap[p * MM_MR + i] * bp[p * NR + j];                                \
+                    acc[i][j] = acc[i][j] + x;                                                     \
+                }                                                                                  \
+        for (int i = 0; i < mr; i++)                                                               \
+            for (int j = 0; j < nr; j++)                                                           \
+                c[i * ldc + j] = acc[i][j];                                                        \
     }
-DEF_UKERNEL_FLOAT(f32, float, fmaf)
-DEF_UKERNEL_FLOAT(f64, double, fma)
+DEF_UKERNEL_FLOAT(f32, float)
+DEF_UKERNEL_FLOAT(f64, double)
 
 /* ---- the epilogue (FcMatmul.epi) ----
  * A block of C (rows i0.., columns jc..) is written as the epilogue's expression of it: each
@@ -869,7 +895,7 @@ static inline void copy_run(void *restrict d, const void *restrict s, size_t n)
                     int mr = mc - ir < MM_MR ? (int)(mc - ir) : MM_MR;                             \
                     for (int64_t jr = 0; jr < nc; jr += NR) {                                      \
                         int nr = nc - jr < NR ? (int)(nc - jr) : NR;                               \
-                        ukernel_##s(run->fma, kc, ap + ir * kc, bp + jr * kc,                      \
+                        ukernel_##s(run->avx2, kc, ap + ir * kc, bp + jr * kc,                     \
                                     cbuf + ir * ldc + jr, ldc, mr, nr);                            \
                     }                                                                              \
                 }                                                                                  \
@@ -962,11 +988,11 @@ FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err)
         return FC_ERR_VALUE;
     }
     MmRun run = {.m = m, .nbatch = 1,
-#if MM_FMA
-                 .fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+#if MM_AVX
+                 .avx2 = __builtin_cpu_supports("avx2"),
 #endif
     };
-#if MM_FMA
+#if MM_AVX
     if (__builtin_cpu_supports("avx512f"))
         run.block = m->dtype == FC_FLOAT32 ? block512_f32 : m->dtype == FC_FLOAT64 ? block512_f64 : NULL;
 #endif
