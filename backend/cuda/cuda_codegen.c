@@ -2401,6 +2401,63 @@ static void emit_pre(Gen *g)
     mem_free(doms);
 }
 
+/* SORTED's fixed kernels (emit_sort): tdl_scan, tdl_fill, tdl_order. */
+static const char *const sort_kernels[3] = {
+    "extern \"C\" __global__ void __launch_bounds__(256) tdl_scan(const Args a)\n"
+    "{\n"
+    "    __shared__ uint32 part[256];\n"
+    "    uint32 *cnt = (uint32 *)a.scr;\n"
+    "    const int64 per = (a.nkeys + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;\n"
+    "    const int64 hi = lo + per < a.nkeys ? lo + per : a.nkeys;\n"
+    "    uint32 s = 0;\n"
+    "    for (int64 i = lo; i < hi; i++)\n"
+    "        s += cnt[i];\n"
+    "    part[threadIdx.x] = s;\n"
+    "    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n"
+    "        uint32 acc = 0;\n"
+    "        for (unsigned i = 0; i < blockDim.x; i++) {\n"
+    "            const uint32 x = part[i];\n"
+    "            part[i] = acc;\n"
+    "            acc += x;\n"
+    "        }\n"
+    "        cnt[a.nkeys] = acc;\n"
+    "    }\n"
+    "    __syncthreads();\n"
+    "    uint32 acc = part[threadIdx.x];\n"
+    "    for (int64 i = lo; i < hi; i++) {\n"
+    "        const uint32 x = cnt[i];\n"
+    "        cnt[i] = acc;\n"
+    "        acc += x;\n"
+    "    }\n"
+    "}\n",
+    "extern \"C\" __global__ void __launch_bounds__(256) tdl_fill(const Args a)\n"
+    "{\n"
+    "    const uint32 *st = (const uint32 *)a.scr;\n"
+    "    uint32 *cur = (uint32 *)a.scr + a.nkeys + 1, *rk = cur + a.nkeys, *run = rk + a.nrec;\n"
+    "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nrec; t += (int64)gridDim.x * blockDim.x) {\n"
+    "        const uint32 key = rk[t];\n"
+    "        if (key < a.nkeys)\n"
+    "            run[st[key] + atomicAdd(&cur[key], 1u)] = (uint32)t;\n"
+    "    }\n"
+    "}\n",
+    "extern \"C\" __global__ void __launch_bounds__(256) tdl_order(const Args a)\n"
+    "{\n"
+    "    const uint32 *st = (const uint32 *)a.scr;\n"
+    "    uint32 *run = (uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec;\n"
+    "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nkeys; t += (int64)gridDim.x * blockDim.x) {\n"
+    "        const uint32 lo = st[t], hi = st[t + 1];\n"
+    "        for (uint32 j = lo + 1; j < hi; j++) {     // insertion: the atomics leave runs nearly in order\n"
+    "            const uint32 x = run[j];\n"
+    "            uint32 i = j;\n"
+    "            for (; i > lo && run[i - 1] > x; i--)\n"
+    "                run[i] = run[i - 1];\n"
+    "            run[i] = x;\n"
+    "        }\n"
+    "    }\n"
+    "}\n",
+};
+
 /* SORTED's first kernels, each ending at ends[e] of g->b (e: 0 tdl_keys, 1 tdl_scan, 2 tdl_fill,
  * 3 tdl_order). tdl_keys computes each record's key (the destination's terms, mixed radix), or
  * nkeys for a record the gate leaves out, and counts the records of each key; tdl_scan turns
@@ -2482,65 +2539,10 @@ static void emit_sort(Gen *g, size_t ends[4])
     g->ind--;
     line(g, "}");
     ends[0] = g->b.n;
-    line(g, "%s", "");
-    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_scan(const Args a)");
-    line(g, "{");
-    line(g, "    __shared__ uint32 part[256];");
-    line(g, "    uint32 *cnt = (uint32 *)a.scr;");
-    line(g, "    const int64 per = (a.nkeys + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;");
-    line(g, "    const int64 hi = lo + per < a.nkeys ? lo + per : a.nkeys;");
-    line(g, "    uint32 s = 0;");
-    line(g, "    for (int64 i = lo; i < hi; i++)");
-    line(g, "        s += cnt[i];");
-    line(g, "    part[threadIdx.x] = s;");
-    line(g, "    __syncthreads();");
-    line(g, "    if (threadIdx.x == 0) {");
-    line(g, "        uint32 acc = 0;");
-    line(g, "        for (unsigned i = 0; i < blockDim.x; i++) {");
-    line(g, "            const uint32 x = part[i];");
-    line(g, "            part[i] = acc;");
-    line(g, "            acc += x;");
-    line(g, "        }");
-    line(g, "        cnt[a.nkeys] = acc;");
-    line(g, "    }");
-    line(g, "    __syncthreads();");
-    line(g, "    uint32 acc = part[threadIdx.x];");
-    line(g, "    for (int64 i = lo; i < hi; i++) {");
-    line(g, "        const uint32 x = cnt[i];");
-    line(g, "        cnt[i] = acc;");
-    line(g, "        acc += x;");
-    line(g, "    }");
-    line(g, "}");
-    ends[1] = g->b.n;
-    line(g, "%s", "");
-    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_fill(const Args a)");
-    line(g, "{");
-    line(g, "    const uint32 *st = (const uint32 *)a.scr;");
-    line(g, "    uint32 *cur = (uint32 *)a.scr + a.nkeys + 1, *rk = cur + a.nkeys, *run = rk + a.nrec;");
-    line(g, "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nrec; t += (int64)gridDim.x * blockDim.x) {");
-    line(g, "        const uint32 key = rk[t];");
-    line(g, "        if (key < a.nkeys)");
-    line(g, "            run[st[key] + atomicAdd(&cur[key], 1u)] = (uint32)t;");
-    line(g, "    }");
-    line(g, "}");
-    ends[2] = g->b.n;
-    line(g, "%s", "");
-    line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_order(const Args a)");
-    line(g, "{");
-    line(g, "    const uint32 *st = (const uint32 *)a.scr;");
-    line(g, "    uint32 *run = (uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec;");
-    line(g, "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nkeys; t += (int64)gridDim.x * blockDim.x) {");
-    line(g, "        const uint32 lo = st[t], hi = st[t + 1];");
-    line(g, "        for (uint32 j = lo + 1; j < hi; j++) {     // insertion: the atomics leave runs nearly in order");
-    line(g, "            const uint32 x = run[j];");
-    line(g, "            uint32 i = j;");
-    line(g, "            for (; i > lo && run[i - 1] > x; i--)");
-    line(g, "                run[i] = run[i - 1];");
-    line(g, "            run[i] = x;");
-    line(g, "        }");
-    line(g, "    }");
-    line(g, "}");
-    ends[3] = g->b.n;
+    for (int e = 0; e < 3; e++) {
+        bput(&g->b, "\n%s", sort_kernels[e]);
+        ends[e + 1] = g->b.n;
+    }
     g->in_pre = false;
     g->wide = wide;
     mem_free(flat);
