@@ -1927,6 +1927,16 @@ static void out_offset(Gen *g, const char *ty, const char *name, bool skip_vl)
     bput(&g->b, ";\n");
 }
 
+/* The store's scatter indices s<N>, each checked against its extent (the store's and tdl_keys'). */
+static void scatter_indices(Gen *g)
+{
+    for (int s = 0; s < g->k->nscatter; s++) {
+        const FcGather *sc = &g->k->scatter[s];
+        line(g, "const int64 s%d = gix(v%d, %s, %s, %d, a.err);", s, g->sres[s], arg_i64(g, sc->extent, "sc%de", s),
+             sc->wrap ? "true" : "false", sc->dim);
+    }
+}
+
 static void emit_store(Gen *g)
 {
     const FcKernel *k = g->k;
@@ -1944,11 +1954,7 @@ static void emit_store(Gen *g)
         /* 64-bit addresses (the scattered dims may reach past 2^31); indices checked first, and
          * an index out of range stops the store, as on the CPU. */
         out_offset(g, "int64", "o", false);
-        for (int s = 0; s < k->nscatter; s++) {
-            const FcGather *sc = &k->scatter[s];
-            line(g, "const int64 s%d = gix(v%d, %s, %s, %d, a.err);", s, g->sres[s], arg_i64(g, sc->extent, "sc%de", s),
-                 sc->wrap ? "true" : "false", sc->dim);
-        }
+        scatter_indices(g);
         if (k->nscatter > 0) {
             line(g, "if (a.err->code != 0)");
             line(g, "    return;");
@@ -2510,11 +2516,7 @@ static void emit_sort(Gen *g, size_t ends[4])
     for (int i = 0; i < n; i++)
         if (need[i] && g->deps[i] != 0)
             emit_instr(g, i);
-    for (int s = 0; s < k->nscatter; s++) {
-        const FcGather *sc = &k->scatter[s];
-        line(g, "const int64 s%d = gix(v%d, %s, %s, %d, a.err);", s, g->sres[s], arg_i64(g, sc->extent, "sc%de", s),
-             sc->wrap ? "true" : "false", sc->dim);
-    }
+    scatter_indices(g);
     line(g, "int64 key = 0;");
     for (int j = 0; j < g->nterm; j++) {
         const KeyTerm *t = &g->term[j];
