@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu.sh — tdl on the GPU against PyTorch on the same GPU, side by side in one run.
 #
-# usage: sh bench/gpu.sh [path/to/tdl]      (exits 0 with a message where there is no GPU)
+# usage: sh bench/gpu.sh [path/to/tdl [SECTION...]]   (exits 0 with a message where there is no GPU)
+# SECTION: chain, roi_align, gradient, mask_head, host (default: all of them, in that order).
 #
 # Rows (float32; every time is the best of GPU_REPEATS (default 20) after warm-up, each
 # evaluation ending with its value on the host, `.item()`, or a synchronize):
@@ -28,6 +29,9 @@
 #             <= 1e-5 x max |tv|, and tdl's two runs equal to the bit.
 # Exit status 1 when a result disagrees.
 tdl=${1:-build/tdl}
+[ $# -gt 0 ] && shift
+sections=${*:-chain roi_align gradient mask_head host}
+want() { case " $sections " in *" $1 "*) return 0 ;; esac; return 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 py=${TORCH_PYTHON:-python3}
 repeats=${GPU_REPEATS:-20}
@@ -57,6 +61,7 @@ bw=$(awk '{ print $2 }' "$tmp/bw")
 printf 'device copy bandwidth: %.0f GB/s (read + write)\n\n' "$(awk -v b="$bw" 'BEGIN { print b / 1e9 }')"
 
 # ---- the chain ----
+if want chain; then
 printf '%-14s %-8s %12s %8s %8s %8s   %s\n' workload what "ms/run" "/bound" "/eager" "/compile" result
 for lg in 24 27; do
     n=$((1 << lg))
@@ -82,12 +87,16 @@ for lg in 24 27; do
     case $out in *WRONG) status=1 ;; esac
 done
 echo
+fi
 
 # ---- roi_align ----
-if ! "$py" "$here/roi_align/make_data.py" "$tmp" >/dev/null 2>"$tmp/err"; then
-    echo "gpu.sh: writing the roi_align inputs failed: $(tail -n 1 "$tmp/err")"
-    exit 1
+if want roi_align || want gradient; then
+    if ! "$py" "$here/roi_align/make_data.py" "$tmp" >/dev/null 2>"$tmp/err"; then
+        echo "gpu.sh: writing the roi_align inputs failed: $(tail -n 1 "$tmp/err")"
+        exit 1
+    fi
 fi
+if want roi_align; then
 printf '%-14s %-8s %12s %8s   %s\n' workload what "ms/run" "/tv" result
 for w in small maskrcnn maskrcnn_cl adaptive; do
     r=$(case $w in maskrcnn_cl) echo maskrcnn ;; *) echo $w ;; esac)
@@ -108,11 +117,13 @@ for w in small maskrcnn maskrcnn_cl adaptive; do
     case $out in *WRONG) status=1 ;; esac
 done
 echo
+fi
 
 # ---- roi_align's gradient ----
 # forward + backward of (roi_align(x, ...) * g).sum() (bench/grad.sh's workloads, on cuda), each
 # side run twice: whether its gradient has the same bits both times (torchvision's CUDA backward
 # adds with atomics), and tdl's distance from torchvision's.
+if want gradient; then
 grep=${GRAD_REPEATS:-5}
 printf '%-14s %-8s %12s %8s   %s\n' gradient what "ms/run" "/tv" result
 for w in maskrcnn adaptive; do
@@ -148,8 +159,10 @@ PY
     rm -f "$tmp"/gtv_*.npy "$tmp"/gtdl_*.npy
 done
 echo
+fi
 
 # ---- the mask head ----
+if want mask_head; then
 mrep=${MASK_REPEATS:-5}
 mkdir -p "$tmp/mask"
 if ! "$py" "$here/mask_head/make_data.py" "$tmp/mask" >/dev/null 2>"$tmp/err"; then
@@ -195,8 +208,10 @@ print(("ok (err %.1e of max)" if e <= 1e-4 else "WRONG: err %.3g of max") % e)' 
 done
 unset TDL_CUDNN_TF32
 echo
+fi
 
 # ---- host cost and compile time ----
+if want host; then
 "$py" "$here/gpu/torch_gpu.py" small 1000 >"$tmp/ts"
 "$tdl" --device cuda "$here/gpu/chain.tdl" small 1000 >"$tmp/ss" 2>&1
 awk 'NR == 1 { t = $3 } NR == 2 { printf "small op (x + 1.0, 1000 elements): tdl %.2f us/call, torch eager %.2f us/call (%.2fx)\n", $3 * 1e6, t * 1e6, $3 / t }' "$tmp/ts" "$tmp/ss"
@@ -210,4 +225,5 @@ nk=$(ls "$TDL_CACHE_DIR" 2>/dev/null | wc -l)
 warm=$(secs "$tdl" --device cuda -c "$one")
 open=$(secs "$tdl" --device cuda -c 'ones(1, device="cuda").stride()')
 echo "process running one small program ($nk kernel files cached): cold cache ${cold} s, warm ${warm} s; opening the device alone ${open} s"
+fi
 exit $status
