@@ -195,6 +195,8 @@ static const char emu_header[] =
     "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
     "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
     "static unsigned atomicAdd(unsigned *p, unsigned v) { unsigned old = *p; *p = old + v; return old; }\n"
+    "static void __threadfence() {}\n"
+    "static unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)((unsigned long long)a * b >> 32); }\n"
     "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"
     "static EmuThread *emu_th;\n"
     "static int emu_cur;\n"
@@ -429,7 +431,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
     void *scr = c->mode == CUDA_SORTED ? malloc(c->scratch_bytes) : NULL;
     if (scr) {
         memset(scr, 0x5a, c->scratch_bytes);
-        memset(scr, 0, (size_t)(2 * c->nkeys + 1) * sizeof(uint32_t));
+        memset(scr, 0, c->scratch_zero);
     }
     unsigned char *args = calloc(1, c->args_size + 8);
     size_t es = fc_dtype_size(k->out_dtype);
@@ -464,6 +466,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
         break;
     }
     case CUDA_ROW:
+    case CUDA_TILE:
         launch(which, args, npts < few ? (unsigned)npts : few, 1, bx);
         break;
     case CUDA_BLOCK_REDUCE:
@@ -485,7 +488,7 @@ static FcStatus emu_run(Emu *e, const FcKernel *k, const CudaCode *c, EmuLaunch 
          * and the CPU's bits then need tdl_order */
         int64_t gr = (c->nrec + 255) / 256, gk = (c->nkeys + 255) / 256, g = (npts + bx - 1) / bx;
         launch(4, args, gr < few ? (unsigned)gr : few, 1, 256);
-        launch(5, args, 1, 1, 256);
+        launch(5, args, c->scan_tiles < few ? (unsigned)c->scan_tiles : few, 1, 256);
         launch(6, args, gr < few ? (unsigned)gr : few, 1, 256);
         launch(7, args, gk < few ? (unsigned)gk : few, 1, 256);
         launch(which, args, g < few ? (unsigned)g : few, 1, bx);
@@ -798,6 +801,13 @@ typedef struct Shape {
 } Shape;
 
 static const Shape shapes[] = {
+    {"a transposing copy (channels-last): tiles of 32 x 32, read along the input's contiguous loop and "
+     "written along the output's through shared memory",
+     "x = arange(2 * 40 * 70.0).reshape(2, 40, 70)\ny = x.permute(0, 2, 1).contiguous()\nprint(y[1, 69, 39], y.stride())\n",
+     -1,
+     {"in tiles of 32 x 32", "__shared__ f32 tile[32][33];", "__syncthreads();",
+      "tile[threadIdx.x & 31][(threadIdx.x >> 5) + kk] = v0;", "= tile[(threadIdx.x >> 5) + kk][threadIdx.x & 31];", NULL},
+     {"tdl_v", NULL}},
     {"pointwise chain",
      "x = arange(4096.0).reshape(64, 64)\ny = x.t().contiguous()\n"
      "z = (x * 0.5 + 1).sin() * y - x.abs().sqrt()\nprint(z[0, :3])\n",
@@ -860,7 +870,7 @@ static const Shape shapes[] = {
      "idx = (arange(64).reshape(64, 1) * 7 + (arange(200) * arange(200) * 13).reshape(1, 200)) % 300\n"
      "(x.gather(1, idx) * 2.0).sum().backward()\n",
      -1,
-     {"its records sorted by destination", "(19200 destinations x the owner points), 12800 records", "*dst += ",
+     {"its records sorted by destination", "(19200 destinations x the owner points), 12800 records", "acc += ",
       "__launch_bounds__(256)", NULL},
      {"atomicAdd(dst", "__launch_bounds__(1)", NULL}},
     {"a gradient's scatter-add whose destinations do not move with its owner loop: the records (rows) "
@@ -869,7 +879,7 @@ static const Shape shapes[] = {
      "(y[(arange(300) * arange(300) * 7) % 50] * (arange(300 * 40.0) * 0.61).sin().reshape(300, 40)).sum().backward()\n",
      -1,
      {"its records sorted by destination", "tdl_keys", "atomicAdd(&cnt[key], 1u)", "tdl_order",
-      "for (uint32 j = lo; j < hi; j++)", "*dst += "},
+      "for (uint32 j = lo; j < hi; j++)", "acc += "},
      {"atomicAdd(dst", "__launch_bounds__(1)", NULL}},
     {"a root reduction over an empty loop: the body inside the loop, never run",
      "x = arange(0).reshape(0, 9).float()\nprint(x.sum(0))\n",
@@ -1462,6 +1472,12 @@ static const char *const emu_programs[] = {
     "x.grad = None\n(vision.roi_align(x, b * tensor([1.0, 2, 2, 2, 2]), (4, 4), 0.5, 0, True) * g).sum().backward()\nprint(x.grad[0, 1, :3, :4])\n"
     "d = x.detach().double().requires_grad_()\n(vision.roi_align(d, b.double(), (4, 4), 1.0, 0, False) * g.double()).sum().backward()\n"
     "print(d.grad[0, 0, :2, :4])\n",
+    /* Sorted with many destinations: 9000 pixels, five of tdl_scan's tiles of 2048 keys on the
+     * emulation's three blocks (a block takes several; the last to finish scans the tiles' sums). */
+    "import vision\nx = (arange(2 * 90 * 100.0) * 0.3).sin().reshape(1, 2, 90, 100).requires_grad_()\n"
+    "b = tensor([[0, 1.0, 2.0, 95.0, 85.0], [0, 30.0, 10.0, 70.0, 60.0], [0, -5.0, 40.0, 50.0, 100.0]])\n"
+    "(vision.roi_align(x, b, (6, 6), 1.0, 3, False) * (arange(3 * 2 * 36.0) * 0.41).cos().reshape(3, 2, 6, 6)).sum().backward()\n"
+    "print(x.grad[0, 1, 40:42, 30:36])\n",
     /* A scatter index computed by a reduction in the store's own kernel: no sort (tdl_keys computes
      * point by point), split over the owner loop (the columns) instead (CUDA_OWNER). */
     "y = zeros(50, 40, requires_grad=True)\ni = ((arange(300 * 5).reshape(300, 5) * 7) % 50).amax(1)\n"

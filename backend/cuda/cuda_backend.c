@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum {
     ERR_SLOT_BYTES = 32,        /* struct Err in the prelude: int32 code, dim; int64 value, extent */
@@ -70,7 +71,18 @@ typedef struct CudaBackend {
     CUfunction mm_fn[FC_DTYPE__COUNT];
     CUdeviceptr err_slot;
     CudnnState *dnn;            /* cuDNN's handle and plans on this device (cuda_cudnn.c), made on first use */
+    /* TDL_CUDA_PROFILE: where the host's time goes, printed when the device closes (seconds) */
+    bool prof;
+    double t_code, t_launch, t_wait;
+    long nrun, nkept;
 } CudaBackend;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static FcStatus cu_fail(CudaBackend *be, CUresult r, const char *call, FcError *err)
 {
@@ -501,7 +513,7 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             st = dev_alloc(be, c.pre_bytes, &pre, err);
         if (!st && c.mode == CUDA_SORTED) {
             st = dev_alloc(be, c.scratch_bytes, &scr, err);
-            CUresult r = st ? CUDA_OK : be->d->MemsetD8(scr, 0, (size_t)(2 * c.nkeys + 1) * sizeof(uint32_t));
+            CUresult r = st ? CUDA_OK : be->d->MemsetD8(scr, 0, c.scratch_zero);
             if (r != CUDA_OK)
                 st = cu_fail(be, r, "cuMemsetD8", err);
         }
@@ -543,12 +555,13 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             st = launch(be, f, grid_for(npts, c.block, cap), 1, (unsigned)c.block, args, err);
             break;
         case CUDA_ROW:
+        case CUDA_TILE:
             st = launch(be, f, grid_for(npts, 1, cap), 1, (unsigned)c.block, args, err);
             break;
         case CUDA_BLOCK_REDUCE:
             st = launch(be, f, grid_for(npts, 1, cap), (unsigned)nsplit, (unsigned)c.block, args, err);
             if (!st && nsplit > 1)
-                st = launch(be, fin, grid_for(npts, 256, cap), 1, 256, args, err);
+                st = launch(be, fin, grid_for(npts, 1, cap), 1, 256, args, err);
             break;
         case CUDA_SERIAL:
             st = launch(be, f, 1, 1, 1, args, err);
@@ -560,10 +573,10 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
             break;
         case CUDA_SORTED: {
             /* the records' keys, the runs' starts, the runs, each in loop order; then the store */
-            unsigned gr = grid_for(c.nrec, 256, cap), gk = grid_for(c.nkeys, 256, cap);
+            unsigned gr = grid_for(c.nrec, 256, cap), gk = grid_for(c.nkeys, 256, cap), gs = grid_for(c.scan_tiles, 1, cap);
             st = launch(be, m->fn[CUDA_ENTRY_KEYS], gr, 1, 256, args, err);
             if (!st)
-                st = launch(be, m->fn[CUDA_ENTRY_SCAN], 1, 1, 256, args, err);
+                st = launch(be, m->fn[CUDA_ENTRY_SCAN], gs, 1, 256, args, err);
             if (!st)
                 st = launch(be, m->fn[CUDA_ENTRY_FILL], gr, 1, 256, args, err);
             if (!st)
@@ -579,7 +592,10 @@ static FcStatus run_code(CudaBackend *be, const FcKernel *k, const CudaCode *cc,
     if (launched) {
         /* Wait even after a failed launch (the temporaries may be in use), then read the slot. */
         FcError e2;
+        double t0 = be->prof ? now() : 0;
         FcStatus st2 = finish(be, &e2);
+        if (be->prof)
+            be->t_wait += now() - t0;
         if (!st && st2) {
             st = st2;
             *err = e2;
@@ -637,10 +653,17 @@ static FcStatus cuda_run(FcBackend *base, const FcKernel *k, FcError *err)
     be->d->CtxSetCurrent(be->ctx);
     CudaCode c;
     int mi;
+    double t0 = be->prof ? now() : 0;
     FcStatus st = code_and_module(be, k, &c, &mi, err);
+    double t1 = be->prof ? now() : 0;
     if (!st && mi >= 0)
         st = run_code(be, k, &c, mi, err);
     fc_cuda_code_free(&c);
+    if (be->prof) {
+        be->t_code += t1 - t0;
+        be->t_launch += now() - t1;
+        be->nrun++;
+    }
     return st;
 }
 
@@ -681,7 +704,14 @@ static FcStatus cuda_run_prepared(FcBackend *base, void *handle, const FcKernel 
     if (p->mi < 0)
         return FC_OK;
     be->d->CtxSetCurrent(be->ctx);
-    return run_code(be, k, &p->c, p->mi, err);
+    double t0 = be->prof ? now() : 0;
+    FcStatus st = run_code(be, k, &p->c, p->mi, err);
+    if (be->prof) {
+        be->t_launch += now() - t0;
+        be->nrun++;
+        be->nkept++;
+    }
+    return st;
 }
 
 static void cuda_release(FcBackend *base, void *handle)
@@ -774,6 +804,11 @@ static void cuda_destroy(FcBackend *base)
         return;
     be->d->CtxSetCurrent(be->ctx);
     be->d->CtxSynchronize();
+    if (be->prof)
+        fprintf(stderr,
+                "tdl: %s: %ld kernels run (%ld kept); host seconds: %.4f generating code and finding "
+                "modules, %.4f staging and launching, %.4f waiting for the device (in the launching)\n",
+                be->name, be->nrun, be->nkept, be->t_code, be->t_launch, be->t_wait);
     fc_cudnn_state_free(be->dnn);
     for (int i = 0; i < be->nmods; i++) {
         for (int e = 0; e < be->mods[i].nmod; e++)
@@ -876,6 +911,8 @@ FcStatus fc_cuda_backend_new(int index, FcBackend **out, FcError *err)
     be->sm = major * 10 + minor;
     if (be->nsm < 1)
         be->nsm = 1;
+    const char *pe = getenv("TDL_CUDA_PROFILE");
+    be->prof = pe && *pe && strcmp(pe, "0") != 0;
     r = d->CtxSetCurrent(be->ctx);
     if (r == CUDA_OK)
         r = d->MemAlloc(&be->err_slot, ERR_SLOT_BYTES);

@@ -30,8 +30,8 @@
  * the vector loop with 16-byte loads and stores where contiguous and aligned, checked at run
  * time); a block per row when the kernel holds reductions computed once per row (softmax), the
  * row's threads reducing cooperatively (warp shuffles, then shared memory); for a root
- * reduction a block per output (split over blocks whose partials a second kernel combines in
- * order) or a thread per output when outputs are many and the reduced loop is not innermost;
+ * reduction a block per output (split over blocks whose partials a second kernel combines in a
+ * fixed order) or a thread per output when outputs are many and the reduced loop is not innermost;
  * scattered and accumulating stores on one thread in the loop nest's order, as the CPU runs them
  * (duplicates land in order), or, when they cannot fail (a gradient's scatter-add), with their
  * records (points of the loops but the owner ones) sorted by destination and a thread per
@@ -367,6 +367,11 @@ static const char prelude[] =
     "    const f64 c = le ? floor(x) + 1 : ceil(x);\n"
     "    return c <= 0 ? 0 : c >= (f64)ext ? ext : (int64)c;\n"
     "}\n"
+    "// n / d for 0 <= n, d < 2^31 by a multiply: m and s from the host (fastdiv_magic).\n"
+    "__device__ __forceinline__ int32 fastdiv(int32 n, uint32 m, uint32 s)\n"
+    "{\n"
+    "    return (int32)((__umulhi((uint32)n, m) + (uint32)n) >> s);\n"
+    "}\n"
     "// V consecutive elements: one 4-, 8- or 16-byte access when aligned, else element by element.\n"
     "template <class T, int N> struct alignas(sizeof(T) * N) Pack { T x[N]; };\n"
     "template <int V, class T> __device__ __forceinline__ void ldv(T (&d)[V], const T *p)\n"
@@ -433,6 +438,22 @@ static const char prelude[] =
     "    __syncthreads();\n"
     "    v = shv[0];\n"
     "    i = shi[0];\n"
+    "}\n"
+    "// An exclusive scan over the block of one uint32 per thread, in sh[blockDim.x]: each thread\n"
+    "// gets the sum of the threads before it; sh[blockDim.x - 1] holds the block's sum until the\n"
+    "// next call. Integers: exact in any order.\n"
+    "__device__ uint32 block_exscan(uint32 *sh, uint32 x)\n"
+    "{\n"
+    "    __syncthreads();\n"
+    "    sh[threadIdx.x] = x;\n"
+    "    __syncthreads();\n"
+    "    _Pragma(\"unroll 1\") for (unsigned d = 1; d < blockDim.x; d <<= 1) {\n"
+    "        const uint32 y = threadIdx.x >= d ? sh[threadIdx.x - d] : 0;\n"
+    "        __syncthreads();\n"
+    "        sh[threadIdx.x] += y;\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    return sh[threadIdx.x] - x;\n"
     "}\n";
 
 /* The prelude's parts after the types: where each starts (a line of the prelude) and the names
@@ -454,9 +475,11 @@ static const struct {
     {"// Folds into accumulators", "c_sum c_prod c_amax c_amin c_any c_all "},
     {"// Arg reductions:", "b_argmax b_argmin arg_comb "},
     {"// How many indices of a loop", "bcount "},
+    {"// n / d for 0 <= n, d < 2^31", "fastdiv "},
     {"// V consecutive elements", "Pack ldv stv "},
     {"// Block reductions", "block_reduce "},
     {"template <bool MAX, class A> __device__ void block_argreduce(", "block_argreduce "},
+    {"// An exclusive scan over the block", "block_exscan "},
 };
 enum { NPARTS = sizeof prelude_parts / sizeof prelude_parts[0] };
 
@@ -702,6 +725,8 @@ typedef enum LvKind {
     LV_SORTED,          /* grid-stride over (destination key, point of `mask`'s loops, the owner
                            loops), the owner point fastest; keys with no record skipped */
     LV_RUN,             /* the key's records in loop order, each decoded into `mask`'s loops */
+    LV_TILE,            /* TILE: block-stride over tiles, the block's threads over the tile's
+                           points along the reads' loop (the writes after, close_level) */
 } LvKind;
 
 typedef struct Level {
@@ -768,6 +793,9 @@ typedef struct Gen {
     KeyTerm term[2 * FC_MAX_DIMS];
     int64_t nkeys, nrec, nown;
     int gate_c, gate_w;
+    int tile_w, tile_r;         /* TILE: the loop the output is contiguous along, and the reads' */
+    int flat_first;             /* BLOCK_REDUCE: the loop the threads' points move along fastest
+                                   (the one most loads read by unit steps), or -1: the last */
     uint64_t T, D;              /* BLOCK_REDUCE: the reduced loops the threads split, and those
                                    walked in order by the whole block (what a reduction inside
                                    varies along, so it is computed once per point of them) */
@@ -1021,7 +1049,7 @@ static FcStatus analyse(Gen *g)
     int nload = 0;
     for (int i = 0; i < n; i++)
         nload += k->code[i].op == FC_OP_LOAD;
-    g->capargs = 16 + 2 * L + nload * (1 + L) + 2 * ng + 3 * n + 2 * k->nscatter + k->nbufs;
+    g->capargs = 16 + 4 * L + nload * (1 + L) + 2 * ng + 3 * n + 2 * k->nscatter + k->nbufs;
     g->args = mem_calloc((size_t)g->capargs, sizeof *g->args);
     g->refs = mem_calloc((size_t)g->capargs, sizeof *g->refs);
     g->wide = mem_calloc((size_t)n, sizeof *g->wide);
@@ -1218,6 +1246,64 @@ static bool plan_sorted(Gen *g)
         g->O = O;
     return ok;
 }
+/* Among mask's loops, the one the most loads read by unit steps (a gather's index not moving
+ * along it), when it is more of them than along the last loop: the threads of a block then read
+ * consecutive addresses (roi_align's channels on channels-last input, where the last loop is
+ * the bin's column). -1 otherwise. */
+static int flat_first(const Gen *g, uint64_t mask)
+{
+    int best = -1, last = -1, nbest = 0, nlast = 0;
+    for (int l = 0; l < g->L; l++) {
+        if (!(mask >> l & 1))
+            continue;
+        int n = 0;
+        for (int i = 0; i < g->n; i++) {
+            const FcInstr *in = &g->k->code[i];
+            bool moves = false;
+            for (int j = 0; in->op == FC_OP_LOAD && j < in->ngather; j++)
+                moves |= (g->deps[g->gopv[g->goff[i] + j]] >> l & 1) != 0;
+            n += in->op == FC_OP_LOAD && in->strides[l] == 1 && !moves;
+        }
+        if (n > nbest) {
+            best = l;
+            nbest = n;
+        }
+        last = l;
+        nlast = n;
+    }
+    return best >= 0 && best != last && nbest > nlast ? best : -1;
+}
+
+/* Whether a thread-per-point kernel runs TILE: the output is contiguous along vl, every load
+ * reads across it (none along it by unit steps), and one reads along another kept loop by unit
+ * steps (a transposing copy, a layout change: channels-last and back). Both loops at least a
+ * tile long; no reduction inside. */
+static bool plan_tile(Gen *g)
+{
+    const FcKernel *k = g->k;
+    int w = g->vl, r = -1;
+    if (w < 0 || k->out_strides[w] != 1 || k->extent[w] < 32)
+        return false;
+    for (int i = 0; i < g->n; i++) {
+        const FcInstr *in = &k->code[i];
+        if (fc_op_is_reduce(in->op) || (in->op == FC_OP_LOAD && in->strides[w] == 1))
+            return false;
+        for (int l = 0; in->op == FC_OP_LOAD && l < g->L && r < 0; l++) {
+            bool moves = false;
+            for (int j = 0; j < in->ngather; j++)
+                moves |= (g->deps[g->gopv[g->goff[i] + j]] >> l & 1) != 0;
+            if (l != w && (g->K >> l & 1) && in->strides[l] == 1 && !moves && k->extent[l] >= 32 &&
+                k->out_strides[l] != 0)
+                r = l;
+        }
+    }
+    if (r < 0)
+        return false;
+    g->tile_w = w;
+    g->tile_r = r;
+    return true;
+}
+
 static void plan(Gen *g)
 {
     const FcKernel *k = g->k;
@@ -1263,6 +1349,7 @@ static void plan(Gen *g)
                 g->D = 0;
                 g->T = g->RR;
             }
+            g->flat_first = flat_first(g, big(g, g->T));
         }
     } else {
         g->mode = CUDA_THREAD;
@@ -1270,6 +1357,8 @@ static void plan(Gen *g)
             for (int r = 0; r < g->n; r++)
                 if (fc_op_is_reduce(k->code[r].op) && g->list[r] < 0 && !(g->deps[r] >> g->vl & 1))
                     g->mode = CUDA_ROW;
+        if (g->mode == CUDA_THREAD && plan_tile(g))
+            g->mode = CUDA_TILE;
     }
     /* V points per thread along vl where something moves along it by unit steps and the
      * output moves along it. */
@@ -1330,6 +1419,12 @@ static void plan(Gen *g)
     c->V = g->V;
     c->nred = nred;
     switch (g->mode) {
+    case CUDA_TILE: {
+        int64_t ew = k->extent[g->tile_w], er = k->extent[g->tile_r];
+        c->npts = c->npts_v = nout / ew / er * ((ew + 31) / 32) * ((er + 31) / 32);
+        c->block = 256;
+        break;
+    }
     case CUDA_THREAD:
         c->npts = nout;
         c->npts_v = g->vec ? nout / k->extent[g->vl] * (k->extent[g->vl] / g->V) : nout;
@@ -1375,7 +1470,9 @@ static void plan(Gen *g)
         c->npts = c->npts_v = g->nkeys * g->nown;
         c->nkeys = g->nkeys;
         c->nrec = g->nrec;
-        c->scratch_bytes = (size_t)(2 * g->nkeys + 1 + 2 * g->nrec) * sizeof(uint32_t);
+        c->scan_tiles = (g->nkeys + 1 + 2047) / 2048;     /* sort_scratch's layout */
+        c->scratch_bytes = (size_t)(2 * g->nkeys + 2 + c->scan_tiles + 2 * g->nrec) * sizeof(uint32_t);
+        c->scratch_zero = (size_t)(2 * g->nkeys + 2) * sizeof(uint32_t);
         c->block = 256;
         break;
     case CUDA_SERIAL:
@@ -1526,14 +1623,42 @@ static void nest_inner(Gen *g, const Nest *ns);
 static void nest_pre(Gen *g, const Nest *ns, int d);
 static void nest_post(Gen *g, const Nest *ns, int d);
 
+/* fastdiv's multiplier and shift for divisor d (1 <= d < 2^31): n / d = (umulhi(n, m) + n) >> sh
+ * for every 0 <= n < 2^31 (Granlund and Montgomery's round-up method; PyTorch's IntDivider). */
+static void fastdiv_magic(uint32_t d, uint32_t *m, uint32_t *sh)
+{
+    uint32_t s = 0;
+    while (s < 32 && ((uint64_t)1 << s) < d)
+        s++;
+    *sh = s;
+    *m = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << s) - d)) / d + 1);
+}
+
+/* The fields of fastdiv's multiplier and shift for loop l's extent over v (*m, *s). */
+static void fastdiv_args(Gen *g, int l, int v, const char *suffix, const char **m, const char **s)
+{
+    int64_t d = g->k->extent[l] / v;
+    uint32_t mu, sh;
+    fastdiv_magic(d < 1 ? 1 : (uint32_t)d, &mu, &sh);     /* d < 1: an empty loop, never run */
+    char shown[32];
+    snprintf(shown, sizeof shown, "%u", mu);
+    *m = arg_named(g, CARG_VAL, "uint32", 4, &mu, shown, "e%dm%s", l, suffix);
+    snprintf(shown, sizeof shown, "%u", sh);
+    *s = arg_named(g, CARG_VAL, "uint32", 4, &sh, shown, "e%ds%s", l, suffix);
+}
+
 /* Decodes the point number `q` (of type ix_t) into the loops of mask: vl first (V indices per
  * point) when it is among them and the kernel is vectorised, then the others, the highest
- * numbered fastest (or strictly by number when serial). */
-static void decode(Gen *g, const char *q, uint64_t mask, bool serial)
+ * numbered fastest (or strictly by number when serial); first (>= 0), when among them and not
+ * the vector loop, before the others. With 32-bit indices each quotient is a multiply (fastdiv):
+ * a division by a run-time extent costs tens of instructions. */
+static void decode_from(Gen *g, const char *q, uint64_t mask, bool serial, int first)
 {
     int order[FC_MAX_DIMS], no = 0;
     if (!serial && g->vec && (mask >> g->vl & 1))
         order[no++] = g->vl;
+    else if (first >= 0 && (mask >> first & 1))
+        order[no++] = first;
     for (int l = g->L - 1; l >= 0; l--)
         if ((mask >> l & 1) && !(no > 0 && order[0] == l))
             order[no++] = l;
@@ -1546,6 +1671,20 @@ static void decode(Gen *g, const char *q, uint64_t mask, bool serial)
                 line(g, "const ix_t i%d = %s * V;", l, q);
             else
                 line(g, "const ix_t i%d = %s;", l, q);
+        } else if (g->idx32) {
+            /* 32-bit indices: the quotient by a multiply (fastdiv), the remainder from it; along
+             * the vector loop by e / V, V being 1 (tdl_s) or g->V (tdl_v) */
+            const char *m1, *s1, *mv, *sv;
+            fastdiv_args(g, l, 1, "", &m1, &s1);
+            if (vecl) {
+                fastdiv_args(g, l, g->V, "v", &mv, &sv);
+                line(g, "const ix_t d%d = V == 1 ? fastdiv(%s, %s, %s) : fastdiv(%s, %s, %s);", l, q, m1, s1, q, mv, sv);
+                line(g, "const ix_t i%d = (%s - d%d * (%s / V)) * V;", l, q, l, e);
+            } else {
+                line(g, "const ix_t d%d = fastdiv(%s, %s, %s);", l, q, m1, s1);
+                line(g, "const ix_t i%d = %s - d%d * %s;", l, q, l, e);
+            }
+            line(g, "%s = d%d;", q, l);
         } else if (vecl) {
             line(g, "const ix_t i%d = %s %% (%s / V) * V;", l, q, e);
             line(g, "%s /= %s / V;", q, e);
@@ -1554,6 +1693,11 @@ static void decode(Gen *g, const char *q, uint64_t mask, bool serial)
             line(g, "%s /= %s;", q, e);
         }
     }
+}
+
+static void decode(Gen *g, const char *q, uint64_t mask, bool serial)
+{
+    decode_from(g, q, mask, serial, -1);
 }
 
 /* Loops of extent <= 1 among mask's: their index is 0. */
@@ -1645,7 +1789,7 @@ static void open_level(Gen *g, const Nest *ns, int d)
         zero_loops(g, lv->mask & ~big(g, lv->mask));
         if (big(g, lv->mask)) {
             line(g, "ix_t q2 = (ix_t)t2;");
-            decode(g, "q2", big(g, lv->mask), true);
+            decode_from(g, "q2", big(g, lv->mask), true, g->flat_first);
         }
         return;
     case LV_SEQ_SPLIT: {
@@ -1686,32 +1830,86 @@ static void open_level(Gen *g, const Nest *ns, int d)
     case LV_SORTED:
         line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.npts; t += (int64)gridDim.x * blockDim.x) {");
         g->ind++;
-        line(g, "const uint32 lo = ((const uint32 *)a.scr)[t / a.nown], hi = ((const uint32 *)a.scr)[t / a.nown + 1];");
+        line(g, "const uint32 lo = RUN_START(a, t / a.nown), hi = RUN_START(a, t / a.nown + 1);");
         line(g, "if (lo == hi)");
         line(g, "    continue;");
+        line(g, "%s *dst = nullptr, acc;     // the destination, its value in a register (emit_store)", ctype(g->k->out_dtype));
         zero_loops(g, lv->mask & ~big(g, lv->mask));
         if (big(g, lv->mask)) {
             line(g, "ix_t q = (ix_t)(t %% a.nown);");
             decode(g, "q", big(g, lv->mask), false);
         }
         return;
+    case LV_TILE: {
+        int w = g->tile_w, r = g->tile_r;
+        const char *ntw = arg_ix(g, (g->k->extent[w] + 31) / 32, "ntw"), *ntr = arg_ix(g, (g->k->extent[r] + 31) / 32, "ntr");
+        line(g, "__shared__ %s tile[32][33];     // [the reads' loop][the writes'], a bank apart", ctype(g->k->out_dtype));
+        line(g, "for (int64 t = blockIdx.x; t < a.npts; t += gridDim.x) {");
+        g->ind++;
+        line(g, "ix_t q = (ix_t)t;");
+        line(g, "const ix_t tw = q %% %s;", ntw);
+        line(g, "q /= %s;", ntw);
+        line(g, "const ix_t tr = q %% %s;", ntr);
+        line(g, "q /= %s;", ntr);
+        uint64_t rest = lv->mask & ~((uint64_t)1 << w | (uint64_t)1 << r);
+        zero_loops(g, rest & ~big(g, rest));
+        if (big(g, rest))
+            decode(g, "q", big(g, rest), false);
+        line(g, "__syncthreads();");
+        line(g, "for (int kk = 0; kk < 32; kk += 8) {");
+        g->ind++;
+        line(g, "const ix_t i%d = tr * 32 + (ix_t)(threadIdx.x & 31);", r);
+        line(g, "const ix_t i%d = tw * 32 + (ix_t)(threadIdx.x >> 5) + kk;", w);
+        line(g, "if (i%d < %s && i%d < %s) {", w, ext_of(g, w), r, ext_of(g, r));
+        g->ind++;
+        return;
+    }
     case LV_RUN:
         line(g, "for (uint32 j = lo; j < hi; j++) {");
         g->ind++;
-        line(g, "ix_t r = (ix_t)((const uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec)[j];");
+        line(g, "ix_t r = (ix_t)SORT_RUNS(a)[j];");
         zero_loops(g, lv->mask & ~big(g, lv->mask));
         decode(g, "r", big(g, lv->mask), true);
         return;
     }
 }
 
+static void out_offset(Gen *g, const char *ty, const char *name, bool skip_vl);
+
 static void close_level(Gen *g, const Nest *ns, int d)
 {
+    if (ns->lv[d].kind == LV_TILE) {
+        /* the tile's points written along the output's loop */
+        int w = g->tile_w, r = g->tile_r;
+        const char *OT = ctype(g->k->out_dtype);
+        g->ind -= 2;
+        line(g, "    }");
+        line(g, "}");
+        line(g, "__syncthreads();");
+        line(g, "for (int kk = 0; kk < 32; kk += 8) {");
+        g->ind++;
+        line(g, "const ix_t i%d = tw * 32 + (ix_t)(threadIdx.x & 31);", w);
+        line(g, "const ix_t i%d = tr * 32 + (ix_t)(threadIdx.x >> 5) + kk;", r);
+        line(g, "if (i%d < %s && i%d < %s) {", w, ext_of(g, w), r, ext_of(g, r));
+        g->ind++;
+        out_offset(g, "ix_t", "o", false);
+        line(g, "((%s *)%s)[o] = tile[(threadIdx.x >> 5) + kk][threadIdx.x & 31];", OT,
+             arg_field(g, CARG_OUT, "char *", 8, NULL, NULL, "out"));
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+        g->ind--;
+        line(g, "}");
+        return;
+    }
     int m = ns->lv[d].kind == LV_LANES8 ? 3 : 1;
     for (int j = 0; j < m; j++) {
         g->ind--;
         line(g, "}");
     }
+    if (ns->lv[d].kind == LV_RUN)
+        line(g, "*dst = acc;");
 }
 
 /* Places the instructions of the nest's list: those at level d, then level d + 1 inside the
@@ -1950,19 +2148,50 @@ static void emit_store(Gen *g)
         gfail(g, FC_ERR_NOMEM, "out of memory");
         return;
     }
+    if (g->mode == CUDA_TILE) {     /* the writes after the tile (close_level) */
+        line(g, "tile[threadIdx.x & 31][(threadIdx.x >> 5) + kk] = %s;", v.p);
+        mem_free(v.p);
+        return;
+    }
     if (g->mode == CUDA_SERIAL || g->mode == CUDA_OWNER || g->mode == CUDA_SORTED) {
         /* 64-bit addresses (the scattered dims may reach past 2^31); indices checked first, and
          * an index out of range stops the store, as on the CPU. */
         out_offset(g, "int64", "o", false);
         scatter_indices(g);
-        if (k->nscatter > 0) {
+        bool sorted = g->mode == CUDA_SORTED;
+        if (k->nscatter > 0 && !sorted) {
             line(g, "if (a.err->code != 0)");
             line(g, "    return;");
         }
-        bput(&g->b, "%*s%s *dst = (%s *)%s + o", 4 * g->ind, "", OT, OT, outp);
+        bput(&g->b, "%*s%s *%s = (%s *)%s + o", 4 * g->ind, "", OT, sorted ? "d" : "dst", OT, outp);
         for (int s = 0; s < k->nscatter; s++)
             bput(&g->b, " + s%d * %s", s, arg_i64(g, k->scatter[s].stride, "sc%ds", s));
         bput(&g->b, ";\n");
+        if (sorted) {
+            /* A sorted store's indices cannot fail (FcKernel.checked), and every record of the
+             * thread's run has its destination: its value is kept in acc, read at the first
+             * record and written after the last (close_level), each record applied as the CPU
+             * applies it, so its bits. */
+            line(g, "if (!dst) {");
+            line(g, "    dst = d;");
+            line(g, "    acc = *d;");
+            line(g, "}");
+            if (!k->accumulate)
+                line(g, "acc = %s;", v.p);
+            else if (ot == FC_BOOL)
+                line(g, "acc = (b8)(acc | %s);", v.p);
+            else if (ot == FC_INT32 || ot == FC_INT64)
+                line(g, "acc = (%s)((%s)acc + (%s)%s);", OT, utype(ot), utype(ot), v.p);
+            else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16)
+                line(g, "acc = (%s)(uint32)((uint32)acc + (uint32)%s);", OT, v.p);
+            else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16)
+                line(g, "acc = %s(%s(acc) + %s(%s));", ot == FC_FLOAT16 ? "f2h" : "f2bh", ot == FC_FLOAT16 ? "h2f" : "bh2f",
+                     ot == FC_FLOAT16 ? "h2f" : "bh2f", v.p);
+            else
+                line(g, "acc += %s;", v.p);
+            mem_free(v.p);
+            return;
+        }
         if (!k->accumulate)
             line(g, "*dst = %s;", v.p);
         else if (ot == FC_BOOL)
@@ -2074,6 +2303,7 @@ static void nest_inner(Gen *g, const Nest *ns)
     }
     switch (g->mode) {
     case CUDA_THREAD:
+    case CUDA_TILE:
     case CUDA_ROW:
     case CUDA_SERIAL:
     case CUDA_OWNER:
@@ -2128,6 +2358,7 @@ static const char *mode_name(CudaMode m)
 {
     switch (m) {
     case CUDA_THREAD: return "a thread per output point";
+    case CUDA_TILE: return "a thread per output point, in tiles of 32 x 32 read along one loop and written along another";
     case CUDA_ROW: return "a block per row of the vector loop, its reductions computed by the block";
     case CUDA_BLOCK_REDUCE: return "a root reduction, a block per output (or per share of one)";
     case CUDA_THREAD_REDUCE: return "a root reduction, a thread per output";
@@ -2146,6 +2377,9 @@ static void top_nest(const Gen *g, Nest *ns)
     switch (g->mode) {
     case CUDA_THREAD:
         ns->lv[ns->nlv++] = (Level){LV_GRID, g->K, -1};
+        break;
+    case CUDA_TILE:
+        ns->lv[ns->nlv++] = (Level){LV_TILE, g->K, -1};
         break;
     case CUDA_SERIAL:
         ns->lv[ns->nlv++] = (Level){LV_SERIAL, g->K, -1};
@@ -2226,10 +2460,15 @@ static void plan_pre(Gen *g)
      * not one it varies along; what the top list computes is computed once per thread. */
     Nest ns;
     top_nest(g, &ns);
+    bool sorted = g->mode == CUDA_SORTED;
     for (int i = 0; i < n; i++) {
         veto[i] = false;
-        if (g->list[i] < 0)
+        if (g->list[i] < 0) {
+            /* SORTED: the top list's values of a record (roi_align's weights and taps) would be
+             * computed again by the thread of every owner point (every channel) */
+            veto[i] = sorted && !(big(g, g->O) & ~g->deps[i]);
             continue;
+        }
         uint64_t around = 0;
         int r = i;
         while (g->list[r] >= 0) {
@@ -2246,7 +2485,7 @@ static void plan_pre(Gen *g)
         FcOp op = k->code[i].op;
         if (!kept[i])
             continue;
-        if (g->list[i] >= 0 && op != FC_OP_LOAD && op != FC_OP_IOTA) {
+        if ((g->list[i] >= 0 || sorted) && op != FC_OP_LOAD && op != FC_OP_IOTA) {
             g->tab[i] = true;
             g->poff[i] = bytes;
             bytes += (((size_t)points(k, g->deps[i]) * fc_dtype_size(k->code[i].dtype)) + 63) & ~(size_t)63;
@@ -2288,34 +2527,40 @@ static void emit_run(Gen *g)
     line(g, "}");
 }
 
-/* tdl_finish: combines the partials of a split block reduction in split order. */
+/* tdl_finish: combines the partials of a split block reduction, a block per output: each thread
+ * the parts s = threadIdx.x (mod blockDim.x) in split order, then the block's tree (the order
+ * fixed by nsplit and the block size alone). */
 static void emit_finish(Gen *g)
 {
     const char *A = g->rr.fkind ? "f64" : "int64";
     line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_finish(const Args a)");
     line(g, "{");
     g->ind++;
-    line(g, "for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.npts; t += (int64)gridDim.x * blockDim.x) {");
+    line(g, "for (int64 t = blockIdx.x; t < a.npts; t += gridDim.x) {");
     g->ind++;
+    root_acc(g);
     if (g->rr.comb) {
         line(g, "const %s *p = (const %s *)a.part + t * a.nsplit;", A, A);
-        line(g, "%s r = p[0];", A);
-        line(g, "for (int64 s = 1; s < a.nsplit; s++)");
+        line(g, "for (int64 s = threadIdx.x; s < a.nsplit; s += blockDim.x)");
         line(g, "    r = %s(r, p[s]);", g->rr.comb);
+        line(g, "r = block_reduce<%s, %s>(r);", A, g->rr.comb);
     } else {
+        const char *mx = g->k->reduce == FC_OP_ARGMAX ? "true" : "false";
         line(g, "const %s *p = (const %s *)a.part + 2 * t * a.nsplit;", A, A);
-        line(g, "%s r = p[0];", A);
-        line(g, "int64 ri = ((const int64 *)p)[1];");
-        line(g, "for (int64 s = 1; s < a.nsplit; s++)");
-        line(g, "    arg_comb<%s>(r, ri, p[2 * s], ((const int64 *)p)[2 * s + 1]);",
-             g->k->reduce == FC_OP_ARGMAX ? "true" : "false");
+        line(g, "for (int64 s = threadIdx.x; s < a.nsplit; s += blockDim.x)");
+        line(g, "    arg_comb<%s>(r, ri, p[2 * s], ((const int64 *)p)[2 * s + 1]);", mx);
+        line(g, "block_argreduce<%s>(r, ri);", mx);
     }
+    line(g, "if (threadIdx.x == 0) {");
+    g->ind++;
     zero_loops(g, g->K & ~big(g, g->K));
     if (big(g, g->K)) {
         line(g, "ix_t q = (ix_t)t;");
         decode(g, "q", big(g, g->K), false);
     }
     root_store(g, "r", "ri");
+    g->ind--;
+    line(g, "}");
     g->ind--;
     line(g, "}");
     g->ind--;
@@ -2407,52 +2652,77 @@ static void emit_pre(Gen *g)
     mem_free(doms);
 }
 
-/* SORTED's fixed kernels (emit_sort): tdl_scan, tdl_fill, tdl_order. */
+/* SORTED's scratch (uint32 words) and how its kernels find their parts; after the kernel's
+ * Args. A run's start is its place in its tile of 2048 keys plus the tile's start. */
+static const char sort_scratch[] =
+    "// The sort's scratch, uint32 words: the runs' starts within their tiles [nkeys + 1] (first the\n"
+    "// counts), the fill's cursors [nkeys], tdl_scan's finished blocks [1], the tiles' starts\n"
+    "// [tiles], each record's key [nrec], the runs [nrec]. A tile is 2048 keys (256 threads x 8).\n"
+    "#define SORT_TILES(a) (((a).nkeys + 1 + 2047) >> 11)\n"
+    "#define SORT_KEYS(a) ((uint32 *)(a).scr + 2 * (a).nkeys + 2 + SORT_TILES(a))\n"
+    "#define SORT_RUNS(a) (SORT_KEYS(a) + (a).nrec)\n"
+    "#define RUN_START(a, k) (((const uint32 *)(a).scr)[k] + ((const uint32 *)(a).scr)[2 * (a).nkeys + 2 + ((k) >> 11)])\n\n";
+
+/* SORTED's fixed kernels (emit_sort): tdl_scan, tdl_fill, tdl_order. tdl_scan runs on blocks of
+ * 256 threads (the tile is 2048 keys). */
 static const char *const sort_kernels[3] = {
     "extern \"C\" __global__ void __launch_bounds__(256) tdl_scan(const Args a)\n"
     "{\n"
-    "    __shared__ uint32 part[256];\n"
-    "    uint32 *cnt = (uint32 *)a.scr;\n"
-    "    const int64 per = (a.nkeys + blockDim.x - 1) / blockDim.x, lo = threadIdx.x * per;\n"
-    "    const int64 hi = lo + per < a.nkeys ? lo + per : a.nkeys;\n"
-    "    uint32 s = 0;\n"
-    "    for (int64 i = lo; i < hi; i++)\n"
-    "        s += cnt[i];\n"
-    "    part[threadIdx.x] = s;\n"
-    "    __syncthreads();\n"
-    "    if (threadIdx.x == 0) {\n"
-    "        uint32 acc = 0;\n"
-    "        for (unsigned i = 0; i < blockDim.x; i++) {\n"
-    "            const uint32 x = part[i];\n"
-    "            part[i] = acc;\n"
-    "            acc += x;\n"
+    "    // Each tile's counts to their exclusive sums in place (8 a thread, then the threads'\n"
+    "    // sums in shared memory), the tile's sum to its start; the last block to finish turns\n"
+    "    // the tiles' sums into their starts. Integers: exact in any order.\n"
+    "    __shared__ uint32 sh[256];\n"
+    "    __shared__ bool last;\n"
+    "    uint32 *cnt = (uint32 *)a.scr, *done = cnt + 2 * a.nkeys + 1, *tile = done + 1;\n"
+    "    const int64 n = a.nkeys + 1, nt = SORT_TILES(a);\n"
+    "    for (int64 b = blockIdx.x; b < nt; b += gridDim.x) {\n"
+    "        const int64 lo = (b << 11) + threadIdx.x * 8;\n"
+    "        uint32 x[8], s = 0;\n"
+    "        for (int j = 0; j < 8; j++) {\n"
+    "            x[j] = lo + j < n ? cnt[lo + j] : 0;\n"
+    "            s += x[j];\n"
     "        }\n"
-    "        cnt[a.nkeys] = acc;\n"
+    "        uint32 acc = block_exscan(sh, s);\n"
+    "        for (int j = 0; j < 8; j++)\n"
+    "            if (lo + j < n) {\n"
+    "                cnt[lo + j] = acc;\n"
+    "                acc += x[j];\n"
+    "            }\n"
+    "        if (threadIdx.x == 255)\n"
+    "            tile[b] = acc;\n"
     "    }\n"
+    "    __threadfence();\n"
     "    __syncthreads();\n"
-    "    uint32 acc = part[threadIdx.x];\n"
-    "    for (int64 i = lo; i < hi; i++) {\n"
-    "        const uint32 x = cnt[i];\n"
-    "        cnt[i] = acc;\n"
-    "        acc += x;\n"
+    "    if (threadIdx.x == 0)\n"
+    "        last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
+    "    __syncthreads();\n"
+    "    if (!last)\n"
+    "        return;\n"
+    "    __threadfence();\n"
+    "    uint32 carry = 0;\n"
+    "    for (int64 lo = 0; lo < nt; lo += 256) {\n"
+    "        const int64 i = lo + threadIdx.x;\n"
+    "        const uint32 x = i < nt ? ((volatile uint32 *)tile)[i] : 0;\n"
+    "        const uint32 e = block_exscan(sh, x);\n"
+    "        if (i < nt)\n"
+    "            tile[i] = carry + e;\n"
+    "        carry += sh[255];\n"
     "    }\n"
     "}\n",
     "extern \"C\" __global__ void __launch_bounds__(256) tdl_fill(const Args a)\n"
     "{\n"
-    "    const uint32 *st = (const uint32 *)a.scr;\n"
-    "    uint32 *cur = (uint32 *)a.scr + a.nkeys + 1, *rk = cur + a.nkeys, *run = rk + a.nrec;\n"
+    "    uint32 *cur = (uint32 *)a.scr + a.nkeys + 1, *rk = SORT_KEYS(a), *run = SORT_RUNS(a);\n"
     "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nrec; t += (int64)gridDim.x * blockDim.x) {\n"
     "        const uint32 key = rk[t];\n"
     "        if (key < a.nkeys)\n"
-    "            run[st[key] + atomicAdd(&cur[key], 1u)] = (uint32)t;\n"
+    "            run[RUN_START(a, key) + atomicAdd(&cur[key], 1u)] = (uint32)t;\n"
     "    }\n"
     "}\n",
     "extern \"C\" __global__ void __launch_bounds__(256) tdl_order(const Args a)\n"
     "{\n"
-    "    const uint32 *st = (const uint32 *)a.scr;\n"
-    "    uint32 *run = (uint32 *)a.scr + 2 * a.nkeys + 1 + a.nrec;\n"
+    "    uint32 *run = SORT_RUNS(a);\n"
     "    for (int64 t = (int64)blockIdx.x * blockDim.x + threadIdx.x; t < a.nkeys; t += (int64)gridDim.x * blockDim.x) {\n"
-    "        const uint32 lo = st[t], hi = st[t + 1];\n"
+    "        const uint32 lo = RUN_START(a, t), hi = RUN_START(a, t + 1);\n"
     "        for (uint32 j = lo + 1; j < hi; j++) {     // insertion: the atomics leave runs nearly in order\n"
     "            const uint32 x = run[j];\n"
     "            uint32 i = j;\n"
@@ -2467,12 +2737,11 @@ static const char *const sort_kernels[3] = {
 /* SORTED's first kernels, each ending at ends[e] of g->b (e: 0 tdl_keys, 1 tdl_scan, 2 tdl_fill,
  * 3 tdl_order). tdl_keys computes each record's key (the destination's terms, mixed radix), or
  * nkeys for a record the gate leaves out, and counts the records of each key; tdl_scan turns
- * the counts into the first record of each key's run (one block: a share of the keys per
- * thread, the shares' sums added in order by one thread); tdl_fill places each record in its
+ * the counts into the first record of each key's run (sort_scratch: in tiles of 2048 keys, the
+ * tiles' sums by the last block); tdl_fill places each record in its
  * key's run (the place within the run taken by an integer atomic, so in any order); tdl_order
  * sorts each run by record number, which is loop order: the order is fixed however the atomics
- * fell. The scratch's uint32 arrays: run starts [nkeys + 1], cursors [nkeys], keys [nrec], runs
- * [nrec]. */
+ * fell. */
 static void emit_sort(Gen *g, size_t ends[4])
 {
     const FcKernel *k = g->k;
@@ -2504,7 +2773,7 @@ static void emit_sort(Gen *g, size_t ends[4])
     line(g, "extern \"C\" __global__ void __launch_bounds__(256) tdl_keys(const Args a)");
     line(g, "{");
     g->ind++;
-    line(g, "uint32 *cnt = (uint32 *)a.scr, *rk = cnt + 2 * a.nkeys + 1;");
+    line(g, "uint32 *cnt = (uint32 *)a.scr, *rk = SORT_KEYS(a);");
     for (int i = 0; i < n; i++)
         if (need[i] && g->deps[i] == 0)
             emit_instr(g, i);
@@ -2570,7 +2839,7 @@ static void gen_free(Gen *g)
 
 void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *per)
 {
-    enum { SPLIT_TARGET = 256 };    /* blocks a split aims for */
+    enum { SPLIT_TARGET = 1024 };   /* blocks a split aims for: a few per SM of a large GPU */
     *nsplit = 1;
     *per = c->split_ext;
     if (c->mode != CUDA_BLOCK_REDUCE || npts < 1 || npts >= SPLIT_TARGET || c->nred < (int64_t)c->block * 64)
@@ -2579,8 +2848,8 @@ void fc_cuda_split(const CudaCode *c, int64_t npts, int64_t *nsplit, int64_t *pe
     int64_t n = a < b ? a : b;
     if (n > c->split_ext)
         n = c->split_ext;
-    if (n > 1024)
-        n = 1024;
+    if (n > SPLIT_TARGET)
+        n = SPLIT_TARGET;
     if (n > 1) {
         *nsplit = n;
         *per = (c->split_ext + n - 1) / n;
@@ -2600,7 +2869,7 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
 {
     memset(out, 0, sizeof *out);
     out->arg_npts = out->arg_nsplit = out->arg_per = -1;
-    Gen g = {.k = k, .err = err, .code = out};
+    Gen g = {.k = k, .err = err, .code = out, .flat_first = -1};
     if (analyse(&g) != FC_OK) {
         gen_free(&g);
         return g.st;
@@ -2696,6 +2965,8 @@ FcStatus fc_cuda_codegen(const FcKernel *k, CudaCode *out, FcError *err)
         bput(&s, "    %s%s%s;\n", a->ctype, ptr ? "" : " ", a->name);
     }
     bput(&s, "};\n\n");
+    if (g.mode == CUDA_SORTED)
+        bput(&s, "%s", sort_scratch);
     /* The head, then each entry point's text (fc_cuda_entries_source puts them together). */
     bput(&s, "%.*s", (int)run_end, g.b.p ? g.b.p : "");
     out->head = s.n;

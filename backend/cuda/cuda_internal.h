@@ -122,6 +122,10 @@ typedef enum CudaMode {
                            loops (if any): the points of the other loops (records) sorted by
                            destination, then a thread per (owner point, destination) adding its
                            records in loop order (tdl_keys, tdl_scan, tdl_fill, tdl_order first) */
+    CUDA_TILE,          /* a thread per output point whose reads run along another loop than its
+                           writes (a transposing copy): tiles of 32 x 32 of the two loops, each
+                           point computed by threads along the reads, then written through shared
+                           memory by threads along the writes; npts counts tiles */
 } CudaMode;
 
 /* One field of the kernel's argument struct (struct Args in the source), in declaration order,
@@ -187,8 +191,9 @@ typedef struct CudaCode {
     size_t pre_bytes;       /* > 0: tdl_pre fills this many bytes of tables (field pre) first ... */
     int64_t pre_pts;        /* ... over its largest domain of this many points */
     int64_t nkeys, nrec;    /* SORTED: destinations (keys), records; npts = nkeys * the owner points */
-    size_t scratch_bytes;   /* SORTED: uint32 run starts [nkeys + 1], cursors [nkeys], keys [nrec],
-                               runs [nrec]; the first 2 * nkeys + 1 zeroed before tdl_keys */
+    size_t scratch_bytes;   /* SORTED: its scratch (the generated source's sort_scratch) ... */
+    size_t scratch_zero;    /* ... whose first scratch_zero bytes are zeroed before tdl_keys */
+    int64_t scan_tiles;     /* SORTED: tdl_scan's tiles (the blocks it takes at most) */
 } CudaCode;
 
 /* Generates the source and launch plan of k. FC_ERR_TYPE for an op/dtype the backend does not
