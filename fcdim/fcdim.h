@@ -769,6 +769,22 @@ int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, con
 int fc_kplan_fuse(FcInstr *code, int n, int nloop, const int64_t *extent, const int *owner, int result,
                   const int *sregs, int ns, bool (*takes)(void *ud, const FcInstr *in), void *ud);
 
+/* One term of a store's address (owner.c): stride * index, the index in [0, extent) of root loop
+ * `loop` or of scatter index `scatter` (the other -1). */
+typedef struct FcStoreTerm {
+    int64_t stride, extent;
+    int loop, scatter;
+} FcStoreTerm;
+enum { FC_STORE_TERMS_MAX = FC_MAX_DIMS + 64 };
+/* The terms of k's store address that move (owner.c): each root loop of `loops` with extent > 1
+ * and a nonzero output stride, in loop order, then each scatter index of extent > 1 and nonzero
+ * stride, into t[FC_STORE_TERMS_MAX]. Their number; -1 when a scatter index has no value (extent
+ * <= 0: nothing is written) or there are more than 64 of them. */
+int fc_store_terms(const FcKernel *k, uint64_t loops, FcStoreTerm *t);
+/* Whether the n terms' indices are a one-to-one map of the address (owner.c): taken by |stride|,
+ * each beyond what the smaller ones span. Then *nkeys is the product of their extents, at most
+ * max_keys (else false). */
+bool fc_store_terms_injective(const FcStoreTerm *t, int n, int64_t max_keys, int64_t *nkeys);
 /* The owner loops of k's scattered or accumulating store (owner.c): a bit per root loop along
  * which distinct iterations never write the same element, whatever the scatter indices hold (in
  * range). A backend may split the store's work over them, each part in loop order, and still

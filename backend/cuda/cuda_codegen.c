@@ -741,12 +741,6 @@ typedef struct Nest {
     Level lv[FC_MAX_DIMS + 2];
 } Nest;
 
-/* A term of a SORTED store's key: loop's index or scatter index scat's, of extent e. */
-typedef struct KeyTerm {
-    int loop, scat;
-    int64_t e;
-} KeyTerm;
-
 /* A short piece of source returned by value ("v12[u]", "a.e3"): valid for the full expression. */
 typedef struct Name { char s[24]; } Name;
 
@@ -790,7 +784,7 @@ typedef struct Gen {
      * false (and w finite) adds a zero, and is left out (the CPU's plan_gate skips the same). */
     uint64_t R;
     int nterm;
-    KeyTerm term[2 * FC_MAX_DIMS];
+    FcStoreTerm term[FC_STORE_TERMS_MAX];
     int64_t nkeys, nrec, nown;
     int gate_c, gate_w;
     int tile_w, tile_r;         /* TILE: the loop the output is contiguous along, and the reads' */
@@ -1191,36 +1185,10 @@ static bool plan_sorted_keys(Gen *g)
     g->nown = points(k, g->O);
     if (g->nrec < 2 || g->nrec > INT32_MAX / 2 || g->nown < 1)
         return false;
-    int64_t a[2 * FC_MAX_DIMS];
-    int n = 0;
-    for (int l = 0; l < g->L; l++)
-        if ((g->R >> l & 1) && k->extent[l] > 1 && k->out_strides[l] != 0) {
-            a[n] = k->out_strides[l] < 0 ? -k->out_strides[l] : k->out_strides[l];
-            g->term[n++] = (KeyTerm){l, -1, k->extent[l]};
-        }
-    for (int s = 0; s < k->nscatter; s++) {
-        if (k->scatter[s].extent <= 0)
-            return false;
-        if (k->scatter[s].extent > 1 && k->scatter[s].stride != 0) {
-            a[n] = k->scatter[s].stride < 0 ? -k->scatter[s].stride : k->scatter[s].stride;
-            g->term[n++] = (KeyTerm){-1, s, k->scatter[s].extent};
-        }
-    }
-    /* one-to-one: in order of stride, each beyond what the smaller ones span */
-    bool used[2 * FC_MAX_DIMS] = {false};
-    int64_t span = 0, keys = 1;
-    for (int m = 0; m < n; m++) {
-        int b = -1;
-        for (int j = 0; j < n; j++)
-            if (!used[j] && (b < 0 || a[j] < a[b]))
-                b = j;
-        used[b] = true;
-        int64_t e = g->term[b].e;
-        if (a[b] <= span || e - 1 > (INT64_MAX - span) / a[b] || keys > MAX_KEYS / e)
-            return false;
-        span += a[b] * (e - 1);
-        keys *= e;
-    }
+    int n = fc_store_terms(k, g->R, g->term);
+    int64_t keys;
+    if (n < 0 || !fc_store_terms_injective(g->term, n, MAX_KEYS, &keys))
+        return false;
     g->nterm = n;
     g->nkeys = keys;
     need = mem_malloc((size_t)g->n + 1);
@@ -2788,11 +2756,11 @@ static void emit_sort(Gen *g, size_t ends[4])
     scatter_indices(g);
     line(g, "int64 key = 0;");
     for (int j = 0; j < g->nterm; j++) {
-        const KeyTerm *t = &g->term[j];
+        const FcStoreTerm *t = &g->term[j];
         if (t->loop >= 0)
             line(g, "key = key * %s + (int64)i%d;", ext_of(g, t->loop), t->loop);
         else
-            line(g, "key = key * %s + s%d;", arg_i64(g, k->scatter[t->scat].extent, "sc%de", t->scat), t->scat);
+            line(g, "key = key * %s + s%d;", arg_i64(g, t->extent, "sc%de", t->scatter), t->scatter);
     }
     if (g->gate_c >= 0 && g->gate_w >= 0) {
         line(g, "if (!v%d && fabs((f64)v%d) <= 1.7976931348623157e308)     // adds a zero: left out", g->gate_c,
