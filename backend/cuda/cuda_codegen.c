@@ -2103,6 +2103,29 @@ static void scatter_indices(Gen *g)
     }
 }
 
+/* One record applied to target t (an lvalue of the output's type: "*dst", or a sorted store's
+ * "acc") as the CPU applies it: written, or-ed, or added in the type's arithmetic. */
+static void apply_store(Gen *g, const char *t, const char *v)
+{
+    const FcKernel *k = g->k;
+    FcDType ot = k->out_dtype;
+    const char *OT = ctype(ot);
+    if (!k->accumulate) {
+        line(g, "%s = %s;", t, v);
+    } else if (ot == FC_BOOL) {
+        line(g, "%s = (b8)(%s | %s);", t, t, v);
+    } else if (ot == FC_INT32 || ot == FC_INT64) {
+        line(g, "%s = (%s)((%s)%s + (%s)%s);", t, OT, utype(ot), t, utype(ot), v);
+    } else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16) {
+        line(g, "%s = (%s)(uint32)((uint32)%s + (uint32)%s);", t, OT, t, v);
+    } else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16) {
+        const char *to = ot == FC_FLOAT16 ? "f2h" : "f2bh", *from = ot == FC_FLOAT16 ? "h2f" : "bh2f";
+        line(g, "%s = %s(%s(%s) + %s(%s));", t, to, from, t, from, v);
+    } else {
+        line(g, "%s += %s;", t, v);
+    }
+}
+
 static void emit_store(Gen *g)
 {
     const FcKernel *k = g->k;
@@ -2144,35 +2167,8 @@ static void emit_store(Gen *g)
             line(g, "    dst = d;");
             line(g, "    acc = *d;");
             line(g, "}");
-            if (!k->accumulate)
-                line(g, "acc = %s;", v.p);
-            else if (ot == FC_BOOL)
-                line(g, "acc = (b8)(acc | %s);", v.p);
-            else if (ot == FC_INT32 || ot == FC_INT64)
-                line(g, "acc = (%s)((%s)acc + (%s)%s);", OT, utype(ot), utype(ot), v.p);
-            else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16)
-                line(g, "acc = (%s)(uint32)((uint32)acc + (uint32)%s);", OT, v.p);
-            else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16)
-                line(g, "acc = %s(%s(acc) + %s(%s));", ot == FC_FLOAT16 ? "f2h" : "f2bh", ot == FC_FLOAT16 ? "h2f" : "bh2f",
-                     ot == FC_FLOAT16 ? "h2f" : "bh2f", v.p);
-            else
-                line(g, "acc += %s;", v.p);
-            mem_free(v.p);
-            return;
         }
-        if (!k->accumulate)
-            line(g, "*dst = %s;", v.p);
-        else if (ot == FC_BOOL)
-            line(g, "*dst = (b8)(*dst | %s);", v.p);
-        else if (ot == FC_INT32 || ot == FC_INT64)
-            line(g, "*dst = (%s)((%s)*dst + (%s)%s);", OT, utype(ot), utype(ot), v.p);
-        else if (ot == FC_UINT8 || ot == FC_INT8 || ot == FC_INT16)
-            line(g, "*dst = (%s)(uint32)((uint32)*dst + (uint32)%s);", OT, v.p);
-        else if (ot == FC_FLOAT16 || ot == FC_BFLOAT16)
-            line(g, "*dst = %s(%s(*dst) + %s(%s));", ot == FC_FLOAT16 ? "f2h" : "f2bh", ot == FC_FLOAT16 ? "h2f" : "bh2f",
-                 ot == FC_FLOAT16 ? "h2f" : "bh2f", v.p);
-        else
-            line(g, "*dst += %s;", v.p);
+        apply_store(g, sorted ? "acc" : "*dst", v.p);
         mem_free(v.p);
         return;
     }
