@@ -7,7 +7,9 @@
 #
 # Then the peak memory of tdl's run at 1 thread (/usr/bin/time's maximum resident set, less that of
 # tdl importing vision and loading nothing) against the bytes of the input, the output and the
-# gradient; and the elementwise chain (grad/chain.tdl, GRAD_CHAIN elements, default 16M float32):
+# gradient; a step on 4 channels (the input's first), where the kernels are small and the work
+# around them is what a step costs (scheduling, the kernel cache, the interpreter; torch's dispatch
+# and autograd), best of GRAD_STEPS (default 200) at 1 thread; and the elementwise chain (grad/chain.tdl, GRAD_CHAIN elements, default 16M float32):
 # its backward against a copy of the same bytes, at 1 and 2 threads.
 #
 # usage: sh bench/grad.sh [path/to/tdl]
@@ -62,6 +64,13 @@ print("%-10s tdl peak memory (1 thread): %.0f MB over the interpreter's, %.2f x 
       % (w, (peak - base) / 1024.0, (peak - base) * 1024.0 / need, need / 1e6))
 PY
     fi
+done
+for w in maskrcnn adaptive; do
+    a=$(TDL_NUM_THREADS=1 "$tdl" "$here/grad/grad.tdl" "$tmp" "${GRAD_STEPS:-200}" 3 $w "$tmp/step.npy" cpu 4 2>&1 | tail -n 1)
+    b=$("$py" "$here/grad/torch_grad.py" "$tmp" "${GRAD_STEPS:-200}" 3 $w 1 "$tmp/step_torch.npy" 4 2>&1 | tail -n 1)
+    ta=${a#* } tb=${b#* }
+    printf '%-10s %2s %12s %12s %8s   (4 channels: a step'"'"'s own work)\n' $w 1 "$ta" "$tb" \
+        "$(awk -v a="$ta" -v b="$tb" 'BEGIN { if (b > 0) printf "%.2f", a / b }')"
 done
 for t in 1 2; do
     c=$(TDL_NUM_THREADS=$t "$tdl" "$here/grad/chain.tdl" "${GRAD_CHAIN:-16000000}" "$repeats" 2>&1 | tail -n 1)

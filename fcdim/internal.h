@@ -194,6 +194,7 @@ typedef struct FcCached {
     FcKonstRef *kref;
     int nkref;
     int64_t strides[FC_MAX_DIMS];
+    FcGather scatter[FC_MAX_DIMS];  /* k's scattered dims (k.scatter points here while it runs) */
     FcBackend *be;
     void *prep;
     uint64_t used;
@@ -205,10 +206,11 @@ typedef struct FcKernelCacheStats {
     uint64_t hits;
 } FcKernelCacheStats;
 
-/* The key of scheduling root on dev into out_strides at out_offset (out_strides NULL: strides
- * the scheduler chooses). False on out-of-memory or a DAG too big to keep (*key is then empty). */
-bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
-                 int64_t out_offset);
+/* The key of scheduling root on dev into out (NULL: a fresh storage) with out_strides at
+ * out_offset (out_strides NULL: strides the scheduler chooses), scattered by sc (or NULL). False
+ * on out-of-memory or a DAG too big to keep (*key is then empty). */
+bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, const FcScatter *sc, FcDevice dev, const FcStorage *out,
+                 const int64_t *out_strides, int64_t out_offset);
 void fc_key_free(FcKey *key);
 /* Frees key, or keeps its arrays for the context's next fc_key_make; *key is then empty. */
 void fc_key_release(FcCtx *ctx, FcKey *key);

@@ -10,8 +10,10 @@
  * The key: every node of the DAG in a post-order walk (each once, so that what is shared counts),
  * with its op, dtypes, sizes, operands (by their place in the walk), level maps and constant, and
  * a load's offset, strides, shape, wrap and index dims and its storage by order of first
- * appearance (not address); then the output's geometry when it is given, the device and the
- * context's settings that scheduling reads. A context keeps KCACHE_ENTRIES kernels; the least
+ * appearance (not address); then a scattered store's indices (their DAGs in the same walk) with
+ * each one's stride, extent, wrap and dim, and whether it accumulates and cannot fail; which of the
+ * storages read is the one written; then the output's geometry when it is given, the device and
+ * the context's settings that scheduling reads. A context keeps KCACHE_ENTRIES kernels; the least
  * recently used goes first.
  *
  * Floating-point constants are the kernel's parameters: a loop that adds a new Python number each
@@ -197,8 +199,8 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
     return true;
 }
 
-bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, FcDevice dev, const int64_t *out_strides,
-                 int64_t out_offset)
+bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, const FcScatter *sc, FcDevice dev, const FcStorage *out,
+                 const int64_t *out_strides, int64_t out_offset)
 {
     *key = (FcKey){0};
     if (ctx->kcache) {
@@ -212,8 +214,21 @@ bool fc_key_make(FcKey *key, FcCtx *ctx, FcNode *root, FcDevice dev, const int64
      * (the count is an upper bound; past 512 nodes the key grows as it goes) */
     uint32_t nodes = root->count < 512 ? root->count : 512;
     size_t words = 16 * (size_t)(nodes > 16 ? nodes : 16);
-    bool ok = (key->cap >= words || grow(key, words)) && put_node(key, root, fc_walk_stamp(), &count) &&
-              put(key, (uint64_t)dev.type) && put(key, (uint64_t)(int64_t)dev.index) &&
+    uint64_t mark = fc_walk_stamp();
+    bool ok = (key->cap >= words || grow(key, words)) && put_node(key, root, mark, &count) &&
+              put(key, sc ? 1 + (uint64_t)sc->n : 0);
+    for (int g = 0; ok && sc && g < sc->n; g++) {
+        const FcGather *at = &sc->at[g];
+        ok = put_node(key, sc->index[g], mark, &count) && put(key, sc->index[g]->walk_id) &&
+             put(key, (uint64_t)at->stride) && put(key, (uint64_t)at->extent) && put(key, at->wrap) &&
+             put(key, (uint64_t)(int64_t)at->dim);
+    }
+    if (ok && sc)
+        ok = put(key, sc->accumulate) && put(key, sc->checked);
+    /* which storage read is also the one written (a plan treats such loads apart) */
+    for (int i = 0; ok && i < key->nst; i++)
+        ok = put(key, key->st[i] == out);
+    ok = ok && put(key, (uint64_t)dev.type) && put(key, (uint64_t)(int64_t)dev.index) &&
               put(key, (uint64_t)ctx->sched_off) && put(key, (uint64_t)ctx->nthreads) && put(key, ctx->max_fused) &&
               put(key, out_strides != NULL);
     if (ok && out_strides)
@@ -387,7 +402,9 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
     e.k.bufs = NULL;
     e.k.out = NULL;
     e.k.interrupt = NULL;
-    e.k.scatter = NULL;
+    e.k.scatter = NULL;         /* e.scatter, bound at each run (run_kept) */
+    if (k->nscatter > 0)
+        memcpy(e.scatter, k->scatter, (size_t)k->nscatter * sizeof *e.scatter);
     bool ok = e.buf_of && e.k.code;
     for (int b = 0; ok && b < k->nbufs; b++) {
         e.buf_of[b] = -1;
@@ -404,6 +421,7 @@ FcCached *fc_kcache_add(FcCtx *ctx, FcKey *key, const FcKernel *k, FcStorage *co
     FcKernel now = e.k;
     now.bufs = k->bufs;
     now.out = k->out;
+    now.scatter = k->scatter;
     FcError ignored;
     if (ok && be->prepare && be->prepare(be, &now, &e.prep, &ignored) != FC_OK)
         e.prep = NULL;

@@ -1114,10 +1114,12 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, FcCached *c, const FcKey *ke
     k->bufs = bp;
     k->out = out_storage->data;
     k->interrupt = ctx->interrupt;
+    k->scatter = k->nscatter > 0 ? c->scatter : NULL;
     FcStatus st = launch(ctx, be, k, dev, c->prep, err);
     k->bufs = NULL;
     k->out = NULL;
     k->interrupt = NULL;
+    k->scatter = NULL;
     if (bp != bufs)
         mem_free(bp);
     if (st && *new_storage) {
@@ -1181,11 +1183,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }
-    /* A DAG scheduled before (but for its storages) runs the kernel kept then. Scattered stores
-     * are not kept. */
+    /* A DAG scheduled before (but for its storages) runs the kernel kept then. */
     FcKey key = {0};
-    bool keep = !sc && nprod == 0 && !(ctx->sched_off & FC_SCHED_CACHE) &&
-                fc_key_make(&key, ctx, (FcNode *)root, dev, out_strides, out_offset);
+    bool keep = nprod == 0 && !(ctx->sched_off & FC_SCHED_CACHE) &&
+                fc_key_make(&key, ctx, (FcNode *)root, sc, dev, out_storage, out_strides, out_offset);
     if (keep) {
         FcCached *c = fc_kcache_find(ctx, &key);
         if (c) {

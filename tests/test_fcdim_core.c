@@ -262,6 +262,67 @@ START_TEST(test_kernel_cache)
 }
 END_TEST
 
+/* t's 8 float32 values against want (exact). */
+static void check_f32_8(FcTensor *t, const float *want)
+{
+    FcView v;
+    OK(fc_host_view(ctx, t, &v, &err));
+    for (int i = 0; i < 8; i++)
+        ck_assert_float_eq(((const float *)v.data)[v.offset + i * v.strides[0]], want[i]);
+}
+
+/* Scattered stores are kept too: scatter_add_ again with other storages, other indices (the
+ * duplicates elsewhere) and other values runs only kept kernels, with the right sums; a store
+ * into a tensor that its value also reads, after one that does not, is right. */
+START_TEST(test_kernel_cache_scatter)
+{
+    int64_t n8 = 8, n6 = 6;
+    float zeros[8] = {0};
+    const int64_t i1[6] = {0, 3, 3, 7, 1, 3}, i2[6] = {5, 5, 2, 0, 5, 6};
+    const float v1[6] = {1, 2, 4, 8, 16, 32}, v2[6] = {0.5f, 1, 2, 3, 4, 5};
+    FcKernelCacheStats s0 = {0};
+    int k0 = 0;
+    float want[8];
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) {
+            s0 = fc_kcache_stats(ctx);
+            k0 = nkernels;
+        }
+        const int64_t *ix = round == 1 ? i2 : i1;
+        const float *vv = round == 1 ? v2 : v1;
+        FcTensor *t = from_f32(zeros, 1, &n8), *index = from_i64(ix, 1, &n6), *src = from_f32(vv, 1, &n6);
+        OK(fc_scatter_add(ctx, t, 0, index, src, &err));
+        memset(want, 0, sizeof want);
+        for (int i = 0; i < 6; i++)
+            want[ix[i]] += vv[i];
+        check_f32_8(t, want);
+        fc_tensor_release(t);
+        fc_tensor_release(index);
+        fc_tensor_release(src);
+    }
+    /* every kernel of the second and third rounds a kept one */
+    FcKernelCacheStats s1 = fc_kcache_stats(ctx);
+    ck_assert_int_gt(nkernels, k0);
+    ck_assert_uint_eq(s1.hits - s0.hits, (uint64_t)(nkernels - k0));
+    ck_assert_int_eq(s1.kept, s0.kept);
+    /* into D from A, then into D from D itself: two keys, both right */
+    float a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    FcTensor *A = from_f32(a, 1, &n8), *D = from_f32(zeros, 1, &n8), *two = scalar_f(2), *r;
+    OK(fc_binary(ctx, FC_OP_MUL, A, two, &r, &err));
+    OK(fc_assign(ctx, D, r, &err));
+    fc_tensor_release(r);
+    OK(fc_binary(ctx, FC_OP_MUL, D, two, &r, &err));
+    OK(fc_assign(ctx, D, r, &err));
+    fc_tensor_release(r);
+    for (int i = 0; i < 8; i++)
+        want[i] = 4 * a[i];
+    check_f32_8(D, want);
+    fc_tensor_release(A);
+    fc_tensor_release(D);
+    fc_tensor_release(two);
+}
+END_TEST
+
 /* where(a > t, a * k1 + k2, a) of a 1000-element float32 tensor, realised and checked against the
  * same in float (exact for the values used: multiples of a quarter in a small range). */
 static void check_params(FcTensor *a, const float *av, double t, double k1, double k2)
@@ -740,6 +801,7 @@ Suite *fcdim_core_suite(void)
     tcase_add_test(tc, test_shared_subexpression_emitted_once);
     tcase_add_test(tc, test_kernel_cache);
     tcase_add_test(tc, test_kernel_cache_params);
+    tcase_add_test(tc, test_kernel_cache_scatter);
     suite_add_tcase(s, tc);
     TCase *cc = tcase_create("compose");
     tcase_add_checked_fixture(cc, compose_setup, compose_teardown);
