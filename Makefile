@@ -119,6 +119,14 @@ $(TEST_OBJ): | $(B)/lang/grammar.h
 $(B)/check_tdl: $(TEST_OBJ) $(B)/libtdl.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
+# The mock CUDA driver and NVRTC (tests/mock_cuda/): the CUDA backend's host side run with no GPU,
+# its kernels built by g++ behind the emulation of tests/cuda_emu.h (tests/test_mock_cuda.sh).
+# Never sanitized: it runs the host builds' coroutines, which ASan does not follow.
+$(B)/mock_cuda/libcuda.so.1: tests/mock_cuda/mock_cuda.c tests/cuda_emu.h backend/cuda/cuda_internal.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-unused-parameter -fPIC -shared -fvisibility=hidden \
+	  -Itests -Ibackend -Ifcdim -o $@ $< -ldl -lpthread
+
 # cuDNN's header, where it is installed, checks cuda_cudnn.h's declarations (tests/cudnn_header_check.c);
 # tdl itself never needs it. CUDNN_INC= (empty) skips the check.
 CUDNN_INC ?= $(patsubst %/cudnn_graph.h,%,$(firstword $(wildcard /usr/local/cuda/include/cudnn_graph.h \
@@ -127,10 +135,11 @@ $(B)/tests/cudnn_header_check.o: CFLAGS += $(if $(CUDNN_INC),-isystem $(CUDNN_IN
 
 # `make test`: the Check suites, then the script tests, in this build ($(B)).
 test: deps
-	$(MAKE) --no-print-directory all $(B)/check_tdl
+	$(MAKE) --no-print-directory all $(B)/check_tdl $(B)/mock_cuda/libcuda.so.1
 	CK_FORK=no $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
 	sh tests/test_sigint.sh $(B)/tdl
+	sh tests/test_mock_cuda.sh $(B) build/mock_cuda/kernels
 	SANITIZE=$(SANITIZE) HOST_CFLAGS='$(SANFLAGS)' sh tests/test_install.sh $(B)
 
 # The README's test command: the suite, then the suite again under ASan + LSan + UBSan, then the

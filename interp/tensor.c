@@ -31,7 +31,9 @@ bool tensor_fail(Interp *I, FcStatus st, const FcError *e)
         [FC_ERR_INDEX] = TDL_ERR_INDEX, [FC_ERR_DEVICE] = TDL_ERR_DEVICE, [FC_ERR_INTERRUPT] = TDL_ERR_INTERRUPT,
         [FC_ERR_DIM_BIND] = TDL_ERR_DIMENSION_BIND,
     };
-    if (st == FC_ERR_NOMEM) return err_nomem(I);
+    /* The host's memory exhausted: said without allocating. A device's has its own message
+     * (which device, how much was asked for), and the host memory to say it. */
+    if (st == FC_ERR_NOMEM && (!e || !e->msg[0] || strcmp(e->msg, "out of memory") == 0)) return err_nomem(I);
     if (st == FC_ERR_INTERRUPT) {
         I->interrupt = 0;
         return err_raise(I, TDL_ERR_INTERRUPT, "%s", "");

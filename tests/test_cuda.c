@@ -24,6 +24,7 @@
 #include "tests.h"
 #include "watch.h"
 #include "golden_cases.h"          /* env_save, env_restore */
+#include "cuda_emu.h"             /* the emulation of CUDA's execution model */
 
 #include "backend.h"
 #include "cuda/cuda_internal.h"     /* the code generator's plan, for the emulated launches */
@@ -168,98 +169,13 @@ static double compile_ok(const char *src, int sm, const char *what)
  *
  * Without a GPU the CUDA source can still be run: compiled as C++ for the host (the system's
  * g++, -std=c++17, so no contraction into FMA) with a small emulation of CUDA's execution model
- * in front of it. Blocks run one after another; a block's threads are coroutines (ucontext),
- * switched at __syncthreads and at every shuffle, so the block reductions run as written; the
- * kernel's pointers are host memory. Each kernel a program runs on the CPU is also run this way
- * (through FcCtx.on_kernel, on copies of its output) and the two results are compared bit for bit:
+ * in front of it (tests/cuda_emu.h: blocks one after another, a block's threads coroutines
+ * switched at __syncthreads and at every shuffle); the kernel's pointers are host memory. Each
+ * kernel a program runs on the CPU is also run this way (through FcCtx.on_kernel, on copies of
+ * its output) and the two results are compared bit for bit:
  * the same values, except where the GPU adds in another order than the CPU (block reductions,
  * split reductions, root reductions: the same up to the rounding of double additions) and libm
  * versus CUDA's transcendental functions (here both are glibc's, so they agree too). */
-
-static const char emu_header[] =
-    "#include <math.h>\n"
-    "#include <stdint.h>\n"
-    "#include <stdlib.h>\n"
-    "#include <string.h>\n"
-    "#include <ucontext.h>\n"
-    "struct dim3 { unsigned x, y, z; };\n"
-    "static dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
-    "#define __global__\n"
-    "#define __device__\n"
-    "#define __forceinline__ inline\n"
-    "#define __noinline__\n"
-    "#define __launch_bounds__(n)\n"
-    "#define __shared__ static\n"
-    "static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
-    "static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
-    "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
-    "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
-    "static unsigned atomicAdd(unsigned *p, unsigned v) { unsigned old = *p; *p = old + v; return old; }\n"
-    "static void __threadfence() {}\n"
-    "static unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)((unsigned long long)a * b >> 32); }\n"
-    "struct EmuThread { ucontext_t ctx; bool done, waiting; };\n"
-    "static EmuThread *emu_th;\n"
-    "static int emu_cur;\n"
-    "static ucontext_t emu_main;\n"
-    "static void (*emu_fn)(const void *);\n"
-    "static const void *emu_arg;\n"
-    "static void __syncthreads() { emu_th[emu_cur].waiting = true; swapcontext(&emu_th[emu_cur].ctx, &emu_main); }\n"
-    "template <class T> static T __shfl_down_sync(unsigned, T v, int d)\n"
-    "{\n"
-    "    static unsigned char buf[1024][sizeof(T)];\n"
-    "    memcpy(buf[threadIdx.x], &v, sizeof v);\n"
-    "    __syncthreads();\n"
-    "    T r;\n"
-    "    memcpy(&r, buf[(threadIdx.x & 31) + d < 32 ? threadIdx.x + d : threadIdx.x], sizeof r);\n"
-    "    __syncthreads();\n"
-    "    return r;\n"
-    "}\n"
-    "static bool emu_reverse;   // blocks and threads started last to first\n"
-    "static void emu_start(int i) { emu_fn(emu_arg); emu_th[i].done = true; }\n"
-    "// Runs fn(arg) on a grid of gx x gy blocks of bx threads.\n"
-    "static void emu_grid(void (*fn)(const void *), const void *arg, unsigned gx, unsigned gy, unsigned bx)\n"
-    "{\n"
-    "    enum { STACK = 128 * 1024 };\n"
-    "    emu_fn = fn;\n"
-    "    emu_arg = arg;\n"
-    "    emu_th = (EmuThread *)calloc(bx, sizeof *emu_th);\n"
-    "    char *stacks = (char *)malloc((size_t)bx * STACK);\n"
-    "    gridDim = {gx, gy, 1};\n"
-    "    blockDim = {bx, 1, 1};\n"
-    "    for (unsigned by = 0; by < gy; by++)\n"
-    "        for (unsigned bb = 0; bb < gx; bb++) {\n"
-    "            const unsigned b = emu_reverse ? gx - 1 - bb : bb;\n"
-    "            blockIdx = {b, by, 0};\n"
-    "            for (unsigned i = 0; i < bx; i++) {\n"
-    "                emu_th[i].done = emu_th[i].waiting = false;\n"
-    "                getcontext(&emu_th[i].ctx);\n"
-    "                emu_th[i].ctx.uc_stack.ss_sp = stacks + (size_t)i * STACK;\n"
-    "                emu_th[i].ctx.uc_stack.ss_size = STACK;\n"
-    "                emu_th[i].ctx.uc_link = &emu_main;\n"
-    "                makecontext(&emu_th[i].ctx, (void (*)())emu_start, 1, (int)i);\n"
-    "            }\n"
-    "            for (;;) {\n"
-    "                bool live = false;\n"
-    "                for (unsigned ii = 0; ii < bx; ii++) {\n"
-    "                    const unsigned i = emu_reverse ? bx - 1 - ii : ii;\n"
-    "                    if (emu_th[i].done || emu_th[i].waiting)\n"
-    "                        continue;\n"
-    "                    emu_cur = (int)i;\n"
-    "                    threadIdx = {i, 0, 0};\n"
-    "                    swapcontext(&emu_main, &emu_th[i].ctx);\n"
-    "                }\n"
-    "                for (unsigned i = 0; i < bx; i++)\n"
-    "                    if (!emu_th[i].done) {\n"
-    "                        live = true;\n"
-    "                        emu_th[i].waiting = false;   /* every live thread is at the barrier */\n"
-    "                    }\n"
-    "                if (!live)\n"
-    "                    break;\n"
-    "            }\n"
-    "        }\n"
-    "    free(stacks);\n"
-    "    free(emu_th);\n"
-    "}\n";
 
 typedef void (*EmuLaunch)(int which, const void *args, unsigned gx, unsigned gy, unsigned bx);
 
@@ -295,7 +211,7 @@ static bool emu_init(Emu *e)
     FILE *f = fopen(p, "w");
     if (!f)
         return false;
-    fputs(emu_header, f);
+    fputs(cuda_emu_header, f);
     fclose(f);
     e->cpu = fc_cpu_backend_new(1);
     return system("g++ --version > /dev/null 2>&1") == 0 && e->cpu;
@@ -359,7 +275,7 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
                "    static_assert(sizeof(Args) == %zu, \"the argument struct's layout\");\n"
                "    static void (*const fn[])(const void *) = {emu_s, %s, %s, %s, %s, %s, %s, %s};\n"
                "    emu_reverse = which == 6;\n"
-               "    emu_grid(fn[which], a, gx, gy, bx);\n"
+               "    emu_grid(fn[which], a, gx, gy, 1, bx, 1);\n"
                "}\n",
             c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s",
             c->pre_bytes > 0 ? "emu_p" : "emu_s", sorted ? "emu_k" : "emu_s", sorted ? "emu_c" : "emu_s",

@@ -205,6 +205,9 @@ def main():
         src = f.read()
     torch.set_printoptions(profile="default")
     sys.modules.setdefault("nn", torch.nn.functional)     # `import nn`: tdl's stdlib nn has its names
+    if "import vision" in src:      # tdl's stdlib vision: torchvision.ops's names
+        import torchvision.ops
+        sys.modules.setdefault("vision", torchvision.ops)
     register_source(os.path.basename(script), src)
     code = compile(src, os.path.basename(script), "exec")
     exec(code, namespace(os.path.basename(script), sys.argv[2:]))

@@ -20,8 +20,9 @@
  * out of range or a division by zero is reported with the CPU executor's message. Everything
  * runs on the default stream and completes before run() returns.
  *
- * THIS FILE HAS NOT RUN ON A GPU YET: it was written on a machine without one (the code
- * generator and the compiler behind it are tested there; see tests/test_cuda.c).
+ * Tested on GPUs by make check-gpu, and on every machine on the mock driver of
+ * tests/mock_cuda/ (tests/test_mock_cuda.sh): the same calls, with host memory and kernels built
+ * for the host.
  * Depends on cuda_internal.h, libc and pthreads. */
 #include "cuda_internal.h"
 #include "cuda_cudnn.h"

@@ -2,7 +2,8 @@
  * points it calls (our own minimal typedefs: the build needs no CUDA headers), the tables they
  * are loaded into, the generated code of a kernel with its launch plan, and the compile cache.
  *
- * Private to backend/cuda/: nothing outside this folder includes it (others use backend.h).
+ * Private to backend/cuda/ and its tests (tests/test_cuda.c, the mock driver of tests/mock_cuda/):
+ * the rest of tdl uses backend.h.
  * Depends on backend.h (and so on fcdim.h's kernel types) and libc; libcuda and libnvrtc are
  * opened with dlopen at first use, never linked. */
 #ifndef TDL_CUDA_INTERNAL_H
