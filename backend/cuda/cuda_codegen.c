@@ -1716,6 +1716,21 @@ static void seq_count(Gen *g, const Nest *ns, int d, const char *cnt, char *buf,
         snprintf(buf, cap, "%s", cnt);
 }
 
+/* One pass of a tile's 32 x 32 points (after the block's barrier): a warp's 32 lanes along loop
+ * `lanes` (tile index tl), its eight warps and the four steps of kk along loop `rows` (tile index
+ * tr), the points inside both loops' extents. Opens the kk loop and the bounds test. */
+static void tile_pass(Gen *g, int lanes, const char *tl, int rows, const char *tr)
+{
+    int w = g->tile_w, r = g->tile_r;
+    line(g, "__syncthreads();");
+    line(g, "for (int kk = 0; kk < 32; kk += 8) {");
+    g->ind++;
+    line(g, "const ix_t i%d = %s * 32 + (ix_t)(threadIdx.x & 31);", lanes, tl);
+    line(g, "const ix_t i%d = %s * 32 + (ix_t)(threadIdx.x >> 5) + kk;", rows, tr);
+    line(g, "if (i%d < %s && i%d < %s) {", w, ext_of(g, w), r, ext_of(g, r));
+    g->ind++;
+}
+
 static void open_level(Gen *g, const Nest *ns, int d)
 {
     const Level *lv = &ns->lv[d];
@@ -1823,13 +1838,7 @@ static void open_level(Gen *g, const Nest *ns, int d)
         zero_loops(g, rest & ~big(g, rest));
         if (big(g, rest))
             decode(g, "q", big(g, rest), false);
-        line(g, "__syncthreads();");
-        line(g, "for (int kk = 0; kk < 32; kk += 8) {");
-        g->ind++;
-        line(g, "const ix_t i%d = tr * 32 + (ix_t)(threadIdx.x & 31);", r);
-        line(g, "const ix_t i%d = tw * 32 + (ix_t)(threadIdx.x >> 5) + kk;", w);
-        line(g, "if (i%d < %s && i%d < %s) {", w, ext_of(g, w), r, ext_of(g, r));
-        g->ind++;
+        tile_pass(g, r, "tr", w, "tw");
         return;
     }
     case LV_RUN:
@@ -1853,13 +1862,7 @@ static void close_level(Gen *g, const Nest *ns, int d)
         g->ind -= 2;
         line(g, "    }");
         line(g, "}");
-        line(g, "__syncthreads();");
-        line(g, "for (int kk = 0; kk < 32; kk += 8) {");
-        g->ind++;
-        line(g, "const ix_t i%d = tw * 32 + (ix_t)(threadIdx.x & 31);", w);
-        line(g, "const ix_t i%d = tr * 32 + (ix_t)(threadIdx.x >> 5) + kk;", r);
-        line(g, "if (i%d < %s && i%d < %s) {", w, ext_of(g, w), r, ext_of(g, r));
-        g->ind++;
+        tile_pass(g, w, "tw", r, "tr");
         out_offset(g, "ix_t", "o", false);
         line(g, "((%s *)%s)[o] = tile[(threadIdx.x >> 5) + kk][threadIdx.x & 31];", OT,
              arg_field(g, CARG_OUT, "char *", 8, NULL, NULL, "out"));
