@@ -146,8 +146,10 @@ int fc_target_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, co
  * on purpose: with short_loop (32) here, roi_align over 16 channels would run along a 7-long bin
  * loop instead of the channels, every coordinate and weight then computed per element rather
  * than once per chunk of channels (bench/roi_align.sh's small workload, measured: several times
- * slower); among the script tests and benchmarks, only such kernels move. */
-enum { FIXED_MIN_LOOP = 16 };
+ * slower). It is as low as 4 so that few channels (4 to 15) still count as such a loop: above
+ * it, roi_align over 4 channels ran along its box loop, each sample's geometry computed again
+ * for every channel (bench/grad.sh's 4-channel step). */
+enum { FIXED_MIN_LOOP = 4 };
 
 int fc_kplan_chunk_loop(const FcTarget *t, int nloop, const int64_t *extent, const int *owner, bool scatter, int n,
                         const uint64_t *deps)
