@@ -133,10 +133,12 @@ CUDNN_INC ?= $(patsubst %/cudnn_graph.h,%,$(firstword $(wildcard /usr/local/cuda
                /usr/include/cudnn_graph.h /usr/include/x86_64-linux-gnu/cudnn_graph.h)))
 $(B)/tests/cudnn_header_check.o: CFLAGS += $(if $(CUDNN_INC),-isystem $(CUDNN_INC) -DTDL_CUDNN_INCLUDE='"$(CUDNN_INC)"')
 
-# `make test`: the Check suites, then the script tests, in this build ($(B)).
+# `make test`: the Check suites, then the script tests, in this build ($(B)). The suite `cuda` compiles
+# every script test's kernels with NVRTC: build/nvrtc-cache keeps what it compiled, shared by the
+# builds (make check's three run the same sources), so that each source is compiled once.
 test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl $(B)/mock_cuda/libcuda.so.1
-	CK_FORK=no $(B)/check_tdl
+	CK_FORK=no TDL_TEST_NVRTC_CACHE=$(CURDIR)/build/nvrtc-cache $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
 	sh tests/test_sigint.sh $(B)/tdl
 	sh tests/test_mock_cuda.sh $(B) build/mock_cuda/kernels
