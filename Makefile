@@ -134,11 +134,14 @@ CUDNN_INC ?= $(patsubst %/cudnn_graph.h,%,$(firstword $(wildcard /usr/local/cuda
 $(B)/tests/cudnn_header_check.o: CFLAGS += $(if $(CUDNN_INC),-isystem $(CUDNN_INC) -DTDL_CUDNN_INCLUDE='"$(CUDNN_INC)"')
 
 # `make test`: the Check suites, then the script tests, in this build ($(B)). The suite `cuda` compiles
-# every script test's kernels with NVRTC: build/nvrtc-cache keeps what it compiled, shared by the
-# builds (make check's three run the same sources), so that each source is compiled once.
+# every script test's kernels with NVRTC, and representative ones with g++ for its host runs:
+# build/nvrtc-cache and build/mock_cuda/kernels keep what was compiled, shared by the builds (make
+# check's and CI's run the same sources), so that each source is compiled once.
 test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl $(B)/mock_cuda/libcuda.so.1
-	CK_FORK=no TDL_TEST_NVRTC_CACHE=$(CURDIR)/build/nvrtc-cache $(B)/check_tdl
+	@mkdir -p build/nvrtc-cache build/mock_cuda/kernels
+	CK_FORK=no TDL_TEST_NVRTC_CACHE=$(CURDIR)/build/nvrtc-cache TDL_TEST_EMU_DIR=$(CURDIR)/build/mock_cuda/kernels \
+	  $(B)/check_tdl
 	sh tests/run_scripts.sh $(B)/tdl
 	sh tests/test_sigint.sh $(B)/tdl
 	sh tests/test_mock_cuda.sh $(B) build/mock_cuda/kernels
@@ -187,11 +190,11 @@ fuzz-build: deps
 	$(MAKE) --no-print-directory FUZZ=1 $(addprefix build-fuzz/fuzz/fuzz_,$(FUZZERS))
 fuzz: fuzz-build
 	FUZZ_FLAGS='$(FUZZ_FLAGS)' sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
-# What CI runs: a short run of each (45 s unless FUZZ_SECONDS is given on the command line), from a
+# What CI runs: a short run of each (30 s unless FUZZ_SECONDS is given on the command line), from a
 # fixed random seed, so that a finding in CI comes again with `make fuzz-ci` (the same inputs, in
 # the same order, as far as the time lets it go); `make fuzz` explores from a new seed each time.
 fuzz-ci:
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),45) \
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),30) \
 	  FUZZ_FLAGS='-seed=1 $(FUZZ_FLAGS)'
 
 demo: deps

@@ -9,9 +9,16 @@
  * Blocks of bx x by threads (threadIdx.x fastest), grids of gx x gy x gz blocks. emu_reverse
  * starts blocks and threads last to first (what a GPU may do), for code whose result must not
  * depend on that order. Not for ASan builds: the coroutines' stacks confuse it.
- * Depends on nothing; included by tests only. */
+ * cuda_emu_setup and cuda_emu_build are the one way both hosts write the header and build a
+ * kernel behind it. Depends on libc only; included by tests only. */
 #ifndef TDL_CUDA_EMU_H
 #define TDL_CUDA_EMU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static const char cuda_emu_header[] =
     "#include <math.h>\n"
@@ -100,5 +107,64 @@ static const char cuda_emu_header[] =
     "    free(stacks);\n"
     "    free(emu_th);\n"
     "}\n";
+
+/* Writes the header into dir/emu.h, where cuda_emu_build looks for it (through a file of this
+ * process's own, renamed into place: processes may share dir); whether it could. */
+static bool cuda_emu_setup(const char *dir)
+{
+    char p[1100], tmp[1100];
+    snprintf(p, sizeof p, "%s/emu.h", dir);
+    snprintf(tmp, sizeof tmp, "%s/emu.h.%d", dir, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(cuda_emu_header, f) >= 0;
+    ok = fclose(f) == 0 && ok && rename(tmp, p) == 0;
+    if (!ok)
+        unlink(tmp);
+    return ok;
+}
+
+/* FNV-1a over the string s, from h. */
+static uint64_t cuda_emu_hash(uint64_t h, const char *s)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* The host build of text (a kernel's source and its launchers), behind dir/emu.h: the shared
+ * object dir/h<hash>.so, named by a hash of the header and the text, built by g++ only when it is
+ * not there yet. So a folder kept between runs (make test's build/mock_cuda/kernels) builds each
+ * text once, processes may share it (each writes files of its own and renames the result into
+ * place), and a path is never reused for other code (a loaded build may stay loaded after
+ * dlclose). Its path goes into so; on failure g++'s messages are in so's path + ".log", next to
+ * the .cpp. Whether the build is there. */
+static bool cuda_emu_build(const char *dir, const char *text, char *so, size_t cap)
+{
+    unsigned long long h = cuda_emu_hash(cuda_emu_hash(0xcbf29ce484222325ULL, cuda_emu_header), text);
+    snprintf(so, cap, "%s/h%016llx.so", dir, h);
+    if (access(so, R_OK) == 0)
+        return true;
+    char cpp[1100], tmp[1100], cmd[4500];
+    snprintf(cpp, sizeof cpp, "%s/h%016llx.%d.cpp", dir, h, (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s/h%016llx.%d.so", dir, h, (int)getpid());
+    FILE *f = fopen(cpp, "w");
+    if (!f)
+        return false;
+    bool ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    int n = snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", dir,
+                     cpp, tmp, so);
+    ok = ok && n > 0 && (size_t)n < sizeof cmd && system(cmd) == 0 && rename(tmp, so) == 0;
+    if (ok) {
+        unlink(cpp);
+        snprintf(cmd, sizeof cmd, "%s.log", so);
+        unlink(cmd);
+    }
+    return ok;
+}
 
 #endif

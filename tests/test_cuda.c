@@ -187,7 +187,8 @@ typedef struct EmuKernel {
 } EmuKernel;
 
 typedef struct Emu {
-    char dir[128];
+    char dir[1024];                          /* where the host builds go */
+    bool own_dir;                            /* a temporary folder, removed by emu_free */
     EmuKernel *k;
     int nk;
     FcBackend *cpu;
@@ -202,18 +203,20 @@ typedef struct Emu {
 static bool emu_init(Emu *e)
 {
     memset(e, 0, sizeof *e);
-    /* A fresh folder each time: the host builds stay loaded after dlclose (their template
-     * statics are unique symbols), so a path must not be reused. */
-    snprintf(e->dir, sizeof e->dir, "/tmp/tdl-cuda-emu-XXXXXX");
-    if (!mkdtemp(e->dir))
+    /* $TDL_TEST_EMU_DIR (make test: the mock driver's build/mock_cuda/kernels) keeps the builds
+     * between runs and builds; else a temporary folder. */
+    const char *keep = getenv("TDL_TEST_EMU_DIR");
+    if (keep && keep[0]) {
+        snprintf(e->dir, sizeof e->dir, "%s", keep);
+        mkdir(e->dir, 0777);
+    } else {
+        snprintf(e->dir, sizeof e->dir, "/tmp/tdl-cuda-emu-XXXXXX");
+        if (!mkdtemp(e->dir))
+            return false;
+        e->own_dir = true;
+    }
+    if (!cuda_emu_setup(e->dir))
         return false;
-    char p[300];
-    snprintf(p, sizeof p, "%s/emu.h", e->dir);
-    FILE *f = fopen(p, "w");
-    if (!f)
-        return false;
-    fputs(cuda_emu_header, f);
-    fclose(f);
     e->cpu = fc_cpu_backend_new(1);
     return system("g++ --version > /dev/null 2>&1") == 0 && e->cpu;
 }
@@ -228,9 +231,9 @@ static void emu_free(Emu *e)
     free(e->k);
     if (e->cpu)
         e->cpu->destroy(e->cpu);
-    char cmd[300];
+    char cmd[1100];
     snprintf(cmd, sizeof cmd, "rm -rf %s", e->dir);
-    if (system(cmd) != 0)
+    if (e->own_dir && system(cmd) != 0)
         fprintf(stderr, "cuda: could not remove %s\n", e->dir);
 }
 
@@ -251,10 +254,9 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
     for (int i = 0; i < e->nk; i++)
         if (strcmp(e->k[i].src, c->src) == 0)
             return e->k[i].launch;
-    char src[200], so[200], cmd[1024];
-    snprintf(src, sizeof src, "%s/k%d.cpp", e->dir, e->nk);
-    snprintf(so, sizeof so, "%s/k%d.so", e->dir, e->nk);
-    FILE *f = fopen(src, "w");
+    char *text = NULL, so[1100], log[1200];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f)
         return NULL;
     fputs(c->src, f);
@@ -281,26 +283,28 @@ static EmuLaunch emu_compile(Emu *e, const CudaCode *c)
             c->args_size, c->vec ? "emu_v" : "emu_s", c->mode == CUDA_BLOCK_REDUCE ? "emu_f" : "emu_s",
             c->pre_bytes > 0 ? "emu_p" : "emu_s", sorted ? "emu_k" : "emu_s", sorted ? "emu_c" : "emu_s",
             sorted ? "emu_l" : "emu_s", sorted ? "emu_o" : "emu_s");
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", e->dir, src,
-             so, src);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
     EmuKernel k = {strdup(c->src), NULL, NULL};
-    if (system(cmd) == 0)
+    if (cuda_emu_build(e->dir, text, so, sizeof so))
         k.so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    free(text);
     if (k.so)
         k.launch = (EmuLaunch)dlsym(k.so, "emu_launch");
     e->k = realloc(e->k, (size_t)(e->nk + 1) * sizeof *e->k);
     e->k[e->nk++] = k;
     if (!k.launch) {
-        char log[600] = "";
-        snprintf(cmd, sizeof cmd, "%s.log", src);
-        FILE *lf = fopen(cmd, "r");
+        char msg[600] = "";
+        snprintf(log, sizeof log, "%s.log", so);
+        FILE *lf = fopen(log, "r");
         if (lf) {
-            size_t m = fread(log, 1, sizeof log - 1, lf);
-            log[m] = 0;
+            size_t m = fread(msg, 1, sizeof msg - 1, lf);
+            msg[m] = 0;
             fclose(lf);
         }
-        emu_failf(e, "the host build of a kernel failed (%s):\n%s", src, log);
+        emu_failf(e, "the host build of a kernel failed (%s):\n%s", log, msg);
     }
     return k.launch;
 }

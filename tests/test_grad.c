@@ -120,8 +120,8 @@ START_TEST(finite_differences)
         "def f(x, w):\n    h = (x @ w).tanh()\n    return (h.softmax(1) * h.sigmoid()).sum() + h.logsumexp(0).sum()\n",
         "def f(x, w):\n    y = cat([x * w[:, 0], x.exp()[:, ::2]], 1)\n    y[1] = y[0] * 2\n    return (y.amax(1) + y.mean(0).sum()).sum()\n",
         "def f(x, w):\n    i, j = dims(2)\n    a = x[i, j] * w[:, 0][j]\n    return (a.sum(j).order(i) ** 2).sum() + x[tensor([0, 0, 1])].pow(3).sum()\n",
-        "def f(x, w):\n    z = zeros(4, 3, dtype=float64)\n    z.index_put_([tensor([0, 0, 3])], x[:, :3] * w[1, :3], accumulate=True)\n"
-        "    return (z.sin() * x.clamp(-0.5, 0.5).sum()).sum() + x.gather(1, tensor([[1, 0], [2, 2], [0, 1]])).prod()\n",
+        ("def f(x, w):\n    z = zeros(4, 3, dtype=float64)\n    z.index_put_([tensor([0, 0, 3])], x[:, :3] * w[1, :3], accumulate=True)\n"
+         "    return (z.sin() * x.clamp(-0.5, 0.5).sum()).sum() + x.gather(1, tensor([[1, 0], [2, 2], [0, 1]])).prod()\n"),
     };
     for (size_t k = 0; k < sizeof fns / sizeof *fns; k++) {
         char prog[4096];

@@ -154,13 +154,8 @@ EXPORT CUresult cuInit(unsigned flags)
             if (!M.own_dir)
                 M.dir[0] = 0;
         }
-        char p[300];
-        snprintf(p, sizeof p, "%s/emu.h", M.dir);
-        FILE *f = fopen(p, "w");
-        if (f) {
-            fputs(cuda_emu_header, f);
-            fclose(f);
-        }
+        if (M.dir[0])
+            cuda_emu_setup(M.dir);
         atexit(at_exit);
     }
     pthread_mutex_unlock(&M.mu);
@@ -325,15 +320,6 @@ EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n)
     return r;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* The source with a host wrapper after it for each entry point: `__global__ void
  * [__launch_bounds__(n)] NAME(const TYPE a)` gets emu_NAME. Names the entries in *names. */
 static bool write_source(FILE *f, const char *src, char *names, size_t cap)
@@ -372,31 +358,26 @@ EXPORT CUresult cuModuleLoadData(void **mod, const void *image)
     const char *src = image;
     if (!src || !M.dir[0])
         return ERR_INVALID_IMAGE;
-    uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, cuda_emu_header), src);   /* the build's text */
-    char so[400], cpp[400], tmp[400], cmd[1700], names[512];
-    snprintf(so, sizeof so, "%s/k%016llx.so", M.dir, (unsigned long long)h);
-    snprintf(cpp, sizeof cpp, "%s/k%016llx.%d.cpp", M.dir, (unsigned long long)h, (int)getpid());
-    snprintf(tmp, sizeof tmp, "%s/k%016llx.%d.so", M.dir, (unsigned long long)h, (int)getpid());
-    FILE *f = fopen(cpp, "w");
+    char *text = NULL, so[1100], names[512];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f)
-        return ERR_INVALID_IMAGE;
+        return ERR_OUT_OF_MEMORY;
     bool ok = write_source(f, src, names, sizeof names);
-    fclose(f);
+    if (fclose(f) != 0) {
+        free(text);
+        return ERR_OUT_OF_MEMORY;
+    }
     if (!ok) {
-        unlink(cpp);
+        free(text);
         return wrong("a module with no entry point this mock can call");
     }
-    if (access(so, R_OK) != 0) {
-        snprintf(cmd, sizeof cmd, "g++ -std=c++17 -O1 -fPIC -shared -w -include %s/emu.h %s -o %s 2> %s.log", M.dir,
-                 cpp, tmp, cpp);
-        if (system(cmd) != 0 || rename(tmp, so) != 0) {
-            fprintf(stderr, "mock cuda: the host build of %s failed (see %s.log)\n", cpp, cpp);
-            return ERR_INVALID_IMAGE;
-        }
-        snprintf(cmd, sizeof cmd, "%s.log", cpp);
-        unlink(cmd);
+    ok = cuda_emu_build(M.dir, text, so, sizeof so);
+    free(text);
+    if (!ok) {
+        fprintf(stderr, "mock cuda: the host build %s failed (see %s.log)\n", so, so);
+        return ERR_INVALID_IMAGE;
     }
-    unlink(cpp);
     Module *m = calloc(1, sizeof *m);
     if (!m)
         return ERR_OUT_OF_MEMORY;
