@@ -209,7 +209,7 @@ FcStatus fc_with_levels(FcCtx *ctx, FcTensor *t, const FcLevels *lv, FcTensor **
         if (!r)
             return fc_nomem(err);
         r->wrapped_number = t->wrapped_number;
-        if (!fc_tensor_add_alias(t, r)) {
+        if (!fc_tensor_add_alias(t, r, NULL)) {
             fc_tensor_release(r);
             return fc_nomem(err);
         }
@@ -319,6 +319,12 @@ static FcStatus relayout(FcCtx *ctx, FcTensor *t, int n, const int *src, const i
         if (!*out)
             return fc_nomem(err);
         (*out)->wrapped_number = t->wrapped_number;
+        /* a view of t, as the strided layout below is of a stored t */
+        if (!fc_tensor_add_alias(t, *out, src)) {
+            fc_tensor_release(*out);
+            *out = NULL;
+            return fc_nomem(err);
+        }
         return FC_OK;
     }
     int64_t strides[FC_MAX_DIMS];

@@ -376,19 +376,25 @@ typedef struct FcTensor {
                                    reader of each; the node holds the references) */
     int nreads;
     FcDim **levels;             /* [ndim], or NULL: see above (in the tensor's own block) */
-    /* A lazy tensor relabelled with dims (fc_with_levels) is a view of it, as in PyTorch: the
-     * relabels share its node while it is lazy (so reads through them fuse), and when it is
-     * realised they become views of its storage (so a later write into it shows through them).
-     * Both links are weak: each side clears its end when released. */
+    /* A lazy tensor relabelled with dims (fc_with_levels) or laid out over other levels
+     * (dims.c's relayout: order, expand, an operand matched to another's levels) is a view of
+     * it, as in functorch.dim: while it is lazy its node reads the base's (so reads through it
+     * fuse), and when the base is realised it becomes a view of the base's storage (so a later
+     * write into either shows through the other). Both links are weak: each side clears its end
+     * when released. */
     struct FcTensor *alias_of;
     struct FcTensor **aliases;
     int naliases, capaliases;
+    int8_t *alias_src;          /* a relayout's: [ndim], the base's dim each dim walks (-1: a new
+                                   one, stride 0); NULL: the base's own dims */
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);
 void fc_tensor_release(FcTensor *t);
-/* Records r (lazy, sharing t's node and shape) as a view of lazy t; false on out-of-memory. */
-bool fc_tensor_add_alias(FcTensor *t, FcTensor *r);
+/* Records lazy r as a view of lazy t: over t's dims (src NULL: r shares t's node and shape), or
+ * dim j of r walking t's dim src[j] (-1: a dim t lacks; a size-1 dim of t broadcast walks it
+ * too, both with stride 0). False on out-of-memory. */
+bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src);
 /* t has just been realised: its aliases (and theirs) become views of its storage. */
 void fc_tensor_realised_aliases(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
@@ -501,6 +507,9 @@ FcStatus fc_as_strided(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, 
 /* Stores a lazy tensor (no-op when stored): schedules its DAG into kernels and runs them. The
  * result's layout follows the dominant input's dim order, as PyTorch's TensorIterator does. */
 FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err);
+/* Realises t, which is about to be written into: a lazy alias's base first (t then becomes a view
+ * of its storage, so that the write shows in the base and its other views, as in PyTorch). */
+FcStatus fc_realize_target(FcCtx *ctx, FcTensor *t, FcError *err);
 /* Realises t and returns a host view of it (CPU tensors; the view borrows t's storage). */
 FcStatus fc_host_view(FcCtx *ctx, FcTensor *t, FcView *out, FcError *err);
 /* Writes src (broadcast to dst's shape, cast to dst's dtype) into the stored tensor dst, in place:

@@ -1033,7 +1033,9 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
                       FcError *err)
 {
     Plan p;     /* plan_index realises t: the write goes into its storage */
-    FcStatus st = plan_index(ctx, t, n, ix, false, &p, err);
+    FcStatus st = fc_realize_target(ctx, t, err);
+    if (!st)
+        st = plan_index(ctx, t, n, ix, false, &p, err);
     if (st)
         return st;
     FcTensor *val = NULL;
@@ -1245,7 +1247,7 @@ FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, F
     if (!st)
         st = check_scatter_gather("scatter", t, d, index, src, err);
     if (!st)
-        st = fc_realize(ctx, t, err);       /* the sums go into its storage */
+        st = fc_realize_target(ctx, t, err);        /* the sums go into its storage */
     if (st)
         return st;
     int64_t one = 1, zero = 0;

@@ -1408,6 +1408,15 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     return FC_OK;
 }
 
+FcStatus fc_realize_target(FcCtx *ctx, FcTensor *t, FcError *err)
+{
+    FcTensor *root = t;
+    while (fc_tensor_is_lazy(root) && root->alias_of)
+        root = root->alias_of;
+    FcStatus st = fc_realize(ctx, root, err);
+    return st ? st : fc_realize(ctx, t, err);
+}
+
 /* Whether the DAG n reads storage s; each node is looked at once (those marked with this walk's
  * stamp are not looked at again: a DAG that reuses its values has far more paths than nodes). */
 static bool reads_storage(FcNode *n, const FcStorage *s, uint64_t mark)

@@ -302,8 +302,17 @@ FcTensor *fc_tensor_retain(FcTensor *t)
     return t;
 }
 
-bool fc_tensor_add_alias(FcTensor *t, FcTensor *r)
+bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src)
 {
+    mem_free(r->alias_src);
+    r->alias_src = NULL;
+    if (src) {
+        r->alias_src = mem_malloc((size_t)(r->ndim > 0 ? r->ndim : 1));
+        if (!r->alias_src)
+            return false;
+        for (int j = 0; j < r->ndim; j++)
+            r->alias_src[j] = (int8_t)src[j];
+    }
     if (t->naliases == t->capaliases) {
         int cap = t->capaliases ? 2 * t->capaliases : 4;
         FcTensor **a = mem_realloc(t->aliases, (size_t)cap * sizeof *a);
@@ -343,21 +352,50 @@ void fc_tensor_realised_aliases(FcTensor *t)
         a->node = NULL;
         a->storage = fc_storage_retain(t->storage);
         a->offset = t->offset;
-        memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof *a->strides);
+        if (a->alias_src) {
+            for (int j = 0; j < a->ndim; j++) {
+                int s = a->alias_src[j];
+                a->strides[j] = s >= 0 && t->shape[s] != 1 ? t->strides[s] : 0;
+            }
+        } else {
+            memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof *a->strides);
+        }
+        mem_free(a->alias_src);
+        a->alias_src = NULL;
         a->unplaced = false;
         fc_tensor_realised_aliases(a);
     }
     t->naliases = 0;
 }
 
+/* Makes a, an alias of mid, an alias of mid's base instead (mid is going): the dims it walks
+ * composed. False on out-of-memory (a then stays lazy, a view of none). */
+static bool alias_reparent(FcTensor *base, const FcTensor *mid, FcTensor *a)
+{
+    int src[FC_MAX_DIMS];
+    for (int j = 0; j < a->ndim; j++) {
+        int s = a->alias_src ? a->alias_src[j] : j;
+        src[j] = s < 0 ? -1 : mid->alias_src ? mid->alias_src[s] : s;
+    }
+    return fc_tensor_add_alias(base, a, !mid->alias_src && !a->alias_src ? NULL : src);
+}
+
 void fc_tensor_release(FcTensor *t)
 {
     if (!t || --t->refcnt > 0)
         return;
+    /* t's aliases outlive it: they become aliases of its base, so that a chain of them (x[i],
+     * then .order(i), the links between dropped) still sees the base realised. */
+    FcTensor *base = t->alias_of;
     alias_unlink(t);
-    for (int i = 0; i < t->naliases; i++)
-        t->aliases[i]->alias_of = NULL;
+    for (int i = 0; i < t->naliases; i++) {
+        FcTensor *a = t->aliases[i];
+        a->alias_of = NULL;
+        if (base && a->node)
+            alias_reparent(base, t, a);
+    }
     mem_free(t->aliases);
+    mem_free(t->alias_src);
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
     fc_node_release(t->load);

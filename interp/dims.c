@@ -875,10 +875,7 @@ static bool run_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *ou
     if (!tensor_check(I, fc_levels_union(n, ts, &u, &e), &e)) return false;
     if (u.n != lv.n) return inplace_shape_error(I, self, ts, n, &u);
     /* a relabel of a lazy tensor is its view: computing that tensor makes self a view of it */
-    FcTensor *root = self;
-    while (fc_tensor_is_lazy(root) && root->alias_of) root = root->alias_of;
-    if (!tensor_check(I, fc_realize(I->fc, root, &e), &e)) return false;
-    if (!tensor_check(I, fc_realize(I->fc, self, &e), &e)) return false;
+    if (!tensor_check(I, fc_realize_target(I->fc, self, &e), &e)) return false;
     for (int k = 1; k < sig->nparams; k++) {
         if (!is_tensor_param(&sig->params[k]) || !a[k].t || a[k].t->wrapped_number || !a[k].t->levels) continue;
         FcTensor *m;
@@ -1076,7 +1073,7 @@ bool dims_setitem(Interp *I, Value v, Value idx, FcTensor *val)
     FcTensor *t = as_tensor(v), *view = NULL, *m = NULL, *plain = NULL;
     FcError e;
     Value r = v_undef();
-    if (!tensor_check(I, fc_realize(I->fc, t, &e), &e)) return false;
+    if (!tensor_check(I, fc_realize_target(I->fc, t, &e), &e)) return false;
     bool ok = tensor_getitem(I, v, idx, &r);
     if (ok) {
         view = as_tensor(r);

@@ -1439,7 +1439,7 @@ bool impl_einsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 bool tensor_write_into(Interp *I, FcTensor *self, FcTensor *res)
 {
     FcError e;
-    if (!tensor_check(I, fc_realize(I->fc, self, &e), &e)) return false;
+    if (!tensor_check(I, fc_realize_target(I->fc, self, &e), &e)) return false;
     for (int k = 0; k < self->ndim; k++)
         if (self->strides[k] == 0 && self->shape[k] > 1)
             return err_raise(I, TDL_ERR_RUNTIME,
