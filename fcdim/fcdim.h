@@ -397,6 +397,10 @@ void fc_tensor_release(FcTensor *t);
 bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src);
 /* t has just been realised: its aliases (and theirs) become views of its storage. */
 void fc_tensor_realised_aliases(FcTensor *t);
+/* t, an alias of a lazy base, has just been realised on its own (in its own layout): when its dims
+ * walk each of the base's once (a relabel, an order), the base becomes a view of t's storage, and
+ * so on up the chain, so that a write into either shows in the other. */
+void fc_tensor_realised_view(FcTensor *t);
 int64_t fc_tensor_numel(const FcTensor *t);
 /* Whether every element of t is known without running a kernel: a constant (a Python number,
  * full()) or one element stored in host memory; its value in *v (as fc_scalar_load gives it). */

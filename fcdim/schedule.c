@@ -1405,6 +1405,7 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
     t->offset = 0;
     memcpy(t->strides, strides, (size_t)t->ndim * sizeof *strides);
     fc_tensor_realised_aliases(t);
+    fc_tensor_realised_view(t);
     return FC_OK;
 }
 

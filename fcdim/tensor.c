@@ -368,6 +368,32 @@ void fc_tensor_realised_aliases(FcTensor *t)
     t->naliases = 0;
 }
 
+void fc_tensor_realised_view(FcTensor *t)
+{
+    for (FcTensor *a = t, *b; (b = a->alias_of) != NULL && b->node; a = b) {
+        if (a->ndim != b->ndim)
+            return;
+        int64_t strides[FC_MAX_DIMS];
+        bool seen[FC_MAX_DIMS] = {false};
+        for (int j = 0; j < a->ndim; j++) {
+            int s = a->alias_src ? a->alias_src[j] : j;
+            if (s < 0 || s >= b->ndim || seen[s] || b->shape[s] != a->shape[j])
+                return;
+            seen[s] = true;
+            strides[s] = a->strides[j];
+        }
+        alias_unlink(a);
+        fc_tensor_drop_reads(b);
+        fc_node_release(b->node);
+        b->node = NULL;
+        b->storage = fc_storage_retain(a->storage);
+        b->offset = a->offset;
+        memcpy(b->strides, strides, (size_t)b->ndim * sizeof *strides);
+        b->unplaced = false;
+        fc_tensor_realised_aliases(b);
+    }
+}
+
 /* Makes a, an alias of mid, an alias of mid's base instead (mid is going): the dims it walks
  * composed. False on out-of-memory (a then stays lazy, a view of none). */
 static bool alias_reparent(FcTensor *base, const FcTensor *mid, FcTensor *a)
