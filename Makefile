@@ -122,10 +122,10 @@ $(B)/check_tdl: $(TEST_OBJ) $(B)/libtdl.a
 # The mock CUDA driver and NVRTC (tests/mock_cuda/): the CUDA backend's host side run with no GPU,
 # its kernels built by g++ behind the emulation of tests/cuda_emu.h (tests/test_mock_cuda.sh).
 # Never sanitized: it runs the host builds' coroutines, which ASan does not follow.
-$(B)/mock_cuda/libcuda.so.1: tests/mock_cuda/mock_cuda.c tests/cuda_emu.h backend/cuda/cuda_internal.h
+$(B)/mock_cuda/libcuda.so.1: tests/mock_cuda/mock_cuda.c tests/cuda_emu.h lang/hash.h backend/cuda/cuda_internal.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Wno-unused-parameter -fPIC -shared -fvisibility=hidden \
-	  -Itests -Ibackend -Ifcdim -o $@ $< -ldl -lpthread
+	  -Itests -Ilang -Ibackend -Ifcdim -o $@ $< -ldl -lpthread
 
 # cuDNN's header, where it is installed, checks cuda_cudnn.h's declarations (tests/cudnn_header_check.c);
 # tdl itself never needs it. CUDNN_INC= (empty) skips the check.

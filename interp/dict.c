@@ -11,6 +11,7 @@
  * rule as in interp.h: arguments borrowed, *out a new reference.
  */
 #include "interp.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <math.h>
@@ -122,9 +123,7 @@ bool val_hash(Interp *I, Value v, uint64_t *out)
     case V_STR: {
         StrObj *s = as_str(v);
         if (!s->hash) {
-            uint64_t h = 1469598103934665603ull;
-            for (size_t i = 0; i < s->len; i++) h = (h ^ (unsigned char)s->data[i]) * 1099511628211ull;
-            h = fix_hash(h);
+            uint64_t h = fix_hash(fnv1a_bytes(FNV1A_SEED, s->data, s->len));
             s->hash = h ? h : 1;
         }
         *out = s->hash;

@@ -10,6 +10,7 @@
  * fcdim keep their message and map onto tdl's kinds (tensor_fail).
  */
 #include "tensor.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <ctype.h>
@@ -1044,12 +1045,7 @@ bool tensor_dispatch(Interp *I, int row, Value self, const Value *args, int narg
 static int16_t row_slot[ROW_SLOTS];
 static pthread_once_t row_once = PTHREAD_ONCE_INIT;
 
-static uint32_t name_hash(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
+static uint32_t name_hash(const char *s) { return (uint32_t)fnv1a_str(FNV1A_SEED, s); }
 
 static void index_rows(void)
 {

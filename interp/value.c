@@ -4,6 +4,7 @@
  * obj_free when its count reaches zero. Containers are linked into I->objects so that tdl_close
  * can free objects kept alive only by reference cycles. */
 #include "interp.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -695,12 +696,7 @@ int32_t module_slot(Module *m, const char *name)
 
 /* ---- name map: open addressing, FNV-1a ---- */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t hash_str(const char *s) { return fnv1a_str(FNV1A_SEED, s); }
 
 int32_t namemap_get(const NameMap *m, const char *key)
 {

@@ -10,9 +10,11 @@
  * starts blocks and threads last to first (what a GPU may do), for code whose result must not
  * depend on that order. Not for ASan builds: the coroutines' stacks confuse it.
  * cuda_emu_setup and cuda_emu_build are the one way both hosts write the header and build a
- * kernel behind it. Depends on libc only; included by tests only. */
+ * kernel behind it. Depends on libc and lang/hash.h only; included by tests only. */
 #ifndef TDL_CUDA_EMU_H
 #define TDL_CUDA_EMU_H
+
+#include "hash.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -125,16 +127,6 @@ static bool cuda_emu_setup(const char *dir)
     return ok;
 }
 
-/* FNV-1a over the string s, from h. */
-static uint64_t cuda_emu_hash(uint64_t h, const char *s)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 /* The host build of text (a kernel's source and its launchers), behind dir/emu.h: the shared
  * object dir/h<hash>.so, named by a hash of the header and the text, built by g++ only when it is
  * not there yet. So a folder kept between runs (make test's build/mock_cuda/kernels) builds each
@@ -144,7 +136,7 @@ static uint64_t cuda_emu_hash(uint64_t h, const char *s)
  * the .cpp. Whether the build is there. */
 static bool cuda_emu_build(const char *dir, const char *text, char *so, size_t cap)
 {
-    unsigned long long h = cuda_emu_hash(cuda_emu_hash(0xcbf29ce484222325ULL, cuda_emu_header), text);
+    unsigned long long h = fnv1a_str(fnv1a_str(FNV1A_SEED, cuda_emu_header), text);
     snprintf(so, cap, "%s/h%016llx.so", dir, h);
     if (access(so, R_OK) == 0)
         return true;

@@ -26,6 +26,7 @@
  * Depends on cuda_internal.h, libc and pthreads. */
 #include "cuda_internal.h"
 #include "cuda_cudnn.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -91,16 +92,6 @@ static FcStatus cu_fail(CudaBackend *be, CUresult r, const char *call, FcError *
     fc_cuda_result_str(be->d, r, s, sizeof s);
     snprintf(err->msg, sizeof err->msg, "CUDA (%s): %s: %s", be->name, call, s);
     return r == 2 ? FC_ERR_NOMEM : FC_ERR_RUNTIME;      /* CUDA_ERROR_OUT_OF_MEMORY */
-}
-
-static uint64_t fnv1a(const char *s, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
 }
 
 /* ---- the allocator ---- */
@@ -316,7 +307,7 @@ static FcStatus load_module(CudaBackend *be, const char *src, CUmodule *mod, FcE
 /* The module of c's source: found by the whole text, or added with no entry point loaded yet. */
 static FcStatus kernel_module(CudaBackend *be, const CudaCode *c, Module **out, FcError *err)
 {
-    uint64_t h = fnv1a(c->src, c->len);
+    uint64_t h = fnv1a_bytes(FNV1A_SEED, c->src, c->len);
     for (int i = 0; i < be->nmods; i++)
         if (be->mods[i].hash == h && strcmp(be->mods[i].src, c->src) == 0) {
             *out = &be->mods[i];

@@ -35,6 +35,7 @@
  * Depends on cuda_cudnn.h, cuda_internal.h (the driver table, to synchronise), libc and pthreads. */
 #include "cuda_cudnn.h"
 #include "cuda_internal.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <dlfcn.h>
@@ -561,17 +562,6 @@ struct CudnnState {
     char why[200];              /* no handle: why (every convolution on this device falls back) */
 };
 
-static uint64_t key_hash(const CudnnKey *k)
-{
-    const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < sizeof *k; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 static bool env_on(const char *name)
 {
     const char *v = getenv(name);
@@ -862,7 +852,7 @@ FcStatus fc_cudnn_conv(CudnnState **sp, FcBackend *be, FcConv *c, FcError *err)
     c->flags |= s->flags;
     CudnnKey key;
     fc_cudnn_key(c, &key);
-    uint64_t h = key_hash(&key);
+    uint64_t h = fnv1a_bytes(FNV1A_SEED, &key, sizeof key);
     pthread_mutex_lock(&s->mu);
     Plan *p = find(s, &key, h);
     bool cached = p != NULL;

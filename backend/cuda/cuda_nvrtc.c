@@ -16,6 +16,7 @@
  * rounds as the CPU executor's does), -std=c++17, and --minimal where NVRTC has it (12.4 on).
  * Depends on cuda_internal.h, libc and POSIX files. */
 #include "cuda_internal.h"
+#include "hash.h"
 #include "mem.h"
 
 #include <errno.h>
@@ -37,17 +38,6 @@ typedef struct EntryHeader {
     uint64_t keylen, imglen;
     uint64_t keyhash, imghash;
 } EntryHeader;
-
-static uint64_t fnv1a(const void *p, size_t n, uint64_t h)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-#define FNV_SEED 0xcbf29ce484222325ULL
 
 static double now_ms(void)
 {
@@ -203,7 +193,7 @@ static bool disk_read(const char *dir, uint64_t h, const char *key, size_t keyle
         img = mem_malloc(hd.imglen + 1);
         ok = k && img && fread(k, 1, keylen, f) == keylen && memcmp(k, key, keylen) == 0 &&
              fread(img, 1, hd.imglen, f) == hd.imglen && fgetc(f) == EOF &&
-             fnv1a(img, hd.imglen, FNV_SEED) == hd.imghash;
+             fnv1a_bytes(FNV1A_SEED, img, hd.imglen) == hd.imghash;
     }
     fclose(f);
     mem_free(k);
@@ -247,7 +237,7 @@ static bool disk_write(const char *dir, uint64_t h, const char *key, size_t keyl
     hd.keylen = keylen;
     hd.imglen = len;
     hd.keyhash = h;
-    hd.imghash = fnv1a(img, len, FNV_SEED);
+    hd.imghash = fnv1a_bytes(FNV1A_SEED, img, len);
     bool ok = fwrite(&hd, sizeof hd, 1, f) == 1 && fwrite(key, 1, keylen, f) == keylen &&
               fwrite(img, 1, len, f) == len;
     ok = fclose(f) == 0 && ok;
@@ -402,7 +392,7 @@ FcStatus fc_cuda_compile(FcCudaCache *c, const char *src, int sm, FcCudaBuild *o
     }
     memcpy(key, head, (size_t)hn);
     memcpy(key + hn, src, srclen);
-    uint64_t h = fnv1a(key, keylen, FNV_SEED);
+    uint64_t h = fnv1a_bytes(FNV1A_SEED, key, keylen);
     if (c) {
         pthread_mutex_lock(&c->mu);
         bool hit = memory_find(c, h, key, keylen, out);

@@ -7,6 +7,7 @@
  * archives). */
 #include "fcdim.h"
 #include "fuzz_common.h"
+#include "hash.h"
 
 #include <unistd.h>
 
@@ -54,14 +55,13 @@ static uint64_t walk(const FcView *v)
 {
     size_t es = fc_dtype_size(v->dtype);
     int64_t numel = fc_view_numel(v), idx[FC_MAX_DIMS] = {0};
-    uint64_t h = 1469598103934665603u;
+    uint64_t h = FNV1A_SEED;
     for (int64_t i = 0; i < numel; i++) {
         int64_t off = v->offset;
         for (int k = 0; k < v->ndim; k++)
             off += idx[k] * v->strides[k];
         const unsigned char *p = (const unsigned char *)v->data + off * (int64_t)es;
-        for (size_t b = 0; b < es; b++)
-            h = (h ^ p[b]) * 1099511628211u;
+        h = fnv1a_bytes(h, p, es);
         for (int k = v->ndim - 1; k >= 0 && ++idx[k] == v->shape[k]; k--)
             idx[k] = 0;
     }
