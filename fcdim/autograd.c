@@ -864,15 +864,26 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         break;
     }
     case FC_OP_AMAX: case FC_OP_AMIN: {
-        /* PyTorch's amax/amin backward: the gradient split evenly among the ties. */
-        FcNode *mask = CMP(FC_OP_EQ, ref(n->in[0]), spread(n, 0, N()));
+        /* The gradient split evenly among the ties. amax, amin (scale_grad_by_count): divided by
+         * their count, times their mask (a NaN result has none: all NaN; a negative gradient
+         * leaves -0 elsewhere). max(), min() (n->evenly; evenly_distribute_backward on the CPU):
+         * the ties of a NaN result are the NaNs, zeros elsewhere. */
+        FcNode *xo = n->in[0];
+        FcNode *mask = CMP(FC_OP_EQ, ref(xo), spread(n, 0, N()));
+        if (n->evenly)
+            mask = own2(FC_OP_OR, FC_BOOL, mask,
+                        own2(FC_OP_AND, FC_BOOL, CMP(FC_OP_NE, ref(xo), ref(xo)),
+                             spread(n, 0, CMP(FC_OP_NE, N(), N()))));
         FcNode *mf = own1(FC_OP_CAST, dt, ref(mask));
-        FcNode *cnt = mf ? fc_node_new(FC_OP_SUM, dt, n->nlev, n->size, 1, &mf) : NULL;
-        if (cnt)
-            memcpy(cnt->lev_map[0], n->lev_map[0], (size_t)mf->nlev);
-        cnt = fc_node_widen(cnt);
-        fc_node_release(mf);
-        out[0] = WHERE(mask, spread(n, 0, DIV(Cc(), cnt)), K(0));
+        FcNode *cnt = reduce_like(n, FC_OP_SUM, dt, ref(mf));
+        FcNode *share = spread(n, 0, DIV(Cc(), cnt));
+        if (n->evenly) {
+            out[0] = WHERE(mask, share, K(0));
+            fc_node_release(mf);
+        } else {
+            out[0] = MUL(share, mf);
+            fc_node_release(mask);
+        }
         ok = out[0] != NULL;
         break;
     }

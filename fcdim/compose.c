@@ -115,6 +115,23 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
     return st;
 }
 
+/* PyTorch's max() and min() differentiate as evenly_distribute_backward does on the CPU, amax and
+ * amin as scale_grad_by_count: the node says which (autograd.c). Their messages name max and min
+ * ("max(): Expected reduction dim to be specified for input.numel() == 0. ..."). */
+FcStatus fc_max_all(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool is_min, FcTensor **out, FcError *err)
+{
+    FcOp op = is_min ? FC_OP_AMIN : FC_OP_AMAX;
+    FcStatus st = fc_reduce(ctx, op, a, dim_mask, false, out, err);
+    const char *name = fc_op_name(op);
+    size_t n = strlen(name);
+    if (st && strncmp(err->msg, name, n) == 0 && strncmp(err->msg + n, "():", 3) == 0)
+        memmove(err->msg, err->msg + 1, strlen(err->msg));     /* amax() -> max() */
+    FcNode *r = st ? NULL : (*out)->node;
+    if (r && r->op == op)
+        r->evenly = true;
+    return st;
+}
+
 /* ---- softmax, log_softmax ---- */
 
 /* x - max(x) along dim d, its exp, and their sum along d (kept). */
@@ -241,8 +258,9 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
     FcStatus st = fc_wrap_dim(dim, a->ndim, &d, err);
     if (st)
         return st;
-    if (fc_tensor_numel(a) == 0)     /* torch returns before dispatching on the dtype */
-        return fc_empty(ctx, a->dtype, a->device, a->ndim, a->shape, NULL, out, err);
+    if (fc_tensor_numel(a) == 0)     /* torch returns before dispatching on the dtype; a copy keeps
+                                      * a's graph (the empty result requires grad when a does) */
+        return fc_clone(ctx, a, FC_MF_PRESERVE, out, err);
     if (!fc_dtype_is_float(a->dtype) || a->dtype == FC_FLOAT16) {
         /* The kernel that refuses: log_softmax shares softmax's for the other dims. */
         bool last = a->ndim == 0 || d == a->ndim - 1;

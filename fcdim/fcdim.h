@@ -319,6 +319,9 @@ struct FcNode {
                                    flows through it */
     bool narrows;               /* CAST: rounds or wraps an op's result back to its narrow dtype
                                    (ir.c); autograd names the op below it */
+    bool evenly;                /* AMAX, AMIN of max() and min() (fc_max_all): the gradient goes
+                                   evenly to the elements equal to the result, the NaNs when it is
+                                   NaN, zeros elsewhere (amax's is scaled by the count of ties) */
     bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
                                    LOAD): realised by the backend's matmul, with the pointwise
                                    expression that reads it as its epilogue (fc_product_root) */
@@ -1157,6 +1160,9 @@ FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTen
 /* max/min along one dim: values and int64 indices (first occurrence). */
 FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_min, FcTensor **values,
                     FcTensor **indices, FcError *err);
+/* max() / min(): amax / amin over the dims in dim_mask (0: all) with max()'s gradient
+ * (FcNode.evenly) and messages. */
+FcStatus fc_max_all(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool is_min, FcTensor **out, FcError *err);
 FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err);
 FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* clamp(min=, max=): lo/hi may be NULL; tensors or wrapped scalars; promotes as PyTorch. */

@@ -292,10 +292,8 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     st = fc_empty(ctx, a->dtype, dev, nd, shape, NULL, &c, err);
     if (st)
         return st;
-    if (fc_tensor_numel(c) == 0) {
-        *out = c;       /* nothing to write (and the batch strides below could overflow) */
-        return FC_OK;
-    }
+    if (fc_tensor_numel(c) == 0)
+        goto record;    /* nothing to write (and the batch strides below could overflow) */
     FcMatmul mm;
     memset(&mm, 0, sizeof mm);
     mm.dtype = a->dtype;
@@ -331,6 +329,7 @@ FcStatus fc_matmul(FcCtx *ctx, FcTensor *a, FcTensor *b, FcTensor **out, FcError
     st = fc_ctx_backend(ctx, dev, &be, err);
     if (!st)
         st = be->matmul(be, &mm, err);
+record:     /* an empty result too: it requires grad as torch's does */
     if (!st && !fc_grad_off && fc_grad_live && fc_dtype_is_float(a->dtype) &&
         (fc_requires_grad(a) || fc_requires_grad(b)))
         st = record_product(ctx, a, b, c, nbatch, m > 0 && na >= 2, nb >= 2, err);

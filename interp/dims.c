@@ -474,6 +474,21 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     bool drop[FC_MAX_DIMS] = {false};
     int idx[FC_MAX_DIMS], nidx = 0;
     if (all) {
+        /* functorch's fallback (no dim to look at): the dims in the order they were made, first */
+        FcLevels batch;
+        int nbatch;
+        FcTensor *m = NULL;
+        if (!tensor_check(I, fc_levels_batch(1, &t, &batch, &nbatch, &e), &e) ||
+            !tensor_check(I, fc_batch_tensor(I->fc, t, &batch, &m, &e), &e))
+            return false;
+        for (batch.n = nbatch; batch.n < m->ndim; batch.n++) batch.at[batch.n] = NULL;
+        if (!tensor_check(I, fc_take_levels(I->fc, &m, &batch, &e), &e)) {
+            fc_tensor_release(m);
+            return false;
+        }
+        fc_tensor_release(a[0].t);
+        a[0].t = t = m;
+        fc_tensor_levels(t, &lv);
         if (npos == 0 && reduce) {
             int l = add_unit_level(I, a, &lv);
             if (l < 0) return false;
@@ -529,6 +544,13 @@ static bool run_dimop(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     int nl = t->ndim;
     for (int k = 0; k < nl; k++)
         if (!drop[k]) res.at[res.n++] = k < lv.n ? lv.at[k] : NULL;
+    if (!dim) {     /* max(), min(): the row takes no dim, so the positional levels go this way */
+        uint64_t mask = 0;
+        for (int k = 0; k < nidx; k++) mask |= UINT64_C(1) << idx[k];
+        FcTensor *r = NULL;
+        return tensor_check(I, fc_max_all(I->fc, t, mask, sig->row->op == FC_OP_AMIN, &r, &e), &e) &&
+               tensor_value_steal(I, r, out) && relabel(I, out, &res, -1);
+    }
     return tensor_run_row(I, sig, a, out) && relabel(I, out, &res, -1);
 }
 

@@ -838,21 +838,15 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     }
     bool ok = tensor_check(I, st, &e) && tensor_dim_mask(I, x, dim, &mask);
     if (ok) {
-        st = fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
+        /* max() and min(): amax and amin under another name, with max()'s gradient and messages */
+        bool max_all = (r->op == FC_OP_AMAX || r->op == FC_OP_AMIN) && strcmp(fc_op_name(r->op), r->name) != 0;
+        st = max_all ? fc_max_all(I->fc, x, 0, r->op == FC_OP_AMIN, &res, &e)
+                     : fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
         /* any/all of uint8 give uint8 in PyTorch 1.13 (its legacy behaviour) */
         if (st == FC_OK && !cast && (r->op == FC_OP_ANY || r->op == FC_OP_ALL) && a[0].t->dtype == FC_UINT8) {
             st = fc_cast(I->fc, res, FC_UINT8, &y, &e);
             fc_tensor_release(res);
             res = st == FC_OK ? y : NULL;
-        }
-        /* max() is amax over every dim, but torch's message names max ("max(): Expected
-         * reduction dim to be specified for input.numel() == 0. ...") */
-        const char *op = fc_op_name(r->op);
-        size_t n = strlen(op);
-        char msg[sizeof e.msg];
-        if (st && strcmp(op, r->name) != 0 && strncmp(e.msg, op, n) == 0 && strncmp(e.msg + n, "():", 3) == 0) {
-            snprintf(msg, sizeof msg, "%s%s", r->name, e.msg + n);
-            memcpy(e.msg, msg, sizeof msg);
         }
         ok = tensor_check(I, st, &e);
     }
