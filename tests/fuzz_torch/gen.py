@@ -16,6 +16,15 @@ them), softmax of softmax, matmul, shape operations, indexing (ints, slices with
 bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
 views), first-class dims (functorch.dim's: `i, j = dims(2)`, `x[i, j]`, reductions over dims,
 `order`), and prints of the values (the tensor as printed, and full precision through tolist()).
+
+Gradient programs (about one in three, most of them with no failing statement): most float32
+and float64 variables made from literals are leaves that require grad (`requires_grad=True`, or
+`.requires_grad_()` on a computed literal), so that the statements build a graph (pointwise,
+reductions, shape ops, indexing, index writes through views of non-leaves, first-class dims...),
+and the program ends with a weighted sum of a value that requires grad, its backward() (or grad()
+of the leaves) and the leaves' gradients printed in full, compared with torch's autograd like
+every other output. torch's refusals are kept as the failing statement as elsewhere (an in-place
+write into a leaf), but for those where tdl documents that it differs (NOT_COMPARABLE).
 """
 import sys
 
@@ -26,6 +35,7 @@ import torch_shim
 FILENAME = "prog.tdl"
 DTYPES = ("float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "float16", "bfloat16")
 FLOAT = ("float32", "float64", "float16", "bfloat16")
+GRAD_DTYPES = ("float32", "float64")     # the leaves of gradient programs
 DIM_NAMES = ("i", "j", "k", "l", "m", "n", "p", "q", "s", "u")
 
 # Errors torch raises where tdl is documented to differ (docs/language.md, "Differences from
@@ -44,6 +54,10 @@ NOT_COMPARABLE = (
     "expected both vectors to have same dtype",
     "Deprecated",
     "doesn't define __round__",         # tdl's round(t) is the tensor function
+    # tdl recomputes values where torch saves them: it refuses a backward only where it reads an
+    # overwritten value, and frees a graph only where the backward reads forward values
+    "modified by an inplace operation",
+    "backward through the graph a second time",
 )
 
 
@@ -58,7 +72,7 @@ def dtype_name(t):
 class Gen:
     """One program, grown statement by statement; lines holds the program's text."""
 
-    def __init__(self, rng, allow_error=True, big=False):
+    def __init__(self, rng, allow_error=True, big=False, grad=False):
         self.r = rng
         self.lines = []
         self.ns = torch_shim.namespace(FILENAME, [])
@@ -68,6 +82,8 @@ class Gen:
         self.nvar = 0
         self.allow_error = allow_error
         self.big = big
+        self.grad = grad        # a gradient program (see the module's docstring)
+        self.leaves = []        # its variables that are leaves requiring grad
         self.done = False       # a failing statement was kept: nothing may follow
         self.fd = None
 
@@ -209,11 +225,18 @@ class Gen:
     def base(self):
         """Defines a new variable from a literal."""
         r = self.r
-        dt = r.choice(DTYPES + FLOAT)
+        dt = r.choice(GRAD_DTYPES if self.grad and r.random() < 0.6 else DTYPES + FLOAT)
         sh = self.big_shape() if self.big and r.random() < 0.5 else self.shape()
         name = self.fresh()
-        if self.emit("%s = %s" % (name, self.literal(sh, dt)), intended_error_ok=False):
+        lit = self.literal(sh, dt)
+        leaf = self.grad and dt in GRAD_DTYPES and r.random() < 0.8
+        if leaf:
+            made = lit.startswith("tensor(") or lit.startswith("zeros(")
+            lit = lit[:-1] + ", requires_grad=True)" if made else lit + ".requires_grad_()"
+        if self.emit("%s = %s" % (name, lit), intended_error_ok=False):
             self.vars.append(name)
+            if leaf:
+                self.leaves.append(name)
 
     def assign(self):
         """vN = an expression built over the existing variables."""
@@ -413,6 +436,14 @@ class Gen:
         if fl:
             fns += ["mean", "softmax", "log_softmax", "logsumexp", "softmax", "mean"]
         f = r.choice(fns)
+        if f in ("argmax", "argmin") and v.ndim == 0 and v.dtype == torch.bool:
+            # torch 1.13 reads sizes()[dim] of a 0-dim tensor (past its end): whether its kernel
+            # is called and refuses bool depends on what lies there
+            raise Reject
+        if f == "prod" and v.requires_grad and v.numel() > 64:
+            # torch's prod backward multiplies partial products that overflow (0 * inf), where
+            # tdl's takes the product of the others (language.md)
+            raise Reject
         pe = self.paren(e)
         if f in ("softmax", "log_softmax"):
             d = self.dim_arg(v, allow_tuple=False)
@@ -611,6 +642,8 @@ class Gen:
         if n == 0 or v.dtype == torch.bool:
             # torch has no bool matmul, but skips its dtype checks when an operand is empty
             raise Reject
+        if v.dtype == torch.bfloat16 and v.numel() > 1000:
+            raise Reject    # which kernel torch takes depends on the CPU (docs/language.md)
         c = r.random()
         if c < 0.3 and n >= 2:
             return "%s @ %s.transpose(-1, -2)" % (pe, pe)
@@ -828,6 +861,10 @@ class Gen:
                 except RuntimeError:
                     return False
             vs = self.plain_vars(fits)
+            if not v.dtype.is_floating_point:
+                # torch gives an int or bool tensor written from one that requires grad a grad_fn
+                # (CopySlices), tdl none: no gradient flows into such a tensor either way
+                vs = [w for w in vs if not self.val(w).requires_grad]
             if not vs:
                 rhs = self.scalar()
             else:
@@ -866,6 +903,48 @@ class Gen:
             red = "sum" if v.dtype != torch.bool else "any"
             self.lines.append("print(%s.%s(), %s[0])" % (name, red, name))
 
+    # ---- gradients ------------------------------------------------------------------------------
+
+    def weights(self, v):
+        """Weights for a weighted sum of v: a literal of its shape and dtype (an arange form when
+        large), so that each element's gradient differs."""
+        if v.numel() <= 120:
+            return self.literal(tuple(v.shape), dtype_name(v))
+        mod = self.r.choice((3, 5, 7))
+        return "((arange(%d) %% %d - %d).to(%s).reshape(%s))" % (
+            v.numel(), mod, mod // 2, dtype_name(v), ", ".join(map(str, v.shape)) or "()")
+
+    def backward(self):
+        """The end of a gradient program: loss = a weighted sum of a value that requires grad,
+        its gradient with respect to the leaves (backward() or grad()), and the gradients printed."""
+        r = self.r
+        outs = self.plain_vars(lambda t: t.requires_grad and t.dtype in (torch.float32, torch.float64))
+        if not outs or not self.leaves:
+            return
+        out = r.choice(outs[-3:])
+        v = self.val(out)
+        loss = self.fresh()
+        e = "%s.sum()" % out if r.random() < 0.2 else "(%s * %s).sum()" % (out, self.weights(v))
+        if not self.emit("%s = %s" % (loss, e)) or self.done:
+            return
+        if r.random() < 0.75:
+            if not self.emit("%s.backward()" % loss) or self.done:
+                return
+            for leaf in self.leaves:
+                self.print_grad("%s.grad" % leaf)
+        else:
+            g = self.fresh()
+            if not self.emit("%s = grad(%s, [%s])" % (g, loss, ", ".join(self.leaves))) or self.done:
+                return
+            for k in range(len(self.leaves)):
+                self.print_grad("%s[%d]" % (g, k))
+
+    def print_grad(self, e):
+        g = self.eval(e)
+        self.lines.append("print(%s)" % e)
+        if isinstance(g, torch.Tensor) and 0 < g.numel() <= 64:
+            self.lines.append("print(%s.tolist())" % e)
+
     # ---- the program ----------------------------------------------------------------------------
 
     def program(self):
@@ -895,6 +974,8 @@ class Gen:
                 self.bad()
             elif self.vars:
                 self.print_var(r.choice(self.vars[-3:]))
+        if self.grad and not self.done:
+            self.backward()
         if not self.done:
             last = [n for n in self.vars[-3:]]
             rest = [n for n in self.vars if n not in self.printed and n not in last and r.random() < 0.4]
@@ -923,7 +1004,10 @@ def factor(r, numel):
 def generate(rng, allow_error=True):
     """The lines of one random program (run in a forked child: see the module's docstring)."""
     big = rng.random() < 0.12
-    g = Gen(rng, allow_error=allow_error, big=big)
+    grad = rng.random() < 0.35
+    if grad and rng.random() < 0.6:
+        allow_error = False     # most gradient programs run to their backward
+    g = Gen(rng, allow_error=allow_error, big=big, grad=grad)
     return g.program()
 
 
