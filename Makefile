@@ -190,11 +190,11 @@ fuzz-build: deps
 	$(MAKE) --no-print-directory FUZZ=1 $(addprefix build-fuzz/fuzz/fuzz_,$(FUZZERS))
 fuzz: fuzz-build
 	FUZZ_FLAGS='$(FUZZ_FLAGS)' sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZERS)
-# What CI runs: a short run of each (30 s unless FUZZ_SECONDS is given on the command line), from a
+# What CI runs: a short run of each (20 s unless FUZZ_SECONDS is given on the command line), from a
 # fixed random seed, so that a finding in CI comes again with `make fuzz-ci` (the same inputs, in
 # the same order, as far as the time lets it go); `make fuzz` explores from a new seed each time.
 fuzz-ci:
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),30) \
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),20) \
 	  FUZZ_FLAGS='-seed=1 $(FUZZ_FLAGS)'
 
 demo: deps
