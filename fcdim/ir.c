@@ -636,8 +636,19 @@ static FcStatus pow_special(FcCtx *ctx, FcTensor *x, double c, FcDType dt, FcTen
 {
     *done = true;
     FcTensor *xs = NULL, *sq = NULL;
+    if (dt == FC_BFLOAT16 && (c == 3 || c == -2)) {
+        /* bfloat16's x*x*x and 1/(x*x) round each step (Vectorized<BFloat16>'s operators) */
+        FcStatus st = fc_cast(ctx, x, dt, &xs, err);
+        if (!st)
+            st = pow_special(ctx, xs, 2, dt, &sq, done, err);
+        if (!st)
+            st = c == 3 ? fc_binary(ctx, FC_OP_MUL, sq, xs, out, err) : fc_unary(ctx, FC_OP_RECIPROCAL, sq, out, err);
+        fc_tensor_release(sq);
+        fc_tensor_release(xs);
+        return st;
+    }
     if (fc_dtype_compute(dt) != dt && (c == 0.5 || c == -0.5 || c == -1 || c == 2 || c == 3 || c == -2)) {
-        /* float16 and bfloat16: pow's kernel computes in float32 and rounds once. */
+        /* float16 (and bfloat16 but for 3 and -2): pow's kernel computes in float32 and rounds once. */
         FcTensor *r = NULL;
         FcStatus st = pow_special(ctx, x, c, fc_dtype_compute(dt), &r, done, err);
         if (!st)

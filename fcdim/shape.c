@@ -757,6 +757,18 @@ static FcStatus cat_parts(FcCtx *ctx, int n, CatPart *parts, int64_t dim_in, boo
         memcpy(sz, v->shape, (size_t)nd * sizeof *sz);
         sz[dim] = at_dim;
     } else {
+        /* every part a legacy empty [0]: a copy of one that requires grad keeps the graph */
+        for (int i = 0; i < n; i++)
+            if (fc_requires_grad(parts[i].t)) {
+                FcTensor *c = NULL;
+                FcStatus s = fc_clone(ctx, parts[i].t, FC_MF_CONTIGUOUS, &c, err);
+                if (!s && c->dtype != dt)
+                    s = fc_cast(ctx, c, dt, out, err);
+                else if (!s)
+                    *out = fc_tensor_retain(c);
+                fc_tensor_release(c);
+                return s;
+            }
         mf = FC_MF_CONTIGUOUS;
     }
     int64_t st[FC_MAX_DIMS];

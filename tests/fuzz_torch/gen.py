@@ -12,8 +12,10 @@ What the programs hold: tensors of float32, float64, int32, int64, bool, uint8, 
 float16 and bfloat16 with extents 0, 1 and more (sometimes large enough that tdl runs them on
 several threads), broadcasting pointwise operators and functions, where, casts, reductions (with
 dims, tuples of dims, keepdim) chained into further reductions and pointwise ops (so that tdl fuses
-them), softmax of softmax, matmul, shape operations, indexing (ints, slices with steps, None, ...,
-bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
+them), softmax of softmax, matmul, shape operations, gather, scatter_add, index_put (with and
+without accumulate), running sums and products, flip, roll, repeat, narrow, tril/triu, masked_fill,
+var/std/norm, diff, sort, topk, outer, pow, atan2, minimum/maximum, indexing (ints, slices with
+steps, None, ..., bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
 views), first-class dims (functorch.dim's: `i, j = dims(2)`, `x[i, j]`, reductions over dims,
 `order`), and prints of the values (the tensor as printed, and full precision through tolist()).
 
@@ -58,6 +60,7 @@ NOT_COMPARABLE = (
     # overwritten value, and frees a graph only where the backward reads forward values
     "modified by an inplace operation",
     "backward through the graph a second time",
+    "derivative for aten::floor_divide is not implemented",     # tdl's is zero
 )
 
 
@@ -300,7 +303,7 @@ class Gen:
         dimmed = self.is_dimmed(v)
         ops = [self.pointwise, self.pointwise, self.unary, self.reduce, self.reduce, self.where]
         if not dimmed:
-            ops += [self.shape_op, self.shape_op, self.index, self.matmul, self.chain]
+            ops += [self.shape_op, self.shape_op, self.index, self.matmul, self.chain, self.indexed, self.more]
         else:
             ops += [self.dim_reduce, self.dim_reduce, self.order]
         if self.dims and not dimmed and v.ndim > 0:
@@ -560,6 +563,112 @@ class Gen:
         if k == "contiguous":
             return "%s.contiguous()" % pe
         return "%s.clone()" % pe
+
+    def int_literal(self, shape, lo, hi):
+        """An int64 tensor literal of that shape with values in [lo, hi)."""
+        r = self.r
+
+        def nest(sh):
+            if not sh:
+                return str(r.randrange(lo, hi))
+            return "[" + ", ".join(nest(sh[1:]) for _ in range(sh[0])) + "]"
+        return "tensor(%s)" % nest(list(shape))
+
+    def indexed(self, e, v):
+        """gather, scatter_add and index_put (with and without accumulate) with literal indices:
+        the reads and writes whose gradients are scatters and gathers."""
+        r = self.r
+        n = v.ndim
+        if n == 0 or v.numel() == 0 or v.numel() > 120:
+            raise Reject
+        pe = self.paren(e)
+        sh = list(v.shape)
+        d = r.randrange(n)
+        k = r.choice(("gather", "gather", "scatter_add", "index_put", "index_put"))
+        if k in ("gather", "scatter_add"):
+            ish = [r.randint(1, s) for s in sh]
+            ish[d] = r.randint(1, sh[d] + 2)
+            idx = self.int_literal(ish, 0, sh[d])
+            if k == "gather":
+                return "%s.gather(%d, %s)" % (pe, d, idx)
+            return "%s.scatter_add(%d, %s, %s)" % (pe, d, idx, self.literal(tuple(ish), dtype_name(v)))
+        acc = r.random() < 0.6
+        m = r.randint(1, sh[0] + 1 if acc else sh[0])
+        rows = [r.randrange(-sh[0], sh[0]) for _ in range(m)] if acc else r.sample(range(sh[0]), m)
+        idx = "tensor([%s])" % ", ".join(map(str, rows))
+        vsh = tuple([m] + sh[1:])
+        if r.random() < 0.3 and len(vsh) > 1:
+            vsh = vsh[1:]        # broadcast over the indexed rows
+        vals = self.literal(vsh, dtype_name(v))
+        return "%s.clone().index_put((%s,), %s%s)" % (pe, idx, vals, ", accumulate=True" if acc else "")
+
+    def more(self, e, v):
+        """Other differentiable operations: running sums and products, flips, rolls, repeats,
+        narrowing, triangles, masked fills, variance, norms, differences, sorts, outer products."""
+        r = self.r
+        n = v.ndim
+        if v.numel() > 4000:
+            raise Reject        # (repeat, outer: no huge results)
+        pe = self.paren(e)
+        fl = v.dtype.is_floating_point
+        k = r.choice(("cumsum", "cumprod", "flip", "roll", "repeat", "narrow", "tril", "masked_fill",
+                      "var", "std", "norm", "diff", "sort", "topk", "outer", "pow", "atan2", "minimum"))
+        d = r.randrange(n) if n else 0
+        if k in ("cumsum", "cumprod"):
+            if n == 0 or (k == "cumprod" and v.numel() > 32):
+                raise Reject
+            return "%s.%s(%d)" % (pe, k, d)
+        if k == "flip":
+            return "%s.flip(%s)" % (pe, ", ".join(str(x) for x in sorted(r.sample(range(n), r.randint(1, n))))) \
+                if n else "%s.flip(0)" % pe
+        if k == "roll":
+            return "%s.roll(%d, %d)" % (pe, r.randint(-3, 3), d) if n else "%s.roll(1)" % pe
+        if k == "repeat":
+            reps = [r.randint(1, 2) for _ in range(n + r.randint(0, 1))]
+            return "%s.repeat(%s)" % (pe, ", ".join(map(str, reps)) or "()")
+        if k == "narrow":
+            if n == 0 or v.shape[d] == 0:
+                raise Reject
+            a = r.randrange(v.shape[d])
+            return "%s.narrow(%d, %d, %d)" % (pe, d, a, r.randint(0, v.shape[d] - a))
+        if k == "tril":
+            return "%s.%s(%d)" % (pe, r.choice(("tril", "triu")), r.randint(-1, 1))
+        if k == "masked_fill":
+            return "%s.masked_fill(%s %s %s, %s)" % (pe, pe, r.choice((">", "<", "==")), self.scalar("int64"),
+                                                     self.scalar("float32" if fl else "int64"))
+        if k in ("var", "std"):
+            if not fl or n == 0:
+                raise Reject
+            return "%s.%s(%d%s)" % (pe, k, d, r.choice(("", ", keepdim=True", ", unbiased=False")))
+        if k == "norm":
+            if v.dtype in (torch.float16, torch.bfloat16):
+                raise Reject    # (language.md: tdl refuses float16, PyTorch's rounding is its own)
+            return "%s.norm()" % pe if r.random() < 0.5 or n == 0 else "%s.norm(dim=%d)" % (pe, d)
+        if k == "diff":
+            return "%s.diff(dim=%d)" % (pe, d) if n else None
+        if k == "sort":
+            if n == 0:
+                raise Reject
+            # stable: tdl's sort always is (language.md), torch's default order of ties is its own
+            return "%s.sort(dim=%d%s, stable=True)[%d]" % (pe, d, r.choice(("", ", descending=True")), r.randint(0, 1))
+        if k == "topk":
+            if n == 0 or v.shape[d] == 0:
+                raise Reject
+            return "%s.topk(%d, %d)[0]" % (pe, r.randint(1, v.shape[d]), d)    # (the order of ties' indices is torch's own)
+        if k == "outer":
+            if n != 1 or v.numel() > 64:
+                raise Reject
+            return "outer(%s, %s)" % (e, r.choice((e, "%s + 1" % pe, "%s * 2" % pe)))
+        if k == "pow":
+            return "%s.pow(%s)" % (pe, r.choice(("2", "3", "0.5", "-1", "2.5", "0")))
+        if k == "atan2":
+            if not fl:
+                raise Reject
+            return "atan2(%s, %s + 1)" % (e, pe)
+        other = self.operand_for(v)
+        if other is None or other.startswith(".") or other[0] in "-0123456789TF":
+            raise Reject        # (tdl takes a number for a tensor, torch's minimum does not: language.md)
+        return "%s(%s, %s)" % (r.choice(("minimum", "maximum")), e, other)
 
     def cat_partner(self, e, v, d):
         r = self.r
