@@ -218,7 +218,24 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
     if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
     if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
-    if (st == FC_OK && is_std) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
+    if (st == FC_OK && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
+        /* PyTorch's std_backward masks the gradient to 0 where std is 0 (sqrt's own would be
+         * 0 / 0): where(var == 0, 0, sqrt(where(var == 0, 1, var))), the same values */
+        FcTensor *z = NULL, *one = NULL, *zero = NULL, *safe = NULL, *root = NULL;
+        st = binary_scalar(I->fc, FC_OP_EQ, r, 0.0, &z, &e);
+        if (st == FC_OK) st = float_scalar(I->fc, 1.0, &one, &e);
+        if (st == FC_OK) st = float_scalar(I->fc, 0.0, &zero, &e);
+        if (st == FC_OK) st = fc_where(I->fc, z, one, r, &safe, &e);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SQRT, safe, &root, &e);
+        if (st == FC_OK) st = step(fc_where(I->fc, z, zero, root, &t, &e), &r, &t);
+        fc_tensor_release(z);
+        fc_tensor_release(one);
+        fc_tensor_release(zero);
+        fc_tensor_release(safe);
+        fc_tensor_release(root);
+    } else if (st == FC_OK && is_std) {
+        st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
+    }
     if (st == FC_OK && wide) st = step(fc_cast(I->fc, r, a[0].t->dtype, &t, &e), &r, &t);
     fc_tensor_release(wide);
     fc_tensor_release(m);
