@@ -856,6 +856,10 @@ static bool triangle(Interp *I, TensorArg *a, bool lower, Value *out)
     FcTensor *t = a[0].t, *row = NULL, *col = NULL, *diff = NULL, *mask = NULL, *zero = NULL, *r = NULL;
     FcError e;
     int d;
+    if (t->ndim > 0 && fc_tensor_numel(t) == 0) {   /* PyTorch checks no dims then */
+        FcStatus st = fc_clone(I->fc, t, FC_MF_PRESERVE, &r, &e);
+        return result(I, st, &e, r, out);
+    }
     if (!tensor_check(I, fc_wrap_dim(-2, t->ndim, &d, &e), &e)) return false;
     int64_t h = t->shape[t->ndim - 2], w = t->shape[t->ndim - 1];
     FcStatus st = iota_along(I->fc, h, 2, 0, t->device, &row, &e);
