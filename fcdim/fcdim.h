@@ -398,8 +398,9 @@ void fc_tensor_release(FcTensor *t);
  * dim j of r walking t's dim src[j] (-1: a dim t lacks; a size-1 dim of t broadcast walks it
  * too, both with stride 0). False on out-of-memory. */
 bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src);
-/* t has just been realised: its aliases (and theirs) become views of its storage. */
-void fc_tensor_realised_aliases(FcTensor *t);
+/* Lazy t takes its values from s (retained), at offset with strides: its expression and the reads
+ * it held go, and its aliases (and theirs) become views of the same storage. */
+void fc_tensor_become_stored(FcTensor *t, FcStorage *s, int64_t offset, const int64_t *strides);
 /* t, an alias of a lazy base, has just been realised on its own (in its own layout): when its dims
  * walk each of the base's once (a relabel, an order), the base becomes a view of t's storage, and
  * so on up the chain, so that a write into either shows in the other. */

@@ -1397,14 +1397,8 @@ FcStatus fc_realize(FcCtx *ctx, FcTensor *t, FcError *err)
         fc_storage_release(storage);
         return st;
     }
-    t->unplaced = false;        /* its values now live on t->device */
-    fc_tensor_drop_reads(t);
-    fc_node_release(t->node);
-    t->node = NULL;
-    t->storage = storage;
-    t->offset = 0;
-    memcpy(t->strides, strides, (size_t)t->ndim * sizeof *strides);
-    fc_tensor_realised_aliases(t);
+    fc_tensor_become_stored(t, storage, 0, strides);    /* its values now live on t->device */
+    fc_storage_release(storage);
     fc_tensor_realised_view(t);
     return FC_OK;
 }

@@ -340,32 +340,36 @@ static void alias_unlink(FcTensor *r)
     r->alias_of = NULL;
 }
 
-void fc_tensor_realised_aliases(FcTensor *t)
+/* t has just been realised: its aliases (and theirs) become views of its storage. */
+static void realised_aliases(FcTensor *t)
 {
     for (int i = 0; i < t->naliases; i++) {
         FcTensor *a = t->aliases[i];
         a->alias_of = NULL;
-        if (!a->node)
-            continue;
-        fc_tensor_drop_reads(a);
-        fc_node_release(a->node);
-        a->node = NULL;
-        a->storage = fc_storage_retain(t->storage);
-        a->offset = t->offset;
-        if (a->alias_src) {
+        if (a->node) {
+            int64_t strides[FC_MAX_DIMS];
             for (int j = 0; j < a->ndim; j++) {
-                int s = a->alias_src[j];
-                a->strides[j] = s >= 0 && t->shape[s] != 1 ? t->strides[s] : 0;
+                int s = a->alias_src ? a->alias_src[j] : j;
+                strides[j] = a->alias_src && (s < 0 || t->shape[s] == 1) ? 0 : t->strides[s];
             }
-        } else {
-            memcpy(a->strides, t->strides, (size_t)t->ndim * sizeof *a->strides);
+            fc_tensor_become_stored(a, t->storage, t->offset, strides);
         }
         mem_free(a->alias_src);
         a->alias_src = NULL;
-        a->unplaced = false;
-        fc_tensor_realised_aliases(a);
     }
     t->naliases = 0;
+}
+
+void fc_tensor_become_stored(FcTensor *t, FcStorage *s, int64_t offset, const int64_t *strides)
+{
+    fc_tensor_drop_reads(t);
+    fc_node_release(t->node);
+    t->node = NULL;
+    t->storage = fc_storage_retain(s);
+    t->offset = offset;
+    memcpy(t->strides, strides, (size_t)t->ndim * sizeof *strides);
+    t->unplaced = false;
+    realised_aliases(t);
 }
 
 void fc_tensor_realised_view(FcTensor *t)
@@ -383,14 +387,7 @@ void fc_tensor_realised_view(FcTensor *t)
             strides[s] = a->strides[j];
         }
         alias_unlink(a);
-        fc_tensor_drop_reads(b);
-        fc_node_release(b->node);
-        b->node = NULL;
-        b->storage = fc_storage_retain(a->storage);
-        b->offset = a->offset;
-        memcpy(b->strides, strides, (size_t)b->ndim * sizeof *strides);
-        b->unplaced = false;
-        fc_tensor_realised_aliases(b);
+        fc_tensor_become_stored(b, a->storage, a->offset, strides);
     }
 }
 
