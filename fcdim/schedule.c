@@ -159,7 +159,7 @@ static FcInstr *new_instr(Sched *s, const FcNode *node, FcOp op, FcDType dt)
 }
 
 /* Common subexpressions: an instruction that computes what probe would (the same op on the same
- * registers, constant, loop or load) is reused rather than emitted again; the DAG can hold
+ * registers, loop or load; constants are emit_const's) is reused rather than emitted again; the DAG can hold
  * equal values as distinct nodes (roi_align gathers the batch index once per tap, and casts the
  * same index to float for several uses). Reductions are never shared here (the memo of emit
  * already shares a node's). */
@@ -179,10 +179,6 @@ static int same_instr(const Sched *s, const FcInstr *probe)
         if (in->op != probe->op || in->dtype != probe->dtype || in->src_dtype != probe->src_dtype)
             continue;
         switch (probe->op) {
-        case FC_OP_CONST:
-            if (in->konst.i == probe->konst.i)
-                return i;
-            break;
         case FC_OP_IOTA:
             if (in->loop == probe->loop)
                 return i;
@@ -334,6 +330,27 @@ static bool reduce_loops(Sched *s, const FcNode *n, bool root, int8_t *red)
     return true;
 }
 
+/* Constant k of dtype dt for node n: one instruction for equal constants. Only one of the DAG's
+ * constants is shared with another of the DAG's, as a float one is a parameter of the kept kernel
+ * (kernel_cache.c's find_params, by node_of) and the scheduler's own (an identity, an index of a
+ * loop of one) are not. */
+static int emit_const(Sched *s, const FcNode *n, FcDType dt, FcScalar k)
+{
+    bool dag = n->op == FC_OP_CONST;
+    for (int i = s->ncode - 1; i >= 0; i--) {
+        const FcInstr *in = &s->code[i];
+        if (in->op == FC_OP_CONST && in->dtype == dt && in->konst.i == k.i && (s->node_of[i]->op == FC_OP_CONST) == dag)
+            return i;
+    }
+    FcInstr *in = new_instr(s, n, FC_OP_CONST, dt);
+    if (!in)
+        return -1;
+    in->konst = k;
+    in->loop = -1;
+    in->invariant = true;
+    return in->dst;
+}
+
 /* A reduction inside the expression: its loops, its body, then the instruction that folds it. */
 static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
 {
@@ -343,6 +360,20 @@ static int emit_reduce(Sched *s, const FcNode *n, const int8_t *map)
         if (!s->apart)
             s->apart = n;
         return fail(s, FC_ERR_VALUE, "an arg reduction inside a kernel");
+    }
+    bool empty = false;
+    for (int j = 0; j < n->in[0]->nlev; j++)
+        empty = empty || (n->lev_map[0][j] == FC_LEV_REDUCED && n->in[0]->size[j] == 0);
+    if (empty && n->op != FC_OP_AMAX && n->op != FC_OP_AMIN) {
+        /* Nothing to fold: the identity, without the body, whose invariants would run once
+         * although its loops do not (an integer division by a constant zero would raise). */
+        bool one = n->op == FC_OP_PROD || n->op == FC_OP_ALL;
+        FcScalar k;
+        if (fc_dtype_is_float(n->dtype))
+            k.f = one;
+        else
+            k.i = one;
+        return emit_const(s, n, n->dtype, k);
     }
     int8_t red[FC_MAX_DIMS];
     int first = s->nloop;
@@ -386,18 +417,17 @@ static int emit(Sched *s, const FcNode *n, const int8_t *map)
     switch (n->op) {
     case FC_OP_CONST:
     case FC_OP_IOTA: {
-        bool iota = n->op == FC_OP_IOTA && map[0] >= 0 && s->extent[map[0]] > 1;
-        FcInstr probe = {.op = iota ? FC_OP_IOTA : FC_OP_CONST, .dtype = iota ? FC_INT64 : n->dtype,
-                         .loop = iota ? map[0] : -1, .konst = n->op == FC_OP_CONST ? n->konst : (FcScalar){.i = 0}};
-        probe.src_dtype = probe.dtype;
+        if (n->op == FC_OP_CONST || map[0] < 0 || s->extent[map[0]] <= 1) {
+            reg = emit_const(s, n, n->dtype, n->op == FC_OP_CONST ? n->konst : (FcScalar){.i = 0});
+            break;
+        }
+        FcInstr probe = {.op = FC_OP_IOTA, .dtype = FC_INT64, .src_dtype = FC_INT64, .loop = map[0]};
         if ((reg = same_instr(s, &probe)) >= 0)
             break;
-        in = new_instr(s, n, probe.op, probe.dtype);
+        in = new_instr(s, n, FC_OP_IOTA, FC_INT64);
         if (!in)
             return -1;
-        in->konst = probe.konst;
-        in->loop = probe.loop;
-        in->invariant = !iota;
+        in->loop = map[0];
         reg = in->dst;
         break;
     }
