@@ -302,12 +302,20 @@ static bool collect_reads(FcNode *n, FcGradRec *r, PtrMap *seen)
     return true;
 }
 
-FcStatus fc_grad_before_write(FcStorage *s, FcError *err)
+FcStatus fc_grad_check_write(const FcStorage *s, bool view, FcError *err)
 {
     if (!fc_grad_off && s->grad && s->grad->kind == REC_LEAF)
-        return fc_errf(err, FC_ERR_RUNTIME, "a leaf Variable that requires grad is being used in an in-place operation.");
-    s->version++;
+        return fc_errf(err, FC_ERR_RUNTIME, "a %sleaf Variable that requires grad is being used in an in-place operation.",
+                       view ? "view of a " : "");
     return FC_OK;
+}
+
+FcStatus fc_grad_before_write(FcStorage *s, FcError *err)
+{
+    FcStatus st = fc_grad_check_write(s, false, err);
+    if (!st)
+        s->version++;
+    return st;
 }
 
 FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,

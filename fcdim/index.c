@@ -395,10 +395,7 @@ static FcStatus apply_basic(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, P
     for (int k = 0; k < n && !st; k++) {
         FcIndex one = ix[k];
         const FcIndex *x = &one;
-        if (x->kind == FC_IX_TENSOR && !is_mask(x->t) && x->t->dtype != FC_INT64 && x->t->dtype != FC_INT32 &&
-            !(x->t->ndim == 0 && fc_dtype_is_int(x->t->dtype)))
-            return fc_errf(err, FC_ERR_INDEX, "tensors used as indices must be long, int, byte or bool tensors");
-        if (x->kind == FC_IX_TENSOR && x->t->ndim == 0) {
+        if (x->kind == FC_IX_TENSOR && x->t->ndim == 0 && (is_mask(x->t) || fc_dtype_is_int(x->t->dtype))) {
             /* A 0-dim int tensor selects as an int, a 0-dim bool tensor indexes as a bool. */
             FcScalar v;
             st = fc_item(ctx, x->t, &v, err);
@@ -454,6 +451,9 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
     char a[512], b[512];
     int n = 0;
     FcStatus st = FC_OK;
+    for (int k = 0; k < nrec; k++)
+        if (rec[k] && !is_mask(rec[k]) && rec[k]->dtype != FC_INT64 && rec[k]->dtype != FC_INT32)
+            return fc_errf(err, FC_ERR_INDEX, "tensors used as indices must be long, int, byte or bool tensors");
     for (int k = 0; k < nrec && !st; k++) {
         FcTensor *x = rec[k];
         if (!x || !is_mask(x)) {
@@ -563,15 +563,49 @@ static FcStatus plan_advanced(FcCtx *ctx, Plan *p, FcTensor **rec, int nrec, FcE
     return FC_OK;
 }
 
+/* Whether PyTorch's setitem writes through a view of t, one its applySlicing made (a select, an
+ * unsqueeze, a slice other than exactly 0:size:1), rather than into t itself. */
+static bool basic_makes_view(const FcTensor *t, int n, const FcIndex *ix)
+{
+    int dim = 0;
+    for (int k = 0; k < n; k++) {
+        const FcIndex *x = &ix[k];
+        switch (x->kind) {
+        case FC_IX_SLICE:
+            if ((x->has_start && x->start != 0) || !x->has_stop || dim >= t->ndim || x->stop != t->shape[dim] ||
+                x->step != 1)
+                return true;
+            dim++;
+            break;
+        case FC_IX_ELLIPSIS:
+            dim += t->ndim - specified_dims(n, ix);
+            break;
+        case FC_IX_TENSOR:
+            if (x->t->ndim == 0 && (is_mask(x->t) || fc_dtype_is_int(x->t->dtype)))
+                return true;
+            dim += is_mask(x->t) ? x->t->ndim : 1;
+            break;
+        default:        /* an int, None, a bool */
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Plans t[ix]; compose: t is a lazy tensor whose LOAD the read will compose with (it is not
- * realised; the plan's strides and offset are then meaningless). */
-static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, bool compose, Plan *p, FcError *err)
+ * realised; the plan's strides and offset are then meaningless). write: a setitem's, checked in
+ * PyTorch's order: the basic indices, autograd's in-place test (a leaf that requires grad), then
+ * the advanced indices. */
+static FcStatus plan_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, bool compose, bool write, Plan *p,
+                           FcError *err)
 {
     memset(p, 0, sizeof *p);
     p->compose = compose;
     FcTensor *rec[FC_MAX_DIMS] = {0};
     int nrec = 0;
     FcStatus st = apply_basic(ctx, t, n, ix, p, rec, &nrec, err);
+    if (!st && write)
+        st = fc_grad_check_write(t->storage, basic_makes_view(t, n, ix), err);
     bool advanced = false;
     for (int k = 0; k < nrec; k++)
         advanced |= rec[k] != NULL;
@@ -974,7 +1008,7 @@ FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **
     /* A view of a lazy t must share t's storage (a write through either shows in the other, and
      * the view's strides are t's): t is realised. A read with an advanced index is a new tensor:
      * when t's node is a LOAD, it composes. */
-    FcStatus st = plan_index(ctx, t, n, ix, has_advanced(n, ix) && can_compose(ctx, t), &p, err);
+    FcStatus st = plan_index(ctx, t, n, ix, has_advanced(n, ix) && can_compose(ctx, t), false, &p, err);
     if (st)
         return st;
     if (p.compose) {
@@ -994,7 +1028,7 @@ FcStatus fc_index_read(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTens
 {
     *out = NULL;
     Plan p;
-    FcStatus st = plan_index(ctx, t, n, ix, can_compose(ctx, t), &p, err);
+    FcStatus st = plan_index(ctx, t, n, ix, can_compose(ctx, t), false, &p, err);
     if (st)
         return st;
     st = p.compose ? plan_compose(&p, out, err) : plan_load(&p, out, err);
@@ -1035,7 +1069,7 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
     Plan p;     /* plan_index realises t: the write goes into its storage */
     FcStatus st = fc_realize_target(ctx, t, err);
     if (!st)
-        st = plan_index(ctx, t, n, ix, false, &p, err);
+        st = plan_index(ctx, t, n, ix, false, true, &p, err);
     if (st)
         return st;
     FcTensor *val = NULL;

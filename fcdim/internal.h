@@ -121,8 +121,10 @@ extern _Thread_local bool fc_grad_off;      /* fc_set_grad_enabled(false) */
 extern _Thread_local long fc_grad_live;     /* records alive: no walk for gradients while 0 */
 extern _Thread_local long fc_products_live; /* nodes marked product alive: no walk for them while 0 */
 /* Before a write into s: a leaf's contents may not be overwritten with gradients on (PyTorch's
- * message); counts the version. */
+ * message); counts the version. fc_grad_check_write: the test alone, its message naming a view
+ * of the leaf when the write goes through one (view). */
 FcStatus fc_grad_before_write(FcStorage *s, FcError *err);
+FcStatus fc_grad_check_write(const FcStorage *s, bool view, FcError *err);
 /* Realises the lazy tensors that read s (fc_storage_prepare_write without its autograd checks:
  * for a change of what s's contents mean, not of the contents). */
 FcStatus fc_storage_realize_readers(FcCtx *ctx, FcStorage *s, FcError *err);

@@ -1238,7 +1238,7 @@ START_TEST(errors)
     run_err("x = tensor([1.0, 2.0], requires_grad=True)\nx += 1\n", "RuntimeError",
             "a leaf Variable that requires grad is being used in an in-place operation.");
     run_err("x = tensor([1.0, 2.0], requires_grad=True)\nx[0] = 5.0\n", "RuntimeError",
-            "a leaf Variable that requires grad is being used in an in-place operation.");
+            "a view of a leaf Variable that requires grad is being used in an in-place operation.");
     run_err("x = tensor([1.0, 2.0], requires_grad=True)\ny = x.sin().clone()\nz = (y * y).sum()\n"
             "y[0] = 5.0\nz.backward()\n",
             "RuntimeError", "one of the variables needed for gradient computation has been modified by an inplace operation");
