@@ -436,13 +436,8 @@ FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err)
     }
     if (!fc_dtype_is_float(t->dtype))
         return fc_errf(err, FC_ERR_RUNTIME, "only Tensors of floating point dtype can require gradients");
-    if (fc_requires_grad(t)) {
-        if (fc_is_leaf(t))
-            return FC_OK;
-        return fc_errf(err, FC_ERR_RUNTIME,
-                       "you can only change requires_grad flags of leaf variables. If you want to use a computed "
-                       "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach().");
-    }
+    if (fc_requires_grad(t))
+        return FC_OK;   /* a leaf, or a result (PyTorch refuses only to turn a result's off) */
     /* what reads it lazily was made before it needed a gradient and does not get one (as in
      * PyTorch, where b = a * 2 before a.requires_grad_() has no grad_fn): realised first */
     FcStatus st = fc_realize(ctx, t, err);
@@ -466,14 +461,14 @@ bool fc_is_leaf(FcTensor *t)
 {
     if (!fc_requires_grad(t))
         return true;
-    return !t->node && t->storage->grad->kind == REC_LEAF && same_geometry(t, t->storage->grad);
+    return !t->node && !t->view && t->storage->grad->kind == REC_LEAF && same_geometry(t, t->storage->grad);
 }
 
 /* The leaf record whose .grad t shows: its storage's, or the one kept while requires_grad is
  * off, with t's geometry; NULL when there is none. */
 static FcGradRec *leaf_rec(FcTensor *t)
 {
-    if (t->node || !t->storage)
+    if (t->node || !t->storage || t->view)
         return NULL;
     FcGradRec *r = t->storage->grad ? t->storage->grad : t->storage->grad_off;
     return r && r->kind == REC_LEAF && same_geometry(t, r) ? r : NULL;

@@ -372,6 +372,9 @@ typedef struct FcTensor {
     FcNode *load;               /* stored: the LOAD of it that an operation last read it through,
                                    kept for the next one (ir.c's operand_node), or NULL */
     bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
+    bool view;                  /* a view (of the same storage) made from a tensor that required grad,
+                                   with gradients on: never a leaf, its .grad None (PyTorch's
+                                   differentiable view, whatever its geometry) */
     bool unplaced;              /* reads no storage and came from a dim's index (an iota): belongs to
                                    no device until it meets one, as a Python number does; device
                                    says cpu, where it runs when it meets none */
@@ -393,6 +396,8 @@ typedef struct FcTensor {
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);
+/* Marks v, just made over src's values, as a view of it when src requires grad (FcTensor.view). */
+void fc_tensor_mark_view(FcTensor *v, FcTensor *src);
 void fc_tensor_release(FcTensor *t);
 /* Records lazy r as a view of lazy t: over t's dims (src NULL: r shares t's node and shape), or
  * dim j of r walking t's dim src[j] (-1: a dim t lacks; a size-1 dim of t broadcast walks it
@@ -978,6 +983,9 @@ FcStatus fc_reshape(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcT
 FcStatus fc_view(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);
 FcStatus fc_permute(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *dims, FcTensor **out, FcError *err);
 FcStatus fc_transpose(FcCtx *ctx, FcTensor *t, int64_t d0, int64_t d1, FcTensor **out, FcError *err);
+/* The view of t's diagonal over dims d1 and d2 (offset > 0: above the main one), the diagonal as
+ * its last dim after t's other dims (PyTorch's diagonal). */
+FcStatus fc_diagonal(FcCtx *ctx, FcTensor *t, int64_t offset, int64_t d1, int64_t d2, FcTensor **out, FcError *err);
 /* shape may hold -1 (keep that dim); new leading dims allowed. A stride-0 view (a lazy input is
  * realised first). */
 FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);

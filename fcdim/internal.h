@@ -44,7 +44,7 @@ FcTensor *fc_tensor_alloc(int ndim);
 /* A stored tensor with t's dtype, device, shape, strides and offset over storage s (the view
  * retains s; the caller keeps its own reference), without t's levels or node: t again (a view
  * with other levels), over memory shared with t's, or over a copy of it. NULL on out-of-memory. */
-FcTensor *fc_tensor_view_over(const FcTensor *t, FcStorage *s);
+FcTensor *fc_tensor_view_over(FcTensor *t, FcStorage *s);
 /* Room for t's levels ([ndim], zeroed) in fc_tensor_alloc's block: t->levels points here when
  * set (so it is never freed on its own). */
 FcDim **fc_tensor_level_room(FcTensor *t);

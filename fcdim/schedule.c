@@ -1520,7 +1520,9 @@ FcStatus fc_assign(FcCtx *ctx, FcTensor *dst, FcTensor *src, FcError *err)
                 return st;
         }
     }
-    st = fc_storage_prepare_write(ctx, dst->storage, err);
+    st = fc_grad_check_write(dst->storage, dst->view, err);    /* naming a view of a leaf */
+    if (!st)
+        st = fc_storage_prepare_write(ctx, dst->storage, err);
     if (st)
         return st;
     FcNode *n = fc_tensor_node(src);

@@ -412,6 +412,39 @@ FcStatus fc_transpose(FcCtx *ctx, FcTensor *t, int64_t d0, int64_t d1, FcTensor 
     return fc_as_strided(ctx, t, t->ndim, sz, st, t->offset, out, err);
 }
 
+FcStatus fc_diagonal(FcCtx *ctx, FcTensor *t, int64_t offset, int64_t d1, int64_t d2, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int a, b;
+    FcStatus s = fc_wrap_dim(d1, t->ndim, &a, err);
+    if (!s)
+        s = fc_wrap_dim(d2, t->ndim, &b, err);
+    if (!s && a == b)
+        s = fc_errf(err, FC_ERR_RUNTIME, "diagonal dimensions cannot be identical %lld, %lld", (long long)d1,
+                    (long long)d2);
+    if (!s)
+        s = fc_realize(ctx, t, err);
+    if (s)
+        return s;
+    int64_t sa = t->shape[a], sb = t->shape[b];
+    int64_t len = offset >= 0 ? (sa < sb - offset ? sa : sb - offset) : (sa + offset < sb ? sa + offset : sb);
+    int64_t at = t->offset;
+    if (len <= 0)
+        len = 0;
+    else
+        at += offset >= 0 ? offset * t->strides[b] : -offset * t->strides[a];
+    int64_t sz[FC_MAX_DIMS], st[FC_MAX_DIMS];
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (d != a && d != b) {
+            sz[n] = t->shape[d];
+            st[n++] = t->strides[d];
+        }
+    sz[n] = len;
+    st[n++] = t->strides[a] + t->strides[b];
+    return fc_as_strided(ctx, t, n, sz, st, at, out, err);
+}
+
 FcStatus fc_expand_check(const FcTensor *t, int ndim, const int64_t *shape, FcError *err)
 {
     char a[256], b[512], c[512];

@@ -276,7 +276,12 @@ FcTensor *fc_tensor_alloc(int ndim)
     return t;
 }
 
-FcTensor *fc_tensor_view_over(const FcTensor *t, FcStorage *s)
+void fc_tensor_mark_view(FcTensor *v, FcTensor *src)
+{
+    v->view = src->view || (fc_is_grad_enabled() && fc_requires_grad(src));
+}
+
+FcTensor *fc_tensor_view_over(FcTensor *t, FcStorage *s)
 {
     FcTensor *r = fc_tensor_alloc(t->ndim);
     if (!r)
@@ -287,6 +292,8 @@ FcTensor *fc_tensor_view_over(const FcTensor *t, FcStorage *s)
     memcpy(r->strides, t->strides, (size_t)t->ndim * sizeof *r->strides);
     r->offset = t->offset;
     r->storage = fc_storage_retain(s);
+    if (s == t->storage)
+        fc_tensor_mark_view(r, t);
     return r;
 }
 
@@ -323,6 +330,7 @@ bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src)
     }
     t->aliases[t->naliases++] = r;
     r->alias_of = t;
+    fc_tensor_mark_view(r, t);
     return true;
 }
 
@@ -679,6 +687,7 @@ FcStatus fc_as_strided(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, 
     memcpy(v->strides, strides, (size_t)ndim * sizeof *strides);
     v->offset = offset;
     v->storage = fc_storage_retain(t->storage);
+    fc_tensor_mark_view(v, t);
     *out = v;
     return FC_OK;
 }

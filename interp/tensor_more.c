@@ -1683,6 +1683,45 @@ static const char *ints_text(int n, const int64_t *v, char *buf, size_t cap)
     return buf;
 }
 
+/* unflatten(dim, sizes): dim split into sizes (one may be -1), a view */
+bool impl_unflatten(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *r;
+    FcError e;
+    int d;
+    (void)sig;
+    if (!tensor_check(I, fc_wrap_dim(a[1].i, x->ndim, &d, &e), &e)) return false;
+    const TensorArg *sz = &a[2];
+    if (sz->n == 0) return err_raise(I, TDL_ERR_RUNTIME, "unflatten: sizes must be non-empty");
+    if (x->ndim - 1 + sz->n > FC_MAX_DIMS)
+        return err_raise(I, TDL_ERR_RUNTIME, "unflatten: more than %d dims", FC_MAX_DIMS);
+    int64_t shape[FC_MAX_DIMS], prod = 1;
+    int infer = -1, n = 0;
+    for (int k = 0; k < sz->n; k++) {
+        if (sz->ints[k] == -1 && infer >= 0)
+            return err_raise(I, TDL_ERR_RUNTIME, "unflatten got an unexpected error:\nonly one dimension can be inferred");
+        if (sz->ints[k] == -1) infer = k;
+        else prod *= sz->ints[k];
+    }
+    for (int k = 0; k < x->ndim; k++) {
+        if (k != d) {
+            shape[n++] = x->shape[k];
+            continue;
+        }
+        for (int j = 0; j < sz->n; j++)
+            shape[n++] = j == infer ? (prod != 0 ? x->shape[d] / prod : -1) : sz->ints[j];
+    }
+    bool fits = infer >= 0 ? prod != 0 && x->shape[d] % prod == 0 : prod == x->shape[d];
+    if (!fits) {
+        char b[256];
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
+                         ints_text(sz->n, sz->ints, b, sizeof b), d, (long long)x->shape[d]);
+    }
+    FcStatus st = fc_view(I->fc, x, n, shape, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
 /* movedim(source, destination) / moveaxis: each source dim to its destination, the others in
  * their order in the places left (PyTorch's checks and messages). */
 
@@ -1712,7 +1751,10 @@ bool impl_movedim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         if (used_d[d[k]]) return err_raise(I, TDL_ERR_RUNTIME, "movedim: repeated dim in `destination` (%s)", td);
         used_d[d[k]] = true;
     }
-    if (x->ndim == 0) return tensor_value_steal(I, fc_tensor_retain(x), out);
+    if (x->ndim == 0) {     /* a view, as PyTorch's alias() */
+        FcStatus st = fc_permute(I->fc, x, 0, NULL, &r, &e);
+        return result(I, st, &e, r, out);
+    }
     int64_t perm[FC_MAX_DIMS];
     for (int k = 0; k < nd; k++) perm[k] = -1;
     for (int k = 0; k < src->n; k++) perm[d[k]] = s[k];

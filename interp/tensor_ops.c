@@ -659,19 +659,34 @@ IMPL_FN(min_dim) { return max_dim(I, a, true, out); }
 
 /* ---- shapes and views ---------------------------------------------------------------------- */
 
+/* reshape(shape) / reshape_as(other) */
 IMPL_FN(reshape)
 {
+    TensorArg *other = ARG("other");
     FcTensor *r;
     FcError e;
-    FcStatus st = fc_reshape(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
+    FcStatus st = other ? fc_reshape(I->fc, a[0].t, other->t->ndim, other->t->shape, &r, &e)
+                        : fc_reshape(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
     return result(I, st, &e, r, out);
 }
 
-IMPL_FN(view)
+IMPL_FN(ravel)
 {
     FcTensor *r;
     FcError e;
-    FcStatus st = fc_view(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
+    int64_t all = -1;
+    FcStatus st = fc_reshape(I->fc, a[0].t, 1, &all, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* view(size) / view_as(other) */
+IMPL_FN(view)
+{
+    TensorArg *other = ARG("other");
+    FcTensor *r;
+    FcError e;
+    FcStatus st = other ? fc_view(I->fc, a[0].t, other->t->ndim, other->t->shape, &r, &e)
+                        : fc_view(I->fc, a[0].t, a[1].n, a[1].ints, &r, &e);
     return result(I, st, &e, r, out);
 }
 
@@ -697,8 +712,7 @@ IMPL_FN(t)
     FcError e;
     if (self->ndim > 2)
         return err_raise(I, TDL_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is %dD", self->ndim);
-    if (self->ndim < 2) return tensor_value_steal(I, fc_tensor_retain(self), out);
-    FcStatus st = fc_transpose(I->fc, self, 0, 1, &r, &e);
+    FcStatus st = fc_transpose(I->fc, self, 0, self->ndim < 2 ? 0 : 1, &r, &e);    /* a view, even of 0 or 1 dims */
     return result(I, st, &e, r, out);
 }
 
@@ -709,6 +723,25 @@ IMPL_FN(T)
     int64_t dims[FC_MAX_DIMS];
     for (int k = 0; k < self->ndim; k++) dims[k] = self->ndim - 1 - k;
     FcStatus st = fc_permute(I->fc, self, self->ndim, dims, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(mT)
+{
+    FcTensor *self = a[0].t, *r;
+    FcError e;
+    if (self->ndim < 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.",
+                         self->ndim);
+    FcStatus st = fc_transpose(I->fc, self, -2, -1, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(diagonal)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_diagonal(I->fc, a[0].t, a[1].i, a[2].i, a[3].i, &r, &e);
     return result(I, st, &e, r, out);
 }
 
@@ -730,8 +763,10 @@ IMPL_FN(squeeze)
     uint64_t mask = 0;
     if (!a[1].none) {
         if (!tensor_dim_mask(I, a[0].t, &a[1], &mask)) return false;
-        if (a[0].t->ndim == 0 || a[0].t->shape[__builtin_ctzll(mask)] != 1)
-            return tensor_value_steal(I, fc_tensor_retain(a[0].t), out);     /* not a size-1 dim: unchanged */
+        /* not a size-1 dim: a lazy tensor unchanged (not realised for it); a stored one's view, as
+         * PyTorch's (a leaf's is not the leaf) */
+        if (a[0].t->node && (a[0].t->ndim == 0 || a[0].t->shape[__builtin_ctzll(mask)] != 1))
+            return tensor_value_steal(I, fc_tensor_retain(a[0].t), out);
     }
     FcStatus st = fc_squeeze(I->fc, a[0].t, mask, &r, &e);
     return result(I, st, &e, r, out);
