@@ -37,7 +37,10 @@ typedef struct GradRead {
  * whose value is the op's lazy tdl reference (never run forward), whose backward asks the library
  * for its operands' gradients first (backprop_lib) and differentiates the reference only for an
  * operand the library declines. */
-enum { REC_LEAF, REC_WRITE, REC_LIB };
+/* REC_MOVE: a copy from another device (fc_move_device): a WRITE whose value is a plain LOAD of
+ * the source, on the source's device; its backward (backprop_move) copies the cotangent back
+ * there. */
+enum { REC_LEAF, REC_WRITE, REC_LIB, REC_MOVE };
 
 struct FcGradRec {
     int32_t refcnt;
@@ -391,6 +394,21 @@ FcStatus fc_grad_library(FcCtx *ctx, FcTensor *y, FcTensor *ref, const FcLibConv
     return FC_OK;
 }
 
+FcStatus fc_grad_move(FcCtx *ctx, FcTensor *src, FcTensor *dst, FcError *err)
+{
+    if (fc_grad_off || !fc_grad_live || src->node || !fc_requires_grad(src))
+        return FC_OK;
+    FcNode *value = fc_tensor_node(src);
+    if (!value)
+        return fc_nomem(err);
+    FcStatus st = fc_grad_record(ctx, dst->storage, dst->offset, dst->strides, value, NULL, err);
+    FcGradRec *r = dst->storage->grad;
+    if (!st && r && r->kind == REC_WRITE && r->value == value)
+        r->kind = REC_MOVE;
+    fc_node_release(value);
+    return st;
+}
+
 static bool same_geometry(const FcTensor *t, const FcGradRec *r)
 {
     if (t->ndim != r->ndim || t->offset != r->offset)
@@ -545,6 +563,8 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
     FcGradRec *r = t->storage->grad;
     if (r->kind == REC_LIB && r->offset == t->offset && t->ndim == 4 && r->prev == NULL)
         return snprintf(buf, cap, "ConvolutionBackward0"), buf;
+    if (r->kind == REC_MOVE && r->offset == t->offset && r->ndim == t->ndim && r->prev == NULL)
+        return snprintf(buf, cap, "ToCopyBackward0"), buf;
     if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
         return backward_name(r->op, buf, cap);
     if (r->kind == REC_WRITE && r->prev)
@@ -1528,8 +1548,6 @@ static FcStatus stage_cotangent(Engine *E, FcNode *n, FcNode *C, const FcGradRec
     return st;
 }
 
-/* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
- * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
 /* Adds the cotangent ct of a load (both references, taken) to E's contributions, which flush
  * scatter-adds into the records the loads read. */
 static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
@@ -1551,6 +1569,8 @@ static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
     return FC_OK;
 }
 
+/* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
+ * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
 {
     PtrMap memo = {0}, index = {0};
@@ -2004,6 +2024,27 @@ static FcStatus backprop_lib(Engine *E, FcGradRec *r, FcTensor *g, FcNode *ctn, 
     return st;
 }
 
+/* A copy between devices' backward (REC_MOVE): the cotangent ctn, read where the copy wrote,
+ * copied back to the source's device and added there into the source's record (that flush runs
+ * on the source's device). */
+static FcStatus backprop_move(Engine *E, FcGradRec *r, FcNode *ctn, FcError *err)
+{
+    FcDevice from = r->value->storage->device;
+    FcTensor *ct = fc_tensor_from_node(fc_node_retain(ctn), r->device, NULL, 0), *back = NULL;
+    FcStatus st = ct ? fc_move_device(E->ctx, ct, from, &back, err) : fc_nomem(err);
+    fc_tensor_release(ct);
+    FcNode *c = st ? NULL : fc_tensor_node(back);
+    fc_tensor_release(back);
+    if (!st)
+        st = c ? push_contrib(E, fc_node_retain(r->value), c, err) : fc_nomem(err);   /* takes both */
+    FcDevice was = E->dev;
+    E->dev = from;
+    if (!st)
+        st = flush(E, r, err);
+    E->dev = was;
+    return st;
+}
+
 static FcStatus process(Engine *E, Pending *p, FcError *err)
 {
     FcGradRec *r = p->rec;
@@ -2054,7 +2095,9 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
     if (!st && !ctn)
         st = fc_nomem(err);
     if (!st)
-        st = r->kind == REC_LIB ? backprop_lib(E, r, p->g, ctn, err) : backprop_dag(E, r->value, ctn, r, err);
+        st = r->kind == REC_LIB    ? backprop_lib(E, r, p->g, ctn, err)
+             : r->kind == REC_MOVE ? backprop_move(E, r, ctn, err)
+                                   : backprop_dag(E, r->value, ctn, r, err);
     fc_node_release(ctn);
     if (!st)
         st = flush(E, r, err);

@@ -150,6 +150,9 @@ typedef struct FcLibConv {
  * reference of the same convolution (the stdlib's), whose levels are y's with the channel dim
  * split (n, groups, channels per group, h, w). Nothing is recorded with gradients off. */
 FcStatus fc_grad_library(FcCtx *ctx, FcTensor *y, FcTensor *ref, const FcLibConv *lc, FcError *err);
+/* dst, just copied from stored src on another device (fc_move_device), gets the gradient back there
+ * when src requires grad and gradients are on (PyTorch's ToCopyBackward0). */
+FcStatus fc_grad_move(FcCtx *ctx, FcTensor *src, FcTensor *dst, FcError *err);
 /* The gradient of lc's operand x (which 0) or w (which 1) from dy (the cotangent of the
  * convolution's result, stored and dense) through the library of dy's device: *out a new stored
  * tensor of the operand's shape, or NULL when the library declines (a --verbose line says which

@@ -1002,6 +1002,10 @@ FcStatus fc_move_device(FcCtx *ctx, FcTensor *t, FcDevice dev, FcTensor **out, F
         return s;
     r->device = dev;
     r->offset = t->offset - lo;
-    *out = r;
-    return FC_OK;
+    s = fc_grad_move(ctx, t, r, err);
+    if (s)
+        fc_tensor_release(r);
+    else
+        *out = r;
+    return s;
 }

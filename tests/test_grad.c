@@ -1542,6 +1542,49 @@ START_TEST(library_conv_records)
 }
 END_TEST
 
+/* A copy between devices carries the graph (PyTorch's ToCopyBackward0): the gradient comes back
+ * to the source's device, with the bits of the same program on one device (on the device under
+ * test, or host memory standing in for one). */
+START_TEST(device_copy_grads)
+{
+    char *saved = env_save("TDL_FAKE_CUDA");
+    if (!golden_device())
+        setenv("TDL_FAKE_CUDA", "1", 1);
+    tdl_config cfg = {0};
+    cfg.path = "stdlib";
+    tdl_interp *T = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(T);
+    const char *prog =
+        "x = tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device='cpu', requires_grad=True)\n"
+        "y = x.cuda()\n"
+        "assert y.requires_grad and not y.is_leaf and y.grad_fn == '<ToCopyBackward0>', (y, y.grad_fn)\n"
+        "def f(t):\n"
+        "    return ((t.t() * 3).to(float64) ** 2).sum() + t.exp().sum()\n"
+        "want = grad(f(x), [x])[0]\n"
+        "got = grad(f(x.cuda()), [x])[0]\n"
+        "assert got.device == x.device and got.tolist() == want.tolist(), (got, want)\n"
+        "f(x.cuda()).backward()\n"
+        "assert x.grad.tolist() == want.tolist(), x.grad\n"
+        "w = tensor([1.0, -2.0, 0.5], device='cuda', requires_grad=True)\n"
+        "(w.cpu().sin() * tensor([1.0, 2.0, 3.0], device='cpu')).sum().backward()\n"
+        "assert w.grad.device == w.device, w.grad\n"
+        "assert w.grad.tolist() == (w.detach().cos() * tensor([1.0, 2.0, 3.0], device='cuda')).tolist(), w.grad\n"
+        "x.grad = None\n"
+        "u = x.cuda()\n"
+        "u[0, 0] = 7.0\n"
+        "(u * 2).sum().backward()\n"
+        "assert x.grad.tolist() == [[0.0, 2.0, 2.0], [2.0, 2.0, 2.0]], x.grad\n"
+        "a = x.cuda().cpu()\n"
+        "assert a.grad_fn == '<ToCopyBackward0>' and grad((a * a).sum(), [x])[0].tolist() == (2 * x).tolist()\n"
+        "with no_grad():\n"
+        "    assert not x.cuda().requires_grad\n";
+    tdl_status st = tdl_run_string(T, prog, "device_copy");
+    ck_assert_msg(st == TDL_OK, "%s: %s", tdl_error_kind_name(tdl_error_kind_of(T)), tdl_error_message(T));
+    tdl_close(T);
+    env_restore("TDL_FAKE_CUDA", saved);
+}
+END_TEST
+
 Suite *grad_suite(void)
 {
     Suite *s = suite_create("grad");
@@ -1575,6 +1618,7 @@ Suite *grad_suite(void)
     tcase_add_test(tc, mul_add_factor_one);
     tcase_add_test(tc, grad_of_written_input);
     tcase_add_test(tc, errors);
+    tcase_add_test(tc, device_copy_grads);
     TCase *lib = tcase_create("library");
     tcase_set_timeout(lib, 600);
     tcase_add_test(lib, library_conv_grads);

@@ -12,7 +12,8 @@ What the programs hold: tensors of float32, float64, int32, int64, bool, uint8, 
 float16 and bfloat16 with extents 0, 1 and more (sometimes large enough that tdl runs them on
 several threads), broadcasting pointwise operators and functions, where, casts, reductions (with
 dims, tuples of dims, keepdim) chained into further reductions and pointwise ops (so that tdl fuses
-them), softmax of softmax, matmul, shape operations, gather, scatter_add, index_put (with and
+them), softmax of softmax, matmul, shape operations (with view_as, reshape_as, ravel, unflatten,
+diagonal, mT, type_as), gather, scatter_add, index_put (with and
 without accumulate), running sums and products, flip, roll, repeat, narrow, tril/triu, masked_fill,
 var/std/norm, diff, sort, topk, outer, pow, atan2, minimum/maximum, indexing (ints, slices with
 steps, None, ..., bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
@@ -506,7 +507,32 @@ class Gen:
         pe = self.paren(e)
         sh = list(v.shape)
         k = r.choice(("reshape", "reshape", "view", "permute", "transpose", "t", "expand", "cat", "stack",
-                      "squeeze", "unsqueeze", "flatten", "contiguous", "clone", "T"))
+                      "squeeze", "unsqueeze", "flatten", "contiguous", "clone", "T", "view_as", "reshape_as",
+                      "ravel", "unflatten", "diagonal", "mT", "type_as"))
+        if k in ("view_as", "reshape_as"):
+            return "%s.%s(zeros(%s))" % (pe, k, ", ".join(map(str, factor(r, v.numel()))))
+        if k == "ravel":
+            return "%s.ravel()" % pe
+        if k == "unflatten":
+            if n == 0:
+                raise Reject
+            d = r.randrange(n)
+            sizes = factor(r, sh[d])
+            if r.random() < 0.3:
+                sizes[r.randrange(len(sizes))] = -1
+            return "%s.unflatten(%d, (%s,))" % (pe, r.randrange(-n, n) if r.random() < 0.2 else d,
+                                                ", ".join(map(str, sizes)))
+        if k == "diagonal":
+            if n < 2:
+                raise Reject
+            a, b = r.sample(range(-n, n) if r.random() < 0.3 else range(n), 2)
+            return "%s.diagonal(%d, %d, %d)" % (pe, r.randint(-2, 2), a, b)
+        if k == "mT":
+            if n < 2:
+                raise Reject
+            return "%s.mT" % pe
+        if k == "type_as":
+            return "%s.type_as(zeros(1, dtype=%s))" % (pe, r.choice(("float32", "float64", dtype_name(v))))
         if k in ("reshape", "view"):
             numel = v.numel()
             if r.random() < 0.3 or numel == 0:
@@ -754,9 +780,11 @@ class Gen:
         if v.dtype == torch.bfloat16 and v.numel() > 1000:
             raise Reject    # which kernel torch takes depends on the CPU (docs/language.md)
         c = r.random()
-        if c < 0.3 and n >= 2:
+        rows, cols = (v.shape[-2], v.shape[-1]) if n >= 2 else (1, 1)
+        if c < 0.3 and n >= 2 and rows * rows * v.numel() // max(rows * cols, 1) <= 1 << 20:
             return "%s @ %s.transpose(-1, -2)" % (pe, pe)
-        if c < 0.45 and n >= 2:
+        if c < 0.45 and n >= 2 and cols * cols * v.numel() // max(rows * cols, 1) <= 1 << 20:
+            # (not a product of a few long rows: [2, 20000].T @ itself is 3.2 GB)
             return "%s.transpose(-1, -2) @ %s" % (pe, pe)
         if c < 0.55 and n == 1:
             return "%s @ %s" % (pe, pe)
