@@ -372,9 +372,11 @@ typedef struct FcTensor {
     FcNode *load;               /* stored: the LOAD of it that an operation last read it through,
                                    kept for the next one (ir.c's operand_node), or NULL */
     bool wrapped_number;        /* made from a Python scalar: promotes as a scalar (by category) */
-    bool view;                  /* a view (of the same storage) made from a tensor that required grad,
-                                   with gradients on: never a leaf, its .grad None (PyTorch's
-                                   differentiable view, whatever its geometry) */
+    bool view;                  /* a view (of the same storage) made from a stored tensor that
+                                   required grad, with gradients on: never a leaf, its .grad None
+                                   (PyTorch's differentiable view, whatever its geometry). A lazy
+                                   alias needs no mark: its base's storage will hold a write's
+                                   record, not a leaf's */
     bool unplaced;              /* reads no storage and came from a dim's index (an iota): belongs to
                                    no device until it meets one, as a Python number does; device
                                    says cpu, where it runs when it meets none */
@@ -1048,6 +1050,10 @@ FcStatus fc_index(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor **
  * the indexed elements (deterministic: the same bits every run, whatever the thread count). */
 FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor *v, bool accumulate,
                       FcError *err);
+/* Whether t[ix...] = v (accumulate off) is PyTorch's masked_fill_ with v's one element, which
+ * fc_index_put converts to t's dtype: one bool or uint8 mask of at least one dim is the only
+ * advanced index (a Python bool or a 0-dim mask indexes as an int64 tensor there). */
+bool fc_index_put_fills(int n, const FcIndex *ix, const FcTensor *v);
 /* The coordinates of the nonzero elements of t: int64 [count, ndim], in C order. Realises t. */
 FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
 /* t.index_select(dim, index): index 1-D (or 0-D) int64/int32; lazy. */

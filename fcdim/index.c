@@ -1063,6 +1063,18 @@ static FcStatus strip_leading_ones(FcCtx *ctx, FcTensor *v, FcTensor **out, FcEr
     return fc_reshape(ctx, v, v->ndim - lead, v->shape + lead, out, err);
 }
 
+bool fc_index_put_fills(int n, const FcIndex *ix, const FcTensor *v)
+{
+    int nmask = 0, nother = 0;
+    for (int k = 0; k < n; k++) {
+        bool tensor = ix[k].kind == FC_IX_TENSOR;
+        nmask += tensor && is_mask(ix[k].t) && ix[k].t->ndim > 0;
+        nother += ix[k].kind == FC_IX_BOOL || (tensor && ix[k].t->ndim > 0 && !is_mask(ix[k].t)) ||
+                  (tensor && ix[k].t->ndim == 0 && is_mask(ix[k].t));
+    }
+    return nmask == 1 && nother == 0 && fc_tensor_numel(v) == 1;
+}
+
 FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTensor *v, bool accumulate,
                       FcError *err)
 {
@@ -1088,16 +1100,7 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
         plan_free(&p);
         return st;
     }
-    /* A bool mask as the only advanced index and a one-element value: PyTorch fills
-     * (masked_fill_, which converts the value). */
-    int nmask = 0, nother = 0;
-    for (int k = 0; k < n; k++) {
-        bool tensor = ix[k].kind == FC_IX_TENSOR;
-        nmask += tensor && is_mask(ix[k].t) && ix[k].t->ndim > 0;
-        nother += ix[k].kind == FC_IX_BOOL || (tensor && ix[k].t->ndim > 0 && !is_mask(ix[k].t)) ||
-                  (tensor && ix[k].t->ndim == 0 && is_mask(ix[k].t));
-    }
-    bool fill = !accumulate && nmask == 1 && nother == 0 && fc_tensor_numel(val) == 1;
+    bool fill = !st && !accumulate && fc_index_put_fills(n, ix, val);
     if (!st && fill && val->ndim > 0) {
         FcTensor *s = NULL;
         st = fc_reshape(ctx, val, 0, NULL, &s, err);

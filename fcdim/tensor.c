@@ -330,7 +330,6 @@ bool fc_tensor_add_alias(FcTensor *t, FcTensor *r, const int *src)
     }
     t->aliases[t->naliases++] = r;
     r->alias_of = t;
-    fc_tensor_mark_view(r, t);
     return true;
 }
 

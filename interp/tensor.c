@@ -1360,24 +1360,6 @@ static bool setitem_fills(const FcTensor *t, const Index *x)
     return ndim != 0;
 }
 
-/* Whether t[x] = val is torch's masked_fill_(mask, val.item()) (index_put_'s
- * canDispatchToMaskedFill), which checks the value's range: one bool or uint8 mask of at least one
- * dim is the only advanced index and val is one element on the CPU (a Python bool or a 0-dim bool
- * tensor indexes as an int64 tensor there, not as a mask). */
-static bool setitem_masked_fills(const Index *x, const FcTensor *val)
-{
-    if (fc_tensor_numel(val) != 1 || val->device.type != FC_DEV_CPU) return false;
-    int masks = 0;
-    for (int k = 0; k < x->n; k++) {
-        const FcIndex *ix = &x->ix[k];
-        bool mask = ix->kind == FC_IX_TENSOR && (ix->t->dtype == FC_BOOL || ix->t->dtype == FC_UINT8);
-        if (ix->kind == FC_IX_BOOL || (ix->kind == FC_IX_TENSOR && ix->t->ndim == 0 && mask)) return false;
-        if (ix->kind == FC_IX_TENSOR && ix->t->ndim > 0 && !mask) return false;
-        masks += mask && ix->t->ndim > 0;
-    }
-    return masks == 1;
-}
-
 /* Whether the 0-dim CPU value of a setitem that fills (setitem_fills) fits t's dtype, its error
  * raised if not; torch indexes first, so an IndexError of the (basic) index comes before the
  * value's range check. */
@@ -1440,8 +1422,10 @@ bool tensor_setitem(Interp *I, Value v, Value idx, Value value)
         return false;
     }
     bool ok = warn_uint8_index(I, &x, val->ndim == 0);
-    if (ok && !is_number(value) &&
-        ((val->ndim == 0 && val->device.type == FC_DEV_CPU && setitem_fills(t, &x)) || setitem_masked_fills(&x, val)))
+    /* torch takes a CPU value's item() when it fills (copy_to's fill_, index_put_'s masked_fill_),
+     * which checks its range */
+    if (ok && !is_number(value) && val->device.type == FC_DEV_CPU &&
+        ((val->ndim == 0 && setitem_fills(t, &x)) || fc_index_put_fills(x.n, x.ix, val)))
         ok = setitem_fill_fits(I, t, &x, val);
     if (ok) {
         FcStatus st = fc_index_put(I->fc, t, x.n, x.ix, val, false, &e);
