@@ -988,6 +988,15 @@ FcStatus fc_transpose(FcCtx *ctx, FcTensor *t, int64_t d0, int64_t d1, FcTensor 
 /* The view of t's diagonal over dims d1 and d2 (offset > 0: above the main one), the diagonal as
  * its last dim after t's other dims (PyTorch's diagonal). */
 FcStatus fc_diagonal(FcCtx *ctx, FcTensor *t, int64_t offset, int64_t d1, int64_t d2, FcTensor **out, FcError *err);
+/* PyTorch's as_strided: a view of t's storage with the given geometry at *storage_offset
+ * (elements from the storage's start; NULL: t's own offset), checked as PyTorch checks it (no
+ * negative strides, in bounds of the storage, offset >= 0), with its messages. Elements may
+ * overlap (their gradients add). */
+FcStatus fc_as_strided_checked(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                               const int64_t *storage_offset, FcTensor **out, FcError *err);
+/* PyTorch's unfold: the windows of `size` elements every `step` along dim, as a new last dim of a
+ * view (a 0-dim tensor has one dim of size 1). */
+FcStatus fc_unfold(FcCtx *ctx, FcTensor *t, int64_t dim, int64_t size, int64_t step, FcTensor **out, FcError *err);
 /* shape may hold -1 (keep that dim); new leading dims allowed. A stride-0 view (a lazy input is
  * realised first). */
 FcStatus fc_expand(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, FcTensor **out, FcError *err);

@@ -445,6 +445,90 @@ FcStatus fc_diagonal(FcCtx *ctx, FcTensor *t, int64_t offset, int64_t d1, int64_
     return fc_as_strided(ctx, t, n, sz, st, at, out, err);
 }
 
+/* "[1, 2]" for PyTorch's messages that print an IntArrayRef. */
+static const char *int_list_str(char *buf, size_t cap, int n, const int64_t *v)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+    if (k < cap)
+        snprintf(buf + k, cap - k, "]");
+    return buf;
+}
+
+FcStatus fc_as_strided_checked(FcCtx *ctx, FcTensor *t, int ndim, const int64_t *shape, const int64_t *strides,
+                               const int64_t *storage_offset, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    char a[512], b[512];
+    if (ndim > FC_MAX_DIMS)
+        return too_many_dims(err, ndim);
+    for (int d = 0; d < ndim; d++)
+        if (strides[d] < 0)
+            return fc_errf(err, FC_ERR_RUNTIME, "as_strided: Negative strides are not supported at the moment, got strides: %s",
+                           int_list_str(a, sizeof a, ndim, strides));
+    FcStatus s = fc_realize(ctx, t, err);
+    if (s)
+        return s;
+    int64_t offset = storage_offset ? *storage_offset : t->offset;
+    /* at::detail::computeStorageNbytes: 1 + the last element's offset, in unsigned arithmetic (a
+     * negative size overflows), 0 when a size is 0; then the offset's bytes. */
+    size_t item = fc_dtype_size(t->dtype);
+    uint64_t need = 1;
+    bool over = false, empty = false;
+    for (int d = 0; d < ndim && !empty; d++) {
+        uint64_t span;
+        if (shape[d] == 0)
+            empty = true;
+        over |= __builtin_mul_overflow((uint64_t)strides[d], (uint64_t)shape[d] - 1, &span);
+        over |= __builtin_add_overflow(need, span, &need);
+    }
+    over |= __builtin_mul_overflow(need, (uint64_t)item, &need);
+    if (over && !empty)
+        return fc_errf(err, FC_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s and strides=%s",
+                       int_list_str(a, sizeof a, ndim, shape), int_list_str(b, sizeof b, ndim, strides));
+    int64_t need_bytes = (int64_t)need + offset * (int64_t)item;
+    if (!empty && need_bytes > (int64_t)t->storage->nbytes)
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "setStorage: sizes %s, strides %s, storage offset %lld, and itemsize %zu requiring a storage "
+                       "size of %lld are out of bounds for storage of size %zu",
+                       int_list_str(a, sizeof a, ndim, shape), int_list_str(b, sizeof b, ndim, strides), (long long)offset,
+                       item, (long long)need_bytes, t->storage->nbytes);
+    if (offset < 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "Tensor: invalid storage offset %lld", (long long)offset);
+    return fc_as_strided(ctx, t, ndim, shape, strides, offset, out, err);
+}
+
+FcStatus fc_unfold(FcCtx *ctx, FcTensor *t, int64_t dim, int64_t size, int64_t step, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    int d;
+    FcStatus s = fc_wrap_dim(dim, t->ndim, &d, err);
+    if (s)
+        return s;
+    int64_t max = t->ndim == 0 ? 1 : t->shape[d];
+    if (size > max)
+        return fc_errf(err, FC_ERR_RUNTIME, "maximum size for tensor at dimension %d is %lld but size is %lld", d,
+                       (long long)max, (long long)size);
+    if (step <= 0)
+        return fc_errf(err, FC_ERR_RUNTIME, "step is %lld but must be > 0", (long long)step);
+    if (t->ndim + 1 > FC_MAX_DIMS)
+        return too_many_dims(err, t->ndim + 1);
+    s = fc_realize(ctx, t, err);
+    if (s)
+        return s;
+    int64_t sz[FC_MAX_DIMS], st[FC_MAX_DIMS];
+    memcpy(sz, t->shape, (size_t)t->ndim * sizeof *sz);
+    memcpy(st, t->strides, (size_t)t->ndim * sizeof *st);
+    sz[t->ndim] = size;
+    st[t->ndim] = t->ndim == 0 ? 1 : t->strides[d];
+    if (t->ndim > 0) {
+        sz[d] = (sz[d] - size) / step + 1;
+        st[d] *= step;
+    }
+    return fc_as_strided_checked(ctx, t, t->ndim + 1, sz, st, NULL, out, err);
+}
+
 FcStatus fc_expand_check(const FcTensor *t, int ndim, const int64_t *shape, FcError *err)
 {
     char a[256], b[512], c[512];

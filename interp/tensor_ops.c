@@ -745,6 +745,24 @@ IMPL_FN(diagonal)
     return result(I, st, &e, r, out);
 }
 
+IMPL_FN(unfold)
+{
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_unfold(I->fc, a[0].t, a[1].i, a[2].i, a[3].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+IMPL_FN(as_strided)
+{
+    if (a[1].n != a[2].n)
+        return err_raise(I, TDL_ERR_RUNTIME, "mismatch in length of strides and shape");
+    FcTensor *r;
+    FcError e;
+    FcStatus st = fc_as_strided_checked(I->fc, a[0].t, a[1].n, a[1].ints, a[2].ints, a[3].none ? NULL : &a[3].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
 /* expand(size) / expand_as(other) */
 IMPL_FN(expand)
 {
@@ -977,6 +995,15 @@ IMPL_FN(tolist)
 IMPL_FN(numel)
 {
     *out = v_int(fc_tensor_numel(a[0].t));
+    return true;
+}
+
+IMPL_FN(storage_offset)
+{
+    FcError e;
+    if (!tensor_check(I, fc_realize(I->fc, a[0].t, &e), &e))
+        return false;
+    *out = v_int(a[0].t->offset);
     return true;
 }
 

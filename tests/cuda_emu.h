@@ -39,6 +39,7 @@ static const char cuda_emu_header[] =
     "static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }\n"
+    "static long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }\n"
     "static int atomicCAS(int *p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }\n"
     "static unsigned atomicAdd(unsigned *p, unsigned v) { unsigned old = *p; *p = old + v; return old; }\n"
     "static void __threadfence() {}\n"

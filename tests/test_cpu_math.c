@@ -1,8 +1,10 @@
-/* test_cpu_math.c — the CPU backend's exp (backend/cpu/cpu_math.h) against torch's, bit for bit.
+/* test_cpu_math.c — the CPU backend's exp, tanh and log (backend/cpu/cpu_math.h) against torch's,
+ * bit for bit.
  *
- * The golden files (tests/golden/exp/, written by gen_exp.py with torch, whose CPU exp is SLEEF's
- * vector exp) hold inputs and torch's results of exp, softmax over the last dim and sigmoid, for
- * float32 and float64: thresholds, denormal results, NaN payloads and signs included. Each is
+ * The golden files (tests/golden/math/, written by gen_math.py with torch, whose CPU exp and tanh
+ * and log are SLEEF's vector functions) hold inputs and torch's results of exp, softmax over the
+ * last dim, sigmoid, tanh and log, for float32 and float64: thresholds, denormal results, NaN payloads and signs
+ * included. Each is
  * run through fcdim as a program would (stored and lazy inputs), which on an x86-64 with FMA
  * runs the vectorised FMA clone of the chunk loops; and cpu_math.h's functions are also called
  * directly from this file, which is compiled for the baseline ISA (fma from libm, the code a CPU
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GOLDEN_DIR "tests/golden/exp/"
+#define GOLDEN_DIR "tests/golden/math/"
 
 static const FcDType dtypes[2] = {FC_FLOAT32, FC_FLOAT64};
 
@@ -149,6 +151,18 @@ START_TEST(sigmoid_matches_torch)
 }
 END_TEST
 
+START_TEST(tanh_matches_torch)
+{
+    run_unary("tanh", FC_OP_TANH, _i);
+}
+END_TEST
+
+START_TEST(log_matches_torch)
+{
+    run_unary("log", FC_OP_LOG, _i);
+}
+END_TEST
+
 /* Rows whose sum of exp(x - max) is exactly 1 (see gen_exp.py): softmax gives exp's bits. */
 START_TEST(softmax_matches_torch)
 {
@@ -167,22 +181,34 @@ END_TEST
 
 /* ---- the portable build ---- */
 
-START_TEST(portable_exp_matches_torch)
+/* The functions of cpu_math.h that the tests below take, by op. */
+static const FcOp math_ops[3] = {FC_OP_EXP, FC_OP_TANH, FC_OP_LOG};
+
+/* cpu_math.h's functions, called from this file's baseline build. */
+static uint64_t portable(FcOp op, FcDType dt, const void *x, int64_t i)
 {
-    FcDType dt = dtypes[_i];
-    FcView g = load_golden("exp", dt);
+    if (dt == FC_FLOAT32) {
+        float v = ((const float *)x)[i];
+        return cpu_f32_bits(op == FC_OP_EXP ? cpu_exp_f32(v) : op == FC_OP_TANH ? cpu_tanh_f32(v) : cpu_log_f32(v));
+    }
+    double v = ((const double *)x)[i];
+    return cpu_f64_bits(op == FC_OP_EXP ? cpu_exp_f64(v) : op == FC_OP_TANH ? cpu_tanh_f64(v) : cpu_log_f64(v));
+}
+
+/* _i: dtype (bit 0), the op (math_ops[_i >> 1]). */
+START_TEST(portable_matches_torch)
+{
+    FcDType dt = dtypes[_i & 1];
+    FcOp op = math_ops[_i >> 1];
+    FcView g = load_golden(fc_op_name(op), dt);
     FcView x = golden_half(&g, 0), want = golden_half(&g, 1);
     int64_t n = fc_view_numel(&x);
     for (int64_t i = 0; i < n; i++) {
-        uint64_t got;
-        if (dt == FC_FLOAT32)
-            got = cpu_f32_bits(cpu_exp_f32(((const float *)x.data)[i]));
-        else
-            got = cpu_f64_bits(cpu_exp_f64(((const double *)x.data)[i]));
+        uint64_t got = portable(op, dt, x.data, i);
         ck_assert_msg(got == bits_at(want.data, dt, i),
-                      "portable exp %s [%lld]: x = %a gives 0x%llx, torch %a (0x%llx)", fc_dtype_name(dt),
-                      (long long)i, value_at(x.data, dt, i), (unsigned long long)got, value_at(want.data, dt, i),
-                      (unsigned long long)bits_at(want.data, dt, i));
+                      "portable %s %s [%lld]: x = %a gives 0x%llx, torch %a (0x%llx)", fc_op_name(op),
+                      fc_dtype_name(dt), (long long)i, value_at(x.data, dt, i), (unsigned long long)got,
+                      value_at(want.data, dt, i), (unsigned long long)bits_at(want.data, dt, i));
     }
     free(g.data);
 }
@@ -199,11 +225,13 @@ static uint64_t next_rand(uint64_t *s)
 
 /* The chunk loops (vectorised where the CPU allows) and the portable functions agree over a
  * sweep: float32 every 2^13-th of all 2^32 bit patterns (NaNs, infinities, huge and tiny values)
- * and 2^18 bit patterns spread evenly over [-104, 104] (thresholds -104 and 100); float64
- * random values over [-1010, 720] and random bit patterns. */
+ * and 2^18 bit patterns spread evenly over [-104, 104] (exp's thresholds -104 and 100, tanh's
+ * 8.66); float64 random values over [-1010, 720] and random bit patterns. _i: dtype (bit 0), the
+ * op (math_ops[_i >> 1]). */
 START_TEST(kernel_matches_portable_sweep)
 {
-    FcDType dt = dtypes[_i];
+    FcDType dt = dtypes[_i & 1];
+    FcOp op = math_ops[_i >> 1];
     enum { N = 1 << 20 };
     FcView v;
     memset(&v, 0, sizeof v);
@@ -231,15 +259,14 @@ START_TEST(kernel_matches_portable_sweep)
     }
     FcTensor *in = tensor_of(&v, false), *out = NULL;
     FcError err;
-    ck_assert_int_eq(fc_unary(ctx, FC_OP_EXP, in, &out, &err), FC_OK);
+    ck_assert_int_eq(fc_unary(ctx, op, in, &out, &err), FC_OK);
     FcView o;
     ck_assert_int_eq(fc_host_view(ctx, out, &o, &err), FC_OK);
     ck_assert(o.offset == 0 && o.strides[0] == 1);
     for (int64_t i = 0; i < v.shape[0]; i++) {
-        uint64_t want = dt == FC_FLOAT32 ? cpu_f32_bits(cpu_exp_f32(((float *)v.data)[i]))
-                                         : cpu_f64_bits(cpu_exp_f64(((double *)v.data)[i]));
-        ck_assert_msg(bits_at(o.data, dt, i) == want, "exp %s [%lld]: x = %a, kernel %a (0x%llx), portable 0x%llx",
-                      fc_dtype_name(dt), (long long)i, value_at(v.data, dt, i), value_at(o.data, dt, i),
+        uint64_t want = portable(op, dt, v.data, i);
+        ck_assert_msg(bits_at(o.data, dt, i) == want, "%s %s [%lld]: x = %a, kernel %a (0x%llx), portable 0x%llx",
+                      fc_op_name(op), fc_dtype_name(dt), (long long)i, value_at(v.data, dt, i), value_at(o.data, dt, i),
                       (unsigned long long)bits_at(o.data, dt, i), (unsigned long long)want);
     }
     fc_tensor_release(in);
@@ -343,14 +370,16 @@ Suite *cpu_math_suite(void)
     tcase_add_loop_test(tc, exp_matches_torch, 0, 4);
     tcase_add_loop_test(tc, softmax_matches_torch, 0, 4);
     tcase_add_loop_test(tc, sigmoid_matches_torch, 0, 4);
-    tcase_add_loop_test(tc, portable_exp_matches_torch, 0, 2);
+    tcase_add_loop_test(tc, tanh_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, log_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, portable_matches_torch, 0, 6);
     tcase_add_loop_test(tc, f16_to_f32_matches_torch, 0, 2);
     tcase_add_loop_test(tc, f32_rounding_matches_torch, 0, 8);
     suite_add_tcase(s, tc);
     tc = tcase_create("sweep");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 2);
+    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 6);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -828,7 +828,7 @@ static const Shape shapes[] = {
     {"an inner reduction over an empty loop: its identity, with no loop and no body",
      "x = arange(0).reshape(0, 9).float()\nprint(x.logsumexp(0))\n",
      -1,
-     {"const f32 v1 = logf(v0);", NULL},
+     {"const f32 v1 = tdl_log(v0);", NULL},
      {"for (ix_t i1", NULL}},
     {"masked contraction",
      "i, j, k = dims(3)\na = (arange(12.0).reshape(3, 4))[i, k]\nb = (arange(20.0).reshape(4, 5))[k, j]\n"
@@ -1362,7 +1362,11 @@ static const char *const emu_programs[] = {
     "x = arange(-10, 10)\ny = tensor([3, -3, 4, -1] * 5)\nprint(x // y, x % y, x.fmod(y), x >> 2, x << 3, x.abs(), -x)\n"
     "f = x * 0.7\nprint(f // 0.3, f % -0.4, f.fmod(0.3), f.floor(), f.round(), f.long(), f.int(), f.bool())\n"
     "print((f / 0).long(), (-f / 0).int(), (f * 0 / 0).long(), x.float().sqrt(), f.exp(), f.sigmoid(), f.tanh())\n"
-    "print(x.pow(2), (x + 11).pow(y.abs()), f.pow(2.5), f.relu(), f.sign(), f.clamp(-1, 2), x.max(y), f.min(f * -1))\n",
+    "print(x.pow(2), (x + 11).pow(y.abs()), f.pow(2.5), f.relu(), f.sign(), f.clamp(-1, 2), x.max(y), f.min(f * -1))\n"
+    "t = arange(-30000, 30000) * 0.00037\nu = zeros(5, 60000, dtype=float64)\n"
+    "u[0] = t.tanh()\nu[1] = t.double().tanh()\nu[2] = (t * 1e-30).tanh()\nu[3] = (t.abs() * 3.1 + 1e-39).log()\n"
+    "u[4] = (t.double().abs() * 1e-300 + 1e-320).log()\nprint(u.abs().sum(1), u[:, ::7000])\n"
+    "print(tensor([0.0, -0.0, -1.0, float('inf'), float('nan'), 1.0]).log(), tensor([0.0, -2.0, 1.0], dtype=float64).log())\n",
     "x = arange(10)\nprint(x // tensor([1, 2, 0, 1, 1, 1, 1, 1, 1, 1]))\n",
     "a = arange(24.0).reshape(2, 3, 4)\nprint(a.permute(2, 0, 1).contiguous(), a.transpose(0, 2).sum(0), a[:, 1:, ::2] * 3)\n"
     "print(cat([a, a * 2], 1)[0], stack([a[0], a[1]]).amax(0), a.to(int32) + 1, a.double().exp()[1, 2])\n"

@@ -1,11 +1,14 @@
-/* cpu_math.h — exp for the chunk loops of the CPU backend, bit for bit PyTorch's CPU exp.
+/* cpu_math.h — exp, tanh and log for the chunk loops of the CPU backend, bit for bit PyTorch's
+ * CPU functions.
  *
  * PyTorch computes exp of float32 and float64 on the CPU (torch.exp, softmax, log_softmax,
  * logsumexp, the vector body of sigmoid) with Vectorized<T>::exp(), which is SLEEF's
- * Sleef_expf8_u10 / Sleef_expd4_u10; on a CPU with AVX2 those are SLEEF's AVX2 builds, whose
- * multiply-adds are fused (vfmadd). cpu_exp_f32 and cpu_exp_f64 are the same algorithms written
- * as scalar, branch-free C (sleefsimdsp.c xexpf, sleefsimddp.c xexp with ENABLE_FMA_DP, and their
- * helpers vrint, vpow2i, vldexp2): every operation that SLEEF fuses is an fma()/fmaf() here and
+ * Sleef_expf8_u10 / Sleef_expd4_u10, and torch.tanh and torch.log (logsumexp's log) with
+ * Vectorized<T>::tanh() and log(), SLEEF's u10 tanh and log; on a CPU with AVX2 those are SLEEF's
+ * AVX2 builds, whose multiply-adds are fused (vfmadd). The functions here are the same algorithms
+ * written as scalar, branch-free C (sleefsimdsp.c xexpf, xtanhf, xlogf_u1 and sleefsimddp.c xexp,
+ * xtanh, xlog_u1 with ENABLE_FMA_SP / ENABLE_FMA_DP, of SLEEF 3.5.1, which Debian's torch links,
+ * and their helpers): every operation that SLEEF fuses is an fma()/fmaf() here and
  * every other one a separate, rounded IEEE operation (ISO C mode keeps GCC from contracting
  * them), so the results are the same bits as torch's whatever machine runs them, and a loop
  * over them has no call that GCC cannot vectorise.
@@ -15,7 +18,7 @@
  * the baseline one, where fma is libm's (exact, slow, not vectorised: the same bits). On other
  * architectures with FMA (AArch64) the one build vectorises.
  *
- * Range reduction: d = q ln2 + s with q = rint(d / ln2) and ln2 split in two (Cody-Waite), then a
+ * exp's range reduction: d = q ln2 + s with q = rint(d / ln2) and ln2 split in two (Cody-Waite), then a
  * polynomial for exp(s) and a scale by 2^q in two steps (2^(q>>1) then 2^(q - (q>>1)), so that
  * results near the overflow and underflow thresholds round as SLEEF's do). Inputs past the
  * thresholds give +inf or +0; NaN stays the input NaN (quietened).
@@ -151,6 +154,350 @@ CPU_MATH_INLINE double cpu_exp_f64(double d)
     uint64_t inf = CPU_MASK64(d > 709.78271114955742909217217426);
     uint64_t ub = (cpu_f64_bits(u) & ~inf) | (UINT64_C(0x7ff0000000000000) & inf);
     return cpu_f64_from_bits(ub & ~CPU_MASK64(d < -1000.0));
+}
+
+/* ---- tanh: SLEEF's xtanhf and xtanh (u10), FMA builds ----
+ *
+ * e = exp(|x|) as an unevaluated sum hi + lo (SLEEF's expk2f / expk2: the reduction and the
+ * polynomial's last terms in double-float or double-double arithmetic), then
+ * (e - 1/e) / (e + 1/e) in the same arithmetic, rounded once; 1 past |x| 8.664339742 (float) or
+ * 18.714973875 (double), the sign of x put back, NaN for NaN (all bits set, as SLEEF's
+ * vor with the NaN mask gives). The pair operations are df.h's and dd.h's FMA forms, named after
+ * them: where SLEEF writes vfma / vfmapn / vfmanp / vmla it is fma() here, and everything else is
+ * one rounded operation (vrec is a division). */
+typedef struct {
+    float x, y;
+} CpuF2;
+typedef struct {
+    double x, y;
+} CpuD2;
+
+CPU_MATH_INLINE CpuF2 cpu_f2(float x, float y)
+{
+    CpuF2 r = {x, y};
+    return r;
+}
+
+CPU_MATH_INLINE CpuD2 cpu_d2(double x, double y)
+{
+    CpuD2 r = {x, y};
+    return r;
+}
+
+/* dfadd2_vf2_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_add2_f(CpuF2 x, float y)
+{
+    float s = x.x + y, v = s - x.x;
+    float t = (x.x - (s - v)) + (y - v);
+    return cpu_f2(s, t + x.y);
+}
+
+/* dfadd2_vf2_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_add2(CpuF2 x, CpuF2 y)
+{
+    float s = x.x + y.x, v = s - x.x;
+    float t = (x.x - (s - v)) + (y.x - v);
+    return cpu_f2(s, t + (x.y + y.y));
+}
+
+/* dfadd_vf2_vf2_vf2 (|x| >= |y|) */
+CPU_MATH_INLINE CpuF2 cpu_df_add(CpuF2 x, CpuF2 y)
+{
+    float s = x.x + y.x;
+    return cpu_f2(s, (((x.x - s) + y.x) + x.y) + y.y);
+}
+
+/* dfadd_vf2_vf_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_add_f2(float x, CpuF2 y)
+{
+    float s = x + y.x;
+    return cpu_f2(s, ((x - s) + y.x) + y.y);
+}
+
+/* dfmul_vf2_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_mul_f(CpuF2 x, float y)
+{
+    float s = x.x * y;
+    return cpu_f2(s, fmaf(x.y, y, fmaf(x.x, y, -s)));
+}
+
+/* dfmul_vf2_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_mul(CpuF2 x, CpuF2 y)
+{
+    float s = x.x * y.x;
+    return cpu_f2(s, fmaf(x.x, y.y, fmaf(x.y, y.x, fmaf(x.x, y.x, -s))));
+}
+
+/* dfsqu_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_squ(CpuF2 x)
+{
+    float s = x.x * x.x;
+    return cpu_f2(s, fmaf(x.x + x.x, x.y, fmaf(x.x, x.x, -s)));
+}
+
+/* dfrec_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_rec(CpuF2 d)
+{
+    float s = 1.0f / d.x;
+    return cpu_f2(s, s * fmaf(-d.y, s, fmaf(-d.x, s, 1.0f)));
+}
+
+/* dfdiv_vf2_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_div(CpuF2 n, CpuF2 d)
+{
+    float t = 1.0f / d.x, s = n.x * t;
+    float u = fmaf(t, n.x, -s);
+    float v = fmaf(-d.y, t, fmaf(-d.x, t, 1.0f));
+    return cpu_f2(s, fmaf(s, v, fmaf(n.y, t, u)));
+}
+
+/* expk2f(d, 0) for 0 <= d (or NaN): exp(d) as a pair. d's product with 1/ln2 is kept under 2^22
+ * as in cpu_exp_f32 (only results tanh replaces by 1 change). */
+CPU_MATH_INLINE CpuF2 cpu_expk2_f32(float d)
+{
+    float t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f;
+    t = cpu_f32_from_bits(cpu_f32_bits(t) & CPU_MASK32(fabsf(t) < 0x1p22f));
+    float qf = (t + 0x1.8p23f) - 0x1.8p23f;
+    int32_t q = (int32_t)qf;
+
+    CpuF2 s = cpu_df_add2_f(cpu_f2(d, 0.0f), qf * -0.693145751953125f);
+    s = cpu_df_add2_f(s, qf * -1.428606765330187045e-06f);
+
+    float u = +0.1980960224e-3f;
+    u = fmaf(u, s.x, +0.1394256484e-2f);
+    u = fmaf(u, s.x, +0.8333456703e-2f);
+    u = fmaf(u, s.x, +0.4166637361e-1f);
+
+    CpuF2 r = cpu_df_add2_f(cpu_df_mul_f(s, u), +0.166666659414234244790680580464e+0f);
+    r = cpu_df_add2_f(cpu_df_mul(s, r), 0.5f);
+    r = cpu_df_add2(s, cpu_df_mul(cpu_df_squ(s), r));
+    r = cpu_df_add_f2(1.0f, r);
+
+    int32_t q1 = q >> 1;
+    float p1 = cpu_f32_from_bits((uint32_t)(q1 + 0x7f) << 23);
+    float p2 = cpu_f32_from_bits((uint32_t)(q - q1 + 0x7f) << 23);
+    return cpu_f2(r.x * p1 * p2, r.y * p1 * p2);
+}
+
+/* tanh(x) in float: SLEEF's xtanhf (u10), FMA build. */
+CPU_MATH_INLINE float cpu_tanh_f32(float x)
+{
+    float a = fabsf(x);
+    CpuF2 d = cpu_expk2_f32(a);
+    CpuF2 e = cpu_df_rec(d);
+    CpuF2 r = cpu_df_div(cpu_df_add(d, cpu_f2(-e.x, -e.y)), cpu_df_add(d, e));
+    float y = r.x + r.y;
+    uint32_t one = CPU_MASK32(a > 8.664339742f) | CPU_MASK32(y != y);
+    uint32_t yb = (cpu_f32_bits(y) & ~one) | (0x3f800000u & one);
+    yb ^= cpu_f32_bits(x) & 0x80000000u;
+    return cpu_f32_from_bits(yb | CPU_MASK32(x != x));
+}
+
+/* ddadd2_vd2_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_add2_d(CpuD2 x, double y)
+{
+    double s = x.x + y, v = s - x.x;
+    double w = (x.x - (s - v)) + (y - v);
+    return cpu_d2(s, w + x.y);
+}
+
+/* ddadd2_vd2_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_add2(CpuD2 x, CpuD2 y)
+{
+    double s = x.x + y.x, v = s - x.x;
+    double t = (x.x - (s - v)) + (y.x - v);
+    return cpu_d2(s, t + (x.y + y.y));
+}
+
+/* ddadd_vd2_vd2_vd2 (|x| >= |y|) */
+CPU_MATH_INLINE CpuD2 cpu_dd_add(CpuD2 x, CpuD2 y)
+{
+    double s = x.x + y.x;
+    return cpu_d2(s, (((x.x - s) + y.x) + x.y) + y.y);
+}
+
+/* ddadd_vd2_vd_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_add_d2(double x, CpuD2 y)
+{
+    double s = x + y.x;
+    return cpu_d2(s, ((x - s) + y.x) + y.y);
+}
+
+/* ddmul_vd2_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_mul_d(CpuD2 x, double y)
+{
+    double s = x.x * y;
+    return cpu_d2(s, fma(x.y, y, fma(x.x, y, -s)));
+}
+
+/* ddmul_vd2_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_mul(CpuD2 x, CpuD2 y)
+{
+    double s = x.x * y.x;
+    return cpu_d2(s, fma(x.x, y.y, fma(x.y, y.x, fma(x.x, y.x, -s))));
+}
+
+/* ddsqu_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_squ(CpuD2 x)
+{
+    double s = x.x * x.x;
+    return cpu_d2(s, fma(x.x + x.x, x.y, fma(x.x, x.x, -s)));
+}
+
+/* ddrec_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_rec(CpuD2 d)
+{
+    double s = 1.0 / d.x;
+    return cpu_d2(s, s * fma(-d.y, s, fma(-d.x, s, 1.0)));
+}
+
+/* dddiv_vd2_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_div(CpuD2 n, CpuD2 d)
+{
+    double t = 1.0 / d.x, s = n.x * t;
+    double u = fma(t, n.x, -s);
+    double v = fma(-d.y, t, fma(-d.x, t, 1.0));
+    return cpu_d2(s, fma(s, v, fma(n.y, t, u)));
+}
+
+/* expk2(d, 0) for 0 <= d (or NaN): exp(d) as a pair (Estrin's scheme for the polynomial). */
+CPU_MATH_INLINE CpuD2 cpu_expk2_f64(double d)
+{
+    double t = d * 1.442695040888963407359924681001892137426645954152985934135449406931;
+    t = cpu_f64_from_bits(cpu_f64_bits(t) & CPU_MASK64(fabs(t) < 0x1p30));
+    double qd = (t + 0x1.8p52) - 0x1.8p52;
+    int32_t q = (int32_t)qd;
+
+    CpuD2 s = cpu_dd_add2_d(cpu_d2(d, 0.0), qd * -.69314718055966295651160180568695068359375);
+    s = cpu_dd_add2_d(s, qd * -.28235290563031577122588448175013436025525412068e-12);
+
+    CpuD2 s2 = cpu_dd_squ(s), s4 = cpu_dd_squ(s2);
+    double x = s.x, x2 = s2.x, x4 = s4.x, x8 = s4.x * s4.x;
+    double p98 = fma(x, +0.1602472219709932072e-9, +0.2092255183563157007e-8);
+    double p76 = fma(x, +0.2505230023782644465e-7, +0.2755724800902135303e-6);
+    double p54 = fma(x, +0.2755731892386044373e-5, +0.2480158735605815065e-4);
+    double p32 = fma(x, +0.1984126984148071858e-3, +0.1388888888886763255e-2);
+    double p10 = fma(x, +0.8333333333333347095e-2, +0.4166666666666669905e-1);
+    double u = fma(x8, p98, fma(x4, fma(x2, p76, p54), fma(x2, p32, p10)));
+
+    CpuD2 r = cpu_dd_add_d2(0.5, cpu_dd_mul_d(s, +0.1666666666666666574e+0));
+    r = cpu_dd_add_d2(1.0, cpu_dd_mul(r, s));
+    r = cpu_dd_add_d2(1.0, cpu_dd_mul(r, s));
+    r = cpu_dd_add(r, cpu_dd_mul_d(s4, u));
+
+    int32_t q1 = q >> 1;
+    double p1 = cpu_f64_from_bits((uint64_t)(uint32_t)(q1 + 0x3ff) << 52);
+    double p2 = cpu_f64_from_bits((uint64_t)(uint32_t)(q - q1 + 0x3ff) << 52);
+    return cpu_d2(r.x * p1 * p2, r.y * p1 * p2);
+}
+
+/* tanh(x) in double: SLEEF's xtanh (u10), FMA build. */
+CPU_MATH_INLINE double cpu_tanh_f64(double x)
+{
+    double a = fabs(x);
+    CpuD2 d = cpu_expk2_f64(a);
+    CpuD2 e = cpu_dd_rec(d);
+    CpuD2 r = cpu_dd_div(cpu_dd_add2(d, cpu_d2(-e.x, -e.y)), cpu_dd_add2(d, e));
+    double y = r.x + r.y;
+    uint64_t one = CPU_MASK64(a > 18.714973875) | CPU_MASK64(y != y);
+    uint64_t yb = (cpu_f64_bits(y) & ~one) | (UINT64_C(0x3ff0000000000000) & one);
+    yb ^= cpu_f64_bits(x) & UINT64_C(0x8000000000000000);
+    return cpu_f64_from_bits(yb | CPU_MASK64(x != x));
+}
+
+/* ---- log: SLEEF's xlogf_u1 and xlog_u1 (u10), FMA builds, AVX2's code path ----
+ *
+ * d = m 2^e with m in [0.75, 1.5) (a denormal d scaled by 2^64 first), then
+ * e ln2 + 2 atanh((m - 1) / (m + 1)): the quotient and the sum in pair arithmetic, atanh's odd
+ * polynomial beyond its first term in plain arithmetic. +inf for +inf, -inf for +-0, the quiet NaN
+ * 0x7fc00000 (0x7ff8000000000000) for negative and NaN inputs. */
+
+/* dfadd2_vf2_vf_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_add2_ff(float x, float y)
+{
+    float s = x + y, v = s - x;
+    return cpu_f2(s, (x - (s - v)) + (y - v));
+}
+
+/* dfadd_vf2_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_add_f(CpuF2 x, float y)
+{
+    float s = x.x + y;
+    return cpu_f2(s, ((x.x - s) + y) + x.y);
+}
+
+/* log(d) in float: SLEEF's xlogf_u1, FMA build. */
+CPU_MATH_INLINE float cpu_log_f32(float d)
+{
+    uint32_t tiny = CPU_MASK32(d < 0x1p-126f);
+    float ds = cpu_f32_from_bits((cpu_f32_bits(d * 0x1p64f) & tiny) | (cpu_f32_bits(d) & ~tiny));
+    /* vilogb2k of ds * (1 / 0.75), and vldexp3: e taken out of the exponent field directly */
+    int32_t e = (int32_t)((cpu_f32_bits(ds * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
+    float m = cpu_f32_from_bits(cpu_f32_bits(ds) + ((uint32_t)-e << 23));
+    e -= (int32_t)(tiny & 64);
+
+    CpuF2 s = cpu_df_mul_f(cpu_f2(0.69314718246459960938f, -1.904654323148236017e-09f), (float)e);
+    CpuF2 x = cpu_df_div(cpu_df_add2_ff(-1.0f, m), cpu_df_add2_ff(1.0f, m));
+    float x2 = x.x * x.x;
+
+    float t = +0.3027294874e+0f;
+    t = fmaf(t, x2, +0.3996108174e+0f);
+    t = fmaf(t, x2, +0.6666694880e+0f);
+
+    s = cpu_df_add(s, cpu_f2(x.x * 2.0f, x.y * 2.0f));
+    s = cpu_df_add_f(s, (x2 * x.x) * t);
+    float r = s.x + s.y;
+
+    uint32_t rb = cpu_f32_bits(r);
+    uint32_t inf = CPU_MASK32(ds == INFINITY), nan = CPU_MASK32(ds < 0.0f) | CPU_MASK32(ds != ds);
+    uint32_t zero = CPU_MASK32(ds == 0.0f);
+    rb = (rb & ~inf) | (0x7f800000u & inf);
+    rb = (rb & ~nan) | (0x7fc00000u & nan);
+    rb = (rb & ~zero) | (0xff800000u & zero);
+    return cpu_f32_from_bits(rb);
+}
+
+/* ddadd2_vd2_vd_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_add2_dd(double x, double y)
+{
+    double s = x + y, v = s - x;
+    return cpu_d2(s, (x - (s - v)) + (y - v));
+}
+
+/* ddadd_vd2_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_add_d(CpuD2 x, double y)
+{
+    double s = x.x + y;
+    return cpu_d2(s, ((x.x - s) + y) + x.y);
+}
+
+/* log(d) in double: SLEEF's xlog_u1, FMA build (Estrin's scheme for the polynomial). */
+CPU_MATH_INLINE double cpu_log_f64(double d)
+{
+    uint64_t tiny = CPU_MASK64(d < 0x1p-1022);
+    double ds = cpu_f64_from_bits((cpu_f64_bits(d * 0x1p64) & tiny) | (cpu_f64_bits(d) & ~tiny));
+    int32_t e = (int32_t)((cpu_f64_bits(ds * (1.0 / 0.75)) >> 52) & 0x7ff) - 0x3ff;
+    double m = cpu_f64_from_bits(cpu_f64_bits(ds) + ((uint64_t)((uint32_t)-e << 20) << 32));
+    e -= (int32_t)(tiny & 64);
+
+    CpuD2 x = cpu_dd_div(cpu_dd_add2_dd(-1.0, m), cpu_dd_add2_dd(1.0, m));
+    double x2 = x.x * x.x, x4 = x2 * x2, x8 = x4 * x4;
+    double t = fma(x8, fma(x4, 0.1532076988502701353e+0, fma(x2, 0.1525629051003428716e+0, 0.1818605932937785996e+0)),
+                   fma(x4, fma(x2, 0.2222214519839380009e+0, 0.2857142932794299317e+0),
+                       fma(x2, 0.3999999999635251990e+0, 0.6666666666667333541e+0)));
+
+    CpuD2 s = cpu_dd_mul_d(cpu_d2(0.693147180559945286226764, 2.319046813846299558417771e-17), (double)e);
+    s = cpu_dd_add(s, cpu_d2(x.x * 2.0, x.y * 2.0));
+    s = cpu_dd_add_d(s, (x2 * x.x) * t);
+    double r = s.x + s.y;
+
+    uint64_t rb = cpu_f64_bits(r);
+    uint64_t inf = CPU_MASK64(ds == INFINITY), nan = CPU_MASK64(ds < 0.0) | CPU_MASK64(ds != ds);
+    uint64_t zero = CPU_MASK64(ds == 0.0);
+    rb = (rb & ~inf) | (UINT64_C(0x7ff0000000000000) & inf);
+    rb = (rb & ~nan) | (UINT64_C(0x7ff8000000000000) & nan);
+    rb = (rb & ~zero) | (UINT64_C(0xfff0000000000000) & zero);
+    return cpu_f64_from_bits(rb);
 }
 
 #endif

@@ -158,7 +158,7 @@ DEF_POWI(i64, int64_t, uint64_t)
     }
 #define DEF_UNARY(N, expr) DEF_UNARY_AS(CPU_CLONES, N, T, expr)
 #define DEF_UNARY_BOOL(N, expr) DEF_UNARY_AS(CPU_CLONES, N, uint8_t, expr)
-#define DEF_UNARY_EXP(N, expr) DEF_UNARY_AS(CPU_MATH_CLONES, N, T, expr)
+#define DEF_UNARY_MATH(N, expr) DEF_UNARY_AS(CPU_MATH_CLONES, N, T, expr)
 
 #define DEF_BINARY_AS(N, R, expr)                                                                  \
     CPU_CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                           \

@@ -13,7 +13,7 @@ float16 and bfloat16 with extents 0, 1 and more (sometimes large enough that tdl
 several threads), broadcasting pointwise operators and functions, where, casts, reductions (with
 dims, tuples of dims, keepdim) chained into further reductions and pointwise ops (so that tdl fuses
 them), softmax of softmax, matmul, shape operations (with view_as, reshape_as, ravel, unflatten,
-diagonal, mT, type_as), gather, scatter_add, index_put (with and
+diagonal, mT, type_as, unfold, as_strided), gather, scatter_add, index_put (with and
 without accumulate), running sums and products, flip, roll, repeat, narrow, tril/triu, masked_fill,
 var/std/norm, diff, sort, topk, outer, pow, atan2, minimum/maximum, indexing (ints, slices with
 steps, None, ..., bool masks, index tensors and lists), index writes (`t[idx] = v`, `t[idx] += v`, also through
@@ -508,7 +508,7 @@ class Gen:
         sh = list(v.shape)
         k = r.choice(("reshape", "reshape", "view", "permute", "transpose", "t", "expand", "cat", "stack",
                       "squeeze", "unsqueeze", "flatten", "contiguous", "clone", "T", "view_as", "reshape_as",
-                      "ravel", "unflatten", "diagonal", "mT", "type_as"))
+                      "ravel", "unflatten", "diagonal", "mT", "type_as", "unfold", "as_strided"))
         if k in ("view_as", "reshape_as"):
             return "%s.%s(zeros(%s))" % (pe, k, ", ".join(map(str, factor(r, v.numel()))))
         if k == "ravel":
@@ -527,6 +527,22 @@ class Gen:
                 raise Reject
             a, b = r.sample(range(-n, n) if r.random() < 0.3 else range(n), 2)
             return "%s.diagonal(%d, %d, %d)" % (pe, r.randint(-2, 2), a, b)
+        if k == "unfold":
+            d = r.randrange(n) if n else 0
+            top = sh[d] if n else 1
+            size = r.randint(0, top + (1 if r.random() < 0.05 else 0))
+            return "%s.unfold(%d, %d, %d)" % (pe, d - n if n and r.random() < 0.2 else d, size, r.randint(1, 3))
+        if k == "as_strided":
+            # windows over the contiguous values (from their own offset), overlapping or not
+            numel = v.numel()
+            if numel == 0:
+                raise Reject
+            rows = r.randint(1, 4)
+            step = r.randint(0, 3)
+            width = r.randint(1, max(1, min(6, numel - step * (rows - 1))))
+            if step * (rows - 1) + width > numel:
+                raise Reject
+            return "%s.contiguous().as_strided((%d, %d), (%d, 1))" % (pe, rows, width, step)
         if k == "mT":
             if n < 2:
                 raise Reject

@@ -1,0 +1,187 @@
+/* check_math_sleef.c — backend/cpu/cpu_math.h's exp, tanh and log against the SLEEF library
+ * that PyTorch calls (Debian's libsleef3, which python3-torch links), bit for bit: every
+ * one of the 2^32 float32 bit patterns and a sample of float64s (random bit patterns, random
+ * values over the function's working range and around its thresholds). Each is computed by the
+ * chunk loop compiled for x86-64-v3 (vectorised, as the backend's clone) and, on every STRIDE-th
+ * block of values, by the baseline build (fma from libm). A developer's check, not part of
+ * `make test`, which has tests/test_cpu_math.c and the golden files of gen_math.py; needs an
+ * x86-64 with AVX2 and FMA.
+ *
+ *   cc -std=c11 -O2 -Ibackend -Ibackend/cpu -Ifcdim tests/golden/check_math_sleef.c \
+ *       -o /tmp/check_math_sleef -l:libsleef.so.3 -lm && /tmp/check_math_sleef [FN [NDOUBLE [STRIDE]]]
+ *
+ * FN is exp, tanh, log or all (the default). Prints the count of values compared
+ * and of differences per function and dtype; exit status 1 on any. */
+#include "cpu_math.h"
+
+#include <immintrin.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* SLEEF's own declarations (sleef.h is not installed with the runtime library). */
+__m256 Sleef_expf8_u10(__m256);
+__m256d Sleef_expd4_u10(__m256d);
+__m256 Sleef_tanhf8_u10(__m256);
+__m256d Sleef_tanhd4_u10(__m256d);
+__m256 Sleef_logf8_u10(__m256);
+__m256d Sleef_logd4_u10(__m256d);
+
+enum { N = 256 };
+
+typedef void (*LoopF32)(float *restrict, const float *restrict);
+typedef void (*LoopF64)(double *restrict, const double *restrict);
+
+/* Per function: the vectorised loop, the baseline one and SLEEF's, at both dtypes. */
+#define LOOPS(fn)                                                                                  \
+    __attribute__((target("arch=x86-64-v3"))) static void vec_##fn##_f32(float *restrict d,      \
+                                                                         const float *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f32(a[i]);                                                           \
+    }                                                                                              \
+    __attribute__((target("arch=x86-64-v3"))) static void vec_##fn##_f64(double *restrict d,     \
+                                                                         const double *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f64(a[i]);                                                           \
+    }                                                                                              \
+    static void base_##fn##_f32(float *restrict d, const float *restrict a)                        \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f32(a[i]);                                                           \
+    }                                                                                              \
+    static void base_##fn##_f64(double *restrict d, const double *restrict a)                      \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f64(a[i]);                                                           \
+    }
+LOOPS(exp)
+LOOPS(tanh)
+LOOPS(log)
+
+#define SLEEF_LOOPS(fn, f8, d4)                                                                    \
+    __attribute__((target("avx2"))) static void sleef_##fn##_f32(float *restrict d, const float *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i += 8)                                                             \
+            _mm256_storeu_ps(d + i, f8(_mm256_loadu_ps(a + i)));                                   \
+    }                                                                                              \
+    __attribute__((target("avx2"))) static void sleef_##fn##_f64(double *restrict d, const double *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i += 4)                                                             \
+            _mm256_storeu_pd(d + i, d4(_mm256_loadu_pd(a + i)));                                   \
+    }
+SLEEF_LOOPS(exp, Sleef_expf8_u10, Sleef_expd4_u10)
+SLEEF_LOOPS(tanh, Sleef_tanhf8_u10, Sleef_tanhd4_u10)
+SLEEF_LOOPS(log, Sleef_logf8_u10, Sleef_logd4_u10)
+
+typedef struct {
+    const char *name;
+    LoopF32 vec32, base32, sleef32;
+    LoopF64 vec64, base64, sleef64;
+    double lo, hi;     /* the float64 working range */
+    double edge;       /* and a threshold, sampled on both sides within 20 */
+} Fn;
+
+static const Fn fns[] = {
+    {"exp", vec_exp_f32, base_exp_f32, sleef_exp_f32, vec_exp_f64, base_exp_f64, sleef_exp_f64, -1010.0, 720.0, 709.78},
+    {"tanh", vec_tanh_f32, base_tanh_f32, sleef_tanh_f32, vec_tanh_f64, base_tanh_f64, sleef_tanh_f64, -25.0, 25.0,
+     18.714973875},
+    {"log", vec_log_f32, base_log_f32, sleef_log_f32, vec_log_f64, base_log_f64, sleef_log_f64, 0.0, 1e6, 21.0},
+};
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static double uniform(uint64_t *s, double lo, double hi)
+{
+    return lo + (double)(next_rand(s) >> 11) / 9007199254740992.0 * (hi - lo);
+}
+
+static uint64_t check_f32(const Fn *f, uint64_t stride)
+{
+    float a[N], want[N], got[N], base[N];
+    uint64_t n = 0, bad = 0, nbase = 0;
+    for (uint64_t b = 0; b < (UINT64_C(1) << 32); b += N) {
+        for (int i = 0; i < N; i++)
+            a[i] = cpu_f32_from_bits((uint32_t)(b + (uint64_t)i));
+        f->sleef32(want, a);
+        f->vec32(got, a);
+        bool check_base = (b / N) % stride == 0;
+        if (check_base)
+            f->base32(base, a);
+        for (int i = 0; i < N; i++, n++) {
+            uint32_t w = cpu_f32_bits(want[i]);
+            bool ok = cpu_f32_bits(got[i]) == w && (!check_base || cpu_f32_bits(base[i]) == w);
+            nbase += check_base;
+            if (!ok && bad++ < 10)
+                printf("float32 %s(%a) (0x%08x): %a, baseline %a, SLEEF %a\n", f->name, a[i], cpu_f32_bits(a[i]),
+                       got[i], check_base ? base[i] : got[i], want[i]);
+        }
+    }
+    printf("%s float32: %llu values (%llu also baseline), %llu differ\n", f->name, (unsigned long long)n,
+           (unsigned long long)nbase, (unsigned long long)bad);
+    return bad;
+}
+
+static uint64_t check_f64(const Fn *f, uint64_t ndouble, uint64_t stride)
+{
+    double a[N], want[N], got[N], base[N];
+    uint64_t s = 0x9e3779b97f4a7c15u;
+    uint64_t n = 0, bad = 0, nbase = 0;
+    for (uint64_t k = 0; k < ndouble / N; k++) {
+        for (int i = 0; i < N; i++) {
+            switch (k % 4) {
+            case 0: a[i] = cpu_f64_from_bits(next_rand(&s)); break;
+            case 1: a[i] = uniform(&s, f->lo, f->hi); break;
+            case 2: a[i] = uniform(&s, -1.0, 1.0); break;
+            default: a[i] = (i & 1) ? uniform(&s, f->edge - 20, f->edge + 20) : -uniform(&s, f->edge - 20, f->edge + 20); break;
+            }
+        }
+        f->sleef64(want, a);
+        f->vec64(got, a);
+        bool check_base = k % stride == 0;
+        if (check_base)
+            f->base64(base, a);
+        for (int i = 0; i < N; i++, n++) {
+            uint64_t w = cpu_f64_bits(want[i]);
+            bool ok = cpu_f64_bits(got[i]) == w && (!check_base || cpu_f64_bits(base[i]) == w);
+            nbase += check_base;
+            if (!ok && bad++ < 10)
+                printf("float64 %s(%a): %a, baseline %a, SLEEF %a\n", f->name, a[i], got[i],
+                       check_base ? base[i] : got[i], want[i]);
+        }
+    }
+    printf("%s float64: %llu values (%llu also baseline), %llu differ\n", f->name, (unsigned long long)n,
+           (unsigned long long)nbase, (unsigned long long)bad);
+    return bad;
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = argc > 1 ? argv[1] : "all";
+    uint64_t ndouble = argc > 2 ? strtoull(argv[2], NULL, 0) : 1 << 24;
+    uint64_t stride = argc > 3 ? strtoull(argv[3], NULL, 0) : 61;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+        fprintf(stderr, "check_math_sleef: needs AVX2 and FMA\n");
+        return 2;
+    }
+    uint64_t bad = 0;
+    int ran = 0;
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        if (strcmp(which, "all") != 0 && strcmp(which, fns[i].name) != 0)
+            continue;
+        bad += check_f32(&fns[i], stride) + check_f64(&fns[i], ndouble, stride);
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "check_math_sleef: no function %s (exp, tanh, log, all)\n", which);
+        return 2;
+    }
+    return bad != 0;
+}

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""gen_math.py: writes tests/golden/math/, PyTorch's CPU exp, softmax, sigmoid, tanh and log of
+float32 and float64 inputs, which tdl's (backend/cpu/cpu_math.h) must match bit for bit; with --check,
+also compares tdl itself with torch over a large sweep.
+
+Run from the repository root with the Debian python3-torch:
+    /usr/bin/python3 tests/golden/gen_math.py                write the golden files
+    /usr/bin/python3 tests/golden/gen_math.py --check TDL [STRIDE [FN]]
+                                                            the sweep (nothing is written)
+
+Torch computes exp, tanh and log with Vectorized<T>'s functions of those names, SLEEF's u10
+ones (Sleef_expf8_u10 / Sleef_expd4_u10 and so on; on a CPU with AVX2, their FMA builds); the
+vml path of torch.exp, torch.tanh and torch.log runs them on every element, tails included.
+The files (.npy, C order):
+    exp_float32.npy, exp_float64.npy   (2, n): row 0 the inputs, row 1 torch.exp of them. Inputs:
+        values spread evenly over the range where exp is finite and nonzero and evenly over the
+        float's bit patterns in it (tiny magnitudes), the thresholds of overflow, of denormal
+        results and of underflow to 0 with their neighbours, and -0, +-inf, NaNs with payloads.
+    softmax_float32.npy, softmax_float64.npy   (2, rows, cols): inputs and torch.softmax(x, -1).
+        Each row's maximum is alone in making its sum: every other element is so far below it
+        that its exp is under 2^-(mantissa + 8) / cols, so the sum rounds to exactly 1 in any
+        order and in any precision, and torch's exp(x - max) * (1 / sum) and tdl's
+        exp(x - max) / sum are both exp(x - max), bit for bit. The rows reach the denormal and
+        zero results of exp (and -inf inputs), which is where softmax's exp works.
+    sigmoid_float32.npy, sigmoid_float64.npy   (2, n): inputs and torch.sigmoid. n is a multiple of
+        twice the vector width and under torch's grain size, so every element goes through the
+        vector kernel 1 / (exp(0 - x) + 1) (torch's scalar tail uses libm's exp instead).
+    tanh_float32.npy, tanh_float64.npy   (2, n): inputs and torch.tanh. Inputs: -0, +-inf, NaNs
+        with payloads, tiny and denormal values, the threshold past which SLEEF gives 1 with its
+        neighbours, values spread evenly over [-24, 24] and evenly over the bit patterns of
+        magnitudes up to 24; about one in a hundred is a value where SLEEF's result is not the
+        correctly rounded one (libm's).
+    log_float32.npy, log_float64.npy   (2, n): inputs and torch.log. Inputs: +-0, +-inf, negative
+        values, NaNs with payloads, denormals, the smallest normal, the ends of the reduced range
+        [0.75, 1.5) with their neighbours, values spread evenly over [0, 100] and [0.5, 2] and
+        evenly over the bit patterns of the positive finite floats.
+--check runs TDL on sweeps (for exp every STRIDE-th float32 bit pattern whose exp is finite and
+nonzero, default 64, for tanh every STRIDE-th of those of magnitude up to 10, for log every
+STRIDE-th positive one; a few million float64s) and compares its exp, tanh and log (FN: one of
+them; all by default) with torch's,
+printing the count of values compared and of differences; exit status 1 on any difference.
+check_math_sleef.c, beside this file, compares cpu_math.h with the SLEEF library itself on all
+2^32 float32 values.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "math")
+rng = np.random.default_rng(20240611)
+
+# Per dtype: the float type, its integer bit type, the range where exp is finite and nonzero (as
+# SLEEF tests it: exp(x) is +inf above hi and +0 below lo), and where results become denormal.
+DT = {
+    "float32": (np.float32, np.uint32, -104.0, 100.0, -87.33654),
+    "float64": (np.float64, np.uint64, -1000.0, 709.78271114955742909217217426, -708.3964185322641),
+}
+
+
+def torch_exp(x):
+    return torch.exp(torch.from_numpy(x)).numpy()
+
+
+def neighbours(ft, v, k=3):
+    """v and the k floats on either side of it."""
+    out, a, b = [ft(v)], ft(v), ft(v)
+    for _ in range(k):
+        a, b = np.nextafter(a, ft(-np.inf)), np.nextafter(b, ft(np.inf))
+        out += [a, b]
+    return out
+
+
+def nans(ft):
+    """NaNs: quiet and signalling, both signs, with payloads."""
+    if ft == np.float32:
+        return np.array([0x7fc00000, 0xffc00000, 0x7fc12345, 0xffd00001, 0x7f800001, 0xff812345], np.uint32).view(ft)
+    return np.array([0x7ff8000000000000, 0xfff8000000000000, 0x7ff8000012345678, 0xfff4000000000001,
+                     0x7ff0000000000001, 0xfff0000012345678], np.uint64).view(ft)
+
+
+def exp_inputs(name, n):
+    """n inputs (a multiple of 8): the specials, then the sweeps."""
+    ft, it, lo, hi, den = DT[name]
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.5, np.log(2), -np.log(2))]
+    ln_max = np.log(np.finfo(ft).max)
+    for v in (lo, hi, ln_max, den, np.log(np.finfo(ft).smallest_subnormal), -ln_max, 88.0, -88.0):
+        special += neighbours(ft, v)
+    special += [np.finfo(ft).smallest_subnormal, -np.finfo(ft).smallest_subnormal, np.finfo(ft).tiny,
+                np.finfo(ft).max, -np.finfo(ft).max]
+    special = np.concatenate([np.array(special, ft), nans(ft)])   # torch returns the input, quietened
+    m = n - len(special)
+    even = np.linspace(lo - 4, hi + 4, m - 2 * (m // 4)).astype(ft)
+    # evenly over the bit patterns of [lo, hi]: negatives and positives by their magnitude's bits
+    neg = np.linspace(0, int(np.array(-lo, ft).view(it)), m // 4).astype(it).view(ft) * ft(-1)
+    pos = np.linspace(0, int(np.array(hi, ft).view(it)), m // 4).astype(it).view(ft)
+    return np.concatenate([special, even, neg, pos])
+
+
+def softmax_inputs(name, rows, cols):
+    ft, it, lo, hi, den = DT[name]
+    mant = 24 if ft == np.float32 else 53
+    # exp(x - max) < 2^-(mant + 8) / cols for every other element: x - max < that log
+    top = np.log(2.0 ** -(mant + 8) / cols)
+    x = np.empty((rows, cols), ft)
+    for r in range(rows):
+        m = ft(rng.uniform(-20, 20))
+        row = m + rng.uniform(lo - 8, top, cols)
+        if r % 4 == 1:
+            row = m + rng.uniform(den - 30, top, cols)        # around the denormal results
+        if r % 4 == 2:
+            row[rng.integers(0, cols, 5)] = -np.inf
+        row = row.astype(ft)
+        row[rng.integers(0, cols)] = m
+        x[r] = row
+    return x
+
+
+def sigmoid_inputs(name, n):
+    ft = DT[name][0]
+    x = np.concatenate([rng.uniform(-120, 120, n // 2), rng.uniform(-20, 20, n // 2)]).astype(ft)
+    x[:8] = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 745.5, -745.5, 1e-30], ft)
+    return x
+
+
+# Per dtype: where SLEEF's tanh becomes exactly 1 (|x| above it).
+TANH_ONE = {"float32": 8.664339742, "float64": 18.714973875}
+
+
+def tanh_inputs(name, n):
+    """n inputs: the specials, then the sweeps (both signs)."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.5, 1e-30, 1e-8, fi.max, -fi.max)]
+    for v in (TANH_ONE[name], -TANH_ONE[name], fi.smallest_subnormal, fi.tiny, 0.625, 2.0 ** -12):
+        special += neighbours(ft, v)
+    special = np.concatenate([np.array(special, ft), nans(ft)])
+    m = n - len(special)
+    even = np.linspace(-24, 24, m // 2).astype(ft)
+    bits = np.linspace(0, int(np.array(24.0, ft).view(it)), m - m // 2).astype(it).view(ft)
+    bits[1::2] *= ft(-1)
+    return np.concatenate([special, even, bits])
+
+
+def log_inputs(name, n):
+    """n inputs: the specials, then the sweeps."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.75, 1.5, 2.0, 0.5, np.e, fi.max, -fi.tiny)]
+    for v in (fi.smallest_subnormal, fi.tiny, 1.0, 0.75, 1.5, fi.max / 2):
+        special += neighbours(ft, v)
+    special = np.concatenate([np.array(special, ft), nans(ft)])
+    m = n - len(special)
+    even = np.linspace(0, 100, m // 4).astype(ft)
+    near1 = np.linspace(0.5, 2, m // 4).astype(ft)
+    bits = np.linspace(0, int(np.array(np.inf, ft).view(it)) - 1, m - 2 * (m // 4)).astype(it).view(ft)
+    return np.concatenate([special, even, near1, bits])
+
+
+def write():
+    os.makedirs(OUT, exist_ok=True)
+    for name in DT:
+        ft = DT[name][0]
+        x = exp_inputs(name, 4096 if ft == np.float32 else 2048)
+        np.save(os.path.join(OUT, "exp_%s.npy" % name), np.stack([x, torch_exp(x)]))
+        x = softmax_inputs(name, 8, 300)
+        y = torch.softmax(torch.from_numpy(x), -1).numpy()
+        m = x.max(-1, keepdims=True)
+        assert (y.view(DT[name][1]) == torch_exp(x - m).view(DT[name][1])).all(), "softmax rows: sum is not 1"
+        np.save(os.path.join(OUT, "softmax_%s.npy" % name), np.stack([x, y]))
+        x = sigmoid_inputs(name, 1024)
+        np.save(os.path.join(OUT, "sigmoid_%s.npy" % name), np.stack([x, torch.sigmoid(torch.from_numpy(x)).numpy()]))
+        x = tanh_inputs(name, 4096 if ft == np.float32 else 2048)
+        np.save(os.path.join(OUT, "tanh_%s.npy" % name), np.stack([x, torch.tanh(torch.from_numpy(x)).numpy()]))
+        x = log_inputs(name, 4096 if ft == np.float32 else 2048)
+        np.save(os.path.join(OUT, "log_%s.npy" % name), np.stack([x, torch.log(torch.from_numpy(x)).numpy()]))
+    with open(os.path.join(OUT, "README"), "w") as f:
+        f.write("generated by tests/golden/gen_math.py from PyTorch %s (CPU capability %s); do not edit\n"
+                % (torch.__version__, cpu_capability()))
+
+
+def cpu_capability():
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage" in line:
+            return line.split(":")[1].strip()
+    return "?"
+
+
+def sweeps(fn):
+    """(label, inputs) of fn's sweep."""
+    ft, it = np.float32, np.uint32
+    if fn == "exp":
+        # float32: every stride-th bit pattern of [-104, 100] (both signs), and the specials
+        lo, hi, evenly, f64 = -104.0, 100.0, (-110, 110), (-1010, 720)
+        specials = exp_inputs("float32", 4096), exp_inputs("float64", 2048)
+    elif fn == "tanh":
+        lo, hi, evenly, f64 = -10.0, 10.0, (-25, 25), (-25, 25)
+        specials = tanh_inputs("float32", 4096), tanh_inputs("float64", 2048)
+    else:
+        # every stride-th positive float32 (and as many negatives, which give NaN)
+        lo, hi, evenly, f64 = -1e-30, float(np.finfo(ft).max), (0, 1000), (0, 1e6)
+        specials = log_inputs("float32", 4096), log_inputs("float64", 2048)
+    pos = np.arange(0, int(np.array(hi, ft).view(it)) + 1, STRIDE, dtype=it).view(ft)
+    neg = np.arange(0x80000000, int(np.array(lo, ft).view(it)) + 1, STRIDE, dtype=it).view(ft)
+    return [("float32", np.concatenate([neg, pos, specials[0]])),
+            ("float32 even", np.linspace(*evenly, 8_000_000).astype(ft)),
+            ("float64", np.concatenate([rng.uniform(*f64, 4_000_000), rng.uniform(-1, 1, 1_000_000), specials[1]])),
+            ("float64 bits", rng.integers(0, 2 ** 64, 2_000_000, dtype=np.uint64).view(np.float64))]
+
+
+STRIDE = 64
+
+
+def check(tdl, fns):
+    """Runs tdl's fns over their sweeps and compares them with torch's, bit for bit."""
+    bad = 0
+    with tempfile.TemporaryDirectory() as d:
+        for fn in fns:
+            script = os.path.join(d, fn + ".tdl")
+            with open(script, "w") as f:
+                f.write("save(argv[2], load(argv[1]).%s())\n" % fn)
+            for label, x in sweeps(fn):
+                src, dst = os.path.join(d, "x.npy"), os.path.join(d, "y.npy")
+                np.save(src, x)
+                subprocess.run([tdl, script, src, dst], check=True)
+                got, want = np.load(dst), getattr(torch, fn)(torch.from_numpy(x)).numpy()
+                it = np.uint32 if x.dtype == np.float32 else np.uint64
+                diff = np.nonzero(got.view(it) != want.view(it))[0]
+                print("%-4s %-13s %9d values, %d differ" % (fn, label, len(x), len(diff)))
+                for i in diff[:5]:
+                    print("    %s(%r) = %r, torch %r" % (fn, x[i], got[i], want[i]))
+                bad += len(diff)
+    return bad
+
+
+if __name__ == "__main__":
+    print("torch %s, CPU capability %s" % (torch.__version__, cpu_capability()), file=sys.stderr)
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        STRIDE = int(sys.argv[3]) if len(sys.argv) > 3 else STRIDE
+        sys.exit(1 if check(sys.argv[2], sys.argv[4:5] or ["exp", "tanh", "log"]) else 0)
+    write()
