@@ -487,8 +487,12 @@ FcStatus fc_as_strided_checked(FcCtx *ctx, FcTensor *t, int ndim, const int64_t 
     if (over && !empty)
         return fc_errf(err, FC_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s and strides=%s",
                        int_list_str(a, sizeof a, ndim, shape), int_list_str(b, sizeof b, ndim, strides));
-    int64_t need_bytes = (int64_t)need + offset * (int64_t)item;
-    if (!empty && need_bytes > (int64_t)t->storage->nbytes)
+    /* then the offset's bytes (an offset so large that they overflow is out of bounds too, where
+     * PyTorch's int64 arithmetic wraps) */
+    int64_t off_bytes = 0, need_bytes = INT64_MAX;
+    bool oob = __builtin_mul_overflow(offset, (int64_t)item, &off_bytes) ||
+               __builtin_add_overflow((int64_t)need, off_bytes, &need_bytes) || need_bytes > (int64_t)t->storage->nbytes;
+    if (!empty && oob)
         return fc_errf(err, FC_ERR_RUNTIME,
                        "setStorage: sizes %s, strides %s, storage offset %lld, and itemsize %zu requiring a storage "
                        "size of %lld are out of bounds for storage of size %zu",

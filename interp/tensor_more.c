@@ -413,8 +413,214 @@ static void merge_sort(const SortKeys *k, int64_t *idx, int64_t *tmp, int64_t n)
     }
 }
 
-/* The int64 indices that sort t along dim d (stable), on t's device. */
-static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, FcTensor **out)
+/* libstdc++'s std::sort, std::nth_element and std::partial_sort (bits/stl_algo.h, stl_heap.h),
+ * step for step: PyTorch's CPU sort (stable=False) and topk call them, and where elements tie
+ * their order is what these steps make of it, so the indices are PyTorch's only if the steps are
+ * the same. Over element offsets, compared by goes_before. */
+
+static void cxx_swap(int64_t *a, int64_t *b)
+{
+    int64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* std::__push_heap */
+static void cxx_push_heap(const SortKeys *k, int64_t *first, int64_t hole, int64_t top, int64_t value)
+{
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && goes_before(k, first[parent], value)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+/* std::__adjust_heap */
+static void cxx_adjust_heap(const SortKeys *k, int64_t *first, int64_t hole, int64_t len, int64_t value)
+{
+    int64_t top = hole, child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (goes_before(k, first[child], first[child - 1])) child--;
+        first[hole] = first[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        first[hole] = first[child - 1];
+        hole = child - 1;
+    }
+    cxx_push_heap(k, first, hole, top, value);
+}
+
+/* std::__make_heap */
+static void cxx_make_heap(const SortKeys *k, int64_t *first, int64_t len)
+{
+    if (len < 2) return;
+    for (int64_t parent = (len - 2) / 2;; parent--) {
+        cxx_adjust_heap(k, first, parent, len, first[parent]);
+        if (parent == 0) return;
+    }
+}
+
+/* std::__pop_heap: the heap's top to *result, *result's value into the heap [first, first + len) */
+static void cxx_pop_heap(const SortKeys *k, int64_t *first, int64_t len, int64_t *result)
+{
+    int64_t value = *result;
+    *result = *first;
+    cxx_adjust_heap(k, first, 0, len, value);
+}
+
+/* std::__heap_select */
+static void cxx_heap_select(const SortKeys *k, int64_t *first, int64_t *middle, int64_t *last)
+{
+    cxx_make_heap(k, first, middle - first);
+    for (int64_t *i = middle; i < last; i++)
+        if (goes_before(k, *i, *first)) cxx_pop_heap(k, first, middle - first, i);
+}
+
+/* std::__sort_heap */
+static void cxx_sort_heap(const SortKeys *k, int64_t *first, int64_t *last)
+{
+    while (last - first > 1) {
+        last--;
+        cxx_pop_heap(k, first, last - first, last);
+    }
+}
+
+/* std::__unguarded_linear_insert */
+static void cxx_linear_insert(const SortKeys *k, int64_t *last)
+{
+    int64_t val = *last, *next = last - 1;
+    while (goes_before(k, val, *next)) {
+        *last = *next;
+        last = next--;
+    }
+    *last = val;
+}
+
+/* std::__insertion_sort */
+static void cxx_insertion_sort(const SortKeys *k, int64_t *first, int64_t *last)
+{
+    if (first == last) return;
+    for (int64_t *i = first + 1; i != last; i++) {
+        if (goes_before(k, *i, *first)) {
+            int64_t val = *i;
+            memmove(first + 1, first, (size_t)(i - first) * sizeof *first);
+            *first = val;
+        } else {
+            cxx_linear_insert(k, i);
+        }
+    }
+}
+
+/* std::__unguarded_partition_pivot: the median of first[1], the middle and the last moved to
+ * first[0], then Hoare's partition around it */
+static int64_t *cxx_partition_pivot(const SortKeys *k, int64_t *first, int64_t *last)
+{
+    int64_t *a = first + 1, *b = first + (last - first) / 2, *c = last - 1;
+    if (goes_before(k, *a, *b)) {
+        if (goes_before(k, *b, *c)) cxx_swap(first, b);
+        else if (goes_before(k, *a, *c)) cxx_swap(first, c);
+        else cxx_swap(first, a);
+    } else if (goes_before(k, *a, *c)) {
+        cxx_swap(first, a);
+    } else if (goes_before(k, *b, *c)) {
+        cxx_swap(first, c);
+    } else {
+        cxx_swap(first, b);
+    }
+    int64_t *lo = first + 1, *hi = last;
+    for (;;) {
+        while (goes_before(k, *lo, *first)) lo++;
+        hi--;
+        while (goes_before(k, *first, *hi)) hi--;
+        if (!(lo < hi)) return lo;
+        cxx_swap(lo, hi);
+        lo++;
+    }
+}
+
+/* std::__lg */
+static int cxx_lg(int64_t n)
+{
+    return 63 - __builtin_clzll((unsigned long long)n);
+}
+
+enum { CXX_THRESHOLD = 16 };     /* std::sort's _S_threshold */
+
+/* std::__introsort_loop */
+static void cxx_introsort_loop(const SortKeys *k, int64_t *first, int64_t *last, int depth)
+{
+    while (last - first > CXX_THRESHOLD) {
+        if (depth == 0) {
+            cxx_heap_select(k, first, last, last);          /* std::__partial_sort(first, last, last) */
+            cxx_sort_heap(k, first, last);
+            return;
+        }
+        depth--;
+        int64_t *cut = cxx_partition_pivot(k, first, last);
+        cxx_introsort_loop(k, cut, last, depth);
+        last = cut;
+    }
+}
+
+/* std::sort */
+static void cxx_sort(const SortKeys *k, int64_t *first, int64_t n)
+{
+    if (n < 2) return;
+    cxx_introsort_loop(k, first, first + n, 2 * cxx_lg(n));
+    if (n > CXX_THRESHOLD) {                                 /* std::__final_insertion_sort */
+        cxx_insertion_sort(k, first, first + CXX_THRESHOLD);
+        for (int64_t *i = first + CXX_THRESHOLD; i != first + n; i++) cxx_linear_insert(k, i);
+    } else {
+        cxx_insertion_sort(k, first, first + n);
+    }
+}
+
+/* std::nth_element (std::__introselect) */
+static void cxx_nth_element(const SortKeys *k, int64_t *first, int64_t *nth, int64_t *last)
+{
+    if (first == last || nth == last) return;
+    int depth = 2 * cxx_lg(last - first);
+    while (last - first > 3) {
+        if (depth == 0) {
+            cxx_heap_select(k, first, nth + 1, last);
+            cxx_swap(first, nth);
+            return;
+        }
+        depth--;
+        int64_t *cut = cxx_partition_pivot(k, first, last);
+        if (cut <= nth) first = cut;
+        else last = cut;
+    }
+    cxx_insertion_sort(k, first, last);
+}
+
+/* PyTorch's topk_impl_loop on one line of n elements: its first kk are the top kk (largest or
+ * smallest by k->desc), in order when sorted. */
+static void topk_line(const SortKeys *k, int64_t *idx, int64_t n, int64_t kk, bool sorted)
+{
+    if (kk <= 0) return;
+    if (kk * 64 <= n) {
+        cxx_heap_select(k, idx, idx + kk, idx + n);          /* std::partial_sort */
+        cxx_sort_heap(k, idx, idx + kk);
+    } else {
+        cxx_nth_element(k, idx, idx + kk - 1, idx + n);
+        if (sorted) cxx_sort(k, idx, kk - 1);
+    }
+}
+
+/* How a line is ordered: PyTorch's sort(stable=True) (any stable sort), sort(stable=False)
+ * (std::sort), or topk's selection of the first k. */
+typedef enum { ORDER_STABLE, ORDER_SORT, ORDER_TOPK } LineOrder;
+
+/* The int64 indices that order t along dim d, on t's device (for ORDER_TOPK, the first k of each
+ * line are topk's, in order when sorted, the rest in no useful order). */
+static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, LineOrder order, int64_t kk, bool sorted,
+                         FcTensor **out)
 {
     FcTensor *h;
     FcView v;
@@ -432,7 +638,9 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, FcTensor **ou
     for (int64_t base = 0; ok && n > 0 && base < total; base++) {
         if ((base / inner) % n != 0) continue;      /* the first element of each line */
         for (int64_t j = 0; j < n; j++) idx[j] = base + j * inner;
-        merge_sort(&k, idx, idx + n, n);
+        if (order == ORDER_STABLE) merge_sort(&k, idx, idx + n, n);
+        else if (order == ORDER_SORT) cxx_sort(&k, idx, n);
+        else topk_line(&k, idx, n, kk, sorted);
         for (int64_t j = 0; j < n; j++) res[base + j * inner] = (idx[j] - base) / inner;
     }
     iv.data = res;
@@ -443,18 +651,19 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, FcTensor **ou
     return ok;
 }
 
-/* (values, indices) of t sorted along dim; k >= 0: only the first k. */
-static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, int64_t k, FcTensor **values, FcTensor **indices)
+/* (values, indices) of t ordered along dim; ORDER_TOPK: only the first k. */
+static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder order, int64_t k, bool in_order,
+                   FcTensor **values, FcTensor **indices)
 {
     FcError e;
     int d;
     FcTensor *ix = NULL, *tmp;
     *values = *indices = NULL;
     if (!tensor_check(I, fc_wrap_dim(dim, t->ndim, &d, &e), &e)) return false;
-    if (k >= 0 && k > (t->ndim ? t->shape[d] : 1)) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
-    if (!sort_indices(I, t, d, desc, &ix)) return false;
+    if (order == ORDER_TOPK && k > (t->ndim ? t->shape[d] : 1)) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
+    if (!sort_indices(I, t, d, desc, order, k, in_order, &ix)) return false;
     FcStatus st = FC_OK;
-    if (k >= 0 && t->ndim) st = step(narrow(I->fc, ix, d, 0, k, &tmp, &e), &ix, &tmp);
+    if (order == ORDER_TOPK && t->ndim) st = step(narrow(I->fc, ix, d, 0, k, &tmp, &e), &ix, &tmp);
     if (st == FC_OK) st = t->ndim ? fc_gather(I->fc, t, d, ix, values, &e) : fc_clone(I->fc, t, FC_MF_PRESERVE, values, &e);
     if (st != FC_OK) {
         fc_tensor_release(ix);
@@ -464,17 +673,25 @@ static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, int64_t k, Fc
     return true;
 }
 
+/* sort's and argsort's order: std::sort unless stable=True */
+static LineOrder sort_order(const TensorSig *sig, TensorArg *a)
+{
+    TensorArg *stable = ARG("stable");
+    return stable && !stable->none && stable->b ? ORDER_STABLE : ORDER_SORT;
+}
+
 bool impl_sort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     FcTensor *r[2];
-    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, -1, &r[0], &r[1])) return false;
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, sort_order(sig, a), -1, true, &r[0], &r[1]))
+        return false;
     return tuple_of(I, r, 2, &rt_sort, out);
 }
 
 bool impl_argsort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     FcTensor *v, *ix;
-    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, -1, &v, &ix)) return false;
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("descending")->b, sort_order(sig, a), -1, true, &v, &ix)) return false;
     fc_tensor_release(v);
     return tensor_value_steal(I, ix, out);
 }
@@ -484,7 +701,8 @@ bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcTensor *r[2];
     if (a[1].i < 0) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
     if (a[0].t->dtype == FC_FLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "\"topk_cpu\" not implemented for 'Half'");
-    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("largest")->b, a[1].i, &r[0], &r[1])) return false;
+    if (!sorted(I, a[0].t, ARG("dim")->i, ARG("largest")->b, ORDER_TOPK, a[1].i, ARG("sorted")->b, &r[0], &r[1]))
+        return false;
     return tuple_of(I, r, 2, &rt_topk, out);
 }
 
@@ -618,7 +836,7 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     int64_t n = fc_tensor_numel(t), one = n;
     FcStatus st = fc_reshape(I->fc, t, 1, &one, &flat, &e);
     if (!tensor_check(I, st, &e)) return false;
-    bool ok = sort_indices(I, flat, 0, false, &ord);
+    bool ok = sort_indices(I, flat, 0, false, ORDER_STABLE, -1, true, &ord);
     if (ok) ok = tensor_check(I, fc_to(I->fc, flat, flat->dtype, fc_cpu(), &h, &e), &e);
     if (ok) ok = tensor_check(I, fc_host_view(I->fc, h, &v, &e), &e);
     FcView ov;

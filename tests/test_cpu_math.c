@@ -1,9 +1,9 @@
-/* test_cpu_math.c — the CPU backend's exp, tanh and log (backend/cpu/cpu_math.h) against torch's,
- * bit for bit.
+/* test_cpu_math.c — the CPU backend's exp, tanh, log, log1p and expm1 (backend/cpu/cpu_math.h)
+ * against torch's, bit for bit.
  *
  * The golden files (tests/golden/math/, written by gen_math.py with torch, whose CPU exp and tanh
- * and log are SLEEF's vector functions) hold inputs and torch's results of exp, softmax over the
- * last dim, sigmoid, tanh and log, for float32 and float64: thresholds, denormal results, NaN payloads and signs
+ * log, log1p and expm1 are SLEEF's vector functions) hold inputs and torch's results of exp,
+ * softmax over the last dim, sigmoid, tanh, log, log1p and expm1, for float32 and float64: thresholds, denormal results, NaN payloads and signs
  * included. Each is
  * run through fcdim as a program would (stored and lazy inputs), which on an x86-64 with FMA
  * runs the vectorised FMA clone of the chunk loops; and cpu_math.h's functions are also called
@@ -163,6 +163,18 @@ START_TEST(log_matches_torch)
 }
 END_TEST
 
+START_TEST(log1p_matches_torch)
+{
+    run_unary("log1p", FC_OP_LOG1P, _i);
+}
+END_TEST
+
+START_TEST(expm1_matches_torch)
+{
+    run_unary("expm1", FC_OP_EXPM1, _i);
+}
+END_TEST
+
 /* Rows whose sum of exp(x - max) is exactly 1 (see gen_exp.py): softmax gives exp's bits. */
 START_TEST(softmax_matches_torch)
 {
@@ -182,17 +194,29 @@ END_TEST
 /* ---- the portable build ---- */
 
 /* The functions of cpu_math.h that the tests below take, by op. */
-static const FcOp math_ops[3] = {FC_OP_EXP, FC_OP_TANH, FC_OP_LOG};
+static const FcOp math_ops[5] = {FC_OP_EXP, FC_OP_TANH, FC_OP_LOG, FC_OP_LOG1P, FC_OP_EXPM1};
 
 /* cpu_math.h's functions, called from this file's baseline build. */
 static uint64_t portable(FcOp op, FcDType dt, const void *x, int64_t i)
 {
     if (dt == FC_FLOAT32) {
         float v = ((const float *)x)[i];
-        return cpu_f32_bits(op == FC_OP_EXP ? cpu_exp_f32(v) : op == FC_OP_TANH ? cpu_tanh_f32(v) : cpu_log_f32(v));
+        switch (op) {
+        case FC_OP_EXP: return cpu_f32_bits(cpu_exp_f32(v));
+        case FC_OP_TANH: return cpu_f32_bits(cpu_tanh_f32(v));
+        case FC_OP_LOG: return cpu_f32_bits(cpu_log_f32(v));
+        case FC_OP_LOG1P: return cpu_f32_bits(cpu_log1p_f32(v));
+        default: return cpu_f32_bits(cpu_expm1_f32(v));
+        }
     }
     double v = ((const double *)x)[i];
-    return cpu_f64_bits(op == FC_OP_EXP ? cpu_exp_f64(v) : op == FC_OP_TANH ? cpu_tanh_f64(v) : cpu_log_f64(v));
+    switch (op) {
+    case FC_OP_EXP: return cpu_f64_bits(cpu_exp_f64(v));
+    case FC_OP_TANH: return cpu_f64_bits(cpu_tanh_f64(v));
+    case FC_OP_LOG: return cpu_f64_bits(cpu_log_f64(v));
+    case FC_OP_LOG1P: return cpu_f64_bits(cpu_log1p_f64(v));
+    default: return cpu_f64_bits(cpu_expm1_f64(v));
+    }
 }
 
 /* _i: dtype (bit 0), the op (math_ops[_i >> 1]). */
@@ -372,14 +396,16 @@ Suite *cpu_math_suite(void)
     tcase_add_loop_test(tc, sigmoid_matches_torch, 0, 4);
     tcase_add_loop_test(tc, tanh_matches_torch, 0, 4);
     tcase_add_loop_test(tc, log_matches_torch, 0, 4);
-    tcase_add_loop_test(tc, portable_matches_torch, 0, 6);
+    tcase_add_loop_test(tc, log1p_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, expm1_matches_torch, 0, 4);
+    tcase_add_loop_test(tc, portable_matches_torch, 0, 10);
     tcase_add_loop_test(tc, f16_to_f32_matches_torch, 0, 2);
     tcase_add_loop_test(tc, f32_rounding_matches_torch, 0, 8);
     suite_add_tcase(s, tc);
     tc = tcase_create("sweep");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 6);
+    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 10);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,13 +1,14 @@
-/* cpu_math.h — exp, tanh and log for the chunk loops of the CPU backend, bit for bit PyTorch's
- * CPU functions.
+/* cpu_math.h — exp, tanh, log, log1p and expm1 for the chunk loops of the CPU backend, bit for bit
+ * PyTorch's CPU functions.
  *
  * PyTorch computes exp of float32 and float64 on the CPU (torch.exp, softmax, log_softmax,
  * logsumexp, the vector body of sigmoid) with Vectorized<T>::exp(), which is SLEEF's
- * Sleef_expf8_u10 / Sleef_expd4_u10, and torch.tanh and torch.log (logsumexp's log) with
- * Vectorized<T>::tanh() and log(), SLEEF's u10 tanh and log; on a CPU with AVX2 those are SLEEF's
- * AVX2 builds, whose multiply-adds are fused (vfmadd). The functions here are the same algorithms
- * written as scalar, branch-free C (sleefsimdsp.c xexpf, xtanhf, xlogf_u1 and sleefsimddp.c xexp,
- * xtanh, xlog_u1 with ENABLE_FMA_SP / ENABLE_FMA_DP, of SLEEF 3.5.1, which Debian's torch links,
+ * Sleef_expf8_u10 / Sleef_expd4_u10, and torch.tanh, torch.log (logsumexp's log), torch.log1p and
+ * torch.expm1 with Vectorized<T>'s functions of those names, SLEEF's u10 ones; on a CPU with AVX2
+ * those are SLEEF's AVX2 builds, whose multiply-adds are fused (vfmadd). The functions here are the
+ * same algorithms written as scalar, branch-free C (sleefsimdsp.c xexpf, xtanhf, xlogf_u1,
+ * xlog1pf, xexpm1f and sleefsimddp.c xexp, xtanh, xlog_u1, xlog1p, xexpm1 with ENABLE_FMA_SP /
+ * ENABLE_FMA_DP, of SLEEF 3.5.1, which Debian's torch links,
  * and their helpers): every operation that SLEEF fuses is an fma()/fmaf() here and
  * every other one a separate, rounded IEEE operation (ISO C mode keeps GCC from contracting
  * them), so the results are the same bits as torch's whatever machine runs them, and a loop
@@ -251,8 +252,9 @@ CPU_MATH_INLINE CpuF2 cpu_df_div(CpuF2 n, CpuF2 d)
     return cpu_f2(s, fmaf(s, v, fmaf(n.y, t, u)));
 }
 
-/* expk2f(d, 0) for 0 <= d (or NaN): exp(d) as a pair. d's product with 1/ln2 is kept under 2^22
- * as in cpu_exp_f32 (only results tanh replaces by 1 change). */
+/* expk2f(d, 0): exp(d) as a pair, for the d whose results tanh and expm1 keep (|d| under 89, or
+ * NaN). d's product with 1/ln2 is kept under 2^22 as in cpu_exp_f32, and SLEEF's zero below -104
+ * is left out: both change only results the callers replace. */
 CPU_MATH_INLINE CpuF2 cpu_expk2_f32(float d)
 {
     float t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f;
@@ -360,7 +362,8 @@ CPU_MATH_INLINE CpuD2 cpu_dd_div(CpuD2 n, CpuD2 d)
     return cpu_d2(s, fma(s, v, fma(n.y, t, u)));
 }
 
-/* expk2(d, 0) for 0 <= d (or NaN): exp(d) as a pair (Estrin's scheme for the polynomial). */
+/* expk2(d, 0): exp(d) as a pair (Estrin's scheme for the polynomial), for |d| under 710 or NaN,
+ * as expk2f. */
 CPU_MATH_INLINE CpuD2 cpu_expk2_f64(double d)
 {
     double t = d * 1.442695040888963407359924681001892137426645954152985934135449406931;
@@ -498,6 +501,108 @@ CPU_MATH_INLINE double cpu_log_f64(double d)
     rb = (rb & ~nan) | (UINT64_C(0x7ff8000000000000) & nan);
     rb = (rb & ~zero) | (UINT64_C(0xfff0000000000000) & zero);
     return cpu_f64_from_bits(rb);
+}
+
+/* ---- log1p and expm1: SLEEF's xlog1pf / xlog1p and xexpm1f / xexpm1 (u10), FMA builds ---- */
+
+/* dfadd_vf2_vf_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_add_ff(float x, float y)
+{
+    float s = x + y;
+    return cpu_f2(s, (x - s) + y);
+}
+
+/* log(1 + d) in float: SLEEF's xlog1pf, FMA build. As cpu_log_f32, on the m of 1 + d, with m
+ * computed from d itself (fma(d, 2^-e, 2^-e - 1)) so that small d keep their bits. */
+CPU_MATH_INLINE float cpu_log1p_f32(float d)
+{
+    float dp1 = d + 1.0f;
+    uint32_t tiny = CPU_MASK32(dp1 < 0x1p-126f);
+    dp1 = cpu_f32_from_bits((cpu_f32_bits(dp1 * 0x1p64f) & tiny) | (cpu_f32_bits(dp1) & ~tiny));
+    int32_t e = (int32_t)((cpu_f32_bits(dp1 * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
+    float t = cpu_f32_from_bits(0x3f800000u + ((uint32_t)-e << 23));
+    float m = fmaf(d, t, t - 1.0f);
+    e -= (int32_t)(tiny & 64);
+
+    CpuF2 s = cpu_df_mul_f(cpu_f2(0.69314718246459960938f, -1.904654323148236017e-09f), (float)e);
+    CpuF2 x = cpu_df_div(cpu_f2(m, 0.0f), cpu_df_add_ff(2.0f, m));
+    float x2 = x.x * x.x;
+
+    float u = +0.3027294874e+0f;
+    u = fmaf(u, x2, +0.3996108174e+0f);
+    u = fmaf(u, x2, +0.6666694880e+0f);
+
+    s = cpu_df_add(s, cpu_f2(x.x * 2.0f, x.y * 2.0f));
+    s = cpu_df_add_f(s, (x2 * x.x) * u);
+    uint32_t rb = cpu_f32_bits(s.x + s.y);
+
+    uint32_t inf = CPU_MASK32(d > 1e+38f), minf = CPU_MASK32(d == -1.0f);
+    uint32_t negzero = CPU_MASK32(cpu_f32_bits(d) == 0x80000000u);
+    rb = (rb & ~inf) | (0x7f800000u & inf);
+    rb |= CPU_MASK32(-1.0f > d);
+    rb = (rb & ~minf) | (0xff800000u & minf);
+    return cpu_f32_from_bits((rb & ~negzero) | (0x80000000u & negzero));
+}
+
+/* exp(a) - 1 in float: SLEEF's xexpm1f, FMA build: the pair exp(a) (expk2f) less 1, rounded once. */
+CPU_MATH_INLINE float cpu_expm1_f32(float a)
+{
+    CpuF2 d = cpu_df_add2_f(cpu_expk2_f32(a), -1.0f);
+    uint32_t rb = cpu_f32_bits(d.x + d.y);
+    uint32_t inf = CPU_MASK32(a > 88.72283172607421875f), m1 = CPU_MASK32(a < -16.635532333438687426013570f);
+    uint32_t negzero = CPU_MASK32(cpu_f32_bits(a) == 0x80000000u);
+    rb = (rb & ~inf) | (0x7f800000u & inf);
+    rb = (rb & ~m1) | (0xbf800000u & m1);
+    return cpu_f32_from_bits((rb & ~negzero) | (0x80000000u & negzero));
+}
+
+/* ddadd_vd2_vd_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_add_dd(double x, double y)
+{
+    double s = x + y;
+    return cpu_d2(s, (x - s) + y);
+}
+
+/* log(1 + d) in double: SLEEF's xlog1p, FMA build. */
+CPU_MATH_INLINE double cpu_log1p_f64(double d)
+{
+    double dp1 = d + 1.0;
+    uint64_t tiny = CPU_MASK64(dp1 < 0x1p-1022);
+    dp1 = cpu_f64_from_bits((cpu_f64_bits(dp1 * 0x1p64) & tiny) | (cpu_f64_bits(dp1) & ~tiny));
+    int32_t e = (int32_t)((cpu_f64_bits(dp1 * (1.0 / 0.75)) >> 52) & 0x7ff) - 0x3ff;
+    double t = cpu_f64_from_bits(UINT64_C(0x3ff0000000000000) + ((uint64_t)((uint32_t)-e << 20) << 32));
+    double m = fma(d, t, t - 1.0);
+    e -= (int32_t)(tiny & 64);
+
+    CpuD2 s = cpu_dd_mul_d(cpu_d2(0.693147180559945286226764, 2.319046813846299558417771e-17), (double)e);
+    CpuD2 x = cpu_dd_div(cpu_d2(m, 0.0), cpu_dd_add_dd(2.0, m));
+    double x2 = x.x * x.x, x4 = x2 * x2, x8 = x4 * x4;
+    double u = fma(x8, fma(x4, 0.1532076988502701353e+0, fma(x2, 0.1525629051003428716e+0, 0.1818605932937785996e+0)),
+                   fma(x4, fma(x2, 0.2222214519839380009e+0, 0.2857142932794299317e+0),
+                       fma(x2, 0.3999999999635251990e+0, 0.6666666666667333541e+0)));
+
+    s = cpu_dd_add(s, cpu_d2(x.x * 2.0, x.y * 2.0));
+    s = cpu_dd_add_d(s, (x2 * x.x) * u);
+    uint64_t rb = cpu_f64_bits(s.x + s.y);
+
+    uint64_t inf = CPU_MASK64(d > 1e+307), nan = CPU_MASK64(d < -1.0) | CPU_MASK64(d != d);
+    uint64_t minf = CPU_MASK64(d == -1.0), negzero = CPU_MASK64(cpu_f64_bits(d) == UINT64_C(0x8000000000000000));
+    rb = (rb & ~inf) | (UINT64_C(0x7ff0000000000000) & inf);
+    rb = (rb & ~nan) | (UINT64_C(0x7ff8000000000000) & nan);
+    rb = (rb & ~minf) | (UINT64_C(0xfff0000000000000) & minf);
+    return cpu_f64_from_bits((rb & ~negzero) | (UINT64_C(0x8000000000000000) & negzero));
+}
+
+/* exp(a) - 1 in double: SLEEF's xexpm1, FMA build. */
+CPU_MATH_INLINE double cpu_expm1_f64(double a)
+{
+    CpuD2 d = cpu_dd_add2_d(cpu_expk2_f64(a), -1.0);
+    uint64_t rb = cpu_f64_bits(d.x + d.y);
+    uint64_t inf = CPU_MASK64(a > 709.782712893383996732223), m1 = CPU_MASK64(a < -36.736800569677101399113302437);
+    uint64_t negzero = CPU_MASK64(cpu_f64_bits(a) == UINT64_C(0x8000000000000000));
+    rb = (rb & ~inf) | (UINT64_C(0x7ff0000000000000) & inf);
+    rb = (rb & ~m1) | (UINT64_C(0xbff0000000000000) & m1);
+    return cpu_f64_from_bits((rb & ~negzero) | (UINT64_C(0x8000000000000000) & negzero));
 }
 
 #endif

@@ -1,5 +1,5 @@
-/* check_math_sleef.c — backend/cpu/cpu_math.h's exp, tanh and log against the SLEEF library
- * that PyTorch calls (Debian's libsleef3, which python3-torch links), bit for bit: every
+/* check_math_sleef.c — backend/cpu/cpu_math.h's exp, tanh, log, log1p and expm1 against the SLEEF
+ * library that PyTorch calls (Debian's libsleef3, which python3-torch links), bit for bit: every
  * one of the 2^32 float32 bit patterns and a sample of float64s (random bit patterns, random
  * values over the function's working range and around its thresholds). Each is computed by the
  * chunk loop compiled for x86-64-v3 (vectorised, as the backend's clone) and, on every STRIDE-th
@@ -10,7 +10,7 @@
  *   cc -std=c11 -O2 -Ibackend -Ibackend/cpu -Ifcdim tests/golden/check_math_sleef.c \
  *       -o /tmp/check_math_sleef -l:libsleef.so.3 -lm && /tmp/check_math_sleef [FN [NDOUBLE [STRIDE]]]
  *
- * FN is exp, tanh, log or all (the default). Prints the count of values compared
+ * FN is exp, tanh, log, log1p, expm1 or all (the default). Prints the count of values compared
  * and of differences per function and dtype; exit status 1 on any. */
 #include "cpu_math.h"
 
@@ -26,6 +26,10 @@ __m256 Sleef_tanhf8_u10(__m256);
 __m256d Sleef_tanhd4_u10(__m256d);
 __m256 Sleef_logf8_u10(__m256);
 __m256d Sleef_logd4_u10(__m256d);
+__m256 Sleef_log1pf8_u10(__m256);
+__m256d Sleef_log1pd4_u10(__m256d);
+__m256 Sleef_expm1f8_u10(__m256);
+__m256d Sleef_expm1d4_u10(__m256d);
 
 enum { N = 256 };
 
@@ -59,6 +63,8 @@ typedef void (*LoopF64)(double *restrict, const double *restrict);
 LOOPS(exp)
 LOOPS(tanh)
 LOOPS(log)
+LOOPS(log1p)
+LOOPS(expm1)
 
 #define SLEEF_LOOPS(fn, f8, d4)                                                                    \
     __attribute__((target("avx2"))) static void sleef_##fn##_f32(float *restrict d, const float *restrict a) \
@@ -74,6 +80,8 @@ LOOPS(log)
 SLEEF_LOOPS(exp, Sleef_expf8_u10, Sleef_expd4_u10)
 SLEEF_LOOPS(tanh, Sleef_tanhf8_u10, Sleef_tanhd4_u10)
 SLEEF_LOOPS(log, Sleef_logf8_u10, Sleef_logd4_u10)
+SLEEF_LOOPS(log1p, Sleef_log1pf8_u10, Sleef_log1pd4_u10)
+SLEEF_LOOPS(expm1, Sleef_expm1f8_u10, Sleef_expm1d4_u10)
 
 typedef struct {
     const char *name;
@@ -88,6 +96,8 @@ static const Fn fns[] = {
     {"tanh", vec_tanh_f32, base_tanh_f32, sleef_tanh_f32, vec_tanh_f64, base_tanh_f64, sleef_tanh_f64, -25.0, 25.0,
      18.714973875},
     {"log", vec_log_f32, base_log_f32, sleef_log_f32, vec_log_f64, base_log_f64, sleef_log_f64, 0.0, 1e6, 21.0},
+    {"log1p", vec_log1p_f32, base_log1p_f32, sleef_log1p_f32, vec_log1p_f64, base_log1p_f64, sleef_log1p_f64, -1.0, 1e6, 20.0},
+    {"expm1", vec_expm1_f32, base_expm1_f32, sleef_expm1_f32, vec_expm1_f64, base_expm1_f64, sleef_expm1_f64, -40.0, 720.0, 30.0},
 };
 
 static uint64_t next_rand(uint64_t *s)
@@ -180,7 +190,7 @@ int main(int argc, char **argv)
         ran++;
     }
     if (!ran) {
-        fprintf(stderr, "check_math_sleef: no function %s (exp, tanh, log, all)\n", which);
+        fprintf(stderr, "check_math_sleef: no function %s (exp, tanh, log, log1p, expm1, all)\n", which);
         return 2;
     }
     return bad != 0;

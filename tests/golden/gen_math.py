@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""gen_math.py: writes tests/golden/math/, PyTorch's CPU exp, softmax, sigmoid, tanh and log of
-float32 and float64 inputs, which tdl's (backend/cpu/cpu_math.h) must match bit for bit; with --check,
+"""gen_math.py: writes tests/golden/math/, PyTorch's CPU exp, softmax, sigmoid, tanh, log, log1p and
+expm1 of float32 and float64 inputs, which tdl's (backend/cpu/cpu_math.h) must match bit for bit; with --check,
 also compares tdl itself with torch over a large sweep.
 
 Run from the repository root with the Debian python3-torch:
@@ -8,9 +8,10 @@ Run from the repository root with the Debian python3-torch:
     /usr/bin/python3 tests/golden/gen_math.py --check TDL [STRIDE [FN]]
                                                             the sweep (nothing is written)
 
-Torch computes exp, tanh and log with Vectorized<T>'s functions of those names, SLEEF's u10
-ones (Sleef_expf8_u10 / Sleef_expd4_u10 and so on; on a CPU with AVX2, their FMA builds); the
-vml path of torch.exp, torch.tanh and torch.log runs them on every element, tails included.
+Torch computes exp, tanh, log, log1p and expm1 with Vectorized<T>'s functions of those names,
+SLEEF's u10 ones (Sleef_expf8_u10 / Sleef_expd4_u10 and so on; on a CPU with AVX2, their FMA
+builds); the vml path of torch.exp, torch.tanh, torch.log, torch.log1p and torch.expm1 runs them
+on every element, tails included.
 The files (.npy, C order):
     exp_float32.npy, exp_float64.npy   (2, n): row 0 the inputs, row 1 torch.exp of them. Inputs:
         values spread evenly over the range where exp is finite and nonzero and evenly over the
@@ -34,10 +35,15 @@ The files (.npy, C order):
         values, NaNs with payloads, denormals, the smallest normal, the ends of the reduced range
         [0.75, 1.5) with their neighbours, values spread evenly over [0, 100] and [0.5, 2] and
         evenly over the bit patterns of the positive finite floats.
+    log1p_float32.npy, log1p_float64.npy, expm1_float32.npy, expm1_float64.npy   (2, n): inputs and
+        torch.log1p / torch.expm1. Inputs: +-0, +-inf, NaNs with payloads, denormals, -1 and the
+        values below it (log1p), the thresholds where expm1 becomes inf or -1 with their
+        neighbours, values spread evenly over the working range and over its bit patterns.
 --check runs TDL on sweeps (for exp every STRIDE-th float32 bit pattern whose exp is finite and
 nonzero, default 64, for tanh every STRIDE-th of those of magnitude up to 10, for log every
-STRIDE-th positive one; a few million float64s) and compares its exp, tanh and log (FN: one of
-them; all by default) with torch's,
+STRIDE-th positive one, for log1p and expm1 every STRIDE-th over their working range; a few
+million float64s) and compares its exp, tanh, log, log1p and expm1 (FN: one of them; all by
+default) with torch's,
 printing the count of values compared and of differences; exit status 1 on any difference.
 check_math_sleef.c, beside this file, compares cpu_math.h with the SLEEF library itself on all
 2^32 float32 values.
@@ -160,6 +166,43 @@ def log_inputs(name, n):
     return np.concatenate([special, even, near1, bits])
 
 
+def log1p_inputs(name, n):
+    """n inputs: the specials, then the sweeps."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, -1.0, -2.0, 1.0, -0.5, 1e-30, -1e-30, 1e38, 1e307 if ft == np.float64 else 1e38,
+                               fi.max, fi.smallest_subnormal, -fi.smallest_subnormal)]
+    for v in (-1.0, fi.tiny - 1 if ft == np.float64 else ft(-1) + fi.eps / 2, 1e38, 0.5, -0.25):
+        special += neighbours(ft, v)
+    special = np.concatenate([np.array(special, ft), nans(ft)])
+    m = n - len(special)
+    even = np.linspace(-1, 10, m // 4).astype(ft)
+    small = np.linspace(-1e-3, 1e-3, m // 4).astype(ft)
+    r = m - 2 * (m // 4)
+    bits = np.linspace(0, int(np.array(np.inf, ft).view(it)) - 1, r - r // 3).astype(it).view(ft)
+    # and over the bit patterns of (-1, 0]
+    neg = -np.linspace(0, int(np.array(1.0, ft).view(it)) - 1, r // 3).astype(it).view(ft)
+    return np.concatenate([special, even, small, bits, neg])
+
+
+def expm1_inputs(name, n):
+    """n inputs: the specials, then the sweeps."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    hi, lo = (88.72283172607421875, -16.635532333438687426013570) if ft == np.float32 else \
+        (709.782712893383996732223, -36.736800569677101399113302437)
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 1e-30, -1e-30, fi.max, -fi.max,
+                               fi.smallest_subnormal, -fi.smallest_subnormal)]
+    for v in (hi, lo, 0.5, -0.5):
+        special += neighbours(ft, v)
+    special = np.concatenate([np.array(special, ft), nans(ft)])
+    m = n - len(special)
+    even = np.linspace(lo - 4, hi + 4, m // 2).astype(ft)
+    bits = np.linspace(0, int(np.array(hi, ft).view(it)), m - m // 2).astype(it).view(ft)
+    bits[1::2] *= ft(-1)
+    return np.concatenate([special, even, bits])
+
+
 def write():
     os.makedirs(OUT, exist_ok=True)
     for name in DT:
@@ -177,6 +220,9 @@ def write():
         np.save(os.path.join(OUT, "tanh_%s.npy" % name), np.stack([x, torch.tanh(torch.from_numpy(x)).numpy()]))
         x = log_inputs(name, 4096 if ft == np.float32 else 2048)
         np.save(os.path.join(OUT, "log_%s.npy" % name), np.stack([x, torch.log(torch.from_numpy(x)).numpy()]))
+        for fn, inputs in (("log1p", log1p_inputs), ("expm1", expm1_inputs)):
+            x = inputs(name, 4096 if ft == np.float32 else 2048)
+            np.save(os.path.join(OUT, "%s_%s.npy" % (fn, name)), np.stack([x, getattr(torch, fn)(torch.from_numpy(x)).numpy()]))
     with open(os.path.join(OUT, "README"), "w") as f:
         f.write("generated by tests/golden/gen_math.py from PyTorch %s (CPU capability %s); do not edit\n"
                 % (torch.__version__, cpu_capability()))
@@ -199,10 +245,16 @@ def sweeps(fn):
     elif fn == "tanh":
         lo, hi, evenly, f64 = -10.0, 10.0, (-25, 25), (-25, 25)
         specials = tanh_inputs("float32", 4096), tanh_inputs("float64", 2048)
-    else:
+    elif fn == "log":
         # every stride-th positive float32 (and as many negatives, which give NaN)
         lo, hi, evenly, f64 = -1e-30, float(np.finfo(ft).max), (0, 1000), (0, 1e6)
         specials = log_inputs("float32", 4096), log_inputs("float64", 2048)
+    elif fn == "log1p":
+        lo, hi, evenly, f64 = -1.0, float(np.finfo(ft).max), (-1, 1000), (-1, 1e6)
+        specials = log1p_inputs("float32", 4096), log1p_inputs("float64", 2048)
+    else:
+        lo, hi, evenly, f64 = -20.0, 90.0, (-20, 90), (-40, 720)
+        specials = expm1_inputs("float32", 4096), expm1_inputs("float64", 2048)
     pos = np.arange(0, int(np.array(hi, ft).view(it)) + 1, STRIDE, dtype=it).view(ft)
     neg = np.arange(0x80000000, int(np.array(lo, ft).view(it)) + 1, STRIDE, dtype=it).view(ft)
     return [("float32", np.concatenate([neg, pos, specials[0]])),
@@ -240,5 +292,5 @@ if __name__ == "__main__":
     print("torch %s, CPU capability %s" % (torch.__version__, cpu_capability()), file=sys.stderr)
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
         STRIDE = int(sys.argv[3]) if len(sys.argv) > 3 else STRIDE
-        sys.exit(1 if check(sys.argv[2], sys.argv[4:5] or ["exp", "tanh", "log"]) else 0)
+        sys.exit(1 if check(sys.argv[2], sys.argv[4:5] or ["exp", "tanh", "log", "log1p", "expm1"]) else 0)
     write()
