@@ -947,7 +947,9 @@ typedef struct Engine {
     bool retain;
     int ninputs;
     FcTensor *const *inputs;
-    FcGradRec **input_rec;
+    FcGradRec **input_rec;      /* a stored input's record */
+    FcNode **input_node;        /* a lazy input's node (borrowed from the input): its cotangent is
+                                   taken where the node occurs in a differentiated expression */
     FcTensor **results;
     /* the loads scattered by the record being differentiated */
     struct Contrib { FcNode *load; FcNode *ct; } *cb;
@@ -1571,6 +1573,22 @@ static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
 
 /* Pushes ct (over root's levels) through root's DAG; loads of storages with records (as ctxrec
  * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
+static FcStatus add_into(FcCtx *ctx, FcTensor **acc, FcTensor *g, FcError *err);
+
+/* The cotangent C of lazy input q's node, added into its result (computed now: the expression may
+ * read values a later step frees). */
+static FcStatus take_input(Engine *E, int q, FcNode *C, FcError *err)
+{
+    FcTensor *t = fc_tensor_from_node(ref(C), E->dev, NULL, 0);
+    if (!t)
+        return fc_nomem(err);
+    FcStatus st = fc_realize(E->ctx, t, err);
+    if (!st)
+        st = add_into(E->ctx, &E->results[q], t, err);
+    fc_tensor_release(t);
+    return st;
+}
+
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
 {
     PtrMap memo = {0}, index = {0};
@@ -1627,6 +1645,12 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
         FcNode *n = order[i], *C = cts[i];
         if (!C)
             continue;
+        /* All of n's consumers in this expression came before it: C is its whole cotangent here. */
+        for (int q = 0; q < E->ninputs && !st; q++)
+            if (E->input_node[q] == n)
+                st = take_input(E, q, C, err);
+        if (st)
+            break;
         if (n->op == FC_OP_LOAD) {
             if (push_contrib(E, ref(n), ref(C), err))
                 goto nomem;
@@ -2131,12 +2155,25 @@ FcStatus fc_backward(FcCtx *ctx, int noutputs, FcTensor *const *outputs, FcTenso
             return fc_errf(err, FC_ERR_RUNTIME, "element %d of tensors does not require grad and does not have a grad_fn", k);
     if (ninputs) {
         E.input_rec = mem_calloc((size_t)ninputs, sizeof *E.input_rec);
-        if (!E.input_rec)
-            return fc_nomem(err);
+        E.input_node = mem_calloc((size_t)ninputs, sizeof *E.input_node);
+        if (!E.input_rec || !E.input_node) {
+            st = fc_nomem(err);
+            goto out;
+        }
         for (int i = 0; i < ninputs; i++) {
             if (!fc_requires_grad(inputs[i])) {
                 st = fc_errf(err, FC_ERR_RUNTIME, "One of the differentiated Tensors does not require grad");
                 goto out;
+            }
+            /* A lazy input is found by its node in the expressions that used it (realised now,
+             * it would be a new storage that nothing read); one that is also an output, or a
+             * view of another lazy tensor, is stored first as before. */
+            bool output = false;
+            for (int k = 0; k < noutputs; k++)
+                output |= outputs[k] == inputs[i];
+            if (inputs[i]->node && !inputs[i]->levels && !inputs[i]->alias_of && !output) {
+                E.input_node[i] = inputs[i]->node;
+                continue;
             }
             if ((st = fc_realize(ctx, inputs[i], err)) != FC_OK)
                 goto out;
@@ -2218,6 +2255,7 @@ out:
     }
     mem_free(E.p);
     mem_free(E.input_rec);
+    mem_free(E.input_node);
     if (st)
         for (int i = 0; i < ninputs; i++) {
             fc_tensor_release(results[i]);

@@ -140,10 +140,17 @@ static FcStatus exp_sum(FcCtx *ctx, FcTensor *a, int d, FcTensor **xm, FcTensor 
     uint64_t mask = (uint64_t)1 << d;
     FcTensor *m = NULL;
     FcStatus st = FC_OK;
-    if (a->ndim == 0)
+    if (a->ndim == 0) {
         m = fc_tensor_retain(a);
-    else
+    } else {
+        /* The max is a constant to the gradient: the result does not depend on it, and PyTorch's
+         * backward formulas have no term through it (one would be NaN where an infinity meets it,
+         * and not exactly 0 at the max elsewhere). */
+        bool was_off = fc_grad_off;
+        fc_grad_off = true;
         st = fc_reduce(ctx, FC_OP_AMAX, a, mask, true, &m, err);
+        fc_grad_off = was_off;
+    }
     if (!st)
         st = fc_binary(ctx, FC_OP_SUB, a, m, xm, err);
     if (!st)
