@@ -67,7 +67,36 @@ struct FcGradRec {
                                  * tensor that no longer requires grad */
     FcOp op;                    /* the root op of value, for grad_fn */
     FcLibConv *lib;             /* LIB: the op (its operands' references) */
+    struct FcRetained *retain;  /* the stored tensors over this storage that retain their gradient
+                                   (a list through FcRetained.next, references) */
 };
+
+/* retain_grad()'s holder of a gradient: referenced by the tensor, and by the node (lazy tensor) or
+ * the record (stored tensor) where a backward finds the tensor's cotangent. */
+struct FcRetained {
+    int32_t refcnt;
+    FcTensor *grad;             /* accumulated, or NULL */
+    int ndim;                   /* on a record: the tensor's geometry in the storage */
+    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS], offset;
+    struct FcRetained *next;    /* the record's next one (a reference) */
+};
+
+void fc_retained_release(struct FcRetained *b)
+{
+    while (b && --b->refcnt == 0) {
+        struct FcRetained *next = b->next;
+        fc_tensor_release(b->grad);
+        mem_free(b);
+        b = next;
+    }
+}
+
+static struct FcRetained *retained_ref(struct FcRetained *b)
+{
+    if (b)
+        b->refcnt++;
+    return b;
+}
 
 void fc_set_grad_enabled(bool on) { fc_grad_off = !on; }
 bool fc_is_grad_enabled(void) { return !fc_grad_off; }
@@ -91,6 +120,8 @@ static void rec_clear(FcGradRec *r)
     FcGradRec *p = r->prev;
     r->prev = NULL;
     fc_grad_rec_release(p);
+    fc_retained_release(r->retain);
+    r->retain = NULL;
     if (r->lib) {
         fc_tensor_release(r->lib->x);
         fc_tensor_release(r->lib->w);
@@ -121,7 +152,7 @@ void fc_grad_free_all(FcCtx *ctx)
 {
     for (;;) {
         FcGradRec *r = live_head;
-        while (r && (r->ctx != ctx || (!r->value && !r->nreads && !r->prev && !r->gradt && !r->lib)))
+        while (r && (r->ctx != ctx || (!r->value && !r->nreads && !r->prev && !r->gradt && !r->lib && !r->retain)))
             r = r->live_next;
         if (!r)
             return;
@@ -329,6 +360,28 @@ FcStatus fc_grad_after_write(FcCtx *ctx, FcStorage *dst, int64_t offset, const i
     return fc_grad_record(ctx, dst, offset, strides, value, sc, err);
 }
 
+/* A write r over the contents that record prev made: the tensors that retain their gradient
+ * there (prev's, and a lazy one that prev realised) retain the new value's instead, as PyTorch
+ * moves the hook to the in-place op's result. */
+static void move_retained(FcGradRec *r, FcGradRec *prev)
+{
+    if (!prev)
+        return;
+    r->retain = prev->retain;
+    prev->retain = NULL;
+    FcNode *v = prev->kind == REC_WRITE ? prev->value : NULL;
+    if (v && v->retain && !v->retain->next && prev->ndim == v->nlev) {
+        struct FcRetained *b = v->retain;
+        v->retain = NULL;
+        b->ndim = prev->ndim;
+        memcpy(b->shape, prev->shape, sizeof b->shape);
+        memcpy(b->strides, prev->strides, sizeof b->strides);
+        b->offset = prev->offset;
+        b->next = r->retain;
+        r->retain = b;          /* the node's reference */
+    }
+}
+
 FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_t *strides, FcNode *value,
                         const FcScatter *sc, FcError *err)
 {
@@ -354,6 +407,7 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     r->prev = dst->grad;
     if (r->prev)
         r->prev->refcnt++;
+    move_retained(r, r->prev);
     PtrMap seen = {0};
     bool ok = collect_reads(value, r, &seen);
     pm_free(&seen);
@@ -494,6 +548,8 @@ static FcGradRec *leaf_rec(FcTensor *t)
 
 FcTensor *fc_grad_of(FcTensor *t)
 {
+    if (t->retained)
+        return fc_tensor_retain(t->retained->grad);
     FcGradRec *r = leaf_rec(t);
     return r ? fc_tensor_retain(r->gradt) : NULL;
 }
@@ -501,7 +557,7 @@ FcTensor *fc_grad_of(FcTensor *t)
 FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
 {
     FcGradRec *r = leaf_rec(t);
-    if (!r && !g)
+    if (!r && !g && !t->retained)
         return FC_OK;
     if (g) {
         bool same = g->ndim == t->ndim && g->dtype == t->dtype;
@@ -509,6 +565,11 @@ FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
             same = g->shape[k] == t->shape[k];
         if (!same)
             return fc_errf(err, FC_ERR_RUNTIME, "assigned grad has data of a different size or type");
+    }
+    if (t->retained) {
+        fc_tensor_release(t->retained->grad);
+        t->retained->grad = fc_tensor_retain(g);
+        return FC_OK;
     }
     if (!r) {
         /* a tensor that needs no gradient keeps an assigned one, as PyTorch's: in a leaf record
@@ -526,6 +587,46 @@ FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err)
     fc_tensor_release(r->gradt);
     r->gradt = fc_tensor_retain(g);
     return FC_OK;
+}
+
+FcStatus fc_retain_grad(FcCtx *ctx, FcTensor *t, FcError *err)
+{
+    (void)ctx;
+    if (!fc_requires_grad(t))
+        return fc_errf(err, FC_ERR_RUNTIME, "can't retain_grad on Tensor that has requires_grad=False");
+    if (fc_is_leaf(t) || t->retained)
+        return FC_OK;
+    if (t->levels || t->alias_of)
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "retain_grad() of a tensor with first-class dims is not supported: make it positional first "
+                       "with t.order(...)");
+    if (t->node && t->node->retain) {
+        t->retained = retained_ref(t->node->retain);    /* another tensor over the same node */
+        return FC_OK;
+    }
+    struct FcRetained *b = mem_calloc(1, sizeof *b);
+    if (!b)
+        return fc_nomem(err);
+    b->refcnt = 2;
+    t->retained = b;
+    if (t->node) {
+        t->node->retain = b;
+        return FC_OK;
+    }
+    /* stored: on its storage's record, with its geometry there */
+    FcGradRec *r = t->storage->grad;
+    b->ndim = t->ndim;
+    memcpy(b->shape, t->shape, (size_t)t->ndim * sizeof *b->shape);
+    memcpy(b->strides, t->strides, (size_t)t->ndim * sizeof *b->strides);
+    b->offset = t->offset;
+    b->next = r->retain;
+    r->retain = b;
+    return FC_OK;
+}
+
+bool fc_retains_grad(const FcTensor *t)
+{
+    return t->retained != NULL;
 }
 
 /* PyTorch's name of the backward of an op: "exp" -> "ExpBackward0", "floor_divide" -> "FloorDivideBackward0". */
@@ -809,7 +910,9 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     case FC_OP_SIGMOID: OUT(0, MUL(Cc(), MUL(SUB(K(1), N()), N()))); break;
     case FC_OP_RELU: OUT(0, WHERE(CMP(FC_OP_GT, N(), K(0)), Cc(), K(0))); break;
     case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC: case FC_OP_SIGN:
-        OUT(0, MUL(Cc(), K(0)));
+        /* zeros_like(grad) in derivatives.yaml: zeros, also where the cotangent is NaN or
+         * infinite (a zero over the node's levels: the select's condition gives them) */
+        OUT(0, WHERE(CMP(FC_OP_EQ, Cc(), Cc()), K(0), K(0)));
         break;
     case FC_OP_RECIPROCAL: OUT(0, MUL(NEG(Cc()), MUL(N(), N()))); break;
     case FC_OP_LOG2: OUT(0, DIV(Cc(), MUL(X(), K(M_LN2)))); break;
@@ -872,16 +975,22 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     }
     case FC_OP_SUM: OUT(0, Cc()); break;
     case FC_OP_PROD: {
-        /* PyTorch's prod_backward: result / x without zeros; with one zero, that element gets the
-         * product of the others and the rest nothing; with more, nothing. */
+        /* PyTorch's prod_backward: grad * (result / x) without zeros; with zeros, grad times the
+         * product of the others (prod_safe_zeros_backward): with one zero, that element gets the
+         * product of the nonzero others and the rest grad * 0 (NaN where grad is); with more, all
+         * grad * 0, except in a prod() of everything, which gives exact zeros then. */
         FcNode *xo = n->in[0];
         FcNode *isz = CMP(FC_OP_EQ, ref(xo), K(0));
         FcNode *nz = reduce_like(n, FC_OP_SUM, dt, own1(FC_OP_CAST, dt, ref(isz)));
         FcNode *p1 = reduce_like(n, FC_OP_PROD, dt, WHERE(ref(isz), K(1), ref(xo)));
-        FcNode *plain = DIV(spread(n, 0, MUL(Cc(), N())), ref(xo));
+        FcNode *plain = DIV(spread(n, 0, N()), ref(xo));
         FcNode *one = WHERE(own2(FC_OP_AND, FC_BOOL, ref(isz), spread(n, 0, CMP(FC_OP_EQ, ref(nz), K(1)))),
-                            spread(n, 0, MUL(Cc(), p1)), K(0));
-        out[0] = WHERE(spread(n, 0, CMP(FC_OP_EQ, nz, K(0))), plain, one);
+                            spread(n, 0, p1), K(0));
+        FcNode *others = WHERE(spread(n, 0, CMP(FC_OP_EQ, ref(nz), K(0))), plain, one);
+        out[0] = MUL(spread(n, 0, Cc()), others);
+        if (n->nlev == 0)
+            out[0] = WHERE(spread(n, 0, CMP(FC_OP_GT, ref(nz), K(1))), K(0), out[0]);
+        fc_node_release(nz);
         fc_node_release(isz);
         ok = out[0] != NULL;
         break;
@@ -1589,6 +1698,19 @@ static FcStatus take_input(Engine *E, int q, FcNode *C, FcError *err)
     return st;
 }
 
+/* The cotangent C of a node whose lazy tensor retains its gradient, added into it. */
+static FcStatus take_retained(Engine *E, struct FcRetained *b, FcNode *C, FcError *err)
+{
+    FcTensor *t = fc_tensor_from_node(ref(C), E->dev, NULL, 0);
+    if (!t)
+        return fc_nomem(err);
+    FcStatus st = fc_realize(E->ctx, t, err);
+    if (!st)
+        st = add_into(E->ctx, &b->grad, t, err);
+    fc_tensor_release(t);
+    return st;
+}
+
 static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRec *ctxrec, FcError *err)
 {
     PtrMap memo = {0}, index = {0};
@@ -1649,6 +1771,8 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
         for (int q = 0; q < E->ninputs && !st; q++)
             if (E->input_node[q] == n)
                 st = take_input(E, q, C, err);
+        if (!st && n->retain)
+            st = take_retained(E, n->retain, C, err);
         if (st)
             break;
         if (n->op == FC_OP_LOAD) {
@@ -2083,6 +2207,16 @@ static FcStatus process(Engine *E, Pending *p, FcError *err)
             if (st)
                 return st;
         }
+    /* the stored tensors over this storage that retain their gradient: their part of it */
+    for (struct FcRetained *b = r->retain; b && !st; b = b->next) {
+        FcTensor *v = NULL;
+        st = read_geometry(ctx, p->g, b->ndim, b->shape, b->strides, b->offset, false, &v, err);
+        if (!st)
+            st = add_into(ctx, &b->grad, v, err);
+        fc_tensor_release(v);
+    }
+    if (st)
+        return st;
     if (r->kind == REC_LEAF) {
         if (E->ninputs || r->off)
             return FC_OK;

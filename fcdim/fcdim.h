@@ -332,6 +332,8 @@ struct FcNode {
                                    (matmul.c) reads such a node, which the scheduler realises apart */
     uint64_t mark;              /* the last walk that saw it (fc_walk_stamp) ... */
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
+    struct FcRetained *retain;  /* the lazy tensor of this node called retain_grad(): where a
+                                   backward adds the cotangent that reaches here (a reference) */
 };
 
 FcNode *fc_node_retain(FcNode *n);
@@ -395,6 +397,7 @@ typedef struct FcTensor {
     int naliases, capaliases;
     int8_t *alias_src;          /* a relayout's: [ndim], the base's dim each dim walks (-1: a new
                                    one, stride 0); NULL: the base's own dims */
+    struct FcRetained *retained; /* retain_grad() was called (a non-leaf): its .grad (a reference) */
 } FcTensor;
 
 FcTensor *fc_tensor_retain(FcTensor *t);
@@ -1275,9 +1278,18 @@ bool fc_requires_grad(FcTensor *t);
 FcStatus fc_set_requires_grad(FcCtx *ctx, FcTensor *t, bool on, FcError *err);
 /* A leaf: no gradient needed, or a stored tensor viewing its leaf storage with the leaf's geometry. */
 bool fc_is_leaf(FcTensor *t);
-/* The accumulated gradient of a leaf t (a new reference), or NULL. set: replaces it (g NULL: clears). */
+/* The accumulated gradient of a leaf t, or of a non-leaf that retains it (a new reference), or
+ * NULL. set: replaces it (g NULL: clears). */
 FcTensor *fc_grad_of(FcTensor *t);
 FcStatus fc_grad_set(FcCtx *ctx, FcTensor *t, FcTensor *g, FcError *err);
+/* PyTorch's retain_grad(): a non-leaf t's .grad gets what every later backward (and grad())
+ * computes for it, accumulating; nothing for a leaf; FC_ERR_RUNTIME (PyTorch's message) for a
+ * tensor that needs no gradient, or one with first-class dims. After an in-place write into t it
+ * is the new value's gradient, as PyTorch moves its hook. retains: whether it was called on t. */
+FcStatus fc_retain_grad(FcCtx *ctx, FcTensor *t, FcError *err);
+bool fc_retains_grad(const FcTensor *t);
+/* Drops a reference to a retained gradient's holder (FcNode.retain, FcTensor.retained). */
+void fc_retained_release(struct FcRetained *b);
 /* The name of the operation that made t ("MulBackward0"), or NULL for a leaf or no gradient. */
 const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap);
 /* A tensor sharing t's memory whose value needs no gradient (t realised first). */

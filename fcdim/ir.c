@@ -190,6 +190,7 @@ void fc_node_release(FcNode *n)
     for (int k = 0; k < n->nin; k++)
         fc_node_release(n->in[k]);
     fc_storage_release(n->storage);
+    fc_retained_release(n->retain);
     mem_free(n);
 }
 

@@ -430,6 +430,7 @@ void fc_tensor_release(FcTensor *t)
     fc_node_release(t->node);
     fc_node_release(t->load);
     fc_storage_release(t->storage);
+    fc_retained_release(t->retained);
     if (t->levels) {
         for (int k = 0; k < t->ndim; k++)
             fc_dim_release(t->levels[k]);

@@ -384,6 +384,23 @@ static bool run_pointwise(Interp *I, const TensorSig *sig, TensorArg *a, bool di
     FcLevels lv;
     FcError e;
     if (!tensor_check(I, fc_levels_union(n, ts, &lv, &e), &e)) return false;
+    if (dims_first && strcmp(sig->row->name, "mul") == 0 && a[0].t && !a[0].t->levels && !a[0].t->wrapped_number) {
+        /* p * t of a plain tensor p runs batched in functorch.dim (torch.Tensor.mul is not in its
+         * pointwise set): EnableAllLayers orders the dims as they were made, and from_batched
+         * puts them before the positional levels (p * t[j, i]: i before j). t * p, 2 * t are
+         * _Tensor's own __mul__, pointwise: the union in order of appearance. (t.mul(p) runs
+         * batched too in functorch; tdl, which cannot tell it from t * p, gives the union.) */
+        FcLevels b = {0};
+        for (int k = 0; k < lv.n; k++)
+            if (lv.at[k]) {
+                int q = b.n++;
+                for (; q > 0 && b.at[q - 1]->serial > lv.at[k]->serial; q--) b.at[q] = b.at[q - 1];
+                b.at[q] = lv.at[k];
+            }
+        for (int k = 0; k < lv.n; k++)
+            if (!lv.at[k]) b.at[b.n++] = NULL;
+        lv = b;
+    }
     /* functorch delays a product of two float tensors with only first-class dims (dims_run sends
      * only those products here): summed over dims, it is a matmul (try_contract) */
     bool delay = !dims_first && strcmp(sig->row->name, "mul") == 0 && n == 2;

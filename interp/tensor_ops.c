@@ -1175,7 +1175,17 @@ IMPL_FN(is_leaf)
 IMPL_FN(grad_attr)
 {
     (void)sig;
-    FcTensor *g = fc_grad_of(a[0].t);
+    FcTensor *t = a[0].t;
+    if (fc_requires_grad(t) && !fc_is_leaf(t) && !fc_retains_grad(t) &&
+        !interp_warn(I, TDL_ERR_USER_WARNING,
+                     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                     "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                     "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf "
+                     "Tensor by mistake, make sure you access the leaf Tensor instead. See "
+                     "github.com/pytorch/pytorch/pull/30531 for more informations. (Triggered internally at  "
+                     "./build/aten/src/ATen/core/TensorBody.h:480.)"))
+        return false;
+    FcTensor *g = fc_grad_of(t);
     if (!g) {
         *out = v_none();
         return true;
@@ -1193,6 +1203,22 @@ IMPL_FN(grad_fn)
         return true;
     }
     return str_printf(I, out, "<%s>", nm);
+}
+
+IMPL_FN(retain_grad)
+{
+    (void)sig;
+    FcError e;
+    if (!tensor_check(I, fc_retain_grad(I->fc, a[0].t, &e), &e)) return false;
+    *out = v_none();
+    return true;
+}
+
+IMPL_FN(retains_grad)
+{
+    (void)sig;
+    *out = v_bool(fc_retains_grad(a[0].t));
+    return true;
 }
 
 IMPL_FN(requires_grad_)
