@@ -322,6 +322,8 @@ struct FcNode {
     bool evenly;                /* AMAX, AMIN of max() and min() (fc_max_all): the gradient goes
                                    evenly to the elements equal to the result, the NaNs when it is
                                    NaN, zeros elsewhere (amax's is scaled by the count of ties) */
+    bool c_order;               /* stored in C order when it is the root realised (a copy PyTorch
+                                   allocates contiguous: repeat, tril), not in its loads' order */
     bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
                                    LOAD): realised by the backend's matmul, with the pointwise
                                    expression that reads it as its epilogue (fc_product_root) */

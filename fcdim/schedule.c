@@ -1271,7 +1271,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             memcpy(strides, out_strides, (size_t)nlev * sizeof *strides);
         } else {
             int perm[FC_MAX_DIMS];
-            if (is_reduce) {
+            if (is_reduce || root->c_order) {
                 for (int i = 0; i < nlev; i++)
                     perm[i] = nlev - 1 - i;
             } else {

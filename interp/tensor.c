@@ -1100,6 +1100,15 @@ bool tensor_binop(Interp *I, LangOp op, Value a, Value b, Value *out)
         return err_raise(I, TDL_ERR_TYPE, "unsupported operand type(s) for %s: '%s' and '%s'",
                          op == OP_POW ? "** or pow()" : lang_op_text[op], val_type_name(a), val_type_name(b));
     }
+    if (op == OP_DIV && is_number(a) && b.tag == V_TENSOR) {
+        /* number / t is t.reciprocal() * number in PyTorch (Tensor.__rtruediv__): two roundings,
+         * which differ from one division in the last bit of about a third of float32 results */
+        Value r;
+        if (!tensor_call_name(I, "reciprocal", b, NULL, 0, &r)) return false;
+        bool ok = tensor_binop(I, OP_MUL, r, a, out);
+        val_decref(I, r);
+        return ok;
+    }
     Value args[2] = {a, b};
     if (I->binop_row[op] < 0) return err_raise(I, TDL_ERR_RUNTIME, "internal error: no tensor operator '%s'", name);
     return tensor_dispatch(I, I->binop_row[op], v_undef(), args, 2, NULL, 0, out);

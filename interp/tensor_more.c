@@ -1039,6 +1039,14 @@ bool impl_roll(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 }
 
 /* repeat(sizes): t tiled; a lazy gather by index k mod size along each dim (a copy, as torch's). */
+/* r, a result PyTorch allocates contiguous, is stored in C order when realised (not in the order
+ * of the loads it reads, as an elementwise result is); only a node r alone holds is marked. */
+static void c_order(FcTensor *r)
+{
+    if (r->node && r->node->refcnt == 1)
+        r->node->c_order = true;
+}
+
 bool impl_repeat(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     FcTensor *t = a[0].t, *r = NULL, *ix, *tmp;
@@ -1065,6 +1073,7 @@ bool impl_repeat(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     if (st == FC_OK && (r->storage && t->storage && r->storage == t->storage))
         st = step(fc_clone(I->fc, r, FC_MF_CONTIGUOUS, &tmp, &e), &r, &tmp);
+    if (st == FC_OK) c_order(r);
     return result(I, st, &e, r, out);
 }
 
@@ -1089,6 +1098,7 @@ static bool triangle(Interp *I, TensorArg *a, bool lower, Value *out)
     zero = NULL;
     if (st == FC_OK) st = int_scalar(I->fc, t->dtype, 0, &zero, &e);
     if (st == FC_OK) st = fc_where(I->fc, mask, t, zero, &r, &e);
+    if (st == FC_OK) c_order(r);
     fc_tensor_release(row);
     fc_tensor_release(col);
     fc_tensor_release(diff);
