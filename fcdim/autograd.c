@@ -1684,29 +1684,16 @@ static FcStatus push_contrib(Engine *E, FcNode *load, FcNode *ct, FcError *err)
  * saw them, or as they are now when ctxrec is NULL) get their cotangents scattered. */
 static FcStatus add_into(FcCtx *ctx, FcTensor **acc, FcTensor *g, FcError *err);
 
-/* The cotangent C of lazy input q's node, added into its result (computed now: the expression may
- * read values a later step frees). */
-static FcStatus take_input(Engine *E, int q, FcNode *C, FcError *err)
+/* The cotangent C of a node, computed now (the expression may read values a later step frees) and
+ * added into *acc: a lazy input's result, or the gradient a lazy tensor retains. */
+static FcStatus add_cotangent(Engine *E, FcTensor **acc, FcNode *C, FcError *err)
 {
     FcTensor *t = fc_tensor_from_node(ref(C), E->dev, NULL, 0);
     if (!t)
         return fc_nomem(err);
     FcStatus st = fc_realize(E->ctx, t, err);
     if (!st)
-        st = add_into(E->ctx, &E->results[q], t, err);
-    fc_tensor_release(t);
-    return st;
-}
-
-/* The cotangent C of a node whose lazy tensor retains its gradient, added into it. */
-static FcStatus take_retained(Engine *E, struct FcRetained *b, FcNode *C, FcError *err)
-{
-    FcTensor *t = fc_tensor_from_node(ref(C), E->dev, NULL, 0);
-    if (!t)
-        return fc_nomem(err);
-    FcStatus st = fc_realize(E->ctx, t, err);
-    if (!st)
-        st = add_into(E->ctx, &b->grad, t, err);
+        st = add_into(E->ctx, acc, t, err);
     fc_tensor_release(t);
     return st;
 }
@@ -1770,9 +1757,9 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
         /* All of n's consumers in this expression came before it: C is its whole cotangent here. */
         for (int q = 0; q < E->ninputs && !st; q++)
             if (E->input_node[q] == n)
-                st = take_input(E, q, C, err);
+                st = add_cotangent(E, &E->results[q], C, err);
         if (!st && n->retain)
-            st = take_retained(E, n->retain, C, err);
+            st = add_cotangent(E, &n->retain->grad, C, err);
         if (st)
             break;
         if (n->op == FC_OP_LOAD) {

@@ -481,12 +481,13 @@ static void cxx_heap_select(const SortKeys *k, int64_t *first, int64_t *middle, 
         if (goes_before(k, *i, *first)) cxx_pop_heap(k, first, middle - first, i);
 }
 
-/* std::__sort_heap */
-static void cxx_sort_heap(const SortKeys *k, int64_t *first, int64_t *last)
+/* std::__partial_sort: the first middle - first in order, the rest in no useful order */
+static void cxx_partial_sort(const SortKeys *k, int64_t *first, int64_t *middle, int64_t *last)
 {
-    while (last - first > 1) {
-        last--;
-        cxx_pop_heap(k, first, last - first, last);
+    cxx_heap_select(k, first, middle, last);
+    while (middle - first > 1) {                            /* std::__sort_heap */
+        middle--;
+        cxx_pop_heap(k, first, middle - first, middle);
     }
 }
 
@@ -556,8 +557,7 @@ static void cxx_introsort_loop(const SortKeys *k, int64_t *first, int64_t *last,
 {
     while (last - first > CXX_THRESHOLD) {
         if (depth == 0) {
-            cxx_heap_select(k, first, last, last);          /* std::__partial_sort(first, last, last) */
-            cxx_sort_heap(k, first, last);
+            cxx_partial_sort(k, first, last, last);
             return;
         }
         depth--;
@@ -605,8 +605,7 @@ static void topk_line(const SortKeys *k, int64_t *idx, int64_t n, int64_t kk, bo
 {
     if (kk <= 0) return;
     if (kk * 64 <= n) {
-        cxx_heap_select(k, idx, idx + kk, idx + n);          /* std::partial_sort */
-        cxx_sort_heap(k, idx, idx + kk);
+        cxx_partial_sort(k, idx, idx + kk, idx + n);
     } else {
         cxx_nth_element(k, idx, idx + kk - 1, idx + n);
         if (sorted) cxx_sort(k, idx, kk - 1);
@@ -632,7 +631,8 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, LineOrder ord
     memcpy(iv.shape, t->shape, (size_t)t->ndim * sizeof *t->shape);
     fc_contiguous_strides(t->ndim, iv.shape, iv.strides);
     int64_t *res = mem_malloc((size_t)(total ? total : 1) * sizeof *res);
-    int64_t *idx = mem_malloc((size_t)(n ? 2 * n : 1) * sizeof *idx);
+    /* a line's indices, and after them the merge sort's scratch */
+    int64_t *idx = mem_malloc((size_t)(n ? (order == ORDER_STABLE ? 2 : 1) * n : 1) * sizeof *idx);
     bool ok = res && idx ? true : err_nomem(I);
     SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, desc};
     for (int64_t base = 0; ok && n > 0 && base < total; base++) {
