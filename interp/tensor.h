@@ -190,6 +190,8 @@ FcOperand tensor_operand(const FcTensor *t);
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 TENSOR_MORE_IMPL(var) TENSOR_MORE_IMPL(std) TENSOR_MORE_IMPL(cumsum) TENSOR_MORE_IMPL(cumprod)
 TENSOR_MORE_IMPL(sort) TENSOR_MORE_IMPL(argsort) TENSOR_MORE_IMPL(topk) TENSOR_MORE_IMPL(unique)
+TENSOR_MORE_IMPL(kthvalue) TENSOR_MORE_IMPL(median) TENSOR_MORE_IMPL(nanmedian) TENSOR_MORE_IMPL(mode)
+TENSOR_MORE_IMPL(msort) TENSOR_MORE_IMPL(cummax) TENSOR_MORE_IMPL(cummin)
 TENSOR_MORE_IMPL(norm) TENSOR_MORE_IMPL(isclose) TENSOR_MORE_IMPL(allclose) TENSOR_MORE_IMPL(einsum)
 TENSOR_MORE_IMPL(repeat) TENSOR_MORE_IMPL(chunk) TENSOR_MORE_IMPL(split) TENSOR_MORE_IMPL(flip)
 TENSOR_MORE_IMPL(roll) TENSOR_MORE_IMPL(tril) TENSOR_MORE_IMPL(triu) TENSOR_MORE_IMPL(masked_fill)

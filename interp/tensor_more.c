@@ -370,10 +370,16 @@ bool impl_cumprod(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { r
 
 /* ---- sorting ------------------------------------------------------------------------------- */
 
+/* How two elements compare: NaN the largest value (sort, topk, kthvalue), the same with equal
+ * values ordered by their position (median's comparator), or the plain `<` of mode's std::sort,
+ * under which a NaN is neither before nor after anything. */
+typedef enum { CMP_NAN_LAST, CMP_NAN_LAST_INDEX, CMP_PLAIN } SortCmp;
+
 typedef struct SortKeys {
     const char *base;
     FcDType dt;
     bool desc;
+    SortCmp cmp;
 } SortKeys;
 
 static double key_f(const SortKeys *k, int64_t i)
@@ -386,15 +392,19 @@ static int64_t key_i(const SortKeys *k, int64_t i)
     return fc_scalar_load(k->dt, k->base + i * (int64_t)fc_dtype_size(k->dt)).i;
 }
 
-/* Whether element i goes strictly before element j (NaN is the largest value, as in PyTorch). */
+/* Whether element i goes strictly before element j, by k->cmp (offsets i < j: i is earlier in its
+ * line). */
 static bool goes_before(const SortKeys *k, int64_t i, int64_t j)
 {
     if (fc_dtype_is_float(k->dt)) {
         double x = key_f(k, i), y = key_f(k, j);
+        if (k->cmp == CMP_PLAIN) return k->desc ? x > y : x < y;
+        if (k->cmp == CMP_NAN_LAST_INDEX && x == y) return i < j;
         if (k->desc) return (isnan(x) && !isnan(y)) || x > y;
         return (!isnan(x) && isnan(y)) || x < y;
     }
     int64_t x = key_i(k, i), y = key_i(k, j);
+    if (k->cmp == CMP_NAN_LAST_INDEX && x == y) return i < j;
     return k->desc ? x > y : x < y;
 }
 
@@ -613,8 +623,15 @@ static void topk_line(const SortKeys *k, int64_t *idx, int64_t n, int64_t kk, bo
 }
 
 /* How a line is ordered: PyTorch's sort(stable=True) (any stable sort), sort(stable=False)
- * (std::sort), or topk's selection of the first k. */
-typedef enum { ORDER_STABLE, ORDER_SORT, ORDER_TOPK } LineOrder;
+ * (std::sort), or topk's selection of the first k; or, by select_line, one element of it picked
+ * to the front (kthvalue, median(dim), nanmedian(dim), median(), nanmedian(), mode), or each
+ * position given the index of the running max / min (cummax, cummin: by desc). */
+typedef enum {
+    ORDER_STABLE, ORDER_SORT, ORDER_TOPK, ORDER_KTH, ORDER_MEDIAN, ORDER_NANMEDIAN, ORDER_MEDIAN_ALL,
+    ORDER_NANMEDIAN_ALL, ORDER_MODE, ORDER_CUMMAX
+} LineOrder;
+
+static void select_line(const SortKeys *k, int64_t *idx, int64_t n, LineOrder order, int64_t kk);
 
 /* The int64 indices that order t along dim d, on t's device (for ORDER_TOPK, the first k of each
  * line are topk's, in order when sorted, the rest in no useful order). */
@@ -634,13 +651,14 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, LineOrder ord
     /* a line's indices, and after them the merge sort's scratch */
     int64_t *idx = mem_malloc((size_t)(n ? (order == ORDER_STABLE ? 2 : 1) * n : 1) * sizeof *idx);
     bool ok = res && idx ? true : err_nomem(I);
-    SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, desc};
+    SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, desc, CMP_NAN_LAST};
     for (int64_t base = 0; ok && n > 0 && base < total; base++) {
         if ((base / inner) % n != 0) continue;      /* the first element of each line */
         for (int64_t j = 0; j < n; j++) idx[j] = base + j * inner;
         if (order == ORDER_STABLE) merge_sort(&k, idx, idx + n, n);
         else if (order == ORDER_SORT) cxx_sort(&k, idx, n);
-        else topk_line(&k, idx, n, kk, sorted);
+        else if (order == ORDER_TOPK) topk_line(&k, idx, n, kk, sorted);
+        else select_line(&k, idx, n, order, kk);
         for (int64_t j = 0; j < n; j++) res[base + j * inner] = (idx[j] - base) / inner;
     }
     iv.data = res;
@@ -651,7 +669,8 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, LineOrder ord
     return ok;
 }
 
-/* (values, indices) of t ordered along dim; ORDER_TOPK: only the first k. */
+/* (values, indices) of t ordered along dim; ORDER_TOPK: only the first k; kthvalue, median and
+ * mode's orders: only the first (the dim kept, of size 1). */
 static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder order, int64_t k, bool in_order,
                    FcTensor **values, FcTensor **indices)
 {
@@ -663,7 +682,9 @@ static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder ord
     if (order == ORDER_TOPK && k > (t->ndim ? t->shape[d] : 1)) return err_raise(I, TDL_ERR_RUNTIME, "selected index k out of range");
     if (!sort_indices(I, t, d, desc, order, k, in_order, &ix)) return false;
     FcStatus st = FC_OK;
-    if (order == ORDER_TOPK && t->ndim) st = step(narrow(I->fc, ix, d, 0, k, &tmp, &e), &ix, &tmp);
+    bool picks = order >= ORDER_KTH && order <= ORDER_MODE;
+    if ((order == ORDER_TOPK || picks) && t->ndim)
+        st = step(narrow(I->fc, ix, d, 0, picks ? 1 : k, &tmp, &e), &ix, &tmp);
     if (st == FC_OK) st = t->ndim ? fc_gather(I->fc, t, d, ix, values, &e) : fc_clone(I->fc, t, FC_MF_PRESERVE, values, &e);
     if (st != FC_OK) {
         fc_tensor_release(ix);
@@ -705,6 +726,258 @@ bool impl_topk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         return false;
     return tuple_of(I, r, 2, &rt_topk, out);
 }
+
+/* ---- kthvalue, median, nanmedian, mode, msort, cummax, cummin ------------------------------ */
+
+/* PyTorch's quick_select_template (aten/src/ATen/native/SortingUtils.h), kthvalue's selection,
+ * step for step (it swaps values and indices together, as these swaps move idx): idx[kk] ends as
+ * the element of rank kk, NaN the largest value. */
+static void quick_select(const SortKeys *k, int64_t *idx, int64_t n, int64_t kk)
+{
+    int64_t lo = 0, hi = n - 1;
+    for (;;) {
+        if (hi <= lo) return;
+        if (hi == lo + 1) {
+            if (goes_before(k, idx[hi], idx[lo])) cxx_swap(&idx[lo], &idx[hi]);
+            return;
+        }
+        cxx_swap(&idx[lo + (hi - lo) / 2], &idx[lo + 1]);        /* the median of three */
+        if (goes_before(k, idx[hi], idx[lo + 1])) cxx_swap(&idx[lo + 1], &idx[hi]);
+        if (goes_before(k, idx[hi], idx[lo])) cxx_swap(&idx[lo], &idx[hi]);
+        if (goes_before(k, idx[lo], idx[lo + 1])) cxx_swap(&idx[lo + 1], &idx[lo]);
+        int64_t i = lo + 1, j = hi, piv = idx[lo];
+        for (;;) {
+            do i++; while (goes_before(k, idx[i], piv));
+            do j--; while (goes_before(k, piv, idx[j]));
+            if (j < i) break;
+            cxx_swap(&idx[i], &idx[j]);
+        }
+        cxx_swap(&idx[lo], &idx[j]);
+        if (j <= kk) lo = i;
+        if (j >= kk) hi = j - 1;
+    }
+}
+
+static bool key_nan(const SortKeys *k, int64_t i)
+{
+    return fc_dtype_is_float(k->dt) && isnan(key_f(k, i));
+}
+
+/* PyTorch's median_with_indices_impl (median(dim), nanmedian(dim)) and median_impl (median(),
+ * nanmedian()) on one line: the first NaN where NaN propagates, else std::nth_element to the lower
+ * median of the values that are not NaN. Its comparator orders equal values by index for the dim
+ * forms (then the pick is the lower index) and not for the others. */
+static void median_line(const SortKeys *k, int64_t *idx, int64_t n, bool skip_nan)
+{
+    int64_t nans = 0;
+    for (int64_t j = 0; j < n; j++) {
+        if (!key_nan(k, idx[j])) continue;
+        if (!skip_nan) {
+            idx[0] = idx[j];
+            return;
+        }
+        nans++;
+    }
+    cxx_nth_element(k, idx, idx + (n - nans - 1) / 2, idx + n);
+    idx[0] = idx[(n - nans - 1) / 2];
+}
+
+/* PyTorch's mode kernel (aten/src/ATen/native/cpu/TensorCompareKernel.cpp) on one line: std::sort
+ * of (value, index) pairs by the value's plain `<`, then the first longest run of equal values (a
+ * NaN equals nothing) gives the mode and the index of that run's last pair. */
+static void mode_line(const SortKeys *k, int64_t *idx, int64_t n)
+{
+    cxx_sort(k, idx, n);
+    int64_t best = 0, freq = 0, pick = idx[0];
+    bool fl = fc_dtype_is_float(k->dt);
+    for (int64_t j = 0; j < n; j++) {
+        freq++;
+        if (j == n - 1 || (fl ? key_f(k, idx[j]) != key_f(k, idx[j + 1]) : key_i(k, idx[j]) != key_i(k, idx[j + 1]))) {
+            if (freq > best) {
+                best = freq;
+                pick = idx[j];
+            }
+            freq = 0;
+        }
+    }
+    idx[0] = pick;
+}
+
+/* PyTorch's cummax_cummin_helper on one line: a NaN, or a value >= the running max (cummax;
+ * <= the running min for cummin) while that is not NaN, becomes the running one, so among equal
+ * values the last is taken and a NaN stays. */
+static void cummax_line(const SortKeys *k, int64_t *idx, int64_t n)
+{
+    int64_t run = idx[0];
+    for (int64_t j = 0; j < n; j++) {
+        if (key_nan(k, idx[j]) || (!key_nan(k, run) && !goes_before(k, idx[j], run))) run = idx[j];
+        idx[j] = run;
+    }
+}
+
+/* The orders after ORDER_TOPK (LineOrder) on one line of n > 0 offsets. */
+static void select_line(const SortKeys *k, int64_t *idx, int64_t n, LineOrder order, int64_t kk)
+{
+    SortKeys by = *k;
+    by.cmp = order == ORDER_MEDIAN || order == ORDER_NANMEDIAN ? CMP_NAN_LAST_INDEX : order == ORDER_MODE ? CMP_PLAIN : CMP_NAN_LAST;
+    if (order == ORDER_KTH) {
+        quick_select(&by, idx, n, kk - 1);
+        idx[0] = idx[kk - 1];
+    } else if (order == ORDER_MODE) {
+        mode_line(&by, idx, n);
+    } else if (order == ORDER_CUMMAX) {
+        /* not goes_before: x >= running ascending (cummax), x <= running descending (cummin) */
+        cummax_line(&by, idx, n);
+    } else {
+        median_line(&by, idx, n, order == ORDER_NANMEDIAN || order == ORDER_NANMEDIAN_ALL);
+    }
+}
+
+static const char *const values_indices[] = {"values", "indices"};
+static const TupleFields rt_kthvalue = {"torch.return_types.kthvalue", values_indices};
+static const TupleFields rt_median = {"torch.return_types.median", values_indices};
+static const TupleFields rt_nanmedian = {"torch.return_types.nanmedian", values_indices};
+static const TupleFields rt_mode = {"torch.return_types.mode", values_indices};
+static const TupleFields rt_cummax = {"torch.return_types.cummax", values_indices};
+static const TupleFields rt_cummin = {"torch.return_types.cummin", values_indices};
+
+/* PyTorch's "NAME_cpu" not implemented for 'Half' (and 'Bool'): the dtypes a kernel refuses. */
+static bool dtype_refused(Interp *I, const FcTensor *t, const char *kernel, bool half)
+{
+    if (t->dtype == FC_BOOL || (half && t->dtype == FC_FLOAT16))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s\" not implemented for '%s'", kernel, fc_dtype_torch_name(t->dtype)), true;
+    return false;
+}
+
+/* (values, indices) of the reduction of t along dim by one element per line (order, kk: as
+ * sorted), as a torch.return_types tuple; a dim of size 0 has no element to pick (name's
+ * IndexError). */
+static bool picked(Interp *I, FcTensor *t, int64_t dim, bool keep, LineOrder order, int64_t kk, const char *name,
+                   const TupleFields *fields, Value *out)
+{
+    FcTensor *r[2], *tmp;
+    FcError e;
+    int d;
+    if (!tensor_check(I, fc_wrap_dim(dim, t->ndim, &d, &e), &e)) return false;
+    if (t->ndim && t->shape[d] == 0)
+        return err_raise(I, TDL_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, d);
+    if (order == ORDER_KTH && (kk < 1 || kk > (t->ndim ? t->shape[d] : 1)))
+        return err_raise(I, TDL_ERR_RUNTIME, "kthvalue(): selected number k out of range for dimension %d", d);
+    if (!sorted(I, t, d, false, order, kk, false, &r[0], &r[1])) return false;
+    FcStatus st = FC_OK;
+    for (int j = 0; j < 2 && st == FC_OK && !keep && t->ndim; j++)
+        st = step(fc_squeeze(I->fc, r[j], UINT64_C(1) << d, &tmp, &e), &r[j], &tmp);
+    if (st != FC_OK) {
+        fc_tensor_release(r[0]);
+        fc_tensor_release(r[1]);
+        return tensor_check(I, st, &e);
+    }
+    return tuple_of(I, r, 2, fields, out);
+}
+
+bool impl_kthvalue(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    if (dtype_refused(I, a[0].t, "kthvalue_cpu", true)) return false;
+    return picked(I, a[0].t, ARG("dim")->i, ARG("keepdim")->b, ORDER_KTH, a[1].i, "kthvalue", &rt_kthvalue, out);
+}
+
+/* median() / nanmedian(): the lower median of every element (NaN where one is and NaN propagates;
+ * NaN for no elements), a 0-dim tensor. Its gradient goes evenly to the elements equal to it (to
+ * the NaNs when it is NaN), as PyTorch's evenly_distribute_backward: with a gradient to record,
+ * the result is max() (fc_max_all, whose gradient that is) of where(x == median, x, -inf) (+inf and
+ * min() for a median of -inf), which may give 0 for a median of -0 with both zeros in t. The
+ * elements are searched in t's logical order, where PyTorch's clone keeps a dense tensor's memory
+ * order: only which zero or which NaN is returned could tell. */
+static bool median_all(Interp *I, FcTensor *t, bool skip_nan, Value *out)
+{
+    FcTensor *flat = NULL, *v = NULL, *ix = NULL, *m = NULL, *fill = NULL, *w = NULL;
+    FcScalar med;
+    FcError e;
+    int64_t n = fc_tensor_numel(t);
+    if (dtype_refused(I, t, "median_cpu", false)) return false;
+    if (n == 0) {
+        FcScalar nan = {.f = NAN};
+        /* at::full({}, NaN).to(dtype): an integer tensor gets what x86's conversion of a NaN
+         * gives (the lowest int64 or int32, whose low bits the narrower types keep: 0) */
+        if (!fc_dtype_is_float(t->dtype)) nan.i = t->dtype == FC_INT32 ? INT32_MIN : INT64_MIN;
+        FcStatus st = fc_full(I->fc, t->dtype, t->device, 0, NULL, nan, &v, &e);
+        return result(I, st, &e, v, out);
+    }
+    FcStatus st = fc_reshape(I->fc, t, 1, &n, &flat, &e);
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (!sorted(I, flat, 0, false, skip_nan ? ORDER_NANMEDIAN_ALL : ORDER_MEDIAN_ALL, 1, false, &v, &ix)) {
+        fc_tensor_release(flat);
+        return false;
+    }
+    fc_tensor_release(ix);
+    st = step(fc_reshape(I->fc, v, 0, NULL, &ix, &e), &v, &ix);
+    if (st == FC_OK && fc_is_grad_enabled() && fc_requires_grad(t) && fc_dtype_is_float(t->dtype)) {
+        bool is_nan, low;
+        FcTensor *c;
+        st = fc_item(I->fc, v, &med, &e);
+        is_nan = isnan(med.f);
+        low = med.f == -INFINITY;
+        if (st == FC_OK) st = fc_detach(I->fc, v, &c, &e);
+        if (st == FC_OK) {
+            st = is_nan ? fc_binary(I->fc, FC_OP_NE, flat, flat, &m, &e) : fc_binary(I->fc, FC_OP_EQ, flat, c, &m, &e);
+            fc_tensor_release(c);
+        }
+        if (st == FC_OK) st = float_scalar(I->fc, low ? INFINITY : -INFINITY, &fill, &e);
+        if (st == FC_OK) st = fc_where(I->fc, m, flat, fill, &w, &e);
+        if (st == FC_OK) {
+            fc_tensor_release(v);
+            v = NULL;
+            st = fc_max_all(I->fc, w, 0, low, &v, &e);
+        }
+    }
+    fc_tensor_release(flat);
+    fc_tensor_release(m);
+    fc_tensor_release(fill);
+    fc_tensor_release(w);
+    return chain_result(I, st, &e, v, out);
+}
+
+bool impl_median(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    if (!ARG("dim")) return median_all(I, a[0].t, false, out);
+    if (dtype_refused(I, a[0].t, "median_out", false)) return false;
+    return picked(I, a[0].t, a[1].i, ARG("keepdim")->b, ORDER_MEDIAN, 1, "median", &rt_median, out);
+}
+
+bool impl_nanmedian(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    if (!ARG("dim")) return median_all(I, a[0].t, true, out);
+    if (dtype_refused(I, a[0].t, "median_out", false)) return false;
+    return picked(I, a[0].t, a[1].i, ARG("keepdim")->b, ORDER_NANMEDIAN, 1, "nanmedian", &rt_nanmedian, out);
+}
+
+bool impl_mode(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    return picked(I, a[0].t, ARG("dim")->i, ARG("keepdim")->b, ORDER_MODE, 1, "mode", &rt_mode, out);
+}
+
+/* msort: sort(dim=0)'s values */
+bool impl_msort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *v, *ix;
+    if (!sorted(I, a[0].t, 0, false, ORDER_SORT, -1, true, &v, &ix)) return false;
+    fc_tensor_release(ix);
+    return tensor_value_steal(I, v, out);
+}
+
+/* cummax(dim) / cummin(dim): the running max / min and its index (cummax_line), the values
+ * gathered by the indices (so the gradient is PyTorch's scatter-add into them). */
+static bool cummax(Interp *I, TensorArg *a, bool is_min, Value *out)
+{
+    FcTensor *r[2];
+    if (a[0].t->dtype == FC_FLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s\" not implemented for 'Half'", is_min ? "cummin_cpu" : "cummax_cpu");
+    if (!sorted(I, a[0].t, a[1].i, is_min, ORDER_CUMMAX, -1, false, &r[0], &r[1])) return false;
+    return tuple_of(I, r, 2, is_min ? &rt_cummin : &rt_cummax, out);
+}
+
+bool impl_cummax(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return cummax(I, a, false, out); }
+bool impl_cummin(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return cummax(I, a, true, out); }
 
 /* Slices a and b (each len elements at a * len, b * len of base, of dtype dt) in PyTorch's
  * unique_dim order: lexicographic by < and > (a NaN compares neither way); -1, 0 or 1. */
@@ -851,7 +1124,7 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         ok = first && inverse && counts ? true : err_nomem(I);
     }
     if (ok) {
-        SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, false};
+        SortKeys k = {(const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype), v.dtype, false, CMP_NAN_LAST};
         const int64_t *o = (const int64_t *)ov.data + ov.offset;
         for (int64_t j = 0; j < n; j++) {
             int64_t e0 = o[j * ov.strides[0]] * v.strides[0];
