@@ -979,6 +979,113 @@ static bool cummax(Interp *I, TensorArg *a, bool is_min, Value *out)
 bool impl_cummax(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return cummax(I, a, false, out); }
 bool impl_cummin(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { (void)sig; return cummax(I, a, true, out); }
 
+static const char *const min_max[] = {"min", "max"};
+static const TupleFields rt_aminmax = {"torch.return_types.aminmax", min_max};
+
+/* aminmax(*, dim=None, keepdim=False): (amin, amax) over dim (None: every element), as PyTorch's
+ * aminmax's values and messages; the results have amin's and amax's gradients, where PyTorch 1.13
+ * has no derivative for aminmax. */
+bool impl_aminmax(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r[2] = {NULL, NULL};
+    TensorArg *dim = ARG("dim");
+    FcError e;
+    uint64_t mask = 0;
+    int d;
+    if (t->dtype == FC_FLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "\"aminmax_cpu\" not implemented for 'Half'");
+    if (dim->none && fc_tensor_numel(t) == 0)
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.");
+    if (!dim->none) {
+        if (!tensor_check(I, fc_wrap_dim(dim->i, t->ndim, &d, &e), &e)) return false;
+        if (t->ndim && t->shape[d] == 0)
+            return err_raise(I, TDL_ERR_INDEX, "aminmax: Expected reduction dim %d to have non-zero size.", d);
+        mask = t->ndim ? UINT64_C(1) << d : 0;
+    }
+    bool keep = ARG("keepdim")->b;
+    FcStatus st = fc_reduce(I->fc, FC_OP_AMIN, t, mask, keep, &r[0], &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_AMAX, t, mask, keep, &r[1], &e);
+    /* a 0-dim tensor's keepdim result along a dim: PyTorch resizes its outputs to [1], warning */
+    bool resized = st == FC_OK && !dim->none && keep && t->ndim == 0;
+    for (int j = 0; j < 2 && resized && st == FC_OK; j++) {
+        int64_t one = 1;
+        FcTensor *tmp;
+        st = step(fc_reshape(I->fc, r[j], 1, &one, &tmp, &e), &r[j], &tmp);
+    }
+    if (st != FC_OK) {
+        fc_tensor_release(r[0]);
+        fc_tensor_release(r[1]);
+        return tensor_check(I, st, &e);
+    }
+    if (resized &&
+        !interp_warn(I, TDL_ERR_USER_WARNING,
+                     "An output with one or more elements was resized since it had shape [], which does not match the "
+                     "required output shape [1]. This behavior is deprecated, and in a future PyTorch release outputs "
+                     "will not be resized unless they have zero elements. You can explicitly reuse an out tensor t by "
+                     "resizing it, inplace, to zero elements with t.resize_(0). (Triggered internally at  "
+                     "./aten/src/ATen/native/Resize.cpp:17.)")) {
+        fc_tensor_release(r[0]);
+        fc_tensor_release(r[1]);
+        return false;
+    }
+    return tuple_of(I, r, 2, &rt_aminmax, out);
+}
+
+/* nansum over dim (None: all) in dtype: sum of where(isnan(x), 0, x); an integer or bool x is
+ * summed as sum() does, and a floating x takes no integer dtype (its CPU kernel's message). The
+ * gradient is zero at the NaNs, +0 from where's backward, where PyTorch's nansum_backward
+ * (grad * ~isnan(x)) gives -0 for a negative grad. */
+static bool nansum(Interp *I, const TensorSig *sig, TensorArg *a, FcTensor **out)
+{
+    FcTensor *x = NULL, *nan = NULL, *zero = NULL, *w = NULL;
+    TensorArg *dt = ARG("dtype");
+    FcError e;
+    uint64_t mask;
+    *out = NULL;
+    FcDType in = a[0].t->dtype, want = !dt->none ? dt->dtype : in;
+    if (fc_dtype_is_float(in) && !fc_dtype_is_float(want))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"nansum_cpu\" not implemented for '%s'", fc_dtype_torch_name(want));
+    if (!tensor_dim_mask(I, a[0].t, ARG("dim"), &mask)) return false;
+    FcStatus st = want != in ? fc_to(I->fc, a[0].t, want, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
+    if (st == FC_OK && fc_dtype_is_float(in)) {
+        st = fc_binary(I->fc, FC_OP_NE, x, x, &nan, &e);
+        if (st == FC_OK) st = int_scalar(I->fc, want, 0, &zero, &e);
+        if (st == FC_OK) st = step(fc_where(I->fc, nan, zero, x, &w, &e), &x, &w);
+    }
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, x, mask, ARG("keepdim")->b, out, &e);
+    /* sum(dtype=int32) stays int32 */
+    if (st == FC_OK && !dt->none && (*out)->dtype != want) st = step(fc_to(I->fc, *out, want, (*out)->device, &w, &e), out, &w);
+    fc_tensor_release(x);
+    fc_tensor_release(nan);
+    fc_tensor_release(zero);
+    return tensor_check(I, st, &e);
+}
+
+bool impl_nansum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r;
+    return nansum(I, sig, a, &r) && tensor_value_steal(I, r, out);
+}
+
+/* nanmean: nansum / the count of the elements that are not NaN, as PyTorch composes it. */
+bool impl_nanmean(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *s = NULL, *ok = NULL, *n = NULL, *r = NULL;
+    FcError e;
+    uint64_t mask;
+    if (!fc_dtype_is_float(a[0].t->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "nanmean(): expected input to have floating point dtype but got %s",
+                         fc_dtype_torch_name(a[0].t->dtype));
+    if (!tensor_dim_mask(I, a[0].t, ARG("dim"), &mask) || !nansum(I, sig, a, &s)) return false;
+    FcStatus st = fc_binary(I->fc, FC_OP_EQ, a[0].t, a[0].t, &ok, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, ok, mask, ARG("keepdim")->b, &n, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, s, n, &r, &e);
+    fc_tensor_release(s);
+    fc_tensor_release(ok);
+    fc_tensor_release(n);
+    return result(I, st, &e, r, out);
+}
+
 /* Slices a and b (each len elements at a * len, b * len of base, of dtype dt) in PyTorch's
  * unique_dim order: lexicographic by < and > (a NaN compares neither way); -1, 0 or 1. */
 static int slice_cmp(const char *base, FcDType dt, int64_t len, int64_t a, int64_t b)
