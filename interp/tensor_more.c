@@ -1,6 +1,7 @@
 /* tensor_more.c — the IMPL functions of the operators PyTorch users reach for next (tensor_ops.def's
  * "statistics, scans, sorting" and "in-place methods" sections): std/var, cumsum/cumprod,
- * sort/argsort/topk/unique, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
+ * sort/argsort/topk/unique, kthvalue/median/nanmedian/mode/msort/cummax/cummin,
+ * nansum/nanmean/aminmax, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
  * allclose/isclose, einsum, and the in-place `_` methods.
  *
  * Each is built from fcdim's lazy operations where it can be (a flip or roll an index_select by
