@@ -1074,10 +1074,14 @@ FcStatus fc_nonzero(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
 FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
 /* t.gather(dim, index): index int64 with t's rank, no bigger than t outside dim; lazy. */
 FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err);
-/* t.scatter_add_(dim, index, src), in place (a lazy t is realised first): t[..., index[i], ...] += src[i] over
- * index's shape (index int64 with t's rank, no bigger than src, nor than t outside dim);
- * deterministic as fc_index_put's accumulate. */
-FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err);
+/* t.scatter_(dim, index, src) (accumulate: scatter_add_), in place (a lazy t is realised first):
+ * t[..., index[i], ...] = src[i] (+= src[i]) over index's shape (index int64 with t's rank, no bigger
+ * than src, nor than t outside dim; no negative index), in C order of index, so of duplicates the
+ * last one along dim wins (torch's CPU kernel) or all are summed in that order, deterministic as
+ * fc_index_put's accumulate. scalar: src is scatter's Scalar value (0-dim, t's dtype), checked as
+ * torch checks that form. */
+FcStatus fc_scatter(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, bool scalar, bool accumulate,
+                    FcError *err);
 
 /* ---- first-class dims (dims.c) ----
  * functorch.dim's semantics (functorch/csrc/dim/dim.cpp, PyTorch 1.13) over tensor levels: the

@@ -1153,7 +1153,7 @@ FcStatus fc_index_put(FcCtx *ctx, FcTensor *t, int n, const FcIndex *ix, FcTenso
     return st;
 }
 
-/* ---- index_select, gather, scatter_add ---- */
+/* ---- index_select, gather, scatter ---- */
 
 FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err)
 {
@@ -1206,39 +1206,59 @@ FcStatus fc_index_select(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, 
     return st;
 }
 
-/* The checks gather and scatter_add share (ScatterGatherChecks.h). */
+/* ensure_nonempty_size: a 0-dim tensor has one dim of size 1. */
+static int64_t nonempty_size(const FcTensor *t, int k) { return t->ndim > 0 ? t->shape[k] : 1; }
+
+/* The checks gather and scatter share (ScatterGatherChecks.h), in their order: src NULL for gather
+ * and for scatter's Scalar value. scatter's shape check passes an index without elements, and reads
+ * src's size at each of self's dims (a src of fewer dims than index fails there, as torch's
+ * src.size(d) does) before its rank is checked. */
 static FcStatus check_scatter_gather(const char *name, const FcTensor *t, int d, const FcTensor *index,
                                      const FcTensor *src, FcError *err)
 {
     char a[256], b[256], c[256];
+    bool gather = strcmp(name, "gather") == 0;
     if (index->dtype != FC_INT64)
         return fc_errf(err, FC_ERR_RUNTIME, "%s(): Expected dtype int64 for index", name);
     if (src && src->dtype != t->dtype)
         return fc_errf(err, FC_ERR_RUNTIME, "%s(): Expected self.dtype to be equal to src.dtype", name);
+    if (!gather && fc_tensor_numel(index) == 0)
+        return FC_OK;
     int nt = t->ndim > 0 ? t->ndim : 1, ni = index->ndim > 0 ? index->ndim : 1;
     if (nt != ni)
         return fc_errf(err, FC_ERR_RUNTIME, "Index tensor must have the same number of dimensions as %s tensor",
-                       src ? "self" : "input");
-    if (src && (src->ndim > 0 ? src->ndim : 1) != ni)
-        return fc_errf(err, FC_ERR_RUNTIME, "Index tensor must have the same number of dimensions as src tensor");
-    for (int k = 0; k < index->ndim; k++) {
-        bool bad = (k != d && t->ndim > 0 && index->shape[k] > t->shape[k]) ||
-                   (src && src->ndim > 0 && index->shape[k] > src->shape[k]);
-        if (!bad)
-            continue;
-        fc_shape_str(a, sizeof a, index->ndim, index->shape);
-        fc_shape_str(b, sizeof b, t->ndim, t->shape);
-        if (src)
-            return fc_errf(err, FC_ERR_RUNTIME,
-                           "Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
-                           "size than src %s",
-                           a, b, d, fc_shape_str(c, sizeof c, src->ndim, src->shape));
+                       gather ? "input" : "self");
+    int bad = -1;
+    for (int k = 0; k < nt && bad < 0; k++)
+        if (k != d && nonempty_size(index, k) > nonempty_size(t, k))
+            bad = k;
+    fc_shape_str(a, sizeof a, index->ndim, index->shape);
+    fc_shape_str(b, sizeof b, t->ndim, t->shape);
+    if (gather) {
+        if (bad < 0)
+            return FC_OK;
         return fc_errf(err, FC_ERR_RUNTIME,
                        "Size does not match at dimension %d expected index %s to be smaller than self %s apart from "
                        "dimension %d",
-                       k, a, b, d);
+                       bad, a, b, d);
     }
-    return FC_OK;
+    for (int k = 0; src && bad < 0 && k < nt; k++) {
+        if (src->ndim > 0 && k >= src->ndim)
+            return fc_errf(err, FC_ERR_INDEX, "Dimension out of range (expected to be in range of [%d, %d], but got %d)",
+                           -src->ndim, src->ndim - 1, k);
+        if (nonempty_size(index, k) > nonempty_size(src, k))
+            bad = k;
+    }
+    if (src && (src->ndim > 0 ? src->ndim : 1) != ni)
+        return fc_errf(err, FC_ERR_RUNTIME, "Index tensor must have the same number of dimensions as src tensor");
+    if (bad < 0)
+        return FC_OK;
+    if (src)
+        return fc_errf(err, FC_ERR_RUNTIME,
+                       "Expected index %s to be smaller than self %s apart from dimension %d and to be smaller size "
+                       "than src %s",
+                       a, b, d, fc_shape_str(c, sizeof c, src->ndim, src->shape));
+    return fc_errf(err, FC_ERR_RUNTIME, "Expected index %s to be smaller than self %s apart from dimension %d", a, b, d);
 }
 
 FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor **out, FcError *err)
@@ -1277,12 +1297,13 @@ FcStatus fc_gather(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTens
     return n ? load_tensor(n, t, &index, 1, out, err) : fc_nomem(err);
 }
 
-FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, FcError *err)
+FcStatus fc_scatter(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, FcTensor *src, bool scalar, bool accumulate,
+                    FcError *err)
 {
     int d;
     FcStatus st = fc_wrap_dim(dim, t->ndim, &d, err);
     if (!st)
-        st = check_scatter_gather("scatter", t, d, index, src, err);
+        st = check_scatter_gather("scatter", t, d, index, scalar ? NULL : src, err);
     if (!st)
         st = fc_realize_target(ctx, t, err);        /* the sums go into its storage */
     if (st)
@@ -1306,7 +1327,7 @@ FcStatus fc_scatter_add(FcCtx *ctx, FcTensor *t, int64_t dim, FcTensor *index, F
     st = fc_as_strided(ctx, src, nlev, index->shape, sstr, src->offset, &part, err);
     if (st)
         return st;
-    FcScatter sc = {.n = 1, .accumulate = true};
+    FcScatter sc = {.n = 1, .accumulate = accumulate};
     sc.index[0] = placed_node(index, FC_INT64, nlev, index->shape, nlev);
     sc.at[0] = (FcGather){.stride = strides[d], .extent = shape[d], .dim = d};
     FcNode *value = placed_node(part, t->dtype, nlev, index->shape, nlev);

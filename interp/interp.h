@@ -591,6 +591,8 @@ typedef struct CallSite { LangSource *src; uint32_t pos; const struct CallSite *
 /* Python's warnings.warn(msg, category) at the statement running now: printed to stderr once per
  * location, or as the filters say; false with the error raised (the "error" filter, out of memory). */
 bool interp_warn(Interp *I, tdl_error_kind category, const char *msg);
+/* The same shown once per text under the default action, wherever it comes from (TORCH_WARN_ONCE). */
+bool interp_warn_once(Interp *I, tdl_error_kind category, const char *msg);
 /* The `warnings` module (import warnings): warn, simplefilter, resetwarnings. NULL with the error. */
 Module *warnings_module_new(Interp *I);
 void warnings_free(Interp *I);

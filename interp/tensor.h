@@ -152,6 +152,8 @@ bool tensor_item_fits(Interp *I, FcTensor *t, FcDType dt);
 
 /* Runs a bound row (its generic lowering or impl) on plain arguments. */
 bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+/* An in-place method's result: its self argument itself (so `y = x.add_(1)` is x). */
+bool tensor_return_self(Interp *I, TensorArg *self, Value *out);
 /* One element of an index (an int, slice, None, ..., bool, tensor, or a list made a tensor, kept
  * in *owned) as fcdim's FcIndex. */
 bool tensor_index_item(Interp *I, Value v, FcIndex *x, FcTensor **owned);
@@ -197,6 +199,8 @@ TENSOR_MORE_IMPL(norm) TENSOR_MORE_IMPL(isclose) TENSOR_MORE_IMPL(allclose) TENS
 TENSOR_MORE_IMPL(repeat) TENSOR_MORE_IMPL(chunk) TENSOR_MORE_IMPL(split) TENSOR_MORE_IMPL(flip)
 TENSOR_MORE_IMPL(roll) TENSOR_MORE_IMPL(tril) TENSOR_MORE_IMPL(triu) TENSOR_MORE_IMPL(masked_fill)
 TENSOR_MORE_IMPL(inplace) TENSOR_MORE_IMPL(masked_fill_) TENSOR_MORE_IMPL(index_fill) TENSOR_MORE_IMPL(index_fill_)
+TENSOR_MORE_IMPL(take) TENSOR_MORE_IMPL(take_along_dim) TENSOR_MORE_IMPL(tensor_split)
+TENSOR_MORE_IMPL(repeat_interleave) TENSOR_MORE_IMPL(tri_indices) TENSOR_MORE_IMPL(meshgrid)
 TENSOR_MORE_IMPL(fill_) TENSOR_MORE_IMPL(copy_)
 TENSOR_MORE_IMPL(isinf) TENSOR_MORE_IMPL(isposinf) TENSOR_MORE_IMPL(isneginf) TENSOR_MORE_IMPL(isfinite)
 TENSOR_MORE_IMPL(deg2rad) TENSOR_MORE_IMPL(rad2deg) TENSOR_MORE_IMPL(clamp_min) TENSOR_MORE_IMPL(clamp_max)

@@ -1257,8 +1257,9 @@ bool impl_unique(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 
 /* ---- pieces and rearrangements ------------------------------------------------------------- */
 
-/* The pieces of t along dim d of the given sizes, as a tuple of views. */
-static bool pieces(Interp *I, FcTensor *t, int d, int n, const int64_t *sizes, Value *out)
+/* The pieces of t along dim d of the given sizes, as a tuple of views: each after the one before,
+ * or (starts not NULL) from starts[k]. */
+static bool pieces(Interp *I, FcTensor *t, int d, int n, const int64_t *sizes, const int64_t *starts, Value *out)
 {
     FcTensor **ts = mem_calloc((size_t)(n ? n : 1), sizeof *ts);
     if (!ts) return err_nomem(I);
@@ -1266,7 +1267,7 @@ static bool pieces(Interp *I, FcTensor *t, int d, int n, const int64_t *sizes, V
     FcStatus st = FC_OK;
     int64_t at = 0;
     for (int k = 0; k < n && st == FC_OK; k++) {
-        st = narrow(I->fc, t, d, at, sizes[k], &ts[k], &e);
+        st = narrow(I->fc, t, d, starts ? starts[k] : at, sizes[k], &ts[k], &e);
         at += sizes[k];
     }
     bool ok = tensor_check(I, st, &e);
@@ -1287,7 +1288,7 @@ static bool split_even(Interp *I, FcTensor *t, int d, int64_t size, int64_t coun
         int64_t rest = len - k * size;
         sizes[k] = rest < size ? (rest > 0 ? rest : 0) : size;
     }
-    bool ok = count <= INT32_MAX ? pieces(I, t, d, (int)count, sizes, out)
+    bool ok = count <= INT32_MAX ? pieces(I, t, d, (int)count, sizes, NULL, out)
                                  : err_raise(I, TDL_ERR_VALUE, "split: too many pieces (%lld)", (long long)count);
     mem_free(sizes);
     return ok;
@@ -1326,7 +1327,7 @@ bool impl_split(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
             buf_free(&b);
             return ok;
         }
-        return pieces(I, t, d, a[1].n, a[1].ints, out);
+        return pieces(I, t, d, a[1].n, a[1].ints, NULL, out);
     }
     int64_t size = a[1].i;
     if (size < 0)
@@ -1788,6 +1789,345 @@ bool impl_index_fill(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return index_fill(I, a, &r) && tensor_value_steal(I, r, out);
 }
 
+/* tensor_split(sections | indices, dim) and hsplit / vsplit / dsplit (dim 1 of a tensor of 2 dims or
+ * more, else 0 / dim 0 / dim 2): torch's pieces, views. Sections: the first len % sections of them
+ * one longer; indices: t[start:stop] between them, each bound as a Python slice takes it (negatives
+ * from the end, clamped, a stop before its start an empty piece). The *split forms check the rank
+ * and that sections divide the length first, with torch's messages. */
+bool impl_tensor_split(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t;
+    const char *name = sig->row->name;
+    bool sections = sig->row->overload[0] == 0;
+    int d, nd = t->ndim;
+    FcError e;
+    if (strcmp(name, "tensor_split") == 0) {
+        if (nd == 0)
+            return err_raise(I, TDL_ERR_RUNTIME,
+                             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims");
+        if (!tensor_check(I, fc_wrap_dim(ARG("dim")->i, nd, &d, &e), &e)) return false;
+    } else {
+        int need = name[0] == 'h' ? 1 : name[0] == 'v' ? 2 : 3;
+        d = name[0] == 'h' ? (nd >= 2 ? 1 : 0) : name[0] == 'v' ? 0 : 2;
+        if (nd < need)
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.%s requires a tensor with at least %d dimension, but got a tensor "
+                             "with %d dimensions!", name, need, nd);
+        if (sections && (a[1].i == 0 || t->shape[d] % a[1].i != 0))
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.%s attempted to split along dimension %d, but the size of the "
+                             "dimension %lld is not divisible by the split_size %lld!", name, d,
+                             (long long)t->shape[d], (long long)a[1].i);
+    }
+    int64_t len = t->shape[d], n = sections ? a[1].i : (int64_t)a[1].n + 1;
+    if (sections && n <= 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "number of sections must be larger than 0, got %lld", (long long)n);
+    if (n > INT32_MAX) return err_raise(I, TDL_ERR_VALUE, "tensor_split: too many pieces (%lld)", (long long)n);
+    int64_t *sizes = mem_malloc((size_t)n * 2 * sizeof *sizes), *starts = sizes + n;
+    if (!sizes) return err_nomem(I);
+    for (int64_t k = 0, at = 0; k < n; k++) {
+        if (sections) {
+            sizes[k] = len / n + (k < len % n);
+            starts[k] = at;
+            at += sizes[k];
+            continue;
+        }
+        int64_t lo = k == 0 ? 0 : a[1].ints[k - 1], hi = k == n - 1 ? len : a[1].ints[k];
+        lo = lo < 0 ? (lo + len < 0 ? 0 : lo + len) : lo > len ? len : lo;
+        hi = hi < 0 ? (hi + len < 0 ? 0 : hi + len) : hi > len ? len : hi;
+        starts[k] = lo;
+        sizes[k] = hi > lo ? hi - lo : 0;
+    }
+    bool ok = pieces(I, t, d, (int)n, sizes, starts, out);
+    mem_free(sizes);
+    return ok;
+}
+
+/* repeat_interleave(repeats) (1-D int64 or int32): each i repeats[i] times, in repeats' dtype, on its
+ * device; output_size (< 0: none) must be the total. torch's checks in its order (the dtype as its
+ * dispatch names it, the rank, the total, then negative counts). */
+static bool repeat_index(Interp *I, FcTensor *reps, int64_t output_size, FcTensor **out)
+{
+    FcTensor *h = NULL;
+    FcView v;
+    FcError e;
+    *out = NULL;
+    if (reps->dtype != FC_INT64 && reps->dtype != FC_INT32)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"repeat_interleave_cpu\" not implemented for '%s'",
+                         fc_dtype_torch_name(reps->dtype));
+    if (reps->ndim != 1) return err_raise(I, TDL_ERR_RUNTIME, "repeat_interleave only accept 1D vector as repeat");
+    int64_t n = reps->shape[0], total = 0;
+    if (!host_dense(I, reps, NULL, FC_INT64, &h, &v)) return false;
+    const int64_t *r = (const int64_t *)v.data + v.offset;
+    bool negative = false;
+    for (int64_t k = 0; k < n; k++) {
+        total += r[k];
+        negative |= r[k] < 0;
+    }
+    bool ok = true;
+    if (n > 0 && output_size >= 0 && output_size != total)
+        ok = err_raise(I, TDL_ERR_RUNTIME, "allocated size does not match required size");
+    else if (negative)
+        ok = err_raise(I, TDL_ERR_RUNTIME, "repeats can not be negative");
+    if (n == 0) total = 0;
+    size_t width = reps->dtype == FC_INT64 ? 8 : 4;
+    char *buf = ok ? mem_malloc(total > 0 ? (size_t)total * width : 1) : NULL;
+    if (ok && !buf) ok = err_nomem(I);
+    for (int64_t k = 0, at = 0; ok && k < n; k++)
+        for (int64_t j = 0; j < r[k]; j++, at++) {
+            if (width == 8) ((int64_t *)buf)[at] = k;
+            else ((int32_t *)buf)[at] = (int32_t)k;
+        }
+    fc_tensor_release(h);
+    if (!ok) return false;
+    FcView iv = {.dtype = reps->dtype, .ndim = 1, .offset = 0, .data = buf};
+    iv.shape[0] = total;
+    iv.strides[0] = 1;
+    ok = tensor_check(I, fc_from_view(I->fc, &iv, reps->device, out, &e), &e);
+    mem_free(buf);
+    return ok;
+}
+
+/* repeat_interleave(repeats, dim=None, *, output_size): torch's composition, self (flattened without
+ * dim) index_select'ed along dim by repeat_index of the repeats (an int, or a 0-dim or one-element
+ * tensor, stand for the same count for every element); the function form of one tensor gives the
+ * index itself. */
+bool impl_repeat_interleave(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const TensorArg *os = ARG("output_size");
+    int64_t osize = os->none ? -1 : os->i;
+    FcTensor *idx = NULL, *x = NULL, *reps = NULL, *r = NULL;
+    FcError e;
+    if (sig->row->overload[0] == 0) {
+        if (!repeat_index(I, a[0].t, osize, &idx)) return false;
+        return tensor_value_steal(I, idx, out);
+    }
+    FcTensor *self = a[0].t;
+    const TensorArg *dim = ARG("dim");
+    FcStatus st = dim->none ? fc_flatten(I->fc, self, 0, -1, &x, &e) : FC_OK;
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    FcTensor *in = x ? x : self;
+    int d = 0;
+    bool ok = true;
+    if (!dim->none && in->ndim == 0)
+        ok = err_raise(I, TDL_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)dim->i);
+    else if (!dim->none)
+        ok = tensor_check(I, fc_wrap_dim(dim->i, in->ndim, &d, &e), &e);
+    int64_t n = ok ? in->shape[d] : 0;
+    if (ok && a[1].t) {
+        FcTensor *rt = a[1].t;
+        if (rt->ndim == 0 || (rt->ndim == 1 && rt->shape[0] == 1)) {
+            int64_t one = 1;
+            st = fc_reshape(I->fc, rt, 1, &one, &reps, &e);
+            FcTensor *tmp = NULL;
+            if (st == FC_OK) st = fc_expand(I->fc, reps, 1, &n, &tmp, &e);
+            fc_tensor_release(reps);
+            reps = st == FC_OK ? tmp : NULL;
+            ok = tensor_check(I, st, &e);
+        } else if (rt->ndim == 1) {
+            if (rt->shape[0] != n) ok = err_raise(I, TDL_ERR_RUNTIME, "repeats must have the same size as input along dim");
+            else reps = fc_tensor_retain(rt);
+        } else {
+            ok = err_raise(I, TDL_ERR_RUNTIME, "repeats must be 0-dim or 1-dim tensor");
+        }
+    } else if (ok) {
+        FcScalar c = {.i = a[1].i};
+        ok = tensor_check(I, fc_full(I->fc, FC_INT64, self->device, 1, &n, c, &reps, &e), &e);
+    }
+    if (ok) ok = repeat_index(I, reps, osize, &idx);
+    if (ok) ok = tensor_check(I, fc_index_select(I->fc, in, d, idx, &r, &e), &e);
+    fc_tensor_release(idx);
+    fc_tensor_release(reps);
+    fc_tensor_release(x);
+    return ok && tensor_value_steal(I, r, out);
+}
+
+/* The columns [*lo, *hi) of row i in the lower (j - i <= off) or upper (j - i >= off) triangle of a
+ * matrix of col columns. */
+static void tri_cols(bool lower, int64_t i, int64_t off, int64_t col, int64_t *lo, int64_t *hi)
+{
+    int64_t a = lower ? 0 : i + off, b = lower ? i + off + 1 : col;
+    *lo = a < 0 ? 0 : a > col ? col : a;
+    *hi = b < *lo ? *lo : b > col ? col : b;
+}
+
+/* tril_indices / triu_indices(row, col, offset): the coordinates of a row x col matrix's lower or
+ * upper triangle, 2 x N in row-major order, int64 or int32. */
+bool impl_tri_indices(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const char *name = sig->row->name;
+    bool lower = strncmp(name, "tril", 4) == 0;
+    int64_t row = a[0].i, col = a[1].i, off = a[2].i, n = 0;
+    const TensorArg *dt = ARG("dtype"), *dev = ARG("device");
+    FcDType dtype = dt->none ? FC_INT64 : dt->dtype;
+    if (row < 0) return err_raise(I, TDL_ERR_RUNTIME, "row must be non-negative, got%lld", (long long)row);
+    if (col < 0) return err_raise(I, TDL_ERR_RUNTIME, "col must be non-negative, got%lld", (long long)col);
+    if (dtype != FC_INT64 && dtype != FC_INT32)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s\" not implemented for '%s'", name, fc_dtype_torch_name(dtype));
+    int64_t lo, hi;
+    for (int64_t i = 0; i < row; i++) {
+        tri_cols(lower, i, off, col, &lo, &hi);
+        n += hi - lo;
+    }
+    size_t width = dtype == FC_INT64 ? 8 : 4;
+    char *buf = mem_malloc(n > 0 ? (size_t)(2 * n) * width : 1);
+    if (!buf) return err_nomem(I);
+    int64_t at = 0;
+    for (int64_t i = 0; i < row; i++) {
+        tri_cols(lower, i, off, col, &lo, &hi);
+        for (int64_t j = lo; j < hi; j++, at++) {
+            if (width == 8) {
+                ((int64_t *)buf)[at] = i;
+                ((int64_t *)buf)[n + at] = j;
+            } else {
+                ((int32_t *)buf)[at] = (int32_t)i;
+                ((int32_t *)buf)[n + at] = (int32_t)j;
+            }
+        }
+    }
+    FcView v = {.dtype = dtype, .ndim = 2, .offset = 0, .data = buf};
+    v.shape[0] = 2;
+    v.shape[1] = n;
+    fc_contiguous_strides(2, v.shape, v.strides);
+    FcTensor *r = NULL;
+    FcError e;
+    FcStatus st = fc_from_view(I->fc, &v, dev->none ? I->device : dev->device, &r, &e);
+    mem_free(buf);
+    return result(I, st, &e, r, out);
+}
+
+/* meshgrid(*tensors | [tensors], indexing): grid k is tensor k (0-dim or 1-dim) viewed along dim k
+ * and expanded to every tensor's length (views); 'xy' swaps the first two, inputs and grids, as torch
+ * does. Without indexing, torch 1.13's warning (once) and 'ij'. */
+bool impl_meshgrid(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    const TensorArg *ix = ARG("indexing");
+    int n = a[0].n;
+    FcTensor **in = a[0].ts;
+    if (ix->none && !interp_warn_once(I, TDL_ERR_USER_WARNING,
+                                      "torch.meshgrid: in an upcoming release, it will be required to pass the "
+                                      "indexing argument. (Triggered internally at  "
+                                      "./aten/src/ATen/native/TensorShape.cpp:3190.)"))
+        return false;
+    if (n == 0) return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects a non-empty TensorList");
+    for (int k = 0; k + 1 < n; k++) {
+        if (in[k]->dtype != in[k + 1]->dtype)
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same dtype");
+        if (!fc_device_eq(in[k]->device, in[k + 1]->device))
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same device");
+    }
+    bool xy = !ix->none && strcmp(ix->str, "xy") == 0;
+    if (!ix->none && !xy && strcmp(ix->str, "ij") != 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: %s",
+                         ix->str);
+    bool swap = xy && n >= 2;
+    if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "meshgrid: too many tensors (%d)", n);
+    int64_t shape[FC_MAX_DIMS], view[FC_MAX_DIMS];
+    for (int k = 0; k < n; k++) {
+        FcTensor *t = in[swap && k < 2 ? 1 - k : k];
+        /* torch prints the tensor after this text (C++'s operator<<), which is not reproduced */
+        if (t->ndim > 1)
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: "
+                             "a tensor of %d dimensions", t->ndim);
+        shape[k] = fc_tensor_numel(t);
+        view[k] = 1;
+    }
+    FcTensor *grids[FC_MAX_DIMS] = {0};
+    FcError e;
+    FcStatus st = FC_OK;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *v = NULL;
+        view[k] = -1;
+        st = fc_view(I->fc, in[swap && k < 2 ? 1 - k : k], n, view, &v, &e);
+        view[k] = 1;
+        if (st == FC_OK) st = fc_expand(I->fc, v, n, shape, &grids[swap && k < 2 ? 1 - k : k], &e);
+        fc_tensor_release(v);
+    }
+    if (st != FC_OK) {
+        for (int k = 0; k < n; k++) fc_tensor_release(grids[k]);
+        return tensor_check(I, st, &e);
+    }
+    return tuple_of(I, grids, n, NULL, out);
+}
+
+/* take(index): self's elements in C order, gathered at index (any shape, int64; negatives count
+ * from the end), a new tensor of index's shape; each index checked in order, with torch's messages. */
+bool impl_take(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *self = a[0].t, *index = a[1].t, *h = NULL, *flat = NULL, *ix = NULL, *k = NULL, *r = NULL;
+    FcView iv;
+    FcError e;
+    (void)sig;
+    if (index->dtype != FC_INT64)
+        return err_raise(I, TDL_ERR_RUNTIME, "take(): Expected a long tensor for index, but got %s",
+                         fc_dtype_torch_name(index->dtype));
+    int64_t n = fc_tensor_numel(self), m = fc_tensor_numel(index), all = -1;
+    if (n == 0 && m != 0) return err_raise(I, TDL_ERR_INDEX, "take(): tried to take from an empty tensor");
+    if (!host_dense(I, index, NULL, FC_INT64, &h, &iv)) return false;
+    const int64_t *ixs = (const int64_t *)iv.data + iv.offset;
+    bool ok = true;
+    for (int64_t j = 0; ok && j < m; j++)
+        if (ixs[j] < -n || ixs[j] >= n)
+            ok = err_raise(I, TDL_ERR_INDEX, "out of range: tried to access index %" PRId64 " on a tensor of %" PRId64
+                           " elements.", ixs[j], n);
+    fc_tensor_release(h);
+    if (!ok) return false;
+    /* (index + n) % n: the negatives wrapped, for gather */
+    FcStatus st = fc_reshape(I->fc, self, 1, &all, &flat, &e);
+    if (st == FC_OK) st = fc_reshape(I->fc, index, 1, &m, &ix, &e);
+    if (st == FC_OK && n > 0) st = int_scalar(I->fc, FC_INT64, n, &k, &e);
+    if (st == FC_OK && n > 0) st = step(fc_binary(I->fc, FC_OP_ADD, ix, k, &r, &e), &ix, &r);
+    if (st == FC_OK && n > 0) st = step(fc_binary(I->fc, FC_OP_MOD, ix, k, &r, &e), &ix, &r);
+    if (st == FC_OK) st = fc_gather(I->fc, flat, 0, ix, &r, &e);
+    if (st == FC_OK) st = step(fc_reshape(I->fc, r, index->ndim, index->shape, &h, &e), &r, &h);
+    fc_tensor_release(flat);
+    fc_tensor_release(ix);
+    fc_tensor_release(k);
+    return chain_result(I, st, &e, r, out);
+}
+
+/* take_along_dim(indices, dim=None): PyTorch's composition, with its checks and messages: without
+ * dim, self.view(-1).gather(0, indices.view(-1)); with one, self and indices broadcast to each
+ * other outside dim, then gathered along it. */
+bool impl_take_along_dim(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *self = a[0].t, *index = a[1].t, *x = NULL, *ix = NULL, *r = NULL;
+    FcError e;
+    FcStatus st;
+    int64_t all = -1;
+    (void)sig;
+    if (a[2].none) {
+        st = fc_view(I->fc, self, 1, &all, &x, &e);
+        if (st == FC_OK) st = fc_view(I->fc, index, 1, &all, &ix, &e);
+        if (st == FC_OK) st = fc_gather(I->fc, x, 0, ix, &r, &e);
+        fc_tensor_release(x);
+        fc_tensor_release(ix);
+        return chain_result(I, st, &e, r, out);
+    }
+    if (self->ndim != index->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.take_along_dim(): input and indices should have the same number of "
+                         "dimensions, but got %d dimensions for input, and %d dimensions for indices",
+                         self->ndim, index->ndim);
+    if (index->dtype != FC_INT64)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.take_along_dim(): dtype of indices should be Long but got %s",
+                         fc_dtype_torch_name(index->dtype));
+    int d, n;
+    if (!tensor_check(I, fc_wrap_dim(a[2].i, self->ndim, &d, &e), &e)) return false;
+    if (self->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX, "Dimension specified as %d but tensor has no dimensions", d);
+    int64_t want[FC_MAX_DIMS], ishape[FC_MAX_DIMS], xshape[FC_MAX_DIMS];
+    memcpy(want, self->shape, (size_t)self->ndim * sizeof *want);
+    want[d] = index->shape[d];
+    st = fc_broadcast_shapes(self->ndim, want, index->ndim, index->shape, &n, ishape, &e);
+    memcpy(want, index->shape, (size_t)index->ndim * sizeof *want);
+    want[d] = self->shape[d];
+    if (st == FC_OK) st = fc_broadcast_shapes(index->ndim, want, self->ndim, self->shape, &n, xshape, &e);
+    if (st == FC_OK) st = fc_expand(I->fc, index, n, ishape, &ix, &e);
+    if (st == FC_OK) st = fc_expand(I->fc, self, n, xshape, &x, &e);
+    if (st == FC_OK) st = fc_gather(I->fc, x, d, ix, &r, &e);
+    fc_tensor_release(x);
+    fc_tensor_release(ix);
+    return chain_result(I, st, &e, r, out);
+}
+
 
 /* isclose: a == b, or |a - b| <= atol + rtol * |b| where that difference is finite; equal_nan:
  * NaN is close to NaN. PyTorch's formula (and its dtype check). */
@@ -2078,8 +2418,7 @@ bool tensor_write_into(Interp *I, FcTensor *self, FcTensor *res)
     return tensor_check(I, fc_assign(I->fc, self, res, &e), &e);
 }
 
-/* The method's self as its result: the same value, so `y = x.add_(1)` is x. */
-static bool return_self(Interp *I, TensorArg *self, Value *out)
+bool tensor_return_self(Interp *I, TensorArg *self, Value *out)
 {
     if (self->v.tag == V_TENSOR && as_tensor(self->v) == self->t) {
         val_incref(self->v);
@@ -2119,7 +2458,7 @@ bool impl_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     val_decref(I, rv);
     bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, res);
     fc_tensor_release(res);
-    return ok && return_self(I, &a[0], out);
+    return ok && tensor_return_self(I, &a[0], out);
 }
 
 /* fill_(value): a number, or a 0-dim tensor; zero_(): fill_(0). */
@@ -2142,14 +2481,14 @@ bool impl_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     bool ok = tensor_check(I, st, &e) && tensor_write_into(I, self, v);
     fc_tensor_release(v);
-    return ok && return_self(I, &a[0], out);
+    return ok && tensor_return_self(I, &a[0], out);
 }
 
 /* copy_(src): src broadcast to self's shape and cast to its dtype. */
 bool impl_copy_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     (void)sig;
-    return tensor_write_into(I, a[0].t, a[1].t) && return_self(I, &a[0], out);
+    return tensor_write_into(I, a[0].t, a[1].t) && tensor_return_self(I, &a[0], out);
 }
 
 /* masked_fill_(mask, value) */
@@ -2160,7 +2499,7 @@ bool impl_masked_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
     if (!masked_fill(I, a, &r)) return false;
     bool ok = tensor_write_into(I, a[0].t, r);
     fc_tensor_release(r);
-    return ok && return_self(I, &a[0], out);
+    return ok && tensor_return_self(I, &a[0], out);
 }
 
 /* index_fill_(dim, index, value) */
@@ -2171,7 +2510,7 @@ bool impl_index_fill_(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (!index_fill(I, a, &r)) return false;
     bool ok = tensor_write_into(I, a[0].t, r);
     fc_tensor_release(r);
-    return ok && return_self(I, &a[0], out);
+    return ok && tensor_return_self(I, &a[0], out);
 }
 
 /* ---- PyTorch's names for small compositions ---------------------------------------------------- */

@@ -919,18 +919,244 @@ static bool index_put(Interp *I, TensorArg *a, bool copy, Value *out)
 IMPL_FN(index_put_) { return index_put(I, a, false, out); }
 IMPL_FN(index_put) { return index_put(I, a, true, out); }
 
-static bool scatter_add(Interp *I, TensorArg *a, bool copy, Value *out)
+/* scatter / scatter_add (accumulate), in place or on a copy (copy); a[3] is src, or scatter's
+ * Scalar value (converted to self's dtype as torch's fill does). */
+static bool scatter(Interp *I, TensorArg *a, bool copy, bool accumulate, Value *out)
 {
-    FcTensor *t;
+    FcTensor *t, *src = a[3].t, *v = NULL;
     FcError e;
-    if (!self_or_copy(I, a[0].t, copy, &t)) return false;
-    FcStatus st = fc_scatter_add(I->fc, t, a[1].i, a[2].t, a[3].t, &e);
-    if (st) fc_tensor_release(t);
-    return tensor_check(I, st, &e) && tensor_value_steal(I, t, out);
+    if (!src) {
+        if (!tensor_scalar_fits(I, a[3].s, a[3].sdt, a[0].t->dtype, true)) return false;
+        FcScalar s = tensor_scalar_as(a[3].s, a[3].sdt, a[0].t->dtype);
+        if (!tensor_check(I, fc_scalar(I->fc, a[0].t->dtype, s, false, &v, &e), &e)) return false;
+        src = v;
+    }
+    if (!self_or_copy(I, a[0].t, copy, &t)) {
+        fc_tensor_release(v);
+        return false;
+    }
+    FcStatus st = fc_scatter(I->fc, t, a[1].i, a[2].t, src, v != NULL, accumulate, &e);
+    fc_tensor_release(v);
+    if (st || !copy) fc_tensor_release(t);
+    if (!tensor_check(I, st, &e)) return false;
+    return copy ? tensor_value_steal(I, t, out) : tensor_return_self(I, &a[0], out);
 }
 
-IMPL_FN(scatter_add_) { return scatter_add(I, a, false, out); }
-IMPL_FN(scatter_add) { return scatter_add(I, a, true, out); }
+IMPL_FN(scatter_) { return scatter(I, a, false, false, out); }
+IMPL_FN(scatter) { return scatter(I, a, true, false, out); }
+IMPL_FN(scatter_add_) { return scatter(I, a, false, true, out); }
+IMPL_FN(scatter_add) { return scatter(I, a, true, true, out); }
+
+static bool host_view(Interp *I, FcTensor *t, FcView *v, FcTensor **keep);
+
+/* "[4, 5]" into b (sep ", ") or "4 5" (sep " ", how torch prints a std::vector). */
+static void sizes_text(Buf *b, int n, const int64_t *v, const char *sep)
+{
+    for (int k = 0; k < n; k++) buf_printf(b, "%s%lld", k ? sep : "", (long long)v[k]);
+}
+
+/* t's sizes without dim d (none for a 0-dim t) into out; their number. */
+static int slice_sizes(const FcTensor *t, int d, int64_t *out)
+{
+    int n = 0;
+    for (int k = 0; k < t->ndim; k++)
+        if (k != d) out[n++] = t->shape[k];
+    return n;
+}
+
+/* index_add's and index_copy's checks, torch's (index_func_meta_impl, index_copy's meta) in its
+ * order, but for the index values and index_add's per-slice broadcast, which index_into checks. */
+static bool index_into_checks(Interp *I, FcTensor *self, int d, FcTensor *index, FcTensor *src, bool add)
+{
+    int64_t numel = fc_tensor_numel(index), src_len = src->ndim ? src->shape[d < src->ndim ? d : 0] : 1;
+    const char *sdt = fc_dtype_torch_name(self->dtype), *rdt = fc_dtype_torch_name(src->dtype);
+    if (!add) {
+        if (index->ndim >= 2)
+            return err_raise(I, TDL_ERR_INDEX, "index_copy_(): Index should have dimension 1 or 0 (got %d)", index->ndim);
+        if (src->ndim == 0 && numel != 1)
+            return err_raise(I, TDL_ERR_INDEX, "index_copy_(): When source is scalar, index should have one element "
+                             "(got %lld)", (long long)numel);
+        if (src->ndim != self->ndim && src->ndim != 0 && self->ndim != 0)
+            return err_raise(I, TDL_ERR_INDEX, "index_copy_(): When source and destination are not scalars, their "
+                             "dimensionality must match. Source dimensionality (%d), destination dimensionality (%d)",
+                             src->ndim, self->ndim);
+        if (index->dtype != FC_INT64)
+            return err_raise(I, TDL_ERR_RUNTIME, "index_copy_(): Expected a long tensor for index, but got %s",
+                             fc_dtype_torch_name(index->dtype));
+        if (self->dtype != src->dtype)
+            return err_raise(I, TDL_ERR_RUNTIME, "index_copy_(): self and source expected to have the same dtype, "
+                             "but got (self) %s and (source) %s", sdt, rdt);
+        int64_t ss[FC_MAX_DIMS], rs[FC_MAX_DIMS];
+        int ns = slice_sizes(self, d, ss), nr = slice_sizes(src, d, rs);
+        if (ns != nr || memcmp(ss, rs, (size_t)ns * sizeof *ss) != 0) {
+            Buf b = {0};
+            buf_printf(&b, "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice "
+                           "shape: ");
+            sizes_text(&b, ns, ss, " ");
+            buf_printf(&b, " at dimension %d and source slice shape: ", d);
+            sizes_text(&b, nr, rs, " ");
+            buf_printf(&b, " at dimension 0.");
+            bool ok = b.nomem ? err_nomem(I) : err_raise(I, TDL_ERR_RUNTIME, "%s", b.p);
+            buf_free(&b);
+            return ok;
+        }
+        if (src->ndim != 0 && numel != src_len)
+            return err_raise(I, TDL_ERR_INDEX, "index_copy_(): Number of indices (%lld) should be equal to "
+                             "source.size(dim) (%lld)", (long long)numel, (long long)src_len);
+        return true;
+    }
+    if (index->ndim > 1) {
+        Buf b = {0};
+        sizes_text(&b, index->ndim, index->shape, ", ");
+        bool ok = b.nomem ? err_nomem(I)
+                          : err_raise(I, TDL_ERR_INDEX, "index_add_(): Index is supposed to be a vector, but got dim: "
+                                      "%d with type: %s and size: [%s]", index->ndim,
+                                      fc_dtype_torch_name(index->dtype), b.p);
+        buf_free(&b);
+        return ok;
+    }
+    if (index->dtype != FC_INT64 && index->dtype != FC_INT32)
+        return err_raise(I, TDL_ERR_RUNTIME, "index_add_(): Expected dtype int32/int64 for index but got: %s",
+                         fc_dtype_torch_name(index->dtype));
+    if (self->dtype != src->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "index_add_(): self (%s) and source (%s) must have the same scalar type",
+                         sdt, rdt);
+    if (d != 0 && d >= src->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME, "index_add_(): Indexing dim %d is out of bounds of the source tensor with "
+                         "dim %d", d, src->ndim);
+    if (numel != src_len)
+        return err_raise(I, TDL_ERR_RUNTIME, "index_add_(): Number of indices (%lld) should be equal to "
+                         "source.size(dim): (%lld), for dim: %d", (long long)numel, (long long)src_len, d);
+    if (self->ndim <= 1 && src->ndim > 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "source.dim() (%d) must one or zero for given self.dim() (%d)", src->ndim,
+                         self->ndim);
+    return true;
+}
+
+/* index_add's source as the value index_put writes: self's slice shape (the source's slices
+ * broadcast to it, as torch's add_ of one slice into another), dim d of length n, times alpha. */
+static FcStatus index_add_value(Interp *I, FcTensor *self, int d, FcTensor *src, const TensorArg *alpha,
+                                FcTensor **out, FcError *e)
+{
+    int64_t ss[FC_MAX_DIMS], rs[FC_MAX_DIMS + 1], bs[FC_MAX_DIMS], shape[FC_MAX_DIMS], perm[FC_MAX_DIMS];
+    int ns = slice_sizes(self, d, ss), nr = slice_sizes(src, d, rs), nb, k;
+    int64_t n = src->ndim ? src->shape[d] : 1;
+    FcStatus st = fc_broadcast_shapes(ns, ss, nr, rs, &nb, bs, e);
+    if (st == FC_OK && (nb != ns || memcmp(bs, ss, (size_t)ns * sizeof *ss) != 0)) {
+        Buf a = {0}, b = {0};
+        sizes_text(&a, ns, ss, ", ");
+        sizes_text(&b, nb, bs, ", ");
+        snprintf(e->msg, sizeof e->msg, "output with shape [%s] doesn't match the broadcast shape [%s]",
+                 a.p ? a.p : "", b.p ? b.p : "");
+        st = a.nomem || b.nomem ? FC_ERR_NOMEM : FC_ERR_RUNTIME;
+        buf_free(&a);
+        buf_free(&b);
+    }
+    if (st != FC_OK) return st;
+    /* (n, 1.., source's slice) broadcast to (n, self's slice), then dim 0 moved to d. */
+    shape[0] = n;
+    for (k = 0; k < ns - nr; k++) shape[1 + k] = 1;
+    memcpy(shape + 1 + k, rs, (size_t)nr * sizeof *rs);
+    FcTensor *v = NULL, *tmp, *r;
+    for (k = 0; k < src->ndim; k++) perm[k] = k == 0 ? d : k <= d ? k - 1 : k;
+    st = src->ndim > 1 && d > 0 ? fc_permute(I->fc, src, src->ndim, perm, &v, e) : FC_OK;
+    if (st == FC_OK) st = fc_reshape(I->fc, v ? v : src, 1 + ns, shape, &tmp, e);
+    fc_tensor_release(v);
+    v = st == FC_OK ? tmp : NULL;
+    shape[0] = n;
+    memcpy(shape + 1, ss, (size_t)ns * sizeof *ss);
+    if (st == FC_OK) st = fc_expand(I->fc, v, 1 + ns, shape, &r, e);
+    fc_tensor_release(v);
+    v = st == FC_OK ? r : NULL;
+    for (k = 0; k <= ns; k++) perm[k] = k < d ? k + 1 : k == d ? 0 : k;
+    if (st == FC_OK && d > 0) {
+        st = fc_permute(I->fc, v, 1 + ns, perm, &r, e);
+        fc_tensor_release(v);
+        v = st == FC_OK ? r : NULL;
+    }
+    /* alpha in self's dtype (torch's alpha.to<scalar_t>(): 2.5 adds twice into an integer self) */
+    FcScalar al = tensor_scalar_as(alpha->s, alpha->sdt, self->dtype);
+    bool one = fc_dtype_is_float(self->dtype) ? al.f == 1.0 : al.i == 1;
+    if (st == FC_OK && !one) {
+        FcTensor *k = NULL;
+        st = fc_scalar(I->fc, self->dtype, al, false, &k, e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, v, k, &r, e);
+        fc_tensor_release(k);
+        fc_tensor_release(v);
+        v = st == FC_OK ? r : NULL;
+    }
+    *out = v;
+    return st;
+}
+
+/* index_add (add) / index_copy along dim, in place or on a copy: index_put of the source's slices
+ * at the positions the index names along dim, accumulating (in index order, as torch's loop over the
+ * index adds whole slices) or not (of duplicates the last one wins, as torch's CPU kernel). Index
+ * values are checked in torch's order: the first before index_add's slice broadcast, then the
+ * rest; negatives are out of range. */
+static bool index_into(Interp *I, const TensorSig *sig, TensorArg *a, bool copy, bool add, Value *out)
+{
+    FcTensor *self = a[0].t, *index = a[2].t, *src = a[3].t, *t = NULL, *v = NULL, *ix1 = NULL, *hk = NULL;
+    FcError e;
+    int d;
+    if (!tensor_check(I, fc_wrap_dim(a[1].i, self->ndim, &d, &e), &e)) return false;
+    if (!index_into_checks(I, self, d, index, src, add)) return false;
+    int64_t size = self->ndim ? self->shape[d] : 1, numel = fc_tensor_numel(index);
+    FcView iv;
+    if (!host_view(I, index, &iv, &hk)) return false;
+    bool ok = true;
+    for (int64_t k = 0; ok && k < numel; k++) {
+        int64_t at = iv.offset, rest = k, x;
+        for (int j = iv.ndim - 1; j >= 0; j--) {
+            at += rest % iv.shape[j] * iv.strides[j];
+            rest /= iv.shape[j];
+        }
+        x = index->dtype == FC_INT32 ? ((const int32_t *)iv.data)[at] : ((const int64_t *)iv.data)[at];
+        if (x >= 0 && x < size) {
+            if (k == 0 && add && numel > 0) {       /* torch adds slice 0 before it reads index 1 */
+                ok = tensor_check(I, index_add_value(I, self, d, src, ARG("alpha"), &v, &e), &e);
+            }
+            continue;
+        }
+        ok = add ? err_raise(I, TDL_ERR_INDEX, "index out of range in self")
+                 : err_raise(I, TDL_ERR_INDEX, "index_copy_(): index %lld is out of bounds for dimension %d with size "
+                             "%lld", (long long)x, d, (long long)size);
+    }
+    fc_tensor_release(hk);
+    FcStatus st = FC_OK;
+    if (ok && !v) v = fc_tensor_retain(src);
+    if (ok) ok = self_or_copy(I, self, copy, &t);
+    if (ok) {
+        /* A 0-dim self, index or source as one element along a dim of its own. */
+        int64_t vshape[FC_MAX_DIMS];
+        FcTensor *tt = NULL, *vv = NULL;
+        for (int k = 0; k < (self->ndim ? self->ndim : 1); k++) vshape[k] = k == d ? numel : self->ndim ? self->shape[k] : 1;
+        st = self->ndim ? FC_OK : fc_unsqueeze(I->fc, t, 0, &tt, &e);
+        if (st == FC_OK && v->ndim == 0) st = fc_reshape(I->fc, v, self->ndim ? self->ndim : 1, vshape, &vv, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, index, 1, &numel, &ix1, &e);
+        FcIndex ix[FC_MAX_DIMS];
+        for (int k = 0; k < d; k++) ix[k] = (FcIndex){.kind = FC_IX_SLICE, .step = 1};
+        ix[d] = (FcIndex){.kind = FC_IX_TENSOR, .t = ix1};
+        if (st == FC_OK && numel > 0) st = fc_index_put(I->fc, tt ? tt : t, d + 1, ix, vv ? vv : v, add, &e);
+        fc_tensor_release(tt);
+        fc_tensor_release(vv);
+        ok = tensor_check(I, st, &e);
+    }
+    fc_tensor_release(ix1);
+    fc_tensor_release(v);
+    if (!ok) {
+        fc_tensor_release(t);
+        return false;
+    }
+    if (copy) return tensor_value_steal(I, t, out);
+    fc_tensor_release(t);
+    return tensor_return_self(I, &a[0], out);
+}
+
+IMPL_FN(index_add) { return index_into(I, sig, a, true, true, out); }
+IMPL_FN(index_add_) { return index_into(I, sig, a, false, true, out); }
+IMPL_FN(index_copy) { return index_into(I, sig, a, true, false, out); }
+IMPL_FN(index_copy_) { return index_into(I, sig, a, false, false, out); }
 
 /* ---- host values --------------------------------------------------------------------------- */
 

@@ -50,7 +50,10 @@ static bool seen_before(struct WarnState *w, const char *key, bool *nomem)
 
 /* Shows or raises a warning of kind (its class's name cls_name; cls the user class or V_UNDEF) at
  * the statement running now (depth 0) or at the call site `up` levels out. */
-static bool warn_at(Interp *I, tdl_error_kind kind, Value cls, const char *cls_name, const char *msg, int up)
+/* once: under the default action, shown once per text wherever it comes from (C++'s
+ * TORCH_WARN_ONCE), as the "once" action shows it. */
+static bool warn_at(Interp *I, tdl_error_kind kind, Value cls, const char *cls_name, const char *msg, int up,
+                    bool once)
 {
     struct WarnState *w = state(I);
     if (!w) return err_nomem(I);
@@ -84,7 +87,7 @@ static bool warn_at(Interp *I, tdl_error_kind kind, Value cls, const char *cls_n
     const char *file = src ? src->name : "sys";
     Buf key = {0};
     bool nomem = false;
-    if (action == WA_ONCE) buf_printf(&key, "%s:%s", cls_name, msg);
+    if (action == WA_ONCE || (once && action == WA_DEFAULT)) buf_printf(&key, "%s:%s", cls_name, msg);
     else buf_printf(&key, "%s:%d:%s:%s", file, line, cls_name, msg);
     if (key.nomem) return err_nomem(I);
     bool seen = action != WA_ALWAYS && seen_before(w, key.p, &nomem);
@@ -109,7 +112,12 @@ static bool warn_at(Interp *I, tdl_error_kind kind, Value cls, const char *cls_n
 
 bool interp_warn(Interp *I, tdl_error_kind category, const char *msg)
 {
-    return warn_at(I, category, v_undef(), tdl_error_kind_name(category), msg, 0);
+    return warn_at(I, category, v_undef(), tdl_error_kind_name(category), msg, 0, false);
+}
+
+bool interp_warn_once(Interp *I, tdl_error_kind category, const char *msg)
+{
+    return warn_at(I, category, v_undef(), tdl_error_kind_name(category), msg, 0, true);
 }
 
 /* A warning category: a builtin warning class or a user class deriving from one. */
@@ -171,7 +179,7 @@ static bool w_warn(BUILTIN_ARGS)
         return false;
     }
     if (text.nomem) return err_nomem(I);
-    bool ok = warn_at(I, kind, cls, name, text.p ? text.p : "", level < 1 ? 0 : (int)(level > 1000 ? 1000 : level - 1));
+    bool ok = warn_at(I, kind, cls, name, text.p ? text.p : "", level < 1 ? 0 : (int)(level > 1000 ? 1000 : level - 1), false);
     buf_free(&text);
     if (ok) *out = v_none();
     return ok;
