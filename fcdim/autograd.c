@@ -65,7 +65,8 @@ struct FcGradRec {
     bool off;                   /* LEAF: kept while requires_grad is off (FcStorage.grad_off): a
                                  * backward adds nothing to it, as PyTorch's AccumulateGrad of a
                                  * tensor that no longer requires grad */
-    FcOp op;                    /* the root op of value, for grad_fn */
+    FcOp op;                    /* the root op of value, for grad_fn ... */
+    const char *fn;             /* ... or its declared derivative's name (vjp_name) */
     FcLibConv *lib;             /* LIB: the op (its operands' references) */
     struct FcRetained *retain;  /* the stored tensors over this storage that retain their gradient
                                    (a list through FcRetained.next, references) */
@@ -96,6 +97,75 @@ static struct FcRetained *retained_ref(struct FcRetained *b)
     if (b)
         b->refcnt++;
     return b;
+}
+
+/* A composite's declared derivative (fc_grad_declare): its operands' nodes, each with the map of its
+ * levels into the composite's (as an operand's lev_map). */
+struct FcVjp {
+    FcVjpRule rule;
+    int nin;
+    FcNode *in[3];              /* references */
+    int8_t map[3][FC_MAX_DIMS];
+    double k;
+};
+
+void fc_vjp_free(struct FcVjp *v)
+{
+    if (!v)
+        return;
+    for (int i = 0; i < v->nin; i++)
+        fc_node_release(v->in[i]);
+    mem_free(v);
+}
+
+void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k)
+{
+    FcNode *r = t->node;
+    if (fc_grad_off || !fc_grad_live || !r || r->refcnt != 1 || r->vjp || t->levels || r->nlev != t->ndim ||
+        (t->dtype != FC_FLOAT32 && t->dtype != FC_FLOAT64) || n > 3)
+        return;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (ops[i]->dtype != t->dtype || ops[i]->levels || ops[i]->ndim > t->ndim)
+            return;
+        any |= fc_requires_grad(ops[i]);
+    }
+    struct FcVjp *v = any ? mem_calloc(1, sizeof *v) : NULL;
+    if (!v)
+        return;     /* out of memory: the IR is differentiated */
+    v->rule = rule;
+    v->k = k;
+    for (int i = 0; i < n; i++) {
+        FcTensor *o = ops[i];
+        if (!(v->in[i] = fc_tensor_node(o)) || v->in[i]->nlev != o->ndim) {
+            v->nin = v->in[i] ? i + 1 : i;
+            fc_vjp_free(v);
+            return;
+        }
+        v->nin = i + 1;
+        for (int j = 0; j < o->ndim; j++) {
+            int l = j + t->ndim - o->ndim;
+            if (o->shape[j] != t->shape[l] && o->shape[j] != 1) {
+                fc_vjp_free(v);
+                return;
+            }
+            v->map[i][j] = (int8_t)(o->shape[j] == 1 && t->shape[l] != 1 ? FC_LEV_BCAST : l);
+        }
+    }
+    r->vjp = v;
+}
+
+/* grad_fn's name of a node with a declared derivative (PyTorch's), or NULL. */
+static const char *vjp_name(const struct FcVjp *v)
+{
+    if (!v)
+        return NULL;
+    switch (v->rule) {
+    case FC_VJP_LERP: return v->nin == 2 ? "LerpBackward0" : "LerpBackward1";
+    case FC_VJP_ADDCMUL: return "AddcmulBackward0";
+    case FC_VJP_ADDCDIV: return "AddcdivBackward0";
+    }
+    return NULL;
 }
 
 void fc_set_grad_enabled(bool on) { fc_grad_off = !on; }
@@ -398,6 +468,7 @@ FcStatus fc_grad_record(FcCtx *ctx, FcStorage *dst, int64_t offset, const int64_
     memcpy(r->strides, strides, (size_t)value->nlev * sizeof *r->strides);
     r->offset = offset;
     r->op = value->op == FC_OP_CAST && value->narrows ? value->in[0]->op : value->op;
+    r->fn = vjp_name(value->vjp);
     r->value = fc_node_retain(value);
     if (sc) {
         r->sc = *sc;
@@ -658,6 +729,8 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
 {
     if (!fc_requires_grad(t) || fc_is_leaf(t))
         return NULL;
+    if (t->node && t->node->vjp)
+        return snprintf(buf, cap, "%s", vjp_name(t->node->vjp)), buf;
     if (t->node)
         return backward_name(t->node->op == FC_OP_CAST && t->node->narrows ? t->node->in[0]->op : t->node->op, buf,
                              cap);
@@ -667,7 +740,7 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
     if (r->kind == REC_MOVE && r->offset == t->offset && r->ndim == t->ndim && r->prev == NULL)
         return snprintf(buf, cap, "ToCopyBackward0"), buf;
     if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
-        return backward_name(r->op, buf, cap);
+        return r->fn ? (snprintf(buf, cap, "%s", r->fn), buf) : backward_name(r->op, buf, cap);
     if (r->kind == REC_WRITE && r->prev)
         return backward_name(FC_OP_NONE, buf, cap), snprintf(buf, cap, "CopySlices"), buf;
     snprintf(buf, cap, "AsStridedBackward0");
@@ -769,27 +842,28 @@ static FcNode *cst(FcDType dt, double v)
 
 static FcNode *ref(FcNode *n) { return fc_node_retain(n); }
 
-/* Operand k of n laid over n's levels (n not a reduction). */
-static FcNode *place(FcNode *n, int k)
+/* in, an operand of n whose levels map to n's by m, laid over n's levels (n not a reduction). */
+static FcNode *place_from(FcNode *n, FcNode *in, const int8_t *m)
 {
-    FcNode *in = n->in[k];
     FcNode *c = fc_node_new(FC_OP_CAST, in->dtype, n->nlev, n->size, 1, &in);
     if (!c)
         return NULL;
     c->src_dtype = in->dtype;
-    memcpy(c->lev_map[0], n->lev_map[k], (size_t)in->nlev);
+    memcpy(c->lev_map[0], m, (size_t)in->nlev);
     return c;
 }
 
-/* C (over n's levels, dtype dt) taken to operand k's levels: n's levels that the operand does not
- * map are summed over, operand levels that n reduces or broadcasts get C as it is, and operand
- * levels mapped twice (a diagonal) get C where their indices agree, zero elsewhere. Takes C. */
-static FcNode *pull(FcNode *n, int k, FcNode *C)
+/* Operand k of n laid over n's levels (n not a reduction). */
+static FcNode *place(FcNode *n, int k) { return place_from(n, n->in[k], n->lev_map[k]); }
+
+/* C (over n's levels, dtype dt) taken to the levels of in, an operand of n whose levels map to n's
+ * by m: n's levels that the operand does not map are summed over, operand levels that n reduces
+ * or broadcasts get C as it is, and operand levels mapped twice (a diagonal) get C where their
+ * indices agree, zero elsewhere. Takes C. */
+static FcNode *pull_to(FcNode *n, FcNode *in, const int8_t *m, FcNode *C)
 {
     if (!C)
         return NULL;
-    FcNode *in = n->in[k];
-    const int8_t *m = n->lev_map[k];
     int inv[FC_MAX_DIMS];
     int dup_a[FC_MAX_DIMS], dup_b[FC_MAX_DIMS], ndup = 0;
     bool sum = false;
@@ -852,6 +926,8 @@ static FcNode *pull(FcNode *n, int k, FcNode *C)
     }
     return r;
 }
+
+static FcNode *pull(FcNode *n, int k, FcNode *C) { return pull_to(n, n->in[k], n->lev_map[k], C); }
 
 /* A value of n (a reduction) over operand k's levels (its reduced levels broadcast). */
 static FcNode *spread(FcNode *n, int k, FcNode *v) { return pull(n, k, v); }
@@ -944,6 +1020,15 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         OUT(1, WHERE(own2(FC_OP_AND, FC_BOOL, CMP(FC_OP_EQ, X(), K(0)), CMP(FC_OP_GE, Y(), K(0))), K(0),
                      MUL(MUL(Cc(), N()), U(FC_OP_LOG, X()))));
         break;
+    case FC_OP_FMA: {
+        FcNode *z = place(n, 2);
+        OUT(0, Cc());
+        OUT(1, MUL(Cc(), ref(z)));
+        OUT(2, MUL(Cc(), Y()));
+        fc_node_release(z);
+        ok = ok && z;
+        break;
+    }
     case FC_OP_MIN: case FC_OP_MAX: {
         /* Ties split the gradient in half; the other operand's wins get none. */
         FcOp lose = n->op == FC_OP_MAX ? FC_OP_LT : FC_OP_GT, win = n->op == FC_OP_MAX ? FC_OP_GT : FC_OP_LT;
@@ -1039,6 +1124,59 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
 #undef CMP
 #undef WHERE
 #undef OUT
+}
+
+/* The cotangents of a composite's operands (n->vjp's), given C: as vjp_rule, by the declared rule
+ * (fc_grad_declare), each formula as derivatives.yaml writes it, so rounded as PyTorch's. */
+static bool vjp_declared(FcNode *n, FcNode *C, FcNode **out)
+{
+    struct FcVjp *v = n->vjp;
+    FcDType dt = n->dtype;
+    FcNode *x[3] = {NULL, NULL, NULL};
+    bool ok = true;
+    for (int i = 0; i < v->nin; i++)
+        ok = ok && (x[i] = place_from(n, v->in[i], v->map[i])) != NULL;
+#define X(i) ref(x[i])
+#define Cc() ref(C)
+#define K(c) cst(dt, c)
+#define MUL(a, b) own2(FC_OP_MUL, dt, a, b)
+#define DIV(a, b) own2(FC_OP_DIV, dt, a, b)
+#define SUB(a, b) own2(FC_OP_SUB, dt, a, b)
+#define OUT(i, e) (out[i] = pull_to(n, v->in[i], v->map[i], e), ok = ok && out[i])
+    switch (ok ? (int)v->rule : -1) {
+    case FC_VJP_LERP:
+        if (v->nin == 2) {
+            OUT(0, MUL(Cc(), K(1 - v->k)));
+            OUT(1, MUL(Cc(), K(v->k)));
+        } else {
+            OUT(0, MUL(Cc(), SUB(K(1), X(2))));
+            OUT(1, MUL(Cc(), X(2)));
+            OUT(2, MUL(Cc(), SUB(X(1), X(0))));
+        }
+        break;
+    case FC_VJP_ADDCMUL:
+        OUT(0, Cc());
+        OUT(1, MUL(Cc(), MUL(X(2), K(v->k))));
+        OUT(2, MUL(Cc(), MUL(X(1), K(v->k))));
+        break;
+    case FC_VJP_ADDCDIV:
+        OUT(0, Cc());
+        OUT(1, MUL(Cc(), DIV(K(v->k), X(2))));
+        OUT(2, MUL(own1(FC_OP_NEG, dt, Cc()), DIV(MUL(K(v->k), X(1)), MUL(X(2), X(2)))));
+        break;
+    default:
+        break;
+    }
+#undef X
+#undef Cc
+#undef K
+#undef MUL
+#undef DIV
+#undef SUB
+#undef OUT
+    for (int i = 0; i < 3; i++)
+        fc_node_release(x[i]);
+    return ok;
 }
 
 /* ---- the backward ---- */
@@ -1718,8 +1856,9 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
     PUSH(root);
     while (top) {
         struct Fr *f = &stk[top - 1];
-        if (f->n->op != FC_OP_LOAD && f->k < f->n->nin) {
-            FcNode *c = f->n->in[f->k++];
+        int nin = f->n->vjp ? f->n->vjp->nin : f->n->nin;
+        if (f->n->op != FC_OP_LOAD && f->k < nin) {
+            FcNode *c = f->n->vjp ? f->n->vjp->in[f->k++] : f->n->in[f->k++];
             if (pm_get(&index, c))
                 continue;
             int r = needs(c, ctxrec, &memo);
@@ -1778,18 +1917,20 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
                 break;
         }
         FcNode *outs[3] = {NULL, NULL, NULL};
-        bool made = vjp_rule(n, C, outs);
+        bool made = n->vjp ? vjp_declared(n, C, outs) : vjp_rule(n, C, outs);
+        int nin = n->vjp ? n->vjp->nin : n->nin;
+        FcNode *const *ins = n->vjp ? n->vjp->in : n->in;
         /* A cotangent is of its operand's dtype (a reduction may compute in another one). */
-        for (int k = 0; made && k < n->nin && k < 3; k++)
-            if (outs[k] && outs[k]->dtype != n->in[k]->dtype)
-                made = (outs[k] = own1(FC_OP_CAST, n->in[k]->dtype, outs[k])) != NULL;
+        for (int k = 0; made && k < nin && k < 3; k++)
+            if (outs[k] && outs[k]->dtype != ins[k]->dtype)
+                made = (outs[k] = own1(FC_OP_CAST, ins[k]->dtype, outs[k])) != NULL;
         if (!made) {
             for (int k = 0; k < 3; k++)
                 fc_node_release(outs[k]);
             goto nomem;
         }
-        for (int k = 0; k < n->nin && k < 3; k++) {
-            int *j = outs[k] ? pm_get(&index, n->in[k]) : NULL;
+        for (int k = 0; k < nin && k < 3; k++) {
+            int *j = outs[k] ? pm_get(&index, ins[k]) : NULL;
             if (!j || *j < 0) {
                 fc_node_release(outs[k]);
                 continue;
@@ -2057,6 +2198,15 @@ static bool saves_walk(FcNode *n, PtrMap *seen)
         return false;
     if (!pm_put(seen, n, 1))
         return true;            /* out of memory: free it, as when it saves */
+    if (n->vjp) {
+        /* a declared derivative saves its operands but lerp's by a number's (none) */
+        if (n->vjp->rule != FC_VJP_LERP || n->vjp->nin != 2)
+            return true;
+        for (int k = 0; k < n->vjp->nin; k++)
+            if (saves_walk(n->vjp->in[k], seen))
+                return true;
+        return false;
+    }
     switch (n->op) {
     case FC_OP_LOAD: case FC_OP_CONST: case FC_OP_IOTA:
         return false;

@@ -336,6 +336,8 @@ struct FcNode {
     uint32_t walk_id;           /* ... and what that walk numbered it (kernel_cache.c) */
     struct FcRetained *retain;  /* the lazy tensor of this node called retain_grad(): where a
                                    backward adds the cotangent that reaches here (a reference) */
+    struct FcVjp *vjp;          /* a composite's declared derivative (fc_grad_declare): a backward
+                                   differentiates the node by it, not through its operands */
 };
 
 FcNode *fc_node_retain(FcNode *n);
@@ -546,6 +548,9 @@ FcStatus fc_storage_prepare_write(FcCtx *ctx, FcStorage *s, FcError *err);
 FcStatus fc_unary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor **out, FcError *err);
 FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
 FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor **out, FcError *err);
+/* x + y * z rounded once (FC_OP_FMA) at the three operands' result dtype; for ints and bools,
+ * the product then the sum. */
+FcStatus fc_fma(FcCtx *ctx, FcTensor *x, FcTensor *y, FcTensor *z, FcTensor **out, FcError *err);
 FcStatus fc_cast(FcCtx *ctx, FcTensor *a, FcDType dt, FcTensor **out, FcError *err);
 /* Reduction over the dims in dim_mask (bit d = dim d; all dims when dim_mask is 0 and
  * a->ndim > 0). keepdim keeps them as size 1. Result dtype as PyTorch: sum/prod of bool and ints
@@ -1296,6 +1301,20 @@ FcStatus fc_retain_grad(FcCtx *ctx, FcTensor *t, FcError *err);
 bool fc_retains_grad(const FcTensor *t);
 /* Drops a reference to a retained gradient's holder (FcNode.retain, FcTensor.retained). */
 void fc_retained_release(struct FcRetained *b);
+/* A composite's derivative declared as PyTorch's derivatives.yaml gives it, where differentiating
+ * its IR would round otherwise: t, the lazy float32 or float64 result just made (its node held by
+ * it alone) from the operands ops[0..n) (of t's dtype, broadcast against t, no first-class dims),
+ * is differentiated by the rule (a backward takes the rule's cotangents to the operands and none
+ * through t's IR). k: the rule's number. Declares nothing where those conditions do not hold (the
+ * IR is differentiated then) or no operand needs a gradient.
+ *   LERP      ops self, end (k weight): self grad * (1 - k), end grad * k; with a third op
+ *             weight: self grad * (1 - weight), end grad * weight, weight grad * (end - self)
+ *   ADDCMUL   ops self, t1, t2 (k value): grad, grad * (t2 * k), grad * (t1 * k)
+ *   ADDCDIV   ops self, t1, t2 (k value): grad, grad * (k / t2), -grad * (k * t1 / (t2 * t2)) */
+typedef enum FcVjpRule { FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV } FcVjpRule;
+void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
+/* Frees a node's declared derivative (FcNode.vjp). */
+void fc_vjp_free(struct FcVjp *v);
 /* The name of the operation that made t ("MulBackward0"), or NULL for a leaf or no gradient. */
 const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap);
 /* A tensor sharing t's memory whose value needs no gradient (t realised first). */

@@ -191,6 +191,7 @@ void fc_node_release(FcNode *n)
         fc_node_release(n->in[k]);
     fc_storage_release(n->storage);
     fc_retained_release(n->retain);
+    fc_vjp_free(n->vjp);
     mem_free(n);
 }
 
@@ -781,6 +782,26 @@ FcStatus fc_where(FcCtx *ctx, FcTensor *cond, FcTensor *a, FcTensor *b, FcTensor
     FcTensor *ts[3] = {cond, a, b};
     FcDType dts[3] = {FC_BOOL, dt, dt};
     return pointwise(ctx, FC_OP_WHERE, dt, dt, ts, 3, dts, out, err);
+}
+
+FcStatus fc_fma(FcCtx *ctx, FcTensor *x, FcTensor *y, FcTensor *z, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcOperand ops[3] = {operand_of(x), operand_of(y), operand_of(z)};
+    FcDType dt = fc_result_type(ops, 3);
+    if (!fc_dtype_is_float(dt)) {
+        FcTensor *p = NULL;
+        FcStatus st = fc_binary(ctx, FC_OP_MUL, y, z, &p, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_ADD, x, p, out, err);
+        fc_tensor_release(p);
+        return st;
+    }
+    FcStatus st = fc_check_wrapped(x, dt, err);
+    if (st || (st = fc_check_wrapped(y, dt, err)) || (st = fc_check_wrapped(z, dt, err)))
+        return st;
+    FcTensor *ts[3] = {x, y, z};
+    return pointwise(ctx, FC_OP_FMA, dt, dt, ts, 3, NULL, out, err);
 }
 
 /* ---- reductions ---- */

@@ -369,7 +369,8 @@ static bool parse_sig(const TensorOpRow *row, TensorSig *s, char *why, size_t wh
 #undef BAD
     s->requires_grad = -1;
     for (int k = 0; k < s->nparams; k++)
-        if (strcmp(s->params[k].name, "requires_grad") == 0) s->requires_grad = k;
+        /* the creation functions' keyword (requires_grad_'s is its own, positional) */
+        if (strcmp(s->params[k].name, "requires_grad") == 0 && s->params[k].kwonly) s->requires_grad = k;
     return true;
 }
 
@@ -927,9 +928,9 @@ bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     case TL_IMPL:
     default: {
         if (!r->impl(I, sig, a, out)) return false;
-        /* requires_grad=True on a creation function: the result is a leaf. */
+        /* requires_grad=True on a creation function (or method: new_zeros): the result is a leaf. */
         TensorArg *rg = sig->requires_grad >= 0 ? &a[sig->requires_grad] : NULL;
-        if (rg && !rg->none && rg->b && out->tag == V_TENSOR && r->variants != TV_METHOD) {
+        if (rg && !rg->none && rg->b && out->tag == V_TENSOR) {
             st = fc_set_requires_grad(I->fc, as_tensor(*out), true, &e);
             if (st) {
                 val_decref(I, *out);

@@ -211,6 +211,9 @@ TENSOR_MORE_IMPL(atleast_3d) TENSOR_MORE_IMPL(vstack) TENSOR_MORE_IMPL(hstack) T
 TENSOR_MORE_IMPL(column_stack) TENSOR_MORE_IMPL(frac) TENSOR_MORE_IMPL(nan_to_num) TENSOR_MORE_IMPL(xlogy)
 TENSOR_MORE_IMPL(float_power) TENSOR_MORE_IMPL(heaviside) TENSOR_MORE_IMPL(logit)
 TENSOR_MORE_IMPL(sinc) TENSOR_MORE_IMPL(diff) TENSOR_MORE_IMPL(searchsorted) TENSOR_MORE_IMPL(bucketize)
+/* lerp, addcmul, addcdiv, masked_select, rot90, diag, diagflat, diag_embed, trace */
+TENSOR_MORE_IMPL(lerp) TENSOR_MORE_IMPL(addcmul) TENSOR_MORE_IMPL(addcdiv) TENSOR_MORE_IMPL(masked_select)
+TENSOR_MORE_IMPL(rot90) TENSOR_MORE_IMPL(diag) TENSOR_MORE_IMPL(diagflat) TENSOR_MORE_IMPL(diag_embed) TENSOR_MORE_IMPL(trace)
 #undef TENSOR_MORE_IMPL
 
 #endif

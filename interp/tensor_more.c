@@ -1353,29 +1353,34 @@ bool impl_chunk(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return split_even(I, t, d, size, (len + size - 1) / size, out);
 }
 
-bool impl_flip(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+/* t reversed along the n dims d[] (valid, distinct): a copy, as torch's flip (never a view of t). */
+static FcStatus flip_along(FcCtx *ctx, FcTensor *t, int n, const int *d, FcTensor **out, FcError *e)
 {
-    FcTensor *t = a[0].t, *r = fc_tensor_retain(t), *ix, *tmp;
-    FcError e;
-    uint64_t mask;
-    (void)sig;
-    if (a[1].n > 0 && !tensor_dim_mask(I, t, &a[1], &mask)) {
-        fc_tensor_release(r);
-        return false;
-    }
+    FcTensor *r = fc_tensor_retain(t), *ix, *tmp;
     FcStatus st = FC_OK;
-    for (int k = 0; k < a[1].n && st == FC_OK && t->ndim > 0; k++) {
-        int d;
-        fc_wrap_dim(a[1].ints[k], t->ndim, &d, &e);
-        st = index_expr(I->fc, t->shape[d], -1, t->shape[d] - 1, 0, &ix, &e);
+    for (int k = 0; k < n && st == FC_OK && t->ndim > 0; k++) {
+        st = index_expr(ctx, t->shape[d[k]], -1, t->shape[d[k]] - 1, 0, &ix, e);
         if (st == FC_OK) {
-            st = step(select_by(I->fc, r, d, ix, &tmp, &e), &r, &tmp);
+            st = step(select_by(ctx, r, d[k], ix, &tmp, e), &r, &tmp);
             fc_tensor_release(ix);
         }
     }
-    /* a copy, as torch's flip (never a view of t) */
-    if (st == FC_OK && r == t) st = step(fc_clone(I->fc, t, FC_MF_PRESERVE, &tmp, &e), &r, &tmp);
-    return result(I, st, &e, r, out);
+    if (st == FC_OK && r == t) st = step(fc_clone(ctx, t, FC_MF_PRESERVE, &tmp, e), &r, &tmp);
+    *out = r;
+    return st;
+}
+
+bool impl_flip(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL;
+    FcError e;
+    uint64_t mask;
+    int d[FC_MAX_DIMS];
+    (void)sig;
+    if (a[1].n > 0 && !tensor_dim_mask(I, t, &a[1], &mask)) return false;
+    for (int k = 0; k < a[1].n && t->ndim > 0; k++) fc_wrap_dim(a[1].ints[k], t->ndim, &d[k], &e);
+    FcStatus st = flip_along(I->fc, t, t->ndim > 0 ? a[1].n : 0, d, &r, &e);
+    return chain_result(I, st, &e, r, out);
 }
 
 bool impl_roll(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
@@ -3249,4 +3254,308 @@ bool impl_bucketize(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (a[1].t->ndim != 1)
         return err_raise(I, TDL_ERR_RUNTIME, "boundaries tensor must be 1 dimension, but got dim(%d)", a[1].t->ndim);
     return search(I, a[1].t, a[0].t, a[3].b, a[2].b, out);
+}
+
+/* ---- lerp, addcmul, addcdiv: PyTorch's CPU kernels, rounded as its AVX2 build rounds them ---- */
+
+/* The result shape of broadcasting a, b and c: PyTorch checks it before the kernel's dtype. */
+static bool broadcast3(Interp *I, const FcTensor *a, const FcTensor *b, const FcTensor *c)
+{
+    int64_t s1[FC_MAX_DIMS], s2[FC_MAX_DIMS];
+    int n1, n2;
+    FcError e;
+    FcStatus st = fc_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &n1, s1, &e);
+    if (st == FC_OK) st = fc_broadcast_shapes(n1, s1, c->ndim, c->shape, &n2, s2, &e);
+    return tensor_check(I, st, &e);
+}
+
+/* lerp(self, end, weight): self + weight * (end - self) where weight < 0.5 (torch 1.13 takes no
+ * absolute value), else
+ * end - (end - self) * (1 - weight), each an FMA (at::native::lerp, contracted), computed in
+ * float32 for the narrow floats (opmath) and rounded once. A Python number as weight is the
+ * Scalar overload: converted to that type, one branch for the whole tensor. The gradient is
+ * derivatives.yaml's (fc_grad_declare). */
+bool impl_lerp(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *self = a[0].t, *end = a[1].t, *w = a[2].t;
+    FcError e;
+    (void)sig;
+    bool scalar = w->wrapped_number;
+    const char *kernel = scalar ? "lerp_kernel_scalar" : "lerp_kernel_tensor";
+    if (end->dtype != self->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected dtype %s for `end` but got dtype %s",
+                         fc_dtype_cxx_name(self->dtype), fc_dtype_cxx_name(end->dtype));
+    if (!scalar && w->dtype != self->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected dtype %s for `weight` but got dtype %s",
+                         fc_dtype_cxx_name(self->dtype), fc_dtype_cxx_name(w->dtype));
+    if (!broadcast3(I, self, end, w)) return false;
+    if (!fc_dtype_is_float(self->dtype) || self->dtype == FC_FLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s\" not implemented for '%s'", kernel, fc_dtype_torch_name(self->dtype));
+    FcDType op = fc_dtype_compute(self->dtype);
+    FcTensor *s = NULL, *en = NULL, *wt = NULL, *d = NULL, *nd = NULL, *one = NULL, *rest = NULL, *lo = NULL,
+             *hi = NULL, *small = NULL, *r = NULL;
+    FcStatus st = fc_cast(I->fc, self, op, &s, &e);
+    if (st == FC_OK) st = fc_cast(I->fc, end, op, &en, &e);
+    if (st == FC_OK && scalar) {
+        FcTensor *w64 = NULL;       /* the number as a 0-dim tensor: it takes part at op's precision */
+        st = fc_scalar(I->fc, FC_FLOAT64, (FcScalar){.f = w->dtype == FC_FLOAT64 ? w->node->konst.f : (double)w->node->konst.i},
+                       false, &w64, &e);
+        if (st == FC_OK) st = fc_cast(I->fc, w64, op, &wt, &e);
+        fc_tensor_release(w64);
+    } else if (st == FC_OK) {
+        st = fc_cast(I->fc, w, op, &wt, &e);
+    }
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, en, s, &d, &e);
+    bool both = !scalar, low = true;
+    if (scalar) {
+        FcScalar v;
+        both = !fc_tensor_known(wt, &v);
+        low = !both && v.f < 0.5;
+    }
+    if (st == FC_OK && (both || low)) st = fc_fma(I->fc, s, wt, d, &lo, &e);
+    if (st == FC_OK && (both || !low)) {
+        st = int_scalar(I->fc, FC_INT64, 1, &one, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, one, wt, &rest, &e);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_NEG, d, &nd, &e);
+        if (st == FC_OK) st = fc_fma(I->fc, en, nd, rest, &hi, &e);
+    }
+    if (st == FC_OK && both) {
+        FcTensor *half = NULL;
+        st = float_scalar(I->fc, 0.5, &half, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_LT, wt, half, &small, &e);
+        if (st == FC_OK) st = fc_where(I->fc, small, lo, hi, &r, &e);
+        fc_tensor_release(half);
+    } else if (st == FC_OK) {
+        r = fc_tensor_retain(low ? lo : hi);
+    }
+    FcTensor *res = NULL;
+    if (st == FC_OK) st = fc_cast(I->fc, r, self->dtype, &res, &e);
+    FcTensor *tmp[] = {s, en, wt, d, nd, one, rest, lo, hi, small, r};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (st == FC_OK)
+        fc_grad_declare(res, FC_VJP_LERP, scalar ? 2 : 3, (FcTensor *[]){self, end, w},
+                        scalar ? (w->dtype == FC_FLOAT64 ? w->node->konst.f : (double)w->node->konst.i) : 0);
+    return result(I, st, &e, res, out);
+}
+
+/* addcmul / addcdiv: self + value * t1 * t2 / self + value * t1 / t2 at the three operands' result
+ * dtype, computed at its compute dtype (bfloat16: float32, value too) and rounded once; value is
+ * converted to it. For floats, addcmul's sum is an FMA of (value * t1) and t2 (contracted);
+ * addcdiv divides (value * t1) by t2 and adds. Gradients as derivatives.yaml (fc_grad_declare). */
+static bool addc(Interp *I, const TensorSig *sig, TensorArg *a, bool div, Value *out)
+{
+    FcTensor *self = a[0].t, *t1 = a[1].t, *t2 = a[2].t;
+    TensorArg *value = ARG("value");
+    FcError e;
+    const char *name = div ? "addcdiv_cpu_out" : "addcmul_cpu_out";
+    if (div && !fc_dtype_is_float(t1->dtype) && !fc_dtype_is_float(t2->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME,
+                         "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+                         "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                         "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
+                         "inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+                         "behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all "
+                         "dtypes.");
+    FcOperand ops[3] = {tensor_operand(self), tensor_operand(t1), tensor_operand(t2)};
+    FcDType dt = fc_result_type(ops, 3), op = fc_dtype_compute(dt);
+    if (!broadcast3(I, self, t1, t2)) return false;
+    if (dt == FC_FLOAT16 || dt == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"%s\" not implemented for '%s'", name, fc_dtype_torch_name(dt));
+    if (!tensor_scalar_fits(I, value->s, value->sdt, dt, true)) return false;
+    FcTensor *x = NULL, *y = NULL, *z = NULL, *v = NULL, *vy = NULL, *q = NULL, *r = NULL, *res = NULL;
+    FcStatus st = fc_cast(I->fc, self, op, &x, &e);
+    if (st == FC_OK) st = fc_cast(I->fc, t1, op, &y, &e);
+    if (st == FC_OK) st = fc_cast(I->fc, t2, op, &z, &e);
+    if (st == FC_OK) st = fc_scalar(I->fc, op, tensor_scalar_as(value->s, value->sdt, op), false, &v, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, v, y, &vy, &e);
+    if (st == FC_OK && div) {
+        st = fc_binary(I->fc, FC_OP_DIV, vy, z, &q, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_ADD, x, q, &r, &e);
+    } else if (st == FC_OK) {
+        st = fc_fma(I->fc, x, vy, z, &r, &e);
+    }
+    if (st == FC_OK) st = fc_cast(I->fc, r, dt, &res, &e);
+    FcTensor *tmp[] = {x, y, z, v, vy, q, r};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (st == FC_OK)
+        fc_grad_declare(res, div ? FC_VJP_ADDCDIV : FC_VJP_ADDCMUL, 3, (FcTensor *[]){self, t1, t2},
+                        value->sdt == FC_FLOAT64 ? value->s.f : (double)value->s.i);
+    return result(I, st, &e, res, out);
+}
+
+bool impl_addcmul(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return addc(I, sig, a, false, out); }
+bool impl_addcdiv(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return addc(I, sig, a, true, out); }
+
+/* ---- masked_select, rot90, diag, diagflat, diag_embed, trace ---- */
+
+/* masked_select(mask): the elements of self and mask broadcast together where mask is true, in
+ * order, as one dim (a lazy gather: self[mask] of the broadcast pair). */
+bool impl_masked_select(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *m = a[1].t, *tb = NULL, *mb = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (m->dtype != FC_BOOL && m->dtype != FC_UINT8)
+        return err_raise(I, TDL_ERR_RUNTIME, "masked_select: expected BoolTensor or ByteTensor for mask");
+    if (m->dtype == FC_UINT8 &&
+        !interp_warn(I, TDL_ERR_USER_WARNING,
+                     "masked_select received a mask with dtype torch.uint8, this behavior is now deprecated,please use "
+                     "a mask with dtype torch.bool instead. (Triggered internally at  "
+                     "./aten/src/ATen/native/TensorAdvancedIndexing.cpp:1729.)"))
+        return false;
+    int64_t shape[FC_MAX_DIMS];
+    int n;
+    FcStatus st = fc_broadcast_shapes(m->ndim, m->shape, t->ndim, t->shape, &n, shape, &e);
+    if (st == FC_OK) st = fc_expand(I->fc, t, n, shape, &tb, &e);
+    if (st == FC_OK) st = m->dtype == FC_BOOL ? fc_expand(I->fc, m, n, shape, &mb, &e) : FC_OK;
+    if (st == FC_OK && !mb) {
+        FcTensor *bm = NULL;
+        st = fc_cast(I->fc, m, FC_BOOL, &bm, &e);
+        if (st == FC_OK) st = fc_expand(I->fc, bm, n, shape, &mb, &e);
+        fc_tensor_release(bm);
+    }
+    if (st == FC_OK && n == 0) {
+        /* a 0-dim pair: the one element, as a 1-dim tensor, where the mask holds */
+        FcTensor *t1 = NULL, *m1 = NULL;
+        int64_t one = 1;
+        st = fc_reshape(I->fc, tb, 1, &one, &t1, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, mb, 1, &one, &m1, &e);
+        fc_tensor_release(tb);
+        fc_tensor_release(mb);
+        tb = t1;
+        mb = m1;
+    }
+    if (st == FC_OK) st = fc_index(I->fc, tb, 1, &(FcIndex){.kind = FC_IX_TENSOR, .t = mb}, &r, &e);
+    fc_tensor_release(tb);
+    fc_tensor_release(mb);
+    return result(I, st, &e, r, out);
+}
+
+/* rot90(k, dims): as torch's: flip then transpose (k = 1: dims[1]; k = 3: dims[0]), flip of both
+ * (k = 2), or a contiguous copy; the flip is stored first, so that the transposed view has
+ * torch's strides. */
+bool impl_rot90(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *f = NULL, *r = NULL;
+    TensorArg *dims = &a[2];
+    FcError e;
+    (void)sig;
+    if (dims->v.tag == V_UNDEF) {
+        dims->n = 2;
+        dims->ints[0] = 0;
+        dims->ints[1] = 1;
+    }
+    if (dims->n != 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected total rotation dims == 2, but got dims = %d", dims->n);
+    if (t->ndim < 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected total dims >= 2, but got total dims = %d", t->ndim);
+    int64_t d0 = dims->ints[0], d1 = dims->ints[1];
+    if (d0 == d1 || llabs(d0 - d1) == t->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected rotation dims to be different, but got dim0 = %lld and dim1 = %lld",
+                         (long long)d0, (long long)d1);
+    for (int k = 0; k < 2; k++)
+        if (dims->ints[k] >= t->ndim || dims->ints[k] < -t->ndim)
+            return err_raise(I, TDL_ERR_RUNTIME, "Rotation dim%d out of range, dim%d = %lld", k, k, (long long)dims->ints[k]);
+    int d[2] = {(int)(d0 < 0 ? d0 + t->ndim : d0), (int)(d1 < 0 ? d1 + t->ndim : d1)};
+    int64_t k = ((a[1].i % 4) + 4) % 4;
+    FcStatus st;
+    if (k == 0) {
+        st = fc_clone(I->fc, t, FC_MF_CONTIGUOUS, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (k == 2) {
+        st = flip_along(I->fc, t, 2, d, &r, &e);
+        return chain_result(I, st, &e, r, out);
+    }
+    st = flip_along(I->fc, t, 1, k == 1 ? &d[1] : &d[0], &f, &e);
+    if (st == FC_OK) st = fc_realize(I->fc, f, &e);
+    if (st == FC_OK) st = fc_transpose(I->fc, f, d[0], d[1], &r, &e);
+    fc_tensor_release(f);
+    return result(I, st, &e, r, out);
+}
+
+/* A tensor of t's shape with its last dim n replaced by two of n + |offset| at d1 and d2 (of the
+ * result's dims), zero but for the offset diagonal, which holds t's last dim (zeros with that
+ * diagonal written: the write is recorded, so the gradient reaches t). */
+static FcStatus embed_diagonal(FcCtx *ctx, FcTensor *t, int64_t offset, int d1, int d2, FcTensor **out, FcError *e)
+{
+    int nd = t->ndim + 1;
+    int64_t n = t->ndim ? t->shape[t->ndim - 1] : 1, m = n + (offset < 0 ? -offset : offset), shape[FC_MAX_DIMS];
+    for (int k = 0, j = 0; k < nd; k++) shape[k] = k == d1 || k == d2 ? m : t->shape[j++];
+    FcTensor *z = NULL, *diag = NULL;
+    FcStatus st = fc_full(ctx, t->dtype, t->device, nd, shape, (FcScalar){.i = 0}, &z, e);
+    if (st == FC_OK) st = fc_diagonal(ctx, z, offset, d1, d2, &diag, e);
+    if (st == FC_OK) st = fc_assign(ctx, diag, t, e);
+    fc_tensor_release(diag);
+    if (st != FC_OK) fc_tensor_release(z);
+    *out = st == FC_OK ? z : NULL;
+    return st;
+}
+
+bool impl_diag_embed(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL;
+    FcError e;
+    int d1, d2;
+    (void)sig;
+    if (!tensor_check(I, fc_wrap_dim(a[2].i, t->ndim + 1, &d1, &e), &e) ||
+        !tensor_check(I, fc_wrap_dim(a[3].i, t->ndim + 1, &d2, &e), &e))
+        return false;
+    if (d1 == d2)
+        return err_raise(I, TDL_ERR_RUNTIME, "diagonal dimensions cannot be identical %lld, %lld", (long long)a[2].i,
+                         (long long)a[3].i);
+    FcStatus st = embed_diagonal(I->fc, t, a[1].i, d1, d2, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+/* diag(offset): a vector's square matrix, a matrix's diagonal (a copy). */
+static FcStatus diag_of(FcCtx *ctx, FcTensor *t, int64_t offset, FcTensor **out, FcError *e)
+{
+    *out = NULL;
+    if (t->ndim == 1) return embed_diagonal(ctx, t, offset, 0, 1, out, e);
+    if (t->ndim != 2) return ferr(e, FC_ERR_RUNTIME, "matrix or a vector expected");
+    FcTensor *v = NULL;
+    FcStatus st = fc_diagonal(ctx, t, offset, 0, 1, &v, e);
+    if (st == FC_OK) st = fc_clone(ctx, v, FC_MF_CONTIGUOUS, out, e);
+    fc_tensor_release(v);
+    return st;
+}
+
+bool impl_diag(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st = diag_of(I->fc, a[0].t, a[1].i, &r, &e);
+    return result(I, st, &e, r, out);
+}
+
+bool impl_diagflat(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *f = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st = fc_flatten(I->fc, a[0].t, 0, -1, &f, &e);
+    if (st == FC_OK && f->ndim == 0) {
+        int64_t one = 1;
+        st = step(fc_reshape(I->fc, f, 1, &one, &r, &e), &f, &r);
+    }
+    if (st == FC_OK) st = diag_of(I->fc, f, a[1].i, &r, &e);
+    fc_tensor_release(f);
+    return result(I, st, &e, r, out);
+}
+
+/* trace: the diagonal's sum (ints and bools give int64, as sum). */
+bool impl_trace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *v = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (t->ndim != 2) return err_raise(I, TDL_ERR_RUNTIME, "trace: expected a matrix, but got tensor with dim %d", t->ndim);
+    if (t->dtype == FC_BOOL || t->dtype == FC_FLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"trace\" not implemented for '%s'", fc_dtype_torch_name(t->dtype));
+    FcStatus st = fc_diagonal(I->fc, t, 0, 0, 1, &v, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, v, 0, false, &r, &e);
+    fc_tensor_release(v);
+    return result(I, st, &e, r, out);
 }

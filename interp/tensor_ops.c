@@ -207,56 +207,83 @@ bool tensor_from_data(Interp *I, Value data, const FcDType *dtype, FcDevice dev,
     return ok;
 }
 
+/* The dtype and device of a new tensor: the arguments, else self's (new_zeros, new_tensor, ...),
+ * else dflt and the interpreter's device. */
+static FcDType new_dtype(const TensorSig *sig, TensorArg *a, FcDType dflt)
+{
+    TensorArg *self = ARG("self");
+    return dtype_or(ARG("dtype"), self ? self->t->dtype : dflt);
+}
+
+static FcDevice new_device(Interp *I, const TensorSig *sig, TensorArg *a)
+{
+    TensorArg *self = ARG("self");
+    return device_or(ARG("device"), self ? self->t->device : I->device);
+}
+
 IMPL_FN(tensor)
 {
-    Value data = a[0].v;
-    FcDevice dev = device_or(ARG("device"), I->device);
-    const TensorArg *dt = ARG("dtype");
+    Value data = ARG("data")->v;
+    FcDevice dev = new_device(I, sig, a);
+    TensorArg *self = ARG("self"), *dt = ARG("dtype");
+    FcDType want = new_dtype(sig, a, FC_FLOAT32);
     FcTensor *t, *r;
     FcError e;
     if (data.tag == V_TENSOR) {     /* a copy, as torch.tensor(t) */
+        if (!interp_warn(I, TDL_ERR_USER_WARNING,
+                         self ? "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
+                                "or sourceTensor.clone().detach().requires_grad_(True), rather than "
+                                "tensor.new_tensor(sourceTensor)."
+                              : "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() "
+                                "or sourceTensor.clone().detach().requires_grad_(True), rather than "
+                                "torch.tensor(sourceTensor)."))
+            return false;
         t = as_tensor(data);
         if (!tensor_check(I, fc_clone(I->fc, t, FC_MF_CONTIGUOUS, &r, &e), &e)) return false;
         t = r;
-        FcStatus st = fc_to(I->fc, t, dtype_or(dt, t->dtype), dev, &r, &e);
+        FcStatus st = fc_to(I->fc, t, self || !dt->none ? want : t->dtype, dev, &r, &e);
         fc_tensor_release(t);
         return result(I, st, &e, r, out);
     }
-    return tensor_from_data(I, data, dt && !dt->none ? &dt->dtype : NULL, dev, &t) && tensor_value_steal(I, t, out);
+    return tensor_from_data(I, data, self || !dt->none ? &want : NULL, dev, &t) && tensor_value_steal(I, t, out);
 }
 
 IMPL_FN(zeros)
 {
-    return make_full(I, a[0].n, a[0].ints, int_scalar(0), FC_INT64, dtype_or(ARG("dtype"), FC_FLOAT32),
-                     device_or(ARG("device"), I->device), out);
+    TensorArg *size = ARG("size");
+    return make_full(I, size->n, size->ints, int_scalar(0), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
+                     new_device(I, sig, a), out);
 }
 
 IMPL_FN(ones)
 {
-    return make_full(I, a[0].n, a[0].ints, int_scalar(1), FC_INT64, dtype_or(ARG("dtype"), FC_FLOAT32),
-                     device_or(ARG("device"), I->device), out);
+    TensorArg *size = ARG("size");
+    return make_full(I, size->n, size->ints, int_scalar(1), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
+                     new_device(I, sig, a), out);
 }
 
 IMPL_FN(full)
 {
-    /* The dtype follows the fill value, as torch 1.13: bool, int64, or the default float. */
-    FcDType dflt = a[1].sdt == FC_FLOAT64 ? FC_FLOAT32 : a[1].sdt;
-    return make_full(I, a[0].n, a[0].ints, a[1].s, a[1].sdt, dtype_or(ARG("dtype"), dflt),
-                     device_or(ARG("device"), I->device), out);
+    /* The dtype follows the fill value, as torch 1.13: bool, int64, or the default float (new_full:
+     * self's). */
+    TensorArg *size = ARG("size"), *v = ARG("fill_value");
+    FcDType dflt = v->sdt == FC_FLOAT64 ? FC_FLOAT32 : v->sdt;
+    return make_full(I, size->n, size->ints, v->s, v->sdt, new_dtype(sig, a, dflt), new_device(I, sig, a), out);
 }
 
 IMPL_FN(empty)
 {
     FcTensor *t;
     FcError e;
-    TensorArg *mf = ARG("memory_format");
+    TensorArg *size = ARG("size"), *mf = ARG("memory_format");
     int64_t strides[FC_MAX_DIMS];
-    if (!tensor_check_sizes(I, a[0].n, a[0].ints)) return false;
-    if (!mf->none && mf->mf == FC_MF_PRESERVE) return err_raise(I, TDL_ERR_RUNTIME, "unsupported memory format Preserve");
-    if (!tensor_check(I, fc_format_strides(mf->none ? FC_MF_CONTIGUOUS : mf->mf, a[0].n, a[0].ints, strides, &e), &e))
+    if (!tensor_check_sizes(I, size->n, size->ints)) return false;
+    if (mf && !mf->none && mf->mf == FC_MF_PRESERVE) return err_raise(I, TDL_ERR_RUNTIME, "unsupported memory format Preserve");
+    if (!tensor_check(I, fc_format_strides(!mf || mf->none ? FC_MF_CONTIGUOUS : mf->mf, size->n, size->ints, strides, &e),
+                      &e))
         return false;
-    FcStatus st = fc_empty(I->fc, dtype_or(ARG("dtype"), FC_FLOAT32), device_or(ARG("device"), I->device), a[0].n,
-                           a[0].ints, strides, &t, &e);
+    FcStatus st = fc_empty(I->fc, new_dtype(sig, a, FC_FLOAT32), new_device(I, sig, a), size->n, size->ints, strides,
+                           &t, &e);
     return result(I, st, &e, t, out);
 }
 

@@ -974,7 +974,8 @@ START_TEST(cuda_supports_as_cpu)
     ck_assert_int_eq(fc_backend_open(FC_DEV_CPU, 0, 1, false, &cpu, &e), FC_OK);
     int taken = 0;
     for (FcOp op = FC_OP_NONE; op < FC_OP__COUNT; op++) {
-        bool muladd = op == FC_OP_MULADD;   /* fused, but with a row of its own in ops.def */
+        /* x + y * z: MULADD (fused, but with a row of its own in ops.def) and FMA */
+        bool muladd = op == FC_OP_MULADD || op == FC_OP_FMA;
         bool pointwise = (fc_op_is_unary(op) || fc_op_is_binary(op) || muladd) && op != FC_OP_CAST;
         if (!pointwise && !fc_op_is_reduce(op))
             continue;
