@@ -164,6 +164,7 @@ static const char *vjp_name(const struct FcVjp *v)
     case FC_VJP_LERP: return v->nin == 2 ? "LerpBackward0" : "LerpBackward1";
     case FC_VJP_ADDCMUL: return "AddcmulBackward0";
     case FC_VJP_ADDCDIV: return "AddcdivBackward0";
+    case FC_VJP_SUB: return "SubBackward0";
     }
     return NULL;
 }
@@ -708,6 +709,7 @@ static const char *backward_name(FcOp op, char *buf, size_t cap)
     case FC_OP_LOAD: nm = "index"; break;
     case FC_OP_CAST: nm = "to_copy"; break;
     case FC_OP_MIN: nm = "minimum"; break;
+    case FC_OP_FMA: nm = "add"; break;      /* add with an alpha (lerp's and addcmul's are declared) */
     case FC_OP_MAX: nm = "maximum"; break;
     default: nm = fc_op_name(op); break;
     }
@@ -1163,6 +1165,10 @@ static bool vjp_declared(FcNode *n, FcNode *C, FcNode **out)
         OUT(0, Cc());
         OUT(1, MUL(Cc(), DIV(K(v->k), X(2))));
         OUT(2, MUL(own1(FC_OP_NEG, dt, Cc()), DIV(MUL(K(v->k), X(1)), MUL(X(2), X(2)))));
+        break;
+    case FC_VJP_SUB:
+        OUT(0, Cc());
+        OUT(1, MUL(own1(FC_OP_NEG, dt, Cc()), K(v->k)));
         break;
     default:
         break;
@@ -2199,8 +2205,8 @@ static bool saves_walk(FcNode *n, PtrMap *seen)
     if (!pm_put(seen, n, 1))
         return true;            /* out of memory: free it, as when it saves */
     if (n->vjp) {
-        /* a declared derivative saves its operands but lerp's by a number's (none) */
-        if (n->vjp->rule != FC_VJP_LERP || n->vjp->nin != 2)
+        /* a declared derivative saves its operands, but those of lerp by a number and of sub */
+        if ((n->vjp->rule != FC_VJP_LERP || n->vjp->nin != 2) && n->vjp->rule != FC_VJP_SUB)
             return true;
         for (int k = 0; k < n->vjp->nin; k++)
             if (saves_walk(n->vjp->in[k], seen))

@@ -1310,8 +1310,9 @@ void fc_retained_release(struct FcRetained *b);
  *   LERP      ops self, end (k weight): self grad * (1 - k), end grad * k; with a third op
  *             weight: self grad * (1 - weight), end grad * weight, weight grad * (end - self)
  *   ADDCMUL   ops self, t1, t2 (k value): grad, grad * (t2 * k), grad * (t1 * k)
- *   ADDCDIV   ops self, t1, t2 (k value): grad, grad * (k / t2), -grad * (k * t1 / (t2 * t2)) */
-typedef enum FcVjpRule { FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV } FcVjpRule;
+ *   ADDCDIV   ops self, t1, t2 (k value): grad, grad * (k / t2), -grad * (k * t1 / (t2 * t2))
+ *   SUB       ops self, other (k alpha): grad, -grad * k (sub with an alpha, an FMA) */
+typedef enum FcVjpRule { FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB } FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
 /* Frees a node's declared derivative (FcNode.vjp). */
 void fc_vjp_free(struct FcVjp *v);

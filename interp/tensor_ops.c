@@ -419,7 +419,8 @@ IMPL_FN(empty_like)
 /* ---- pointwise ----------------------------------------------------------------------------- */
 
 /* add / sub: self op other * alpha. As in torch, alpha takes no part in type promotion: it is
- * checked against, and cast to, the dtype of self op other (True + True * 2 is True). */
+ * checked against, and cast to, the dtype of self op other (True + True * 2 is True); for floats
+ * an alpha other than 1 makes one FMA, as torch's kernel (vec::fmadd). */
 static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
 {
     FcOperand ops[2] = {tensor_operand(a[0].t), tensor_operand(a[1].t)};
@@ -438,7 +439,26 @@ static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
     FcTensor *other = fc_tensor_retain(a[1].t), *alpha, *r;
     FcError e;
     FcStatus st = FC_OK;
-    if (adt == FC_BOOL ? av.i != 1 : adt != FC_INT64 || av.i != 1) {
+    bool one = adt == FC_BOOL ? av.i == 1 : adt == FC_INT64 && av.i == 1;
+    if (!one && fc_dtype_is_float(rdt) && rdt != FC_FLOAT16) {
+        /* PyTorch's add kernel: fmadd(other, alpha, self) (sub: -alpha), rounded once (float16's
+         * Vectorized, generic in 1.13, multiplies and adds) */
+        if (op == FC_OP_SUB) {
+            if (adt == FC_FLOAT64) av.f = -av.f;
+            else av.i = (int64_t)(0 - (uint64_t)av.i);
+        }
+        st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
+        if (st == FC_OK) {
+            st = fc_fma(I->fc, a[0].t, other, alpha, &r, &e);
+            fc_tensor_release(alpha);
+        }
+        if (st == FC_OK && op == FC_OP_SUB)
+            fc_grad_declare(r, FC_VJP_SUB, 2, (FcTensor *[]){a[0].t, a[1].t},
+                            adt == FC_FLOAT64 ? -av.f : -(double)av.i);
+        fc_tensor_release(other);
+        return result(I, st, &e, r, out);
+    }
+    if (!one) {
         st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
         if (st == FC_OK) {
             st = fc_binary(I->fc, FC_OP_MUL, other, alpha, &r, &e);

@@ -304,7 +304,8 @@ class Gen:
         dimmed = self.is_dimmed(v)
         ops = [self.pointwise, self.pointwise, self.unary, self.reduce, self.reduce, self.where]
         if not dimmed:
-            ops += [self.shape_op, self.shape_op, self.index, self.matmul, self.chain, self.indexed, self.more]
+            ops += [self.shape_op, self.shape_op, self.index, self.matmul, self.chain, self.indexed, self.more,
+                    self.newer]
         else:
             ops += [self.dim_reduce, self.dim_reduce, self.order]
         if self.dims and not dimmed and v.ndim > 0:
@@ -691,8 +692,8 @@ class Gen:
         if k == "sort":
             if n == 0:
                 raise Reject
-            # stable: tdl's sort always is (language.md), torch's default order of ties is its own
-            return "%s.sort(dim=%d%s, stable=True)[%d]" % (pe, d, r.choice(("", ", descending=True")), r.randint(0, 1))
+            return "%s.sort(dim=%d%s%s)[%d]" % (pe, d, r.choice(("", ", descending=True")),
+                                                r.choice(("", ", stable=True")), r.randint(0, 1))
         if k == "topk":
             if n == 0 or v.shape[d] == 0:
                 raise Reject
@@ -711,6 +712,112 @@ class Gen:
         if other is None or other.startswith(".") or other[0] in "-0123456789TF":
             raise Reject        # (tdl takes a number for a tensor, torch's minimum does not: language.md)
         return "%s(%s, %s)" % (r.choice(("minimum", "maximum")), e, other)
+
+    def newer(self, e, v):
+        """The operators of 2026-11 (language.md): lerp, addcmul, addcdiv, add/sub with an alpha (FMAs
+        as PyTorch's AVX2 kernels), masked_select, rot90, diag, diag_embed, trace, kthvalue, median,
+        nanmedian, mode, msort, cummax, cummin, nansum, nanmean, aminmax, scatter, index_add,
+        index_copy, take, take_along_dim, tensor_split, repeat_interleave."""
+        r = self.r
+        n = v.ndim
+        if v.numel() > 2000:
+            raise Reject
+        pe = self.paren(e)
+        fl = v.dtype.is_floating_point
+        sh = list(v.shape)
+        d = r.randrange(n) if n else 0
+        k = r.choice(("lerp", "addcmul", "addcdiv", "alpha", "masked_select", "rot90", "diag", "diag_embed",
+                      "trace", "kthvalue", "median", "mode", "msort", "cummax", "nansum", "aminmax", "scatter",
+                      "index_add", "take", "take_along_dim", "tensor_split", "repeat_interleave"))
+        if k == "lerp":
+            if not fl or v.dtype == torch.float16:
+                raise Reject
+            w = r.choice(("0.3", "0.7", "-0.4", "1.5", "0.5")) if r.random() < 0.6 else "%s * 0.1" % pe
+            return "lerp(%s, %s, %s)" % (e, r.choice(("%s * 2 - 1" % pe, "%s.flip(-1)" % pe if n else e)), w)
+        if k in ("addcmul", "addcdiv"):
+            if v.dtype in (torch.float16, torch.bool) or (k == "addcdiv" and not fl):
+                raise Reject
+            t2 = "%s + 3" % pe if k == "addcmul" else "(%s.abs() + 0.5)" % pe
+            val = r.choice(("", ", value=0.3", ", value=-2", ", value=1.7")) if fl else r.choice(("", ", value=2"))
+            return "%s(%s, %s * 0.5 - 1, %s%s)" % (k, e, pe, t2, val)
+        if k == "alpha":
+            if v.dtype == torch.bool:
+                raise Reject
+            a = r.choice(("0.3", "-1.7", "2.5")) if fl else r.choice(("2", "-3"))
+            return "%s.%s(%s, alpha=%s)" % (pe, r.choice(("add", "sub")), r.choice(("%s * 0.7" % pe, "1.25" if fl else "3")), a)
+        if k == "masked_select":
+            return "%s.masked_select(%s %s %s)" % (pe, pe, r.choice((">", "<", "!=")), self.scalar("int64"))
+        if k == "rot90":
+            if n < 2:
+                raise Reject
+            a, b = r.sample(range(n), 2)
+            return "%s.rot90(%d, [%d, %d])" % (pe, r.randint(-2, 5), a, b)
+        if k == "diag":
+            if n not in (1, 2) or v.numel() > 200:
+                raise Reject
+            return "%s.diag(%d)" % (pe, r.randint(-2, 2))
+        if k == "diag_embed":
+            if v.numel() > 200:
+                raise Reject
+            return "%s.diag_embed(%d)" % (pe, r.randint(-1, 1))
+        if k == "trace":
+            if n != 2 or v.dtype in (torch.bool, torch.float16):
+                raise Reject
+            return "%s.trace()" % pe
+        if k in ("kthvalue", "median", "mode", "cummax"):
+            if n == 0 or v.shape[d] == 0 or v.dtype in (torch.bool, torch.float16):
+                raise Reject
+            if k == "kthvalue":
+                return "%s.kthvalue(%d, %d)[%d]" % (pe, r.randint(1, v.shape[d]), d, r.randint(0, 1))
+            if k == "median":
+                if r.random() < 0.3 and not v.requires_grad:
+                    return "%s.%s()" % (pe, r.choice(("median", "nanmedian")))
+                return "%s.%s(%d)[%d]" % (pe, r.choice(("median", "nanmedian")), d, r.randint(0, 1))
+            if k == "cummax":
+                return "%s.%s(%d)[%d]" % (pe, r.choice(("cummax", "cummin")), d, r.randint(0, 1))
+            return "%s.mode(%d)[%d]" % (pe, d, r.randint(0, 1))
+        if k == "msort":
+            if n == 0:
+                raise Reject
+            return "msort(%s)" % e
+        if k == "nansum":
+            if v.requires_grad:
+                raise Reject    # (language.md: the gradient at a NaN is +0 where torch's may be -0)
+            f = "nanmean" if fl and r.random() < 0.5 else "nansum"
+            return "%s.%s(%s)" % (pe, f, "" if n == 0 or r.random() < 0.4 else d)
+        if k == "aminmax":
+            if v.requires_grad or v.numel() == 0:
+                raise Reject    # (torch 1.13 has no derivative for aminmax)
+            return "%s.aminmax(%s)[%d]" % (pe, "" if n == 0 else "dim=%d" % d, r.randint(0, 1))
+        if n == 0 or v.numel() == 0 or v.numel() > 120:
+            raise Reject
+        if k == "scatter":
+            ish = [r.randint(1, x) for x in sh]
+            idx = self.int_literal(ish, 0, sh[d])
+            if r.random() < 0.4:
+                return "%s.scatter(%d, %s, %s)" % (pe, d, idx, self.scalar("float32" if fl else "int64"))
+            return "%s.scatter(%d, %s, %s)" % (pe, d, idx, self.literal(tuple(ish), dtype_name(v)))
+        if k == "index_add":
+            m = r.randint(1, sh[d] + 1)
+            rows = "tensor([%s])" % ", ".join(str(r.randrange(sh[d])) for _ in range(m))
+            ssh = list(sh)
+            ssh[d] = m
+            f = r.choice(("index_add", "index_copy"))
+            alpha = ", alpha=2" if f == "index_add" and r.random() < 0.3 and v.dtype != torch.bool else ""
+            return "%s.%s(%d, %s, %s%s)" % (pe, f, d, rows, self.literal(tuple(ssh), dtype_name(v)), alpha)
+        if k == "take":
+            m = v.numel()
+            return "%s.take(%s)" % (pe, self.int_literal([r.randint(0, 6)], -m, m))
+        if k == "take_along_dim":
+            ish = list(sh)
+            ish[d] = r.randint(0, sh[d] + 1)
+            return "%s.take_along_dim(%s, %d)" % (pe, self.int_literal(ish, 0, sh[d]), d)
+        if k == "tensor_split":
+            arg = str(r.randint(1, 4)) if r.random() < 0.5 else "[%s]" % ", ".join(
+                str(x) for x in sorted(r.randint(0, sh[d] + 1) for _ in range(r.randint(1, 3))))
+            return "%s.tensor_split(%s, %d)[%d]" % (pe, arg, d, 0)
+        reps = str(r.randint(0, 3)) if r.random() < 0.5 else self.int_literal([sh[d]], 0, 3)
+        return "%s.repeat_interleave(%s, dim=%d)" % (pe, reps, d)
 
     def cat_partner(self, e, v, d):
         r = self.r
