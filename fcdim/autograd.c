@@ -727,10 +727,20 @@ static const char *backward_name(FcOp op, char *buf, size_t cap)
     return buf;
 }
 
+void fc_grad_name(FcTensor *t, const char *name)
+{
+    if (!fc_requires_grad(t) || fc_is_leaf(t))
+        return;
+    t->grad_name = name;
+    t->grad_named = t->node ? (const void *)t->node : (const void *)t->storage->grad;
+}
+
 const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
 {
     if (!fc_requires_grad(t) || fc_is_leaf(t))
         return NULL;
+    if (t->grad_name && t->grad_named == (t->node ? (const void *)t->node : (const void *)t->storage->grad))
+        return snprintf(buf, cap, "%s", t->grad_name), buf;
     if (t->node && t->node->vjp)
         return snprintf(buf, cap, "%s", vjp_name(t->node->vjp)), buf;
     if (t->node)
@@ -741,7 +751,10 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
         return snprintf(buf, cap, "ConvolutionBackward0"), buf;
     if (r->kind == REC_MOVE && r->offset == t->offset && r->ndim == t->ndim && r->prev == NULL)
         return snprintf(buf, cap, "ToCopyBackward0"), buf;
-    if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n && r->prev == NULL)
+    /* the write that made t, or one over all of its storage (an in-place op on it: named after the
+     * op, as PyTorch renames a tensor's grad_fn; a write into part of it is CopySlices) */
+    if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n &&
+        (r->prev == NULL || fc_tensor_numel(t) == r->nelem))
         return r->fn ? (snprintf(buf, cap, "%s", r->fn), buf) : backward_name(r->op, buf, cap);
     if (r->kind == REC_WRITE && r->prev)
         return backward_name(FC_OP_NONE, buf, cap), snprintf(buf, cap, "CopySlices"), buf;

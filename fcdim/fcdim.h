@@ -390,6 +390,10 @@ typedef struct FcTensor {
                                    reader of each; the node holds the references) */
     int nreads;
     FcDim **levels;             /* [ndim], or NULL: see above (in the tensor's own block) */
+    const char *grad_name;      /* the grad_fn PyTorch names for the operation that made t
+                                   (fc_grad_name), while grad_named (its node, or its storage's
+                                   record) is what holds t's value */
+    const void *grad_named;
     /* A lazy tensor relabelled with dims (fc_with_levels) or laid out over other levels
      * (dims.c's relayout: order, expand, an operand matched to another's levels) is a view of
      * it, as in functorch.dim: while it is lazy its node reads the base's (so reads through it
@@ -1318,6 +1322,10 @@ void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, d
 void fc_vjp_free(struct FcVjp *v);
 /* The name of the operation that made t ("MulBackward0"), or NULL for a leaf or no gradient. */
 const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap);
+/* Names the operation that made t, a new result that needs a gradient (name: a static string,
+ * PyTorch's, "SortBackward0"), where its IR would name another (a gather): the name holds until
+ * t's value is written over (realising t keeps it). */
+void fc_grad_name(FcTensor *t, const char *name);
 /* A tensor sharing t's memory whose value needs no gradient (t realised first). */
 FcStatus fc_detach(FcCtx *ctx, FcTensor *t, FcTensor **out, FcError *err);
 /* Backward from outputs[k] with cotangents grads[k] (NULL: ones, only for a one-element output;

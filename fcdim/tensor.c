@@ -369,6 +369,8 @@ static void realised_aliases(FcTensor *t)
 
 void fc_tensor_become_stored(FcTensor *t, FcStorage *s, int64_t offset, const int64_t *strides)
 {
+    if (t->grad_named && t->grad_named == t->node)
+        t->grad_named = s->grad;    /* the record of its realisation holds the value now */
     fc_tensor_drop_reads(t);
     fc_node_release(t->node);
     t->node = NULL;

@@ -131,7 +131,9 @@ typedef struct StrObj {
 
 /* A tuple whose items also have names, as torch.return_types' results ((values, indices) of
  * max(dim), sort, topk): it prints as "type(\nname=item,\n...)" and item k is attribute names[k]. */
-typedef struct TupleFields { const char *type; const char *const *names; } TupleFields;
+/* a named tuple's type and field names; grad: the grad_fn PyTorch names for its first item (a
+ * torch.return_types result's values), or NULL */
+typedef struct TupleFields { const char *type; const char *const *names; const char *grad; } TupleFields;
 typedef struct TupleObj { Obj h; const TupleFields *fields; size_t n; Value items[]; } TupleObj;
 typedef struct ListObj { Obj h; size_t n, cap; Value *items; } ListObj;
 typedef struct RangeObj { Obj h; int64_t start, stop, step; } RangeObj;

@@ -894,7 +894,120 @@ static bool torch_kernel_accepts(Interp *I, const TensorOpRow *r, const FcTensor
     }
 }
 
+/* PyTorch's grad_fn names of the rows whose IR would name another op (mean's DivBackward0, a
+ * gather's IndexBackward0, a view's AsStridedBackward0): name0, or name1 when a `dim` argument is
+ * given (sum(dim): SumBackward1). Rows of one name take the entry without an overload unless one
+ * names theirs. In-place rows keep their records' names. */
+static const struct GradName {
+    const char *row, *overload, *name0, *name1;
+} grad_names[] = {
+    {"sum", "", "SumBackward0", "SumBackward1"}, {"mean", "", "MeanBackward0", "MeanBackward1"},
+    {"prod", "", "ProdBackward0", "ProdBackward1"}, {"max", "", "MaxBackward1", NULL},
+    {"min", "", "MinBackward1", NULL}, {"std", NULL, "StdBackward0", "StdBackward0"},
+    {"var", NULL, "VarBackward0", "VarBackward0"}, {"norm", "", "NormBackward1", "NormBackward1"},
+    {"logsumexp", "", "LogsumexpBackward0", "LogsumexpBackward0"}, {"softmax", "", "SoftmaxBackward0", NULL},
+    {"log_softmax", "", "LogSoftmaxBackward0", NULL}, {"cumsum", "", "CumsumBackward0", "CumsumBackward0"},
+    {"cumprod", "", "CumprodBackward0", "CumprodBackward0"}, {"gather", "", "GatherBackward0", "GatherBackward0"},
+    {"index_select", "", "IndexSelectBackward0", "IndexSelectBackward0"}, {"take", "", "TakeBackward0", NULL},
+    {"masked_select", "", "MaskedSelectBackward0", NULL}, {"diag", "", "DiagBackward0", NULL},
+    {"diagflat", "", "DiagBackward0", NULL}, {"diag_embed", "", "DiagEmbedBackward0", NULL},
+    {"rot90", "", "Rot90Backward0", NULL}, {"flip", "", "FlipBackward0", NULL}, {"roll", "", "RollBackward0", NULL},
+    {"repeat", "", "RepeatBackward0", NULL}, {"tile", "", "RepeatBackward0", NULL},
+    {"trace", "", "TraceBackward0", NULL}, {"tril", "", "TrilBackward0", NULL}, {"triu", "", "TriuBackward0", NULL},
+    {"index_fill", NULL, "IndexFillBackward0", "IndexFillBackward0"},
+    {"masked_fill", NULL, "MaskedFillBackward0", NULL}, {"nansum", "", "NansumBackward0", "NansumBackward0"},
+    {"repeat_interleave", "", "IndexSelectBackward0", "IndexSelectBackward0"},
+    {"unfold", "", "UnfoldBackward0", NULL}, {"narrow", "", "SliceBackward0", "SliceBackward0"},
+    {"select", "", "SelectBackward0", "SelectBackward0"}, {"t", "", "TBackward0", NULL},
+    {"T", "", "PermuteBackward0", NULL}, {"permute", "", "PermuteBackward0", NULL},
+    {"movedim", "", "PermuteBackward0", NULL}, {"transpose", "", "TransposeBackward0", NULL},
+    {"view", "", "ViewBackward0", NULL}, {"unsqueeze", "", "UnsqueezeBackward0", "UnsqueezeBackward0"},
+    {"squeeze", "", "SqueezeBackward0", "SqueezeBackward1"}, {"expand", "", "ExpandBackward0", NULL},
+    {"cat", "", "CatBackward0", "CatBackward0"}, {"stack", "", "StackBackward0", "StackBackward0"},
+    {"chunk", "", "SplitBackward0", "SplitBackward0"}, {"split", "", "SplitBackward0", "SplitBackward0"},
+    {"unbind", "", "UnbindBackward0", "UnbindBackward0"}, {"diagonal", "", "DiagonalBackward0", NULL},
+    {"contiguous", "", "CloneBackward0", NULL}, {"clone", "", "CloneBackward0", NULL},
+    {"dot", "", "DotBackward0", NULL}, {"frac", "", "FracBackward0", NULL},
+    {"nan_to_num", "", "NanToNumBackward0", NULL}, {"xlogy", "", "XlogyBackward0", NULL},
+    {"logit", "", "LogitBackward0", NULL}, {"sinc", "", "SincBackward0", NULL},
+    {"deg2rad", "", "Deg2RadBackward0", NULL}, {"square", "", "PowBackward0", NULL},
+    {"clamp_min", "", "ClampMinBackward0", NULL}, {"clamp_max", "", "ClampMaxBackward0", NULL},
+    {"scatter", "", "ScatterBackward0", "ScatterBackward0"}, {"scatter", "value", "ScatterBackward1", "ScatterBackward1"},
+    {"scatter_add", "", "ScatterAddBackward0", "ScatterAddBackward0"},
+    {"index_add", "", "IndexAddBackward0", "IndexAddBackward0"},
+    {"index_copy", "", "IndexCopyBackward0", "IndexCopyBackward0"},
+    {"repeat_interleave", NULL, "IndexSelectBackward0", "IndexSelectBackward0"},
+    {"mT", "", "TransposeBackward0", NULL}, {"swapaxes", "", "TransposeBackward0", NULL},
+    {"swapdims", "", "TransposeBackward0", NULL}, {"expand_as", "", "ExpandBackward0", NULL},
+    {"broadcast_to", "", "ExpandBackward0", NULL}, {"unflatten", "", "ViewBackward0", "ViewBackward0"},
+    {"view_as", "", "ViewBackward0", NULL}, {"ravel", "", "ViewBackward0", NULL},
+    {"mm", "", "MmBackward0", NULL}, {"mv", "", "MvBackward0", NULL}, {"hstack", "", "CatBackward0", NULL},
+    {"vstack", "", "CatBackward0", NULL}, {"row_stack", "", "CatBackward0", NULL},
+};
+
+/* Whether v is one of the call's tensor arguments (a row that gives back its input, such as
+ * contiguous() of a contiguous tensor, names nothing). */
+static bool is_argument(const TensorSig *sig, const TensorArg *a, const FcTensor *v)
+{
+    for (int k = 0; k < sig->nparams; k++)
+        if (sig->params[k].type == TT_TENSOR && a[k].t == v)
+            return true;
+    return false;
+}
+
+/* Names the grad_fn of a row's new results (a tensor, or each tensor of a tuple or list). */
+static void name_results(const TensorSig *sig, TensorArg *a, Value out)
+{
+    const TensorOpRow *r = sig->row;
+    const char *name = NULL;
+    TensorArg *dim = tensor_arg(sig, a, "dim");
+    bool with_dim = dim && !dim->none && dim->v.tag != V_UNDEF;
+    if (strcmp(r->name, "clamp") == 0 || strcmp(r->name, "clip") == 0) {
+        /* clamp(Scalar min, Scalar max): ClampBackward1; a tensor bound: ClampBackward0 */
+        bool tensors = (!a[1].none && !a[1].t->wrapped_number) || (!a[2].none && !a[2].t->wrapped_number);
+        name = tensors ? "ClampBackward0" : "ClampBackward1";
+    } else if (strcmp(r->name, "pow") == 0 && !strcmp(r->overload, "")) {
+        name = a[1].t->wrapped_number ? "PowBackward0" : "PowBackward1";
+    } else if (strcmp(r->name, "matmul") == 0) {
+        /* the products matmul folds to (others: as the IR names them) */
+        int m = a[0].t->ndim, k = a[1].t->ndim;
+        name = m == 2 && k == 2 ? "MmBackward0" : m == 1 && k == 1 ? "DotBackward0" : m == 2 && k == 1 ? "MvBackward0" : NULL;
+        if (!name) return;
+    } else if ((strcmp(r->name, "reshape") == 0 || strcmp(r->name, "reshape_as") == 0 ||
+                strcmp(r->name, "flatten") == 0) && out.tag == V_TENSOR) {
+        /* _reshape_alias where it is a view (of a stored tensor, or of a lazy one, which PyTorch
+         * would hold contiguous), else a copy viewed (_unsafe_view) */
+        const FcTensor *x = a[0].t, *y = as_tensor(out);
+        name = !x->storage || (y->storage == x->storage) ? "ReshapeAliasBackward0" : "UnsafeViewBackward0";
+    }
+    for (size_t i = 0; !name && i < sizeof grad_names / sizeof *grad_names; i++) {
+        const struct GradName *g = &grad_names[i];
+        if (strcmp(g->row, r->name) == 0 && (!g->overload || strcmp(g->overload, r->overload) == 0))
+            name = with_dim && g->name1 ? g->name1 : g->name0;
+    }
+    if (!name) return;
+    if (out.tag == V_TENSOR) {
+        if (!is_argument(sig, a, as_tensor(out))) fc_grad_name(as_tensor(out), name);
+        return;
+    }
+    const Value *items = NULL;
+    size_t n = 0;
+    if (out.tag == V_TUPLE) items = ((TupleObj *)out.o)->items, n = ((TupleObj *)out.o)->n;
+    else if (out.tag == V_LIST) items = ((ListObj *)out.o)->items, n = ((ListObj *)out.o)->n;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].tag == V_TENSOR && !is_argument(sig, a, as_tensor(items[i]))) fc_grad_name(as_tensor(items[i]), name);
+}
+
+static bool run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+
 bool tensor_run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    if (!run_row(I, sig, a, out)) return false;
+    if (sig->row->name[strlen(sig->row->name) - 1] != '_') name_results(sig, a, *out);
+    return true;
+}
+
+static bool run_row(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const TensorOpRow *r = sig->row;
     FcTensor *res = NULL, *x = NULL, *y = NULL;

@@ -113,6 +113,7 @@ static bool need_float(Interp *I, const FcTensor *t, const char *msg)
  * torch.return_types' names when fields is not NULL. */
 static bool tuple_of(Interp *I, FcTensor **ts, int n, const TupleFields *fields, Value *out)
 {
+    if (fields && fields->grad && n > 0) fc_grad_name(ts[0], fields->grad);
     TupleObj *tu = tuple_alloc(I, (size_t)n);
     bool ok = tu != NULL;
     for (int k = 0; k < n; k++) {
@@ -670,6 +671,19 @@ static bool sort_indices(Interp *I, FcTensor *t, int d, bool desc, LineOrder ord
     return ok;
 }
 
+/* *r replaced by a stored copy of it with these strides (dense); *r NULL on failure. */
+static FcStatus store_strided(FcCtx *ctx, FcTensor **r, const int64_t *strides, FcError *e)
+{
+    FcTensor *t = NULL;
+    FcStatus st = fc_empty(ctx, (*r)->dtype, (*r)->device, (*r)->ndim, (*r)->shape, strides, &t, e);
+    if (st == FC_OK) st = fc_assign(ctx, t, *r, e);
+    if (st != FC_OK) {
+        fc_tensor_release(t);
+        t = NULL;
+    }
+    return step(st, r, &t);
+}
+
 /* (values, indices) of t ordered along dim; ORDER_TOPK: only the first k; kthvalue, median and
  * mode's orders: only the first (the dim kept, of size 1). */
 static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder order, int64_t k, bool in_order,
@@ -687,7 +701,19 @@ static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder ord
     if ((order == ORDER_TOPK || picks) && t->ndim)
         st = step(narrow(I->fc, ix, d, 0, picks ? 1 : k, &tmp, &e), &ix, &tmp);
     if (st == FC_OK) st = t->ndim ? fc_gather(I->fc, t, d, ix, values, &e) : fc_clone(I->fc, t, FC_MF_PRESERVE, values, &e);
+    if (st == FC_OK && (order == ORDER_STABLE || order == ORDER_SORT) && t->ndim > 1) {
+        /* laid out as t (PyTorch's sort meta: t's strides when dense, else dense in t's order) */
+        int64_t like[FC_MAX_DIMS], c[FC_MAX_DIMS];
+        st = fc_like_strides(I->fc, t, FC_MF_PRESERVE, like, &e);
+        fc_contiguous_strides(t->ndim, t->shape, c);
+        if (st == FC_OK && memcmp(like, c, (size_t)t->ndim * sizeof *c) != 0) {
+            st = store_strided(I->fc, values, like, &e);
+            if (st == FC_OK) st = store_strided(I->fc, &ix, like, &e);
+        }
+    }
     if (st != FC_OK) {
+        fc_tensor_release(*values);
+        *values = NULL;
         fc_tensor_release(ix);
         return tensor_check(I, st, &e);
     }
@@ -835,12 +861,12 @@ static void select_line(const SortKeys *k, int64_t *idx, int64_t n, LineOrder or
 }
 
 static const char *const values_indices[] = {"values", "indices"};
-static const TupleFields rt_kthvalue = {"torch.return_types.kthvalue", values_indices};
-static const TupleFields rt_median = {"torch.return_types.median", values_indices};
-static const TupleFields rt_nanmedian = {"torch.return_types.nanmedian", values_indices};
-static const TupleFields rt_mode = {"torch.return_types.mode", values_indices};
-static const TupleFields rt_cummax = {"torch.return_types.cummax", values_indices};
-static const TupleFields rt_cummin = {"torch.return_types.cummin", values_indices};
+static const TupleFields rt_kthvalue = {"torch.return_types.kthvalue", values_indices, "KthvalueBackward0"};
+static const TupleFields rt_median = {"torch.return_types.median", values_indices, "MedianBackward1"};
+static const TupleFields rt_nanmedian = {"torch.return_types.nanmedian", values_indices, "NanmedianBackward1"};
+static const TupleFields rt_mode = {"torch.return_types.mode", values_indices, "ModeBackward0"};
+static const TupleFields rt_cummax = {"torch.return_types.cummax", values_indices, "CummaxBackward0"};
+static const TupleFields rt_cummin = {"torch.return_types.cummin", values_indices, "CumminBackward0"};
 
 /* PyTorch's "NAME_cpu" not implemented for 'Half' (and 'Bool'): the dtypes a kernel refuses. */
 static bool dtype_refused(Interp *I, const FcTensor *t, const char *kernel, bool half)
@@ -935,6 +961,7 @@ static bool median_all(Interp *I, FcTensor *t, bool skip_nan, Value *out)
     fc_tensor_release(m);
     fc_tensor_release(fill);
     fc_tensor_release(w);
+    if (st == FC_OK) fc_grad_name(v, skip_nan ? "NanmedianBackward0" : "MedianBackward0");
     return chain_result(I, st, &e, v, out);
 }
 
@@ -963,6 +990,7 @@ bool impl_msort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcTensor *v, *ix;
     if (!sorted(I, a[0].t, 0, false, ORDER_SORT, -1, true, &v, &ix)) return false;
     fc_tensor_release(ix);
+    fc_grad_name(v, rt_sort.grad);
     return tensor_value_steal(I, v, out);
 }
 

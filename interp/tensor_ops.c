@@ -418,12 +418,51 @@ IMPL_FN(empty_like)
 
 /* ---- pointwise ----------------------------------------------------------------------------- */
 
+/* self op other * alpha with the product rounded, then the sum (PyTorch's kernels on ints, and on
+ * float16 and bfloat16 outside the vector loop). */
+static FcStatus add_rounded(FcCtx *ctx, FcOp op, FcTensor *self, FcTensor *other, FcDType adt, FcScalar av,
+                            bool one, FcTensor **out, FcError *e)
+{
+    FcTensor *alpha = NULL, *p = NULL;
+    FcStatus st = one ? FC_OK : fc_scalar(ctx, adt, av, true, &alpha, e);
+    if (st == FC_OK && !one) st = fc_binary(ctx, FC_OP_MUL, other, alpha, &p, e);
+    if (st == FC_OK) st = fc_binary(ctx, op, self, one ? other : p, out, e);
+    fc_tensor_release(alpha);
+    fc_tensor_release(p);
+    return st;
+}
+
+/* The extent of the innermost loop PyTorch's TensorIterator runs an elementwise op of these
+ * operands in (C order output of nd dims, shape): every element when each operand is all of it,
+ * contiguous, or one value; else the last dim (a broadcast operand stops the dims coalescing). */
+static int64_t torch_inner_extent(FcTensor *const *ops, int n, int nd, const int64_t *shape)
+{
+    int64_t numel = 1, c[FC_MAX_DIMS];
+    for (int d = 0; d < nd; d++) numel *= shape[d];
+    for (int k = 0; k < n; k++) {
+        const FcTensor *t = ops[k];
+        if (fc_tensor_numel(t) == 1) continue;
+        bool whole = t->ndim == nd && memcmp(t->shape, shape, (size_t)nd * sizeof *shape) == 0;
+        if (whole && t->storage) {
+            fc_contiguous_strides(nd, shape, c);
+            for (int d = 0; d < nd; d++) whole = whole && (shape[d] == 1 || t->strides[d] == c[d]);
+        }
+        if (!whole) return nd ? shape[nd - 1] : 1;
+    }
+    return numel;
+}
+
 /* add / sub: self op other * alpha. As in torch, alpha takes no part in type promotion: it is
- * checked against, and cast to, the dtype of self op other (True + True * 2 is True); for floats
- * an alpha other than 1 makes one FMA, as torch's kernel (vec::fmadd). */
+ * checked against, and cast to, the dtype of self op other (True + True * 2 is True). For float32
+ * and float64 an alpha other than 1 makes one FMA, as torch's kernel: vec::fmadd(other, alpha,
+ * self), sub with -alpha, its scalar loop contracted alike. bfloat16 has both: its vector loop
+ * (Vectorized<BFloat16>: an FMA in float32) takes the first 32 * k elements of each innermost
+ * loop, the scalar loop (each operation rounded to bfloat16) the rest; float16's Vectorized,
+ * generic in 1.13, rounds each operation everywhere. */
 static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
 {
-    FcOperand ops[2] = {tensor_operand(a[0].t), tensor_operand(a[1].t)};
+    FcTensor *self = a[0].t, *other = a[1].t;
+    FcOperand ops[2] = {tensor_operand(self), tensor_operand(other)};
     FcDType rdt = fc_result_type(ops, 2);
     FcDType adt = a[2].sdt;
     FcScalar av = a[2].s;
@@ -436,39 +475,69 @@ static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
         av.i = av.i != 0;
         adt = FC_BOOL;
     }
-    FcTensor *other = fc_tensor_retain(a[1].t), *alpha, *r;
+    FcTensor *r = NULL;
     FcError e;
-    FcStatus st = FC_OK;
     bool one = adt == FC_BOOL ? av.i == 1 : adt == FC_INT64 && av.i == 1;
-    if (!one && fc_dtype_is_float(rdt) && rdt != FC_FLOAT16) {
-        /* PyTorch's add kernel: fmadd(other, alpha, self) (sub: -alpha), rounded once (float16's
-         * Vectorized, generic in 1.13, multiplies and adds) */
-        if (op == FC_OP_SUB) {
-            if (adt == FC_FLOAT64) av.f = -av.f;
-            else av.i = (int64_t)(0 - (uint64_t)av.i);
-        }
-        st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
-        if (st == FC_OK) {
-            st = fc_fma(I->fc, a[0].t, other, alpha, &r, &e);
+    int64_t shape[FC_MAX_DIMS], inner = 0, cut = 0;
+    int nd = 0;
+    FcStatus st = FC_OK;
+    if (!one && (rdt == FC_FLOAT32 || rdt == FC_FLOAT64)) {
+        cut = inner = 1;
+    } else if (!one && rdt == FC_BFLOAT16) {
+        st = fc_broadcast_shapes(self->ndim, self->shape, other->ndim, other->shape, &nd, shape, &e);
+        inner = torch_inner_extent((FcTensor *[]){self, other}, 2, nd, shape);
+        cut = inner / 32 * 32;
+    }
+    if (st == FC_OK && cut < inner) {
+        FcTensor *fused = NULL, *rounded = NULL, *pos = NULL, *lim = NULL, *in_vec = NULL;
+        st = add_rounded(I->fc, op, self, other, adt, av, one, &rounded, &e);
+        /* the FMA of the vector loop, where it runs: (index along the inner loop) < cut */
+        if (st == FC_OK && cut > 0) {
+            FcScalar neg = av;
+            if (op == FC_OP_SUB) {
+                if (adt == FC_FLOAT64) neg.f = -av.f;
+                else neg.i = (int64_t)(0 - (uint64_t)av.i);
+            }
+            FcTensor *alpha = NULL;
+            st = fc_scalar(I->fc, adt, neg, true, &alpha, &e);
+            if (st == FC_OK) st = fc_fma(I->fc, self, other, alpha, &fused, &e);
             fc_tensor_release(alpha);
+            if (st == FC_OK) st = fc_iota(I->fc, inner, &pos, &e);
+            if (st == FC_OK) {
+                fc_tensor_place(pos, fused->device);
+                FcTensor *pv = NULL;
+                if (nd > 1 && inner == fc_tensor_numel(fused)) {     /* positions in C order */
+                    st = fc_reshape(I->fc, pos, nd, shape, &pv, &e);
+                    fc_tensor_release(pos);
+                    pos = pv;
+                }
+            }
+            if (st == FC_OK) st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = cut}, true, &lim, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_LT, pos, lim, &in_vec, &e);
+            if (st == FC_OK) st = fc_where(I->fc, in_vec, fused, rounded, &r, &e);
+        } else if (st == FC_OK) {
+            r = fc_tensor_retain(rounded);
         }
-        if (st == FC_OK && op == FC_OP_SUB)
-            fc_grad_declare(r, FC_VJP_SUB, 2, (FcTensor *[]){a[0].t, a[1].t},
-                            adt == FC_FLOAT64 ? -av.f : -(double)av.i);
-        fc_tensor_release(other);
+        FcTensor *tmp[] = {fused, rounded, pos, lim, in_vec};
+        for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
         return result(I, st, &e, r, out);
     }
-    if (!one) {
-        st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
-        if (st == FC_OK) {
-            st = fc_binary(I->fc, FC_OP_MUL, other, alpha, &r, &e);
-            fc_tensor_release(alpha);
-            fc_tensor_release(other);
-            other = st == FC_OK ? r : NULL;
-        }
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (cut == 0) {
+        st = add_rounded(I->fc, op, self, other, adt, av, one, &r, &e);
+        return result(I, st, &e, r, out);
     }
-    if (st == FC_OK) st = fc_binary(I->fc, op, a[0].t, other, &r, &e);
-    fc_tensor_release(other);
+    /* every element in the vector loop (float32, float64; bfloat16 when the loop is whole) */
+    if (op == FC_OP_SUB) {
+        if (adt == FC_FLOAT64) av.f = -av.f;
+        else av.i = (int64_t)(0 - (uint64_t)av.i);
+    }
+    FcTensor *alpha = NULL;
+    st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
+    if (st == FC_OK) st = fc_fma(I->fc, self, other, alpha, &r, &e);
+    fc_tensor_release(alpha);
+    if (st == FC_OK && op == FC_OP_SUB)
+        fc_grad_declare(r, FC_VJP_SUB, 2, (FcTensor *[]){self, other}, adt == FC_FLOAT64 ? -av.f : -(double)av.i);
     return result(I, st, &e, r, out);
 }
 
@@ -671,10 +740,10 @@ IMPL_FN(softmax) { return softmax(I, sig, a, false, out); }
 IMPL_FN(log_softmax) { return softmax(I, sig, a, true, out); }
 
 static const char *const values_indices[] = {"values", "indices"};
-const TupleFields rt_max = {"torch.return_types.max", values_indices};
-const TupleFields rt_min = {"torch.return_types.min", values_indices};
-const TupleFields rt_sort = {"torch.return_types.sort", values_indices};
-const TupleFields rt_topk = {"torch.return_types.topk", values_indices};
+const TupleFields rt_max = {"torch.return_types.max", values_indices, "MaxBackward0"};
+const TupleFields rt_min = {"torch.return_types.min", values_indices, "MinBackward0"};
+const TupleFields rt_sort = {"torch.return_types.sort", values_indices, "SortBackward0"};
+const TupleFields rt_topk = {"torch.return_types.topk", values_indices, "TopkBackward0"};
 
 /* max(dim) / min(dim): the tuple (values, indices), named as torch.return_types.max / min. */
 static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
@@ -682,6 +751,7 @@ static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
     FcTensor *values, *indices;
     FcError e;
     if (!tensor_check(I, fc_max_dim(I->fc, a[0].t, a[1].i, a[2].b, is_min, &values, &indices, &e), &e)) return false;
+    fc_grad_name(values, is_min ? rt_min.grad : rt_max.grad);
     TupleObj *t = tuple_alloc(I, 2);
     Value v = v_undef(), ix = v_undef();
     bool ok = t != NULL;
