@@ -3559,3 +3559,324 @@ bool impl_trace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(v);
     return result(I, st, &e, r, out);
 }
+
+/* ---- kron, block_diag, cartesian_prod, tensordot, inner, cross ---- */
+
+/* kron(other): self's dims interleaved with size-1 ones, times other's the other way round (both
+ * padded on the left to the same rank), the product's pairs of dims merged by a view: PyTorch's
+ * KronImpl, whose view refuses a product laid out in a transposed operand's order. */
+bool impl_kron(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *xv = NULL, *yv = NULL, *p = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    int nd = x->ndim > y->ndim ? x->ndim : y->ndim, px = nd - x->ndim, py = nd - y->ndim;
+    if (2 * nd > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "kron: tdl supports at most %d dims", FC_MAX_DIMS / 2);
+    int64_t xs[FC_MAX_DIMS], ys[FC_MAX_DIMS], rs[FC_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        xs[2 * i] = i >= px ? x->shape[i - px] : 1;
+        xs[2 * i + 1] = 1;
+        ys[2 * i] = 1;
+        ys[2 * i + 1] = i >= py ? y->shape[i - py] : 1;
+        rs[i] = xs[2 * i] * ys[2 * i + 1];
+    }
+    FcStatus st = fc_view(I->fc, x, 2 * nd, xs, &xv, &e);
+    if (st == FC_OK) st = fc_view(I->fc, y, 2 * nd, ys, &yv, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, xv, yv, &p, &e);
+    if (st == FC_OK) st = fc_view(I->fc, p, nd, rs, &r, &e);
+    fc_tensor_release(xv);
+    fc_tensor_release(yv);
+    fc_tensor_release(p);
+    return result(I, st, &e, r, out);
+}
+
+/* block_diag(*tensors): zeros of the operands' result type, each operand (0-dim: 1 x 1, 1-D: a
+ * row) written at its place on the diagonal (recorded writes: the gradient reaches each). */
+bool impl_block_diag(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor **ts = a[0].ts, *r = NULL;
+    int n = a[0].n;
+    FcError e;
+    (void)sig;
+    if (n == 0) {
+        int64_t shape[2] = {1, 0};
+        FcStatus st = fc_empty(I->fc, FC_FLOAT32, fc_cpu(), 2, shape, NULL, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    for (int k = 0; k < n; k++)
+        if (!fc_device_eq(ts[k]->device, ts[0]->device)) {
+            char d0[32], dk[32];
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.block_diag: input tensors must all be on the same device. Input 0 "
+                             "is on device %s and input %d is on device %s.", fc_device_name(ts[0]->device, d0), k,
+                             fc_device_name(ts[k]->device, dk));
+        }
+    FcOperand *ops = mem_calloc((size_t)n, sizeof *ops);
+    if (!ops) return err_nomem(I);
+    int64_t shape[2] = {0, 0};
+    for (int k = 0; k < n; k++) {
+        ops[k] = tensor_operand(ts[k]);
+        if (ts[k]->ndim > 2) {
+            mem_free(ops);
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                             "Input %d has %d dimensions", k, ts[k]->ndim);
+        }
+        shape[0] += ts[k]->ndim == 2 ? ts[k]->shape[0] : 1;
+        shape[1] += ts[k]->ndim == 2 ? ts[k]->shape[1] : ts[k]->ndim == 1 ? ts[k]->shape[0] : 1;
+    }
+    FcDType dt = fc_result_type(ops, n);
+    mem_free(ops);
+    FcStatus st = fc_full(I->fc, dt, ts[0]->device, 2, shape, (FcScalar){.i = 0}, &r, &e);
+    int64_t at[2] = {0, 0};
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *t = ts[k], *rows = NULL, *block = NULL;
+        int64_t h = t->ndim == 2 ? t->shape[0] : 1, w = t->ndim == 2 ? t->shape[1] : t->ndim == 1 ? t->shape[0] : 1;
+        st = narrow(I->fc, r, 0, at[0], h, &rows, &e);
+        if (st == FC_OK) st = narrow(I->fc, rows, 1, at[1], w, &block, &e);
+        if (st == FC_OK) st = fc_assign(I->fc, block, t, &e);
+        fc_tensor_release(rows);
+        fc_tensor_release(block);
+        at[0] += h;
+        at[1] += w;
+    }
+    return chain_result(I, st, &e, r, out);
+}
+
+/* cartesian_prod(*tensors): 1-D tensors' meshgrid (ij), each grid flattened, stacked as columns;
+ * one tensor is returned itself, as PyTorch does. */
+bool impl_cartesian_prod(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor **ts = a[0].ts, *cols[FC_MAX_DIMS] = {0}, *r = NULL;
+    int n = a[0].n;
+    FcError e;
+    (void)sig;
+    for (int k = 0; k < n; k++)
+        if (ts[k]->ndim != 1) {
+            char buf[256];
+            return err_raise(I, TDL_ERR_RUNTIME, "Expect a 1D vector, but got shape %s",
+                             ints_text(ts[k]->ndim, ts[k]->shape, buf, sizeof buf));
+        }
+    if (n == 1) return tensor_value_steal(I, fc_tensor_retain(ts[0]), out);
+    if (n == 0) return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects a non-empty TensorList");
+    for (int k = 0; k + 1 < n; k++) {
+        if (ts[k]->dtype != ts[k + 1]->dtype)
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same dtype");
+        if (!fc_device_eq(ts[k]->device, ts[k + 1]->device))
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same device");
+    }
+    if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "cartesian_prod: too many tensors (%d)", n);
+    int64_t shape[FC_MAX_DIMS], view[FC_MAX_DIMS];
+    for (int k = 0; k < n; k++) {
+        shape[k] = ts[k]->shape[0];
+        view[k] = 1;
+    }
+    FcStatus st = FC_OK;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *v = NULL, *g = NULL;
+        view[k] = -1;
+        st = fc_view(I->fc, ts[k], n, view, &v, &e);
+        view[k] = 1;
+        if (st == FC_OK) st = fc_expand(I->fc, v, n, shape, &g, &e);
+        if (st == FC_OK) st = fc_flatten(I->fc, g, 0, -1, &cols[k], &e);
+        fc_tensor_release(v);
+        fc_tensor_release(g);
+    }
+    if (st == FC_OK) st = fc_stack(I->fc, n, cols, 1, &r, &e);
+    for (int k = 0; k < n; k++) fc_tensor_release(cols[k]);
+    return result(I, st, &e, r, out);
+}
+
+/* tensordot over dims d1 of x and d2 of y (PyTorch's at::tensordot): a size-1 dim facing a larger
+ * one is summed first; x's free dims then its contracted ones, by y's contracted then free ones,
+ * as one mm, reshaped to the free dims (the mm refuses operands of two dtypes, 1.13 itself does not). */
+static bool tensordot_over(Interp *I, FcTensor *x, FcTensor *y, int n, const int64_t *d1, const int64_t *d2, Value *out)
+{
+    FcError e;
+    FcTensor *t1 = fc_tensor_retain(x), *t2 = fc_tensor_retain(y), *tmp, *m1 = NULL, *m2 = NULL, *p = NULL, *r = NULL;
+    FcStatus st = FC_OK;
+    int64_t csize = 1;
+    for (int i = 0; i < n && st == FC_OK; i++) {
+        int w1, w2;
+        st = fc_wrap_dim(d1[i], x->ndim, &w1, &e);
+        if (st == FC_OK) st = fc_wrap_dim(d2[i], y->ndim, &w2, &e);
+        if (st != FC_OK) break;
+        int64_t s1 = x->ndim ? x->shape[w1] : 1, s2 = y->ndim ? y->shape[w2] : 1;
+        if (s2 == 1) st = step(fc_reduce(I->fc, FC_OP_SUM, t1, 1ull << w1, true, &tmp, &e), &t1, &tmp);
+        else if (s1 == 1) st = step(fc_reduce(I->fc, FC_OP_SUM, t2, 1ull << w2, true, &tmp, &e), &t2, &tmp);
+        else if (s1 != s2)
+            st = ferr(&e, FC_ERR_RUNTIME, "contracted dimensions need to match, but first has size %lld in dim %lld and "
+                      "second has size %lld in dim %lld", (long long)s1, (long long)d1[i], (long long)s2, (long long)d2[i]);
+        else csize *= s1;
+    }
+    bool seen1[FC_MAX_DIMS] = {0}, seen2[FC_MAX_DIMS] = {0};
+    for (int k = 0; k < 2 && st == FC_OK; k++) {
+        const FcTensor *t = k ? y : x;
+        const int64_t *d = k ? d2 : d1;
+        bool *seen = k ? seen2 : seen1;
+        for (int i = 0; i < n && st == FC_OK; i++) {
+            int w;
+            st = fc_wrap_dim(d[i], t->ndim, &w, &e);
+            if (st == FC_OK && seen[w]) st = ferr(&e, FC_ERR_RUNTIME, "dim %d appears multiple times in the list of dims", w);
+            if (st == FC_OK) seen[w] = true;
+        }
+    }
+    int64_t p1[FC_MAX_DIMS], p2[FC_MAX_DIMS], rs[FC_MAX_DIMS], size1 = 1, size2 = 1;
+    int n1 = 0, n2 = 0, nr = 0;
+    if (st == FC_OK) {
+        for (int i = 0; i < x->ndim; i++)
+            if (!seen1[i]) {
+                p1[n1++] = i;
+                size1 *= t1->shape[i];
+                rs[nr++] = t1->shape[i];
+            }
+        for (int i = 0; i < n; i++) p1[n1++] = d1[i];
+        for (int i = 0; i < n; i++) p2[n2++] = d2[i];
+        for (int i = 0; i < y->ndim; i++)
+            if (!seen2[i]) {
+                p2[n2++] = i;
+                size2 *= t2->shape[i];
+                rs[nr++] = t2->shape[i];
+            }
+        st = fc_permute(I->fc, t1, n1, p1, &tmp, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){size1, csize}, &m1, &e);
+        fc_tensor_release(tmp);
+    }
+    if (st == FC_OK) {
+        st = fc_permute(I->fc, t2, n2, p2, &tmp, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){csize, size2}, &m2, &e);
+        fc_tensor_release(tmp);
+    }
+    if (st == FC_OK) st = fc_matmul(I->fc, m1, m2, &p, &e);
+    if (st == FC_OK) st = fc_reshape(I->fc, p, nr, rs, &r, &e);
+    fc_tensor_release(t1);
+    fc_tensor_release(t2);
+    fc_tensor_release(m1);
+    fc_tensor_release(m2);
+    fc_tensor_release(p);
+    return result(I, st, &e, r, out);
+}
+
+/* The ints of a dims list of tensordot's pair (a list or tuple of ints). */
+static bool dims_list(Interp *I, Value v, int64_t *d, int *n)
+{
+    if (v.tag != V_LIST && v.tag != V_TUPLE)
+        return err_raise(I, TDL_ERR_TYPE, "tensordot(): argument 'dims_a' must be tuple of ints, not %s", val_type_name(v));
+    size_t len = v.tag == V_LIST ? as_list(v)->n : as_tuple(v)->n;
+    const Value *it = v.tag == V_LIST ? as_list(v)->items : as_tuple(v)->items;
+    if (len > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "tensordot: too many dims (%zu)", len);
+    for (size_t k = 0; k < len; k++) {
+        if (!is_intlike(it[k]))
+            return err_raise(I, TDL_ERR_TYPE, "tensordot(): argument 'dims_a' must be tuple of ints, but found element "
+                             "of type %s at pos %zu", val_type_name(it[k]), k);
+        d[k] = it[k].i;
+    }
+    *n = (int)len;
+    return true;
+}
+
+/* tensordot(a, b, dims): dims an int (a's last dims with b's first) or a pair of lists, as
+ * torch.functional.tensordot reads them. */
+bool impl_tensordot(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *dims = ARG("dims");
+    int64_t d1[FC_MAX_DIMS], d2[FC_MAX_DIMS];
+    int n1 = 0, n2 = 0;
+    Value v = dims->v;
+    if (v.tag == V_UNDEF || is_intlike(v)) {
+        int64_t k = v.tag == V_UNDEF ? 2 : v.i;
+        if (k < 0) return err_raise(I, TDL_ERR_RUNTIME, "tensordot expects dims >= 0, but got dims=%lld", (long long)k);
+        if (k > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "tensordot: too many dims (%lld)", (long long)k);
+        for (int64_t i = 0; i < k; i++) {
+            d1[i] = i - k;
+            d2[i] = i;
+        }
+        n1 = n2 = (int)k;
+    } else if (v.tag == V_LIST || v.tag == V_TUPLE) {
+        size_t len = v.tag == V_LIST ? as_list(v)->n : as_tuple(v)->n;
+        const Value *it = v.tag == V_LIST ? as_list(v)->items : as_tuple(v)->items;
+        if (len > 2) return err_raise(I, TDL_ERR_VALUE, "too many values to unpack (expected 2)");
+        if (len < 2) return err_raise(I, TDL_ERR_VALUE, "not enough values to unpack (expected 2, got %zu)", len);
+        if (!dims_list(I, it[0], d1, &n1) || !dims_list(I, it[1], d2, &n2)) return false;
+    } else {
+        Buf b = {0};
+        bool ok = val_str(I, v, &b);
+        if (ok)
+            err_raise(I, TDL_ERR_RUNTIME, "tensordot expects dims to be int or Tuple[List[int], List[int]] or "
+                      "List[List[int]] containing two lists, but got dims=%.*s", (int)b.n, b.p ? b.p : "");
+        buf_free(&b);
+        return false;
+    }
+    if (n1 != n2) return err_raise(I, TDL_ERR_RUNTIME, "both dimension lists should have same length");
+    return tensordot_over(I, a[0].t, a[1].t, n1, d1, d2, out);
+}
+
+/* inner(other): a product when either is 0-dim, else tensordot over both last dims. */
+bool impl_inner(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (x->ndim == 0 || y->ndim == 0) {
+        FcStatus st = fc_binary(I->fc, FC_OP_MUL, x, y, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (x->shape[x->ndim - 1] != y->shape[y->ndim - 1]) {
+        char bx[256], by[256];
+        return err_raise(I, TDL_ERR_RUNTIME, "inner() the last dimension must match on both input tensors but got shapes "
+                         "%s and %s", ints_text(x->ndim, x->shape, bx, sizeof bx), ints_text(y->ndim, y->shape, by, sizeof by));
+    }
+    int64_t last = -1;
+    return tensordot_over(I, x, y, 1, &last, &last, out);
+}
+
+/* cross(other, dim): self and other broadcast, r_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1} along dim
+ * (indices mod 3); floats as PyTorch's CPU kernel rounds it, one FMA of a_{i+1} b_{i+2} less the
+ * rounded a_{i+2} b_{i+1}. dim None: self's first dim of size 3 (1.13 gives no warning). */
+bool impl_cross(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *xb = NULL, *yb = NULL, *i1 = NULL, *i2 = NULL, *a1 = NULL, *a2 = NULL,
+             *b1 = NULL, *b2 = NULL, *p = NULL, *q = NULL, *r = NULL;
+    TensorArg *dim = ARG("dim");
+    FcError e;
+    int64_t d = dim->none ? -1 : dim->i;
+    if (dim->none) {
+        for (int k = 0; k < x->ndim && d < 0; k++)
+            if (x->shape[k] == 3) d = k;
+        if (d < 0) return err_raise(I, TDL_ERR_RUNTIME, "no dimension of size 3 in input");
+    }
+    if (x->ndim != y->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME, "linalg.cross: inputs must have the same number of dimensions.");
+    int w;
+    if (!tensor_check(I, fc_wrap_dim(d, x->ndim, &w, &e), &e)) return false;
+    int64_t sx = x->ndim ? x->shape[w] : 1, sy = y->ndim ? y->shape[w] : 1;
+    if (sx != 3 || sy != 3)
+        return err_raise(I, TDL_ERR_RUNTIME, "linalg.cross: inputs dimension %lld must have length 3. Got %lld and %lld",
+                         (long long)d, (long long)sx, (long long)sy);
+    int64_t shape[FC_MAX_DIMS];
+    int n;
+    FcStatus st = fc_broadcast_shapes(x->ndim, x->shape, y->ndim, y->shape, &n, shape, &e);
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (x->dtype != y->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected scalar type %s but found %s", fc_dtype_torch_name(x->dtype),
+                         fc_dtype_torch_name(y->dtype));
+    if (x->dtype == FC_BOOL || x->dtype == FC_FLOAT16 || x->dtype == FC_BFLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"cross\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    st = fc_expand(I->fc, x, n, shape, &xb, &e);
+    if (st == FC_OK) st = fc_expand(I->fc, y, n, shape, &yb, &e);
+    if (st == FC_OK) st = index_expr(I->fc, 3, 1, 1, 3, &i1, &e);
+    if (st == FC_OK) st = index_expr(I->fc, 3, 1, 2, 3, &i2, &e);
+    if (st == FC_OK) st = select_by(I->fc, xb, w, i1, &a1, &e);
+    if (st == FC_OK) st = select_by(I->fc, xb, w, i2, &a2, &e);
+    if (st == FC_OK) st = select_by(I->fc, yb, w, i1, &b1, &e);
+    if (st == FC_OK) st = select_by(I->fc, yb, w, i2, &b2, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, a2, b1, &p, &e);
+    if (fc_dtype_is_float(x->dtype)) {
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_NEG, p, &q, &e);
+        if (st == FC_OK) st = fc_fma(I->fc, q, a1, b2, &r, &e);
+    } else {
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, a1, b2, &q, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, q, p, &r, &e);
+    }
+    FcTensor *tmp[] = {xb, yb, i1, i2, a1, a2, b1, b2, p, q};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    return result(I, st, &e, r, out);
+}
