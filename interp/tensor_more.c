@@ -3880,3 +3880,115 @@ bool impl_cross(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
     return result(I, st, &e, r, out);
 }
+
+/* ---- logspace, bincount, trapezoid, cumulative_trapezoid ---- */
+
+static double scalar_value(const TensorArg *s) { return s->sdt == FC_FLOAT64 ? s->s.f : (double)s->s.i; }
+
+/* A new 1-D tensor of dtype dt and n elements on the CPU and its data, to be filled on the host. */
+static FcStatus host_vector(FcCtx *ctx, FcDType dt, int64_t n, FcTensor **out, void **data, FcError *e)
+{
+    FcView v;
+    FcStatus st = fc_empty(ctx, dt, fc_cpu(), 1, &n, NULL, out, e);
+    if (st == FC_OK) st = fc_host_view(ctx, *out, &v, e);
+    if (st == FC_OK) *data = (char *)v.data + v.offset * (int64_t)fc_dtype_size(dt);
+    else {
+        fc_tensor_release(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* logspace(start, end, steps, base): PyTorch's CPU kernel: start and end in the dtype, the step
+ * (end - start, in the dtype) / (steps - 1) in double, base ** (start + step * i) in double for
+ * the first half and base ** (end - step * (steps - 1 - i)) for the rest, stored in the dtype
+ * (ints truncated); one step is base ** start, start not rounded. */
+bool impl_logspace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *dta = ARG("dtype"), *dva = ARG("device");
+    FcDType dt = dta->none ? FC_FLOAT32 : dta->dtype;
+    FcDevice dev = dva->none ? I->device : dva->device;
+    int64_t n = a[2].i;
+    double base = a[3].f, start = scalar_value(&a[0]), end = scalar_value(&a[1]);
+    FcTensor *h = NULL, *r = NULL;
+    double *d = NULL;
+    FcError e;
+    if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "number of steps must be non-negative");
+    if (dt == FC_BOOL || dt == FC_FLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"logspace_cpu\" not implemented for '%s'", fc_dtype_torch_name(dt));
+    /* PyTorch rounds start, end and their difference to bfloat16: not reproduced */
+    if (dt == FC_BFLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "logspace: tdl does not support bfloat16");
+    FcStatus st = host_vector(I->fc, FC_FLOAT64, n, &h, (void **)&d, &e);
+    if (st == FC_OK && n == 1) d[0] = pow(base, start);
+    if (st == FC_OK && n > 1) {
+        bool f32 = dt == FC_FLOAT32, is_int = !fc_dtype_is_float(dt);
+        double s = f32 ? (float)start : is_int ? trunc(start) : start, t = f32 ? (float)end : is_int ? trunc(end) : end;
+        double step = (f32 ? (double)(float)(t - s) : t - s) / (double)(n - 1);
+        for (int64_t i = 0; i < n; i++) {
+            d[i] = i < n / 2 ? pow(base, s + step * (double)i) : pow(base, t - step * (double)(n - i - 1));
+            if (is_int) d[i] = trunc(d[i]);
+        }
+    }
+    if (st == FC_OK) st = fc_to(I->fc, h, dt, dev, &r, &e);
+    fc_tensor_release(h);
+    return result(I, st, &e, r, out);
+}
+
+/* bincount(weights, minlength): the count (or the weights' sum, in float32 for float32 weights,
+ * else in double) of each value of a 1-d non-negative int tensor, added in order on the host. */
+bool impl_bincount(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *w = a[1].none ? NULL : a[1].t, *hx = NULL, *hw = NULL, *r = NULL, *res = NULL;
+    int64_t minlength = a[2].i;
+    FcView vx, vw;
+    FcError e;
+    if (!fc_dtype_is_int(x->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"bincount_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    if (minlength < 0) return err_raise(I, TDL_ERR_RUNTIME, "minlength should be >= 0");
+    FcStatus st;
+    void *data;
+    if (x->ndim == 1 && x->shape[0] == 0) {
+        st = fc_full(I->fc, FC_INT64, x->device, 1, &minlength, (FcScalar){.i = 0}, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (!host_dense(I, x, NULL, FC_INT64, &hx, &vx)) return false;
+    const int64_t *xs = (const int64_t *)vx.data + vx.offset;
+    int64_t n = fc_tensor_numel(x), nbins = 0;
+    bool neg = false;
+    for (int64_t i = 0; i < n; i++) {
+        neg = neg || xs[i] < 0;
+        if (xs[i] + 1 > nbins) nbins = xs[i] + 1;
+    }
+    if (x->ndim != 1 || neg) {
+        fc_tensor_release(hx);
+        return err_raise(I, TDL_ERR_RUNTIME, "bincount only supports 1-d non-negative integral inputs.");
+    }
+    if (w && (w->ndim != 1 || w->shape[0] != x->shape[0])) {
+        fc_tensor_release(hx);
+        return err_raise(I, TDL_ERR_RUNTIME, "weights should be 1-d and have the same length as input");
+    }
+    if (nbins < minlength) nbins = minlength;
+    FcDType dt = !w ? FC_INT64 : w->dtype == FC_FLOAT32 ? FC_FLOAT32 : FC_FLOAT64;
+    if (w && !host_dense(I, w, NULL, dt, &hw, &vw)) {
+        fc_tensor_release(hx);
+        return false;
+    }
+    st = host_vector(I->fc, dt, nbins, &r, &data, &e);
+    if (st == FC_OK && dt == FC_INT64) {
+        memset(data, 0, (size_t)nbins * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) ((int64_t *)data)[xs[i]] += 1;
+    } else if (st == FC_OK && dt == FC_FLOAT32) {
+        const float *ws = (const float *)vw.data + vw.offset;
+        memset(data, 0, (size_t)nbins * sizeof(float));
+        for (int64_t i = 0; i < n; i++) ((float *)data)[xs[i]] += ws[i];
+    } else if (st == FC_OK) {
+        const double *ws = (const double *)vw.data + vw.offset;
+        memset(data, 0, (size_t)nbins * sizeof(double));
+        for (int64_t i = 0; i < n; i++) ((double *)data)[xs[i]] += ws[i];
+    }
+    fc_tensor_release(hx);
+    fc_tensor_release(hw);
+    if (st == FC_OK) st = fc_to(I->fc, r, dt, x->device, &res, &e);
+    fc_tensor_release(r);
+    return result(I, st, &e, res, out);
+}
