@@ -289,7 +289,7 @@ static void scan_lines(FcOp op, FcDType want, const char *x, char *y, int64_t ou
 }
 
 /* The scan of x (dtype want) along dim d on the host, with PyTorch's CPU rounding (scan_lines). */
-static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Value *out)
+static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, FcTensor **out)
 {
     FcTensor *h, *y = NULL;
     FcView v, yv;
@@ -312,7 +312,9 @@ static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Valu
     }
     mem_free(acc);
     fc_tensor_release(h);
-    return result(I, st, &e, y, out);
+    if (st != FC_OK) fc_tensor_release(y);
+    *out = st == FC_OK ? y : NULL;
+    return tensor_check(I, st, &e);
 }
 
 /* out[..., i, ...] = reduce over j <= i of x[..., j, ...]. On the CPU, when no gradient is
@@ -320,25 +322,25 @@ static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Valu
  * (i, j) with the j > i entries made the reduction's identity, then reduced over j (a masked
  * reduction: the scheduler runs its loop to the bound j <= i; quadratic in the scanned extent,
  * but lazy and differentiable, and on CUDA parallel). */
-static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
+static bool scan_of(Interp *I, FcTensor *x0, int64_t dim, const FcDType *dtype, FcOp op, FcTensor **out)
 {
     FcTensor *x = NULL, *y = NULL, *ii = NULL, *jj = NULL, *mask = NULL, *id = NULL, *w = NULL, *t;
-    TensorArg *dt = ARG("dtype");
     FcError e;
     int d;
-    FcStatus st = fc_wrap_dim(a[1].i, a[0].t->ndim, &d, &e);
+    *out = NULL;
+    FcStatus st = fc_wrap_dim(dim, x0->ndim, &d, &e);
     if (st == FC_OK)
-        st = !dt->none ? fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
-    FcDType want = !dt->none ? dt->dtype : fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_INT64;
+        st = dtype ? fc_to(I->fc, x0, *dtype, x0->device, &x, &e) : (x = fc_tensor_retain(x0), FC_OK);
+    FcDType want = dtype ? *dtype : fc_dtype_is_float(x0->dtype) ? x0->dtype : FC_INT64;
     if (st == FC_OK && x->dtype == FC_FLOAT16 && fc_tensor_numel(x) > 0) {
         fc_tensor_release(x);
         return err_raise(I, TDL_ERR_RUNTIME, "\"%s_out_cpu\" not implemented for 'Half'",
                          op == FC_OP_SUM ? "cumsum" : "cumprod");
     }
     if (st == FC_OK && x->ndim == 0) {
-        st = fc_to(I->fc, x, want, x->device, &w, &e);
+        st = fc_to(I->fc, x, want, x->device, out, &e);
         fc_tensor_release(x);
-        return result(I, st, &e, w, out);
+        return tensor_check(I, st, &e);
     }
     if (st == FC_OK && fc_device_eq(x->device, fc_cpu()) && !(fc_is_grad_enabled() && fc_requires_grad(x))) {
         bool ok = scan_host(I, x, d, op, want, out);
@@ -363,7 +365,15 @@ static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *
     fc_tensor_release(jj);
     fc_tensor_release(mask);
     fc_tensor_release(id);
-    return result(I, st, &e, w, out);
+    *out = st == FC_OK ? w : NULL;
+    return tensor_check(I, st, &e);
+}
+
+static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
+{
+    TensorArg *dt = ARG("dtype");
+    FcTensor *r;
+    return scan_of(I, a[0].t, a[1].i, dt->none ? NULL : &dt->dtype, op, &r) && tensor_value_steal(I, r, out);
 }
 
 bool impl_cumsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return scan(I, sig, a, FC_OP_SUM, out); }
@@ -3991,4 +4001,111 @@ bool impl_bincount(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (st == FC_OK) st = fc_to(I->fc, r, dt, x->device, &res, &e);
     fc_tensor_release(r);
     return result(I, st, &e, res, out);
+}
+
+/* y's dim d as its left (0 .. n-2) and right (1 .. n-1) samples: y.slice(d, 0, -1), y.slice(d, 1). */
+static FcStatus sample_pairs(FcCtx *ctx, FcTensor *y, int d, FcTensor **l, FcTensor **r, FcError *e)
+{
+    int64_t n = y->shape[d], m = n > 0 ? n - 1 : 0;
+    *r = NULL;
+    FcStatus st = narrow(ctx, y, d, 0, m, l, e);
+    if (st == FC_OK) st = narrow(ctx, y, d, n > 0 ? 1 : 0, m, r, e);
+    return st;
+}
+
+/* x (trapezoid's sample points) seen as torch sees it against y: a vector along dim d, or with
+ * ones in front up to y's rank; the differences of its neighbours along d. */
+static bool sample_steps(Interp *I, FcTensor *y, FcTensor *x, int d, const char *who, FcTensor **dx)
+{
+    FcTensor *xv = NULL, *xl = NULL, *xr = NULL;
+    FcError e;
+    int64_t shape[FC_MAX_DIMS];
+    FcStatus st;
+    *dx = NULL;
+    if (x->ndim == 1) {
+        if (x->shape[0] != y->shape[d])
+            return err_raise(I, TDL_ERR_RUNTIME, "%s: There must be one `x` value for each sample point", who);
+        for (int k = 0; k < y->ndim; k++) shape[k] = k == d ? x->shape[0] : 1;
+        st = fc_view(I->fc, x, y->ndim, shape, &xv, &e);
+    } else if (x->ndim < y->ndim) {
+        int pad = y->ndim - x->ndim;
+        for (int k = 0; k < y->ndim; k++) shape[k] = k < pad ? 1 : x->shape[k - pad];
+        st = fc_view(I->fc, x, y->ndim, shape, &xv, &e);
+    } else {
+        xv = fc_tensor_retain(x);
+        st = FC_OK;
+    }
+    if (st == FC_OK) st = sample_pairs(I->fc, xv, d, &xl, &xr, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, xr, xl, dx, &e);
+    fc_tensor_release(xv);
+    fc_tensor_release(xl);
+    fc_tensor_release(xr);
+    return tensor_check(I, st, &e);
+}
+
+/* trapezoid / trapz and cumulative_trapezoid, x a tensor of sample points or dx a constant
+ * spacing, composed as PyTorch's Integration.cpp does (its rounding, its dtypes):
+ *   trapezoid, x:      sum(dx * (y_right + y_left), dim) / 2
+ *   trapezoid, dx:     (sum(y, dim) - (y_first + y_last) * 0.5) * dx
+ *   cumulative, x:     cumsum(dx / 2 * (y_left + y_right), dim)
+ *   cumulative, dx:    cumsum((dx / 2) * (y_left + y_right), dim) */
+static bool trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, bool cumulative, Value *out)
+{
+    FcTensor *y = a[0].t, *dx = NULL, *yl = NULL, *yr = NULL, *t = NULL, *u = NULL, *r = NULL;
+    TensorArg *xa = ARG("x"), *dxa = ARG("dx");
+    const char *who = cumulative ? "cumulative_trapezoid" : "trapezoid";
+    FcError e;
+    int d;
+    if (!tensor_check(I, fc_wrap_dim(ARG("dim")->i, y->ndim, &d, &e), &e)) return false;
+    if (y->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX, "dimension specified as %lld but tensor has no dimensions", (long long)ARG("dim")->i);
+    if (!cumulative && y->shape[d] == 0) {
+        int64_t shape[FC_MAX_DIMS];
+        for (int k = 0, j = 0; k < y->ndim; k++)
+            if (k != d) shape[j++] = y->shape[k];
+        FcStatus st = fc_full(I->fc, y->dtype, y->device, y->ndim - 1, shape, (FcScalar){.i = 0}, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (xa && (y->dtype == FC_BOOL || xa->t->dtype == FC_BOOL))
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: received a bool input for `x` or `y`, but bool is not supported", who);
+    if (!xa && y->dtype == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: received a bool input for `y`, but bool is not supported", who);
+    if (!xa && dxa->sdt == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: Currently, we only support dx as a real number.", who);
+    if (xa && !sample_steps(I, y, xa->t, d, who, &dx)) return false;
+    double h = xa ? 0 : dxa->sdt == FC_FLOAT64 ? dxa->s.f : (double)dxa->s.i;
+    FcTensor *p = NULL, *q = NULL, *first = NULL, *last = NULL;
+    FcStatus st = FC_OK;
+    bool raised = false;
+    if (cumulative || dx) {
+        st = sample_pairs(I->fc, y, d, &yl, &yr, &e);
+        if (st == FC_OK) st = cumulative ? fc_binary(I->fc, FC_OP_ADD, yl, yr, &t, &e) : fc_binary(I->fc, FC_OP_ADD, yr, yl, &t, &e);
+    }
+    if (cumulative) {
+        if (st == FC_OK && dx) st = binary_scalar(I->fc, FC_OP_DIV, dx, 2.0, &u, &e);
+        if (st == FC_OK) st = dx ? fc_binary(I->fc, FC_OP_MUL, u, t, &p, &e) : binary_scalar(I->fc, FC_OP_MUL, t, h / 2.0, &p, &e);
+        if (st == FC_OK) raised = !scan_of(I, p, d, NULL, FC_OP_SUM, &r);
+    } else if (dx) {
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, dx, t, &p, &e);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, p, UINT64_C(1) << d, false, &q, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_DIV, q, 2.0, &r, &e);
+    } else {
+        st = index_at(I->fc, y, d, (FcIndex){.kind = FC_IX_INT, .i = 0}, &first, &e);
+        if (st == FC_OK) st = index_at(I->fc, y, d, (FcIndex){.kind = FC_IX_INT, .i = y->shape[d] - 1}, &last, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_ADD, first, last, &t, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, t, 0.5, &u, &e);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, y, UINT64_C(1) << d, false, &p, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, p, u, &q, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, q, h, &r, &e);
+    }
+    FcTensor *tmp[] = {dx, yl, yr, t, u, p, q, first, last};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (raised) return false;
+    return result(I, st, &e, r, out);
+}
+
+bool impl_trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return trapezoid(I, sig, a, false, out); }
+bool impl_cumulative_trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    return trapezoid(I, sig, a, true, out);
 }
