@@ -4109,3 +4109,42 @@ bool impl_cumulative_trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, Va
 {
     return trapezoid(I, sig, a, true, out);
 }
+
+/* vander(x, N, increasing): PyTorch's composition: a column of ones, then x repeated N - 1 times
+ * (in x's dtype promoted with int64) and its cumprod along the row, flipped unless increasing.
+ * Its gradient is autodiff's: PyTorch 1.13's backward of vander fails (its in-place cumprod). */
+bool impl_vander(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *ones = NULL, *col = NULL, *c = NULL, *rep = NULL, *pw = NULL, *r = NULL, *f = NULL;
+    TensorArg *na = ARG("N");
+    FcError e;
+    if (x->ndim != 1) return err_raise(I, TDL_ERR_RUNTIME, "x must be a one-dimensional tensor.");
+    int64_t m = x->shape[0], n = na->none ? m : na->i;
+    if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "N must be non-negative.");
+    FcDType dt = fc_promote_types(x->dtype, FC_INT64);
+    FcScalar one;
+    if (fc_dtype_is_float(dt)) one.f = 1;
+    else one.i = 1;
+    FcStatus st = fc_full(I->fc, dt, x->device, 2, (int64_t[]){m, n > 0 ? 1 : 0}, one, &ones, &e);
+    if (st == FC_OK && n > 1) {
+        st = fc_to(I->fc, x, dt, x->device, &c, &e);
+        if (st == FC_OK) st = fc_unsqueeze(I->fc, c, 1, &col, &e);
+        if (st == FC_OK) st = fc_expand(I->fc, col, 2, (int64_t[]){m, n - 1}, &rep, &e);
+        if (st == FC_OK && !scan_of(I, rep, 1, NULL, FC_OP_PROD, &pw)) {
+            FcTensor *tmp[] = {ones, c, col, rep};
+            for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+            return false;
+        }
+        if (st == FC_OK) st = fc_cat(I->fc, 2, (FcTensor *[]){ones, pw}, 1, &r, &e);
+    } else if (st == FC_OK) {
+        r = fc_tensor_retain(ones);
+    }
+    if (st == FC_OK && !a[2].b) st = flip_along(I->fc, r, 1, (int[]){1}, &f, &e);
+    FcTensor *tmp[] = {ones, c, col, rep, pw};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (f) {
+        fc_tensor_release(r);
+        r = f;
+    }
+    return chain_result(I, st, &e, r, out);
+}
