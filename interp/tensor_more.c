@@ -4148,3 +4148,76 @@ bool impl_vander(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     }
     return chain_result(I, st, &e, r, out);
 }
+
+/* histc(bins, min, max): PyTorch 1.13's CPU histogram with linear bin selection: the outer edges
+ * min and max (both equal: the data's extrema; still equal: widened by 1 each way) in the dtype,
+ * an element e inside them counted in bin (int)((e - lo) / (hi - lo) * bins) computed in the
+ * dtype (the last bin includes hi); elements outside are skipped. 1.13's range test lets NaN
+ * through, and its bin index (int64 of NaN, INT64_MIN) wraps the address back to bin 0: NaN
+ * counts in bin 0, as there. */
+#define HISTC_LOOP(T)                                                                              \
+    do {                                                                                           \
+        const T *xs = (const T *)v.data + v.offset;                                                \
+        T lo = (T)left, hi = (T)right, *hs = data;                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = xs[i];                                                                           \
+            if (x < lo || x > hi) continue;                                                        \
+            int64_t pos = x != x ? 0 : (int64_t)((x - lo) / (hi - lo) * (T)bins);                  \
+            if (pos == bins) pos--;                                                                \
+            hs[pos] += 1;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool impl_histc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *h = NULL, *r = NULL, *res = NULL;
+    int64_t bins = a[1].i, n = fc_tensor_numel(x);
+    double left = scalar_value(&a[2]), right = scalar_value(&a[3]);
+    FcView v;
+    FcError e;
+    (void)sig;
+    if (bins <= 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.histogram(): bins must be > 0, but got %lld for dimension 0",
+                         (long long)bins);
+    if (x->dtype == FC_BFLOAT16)   /* bfloat16 arithmetic and counts are not reproduced */
+        return err_raise(I, TDL_ERR_RUNTIME, "histc: tdl does not support bfloat16");
+    bool hist_dtype = x->dtype == FC_FLOAT32 || x->dtype == FC_FLOAT64;
+    if (left == right && n > 0) {
+        if (x->dtype == FC_FLOAT16)
+            return err_raise(I, TDL_ERR_RUNTIME, "\"aminmax_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+        if (!host_dense(I, x, NULL, FC_FLOAT64, &h, &v)) return false;
+        const double *xs = (const double *)v.data + v.offset;
+        left = right = xs[0];
+        for (int64_t i = 0; i < n; i++) {
+            if (isnan(xs[i])) left = right = xs[i];
+            if (isnan(left)) break;
+            if (xs[i] < left) left = xs[i];
+            if (xs[i] > right) right = xs[i];
+        }
+        fc_tensor_release(h);
+        h = NULL;
+    }
+    if (left == right) {
+        left -= 1;
+        right += 1;
+    }
+    if (isinf(left) || isinf(right) || isnan(left) || isnan(right))
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", left, right);
+    if (!(left < right)) return err_raise(I, TDL_ERR_RUNTIME, "torch.histc: max must be larger than min");
+    if (x->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "\"linspace_cpu\" not implemented for 'Bool'");
+    if (!hist_dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"histogram_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    void *data;
+    if (!host_dense(I, x, NULL, x->dtype, &h, &v)) return false;
+    FcStatus st = host_vector(I->fc, x->dtype, bins, &r, &data, &e);
+    if (st == FC_OK) {
+        memset(data, 0, (size_t)bins * fc_dtype_size(x->dtype));
+        if (x->dtype == FC_FLOAT32) HISTC_LOOP(float);
+        else HISTC_LOOP(double);
+    }
+    fc_tensor_release(h);
+    if (st == FC_OK) st = fc_to(I->fc, r, x->dtype, x->device, &res, &e);
+    fc_tensor_release(r);
+    return result(I, st, &e, res, out);
+}
+#undef HISTC_LOOP
