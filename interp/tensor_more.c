@@ -1617,6 +1617,36 @@ static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool
 
 /* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None). 'fro'
  * (the default) and None are p = 2. */
+/* The p-norm of float x over the dims in mask (PyTorch's special cases for p = inf, -inf, 0, 1, 2). */
+static FcStatus p_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t mask, bool keep, FcTensor **out, FcError *err)
+{
+    FcTensor *ax = NULL, *r = NULL, *tmp;
+    FcStatus st = fc_unary(ctx, FC_OP_ABS, x, &ax, err);
+    if (st == FC_OK) {
+        if (isinf(p)) {
+            st = fc_reduce(ctx, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, err);
+        } else if (p == 0) {
+            st = binary_scalar(ctx, FC_OP_NE, ax, 0.0, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(fc_cast(ctx, r, x->dtype, &tmp, err), &r, &tmp);
+        } else if (p == 1) {
+            st = fc_reduce(ctx, FC_OP_SUM, ax, mask, keep, &r, err);
+        } else if (p == 2) {
+            st = fc_binary(ctx, FC_OP_MUL, ax, ax, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(fc_unary(ctx, FC_OP_SQRT, r, &tmp, err), &r, &tmp);
+        } else {
+            st = binary_scalar(ctx, FC_OP_POW, ax, p, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(binary_scalar(ctx, FC_OP_POW, r, 1.0 / p, &tmp, err), &r, &tmp);
+        }
+    }
+    fc_tensor_release(ax);
+    if (st != FC_OK) fc_tensor_release(r);
+    *out = st == FC_OK ? r : NULL;
+    return st;
+}
+
 bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     Value pv = ARG("p")->v;
@@ -1635,7 +1665,7 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     } else if (pv.tag != V_NONE && pv.tag != V_UNDEF) {
         return err_raise(I, TDL_ERR_TYPE, "norm(): argument 'p' must be Number or str, not %s", val_type_name(pv));
     }
-    FcTensor *x = NULL, *ax = NULL, *r = NULL, *tmp;
+    FcTensor *x = NULL, *r = NULL;
     FcError e;
     uint64_t mask;
     if (!dt->none && (pv.tag == V_STR || pv.tag == V_UNDEF))
@@ -1647,28 +1677,8 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         fc_tensor_release(x);
         return false;
     }
-    FcStatus st = fc_unary(I->fc, FC_OP_ABS, x, &ax, &e);
-    if (st == FC_OK) {
-        if (isinf(p)) {
-            st = fc_reduce(I->fc, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, &e);
-        } else if (p == 0) {
-            st = binary_scalar(I->fc, FC_OP_NE, ax, 0.0, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(fc_cast(I->fc, r, x->dtype, &tmp, &e), &r, &tmp);
-        } else if (p == 1) {
-            st = fc_reduce(I->fc, FC_OP_SUM, ax, mask, keep, &r, &e);
-        } else if (p == 2) {
-            st = fc_binary(I->fc, FC_OP_MUL, ax, ax, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &tmp, &e), &r, &tmp);
-        } else {
-            st = binary_scalar(I->fc, FC_OP_POW, ax, p, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_POW, r, 1.0 / p, &tmp, &e), &r, &tmp);
-        }
-    }
+    FcStatus st = p_norm(I->fc, x, p, mask, keep, &r, &e);
     fc_tensor_release(x);
-    fc_tensor_release(ax);
     return result(I, st, &e, r, out);
 }
 
@@ -4221,3 +4231,97 @@ bool impl_histc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return result(I, st, &e, res, out);
 }
 #undef HISTC_LOOP
+
+/* ---- dist, equal, isreal, isin ---- */
+
+/* dist(other, p): norm(self - other, p), as PyTorch. */
+bool impl_dist(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *d = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (a[2].sdt == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "norm_kernel_tensor_iterator_impl expects norm to be integer or float");
+    double p = scalar_value(&a[2]);
+    FcStatus st = fc_binary(I->fc, FC_OP_SUB, a[0].t, a[1].t, &d, &e);
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (!need_float(I, d, "norm(): input dtype should be either floating point or complex. Got %s instead.")) {
+        fc_tensor_release(d);
+        return false;
+    }
+    st = p_norm(I->fc, d, p, 0, false, &r, &e);
+    fc_tensor_release(d);
+    return result(I, st, &e, r, out);
+}
+
+/* equal(other) -> bool: the same shape and every element equal, compared in the promoted dtype
+ * (PyTorch 1.13 promotes; NaN is never equal). */
+bool impl_equal(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *eq = NULL, *all = NULL;
+    FcScalar v = {0};
+    FcError e;
+    (void)sig;
+    if (!fc_device_eq(x->device, y->device)) {
+        char dx[32], dy[32];
+        return err_raise(I, TDL_ERR_RUNTIME, "Cannot compare two tensors on different devices. Got: %s and %s",
+                         fc_device_name(x->device, dx), fc_device_name(y->device, dy));
+    }
+    bool same = x->ndim == y->ndim;
+    for (int k = 0; same && k < x->ndim; k++) same = x->shape[k] == y->shape[k];
+    if (!same || fc_tensor_numel(x) == 0) {
+        *out = v_bool(same);
+        return true;
+    }
+    FcStatus st = fc_binary(I->fc, FC_OP_EQ, x, y, &eq, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ALL, eq, 0, false, &all, &e);
+    if (st == FC_OK) st = fc_item(I->fc, all, &v, &e);
+    fc_tensor_release(eq);
+    fc_tensor_release(all);
+    if (!tensor_check(I, st, &e)) return false;
+    *out = v_bool(v.i != 0);
+    return true;
+}
+
+/* isreal: true everywhere for tdl's real dtypes, laid out as self (ones_like's preserve). */
+bool impl_isreal(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL, *one = NULL;
+    int64_t strides[FC_MAX_DIMS];
+    FcError e;
+    (void)sig;
+    FcStatus st = fc_like_strides(I->fc, t, FC_MF_PRESERVE, strides, &e);
+    if (st == FC_OK) st = fc_empty(I->fc, FC_BOOL, t->device, t->ndim, t->shape, strides, &r, &e);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_BOOL, (FcScalar){.i = 1}, false, &one, &e);
+    if (st == FC_OK) st = fc_assign(I->fc, r, one, &e);
+    fc_tensor_release(one);
+    return chain_result(I, st, &e, r, out);
+}
+
+/* isin(elements, test_elements, assume_unique, invert): each element compared with every test
+ * element in their promoted dtype (Python scalars on either side); bool refused as PyTorch does. */
+bool impl_isin(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *t = a[1].t, *xc = NULL, *tc = NULL, *xu = NULL, *eq = NULL, *r = NULL, *tmp;
+    FcError e;
+    if (x->dtype == FC_BOOL || t->dtype == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "Unsupported input type encountered for isin(): Bool");
+    FcOperand ops[2] = {tensor_operand(x), tensor_operand(t)};
+    FcDType dt = fc_result_type(ops, 2);
+    int64_t m = fc_tensor_numel(t);
+    /* PyTorch compares few elements one by one (a kernel without float16), many by sorting */
+    if (dt == FC_FLOAT16 && (double)fc_tensor_numel(x) < 10.0 * pow((double)m, 0.145))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"isin_default_cpu\" not implemented for 'Half'");
+    FcStatus st = fc_to(I->fc, x, dt, x->device, &xc, &e);
+    if (st == FC_OK) st = fc_to(I->fc, t, dt, x->device, &tc, &e);
+    if (st == FC_OK) st = step(fc_reshape(I->fc, tc, 1, &m, &tmp, &e), &tc, &tmp);
+    if (st == FC_OK) st = fc_unsqueeze(I->fc, xc, xc->ndim, &xu, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, xu, tc, &eq, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ANY, eq, UINT64_C(1) << x->ndim, false, &r, &e);
+    if (st == FC_OK && ARG("invert")->b) st = step(fc_unary(I->fc, FC_OP_NOT, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(xc);
+    fc_tensor_release(tc);
+    fc_tensor_release(xu);
+    fc_tensor_release(eq);
+    return chain_result(I, st, &e, r, out);
+}
