@@ -4325,3 +4325,66 @@ bool impl_isin(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     fc_tensor_release(eq);
     return chain_result(I, st, &e, r, out);
 }
+
+/* ---- unique_consecutive ---- */
+
+/* unique_consecutive(return_inverse, return_counts, dim): each run of equal neighbours (slices
+ * along dim, or the flattened elements) kept once, as PyTorch compares them: with the last kept
+ * one, a NaN equal to nothing. */
+bool impl_unique_consecutive(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *src = NULL, *h = NULL;
+    TensorArg *dim = ARG("dim");
+    bool inv = ARG("return_inverse")->b, cnt = ARG("return_counts")->b;
+    FcError e;
+    FcView v;
+    int d = 0;
+    int64_t perm[FC_MAX_DIMS], n, len = 1;
+    bool flat = dim->none;
+    if (!flat) {
+        if (t->ndim == 0)
+            return err_raise(I, TDL_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)dim->i);
+        if (!tensor_check(I, fc_wrap_dim(dim->i, t->ndim, &d, &e), &e)) return false;
+        flat = t->ndim == 1;
+    }
+    if (flat) {
+        int64_t all = fc_tensor_numel(t);
+        if (!tensor_check(I, fc_reshape(I->fc, t, 1, &all, &src, &e), &e)) return false;
+        d = 0;
+    } else {
+        src = fc_tensor_retain(t);
+        for (int k = 0; k < t->ndim; k++)
+            if (k != d) len *= t->shape[k];
+        if (t->shape[d] > 0 && len == 0) {
+            fc_tensor_release(src);
+            return err_raise(I, TDL_ERR_RUNTIME, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+        }
+    }
+    n = src->shape[d];
+    perm[0] = d;
+    for (int k = 0, j = 1; k < src->ndim; k++)
+        if (k != d) perm[j++] = k;
+    if (!host_dense(I, src, perm, src->dtype, &h, &v)) {
+        fc_tensor_release(src);
+        return false;
+    }
+    const char *base = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
+    size_t cap = (size_t)(n ? n : 1);
+    int64_t *first = mem_malloc(cap * sizeof *first), *inverse = mem_malloc(cap * sizeof *inverse);
+    int64_t *counts = mem_calloc(cap, sizeof *counts), m = 0;
+    bool ok = first && inverse && counts ? true : err_nomem(I);
+    for (int64_t j = 0; ok && j < n; j++) {
+        if (m == 0 || !slice_eq(base, v.dtype, len, first[m - 1], j)) first[m++] = j;
+        inverse[j] = m - 1;
+        counts[m - 1]++;
+    }
+    fc_tensor_release(h);
+    if (ok)
+        ok = unique_result(I, src, d, first, m, inv ? inverse : NULL, flat ? t->ndim : 1, flat ? t->shape : &n,
+                           cnt ? counts : NULL, out);
+    mem_free(first);
+    mem_free(inverse);
+    mem_free(counts);
+    fc_tensor_release(src);
+    return ok;
+}
