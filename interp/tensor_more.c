@@ -4388,3 +4388,157 @@ bool impl_unique_consecutive(Interp *I, const TensorSig *sig, TensorArg *a, Valu
     fc_tensor_release(src);
     return ok;
 }
+
+/* ---- cov, corrcoef ---- */
+
+/* Whether every element of t is >= 0 (t not empty). */
+static bool all_nonnegative(Interp *I, FcTensor *t, bool *yes)
+{
+    FcTensor *ge = NULL, *all = NULL;
+    FcScalar v = {0};
+    FcError e;
+    FcStatus st = binary_scalar(I->fc, FC_OP_GE, t, 0.0, &ge, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ALL, ge, 0, false, &all, &e);
+    if (st == FC_OK) st = fc_item(I->fc, all, &v, &e);
+    fc_tensor_release(ge);
+    fc_tensor_release(all);
+    *yes = v.i != 0;
+    return tensor_check(I, st, &e);
+}
+
+/* The checks of one of cov's weights (fweights: integral, aweights: floating). */
+static bool cov_weights(Interp *I, FcTensor *w, const char *name, bool integral, int64_t nobs)
+{
+    bool ok;
+    if (w->ndim > 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have one or fewer dimensions but got %s with %d "
+                         "dimensions", name, name, w->ndim);
+    if (integral ? !fc_dtype_is_int(w->dtype) : !fc_dtype_is_float(w->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have %s dtype but got %s with %s dtype", name,
+                         integral ? "integral" : "floating point", name, fc_dtype_torch_name(w->dtype));
+    if (fc_tensor_numel(w) != nobs)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have the same numel as there are observations in "
+                         "the input but got %lld != %lld", name, (long long)fc_tensor_numel(w), (long long)nobs);
+    if (nobs != 0 && !all_nonnegative(I, w, &ok)) return false;
+    if (nobs != 0 && !ok) return err_raise(I, TDL_ERR_RUNTIME, "cov(): %s cannot be negative", name);
+    return true;
+}
+
+/* cov of x (variables as rows, observations as columns) as PyTorch 1.13 composes it. */
+static bool covariance(Interp *I, FcTensor *x, int64_t correction, FcTensor *fw, FcTensor *aw, FcTensor **out)
+{
+    FcTensor *in = NULL, *w = NULL, *ws = NULL, *wx = NULL, *s = NULL, *avg = NULL, *nf = NULL, *t = NULL, *u = NULL,
+             *c = NULL, *ct = NULL, *r = NULL, *tmp;
+    FcError e;
+    FcScalar v = {0};
+    *out = NULL;
+    if (x->ndim > 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected input to have two or fewer dimensions but got an input "
+                         "with %d dimensions", x->ndim);
+    if (x->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "cov(): bool dtype is not supported for input");
+    FcStatus st = x->ndim < 2 ? fc_view(I->fc, x, 2, (int64_t[]){1, -1}, &in, &e) : (in = fc_tensor_retain(x), FC_OK);
+    if (!tensor_check(I, st, &e)) return false;
+    int64_t nobs = in->shape[1];
+    bool ok = (!fw || cov_weights(I, fw, "fweights", true, nobs)) && (!aw || cov_weights(I, aw, "aweights", false, nobs));
+    if (ok) {
+        st = fw && aw ? fc_binary(I->fc, FC_OP_MUL, fw, aw, &w, &e) : FC_OK;
+        if (!w && (fw || aw)) w = fc_tensor_retain(fw ? fw : aw);
+        if (st == FC_OK) st = w ? fc_reduce(I->fc, FC_OP_SUM, w, 0, false, &ws, &e) : int_scalar(I->fc, FC_INT64, nobs, &ws, &e);
+        if (st == FC_OK && w) {
+            st = binary_scalar(I->fc, FC_OP_NE, ws, 0.0, &t, &e);
+            if (st == FC_OK) st = fc_item(I->fc, t, &v, &e);
+            fc_tensor_release(t);
+            t = NULL;
+            if (st == FC_OK && !v.i) {
+                ok = err_raise(I, TDL_ERR_RUNTIME, "cov(): weights sum to zero, can't be normalized");
+                st = FC_ERR_RUNTIME;
+            }
+        }
+    }
+    if (ok && st == FC_OK) {
+        st = w ? fc_binary(I->fc, FC_OP_MUL, in, w, &wx, &e) : (wx = fc_tensor_retain(in), FC_OK);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, wx, UINT64_C(1) << 1, false, &s, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, s, ws, &avg, &e);
+        if (st == FC_OK && w && correction != 0 && aw) {
+            st = fc_binary(I->fc, FC_OP_MUL, w, aw, &t, &e);
+            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, t, 0, false, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_MUL, t, (double)correction, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_DIV, t, ws, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ws, t, &nf, &e);
+        } else if (st == FC_OK) {
+            FcTensor *k = NULL;
+            st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = correction}, true, &k, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ws, k, &nf, &e);
+            fc_tensor_release(k);
+        }
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_LE, nf, 0.0, &u, &e);
+        if (st == FC_OK) st = fc_item(I->fc, u, &v, &e);
+        if (st == FC_OK && v.i) {
+            ok = interp_warn(I, TDL_ERR_USER_WARNING, "cov(): degrees of freedom is <= 0 (Triggered internally at  "
+                             "./aten/src/ATen/native/Correlation.cpp:100.)");
+            if (ok) st = step(int_scalar(I->fc, nf->dtype, 0, &tmp, &e), &nf, &tmp);
+        }
+    }
+    if (ok && st == FC_OK) {
+        FcTensor *col = NULL;
+        st = fc_unsqueeze(I->fc, avg, 1, &col, &e);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_SUB, in, col, &tmp, &e), &in, &tmp);
+        fc_tensor_release(col);
+        if (st == FC_OK) st = w ? fc_binary(I->fc, FC_OP_MUL, in, w, &t, &e) : (t = fc_tensor_retain(in), FC_OK);
+        if (st == FC_OK) st = fc_transpose(I->fc, t, 0, 1, &ct, &e);
+        if (st == FC_OK) st = fc_matmul(I->fc, in, ct, &c, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, c, nf, &r, &e);
+        uint64_t ones = 0;
+        for (int k = 0; st == FC_OK && k < r->ndim; k++)
+            if (r->shape[k] == 1) ones |= UINT64_C(1) << k;
+        if (st == FC_OK && ones) st = step(fc_squeeze(I->fc, r, ones, &tmp, &e), &r, &tmp);
+    }
+    FcTensor *rel[] = {in, w, ws, wx, s, avg, nf, t, u, c, ct};
+    for (size_t k = 0; k < sizeof rel / sizeof *rel; k++) fc_tensor_release(rel[k]);
+    if (!ok) {
+        fc_tensor_release(r);
+        return false;
+    }
+    *out = st == FC_OK ? r : NULL;
+    return tensor_check(I, st, &e);
+}
+
+bool impl_cov(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *fw = ARG("fweights"), *aw = ARG("aweights");
+    FcTensor *r;
+    return covariance(I, a[0].t, ARG("correction")->i, fw->none ? NULL : fw->t, aw->none ? NULL : aw->t, &r) &&
+           tensor_value_steal(I, r, out);
+}
+
+/* corrcoef: cov normalised by the standard deviations (rows then columns), clipped to [-1, 1];
+ * a single variable's c / c. */
+bool impl_corrcoef(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *c = NULL, *d = NULL, *sd = NULL, *col = NULL, *row = NULL, *r = NULL, *lo = NULL, *hi = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    if (x->ndim > 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "corrcoef(): expected input to have two or fewer dimensions but got an "
+                         "input with %d dimensions", x->ndim);
+    if (!covariance(I, x, 1, NULL, NULL, &c)) return false;
+    FcStatus st;
+    if (c->ndim == 0) {
+        st = fc_binary(I->fc, FC_OP_DIV, c, c, &r, &e);
+        fc_tensor_release(c);
+        return result(I, st, &e, r, out);
+    }
+    int64_t n = c->shape[0];
+    st = fc_diagonal(I->fc, c, 0, 0, 1, &d, &e);
+    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SQRT, d, &sd, &e);
+    if (st == FC_OK) st = fc_view(I->fc, sd, 2, (int64_t[]){n, 1}, &col, &e);
+    if (st == FC_OK) st = fc_view(I->fc, sd, 2, (int64_t[]){1, n}, &row, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, c, col, &r, &e);
+    if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_DIV, r, row, &tmp, &e), &r, &tmp);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = -1}, true, &lo, &e);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = 1}, true, &hi, &e);
+    if (st == FC_OK) st = step(fc_clamp(I->fc, r, lo, hi, &tmp, &e), &r, &tmp);
+    FcTensor *rel[] = {c, d, sd, col, row, lo, hi};
+    for (size_t k = 0; k < sizeof rel / sizeof *rel; k++) fc_tensor_release(rel[k]);
+    return chain_result(I, st, &e, r, out);
+}
