@@ -3756,11 +3756,13 @@ static bool tensordot_over(Interp *I, FcTensor *x, FcTensor *y, int n, const int
                 size2 *= t2->shape[i];
                 rs[nr++] = t2->shape[i];
             }
+        tmp = NULL;
         st = fc_permute(I->fc, t1, n1, p1, &tmp, &e);
         if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){size1, csize}, &m1, &e);
         fc_tensor_release(tmp);
     }
     if (st == FC_OK) {
+        tmp = NULL;
         st = fc_permute(I->fc, t2, n2, p2, &tmp, &e);
         if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){csize, size2}, &m2, &e);
         fc_tensor_release(tmp);
@@ -4465,6 +4467,8 @@ static bool covariance(Interp *I, FcTensor *x, int64_t correction, FcTensor *fw,
             if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_MUL, t, (double)correction, &tmp, &e), &t, &tmp);
             if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_DIV, t, ws, &tmp, &e), &t, &tmp);
             if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ws, t, &nf, &e);
+            fc_tensor_release(t);
+            t = NULL;
         } else if (st == FC_OK) {
             FcTensor *k = NULL;
             st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = correction}, true, &k, &e);
