@@ -2,7 +2,9 @@
  * "statistics, scans, sorting" and "in-place methods" sections): std/var, cumsum/cumprod,
  * sort/argsort/topk/unique, kthvalue/median/nanmedian/mode/msort/cummax/cummin,
  * nansum/nanmean/aminmax, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
- * allclose/isclose, einsum, and the in-place `_` methods.
+ * allclose/isclose, einsum, the in-place `_` methods, and the composites after trace (kron,
+ * block_diag, cartesian_prod, tensordot, inner, cross, logspace, bincount, histc, trapezoid,
+ * vander, dist, equal, isreal, isin, unique_consecutive, cov, corrcoef).
  *
  * Each is built from fcdim's lazy operations where it can be (a flip or roll an index_select by
  * an index expression, einsum one product summed), so the results stay lazy and fuse with what
