@@ -214,6 +214,13 @@ TENSOR_MORE_IMPL(sinc) TENSOR_MORE_IMPL(diff) TENSOR_MORE_IMPL(searchsorted) TEN
 /* lerp, addcmul, addcdiv, masked_select, rot90, diag, diagflat, diag_embed, trace */
 TENSOR_MORE_IMPL(lerp) TENSOR_MORE_IMPL(addcmul) TENSOR_MORE_IMPL(addcdiv) TENSOR_MORE_IMPL(masked_select)
 TENSOR_MORE_IMPL(rot90) TENSOR_MORE_IMPL(diag) TENSOR_MORE_IMPL(diagflat) TENSOR_MORE_IMPL(diag_embed) TENSOR_MORE_IMPL(trace)
+/* kron, block_diag, cartesian_prod, tensordot, inner, cross, logspace, bincount, histc, trapezoid, vander,
+ * dist, equal, isreal, isin, unique_consecutive, cov, corrcoef */
+TENSOR_MORE_IMPL(kron) TENSOR_MORE_IMPL(block_diag) TENSOR_MORE_IMPL(cartesian_prod) TENSOR_MORE_IMPL(tensordot)
+TENSOR_MORE_IMPL(inner) TENSOR_MORE_IMPL(cross) TENSOR_MORE_IMPL(logspace) TENSOR_MORE_IMPL(bincount) TENSOR_MORE_IMPL(histc)
+TENSOR_MORE_IMPL(trapezoid) TENSOR_MORE_IMPL(cumulative_trapezoid) TENSOR_MORE_IMPL(vander)
+TENSOR_MORE_IMPL(dist) TENSOR_MORE_IMPL(equal) TENSOR_MORE_IMPL(isreal) TENSOR_MORE_IMPL(isin)
+TENSOR_MORE_IMPL(unique_consecutive) TENSOR_MORE_IMPL(cov) TENSOR_MORE_IMPL(corrcoef)
 #undef TENSOR_MORE_IMPL
 
 #endif

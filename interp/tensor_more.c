@@ -2,7 +2,9 @@
  * "statistics, scans, sorting" and "in-place methods" sections): std/var, cumsum/cumprod,
  * sort/argsort/topk/unique, kthvalue/median/nanmedian/mode/msort/cummax/cummin,
  * nansum/nanmean/aminmax, repeat/chunk/split/flip/roll/tril/triu, norm, masked_fill,
- * allclose/isclose, einsum, and the in-place `_` methods.
+ * allclose/isclose, einsum, the in-place `_` methods, and the composites after trace (kron,
+ * block_diag, cartesian_prod, tensordot, inner, cross, logspace, bincount, histc, trapezoid,
+ * vander, dist, equal, isreal, isin, unique_consecutive, cov, corrcoef).
  *
  * Each is built from fcdim's lazy operations where it can be (a flip or roll an index_select by
  * an index expression, einsum one product summed), so the results stay lazy and fuse with what
@@ -290,7 +292,7 @@ static void scan_lines(FcOp op, FcDType want, const char *x, char *y, int64_t ou
 }
 
 /* The scan of x (dtype want) along dim d on the host, with PyTorch's CPU rounding (scan_lines). */
-static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Value *out)
+static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, FcTensor **out)
 {
     FcTensor *h, *y = NULL;
     FcView v, yv;
@@ -313,7 +315,9 @@ static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Valu
     }
     mem_free(acc);
     fc_tensor_release(h);
-    return result(I, st, &e, y, out);
+    if (st != FC_OK) fc_tensor_release(y);
+    *out = st == FC_OK ? y : NULL;
+    return tensor_check(I, st, &e);
 }
 
 /* out[..., i, ...] = reduce over j <= i of x[..., j, ...]. On the CPU, when no gradient is
@@ -321,25 +325,25 @@ static bool scan_host(Interp *I, FcTensor *x, int d, FcOp op, FcDType want, Valu
  * (i, j) with the j > i entries made the reduction's identity, then reduced over j (a masked
  * reduction: the scheduler runs its loop to the bound j <= i; quadratic in the scanned extent,
  * but lazy and differentiable, and on CUDA parallel). */
-static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
+static bool scan_of(Interp *I, FcTensor *x0, int64_t dim, const FcDType *dtype, FcOp op, FcTensor **out)
 {
     FcTensor *x = NULL, *y = NULL, *ii = NULL, *jj = NULL, *mask = NULL, *id = NULL, *w = NULL, *t;
-    TensorArg *dt = ARG("dtype");
     FcError e;
     int d;
-    FcStatus st = fc_wrap_dim(a[1].i, a[0].t->ndim, &d, &e);
+    *out = NULL;
+    FcStatus st = fc_wrap_dim(dim, x0->ndim, &d, &e);
     if (st == FC_OK)
-        st = !dt->none ? fc_to(I->fc, a[0].t, dt->dtype, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
-    FcDType want = !dt->none ? dt->dtype : fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_INT64;
+        st = dtype ? fc_to(I->fc, x0, *dtype, x0->device, &x, &e) : (x = fc_tensor_retain(x0), FC_OK);
+    FcDType want = dtype ? *dtype : fc_dtype_is_float(x0->dtype) ? x0->dtype : FC_INT64;
     if (st == FC_OK && x->dtype == FC_FLOAT16 && fc_tensor_numel(x) > 0) {
         fc_tensor_release(x);
         return err_raise(I, TDL_ERR_RUNTIME, "\"%s_out_cpu\" not implemented for 'Half'",
                          op == FC_OP_SUM ? "cumsum" : "cumprod");
     }
     if (st == FC_OK && x->ndim == 0) {
-        st = fc_to(I->fc, x, want, x->device, &w, &e);
+        st = fc_to(I->fc, x, want, x->device, out, &e);
         fc_tensor_release(x);
-        return result(I, st, &e, w, out);
+        return tensor_check(I, st, &e);
     }
     if (st == FC_OK && fc_device_eq(x->device, fc_cpu()) && !(fc_is_grad_enabled() && fc_requires_grad(x))) {
         bool ok = scan_host(I, x, d, op, want, out);
@@ -364,7 +368,15 @@ static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *
     fc_tensor_release(jj);
     fc_tensor_release(mask);
     fc_tensor_release(id);
-    return result(I, st, &e, w, out);
+    *out = st == FC_OK ? w : NULL;
+    return tensor_check(I, st, &e);
+}
+
+static bool scan(Interp *I, const TensorSig *sig, TensorArg *a, FcOp op, Value *out)
+{
+    TensorArg *dt = ARG("dtype");
+    FcTensor *r;
+    return scan_of(I, a[0].t, a[1].i, dt->none ? NULL : &dt->dtype, op, &r) && tensor_value_steal(I, r, out);
 }
 
 bool impl_cumsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return scan(I, sig, a, FC_OP_SUM, out); }
@@ -1635,6 +1647,36 @@ static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool
 
 /* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None). 'fro'
  * (the default) and None are p = 2. */
+/* The p-norm of float x over the dims in mask (PyTorch's special cases for p = inf, -inf, 0, 1, 2). */
+static FcStatus p_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t mask, bool keep, FcTensor **out, FcError *err)
+{
+    FcTensor *ax = NULL, *r = NULL, *tmp;
+    FcStatus st = fc_unary(ctx, FC_OP_ABS, x, &ax, err);
+    if (st == FC_OK) {
+        if (isinf(p)) {
+            st = fc_reduce(ctx, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, err);
+        } else if (p == 0) {
+            st = binary_scalar(ctx, FC_OP_NE, ax, 0.0, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(fc_cast(ctx, r, x->dtype, &tmp, err), &r, &tmp);
+        } else if (p == 1) {
+            st = fc_reduce(ctx, FC_OP_SUM, ax, mask, keep, &r, err);
+        } else if (p == 2) {
+            st = fc_binary(ctx, FC_OP_MUL, ax, ax, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(fc_unary(ctx, FC_OP_SQRT, r, &tmp, err), &r, &tmp);
+        } else {
+            st = binary_scalar(ctx, FC_OP_POW, ax, p, &r, err);
+            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
+            if (st == FC_OK) st = step(binary_scalar(ctx, FC_OP_POW, r, 1.0 / p, &tmp, err), &r, &tmp);
+        }
+    }
+    fc_tensor_release(ax);
+    if (st != FC_OK) fc_tensor_release(r);
+    *out = st == FC_OK ? r : NULL;
+    return st;
+}
+
 bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     Value pv = ARG("p")->v;
@@ -1653,7 +1695,7 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     } else if (pv.tag != V_NONE && pv.tag != V_UNDEF) {
         return err_raise(I, TDL_ERR_TYPE, "norm(): argument 'p' must be Number or str, not %s", val_type_name(pv));
     }
-    FcTensor *x = NULL, *ax = NULL, *r = NULL, *tmp;
+    FcTensor *x = NULL, *r = NULL;
     FcError e;
     uint64_t mask;
     if (!dt->none && (pv.tag == V_STR || pv.tag == V_UNDEF))
@@ -1665,28 +1707,8 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         fc_tensor_release(x);
         return false;
     }
-    FcStatus st = fc_unary(I->fc, FC_OP_ABS, x, &ax, &e);
-    if (st == FC_OK) {
-        if (isinf(p)) {
-            st = fc_reduce(I->fc, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, &e);
-        } else if (p == 0) {
-            st = binary_scalar(I->fc, FC_OP_NE, ax, 0.0, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(fc_cast(I->fc, r, x->dtype, &tmp, &e), &r, &tmp);
-        } else if (p == 1) {
-            st = fc_reduce(I->fc, FC_OP_SUM, ax, mask, keep, &r, &e);
-        } else if (p == 2) {
-            st = fc_binary(I->fc, FC_OP_MUL, ax, ax, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(fc_unary(I->fc, FC_OP_SQRT, r, &tmp, &e), &r, &tmp);
-        } else {
-            st = binary_scalar(I->fc, FC_OP_POW, ax, p, &r, &e);
-            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keep, &tmp, &e), &r, &tmp);
-            if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_POW, r, 1.0 / p, &tmp, &e), &r, &tmp);
-        }
-    }
+    FcStatus st = p_norm(I->fc, x, p, mask, keep, &r, &e);
     fc_tensor_release(x);
-    fc_tensor_release(ax);
     return result(I, st, &e, r, out);
 }
 
@@ -3586,4 +3608,971 @@ bool impl_trace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, v, 0, false, &r, &e);
     fc_tensor_release(v);
     return result(I, st, &e, r, out);
+}
+
+/* ---- kron, block_diag, cartesian_prod, tensordot, inner, cross ---- */
+
+/* kron(other): self's dims interleaved with size-1 ones, times other's the other way round (both
+ * padded on the left to the same rank), the product's pairs of dims merged by a view: PyTorch's
+ * KronImpl, whose view refuses a product laid out in a transposed operand's order. */
+bool impl_kron(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *xv = NULL, *yv = NULL, *p = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    int nd = x->ndim > y->ndim ? x->ndim : y->ndim, px = nd - x->ndim, py = nd - y->ndim;
+    if (2 * nd > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "kron: tdl supports at most %d dims", FC_MAX_DIMS / 2);
+    int64_t xs[FC_MAX_DIMS], ys[FC_MAX_DIMS], rs[FC_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        xs[2 * i] = i >= px ? x->shape[i - px] : 1;
+        xs[2 * i + 1] = 1;
+        ys[2 * i] = 1;
+        ys[2 * i + 1] = i >= py ? y->shape[i - py] : 1;
+        rs[i] = xs[2 * i] * ys[2 * i + 1];
+    }
+    FcStatus st = fc_view(I->fc, x, 2 * nd, xs, &xv, &e);
+    if (st == FC_OK) st = fc_view(I->fc, y, 2 * nd, ys, &yv, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, xv, yv, &p, &e);
+    if (st == FC_OK) st = fc_view(I->fc, p, nd, rs, &r, &e);
+    fc_tensor_release(xv);
+    fc_tensor_release(yv);
+    fc_tensor_release(p);
+    return result(I, st, &e, r, out);
+}
+
+/* block_diag(*tensors): zeros of the operands' result type, each operand (0-dim: 1 x 1, 1-D: a
+ * row) written at its place on the diagonal (recorded writes: the gradient reaches each). */
+bool impl_block_diag(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor **ts = a[0].ts, *r = NULL;
+    int n = a[0].n;
+    FcError e;
+    (void)sig;
+    if (n == 0) {
+        int64_t shape[2] = {1, 0};
+        FcStatus st = fc_empty(I->fc, FC_FLOAT32, fc_cpu(), 2, shape, NULL, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    for (int k = 0; k < n; k++)
+        if (!fc_device_eq(ts[k]->device, ts[0]->device)) {
+            char d0[32], dk[32];
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.block_diag: input tensors must all be on the same device. Input 0 "
+                             "is on device %s and input %d is on device %s.", fc_device_name(ts[0]->device, d0), k,
+                             fc_device_name(ts[k]->device, dk));
+        }
+    FcOperand *ops = mem_calloc((size_t)n, sizeof *ops);
+    if (!ops) return err_nomem(I);
+    int64_t shape[2] = {0, 0};
+    for (int k = 0; k < n; k++) {
+        ops[k] = tensor_operand(ts[k]);
+        if (ts[k]->ndim > 2) {
+            mem_free(ops);
+            return err_raise(I, TDL_ERR_RUNTIME, "torch.block_diag: Input tensors must have 2 or fewer dimensions. "
+                             "Input %d has %d dimensions", k, ts[k]->ndim);
+        }
+        shape[0] += ts[k]->ndim == 2 ? ts[k]->shape[0] : 1;
+        shape[1] += ts[k]->ndim == 2 ? ts[k]->shape[1] : ts[k]->ndim == 1 ? ts[k]->shape[0] : 1;
+    }
+    FcDType dt = fc_result_type(ops, n);
+    mem_free(ops);
+    FcStatus st = fc_full(I->fc, dt, ts[0]->device, 2, shape, (FcScalar){.i = 0}, &r, &e);
+    int64_t at[2] = {0, 0};
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *t = ts[k], *rows = NULL, *block = NULL;
+        int64_t h = t->ndim == 2 ? t->shape[0] : 1, w = t->ndim == 2 ? t->shape[1] : t->ndim == 1 ? t->shape[0] : 1;
+        st = narrow(I->fc, r, 0, at[0], h, &rows, &e);
+        if (st == FC_OK) st = narrow(I->fc, rows, 1, at[1], w, &block, &e);
+        if (st == FC_OK) st = fc_assign(I->fc, block, t, &e);
+        fc_tensor_release(rows);
+        fc_tensor_release(block);
+        at[0] += h;
+        at[1] += w;
+    }
+    return chain_result(I, st, &e, r, out);
+}
+
+/* cartesian_prod(*tensors): 1-D tensors' meshgrid (ij), each grid flattened, stacked as columns;
+ * one tensor is returned itself, as PyTorch does. */
+bool impl_cartesian_prod(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor **ts = a[0].ts, *cols[FC_MAX_DIMS] = {0}, *r = NULL;
+    int n = a[0].n;
+    FcError e;
+    (void)sig;
+    for (int k = 0; k < n; k++)
+        if (ts[k]->ndim != 1) {
+            char buf[256];
+            return err_raise(I, TDL_ERR_RUNTIME, "Expect a 1D vector, but got shape %s",
+                             ints_text(ts[k]->ndim, ts[k]->shape, buf, sizeof buf));
+        }
+    if (n == 1) return tensor_value_steal(I, fc_tensor_retain(ts[0]), out);
+    if (n == 0) return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects a non-empty TensorList");
+    for (int k = 0; k + 1 < n; k++) {
+        if (ts[k]->dtype != ts[k + 1]->dtype)
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same dtype");
+        if (!fc_device_eq(ts[k]->device, ts[k + 1]->device))
+            return err_raise(I, TDL_ERR_RUNTIME, "meshgrid expects all tensors to have the same device");
+    }
+    if (n > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "cartesian_prod: too many tensors (%d)", n);
+    int64_t shape[FC_MAX_DIMS], view[FC_MAX_DIMS];
+    for (int k = 0; k < n; k++) {
+        shape[k] = ts[k]->shape[0];
+        view[k] = 1;
+    }
+    FcStatus st = FC_OK;
+    for (int k = 0; k < n && st == FC_OK; k++) {
+        FcTensor *v = NULL, *g = NULL;
+        view[k] = -1;
+        st = fc_view(I->fc, ts[k], n, view, &v, &e);
+        view[k] = 1;
+        if (st == FC_OK) st = fc_expand(I->fc, v, n, shape, &g, &e);
+        if (st == FC_OK) st = fc_flatten(I->fc, g, 0, -1, &cols[k], &e);
+        fc_tensor_release(v);
+        fc_tensor_release(g);
+    }
+    if (st == FC_OK) st = fc_stack(I->fc, n, cols, 1, &r, &e);
+    for (int k = 0; k < n; k++) fc_tensor_release(cols[k]);
+    return result(I, st, &e, r, out);
+}
+
+/* tensordot over dims d1 of x and d2 of y (PyTorch's at::tensordot): a size-1 dim facing a larger
+ * one is summed first; x's free dims then its contracted ones, by y's contracted then free ones,
+ * as one mm, reshaped to the free dims (the mm refuses operands of two dtypes, 1.13 itself does not). */
+static bool tensordot_over(Interp *I, FcTensor *x, FcTensor *y, int n, const int64_t *d1, const int64_t *d2, Value *out)
+{
+    FcError e;
+    FcTensor *t1 = fc_tensor_retain(x), *t2 = fc_tensor_retain(y), *tmp, *m1 = NULL, *m2 = NULL, *p = NULL, *r = NULL;
+    FcStatus st = FC_OK;
+    int64_t csize = 1;
+    for (int i = 0; i < n && st == FC_OK; i++) {
+        int w1, w2;
+        st = fc_wrap_dim(d1[i], x->ndim, &w1, &e);
+        if (st == FC_OK) st = fc_wrap_dim(d2[i], y->ndim, &w2, &e);
+        if (st != FC_OK) break;
+        int64_t s1 = x->ndim ? x->shape[w1] : 1, s2 = y->ndim ? y->shape[w2] : 1;
+        if (s2 == 1) st = step(fc_reduce(I->fc, FC_OP_SUM, t1, 1ull << w1, true, &tmp, &e), &t1, &tmp);
+        else if (s1 == 1) st = step(fc_reduce(I->fc, FC_OP_SUM, t2, 1ull << w2, true, &tmp, &e), &t2, &tmp);
+        else if (s1 != s2)
+            st = ferr(&e, FC_ERR_RUNTIME, "contracted dimensions need to match, but first has size %lld in dim %lld and "
+                      "second has size %lld in dim %lld", (long long)s1, (long long)d1[i], (long long)s2, (long long)d2[i]);
+        else csize *= s1;
+    }
+    bool seen1[FC_MAX_DIMS] = {0}, seen2[FC_MAX_DIMS] = {0};
+    for (int k = 0; k < 2 && st == FC_OK; k++) {
+        const FcTensor *t = k ? y : x;
+        const int64_t *d = k ? d2 : d1;
+        bool *seen = k ? seen2 : seen1;
+        for (int i = 0; i < n && st == FC_OK; i++) {
+            int w;
+            st = fc_wrap_dim(d[i], t->ndim, &w, &e);
+            if (st == FC_OK && seen[w]) st = ferr(&e, FC_ERR_RUNTIME, "dim %d appears multiple times in the list of dims", w);
+            if (st == FC_OK) seen[w] = true;
+        }
+    }
+    int64_t p1[FC_MAX_DIMS], p2[FC_MAX_DIMS], rs[FC_MAX_DIMS], size1 = 1, size2 = 1;
+    int n1 = 0, n2 = 0, nr = 0;
+    if (st == FC_OK) {
+        for (int i = 0; i < x->ndim; i++)
+            if (!seen1[i]) {
+                p1[n1++] = i;
+                size1 *= t1->shape[i];
+                rs[nr++] = t1->shape[i];
+            }
+        for (int i = 0; i < n; i++) p1[n1++] = d1[i];
+        for (int i = 0; i < n; i++) p2[n2++] = d2[i];
+        for (int i = 0; i < y->ndim; i++)
+            if (!seen2[i]) {
+                p2[n2++] = i;
+                size2 *= t2->shape[i];
+                rs[nr++] = t2->shape[i];
+            }
+        tmp = NULL;
+        st = fc_permute(I->fc, t1, n1, p1, &tmp, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){size1, csize}, &m1, &e);
+        fc_tensor_release(tmp);
+    }
+    if (st == FC_OK) {
+        tmp = NULL;
+        st = fc_permute(I->fc, t2, n2, p2, &tmp, &e);
+        if (st == FC_OK) st = fc_reshape(I->fc, tmp, 2, (int64_t[]){csize, size2}, &m2, &e);
+        fc_tensor_release(tmp);
+    }
+    if (st == FC_OK) st = fc_matmul(I->fc, m1, m2, &p, &e);
+    if (st == FC_OK) st = fc_reshape(I->fc, p, nr, rs, &r, &e);
+    fc_tensor_release(t1);
+    fc_tensor_release(t2);
+    fc_tensor_release(m1);
+    fc_tensor_release(m2);
+    fc_tensor_release(p);
+    return result(I, st, &e, r, out);
+}
+
+/* The ints of a dims list of tensordot's pair (a list or tuple of ints). */
+static bool dims_list(Interp *I, Value v, int64_t *d, int *n)
+{
+    if (v.tag != V_LIST && v.tag != V_TUPLE)
+        return err_raise(I, TDL_ERR_TYPE, "tensordot(): argument 'dims_a' must be tuple of ints, not %s", val_type_name(v));
+    size_t len = v.tag == V_LIST ? as_list(v)->n : as_tuple(v)->n;
+    const Value *it = v.tag == V_LIST ? as_list(v)->items : as_tuple(v)->items;
+    if (len > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "tensordot: too many dims (%zu)", len);
+    for (size_t k = 0; k < len; k++) {
+        if (!is_intlike(it[k]))
+            return err_raise(I, TDL_ERR_TYPE, "tensordot(): argument 'dims_a' must be tuple of ints, but found element "
+                             "of type %s at pos %zu", val_type_name(it[k]), k);
+        d[k] = it[k].i;
+    }
+    *n = (int)len;
+    return true;
+}
+
+/* tensordot(a, b, dims): dims an int (a's last dims with b's first) or a pair of lists, as
+ * torch.functional.tensordot reads them. */
+bool impl_tensordot(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *dims = ARG("dims");
+    int64_t d1[FC_MAX_DIMS], d2[FC_MAX_DIMS];
+    int n1 = 0, n2 = 0;
+    Value v = dims->v;
+    if (v.tag == V_UNDEF || is_intlike(v)) {
+        int64_t k = v.tag == V_UNDEF ? 2 : v.i;
+        if (k < 0) return err_raise(I, TDL_ERR_RUNTIME, "tensordot expects dims >= 0, but got dims=%lld", (long long)k);
+        if (k > FC_MAX_DIMS) return err_raise(I, TDL_ERR_RUNTIME, "tensordot: too many dims (%lld)", (long long)k);
+        for (int64_t i = 0; i < k; i++) {
+            d1[i] = i - k;
+            d2[i] = i;
+        }
+        n1 = n2 = (int)k;
+    } else if (v.tag == V_LIST || v.tag == V_TUPLE) {
+        size_t len = v.tag == V_LIST ? as_list(v)->n : as_tuple(v)->n;
+        const Value *it = v.tag == V_LIST ? as_list(v)->items : as_tuple(v)->items;
+        if (len > 2) return err_raise(I, TDL_ERR_VALUE, "too many values to unpack (expected 2)");
+        if (len < 2) return err_raise(I, TDL_ERR_VALUE, "not enough values to unpack (expected 2, got %zu)", len);
+        if (!dims_list(I, it[0], d1, &n1) || !dims_list(I, it[1], d2, &n2)) return false;
+    } else {
+        Buf b = {0};
+        bool ok = val_str(I, v, &b);
+        if (ok)
+            err_raise(I, TDL_ERR_RUNTIME, "tensordot expects dims to be int or Tuple[List[int], List[int]] or "
+                      "List[List[int]] containing two lists, but got dims=%.*s", (int)b.n, b.p ? b.p : "");
+        buf_free(&b);
+        return false;
+    }
+    if (n1 != n2) return err_raise(I, TDL_ERR_RUNTIME, "both dimension lists should have same length");
+    return tensordot_over(I, a[0].t, a[1].t, n1, d1, d2, out);
+}
+
+/* inner(other): a product when either is 0-dim, else tensordot over both last dims. */
+bool impl_inner(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (x->ndim == 0 || y->ndim == 0) {
+        FcStatus st = fc_binary(I->fc, FC_OP_MUL, x, y, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (x->shape[x->ndim - 1] != y->shape[y->ndim - 1]) {
+        char bx[256], by[256];
+        return err_raise(I, TDL_ERR_RUNTIME, "inner() the last dimension must match on both input tensors but got shapes "
+                         "%s and %s", ints_text(x->ndim, x->shape, bx, sizeof bx), ints_text(y->ndim, y->shape, by, sizeof by));
+    }
+    int64_t last = -1;
+    return tensordot_over(I, x, y, 1, &last, &last, out);
+}
+
+/* cross(other, dim): self and other broadcast, r_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1} along dim
+ * (indices mod 3); floats as PyTorch's CPU kernel rounds it, one FMA of a_{i+1} b_{i+2} less the
+ * rounded a_{i+2} b_{i+1}. dim None: self's first dim of size 3 (1.13 gives no warning). */
+bool impl_cross(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *xb = NULL, *yb = NULL, *i1 = NULL, *i2 = NULL, *a1 = NULL, *a2 = NULL,
+             *b1 = NULL, *b2 = NULL, *p = NULL, *q = NULL, *r = NULL;
+    TensorArg *dim = ARG("dim");
+    FcError e;
+    int64_t d = dim->none ? -1 : dim->i;
+    if (dim->none) {
+        for (int k = 0; k < x->ndim && d < 0; k++)
+            if (x->shape[k] == 3) d = k;
+        if (d < 0) return err_raise(I, TDL_ERR_RUNTIME, "no dimension of size 3 in input");
+    }
+    if (x->ndim != y->ndim)
+        return err_raise(I, TDL_ERR_RUNTIME, "linalg.cross: inputs must have the same number of dimensions.");
+    int w;
+    if (!tensor_check(I, fc_wrap_dim(d, x->ndim, &w, &e), &e)) return false;
+    int64_t sx = x->ndim ? x->shape[w] : 1, sy = y->ndim ? y->shape[w] : 1;
+    if (sx != 3 || sy != 3)
+        return err_raise(I, TDL_ERR_RUNTIME, "linalg.cross: inputs dimension %lld must have length 3. Got %lld and %lld",
+                         (long long)d, (long long)sx, (long long)sy);
+    int64_t shape[FC_MAX_DIMS];
+    int n;
+    FcStatus st = fc_broadcast_shapes(x->ndim, x->shape, y->ndim, y->shape, &n, shape, &e);
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (x->dtype != y->dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "expected scalar type %s but found %s", fc_dtype_torch_name(x->dtype),
+                         fc_dtype_torch_name(y->dtype));
+    if (x->dtype == FC_BOOL || x->dtype == FC_FLOAT16 || x->dtype == FC_BFLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"cross\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    st = fc_expand(I->fc, x, n, shape, &xb, &e);
+    if (st == FC_OK) st = fc_expand(I->fc, y, n, shape, &yb, &e);
+    if (st == FC_OK) st = index_expr(I->fc, 3, 1, 1, 3, &i1, &e);
+    if (st == FC_OK) st = index_expr(I->fc, 3, 1, 2, 3, &i2, &e);
+    if (st == FC_OK) st = select_by(I->fc, xb, w, i1, &a1, &e);
+    if (st == FC_OK) st = select_by(I->fc, xb, w, i2, &a2, &e);
+    if (st == FC_OK) st = select_by(I->fc, yb, w, i1, &b1, &e);
+    if (st == FC_OK) st = select_by(I->fc, yb, w, i2, &b2, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, a2, b1, &p, &e);
+    if (fc_dtype_is_float(x->dtype)) {
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_NEG, p, &q, &e);
+        if (st == FC_OK) st = fc_fma(I->fc, q, a1, b2, &r, &e);
+    } else {
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, a1, b2, &q, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, q, p, &r, &e);
+    }
+    FcTensor *tmp[] = {xb, yb, i1, i2, a1, a2, b1, b2, p, q};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    return result(I, st, &e, r, out);
+}
+
+/* ---- logspace, bincount, trapezoid, cumulative_trapezoid ---- */
+
+static double scalar_value(const TensorArg *s) { return s->sdt == FC_FLOAT64 ? s->s.f : (double)s->s.i; }
+
+/* A new 1-D tensor of dtype dt and n elements on the CPU and its data, to be filled on the host. */
+static FcStatus host_vector(FcCtx *ctx, FcDType dt, int64_t n, FcTensor **out, void **data, FcError *e)
+{
+    FcView v;
+    FcStatus st = fc_empty(ctx, dt, fc_cpu(), 1, &n, NULL, out, e);
+    if (st == FC_OK) st = fc_host_view(ctx, *out, &v, e);
+    if (st == FC_OK) *data = (char *)v.data + v.offset * (int64_t)fc_dtype_size(dt);
+    else {
+        fc_tensor_release(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* logspace(start, end, steps, base): PyTorch's CPU kernel: start and end in the dtype, the step
+ * (end - start, in the dtype) / (steps - 1) in double, base ** (start + step * i) in double for
+ * the first half and base ** (end - step * (steps - 1 - i)) for the rest, stored in the dtype
+ * (ints truncated); one step is base ** start, start not rounded. */
+bool impl_logspace(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *dta = ARG("dtype"), *dva = ARG("device");
+    FcDType dt = dta->none ? FC_FLOAT32 : dta->dtype;
+    FcDevice dev = dva->none ? I->device : dva->device;
+    int64_t n = a[2].i;
+    double base = a[3].f, start = scalar_value(&a[0]), end = scalar_value(&a[1]);
+    FcTensor *h = NULL, *r = NULL;
+    double *d = NULL;
+    FcError e;
+    if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "number of steps must be non-negative");
+    if (dt == FC_BOOL || dt == FC_FLOAT16)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"logspace_cpu\" not implemented for '%s'", fc_dtype_torch_name(dt));
+    /* PyTorch rounds start, end and their difference to bfloat16: not reproduced */
+    if (dt == FC_BFLOAT16) return err_raise(I, TDL_ERR_RUNTIME, "logspace: tdl does not support bfloat16");
+    FcStatus st = host_vector(I->fc, FC_FLOAT64, n, &h, (void **)&d, &e);
+    if (st == FC_OK && n == 1) d[0] = pow(base, start);
+    if (st == FC_OK && n > 1) {
+        bool f32 = dt == FC_FLOAT32, is_int = !fc_dtype_is_float(dt);
+        double s = f32 ? (float)start : is_int ? trunc(start) : start, t = f32 ? (float)end : is_int ? trunc(end) : end;
+        double step = (f32 ? (double)(float)(t - s) : t - s) / (double)(n - 1);
+        for (int64_t i = 0; i < n; i++) {
+            d[i] = i < n / 2 ? pow(base, s + step * (double)i) : pow(base, t - step * (double)(n - i - 1));
+            if (is_int) d[i] = trunc(d[i]);
+        }
+    }
+    if (st == FC_OK) st = fc_to(I->fc, h, dt, dev, &r, &e);
+    fc_tensor_release(h);
+    return result(I, st, &e, r, out);
+}
+
+/* bincount(weights, minlength): the count (or the weights' sum, in float32 for float32 weights,
+ * else in double) of each value of a 1-d non-negative int tensor, added in order on the host. */
+bool impl_bincount(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *w = a[1].none ? NULL : a[1].t, *hx = NULL, *hw = NULL, *r = NULL, *res = NULL;
+    int64_t minlength = a[2].i;
+    FcView vx, vw;
+    FcError e;
+    if (!fc_dtype_is_int(x->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"bincount_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    if (minlength < 0) return err_raise(I, TDL_ERR_RUNTIME, "minlength should be >= 0");
+    FcStatus st;
+    void *data;
+    if (x->ndim == 1 && x->shape[0] == 0) {
+        st = fc_full(I->fc, FC_INT64, x->device, 1, &minlength, (FcScalar){.i = 0}, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (!host_dense(I, x, NULL, FC_INT64, &hx, &vx)) return false;
+    const int64_t *xs = (const int64_t *)vx.data + vx.offset;
+    int64_t n = fc_tensor_numel(x), nbins = 0;
+    bool neg = false;
+    for (int64_t i = 0; i < n; i++) {
+        neg = neg || xs[i] < 0;
+        if (xs[i] + 1 > nbins) nbins = xs[i] + 1;
+    }
+    if (x->ndim != 1 || neg) {
+        fc_tensor_release(hx);
+        return err_raise(I, TDL_ERR_RUNTIME, "bincount only supports 1-d non-negative integral inputs.");
+    }
+    if (w && (w->ndim != 1 || w->shape[0] != x->shape[0])) {
+        fc_tensor_release(hx);
+        return err_raise(I, TDL_ERR_RUNTIME, "weights should be 1-d and have the same length as input");
+    }
+    if (nbins < minlength) nbins = minlength;
+    FcDType dt = !w ? FC_INT64 : w->dtype == FC_FLOAT32 ? FC_FLOAT32 : FC_FLOAT64;
+    if (w && !host_dense(I, w, NULL, dt, &hw, &vw)) {
+        fc_tensor_release(hx);
+        return false;
+    }
+    st = host_vector(I->fc, dt, nbins, &r, &data, &e);
+    if (st == FC_OK && dt == FC_INT64) {
+        memset(data, 0, (size_t)nbins * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++) ((int64_t *)data)[xs[i]] += 1;
+    } else if (st == FC_OK && dt == FC_FLOAT32) {
+        const float *ws = (const float *)vw.data + vw.offset;
+        memset(data, 0, (size_t)nbins * sizeof(float));
+        for (int64_t i = 0; i < n; i++) ((float *)data)[xs[i]] += ws[i];
+    } else if (st == FC_OK) {
+        const double *ws = (const double *)vw.data + vw.offset;
+        memset(data, 0, (size_t)nbins * sizeof(double));
+        for (int64_t i = 0; i < n; i++) ((double *)data)[xs[i]] += ws[i];
+    }
+    fc_tensor_release(hx);
+    fc_tensor_release(hw);
+    if (st == FC_OK) st = fc_to(I->fc, r, dt, x->device, &res, &e);
+    fc_tensor_release(r);
+    return result(I, st, &e, res, out);
+}
+
+/* y's dim d as its left (0 .. n-2) and right (1 .. n-1) samples: y.slice(d, 0, -1), y.slice(d, 1). */
+static FcStatus sample_pairs(FcCtx *ctx, FcTensor *y, int d, FcTensor **l, FcTensor **r, FcError *e)
+{
+    int64_t n = y->shape[d], m = n > 0 ? n - 1 : 0;
+    *r = NULL;
+    FcStatus st = narrow(ctx, y, d, 0, m, l, e);
+    if (st == FC_OK) st = narrow(ctx, y, d, n > 0 ? 1 : 0, m, r, e);
+    return st;
+}
+
+/* x (trapezoid's sample points) seen as torch sees it against y: a vector along dim d, or with
+ * ones in front up to y's rank; the differences of its neighbours along d. */
+static bool sample_steps(Interp *I, FcTensor *y, FcTensor *x, int d, const char *who, FcTensor **dx)
+{
+    FcTensor *xv = NULL, *xl = NULL, *xr = NULL;
+    FcError e;
+    int64_t shape[FC_MAX_DIMS];
+    FcStatus st;
+    *dx = NULL;
+    if (x->ndim == 1) {
+        if (x->shape[0] != y->shape[d])
+            return err_raise(I, TDL_ERR_RUNTIME, "%s: There must be one `x` value for each sample point", who);
+        for (int k = 0; k < y->ndim; k++) shape[k] = k == d ? x->shape[0] : 1;
+        st = fc_view(I->fc, x, y->ndim, shape, &xv, &e);
+    } else if (x->ndim < y->ndim) {
+        int pad = y->ndim - x->ndim;
+        for (int k = 0; k < y->ndim; k++) shape[k] = k < pad ? 1 : x->shape[k - pad];
+        st = fc_view(I->fc, x, y->ndim, shape, &xv, &e);
+    } else {
+        xv = fc_tensor_retain(x);
+        st = FC_OK;
+    }
+    if (st == FC_OK) st = sample_pairs(I->fc, xv, d, &xl, &xr, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, xr, xl, dx, &e);
+    fc_tensor_release(xv);
+    fc_tensor_release(xl);
+    fc_tensor_release(xr);
+    return tensor_check(I, st, &e);
+}
+
+/* trapezoid / trapz and cumulative_trapezoid, x a tensor of sample points or dx a constant
+ * spacing, composed as PyTorch's Integration.cpp does (its rounding, its dtypes):
+ *   trapezoid, x:      sum(dx * (y_right + y_left), dim) / 2
+ *   trapezoid, dx:     (sum(y, dim) - (y_first + y_last) * 0.5) * dx
+ *   cumulative, x:     cumsum(dx / 2 * (y_left + y_right), dim)
+ *   cumulative, dx:    cumsum((dx / 2) * (y_left + y_right), dim) */
+static bool trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, bool cumulative, Value *out)
+{
+    FcTensor *y = a[0].t, *dx = NULL, *yl = NULL, *yr = NULL, *t = NULL, *u = NULL, *r = NULL;
+    TensorArg *xa = ARG("x"), *dxa = ARG("dx");
+    const char *who = cumulative ? "cumulative_trapezoid" : "trapezoid";
+    FcError e;
+    int d;
+    if (!tensor_check(I, fc_wrap_dim(ARG("dim")->i, y->ndim, &d, &e), &e)) return false;
+    if (y->ndim == 0)
+        return err_raise(I, TDL_ERR_INDEX, "dimension specified as %lld but tensor has no dimensions", (long long)ARG("dim")->i);
+    if (!cumulative && y->shape[d] == 0) {
+        int64_t shape[FC_MAX_DIMS];
+        for (int k = 0, j = 0; k < y->ndim; k++)
+            if (k != d) shape[j++] = y->shape[k];
+        FcStatus st = fc_full(I->fc, y->dtype, y->device, y->ndim - 1, shape, (FcScalar){.i = 0}, &r, &e);
+        return result(I, st, &e, r, out);
+    }
+    if (xa && (y->dtype == FC_BOOL || xa->t->dtype == FC_BOOL))
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: received a bool input for `x` or `y`, but bool is not supported", who);
+    if (!xa && y->dtype == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: received a bool input for `y`, but bool is not supported", who);
+    if (!xa && dxa->sdt == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "%s: Currently, we only support dx as a real number.", who);
+    if (xa && !sample_steps(I, y, xa->t, d, who, &dx)) return false;
+    double h = xa ? 0 : dxa->sdt == FC_FLOAT64 ? dxa->s.f : (double)dxa->s.i;
+    FcTensor *p = NULL, *q = NULL, *first = NULL, *last = NULL;
+    FcStatus st = FC_OK;
+    bool raised = false;
+    if (cumulative || dx) {
+        st = sample_pairs(I->fc, y, d, &yl, &yr, &e);
+        if (st == FC_OK) st = cumulative ? fc_binary(I->fc, FC_OP_ADD, yl, yr, &t, &e) : fc_binary(I->fc, FC_OP_ADD, yr, yl, &t, &e);
+    }
+    if (cumulative) {
+        if (st == FC_OK && dx) st = binary_scalar(I->fc, FC_OP_DIV, dx, 2.0, &u, &e);
+        if (st == FC_OK) st = dx ? fc_binary(I->fc, FC_OP_MUL, u, t, &p, &e) : binary_scalar(I->fc, FC_OP_MUL, t, h / 2.0, &p, &e);
+        if (st == FC_OK) raised = !scan_of(I, p, d, NULL, FC_OP_SUM, &r);
+    } else if (dx) {
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, dx, t, &p, &e);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, p, UINT64_C(1) << d, false, &q, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_DIV, q, 2.0, &r, &e);
+    } else {
+        st = index_at(I->fc, y, d, (FcIndex){.kind = FC_IX_INT, .i = 0}, &first, &e);
+        if (st == FC_OK) st = index_at(I->fc, y, d, (FcIndex){.kind = FC_IX_INT, .i = y->shape[d] - 1}, &last, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_ADD, first, last, &t, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, t, 0.5, &u, &e);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, y, UINT64_C(1) << d, false, &p, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, p, u, &q, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, q, h, &r, &e);
+    }
+    FcTensor *tmp[] = {dx, yl, yr, t, u, p, q, first, last};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (raised) return false;
+    return result(I, st, &e, r, out);
+}
+
+bool impl_trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return trapezoid(I, sig, a, false, out); }
+bool impl_cumulative_trapezoid(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    return trapezoid(I, sig, a, true, out);
+}
+
+/* vander(x, N, increasing): PyTorch's composition: a column of ones, then x repeated N - 1 times
+ * (in x's dtype promoted with int64) and its cumprod along the row, flipped unless increasing.
+ * Its gradient is autodiff's: PyTorch 1.13's backward of vander fails (its in-place cumprod). */
+bool impl_vander(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *ones = NULL, *col = NULL, *c = NULL, *rep = NULL, *pw = NULL, *r = NULL, *f = NULL;
+    TensorArg *na = ARG("N");
+    FcError e;
+    if (x->ndim != 1) return err_raise(I, TDL_ERR_RUNTIME, "x must be a one-dimensional tensor.");
+    int64_t m = x->shape[0], n = na->none ? m : na->i;
+    if (n < 0) return err_raise(I, TDL_ERR_RUNTIME, "N must be non-negative.");
+    FcDType dt = fc_promote_types(x->dtype, FC_INT64);
+    FcScalar one;
+    if (fc_dtype_is_float(dt)) one.f = 1;
+    else one.i = 1;
+    FcStatus st = fc_full(I->fc, dt, x->device, 2, (int64_t[]){m, n > 0 ? 1 : 0}, one, &ones, &e);
+    if (st == FC_OK && n > 1) {
+        st = fc_to(I->fc, x, dt, x->device, &c, &e);
+        if (st == FC_OK) st = fc_unsqueeze(I->fc, c, 1, &col, &e);
+        if (st == FC_OK) st = fc_expand(I->fc, col, 2, (int64_t[]){m, n - 1}, &rep, &e);
+        if (st == FC_OK && !scan_of(I, rep, 1, NULL, FC_OP_PROD, &pw)) {
+            FcTensor *tmp[] = {ones, c, col, rep};
+            for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+            return false;
+        }
+        if (st == FC_OK) st = fc_cat(I->fc, 2, (FcTensor *[]){ones, pw}, 1, &r, &e);
+    } else if (st == FC_OK) {
+        r = fc_tensor_retain(ones);
+    }
+    if (st == FC_OK && !a[2].b) st = flip_along(I->fc, r, 1, (int[]){1}, &f, &e);
+    FcTensor *tmp[] = {ones, c, col, rep, pw};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) fc_tensor_release(tmp[k]);
+    if (f) {
+        fc_tensor_release(r);
+        r = f;
+    }
+    return chain_result(I, st, &e, r, out);
+}
+
+/* histc(bins, min, max): PyTorch 1.13's CPU histogram with linear bin selection: the outer edges
+ * min and max (both equal: the data's extrema; still equal: widened by 1 each way) in the dtype,
+ * an element e inside them counted in bin (int)((e - lo) / (hi - lo) * bins) computed in the
+ * dtype (the last bin includes hi); elements outside are skipped. 1.13's range test lets NaN
+ * through, and its bin index (int64 of NaN, INT64_MIN) wraps the address back to bin 0: NaN
+ * counts in bin 0, as there. */
+#define HISTC_LOOP(T)                                                                              \
+    do {                                                                                           \
+        const T *xs = (const T *)v.data + v.offset;                                                \
+        T lo = (T)left, hi = (T)right, *hs = data;                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                          \
+            T x = xs[i];                                                                           \
+            if (x < lo || x > hi) continue;                                                        \
+            int64_t pos = x != x ? 0 : (int64_t)((x - lo) / (hi - lo) * (T)bins);                  \
+            if (pos == bins) pos--;                                                                \
+            hs[pos] += 1;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool impl_histc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *h = NULL, *r = NULL, *res = NULL;
+    int64_t bins = a[1].i, n = fc_tensor_numel(x);
+    double left = scalar_value(&a[2]), right = scalar_value(&a[3]);
+    FcView v;
+    FcError e;
+    (void)sig;
+    if (bins <= 0)
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.histogram(): bins must be > 0, but got %lld for dimension 0",
+                         (long long)bins);
+    if (x->dtype == FC_BFLOAT16)   /* bfloat16 arithmetic and counts are not reproduced */
+        return err_raise(I, TDL_ERR_RUNTIME, "histc: tdl does not support bfloat16");
+    bool hist_dtype = x->dtype == FC_FLOAT32 || x->dtype == FC_FLOAT64;
+    if (left == right && n > 0) {
+        if (x->dtype == FC_FLOAT16)
+            return err_raise(I, TDL_ERR_RUNTIME, "\"aminmax_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+        if (!host_dense(I, x, NULL, FC_FLOAT64, &h, &v)) return false;
+        const double *xs = (const double *)v.data + v.offset;
+        left = right = xs[0];
+        for (int64_t i = 0; i < n; i++) {
+            if (isnan(xs[i])) left = right = xs[i];
+            if (isnan(left)) break;
+            if (xs[i] < left) left = xs[i];
+            if (xs[i] > right) right = xs[i];
+        }
+        fc_tensor_release(h);
+        h = NULL;
+    }
+    if (left == right) {
+        left -= 1;
+        right += 1;
+    }
+    if (isinf(left) || isinf(right) || isnan(left) || isnan(right))
+        return err_raise(I, TDL_ERR_RUNTIME, "torch.histc: range of [%g, %g] is not finite", left, right);
+    if (!(left < right)) return err_raise(I, TDL_ERR_RUNTIME, "torch.histc: max must be larger than min");
+    if (x->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "\"linspace_cpu\" not implemented for 'Bool'");
+    if (!hist_dtype)
+        return err_raise(I, TDL_ERR_RUNTIME, "\"histogram_cpu\" not implemented for '%s'", fc_dtype_torch_name(x->dtype));
+    void *data;
+    if (!host_dense(I, x, NULL, x->dtype, &h, &v)) return false;
+    FcStatus st = host_vector(I->fc, x->dtype, bins, &r, &data, &e);
+    if (st == FC_OK) {
+        memset(data, 0, (size_t)bins * fc_dtype_size(x->dtype));
+        if (x->dtype == FC_FLOAT32) HISTC_LOOP(float);
+        else HISTC_LOOP(double);
+    }
+    fc_tensor_release(h);
+    if (st == FC_OK) st = fc_to(I->fc, r, x->dtype, x->device, &res, &e);
+    fc_tensor_release(r);
+    return result(I, st, &e, res, out);
+}
+#undef HISTC_LOOP
+
+/* ---- dist, equal, isreal, isin ---- */
+
+/* dist(other, p): norm(self - other, p), as PyTorch. */
+bool impl_dist(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *d = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    if (a[2].sdt == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "norm_kernel_tensor_iterator_impl expects norm to be integer or float");
+    double p = scalar_value(&a[2]);
+    FcStatus st = fc_binary(I->fc, FC_OP_SUB, a[0].t, a[1].t, &d, &e);
+    if (st != FC_OK) return tensor_check(I, st, &e);
+    if (!need_float(I, d, "norm(): input dtype should be either floating point or complex. Got %s instead.")) {
+        fc_tensor_release(d);
+        return false;
+    }
+    st = p_norm(I->fc, d, p, 0, false, &r, &e);
+    fc_tensor_release(d);
+    return result(I, st, &e, r, out);
+}
+
+/* equal(other) -> bool: the same shape and every element equal, compared in the promoted dtype
+ * (PyTorch 1.13 promotes; NaN is never equal). */
+bool impl_equal(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *y = a[1].t, *eq = NULL, *all = NULL;
+    FcScalar v = {0};
+    FcError e;
+    (void)sig;
+    if (!fc_device_eq(x->device, y->device)) {
+        char dx[32], dy[32];
+        return err_raise(I, TDL_ERR_RUNTIME, "Cannot compare two tensors on different devices. Got: %s and %s",
+                         fc_device_name(x->device, dx), fc_device_name(y->device, dy));
+    }
+    bool same = x->ndim == y->ndim;
+    for (int k = 0; same && k < x->ndim; k++) same = x->shape[k] == y->shape[k];
+    if (!same || fc_tensor_numel(x) == 0) {
+        *out = v_bool(same);
+        return true;
+    }
+    FcStatus st = fc_binary(I->fc, FC_OP_EQ, x, y, &eq, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ALL, eq, 0, false, &all, &e);
+    if (st == FC_OK) st = fc_item(I->fc, all, &v, &e);
+    fc_tensor_release(eq);
+    fc_tensor_release(all);
+    if (!tensor_check(I, st, &e)) return false;
+    *out = v_bool(v.i != 0);
+    return true;
+}
+
+/* isreal: true everywhere for tdl's real dtypes, laid out as self (ones_like's preserve). */
+bool impl_isreal(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *r = NULL, *one = NULL;
+    int64_t strides[FC_MAX_DIMS];
+    FcError e;
+    (void)sig;
+    FcStatus st = fc_like_strides(I->fc, t, FC_MF_PRESERVE, strides, &e);
+    if (st == FC_OK) st = fc_empty(I->fc, FC_BOOL, t->device, t->ndim, t->shape, strides, &r, &e);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_BOOL, (FcScalar){.i = 1}, false, &one, &e);
+    if (st == FC_OK) st = fc_assign(I->fc, r, one, &e);
+    fc_tensor_release(one);
+    return chain_result(I, st, &e, r, out);
+}
+
+/* isin(elements, test_elements, assume_unique, invert): each element compared with every test
+ * element in their promoted dtype (Python scalars on either side); bool refused as PyTorch does. */
+bool impl_isin(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *t = a[1].t, *xc = NULL, *tc = NULL, *xu = NULL, *eq = NULL, *r = NULL, *tmp;
+    FcError e;
+    if (x->dtype == FC_BOOL || t->dtype == FC_BOOL)
+        return err_raise(I, TDL_ERR_RUNTIME, "Unsupported input type encountered for isin(): Bool");
+    FcOperand ops[2] = {tensor_operand(x), tensor_operand(t)};
+    FcDType dt = fc_result_type(ops, 2);
+    int64_t m = fc_tensor_numel(t);
+    /* PyTorch compares few elements one by one (a kernel without float16), many by sorting */
+    if (dt == FC_FLOAT16 && (double)fc_tensor_numel(x) < 10.0 * pow((double)m, 0.145))
+        return err_raise(I, TDL_ERR_RUNTIME, "\"isin_default_cpu\" not implemented for 'Half'");
+    FcStatus st = fc_to(I->fc, x, dt, x->device, &xc, &e);
+    if (st == FC_OK) st = fc_to(I->fc, t, dt, x->device, &tc, &e);
+    if (st == FC_OK) st = step(fc_reshape(I->fc, tc, 1, &m, &tmp, &e), &tc, &tmp);
+    if (st == FC_OK) st = fc_unsqueeze(I->fc, xc, xc->ndim, &xu, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, xu, tc, &eq, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ANY, eq, UINT64_C(1) << x->ndim, false, &r, &e);
+    if (st == FC_OK && ARG("invert")->b) st = step(fc_unary(I->fc, FC_OP_NOT, r, &tmp, &e), &r, &tmp);
+    fc_tensor_release(xc);
+    fc_tensor_release(tc);
+    fc_tensor_release(xu);
+    fc_tensor_release(eq);
+    return chain_result(I, st, &e, r, out);
+}
+
+/* ---- unique_consecutive ---- */
+
+/* unique_consecutive(return_inverse, return_counts, dim): each run of equal neighbours (slices
+ * along dim, or the flattened elements) kept once, as PyTorch compares them: with the last kept
+ * one, a NaN equal to nothing. */
+bool impl_unique_consecutive(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *t = a[0].t, *src = NULL, *h = NULL;
+    TensorArg *dim = ARG("dim");
+    bool inv = ARG("return_inverse")->b, cnt = ARG("return_counts")->b;
+    FcError e;
+    FcView v;
+    int d = 0;
+    int64_t perm[FC_MAX_DIMS], n, len = 1;
+    bool flat = dim->none;
+    if (!flat) {
+        if (t->ndim == 0)
+            return err_raise(I, TDL_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions", (long long)dim->i);
+        if (!tensor_check(I, fc_wrap_dim(dim->i, t->ndim, &d, &e), &e)) return false;
+        flat = t->ndim == 1;
+    }
+    if (flat) {
+        int64_t all = fc_tensor_numel(t);
+        if (!tensor_check(I, fc_reshape(I->fc, t, 1, &all, &src, &e), &e)) return false;
+        d = 0;
+    } else {
+        src = fc_tensor_retain(t);
+        for (int k = 0; k < t->ndim; k++)
+            if (k != d) len *= t->shape[k];
+        if (t->shape[d] > 0 && len == 0) {
+            fc_tensor_release(src);
+            return err_raise(I, TDL_ERR_RUNTIME, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+        }
+    }
+    n = src->shape[d];
+    perm[0] = d;
+    for (int k = 0, j = 1; k < src->ndim; k++)
+        if (k != d) perm[j++] = k;
+    if (!host_dense(I, src, perm, src->dtype, &h, &v)) {
+        fc_tensor_release(src);
+        return false;
+    }
+    const char *base = (const char *)v.data + v.offset * (int64_t)fc_dtype_size(v.dtype);
+    size_t cap = (size_t)(n ? n : 1);
+    int64_t *first = mem_malloc(cap * sizeof *first), *inverse = mem_malloc(cap * sizeof *inverse);
+    int64_t *counts = mem_calloc(cap, sizeof *counts), m = 0;
+    bool ok = first && inverse && counts ? true : err_nomem(I);
+    for (int64_t j = 0; ok && j < n; j++) {
+        if (m == 0 || !slice_eq(base, v.dtype, len, first[m - 1], j)) first[m++] = j;
+        inverse[j] = m - 1;
+        counts[m - 1]++;
+    }
+    fc_tensor_release(h);
+    if (ok)
+        ok = unique_result(I, src, d, first, m, inv ? inverse : NULL, flat ? t->ndim : 1, flat ? t->shape : &n,
+                           cnt ? counts : NULL, out);
+    mem_free(first);
+    mem_free(inverse);
+    mem_free(counts);
+    fc_tensor_release(src);
+    return ok;
+}
+
+/* ---- cov, corrcoef ---- */
+
+/* Whether every element of t is >= 0 (t not empty). */
+static bool all_nonnegative(Interp *I, FcTensor *t, bool *yes)
+{
+    FcTensor *ge = NULL, *all = NULL;
+    FcScalar v = {0};
+    FcError e;
+    FcStatus st = binary_scalar(I->fc, FC_OP_GE, t, 0.0, &ge, &e);
+    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ALL, ge, 0, false, &all, &e);
+    if (st == FC_OK) st = fc_item(I->fc, all, &v, &e);
+    fc_tensor_release(ge);
+    fc_tensor_release(all);
+    *yes = v.i != 0;
+    return tensor_check(I, st, &e);
+}
+
+/* The checks of one of cov's weights (fweights: integral, aweights: floating). */
+static bool cov_weights(Interp *I, FcTensor *w, const char *name, bool integral, int64_t nobs)
+{
+    bool ok;
+    if (w->ndim > 1)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have one or fewer dimensions but got %s with %d "
+                         "dimensions", name, name, w->ndim);
+    if (integral ? !fc_dtype_is_int(w->dtype) : !fc_dtype_is_float(w->dtype))
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have %s dtype but got %s with %s dtype", name,
+                         integral ? "integral" : "floating point", name, fc_dtype_torch_name(w->dtype));
+    if (fc_tensor_numel(w) != nobs)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected %s to have the same numel as there are observations in "
+                         "the input but got %lld != %lld", name, (long long)fc_tensor_numel(w), (long long)nobs);
+    if (nobs != 0 && !all_nonnegative(I, w, &ok)) return false;
+    if (nobs != 0 && !ok) return err_raise(I, TDL_ERR_RUNTIME, "cov(): %s cannot be negative", name);
+    return true;
+}
+
+/* cov of x (variables as rows, observations as columns) as PyTorch 1.13 composes it. */
+static bool covariance(Interp *I, FcTensor *x, int64_t correction, FcTensor *fw, FcTensor *aw, FcTensor **out)
+{
+    FcTensor *in = NULL, *w = NULL, *ws = NULL, *wx = NULL, *s = NULL, *avg = NULL, *nf = NULL, *t = NULL, *u = NULL,
+             *c = NULL, *ct = NULL, *r = NULL, *tmp;
+    FcError e;
+    FcScalar v = {0};
+    *out = NULL;
+    if (x->ndim > 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "cov(): expected input to have two or fewer dimensions but got an input "
+                         "with %d dimensions", x->ndim);
+    if (x->dtype == FC_BOOL) return err_raise(I, TDL_ERR_RUNTIME, "cov(): bool dtype is not supported for input");
+    FcStatus st = x->ndim < 2 ? fc_view(I->fc, x, 2, (int64_t[]){1, -1}, &in, &e) : (in = fc_tensor_retain(x), FC_OK);
+    if (!tensor_check(I, st, &e)) return false;
+    int64_t nobs = in->shape[1];
+    bool ok = (!fw || cov_weights(I, fw, "fweights", true, nobs)) && (!aw || cov_weights(I, aw, "aweights", false, nobs));
+    if (ok) {
+        st = fw && aw ? fc_binary(I->fc, FC_OP_MUL, fw, aw, &w, &e) : FC_OK;
+        if (!w && (fw || aw)) w = fc_tensor_retain(fw ? fw : aw);
+        if (st == FC_OK) st = w ? fc_reduce(I->fc, FC_OP_SUM, w, 0, false, &ws, &e) : int_scalar(I->fc, FC_INT64, nobs, &ws, &e);
+        if (st == FC_OK && w) {
+            st = binary_scalar(I->fc, FC_OP_NE, ws, 0.0, &t, &e);
+            if (st == FC_OK) st = fc_item(I->fc, t, &v, &e);
+            fc_tensor_release(t);
+            t = NULL;
+            if (st == FC_OK && !v.i) {
+                ok = err_raise(I, TDL_ERR_RUNTIME, "cov(): weights sum to zero, can't be normalized");
+                st = FC_ERR_RUNTIME;
+            }
+        }
+    }
+    if (ok && st == FC_OK) {
+        st = w ? fc_binary(I->fc, FC_OP_MUL, in, w, &wx, &e) : (wx = fc_tensor_retain(in), FC_OK);
+        if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, wx, UINT64_C(1) << 1, false, &s, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, s, ws, &avg, &e);
+        if (st == FC_OK && w && correction != 0 && aw) {
+            st = fc_binary(I->fc, FC_OP_MUL, w, aw, &t, &e);
+            if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, t, 0, false, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_MUL, t, (double)correction, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_DIV, t, ws, &tmp, &e), &t, &tmp);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ws, t, &nf, &e);
+            fc_tensor_release(t);
+            t = NULL;
+        } else if (st == FC_OK) {
+            FcTensor *k = NULL;
+            st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = correction}, true, &k, &e);
+            if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, ws, k, &nf, &e);
+            fc_tensor_release(k);
+        }
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_LE, nf, 0.0, &u, &e);
+        if (st == FC_OK) st = fc_item(I->fc, u, &v, &e);
+        if (st == FC_OK && v.i) {
+            ok = interp_warn(I, TDL_ERR_USER_WARNING, "cov(): degrees of freedom is <= 0 (Triggered internally at  "
+                             "./aten/src/ATen/native/Correlation.cpp:100.)");
+            if (ok) st = step(int_scalar(I->fc, nf->dtype, 0, &tmp, &e), &nf, &tmp);
+        }
+    }
+    if (ok && st == FC_OK) {
+        FcTensor *col = NULL;
+        st = fc_unsqueeze(I->fc, avg, 1, &col, &e);
+        if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_SUB, in, col, &tmp, &e), &in, &tmp);
+        fc_tensor_release(col);
+        if (st == FC_OK) st = w ? fc_binary(I->fc, FC_OP_MUL, in, w, &t, &e) : (t = fc_tensor_retain(in), FC_OK);
+        if (st == FC_OK) st = fc_transpose(I->fc, t, 0, 1, &ct, &e);
+        if (st == FC_OK) st = fc_matmul(I->fc, in, ct, &c, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, c, nf, &r, &e);
+        uint64_t ones = 0;
+        for (int k = 0; st == FC_OK && k < r->ndim; k++)
+            if (r->shape[k] == 1) ones |= UINT64_C(1) << k;
+        if (st == FC_OK && ones) st = step(fc_squeeze(I->fc, r, ones, &tmp, &e), &r, &tmp);
+    }
+    FcTensor *rel[] = {in, w, ws, wx, s, avg, nf, t, u, c, ct};
+    for (size_t k = 0; k < sizeof rel / sizeof *rel; k++) fc_tensor_release(rel[k]);
+    if (!ok) {
+        fc_tensor_release(r);
+        return false;
+    }
+    *out = st == FC_OK ? r : NULL;
+    return tensor_check(I, st, &e);
+}
+
+bool impl_cov(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    TensorArg *fw = ARG("fweights"), *aw = ARG("aweights");
+    FcTensor *r;
+    return covariance(I, a[0].t, ARG("correction")->i, fw->none ? NULL : fw->t, aw->none ? NULL : aw->t, &r) &&
+           tensor_value_steal(I, r, out);
+}
+
+/* corrcoef: cov normalised by the standard deviations (rows then columns), clipped to [-1, 1];
+ * a single variable's c / c. */
+bool impl_corrcoef(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *c = NULL, *d = NULL, *sd = NULL, *col = NULL, *row = NULL, *r = NULL, *lo = NULL, *hi = NULL, *tmp;
+    FcError e;
+    (void)sig;
+    if (x->ndim > 2)
+        return err_raise(I, TDL_ERR_RUNTIME, "corrcoef(): expected input to have two or fewer dimensions but got an "
+                         "input with %d dimensions", x->ndim);
+    if (!covariance(I, x, 1, NULL, NULL, &c)) return false;
+    FcStatus st;
+    if (c->ndim == 0) {
+        st = fc_binary(I->fc, FC_OP_DIV, c, c, &r, &e);
+        fc_tensor_release(c);
+        return result(I, st, &e, r, out);
+    }
+    int64_t n = c->shape[0];
+    st = fc_diagonal(I->fc, c, 0, 0, 1, &d, &e);
+    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SQRT, d, &sd, &e);
+    if (st == FC_OK) st = fc_view(I->fc, sd, 2, (int64_t[]){n, 1}, &col, &e);
+    if (st == FC_OK) st = fc_view(I->fc, sd, 2, (int64_t[]){1, n}, &row, &e);
+    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, c, col, &r, &e);
+    if (st == FC_OK) st = step(fc_binary(I->fc, FC_OP_DIV, r, row, &tmp, &e), &r, &tmp);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = -1}, true, &lo, &e);
+    if (st == FC_OK) st = fc_scalar(I->fc, FC_INT64, (FcScalar){.i = 1}, true, &hi, &e);
+    if (st == FC_OK) st = step(fc_clamp(I->fc, r, lo, hi, &tmp, &e), &r, &tmp);
+    FcTensor *rel[] = {c, d, sd, col, row, lo, hi};
+    for (size_t k = 0; k < sizeof rel / sizeof *rel; k++) fc_tensor_release(rel[k]);
+    return chain_result(I, st, &e, r, out);
 }
