@@ -761,8 +761,8 @@ class Gen:
                 raise Reject
             return "%s.diag_embed(%d)" % (pe, r.randint(-1, 1))
         if k == "trace":
-            if n != 2 or v.dtype in (torch.bool, torch.float16):
-                raise Reject
+            if n != 2 or v.dtype in (torch.bool, torch.float16) or (v.requires_grad and sh[0] > sh[1] + 1):
+                raise Reject    # (language.md: torch 1.13's trace backward fills below the diagonal)
             return "%s.trace()" % pe
         if k in ("kthvalue", "median", "mode", "cummax"):
             if n == 0 or v.shape[d] == 0 or v.dtype in (torch.bool, torch.float16):
