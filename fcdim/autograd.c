@@ -711,6 +711,8 @@ static const char *backward_name(FcOp op, char *buf, size_t cap)
     case FC_OP_MIN: nm = "minimum"; break;
     case FC_OP_FMA: nm = "add"; break;      /* add with an alpha (lerp's and addcmul's are declared) */
     case FC_OP_MAX: nm = "maximum"; break;
+    case FC_OP_FMAX16: nm = "fmax"; break;
+    case FC_OP_FMIN16: nm = "fmin"; break;
     default: nm = fc_op_name(op); break;
     }
     size_t n = 0;
@@ -1017,6 +1019,12 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     case FC_OP_ERF:
         OUT(0, MUL(Cc(), MUL(K(2.0 / sqrt(M_PI)), U(FC_OP_EXP, NEG(MUL(X(), X()))))));
         break;
+    /* derivatives.yaml: grad * (self.pow(2) + 1).rsqrt(), grad * (self.pow(2) - 1).rsqrt(),
+     * grad * 1 / (1 - self.pow(2)), grad * result * ln 2 */
+    case FC_OP_ASINH: OUT(0, MUL(Cc(), U(FC_OP_RSQRT, ADD(U(FC_OP_SQUARE, X()), K(1))))); break;
+    case FC_OP_ACOSH: OUT(0, MUL(Cc(), U(FC_OP_RSQRT, SUB(U(FC_OP_SQUARE, X()), K(1))))); break;
+    case FC_OP_ATANH: OUT(0, DIV(Cc(), SUB(K(1), U(FC_OP_SQUARE, X())))); break;
+    case FC_OP_EXP2: OUT(0, MUL(MUL(Cc(), N()), K(M_LN2))); break;
     case FC_OP_SQUARE: OUT(0, MUL(Cc(), MUL(X(), K(2)))); break;
     case FC_OP_CAST:
         if (fc_dtype_is_float(n->in[0]->dtype))
@@ -1058,6 +1066,28 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         fc_node_release(rc);
         break;
     }
+    case FC_OP_COPYSIGN:
+        /* copysign_tensor_self_backward: grad * (result / self), 0 where self is 0; other:
+         * zeros_like(other) */
+        OUT(0, MUL(Cc(), WHERE(CMP(FC_OP_EQ, X(), K(0)), K(0), DIV(N(), X()))));
+        OUT(1, WHERE(CMP(FC_OP_EQ, Cc(), Cc()), K(0), K(0)));
+        break;
+    case FC_OP_FMAX: case FC_OP_FMIN: case FC_OP_FMAX16: case FC_OP_FMIN16: {
+        /* derivatives.yaml: self keeps grad where self >= other (fmin: <=) or other is NaN, other
+         * gets it elsewhere (masked_fill: zeros, also where grad is NaN) */
+        bool max = n->op == FC_OP_FMAX || n->op == FC_OP_FMAX16;
+        FcNode *keep = own2(FC_OP_OR, FC_BOOL, CMP(max ? FC_OP_GE : FC_OP_LE, X(), Y()),
+                            CMP(FC_OP_NE, Y(), Y()));
+        OUT(0, WHERE(ref(keep), Cc(), K(0)));
+        OUT(1, WHERE(ref(keep), K(0), Cc()));
+        fc_node_release(keep);
+        break;
+    }
+    case FC_OP_LOGADDEXP:
+        /* derivatives.yaml: grad / (1 + exp(other - self)), grad / (1 + exp(self - other)) */
+        OUT(0, DIV(Cc(), ADD(K(1), U(FC_OP_EXP, SUB(Y(), X())))));
+        OUT(1, DIV(Cc(), ADD(K(1), U(FC_OP_EXP, SUB(X(), Y())))));
+        break;
     case FC_OP_FMOD: case FC_OP_MOD:
         OUT(0, Cc());
         OUT(1, MUL(NEG(Cc()), U(n->op == FC_OP_MOD ? FC_OP_FLOOR : FC_OP_TRUNC, DIV(X(), Y()))));

@@ -711,6 +711,24 @@ FcStatus fc_binary(FcCtx *ctx, FcOp op, FcTensor *a, FcTensor *b, FcTensor **out
         if (common == FC_FLOAT16)
             return fc_errf(err, FC_ERR_RUNTIME, "\"atan2_cpu\" not implemented for 'Half'");
         break;
+    case FC_OP_COPYSIGN:
+        if (!fc_dtype_is_float(common))
+            common = dt = FC_FLOAT32;
+        break;
+    case FC_OP_FMAX: case FC_OP_FMIN:
+        if (common == FC_FLOAT16 || common == FC_BFLOAT16)
+            op = op == FC_OP_FMAX ? FC_OP_FMAX16 : FC_OP_FMIN16;   /* ops.def */
+        break;
+    case FC_OP_LOGADDEXP:
+        if (!fc_dtype_is_float(common) || common == FC_FLOAT16)
+            return fc_errf(err, FC_ERR_RUNTIME, "\"logaddexp_cpu\" not implemented for '%s'",
+                           fc_dtype_torch_name(common));
+        break;
+    case FC_OP_GCD: case FC_OP_LCM:
+        if (!fc_dtype_is_int(common))
+            return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for '%s'", fc_op_name(op),
+                           fc_dtype_torch_name(common));
+        break;
     case FC_OP_AND: case FC_OP_OR: case FC_OP_XOR: case FC_OP_SHL: case FC_OP_SHR:
         if (fc_dtype_is_float(common))
             return fc_errf(err, FC_ERR_RUNTIME, "\"%s_cpu\" not implemented for '%s'", fc_op_name(op),

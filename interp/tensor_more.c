@@ -2609,6 +2609,27 @@ bool impl_isneginf(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     return float_test_value(I, a, FC_OP_EQ, -INFINITY, false, false, out);
 }
 
+/* signbit: whether the sign bit is set (-0.0 and a negative NaN too): copysign(1, x) < 0 for
+ * floats, x < 0 for ints, false for bools. */
+bool impl_signbit(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
+{
+    FcTensor *x = a[0].t, *k = NULL, *c = NULL, *r = NULL;
+    FcError e;
+    (void)sig;
+    FcStatus st;
+    if (fc_dtype_is_float(x->dtype)) {
+        st = float_scalar(I->fc, 1.0, &k, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_COPYSIGN, k, x, &c, &e);
+        if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_LT, c, 0.0, &r, &e);
+    } else {
+        st = int_scalar(I->fc, x->dtype, 0, &k, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_LT, x, k, &r, &e);
+    }
+    fc_tensor_release(k);
+    fc_tensor_release(c);
+    return chain_result(I, st, &e, r, out);
+}
+
 /* isfinite: |x| < inf (NaN compares false), every element of a tensor that is not floating. */
 bool impl_isfinite(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {

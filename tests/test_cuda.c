@@ -1361,6 +1361,12 @@ static const char *const emu_programs[] = {
     "z[tensor([2, 2, 5])] = tensor([7.0, 8.0, 9.0])\nprint(z)\n"
     "s = zeros(3, 4).scatter_add_(0, tensor([[0, 1, 2, 0], [2, 2, 1, 1]]), ones(2, 4))\nprint(s)\n",
     "x = arange(-10, 10)\ny = tensor([3, -3, 4, -1] * 5)\nprint(x // y, x % y, x.fmod(y), x >> 2, x << 3, x.abs(), -x)\n"
+    "print(gcd(x, y), lcm(x, y * 7), gcd(x.int(), tensor(-2147483648, dtype=int32)), fmax(x, y), fmin(x, y))\n"
+    "g = tensor([0.0, -0.0, float('nan'), 1.5, -2.0, float('inf')] * 3)\nh = g.flip(0)\n"
+    "print(copysign(g, h).tolist(), fmax(g, h).tolist(), fmin(g, h).double().tolist(), fmax(g.half(), h.half()).tolist())\n"
+    "print(fmin(g.bfloat16(), h.bfloat16()).tolist(), copysign(x, y), signbit(g), fmax(x > 0, y > 0))\n"
+    "print(logaddexp(f, f * 0.5 - 1).tolist(), logaddexp(g, h).double().tolist(), logaddexp(f.bfloat16(), g[:1].bfloat16()).tolist())\n"
+    "print(asinh(f).tolist(), acosh(f.abs() + 1).double().tolist(), atanh(f / 8).tolist(), exp2(f).tolist(), exp2(x).tolist())\n"
     "f = x * 0.7\nprint(f // 0.3, f % -0.4, f.fmod(0.3), f.floor(), f.round(), f.long(), f.int(), f.bool())\n"
     "print((f / 0).long(), (-f / 0).int(), (f * 0 / 0).long(), x.float().sqrt(), f.exp(), f.sigmoid(), f.tanh())\n"
     "print(x.pow(2), (x + 11).pow(y.abs()), f.pow(2.5), f.relu(), f.sign(), f.clamp(-1, 2), x.max(y), f.min(f * -1))\n"

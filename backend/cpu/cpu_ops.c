@@ -117,6 +117,56 @@
 DEF_FLOAT_HELPERS(f32, float, MATH_f32)
 DEF_FLOAT_HELPERS(f64, double, MATH_f64)
 
+/* PyTorch's CPU fmax / fmin (std::fmax, std::fmin as its build runs them): a NaN operand gives
+ * the other one, except that two NaNs give the second and a signaling NaN gives itself, both
+ * quietened (the quiet bit set, as x86 does); x where the two compare equal (+0 and -0). Those
+ * of float16 and bfloat16 (fmax16, fmin16) give y there, and of two NaNs the first. */
+#define DEF_FMAX(s, T, B, QUIET)                                                                   \
+    static inline T quieted_##s(T v)                                                               \
+    {                                                                                              \
+        B b;                                                                                       \
+        memcpy(&b, &v, sizeof b);                                                                  \
+        b |= QUIET;                                                                                \
+        memcpy(&v, &b, sizeof v);                                                                  \
+        return v;                                                                                  \
+    }                                                                                              \
+    static inline int signaling_##s(T v)                                                           \
+    {                                                                                              \
+        B b;                                                                                       \
+        memcpy(&b, &v, sizeof b);                                                                  \
+        return v != v && !(b & QUIET);                                                             \
+    }                                                                                              \
+    static inline T fnan_##s(T a, T b)                                                             \
+    {                                                                                              \
+        if (b != b && (a != a || signaling_##s(b)))                                                \
+            return quieted_##s(b);                                                                 \
+        if (signaling_##s(a))                                                                      \
+            return quieted_##s(a);                                                                 \
+        return a != a ? b : a;                                                                     \
+    }                                                                                              \
+    static inline T fmax_##s(T a, T b) { return a != a || b != b ? fnan_##s(a, b) : a >= b ? a : b; } \
+    static inline T fmin_##s(T a, T b) { return a != a || b != b ? fnan_##s(a, b) : a <= b ? a : b; } \
+    static inline T fmax16_##s(T a, T b) { return a != a || b != b ? fnan_##s(b, a) : a > b ? a : b; } \
+    static inline T fmin16_##s(T a, T b) { return a != a || b != b ? fnan_##s(b, a) : a < b ? a : b; }
+DEF_FMAX(f32, float, uint32_t, UINT32_C(0x00400000))
+DEF_FMAX(f64, double, uint64_t, UINT64_C(0x0008000000000000))
+
+/* PyTorch's vector logaddexp (BinaryOpsKernel.cpp): a where a == b is infinite, else
+ * max(a, b) + log(1 + exp(-|a - b|)) with Vectorized's exp and log (cpu_math.h's). A NaN operand
+ * gives the default NaN (positive, no payload), as PyTorch's does. */
+#define DEF_LOGADDEXP(s, T, M)                                                                  \
+    CPU_MATH_INLINE T logaddexp_##s(T a, T b)                                                      \
+    {                                                                                              \
+        if (a != a || b != b)                                                                      \
+            return (T)NAN;                                                                         \
+        if (a == b && M(fabs)(a) == (T)INFINITY)                                                   \
+            return a;                                                                              \
+        T m = a > b ? a : b, d = a > b ? a - b : b - a;                                            \
+        return m + cpu_log_##s((T)1 + cpu_exp_##s(-d));                                            \
+    }
+DEF_LOGADDEXP(f32, float, MATH_f32)
+DEF_LOGADDEXP(f64, double, MATH_f64)
+
 /* PyTorch's powi: a negative exponent gives 1 for base 1, +-1 for base -1, else 0. */
 #define DEF_POWI(s, T, U)                                                                          \
     static inline T powi_##s(T a, T b)                                                             \
@@ -134,6 +184,31 @@ DEF_FLOAT_HELPERS(f64, double, MATH_f64)
     }
 DEF_POWI(i32, int32_t, uint32_t)
 DEF_POWI(i64, int64_t, uint64_t)
+
+/* PyTorch's calc_gcd and lcm_kernel (BinaryOpsKernel.cpp): the absolute value of MIN stays MIN
+ * (so gcd(MIN, 6) is -2, as PyTorch's), products wrap. The divisor of a % is never -1. */
+#define DEF_GCD(s, T, U)                                                                           \
+    static inline T gcd_##s(T a, T b)                                                              \
+    {                                                                                              \
+        T x = a < 0 ? (T)((U)0 - (U)a) : a, y = b < 0 ? (T)((U)0 - (U)b) : b;                      \
+        while (x != 0) {                                                                           \
+            T c = x;                                                                               \
+            x = y % x;                                                                             \
+            y = c;                                                                                 \
+        }                                                                                          \
+        return y;                                                                                  \
+    }                                                                                              \
+    static inline T lcm_##s(T a, T b)                                                              \
+    {                                                                                              \
+        T g = gcd_##s(a, b);                                                                       \
+        if (g == 0)                                                                                \
+            return 0;                                                                              \
+        T q = g == -1 ? (T)((U)0 - (U)a) : a / g; /* MIN / -1 wraps (PyTorch's traps) */        \
+        T p = (T)((U)q * (U)b);                                                                    \
+        return p < 0 ? (T)((U)0 - (U)p) : p;                                                       \
+    }
+DEF_GCD(i32, int32_t, uint32_t)
+DEF_GCD(i64, int64_t, uint64_t)
 
 /* ---- the chunk functions ----
  * op_NAME_sfx for each row of ops.def and each dtype of its class, and for each comparison its
@@ -160,8 +235,8 @@ DEF_POWI(i64, int64_t, uint64_t)
 #define DEF_UNARY_BOOL(N, expr) DEF_UNARY_AS(CPU_CLONES, N, uint8_t, expr)
 #define DEF_UNARY_MATH(N, expr) DEF_UNARY_AS(CPU_MATH_CLONES, N, T, expr)
 
-#define DEF_BINARY_AS(N, R, expr)                                                                  \
-    CPU_CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                           \
+#define DEF_BINARY_AS(CLONES, N, R, expr)                                                          \
+    CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                               \
     {                                                                                              \
         R *restrict d = dv;                                                                        \
         const T *restrict a = av;                                                                  \
@@ -173,8 +248,9 @@ DEF_POWI(i64, int64_t, uint64_t)
         });                                                                                        \
         return CPU_OK;                                                                             \
     }
-#define DEF_BINARY(N, expr) DEF_BINARY_AS(N, T, expr)
-#define DEF_BINARY_BOOL(N, expr) DEF_BINARY_AS(N, uint8_t, expr)
+#define DEF_BINARY(N, expr) DEF_BINARY_AS(CPU_CLONES, N, T, expr)
+#define DEF_BINARY_MATH(N, expr) DEF_BINARY_AS(CPU_MATH_CLONES, N, T, expr)
+#define DEF_BINARY_BOOL(N, expr) DEF_BINARY_AS(CPU_CLONES, N, uint8_t, expr)
 #define DEF_BINARY_CHECKED(N, expr) /* written out below */
 
 /* x + y * z (expr), or y * z with no x (av NULL): fcdim's fused multiply-add, a step of which
