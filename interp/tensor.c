@@ -943,6 +943,12 @@ static const struct GradName {
     {"view_as", "", "ViewBackward0", NULL}, {"ravel", "", "ViewBackward0", NULL},
     {"mm", "", "MmBackward0", NULL}, {"mv", "", "MvBackward0", NULL}, {"hstack", "", "CatBackward0", NULL},
     {"vstack", "", "CatBackward0", NULL}, {"row_stack", "", "CatBackward0", NULL},
+    {"kron", "", "UnsafeViewBackward0", NULL}, {"block_diag", "", "BlockDiagBackward0", NULL},
+    {"cartesian_prod", "", "StackBackward0", NULL}, {"vdot", "", "VdotBackward0", NULL},
+    {"cross", "", "LinalgCrossBackward0", "LinalgCrossBackward0"}, {"dist", "", "DistBackward0", NULL},
+    {"vander", "", "FlipBackward0", NULL}, {"cumulative_trapezoid", NULL, "CumsumBackward0", "CumsumBackward0"},
+    {"sgn", "", "SgnBackward0", NULL}, {"take_along_dim", "", "GatherBackward0", "GatherBackward0"},
+    {"tensor_split", NULL, "SliceBackward0", "SliceBackward0"}, {"meshgrid", NULL, "ExpandBackward0", NULL},
 };
 
 /* Whether v is one of the call's tensor arguments (a row that gives back its input, such as
