@@ -188,7 +188,8 @@ bool tensor_check_sizes(Interp *I, int n, const int64_t *size);
 /* PyTorch's operand kind of t for type promotion (a wrapped number, a 0-dim tensor, a tensor). */
 FcOperand tensor_operand(const FcTensor *t);
 
-/* ---- the operators of tensor_more.c (IMPL rows of tensor_ops.def) ---- */
+/* ---- the operators of tensor_more.c, tensor_sort.c and tensor_linalg.c (IMPL rows of
+ * tensor_ops.def) ---- */
 #define TENSOR_MORE_IMPL(fn) bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
 TENSOR_MORE_IMPL(var) TENSOR_MORE_IMPL(std) TENSOR_MORE_IMPL(cumsum) TENSOR_MORE_IMPL(cumprod)
 TENSOR_MORE_IMPL(sort) TENSOR_MORE_IMPL(argsort) TENSOR_MORE_IMPL(topk) TENSOR_MORE_IMPL(unique)
