@@ -294,6 +294,10 @@ static FcStatus diag_of(FcCtx *ctx, FcTensor *t, int64_t offset, FcTensor **out,
     *out = NULL;
     if (t->ndim == 1) return embed_diagonal(ctx, t, offset, 0, 1, out, e);
     if (t->ndim != 2) return ferr(e, FC_ERR_RUNTIME, "matrix or a vector expected");
+    /* torch 1.13's diag_out resizes its result to this length, which fails when it is negative */
+    int64_t len = offset >= 0 ? (t->shape[0] < t->shape[1] - offset ? t->shape[0] : t->shape[1] - offset)
+                              : (t->shape[0] + offset < t->shape[1] ? t->shape[0] + offset : t->shape[1]);
+    if (len < 0) return ferr(e, FC_ERR_RUNTIME, "numel: integer multiplication overflow");
     FcTensor *v = NULL;
     FcStatus st = fc_diagonal(ctx, t, offset, 0, 1, &v, e);
     if (st == FC_OK) st = fc_clone(ctx, v, FC_MF_CONTIGUOUS, out, e);
