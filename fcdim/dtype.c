@@ -101,7 +101,12 @@ void fc_scalar_store(FcDType t, void *p, FcScalar v)
     case FC_INT32: { uint32_t x = (uint32_t)(uint64_t)v.i; memcpy(p, &x, 4); break; }
     case FC_INT64: memcpy(p, &v.i, 8); break;
     case FC_FLOAT16: { uint16_t x = fc_f32_to_f16((float)v.f); memcpy(p, &x, 2); break; }
-    case FC_BFLOAT16: { uint16_t x = fc_f32_to_bf16((float)v.f); memcpy(p, &x, 2); break; }
+    case FC_BFLOAT16: {
+        /* c10::BFloat16's scalar conversion: a NaN is 0x7FC0 (the vector kernels' casts give 0xFFFF) */
+        uint16_t x = v.f != v.f ? 0x7FC0 : fc_f32_to_bf16((float)v.f);
+        memcpy(p, &x, 2);
+        break;
+    }
     case FC_FLOAT32: { float x = (float)v.f; memcpy(p, &x, 4); break; }
     case FC_FLOAT64: memcpy(p, &v.f, 8); break;
     default: break;
