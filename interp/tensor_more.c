@@ -213,7 +213,7 @@ bool impl_cumsum(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { re
 bool impl_cumprod(Interp *I, const TensorSig *sig, TensorArg *a, Value *out) { return scan(I, sig, a, FC_OP_PROD, out); }
 
 static const char *const min_max[] = {"min", "max"};
-static const TupleFields rt_aminmax = {"torch.return_types.aminmax", min_max};
+static const TupleFields rt_aminmax = {"torch.return_types.aminmax", min_max, NULL};  /* no derivative in torch 1.13 */
 
 /* aminmax(*, dim=None, keepdim=False): (amin, amax) over dim (None: every element), as PyTorch's
  * aminmax's values and messages; the results have amin's and amax's gradients, where PyTorch 1.13
