@@ -49,6 +49,9 @@ struct FcBackend {
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */
     FcStatus (*conv)(FcBackend *be, FcConv *c, FcError *err);
+    /* Optional (NULL: sums run as kernels, the backend's order): a tensor's sum in PyTorch's CPU
+     * order, so that its bits are PyTorch's (fc_sum). */
+    FcStatus (*cascade_sum)(FcBackend *be, const FcCascadeSum *s, FcError *err);
     void (*destroy)(FcBackend *be);     /* frees the backend itself (threads joined) */
 };
 

@@ -47,7 +47,7 @@ FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTen
             reduced[nr++] = a->shape[d];
     fc_shape_numel(nr, reduced, &count);    /* saturates only where the result is empty */
     FcTensor *sum = NULL, *n = NULL;
-    FcStatus st = fc_reduce(ctx, FC_OP_SUM, a, dim_mask, keepdim, &sum, err);
+    FcStatus st = fc_sum(ctx, a, dim_mask, keepdim, &sum, err);
     if (!st)
         st = fc_scalar(ctx, FC_INT64, (FcScalar){.i = count}, true, &n, err);
     if (!st)
@@ -386,7 +386,7 @@ FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, 
         if (x->ndim == 0)
             s = fc_tensor_retain(e);
         else
-            st = fc_reduce(ctx, FC_OP_SUM, e, dim_mask, keepdim, &s, err);
+            st = fc_sum(ctx, e, dim_mask, keepdim, &s, err);    /* at::sum_out, as torch's */
     }
     if (!st)
         st = fc_unary(ctx, FC_OP_LOG, s, &l, err);

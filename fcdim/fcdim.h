@@ -324,6 +324,11 @@ struct FcNode {
                                    NaN, zeros elsewhere (amax's is scaled by the count of ties) */
     bool c_order;               /* stored in C order when it is the root realised (a copy PyTorch
                                    allocates contiguous: repeat, tril), not in its loads' order */
+    bool cascade;               /* SUM: a tensor's sum (fc_sum), computed alone in PyTorch's order by
+                                   a backend that can (FcBackend.cascade_sum) ... */
+    bool cascade_narrow;        /* ... of a bfloat16 or float16 tensor (its operand is the CAST of
+                                   one to float32), rounded to that dtype as PyTorch's is ... */
+    bool cascade_nan;           /* ... of WHERE(x != x, 0, x): fc_nansum's, summed in x's layout */
     bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
                                    LOAD): realised by the backend's matmul, with the pointwise
                                    expression that reads it as its epilogue (fc_product_root) */
@@ -477,6 +482,7 @@ typedef struct FcCtx {
     uint64_t rng_offset;        /* draws from the global generator so far */
     uint32_t max_fused;         /* operands with bigger DAGs are realised first */
     int sched_off;              /* scheduler passes turned off (FC_SCHED_*), for testing them */
+    bool fused_sums;            /* fc_sum is fc_reduce's sum: fused, in the backend's order */
     /* --dump-ir / --dump-kernels: dump is called with the text of each kernel's IR DAG
      * (FC_DUMP_IR) and of the scheduled kernel (FC_DUMP_KERNELS), as selected by dump_flags. */
     int dump_flags;
@@ -562,6 +568,15 @@ FcStatus fc_cast(FcCtx *ctx, FcTensor *a, FcDType dt, FcTensor **out, FcError *e
  * flattened (C-order) reduced dims. */
 FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out,
                    FcError *err);
+/* PyTorch's at::sum: fc_reduce(FC_OP_SUM), and for a float tensor a sum that a backend with
+ * FcBackend.cascade_sum computes alone, from its operand stored, in PyTorch's CPU order
+ * (FcNode.cascade): the bits of torch.sum, where fc_reduce's sums are the backend's (the CPU's
+ * accumulates in double). The tensor API's sums and means are these; a tensor with first-class
+ * dims sums as fc_reduce does, fused into its consumer. */
+FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
+/* PyTorch's nansum: fc_sum of a with its NaNs as zeros, in a's own layout as at::nansum sums it
+ * (FcNode.cascade_nan); ints and bools as fc_sum. */
+FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* Broadcast shape of two shapes, or FC_ERR_RUNTIME with PyTorch's message. */
 FcStatus fc_broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout, int64_t *out,
                              FcError *err);
@@ -893,6 +908,21 @@ typedef struct FcMatmul {
      * FcBackend.matmul_implicit). */
     const FcMmOperand *a_ix, *b_ix;
 } FcMatmul;
+
+/* A tensor's sum over some of its dims in PyTorch's CPU order (FcBackend.cascade_sum): the
+ * scheduler hands a sum that fc_sum made (FcNode.cascade) of a stored float tensor to a backend
+ * that has it. The output is C-contiguous over the kept dims (a keepdim=True sum's layout). */
+typedef struct FcCascadeSum {
+    const void *in;             /* the input's element (0, ..., 0) */
+    FcDType dtype;              /* float32, float64, bfloat16 or float16 */
+    int ndim;
+    int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS];   /* strides in elements, none negative */
+    uint64_t reduced;           /* bit d: dim d is summed */
+    void *out;
+    FcDType out_dtype;          /* dtype, or float32 for a narrow dtype's sum that its consumer
+                                   reads in float32 (the values are the narrow dtype's) */
+    volatile int *interrupt;
+} FcCascadeSum;
 
 /* A matrix product's epilogue: a pointwise expression of the product P and of tensors indexed
  * like it (bias, batch-norm's scale and shift, a residual), applied to each block of C while it

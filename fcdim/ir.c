@@ -947,6 +947,49 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
     return *out ? FC_OK : fc_nomem(err);
 }
 
+FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    FcStatus st = fc_reduce(ctx, FC_OP_SUM, a, dim_mask, keepdim, out, err);
+    /* a sum over first-class dims stays fused in its consumer (roi_align's masked sums); a
+     * constant never stored (ones(n, m)) is summed by a kernel, not stored first */
+    if (st || !fc_dtype_is_float(a->dtype) || fc_tensor_has_dims(a) || ctx->fused_sums ||
+        (a->node && a->node->op == FC_OP_CONST))
+        return st;
+    FcNode *n = (*out)->node;
+    bool narrow = n && n->op == FC_OP_CAST && n->narrows;
+    if (narrow)
+        n = n->in[0];
+    if (n && n->op == FC_OP_SUM) {
+        n->cascade = true;      /* made just now: no other DAG holds it yet */
+        n->cascade_narrow = narrow;
+    }
+    return FC_OK;
+}
+
+FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    if (!fc_dtype_is_float(a->dtype))
+        return fc_sum(ctx, a, dim_mask, keepdim, out, err);
+    FcTensor *nan = NULL, *zero = NULL, *w = NULL;
+    FcStatus st = fc_binary(ctx, FC_OP_NE, a, a, &nan, err);
+    if (!st)
+        st = fc_scalar(ctx, a->dtype, (FcScalar){.f = 0}, true, &zero, err);
+    if (!st)
+        st = fc_where(ctx, nan, zero, a, &w, err);
+    if (!st)
+        st = fc_sum(ctx, w, dim_mask, keepdim, out, err);
+    FcNode *n = st ? NULL : (*out)->node;
+    if (n && n->op == FC_OP_CAST && n->narrows)
+        n = n->in[0];
+    if (n && n->op == FC_OP_SUM && n->cascade)
+        n->cascade_nan = true;
+    fc_tensor_release(nan);
+    fc_tensor_release(zero);
+    fc_tensor_release(w);
+    return st;
+}
+
 /* ---- text ---- */
 
 typedef struct DumpBuf { char *p; size_t n, cap; bool nomem; } DumpBuf;

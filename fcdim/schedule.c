@@ -61,6 +61,7 @@ typedef struct Sched {
     Sub *subs;
     int nsubs, capsubs;
     bool root_inner;                   /* the root reduction is emitted as an inner one (root_as_inner) */
+    bool cascade;                      /* the backend computes fc_sum's sums alone (cascade_sum) */
     const FcNode *apart;               /* an inner reduction to realise first: its loops did not fit,
                                         * or an arg reduction (only a root makes its index) */
     /* by instruction, the plan's analysis of the code as it stands (fc_kplan_domains: analyse) */
@@ -810,8 +811,10 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
      * consumer's chunk loop (one value serves every chunk); one of no loops at all only when it
      * is small (it is computed once, before the parallel loops). */
     bool off = s->ctx->sched_off & FC_SCHED_FUSE;
+    /* (the root is where it is; fc_sum's sums are computed alone where the backend can) */
     for (int c = 0; c < n; c++)
-        bad[c] = off && fc_op_is_reduce(s->code[c].op) && c != result;   /* the root is where it is */
+        bad[c] = c != result && fc_op_is_reduce(s->code[c].op) &&
+                 (off || (s->cascade && s->node_of[c] && s->node_of[c]->cascade));
     for (int c = 0; c < n; c++) {
         FcInstr *in = &s->code[c];
         uint64_t d = in->deps | own[c];
@@ -1165,6 +1168,143 @@ static FcStatus run_kept(FcCtx *ctx, FcBackend *be, FcCached *c, const FcKey *ke
  * sc (or NULL): the store is scattered by these indices (root is not a reduction). */
 static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage *out_storage,
                          int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
+                         FcStorage **new_storage, int64_t *new_strides, FcError *err);
+
+/* fc_sum's sum at root (FcNode.cascade), or under the CAST that rounds it to its narrow dtype:
+ * that SUM, else NULL. */
+static const FcNode *cascade_of(const FcNode *root)
+{
+    const FcNode *n = root->op == FC_OP_CAST && root->narrows ? root->in[0] : root;
+    if (n->op != FC_OP_SUM || !n->cascade || (n != root && !n->cascade_narrow))
+        return NULL;
+    /* a narrow dtype's operand is its CAST to float32 (a constant when there is nothing to sum) */
+    return !n->cascade_narrow || n->in[0]->op == FC_OP_CAST ? n : NULL;
+}
+
+/* Whether LOAD n reads its stored view element by element: each index the iota of its own level. */
+static bool plain_load(const FcNode *n)
+{
+    if (n->op != FC_OP_LOAD)
+        return false;
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k]->op != FC_OP_IOTA || n->in[k]->nlev != 1 || n->lev_map[k][0] != k || n->strides[k] < 0)
+            return false;
+    return true;
+}
+
+/* A cascade sum as --dump-kernels shows it: "cascade sum float32 [40, 300] strides [300, 1] over
+ * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
+static char *cascade_text(const FcCascadeSum *cs)
+{
+    char a[256], b[256], c[256];
+    int64_t dims[FC_MAX_DIMS];
+    int nr = 0;
+    for (int d = 0; d < cs->ndim; d++)
+        if ((cs->reduced >> d) & 1)
+            dims[nr++] = d;
+    fc_shape_str(a, sizeof a, cs->ndim, cs->shape);
+    fc_shape_str(b, sizeof b, cs->ndim, cs->strides);
+    fc_shape_str(c, sizeof c, nr, dims);
+    char *text = NULL;
+    mem_asprintf(&text, "cascade sum %s %s strides %s over dims %s -> %s (PyTorch's order)\n", fc_dtype_name(cs->dtype),
+                 a, b, c, fc_dtype_name(cs->out_dtype));
+    return text;
+}
+
+/* fc_sum's sum at root, computed by the backend's cascade_sum in PyTorch's order: its operand
+ * stored first (realised when it is an expression, in the layout PyTorch's TensorIterator gives
+ * it), the result new and C-contiguous; written into out_storage or scattered through a load of
+ * it. *done when it took the root. */
+static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+                             int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
+                             FcStorage **new_storage, int64_t *new_strides, bool *done, FcError *err)
+{
+    *done = true;
+    FcStatus st;
+    if (out_storage || sc) {
+        FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)root), dev, NULL, 0);
+        if (!tmp)
+            return fc_nomem(err);
+        st = fc_realize(ctx, tmp, err);
+        FcNode *load = st ? NULL : fc_tensor_node(tmp);
+        if (!st && !load)
+            st = fc_nomem(err);
+        if (!st)
+            st = run_root(ctx, load, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides, err);
+        fc_node_release(load);
+        fc_tensor_release(tmp);
+        return st;
+    }
+    const FcNode *sum = cascade_of(root);
+    const FcNode *x = sum->in[0];
+    if (sum->cascade_narrow)
+        x = x->in[0];   /* below the CAST to float32 */
+    FcCascadeSum cs = {.dtype = x->dtype, .ndim = x->nlev, .out_dtype = root->dtype, .interrupt = ctx->interrupt};
+    FcStorage *in_storage = NULL;
+    int64_t in_offset = 0;
+    const FcNode *nan_x = sum->cascade_nan && x->op == FC_OP_WHERE ? x->in[2] : NULL;
+    if (plain_load(x)) {
+        in_storage = fc_storage_retain(x->storage);
+        in_offset = x->offset;
+        memcpy(cs.strides, x->strides, (size_t)cs.ndim * sizeof *cs.strides);
+    } else if (nan_x && plain_load(nan_x) && nan_x->nlev == x->nlev) {
+        /* at::nansum reads x where it lies: its zeroed copy is laid out as x */
+        int64_t span = 1;
+        for (int d = 0; d < cs.ndim; d++)
+            span += (x->size[d] - 1) * nan_x->strides[d];
+        for (int d = 0; d < cs.ndim; d++)
+            span = x->size[d] == 0 ? 0 : span;
+        st = fc_storage_new(ctx, dev, (size_t)span * fc_dtype_size(x->dtype), &in_storage, err);
+        FcStorage *unused = NULL;
+        if (!st && span > 0)
+            st = run_root(ctx, x, dev, in_storage, 0, nan_x->strides, NULL, &unused, NULL, err);
+        if (st) {
+            fc_storage_release(in_storage);
+            return st;
+        }
+        memcpy(cs.strides, nan_x->strides, (size_t)cs.ndim * sizeof *cs.strides);
+    } else {
+        /* an expression: stored first, as PyTorch's TensorIterator would lay it out */
+        FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)x), dev, NULL, 0);
+        if (!tmp)
+            return fc_nomem(err);
+        st = fc_realize(ctx, tmp, err);
+        if (st) {
+            fc_tensor_release(tmp);
+            return st;
+        }
+        in_storage = fc_storage_retain(tmp->storage);
+        in_offset = tmp->offset;
+        memcpy(cs.strides, tmp->strides, (size_t)cs.ndim * sizeof *cs.strides);
+        fc_tensor_release(tmp);
+    }
+    for (int d = 0; d < cs.ndim; d++) {
+        cs.shape[d] = x->size[d];
+        if (sum->lev_map[0][d] == FC_LEV_REDUCED)
+            cs.reduced |= (uint64_t)1 << d;
+    }
+    cs.in = (const char *)in_storage->data + in_offset * (int64_t)fc_dtype_size(x->dtype);
+    st = new_output(ctx, root, dev, new_storage, err);
+    if (!st) {
+        int perm[FC_MAX_DIMS];
+        for (int i = 0; i < root->nlev; i++)
+            perm[i] = root->nlev - 1 - i;
+        fc_dense_strides(root->nlev, root->size, perm, new_strides);
+        cs.out = (*new_storage)->data;
+        if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
+            dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, cascade_text(&cs));
+        st = be->cascade_sum(be, &cs, err);
+        if (st) {
+            fc_storage_release(*new_storage);
+            *new_storage = NULL;
+        }
+    }
+    fc_storage_release(in_storage);
+    return st;
+}
+
+static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+                         int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
                          FcStorage **new_storage, int64_t *new_strides, FcError *err)
 {
     Sched s;
@@ -1213,6 +1353,13 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }
+    if (be->cascade_sum && cascade_of(root)) {
+        bool done = false;
+        st = cascade_root(ctx, be, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
+                          &done, err);
+        if (st || done)
+            return st;
+    }
     /* A DAG scheduled before (but for its storages) runs the kernel kept then. */
     FcKey key = {0};
     bool keep = nprod == 0 && !(ctx->sched_off & FC_SCHED_CACHE) &&
@@ -1226,7 +1373,8 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         }
     }
     /* Set up here, not above: a kept kernel needs neither, and they are kilobytes to clear. */
-    s = (Sched){.ctx = ctx, .err = err, .dev = dev, .target = be->target, .root_inner = root_as_inner(root)};
+    s = (Sched){.ctx = ctx, .err = err, .dev = dev, .target = be->target, .root_inner = root_as_inner(root),
+                .cascade = be->cascade_sum != NULL};
     memset(&k, 0, sizeof k);
     for (int i = 0; i < nprod; i++)
         if (!add_sub(&s, prods[i])) {

@@ -33,6 +33,7 @@ static const char usage_text[] =
     "  --dump-cuda       print each kernel as the CUDA C source the GPU backend compiles\n"
     "  --verbose         say which path runs library operations (cuDNN or generated kernels) and why\n"
     "  --no-opt=PASSES   turn scheduler passes off (fuse,hoist,bounds): same results, slower\n"
+    "  --fused-sums      fuse float sums into their operand's kernel (faster; not PyTorch's last bits)\n"
     "  --device DEV      run tensor work on DEV: cpu or cuda (cuda:N)\n"
     "  --max-memory N    MemoryError past N bytes of host memory (suffix k, M or G: KiB, MiB, GiB)\n"
     "  -h, --help        print this help and exit\n"
@@ -66,6 +67,7 @@ typedef struct options {
     bool dump_cuda;         /* TDL_DUMP_CUDA */
     bool verbose;           /* TDL_VERBOSE */
     int no_opt;             /* TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS */
+    bool fused_sums;        /* TDL_FUSED_SUMS */
     const char *device;     /* "cpu", "cuda", "cuda:N", or NULL for the default */
     size_t max_memory;      /* tdl_config.max_memory (0: none) */
 } options;
@@ -165,6 +167,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->dump_cuda = true;
         } else if (strcmp(a, "--verbose") == 0) {
             o->verbose = true;
+        } else if (strcmp(a, "--fused-sums") == 0) {
+            o->fused_sums = true;
         } else if (strncmp(a, "--no-opt=", 9) == 0) {
             for (const char *q = a + 9; *q;) {
                 size_t len = strcspn(q, ",");
@@ -574,7 +578,8 @@ int main(int argc, char **argv)
     tdl_config cfg = {.size = sizeof cfg};
     cfg.max_memory = o.max_memory;
     cfg.flags = (o.dump_ir ? TDL_DUMP_IR : 0) | (o.dump_kernels ? TDL_DUMP_KERNELS : 0) |
-                (o.dump_cuda ? TDL_DUMP_CUDA : 0) | (o.verbose ? TDL_VERBOSE : 0) | o.no_opt;
+                (o.dump_cuda ? TDL_DUMP_CUDA : 0) | (o.verbose ? TDL_VERBOSE : 0) | o.no_opt |
+                (o.fused_sums ? TDL_FUSED_SUMS : 0);
     cfg.open_error = open_error;
     tdl_interp *T = tdl_open(&cfg);
     if (!T)

@@ -140,6 +140,10 @@ enum {
     TDL_NO_FILE_READ = 128,
     TDL_NO_FILE_WRITE = 256,
     TDL_VERBOSE = 512,      /* one line on dump for each choice of a library path (cuDNN), and why (--verbose) */
+    /* A float tensor's sum fuses into its operand's kernel and accumulates as the backend's kernels
+     * do (in double on the CPU: correctly rounded nearly always), instead of being computed apart,
+     * its operand stored first, with PyTorch's bits (--fused-sums) */
+    TDL_FUSED_SUMS = 1024,
 };
 
 /* ==== interpreters and running code ==== */

@@ -102,6 +102,7 @@ bool tensor_init(Interp *I, Module *m)
     I->fc->locate_ud = I;
     I->fc->sched_off |= (I->cfg.flags & TDL_NO_FUSE ? FC_SCHED_FUSE : 0) | (I->cfg.flags & TDL_NO_HOIST ? FC_SCHED_HOIST : 0) |
                        (I->cfg.flags & TDL_NO_BOUNDS ? FC_SCHED_BOUNDS : 0);
+    I->fc->fused_sums = I->cfg.flags & TDL_FUSED_SUMS;
     int flags = (I->cfg.flags & TDL_DUMP_IR ? FC_DUMP_IR : 0) | (I->cfg.flags & TDL_DUMP_KERNELS ? FC_DUMP_KERNELS : 0) |
                 (I->cfg.flags & TDL_DUMP_CUDA ? FC_DUMP_CUDA : 0) | (I->cfg.flags & TDL_VERBOSE ? FC_DUMP_VERBOSE : 0);
     if (flags) {
@@ -842,6 +843,7 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
         /* max() and min(): amax and amin under another name, with max()'s gradient and messages */
         bool max_all = (r->op == FC_OP_AMAX || r->op == FC_OP_AMIN) && strcmp(fc_op_name(r->op), r->name) != 0;
         st = max_all ? fc_max_all(I->fc, x, 0, r->op == FC_OP_AMIN, &res, &e)
+                     : r->op == FC_OP_SUM ? fc_sum(I->fc, x, mask, keep && keep->b, &res, &e)
                      : fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
         /* any/all of uint8 give uint8 in PyTorch 1.13 (its legacy behaviour) */
         if (st == FC_OK && !cast && (r->op == FC_OP_ANY || r->op == FC_OP_ALL) && a[0].t->dtype == FC_UINT8) {

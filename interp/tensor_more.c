@@ -270,7 +270,7 @@ bool impl_aminmax(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
  * (grad * ~isnan(x)) gives -0 for a negative grad. */
 static bool nansum(Interp *I, const TensorSig *sig, TensorArg *a, FcTensor **out)
 {
-    FcTensor *x = NULL, *nan = NULL, *zero = NULL, *w = NULL;
+    FcTensor *x = NULL, *w = NULL;
     TensorArg *dt = ARG("dtype");
     FcError e;
     uint64_t mask;
@@ -280,17 +280,10 @@ static bool nansum(Interp *I, const TensorSig *sig, TensorArg *a, FcTensor **out
         return err_raise(I, TDL_ERR_RUNTIME, "\"nansum_cpu\" not implemented for '%s'", fc_dtype_torch_name(want));
     if (!tensor_dim_mask(I, a[0].t, ARG("dim"), &mask)) return false;
     FcStatus st = want != in ? fc_to(I->fc, a[0].t, want, a[0].t->device, &x, &e) : (x = fc_tensor_retain(a[0].t), FC_OK);
-    if (st == FC_OK && fc_dtype_is_float(in)) {
-        st = fc_binary(I->fc, FC_OP_NE, x, x, &nan, &e);
-        if (st == FC_OK) st = int_scalar(I->fc, want, 0, &zero, &e);
-        if (st == FC_OK) st = step(fc_where(I->fc, nan, zero, x, &w, &e), &x, &w);
-    }
-    if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_SUM, x, mask, ARG("keepdim")->b, out, &e);
+    if (st == FC_OK) st = fc_nansum(I->fc, x, mask, ARG("keepdim")->b, out, &e);
     /* sum(dtype=int32) stays int32 */
     if (st == FC_OK && !dt->none && (*out)->dtype != want) st = step(fc_to(I->fc, *out, want, (*out)->device, &w, &e), out, &w);
     fc_tensor_release(x);
-    fc_tensor_release(nan);
-    fc_tensor_release(zero);
     return tensor_check(I, st, &e);
 }
 

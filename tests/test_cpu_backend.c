@@ -3518,6 +3518,74 @@ START_TEST(test_depthwise_taps_by_runs)
 }
 END_TEST
 
+/* ---- sums in PyTorch's order (cascade_sum) ---- */
+
+/* Long sums that the backend splits over threads (by spans of a lone row, by ranges of outputs)
+ * give the same bits at 1, 2 and 4 threads, in each of cascade_sum's loops; their values against
+ * PyTorch's are tests/scripts/tdiff_sum_order's. */
+START_TEST(test_cascade_sum_threads)
+{
+    enum { N = 1 << 21 };
+    float *x = malloc(N * sizeof *x);
+    uint16_t *h = malloc(N * sizeof *h);
+    ck_assert_ptr_nonnull(x);
+    ck_assert_ptr_nonnull(h);
+    for (int i = 0; i < N; i++) {
+        x[i] = ((float)fmod((double)i * 0.37f, 19.7) - 9.85f) * 3.3f;
+        h[i] = fc_f32_to_bf16(x[i]);
+    }
+    /* shape, strides, summed dims, dtype */
+    static const struct {
+        int nd;
+        int64_t shape[3], strides[3];
+        uint64_t reduced;
+        FcDType dt;
+    } cases[] = {
+        {1, {N}, {1}, 1, FC_FLOAT32},                           /* one row: spans */
+        {1, {N / 3}, {3}, 1, FC_FLOAT32},                       /* strided row: spans */
+        {2, {4, N / 4}, {N / 4, 1}, 2, FC_FLOAT32},             /* rows: outputs */
+        {2, {N / 40, 40}, {40, 1}, 1, FC_FLOAT32},              /* columns: 32, 8, then one by one */
+        {2, {1024, 2048}, {1, 1024}, 2, FC_FLOAT32},            /* strided columns */
+        {3, {16, 256, 512}, {131072, 512, 1}, 5, FC_FLOAT32},   /* blocks into one output each */
+        {1, {N / 2}, {1}, 1, FC_FLOAT64},
+        {1, {N}, {1}, 1, FC_BFLOAT16},
+        {2, {N / 16, 16}, {16, 1}, 1, FC_BFLOAT16},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        double want[2048], got[2048];
+        int64_t onum = 1;
+        for (int d = 0; d < cases[c].nd; d++)
+            onum *= (cases[c].reduced >> d) & 1 ? 1 : cases[c].shape[d];
+        ck_assert_int_le(onum, 2048);
+        for (int th = 1; th <= 4; th *= 2) {
+            FcBackend *b = fc_cpu_backend_new(th);
+            ck_assert_ptr_nonnull(b);
+            FcCascadeSum cs = {.in = cases[c].dt == FC_BFLOAT16 ? (const void *)h : (const void *)x,
+                               .dtype = cases[c].dt, .ndim = cases[c].nd, .reduced = cases[c].reduced,
+                               .out = th == 1 ? want : got, .out_dtype = cases[c].dt};
+            memcpy(cs.shape, cases[c].shape, (size_t)cases[c].nd * sizeof *cs.shape);
+            memcpy(cs.strides, cases[c].strides, (size_t)cases[c].nd * sizeof *cs.strides);
+            double *dx = NULL;
+            if (cases[c].dt == FC_FLOAT64) {
+                dx = malloc(N / 2 * sizeof *dx);
+                ck_assert_ptr_nonnull(dx);
+                for (int i = 0; i < N / 2; i++)
+                    dx[i] = (double)x[i] * 1.000001;
+                cs.in = dx;
+            }
+            ck_assert_int_eq(b->cascade_sum(b, &cs, &err), FC_OK);
+            free(dx);
+            b->destroy(b);
+            if (th > 1)
+                ck_assert_msg(memcmp(want, got, (size_t)onum * fc_dtype_size(cases[c].dt)) == 0,
+                              "case %zu: %d threads give other bits than one", c, th);
+        }
+    }
+    free(x);
+    free(h);
+}
+END_TEST
+
 Suite *cpu_backend_suite(void)
 {
     Suite *s = suite_create("cpu_backend");
@@ -3650,6 +3718,12 @@ Suite *cpu_backend_suite(void)
     tcase_add_loop_test(tc, test_matmul_shared_operands, 0, 3);
     tcase_add_test(tc, test_matmul_gathered_bounded);
     tcase_add_test(tc, test_matmul_interrupt_and_dtype);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cascade_sum");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_cascade_sum_threads);
     suite_add_tcase(s, tc);
 
     if (getenv("TDL_CPU_BENCH")) {

@@ -282,12 +282,14 @@ END_TEST
 /* A reduction's loops follow its operand that varies along the most of them, not the first one
  * in the code: start[n] (over the rows) is loaded before img (rows x columns), so ordering by it
  * put the rows innermost, reading img down its columns and turning a per-row memo over at every
- * point (roi_align times its cotangent, summed: the box loop innermost). */
+ * point (roi_align times its cotangent, summed: the box loop innermost). amax: a tensor's sum
+ * (fc_sum) is computed apart, its operand stored first, in PyTorch's order (the dump says so). */
 START_TEST(reduce_loop_order)
 {
     static const char prog[] = "start = (arange(40.0) * 0.3).sin()\n"
                                "img = ((arange(40 * 300.0) * 0.011).cos()).reshape(40, 300)\n"
                                "img.stride()\n"
+                               "s = float((start[:, None] * img).amax())\n"
                                "s = float((start[:, None] * img).sum())\n";
     Text dump = {0};
     tdl_config cfg = {0};
@@ -300,6 +302,8 @@ START_TEST(reduce_loop_order)
     tdl_close(U);
     ck_assert_ptr_nonnull(dump.buf);
     ck_assert_msg(strstr(dump.buf, "kernel: 2 loops [40r, 300r]") != NULL, "the rows are not outermost:\n%s", dump.buf);
+    ck_assert_msg(strstr(dump.buf, "cascade sum float32 [40, 300] strides [300, 1] over dims [0, 1] -> float32") != NULL,
+                  "%s", dump.buf);
     free(dump.buf);
 }
 END_TEST

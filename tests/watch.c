@@ -14,6 +14,8 @@ tdl_interp *open_watching(void (*on_kernel)(void *ud, const FcKernel *k, FcDevic
 {
     tdl_config cfg = {0};
     cfg.write = drop;
+    /* tensors' sums as kernels (the CUDA backend's are; the CPU computes them apart otherwise) */
+    cfg.flags = TDL_FUSED_SUMS;
     tdl_interp *T = tdl_open(&cfg);
     ck_assert_ptr_nonnull(T);
     T->I.fc->on_kernel = on_kernel;

@@ -212,6 +212,11 @@ static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
     return fc_cpu_matmul((CpuBackend *)be, m, err);
 }
 
+static FcStatus cpu_cascade_sum(FcBackend *be, const FcCascadeSum *s, FcError *err)
+{
+    return fc_cpu_cascade_sum((CpuBackend *)be, s, err);
+}
+
 static void cpu_destroy(FcBackend *base)
 {
     CpuBackend *be = (CpuBackend *)base;
@@ -254,6 +259,7 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         .matmul = cpu_mm,
         .matmul_epilogue = true,
         .matmul_implicit = true,
+        .cascade_sum = cpu_cascade_sum,
         .destroy = cpu_destroy,
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
@@ -298,6 +304,7 @@ FcBackend *fc_cpu_backend_as_cuda_new(int nthreads)
         be->device = FC_DEV_CUDA;
         be->matmul_epilogue = false;    /* as the CUDA backend */
         be->matmul_implicit = false;
+        be->cascade_sum = NULL;
     }
     return be;
 }
