@@ -951,6 +951,8 @@ static const struct GradName {
     {"vander", "", "FlipBackward0", NULL}, {"cumulative_trapezoid", NULL, "CumsumBackward0", "CumsumBackward0"},
     {"sgn", "", "SgnBackward0", NULL}, {"take_along_dim", "", "GatherBackward0", "GatherBackward0"},
     {"tensor_split", NULL, "SliceBackward0", "SliceBackward0"}, {"meshgrid", NULL, "ExpandBackward0", NULL},
+    {"msort", "", "SortBackward0", NULL}, {"median", "", "MedianBackward0", NULL},
+    {"nanmedian", "", "NanmedianBackward0", NULL},
 };
 
 /* Whether v is one of the call's tensor arguments (a row that gives back its input, such as

@@ -1,5 +1,5 @@
-/* tensor_impl.h — what the IMPL files of tensor_ops.def share (tensor_more.c, tensor_sort.c,
- * tensor_linalg.c): ARG, the wrapping of one fcdim call's result, chains of steps, host copies,
+/* tensor_impl.h — what the IMPL files of tensor_ops.def share (tensor_ops.c, tensor_more.c,
+ * tensor_sort.c, tensor_linalg.c): ARG, the wrapping of one fcdim call's result, chains of steps, host copies,
  * scalars, index expressions. Internal to the interpreter; static inline, so each file keeps its
  * own copy and the library exports none of these names. Depends on tensor.h and fcdim.h. */
 #ifndef TDL_TENSOR_IMPL_H

@@ -5,10 +5,11 @@
  *
  * Every impl gets its arguments already bound and converted (TensorArg, in signature order; by
  * name with ARG("dim") when a function serves several rows) and returns a new reference in *out.
- * Depends on interp.h, tensor.h and fcdim.h; PyTorch 1.13 is the specification of each operator,
+ * Depends on interp.h, tensor.h, tensor_impl.h and fcdim.h; PyTorch 1.13 is the specification of each operator,
  * fcdim does the tensor work.
  */
 #include "tensor.h"
+#include "tensor_impl.h"
 #include "mem.h"
 
 #include <stdio.h>
@@ -16,7 +17,6 @@
 #include <string.h>
 
 #define IMPL_FN(fn) static bool impl_##fn(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
-#define ARG(name) tensor_arg(sig, a, name)
 
 #define TUPLEV(t) v_obj(V_TUPLE, &(t)->h)
 #define LISTV(l) v_obj(V_LIST, &(l)->h)
@@ -26,12 +26,6 @@
 static FcDType dtype_or(const TensorArg *d, FcDType dflt) { return d && !d->none ? d->dtype : dflt; }
 static FcDevice device_or(const TensorArg *d, FcDevice dflt) { return d && !d->none ? d->device : dflt; }
 static double scalar_f(const TensorArg *s) { return s->sdt == FC_FLOAT64 ? s->s.f : (double)s->s.i; }
-
-/* A result of one fcdim call: wraps *r on success. */
-static bool result(Interp *I, FcStatus st, const FcError *e, FcTensor *r, Value *out)
-{
-    return tensor_check(I, st, e) && tensor_value_steal(I, r, out);
-}
 
 bool tensor_check_sizes(Interp *I, int n, const int64_t *size)
 {
@@ -59,7 +53,7 @@ static bool make_full(Interp *I, int n, const int64_t *size, FcScalar v, FcDType
     return result(I, st, &e, t, out);
 }
 
-static FcScalar int_scalar(int64_t i)
+static FcScalar scalar_i(int64_t i)
 {
     FcScalar s;
     s.i = i;
@@ -85,7 +79,7 @@ bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
         return v.i ? true : err_raise(I, TDL_ERR_RUNTIME, "ZeroDivisionError");
     FcTensor *zero = NULL, *eq = NULL, *any = NULL;
     FcError e;
-    FcStatus st = fc_scalar(I->fc, FC_INT64, int_scalar(0), true, &zero, &e);
+    FcStatus st = fc_scalar(I->fc, FC_INT64, scalar_i(0), true, &zero, &e);
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_EQ, y, zero, &eq, &e);
     if (st == FC_OK) st = fc_reduce(I->fc, FC_OP_ANY, eq, 0, false, &any, &e);
     if (st == FC_OK) st = fc_item(I->fc, any, &v, &e);
@@ -251,14 +245,14 @@ IMPL_FN(tensor)
 IMPL_FN(zeros)
 {
     TensorArg *size = ARG("size");
-    return make_full(I, size->n, size->ints, int_scalar(0), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
+    return make_full(I, size->n, size->ints, scalar_i(0), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
                      new_device(I, sig, a), out);
 }
 
 IMPL_FN(ones)
 {
     TensorArg *size = ARG("size");
-    return make_full(I, size->n, size->ints, int_scalar(1), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
+    return make_full(I, size->n, size->ints, scalar_i(1), FC_INT64, new_dtype(sig, a, FC_FLOAT32),
                      new_device(I, sig, a), out);
 }
 
@@ -400,8 +394,8 @@ static bool full_like(Interp *I, const TensorSig *sig, TensorArg *a, FcScalar v,
     return like_result(I, st, &e, t, strides, c_order, out);
 }
 
-IMPL_FN(zeros_like) { return full_like(I, sig, a, int_scalar(0), FC_INT64, out); }
-IMPL_FN(ones_like) { return full_like(I, sig, a, int_scalar(1), FC_INT64, out); }
+IMPL_FN(zeros_like) { return full_like(I, sig, a, scalar_i(0), FC_INT64, out); }
+IMPL_FN(ones_like) { return full_like(I, sig, a, scalar_i(1), FC_INT64, out); }
 IMPL_FN(full_like) { return full_like(I, sig, a, a[1].s, a[1].sdt, out); }
 
 IMPL_FN(empty_like)
@@ -429,6 +423,22 @@ static FcStatus add_rounded(FcCtx *ctx, FcOp op, FcTensor *self, FcTensor *other
     if (st == FC_OK) st = fc_binary(ctx, op, self, one ? other : p, out, e);
     fc_tensor_release(alpha);
     fc_tensor_release(p);
+    return st;
+}
+
+/* self op other * alpha as one FMA, as torch's vector loop: vec::fmadd(other, alpha, self), sub
+ * with -alpha. */
+static FcStatus add_fused(FcCtx *ctx, FcOp op, FcTensor *self, FcTensor *other, FcDType adt, FcScalar av,
+                          FcTensor **out, FcError *e)
+{
+    if (op == FC_OP_SUB) {
+        if (adt == FC_FLOAT64) av.f = -av.f;
+        else av.i = (int64_t)(0 - (uint64_t)av.i);
+    }
+    FcTensor *alpha = NULL;
+    FcStatus st = fc_scalar(ctx, adt, av, true, &alpha, e);
+    if (st == FC_OK) st = fc_fma(ctx, self, other, alpha, out, e);
+    fc_tensor_release(alpha);
     return st;
 }
 
@@ -493,15 +503,7 @@ static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
         st = add_rounded(I->fc, op, self, other, adt, av, one, &rounded, &e);
         /* the FMA of the vector loop, where it runs: (index along the inner loop) < cut */
         if (st == FC_OK && cut > 0) {
-            FcScalar neg = av;
-            if (op == FC_OP_SUB) {
-                if (adt == FC_FLOAT64) neg.f = -av.f;
-                else neg.i = (int64_t)(0 - (uint64_t)av.i);
-            }
-            FcTensor *alpha = NULL;
-            st = fc_scalar(I->fc, adt, neg, true, &alpha, &e);
-            if (st == FC_OK) st = fc_fma(I->fc, self, other, alpha, &fused, &e);
-            fc_tensor_release(alpha);
+            st = add_fused(I->fc, op, self, other, adt, av, &fused, &e);
             if (st == FC_OK) st = fc_iota(I->fc, inner, &pos, &e);
             if (st == FC_OK) {
                 fc_tensor_place(pos, fused->device);
@@ -528,16 +530,9 @@ static bool add_sub(Interp *I, TensorArg *a, FcOp op, Value *out)
         return result(I, st, &e, r, out);
     }
     /* every element in the vector loop (float32, float64; bfloat16 when the loop is whole) */
-    if (op == FC_OP_SUB) {
-        if (adt == FC_FLOAT64) av.f = -av.f;
-        else av.i = (int64_t)(0 - (uint64_t)av.i);
-    }
-    FcTensor *alpha = NULL;
-    st = fc_scalar(I->fc, adt, av, true, &alpha, &e);
-    if (st == FC_OK) st = fc_fma(I->fc, self, other, alpha, &r, &e);
-    fc_tensor_release(alpha);
+    st = add_fused(I->fc, op, self, other, adt, av, &r, &e);
     if (st == FC_OK && op == FC_OP_SUB)
-        fc_grad_declare(r, FC_VJP_SUB, 2, (FcTensor *[]){self, other}, adt == FC_FLOAT64 ? -av.f : -(double)av.i);
+        fc_grad_declare(r, FC_VJP_SUB, 2, (FcTensor *[]){self, other}, adt == FC_FLOAT64 ? av.f : (double)av.i);
     return result(I, st, &e, r, out);
 }
 
@@ -748,27 +743,10 @@ const TupleFields rt_topk = {"torch.return_types.topk", values_indices, "TopkBac
 /* max(dim) / min(dim): the tuple (values, indices), named as torch.return_types.max / min. */
 static bool max_dim(Interp *I, TensorArg *a, bool is_min, Value *out)
 {
-    FcTensor *values, *indices;
+    FcTensor *ts[2];
     FcError e;
-    if (!tensor_check(I, fc_max_dim(I->fc, a[0].t, a[1].i, a[2].b, is_min, &values, &indices, &e), &e)) return false;
-    fc_grad_name(values, is_min ? rt_min.grad : rt_max.grad);
-    TupleObj *t = tuple_alloc(I, 2);
-    Value v = v_undef(), ix = v_undef();
-    bool ok = t != NULL;
-    if (ok) ok = tensor_value_steal(I, values, &v);
-    else fc_tensor_release(values);
-    if (ok) ok = tensor_value_steal(I, indices, &ix);
-    else fc_tensor_release(indices);
-    if (!ok) {
-        val_decref(I, v);
-        if (t) val_decref(I, TUPLEV(t));
-        return false;
-    }
-    t->items[0] = v;
-    t->items[1] = ix;
-    t->fields = is_min ? &rt_min : &rt_max;
-    *out = TUPLEV(t);
-    return true;
+    if (!tensor_check(I, fc_max_dim(I->fc, a[0].t, a[1].i, a[2].b, is_min, &ts[0], &ts[1], &e), &e)) return false;
+    return tuple_of(I, ts, 2, is_min ? &rt_min : &rt_max, out);
 }
 
 IMPL_FN(max_dim) { return max_dim(I, a, false, out); }

@@ -608,7 +608,6 @@ static bool median_all(Interp *I, FcTensor *t, bool skip_nan, Value *out)
     fc_tensor_release(m);
     fc_tensor_release(fill);
     fc_tensor_release(w);
-    if (st == FC_OK) fc_grad_name(v, skip_nan ? "NanmedianBackward0" : "MedianBackward0");
     return chain_result(I, st, &e, v, out);
 }
 
@@ -637,7 +636,6 @@ bool impl_msort(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     FcTensor *v, *ix;
     if (!sorted(I, a[0].t, 0, false, ORDER_SORT, -1, true, &v, &ix)) return false;
     fc_tensor_release(ix);
-    fc_grad_name(v, rt_sort.grad);
     return tensor_value_steal(I, v, out);
 }
 
