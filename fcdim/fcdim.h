@@ -922,6 +922,11 @@ typedef struct FcCascadeSum {
     FcDType out_dtype;          /* dtype, or float32 for a narrow dtype's sum that its consumer
                                    reads in float32 (the values are the narrow dtype's) */
     volatile int *interrupt;
+    /* NULL, or the input is not in memory: a C-contiguous tensor (strides as such) whose elements
+     * [begin, end) in C order tile computes on request, into *at (valid until the next call). A
+     * sum of all of it then reads a tile at a time. */
+    FcStatus (*tile)(void *ud, int64_t begin, int64_t end, const void **at, FcError *err);
+    void *tile_ud;
 } FcCascadeSum;
 
 /* A matrix product's epilogue: a pointwise expression of the product P and of tensors indexed

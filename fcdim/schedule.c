@@ -1211,6 +1211,139 @@ static char *cascade_text(const FcCascadeSum *cs)
     return text;
 }
 
+/* ---- a sum's operand computed a tile at a time ----
+ * A sum of all of a pointwise expression over C-contiguous tensors of its shape (and numbers):
+ * PyTorch sums the contiguous tensor the expression makes, in one row. Its elements [a, b) in
+ * C order are the same expression over the elements [a, b) of each tensor, so the backend asks
+ * for it a tile at a time (FcCascadeSum.tile), each tile computed by a kernel into a buffer that
+ * stays in cache, and the operand is never stored whole. */
+
+enum { TILE_MAX_NODES = 512, TILE_MIN_ELEMS = 1 << 21 };
+
+typedef struct Tiler {
+    FcCtx *ctx;
+    FcDevice dev;
+    const FcNode *x;
+    const FcNode *old[TILE_MAX_NODES];  /* the DAG's nodes (x's walk), and for a tile ... */
+    FcNode *now[TILE_MAX_NODES];        /* ... each one's node over the tile */
+    int n;
+    FcStorage *buf;                     /* the tile's memory */
+} Tiler;
+
+/* Whether node n of the sum's operand x (nd levels of sizes size) is, over its elements in C
+ * order, the same expression over flat runs: a number (no levels), a C-contiguous plain load
+ * of x's shape, a constant over x's levels, or a pointwise op of such over x's levels exactly.
+ * Each node is looked at once (mark); counts the distinct nodes into *n. */
+static bool flat_pointwise(const FcNode *n, int nd, const int64_t *size, uint64_t mark, int *count)
+{
+    if (n->mark == mark)
+        return true;
+    if (n->nlev == 0)
+        return true;    /* a number or a 0-dim value: the same at every element (kept as it is) */
+    if (++*count > TILE_MAX_NODES || n->nlev != nd || memcmp(n->size, size, (size_t)nd * sizeof *size) != 0)
+        return false;
+    if (n->op == FC_OP_LOAD) {
+        if (!plain_load(n))
+            return false;
+        int64_t c[FC_MAX_DIMS];
+        fc_contiguous_strides(nd, size, c);
+        for (int d = 0; d < nd; d++)
+            if (size[d] != 1 && n->strides[d] != c[d])
+                return false;
+    } else if (n->op == FC_OP_CONST) {
+        /* a constant over x's levels */
+    } else if (fc_op_is_unary(n->op) || fc_op_is_binary(n->op) || fc_op_is_compare(n->op) || n->op == FC_OP_WHERE ||
+               n->op == FC_OP_FMA) {
+        for (int k = 0; k < n->nin; k++) {
+            const FcNode *in = n->in[k];
+            for (int j = 0; j < in->nlev; j++)
+                if (in->nlev != nd || n->lev_map[k][j] != j)
+                    return false;
+            if (!flat_pointwise(in, nd, size, mark, count))
+                return false;
+        }
+    } else {
+        return false;
+    }
+    ((FcNode *)n)->mark = mark;
+    return true;
+}
+
+/* Node n of x over the flat elements [a, a + len): a new reference, or NULL when out of memory. */
+static FcNode *flat_node(Tiler *t, const FcNode *n, int64_t a, int64_t len)
+{
+    if (n->nlev == 0)
+        return fc_node_retain((FcNode *)n);
+    for (int i = 0; i < t->n; i++)
+        if (t->old[i] == n)
+            return fc_node_retain(t->now[i]);
+    FcNode *r;
+    if (n->op == FC_OP_LOAD) {
+        FcNode *ix = fc_node_new(FC_OP_IOTA, FC_INT64, 1, &len, 0, NULL);
+        r = ix ? fc_node_new(FC_OP_LOAD, n->dtype, 1, &len, 1, &ix) : NULL;
+        fc_node_release(ix);
+        if (r) {
+            r->storage = fc_storage_retain(n->storage);
+            r->offset = n->offset + a;
+            r->strides[0] = 1;
+            r->shape[0] = len;
+            r->lev_map[0][0] = 0;
+        }
+    } else if (n->op == FC_OP_CONST) {
+        r = fc_node_new(FC_OP_CONST, n->dtype, 1, &len, 0, NULL);
+        if (r)
+            r->konst = n->konst;
+    } else {
+        FcNode *ins[3] = {NULL, NULL, NULL};
+        bool ok = true;
+        for (int k = 0; k < n->nin && ok; k++)
+            ok = (ins[k] = flat_node(t, n->in[k], a, len)) != NULL;
+        r = ok ? fc_node_new(n->op, n->dtype, 1, &len, n->nin, ins) : NULL;
+        for (int k = 0; k < n->nin; k++) {
+            if (r && ins[k]->nlev == 1)
+                r->lev_map[k][0] = 0;
+            fc_node_release(ins[k]);
+        }
+        if (r) {
+            r->src_dtype = n->src_dtype;
+            r->konst = n->konst;
+            r->nograd = true;
+        }
+    }
+    if (r && t->n < TILE_MAX_NODES) {
+        t->old[t->n] = n;
+        t->now[t->n++] = fc_node_retain(r);
+    }
+    return r;
+}
+
+/* FcCascadeSum.tile: x's elements [begin, end) computed into the tile buffer. */
+static FcStatus tile_of(void *ud, int64_t begin, int64_t end, const void **at, FcError *err)
+{
+    Tiler *t = ud;
+    int64_t len = end - begin;
+    size_t need = (size_t)len * fc_dtype_size(t->x->dtype);
+    FcStatus st = FC_OK;
+    if (!t->buf || t->buf->nbytes < need) {
+        fc_storage_release(t->buf);
+        t->buf = NULL;
+        st = fc_storage_new(t->ctx, t->dev, need, &t->buf, err);
+    }
+    for (int i = 0; i < t->n; i++)
+        fc_node_release(t->now[i]);
+    t->n = 0;
+    FcNode *n = st ? NULL : flat_node(t, t->x, begin, len);
+    if (!st && !n)
+        st = fc_nomem(err);
+    int64_t one = 1;
+    FcStorage *unused = NULL;
+    if (!st && len > 0)
+        st = run_root(t->ctx, n, t->dev, t->buf, 0, &one, NULL, &unused, NULL, err);
+    fc_node_release(n);
+    *at = st ? NULL : t->buf->data;
+    return st;
+}
+
 /* fc_sum's sum at root, computed by the backend's cascade_sum in PyTorch's order: its operand
  * stored first (realised when it is an expression, in the layout PyTorch's TensorIterator gives
  * it), the result new and C-contiguous; written into out_storage or scattered through a load of
@@ -1243,6 +1376,22 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
     FcStorage *in_storage = NULL;
     int64_t in_offset = 0;
     const FcNode *nan_x = sum->cascade_nan && x->op == FC_OP_WHERE ? x->in[2] : NULL;
+    /* a sum of all of a big pointwise expression over contiguous tensors: a tile at a time */
+    int64_t numel = 1;
+    bool all = true;
+    for (int d = 0; d < x->nlev; d++) {
+        numel *= x->size[d];
+        all = all && sum->lev_map[0][d] == FC_LEV_REDUCED;
+    }
+    int count = 0;
+    Tiler *tiler = NULL;
+    bool tiled = !plain_load(x) && !nan_x && all && numel >= TILE_MIN_ELEMS &&
+                 flat_pointwise(x, x->nlev, x->size, fc_walk_stamp(), &count);
+    if (tiled) {
+        if (!(tiler = mem_calloc(1, sizeof *tiler)))
+            return fc_nomem(err);
+        *tiler = (Tiler){.ctx = ctx, .dev = dev, .x = x};
+    }
     if (plain_load(x)) {
         in_storage = fc_storage_retain(x->storage);
         in_offset = x->offset;
@@ -1263,6 +1412,11 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
             return st;
         }
         memcpy(cs.strides, nan_x->strides, (size_t)cs.ndim * sizeof *cs.strides);
+    } else if (tiled) {
+        /* an expression a tile at a time (tile_of): C-contiguous, nothing stored */
+        fc_contiguous_strides(cs.ndim, x->size, cs.strides);
+        cs.tile = tile_of;
+        cs.tile_ud = tiler;
     } else {
         /* an expression: stored first, as PyTorch's TensorIterator would lay it out */
         FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)x), dev, NULL, 0);
@@ -1283,7 +1437,8 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
         if (sum->lev_map[0][d] == FC_LEV_REDUCED)
             cs.reduced |= (uint64_t)1 << d;
     }
-    cs.in = (const char *)in_storage->data + in_offset * (int64_t)fc_dtype_size(x->dtype);
+    if (in_storage)
+        cs.in = (const char *)in_storage->data + in_offset * (int64_t)fc_dtype_size(x->dtype);
     st = new_output(ctx, root, dev, new_storage, err);
     if (!st) {
         int perm[FC_MAX_DIMS];
@@ -1300,6 +1455,12 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
         }
     }
     fc_storage_release(in_storage);
+    if (tiler) {
+        for (int i = 0; i < tiler->n; i++)
+            fc_node_release(tiler->now[i]);
+        fc_storage_release(tiler->buf);
+        mem_free(tiler);
+    }
     return st;
 }
 

@@ -305,6 +305,19 @@ START_TEST(reduce_loop_order)
     ck_assert_msg(strstr(dump.buf, "cascade sum float32 [40, 300] strides [300, 1] over dims [0, 1] -> float32") != NULL,
                   "%s", dump.buf);
     free(dump.buf);
+    /* a sum of all of a big pointwise expression: its operand a tile at a time, never stored whole */
+    dump = (Text){0};
+    U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_msg(tdl_run_string(U, "img = (arange(4096 * 1024.0) * 0.011).reshape(4096, 1024)\n"
+                                    "s = float((img * 2 + 1).sum())\n", "<program>") == TDL_OK,
+                  "%s", tdl_error_message(U));
+    tdl_close(U);
+    /* img's kernel, then the tiles' */
+    ck_assert_msg(strstr(dump.buf, "kernel: 1 loops [1048576]") && count(dump.buf, "loops [4194304]") == 1 &&
+                  strstr(dump.buf, "cascade sum float32 [4096, 1024] strides [1024, 1] over dims [0, 1]"),
+                  "%s", dump.buf);
+    free(dump.buf);
 }
 END_TEST
 

@@ -129,11 +129,21 @@ static void make_iter(const FcCascadeSum *s, Iter *it)
     it->nd = prev + 1;
 }
 
-/* The input and output of a sum: typed pointers, and for a narrow dtype whether the output is
- * written in float32 (the sum of a bfloat16 or float16 tensor read as float32 by its consumer). */
-typedef struct { const float *x; float *out; } f32_In;
-typedef struct { const double *x; double *out; } f64_In;
-typedef struct { const uint16_t *x; void *out; FcDType dt; bool wide; } h16_In;
+/* Where a streamed input's values are (FcCascadeSum.tile): the producer, and whether it failed. */
+typedef struct Stream {
+    const FcCascadeSum *s;
+    int64_t n;                  /* its elements */
+    FcError *err;
+    FcStatus st;                /* the producer's failure */
+} Stream;
+
+/* The input and output of a sum: typed pointers (the input's element x at x[x - base]: a
+ * streamed input's tile holds its elements from base on), and for a narrow dtype whether the
+ * output is written in float32 (the sum of a bfloat16 or float16 tensor read as float32 by its
+ * consumer). */
+typedef struct { const float *x; float *out; int64_t base; Stream *stream; } f32_In;
+typedef struct { const double *x; double *out; int64_t base; Stream *stream; } f64_In;
+typedef struct { const uint16_t *x; void *out; int64_t base; Stream *stream; FcDType dt; bool wide; } h16_In;
 
 #define f32_VEC 8
 #define f64_VEC 4
@@ -143,23 +153,23 @@ static inline __attribute__((always_inline)) void f32_load(const f32_In *in, int
 {
     int n = kind == LD_SCALAR ? 1 : 8;
     for (int l = 0; l < n; l++)
-        v[l] = in->x[x + l];
+        v[l] = in->x[x - in->base + l];
 }
 static inline void f32_store(const f32_In *in, int64_t o, float v) { in->out[o] += v; }
-static inline void f32_add_elem(const f32_In *in, int64_t o, int64_t x) { in->out[o] = in->out[o] + in->x[x]; }
+static inline void f32_add_elem(const f32_In *in, int64_t o, int64_t x) { in->out[o] = in->out[o] + in->x[x - in->base]; }
 
 static inline __attribute__((always_inline)) void f64_load(const f64_In *in, int64_t x, LoadKind kind, double *v)
 {
     int n = kind == LD_SCALAR ? 1 : 4;
     for (int l = 0; l < n; l++)
-        v[l] = in->x[x + l];
+        v[l] = in->x[x - in->base + l];
 }
 static inline void f64_store(const f64_In *in, int64_t o, double v) { in->out[o] += v; }
-static inline void f64_add_elem(const f64_In *in, int64_t o, int64_t x) { in->out[o] = in->out[o] + in->x[x]; }
+static inline void f64_add_elem(const f64_In *in, int64_t o, int64_t x) { in->out[o] = in->out[o] + in->x[x - in->base]; }
 
 static inline float h16_get(const h16_In *in, int64_t x)
 {
-    return in->dt == FC_BFLOAT16 ? fc_bf16_to_f32(in->x[x]) : fc_f16_to_f32(in->x[x]);
+    return in->dt == FC_BFLOAT16 ? fc_bf16_to_f32(in->x[x - in->base]) : fc_f16_to_f32(in->x[x - in->base]);
 }
 /* A float rounded to the narrow dtype as c10's scalar conversion does (a NaN is 0x7FC0 in
  * bfloat16), back as a float. */
@@ -223,6 +233,9 @@ typedef struct Par {
 
 /* Work (values read) below which a part of a sum is not split over threads. */
 #define PAR_WORK 65536
+/* The values of a streamed input asked for at a time (FcCascadeSum.tile): whole spans, about
+ * this many (4 MiB of float32: computed into a cache-sized tile, then summed from it). */
+#define TILE_ELEMS ((int64_t)1 << 20)
 
 /* DEF_CASCADE(N, ACC, LANES): multi_row_sum, row_sum and the four loops of a block for
  * accumulation type ACC with LANES lanes to a vector, over inputs read by N##_load. A sum that
@@ -267,6 +280,7 @@ typedef struct Par {
         int64_t x, rs, cs, power, span;                                                            \
         LoadKind kind;                                                                             \
         N##_Casc *top;          /* [spans]: each span's top level */                               \
+        int64_t first;          /* the span of task 0 */                                           \
     } N##_SpanJob;                                                                                 \
                                                                                                    \
     static bool N##_span_task(void *arg, int tid, int64_t task)                                    \
@@ -274,7 +288,7 @@ typedef struct Par {
         const N##_SpanJob *j = arg;                                                                \
         N##_Casc c;                                                                                \
         memset(&c, 0, sizeof c);                                                                   \
-        int64_t i0 = task * j->span;                                                               \
+        int64_t i0 = (j->first + task) * j->span;                                                  \
         switch (j->kind) {                                                                         \
         case LD_INNER: N##_steps(j->in, j->x, j->rs, j->cs, ROWS, LANES, LD_INNER, j->power, &c, i0, i0 + j->span); break; \
         case LD_OUTER: N##_steps(j->in, j->x, j->rs, j->cs, ROWS, LANES, LD_OUTER, j->power, &c, i0, i0 + j->span); break; \
@@ -284,7 +298,35 @@ typedef struct Par {
         return true;                                                                               \
     }                                                                                              \
                                                                                                    \
-    /* multi_row_sum: size rows (ret[k * lanes + l]); par: may split it into spans. */             \
+    /* A streamed input's elements [begin, end) made present (in->x, in->base). */                 \
+    static bool N##_tile(const N##_In *in, int64_t begin, int64_t end)                             \
+    {                                                                                              \
+        Stream *st = in->stream;                                                                   \
+        const void *p = NULL;                                                                      \
+        if ((st->st = st->s->tile(st->s->tile_ud, begin, end, &p, st->err)))                       \
+            return false;                                                                          \
+        N##_In *w = (N##_In *)in;       /* the caller's own, which it lends as const */           \
+        w->x = p;                                                                                  \
+        w->base = begin;                                                                           \
+        return true;                                                                               \
+    }                                                                                              \
+                                                                                                   \
+    /* The spans [t0, t1) of a multi_row_sum, their top levels into top[0, t1 - t0): over threads  \
+     * when par. */                                                                                \
+    static bool N##_spans(const N##_In *in, int64_t x, int64_t rs, int64_t cs, int64_t power, int64_t span, \
+                          LoadKind kind, int64_t t0, int64_t t1, N##_Casc *top, const Par *par)    \
+    {                                                                                              \
+        N##_SpanJob job = {in, x, rs, cs, power, span, kind, top, t0};                             \
+        if (par)                                                                                   \
+            return fc_cpu_parallel_for(par->be, par->nthreads, t1 - t0, N##_span_task, &job, par->interrupt); \
+        for (int64_t t = 0; t < t1 - t0; t++)                                                      \
+            N##_span_task(&job, 0, t);                                                             \
+        return true;                                                                               \
+    }                                                                                              \
+                                                                                                   \
+    /* multi_row_sum: size rows (ret[k * lanes + l]); par: may split it into spans. A streamed     \
+     * input (the inner sum of its one row) comes a tile of spans at a time, then the rest of the \
+     * row, which its callers' tails read too. */                                                  \
     static inline __attribute__((always_inline)) bool N##_multi_row(const N##_In *in, int64_t x, int64_t rs,        \
                                                                     int64_t cs, int64_t size, int nrows, int lanes, \
                                                                     LoadKind kind, ACC *ret, const Par *par)       \
@@ -295,12 +337,35 @@ typedef struct Par {
         if (power < 4)                                                                             \
             power = 4;                                                                             \
         int64_t span = (int64_t)1 << (3 * power), i = 0;                                           \
-        if (par && nrows == ROWS && size / span >= 2 && size * nrows * lanes >= 2 * PAR_WORK) {    \
+        if (in->stream && kind == LD_INNER && nrows == ROWS) {                                     \
+            int64_t nspan = size / span, per = TILE_ELEMS / (span * rs);                           \
+            per = per < 1 ? 1 : per > nspan ? nspan : per;                                         \
+            N##_Casc *top = nspan > 0 ? mem_malloc((size_t)per * sizeof *top) : NULL;              \
+            if (nspan > 0 && !top) {                                                               \
+                in->stream->st = cpu_errorf(in->stream->err, FC_ERR_NOMEM, "out of memory");      \
+                return false;                                                                      \
+            }                                                                                      \
+            for (int64_t t0 = 0; t0 < nspan; t0 += per) {                                          \
+                int64_t t1 = t0 + per < nspan ? t0 + per : nspan;                                  \
+                if (!N##_tile(in, x + t0 * span * rs, x + t1 * span * rs) ||                       \
+                    !N##_spans(in, x, rs, cs, power, span, kind, t0, t1, top, par)) {              \
+                    mem_free(top);                                                                 \
+                    return false;                                                                  \
+                }                                                                                  \
+                for (int64_t t = 0; t < t1 - t0; t++)                                              \
+                    for (int k = 0; k < nrows; k++)                                                \
+                        for (int l = 0; l < lanes; l++)                                            \
+                            c.a[LEVELS - 1][k][l] += top[t].a[0][k][l];                            \
+            }                                                                                      \
+            mem_free(top);                                                                         \
+            i = nspan * span;                                                                      \
+            if (!N##_tile(in, x + i * rs, in->stream->n))                                          \
+                return false;                                                                      \
+        } else if (par && nrows == ROWS && size / span >= 2 && size * nrows * lanes >= 2 * PAR_WORK) { \
             int64_t nspan = size / span;                                                           \
             N##_Casc *top = mem_malloc((size_t)nspan * sizeof *top);                     \
             if (top) {                                                                             \
-                N##_SpanJob job = {in, x, rs, cs, power, span, kind, top};                         \
-                if (!fc_cpu_parallel_for(par->be, par->nthreads, nspan, N##_span_task, &job, par->interrupt)) { \
+                if (!N##_spans(in, x, rs, cs, power, span, kind, 0, nspan, top, par)) {            \
                     mem_free(top);                                                                 \
                     return false;                                                                  \
                 }                                                                                  \
@@ -356,7 +421,7 @@ typedef struct Par {
     /* A block, its sum along the first dim (cascade_sum's loop once it moved the reduction     \
      * first): the sums of outputs j in [j0, j1) into val[j] (j0 a multiple of ROWS * LANES, j1 too \
      * or size1); par: a lone output's sum may be split. */                                        \
-    static bool N##_values(const N##_In *in, int64_t x, int64_t i0, int64_t i1, int64_t size0, int64_t size1,     \
+    static bool N##_values(const N##_In *in, int64_t x, int64_t i0, int64_t i1, int64_t size0, int64_t size1, \
                            int64_t j0, int64_t j1, ACC *val, const Par *par)                                  \
     {                                                                                              \
         ACC r[ROWS * LANES];                                                                       \
@@ -476,9 +541,20 @@ FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcCascadeSum *s, FcError *err)
     void *val = mem_malloc((size_t)nval * 8);
     if (!val)
         return cpu_errorf(err, FC_ERR_NOMEM, "out of memory");
-    f32_In a32 = {s->in, s->out};
-    f64_In a64 = {s->in, s->out};
-    h16_In a16 = {s->in, s->out, s->dtype, s->out_dtype == FC_FLOAT32};
+    /* A streamed input: a tile at a time where the sum is the inner sum of one row (the inner
+     * loop's multi_row_sum asks for them), else all of it at once. */
+    Stream stream = {s, inum, err, FC_OK};
+    const void *in = s->in;
+    int64_t vec = s->dtype == FC_FLOAT64 ? f64_VEC : s->dtype == FC_FLOAT32 ? f32_VEC : h16_VEC;
+    bool streamed = s->tile && it.nd == 1 && st[0] == 0 && st[1] == 1 && size0 >= vec;
+    if (s->tile && !streamed && (stream.st = s->tile(s->tile_ud, 0, inum, &in, err))) {
+        mem_free(val);
+        return stream.st;
+    }
+    Stream *sp = streamed ? &stream : NULL;
+    f32_In a32 = {in, s->out, 0, sp};
+    f64_In a64 = {in, s->out, 0, sp};
+    h16_In a16 = {in, s->out, 0, sp, s->dtype, s->out_dtype == FC_FLOAT32};
     int nth = fc_cpu_clamp_threads(be, be->nthreads);
     Par par = {be, nth, s->interrupt};
     const Par *pp = nth > 1 ? &par : NULL;
@@ -508,5 +584,7 @@ FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcCascadeSum *s, FcError *err)
             ok = false;
     }
     mem_free(val);
+    if (stream.st)
+        return stream.st;
     return ok ? FC_OK : cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
 }
