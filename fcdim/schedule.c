@@ -1170,6 +1170,26 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
                          int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
                          FcStorage **new_storage, int64_t *new_strides, FcError *err);
 
+/* root realised apart (into fresh memory, as fc_realize does), then stored by a load of it as
+ * run_root's arguments say (into out_storage, or scattered by sc). */
+static FcStatus store_apart(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage *out_storage, int64_t out_offset,
+                            const int64_t *out_strides, const FcScatter *sc, FcStorage **new_storage,
+                            int64_t *new_strides, FcError *err)
+{
+    FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)root), dev, NULL, 0);
+    if (!tmp)
+        return fc_nomem(err);
+    FcStatus st = fc_realize(ctx, tmp, err);
+    FcNode *load = st ? NULL : fc_tensor_node(tmp);
+    if (!st && !load)
+        st = fc_nomem(err);
+    if (!st)
+        st = run_root(ctx, load, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides, err);
+    fc_node_release(load);
+    fc_tensor_release(tmp);
+    return st;
+}
+
 /* fc_sum's sum at root (FcNode.cascade), or under the CAST that rounds it to its narrow dtype:
  * that SUM, else NULL. */
 static const FcNode *cascade_of(const FcNode *root)
@@ -1354,20 +1374,8 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
 {
     *done = true;
     FcStatus st;
-    if (out_storage || sc) {
-        FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)root), dev, NULL, 0);
-        if (!tmp)
-            return fc_nomem(err);
-        st = fc_realize(ctx, tmp, err);
-        FcNode *load = st ? NULL : fc_tensor_node(tmp);
-        if (!st && !load)
-            st = fc_nomem(err);
-        if (!st)
-            st = run_root(ctx, load, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides, err);
-        fc_node_release(load);
-        fc_tensor_release(tmp);
-        return st;
-    }
+    if (out_storage || sc)
+        return store_apart(ctx, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides, err);
     const FcNode *sum = cascade_of(root);
     const FcNode *x = sum->in[0];
     if (sum->cascade_narrow)
@@ -1377,12 +1385,11 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
     int64_t in_offset = 0;
     const FcNode *nan_x = sum->cascade_nan && x->op == FC_OP_WHERE ? x->in[2] : NULL;
     /* a sum of all of a big pointwise expression over contiguous tensors: a tile at a time */
-    int64_t numel = 1;
+    int64_t numel;
+    fc_shape_numel(x->nlev, x->size, &numel);    /* saturates only where it is empty */
     bool all = true;
-    for (int d = 0; d < x->nlev; d++) {
-        numel *= x->size[d];
+    for (int d = 0; d < x->nlev; d++)
         all = all && sum->lev_map[0][d] == FC_LEV_REDUCED;
-    }
     int count = 0;
     Tiler *tiler = NULL;
     bool tiled = !plain_load(x) && !nan_x && all && numel >= TILE_MIN_ELEMS &&
@@ -1397,12 +1404,11 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
         in_offset = x->offset;
         memcpy(cs.strides, x->strides, (size_t)cs.ndim * sizeof *cs.strides);
     } else if (nan_x && plain_load(nan_x) && nan_x->nlev == x->nlev) {
-        /* at::nansum reads x where it lies: its zeroed copy is laid out as x */
-        int64_t span = 1;
-        for (int d = 0; d < cs.ndim; d++)
+        /* at::nansum reads x where it lies: its zeroed copy is laid out as x (x's own span:
+         * it is stored, so no product overflows unless x is empty) */
+        int64_t span = numel > 0;
+        for (int d = 0; d < cs.ndim && span; d++)
             span += (x->size[d] - 1) * nan_x->strides[d];
-        for (int d = 0; d < cs.ndim; d++)
-            span = x->size[d] == 0 ? 0 : span;
         st = fc_storage_new(ctx, dev, (size_t)span * fc_dtype_size(x->dtype), &in_storage, err);
         FcStorage *unused = NULL;
         if (!st && span > 0)
@@ -1495,22 +1501,9 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
             return st;
         if (root->merge && !sc)
             return fc_errf(err, FC_ERR_RUNTIME, "internal error: a merged product that the matmul did not take");
-        if (root->merge) {
-            /* its levels mean nothing to a kernel: realised, then stored by a load of it */
-            FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)root), dev, NULL, 0);
-            if (!tmp)
-                return fc_nomem(err);
-            st = fc_realize(ctx, tmp, err);
-            FcNode *load = st ? NULL : fc_tensor_node(tmp);
-            if (!st && !load)
-                st = fc_nomem(err);
-            if (!st)
-                st = run_root(ctx, load, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
-                              err);
-            fc_node_release(load);
-            fc_tensor_release(tmp);
-            return st;
-        }
+        if (root->merge)    /* its levels mean nothing to a kernel */
+            return store_apart(ctx, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
+                               err);
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }

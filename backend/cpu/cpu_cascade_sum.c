@@ -21,7 +21,10 @@
  * Every add is one IEEE add in the accumulation type (the file is not compiled with contraction
  * or reassociation of float adds, and there is nothing to contract: no products).
  * PyTorch's own result for a sum of 32768 elements or more changes with its thread count
- * (TensorIteratorReduce.cpp's two_pass_reduction); this is its result on one thread.
+ * (TensorIteratorReduce.cpp's two_pass_reduction); this is its result on one thread, whatever
+ * the threads here (see DEF_CASCADE for how they share a sum). An input that is not in memory
+ * (FcCascadeSum.tile: the scheduler's expression computed a tile at a time) is read a tile of
+ * spans at a time.
  * Depends on cpu_internal.h, cpu_plan.h (its error) and mem.h. */
 #include "cpu_internal.h"
 #include "cpu_plan.h"
@@ -521,11 +524,19 @@ DEF_CASCADE(h16, float, 8)
 
 FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcCascadeSum *s, FcError *err)
 {
+    /* (an empty input's other dims may be huge: the products saturate) */
     int64_t onum = 1, inum = 1;
     for (int d = 0; d < s->ndim; d++) {
-        inum *= s->shape[d];
-        onum *= (s->reduced >> d) & 1 ? 1 : s->shape[d];
+        if (__builtin_mul_overflow(inum, s->shape[d], &inum))
+            inum = INT64_MAX;
+        if (!((s->reduced >> d) & 1) && __builtin_mul_overflow(onum, s->shape[d], &onum))
+            onum = INT64_MAX;
     }
+    for (int d = 0; d < s->ndim; d++)
+        if (s->shape[d] == 0) {
+            inum = 0;
+            onum = (s->reduced >> d) & 1 ? onum : 0;
+        }
     size_t oes = s->out_dtype == FC_FLOAT64 ? 8 : s->out_dtype == FC_FLOAT32 ? 4 : 2;
     memset(s->out, 0, (size_t)onum * oes);
     if (inum == 0)
