@@ -49,9 +49,10 @@ struct FcBackend {
      * c->taken when it computed c->y, and c->note either way (how, or why not); an error only
      * when the library took the case and failed. */
     FcStatus (*conv)(FcBackend *be, FcConv *c, FcError *err);
-    /* Optional (NULL: sums run as kernels, the backend's order): a tensor's sum in PyTorch's CPU
-     * order, so that its bits are PyTorch's (fc_sum). */
-    FcStatus (*cascade_sum)(FcBackend *be, const FcCascadeSum *s, FcError *err);
+    /* Optional (NULL: sums run as kernels, the backend's order): a tensor's sum in one of
+     * PyTorch's CPU orders (FcOrderedSum.order), so that its bits are PyTorch's (fc_sum's
+     * cascade; softmax's lanes and serial sums). */
+    FcStatus (*ordered_sum)(FcBackend *be, const FcOrderedSum *s, FcError *err);
     void (*destroy)(FcBackend *be);     /* frees the backend itself (threads joined) */
 };
 

@@ -165,6 +165,8 @@ static const char *vjp_name(const struct FcVjp *v)
     case FC_VJP_ADDCMUL: return "AddcmulBackward0";
     case FC_VJP_ADDCDIV: return "AddcdivBackward0";
     case FC_VJP_SUB: return "SubBackward0";
+    case FC_VJP_SOFTMAX: return "SoftmaxBackward0";
+    case FC_VJP_LOG_SOFTMAX: return "LogSoftmaxBackward0";
     }
     return NULL;
 }
@@ -873,6 +875,52 @@ static FcNode *place_from(FcNode *n, FcNode *in, const int8_t *m)
 /* Operand k of n laid over n's levels (n not a reduction). */
 static FcNode *place(FcNode *n, int k) { return place_from(n, n->in[k], n->lev_map[k]); }
 
+/* The levels of f along which its value can vary (bit l: level l): none for a constant, for a
+ * placement (a CAST to its own dtype) those its operand's reach, else those of size > 1. */
+static uint64_t varying_levels(const FcNode *f)
+{
+    uint64_t r = 0;
+    if (f->op == FC_OP_CAST && f->nin == 1 && f->in[0]->dtype == f->dtype) {
+        uint64_t in = varying_levels(f->in[0]);
+        for (int l = 0; l < f->in[0]->nlev; l++)
+            if (((in >> l) & 1) && f->lev_map[0][l] >= 0)
+                r |= (uint64_t)1 << f->lev_map[0][l];
+    } else if (f->op != FC_OP_CONST) {
+        for (int l = 0; l < f->nlev; l++)
+            if (f->size[l] != 1)
+                r |= (uint64_t)1 << l;
+    }
+    return r;
+}
+
+/* Whether the sum of C (over n's levels) that a broadcast operand of n takes is at::sum's in
+ * PyTorch (sum_to): float32 or float64, not a constant, not a contraction (a product of two
+ * factors that each vary along fewer levels than it: matmul's gradients, left to the products),
+ * and its kept levels in order (the sum's output laid out as the operand's levels; inv: n's
+ * level -> the operand's, or -1). */
+static bool broadcast_sum(const FcNode *n, const FcNode *C, const int *inv)
+{
+    if ((C->dtype != FC_FLOAT32 && C->dtype != FC_FLOAT64) || n->dtype != C->dtype || C->op == FC_OP_CONST)
+        return false;
+    for (int i = 0, last = -1; i < n->nlev; i++)
+        if (inv[i] >= 0) {
+            if (inv[i] < last)
+                return false;
+            last = inv[i];
+        }
+    if (C->op != FC_OP_MUL || C->nin != 2)
+        return true;
+    uint64_t all = varying_levels(C), v[2];
+    for (int k = 0; k < 2; k++) {
+        uint64_t in = varying_levels(C->in[k]);
+        v[k] = 0;
+        for (int l = 0; l < C->in[k]->nlev; l++)
+            if (((in >> l) & 1) && C->lev_map[k][l] >= 0)
+                v[k] |= (uint64_t)1 << C->lev_map[k][l];
+    }
+    return !(v[0] && v[1] && (all & ~v[0]) && (all & ~v[1]));
+}
+
 /* C (over n's levels, dtype dt) taken to the levels of in, an operand of n whose levels map to n's
  * by m: n's levels that the operand does not map are summed over, operand levels that n reduces
  * or broadcasts get C as it is, and operand levels mapped twice (a diagonal) get C where their
@@ -913,6 +961,10 @@ static FcNode *pull_to(FcNode *n, FcNode *in, const int8_t *m, FcNode *C)
         if (s)
             for (int i = 0; i < n->nlev; i++)
                 s->lev_map[0][i] = (int8_t)(inv[i] >= 0 ? inv[i] : FC_LEV_REDUCED);
+        /* PyTorch sums a broadcast operand's gradient with at::sum (sum_to): in its order where
+         * the backend can, but for a contraction (matmul's gradients, kept for the products) */
+        if (s && broadcast_sum(n, C, inv))
+            s->order = FC_SUM_CASCADE;
         s = fc_node_widen(s);
         fc_node_release(C);
         if (!s)
@@ -992,15 +1044,17 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     switch (n->op) {
     case FC_OP_NEG: OUT(0, NEG(Cc())); break;
     case FC_OP_ABS: OUT(0, MUL(Cc(), U(FC_OP_SIGN, X()))); break;
-    case FC_OP_EXP: OUT(0, MUL(Cc(), N())); break;
+    case FC_OP_EXP: case FC_OP_LIBM_EXP: OUT(0, MUL(Cc(), N())); break;
     case FC_OP_LOG: OUT(0, DIV(Cc(), X())); break;
     case FC_OP_SQRT: OUT(0, DIV(Cc(), MUL(K(2), N()))); break;
     case FC_OP_RSQRT: OUT(0, MUL(MUL(Cc(), K(-0.5)), MUL(MUL(N(), N()), N()))); break;
     case FC_OP_SIN: OUT(0, MUL(Cc(), U(FC_OP_COS, X()))); break;
     case FC_OP_COS: OUT(0, NEG(MUL(Cc(), U(FC_OP_SIN, X())))); break;
     case FC_OP_TAN: OUT(0, MUL(Cc(), ADD(K(1), MUL(N(), N())))); break;
-    case FC_OP_TANH: OUT(0, MUL(Cc(), SUB(K(1), MUL(N(), N())))); break;
-    case FC_OP_SIGMOID: OUT(0, MUL(Cc(), MUL(SUB(K(1), N()), N()))); break;
+    /* PyTorch's tanh_backward / sigmoid_backward kernels: a * (1 - b * b), its 1 - b * b
+     * contracted to one fma; (a * (1 - b)) * b */
+    case FC_OP_TANH: OUT(0, MUL(Cc(), own3(FC_OP_FMA, dt, K(1), NEG(N()), N()))); break;
+    case FC_OP_SIGMOID: OUT(0, MUL(MUL(Cc(), SUB(K(1), N())), N())); break;
     case FC_OP_RELU: OUT(0, WHERE(CMP(FC_OP_GT, N(), K(0)), Cc(), K(0))); break;
     case FC_OP_FLOOR: case FC_OP_CEIL: case FC_OP_ROUND: case FC_OP_TRUNC: case FC_OP_SIGN:
         /* zeros_like(grad) in derivatives.yaml: zeros, also where the cotangent is NaN or
@@ -1035,7 +1089,7 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     case FC_OP_MUL: OUT(0, MUL(Cc(), Y())); OUT(1, MUL(Cc(), X())); break;
     case FC_OP_DIV:
         OUT(0, DIV(Cc(), Y()));
-        OUT(1, DIV(MUL(NEG(Cc()), X()), MUL(Y(), Y())));
+        OUT(1, MUL(NEG(Cc()), DIV(DIV(X(), Y()), Y())));    /* div_tensor_other_backward */
         break;
     case FC_OP_POW:
         /* PyTorch's pow_backward_self / pow_backward_exponent. */
@@ -1171,9 +1225,27 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
 #undef OUT
 }
 
+/* softmax's (log_softmax's) cotangent along dim d from C and its output n, by
+ * fc_softmax_backward on dev (a new node, or NULL). */
+static FcNode *softmax_cotangent(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, int d, bool log)
+{
+    FcTensor *g = fc_tensor_from_node(ref(C), dev, NULL, 0), *y = fc_tensor_from_node(ref(n), dev, NULL, 0), *r = NULL;
+    FcError e;
+    bool was_off = fc_grad_off;
+    fc_grad_off = true;
+    FcStatus st = g && y ? fc_softmax_backward(ctx, g, y, d, log, &r, &e) : FC_ERR_NOMEM;
+    fc_grad_off = was_off;
+    FcNode *c = st ? NULL : fc_tensor_node(r);
+    fc_tensor_release(g);
+    fc_tensor_release(y);
+    fc_tensor_release(r);
+    return c;
+}
+
 /* The cotangents of a composite's operands (n->vjp's), given C: as vjp_rule, by the declared rule
- * (fc_grad_declare), each formula as derivatives.yaml writes it, so rounded as PyTorch's. */
-static bool vjp_declared(FcNode *n, FcNode *C, FcNode **out)
+ * (fc_grad_declare), each formula as derivatives.yaml writes it (softmax's as PyTorch's kernel
+ * computes it), so rounded as PyTorch's. */
+static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode **out)
 {
     struct FcVjp *v = n->vjp;
     FcDType dt = n->dtype;
@@ -1212,6 +1284,10 @@ static bool vjp_declared(FcNode *n, FcNode *C, FcNode **out)
     case FC_VJP_SUB:
         OUT(0, Cc());
         OUT(1, MUL(own1(FC_OP_NEG, dt, Cc()), K(v->k)));
+        break;
+    case FC_VJP_SOFTMAX:
+    case FC_VJP_LOG_SOFTMAX:
+        OUT(0, softmax_cotangent(ctx, dev, n, C, (int)v->k, v->rule == FC_VJP_LOG_SOFTMAX));
         break;
     default:
         break;
@@ -1624,6 +1700,34 @@ long fc_grad_term_kernels(void) { return __atomic_load_n(&term_kernels, __ATOMIC
  * record r; m > 1 only for loads that are same_scatter) into r's buffer at the elements the
  * loads read: ONE kernel with an accumulating (scattered) store, the terms a level of its domain
  * (see above). */
+/* An expanded view's cotangent v (over load L's levels, stored with strides): PyTorch's
+ * ExpandBackward sums it over the expanded dims with at::sum (sum_to), so v's levels that the
+ * store does not move along (stride 0, more than one point) are summed in that order first
+ * (FC_SUM_CASCADE, kept at size 1). Takes v; v itself when there are none. */
+static FcNode *expanded_sum(const FcNode *L, const int64_t *strides, FcNode *v)
+{
+    int64_t sz[FC_MAX_DIMS];
+    bool any = false;
+    for (int l = 0; l < L->nlev; l++) {
+        sz[l] = strides[l] == 0 ? 1 : L->size[l];
+        any |= strides[l] == 0 && L->size[l] > 1;
+    }
+    if (!any || !v || (v->dtype != FC_FLOAT32 && v->dtype != FC_FLOAT64) || v->nlev != L->nlev)
+        return v;
+    FcNode *s = fc_node_new(FC_OP_SUM, v->dtype, L->nlev, sz, 1, &v);
+    fc_node_release(v);
+    if (!s)
+        return NULL;
+    for (int l = 0; l < L->nlev; l++)
+        s->lev_map[0][l] = (int8_t)(strides[l] == 0 && L->size[l] > 1 ? FC_LEV_REDUCED : l);
+    s->order = FC_SUM_CASCADE;
+    /* stored through a placement of it, as pull's sums: a backend without ordered sums fuses it
+     * as an inner reduction (a scattered store does not reduce) */
+    FcNode *c = fc_node_place(s, s->dtype, L->nlev, sz, L->nlev);
+    fc_node_release(s);
+    return c;
+}
+
 static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *const *Ls, FcNode *const *cts, int m, FcError *err)
 {
     Pending *p = pending_of(E, r);
@@ -1719,6 +1823,8 @@ static FcStatus scatter_into(Engine *E, FcGradRec *r, FcNode *const *Ls, FcNode 
         strides[pos] = 0;
         __atomic_fetch_add(&term_kernels, 1, __ATOMIC_RELAXED);
     }
+    if (!st && m == 1 && !sc.n && !(v = expanded_sum(L, strides, v)))
+        st = fc_nomem(err);
     if (!st)
         st = fc_store_scattered(E->ctx, p->g->storage, offset, strides, v, &sc, err);
     fc_node_release(v);
@@ -1966,7 +2072,7 @@ static FcStatus backprop_dag(Engine *E, FcNode *root, FcNode *ct, const FcGradRe
                 break;
         }
         FcNode *outs[3] = {NULL, NULL, NULL};
-        bool made = n->vjp ? vjp_declared(n, C, outs) : vjp_rule(n, C, outs);
+        bool made = n->vjp ? vjp_declared(E->ctx, E->dev, n, C, outs) : vjp_rule(n, C, outs);
         int nin = n->vjp ? n->vjp->nin : n->nin;
         FcNode *const *ins = n->vjp ? n->vjp->in : n->in;
         /* A cotangent is of its operand's dtype (a reduction may compute in another one). */

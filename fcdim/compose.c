@@ -163,6 +163,116 @@ static FcStatus exp_sum(FcCtx *ctx, FcTensor *a, int d, FcTensor **xm, FcTensor 
     return st;
 }
 
+/* ---- float32 and float64 softmax as PyTorch 1.13's CPU kernels (SoftMaxKernel.cpp, AVX2) ----
+ * Along the last dim (_vec_softmax_lastdim, _vec_log_softmax_lastdim): per row the max, the
+ * vector exp of x - max and its sum in vec::reduce_all's order (FC_SUM_LANES), then x - max - log
+ * (sum), or exp(x - max) * (1 / sum). Along another dim (_vec_softmax, _vec_logsoftmax): per inner
+ * position the serial sum from 0 (FC_SUM_SERIAL) and exp(x - max) / sum or x - max - log(sum);
+ * the inner positions past the last multiple of the vector width run the scalar code, whose exp
+ * is libm's. The gradients (_vec_softmax_backward, _vec_log_softmax_backward and their last-dim
+ * forms): (g - sum(g * y)) * y, each product of the sum added by an fma, and g - exp(y) * sum(g)
+ * as one fma (GCC contracts both). Their sums have PyTorch's bits where the backend computes
+ * ordered sums (the CPU); elsewhere they are fused. The gradient is declared (FC_VJP_SOFTMAX,
+ * FC_VJP_LOG_SOFTMAX), computed by fc_softmax_backward. */
+
+/* Vectorized<T>::size() under AVX2 for float32 and float64. */
+static int vec_width(FcDType dt) { return dt == FC_FLOAT64 ? 4 : 8; }
+
+/* exp(x) over a tensor of softmax's shape along dim d, as the kernel computes it: its vector exp,
+ * and libm's at the inner positions that its scalar code runs (a dim that is not the last). */
+static FcStatus kernel_exp(FcCtx *ctx, FcTensor *x, int d, FcTensor **out, FcError *err)
+{
+    int64_t inner = 1;
+    for (int k = d + 1; k < x->ndim; k++)
+        inner *= x->shape[k];
+    int64_t cut = inner / vec_width(x->dtype) * vec_width(x->dtype);
+    if (d == x->ndim - 1 || cut == inner)
+        return fc_unary(ctx, FC_OP_EXP, x, out, err);
+    if (cut == 0)
+        return fc_unary(ctx, FC_OP_LIBM_EXP, x, out, err);
+    FcTensor *v = NULL, *sc = NULL, *in_vec = NULL;
+    FcStatus st = fc_unary(ctx, FC_OP_EXP, x, &v, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_LIBM_EXP, x, &sc, err);
+    if (!st)
+        st = fc_inner_below(ctx, x->ndim, x->shape, d, cut, x->device, &in_vec, err);
+    if (!st)
+        st = fc_where(ctx, in_vec, v, sc, out, err);
+    fc_tensor_release(v);
+    fc_tensor_release(sc);
+    fc_tensor_release(in_vec);
+    return st;
+}
+
+/* a (float32 or float64, 1+ dims) softmax or log_softmax along d, as the kernels. */
+static FcStatus softmax_kernel(FcCtx *ctx, FcTensor *a, int d, bool log, FcTensor **out, FcError *err)
+{
+    bool last = d == a->ndim - 1;
+    FcTensor *m = NULL, *xm = NULL, *e = NULL, *s = NULL, *t = NULL, *one = NULL;
+    bool was_off = fc_grad_off;
+    fc_grad_off = true;     /* (a constant to the gradient, as in exp_sum) */
+    FcStatus st = fc_reduce(ctx, FC_OP_AMAX, a, (uint64_t)1 << d, true, &m, err);
+    fc_grad_off = was_off;
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, a, m, &xm, err);
+    if (!st)
+        st = kernel_exp(ctx, xm, d, &e, err);
+    if (!st)
+        st = fc_sum_ordered(ctx, e, NULL, d, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
+    if (!st && log) {
+        st = fc_unary(ctx, FC_OP_LOG, s, &t, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_SUB, xm, t, out, err);
+    } else if (!st && last) {
+        st = wrapped_float(ctx, 1.0, &one, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_DIV, one, s, &t, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_MUL, e, t, out, err);
+    } else if (!st) {
+        st = fc_binary(ctx, FC_OP_DIV, e, s, out, err);
+    }
+    if (!st)
+        fc_grad_declare(*out, log ? FC_VJP_LOG_SOFTMAX : FC_VJP_SOFTMAX, 1, &a, d);
+    fc_tensor_release(m);
+    fc_tensor_release(xm);
+    fc_tensor_release(e);
+    fc_tensor_release(s);
+    fc_tensor_release(t);
+    fc_tensor_release(one);
+    return st;
+}
+
+FcStatus fc_softmax_backward(FcCtx *ctx, FcTensor *g, FcTensor *y, int d, bool log, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    FcSumOrder order = d == y->ndim - 1 ? FC_SUM_LANES : FC_SUM_SERIAL;
+    FcTensor *s = NULL, *t = NULL, *ey = NULL;
+    /* y is read twice (a softmax's own sum inside it): computed once */
+    FcStatus st = fc_realize(ctx, y, err);
+    if (st)
+        return st;
+    if (!log) {
+        st = fc_sum_ordered(ctx, g, y, d, order, &s, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_SUB, g, s, &t, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_MUL, t, y, out, err);
+    } else {
+        st = fc_sum_ordered(ctx, g, NULL, d, order, &s, err);
+        if (!st)
+            st = kernel_exp(ctx, y, d, &ey, err);
+        if (!st)
+            st = fc_unary(ctx, FC_OP_NEG, ey, &t, err);
+        if (!st)
+            st = fc_fma(ctx, g, t, s, out, err);
+    }
+    fc_tensor_release(s);
+    fc_tensor_release(t);
+    fc_tensor_release(ey);
+    return st;
+}
+
 /* bfloat16 log_softmax along the last dim, as torch 1.13's CPU kernel (_vec_log_softmax_lastdim)
  * makes it: the float32 sum of exp(x - max) kept as bfloat16, its log kept as bfloat16, and
  * (x - max) - that log rounded once. w: a in float32. */
@@ -293,6 +403,8 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
         fc_tensor_release(r);
         return st;
     }
+    if (a->ndim > 0 && !fc_tensor_has_dims(a))     /* (along a first-class dim: fused) */
+        return softmax_kernel(ctx, a, d, log, out, err);
     FcTensor *xm = NULL, *e = NULL, *s = NULL, *ls = NULL;
     st = exp_sum(ctx, a, d, &xm, &e, &s, err);
     if (!st && log) {

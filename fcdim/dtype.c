@@ -236,6 +236,26 @@ bool fc_dtype_can_cast(FcDType from, FcDType to)
 
 /* ---- strided views ---- */
 
+void fc_reorder_dimensions(int n, int *perm, int (*cmp)(const void *ud, int d0, int d1), const void *ud)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = n - 1 - i;
+    for (int i = 1; i < n; i++) {
+        int d1 = i;
+        for (int d0 = i - 1; d0 >= 0; d0--) {
+            int c = cmp(ud, perm[d0], perm[d1]);
+            if (c > 0) {
+                int t = perm[d0];
+                perm[d0] = perm[d1];
+                perm[d1] = t;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+}
+
 bool fc_shape_numel(int ndim, const int64_t *shape, int64_t *out)
 {
     /* A zero extent first: (2**62, 4, 0) holds no element, as (0, 2**62, 4) does, whatever

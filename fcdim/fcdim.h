@@ -136,6 +136,11 @@ bool fc_shape_numel(int ndim, const int64_t *shape, int64_t *out);
 bool fc_shape_nbytes(int ndim, const int64_t *shape, FcDType dt, int64_t *out);
 /* The view's element count (it fits: every tensor's shape was checked when it was made). */
 int64_t fc_view_numel(const FcView *v);
+/* PyTorch's TensorIterator::reorder_dimensions: perm[0..n) set to the dims from the last to the
+ * first, then sorted fastest-varying first by its insertion sort, whose comparison
+ * cmp(ud, d0, d1) may be undecided: > 0 moves dim d1 before d0 (and on), < 0 stops, 0 goes on to
+ * the next d0. The scheduler's loop order and the CPU's at::sum both sort so. */
+void fc_reorder_dimensions(int n, int *perm, int (*cmp)(const void *ud, int d0, int d1), const void *ud);
 /* Row-major (C order) contiguous strides for shape; Fortran order (the first dim innermost).
  * As PyTorch's: a size-0 or size-1 dim has the stride of size 1, and for a shape with no
  * element whose extents' product overflows the strides wrap in 64 bits as PyTorch's do. */
@@ -289,6 +294,21 @@ static inline bool fc_op_is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC
 #define FC_LEV_BCAST   (-1)    /* the operand has size 1 along this level: index 0 */
 #define FC_LEV_REDUCED (-2)    /* (reductions) the level is reduced away */
 
+/* The order a SUM node adds in (FcNode.order). FUSED: the backend's own, the sum fused into its
+ * consumer (the CPU adds in double). The others are PyTorch's CPU orders, so that the sum has
+ * PyTorch's bits: a backend with FcBackend.ordered_sum computes such a sum alone, from its operand
+ * stored; a backend without sums it as FUSED. */
+typedef enum FcSumOrder {
+    FC_SUM_FUSED,
+    FC_SUM_CASCADE,     /* at::sum's (SumKernel.cpp's cascade_sum): fc_sum */
+    FC_SUM_LANES,       /* vec::reduce_all's along one dim: lanes of a vector (8 floats, 4 doubles)
+                           each adding every 8th (4th) element in turn, then the lanes added (a
+                           tree of three steps for float, in turn for double); fewer elements
+                           than lanes added in turn. The softmax kernels along the last dim */
+    FC_SUM_SERIAL,      /* from 0, each element of the dim added in turn: the softmax kernels
+                           along another dim */
+} FcSumOrder;
+
 typedef struct FcNode FcNode;
 struct FcNode {
     int32_t refcnt;
@@ -324,10 +344,13 @@ struct FcNode {
                                    NaN, zeros elsewhere (amax's is scaled by the count of ties) */
     bool c_order;               /* stored in C order when it is the root realised (a copy PyTorch
                                    allocates contiguous: repeat, tril), not in its loads' order */
-    bool cascade;               /* SUM: a tensor's sum (fc_sum), computed alone in PyTorch's order by
-                                   a backend that can (FcBackend.cascade_sum) ... */
-    bool cascade_narrow;        /* ... of a bfloat16 or float16 tensor (its operand is the CAST of
-                                   one to float32), rounded to that dtype as PyTorch's is ... */
+    uint8_t order;              /* SUM: FcSumOrder: the backend's own (fused into its consumer), or
+                                   one of PyTorch's, computed alone by a backend that can
+                                   (FcBackend.ordered_sum) */
+    bool order_fma;             /* LANES, SERIAL: the operand is MUL(a, b) of a and b over its levels,
+                                   each product added by one fma (PyTorch's a * b + acc, contracted) */
+    bool cascade_narrow;        /* CASCADE: of a bfloat16 or float16 tensor (its operand is the CAST
+                                   of one to float32), rounded to that dtype as PyTorch's is ... */
     bool cascade_nan;           /* ... of WHERE(x != x, 0, x): fc_nansum's, summed in x's layout */
     bool product;               /* SUM: a matrix product that fc_contract made, SUM over k of MUL(LOAD,
                                    LOAD): realised by the backend's matmul, with the pointwise
@@ -482,7 +505,8 @@ typedef struct FcCtx {
     uint64_t rng_offset;        /* draws from the global generator so far */
     uint32_t max_fused;         /* operands with bigger DAGs are realised first */
     int sched_off;              /* scheduler passes turned off (FC_SCHED_*), for testing them */
-    bool fused_sums;            /* fc_sum is fc_reduce's sum: fused, in the backend's order */
+    bool fused_sums;            /* every sum is fused, in the backend's order: the scheduler
+                                   ignores FcNode.order */
     /* --dump-ir / --dump-kernels: dump is called with the text of each kernel's IR DAG
      * (FC_DUMP_IR) and of the scheduled kernel (FC_DUMP_KERNELS), as selected by dump_flags. */
     int dump_flags;
@@ -569,11 +593,23 @@ FcStatus fc_cast(FcCtx *ctx, FcTensor *a, FcDType dt, FcTensor **out, FcError *e
 FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out,
                    FcError *err);
 /* PyTorch's at::sum: fc_reduce(FC_OP_SUM), and for a float tensor a sum that a backend with
- * FcBackend.cascade_sum computes alone, from its operand stored, in PyTorch's CPU order
- * (FcNode.cascade): the bits of torch.sum, where fc_reduce's sums are the backend's (the CPU's
+ * FcBackend.ordered_sum computes alone, from its operand stored, in PyTorch's CPU order
+ * (FC_SUM_CASCADE): the bits of torch.sum, where fc_reduce's sums are the backend's (the CPU's
  * accumulates in double). The tensor API's sums and means are these; a tensor with first-class
  * dims sums as fc_reduce does, fused into its consumer. */
 FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
+/* The sum along dim d (kept, size 1) of a float32 or float64 tensor a, or of a * b (b: NULL or of
+ * a's shape and dtype), in order (FC_SUM_LANES or FC_SUM_SERIAL; with b each product added by
+ * one fma) where the backend can (FcBackend.ordered_sum), as fc_reduce's sum where it cannot and
+ * for first-class dims (fused). PyTorch's softmax kernels sum so. */
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, FcSumOrder order, FcTensor **out,
+                        FcError *err);
+/* A bool tensor of shape[0..ndim): whether an element's position among the elements of dims
+ * d + 1.. (their flat index in C order) is below cut. PyTorch's kernels along a dim that is not
+ * the last run the inner positions below a multiple of their vector width as vectors, the rest as
+ * scalar code: this tells them apart. */
+FcStatus fc_inner_below(FcCtx *ctx, int ndim, const int64_t *shape, int d, int64_t cut, FcDevice dev, FcTensor **out,
+                        FcError *err);
 /* PyTorch's nansum: fc_sum of a with its NaNs as zeros, in a's own layout as at::nansum sums it
  * (FcNode.cascade_nan); ints and bools as fc_sum. */
 FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
@@ -909,11 +945,15 @@ typedef struct FcMatmul {
     const FcMmOperand *a_ix, *b_ix;
 } FcMatmul;
 
-/* A tensor's sum over some of its dims in PyTorch's CPU order (FcBackend.cascade_sum): the
- * scheduler hands a sum that fc_sum made (FcNode.cascade) of a stored float tensor to a backend
+/* A tensor's sum over some of its dims in one of PyTorch's CPU orders (FcBackend.ordered_sum):
+ * the scheduler hands a SUM of that order (FcNode.order) of a stored float tensor to a backend
  * that has it. The output is C-contiguous over the kept dims (a keepdim=True sum's layout). */
-typedef struct FcCascadeSum {
+typedef struct FcOrderedSum {
+    FcSumOrder order;           /* CASCADE, or LANES or SERIAL along one dim (reduced has one bit) */
     const void *in;             /* the input's element (0, ..., 0) */
+    const void *in2;            /* NULL, or (LANES, SERIAL) in * in2 is summed, each product added by
+                                   one fma; in2 is of in's dtype and shape, with strides2 */
+    int64_t strides2[FC_MAX_DIMS];
     FcDType dtype;              /* float32, float64, bfloat16 or float16 */
     int ndim;
     int64_t shape[FC_MAX_DIMS], strides[FC_MAX_DIMS];   /* strides in elements, none negative */
@@ -922,12 +962,12 @@ typedef struct FcCascadeSum {
     FcDType out_dtype;          /* dtype, or float32 for a narrow dtype's sum that its consumer
                                    reads in float32 (the values are the narrow dtype's) */
     volatile int *interrupt;
-    /* NULL, or the input is not in memory: a C-contiguous tensor (strides as such) whose elements
+    /* (CASCADE) NULL, or the input is not in memory: a C-contiguous tensor (strides as such) whose elements
      * [begin, end) in C order tile computes on request, into *at (valid until the next call). A
      * sum of all of it then reads a tile at a time. */
     FcStatus (*tile)(void *ud, int64_t begin, int64_t end, const void **at, FcError *err);
     void *tile_ud;
-} FcCascadeSum;
+} FcOrderedSum;
 
 /* A matrix product's epilogue: a pointwise expression of the product P and of tensors indexed
  * like it (bias, batch-norm's scale and shift, a residual), applied to each block of C while it
@@ -1241,6 +1281,10 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
  * (FcNode.evenly) and messages. */
 FcStatus fc_max_all(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool is_min, FcTensor **out, FcError *err);
 FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err);
+/* The gradient of softmax (log_softmax) along dim d (wrapped) of a float32 or float64 tensor, from
+ * its output y and the output's gradient g (of y's shape and dtype), as PyTorch's CPU kernels
+ * compute it (_softmax_backward_data, _log_softmax_backward_data). */
+FcStatus fc_softmax_backward(FcCtx *ctx, FcTensor *g, FcTensor *y, int d, bool log, FcTensor **out, FcError *err);
 FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* clamp(min=, max=): lo/hi may be NULL; tensors or wrapped scalars; promotes as PyTorch. */
 FcStatus fc_clamp(FcCtx *ctx, FcTensor *a, FcTensor *lo, FcTensor *hi, FcTensor **out, FcError *err);
@@ -1351,7 +1395,10 @@ void fc_retained_release(struct FcRetained *b);
  *   ADDCMUL   ops self, t1, t2 (k value): grad, grad * (t2 * k), grad * (t1 * k)
  *   ADDCDIV   ops self, t1, t2 (k value): grad, grad * (k / t2), -grad * (k * t1 / (t2 * t2))
  *   SUB       ops self, other (k alpha): grad, -grad * k (sub with an alpha, an FMA) */
-typedef enum FcVjpRule { FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB } FcVjpRule;
+typedef enum FcVjpRule {
+    FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB,
+    FC_VJP_SOFTMAX, FC_VJP_LOG_SOFTMAX      /* k: the dim (fc_softmax_backward) */
+} FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
 /* Frees a node's declared derivative (FcNode.vjp). */
 void fc_vjp_free(struct FcVjp *v);

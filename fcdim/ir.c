@@ -952,7 +952,7 @@ FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTens
     FcStatus st = fc_reduce(ctx, FC_OP_SUM, a, dim_mask, keepdim, out, err);
     /* a sum over first-class dims stays fused in its consumer (roi_align's masked sums); a
      * constant never stored (ones(n, m)) is summed by a kernel, not stored first */
-    if (st || !fc_dtype_is_float(a->dtype) || fc_tensor_has_dims(a) || ctx->fused_sums ||
+    if (st || !fc_dtype_is_float(a->dtype) || fc_tensor_has_dims(a) ||
         (a->node && a->node->op == FC_OP_CONST))
         return st;
     FcNode *n = (*out)->node;
@@ -960,7 +960,7 @@ FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTens
     if (narrow)
         n = n->in[0];
     if (n && n->op == FC_OP_SUM) {
-        n->cascade = true;      /* made just now: no other DAG holds it yet */
+        n->order = FC_SUM_CASCADE;      /* made just now: no other DAG holds it yet */
         n->cascade_narrow = narrow;
     }
     return FC_OK;
@@ -982,11 +982,52 @@ FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcT
     FcNode *n = st ? NULL : (*out)->node;
     if (n && n->op == FC_OP_CAST && n->narrows)
         n = n->in[0];
-    if (n && n->op == FC_OP_SUM && n->cascade)
+    if (n && n->op == FC_OP_SUM && n->order == FC_SUM_CASCADE)
         n->cascade_nan = true;
     fc_tensor_release(nan);
     fc_tensor_release(zero);
     fc_tensor_release(w);
+    return st;
+}
+
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, FcSumOrder order, FcTensor **out,
+                        FcError *err)
+{
+    *out = NULL;
+    FcTensor *p = NULL;
+    FcStatus st = b ? fc_binary(ctx, FC_OP_MUL, a, b, &p, err) : FC_OK;
+    if (!st)
+        st = fc_reduce(ctx, FC_OP_SUM, b ? p : a, (uint64_t)1 << d, true, out, err);
+    FcNode *n = st ? NULL : (*out)->node;
+    if (n && n->op == FC_OP_SUM && n->refcnt == 1 && (a->dtype == FC_FLOAT32 || a->dtype == FC_FLOAT64) &&
+        !fc_tensor_has_dims(a) && !(b && fc_tensor_has_dims(b))) {
+        n->order = (uint8_t)order;
+        n->order_fma = b != NULL;
+    }
+    fc_tensor_release(p);
+    return st;
+}
+
+FcStatus fc_inner_below(FcCtx *ctx, int ndim, const int64_t *shape, int d, int64_t cut, FcDevice dev, FcTensor **out,
+                        FcError *err)
+{
+    *out = NULL;
+    int64_t inner = 1;
+    for (int k = d + 1; k < ndim; k++)
+        inner *= shape[k];
+    FcTensor *pos = NULL, *pv = NULL, *lim = NULL;
+    FcStatus st = fc_iota(ctx, inner, &pos, err);
+    if (!st) {
+        fc_tensor_place(pos, dev);      /* the reshape realises it */
+        st = fc_reshape(ctx, pos, ndim - d - 1, shape + d + 1, &pv, err);
+    }
+    if (!st)
+        st = fc_scalar(ctx, FC_INT64, (FcScalar){.i = cut}, true, &lim, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_LT, pv, lim, out, err);
+    fc_tensor_release(pos);
+    fc_tensor_release(pv);
+    fc_tensor_release(lim);
     return st;
 }
 
@@ -1041,6 +1082,10 @@ static int dump_node(const FcNode *n, const FcNode **seen, int *nseen, int cap, 
     dump_printf(b, "%%%d = %s", id, fc_op_name(n->op));
     if (n->op == FC_OP_CAST)
         dump_printf(b, "<%s>", fc_dtype_name(n->src_dtype));
+    if (n->op == FC_OP_SUM && n->order != FC_SUM_FUSED) {
+        static const char *const orders[] = {"fused", "cascade", "lanes", "serial"};
+        dump_printf(b, "<%s%s>", orders[n->order], n->order_fma ? ", fma" : "");
+    }
     if (n->op == FC_OP_CONST) {
         if (fc_dtype_is_float(n->dtype))
             dump_printf(b, " %.17g", n->konst.f);

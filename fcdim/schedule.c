@@ -61,7 +61,9 @@ typedef struct Sched {
     Sub *subs;
     int nsubs, capsubs;
     bool root_inner;                   /* the root reduction is emitted as an inner one (root_as_inner) */
-    bool cascade;                      /* the backend computes fc_sum's sums alone (cascade_sum) */
+    bool ordered;                      /* the backend computes the sums of PyTorch's orders alone
+                                          (FcBackend.ordered_sum) */
+    const FcNode *root;
     const FcNode *apart;               /* an inner reduction to realise first: its loops did not fit,
                                         * or an arg reduction (only a root makes its index) */
     /* by instruction, the plan's analysis of the code as it stands (fc_kplan_domains: analyse) */
@@ -528,44 +530,34 @@ static int emit_root(Sched *s, const FcNode *root)
 
 /* ---- layout ---- */
 
-/* PyTorch's TensorIterator::reorder_dimensions over the affine loads (in emission order): perm[0]
- * is the fastest-varying loop. */
+/* reorder_dimensions' comparison of loops d0, d1 over the affine loads (in emission order). */
+static int loads_cmp(const void *ud, int d0, int d1)
+{
+    const Sched *s = ud;
+    for (int c = 0; c < s->ncode; c++) {
+        const FcInstr *in = &s->code[c];
+        if (in->op != FC_OP_LOAD)
+            continue;
+        int64_t s0 = in->strides[d0], s1 = in->strides[d1];
+        if (s0 == 0 || s1 == 0)
+            continue;
+        if (s0 < 0)
+            s0 = -s0;
+        if (s1 < 0)
+            s1 = -s1;
+        if (s0 != s1)
+            return s0 < s1 ? -1 : 1;
+        if (s->extent[d0] > s->extent[d1])
+            return 1;
+    }
+    return 0;
+}
+
+/* PyTorch's TensorIterator::reorder_dimensions over the affine loads: perm[0] is the
+ * fastest-varying loop. */
 static void iterator_perm(const Sched *s, int n, int *perm)
 {
-    for (int i = 0; i < n; i++)
-        perm[i] = n - 1 - i;
-    for (int i = 1; i < n; i++) {
-        int d1 = i;
-        for (int d0 = i - 1; d0 >= 0; d0--) {
-            int cmp = 0;
-            for (int c = 0; c < s->ncode && cmp == 0; c++) {
-                const FcInstr *in = &s->code[c];
-                if (in->op != FC_OP_LOAD)
-                    continue;
-                int64_t s0 = in->strides[perm[d0]], s1 = in->strides[perm[d1]];
-                if (s0 == 0 || s1 == 0)
-                    continue;
-                if (s0 < 0)
-                    s0 = -s0;
-                if (s1 < 0)
-                    s1 = -s1;
-                if (s0 < s1)
-                    cmp = -1;
-                else if (s0 > s1)
-                    cmp = 1;
-                else if (s->extent[perm[d0]] > s->extent[perm[d1]])
-                    cmp = 1;
-            }
-            if (cmp > 0) {
-                int t = perm[d0];
-                perm[d0] = perm[d1];
-                perm[d1] = t;
-                d1 = d0;
-            } else if (cmp < 0) {
-                break;
-            }
-        }
-    }
+    fc_reorder_dimensions(n, perm, loads_cmp, s);
 }
 
 /* ---- finishing: loop order, merging, registers ---- */
@@ -811,10 +803,13 @@ static int unfused(const Sched *s, int result, const int *sregs, int ns, int cl,
      * consumer's chunk loop (one value serves every chunk); one of no loops at all only when it
      * is small (it is computed once, before the parallel loops). */
     bool off = s->ctx->sched_off & FC_SCHED_FUSE;
-    /* (the root is where it is; fc_sum's sums are computed alone where the backend can) */
-    for (int c = 0; c < n; c++)
-        bad[c] = c != result && fc_op_is_reduce(s->code[c].op) &&
-                 (off || (s->cascade && s->node_of[c] && s->node_of[c]->cascade));
+    /* (the root is where it is; the sums in PyTorch's orders are computed alone where the backend
+     * can, also as the result under a placement of it, such as a gradient's) */
+    for (int c = 0; c < n; c++) {
+        bool ordered = s->ordered && s->node_of[c] && s->node_of[c]->order != FC_SUM_FUSED;
+        bad[c] = fc_op_is_reduce(s->code[c].op) &&
+                 (c != result ? off || ordered : ordered && s->node_of[c] != s->root);
+    }
     for (int c = 0; c < n; c++) {
         FcInstr *in = &s->code[c];
         uint64_t d = in->deps | own[c];
@@ -1190,13 +1185,20 @@ static FcStatus store_apart(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStor
     return st;
 }
 
-/* fc_sum's sum at root (FcNode.cascade), or under the CAST that rounds it to its narrow dtype:
- * that SUM, else NULL. */
-static const FcNode *cascade_of(const FcNode *root)
+/* A sum in one of PyTorch's orders at root (FcNode.order), or fc_sum's under the CAST that rounds
+ * it to its narrow dtype: that SUM, else NULL. */
+static const FcNode *ordered_of(const FcNode *root)
 {
     const FcNode *n = root->op == FC_OP_CAST && root->narrows ? root->in[0] : root;
-    if (n->op != FC_OP_SUM || !n->cascade || (n != root && !n->cascade_narrow))
+    if (n->op != FC_OP_SUM || n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow))
         return NULL;
+    /* (its output is laid out as the operand's kept levels: they must map in order) */
+    for (int l = 0, last = -1; l < n->in[0]->nlev; l++)
+        if (n->lev_map[0][l] >= 0) {
+            if (n->lev_map[0][l] < last)
+                return NULL;
+            last = n->lev_map[0][l];
+        }
     /* a narrow dtype's operand is its CAST to float32 (a constant when there is nothing to sum) */
     return !n->cascade_narrow || n->in[0]->op == FC_OP_CAST ? n : NULL;
 }
@@ -1212,10 +1214,27 @@ static bool plain_load(const FcNode *n)
     return true;
 }
 
-/* A cascade sum as --dump-kernels shows it: "cascade sum float32 [40, 300] strides [300, 1] over
- * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
-static char *cascade_text(const FcCascadeSum *cs)
+/* Whether MUL x is of two operands over its own levels (an fma sum's factors): then f[0], f[1]. */
+static bool fma_factors(const FcNode *x, const FcNode **f)
 {
+    if (x->op != FC_OP_MUL || x->nin != 2)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        if (x->in[k]->nlev != x->nlev || x->in[k]->dtype != x->dtype)
+            return false;
+        for (int l = 0; l < x->nlev; l++)
+            if (x->lev_map[k][l] != l)
+                return false;
+        f[k] = x->in[k];
+    }
+    return true;
+}
+
+/* An ordered sum as --dump-kernels shows it: "cascade sum float32 [40, 300] strides [300, 1] over
+ * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
+static char *ordered_text(const FcOrderedSum *cs)
+{
+    static const char *const names[] = {"fused", "cascade", "lanes", "serial"};
     char a[256], b[256], c[256];
     int64_t dims[FC_MAX_DIMS];
     int nr = 0;
@@ -1226,8 +1245,8 @@ static char *cascade_text(const FcCascadeSum *cs)
     fc_shape_str(b, sizeof b, cs->ndim, cs->strides);
     fc_shape_str(c, sizeof c, nr, dims);
     char *text = NULL;
-    mem_asprintf(&text, "cascade sum %s %s strides %s over dims %s -> %s (PyTorch's order)\n", fc_dtype_name(cs->dtype),
-                 a, b, c, fc_dtype_name(cs->out_dtype));
+    mem_asprintf(&text, "%s sum%s %s %s strides %s over dims %s -> %s (PyTorch's order)\n", names[cs->order],
+                 cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
     return text;
 }
 
@@ -1235,7 +1254,7 @@ static char *cascade_text(const FcCascadeSum *cs)
  * A sum of all of a pointwise expression over C-contiguous tensors of its shape (and numbers):
  * PyTorch sums the contiguous tensor the expression makes, in one row. Its elements [a, b) in
  * C order are the same expression over the elements [a, b) of each tensor, so the backend asks
- * for it a tile at a time (FcCascadeSum.tile), each tile computed by a kernel into a buffer that
+ * for it a tile at a time (FcOrderedSum.tile), each tile computed by a kernel into a buffer that
  * stays in cache, and the operand is never stored whole. */
 
 enum { TILE_MAX_NODES = 512, TILE_MIN_ELEMS = 1 << 21 };
@@ -1337,7 +1356,7 @@ static FcNode *flat_node(Tiler *t, const FcNode *n, int64_t a, int64_t len)
     return r;
 }
 
-/* FcCascadeSum.tile: x's elements [begin, end) computed into the tile buffer. */
+/* FcOrderedSum.tile: x's elements [begin, end) computed into the tile buffer. */
 static FcStatus tile_of(void *ud, int64_t begin, int64_t end, const void **at, FcError *err)
 {
     Tiler *t = ud;
@@ -1364,11 +1383,34 @@ static FcStatus tile_of(void *ud, int64_t begin, int64_t end, const void **at, F
     return st;
 }
 
-/* fc_sum's sum at root, computed by the backend's cascade_sum in PyTorch's order: its operand
- * stored first (realised when it is an expression, in the layout PyTorch's TensorIterator gives
- * it), the result new and C-contiguous; written into out_storage or scattered through a load of
- * it. *done when it took the root. */
-static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
+/* The stored tensor that node x is: its storage (a reference), offset and strides; realised
+ * first when x is an expression (in the layout PyTorch's TensorIterator gives it). */
+static FcStatus stored_operand(FcCtx *ctx, const FcNode *x, FcDevice dev, FcStorage **storage, int64_t *offset,
+                               int64_t *strides, FcError *err)
+{
+    if (plain_load(x)) {
+        *storage = fc_storage_retain(x->storage);
+        *offset = x->offset;
+        memcpy(strides, x->strides, (size_t)x->nlev * sizeof *strides);
+        return FC_OK;
+    }
+    FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)x), dev, NULL, 0);
+    if (!tmp)
+        return fc_nomem(err);
+    FcStatus st = fc_realize(ctx, tmp, err);
+    if (!st) {
+        *storage = fc_storage_retain(tmp->storage);
+        *offset = tmp->offset;
+        memcpy(strides, tmp->strides, (size_t)x->nlev * sizeof *strides);
+    }
+    fc_tensor_release(tmp);
+    return st;
+}
+
+/* A sum in one of PyTorch's orders at root, computed by the backend's ordered_sum: its operand
+ * (or an fma sum's two factors) stored first, the result new and C-contiguous; written into
+ * out_storage or scattered through a load of it. *done when it took the root. */
+static FcStatus ordered_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDevice dev, FcStorage *out_storage,
                              int64_t out_offset, const int64_t *out_strides, const FcScatter *sc,
                              FcStorage **new_storage, int64_t *new_strides, bool *done, FcError *err)
 {
@@ -1376,33 +1418,46 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
     FcStatus st;
     if (out_storage || sc)
         return store_apart(ctx, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides, err);
-    const FcNode *sum = cascade_of(root);
+    const FcNode *sum = ordered_of(root);
     const FcNode *x = sum->in[0];
     if (sum->cascade_narrow)
         x = x->in[0];   /* below the CAST to float32 */
-    FcCascadeSum cs = {.dtype = x->dtype, .ndim = x->nlev, .out_dtype = root->dtype, .interrupt = ctx->interrupt};
-    FcStorage *in_storage = NULL;
+    FcOrderedSum cs = {.order = (FcSumOrder)sum->order, .dtype = x->dtype, .ndim = x->nlev, .out_dtype = root->dtype,
+                       .interrupt = ctx->interrupt};
+    FcStorage *in_storage = NULL, *in2_storage = NULL;
+    const FcNode *f[2];
+    bool fma = sum->order_fma && fma_factors(x, f);
     int64_t in_offset = 0;
     const FcNode *nan_x = sum->cascade_nan && x->op == FC_OP_WHERE ? x->in[2] : NULL;
     /* a sum of all of a big pointwise expression over contiguous tensors: a tile at a time */
     int64_t numel;
     fc_shape_numel(x->nlev, x->size, &numel);    /* saturates only where it is empty */
-    bool all = true;
-    for (int d = 0; d < x->nlev; d++)
-        all = all && sum->lev_map[0][d] == FC_LEV_REDUCED;
+    for (int d = 0; d < cs.ndim; d++) {
+        cs.shape[d] = x->size[d];
+        if (sum->lev_map[0][d] == FC_LEV_REDUCED)
+            cs.reduced |= (uint64_t)1 << d;
+    }
+    bool all = cs.reduced == (cs.ndim < 64 ? ((uint64_t)1 << cs.ndim) - 1 : ~(uint64_t)0);
     int count = 0;
     Tiler *tiler = NULL;
-    bool tiled = !plain_load(x) && !nan_x && all && numel >= TILE_MIN_ELEMS &&
+    bool tiled = sum->order == FC_SUM_CASCADE && !plain_load(x) && !nan_x && all && numel >= TILE_MIN_ELEMS &&
                  flat_pointwise(x, x->nlev, x->size, fc_walk_stamp(), &count);
     if (tiled) {
         if (!(tiler = mem_calloc(1, sizeof *tiler)))
             return fc_nomem(err);
         *tiler = (Tiler){.ctx = ctx, .dev = dev, .x = x};
     }
-    if (plain_load(x)) {
-        in_storage = fc_storage_retain(x->storage);
-        in_offset = x->offset;
-        memcpy(cs.strides, x->strides, (size_t)cs.ndim * sizeof *cs.strides);
+    if (fma) {
+        /* each product added by one fma: its factors stored */
+        int64_t in2_offset = 0;
+        st = stored_operand(ctx, f[0], dev, &in_storage, &in_offset, cs.strides, err);
+        if (!st)
+            st = stored_operand(ctx, f[1], dev, &in2_storage, &in2_offset, cs.strides2, err);
+        if (st) {
+            fc_storage_release(in_storage);
+            return st;
+        }
+        cs.in2 = (const char *)in2_storage->data + in2_offset * (int64_t)fc_dtype_size(x->dtype);
     } else if (nan_x && plain_load(nan_x) && nan_x->nlev == x->nlev) {
         /* at::nansum reads x where it lies: its zeroed copy is laid out as x (x's own span:
          * it is stored, so no product overflows unless x is empty) */
@@ -1423,25 +1478,8 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
         fc_contiguous_strides(cs.ndim, x->size, cs.strides);
         cs.tile = tile_of;
         cs.tile_ud = tiler;
-    } else {
-        /* an expression: stored first, as PyTorch's TensorIterator would lay it out */
-        FcTensor *tmp = fc_tensor_from_node(fc_node_retain((FcNode *)x), dev, NULL, 0);
-        if (!tmp)
-            return fc_nomem(err);
-        st = fc_realize(ctx, tmp, err);
-        if (st) {
-            fc_tensor_release(tmp);
-            return st;
-        }
-        in_storage = fc_storage_retain(tmp->storage);
-        in_offset = tmp->offset;
-        memcpy(cs.strides, tmp->strides, (size_t)cs.ndim * sizeof *cs.strides);
-        fc_tensor_release(tmp);
-    }
-    for (int d = 0; d < cs.ndim; d++) {
-        cs.shape[d] = x->size[d];
-        if (sum->lev_map[0][d] == FC_LEV_REDUCED)
-            cs.reduced |= (uint64_t)1 << d;
+    } else if ((st = stored_operand(ctx, x, dev, &in_storage, &in_offset, cs.strides, err))) {
+        return st;
     }
     if (in_storage)
         cs.in = (const char *)in_storage->data + in_offset * (int64_t)fc_dtype_size(x->dtype);
@@ -1453,14 +1491,15 @@ static FcStatus cascade_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
         fc_dense_strides(root->nlev, root->size, perm, new_strides);
         cs.out = (*new_storage)->data;
         if (ctx->dump && (ctx->dump_flags & (FC_DUMP_IR | FC_DUMP_KERNELS)))
-            dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, cascade_text(&cs));
-        st = be->cascade_sum(be, &cs, err);
+            dump(ctx, FC_DUMP_IR | FC_DUMP_KERNELS, ordered_text(&cs));
+        st = be->ordered_sum(be, &cs, err);
         if (st) {
             fc_storage_release(*new_storage);
             *new_storage = NULL;
         }
     }
     fc_storage_release(in_storage);
+    fc_storage_release(in2_storage);
     if (tiler) {
         for (int i = 0; i < tiler->n; i++)
             fc_node_release(tiler->now[i]);
@@ -1507,9 +1546,10 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }
-    if (be->cascade_sum && cascade_of(root)) {
+    bool ordered = be->ordered_sum && !ctx->fused_sums;
+    if (ordered && ordered_of(root)) {
         bool done = false;
-        st = cascade_root(ctx, be, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
+        st = ordered_root(ctx, be, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,
                           &done, err);
         if (st || done)
             return st;
@@ -1528,7 +1568,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
     }
     /* Set up here, not above: a kept kernel needs neither, and they are kilobytes to clear. */
     s = (Sched){.ctx = ctx, .err = err, .dev = dev, .target = be->target, .root_inner = root_as_inner(root),
-                .cascade = be->cascade_sum != NULL};
+                .ordered = ordered, .root = root};
     memset(&k, 0, sizeof k);
     for (int i = 0; i < nprod; i++)
         if (!add_sub(&s, prods[i])) {

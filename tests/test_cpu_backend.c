@@ -3520,7 +3520,7 @@ END_TEST
 
 /* ---- sums in PyTorch's order (cascade_sum) ---- */
 
-/* FcCascadeSum.tile over an array in memory: its elements from begin. Counts the calls. */
+/* FcOrderedSum.tile over an array in memory: its elements from begin. Counts the calls. */
 static int tiles_asked;
 static FcStatus tile_from(void *ud, int64_t begin, int64_t end, const void **at, FcError *e)
 {
@@ -3570,7 +3570,7 @@ START_TEST(test_cascade_sum_threads)
         for (int th = 1; th <= 4; th *= 2) {
             FcBackend *b = fc_cpu_backend_new(th);
             ck_assert_ptr_nonnull(b);
-            FcCascadeSum cs = {.in = cases[c].dt == FC_BFLOAT16 ? (const void *)h : (const void *)x,
+            FcOrderedSum cs = {.order = FC_SUM_CASCADE, .in = cases[c].dt == FC_BFLOAT16 ? (const void *)h : (const void *)x,
                                .dtype = cases[c].dt, .ndim = cases[c].nd, .reduced = cases[c].reduced,
                                .out = th == 1 ? want : got, .out_dtype = cases[c].dt};
             memcpy(cs.shape, cases[c].shape, (size_t)cases[c].nd * sizeof *cs.shape);
@@ -3583,7 +3583,7 @@ START_TEST(test_cascade_sum_threads)
                     dx[i] = (double)x[i] * 1.000001;
                 cs.in = dx;
             }
-            ck_assert_int_eq(b->cascade_sum(b, &cs, &err), FC_OK);
+            ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
             if (th > 1)
                 ck_assert_msg(memcmp(want, got, (size_t)onum * fc_dtype_size(cases[c].dt)) == 0,
                               "case %zu: %d threads give other bits than one", c, th);
@@ -3595,7 +3595,7 @@ START_TEST(test_cascade_sum_threads)
                 cs.tile_ud = x;
                 cs.in = NULL;
                 cs.out = &streamed;
-                ck_assert_int_eq(b->cascade_sum(b, &cs, &err), FC_OK);
+                ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
                 ck_assert_int_gt(tiles_asked, 2);
                 float whole;
                 memcpy(&whole, want, sizeof whole);
@@ -3608,6 +3608,106 @@ START_TEST(test_cascade_sum_threads)
     }
     free(x);
     free(h);
+}
+END_TEST
+
+/* ---- the sums of PyTorch's softmax kernels (FC_SUM_LANES, FC_SUM_SERIAL) ---- */
+
+/* vec::reduce_all's order over a float row of n (8 lanes, then ((0+4)+(2+6))+((1+5)+(3+7))), the
+ * products x * y added by fma when y: a restatement, for the backend's to be held to. */
+static float lanes_f32(const float *x, const float *y, int64_t sd, int64_t n)
+{
+    if (n < 8) {
+        float s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s = i == 0 ? (y ? x[0] * y[0] : x[0]) : s + (y ? x[i * sd] * y[i * sd] : x[i * sd]);
+        return s;
+    }
+    float a[8];
+    for (int l = 0; l < 8; l++)
+        a[l] = y ? x[l * sd] * y[l * sd] : x[l * sd];
+    for (int64_t i = 8; i < n; i++)
+        a[i % 8] = y ? fmaf(x[i * sd], y[i * sd], a[i % 8]) : a[i % 8] + x[i * sd];
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* Rows (LANES) and columns (SERIAL), of one tensor or of products (fma), float32 and float64:
+ * the values as the orders say, and the same bits at 1, 2 and 4 threads. Against PyTorch's
+ * kernels: tests/scripts/tdiff_softmax_order. */
+START_TEST(test_vec_sum_orders)
+{
+    enum { R = 96, C = 1031 };          /* C: lanes and a partial vector; R * C: threads engage */
+    float *x = malloc(R * C * sizeof *x), *y = malloc(R * C * sizeof *y);
+    double *dx = malloc(R * C * sizeof *dx);
+    ck_assert(x && y && dx);
+    for (int i = 0; i < R * C; i++) {
+        x[i] = ((float)fmod((double)i * 0.37, 7.3) - 3.1f) * 1.7f;
+        y[i] = (float)fmod((double)i * 0.71, 3.3) - 1.2f;
+        dx[i] = (double)x[i] * 1.000001;
+    }
+    static float want[C], got[C];
+    static double dwant[C], dgot[C];
+    for (int c = 0; c < 6; c++) {
+        FcSumOrder order = c < 3 ? FC_SUM_LANES : FC_SUM_SERIAL;
+        bool prod = c % 3 == 1, f64 = c % 3 == 2;
+        /* LANES sums rows (dim 1 of [R, C]); SERIAL sums columns (dim 0) */
+        int64_t onum = order == FC_SUM_LANES ? R : C;
+        for (int th = 1; th <= 4; th *= 2) {
+            FcBackend *b = fc_cpu_backend_new(th);
+            ck_assert_ptr_nonnull(b);
+            FcOrderedSum cs = {.order = order, .in = f64 ? (const void *)dx : (const void *)x, .in2 = prod ? y : NULL,
+                               .dtype = f64 ? FC_FLOAT64 : FC_FLOAT32, .ndim = 2, .shape = {R, C}, .strides = {C, 1},
+                               .strides2 = {C, 1}, .reduced = order == FC_SUM_LANES ? 2 : 1,
+                               .out = th == 1 ? (f64 ? (void *)dwant : (void *)want) : (f64 ? (void *)dgot : (void *)got),
+                               .out_dtype = f64 ? FC_FLOAT64 : FC_FLOAT32};
+            ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
+            b->destroy(b);
+            if (th > 1) {
+                ck_assert_msg(f64 ? memcmp(dwant, dgot, (size_t)onum * 8) == 0 : memcmp(want, got, (size_t)onum * 4) == 0,
+                              "case %d: %d threads give other bits than one", c, th);
+                continue;
+            }
+            for (int64_t o = 0; o < onum; o++) {
+                if (f64 && order == FC_SUM_LANES) {
+                    /* 4 lanes, added in turn */
+                    const double *r = dx + o * C;
+                    double a[4] = {r[0], r[1], r[2], r[3]};
+                    for (int64_t i = 4; i < C; i++)
+                        a[i % 4] = a[i % 4] + r[i];
+                    ck_assert_msg(dwant[o] == ((a[0] + a[1]) + a[2]) + a[3], "f64 row %d", (int)o);
+                } else if (f64) {
+                    double s = 0;
+                    for (int64_t i = 0; i < R; i++)
+                        s = s + dx[i * C + o];
+                    ck_assert_msg(dwant[o] == s, "f64 column %d", (int)o);
+                } else if (order == FC_SUM_LANES) {
+                    float w = lanes_f32(x + o * C, prod ? y + o * C : NULL, 1, C);
+                    ck_assert_msg(memcmp(&w, &want[o], 4) == 0, "case %d row %d: %.9g, want %.9g", c, (int)o,
+                                  (double)want[o], (double)w);
+                } else {
+                    float s = 0;
+                    for (int64_t i = 0; i < R; i++)
+                        s = prod ? fmaf(x[i * C + o], y[i * C + o], s) : s + x[i * C + o];
+                    ck_assert_msg(memcmp(&s, &want[o], 4) == 0, "case %d column %d", c, (int)o);
+                }
+            }
+        }
+    }
+    /* rows shorter than the lanes are added in turn; an empty one is 0 */
+    FcBackend *b = fc_cpu_backend_new(1);
+    ck_assert_ptr_nonnull(b);
+    for (int64_t n = 0; n < 8; n++) {
+        float out = -1;
+        FcOrderedSum cs = {.order = FC_SUM_LANES, .in = x, .dtype = FC_FLOAT32, .ndim = 1, .shape = {n},
+                           .strides = {1}, .reduced = 1, .out = &out, .out_dtype = FC_FLOAT32};
+        ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
+        float w = lanes_f32(x, NULL, 1, n);
+        ck_assert_msg(memcmp(&w, &out, 4) == 0, "row of %d", (int)n);
+    }
+    b->destroy(b);
+    free(x);
+    free(y);
+    free(dx);
 }
 END_TEST
 
@@ -3749,6 +3849,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cascade_sum_threads);
+    tcase_add_test(tc, test_vec_sum_orders);
     suite_add_tcase(s, tc);
 
     if (getenv("TDL_CPU_BENCH")) {

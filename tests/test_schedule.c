@@ -162,12 +162,13 @@ static const int flag_sets[] = {0, TDL_NO_FUSE, TDL_NO_HOIST, TDL_NO_BOUNDS,
                                 TDL_NO_FUSE | TDL_NO_HOIST | TDL_NO_BOUNDS};
 static const char *const outputs[] = {"a", "b", "c", "e", "f", "g"};
 
-/* Runs program p with flags into dir; returns the kernel dump. */
+/* Runs program p with flags into dir; returns the kernel dump. The sums in PyTorch's orders are
+ * the backend's, computed apart from the passes under test: every sum is fused here. */
 static char *run(int p, int flags, const char *dir)
 {
     Text dump = {0}, out = {0};
     tdl_config cfg = {0};
-    cfg.flags = flags | TDL_DUMP_KERNELS;
+    cfg.flags = flags | TDL_DUMP_KERNELS | TDL_FUSED_SUMS;
     cfg.dump = append;
     cfg.dump_ud = &dump;
     cfg.write = append;
@@ -283,7 +284,8 @@ END_TEST
  * in the code: start[n] (over the rows) is loaded before img (rows x columns), so ordering by it
  * put the rows innermost, reading img down its columns and turning a per-row memo over at every
  * point (roi_align times its cotangent, summed: the box loop innermost). amax: a tensor's sum
- * (fc_sum) is computed apart, its operand stored first, in PyTorch's order (the dump says so). */
+ * (fc_sum) is computed apart, its operand stored first, in PyTorch's order (the dump says so), and
+ * so are softmax's sums (fc_sum_ordered). */
 START_TEST(reduce_loop_order)
 {
     static const char prog[] = "start = (arange(40.0) * 0.3).sin()\n"
@@ -317,6 +319,20 @@ START_TEST(reduce_loop_order)
     ck_assert_msg(strstr(dump.buf, "kernel: 1 loops [1048576]") && count(dump.buf, "loops [4194304]") == 1 &&
                   strstr(dump.buf, "cascade sum float32 [4096, 1024] strides [1024, 1] over dims [0, 1]"),
                   "%s", dump.buf);
+    free(dump.buf);
+    /* softmax's sums: a row's in lanes, the gradient's of products by fma, a column's serially */
+    dump = (Text){0};
+    U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_msg(tdl_run_string(U, "x = (arange(24.0) * 0.3).reshape(4, 6)\n"
+                                    "x.requires_grad_()\n"
+                                    "(x.softmax(1) * x.detach()).sum().backward()\n"
+                                    "s = float(x.log_softmax(0).sum())\n", "<program>") == TDL_OK,
+                  "%s", tdl_error_message(U));
+    tdl_close(U);
+    ck_assert_msg(strstr(dump.buf, "lanes sum float32 [4, 6] strides [6, 1] over dims [1] -> float32") &&
+                  strstr(dump.buf, "lanes sum of products (fma) float32 [4, 6] strides [6, 1] over dims [1]") &&
+                  strstr(dump.buf, "serial sum float32 [4, 6] strides [6, 1] over dims [0]"), "%s", dump.buf);
     free(dump.buf);
 }
 END_TEST

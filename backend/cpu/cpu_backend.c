@@ -212,9 +212,10 @@ static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
     return fc_cpu_matmul((CpuBackend *)be, m, err);
 }
 
-static FcStatus cpu_cascade_sum(FcBackend *be, const FcCascadeSum *s, FcError *err)
+static FcStatus cpu_ordered_sum(FcBackend *be, const FcOrderedSum *s, FcError *err)
 {
-    return fc_cpu_cascade_sum((CpuBackend *)be, s, err);
+    return s->order == FC_SUM_CASCADE ? fc_cpu_cascade_sum((CpuBackend *)be, s, err)
+                                      : fc_cpu_vec_sum((CpuBackend *)be, s, err);
 }
 
 static void cpu_destroy(FcBackend *base)
@@ -259,7 +260,7 @@ FcBackend *fc_cpu_backend_new(int nthreads)
         .matmul = cpu_mm,
         .matmul_epilogue = true,
         .matmul_implicit = true,
-        .cascade_sum = cpu_cascade_sum,
+        .ordered_sum = cpu_ordered_sum,
         .destroy = cpu_destroy,
     };
     be->nthreads = nthreads < 1 ? 1 : nthreads;
@@ -304,7 +305,7 @@ FcBackend *fc_cpu_backend_as_cuda_new(int nthreads)
         be->device = FC_DEV_CUDA;
         be->matmul_epilogue = false;    /* as the CUDA backend */
         be->matmul_implicit = false;
-        be->cascade_sum = NULL;
+        be->ordered_sum = NULL;
     }
     return be;
 }

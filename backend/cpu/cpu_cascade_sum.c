@@ -1,4 +1,4 @@
-/* cpu_cascade_sum.c — a tensor's sum in PyTorch's order (FcBackend.cascade_sum), so that tdl's
+/* cpu_cascade_sum.c — a tensor's sum in at::sum's order (FcBackend.ordered_sum, FC_SUM_CASCADE), so that tdl's
  * float sums have PyTorch's bits.
  *
  * PyTorch 1.13's CPU sum (aten/src/ATen/native/cpu/SumKernel.cpp, cascade_sum, in its AVX2 build,
@@ -23,7 +23,7 @@
  * PyTorch's own result for a sum of 32768 elements or more changes with its thread count
  * (TensorIteratorReduce.cpp's two_pass_reduction); this is its result on one thread, whatever
  * the threads here (see DEF_CASCADE for how they share a sum). An input that is not in memory
- * (FcCascadeSum.tile: the scheduler's expression computed a tile at a time) is read a tile of
+ * (FcOrderedSum.tile: the scheduler's expression computed a tile at a time) is read a tile of
  * spans at a time.
  * Depends on cpu_internal.h, cpu_plan.h (its error) and mem.h. */
 #include "cpu_internal.h"
@@ -54,10 +54,13 @@ typedef struct Iter {
     int64_t ost[FC_MAX_DIMS], ist[FC_MAX_DIMS];     /* output, input strides in elements */
 } Iter;
 
-/* reorder_dimensions' comparison: 1 when dim d0 goes after d1, -1 before, 0 undecided. */
-static int should_swap(const FcCascadeSum *s, const int64_t *ost, int d0, int d1)
+/* reorder_dimensions' comparison over (output, input): 1 when dim d0 goes after d1, -1 before, 0
+ * undecided. */
+typedef struct SwapUd { const FcOrderedSum *s; const int64_t *ost; } SwapUd;
+static int should_swap(const void *ud, int d0, int d1)
 {
-    const int64_t *st[2] = {ost, s->strides};
+    const FcOrderedSum *s = ((const SwapUd *)ud)->s;
+    const int64_t *st[2] = {((const SwapUd *)ud)->ost, s->strides};
     for (int a = 0; a < 2; a++) {
         int64_t s0 = st[a][d0], s1 = st[a][d1];
         if (a == 0 && (s0 == 0) != (s1 == 0))
@@ -74,7 +77,7 @@ static int should_swap(const FcCascadeSum *s, const int64_t *ost, int d0, int d1
     return 0;
 }
 
-static void make_iter(const FcCascadeSum *s, Iter *it)
+static void make_iter(const FcOrderedSum *s, Iter *it)
 {
     int nd = s->ndim;
     int64_t ost[FC_MAX_DIMS];
@@ -85,23 +88,7 @@ static void make_iter(const FcCascadeSum *s, Iter *it)
         acc *= red ? 1 : s->shape[d];
     }
     int perm[FC_MAX_DIMS];
-    for (int i = 0; i < nd; i++)
-        perm[i] = nd - 1 - i;
-    /* insertion sort with undecided comparisons, as PyTorch's */
-    for (int i = 1; i < nd; i++) {
-        int d1 = i;
-        for (int d0 = i - 1; d0 >= 0; d0--) {
-            int c = should_swap(s, ost, perm[d0], perm[d1]);
-            if (c > 0) {
-                int t = perm[d0];
-                perm[d0] = perm[d1];
-                perm[d1] = t;
-                d1 = d0;
-            } else if (c < 0) {
-                break;
-            }
-        }
-    }
+    fc_reorder_dimensions(nd, perm, should_swap, &(SwapUd){s, ost});
     for (int i = 0; i < nd; i++) {
         it->shape[i] = s->shape[perm[i]];
         it->ost[i] = ost[perm[i]];
@@ -132,9 +119,9 @@ static void make_iter(const FcCascadeSum *s, Iter *it)
     it->nd = prev + 1;
 }
 
-/* Where a streamed input's values are (FcCascadeSum.tile): the producer, and whether it failed. */
+/* Where a streamed input's values are (FcOrderedSum.tile): the producer, and whether it failed. */
 typedef struct Stream {
-    const FcCascadeSum *s;
+    const FcOrderedSum *s;
     int64_t n;                  /* its elements */
     FcError *err;
     FcStatus st;                /* the producer's failure */
@@ -236,7 +223,7 @@ typedef struct Par {
 
 /* Work (values read) below which a part of a sum is not split over threads. */
 #define PAR_WORK 65536
-/* The values of a streamed input asked for at a time (FcCascadeSum.tile): whole spans, about
+/* The values of a streamed input asked for at a time (FcOrderedSum.tile): whole spans, about
  * this many (4 MiB of float32: computed into a cache-sized tile, then summed from it). */
 #define TILE_ELEMS ((int64_t)1 << 20)
 
@@ -522,7 +509,7 @@ DEF_CASCADE(h16, float, 8)
 
 /* ---- the whole sum ---- */
 
-FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcCascadeSum *s, FcError *err)
+FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
 {
     /* (an empty input's other dims may be huge: the products saturate) */
     int64_t onum = 1, inum = 1;

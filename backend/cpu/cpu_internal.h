@@ -271,8 +271,10 @@ FcStatus fc_cpu_prepare(CpuBackend *be, const FcKernel *k, void **handle, FcErro
 FcStatus fc_cpu_run_prepared(CpuBackend *be, void *handle, const FcKernel *k, FcError *err);
 void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
-/* A sum in PyTorch's order (cpu_cascade_sum.c). */
-FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcCascadeSum *s, FcError *err);
+/* A sum in PyTorch's at::sum order (cpu_cascade_sum.c). */
+FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
+/* A sum along one dim in the order of PyTorch's vectorised kernels (cpu_vec_sums.c). */
+FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
 
 /* The CPU backend's FcTarget: FC_CHUNK values per step, CPU_LANES accumulators. */
 extern const FcTarget fc_cpu_target;

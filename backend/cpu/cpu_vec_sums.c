@@ -1,0 +1,155 @@
+/* cpu_vec_sums.c — the sums of PyTorch's vectorised CPU kernels other than at::sum, along one dim,
+ * in their order (FcOrderedSum of order FC_SUM_LANES or FC_SUM_SERIAL), so that what is built on
+ * them (softmax, log_softmax and their gradients, SoftMaxKernel.cpp) has PyTorch's bits.
+ *
+ * PyTorch 1.13's AVX2 build, one output at a time:
+ * - LANES (ATen/cpu/vec/functional_base.h's reduce_all, map_reduce_all, map2_reduce_all): a row of
+ *   n elements read as vectors of W lanes (8 floats, 4 doubles); lane j starts at element j and adds
+ *   every W-th one after it in turn, the last partial vector into the first lanes only; then
+ *   the lanes are added: for float VecReduceAllSIMD's three shuffles, lane j with j ^ 4, then
+ *   j ^ 2, then j ^ 1, ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)); for double in turn,
+ *   ((a0 + a1) + a2) + a3. A row shorter than W is added in turn from its first element.
+ * - SERIAL (the kernels along a dim that is not the last): from 0, each element added in turn.
+ * With in2 the sum is of the products in[i] * in2[i], each added by one fma, as GCC contracts
+ * PyTorch's `acc + a * b` (vectors and scalar tails alike, -mfma); a product that starts a lane
+ * (LANES) or that a row shorter than W holds is rounded alone.
+ * Every other add is one IEEE add of the element type (ISO C: no contraction). Outputs are
+ * independent: threads share them out, never a sum, so the bits do not depend on the threads.
+ * Depends on cpu_internal.h, cpu_math.h (CPU_MATH_CLONES: hardware fma) and cpu_plan.h (its
+ * error). */
+#include "cpu_internal.h"
+#include "cpu_math.h"
+#include "cpu_plan.h"
+
+#include <math.h>
+
+enum { BLOCK = 64 };    /* outputs along the last kept dim summed together (a column's serial
+                           sums read a row of BLOCK elements at a time) */
+
+typedef struct Job {
+    const FcOrderedSum *s;
+    int d;                      /* the summed dim */
+    int64_t n;                  /* its extent */
+    int nk;                     /* kept dims, in order */
+    int kd[FC_MAX_DIMS];
+    int64_t m;                  /* extent of the last kept dim (1 when none), whose outputs go by BLOCK */
+    int64_t nblk;               /* blocks per run of it */
+} Job;
+
+/* Element offsets (in, in2) of output o's first summed element, o in C order over the kept dims. */
+static void out_base(const Job *j, int64_t o, int64_t *x, int64_t *x2)
+{
+    *x = *x2 = 0;
+    for (int k = j->nk - 1; k >= 0; k--) {
+        int dim = j->kd[k];
+        int64_t sz = j->s->shape[dim], i = o % sz;
+        o /= sz;
+        *x += i * j->s->strides[dim];
+        *x2 += i * j->s->strides2[dim];
+    }
+}
+
+/* N: name suffix, T: element type, W: lanes, FMA: libm's fma at T, COMBINE(a): the lanes added. */
+#define DEF_VEC_SUM(N, T, W, FMA, COMBINE)                                                          \
+    /* One output's row (LANES): elements x[0], x[sd], ... (times y[...] when y). */                \
+    CPU_MATH_INLINE T N##_lanes(const T *x, int64_t sd, const T *y, int64_t sd2, int64_t n)                   \
+    {                                                                                               \
+        T a[W];                                                                                     \
+        if (n < W) {                                                                                \
+            T s = 0;                                                                                \
+            for (int64_t i = 0; i < n; i++) {                                                       \
+                T v = y ? x[i * sd] * y[i * sd2] : x[i * sd];                                       \
+                s = i == 0 ? v : s + v;                                                             \
+            }                                                                                       \
+            return s;                                                                               \
+        }                                                                                           \
+        for (int l = 0; l < W; l++)                                                                 \
+            a[l] = y ? x[l * sd] * y[l * sd2] : x[l * sd];                                          \
+        for (int64_t i = W; i < n; i += W) {                                                        \
+            int k = n - i < W ? (int)(n - i) : W;                                                   \
+            for (int l = 0; l < k; l++)                                                             \
+                a[l] = y ? FMA(x[(i + l) * sd], y[(i + l) * sd2], a[l]) : a[l] + x[(i + l) * sd];  \
+        }                                                                                           \
+        return COMBINE(a);                                                                          \
+    }                                                                                               \
+                                                                                                    \
+    CPU_MATH_CLONES static bool N##_task(void *arg, int tid, int64_t task)                      \
+    {                                                                                               \
+        const Job *j = arg;                                                                         \
+        const FcOrderedSum *s = j->s;                                                               \
+        const T *in = s->in, *in2 = s->in2;                                                         \
+        T *out = s->out;                                                                            \
+        int64_t q = task / j->nblk, b0 = task % j->nblk * BLOCK;                                    \
+        int64_t cnt = j->m - b0 < BLOCK ? j->m - b0 : BLOCK, o = q * j->m + b0;                     \
+        int64_t sd = s->strides[j->d], sd2 = in2 ? s->strides2[j->d] : 0;                           \
+        int last = j->nk > 0 ? j->kd[j->nk - 1] : 0;                                                \
+        int64_t sj = j->nk > 0 ? s->strides[last] : 0, sj2 = j->nk > 0 && in2 ? s->strides2[last] : 0; \
+        int64_t x, x2;                                                                              \
+        out_base(j, o, &x, &x2);                                                                    \
+        if (s->order == FC_SUM_LANES) {                                                             \
+            for (int64_t t = 0; t < cnt; t++)                                                       \
+                out[o + t] = N##_lanes(in + x + t * sj, sd, in2 ? in2 + x2 + t * sj2 : NULL, sd2, j->n); \
+            return true;                                                                            \
+        }                                                                                           \
+        T acc[BLOCK];                                                                               \
+        for (int64_t t = 0; t < cnt; t++)                                                           \
+            acc[t] = 0;                                                                             \
+        for (int64_t i = 0; i < j->n; i++) {                                                        \
+            const T *r = in + x + i * sd;                                                           \
+            if (in2) {                                                                              \
+                const T *r2 = in2 + x2 + i * sd2;                                                   \
+                for (int64_t t = 0; t < cnt; t++)                                                   \
+                    acc[t] = FMA(r[t * sj], r2[t * sj2], acc[t]);                                   \
+            } else {                                                                                \
+                for (int64_t t = 0; t < cnt; t++)                                                   \
+                    acc[t] = acc[t] + r[t * sj];                                                    \
+            }                                                                                       \
+        }                                                                                           \
+        for (int64_t t = 0; t < cnt; t++)                                                           \
+            out[o + t] = acc[t];                                                                    \
+        return true;                                                                                \
+    }
+
+#define COMBINE_F32(a) ((((a)[0] + (a)[4]) + ((a)[2] + (a)[6])) + (((a)[1] + (a)[5]) + ((a)[3] + (a)[7])))
+#define COMBINE_F64(a) ((((a)[0] + (a)[1]) + (a)[2]) + (a)[3])
+
+DEF_VEC_SUM(f32, float, 8, fmaf, COMBINE_F32)
+DEF_VEC_SUM(f64, double, 4, fma, COMBINE_F64)
+
+FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
+{
+    Job j = {.s = s, .d = -1, .n = 1, .m = 1};
+    int64_t onum = 1;
+    for (int k = 0; k < s->ndim; k++) {
+        if ((s->reduced >> k) & 1) {
+            if (j.d >= 0)
+                return cpu_errorf(err, FC_ERR_RUNTIME, "internal error: an ordered sum over more than one dim");
+            j.d = k;
+            j.n = s->shape[k];
+        } else {
+            j.kd[j.nk++] = k;
+            onum *= s->shape[k];
+        }
+    }
+    if (j.d < 0 || (s->dtype != FC_FLOAT32 && s->dtype != FC_FLOAT64) || s->out_dtype != s->dtype)
+        return cpu_errorf(err, FC_ERR_RUNTIME, "internal error: an ordered sum it cannot take");
+    if (onum == 0)
+        return FC_OK;
+    j.m = j.nk > 0 ? s->shape[j.kd[j.nk - 1]] : 1;
+    j.nblk = (j.m + BLOCK - 1) / BLOCK;
+    int64_t ntasks = onum / j.m * j.nblk;
+    CpuTaskFn fn = s->dtype == FC_FLOAT32 ? f32_task : f64_task;
+    /* threads only for work worth waking them (a task sums up to BLOCK outputs) */
+    int nth = onum * j.n >= 65536 && ntasks > 1 ? fc_cpu_clamp_threads(be, be->nthreads) : 1;
+    if (nth <= 1) {
+        for (int64_t t = 0; t < ntasks; t++) {
+            fn(&j, 0, t);
+            if (s->interrupt && *s->interrupt)
+                return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
+        }
+        return FC_OK;
+    }
+    if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &j, s->interrupt))
+        return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
+    return FC_OK;
+}
