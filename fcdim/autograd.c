@@ -103,6 +103,7 @@ static struct FcRetained *retained_ref(struct FcRetained *b)
  * levels into the composite's (as an operand's lev_map). */
 struct FcVjp {
     FcVjpRule rule;
+    bool reduce;                /* a reduction: map marks the reduced levels FC_LEV_REDUCED */
     int nin;
     FcNode *in[3];              /* references */
     int8_t map[3][FC_MAX_DIMS];
@@ -155,6 +156,30 @@ void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, d
     r->vjp = v;
 }
 
+void fc_grad_declare_reduce(FcTensor *t, FcVjpRule rule, FcTensor *x, uint64_t dim_mask, bool keepdim, double k)
+{
+    FcNode *r = t->node;
+    if (fc_grad_off || !fc_grad_live || !r || r->refcnt != 1 || r->vjp || t->levels || x->levels ||
+        r->nlev != t->ndim || (t->dtype != FC_FLOAT32 && t->dtype != FC_FLOAT64) || x->dtype != t->dtype ||
+        x->ndim == 0 || !fc_requires_grad(x))
+        return;
+    struct FcVjp *v = mem_calloc(1, sizeof *v);
+    if (!v || !(v->in[0] = fc_tensor_node(x)) || v->in[0]->nlev != x->ndim) {
+        fc_vjp_free(v);
+        return;     /* out of memory: the IR is differentiated */
+    }
+    v->rule = rule;
+    v->k = k;
+    v->reduce = true;
+    v->nin = 1;
+    for (int j = 0, l = 0; j < x->ndim; j++) {
+        bool red = (dim_mask >> j) & 1;
+        v->map[0][j] = (int8_t)(red ? FC_LEV_REDUCED : l);
+        l += !red || keepdim;
+    }
+    r->vjp = v;
+}
+
 /* grad_fn's name of a node with a declared derivative (PyTorch's), or NULL. */
 static const char *vjp_name(const struct FcVjp *v)
 {
@@ -167,6 +192,9 @@ static const char *vjp_name(const struct FcVjp *v)
     case FC_VJP_SUB: return "SubBackward0";
     case FC_VJP_SOFTMAX: return "SoftmaxBackward0";
     case FC_VJP_LOG_SOFTMAX: return "LogSoftmaxBackward0";
+    case FC_VJP_LOGSUMEXP: return "LogsumexpBackward0";
+    case FC_VJP_VAR: return "VarBackward0";
+    case FC_VJP_STD: return "StdBackward0";
     }
     return NULL;
 }
@@ -405,6 +433,11 @@ static bool collect_reads(FcNode *n, FcGradRec *r, PtrMap *seen)
     }
     for (int k = 0; k < n->nin; k++)
         if (!collect_reads(n->in[k], r, seen))
+            return false;
+    /* a declared derivative reads its operands, which n may read only through stored results
+     * (a reduction realised first when fusion is off) */
+    for (int k = 0; n->vjp && k < n->vjp->nin; k++)
+        if (!collect_reads(n->vjp->in[k], r, seen))
             return false;
     return true;
 }
@@ -1251,7 +1284,7 @@ static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode 
     FcDType dt = n->dtype;
     FcNode *x[3] = {NULL, NULL, NULL};
     bool ok = true;
-    for (int i = 0; i < v->nin; i++)
+    for (int i = 0; i < v->nin && !v->reduce; i++)
         ok = ok && (x[i] = place_from(n, v->in[i], v->map[i])) != NULL;
 #define X(i) ref(x[i])
 #define Cc() ref(C)
@@ -1289,6 +1322,43 @@ static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode 
     case FC_VJP_LOG_SOFTMAX:
         OUT(0, softmax_cotangent(ctx, dev, n, C, (int)v->k, v->rule == FC_VJP_LOG_SOFTMAX));
         break;
+    case FC_VJP_LOGSUMEXP: {
+        /* logsumexp_backward: grad * (self - result).exp(), over self's levels */
+        FcNode *in = v->in[0], *y = pull_to(n, in, v->map[0], ref(n));
+        out[0] = MUL(pull_to(n, in, v->map[0], Cc()), own1(FC_OP_EXP, dt, SUB(ref(in), y)));
+        ok = ok && out[0];
+        break;
+    }
+    case FC_VJP_VAR:
+    case FC_VJP_STD: {
+        /* var_backward: (2.0 / dof) * grad * (self - self.mean(dim, keepdim=True)), the mean
+         * at::mean's (a cascade sum, then / N); a dof of 0 or less: grad * (self - mean) * inf.
+         * std_backward first takes grad to (grad / (result * 2)).masked_fill_(result == 0, 0). */
+        FcNode *in = v->in[0], *g = pull_to(n, in, v->map[0], Cc());
+        if (v->rule == FC_VJP_STD) {
+            FcNode *r = pull_to(n, in, v->map[0], ref(n));
+            g = own3(FC_OP_WHERE, dt, own2(FC_OP_EQ, FC_BOOL, ref(r), K(0)), K(0), DIV(g, MUL(r, K(2))));
+        }
+        int64_t sz[FC_MAX_DIMS], cnt = 1;
+        for (int l = 0; l < in->nlev; l++) {
+            bool red = v->map[0][l] == FC_LEV_REDUCED;
+            sz[l] = red ? 1 : in->size[l];
+            cnt *= red ? in->size[l] : 1;
+        }
+        FcNode *sum = fc_node_new(FC_OP_SUM, dt, in->nlev, sz, 1, &in);
+        if (sum) {
+            for (int l = 0; l < in->nlev; l++)
+                sum->lev_map[0][l] = (int8_t)(v->map[0][l] == FC_LEV_REDUCED ? FC_LEV_REDUCED : l);
+            sum->order = FC_SUM_CASCADE;
+        }
+        FcNode *mean = DIV(sum, K((double)cnt));
+        FcNode *placed = mean ? fc_node_place(mean, dt, in->nlev, in->size, in->nlev) : NULL;
+        fc_node_release(mean);
+        FcNode *dev_x = SUB(ref(in), placed);
+        out[0] = v->k > 0 ? MUL(MUL(K(2.0 / v->k), g), dev_x) : MUL(MUL(g, dev_x), K(INFINITY));
+        ok = ok && out[0];
+        break;
+    }
     default:
         break;
     }

@@ -218,7 +218,7 @@ static FcStatus softmax_kernel(FcCtx *ctx, FcTensor *a, int d, bool log, FcTenso
     if (!st)
         st = kernel_exp(ctx, xm, d, &e, err);
     if (!st)
-        st = fc_sum_ordered(ctx, e, NULL, d, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
+        st = fc_sum_ordered(ctx, e, NULL, d, true, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
     if (!st && log) {
         st = fc_unary(ctx, FC_OP_LOG, s, &t, err);
         if (!st)
@@ -253,13 +253,13 @@ FcStatus fc_softmax_backward(FcCtx *ctx, FcTensor *g, FcTensor *y, int d, bool l
     if (st)
         return st;
     if (!log) {
-        st = fc_sum_ordered(ctx, g, y, d, order, &s, err);
+        st = fc_sum_ordered(ctx, g, y, d, true, order, &s, err);
         if (!st)
             st = fc_binary(ctx, FC_OP_SUB, g, s, &t, err);
         if (!st)
             st = fc_binary(ctx, FC_OP_MUL, t, y, out, err);
     } else {
-        st = fc_sum_ordered(ctx, g, NULL, d, order, &s, err);
+        st = fc_sum_ordered(ctx, g, NULL, d, true, order, &s, err);
         if (!st)
             st = kernel_exp(ctx, y, d, &ey, err);
         if (!st)
@@ -421,6 +421,55 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
     return st;
 }
 
+/* ---- var and std of all of a tensor ---- */
+
+FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    /* the elements in memory order: a stored tensor's dims by descending stride */
+    int64_t perm[FC_MAX_DIMS], n = fc_tensor_numel(x);
+    for (int k = 0; k < x->ndim; k++)
+        perm[k] = k;
+    for (int k = 1; k < x->ndim && x->storage && !x->node; k++)
+        for (int j = k; j > 0 && x->strides[perm[j]] > x->strides[perm[j - 1]]; j--) {
+            int64_t t = perm[j];
+            perm[j] = perm[j - 1];
+            perm[j - 1] = t;
+        }
+    FcTensor *p = NULL, *flat = NULL, *m = NULL, *md = NULL, *xd = NULL, *dev = NULL, *sq = NULL, *s = NULL,
+             *div = NULL, *v = NULL, *r = NULL;
+    FcStatus st = fc_permute(ctx, x, x->ndim, perm, &p, err);
+    if (!st)
+        st = fc_reshape(ctx, p, 1, &n, &flat, err);
+    if (!st)
+        st = fc_mean(ctx, x, 0, false, &m, err);
+    if (!st)
+        st = fc_cast(ctx, m, FC_FLOAT64, &md, err);
+    if (!st)
+        st = fc_cast(ctx, flat, FC_FLOAT64, &xd, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, xd, md, &dev, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_MUL, dev, dev, &sq, err);
+    if (!st)
+        st = fc_sum_ordered(ctx, sq, NULL, 0, false, FC_SUM_SERIAL, &s, err);
+    FcScalar divisor = {.f = n - correction > 0 ? (double)(n - correction) : 0.0};
+    if (!st)
+        st = fc_scalar(ctx, FC_FLOAT64, divisor, true, &div, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_DIV, s, div, &v, err);
+    if (!st && take_sqrt)
+        st = fc_unary(ctx, FC_OP_SQRT, v, &r, err);
+    else if (!st)
+        r = fc_tensor_retain(v);
+    if (!st)
+        st = fc_cast(ctx, r, x->dtype, out, err);
+    FcTensor *tmp[] = {p, flat, m, md, xd, dev, sq, s, div, v, r};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
+        fc_tensor_release(tmp[k]);
+    return st;
+}
+
 /* ---- logsumexp ---- */
 
 /* where(|m| == inf, 0, m) */
@@ -504,6 +553,8 @@ FcStatus fc_logsumexp(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, 
         st = fc_unary(ctx, FC_OP_LOG, s, &l, err);
     if (!st)
         st = fc_binary(ctx, FC_OP_ADD, l, ms, out, err);
+    if (!st && x == a)
+        fc_grad_declare_reduce(*out, FC_VJP_LOGSUMEXP, a, red, keepdim, 0);
 done:
     fc_tensor_release(x);
     fc_tensor_release(m);

@@ -598,11 +598,11 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
  * accumulates in double). The tensor API's sums and means are these; a tensor with first-class
  * dims sums as fc_reduce does, fused into its consumer. */
 FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
-/* The sum along dim d (kept, size 1) of a float32 or float64 tensor a, or of a * b (b: NULL or of
- * a's shape and dtype), in order (FC_SUM_LANES or FC_SUM_SERIAL; with b each product added by
- * one fma) where the backend can (FcBackend.ordered_sum), as fc_reduce's sum where it cannot and
- * for first-class dims (fused). PyTorch's softmax kernels sum so. */
-FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, FcSumOrder order, FcTensor **out,
+/* The sum along dim d (kept as size 1 when keepdim) of a float32 or float64 tensor a, or of a * b
+ * (b: NULL or of a's shape and dtype), in order (FC_SUM_LANES or FC_SUM_SERIAL; with b each
+ * product added by one fma) where the backend can (FcBackend.ordered_sum), as fc_reduce's sum
+ * where it cannot and for first-class dims (fused). PyTorch's softmax kernels sum so. */
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdim, FcSumOrder order, FcTensor **out,
                         FcError *err);
 /* A bool tensor of shape[0..ndim): whether an element's position among the elements of dims
  * d + 1.. (their flat index in C order) is below cut. PyTorch's kernels along a dim that is not
@@ -1281,6 +1281,11 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
  * (FcNode.evenly) and messages. */
 FcStatus fc_max_all(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool is_min, FcTensor **out, FcError *err);
 FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err);
+/* var (std when take_sqrt) of all of float32 or float64 x with divisor max(0, N - correction), as
+ * PyTorch 1.13's CPU computes it (std_var_all_cpu): x's mean (at::mean's, as a double), then the
+ * squares of each element's difference from it summed in double in memory order from 0 (an
+ * ordered sum, FC_SUM_SERIAL), divided, rooted, rounded to x's dtype. A 0-dim result. */
+FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt, FcTensor **out, FcError *err);
 /* The gradient of softmax (log_softmax) along dim d (wrapped) of a float32 or float64 tensor, from
  * its output y and the output's gradient g (of y's shape and dtype), as PyTorch's CPU kernels
  * compute it (_softmax_backward_data, _log_softmax_backward_data). */
@@ -1394,12 +1399,18 @@ void fc_retained_release(struct FcRetained *b);
  *             weight: self grad * (1 - weight), end grad * weight, weight grad * (end - self)
  *   ADDCMUL   ops self, t1, t2 (k value): grad, grad * (t2 * k), grad * (t1 * k)
  *   ADDCDIV   ops self, t1, t2 (k value): grad, grad * (k / t2), -grad * (k * t1 / (t2 * t2))
- *   SUB       ops self, other (k alpha): grad, -grad * k (sub with an alpha, an FMA) */
+ *   SUB       ops self, other (k alpha): grad, -grad * k (sub with an alpha, an FMA)
+ *   SOFTMAX, LOG_SOFTMAX   op self (k the dim): fc_softmax_backward
+ *   reductions of op self (fc_grad_declare_reduce):
+ *   LOGSUMEXP grad * exp(self - result)
+ *   VAR, STD  (k the divisor N - correction) var_backward, std_backward */
 typedef enum FcVjpRule {
-    FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB,
-    FC_VJP_SOFTMAX, FC_VJP_LOG_SOFTMAX      /* k: the dim (fc_softmax_backward) */
+    FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB, FC_VJP_SOFTMAX, FC_VJP_LOG_SOFTMAX, FC_VJP_LOGSUMEXP,
+    FC_VJP_VAR, FC_VJP_STD
 } FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
+/* The same for a reduction t of x over the dims in dim_mask (kept as size 1 when keepdim). */
+void fc_grad_declare_reduce(FcTensor *t, FcVjpRule rule, FcTensor *x, uint64_t dim_mask, bool keepdim, double k);
 /* Frees a node's declared derivative (FcNode.vjp). */
 void fc_vjp_free(struct FcVjp *v);
 /* The name of the operation that made t ("MulBackward0"), or NULL for a leaf or no gradient. */

@@ -990,14 +990,14 @@ FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcT
     return st;
 }
 
-FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, FcSumOrder order, FcTensor **out,
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdim, FcSumOrder order, FcTensor **out,
                         FcError *err)
 {
     *out = NULL;
     FcTensor *p = NULL;
     FcStatus st = b ? fc_binary(ctx, FC_OP_MUL, a, b, &p, err) : FC_OK;
     if (!st)
-        st = fc_reduce(ctx, FC_OP_SUM, b ? p : a, (uint64_t)1 << d, true, out, err);
+        st = fc_reduce(ctx, FC_OP_SUM, b ? p : a, (uint64_t)1 << d, keepdim, out, err);
     FcNode *n = st ? NULL : (*out)->node;
     if (n && n->op == FC_OP_SUM && n->refcnt == 1 && (a->dtype == FC_FLOAT32 || a->dtype == FC_FLOAT64) &&
         !fc_tensor_has_dims(a) && !(b && fc_tensor_has_dims(b))) {

@@ -47,12 +47,24 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
         st = fc_cast(I->fc, x, fc_dtype_compute(x->dtype), &wide, &e);
         x = wide;
     }
-    if (st == FC_OK) st = fc_mean(I->fc, x, mask, true, &m, &e);
-    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
-    if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
-    if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
-    if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
-    if (st == FC_OK && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
+    uint64_t all = x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1;
+    bool whole = (mask == 0 || mask == all) && !wide && fc_tensor_numel(x) > 0 && !fc_tensor_has_dims(x);
+    if (st == FC_OK && whole) {
+        /* PyTorch's own two passes over all of a float32 or float64 tensor (std_var_all_cpu) */
+        st = fc_var_all(I->fc, x, c, is_std, &r, &e);
+        int64_t ones[FC_MAX_DIMS];
+        for (int k = 0; k < x->ndim; k++) ones[k] = 1;
+        if (st == FC_OK && keepdim) st = step(fc_reshape(I->fc, r, x->ndim, ones, &t, &e), &r, &t);
+    } else {
+        if (st == FC_OK) st = fc_mean(I->fc, x, mask, true, &m, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
+        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
+        if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
+        if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
+    }
+    if (st == FC_OK && whole) {
+        /* (rooted already; the declared gradient masks std == 0) */
+    } else if (st == FC_OK && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
         /* PyTorch's std_backward masks the gradient to 0 where std is 0 (sqrt's own would be
          * 0 / 0): where(var == 0, 0, sqrt(where(var == 0, 1, var))), the same values */
         FcTensor *z = NULL, *one = NULL, *zero = NULL, *safe = NULL, *root = NULL;
@@ -71,6 +83,11 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
         st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
     }
     if (st == FC_OK && wide) st = step(fc_cast(I->fc, r, a[0].t->dtype, &t, &e), &r, &t);
+    /* the gradient as PyTorch's var_backward / std_backward (n - c may be 0 or less) */
+    if (st == FC_OK && !wide && x->ndim > 0)
+        fc_grad_declare_reduce(r, is_std ? FC_VJP_STD : FC_VJP_VAR, x,
+                               mask ? mask : (x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1), keepdim,
+                               (double)(n - c));
     fc_tensor_release(wide);
     fc_tensor_release(m);
     fc_tensor_release(d);

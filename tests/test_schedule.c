@@ -337,6 +337,40 @@ START_TEST(reduce_loop_order)
 }
 END_TEST
 
+/* The declared gradients (logsumexp's, var's, softmax's) with fusion off: their operand is read
+ * only through reductions realised first, and its gradient still arrives (found by fuzz-torch:
+ * None), with the same bits. */
+START_TEST(declared_grads_unfused)
+{
+    static const char prog[] = "x = ((arange(8 * 30.0) * 0.37).sin() * 3).reshape(8, 30)\n"
+                               "g = x.clone().requires_grad_()\n"
+                               "(g.logsumexp(1) * x[:, 0]).sum().backward()\n"
+                               "a = g.grad\n"
+                               "g.grad = None\n"
+                               "(g.var(1) * x[:, 1]).sum().backward()\n"
+                               "b = g.grad\n"
+                               "g.grad = None\n"
+                               "(g.log_softmax(0) * x).sum().backward()\n"
+                               "print(a.tolist(), b.tolist(), g.grad.tolist())\n";
+    Text out[2] = {{0}};
+    for (int f = 0; f < 2; f++) {
+        tdl_config cfg = {0};
+        cfg.flags = f ? TDL_NO_FUSE : 0;
+        cfg.write = append;
+        cfg.write_ud = &out[f];
+        tdl_interp *U = tdl_open(&cfg);
+        ck_assert_ptr_nonnull(U);
+        ck_assert_msg(tdl_run_string(U, prog, "<program>") == TDL_OK, "%s", tdl_error_message(U));
+        tdl_close(U);
+        ck_assert_ptr_nonnull(out[f].buf);
+    }
+    ck_assert_msg(strstr(out[0].buf, "None") == NULL && strcmp(out[0].buf, out[1].buf) == 0, "fused:\n%s\nunfused:\n%s",
+                  out[0].buf, out[1].buf);
+    free(out[0].buf);
+    free(out[1].buf);
+}
+END_TEST
+
 Suite *schedule_suite(void)
 {
     Suite *s = suite_create("schedule");
@@ -344,6 +378,7 @@ Suite *schedule_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_same_bits, 0, (int)(sizeof programs / sizeof *programs));
     tcase_add_test(tc, reduce_loop_order);
+    tcase_add_test(tc, declared_grads_unfused);
     suite_add_tcase(s, tc);
     return s;
 }
