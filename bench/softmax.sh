@@ -24,6 +24,9 @@ for w in last inner; do
             b=$("$py" "$here/softmax/torch_softmax.py" "$tmp" $t "$repeats" $w $c "$tmp/torch.npy" 2>&1 | tail -n 1)
             same=$("$py" -c 'import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print("yes" if a.tobytes() == b.tobytes() else "NO (%d of %d differ)" % ((a != b).sum(), a.size))' "$tmp/tdl.npy" "$tmp/torch.npy" 2>&1)
             ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
+            # seconds to 5 places (a failed run prints its message instead)
+            a=$(awk -v v="$a" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
+            f=$(awk -v v="$f" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
             printf '%-8s %-12s %2s %10s %10s %10s %9s %s\n' $w $c $t "$a" "$f" "$b" "$ratio" "$same"
         done
     done

@@ -195,6 +195,7 @@ static const char *vjp_name(const struct FcVjp *v)
     case FC_VJP_LOGSUMEXP: return "LogsumexpBackward0";
     case FC_VJP_VAR: return "VarBackward0";
     case FC_VJP_STD: return "StdBackward0";
+    case FC_VJP_NORM2: return "NormBackward1";
     }
     return NULL;
 }
@@ -1326,6 +1327,13 @@ static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode 
         /* logsumexp_backward: grad * (self - result).exp(), over self's levels */
         FcNode *in = v->in[0], *y = pull_to(n, in, v->map[0], ref(n));
         out[0] = MUL(pull_to(n, in, v->map[0], Cc()), own1(FC_OP_EXP, dt, SUB(ref(in), y)));
+        ok = ok && out[0];
+        break;
+    }
+    case FC_VJP_NORM2: {
+        /* norm_backward, p = 2: grad * (self / norm).masked_fill_(norm == 0, 0) */
+        FcNode *in = v->in[0], *r = pull_to(n, in, v->map[0], ref(n)), *g = pull_to(n, in, v->map[0], Cc());
+        out[0] = MUL(g, own3(FC_OP_WHERE, dt, own2(FC_OP_EQ, FC_BOOL, ref(r), K(0)), K(0), DIV(ref(in), r)));
         ok = ok && out[0];
         break;
     }

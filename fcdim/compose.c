@@ -213,10 +213,18 @@ static FcStatus softmax_kernel(FcCtx *ctx, FcTensor *a, int d, bool log, FcTenso
     fc_grad_off = true;     /* (a constant to the gradient, as in exp_sum) */
     FcStatus st = fc_reduce(ctx, FC_OP_AMAX, a, (uint64_t)1 << d, true, &m, err);
     fc_grad_off = was_off;
+    /* Where the sum is computed apart, the max and exp(x - max), read by it and by the result,
+     * are each stored once, as the kernels keep them; else all of it is one fused kernel. */
+    FcBackend *be = NULL;
+    bool apart = !st && fc_ctx_backend(ctx, a->device, &be, err) == FC_OK && fc_sums_ordered(ctx, be);
+    if (apart)
+        st = fc_realize(ctx, m, err);
     if (!st)
         st = fc_binary(ctx, FC_OP_SUB, a, m, &xm, err);
     if (!st)
         st = kernel_exp(ctx, xm, d, &e, err);
+    if (!st && apart)
+        st = fc_realize(ctx, e, err);
     if (!st)
         st = fc_sum_ordered(ctx, e, NULL, d, true, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
     if (!st && log) {

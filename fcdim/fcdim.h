@@ -1403,10 +1403,11 @@ void fc_retained_release(struct FcRetained *b);
  *   SOFTMAX, LOG_SOFTMAX   op self (k the dim): fc_softmax_backward
  *   reductions of op self (fc_grad_declare_reduce):
  *   LOGSUMEXP grad * exp(self - result)
- *   VAR, STD  (k the divisor N - correction) var_backward, std_backward */
+ *   VAR, STD  (k the divisor N - correction) var_backward, std_backward
+ *   NORM2     the 2-norm's norm_backward: grad * (self / norm), 0 where the norm is 0 */
 typedef enum FcVjpRule {
     FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB, FC_VJP_SOFTMAX, FC_VJP_LOG_SOFTMAX, FC_VJP_LOGSUMEXP,
-    FC_VJP_VAR, FC_VJP_STD
+    FC_VJP_VAR, FC_VJP_STD, FC_VJP_NORM2
 } FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
 /* The same for a reduction t of x over the dims in dim_mask (kept as size 1 when keepdim). */

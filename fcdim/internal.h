@@ -117,6 +117,9 @@ FcStatus fc_store_scattered(FcCtx *ctx, FcStorage *dst, int64_t offset, const in
                             const FcScatter *sc, FcError *err);
 
 /* ---- gradients (autograd.c) ---- */
+/* Whether the sums of PyTorch's orders (FcNode.order) are computed so, alone, on backend be: it
+ * has ordered_sum and ctx does not fuse every sum (schedule.c). */
+bool fc_sums_ordered(const FcCtx *ctx, const FcBackend *be);
 extern _Thread_local bool fc_grad_off;      /* fc_set_grad_enabled(false) */
 extern _Thread_local long fc_grad_live;     /* records alive: no walk for gradients while 0 */
 extern _Thread_local long fc_products_live; /* nodes marked product alive: no walk for them while 0 */

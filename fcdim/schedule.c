@@ -1185,6 +1185,11 @@ static FcStatus store_apart(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStor
     return st;
 }
 
+bool fc_sums_ordered(const FcCtx *ctx, const FcBackend *be)
+{
+    return be->ordered_sum && !ctx->fused_sums;
+}
+
 /* A sum in one of PyTorch's orders at root (FcNode.order), or fc_sum's under the CAST that rounds
  * it to its narrow dtype: that SUM, else NULL. */
 static const FcNode *ordered_of(const FcNode *root)
@@ -1546,7 +1551,7 @@ static FcStatus run_root(FcCtx *ctx, const FcNode *root, FcDevice dev, FcStorage
         nprod = fc_products_under((FcNode *)root, prods, 16);
         nprod = nprod > 16 ? 16 : nprod;
     }
-    bool ordered = be->ordered_sum && !ctx->fused_sums;
+    bool ordered = fc_sums_ordered(ctx, be);
     if (ordered && ordered_of(root)) {
         bool done = false;
         st = ordered_root(ctx, be, root, dev, out_storage, out_offset, out_strides, sc, new_storage, new_strides,

@@ -1457,6 +1457,23 @@ static bool warn_uint8_index(Interp *I, const Index *x, bool fill)
     return true;
 }
 
+/* PyTorch's grad_fn name for t[x] when every index is basic, else NULL: its applySlicing takes
+ * the indices in turn (an int selects, a slice slices, whole or not, None unsqueezes); the last
+ * one applied names the result, an alias when none was (t[...]). */
+static const char *basic_index_name(const Index *x)
+{
+    const char *name = "AliasBackward0";
+    for (int k = 0; k < x->n; k++)
+        switch (x->ix[k].kind) {
+        case FC_IX_INT: name = "SelectBackward0"; break;
+        case FC_IX_SLICE: name = "SliceBackward0"; break;
+        case FC_IX_NONE: name = "UnsqueezeBackward0"; break;
+        case FC_IX_ELLIPSIS: break;
+        default: return NULL;
+        }
+    return name;
+}
+
 bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
 {
     Index x;
@@ -1470,8 +1487,10 @@ bool tensor_getitem(Interp *I, Value v, Value idx, Value *out)
         index_free(&x);
         return false;
     }
+    const char *name = basic_index_name(&x);
     FcStatus st = fc_index(I->fc, as_tensor(v), x.n, x.ix, &r, &e);
     index_free(&x);
+    if (st == FC_OK && name) fc_grad_name(r, name);
     return tensor_check(I, st, &e) && tensor_value_steal(I, r, out);
 }
 

@@ -699,6 +699,10 @@ static FcStatus p_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t mask, bool ke
             st = fc_binary(ctx, FC_OP_MUL, ax, ax, &r, err);
             if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
             if (st == FC_OK) st = step(fc_unary(ctx, FC_OP_SQRT, r, &tmp, err), &r, &tmp);
+            /* its gradient as PyTorch's norm_backward: 0 where the norm is 0 (sqrt's would be NaN) */
+            if (st == FC_OK && x->ndim > 0)
+                fc_grad_declare_reduce(r, FC_VJP_NORM2, x,
+                                       mask ? mask : (x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1), keep, 2);
         } else {
             st = binary_scalar(ctx, FC_OP_POW, ax, p, &r, err);
             if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);

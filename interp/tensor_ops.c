@@ -72,7 +72,8 @@ bool tensor_check_divisor(Interp *I, FcOp op, FcTensor *x, FcTensor *y)
 {
     if (op != FC_OP_FLOORDIV && op != FC_OP_MOD && op != FC_OP_FMOD) return true;
     FcOperand ops[2] = {tensor_operand(x), tensor_operand(y)};
-    if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0) return true;
+    /* (an empty operand makes an empty result: nothing is divided) */
+    if (!fc_dtype_is_int(fc_result_type(ops, 2)) || fc_tensor_numel(x) == 0 || fc_tensor_numel(y) == 0) return true;
     FcScalar v = {0};
     /* a divisor known now (a Python number, a constant) needs no kernel to be tested */
     if (fc_tensor_known(y, &v))
