@@ -139,7 +139,7 @@ int64_t fc_view_numel(const FcView *v);
 /* PyTorch's TensorIterator::reorder_dimensions: perm[0..n) set to the dims from the last to the
  * first, then sorted fastest-varying first by its insertion sort, whose comparison
  * cmp(ud, d0, d1) may be undecided: > 0 moves dim d1 before d0 (and on), < 0 stops, 0 goes on to
- * the next d0. The scheduler's loop order and the CPU's at::sum both sort so. */
+ * the next d0. The scheduler's loop order, dense strides (shape.c) and the CPU's at::sum sort so. */
 void fc_reorder_dimensions(int n, int *perm, int (*cmp)(const void *ud, int d0, int d1), const void *ud);
 /* Row-major (C order) contiguous strides for shape; Fortran order (the first dim innermost).
  * As PyTorch's: a size-0 or size-1 dim has the stride of size 1, and for a shape with no

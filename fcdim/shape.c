@@ -191,6 +191,20 @@ FcStatus fc_format_strides(FcMemoryFormat mf, int nd, const int64_t *sz, int64_t
     }
 }
 
+/* reorder_dimensions' comparison of one tensor's dims by stride (zero strides undecided, equal
+ * strides by size). */
+typedef struct DimsUd { const int64_t *sz, *st; } DimsUd;
+static int stride_cmp(const void *ud, int d0, int d1)
+{
+    const DimsUd *u = ud;
+    int64_t s0 = u->st[d0], s1 = u->st[d1];
+    if (s0 == 0 || s1 == 0)
+        return 0;
+    if (s0 != s1)
+        return s0 < s1 ? -1 : 1;
+    return u->sz[d0] > u->sz[d1] ? 1 : 0;
+}
+
 /* infer_dense_strides: dense strides in the input's dim order (TensorIterator's stable sort by
  * stride, zero strides ambiguous, equal strides ordered by size). */
 static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, int64_t *out)
@@ -202,32 +216,7 @@ static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, in
         return;
     }
     int perm[FC_MAX_DIMS];
-    for (int i = 0; i < nd; i++)
-        perm[i] = nd - 1 - i;
-    for (int i = 1; i < nd; i++) {
-        int dim1 = i;
-        for (int j = 1; j <= i; j++) {
-            int dim0 = i - j;
-            int64_t s0 = st[perm[dim0]], s1 = st[perm[dim1]];
-            int cmp = 0;
-            if (s0 != 0 && s1 != 0) {
-                if (s0 < s1)
-                    cmp = -1;
-                else if (s0 > s1)
-                    cmp = 1;
-                else if (sz[perm[dim0]] > sz[perm[dim1]])
-                    cmp = 1;
-            }
-            if (cmp > 0) {
-                int tmp = perm[dim0];
-                perm[dim0] = perm[dim1];
-                perm[dim1] = tmp;
-                dim1 = dim0;
-            } else if (cmp < 0) {
-                break;
-            }
-        }
-    }
+    fc_reorder_dimensions(nd, perm, stride_cmp, &(DimsUd){sz, st});
     int64_t cur = 1;
     for (int i = 0; i < nd; i++) {
         int d = perm[i];
