@@ -321,7 +321,7 @@ static FcStatus softmax_bf16_inner(FcCtx *ctx, FcTensor *w, int d, FcTensor **ou
         inner *= w->shape[k];
     int64_t cut = inner / VEC * VEC;
     FcTensor *xm = NULL, *e = NULL, *s = NULL, *once = NULL, *one = NULL, *inv = NULL, *eb = NULL, *ef = NULL,
-             *tail = NULL, *tb = NULL, *pos = NULL, *pv = NULL, *lim = NULL, *in_vec = NULL;
+             *tail = NULL, *tb = NULL, *in_vec = NULL;
     FcStatus st = exp_sum(ctx, w, d, &xm, &e, &s, err);
     if (!st && cut > 0)
         st = fc_binary(ctx, FC_OP_DIV, e, s, &once, err);
@@ -343,17 +343,8 @@ static FcStatus softmax_bf16_inner(FcCtx *ctx, FcTensor *w, int d, FcTensor **ou
         st = fc_cast(ctx, tail, FC_BFLOAT16, out, err);
         goto done;
     }
-    /* the inner position of each element, over the dims after d (broadcast against w) */
     if (!st)
-        st = fc_iota(ctx, inner, &pos, err);
-    if (!st) {
-        fc_tensor_place(pos, w->device);    /* the reshape realises it */
-        st = fc_reshape(ctx, pos, w->ndim - d - 1, w->shape + d + 1, &pv, err);
-    }
-    if (!st)
-        st = fc_scalar(ctx, FC_INT64, (FcScalar){.i = cut}, true, &lim, err);
-    if (!st)
-        st = fc_binary(ctx, FC_OP_LT, pv, lim, &in_vec, err);
+        st = fc_inner_below(ctx, w->ndim, w->shape, d, cut, w->device, &in_vec, err);
     if (!st)
         st = fc_where(ctx, in_vec, once, tail, &tb, err);
     if (!st)
@@ -369,9 +360,6 @@ done:
     fc_tensor_release(ef);
     fc_tensor_release(tail);
     fc_tensor_release(tb);
-    fc_tensor_release(pos);
-    fc_tensor_release(pv);
-    fc_tensor_release(lim);
     fc_tensor_release(in_vec);
     return st;
 }
