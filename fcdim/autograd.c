@@ -172,6 +172,8 @@ void fc_grad_declare_reduce(FcTensor *t, FcVjpRule rule, FcTensor *x, uint64_t d
     v->k = k;
     v->reduce = true;
     v->nin = 1;
+    if (dim_mask == 0)      /* all dims */
+        dim_mask = x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1;
     for (int j = 0, l = 0; j < x->ndim; j++) {
         bool red = (dim_mask >> j) & 1;
         v->map[0][j] = (int8_t)(red ? FC_LEV_REDUCED : l);

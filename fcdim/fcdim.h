@@ -1410,7 +1410,7 @@ typedef enum FcVjpRule {
     FC_VJP_VAR, FC_VJP_STD, FC_VJP_NORM2
 } FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
-/* The same for a reduction t of x over the dims in dim_mask (kept as size 1 when keepdim). */
+/* The same for a reduction t of x over the dims in dim_mask (0: all; kept as size 1 when keepdim). */
 void fc_grad_declare_reduce(FcTensor *t, FcVjpRule rule, FcTensor *x, uint64_t dim_mask, bool keepdim, double k);
 /* Frees a node's declared derivative (FcNode.vjp). */
 void fc_vjp_free(struct FcVjp *v);

@@ -62,9 +62,8 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
         if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
         if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
     }
-    if (st == FC_OK && whole) {
-        /* (rooted already; the declared gradient masks std == 0) */
-    } else if (st == FC_OK && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
+    /* (the whole tensor's std is rooted already; its declared gradient masks std == 0) */
+    if (st == FC_OK && !whole && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
         /* PyTorch's std_backward masks the gradient to 0 where std is 0 (sqrt's own would be
          * 0 / 0): where(var == 0, 0, sqrt(where(var == 0, 1, var))), the same values */
         FcTensor *z = NULL, *one = NULL, *zero = NULL, *safe = NULL, *root = NULL;
@@ -79,15 +78,13 @@ static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std,
         fc_tensor_release(zero);
         fc_tensor_release(safe);
         fc_tensor_release(root);
-    } else if (st == FC_OK && is_std) {
+    } else if (st == FC_OK && !whole && is_std) {
         st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
     }
     if (st == FC_OK && wide) st = step(fc_cast(I->fc, r, a[0].t->dtype, &t, &e), &r, &t);
     /* the gradient as PyTorch's var_backward / std_backward (n - c may be 0 or less) */
     if (st == FC_OK && !wide && x->ndim > 0)
-        fc_grad_declare_reduce(r, is_std ? FC_VJP_STD : FC_VJP_VAR, x,
-                               mask ? mask : (x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1), keepdim,
-                               (double)(n - c));
+        fc_grad_declare_reduce(r, is_std ? FC_VJP_STD : FC_VJP_VAR, x, mask, keepdim, (double)(n - c));
     fc_tensor_release(wide);
     fc_tensor_release(m);
     fc_tensor_release(d);
@@ -701,8 +698,7 @@ static FcStatus p_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t mask, bool ke
             if (st == FC_OK) st = step(fc_unary(ctx, FC_OP_SQRT, r, &tmp, err), &r, &tmp);
             /* its gradient as PyTorch's norm_backward: 0 where the norm is 0 (sqrt's would be NaN) */
             if (st == FC_OK && x->ndim > 0)
-                fc_grad_declare_reduce(r, FC_VJP_NORM2, x,
-                                       mask ? mask : (x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1), keep, 2);
+                fc_grad_declare_reduce(r, FC_VJP_NORM2, x, mask, keep, 2);
         } else {
             st = binary_scalar(ctx, FC_OP_POW, ax, p, &r, err);
             if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
