@@ -417,9 +417,12 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
     return st;
 }
 
-/* ---- var and std of all of a tensor ---- */
+/* ---- var and std ---- */
 
-FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt, FcTensor **out, FcError *err)
+/* var (std) of all of float32 or float64 x as std_var_all_cpu (fc_var): a result of nout dims of
+ * size 1. */
+static FcStatus var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt, int nout, FcTensor **out,
+                        FcError *err)
 {
     *out = NULL;
     /* the elements in memory order: a stored tensor's dims by descending stride */
@@ -432,8 +435,11 @@ FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt,
             perm[j] = perm[j - 1];
             perm[j - 1] = t;
         }
-    FcTensor *p = NULL, *flat = NULL, *m = NULL, *md = NULL, *xd = NULL, *dev = NULL, *sq = NULL, *s = NULL,
-             *div = NULL, *v = NULL, *r = NULL;
+    FcTensor *p = NULL, *flat = NULL, *m = NULL, *md = NULL, *xd = NULL, *dev = NULL, *sq = NULL, *s0 = NULL,
+             *s = NULL, *div = NULL, *v = NULL, *r = NULL;
+    int64_t ones[FC_MAX_DIMS];
+    for (int k = 0; k < nout; k++)
+        ones[k] = 1;
     FcStatus st = fc_permute(ctx, x, x->ndim, perm, &p, err);
     if (!st)
         st = fc_reshape(ctx, p, 1, &n, &flat, err);
@@ -448,7 +454,9 @@ FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt,
     if (!st)
         st = fc_binary(ctx, FC_OP_MUL, dev, dev, &sq, err);
     if (!st)
-        st = fc_sum_ordered(ctx, sq, NULL, 0, false, FC_SUM_SERIAL, &s, err);
+        st = fc_sum_ordered(ctx, sq, NULL, 0, false, FC_SUM_SERIAL, &s0, err);
+    if (!st)
+        st = fc_reshape(ctx, s0, nout, ones, &s, err);
     FcScalar divisor = {.f = n - correction > 0 ? (double)(n - correction) : 0.0};
     if (!st)
         st = fc_scalar(ctx, FC_FLOAT64, divisor, true, &div, err);
@@ -460,7 +468,118 @@ FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt,
         r = fc_tensor_retain(v);
     if (!st)
         st = fc_cast(ctx, r, x->dtype, out, err);
-    FcTensor *tmp[] = {p, flat, m, md, xd, dev, sq, s, div, v, r};
+    FcTensor *tmp[] = {p, flat, m, md, xd, dev, sq, s0, s, div, v, r};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
+        fc_tensor_release(tmp[k]);
+    return st;
+}
+
+FcStatus fc_welford_m2(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    uint64_t red = mask_dims(dim_mask, x->ndim);
+    int64_t count = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if ((red >> d) & 1)
+            count *= x->shape[d];
+    FcTensor *xd = NULL, *s = NULL, *n = NULL, *mean = NULL, *v = NULL, *sq = NULL;
+    FcStatus st = fc_cast(ctx, x, FC_FLOAT64, &xd, err);
+    /* (the mean is a fused sum: where m2 is the backend's Welford, nothing computes it) */
+    if (!st)
+        st = fc_reduce(ctx, FC_OP_SUM, xd, dim_mask, true, &s, err);
+    if (!st)
+        st = wrapped_float(ctx, (double)count, &n, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_DIV, s, n, &mean, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_SUB, xd, mean, &v, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_MUL, v, v, &sq, err);
+    if (!st)
+        st = fc_reduce(ctx, FC_OP_SUM, sq, dim_mask, keepdim, out, err);
+    FcNode *m2 = st ? NULL : (*out)->node;
+    if (m2 && m2->op == FC_OP_SUM && m2->refcnt == 1 && x->ndim > 0 && !fc_tensor_has_dims(x))
+        m2->order = FC_SUM_WELFORD;     /* made just now: no other DAG holds it yet */
+    FcTensor *tmp[] = {xd, s, n, mean, v, sq};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
+        fc_tensor_release(tmp[k]);
+    return st;
+}
+
+/* sqrt(v) with std_backward's 0 gradient where v is 0 (sqrt's own would be 0 / 0):
+ * where(v == 0, 0, sqrt(where(v == 0, 1, v))), the same values. */
+static FcStatus std_root(FcCtx *ctx, FcTensor *v, FcTensor **out, FcError *err)
+{
+    if (!fc_is_grad_enabled() || !fc_requires_grad(v))
+        return fc_unary(ctx, FC_OP_SQRT, v, out, err);
+    FcTensor *zero = NULL, *one = NULL, *z = NULL, *safe = NULL, *root = NULL;
+    FcStatus st = wrapped_float(ctx, 0.0, &zero, err);
+    if (!st)
+        st = wrapped_float(ctx, 1.0, &one, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_EQ, v, zero, &z, err);
+    if (!st)
+        st = fc_where(ctx, z, one, v, &safe, err);
+    if (!st)
+        st = fc_unary(ctx, FC_OP_SQRT, safe, &root, err);
+    if (!st)
+        st = fc_where(ctx, z, zero, root, out, err);
+    FcTensor *tmp[] = {zero, one, z, safe, root};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
+        fc_tensor_release(tmp[k]);
+    return st;
+}
+
+FcStatus fc_var(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, int64_t correction, bool keepdim, bool take_sqrt,
+                FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    uint64_t red = mask_dims(dim_mask, x->ndim);
+    int64_t n = 1, kept = 1;
+    int nout = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        bool r = (red >> d) & 1;
+        n *= r ? x->shape[d] : 1;
+        kept *= r ? 1 : x->shape[d];
+        nout += !r || keepdim;
+    }
+    double divisor = n - correction > 0 ? (double)(n - correction) : 0.0;
+    bool f32_f64 = x->dtype == FC_FLOAT32 || x->dtype == FC_FLOAT64;
+    FcTensor *c = NULL, *m = NULL, *d = NULL, *sq = NULL, *s = NULL, *div = NULL, *v = NULL, *r = NULL;
+    FcStatus st;
+    if (fc_tensor_has_dims(x)) {
+        /* sum((x - mean)^2) / divisor in x's computation dtype, fused */
+        st = fc_cast(ctx, x, fc_dtype_compute(x->dtype), &c, err);
+        if (!st)
+            st = fc_mean(ctx, c, dim_mask, true, &m, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_SUB, c, m, &d, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_MUL, d, d, &sq, err);
+        if (!st)
+            st = fc_reduce(ctx, FC_OP_SUM, sq, dim_mask, keepdim, &s, err);
+    } else if (f32_f64 && kept == 1 && fc_tensor_numel(x) > 0) {
+        /* one result: PyTorch's two passes over all of x */
+        st = var_all(ctx, x, correction, take_sqrt, nout, out, err);
+        goto done;
+    } else {
+        st = fc_welford_m2(ctx, x, dim_mask, keepdim, &s, err);
+    }
+    if (!st)
+        st = wrapped_float(ctx, divisor, &div, err);
+    if (!st)
+        st = fc_binary(ctx, FC_OP_DIV, s, div, &v, err);
+    if (!st && take_sqrt)
+        st = std_root(ctx, v, &r, err);
+    else if (!st)
+        r = fc_tensor_retain(v);
+    if (!st)
+        st = fc_cast(ctx, r, x->dtype, out, err);
+done:
+    /* the gradient as PyTorch's var_backward / std_backward (n - correction may be 0 or less) */
+    if (!st && x->ndim > 0)
+        fc_grad_declare_reduce(*out, take_sqrt ? FC_VJP_STD : FC_VJP_VAR, x, dim_mask, keepdim, (double)(n - correction));
+    FcTensor *tmp[] = {c, m, d, sq, s, div, v, r};
     for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
         fc_tensor_release(tmp[k]);
     return st;

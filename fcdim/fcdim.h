@@ -307,6 +307,12 @@ typedef enum FcSumOrder {
                            than lanes added in turn. The softmax kernels along the last dim */
     FC_SUM_SERIAL,      /* from 0, each element of the dim added in turn: the softmax kernels
                            along another dim */
+    FC_SUM_WELFORD,     /* var's and std's sum of squared deviations (fc_welford_m2): the SUM of
+                           MUL(v, v), v = SUB(x in float64, its mean), computed as WelfordOps' m2
+                           from x alone: per output the summed elements in TensorIterator's order
+                           (the summed dims by ascending stride), mean and m2 in double, each
+                           element's delta = x - mean, mean += delta / count, m2 += delta * (x -
+                           mean) by one fma (GCC contracts it in PyTorch's AVX2 build) */
 } FcSumOrder;
 
 typedef struct FcNode FcNode;
@@ -604,6 +610,11 @@ FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTens
  * where it cannot and for first-class dims (fused). PyTorch's softmax kernels sum so. */
 FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdim, FcSumOrder order, FcTensor **out,
                         FcError *err);
+/* The float64 sum over the dims in dim_mask (0: all; kept as size 1 when keepdim) of (x - mean)^2,
+ * x (a float tensor) as float64 and mean its mean over those dims: var's numerator, which a
+ * backend with FcBackend.ordered_sum computes from x as PyTorch's WelfordOps computes its m2
+ * (FC_SUM_WELFORD), the others and first-class dims in two passes, fused. */
+FcStatus fc_welford_m2(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* A bool tensor of shape[0..ndim): whether an element's position among the elements of dims
  * d + 1.. (their flat index in C order) is below cut. PyTorch's kernels along a dim that is not
  * the last run the inner positions below a multiple of their vector width as vectors, the rest as
@@ -949,7 +960,8 @@ typedef struct FcMatmul {
  * the scheduler hands a SUM of that order (FcNode.order) of a stored float tensor to a backend
  * that has it. The output is C-contiguous over the kept dims (a keepdim=True sum's layout). */
 typedef struct FcOrderedSum {
-    FcSumOrder order;           /* CASCADE, or LANES or SERIAL along one dim (reduced has one bit) */
+    FcSumOrder order;           /* CASCADE or WELFORD, or LANES or SERIAL along one dim (reduced has
+                                   one bit) */
     const void *in;             /* the input's element (0, ..., 0) */
     const void *in2;            /* NULL, or (LANES, SERIAL) in * in2 is summed, each product added by
                                    one fma; in2 is of in's dtype and shape, with strides2 */
@@ -960,7 +972,8 @@ typedef struct FcOrderedSum {
     uint64_t reduced;           /* bit d: dim d is summed */
     void *out;
     FcDType out_dtype;          /* dtype, or float32 for a narrow dtype's sum that its consumer
-                                   reads in float32 (the values are the narrow dtype's) */
+                                   reads in float32 (the values are the narrow dtype's); WELFORD:
+                                   float64 (m2) */
     volatile int *interrupt;
     /* (CASCADE) NULL, or the input is not in memory: a C-contiguous tensor (strides as such) whose elements
      * [begin, end) in C order tile computes on request, into *at (valid until the next call). A
@@ -1281,11 +1294,16 @@ FcStatus fc_max_dim(FcCtx *ctx, FcTensor *a, int64_t dim, bool keepdim, bool is_
  * (FcNode.evenly) and messages. */
 FcStatus fc_max_all(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool is_min, FcTensor **out, FcError *err);
 FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **out, FcError *err);
-/* var (std when take_sqrt) of all of float32 or float64 x with divisor max(0, N - correction), as
- * PyTorch 1.13's CPU computes it (std_var_all_cpu): x's mean (at::mean's, as a double), then the
- * squares of each element's difference from it summed in double in memory order from 0 (an
- * ordered sum, FC_SUM_SERIAL), divided, rooted, rounded to x's dtype. A 0-dim result. */
-FcStatus fc_var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_sqrt, FcTensor **out, FcError *err);
+/* var (std when take_sqrt) of float tensor x over the dims in dim_mask (0: all) with divisor
+ * max(0, N - correction), as PyTorch 1.13's CPU computes it (std_var_out): a float32 or float64 x
+ * whose result has one element by std_var_all_cpu (x's mean, at::mean's, as a double, then the
+ * squares of each element's difference from it summed in double in memory order from 0: an
+ * ordered sum, FC_SUM_SERIAL); else by WelfordOps (fc_welford_m2), m2 / divisor in double,
+ * rooted in double, rounded to x's dtype (a narrow one through float32). With first-class dims: in
+ * two passes in x's computation dtype. The gradient is var_backward's / std_backward's
+ * (fc_grad_declare_reduce) where it can be declared; std's is 0 where std is 0 either way. */
+FcStatus fc_var(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, int64_t correction, bool keepdim, bool take_sqrt,
+                FcTensor **out, FcError *err);
 /* The gradient of softmax (log_softmax) along dim d (wrapped) of a float32 or float64 tensor, from
  * its output y and the output's gradient g (of y's shape and dtype), as PyTorch's CPU kernels
  * compute it (_softmax_backward_data, _log_softmax_backward_data). */

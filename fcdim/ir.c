@@ -1083,7 +1083,7 @@ static int dump_node(const FcNode *n, const FcNode **seen, int *nseen, int cap, 
     if (n->op == FC_OP_CAST)
         dump_printf(b, "<%s>", fc_dtype_name(n->src_dtype));
     if (n->op == FC_OP_SUM && n->order != FC_SUM_FUSED) {
-        static const char *const orders[] = {"fused", "cascade", "lanes", "serial"};
+        static const char *const orders[] = {"fused", "cascade", "lanes", "serial", "welford"};
         dump_printf(b, "<%s%s>", orders[n->order], n->order_fma ? ", fma" : "");
     }
     if (n->op == FC_OP_CONST) {

@@ -166,7 +166,7 @@ static bool put_node(FcKey *key, FcNode *n, uint64_t mark, uint32_t *count)
     uint64_t *w = key->w + key->n;
     *w++ = (uint64_t)n->op | (uint64_t)n->dtype << 8 | (uint64_t)n->src_dtype << 16 |
            (uint64_t)(uint32_t)n->nlev << 24 | (uint64_t)(uint32_t)n->nin << 40 |
-           (uint64_t)n->order << 56 | (uint64_t)n->order_fma << 58 | (uint64_t)n->c_order << 63;
+           (uint64_t)n->order << 56 | (uint64_t)n->order_fma << 59 | (uint64_t)n->c_order << 63;
     for (int i = 0; i < n->nlev; i++)
         *w++ = (uint64_t)n->size[i];
     for (int k = 0; k < n->nin; k++) {

@@ -1190,12 +1190,43 @@ bool fc_sums_ordered(const FcCtx *ctx, const FcBackend *be)
     return be->ordered_sum && !ctx->fused_sums;
 }
 
+/* Whether node n is over its operand k's levels, each the same level. */
+static bool same_levels(const FcNode *n, int k)
+{
+    if (n->in[k]->nlev != n->nlev)
+        return false;
+    for (int l = 0; l < n->nlev; l++)
+        if (n->lev_map[k][l] != l)
+            return false;
+    return true;
+}
+
+/* The tensor x of a WELFORD sum (fc_welford_m2's SUM of MUL(v, v), v = SUB(x as float64, mean)):
+ * below the CAST that widens a float x to float64 (exactly), else the float64 operand; NULL
+ * where the sum is not of that form. */
+static const FcNode *welford_input(const FcNode *sum)
+{
+    const FcNode *sq = sum->in[0];
+    if (sq->op != FC_OP_MUL || sq->nin != 2 || sq->in[0] != sq->in[1] || !same_levels(sq, 0))
+        return NULL;
+    const FcNode *v = sq->in[0];
+    if (v->op != FC_OP_SUB || v->dtype != FC_FLOAT64 || !same_levels(v, 0))
+        return NULL;
+    const FcNode *x = v->in[0];
+    if (x->op == FC_OP_CAST && fc_dtype_is_float(x->in[0]->dtype) && same_levels(x, 0))
+        x = x->in[0];
+    return x->dtype == FC_FLOAT32 || x->dtype == FC_FLOAT64 || x->dtype == FC_BFLOAT16 || x->dtype == FC_FLOAT16
+               ? x
+               : NULL;
+}
+
 /* A sum in one of PyTorch's orders at root (FcNode.order), or fc_sum's under the CAST that rounds
  * it to its narrow dtype: that SUM, else NULL. */
 static const FcNode *ordered_of(const FcNode *root)
 {
     const FcNode *n = root->op == FC_OP_CAST && root->narrows ? root->in[0] : root;
-    if (n->op != FC_OP_SUM || n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow))
+    if (n->op != FC_OP_SUM || n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow) ||
+        (n->order == FC_SUM_WELFORD && !welford_input(n)))
         return NULL;
     /* (its output is laid out as the operand's kept levels: they must map in order) */
     for (int l = 0, last = -1; l < n->in[0]->nlev; l++)
@@ -1225,11 +1256,8 @@ static bool fma_factors(const FcNode *x, const FcNode **f)
     if (x->op != FC_OP_MUL || x->nin != 2)
         return false;
     for (int k = 0; k < 2; k++) {
-        if (x->in[k]->nlev != x->nlev || x->in[k]->dtype != x->dtype)
+        if (x->in[k]->dtype != x->dtype || !same_levels(x, k))
             return false;
-        for (int l = 0; l < x->nlev; l++)
-            if (x->lev_map[k][l] != l)
-                return false;
         f[k] = x->in[k];
     }
     return true;
@@ -1239,7 +1267,7 @@ static bool fma_factors(const FcNode *x, const FcNode **f)
  * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
 static char *ordered_text(const FcOrderedSum *cs)
 {
-    static const char *const names[] = {"fused", "cascade", "lanes", "serial"};
+    static const char *const names[] = {"fused", "cascade", "lanes", "serial", "welford"};
     char a[256], b[256], c[256];
     int64_t dims[FC_MAX_DIMS];
     int nr = 0;
@@ -1250,8 +1278,8 @@ static char *ordered_text(const FcOrderedSum *cs)
     fc_shape_str(b, sizeof b, cs->ndim, cs->strides);
     fc_shape_str(c, sizeof c, nr, dims);
     char *text = NULL;
-    mem_asprintf(&text, "%s sum%s %s %s strides %s over dims %s -> %s (PyTorch's order)\n", names[cs->order],
-                 cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
+    mem_asprintf(&text, "%s %s%s %s %s strides %s over dims %s -> %s (PyTorch's order)\n", names[cs->order],
+                 cs->order == FC_SUM_WELFORD ? "m2" : "sum", cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
     return text;
 }
 
@@ -1427,6 +1455,8 @@ static FcStatus ordered_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
     const FcNode *x = sum->in[0];
     if (sum->cascade_narrow)
         x = x->in[0];   /* below the CAST to float32 */
+    if (sum->order == FC_SUM_WELFORD)
+        x = welford_input(sum);     /* the tensor itself: m2 is computed from it */
     FcOrderedSum cs = {.order = (FcSumOrder)sum->order, .dtype = x->dtype, .ndim = x->nlev, .out_dtype = root->dtype,
                        .interrupt = ctx->interrupt};
     FcStorage *in_storage = NULL, *in2_storage = NULL;

@@ -941,9 +941,20 @@ static bool run_inplace(Interp *I, const TensorSig *sig, TensorArg *a, Value *ou
     return tensor_value_steal(I, fc_tensor_retain(self), out);
 }
 
+void dims_forget_product(Value v)
+{
+    if (v.tag != V_TENSOR) return;
+    TensorObj *o = (TensorObj *)v.o;
+    fc_tensor_release(o->fa);
+    fc_tensor_release(o->fb);
+    o->fa = o->fb = NULL;
+}
+
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     const char *name = sig->row->name;
+    for (int k = 0; k < sig->nparams; k++)
+        if (is_tensor_param(&sig->params[k]) && !(k == 0 && strcmp(name, "sum") == 0)) dims_forget_product(a[k].v);
     if (strcmp(name, "mul") == 0 && a[0].t && a[1].t && a[0].t->levels && a[1].t->levels &&
         fc_tensor_npos(a[0].t) == 0 && fc_tensor_npos(a[1].t) == 0 && fc_dtype_is_float(a[0].t->dtype) &&
         fc_dtype_is_float(a[1].t->dtype))
@@ -1094,6 +1105,7 @@ bool dims_getitem(Interp *I, Value v, Value idx, Value *out, bool *done)
     FcTensor *t = as_tensor(v);
     *done = t->levels || index_has_dims(idx);
     if (!*done) return true;
+    dims_forget_product(v);
     DimIndex x;
     bool ok = dimindex_of(I, t, idx, &x);
     FcTensor *r = NULL;

@@ -1677,6 +1677,7 @@ bool tensor_device_new(Interp *I, const Value *args, int nargs, int nkw, Value *
 
 bool tensor_repr(Interp *I, Value v, Buf *b)
 {
+    dims_forget_product(v);
     FcTensor *t = as_tensor(v), *host = fc_tensor_retain(t);
     FcError e;
     FcView view;

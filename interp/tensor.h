@@ -169,6 +169,10 @@ bool dims_in_arg(Value v);
 /* Do the bound arguments carry first-class dims? Then dims_run runs the row. */
 bool dims_involved(const TensorSig *sig, const TensorArg *a);
 bool dims_run(Interp *I, const TensorSig *sig, TensorArg *a, Value *out);
+/* functorch computes a delayed product of dims (Tensor::tensor) as soon as anything but its sum
+ * reads it: from then on it is a plain tensor, summed as any (no matmul). Tensor value v, read
+ * so (an operand of a row, indexed, printed), forgets its factors. */
+void dims_forget_product(Value v);
 /* A tensor or a dim (its iota) as an FcTensor (a new reference). */
 bool dims_tensor_of(Interp *I, Value v, FcTensor **out);
 /* t[idx] = value when dims are involved (in t, idx or value): a write through the view t[idx]. */

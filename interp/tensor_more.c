@@ -23,71 +23,17 @@
 
 /* ---- std / var ----------------------------------------------------------------------------- */
 
-/* var over dims (mask 0: all) with divisor max(0, N - correction): PyTorch's two-pass formula,
- * sum((x - mean)^2) / (N - correction). */
+/* var over dims (mask 0: all) with divisor max(0, N - correction), as PyTorch's CPU (fc_var). */
 static bool variance(Interp *I, const TensorSig *sig, TensorArg *a, bool is_std, Value *out)
 {
-    FcTensor *x = a[0].t, *m = NULL, *d = NULL, *r = NULL, *t;
+    FcTensor *x = a[0].t, *r = NULL;
     TensorArg *dim = ARG("dim"), *unb = ARG("unbiased"), *corr = ARG("correction"), *keep = ARG("keepdim");
     FcError e;
     uint64_t mask;
     if (!need_float(I, x, "std and var only support floating point and complex dtypes")) return false;
     if (!tensor_dim_mask(I, x, dim, &mask)) return false;
-    int64_t n = 1;
-    for (int k = 0; k < x->ndim; k++)
-        if (!mask || (mask >> k & 1)) n *= x->shape[k];
     int64_t c = corr ? (corr->none ? 1 : corr->i) : unb && !unb->b ? 0 : 1;
-    double div = n - c > 0 ? (double)(n - c) : 0.0;
-    bool keepdim = keep && keep->b;
-    FcTensor *wide = NULL;
-    FcStatus st = FC_OK;
-    if (fc_dtype_compute(x->dtype) != x->dtype) {
-        /* float16 and bfloat16: computed in float32 and rounded once, as torch's std_var kernel
-         * upcasts the reduced floating types. */
-        st = fc_cast(I->fc, x, fc_dtype_compute(x->dtype), &wide, &e);
-        x = wide;
-    }
-    uint64_t all = x->ndim >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << x->ndim) - 1;
-    bool whole = (mask == 0 || mask == all) && !wide && fc_tensor_numel(x) > 0 && !fc_tensor_has_dims(x);
-    if (st == FC_OK && whole) {
-        /* PyTorch's own two passes over all of a float32 or float64 tensor (std_var_all_cpu) */
-        st = fc_var_all(I->fc, x, c, is_std, &r, &e);
-        int64_t ones[FC_MAX_DIMS];
-        for (int k = 0; k < x->ndim; k++) ones[k] = 1;
-        if (st == FC_OK && keepdim) st = step(fc_reshape(I->fc, r, x->ndim, ones, &t, &e), &r, &t);
-    } else {
-        if (st == FC_OK) st = fc_mean(I->fc, x, mask, true, &m, &e);
-        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_SUB, x, m, &d, &e);
-        if (st == FC_OK) st = fc_binary(I->fc, FC_OP_MUL, d, d, &r, &e);
-        if (st == FC_OK) st = step(fc_reduce(I->fc, FC_OP_SUM, r, mask, keepdim, &t, &e), &r, &t);
-        if (st == FC_OK) st = step(binary_scalar(I->fc, FC_OP_DIV, r, div, &t, &e), &r, &t);
-    }
-    /* (the whole tensor's std is rooted already; its declared gradient masks std == 0) */
-    if (st == FC_OK && !whole && is_std && fc_is_grad_enabled() && fc_requires_grad(r)) {
-        /* PyTorch's std_backward masks the gradient to 0 where std is 0 (sqrt's own would be
-         * 0 / 0): where(var == 0, 0, sqrt(where(var == 0, 1, var))), the same values */
-        FcTensor *z = NULL, *one = NULL, *zero = NULL, *safe = NULL, *root = NULL;
-        st = binary_scalar(I->fc, FC_OP_EQ, r, 0.0, &z, &e);
-        if (st == FC_OK) st = float_scalar(I->fc, 1.0, &one, &e);
-        if (st == FC_OK) st = float_scalar(I->fc, 0.0, &zero, &e);
-        if (st == FC_OK) st = fc_where(I->fc, z, one, r, &safe, &e);
-        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SQRT, safe, &root, &e);
-        if (st == FC_OK) st = step(fc_where(I->fc, z, zero, root, &t, &e), &r, &t);
-        fc_tensor_release(z);
-        fc_tensor_release(one);
-        fc_tensor_release(zero);
-        fc_tensor_release(safe);
-        fc_tensor_release(root);
-    } else if (st == FC_OK && !whole && is_std) {
-        st = step(fc_unary(I->fc, FC_OP_SQRT, r, &t, &e), &r, &t);
-    }
-    if (st == FC_OK && wide) st = step(fc_cast(I->fc, r, a[0].t->dtype, &t, &e), &r, &t);
-    /* the gradient as PyTorch's var_backward / std_backward (n - c may be 0 or less) */
-    if (st == FC_OK && !wide && x->ndim > 0)
-        fc_grad_declare_reduce(r, is_std ? FC_VJP_STD : FC_VJP_VAR, x, mask, keepdim, (double)(n - c));
-    fc_tensor_release(wide);
-    fc_tensor_release(m);
-    fc_tensor_release(d);
+    FcStatus st = fc_var(I->fc, x, mask, c, keep && keep->b, is_std, &r, &e);
     return result(I, st, &e, r, out);
 }
 

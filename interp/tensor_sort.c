@@ -345,8 +345,11 @@ static bool sorted(Interp *I, FcTensor *t, int64_t dim, bool desc, LineOrder ord
     if (!sort_indices(I, t, d, desc, order, k, in_order, &ix)) return false;
     FcStatus st = FC_OK;
     bool picks = order >= ORDER_KTH && order <= ORDER_MODE;
-    if ((order == ORDER_TOPK || picks) && t->ndim)
+    if ((order == ORDER_TOPK || picks) && t->ndim) {
+        /* a new tensor, as PyTorch allocates the indices (not a view of all of them) */
         st = step(narrow(I->fc, ix, d, 0, picks ? 1 : k, &tmp, &e), &ix, &tmp);
+        if (st == FC_OK) st = step(fc_clone(I->fc, ix, FC_MF_CONTIGUOUS, &tmp, &e), &ix, &tmp);
+    }
     if (st == FC_OK) st = t->ndim ? fc_gather(I->fc, t, d, ix, values, &e) : fc_clone(I->fc, t, FC_MF_PRESERVE, values, &e);
     if (st == FC_OK && (order == ORDER_STABLE || order == ORDER_SORT) && t->ndim > 1) {
         /* laid out as t (PyTorch's sort meta: t's strides when dense, else dense in t's order) */

@@ -3711,6 +3711,69 @@ START_TEST(test_vec_sum_orders)
 }
 END_TEST
 
+/* One output's m2 as WelfordOps: the elements in order, as doubles, m2 by one fma. */
+static double welford_m2(const float *x, int64_t stride, int64_t n)
+{
+    double mean = 0, m2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = x[i * stride], delta = v - mean;
+        mean = mean + delta / (double)(i + 1);
+        m2 = fma(delta, v - mean, m2);
+    }
+    return m2;
+}
+
+/* var's Welford m2 (FC_SUM_WELFORD): each output's elements in TensorIterator's order (the
+ * summed dims by ascending stride) with one fma per update; the same bits at 1, 2 and 4 threads.
+ * Fails when the m2 update is an add of a rounded product, or when two summed dims are walked
+ * in the other order. */
+START_TEST(test_welford_m2)
+{
+    enum { A = 48, B = 37, C = 29 };
+    float *x = malloc(A * B * C * sizeof *x);
+    ck_assert(x);
+    for (int i = 0; i < A * B * C; i++)
+        x[i] = (((float)fmod((double)i * 0.37, 7.3) - 3.1f) * 1.37f) + 100.0f;
+    static double want[A * C], got[A * C];
+    /* over dim 1 of [A, B, C] (outputs A x C), then over dims 0 and 2 (outputs B) */
+    for (int c = 0; c < 2; c++) {
+        int64_t onum = c == 0 ? A * C : B;
+        for (int th = 1; th <= 4; th *= 2) {
+            FcBackend *b = fc_cpu_backend_new(th);
+            ck_assert_ptr_nonnull(b);
+            FcOrderedSum cs = {.order = FC_SUM_WELFORD, .in = x, .dtype = FC_FLOAT32, .ndim = 3, .shape = {A, B, C},
+                               .strides = {B * C, C, 1}, .reduced = c == 0 ? 2 : 5, .out = th == 1 ? want : got,
+                               .out_dtype = FC_FLOAT64};
+            ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
+            b->destroy(b);
+            if (th > 1) {
+                ck_assert_msg(memcmp(want, got, (size_t)onum * 8) == 0, "case %d: %d threads give other bits", c, th);
+                continue;
+            }
+        }
+        if (c == 0) {
+            for (int64_t a = 0; a < A; a++)
+                for (int64_t k = 0; k < C; k++) {
+                    double w = welford_m2(x + a * B * C + k, C, B);
+                    ck_assert_msg(want[a * C + k] == w, "output (%d, %d): %.17g, want %.17g", (int)a, (int)k,
+                                  want[a * C + k], w);
+                }
+        } else {
+            /* dim 2 (stride 1) fastest, then dim 0 */
+            static float line[A * C];
+            for (int64_t j = 0; j < B; j++) {
+                for (int64_t a = 0; a < A; a++)
+                    for (int64_t k = 0; k < C; k++)
+                        line[a * C + k] = x[a * B * C + j * C + k];
+                double w = welford_m2(line, 1, A * C);
+                ck_assert_msg(want[j] == w, "output %d: %.17g, want %.17g", (int)j, want[j], w);
+            }
+        }
+    }
+    free(x);
+}
+END_TEST
+
 Suite *cpu_backend_suite(void)
 {
     Suite *s = suite_create("cpu_backend");
@@ -3850,6 +3913,7 @@ Suite *cpu_backend_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cascade_sum_threads);
     tcase_add_test(tc, test_vec_sum_orders);
+    tcase_add_test(tc, test_welford_m2);
     suite_add_tcase(s, tc);
 
     if (getenv("TDL_CPU_BENCH")) {

@@ -334,6 +334,16 @@ START_TEST(reduce_loop_order)
                   strstr(dump.buf, "lanes sum of products (fma) float32 [4, 6] strides [6, 1] over dims [1]") &&
                   strstr(dump.buf, "serial sum float32 [4, 6] strides [6, 1] over dims [0]"), "%s", dump.buf);
     free(dump.buf);
+    /* var over a dim: Welford's m2 from the transposed tensor itself (not its squares), float64 */
+    dump = (Text){0};
+    U = tdl_open(&cfg);
+    ck_assert_ptr_nonnull(U);
+    ck_assert_msg(tdl_run_string(U, "x = (arange(24.0) * 0.3).reshape(4, 6)\n"
+                                    "s = float(x.t().std(1).sum())\n", "<program>") == TDL_OK,
+                  "%s", tdl_error_message(U));
+    tdl_close(U);
+    ck_assert_msg(strstr(dump.buf, "welford m2 float32 [6, 4] strides [1, 6] over dims [1] -> float64"), "%s", dump.buf);
+    free(dump.buf);
 }
 END_TEST
 

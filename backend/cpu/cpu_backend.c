@@ -214,8 +214,9 @@ static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
 
 static FcStatus cpu_ordered_sum(FcBackend *be, const FcOrderedSum *s, FcError *err)
 {
-    return s->order == FC_SUM_CASCADE ? fc_cpu_cascade_sum((CpuBackend *)be, s, err)
-                                      : fc_cpu_vec_sum((CpuBackend *)be, s, err);
+    return s->order == FC_SUM_CASCADE   ? fc_cpu_cascade_sum((CpuBackend *)be, s, err)
+           : s->order == FC_SUM_WELFORD ? fc_cpu_welford((CpuBackend *)be, s, err)
+                                        : fc_cpu_vec_sum((CpuBackend *)be, s, err);
 }
 
 static void cpu_destroy(FcBackend *base)

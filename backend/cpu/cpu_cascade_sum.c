@@ -24,7 +24,8 @@
  * (TensorIteratorReduce.cpp's two_pass_reduction); this is its result on one thread, whatever
  * the threads here (see DEF_CASCADE for how they share a sum). An input that is not in memory
  * (FcOrderedSum.tile: the scheduler's expression computed a tile at a time) is read a tile of
- * spans at a time.
+ * spans at a time. The iterator (fc_cpu_sum_iter) is also the order of var's Welford
+ * (cpu_welford.c).
  * Depends on cpu_internal.h, cpu_plan.h (its error) and mem.h. */
 #include "cpu_internal.h"
 #include "cpu_plan.h"
@@ -47,12 +48,6 @@ static int64_t ceil_log2(int64_t x)
 typedef enum { LD_SCALAR, LD_INNER, LD_OUTER } LoadKind;
 
 /* ---- the iterator (TensorIterator's reorder_dimensions and coalesce_dimensions) ---- */
-
-typedef struct Iter {
-    int nd;
-    int64_t shape[FC_MAX_DIMS];
-    int64_t ost[FC_MAX_DIMS], ist[FC_MAX_DIMS];     /* output, input strides in elements */
-} Iter;
 
 /* reorder_dimensions' comparison over (output, input): 1 when dim d0 goes after d1, -1 before, 0
  * undecided. */
@@ -77,7 +72,7 @@ static int should_swap(const void *ud, int d0, int d1)
     return 0;
 }
 
-static void make_iter(const FcOrderedSum *s, Iter *it)
+void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it)
 {
     int nd = s->ndim;
     int64_t ost[FC_MAX_DIMS];
@@ -528,8 +523,8 @@ FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
     memset(s->out, 0, (size_t)onum * oes);
     if (inum == 0)
         return FC_OK;
-    Iter it;
-    make_iter(s, &it);
+    CpuSumIter it;
+    fc_cpu_sum_iter(s, &it);
     int64_t st[4] = {it.nd > 0 ? it.ost[0] : 0, it.nd > 0 ? it.ist[0] : 0, it.nd > 1 ? it.ost[1] : 0,
                      it.nd > 1 ? it.ist[1] : 0};
     int64_t size0 = it.nd > 0 ? it.shape[0] : 1, size1 = it.nd > 1 ? it.shape[1] : 1;

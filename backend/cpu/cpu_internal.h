@@ -273,6 +273,17 @@ void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
 /* A sum in PyTorch's at::sum order (cpu_cascade_sum.c). */
 FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
+/* TensorIterator's view of an ordered sum's input and output (its reorder_dimensions, the
+ * output, C-contiguous over the kept dims, first; then coalesce_dimensions): nd dims, fastest
+ * first, the summed ones (output stride 0) before the kept ones (cpu_cascade_sum.c). */
+typedef struct CpuSumIter {
+    int nd;
+    int64_t shape[FC_MAX_DIMS];
+    int64_t ost[FC_MAX_DIMS], ist[FC_MAX_DIMS];     /* output, input strides in elements */
+} CpuSumIter;
+void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it);
+/* var's and std's m2 in the order of PyTorch's WelfordOps (cpu_welford.c). */
+FcStatus fc_cpu_welford(CpuBackend *be, const FcOrderedSum *s, FcError *err);
 /* A sum along one dim in the order of PyTorch's vectorised kernels (cpu_vec_sums.c). */
 FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
 
