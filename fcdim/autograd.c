@@ -161,7 +161,7 @@ void fc_grad_declare_reduce(FcTensor *t, FcVjpRule rule, FcTensor *x, uint64_t d
     FcNode *r = t->node;
     if (fc_grad_off || !fc_grad_live || !r || r->refcnt != 1 || r->vjp || t->levels || x->levels ||
         r->nlev != t->ndim || (t->dtype != FC_FLOAT32 && t->dtype != FC_FLOAT64) || x->dtype != t->dtype ||
-        x->ndim == 0 || !fc_requires_grad(x))
+        !fc_requires_grad(x))
         return;
     struct FcVjp *v = mem_calloc(1, sizeof *v);
     if (!v || !(v->in[0] = fc_tensor_node(x)) || v->in[0]->nlev != x->ndim) {
@@ -197,7 +197,7 @@ static const char *vjp_name(const struct FcVjp *v)
     case FC_VJP_LOGSUMEXP: return "LogsumexpBackward0";
     case FC_VJP_VAR: return "VarBackward0";
     case FC_VJP_STD: return "StdBackward0";
-    case FC_VJP_NORM2: return "NormBackward1";
+    case FC_VJP_NORM: return "NormBackward1";
     }
     return NULL;
 }
@@ -1278,6 +1278,75 @@ static FcNode *softmax_cotangent(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C,
     return c;
 }
 
+/* norm_backward's cotangent of x (node in) from the output's g and the norm r (both over x's
+ * levels), p finite and not 0, as PyTorch 1.13 writes it (each pow Tensor.pow's, special
+ * exponents included): p = 1: sgn(x) * g; p = 2: g * (x / r).masked_fill_(r == 0, 0); p < 1:
+ * sgn(x) * |x|^(p-1).masked_fill_(x == 0, 0) * g * r^(1-p); else (sgn(x) * |x|^(p-1) below 2,
+ * x * |x|^(p-2) above) * (g / r^(p-1)).masked_fill_(r == 0, 0). A new node on dev, or NULL. */
+static FcNode *norm_cotangent(FcCtx *ctx, FcDevice dev, FcNode *in, FcNode *g, FcNode *r, double p)
+{
+    FcTensor *x = fc_tensor_from_node(ref(in), dev, NULL, 0), *gt = fc_tensor_from_node(ref(g), dev, NULL, 0),
+             *rt = fc_tensor_from_node(ref(r), dev, NULL, 0);
+    FcTensor *t[12] = {NULL};
+    FcTensor *res = NULL;
+    FcError e;
+    bool was_off = fc_grad_off;
+    fc_grad_off = true;
+    FcStatus st = x && gt && rt ? FC_OK : FC_ERR_NOMEM;
+#define NUM(i, v) (st = st ? st : fc_scalar(ctx, FC_FLOAT64, (FcScalar){.f = (v)}, true, &t[i], &e))
+#define OP2(op, a, b, o) (st = st ? st : fc_binary(ctx, op, a, b, &o, &e))
+#define OP1(op, a, o) (st = st ? st : fc_unary(ctx, op, a, &o, &e))
+#define WHERE0(c, a, o) (st = st ? st : fc_where(ctx, c, t[0], a, &o, &e))
+    NUM(0, 0);
+    if (p == 1) {
+        OP1(FC_OP_SIGN, x, t[1]);
+        OP2(FC_OP_MUL, t[1], gt, res);
+    } else if (p == 2) {
+        OP2(FC_OP_EQ, rt, t[0], t[1]);
+        OP2(FC_OP_DIV, x, rt, t[2]);
+        WHERE0(t[1], t[2], t[3]);
+        OP2(FC_OP_MUL, gt, t[3], res);
+    } else if (p < 1) {
+        NUM(1, p - 1);
+        NUM(2, 1 - p);
+        OP1(FC_OP_ABS, x, t[3]);
+        OP2(FC_OP_POW, t[3], t[1], t[4]);
+        OP2(FC_OP_EQ, x, t[0], t[5]);
+        WHERE0(t[5], t[4], t[6]);
+        OP1(FC_OP_SIGN, x, t[7]);
+        OP2(FC_OP_MUL, t[7], t[6], t[8]);           /* self_scaled */
+        OP2(FC_OP_MUL, t[8], gt, t[9]);
+        OP2(FC_OP_POW, rt, t[2], t[10]);
+        OP2(FC_OP_MUL, t[9], t[10], res);
+    } else {
+        NUM(1, p < 2 ? p - 1 : p - 2);
+        NUM(2, p - 1);
+        OP1(FC_OP_ABS, x, t[3]);
+        OP2(FC_OP_POW, t[3], t[1], t[4]);
+        if (p < 2)
+            OP1(FC_OP_SIGN, x, t[5]);
+        OP2(FC_OP_MUL, p < 2 ? t[5] : x, t[4], t[6]);  /* self_scaled */
+        OP2(FC_OP_POW, rt, t[2], t[7]);
+        OP2(FC_OP_DIV, gt, t[7], t[8]);
+        OP2(FC_OP_EQ, rt, t[0], t[9]);
+        WHERE0(t[9], t[8], t[10]);                  /* scale_v */
+        OP2(FC_OP_MUL, t[6], t[10], res);
+    }
+#undef NUM
+#undef OP2
+#undef OP1
+#undef WHERE0
+    fc_grad_off = was_off;
+    FcNode *c = st ? NULL : fc_tensor_node(res);
+    for (int i = 0; i < 12; i++)
+        fc_tensor_release(t[i]);
+    fc_tensor_release(res);
+    fc_tensor_release(x);
+    fc_tensor_release(gt);
+    fc_tensor_release(rt);
+    return c;
+}
+
 /* The cotangents of a composite's operands (n->vjp's), given C: as vjp_rule, by the declared rule
  * (fc_grad_declare), each formula as derivatives.yaml writes it (softmax's as PyTorch's kernel
  * computes it), so rounded as PyTorch's. */
@@ -1332,17 +1401,19 @@ static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode 
         ok = ok && out[0];
         break;
     }
-    case FC_VJP_NORM2: {
-        /* norm_backward, p = 2: grad * (self / norm).masked_fill_(norm == 0, 0) */
+    case FC_VJP_NORM: {
         FcNode *in = v->in[0], *r = pull_to(n, in, v->map[0], ref(n)), *g = pull_to(n, in, v->map[0], Cc());
-        out[0] = MUL(g, own3(FC_OP_WHERE, dt, own2(FC_OP_EQ, FC_BOOL, ref(r), K(0)), K(0), DIV(ref(in), r)));
+        out[0] = r && g ? norm_cotangent(ctx, dev, in, g, r, v->k) : NULL;
+        fc_node_release(r);
+        fc_node_release(g);
         ok = ok && out[0];
         break;
     }
     case FC_VJP_VAR:
     case FC_VJP_STD: {
         /* var_backward: (2.0 / dof) * grad * (self - self.mean(dim, keepdim=True)), the mean
-         * at::mean's (a cascade sum, then / N); a dof of 0 or less: grad * (self - mean) * inf.
+         * at::mean's (a cascade sum, then / N), 2.0 / dof inf for a dof of 0 (and negative for
+         * a negative dof); of a 0-dim tensor with a dof of 0 or less, grad * inf.
          * std_backward first takes grad to (grad / (result * 2)).masked_fill_(result == 0, 0). */
         FcNode *in = v->in[0], *g = pull_to(n, in, v->map[0], Cc());
         if (v->rule == FC_VJP_STD) {
@@ -1365,7 +1436,12 @@ static bool vjp_declared(FcCtx *ctx, FcDevice dev, FcNode *n, FcNode *C, FcNode 
         FcNode *placed = mean ? fc_node_place(mean, dt, in->nlev, in->size, in->nlev) : NULL;
         fc_node_release(mean);
         FcNode *dev_x = SUB(ref(in), placed);
-        out[0] = v->k > 0 ? MUL(MUL(K(2.0 / v->k), g), dev_x) : MUL(MUL(g, dev_x), K(INFINITY));
+        if (in->nlev == 0 && v->k <= 0) {
+            fc_node_release(dev_x);
+            out[0] = MUL(g, K(INFINITY));
+        } else {
+            out[0] = MUL(MUL(K(v->k == 0 ? INFINITY : 2.0 / v->k), g), dev_x);
+        }
         ok = ok && out[0];
         break;
     }

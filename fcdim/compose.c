@@ -226,7 +226,7 @@ static FcStatus softmax_kernel(FcCtx *ctx, FcTensor *a, int d, bool log, FcTenso
     if (!st && apart)
         st = fc_realize(ctx, e, err);
     if (!st)
-        st = fc_sum_ordered(ctx, e, NULL, d, true, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
+        st = fc_sum_ordered(ctx, e, NULL, (uint64_t)1 << d, true, last ? FC_SUM_LANES : FC_SUM_SERIAL, &s, err);
     if (!st && log) {
         st = fc_unary(ctx, FC_OP_LOG, s, &t, err);
         if (!st)
@@ -261,13 +261,13 @@ FcStatus fc_softmax_backward(FcCtx *ctx, FcTensor *g, FcTensor *y, int d, bool l
     if (st)
         return st;
     if (!log) {
-        st = fc_sum_ordered(ctx, g, y, d, true, order, &s, err);
+        st = fc_sum_ordered(ctx, g, y, (uint64_t)1 << d, true, order, &s, err);
         if (!st)
             st = fc_binary(ctx, FC_OP_SUB, g, s, &t, err);
         if (!st)
             st = fc_binary(ctx, FC_OP_MUL, t, y, out, err);
     } else {
-        st = fc_sum_ordered(ctx, g, NULL, d, true, order, &s, err);
+        st = fc_sum_ordered(ctx, g, NULL, (uint64_t)1 << d, true, order, &s, err);
         if (!st)
             st = kernel_exp(ctx, y, d, &ey, err);
         if (!st)
@@ -425,16 +425,13 @@ static FcStatus var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_s
                         FcError *err)
 {
     *out = NULL;
-    /* the elements in memory order: a stored tensor's dims by descending stride */
+    /* the elements in the order TensorIterator walks them: a stored tensor's by its strides */
     int64_t perm[FC_MAX_DIMS], n = fc_tensor_numel(x);
+    int fast[FC_MAX_DIMS];
+    if (x->storage && !x->node)
+        fc_stride_order(x->ndim, x->shape, x->strides, fast);
     for (int k = 0; k < x->ndim; k++)
-        perm[k] = k;
-    for (int k = 1; k < x->ndim && x->storage && !x->node; k++)
-        for (int j = k; j > 0 && x->strides[perm[j]] > x->strides[perm[j - 1]]; j--) {
-            int64_t t = perm[j];
-            perm[j] = perm[j - 1];
-            perm[j - 1] = t;
-        }
+        perm[k] = x->storage && !x->node ? fast[x->ndim - 1 - k] : k;
     FcTensor *p = NULL, *flat = NULL, *m = NULL, *md = NULL, *xd = NULL, *dev = NULL, *sq = NULL, *s0 = NULL,
              *s = NULL, *div = NULL, *v = NULL, *r = NULL;
     int64_t ones[FC_MAX_DIMS];
@@ -454,7 +451,7 @@ static FcStatus var_all(FcCtx *ctx, FcTensor *x, int64_t correction, bool take_s
     if (!st)
         st = fc_binary(ctx, FC_OP_MUL, dev, dev, &sq, err);
     if (!st)
-        st = fc_sum_ordered(ctx, sq, NULL, 0, false, FC_SUM_SERIAL, &s0, err);
+        st = fc_sum_ordered(ctx, sq, NULL, 1, false, FC_SUM_SERIAL, &s0, err);
     if (!st)
         st = fc_reshape(ctx, s0, nout, ones, &s, err);
     FcScalar divisor = {.f = n - correction > 0 ? (double)(n - correction) : 0.0};
@@ -577,11 +574,79 @@ FcStatus fc_var(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, int64_t correction, 
         st = fc_cast(ctx, r, x->dtype, out, err);
 done:
     /* the gradient as PyTorch's var_backward / std_backward (n - correction may be 0 or less) */
-    if (!st && x->ndim > 0)
+    if (!st)
         fc_grad_declare_reduce(*out, take_sqrt ? FC_VJP_STD : FC_VJP_VAR, x, dim_mask, keepdim, (double)(n - correction));
     FcTensor *tmp[] = {c, m, d, sq, s, div, v, r};
     for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
         fc_tensor_release(tmp[k]);
+    return st;
+}
+
+/* ---- vector norms ---- */
+
+/* op(a, wrapped float v) */
+static FcStatus with_float(FcCtx *ctx, FcOp op, FcTensor *a, double v, FcTensor **out, FcError *err)
+{
+    FcTensor *w = NULL;
+    FcStatus st = wrapped_float(ctx, v, &w, err);
+    if (!st)
+        st = fc_binary(ctx, op, a, w, out, err);
+    fc_tensor_release(w);
+    return st;
+}
+
+FcStatus fc_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    *out = NULL;
+    uint64_t red = mask_dims(dim_mask, x->ndim);
+    FcTensor *ax = NULL, *r = NULL, *t = NULL;
+    FcStatus st = fc_unary(ctx, FC_OP_ABS, x, &ax, err);
+    if (st) {
+    } else if (isinf(p)) {
+        st = fc_reduce(ctx, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, dim_mask, keepdim, &r, err);
+    } else if (p == 0) {
+        st = with_float(ctx, FC_OP_NE, ax, 0.0, &t, err);
+        if (!st)
+            st = fc_reduce(ctx, FC_OP_SUM, t, dim_mask, keepdim, &r, err);
+        fc_tensor_release(t);
+        t = r;
+        r = NULL;
+        if (!st)
+            st = fc_cast(ctx, t, x->dtype, &r, err);
+    } else if (p == 1) {
+        st = fc_sum_ordered(ctx, ax, NULL, red, keepdim, FC_SUM_SERIAL, &r, err);
+    } else if (p == 2) {
+        st = fc_sum_ordered(ctx, x, x, red, keepdim, FC_SUM_NORM2, &t, err);
+        if (!st)
+            st = fc_unary(ctx, FC_OP_SQRT, t, &r, err);
+
+    } else {
+        /* NormOps: sum(|x|^p) in the dtype, then its power 1 / p, that computed in the dtype;
+         * each power libm's pow (not the tensor op's special exponents: the exponents are 0-dim
+         * tensors of the dtype, not numbers) */
+        double inv = x->dtype == FC_FLOAT32 ? (double)(1.0f / (float)p) : 1.0 / p;
+        FcTensor *s = NULL, *e = NULL, *ie = NULL;
+        st = fc_scalar(ctx, x->dtype, (FcScalar){.f = p}, false, &e, err);
+        if (!st)
+            st = fc_scalar(ctx, x->dtype, (FcScalar){.f = inv}, false, &ie, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_POW, ax, e, &t, err);
+        if (!st)
+            st = fc_sum_ordered(ctx, t, NULL, red, keepdim, FC_SUM_SERIAL, &s, err);
+        if (!st)
+            st = fc_binary(ctx, FC_OP_POW, s, ie, &r, err);
+        fc_tensor_release(s);
+        fc_tensor_release(e);
+        fc_tensor_release(ie);
+    }
+    /* the gradient as PyTorch's norm_backward (sqrt's own would be NaN where the norm is 0) */
+    if (!st && isfinite(p) && p != 0)
+        fc_grad_declare_reduce(r, FC_VJP_NORM, x, dim_mask, keepdim, p);
+    fc_tensor_release(ax);
+    fc_tensor_release(t);
+    if (st)
+        fc_tensor_release(r);
+    *out = st ? NULL : r;
     return st;
 }
 

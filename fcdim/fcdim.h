@@ -141,6 +141,9 @@ int64_t fc_view_numel(const FcView *v);
  * cmp(ud, d0, d1) may be undecided: > 0 moves dim d1 before d0 (and on), < 0 stops, 0 goes on to
  * the next d0. The scheduler's loop order, dense strides (shape.c) and the CPU's at::sum sort so. */
 void fc_reorder_dimensions(int n, int *perm, int (*cmp)(const void *ud, int d0, int d1), const void *ud);
+/* TensorIterator's order of one tensor's dims (fastest first): by stride, zero strides
+ * undecided, equal strides by size. The order its loops walk a stored tensor's elements in. */
+void fc_stride_order(int nd, const int64_t *shape, const int64_t *strides, int *perm);
 /* Row-major (C order) contiguous strides for shape; Fortran order (the first dim innermost).
  * As PyTorch's: a size-0 or size-1 dim has the stride of size 1, and for a shape with no
  * element whose extents' product overflows the strides wrap in 64 bits as PyTorch's do. */
@@ -305,14 +308,22 @@ typedef enum FcSumOrder {
                            each adding every 8th (4th) element in turn, then the lanes added (a
                            tree of three steps for float, in turn for double); fewer elements
                            than lanes added in turn. The softmax kernels along the last dim */
-    FC_SUM_SERIAL,      /* from 0, each element of the dim added in turn: the softmax kernels
-                           along another dim */
+    FC_SUM_SERIAL,      /* from 0, each element added in turn, the summed dims in
+                           TensorIterator's order (by ascending stride): binary_kernel_reduce's
+                           order (norm's sums of |x| and |x|^p), the softmax kernels' along a dim
+                           that is not the last */
     FC_SUM_WELFORD,     /* var's and std's sum of squared deviations (fc_welford_m2): the SUM of
                            MUL(v, v), v = SUB(x in float64, its mean), computed as WelfordOps' m2
                            from x alone: per output the summed elements in TensorIterator's order
                            (the summed dims by ascending stride), mean and m2 in double, each
                            element's delta = x - mean, mean += delta / count, m2 += delta * (x -
                            mean) by one fma (GCC contracts it in PyTorch's AVX2 build) */
+    FC_SUM_NORM2,       /* the 2-norm's sum of squares (fc_norm): the SUM of MUL(x, x), computed
+                           from x as PyTorch's norm kernel: for float32 whose iterator has one
+                           summed dim, fastest and contiguous, 8 lanes adding x * x by fma, the
+                           lanes added in turn, then the rest of the row (its first 4 products
+                           rounded when there are 4 or more: GCC vectorised them, the others by
+                           fma); else SERIAL's order, each x * x added by one fma */
 } FcSumOrder;
 
 typedef struct FcNode FcNode;
@@ -604,12 +615,13 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
  * accumulates in double). The tensor API's sums and means are these; a tensor with first-class
  * dims sums as fc_reduce does, fused into its consumer. */
 FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
-/* The sum along dim d (kept as size 1 when keepdim) of a float32 or float64 tensor a, or of a * b
- * (b: NULL or of a's shape and dtype), in order (FC_SUM_LANES or FC_SUM_SERIAL; with b each
- * product added by one fma) where the backend can (FcBackend.ordered_sum), as fc_reduce's sum
- * where it cannot and for first-class dims (fused). PyTorch's softmax kernels sum so. */
-FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdim, FcSumOrder order, FcTensor **out,
-                        FcError *err);
+/* The sum over the dims in dim_mask (0: all; kept as size 1 when keepdim) of a float32 or
+ * float64 tensor a, or of a * b (b: NULL or of a's shape and dtype), in order (FC_SUM_LANES along
+ * one dim, FC_SUM_SERIAL; with b each product added by one fma; FC_SUM_NORM2 with b = a) where the
+ * backend can (FcBackend.ordered_sum), as fc_reduce's sum where it cannot and for first-class
+ * dims (fused). PyTorch's softmax and norm kernels sum so. */
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, uint64_t dim_mask, bool keepdim, FcSumOrder order,
+                        FcTensor **out, FcError *err);
 /* The float64 sum over the dims in dim_mask (0: all; kept as size 1 when keepdim) of (x - mean)^2,
  * x (a float tensor) as float64 and mean its mean over those dims: var's numerator, which a
  * backend with FcBackend.ordered_sum computes from x as PyTorch's WelfordOps computes its m2
@@ -960,8 +972,8 @@ typedef struct FcMatmul {
  * the scheduler hands a SUM of that order (FcNode.order) of a stored float tensor to a backend
  * that has it. The output is C-contiguous over the kept dims (a keepdim=True sum's layout). */
 typedef struct FcOrderedSum {
-    FcSumOrder order;           /* CASCADE or WELFORD, or LANES or SERIAL along one dim (reduced has
-                                   one bit) */
+    FcSumOrder order;           /* CASCADE, SERIAL, WELFORD or NORM2 over the dims in reduced, or
+                                   LANES along one dim (reduced has one bit) */
     const void *in;             /* the input's element (0, ..., 0) */
     const void *in2;            /* NULL, or (LANES, SERIAL) in * in2 is summed, each product added by
                                    one fma; in2 is of in's dtype and shape, with strides2 */
@@ -973,7 +985,7 @@ typedef struct FcOrderedSum {
     void *out;
     FcDType out_dtype;          /* dtype, or float32 for a narrow dtype's sum that its consumer
                                    reads in float32 (the values are the narrow dtype's); WELFORD:
-                                   float64 (m2) */
+                                   float64 (m2); NORM2: in is x, out its sum of squares */
     volatile int *interrupt;
     /* (CASCADE) NULL, or the input is not in memory: a C-contiguous tensor (strides as such) whose elements
      * [begin, end) in C order tile computes on request, into *at (valid until the next call). A
@@ -1304,6 +1316,13 @@ FcStatus fc_softmax(FcCtx *ctx, FcTensor *a, int64_t dim, bool log, FcTensor **o
  * (fc_grad_declare_reduce) where it can be declared; std's is 0 where std is 0 either way. */
 FcStatus fc_var(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, int64_t correction, bool keepdim, bool take_sqrt,
                 FcTensor **out, FcError *err);
+/* The vector p-norm of float tensor x over the dims in dim_mask (0: all; kept as size 1 when
+ * keepdim), as PyTorch 1.13's CPU computes torch.norm (norm_out's norm_kernel_tensor_iterator_impl):
+ * inf, -inf: the max, min of |x|; 0: the count of nonzeros; 1: the sum of |x| (FC_SUM_SERIAL); 2:
+ * the root of the sum of squares (FC_SUM_NORM2), its gradient norm_backward's; other p: the sum of
+ * |x|^p (FC_SUM_SERIAL), to the power 1 / p, each power libm's pow in the dtype. bfloat16 and
+ * float16 sum as fc_reduce. */
+FcStatus fc_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* The gradient of softmax (log_softmax) along dim d (wrapped) of a float32 or float64 tensor, from
  * its output y and the output's gradient g (of y's shape and dtype), as PyTorch's CPU kernels
  * compute it (_softmax_backward_data, _log_softmax_backward_data). */
@@ -1422,10 +1441,10 @@ void fc_retained_release(struct FcRetained *b);
  *   reductions of op self (fc_grad_declare_reduce):
  *   LOGSUMEXP grad * exp(self - result)
  *   VAR, STD  (k the divisor N - correction) var_backward, std_backward
- *   NORM2     the 2-norm's norm_backward: grad * (self / norm), 0 where the norm is 0 */
+ *   NORM      (k p: finite, not 0) norm_backward (norm_cotangent) */
 typedef enum FcVjpRule {
     FC_VJP_LERP, FC_VJP_ADDCMUL, FC_VJP_ADDCDIV, FC_VJP_SUB, FC_VJP_SOFTMAX, FC_VJP_LOG_SOFTMAX, FC_VJP_LOGSUMEXP,
-    FC_VJP_VAR, FC_VJP_STD, FC_VJP_NORM2
+    FC_VJP_VAR, FC_VJP_STD, FC_VJP_NORM
 } FcVjpRule;
 void fc_grad_declare(FcTensor *t, FcVjpRule rule, int n, FcTensor *const *ops, double k);
 /* The same for a reduction t of x over the dims in dim_mask (0: all; kept as size 1 when keepdim). */

@@ -990,14 +990,23 @@ FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcT
     return st;
 }
 
-FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdim, FcSumOrder order, FcTensor **out,
-                        FcError *err)
+FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, uint64_t dim_mask, bool keepdim, FcSumOrder order,
+                        FcTensor **out, FcError *err)
 {
     *out = NULL;
-    FcTensor *p = NULL;
-    FcStatus st = b ? fc_binary(ctx, FC_OP_MUL, a, b, &p, err) : FC_OK;
+    FcTensor *p = NULL, *once = NULL;
+    FcStatus st = FC_OK;
+    if (b == a) {
+        /* a * a of one node (a stored tensor gives a new load at every use) */
+        FcNode *n = fc_tensor_node(a);
+        once = n ? fc_tensor_from_node(n, a->device, &a, 1) : NULL;
+        st = once ? FC_OK : fc_nomem(err);
+        a = b = once;
+    }
+    if (!st && b)
+        st = fc_binary(ctx, FC_OP_MUL, a, b, &p, err);
     if (!st)
-        st = fc_reduce(ctx, FC_OP_SUM, b ? p : a, (uint64_t)1 << d, keepdim, out, err);
+        st = fc_reduce(ctx, FC_OP_SUM, b ? p : a, dim_mask, keepdim, out, err);
     FcNode *n = st ? NULL : (*out)->node;
     if (n && n->op == FC_OP_SUM && n->refcnt == 1 && (a->dtype == FC_FLOAT32 || a->dtype == FC_FLOAT64) &&
         !fc_tensor_has_dims(a) && !(b && fc_tensor_has_dims(b))) {
@@ -1005,6 +1014,7 @@ FcStatus fc_sum_ordered(FcCtx *ctx, FcTensor *a, FcTensor *b, int d, bool keepdi
         n->order_fma = b != NULL;
     }
     fc_tensor_release(p);
+    fc_tensor_release(once);
     return st;
 }
 
@@ -1083,7 +1093,7 @@ static int dump_node(const FcNode *n, const FcNode **seen, int *nseen, int cap, 
     if (n->op == FC_OP_CAST)
         dump_printf(b, "<%s>", fc_dtype_name(n->src_dtype));
     if (n->op == FC_OP_SUM && n->order != FC_SUM_FUSED) {
-        static const char *const orders[] = {"fused", "cascade", "lanes", "serial", "welford"};
+        static const char *const orders[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2"};
         dump_printf(b, "<%s%s>", orders[n->order], n->order_fma ? ", fma" : "");
     }
     if (n->op == FC_OP_CONST) {

@@ -1201,14 +1201,17 @@ static bool same_levels(const FcNode *n, int k)
     return true;
 }
 
-/* The tensor x of a WELFORD sum (fc_welford_m2's SUM of MUL(v, v), v = SUB(x as float64, mean)):
- * below the CAST that widens a float x to float64 (exactly), else the float64 operand; NULL
- * where the sum is not of that form. */
-static const FcNode *welford_input(const FcNode *sum)
+/* The tensor x that a sum of squares is computed from, the backend reading x and not the SUM's
+ * operand: NORM2's SUM of MUL(x, x) (float32 or float64); WELFORD's (fc_welford_m2) SUM of
+ * MUL(v, v), v = SUB(x as float64, mean), x below the CAST that widens a float x to float64
+ * (exactly), else the float64 operand. NULL where the sum is not of that form. */
+static const FcNode *squares_input(const FcNode *sum)
 {
     const FcNode *sq = sum->in[0];
     if (sq->op != FC_OP_MUL || sq->nin != 2 || sq->in[0] != sq->in[1] || !same_levels(sq, 0))
         return NULL;
+    if (sum->order == FC_SUM_NORM2)
+        return sq->dtype == FC_FLOAT32 || sq->dtype == FC_FLOAT64 ? sq->in[0] : NULL;
     const FcNode *v = sq->in[0];
     if (v->op != FC_OP_SUB || v->dtype != FC_FLOAT64 || !same_levels(v, 0))
         return NULL;
@@ -1220,13 +1223,16 @@ static const FcNode *welford_input(const FcNode *sum)
                : NULL;
 }
 
+/* Whether the backend computes sum from a tensor other than its operand (squares_input). */
+static bool of_squares(const FcNode *sum) { return sum->order == FC_SUM_WELFORD || sum->order == FC_SUM_NORM2; }
+
 /* A sum in one of PyTorch's orders at root (FcNode.order), or fc_sum's under the CAST that rounds
  * it to its narrow dtype: that SUM, else NULL. */
 static const FcNode *ordered_of(const FcNode *root)
 {
     const FcNode *n = root->op == FC_OP_CAST && root->narrows ? root->in[0] : root;
     if (n->op != FC_OP_SUM || n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow) ||
-        (n->order == FC_SUM_WELFORD && !welford_input(n)))
+        (of_squares(n) && !squares_input(n)))
         return NULL;
     /* (its output is laid out as the operand's kept levels: they must map in order) */
     for (int l = 0, last = -1; l < n->in[0]->nlev; l++)
@@ -1267,7 +1273,7 @@ static bool fma_factors(const FcNode *x, const FcNode **f)
  * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
 static char *ordered_text(const FcOrderedSum *cs)
 {
-    static const char *const names[] = {"fused", "cascade", "lanes", "serial", "welford"};
+    static const char *const names[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2"};
     char a[256], b[256], c[256];
     int64_t dims[FC_MAX_DIMS];
     int nr = 0;
@@ -1279,7 +1285,8 @@ static char *ordered_text(const FcOrderedSum *cs)
     fc_shape_str(c, sizeof c, nr, dims);
     char *text = NULL;
     mem_asprintf(&text, "%s %s%s %s %s strides %s over dims %s -> %s (PyTorch's order)\n", names[cs->order],
-                 cs->order == FC_SUM_WELFORD ? "m2" : "sum", cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
+                 cs->order == FC_SUM_WELFORD ? "m2" : cs->order == FC_SUM_NORM2 ? "sum of squares" : "sum",
+                 cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
     return text;
 }
 
@@ -1455,13 +1462,13 @@ static FcStatus ordered_root(FcCtx *ctx, FcBackend *be, const FcNode *root, FcDe
     const FcNode *x = sum->in[0];
     if (sum->cascade_narrow)
         x = x->in[0];   /* below the CAST to float32 */
-    if (sum->order == FC_SUM_WELFORD)
-        x = welford_input(sum);     /* the tensor itself: m2 is computed from it */
+    if (of_squares(sum))
+        x = squares_input(sum);     /* the tensor itself: its squares are computed from it */
     FcOrderedSum cs = {.order = (FcSumOrder)sum->order, .dtype = x->dtype, .ndim = x->nlev, .out_dtype = root->dtype,
                        .interrupt = ctx->interrupt};
     FcStorage *in_storage = NULL, *in2_storage = NULL;
     const FcNode *f[2];
-    bool fma = sum->order_fma && fma_factors(x, f);
+    bool fma = sum->order_fma && !of_squares(sum) && fma_factors(x, f);
     int64_t in_offset = 0;
     const FcNode *nan_x = sum->cascade_nan && x->op == FC_OP_WHERE ? x->in[2] : NULL;
     /* a sum of all of a big pointwise expression over contiguous tensors: a tile at a time */

@@ -205,6 +205,11 @@ static int stride_cmp(const void *ud, int d0, int d1)
     return u->sz[d0] > u->sz[d1] ? 1 : 0;
 }
 
+void fc_stride_order(int nd, const int64_t *shape, const int64_t *strides, int *perm)
+{
+    fc_reorder_dimensions(nd, perm, stride_cmp, &(DimsUd){shape, strides});
+}
+
 /* infer_dense_strides: dense strides in the input's dim order (TensorIterator's stable sort by
  * stride, zero strides ambiguous, equal strides ordered by size). */
 static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, int64_t *out)
@@ -216,7 +221,7 @@ static void infer_dense_strides(int nd, const int64_t *sz, const int64_t *st, in
         return;
     }
     int perm[FC_MAX_DIMS];
-    fc_reorder_dimensions(nd, perm, stride_cmp, &(DimsUd){sz, st});
+    fc_stride_order(nd, sz, st, perm);
     int64_t cur = 1;
     for (int i = 0; i < nd; i++) {
         int d = perm[i];

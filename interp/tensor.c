@@ -976,8 +976,11 @@ static void name_results(const TensorSig *sig, TensorArg *a, Value out)
         /* clamp(Scalar min, Scalar max): ClampBackward1; a tensor bound: ClampBackward0 */
         bool tensors = (!a[1].none && !a[1].t->wrapped_number) || (!a[2].none && !a[2].t->wrapped_number);
         name = tensors ? "ClampBackward0" : "ClampBackward1";
-    } else if (strcmp(r->name, "norm") == 0 && a[1].v.tag == V_STR) {
-        name = strcmp(as_str(a[1].v)->data, "nuc") == 0 ? "SumBackward1" : "NormBackward1";  /* nuc: a sum of singular values */
+    } else if (strcmp(r->name, "norm") == 0 && (a[1].v.tag == V_STR || a[1].v.tag == V_UNDEF)) {
+        /* nuc: a sum of singular values; fro over two dims: sqrt(sum(x * x)) */
+        const TensorArg *dim = tensor_arg(sig, a, "dim");
+        bool nuc = a[1].v.tag == V_STR && strcmp(as_str(a[1].v)->data, "nuc") == 0;
+        name = nuc ? "SumBackward1" : dim && !dim->none && dim->n == 2 ? "SqrtBackward0" : "NormBackward1";
     } else if (strcmp(r->name, "pow") == 0 && !strcmp(r->overload, "")) {
         name = a[1].t->wrapped_number ? "PowBackward0" : "PowBackward1";
     } else if (strcmp(r->name, "matmul") == 0) {

@@ -622,41 +622,9 @@ static bool nuclear_norm(Interp *I, FcTensor *t, TensorArg *dim, bool keep, bool
     return ok;
 }
 
-/* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None). 'fro'
- * (the default) and None are p = 2. */
-/* The p-norm of float x over the dims in mask (PyTorch's special cases for p = inf, -inf, 0, 1, 2). */
-static FcStatus p_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t mask, bool keep, FcTensor **out, FcError *err)
-{
-    FcTensor *ax = NULL, *r = NULL, *tmp;
-    FcStatus st = fc_unary(ctx, FC_OP_ABS, x, &ax, err);
-    if (st == FC_OK) {
-        if (isinf(p)) {
-            st = fc_reduce(ctx, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, mask, keep, &r, err);
-        } else if (p == 0) {
-            st = binary_scalar(ctx, FC_OP_NE, ax, 0.0, &r, err);
-            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
-            if (st == FC_OK) st = step(fc_cast(ctx, r, x->dtype, &tmp, err), &r, &tmp);
-        } else if (p == 1) {
-            st = fc_reduce(ctx, FC_OP_SUM, ax, mask, keep, &r, err);
-        } else if (p == 2) {
-            st = fc_binary(ctx, FC_OP_MUL, ax, ax, &r, err);
-            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
-            if (st == FC_OK) st = step(fc_unary(ctx, FC_OP_SQRT, r, &tmp, err), &r, &tmp);
-            /* its gradient as PyTorch's norm_backward: 0 where the norm is 0 (sqrt's would be NaN) */
-            if (st == FC_OK && x->ndim > 0)
-                fc_grad_declare_reduce(r, FC_VJP_NORM2, x, mask, keep, 2);
-        } else {
-            st = binary_scalar(ctx, FC_OP_POW, ax, p, &r, err);
-            if (st == FC_OK) st = step(fc_reduce(ctx, FC_OP_SUM, r, mask, keep, &tmp, err), &r, &tmp);
-            if (st == FC_OK) st = step(binary_scalar(ctx, FC_OP_POW, r, 1.0 / p, &tmp, err), &r, &tmp);
-        }
-    }
-    fc_tensor_release(ax);
-    if (st != FC_OK) fc_tensor_release(r);
-    *out = st == FC_OK ? r : NULL;
-    return st;
-}
-
+/* norm(p, dim, keepdim, dtype): the vector p-norm of the elements over dim (all: None), as
+ * torch.norm (fc_norm). 'fro' (the default) and None are p = 2, but 'fro' over two dims, which is
+ * frobenius_norm's sqrt(sum(x * x)), and over more, its error. */
 bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
 {
     Value pv = ARG("p")->v;
@@ -687,7 +655,24 @@ bool impl_norm(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         fc_tensor_release(x);
         return false;
     }
-    FcStatus st = p_norm(I->fc, x, p, mask, keep, &r, &e);
+    /* 'fro' (frobenius_norm): at most 2 dims; over 2, sqrt(sum(x * x)) (at::sum's, its gradient
+     * autograd's through them); else the 2-norm */
+    bool fro = pv.tag == V_STR || pv.tag == V_UNDEF;
+    int ndims = dim->none ? 0 : dim->n;
+    FcStatus st = FC_OK;
+    if (fro && ndims > 2) {
+        fc_tensor_release(x);
+        return err_raise(I, TDL_ERR_RUNTIME, "Expected at most 2 dimensions, but got %d dimensions instead.", ndims);
+    } else if (fro && ndims == 2) {
+        FcTensor *sq = NULL, *s = NULL;
+        st = fc_binary(I->fc, FC_OP_MUL, x, x, &sq, &e);
+        if (st == FC_OK) st = fc_sum(I->fc, sq, mask, keep, &s, &e);
+        if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SQRT, s, &r, &e);
+        fc_tensor_release(sq);
+        fc_tensor_release(s);
+    } else {
+        st = fc_norm(I->fc, x, p, mask, keep, &r, &e);
+    }
     fc_tensor_release(x);
     return result(I, st, &e, r, out);
 }
@@ -2524,7 +2509,7 @@ bool impl_dist(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
         fc_tensor_release(d);
         return false;
     }
-    st = p_norm(I->fc, d, p, 0, false, &r, &e);
+    st = fc_norm(I->fc, d, p, 0, false, &r, &e);
     fc_tensor_release(d);
     return result(I, st, &e, r, out);
 }

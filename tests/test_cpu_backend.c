@@ -3774,6 +3774,92 @@ START_TEST(test_welford_m2)
 }
 END_TEST
 
+/* The 2-norm's sum of squares as PyTorch's norm kernel: a contiguous float32 row by 8 fma lanes
+ * added in turn, then its last n % 8 (the first 4 squares rounded when 4 or more, the rest by
+ * fma); other layouts each output's elements in order by fma (NormTwoOps); SERIAL over two dims
+ * in TensorIterator's order. The same bits at 1, 2 and 4 threads. Fails when the tail is all fma
+ * or all rounded, or the lanes are added as a tree. */
+static float norm2_row_ref(const float *x, int64_t n)
+{
+    float a[8] = {0}, b;
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        for (int l = 0; l < 8; l++)
+            a[l] = fmaf(x[d + l], x[d + l], a[l]);
+    b = a[0];
+    for (int l = 1; l < 8; l++)
+        b = b + a[l];
+    for (int64_t i = 0; d < n; d++, i++) {
+        if (n % 8 >= 4 && i < 4) {
+            float sq = x[d] * x[d];
+            b = b + sq;
+        } else {
+            b = fmaf(x[d], x[d], b);
+        }
+    }
+    return b;
+}
+
+START_TEST(test_norm2_and_serial_sums)
+{
+    enum { R = 400, C = 29 };       /* C: 3 lanes' vectors and a tail of 5 */
+    float *x = malloc(R * C * sizeof *x);
+    ck_assert(x);
+    for (int i = 0; i < R * C; i++)
+        x[i] = ((float)fmod((double)i * 0.37, 7.3) - 3.1f) * 1.37f;
+    static float want[R], got[R];
+    for (int c = 0; c < 3; c++) {
+        /* c 0: NORM2 along the rows (its fast path), 1: NORM2 down the columns (serial fma),
+         * 2: SERIAL over both dims of [R, C] read transposed (dim 0 fastest, then dim 1) */
+        int64_t onum = c == 0 ? R : c == 1 ? C : 1;
+        for (int th = 1; th <= 4; th *= 2) {
+            FcBackend *b = fc_cpu_backend_new(th);
+            ck_assert_ptr_nonnull(b);
+            FcOrderedSum cs = {.order = c < 2 ? FC_SUM_NORM2 : FC_SUM_SERIAL, .in = x, .dtype = FC_FLOAT32, .ndim = 2,
+                               .shape = {R, C}, .strides = {C, 1}, .reduced = c == 0 ? 2 : c == 1 ? 1 : 3,
+                               .out = th == 1 ? want : got, .out_dtype = FC_FLOAT32};
+            if (c == 2) {
+                cs.shape[0] = C;
+                cs.shape[1] = R;
+                cs.strides[0] = 1;
+                cs.strides[1] = C;
+            }
+            ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
+            b->destroy(b);
+            if (th > 1)
+                ck_assert_msg(memcmp(want, got, (size_t)onum * 4) == 0, "case %d: %d threads give other bits", c, th);
+        }
+        for (int64_t o = 0; o < onum; o++) {
+            float w = 0;
+            if (c == 0) {
+                w = norm2_row_ref(x + o * C, C);
+            } else if (c == 1) {
+                for (int64_t i = 0; i < R; i++)
+                    w = fmaf(x[i * C + o], x[i * C + o], w);
+            } else {
+                for (int64_t i = 0; i < R * C; i++)     /* memory order: the stride-1 dim first */
+                    w = w + x[i];
+            }
+            ck_assert_msg(memcmp(&w, &want[o], 4) == 0, "case %d output %d: %.9g, want %.9g", c, (int)o,
+                          (double)want[o], (double)w);
+        }
+    }
+    /* every tail length, and rows shorter than the lanes */
+    FcBackend *b = fc_cpu_backend_new(1);
+    ck_assert_ptr_nonnull(b);
+    for (int64_t n = 0; n <= 24; n++) {
+        float out = -1;
+        FcOrderedSum cs = {.order = FC_SUM_NORM2, .in = x, .dtype = FC_FLOAT32, .ndim = 1, .shape = {n},
+                           .strides = {1}, .reduced = 1, .out = &out, .out_dtype = FC_FLOAT32};
+        ck_assert_int_eq(b->ordered_sum(b, &cs, &err), FC_OK);
+        float w = norm2_row_ref(x, n);
+        ck_assert_msg(memcmp(&w, &out, 4) == 0, "row of %d: %.9g, want %.9g", (int)n, (double)out, (double)w);
+    }
+    b->destroy(b);
+    free(x);
+}
+END_TEST
+
 Suite *cpu_backend_suite(void)
 {
     Suite *s = suite_create("cpu_backend");
@@ -3914,6 +4000,7 @@ Suite *cpu_backend_suite(void)
     tcase_add_test(tc, test_cascade_sum_threads);
     tcase_add_test(tc, test_vec_sum_orders);
     tcase_add_test(tc, test_welford_m2);
+    tcase_add_test(tc, test_norm2_and_serial_sums);
     suite_add_tcase(s, tc);
 
     if (getenv("TDL_CPU_BENCH")) {

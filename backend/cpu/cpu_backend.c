@@ -214,9 +214,13 @@ static FcStatus cpu_mm(FcBackend *be, const FcMatmul *m, FcError *err)
 
 static FcStatus cpu_ordered_sum(FcBackend *be, const FcOrderedSum *s, FcError *err)
 {
-    return s->order == FC_SUM_CASCADE   ? fc_cpu_cascade_sum((CpuBackend *)be, s, err)
-           : s->order == FC_SUM_WELFORD ? fc_cpu_welford((CpuBackend *)be, s, err)
-                                        : fc_cpu_vec_sum((CpuBackend *)be, s, err);
+    CpuBackend *cpu = (CpuBackend *)be;
+    switch (s->order) {
+    case FC_SUM_CASCADE: return fc_cpu_cascade_sum(cpu, s, err);
+    case FC_SUM_LANES:
+    case FC_SUM_NORM2: return fc_cpu_vec_sum(cpu, s, err);
+    default: return fc_cpu_serial_sum(cpu, s, err);
+    }
 }
 
 static void cpu_destroy(FcBackend *base)

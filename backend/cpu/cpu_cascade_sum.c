@@ -24,8 +24,8 @@
  * (TensorIteratorReduce.cpp's two_pass_reduction); this is its result on one thread, whatever
  * the threads here (see DEF_CASCADE for how they share a sum). An input that is not in memory
  * (FcOrderedSum.tile: the scheduler's expression computed a tile at a time) is read a tile of
- * spans at a time. The iterator (fc_cpu_sum_iter) is also the order of var's Welford
- * (cpu_welford.c).
+ * spans at a time. The iterator (fc_cpu_sum_iter) is also the order of the serial reductions
+ * (cpu_serial_sums.c).
  * Depends on cpu_internal.h, cpu_plan.h (its error) and mem.h. */
 #include "cpu_internal.h"
 #include "cpu_plan.h"
@@ -49,14 +49,14 @@ typedef enum { LD_SCALAR, LD_INNER, LD_OUTER } LoadKind;
 
 /* ---- the iterator (TensorIterator's reorder_dimensions and coalesce_dimensions) ---- */
 
-/* reorder_dimensions' comparison over (output, input): 1 when dim d0 goes after d1, -1 before, 0
- * undecided. */
+/* reorder_dimensions' comparison over (output, input, second input): 1 when dim d0 goes after
+ * d1, -1 before, 0 undecided. */
 typedef struct SwapUd { const FcOrderedSum *s; const int64_t *ost; } SwapUd;
 static int should_swap(const void *ud, int d0, int d1)
 {
     const FcOrderedSum *s = ((const SwapUd *)ud)->s;
-    const int64_t *st[2] = {((const SwapUd *)ud)->ost, s->strides};
-    for (int a = 0; a < 2; a++) {
+    const int64_t *st[3] = {((const SwapUd *)ud)->ost, s->strides, s->strides2};
+    for (int a = 0; a < (s->in2 ? 3 : 2); a++) {
         int64_t s0 = st[a][d0], s1 = st[a][d1];
         if (a == 0 && (s0 == 0) != (s1 == 0))
             return s1 == 0 ? 1 : -1;    /* the summed dims first */
@@ -88,6 +88,7 @@ void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it)
         it->shape[i] = s->shape[perm[i]];
         it->ost[i] = ost[perm[i]];
         it->ist[i] = s->strides[perm[i]];
+        it->ist2[i] = s->in2 ? s->strides2[perm[i]] : 0;
     }
     it->nd = nd;
     if (nd <= 1)
@@ -95,11 +96,14 @@ void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it)
     int prev = 0;
     for (int d = 1; d < nd; d++) {
         int64_t s0 = it->shape[prev], s1 = it->shape[d];
-        bool can = s0 == 1 || s1 == 1 || (s0 * it->ost[prev] == it->ost[d] && s0 * it->ist[prev] == it->ist[d]);
+        bool can = s0 == 1 || s1 == 1 ||
+                   (s0 * it->ost[prev] == it->ost[d] && s0 * it->ist[prev] == it->ist[d] &&
+                    s0 * it->ist2[prev] == it->ist2[d]);
         if (can) {
             if (s0 == 1) {
                 it->ost[prev] = it->ost[d];
                 it->ist[prev] = it->ist[d];
+                it->ist2[prev] = it->ist2[d];
             }
             it->shape[prev] *= s1;
         } else {
@@ -107,6 +111,7 @@ void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it)
             if (prev != d) {
                 it->ost[prev] = it->ost[d];
                 it->ist[prev] = it->ist[d];
+                it->ist2[prev] = it->ist2[d];
                 it->shape[prev] = it->shape[d];
             }
         }

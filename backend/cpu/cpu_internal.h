@@ -273,18 +273,21 @@ void fc_cpu_release(void *handle);
 FcStatus fc_cpu_matmul(CpuBackend *be, const FcMatmul *m, FcError *err);
 /* A sum in PyTorch's at::sum order (cpu_cascade_sum.c). */
 FcStatus fc_cpu_cascade_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
-/* TensorIterator's view of an ordered sum's input and output (its reorder_dimensions, the
- * output, C-contiguous over the kept dims, first; then coalesce_dimensions): nd dims, fastest
- * first, the summed ones (output stride 0) before the kept ones (cpu_cascade_sum.c). */
+/* TensorIterator's view of an ordered sum's operands (its reorder_dimensions over the output,
+ * C-contiguous over the kept dims, the input and in2; then coalesce_dimensions): nd dims,
+ * fastest first, the summed ones (output stride 0) before the kept ones (cpu_cascade_sum.c). */
 typedef struct CpuSumIter {
     int nd;
     int64_t shape[FC_MAX_DIMS];
-    int64_t ost[FC_MAX_DIMS], ist[FC_MAX_DIMS];     /* output, input strides in elements */
+    int64_t ost[FC_MAX_DIMS], ist[FC_MAX_DIMS], ist2[FC_MAX_DIMS];     /* output, input, in2
+                                                                           strides in elements */
 } CpuSumIter;
 void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it);
-/* var's and std's m2 in the order of PyTorch's WelfordOps (cpu_welford.c). */
-FcStatus fc_cpu_welford(CpuBackend *be, const FcOrderedSum *s, FcError *err);
-/* A sum along one dim in the order of PyTorch's vectorised kernels (cpu_vec_sums.c). */
+/* The reductions of one output at a time in TensorIterator's order: SERIAL sums, the general
+ * path of NORM2, WELFORD (cpu_serial_sums.c). */
+FcStatus fc_cpu_serial_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
+/* The sums of PyTorch's vectorised kernels along one dim: LANES, and NORM2 where its kernel
+ * vectorises (else fc_cpu_serial_sum) (cpu_vec_sums.c). */
 FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
 
 /* The CPU backend's FcTarget: FC_CHUNK values per step, CPU_LANES accumulators. */

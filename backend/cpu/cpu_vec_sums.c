@@ -1,6 +1,7 @@
-/* cpu_vec_sums.c — the sums of PyTorch's vectorised CPU kernels other than at::sum, along one dim,
- * in their order (FcOrderedSum of order FC_SUM_LANES or FC_SUM_SERIAL), so that what is built on
- * them (softmax, log_softmax and their gradients, SoftMaxKernel.cpp) has PyTorch's bits.
+/* cpu_vec_sums.c — the sums of PyTorch's vectorised CPU kernels other than at::sum, in their
+ * order, so that what is built on them has PyTorch's bits: FcOrderedSum of order FC_SUM_LANES
+ * (softmax, log_softmax and their gradients along the last dim, SoftMaxKernel.cpp) and
+ * FC_SUM_NORM2 where norm's kernel vectorises (its other sums: cpu_serial_sums.c).
  *
  * PyTorch 1.13's AVX2 build, one output at a time:
  * - LANES (ATen/cpu/vec/functional_base.h's reduce_all, map_reduce_all, map2_reduce_all): a row of
@@ -9,10 +10,15 @@
  *   the lanes are added: for float VecReduceAllSIMD's three shuffles, lane j with j ^ 4, then
  *   j ^ 2, then j ^ 1, ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)); for double in turn,
  *   ((a0 + a1) + a2) + a3. A row shorter than W is added in turn from its first element.
- * - SERIAL (the kernels along a dim that is not the last): from 0, each element added in turn.
- * With in2 the sum is of the products in[i] * in2[i], each added by one fma, as GCC contracts
- * PyTorch's `acc + a * b` (vectors and scalar tails alike, -mfma); a product that starts a lane
- * (LANES) or that a row shorter than W holds is rounded alone.
+ *   With in2 the sum is of the products in[i] * in2[i], each added by one fma, as GCC contracts
+ *   PyTorch's `acc + a * b` (vectors and scalar tails alike, -mfma); a product that starts a
+ *   lane or that a row shorter than W holds is rounded alone.
+ * - NORM2 (ReduceOpsKernel.cpp's norm_kernel_tensor_iterator_impl, p = 2, its fast path for a
+ *   float32 iterator with one summed dim, fastest and contiguous): 8 lanes from 0, each adding
+ *   x * x of every 8th element by one fma; the lanes added in turn into lane 0; then the rest of
+ *   the row (n % 8 elements) into it: when there are 4 or more, the first 4 squares rounded and
+ *   added in turn (GCC vectorised their products), the others by fma. Elsewhere (float64, other
+ *   layouts) PyTorch's generic kernel runs: fc_cpu_serial_sum.
  * Every other add is one IEEE add of the element type (ISO C: no contraction). Outputs are
  * independent: threads share them out, never a sum, so the bits do not depend on the threads.
  * Depends on cpu_internal.h, cpu_math.h (CPU_MATH_CLONES: hardware fma) and cpu_plan.h (its
@@ -23,8 +29,7 @@
 
 #include <math.h>
 
-enum { BLOCK = 64 };    /* outputs along the last kept dim summed together (a column's serial
-                           sums read a row of BLOCK elements at a time) */
+enum { BLOCK = 64 };    /* outputs per task */
 
 typedef struct Job {
     const FcOrderedSum *s;
@@ -86,27 +91,8 @@ static void out_base(const Job *j, int64_t o, int64_t *x, int64_t *x2)
         int64_t sj = j->nk > 0 ? s->strides[last] : 0, sj2 = j->nk > 0 && in2 ? s->strides2[last] : 0; \
         int64_t x, x2;                                                                              \
         out_base(j, o, &x, &x2);                                                                    \
-        if (s->order == FC_SUM_LANES) {                                                             \
-            for (int64_t t = 0; t < cnt; t++)                                                       \
-                out[o + t] = N##_lanes(in + x + t * sj, sd, in2 ? in2 + x2 + t * sj2 : NULL, sd2, j->n); \
-            return true;                                                                            \
-        }                                                                                           \
-        T acc[BLOCK];                                                                               \
         for (int64_t t = 0; t < cnt; t++)                                                           \
-            acc[t] = 0;                                                                             \
-        for (int64_t i = 0; i < j->n; i++) {                                                        \
-            const T *r = in + x + i * sd;                                                           \
-            if (in2) {                                                                              \
-                const T *r2 = in2 + x2 + i * sd2;                                                   \
-                for (int64_t t = 0; t < cnt; t++)                                                   \
-                    acc[t] = FMA(r[t * sj], r2[t * sj2], acc[t]);                                   \
-            } else {                                                                                \
-                for (int64_t t = 0; t < cnt; t++)                                                   \
-                    acc[t] = acc[t] + r[t * sj];                                                    \
-            }                                                                                       \
-        }                                                                                           \
-        for (int64_t t = 0; t < cnt; t++)                                                           \
-            out[o + t] = acc[t];                                                                    \
+            out[o + t] = N##_lanes(in + x + t * sj, sd, in2 ? in2 + x2 + t * sj2 : NULL, sd2, j->n);   \
         return true;                                                                                \
     }
 
@@ -116,8 +102,86 @@ static void out_base(const Job *j, int64_t o, int64_t *x, int64_t *x2)
 DEF_VEC_SUM(f32, float, 8, fmaf, COMBINE_F32)
 DEF_VEC_SUM(f64, double, 4, fma, COMBINE_F64)
 
+/* NORM2's fast path: the sum of squares of one contiguous row of n float32. */
+CPU_MATH_CLONES static float norm2_row(const float *x, int64_t n)
+{
+    float a[8] = {0};
+    int64_t d = 0;
+    for (; d < n - n % 8; d += 8)
+        for (int l = 0; l < 8; l++)
+            a[l] = fmaf(x[d + l], x[d + l], a[l]);
+    float b = a[0];
+    for (int l = 1; l < 8; l++)
+        b = b + a[l];
+    int64_t rounded = n - d >= 4 ? d + 4 : d;
+    for (; d < rounded; d++)
+        b = b + x[d] * x[d];
+    for (; d < n; d++)
+        b = fmaf(x[d], x[d], b);
+    return b;
+}
+
+typedef struct NormJob {
+    const FcOrderedSum *s;
+    CpuSumIter it;              /* its dim 0 the row, the others the outputs' */
+} NormJob;
+
+static bool norm2_task(void *arg, int tid, int64_t task)
+{
+    const NormJob *j = arg;
+    const CpuSumIter *it = &j->it;
+    int64_t onum = 1;
+    for (int d = 1; d < it->nd; d++)
+        onum *= it->shape[d];
+    for (int64_t q0 = task * BLOCK; q0 < onum && q0 < (task + 1) * BLOCK; q0++) {
+        int64_t q = q0, x = 0, o = 0;
+        for (int d = 1; d < it->nd; d++) {
+            x += q % it->shape[d] * it->ist[d];
+            o += q % it->shape[d] * it->ost[d];
+            q /= it->shape[d];
+        }
+        ((float *)j->s->out)[o] = norm2_row((const float *)j->s->in + x, it->shape[0]);
+    }
+    return true;
+}
+
+/* NORM2: its kernel's fast path where PyTorch takes it (is_reduce_lastdim: one summed dim, the
+ * iterator's first, contiguous; float32), else the generic kernel's serial sum. */
+static FcStatus norm2_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
+{
+    NormJob j = {.s = s};
+    int64_t onum = 1, n = 1;
+    for (int d = 0; d < s->ndim; d++) {
+        if ((s->reduced >> d) & 1)
+            n *= s->shape[d];
+        else
+            onum *= s->shape[d];
+    }
+    if (s->dtype != FC_FLOAT32 || s->in2 || onum == 0 || n == 0)
+        return fc_cpu_serial_sum(be, s, err);
+    fc_cpu_sum_iter(s, &j.it);
+    bool lastdim = j.it.ost[0] == 0 && j.it.ist[0] == 1 && (j.it.nd == 1 || j.it.ost[1] != 0);
+    if (!lastdim)
+        return fc_cpu_serial_sum(be, s, err);
+    int64_t ntasks = (onum + BLOCK - 1) / BLOCK;
+    int nth = onum * n >= 65536 && ntasks > 1 ? fc_cpu_clamp_threads(be, be->nthreads) : 1;
+    if (nth <= 1) {
+        for (int64_t t = 0; t < ntasks; t++) {
+            norm2_task(&j, 0, t);
+            if (s->interrupt && *s->interrupt)
+                return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
+        }
+        return FC_OK;
+    }
+    if (!fc_cpu_parallel_for(be, nth, ntasks, norm2_task, &j, s->interrupt))
+        return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
+    return FC_OK;
+}
+
 FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
 {
+    if (s->order == FC_SUM_NORM2)
+        return norm2_sum(be, s, err);
     Job j = {.s = s, .d = -1, .n = 1, .m = 1};
     int64_t onum = 1;
     for (int k = 0; k < s->ndim; k++) {
@@ -131,7 +195,8 @@ FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
             onum *= s->shape[k];
         }
     }
-    if (j.d < 0 || (s->dtype != FC_FLOAT32 && s->dtype != FC_FLOAT64) || s->out_dtype != s->dtype)
+    if (j.d < 0 || s->order != FC_SUM_LANES || (s->dtype != FC_FLOAT32 && s->dtype != FC_FLOAT64) ||
+        s->out_dtype != s->dtype)
         return cpu_errorf(err, FC_ERR_RUNTIME, "internal error: an ordered sum it cannot take");
     if (onum == 0)
         return FC_OK;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""make_data.py — bench/var.sh's inputs: DIR/x_mat.npy (4096 x 1024), DIR/x_nchw.npy
+"""make_data.py — bench/stats.sh's inputs: DIR/x_mat.npy (4096 x 1024), DIR/x_nchw.npy
 (32 x 64 x 56 x 56), standard normal times 3 plus 1, float32, and DIR/g_rows.npy (4096, standard
 normal). usage: make_data.py DIR"""
 import os
