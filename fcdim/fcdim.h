@@ -297,10 +297,11 @@ static inline bool fc_op_is_reduce(FcOp op) { return op >= FC_OP_SUM && op <= FC
 #define FC_LEV_BCAST   (-1)    /* the operand has size 1 along this level: index 0 */
 #define FC_LEV_REDUCED (-2)    /* (reductions) the level is reduced away */
 
-/* The order a SUM node adds in (FcNode.order). FUSED: the backend's own, the sum fused into its
- * consumer (the CPU adds in double). The others are PyTorch's CPU orders, so that the sum has
- * PyTorch's bits: a backend with FcBackend.ordered_sum computes such a sum alone, from its operand
- * stored; a backend without sums it as FUSED. */
+/* The order a SUM node adds in, or a PROD node multiplies in (FcNode.order). FUSED: the backend's
+ * own, the reduction fused into its consumer (the CPU accumulates in double). The others are
+ * PyTorch's CPU orders, so that the result has PyTorch's bits: a backend with FcBackend.ordered_sum
+ * computes such a reduction alone, from its operand stored; a backend without computes it as
+ * FUSED. */
 typedef enum FcSumOrder {
     FC_SUM_FUSED,
     FC_SUM_CASCADE,     /* at::sum's (SumKernel.cpp's cascade_sum): fc_sum */
@@ -324,6 +325,16 @@ typedef enum FcSumOrder {
                            lanes added in turn, then the rest of the row (its first 4 products
                            rounded when there are 4 or more: GCC vectorised them, the others by
                            fma); else SERIAL's order, each x * x added by one fma */
+    FC_PROD_VEC,        /* a PROD (fc_prod): binary_kernel_reduce_vec's order (PyTorch's prod):
+                           the output filled with 1, then each 2-D block of the TensorIterator
+                           (its first two dims; the others walked in order) multiplied into it:
+                           a row contiguous along the reduced dim by 4 vectors of lanes (32
+                           floats, 16 doubles) each multiplying every 32nd (16th) element from
+                           its first, the vectors then multiplied lane by lane ((v0 * v1) * (v2 *
+                           v3)), the lanes in turn, that into the output, then the rest of the
+                           row in turn; outputs contiguous along the block's second dim by 32
+                           (16) columns from their first row, the rest in turn; else each
+                           element in turn */
 } FcSumOrder;
 
 typedef struct FcNode FcNode;
@@ -615,6 +626,9 @@ FcStatus fc_reduce(FcCtx *ctx, FcOp op, FcTensor *a, uint64_t dim_mask, bool kee
  * accumulates in double). The tensor API's sums and means are these; a tensor with first-class
  * dims sums as fc_reduce does, fused into its consumer. */
 FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
+/* PyTorch's prod: fc_reduce(FC_OP_PROD), and for a float32 or float64 tensor a product that a
+ * backend with FcBackend.ordered_sum computes alone in PyTorch's CPU order (FC_PROD_VEC). */
+FcStatus fc_prod(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err);
 /* The sum over the dims in dim_mask (0: all; kept as size 1 when keepdim) of a float32 or
  * float64 tensor a, or of a * b (b: NULL or of a's shape and dtype), in order (FC_SUM_LANES along
  * one dim, FC_SUM_SERIAL; with b each product added by one fma; FC_SUM_NORM2 with b = a) where the
@@ -972,8 +986,8 @@ typedef struct FcMatmul {
  * the scheduler hands a SUM of that order (FcNode.order) of a stored float tensor to a backend
  * that has it. The output is C-contiguous over the kept dims (a keepdim=True sum's layout). */
 typedef struct FcOrderedSum {
-    FcSumOrder order;           /* CASCADE, SERIAL, WELFORD or NORM2 over the dims in reduced, or
-                                   LANES along one dim (reduced has one bit) */
+    FcSumOrder order;           /* CASCADE, SERIAL, WELFORD, NORM2 or PROD_VEC (a product) over
+                                   the dims in reduced, or LANES along one dim (one bit) */
     const void *in;             /* the input's element (0, ..., 0) */
     const void *in2;            /* NULL, or (LANES, SERIAL) in * in2 is summed, each product added by
                                    one fma; in2 is of in's dtype and shape, with strides2 */

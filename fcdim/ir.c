@@ -966,6 +966,16 @@ FcStatus fc_sum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTens
     return FC_OK;
 }
 
+FcStatus fc_prod(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
+{
+    FcStatus st = fc_reduce(ctx, FC_OP_PROD, a, dim_mask, keepdim, out, err);
+    FcNode *n = st ? NULL : (*out)->node;
+    if (n && n->op == FC_OP_PROD && n->refcnt == 1 && (a->dtype == FC_FLOAT32 || a->dtype == FC_FLOAT64) &&
+        !fc_tensor_has_dims(a) && !(a->node && a->node->op == FC_OP_CONST))
+        n->order = FC_PROD_VEC;     /* made just now: no other DAG holds it yet */
+    return st;
+}
+
 FcStatus fc_nansum(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -1092,8 +1102,8 @@ static int dump_node(const FcNode *n, const FcNode **seen, int *nseen, int cap, 
     dump_printf(b, "%%%d = %s", id, fc_op_name(n->op));
     if (n->op == FC_OP_CAST)
         dump_printf(b, "<%s>", fc_dtype_name(n->src_dtype));
-    if (n->op == FC_OP_SUM && n->order != FC_SUM_FUSED) {
-        static const char *const orders[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2"};
+    if ((n->op == FC_OP_SUM || n->op == FC_OP_PROD) && n->order != FC_SUM_FUSED) {
+        static const char *const orders[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2", "vec"};
         dump_printf(b, "<%s%s>", orders[n->order], n->order_fma ? ", fma" : "");
     }
     if (n->op == FC_OP_CONST) {

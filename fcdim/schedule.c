@@ -1226,12 +1226,13 @@ static const FcNode *squares_input(const FcNode *sum)
 /* Whether the backend computes sum from a tensor other than its operand (squares_input). */
 static bool of_squares(const FcNode *sum) { return sum->order == FC_SUM_WELFORD || sum->order == FC_SUM_NORM2; }
 
-/* A sum in one of PyTorch's orders at root (FcNode.order), or fc_sum's under the CAST that rounds
- * it to its narrow dtype: that SUM, else NULL. */
+/* A sum (or fc_prod's product) in one of PyTorch's orders at root (FcNode.order), or fc_sum's
+ * under the CAST that rounds it to its narrow dtype: that SUM (PROD), else NULL. */
 static const FcNode *ordered_of(const FcNode *root)
 {
     const FcNode *n = root->op == FC_OP_CAST && root->narrows ? root->in[0] : root;
-    if (n->op != FC_OP_SUM || n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow) ||
+    if ((n->op == FC_OP_PROD) != (n->order == FC_PROD_VEC) || (n->op != FC_OP_SUM && n->op != FC_OP_PROD) ||
+        n->order == FC_SUM_FUSED || (n != root && !n->cascade_narrow) ||
         (of_squares(n) && !squares_input(n)))
         return NULL;
     /* (its output is laid out as the operand's kept levels: they must map in order) */
@@ -1273,7 +1274,7 @@ static bool fma_factors(const FcNode *x, const FcNode **f)
  * dims [0, 1] -> float32 (PyTorch's order)" (a new string, or NULL). */
 static char *ordered_text(const FcOrderedSum *cs)
 {
-    static const char *const names[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2"};
+    static const char *const names[] = {"fused", "cascade", "lanes", "serial", "welford", "norm2", "vec"};
     char a[256], b[256], c[256];
     int64_t dims[FC_MAX_DIMS];
     int nr = 0;
@@ -1285,7 +1286,10 @@ static char *ordered_text(const FcOrderedSum *cs)
     fc_shape_str(c, sizeof c, nr, dims);
     char *text = NULL;
     mem_asprintf(&text, "%s %s%s %s %s strides %s over dims %s -> %s (PyTorch's order)\n", names[cs->order],
-                 cs->order == FC_SUM_WELFORD ? "m2" : cs->order == FC_SUM_NORM2 ? "sum of squares" : "sum",
+                 cs->order == FC_SUM_WELFORD  ? "m2"
+                 : cs->order == FC_SUM_NORM2  ? "sum of squares"
+                 : cs->order == FC_PROD_VEC   ? "product"
+                                              : "sum",
                  cs->in2 ? " of products (fma)" : "", fc_dtype_name(cs->dtype), a, b, c, fc_dtype_name(cs->out_dtype));
     return text;
 }

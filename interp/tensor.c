@@ -843,7 +843,8 @@ static bool run_reduce(Interp *I, const TensorSig *sig, TensorArg *a, Value *out
         /* max() and min(): amax and amin under another name, with max()'s gradient and messages */
         bool max_all = (r->op == FC_OP_AMAX || r->op == FC_OP_AMIN) && strcmp(fc_op_name(r->op), r->name) != 0;
         st = max_all ? fc_max_all(I->fc, x, 0, r->op == FC_OP_AMIN, &res, &e)
-                     : r->op == FC_OP_SUM ? fc_sum(I->fc, x, mask, keep && keep->b, &res, &e)
+                     : r->op == FC_OP_SUM  ? fc_sum(I->fc, x, mask, keep && keep->b, &res, &e)
+                     : r->op == FC_OP_PROD ? fc_prod(I->fc, x, mask, keep && keep->b, &res, &e)
                      : fc_reduce(I->fc, r->op, x, mask, keep && keep->b, &res, &e);
         /* any/all of uint8 give uint8 in PyTorch 1.13 (its legacy behaviour) */
         if (st == FC_OK && !cast && (r->op == FC_OP_ANY || r->op == FC_OP_ALL) && a[0].t->dtype == FC_UINT8) {

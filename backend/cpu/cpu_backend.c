@@ -218,7 +218,8 @@ static FcStatus cpu_ordered_sum(FcBackend *be, const FcOrderedSum *s, FcError *e
     switch (s->order) {
     case FC_SUM_CASCADE: return fc_cpu_cascade_sum(cpu, s, err);
     case FC_SUM_LANES:
-    case FC_SUM_NORM2: return fc_cpu_vec_sum(cpu, s, err);
+    case FC_SUM_NORM2:
+    case FC_PROD_VEC: return fc_cpu_vec_sum(cpu, s, err);
     default: return fc_cpu_serial_sum(cpu, s, err);
     }
 }

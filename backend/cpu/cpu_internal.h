@@ -286,8 +286,8 @@ void fc_cpu_sum_iter(const FcOrderedSum *s, CpuSumIter *it);
 /* The reductions of one output at a time in TensorIterator's order: SERIAL sums, the general
  * path of NORM2, WELFORD (cpu_serial_sums.c). */
 FcStatus fc_cpu_serial_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
-/* The sums of PyTorch's vectorised kernels along one dim: LANES, and NORM2 where its kernel
- * vectorises (else fc_cpu_serial_sum) (cpu_vec_sums.c). */
+/* The sums of PyTorch's vectorised kernels: LANES along one dim, NORM2 where its kernel
+ * vectorises (else fc_cpu_serial_sum), and the product PROD_VEC (cpu_vec_sums.c). */
 FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err);
 
 /* The CPU backend's FcTarget: FC_CHUNK values per step, CPU_LANES accumulators. */

@@ -1,7 +1,8 @@
-/* cpu_vec_sums.c — the sums of PyTorch's vectorised CPU kernels other than at::sum, in their
- * order, so that what is built on them has PyTorch's bits: FcOrderedSum of order FC_SUM_LANES
- * (softmax, log_softmax and their gradients along the last dim, SoftMaxKernel.cpp) and
- * FC_SUM_NORM2 where norm's kernel vectorises (its other sums: cpu_serial_sums.c).
+/* cpu_vec_sums.c — the sums (and the product) of PyTorch's vectorised CPU kernels other than
+ * at::sum, in their order, so that what is built on them has PyTorch's bits: FcOrderedSum of order
+ * FC_SUM_LANES (softmax, log_softmax and their gradients along the last dim, SoftMaxKernel.cpp),
+ * FC_SUM_NORM2 where norm's kernel vectorises (its other sums: cpu_serial_sums.c) and
+ * FC_PROD_VEC (prod).
  *
  * PyTorch 1.13's AVX2 build, one output at a time:
  * - LANES (ATen/cpu/vec/functional_base.h's reduce_all, map_reduce_all, map2_reduce_all): a row of
@@ -19,8 +20,17 @@
  *   the row (n % 8 elements) into it: when there are 4 or more, the first 4 squares rounded and
  *   added in turn (GCC vectorised their products), the others by fma. Elsewhere (float64, other
  *   layouts) PyTorch's generic kernel runs: fc_cpu_serial_sum.
- * Every other add is one IEEE add of the element type (ISO C: no contraction). Outputs are
- * independent: threads share them out, never a sum, so the bits do not depend on the threads.
+ * - PROD_VEC (Reduce.h's binary_kernel_reduce_vec: PyTorch's prod): the output filled with 1,
+ *   then each 2-D block of the iterator (fc_cpu_sum_iter: its first two dims; the others walked
+ *   in order, the third fastest) multiplied into it: a row contiguous along the reduced dim
+ *   (vectorized_reduction, reduction128) by 4 vectors of W lanes, each lane multiplying every
+ *   4W-th element from its first, then (v0 * v1) * (v2 * v3) lane by lane, the lanes in turn,
+ *   that into the output, then the rest of the row in turn; outputs contiguous along the block's
+ *   second dim (vectorized_outer_reduction) by 4W columns from their first row, down the rows,
+ *   times the output, the remaining columns in turn; anything else element by element.
+ * Every other add (multiply) is one IEEE operation of the element type (ISO C: no contraction).
+ * Outputs of the sums are independent: threads share them out, never a sum, so the bits do not
+ * depend on the threads; a product runs on one thread (its blocks accumulate into the output).
  * Depends on cpu_internal.h, cpu_math.h (CPU_MATH_CLONES: hardware fma) and cpu_plan.h (its
  * error). */
 #include "cpu_internal.h"
@@ -178,10 +188,116 @@ static FcStatus norm2_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
     return FC_OK;
 }
 
+/* PROD_VEC of element type T (W lanes: 4 vectors of them make a group). */
+#define DEF_VEC_PROD(N, T, W)                                                                       \
+    /* A row of n contiguous elements multiplied into *out (vectorized_reduction). */              \
+    static void N##_prod_row(const T *x, int64_t n, T *out)                                         \
+    {                                                                                               \
+        int64_t count = n / (4 * W);                                                                \
+        if (count > 0) {                                                                            \
+            T acc[4 * W];                                                                           \
+            for (int k = 0; k < 4 * W; k++)                                                         \
+                acc[k] = x[k];                                                                      \
+            for (int64_t i = 1; i < count; i++)                                                     \
+                for (int k = 0; k < 4 * W; k++)                                                     \
+                    acc[k] = acc[k] * x[i * 4 * W + k];                                             \
+            T b = (acc[0] * acc[W]) * (acc[2 * W] * acc[3 * W]);                                    \
+            for (int l = 1; l < W; l++)                                                             \
+                b = b * ((acc[l] * acc[W + l]) * (acc[2 * W + l] * acc[3 * W + l]));                \
+            *out = *out * b;                                                                        \
+        }                                                                                           \
+        for (int64_t i = count * 4 * W; i < n; i++)                                                 \
+            *out = *out * x[i];                                                                     \
+    }                                                                                               \
+                                                                                                    \
+    /* One 2-D block: size0 x size1 elements, strides os0, is0 (its first dim), os1, is1. */       \
+    static void N##_prod_block(const T *in, T *out, int64_t size0, int64_t size1, int64_t os0, int64_t is0, \
+                               int64_t os1, int64_t is1)                                            \
+    {                                                                                               \
+        if (os0 == 0 && is0 == 1) {                                                                 \
+            for (int64_t j = 0; j < size1; j++)                                                     \
+                N##_prod_row(in + j * is1, size0, out + j * os1);                                   \
+        } else if (os0 == 0 && os1 == 1 && is1 == 1) {                                              \
+            int64_t full = size1 / (4 * W) * (4 * W);                                               \
+            for (int64_t c0 = 0; c0 < full; c0 += 4 * W) {                                          \
+                T acc[4 * W];                                                                       \
+                for (int k = 0; k < 4 * W; k++)                                                     \
+                    acc[k] = in[c0 + k];                                                            \
+                for (int64_t i = 1; i < size0; i++)                                                 \
+                    for (int k = 0; k < 4 * W; k++)                                                 \
+                        acc[k] = acc[k] * in[i * is0 + c0 + k];                                     \
+                for (int k = 0; k < 4 * W; k++)                                                     \
+                    out[c0 + k] = acc[k] * out[c0 + k];                                             \
+            }                                                                                       \
+            for (int64_t c = full; c < size1; c++)                                                  \
+                for (int64_t i = 0; i < size0; i++)                                                 \
+                    out[c] = out[c] * in[i * is0 + c];                                              \
+        } else {                                                                                    \
+            for (int64_t j = 0; j < size1; j++)                                                     \
+                for (int64_t i = 0; i < size0; i++)                                                 \
+                    out[j * os1 + i * os0] = out[j * os1 + i * os0] * in[j * is1 + i * is0];        \
+        }                                                                                           \
+    }
+
+DEF_VEC_PROD(f32, float, 8)
+DEF_VEC_PROD(f64, double, 4)
+
+/* PROD_VEC: the output filled with 1, then the iterator's 2-D blocks in order, each multiplied
+ * into it as binary_kernel_reduce_vec's loop does (one thread: the outputs of a block depend on
+ * the blocks before it). */
+static FcStatus vec_prod(const FcOrderedSum *s, FcError *err)
+{
+    if ((s->dtype != FC_FLOAT32 && s->dtype != FC_FLOAT64) || s->out_dtype != s->dtype || s->in2)
+        return cpu_errorf(err, FC_ERR_RUNTIME, "internal error: a product it cannot take");
+    int64_t onum = 1, inum = 1;
+    for (int d = 0; d < s->ndim; d++) {
+        inum *= s->shape[d];
+        onum *= (s->reduced >> d) & 1 ? 1 : s->shape[d];
+    }
+    bool f32 = s->dtype == FC_FLOAT32;
+    for (int64_t o = 0; o < onum; o++) {
+        if (f32)
+            ((float *)s->out)[o] = 1;
+        else
+            ((double *)s->out)[o] = 1;
+    }
+    if (inum == 0)
+        return FC_OK;
+    CpuSumIter it;
+    fc_cpu_sum_iter(s, &it);
+    int64_t size0 = it.nd > 0 ? it.shape[0] : 1, size1 = it.nd > 1 ? it.shape[1] : 1;
+    int64_t os0 = it.nd > 0 ? it.ost[0] : 0, is0 = it.nd > 0 ? it.ist[0] : 0;
+    int64_t os1 = it.nd > 1 ? it.ost[1] : 0, is1 = it.nd > 1 ? it.ist[1] : 0;
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (;;) {
+        int64_t x = 0, o = 0;
+        for (int d = 2; d < it.nd; d++) {
+            x += idx[d] * it.ist[d];
+            o += idx[d] * it.ost[d];
+        }
+        if (f32)
+            f32_prod_block((const float *)s->in + x, (float *)s->out + o, size0, size1, os0, is0, os1, is1);
+        else
+            f64_prod_block((const double *)s->in + x, (double *)s->out + o, size0, size1, os0, is0, os1, is1);
+        int d = 2;
+        for (; d < it.nd; d++) {
+            if (++idx[d] < it.shape[d])
+                break;
+            idx[d] = 0;
+        }
+        if (d >= it.nd)
+            return FC_OK;
+        if (s->interrupt && *s->interrupt)
+            return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
+    }
+}
+
 FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
 {
     if (s->order == FC_SUM_NORM2)
         return norm2_sum(be, s, err);
+    if (s->order == FC_PROD_VEC)
+        return vec_prod(s, err);
     Job j = {.s = s, .d = -1, .n = 1, .m = 1};
     int64_t onum = 1;
     for (int k = 0; k < s->ndim; k++) {
