@@ -11,6 +11,7 @@
 tdl=${1:-build/tdl}
 here=$(cd "$(dirname "$0")" && pwd)
 py=${TORCH_PYTHON:-/usr/bin/python3}
+. "$here/common/lib.sh"
 repeats=${SOFTMAX_REPEATS:-5}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdl-softmax.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -22,12 +23,8 @@ for w in last inner; do
             a=$(TDL_NUM_THREADS=$t "$tdl" "$here/softmax/softmax.tdl" "$tmp" "$repeats" $w $c "$tmp/tdl.npy" 2>&1 | tail -n 1)
             f=$(TDL_NUM_THREADS=$t "$tdl" --fused-sums "$here/softmax/softmax.tdl" "$tmp" "$repeats" $w $c "$tmp/fused.npy" 2>&1 | tail -n 1)
             b=$("$py" "$here/softmax/torch_softmax.py" "$tmp" $t "$repeats" $w $c "$tmp/torch.npy" 2>&1 | tail -n 1)
-            same=$("$py" -c 'import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print("yes" if a.tobytes() == b.tobytes() else "NO (%d of %d differ)" % ((a != b).sum(), a.size))' "$tmp/tdl.npy" "$tmp/torch.npy" 2>&1)
-            ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-            # seconds to 5 places (a failed run prints its message instead)
-            a=$(awk -v v="$a" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
-            f=$(awk -v v="$f" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
-            printf '%-8s %-12s %2s %10s %10s %10s %9s %s\n' $w $c $t "$a" "$f" "$b" "$ratio" "$same"
+            printf '%-8s %-12s %2s %10s %10s %10s %9s %s\n' $w $c $t "$(secs "$a")" "$(secs "$f")" "$b" \
+                "$(ratio "$a" "$b")" "$(same_bits "$py" "$tmp/tdl.npy" "$tmp/torch.npy")"
         done
     done
 done

@@ -13,6 +13,7 @@
 tdl=${1:-build/tdl}
 here=$(cd "$(dirname "$0")" && pwd)
 py=${TORCH_PYTHON:-/usr/bin/python3}
+. "$here/common/lib.sh"
 repeats=${STATS_REPEATS:-5}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tdl-stats.XXXXXX") || exit 2
 trap 'rm -rf "$tmp"' EXIT
@@ -24,12 +25,8 @@ for c in var_rows var_cols var_bn std_bwd norm_rows norm_cols norm_all norm_bwd;
         a=$(TDL_NUM_THREADS=$t "$tdl" "$here/stats/stats.tdl" "$tmp" "$repeats" $c "$tmp/tdl.npy" 2>&1 | tail -n 1)
         f=$(TDL_NUM_THREADS=$t "$tdl" --fused-sums "$here/stats/stats.tdl" "$tmp" "$repeats" $c "$tmp/fused.npy" 2>&1 | tail -n 1)
         b=$("$py" "$here/stats/torch_stats.py" "$tmp" $t "$repeats" $c "$tmp/torch.npy" 2>&1 | tail -n 1)
-        same=$("$py" -c 'import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); print("yes" if a.tobytes() == b.tobytes() else "NO (%d of %d differ)" % ((a != b).sum(), a.size))' "$tmp/tdl.npy" "$tmp/torch.npy" 2>&1)
-        ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }')
         gbs=$(awk -v a="$a" -v n="$bytes" 'BEGIN { if (a + 0 > 0) printf "%.1f", n / a / 1e9; else print "-" }')
-        # seconds to 5 places (a failed run prints its message instead)
-        a=$(awk -v v="$a" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
-        f=$(awk -v v="$f" 'BEGIN { if (v + 0 > 0) printf "%.5f", v; else print v }')
-        printf '%-9s %2s %10s %10s %10s %9s %7s %s\n' $c $t "$a" "$f" "$b" "$ratio" "$gbs" "$same"
+        printf '%-9s %2s %10s %10s %10s %9s %7s %s\n' $c $t "$(secs "$a")" "$(secs "$f")" "$b" "$(ratio "$a" "$b")" \
+            "$gbs" "$(same_bits "$py" "$tmp/tdl.npy" "$tmp/torch.npy")"
     done
 done

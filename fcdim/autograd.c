@@ -792,12 +792,15 @@ const char *fc_grad_fn_name(FcTensor *t, char *buf, size_t cap)
     if (r->kind == REC_MOVE && r->offset == t->offset && r->ndim == t->ndim && r->prev == NULL)
         return snprintf(buf, cap, "ToCopyBackward0"), buf;
     /* the write that made t, or one over all of its storage (an in-place op on it: named after the
-     * op, as PyTorch renames a tensor's grad_fn; a write into part of it is CopySlices) */
-    if (r->kind == REC_WRITE && r->offset == t->offset && r->ndim == t->ndim && !r->sc.n &&
-        (r->prev == NULL || fc_tensor_numel(t) == r->nelem))
+     * op, as PyTorch renames a tensor's grad_fn); a write into part of t (over another, or into a
+     * tensor that needed no gradient) is CopySlices */
+    int64_t written = 1;
+    for (int k = 0; k < r->ndim; k++)
+        written *= r->shape[k];
+    if (r->kind == REC_WRITE && same_geometry(t, r) && !r->sc.n && (r->prev == NULL || fc_tensor_numel(t) == r->nelem))
         return r->fn ? (snprintf(buf, cap, "%s", r->fn), buf) : backward_name(r->op, buf, cap);
-    if (r->kind == REC_WRITE && r->prev)
-        return backward_name(FC_OP_NONE, buf, cap), snprintf(buf, cap, "CopySlices"), buf;
+    if (r->kind == REC_WRITE && (r->prev || (fc_tensor_numel(t) > written && t->offset <= r->offset)))
+        return snprintf(buf, cap, "CopySlices"), buf;
     snprintf(buf, cap, "AsStridedBackward0");
     return buf;
 }

@@ -199,14 +199,6 @@ FcStatus fc_cpu_serial_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
                    : s->dtype == FC_FLOAT64  ? f64_welford_task
                    : s->dtype == FC_BFLOAT16 ? bf16_welford_task
                                              : f16_welford_task;
-    if (nth <= 1 || ntasks <= 1) {
-        for (int64_t t = 0; t < ntasks; t++) {
-            fn(&j, 0, t);
-            if (s->interrupt && *s->interrupt)
-                return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
-        }
-        return FC_OK;
-    }
     if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &j, s->interrupt))
         return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
     return FC_OK;

@@ -175,14 +175,6 @@ static FcStatus norm2_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
         return fc_cpu_serial_sum(be, s, err);
     int64_t ntasks = (onum + BLOCK - 1) / BLOCK;
     int nth = onum * n >= 65536 && ntasks > 1 ? fc_cpu_clamp_threads(be, be->nthreads) : 1;
-    if (nth <= 1) {
-        for (int64_t t = 0; t < ntasks; t++) {
-            norm2_task(&j, 0, t);
-            if (s->interrupt && *s->interrupt)
-                return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
-        }
-        return FC_OK;
-    }
     if (!fc_cpu_parallel_for(be, nth, ntasks, norm2_task, &j, s->interrupt))
         return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
     return FC_OK;
@@ -322,14 +314,6 @@ FcStatus fc_cpu_vec_sum(CpuBackend *be, const FcOrderedSum *s, FcError *err)
     CpuTaskFn fn = s->dtype == FC_FLOAT32 ? f32_task : f64_task;
     /* threads only for work worth waking them (a task sums up to BLOCK outputs) */
     int nth = onum * j.n >= 65536 && ntasks > 1 ? fc_cpu_clamp_threads(be, be->nthreads) : 1;
-    if (nth <= 1) {
-        for (int64_t t = 0; t < ntasks; t++) {
-            fn(&j, 0, t);
-            if (s->interrupt && *s->interrupt)
-                return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
-        }
-        return FC_OK;
-    }
     if (!fc_cpu_parallel_for(be, nth, ntasks, fn, &j, s->interrupt))
         return cpu_errorf(err, FC_ERR_INTERRUPT, "interrupted");
     return FC_OK;
