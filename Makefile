@@ -141,8 +141,8 @@ test: deps
 	$(MAKE) --no-print-directory all $(B)/check_tdl $(B)/mock_cuda/libcuda.so.1
 	@mkdir -p build/nvrtc-cache build/mock_cuda/kernels
 	CK_FORK=no TDL_TEST_NVRTC_CACHE=$(CURDIR)/build/nvrtc-cache TDL_TEST_EMU_DIR=$(CURDIR)/build/mock_cuda/kernels \
-	  $(B)/check_tdl
-	sh tests/run_scripts.sh $(B)/tdl
+	  sh tests/run_check.sh $(B)/check_tdl
+	JOBS=$${JOBS:-$$(nproc 2>/dev/null || echo 1)} sh tests/run_scripts.sh $(B)/tdl
 	sh tests/test_sigint.sh $(B)/tdl
 	sh tests/test_mock_cuda.sh $(B) build/mock_cuda/kernels
 	SANITIZE=$(SANITIZE) HOST_CFLAGS='$(SANFLAGS)' sh tests/test_install.sh $(B)
