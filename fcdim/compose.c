@@ -28,6 +28,17 @@ static FcStatus wrapped_float(FcCtx *ctx, double v, FcTensor **out, FcError *err
     return fc_scalar(ctx, FC_FLOAT64, s, true, out, err);
 }
 
+/* op(a, wrapped float v) */
+static FcStatus with_float(FcCtx *ctx, FcOp op, FcTensor *a, double v, FcTensor **out, FcError *err)
+{
+    FcTensor *w = NULL;
+    FcStatus st = wrapped_float(ctx, v, &w, err);
+    if (!st)
+        st = fc_binary(ctx, op, a, w, out, err);
+    fc_tensor_release(w);
+    return st;
+}
+
 /* ---- mean ---- */
 
 FcStatus fc_mean(FcCtx *ctx, FcTensor *a, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
@@ -479,15 +490,13 @@ FcStatus fc_welford_m2(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, bool keepdim,
     for (int d = 0; d < x->ndim; d++)
         if ((red >> d) & 1)
             count *= x->shape[d];
-    FcTensor *xd = NULL, *s = NULL, *n = NULL, *mean = NULL, *v = NULL, *sq = NULL;
+    FcTensor *xd = NULL, *s = NULL, *mean = NULL, *v = NULL, *sq = NULL;
     FcStatus st = fc_cast(ctx, x, FC_FLOAT64, &xd, err);
     /* (the mean is a fused sum: where m2 is the backend's Welford, nothing computes it) */
     if (!st)
         st = fc_reduce(ctx, FC_OP_SUM, xd, dim_mask, true, &s, err);
     if (!st)
-        st = wrapped_float(ctx, (double)count, &n, err);
-    if (!st)
-        st = fc_binary(ctx, FC_OP_DIV, s, n, &mean, err);
+        st = with_float(ctx, FC_OP_DIV, s, (double)count, &mean, err);
     if (!st)
         st = fc_binary(ctx, FC_OP_SUB, xd, mean, &v, err);
     if (!st)
@@ -497,7 +506,7 @@ FcStatus fc_welford_m2(FcCtx *ctx, FcTensor *x, uint64_t dim_mask, bool keepdim,
     FcNode *m2 = st ? NULL : (*out)->node;
     if (m2 && m2->op == FC_OP_SUM && m2->refcnt == 1 && x->ndim > 0 && !fc_tensor_has_dims(x))
         m2->order = FC_SUM_WELFORD;     /* made just now: no other DAG holds it yet */
-    FcTensor *tmp[] = {xd, s, n, mean, v, sq};
+    FcTensor *tmp[] = {xd, s, mean, v, sq};
     for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++)
         fc_tensor_release(tmp[k]);
     return st;
@@ -514,7 +523,7 @@ static FcStatus std_root(FcCtx *ctx, FcTensor *v, FcTensor **out, FcError *err)
     if (!st)
         st = wrapped_float(ctx, 1.0, &one, err);
     if (!st)
-        st = fc_binary(ctx, FC_OP_EQ, v, zero, &z, err);
+        st = with_float(ctx, FC_OP_EQ, v, 0.0, &z, err);
     if (!st)
         st = fc_where(ctx, z, one, v, &safe, err);
     if (!st)
@@ -584,17 +593,6 @@ done:
 
 /* ---- vector norms ---- */
 
-/* op(a, wrapped float v) */
-static FcStatus with_float(FcCtx *ctx, FcOp op, FcTensor *a, double v, FcTensor **out, FcError *err)
-{
-    FcTensor *w = NULL;
-    FcStatus st = wrapped_float(ctx, v, &w, err);
-    if (!st)
-        st = fc_binary(ctx, op, a, w, out, err);
-    fc_tensor_release(w);
-    return st;
-}
-
 FcStatus fc_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t dim_mask, bool keepdim, FcTensor **out, FcError *err)
 {
     *out = NULL;
@@ -602,6 +600,7 @@ FcStatus fc_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t dim_mask, bool keep
     FcTensor *ax = NULL, *r = NULL, *t = NULL;
     FcStatus st = fc_unary(ctx, FC_OP_ABS, x, &ax, err);
     if (st) {
+        /* (nothing more) */
     } else if (isinf(p)) {
         st = fc_reduce(ctx, p > 0 ? FC_OP_AMAX : FC_OP_AMIN, ax, dim_mask, keepdim, &r, err);
     } else if (p == 0) {
@@ -619,7 +618,6 @@ FcStatus fc_norm(FcCtx *ctx, FcTensor *x, double p, uint64_t dim_mask, bool keep
         st = fc_sum_ordered(ctx, x, x, red, keepdim, FC_SUM_NORM2, &t, err);
         if (!st)
             st = fc_unary(ctx, FC_OP_SQRT, t, &r, err);
-
     } else {
         /* NormOps: sum(|x|^p) in the dtype, then its power 1 / p, that computed in the dtype;
          * each power libm's pow (not the tensor op's special exponents: the exponents are 0-dim
