@@ -1087,7 +1087,7 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     case FC_OP_LOG: OUT(0, DIV(Cc(), X())); break;
     case FC_OP_SQRT: OUT(0, DIV(Cc(), MUL(K(2), N()))); break;
     case FC_OP_RSQRT: OUT(0, MUL(MUL(Cc(), K(-0.5)), MUL(MUL(N(), N()), N()))); break;
-    case FC_OP_SIN: OUT(0, MUL(Cc(), U(FC_OP_COS, X()))); break;
+    case FC_OP_SIN: case FC_OP_LIBM_SIN: OUT(0, MUL(Cc(), U(FC_OP_COS, X()))); break;
     case FC_OP_COS: OUT(0, NEG(MUL(Cc(), U(FC_OP_SIN, X())))); break;
     case FC_OP_TAN: OUT(0, MUL(Cc(), ADD(K(1), MUL(N(), N())))); break;
     /* PyTorch's tanh_backward / sigmoid_backward kernels: a * (1 - b * b), its 1 - b * b
@@ -1102,6 +1102,8 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
         break;
     case FC_OP_RECIPROCAL: OUT(0, MUL(NEG(Cc()), MUL(N(), N()))); break;
     case FC_OP_LOG2: OUT(0, DIV(Cc(), MUL(X(), K(M_LN2)))); break;
+    /* derivatives.yaml's constant, 2.3025850929940456: an ulp under ln 10 as a double */
+    case FC_OP_LOG10: OUT(0, DIV(Cc(), MUL(X(), K(2.3025850929940456)))); break;
     case FC_OP_LOG1P: OUT(0, DIV(Cc(), ADD(X(), K(1)))); break;
     case FC_OP_EXPM1: OUT(0, MUL(Cc(), ADD(N(), K(1)))); break;
     case FC_OP_ASIN: OUT(0, MUL(Cc(), U(FC_OP_RSQRT, ADD(NEG(MUL(X(), X())), K(1))))); break;
@@ -1111,6 +1113,9 @@ static bool vjp_rule(FcNode *n, FcNode *C, FcNode **out)
     case FC_OP_COSH: OUT(0, MUL(Cc(), U(FC_OP_SINH, X()))); break;
     case FC_OP_ERF:
         OUT(0, MUL(Cc(), MUL(K(2.0 / sqrt(M_PI)), U(FC_OP_EXP, NEG(MUL(X(), X()))))));
+        break;
+    case FC_OP_ERFC:
+        OUT(0, MUL(Cc(), MUL(K(-2.0 / sqrt(M_PI)), U(FC_OP_EXP, NEG(MUL(X(), X()))))));
         break;
     /* derivatives.yaml: grad * (self.pow(2) + 1).rsqrt(), grad * (self.pow(2) - 1).rsqrt(),
      * grad * 1 / (1 - self.pow(2)), grad * result * ln 2 */

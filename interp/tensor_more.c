@@ -1893,7 +1893,7 @@ bool impl_sinc(Interp *I, const TensorSig *sig, TensorArg *a, Value *out)
     (void)sig;
     FcStatus st = as_dtype(I->fc, a[0].t, fc_dtype_is_float(a[0].t->dtype) ? a[0].t->dtype : FC_FLOAT32, &x, &e);
     if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_MUL, x, M_PI, &p, &e);
-    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_SIN, p, &s, &e);
+    if (st == FC_OK) st = fc_unary(I->fc, FC_OP_LIBM_SIN, p, &s, &e);     /* sinc_kernel's std::sin */
     if (st == FC_OK) st = fc_binary(I->fc, FC_OP_DIV, s, p, &r, &e);
     if (st == FC_OK) st = binary_scalar(I->fc, FC_OP_EQ, x, 0.0, &c, &e);
     if (st == FC_OK) st = step(where_value(I->fc, c, 1.0, r, &tmp, &e), &r, &tmp);

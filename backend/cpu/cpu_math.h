@@ -252,17 +252,18 @@ CPU_MATH_INLINE CpuF2 cpu_df_div(CpuF2 n, CpuF2 d)
     return cpu_f2(s, fmaf(s, v, fmaf(n.y, t, u)));
 }
 
-/* expk2f(d, 0): exp(d) as a pair, for the d whose results tanh and expm1 keep (|d| under 89, or
- * NaN). d's product with 1/ln2 is kept under 2^22 as in cpu_exp_f32, and SLEEF's zero below -104
- * is left out: both change only results the callers replace. */
-CPU_MATH_INLINE CpuF2 cpu_expk2_f32(float d)
+/* expk2f(d): exp of the pair d as a pair, with SLEEF's zero (both parts) for d.x below -104.
+ * rint((d.x + d.y) / ln2) is taken as in cpu_expk2_f32 (the product kept under 2^22, else 0), which
+ * differs from SLEEF's cvtps2dq only where d.x + d.y is past about +-2.9e6: below, both give 0;
+ * above, exp overflows and the callers replace the result. */
+CPU_MATH_INLINE CpuF2 cpu_expk2_pair_f32(CpuF2 d)
 {
-    float t = d * 1.442695040888963407359924681001892137426645954152985934135449406931f;
+    float t = (d.x + d.y) * 1.442695040888963407359924681001892137426645954152985934135449406931f;
     t = cpu_f32_from_bits(cpu_f32_bits(t) & CPU_MASK32(fabsf(t) < 0x1p22f));
     float qf = (t + 0x1.8p23f) - 0x1.8p23f;
     int32_t q = (int32_t)qf;
 
-    CpuF2 s = cpu_df_add2_f(cpu_f2(d, 0.0f), qf * -0.693145751953125f);
+    CpuF2 s = cpu_df_add2_f(d, qf * -0.693145751953125f);
     s = cpu_df_add2_f(s, qf * -1.428606765330187045e-06f);
 
     float u = +0.1980960224e-3f;
@@ -275,10 +276,19 @@ CPU_MATH_INLINE CpuF2 cpu_expk2_f32(float d)
     r = cpu_df_add2(s, cpu_df_mul(cpu_df_squ(s), r));
     r = cpu_df_add_f2(1.0f, r);
 
+    /* vldexp2 on both parts */
     int32_t q1 = q >> 1;
     float p1 = cpu_f32_from_bits((uint32_t)(q1 + 0x7f) << 23);
     float p2 = cpu_f32_from_bits((uint32_t)(q - q1 + 0x7f) << 23);
-    return cpu_f2(r.x * p1 * p2, r.y * p1 * p2);
+    uint32_t keep = ~CPU_MASK32(d.x < -104.0f);
+    return cpu_f2(cpu_f32_from_bits(cpu_f32_bits(r.x * p1 * p2) & keep),
+                  cpu_f32_from_bits(cpu_f32_bits(r.y * p1 * p2) & keep));
+}
+
+/* expk2f(d, 0): exp(d) as a pair, for the d whose results tanh and expm1 keep. */
+CPU_MATH_INLINE CpuF2 cpu_expk2_f32(float d)
+{
+    return cpu_expk2_pair_f32(cpu_f2(d, 0.0f));
 }
 
 /* tanh(x) in float: SLEEF's xtanhf (u10), FMA build. */
@@ -362,16 +372,17 @@ CPU_MATH_INLINE CpuD2 cpu_dd_div(CpuD2 n, CpuD2 d)
     return cpu_d2(s, fma(s, v, fma(n.y, t, u)));
 }
 
-/* expk2(d, 0): exp(d) as a pair (Estrin's scheme for the polynomial), for |d| under 710 or NaN,
- * as expk2f. */
-CPU_MATH_INLINE CpuD2 cpu_expk2_f64(double d)
+/* expk2(d): exp of the pair d as a pair (Estrin's scheme for the polynomial), with SLEEF's zero
+ * for d.x below -1000; rint as in cpu_expk2_f64 (the product kept under 2^30, else 0: it differs
+ * from SLEEF's only where d.x + d.y is past about +-7.4e8, as in cpu_expk2_pair_f32). */
+CPU_MATH_INLINE CpuD2 cpu_expk2_pair_f64(CpuD2 d)
 {
-    double t = d * 1.442695040888963407359924681001892137426645954152985934135449406931;
+    double t = (d.x + d.y) * 1.442695040888963407359924681001892137426645954152985934135449406931;
     t = cpu_f64_from_bits(cpu_f64_bits(t) & CPU_MASK64(fabs(t) < 0x1p30));
     double qd = (t + 0x1.8p52) - 0x1.8p52;
     int32_t q = (int32_t)qd;
 
-    CpuD2 s = cpu_dd_add2_d(cpu_d2(d, 0.0), qd * -.69314718055966295651160180568695068359375);
+    CpuD2 s = cpu_dd_add2_d(d, qd * -.69314718055966295651160180568695068359375);
     s = cpu_dd_add2_d(s, qd * -.28235290563031577122588448175013436025525412068e-12);
 
     CpuD2 s2 = cpu_dd_squ(s), s4 = cpu_dd_squ(s2);
@@ -391,7 +402,15 @@ CPU_MATH_INLINE CpuD2 cpu_expk2_f64(double d)
     int32_t q1 = q >> 1;
     double p1 = cpu_f64_from_bits((uint64_t)(uint32_t)(q1 + 0x3ff) << 52);
     double p2 = cpu_f64_from_bits((uint64_t)(uint32_t)(q - q1 + 0x3ff) << 52);
-    return cpu_d2(r.x * p1 * p2, r.y * p1 * p2);
+    uint64_t keep = ~CPU_MASK64(d.x < -1000.0);
+    return cpu_d2(cpu_f64_from_bits(cpu_f64_bits(r.x * p1 * p2) & keep),
+                  cpu_f64_from_bits(cpu_f64_bits(r.y * p1 * p2) & keep));
+}
+
+/* expk2(d, 0), as cpu_expk2_f32. */
+CPU_MATH_INLINE CpuD2 cpu_expk2_f64(double d)
+{
+    return cpu_expk2_pair_f64(cpu_d2(d, 0.0));
 }
 
 /* tanh(x) in double: SLEEF's xtanh (u10), FMA build. */
@@ -408,18 +427,28 @@ CPU_MATH_INLINE double cpu_tanh_f64(double x)
     return cpu_f64_from_bits(yb | CPU_MASK64(x != x));
 }
 
-/* ---- log: SLEEF's xlogf_u1 and xlog_u1 (u10), FMA builds, AVX2's code path ----
+/* ---- log, log2 and log10: SLEEF's xlogf_u1 / xlog_u1, xlog2f / xlog2 and xlog10f / xlog10 (u10),
+ * FMA builds, AVX2's code path ----
  *
- * d = m 2^e with m in [0.75, 1.5) (a denormal d scaled by 2^64 first), then
- * e ln2 + 2 atanh((m - 1) / (m + 1)): the quotient and the sum in pair arithmetic, atanh's odd
- * polynomial beyond its first term in plain arithmetic. +inf for +inf, -inf for +-0, the quiet NaN
- * 0x7fc00000 (0x7ff8000000000000) for negative and NaN inputs. */
+ * d = m 2^e with m in [0.75, 1.5) (a denormal d scaled by 2^64 first), x = (m - 1) / (m + 1) as
+ * a pair, then e ln2 + 2x (log), e + x 2/ln2 (log2) or e log10(2) + x 2/ln10 (log10) in pair
+ * arithmetic with the pair constants SLEEF uses, the odd polynomial's terms past the first in
+ * plain arithmetic, rounded once. +inf for +inf, -inf for +-0, the quiet NaN 0x7fc00000
+ * (0x7ff8000000000000) for negative and NaN inputs. Constants SLEEF writes as double literals
+ * are rounded from the double, as its vcast_vf_f does. */
 
 /* dfadd2_vf2_vf_vf */
 CPU_MATH_INLINE CpuF2 cpu_df_add2_ff(float x, float y)
 {
     float s = x + y, v = s - x;
     return cpu_f2(s, (x - (s - v)) + (y - v));
+}
+
+/* dfadd2_vf2_vf_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_add2_f2(float x, CpuF2 y)
+{
+    float s = x + y.x, v = s - x;
+    return cpu_f2(s, ((x - (s - v)) + (y.x - v)) + y.y);
 }
 
 /* dfadd_vf2_vf2_vf */
@@ -429,42 +458,18 @@ CPU_MATH_INLINE CpuF2 cpu_df_add_f(CpuF2 x, float y)
     return cpu_f2(s, ((x.x - s) + y) + x.y);
 }
 
-/* log(d) in float: SLEEF's xlogf_u1, FMA build. */
-CPU_MATH_INLINE float cpu_log_f32(float d)
-{
-    uint32_t tiny = CPU_MASK32(d < 0x1p-126f);
-    float ds = cpu_f32_from_bits((cpu_f32_bits(d * 0x1p64f) & tiny) | (cpu_f32_bits(d) & ~tiny));
-    /* vilogb2k of ds * (1 / 0.75), and vldexp3: e taken out of the exponent field directly */
-    int32_t e = (int32_t)((cpu_f32_bits(ds * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
-    float m = cpu_f32_from_bits(cpu_f32_bits(ds) + ((uint32_t)-e << 23));
-    e -= (int32_t)(tiny & 64);
-
-    CpuF2 s = cpu_df_mul_f(cpu_f2(0.69314718246459960938f, -1.904654323148236017e-09f), (float)e);
-    CpuF2 x = cpu_df_div(cpu_df_add2_ff(-1.0f, m), cpu_df_add2_ff(1.0f, m));
-    float x2 = x.x * x.x;
-
-    float t = +0.3027294874e+0f;
-    t = fmaf(t, x2, +0.3996108174e+0f);
-    t = fmaf(t, x2, +0.6666694880e+0f);
-
-    s = cpu_df_add(s, cpu_f2(x.x * 2.0f, x.y * 2.0f));
-    s = cpu_df_add_f(s, (x2 * x.x) * t);
-    float r = s.x + s.y;
-
-    uint32_t rb = cpu_f32_bits(r);
-    uint32_t inf = CPU_MASK32(ds == INFINITY), nan = CPU_MASK32(ds < 0.0f) | CPU_MASK32(ds != ds);
-    uint32_t zero = CPU_MASK32(ds == 0.0f);
-    rb = (rb & ~inf) | (0x7f800000u & inf);
-    rb = (rb & ~nan) | (0x7fc00000u & nan);
-    rb = (rb & ~zero) | (0xff800000u & zero);
-    return cpu_f32_from_bits(rb);
-}
-
 /* ddadd2_vd2_vd_vd */
 CPU_MATH_INLINE CpuD2 cpu_dd_add2_dd(double x, double y)
 {
     double s = x + y, v = s - x;
     return cpu_d2(s, (x - (s - v)) + (y - v));
+}
+
+/* ddadd2_vd2_vd_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_add2_d2(double x, CpuD2 y)
+{
+    double s = x + y.x, v = s - x;
+    return cpu_d2(s, ((x - (s - v)) + (y.x - v)) + y.y);
 }
 
 /* ddadd_vd2_vd2_vd */
@@ -474,26 +479,57 @@ CPU_MATH_INLINE CpuD2 cpu_dd_add_d(CpuD2 x, double y)
     return cpu_d2(s, ((x.x - s) + y) + x.y);
 }
 
-/* log(d) in double: SLEEF's xlog_u1, FMA build (Estrin's scheme for the polynomial). */
-CPU_MATH_INLINE double cpu_log_f64(double d)
+/* The reduction the logs share: ds (d, a denormal scaled by 2^64), its e and x. */
+typedef struct {
+    float ds;
+    int32_t e;
+    CpuF2 x;
+} CpuLogArgF32;
+typedef struct {
+    double ds;
+    int32_t e;
+    CpuD2 x;
+} CpuLogArgF64;
+
+CPU_MATH_INLINE CpuLogArgF32 cpu_log_arg_f32(float d)
 {
+    CpuLogArgF32 a;
+    uint32_t tiny = CPU_MASK32(d < 0x1p-126f);
+    a.ds = cpu_f32_from_bits((cpu_f32_bits(d * 0x1p64f) & tiny) | (cpu_f32_bits(d) & ~tiny));
+    /* vilogb2k of ds * (1 / 0.75), and vldexp3: e taken out of the exponent field directly */
+    a.e = (int32_t)((cpu_f32_bits(a.ds * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
+    float m = cpu_f32_from_bits(cpu_f32_bits(a.ds) + ((uint32_t)-a.e << 23));
+    a.e -= (int32_t)(tiny & 64);
+    a.x = cpu_df_div(cpu_df_add2_ff(-1.0f, m), cpu_df_add2_ff(1.0f, m));
+    return a;
+}
+
+CPU_MATH_INLINE CpuLogArgF64 cpu_log_arg_f64(double d)
+{
+    CpuLogArgF64 a;
     uint64_t tiny = CPU_MASK64(d < 0x1p-1022);
-    double ds = cpu_f64_from_bits((cpu_f64_bits(d * 0x1p64) & tiny) | (cpu_f64_bits(d) & ~tiny));
-    int32_t e = (int32_t)((cpu_f64_bits(ds * (1.0 / 0.75)) >> 52) & 0x7ff) - 0x3ff;
-    double m = cpu_f64_from_bits(cpu_f64_bits(ds) + ((uint64_t)((uint32_t)-e << 20) << 32));
-    e -= (int32_t)(tiny & 64);
+    a.ds = cpu_f64_from_bits((cpu_f64_bits(d * 0x1p64) & tiny) | (cpu_f64_bits(d) & ~tiny));
+    a.e = (int32_t)((cpu_f64_bits(a.ds * (1.0 / 0.75)) >> 52) & 0x7ff) - 0x3ff;
+    double m = cpu_f64_from_bits(cpu_f64_bits(a.ds) + ((uint64_t)((uint32_t)-a.e << 20) << 32));
+    a.e -= (int32_t)(tiny & 64);
+    a.x = cpu_dd_div(cpu_dd_add2_dd(-1.0, m), cpu_dd_add2_dd(1.0, m));
+    return a;
+}
 
-    CpuD2 x = cpu_dd_div(cpu_dd_add2_dd(-1.0, m), cpu_dd_add2_dd(1.0, m));
-    double x2 = x.x * x.x, x4 = x2 * x2, x8 = x4 * x4;
-    double t = fma(x8, fma(x4, 0.1532076988502701353e+0, fma(x2, 0.1525629051003428716e+0, 0.1818605932937785996e+0)),
-                   fma(x4, fma(x2, 0.2222214519839380009e+0, 0.2857142932794299317e+0),
-                       fma(x2, 0.3999999999635251990e+0, 0.6666666666667333541e+0)));
+/* r with the logs' special values put in, by ds. */
+CPU_MATH_INLINE float cpu_log_specials_f32(float r, float ds)
+{
+    uint32_t rb = cpu_f32_bits(r);
+    uint32_t inf = CPU_MASK32(ds == INFINITY), nan = CPU_MASK32(ds < 0.0f) | CPU_MASK32(ds != ds);
+    uint32_t zero = CPU_MASK32(ds == 0.0f);
+    rb = (rb & ~inf) | (0x7f800000u & inf);
+    rb = (rb & ~nan) | (0x7fc00000u & nan);
+    rb = (rb & ~zero) | (0xff800000u & zero);
+    return cpu_f32_from_bits(rb);
+}
 
-    CpuD2 s = cpu_dd_mul_d(cpu_d2(0.693147180559945286226764, 2.319046813846299558417771e-17), (double)e);
-    s = cpu_dd_add(s, cpu_d2(x.x * 2.0, x.y * 2.0));
-    s = cpu_dd_add_d(s, (x2 * x.x) * t);
-    double r = s.x + s.y;
-
+CPU_MATH_INLINE double cpu_log_specials_f64(double r, double ds)
+{
     uint64_t rb = cpu_f64_bits(r);
     uint64_t inf = CPU_MASK64(ds == INFINITY), nan = CPU_MASK64(ds < 0.0) | CPU_MASK64(ds != ds);
     uint64_t zero = CPU_MASK64(ds == 0.0);
@@ -501,6 +537,89 @@ CPU_MATH_INLINE double cpu_log_f64(double d)
     rb = (rb & ~nan) | (UINT64_C(0x7ff8000000000000) & nan);
     rb = (rb & ~zero) | (UINT64_C(0xfff0000000000000) & zero);
     return cpu_f64_from_bits(rb);
+}
+
+/* log(d) in float: SLEEF's xlogf_u1, FMA build. */
+CPU_MATH_INLINE float cpu_log_f32(float d)
+{
+    CpuLogArgF32 a = cpu_log_arg_f32(d);
+    float x2 = a.x.x * a.x.x;
+    float t = +0.3027294874e+0f;
+    t = fmaf(t, x2, +0.3996108174e+0f);
+    t = fmaf(t, x2, +0.6666694880e+0f);
+    CpuF2 s = cpu_df_mul_f(cpu_f2(0.69314718246459960938f, -1.904654323148236017e-09f), (float)a.e);
+    s = cpu_df_add(s, cpu_f2(a.x.x * 2.0f, a.x.y * 2.0f));
+    s = cpu_df_add_f(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f32(s.x + s.y, a.ds);
+}
+
+/* log2(d) in float: SLEEF's xlog2f, FMA build. */
+CPU_MATH_INLINE float cpu_log2_f32(float d)
+{
+    CpuLogArgF32 a = cpu_log_arg_f32(d);
+    float x2 = a.x.x * a.x.x;
+    float t = +0.4374550283e+0f;
+    t = fmaf(t, x2, +0.5764790177e+0f);
+    t = fmaf(t, x2, +0.9618012905120f);
+    CpuF2 s = cpu_df_add2_f2((float)a.e, cpu_df_mul(a.x, cpu_f2((float)2.8853900432586669922, (float)3.2734474483568488616e-08)));
+    s = cpu_df_add2_f(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f32(s.x + s.y, a.ds);
+}
+
+/* log10(d) in float: SLEEF's xlog10f, FMA build. */
+CPU_MATH_INLINE float cpu_log10_f32(float d)
+{
+    CpuLogArgF32 a = cpu_log_arg_f32(d);
+    float x2 = a.x.x * a.x.x;
+    float t = (float)+0.1314289868e+0;
+    t = fmaf(t, x2, (float)+0.1735493541e+0);
+    t = fmaf(t, x2, (float)+0.2895309627e+0);
+    CpuF2 s = cpu_df_mul_f(cpu_f2((float)0.30103001, (float)-1.432098889e-08), (float)a.e);
+    s = cpu_df_add(s, cpu_df_mul(a.x, cpu_f2((float)0.868588984, (float)-2.170757285e-08)));
+    s = cpu_df_add_f(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f32(s.x + s.y, a.ds);
+}
+
+/* log(d) in double: SLEEF's xlog_u1, FMA build (Estrin's scheme for the polynomials, here and
+ * below). */
+CPU_MATH_INLINE double cpu_log_f64(double d)
+{
+    CpuLogArgF64 a = cpu_log_arg_f64(d);
+    double x2 = a.x.x * a.x.x, x4 = x2 * x2, x8 = x4 * x4;
+    double t = fma(x8, fma(x4, 0.1532076988502701353e+0, fma(x2, 0.1525629051003428716e+0, 0.1818605932937785996e+0)),
+                   fma(x4, fma(x2, 0.2222214519839380009e+0, 0.2857142932794299317e+0),
+                       fma(x2, 0.3999999999635251990e+0, 0.6666666666667333541e+0)));
+    CpuD2 s = cpu_dd_mul_d(cpu_d2(0.693147180559945286226764, 2.319046813846299558417771e-17), (double)a.e);
+    s = cpu_dd_add(s, cpu_d2(a.x.x * 2.0, a.x.y * 2.0));
+    s = cpu_dd_add_d(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f64(s.x + s.y, a.ds);
+}
+
+/* log2(d) in double: SLEEF's xlog2, FMA build. */
+CPU_MATH_INLINE double cpu_log2_f64(double d)
+{
+    CpuLogArgF64 a = cpu_log_arg_f64(d);
+    double x2 = a.x.x * a.x.x, x4 = x2 * x2, x8 = x4 * x4;
+    double t = fma(x8, fma(x4, +0.2211941750456081490e+0, fma(x2, +0.2200768693152277689e+0, +0.2623708057488514656e+0)),
+                   fma(x4, fma(x2, +0.3205977477944495502e+0, +0.4121985945485324709e+0),
+                       fma(x2, +0.5770780162997058982e+0, +0.96179669392608091449)));
+    CpuD2 s = cpu_dd_add2_d2((double)a.e, cpu_dd_mul(a.x, cpu_d2(2.885390081777926774, 6.0561604995516736434e-18)));
+    s = cpu_dd_add2_d(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f64(s.x + s.y, a.ds);
+}
+
+/* log10(d) in double: SLEEF's xlog10, FMA build. */
+CPU_MATH_INLINE double cpu_log10_f64(double d)
+{
+    CpuLogArgF64 a = cpu_log_arg_f64(d);
+    double x2 = a.x.x * a.x.x, x4 = x2 * x2, x8 = x4 * x4;
+    double t = fma(x8, fma(x4, +0.6653725819576758460e-1, fma(x2, +0.6625722782820833712e-1, +0.7898105214313944078e-1)),
+                   fma(x4, fma(x2, +0.9650955035715275132e-1, +0.1240841409721444993e+0),
+                       fma(x2, +0.1737177927454605086e+0, +0.2895296546021972617e+0)));
+    CpuD2 s = cpu_dd_mul_d(cpu_d2(0.30102999566398119802, -2.803728127785170339e-18), (double)a.e);
+    s = cpu_dd_add(s, cpu_dd_mul(a.x, cpu_d2(0.86858896380650363334, 1.1430059694096389311e-17)));
+    s = cpu_dd_add_d(s, (x2 * a.x.x) * t);
+    return cpu_log_specials_f64(s.x + s.y, a.ds);
 }
 
 /* ---- log1p and expm1: SLEEF's xlog1pf / xlog1p and xexpm1f / xexpm1 (u10), FMA builds ---- */
@@ -603,6 +722,286 @@ CPU_MATH_INLINE double cpu_expm1_f64(double a)
     rb = (rb & ~inf) | (UINT64_C(0x7ff0000000000000) & inf);
     rb = (rb & ~m1) | (UINT64_C(0xbff0000000000000) & m1);
     return cpu_f64_from_bits((rb & ~negzero) | (UINT64_C(0x8000000000000000) & negzero));
+}
+
+/* ---- more of SLEEF's helpers, for cpu_math_erf.h, cpu_math_arc.h and cpu_math_trig.h ----
+ *
+ * Selections by mask (vsel: all ones where a condition holds), more of df.h's and dd.h's pair
+ * operations (FMA forms), and the square roots SLEEF takes from sqrtps / sqrtpd. */
+
+/* vsel_vf_vo_vf_vf: x where m is set, else y */
+CPU_MATH_INLINE float cpu_sel_f32(uint32_t m, float x, float y)
+{
+    return cpu_f32_from_bits((cpu_f32_bits(x) & m) | (cpu_f32_bits(y) & ~m));
+}
+
+/* vsel_vf_vo_vo_f_f_f: d0 where m0, else d1 where m1, else d2 */
+CPU_MATH_INLINE float cpu_sel3_f32(uint32_t m0, uint32_t m1, float d0, float d1, float d2)
+{
+    return cpu_sel_f32(m0, d0, cpu_sel_f32(m1, d1, d2));
+}
+
+/* vsel_vf_vo_vo_vo_f_f_f_f: d0 where m0, else d1 where m1, else d2 where m2, else d3 */
+CPU_MATH_INLINE float cpu_sel4_f32(uint32_t m0, uint32_t m1, uint32_t m2, float d0, float d1, float d2, float d3)
+{
+    return cpu_sel_f32(m0, d0, cpu_sel_f32(m1, d1, cpu_sel_f32(m2, d2, d3)));
+}
+
+/* vsel_vd_vo_vd_vd */
+CPU_MATH_INLINE double cpu_sel_f64(uint64_t m, double x, double y)
+{
+    return cpu_f64_from_bits((cpu_f64_bits(x) & m) | (cpu_f64_bits(y) & ~m));
+}
+
+/* vsel_vd_vo_vo_d_d_d */
+CPU_MATH_INLINE double cpu_sel3_f64(uint64_t m0, uint64_t m1, double d0, double d1, double d2)
+{
+    return cpu_sel_f64(m0, d0, cpu_sel_f64(m1, d1, d2));
+}
+
+/* vsel_vd_vo_vo_vo_d_d_d_d */
+CPU_MATH_INLINE double cpu_sel4_f64(uint64_t m0, uint64_t m1, uint64_t m2, double d0, double d1, double d2,
+                                    double d3)
+{
+    return cpu_sel_f64(m0, d0, cpu_sel_f64(m1, d1, cpu_sel_f64(m2, d2, d3)));
+}
+
+/* vsel_vf2_vo_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_sel(uint32_t m, CpuF2 x, CpuF2 y)
+{
+    return cpu_f2(cpu_sel_f32(m, x.x, y.x), cpu_sel_f32(m, x.y, y.y));
+}
+
+/* vsel_vd2_vo_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_sel(uint64_t m, CpuD2 x, CpuD2 y)
+{
+    return cpu_d2(cpu_sel_f64(m, x.x, y.x), cpu_sel_f64(m, x.y, y.y));
+}
+
+/* vcast_vf2_d: a double constant as a float pair, the double rounded to float and the rest */
+CPU_MATH_INLINE CpuF2 cpu_df_from_d(double d)
+{
+    return cpu_f2((float)d, (float)(d - (double)(float)d));
+}
+
+/* vsel_vf2_vo_vo_d_d_d */
+CPU_MATH_INLINE CpuF2 cpu_df_sel3_d(uint32_t m0, uint32_t m1, double d0, double d1, double d2)
+{
+    return cpu_df_sel(m0, cpu_df_from_d(d0), cpu_df_sel(m1, cpu_df_from_d(d1), cpu_df_from_d(d2)));
+}
+
+/* vsel_vf2_vo_vo_vo_d_d_d_d */
+CPU_MATH_INLINE CpuF2 cpu_df_sel4_d(uint32_t m0, uint32_t m1, uint32_t m2, double d0, double d1, double d2,
+                                    double d3)
+{
+    return cpu_df_sel(m0, cpu_df_from_d(d0),
+                      cpu_df_sel(m1, cpu_df_from_d(d1), cpu_df_sel(m2, cpu_df_from_d(d2), cpu_df_from_d(d3))));
+}
+
+/* dfneg_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_neg(CpuF2 x)
+{
+    return cpu_f2(-x.x, -x.y);
+}
+
+/* ddneg_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_neg(CpuD2 x)
+{
+    return cpu_d2(-x.x, -x.y);
+}
+
+/* dfmul_vf2_vf_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_mul_ff(float x, float y)
+{
+    float s = x * y;
+    return cpu_f2(s, fmaf(x, y, -s));
+}
+
+/* ddmul_vd2_vd_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_mul_dd(double x, double y)
+{
+    double s = x * y;
+    return cpu_d2(s, fma(x, y, -s));
+}
+
+/* ddsub_vd2_vd2_vd2 (|x| >= |y|) */
+CPU_MATH_INLINE CpuD2 cpu_dd_sub(CpuD2 x, CpuD2 y)
+{
+    double s = x.x - y.x;
+    double t = ((x.x - s) - y.x) + x.y;
+    return cpu_d2(s, t - y.y);
+}
+
+/* dfnormalize_vf2_vf2 */
+CPU_MATH_INLINE CpuF2 cpu_df_normalize(CpuF2 t)
+{
+    float s = t.x + t.y;
+    return cpu_f2(s, (t.x - s) + t.y);
+}
+
+/* ddnormalize_vd2_vd2 */
+CPU_MATH_INLINE CpuD2 cpu_dd_normalize(CpuD2 t)
+{
+    double s = t.x + t.y;
+    return cpu_d2(s, (t.x - s) + t.y);
+}
+
+/* ddscale_vd2_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_scale(CpuD2 d, double s)
+{
+    return cpu_d2(d.x * s, d.y * s);
+}
+
+/* vmulsign_vf_vf_vf: x with its sign flipped where y's sign bit is set */
+CPU_MATH_INLINE float cpu_mulsign_f32(float x, float y)
+{
+    return cpu_f32_from_bits(cpu_f32_bits(x) ^ (cpu_f32_bits(y) & 0x80000000u));
+}
+
+/* vmulsign_vd_vd_vd */
+CPU_MATH_INLINE double cpu_mulsign_f64(double x, double y)
+{
+    return cpu_f64_from_bits(cpu_f64_bits(x) ^ (cpu_f64_bits(y) & UINT64_C(0x8000000000000000)));
+}
+
+/* dfsub_vf2_vf2_vf2 (|x| >= |y|) */
+CPU_MATH_INLINE CpuF2 cpu_df_sub(CpuF2 x, CpuF2 y)
+{
+    float s = x.x - y.x;
+    float t = ((x.x - s) - y.x) + x.y;
+    return cpu_f2(s, t - y.y);
+}
+
+/* dfsub_vf2_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_sub_f(CpuF2 x, float y)
+{
+    float s = x.x - y;
+    return cpu_f2(s, ((x.x - s) - y) + x.y);
+}
+
+/* ddsub_vd2_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_sub_d(CpuD2 x, double y)
+{
+    double s = x.x - y;
+    return cpu_d2(s, ((x.x - s) - y) + x.y);
+}
+
+/* dfscale_vf2_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_scale(CpuF2 d, float s)
+{
+    return cpu_f2(d.x * s, d.y * s);
+}
+
+/* dfrec_vf2_vf */
+CPU_MATH_INLINE CpuF2 cpu_df_rec_f(float d)
+{
+    float s = 1.0f / d;
+    return cpu_f2(s, s * fmaf(-d, s, 1.0f));
+}
+
+/* ddrec_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_rec_d(double d)
+{
+    double s = 1.0 / d;
+    return cpu_d2(s, s * fma(-d, s, 1.0));
+}
+
+/* vsqrt_vf_vf (sqrtps): the correctly rounded square root, the same bits as sqrtf on x86-64 for
+ * every x (+-0 kept, +inf for +inf, the input NaN quietened, and x86's 0xffc00000 for negative x),
+ * from multiplies and fmas only. x = m 2^2k with m in [1, 4) (a denormal x scaled by 2^64 first);
+ * y ~ 1/sqrt(m) from the exponent trick and three Newton steps, g = m y with one correction, then
+ * g moved to a neighbour where the exact residual r = m - g^2 (fma) shows sqrt(m) past the midpoint
+ * between them: with u the ulp of g, r - g u is a multiple of u^2, so m - (g + u/2)^2 =
+ * r - g u - u^2/4 is positive exactly where r > g u, and likewise below g (with u halved where g is
+ * a power of two); then scaled by 2^k. */
+CPU_MATH_INLINE float cpu_sqrt_f32(float x)
+{
+    uint32_t tiny = CPU_MASK32(x < 0x1p-126f);
+    uint32_t ab = cpu_f32_bits(cpu_sel_f32(tiny, x * 0x1p64f, x));
+    uint32_t odd = ~(ab >> 23) & 1u; /* the unbiased exponent is odd */
+    float m = cpu_f32_from_bits((ab & 0x007fffffu) | ((0x7fu + odd) << 23));
+
+    float y = cpu_f32_from_bits(0x5f3759dfu - (cpu_f32_bits(m) >> 1));
+    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
+    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
+    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
+    float g = m * y;
+    g = fmaf(fmaf(-g, g, m), y * 0.5f, g);
+
+    float r = fmaf(-g, g, m);
+    float u = cpu_f32_from_bits(cpu_f32_bits(g) & 0x7f800000u) * 0x1p-23f;
+    float ul = cpu_sel_f32(CPU_MASK32((cpu_f32_bits(g) & 0x007fffffu) == 0), u * 0.5f, u);
+    uint32_t up = CPU_MASK32(r > g * u), down = CPU_MASK32(r <= -(g * ul));
+    g = cpu_sel_f32(up, g + u, cpu_sel_f32(down, g - ul, g));
+
+    /* times 2^k, k = (exponent - odd) / 2, added to the exponent field (unsigned, wrapping) */
+    float s = cpu_f32_from_bits(cpu_f32_bits(g) + (((ab >> 23) - 0x7fu - odd) << 22));
+    s = cpu_sel_f32(tiny, s * 0x1p-32f, s);
+
+    s = cpu_sel_f32(CPU_MASK32(x == 0.0f) | CPU_MASK32(x == INFINITY), x, s);
+    uint32_t sb = cpu_f32_bits(s);
+    sb = (sb & ~CPU_MASK32(x < 0.0f)) | (0xffc00000u & CPU_MASK32(x < 0.0f));
+    uint32_t nan = CPU_MASK32(x != x);
+    return cpu_f32_from_bits((sb & ~nan) | ((cpu_f32_bits(x) | 0x00400000u) & nan));
+}
+
+/* vsqrt_vd_vd (sqrtpd): as cpu_sqrt_f32, with four Newton steps, a denormal x scaled by 2^108, and
+ * x86's 0xfff8000000000000 for negative x. */
+CPU_MATH_INLINE double cpu_sqrt_f64(double x)
+{
+    uint64_t tiny = CPU_MASK64(x < 0x1p-1022);
+    uint64_t ab = cpu_f64_bits(cpu_sel_f64(tiny, x * 0x1p108, x));
+    uint64_t odd = ~(ab >> 52) & 1u;
+    double m = cpu_f64_from_bits((ab & UINT64_C(0x000fffffffffffff)) | ((UINT64_C(0x3ff) + odd) << 52));
+
+    double y = cpu_f64_from_bits(UINT64_C(0x5fe6eb50c7b537a9) - (cpu_f64_bits(m) >> 1));
+    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
+    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
+    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
+    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
+    double g = m * y;
+    g = fma(fma(-g, g, m), y * 0.5, g);
+
+    double r = fma(-g, g, m);
+    double u = cpu_f64_from_bits(cpu_f64_bits(g) & UINT64_C(0x7ff0000000000000)) * 0x1p-52;
+    double ul = cpu_sel_f64(CPU_MASK64((cpu_f64_bits(g) & UINT64_C(0x000fffffffffffff)) == 0), u * 0.5, u);
+    uint64_t up = CPU_MASK64(r > g * u), down = CPU_MASK64(r <= -(g * ul));
+    g = cpu_sel_f64(up, g + u, cpu_sel_f64(down, g - ul, g));
+
+    double s = cpu_f64_from_bits(cpu_f64_bits(g) + (((ab >> 52) - UINT64_C(0x3ff) - odd) << 51));
+    s = cpu_sel_f64(tiny, s * 0x1p-54, s);
+
+    s = cpu_sel_f64(CPU_MASK64(x == 0.0) | CPU_MASK64(x == INFINITY), x, s);
+    uint64_t sb = cpu_f64_bits(s);
+    sb = (sb & ~CPU_MASK64(x < 0.0)) | (UINT64_C(0xfff8000000000000) & CPU_MASK64(x < 0.0));
+    uint64_t nan = CPU_MASK64(x != x);
+    return cpu_f64_from_bits((sb & ~nan) | ((cpu_f64_bits(x) | UINT64_C(0x0008000000000000)) & nan));
+}
+
+/* dfsqrt_vf2_vf: sqrt(d) as a pair, (d + t^2) / (2 t) with t = sqrt(d) rounded. */
+CPU_MATH_INLINE CpuF2 cpu_df_sqrt_f(float d)
+{
+    float t = cpu_sqrt_f32(d);
+    return cpu_df_scale(cpu_df_mul(cpu_df_add2_f2(d, cpu_df_mul_ff(t, t)), cpu_df_rec_f(t)), 0.5f);
+}
+
+/* ddsqrt_vd2_vd */
+CPU_MATH_INLINE CpuD2 cpu_dd_sqrt_d(double d)
+{
+    double t = cpu_sqrt_f64(d);
+    return cpu_dd_scale(cpu_dd_mul(cpu_dd_add2_d2(d, cpu_dd_mul_dd(t, t)), cpu_dd_rec_d(t)), 0.5);
+}
+
+/* dfmul_vf_vf2_vf2: the product rounded to one float */
+CPU_MATH_INLINE float cpu_df_mul_to_f(CpuF2 x, CpuF2 y)
+{
+    return fmaf(x.x, y.x, fmaf(x.y, y.x, x.x * y.y));
+}
+
+/* ddmul_vd_vd2_vd2: the product rounded to one double */
+CPU_MATH_INLINE double cpu_dd_mul_to_d(CpuD2 x, CpuD2 y)
+{
+    return fma(x.x, y.x, fma(x.y, y.x, x.x * y.y));
 }
 
 #endif

@@ -8,10 +8,14 @@
  * only loops that need no scalar epilogue), and once for the shorter chunks at the ends of rows. Semantics are PyTorch's CPU kernels: integer
  * arithmetic wraps (done in unsigned types, so it is never undefined behaviour), floor division
  * and remainder follow Python's signs, min/max propagate NaN, bool is a byte holding 0 or 1.
- * exp (and the ops torch builds on its vector exp: sigmoid) is cpu_math.h's, torch's SLEEF exp
- * bit for bit, not libm's. Depends on cpu_internal.h, cpu_math.h and libm only. */
+ * exp, log, tanh, the trigonometric functions, erf and their kin (the ops torch computes with its
+ * vector functions, SLEEF's) are cpu_math.h's and its siblings', torch's bits, not libm's. Depends
+ * on cpu_internal.h, the cpu_math headers and libm only. */
 #include "cpu_internal.h"
 #include "cpu_math.h"
+#include "cpu_math_arc.h"
+#include "cpu_math_erf.h"
+#include "cpu_math_trig.h"
 
 #include <math.h>
 #include <string.h>
@@ -234,6 +238,34 @@ DEF_GCD(i64, int64_t, uint64_t)
 #define DEF_UNARY(N, expr) DEF_UNARY_AS(CPU_CLONES, N, T, expr)
 #define DEF_UNARY_BOOL(N, expr) DEF_UNARY_AS(CPU_CLONES, N, uint8_t, expr)
 #define DEF_UNARY_MATH(N, expr) DEF_UNARY_AS(CPU_MATH_CLONES, N, T, expr)
+
+/* sin, cos, tan: fn names the family (S(cpu_sin)). SLEEF picks its argument reduction once per
+ * vector of 32 bytes (cpu_math_trig.h), so the fast one runs over the chunk (vectorised), then
+ * each 32 bytes from the chunk's start holding an element past it is computed again the way its
+ * largest element makes SLEEF take. */
+#define DEF_UNARY_MATH_TRIG(N, fn)                                                                 \
+    CPU_MATH_CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                      \
+    {                                                                                              \
+        T *restrict d = dv;                                                                        \
+        const T *restrict a = av;                                                                  \
+        int slow = 0;                                                                              \
+        CHUNK_LOOP(n, {                                                                            \
+            T x = a[i];                                                                            \
+            d[i] = CAT(fn, _fast)(x);                                                              \
+            slow |= S(cpu_trig_way)(x);                                                            \
+        });                                                                                        \
+        enum { VEC = 32 / (int)sizeof(T) };                                                        \
+        for (int v = 0; slow && v < n; v += VEC) {                                                 \
+            int end = v + VEC < n ? v + VEC : n, way = 0;                                          \
+            for (int i = v; i < end; i++) {                                                        \
+                int w = S(cpu_trig_way)(a[i]);                                                     \
+                way = w > way ? w : way;                                                           \
+            }                                                                                      \
+            for (int i = v; way && i < end; i++)                                                   \
+                d[i] = CAT(fn, _way)(a[i], way);                                                   \
+        }                                                                                          \
+        return CPU_OK;                                                                             \
+    }
 
 #define DEF_BINARY_AS(CLONES, N, R, expr)                                                          \
     CLONES static int CAT(op_##N##_, SFX)(OP_PARAMS)                                               \

@@ -401,7 +401,7 @@ class Gen:
         fns = ["-", "abs", ".float()", ".double()", ".long()", ".int()", ".bool()", "clamp"]
         if fl:
             fns += ["exp", "sqrt", "floor", "ceil", "round", "sin", "cos", "tanh", "sigmoid",
-                    "relu", "log"]
+                    "relu", "log", "log2", "log10", "tan", "atan", "erf", "erfc", "asin"]
         elif v.dtype == torch.bool or r.random() < 0.3:
             fns += ["~"]
         f = r.choice(fns)
@@ -415,8 +415,10 @@ class Gen:
             kw = r.choice(("min=%s" % self.scalar("int64"), "max=%s" % self.scalar("int64"),
                            "min=-1, max=2", "min=0.5" if fl else "min=0"))
             return "%s.clamp(%s)" % (self.paren(e), kw)
-        if f == "log":
-            return "log(abs(%s) + 1)" % e
+        if f in ("log", "log2", "log10"):
+            return "%s(abs(%s) + 1)" % (f, e)
+        if f == "asin":      # asin or acos, of a value in [-1, 1]
+            return "%s(tanh(%s))" % (r.choice(("asin", "acos")), e)
         if r.random() < 0.5 and f != "round":    # round(t) is Python's builtin under torch
             return "%s(%s)" % (f, e)
         return "%s.%s()" % (self.paren(e), f)

@@ -1,4 +1,6 @@
-/* check_math_sleef.c — backend/cpu/cpu_math.h's exp, tanh, log, log1p and expm1 against the SLEEF
+/* check_math_sleef.c — backend/cpu/cpu_math.h's exp, tanh, log, log1p, expm1, log2 and log10 and
+ * its siblings' erf, erfc (cpu_math_erf.h), asin, acos, atan (cpu_math_arc.h), sin, cos and tan
+ * (cpu_math_trig.h, as the chunk loop runs them: per vector of 8 floats or 4 doubles) against the SLEEF
  * library that PyTorch calls (Debian's libsleef3, which python3-torch links), bit for bit: every
  * one of the 2^32 float32 bit patterns and a sample of float64s (random bit patterns, random
  * values over the function's working range and around its thresholds). Each is computed by the
@@ -8,11 +10,14 @@
  * x86-64 with AVX2 and FMA.
  *
  *   cc -std=c11 -O2 -Ibackend -Ibackend/cpu -Ifcdim tests/golden/check_math_sleef.c \
- *       -o /tmp/check_math_sleef -l:libsleef.so.3 -lm && /tmp/check_math_sleef [FN [NDOUBLE [STRIDE]]]
+ *       backend/cpu/cpu_math_rempi.c -o /tmp/check_math_sleef -l:libsleef.so.3 -lm && /tmp/check_math_sleef [FN [NDOUBLE [STRIDE]]]
  *
- * FN is exp, tanh, log, log1p, expm1 or all (the default). Prints the count of values compared
+ * FN is one of the functions above or all (the default). Prints the count of values compared
  * and of differences per function and dtype; exit status 1 on any. */
 #include "cpu_math.h"
+#include "cpu_math_arc.h"
+#include "cpu_math_erf.h"
+#include "cpu_math_trig.h"
 
 #include <immintrin.h>
 #include <stdio.h>
@@ -30,6 +35,26 @@ __m256 Sleef_log1pf8_u10(__m256);
 __m256d Sleef_log1pd4_u10(__m256d);
 __m256 Sleef_expm1f8_u10(__m256);
 __m256d Sleef_expm1d4_u10(__m256d);
+__m256 Sleef_log2f8_u10(__m256);
+__m256d Sleef_log2d4_u10(__m256d);
+__m256 Sleef_log10f8_u10(__m256);
+__m256d Sleef_log10d4_u10(__m256d);
+__m256 Sleef_erff8_u10(__m256);
+__m256d Sleef_erfd4_u10(__m256d);
+__m256 Sleef_erfcf8_u15(__m256);
+__m256d Sleef_erfcd4_u15(__m256d);
+__m256 Sleef_asinf8_u10(__m256);
+__m256d Sleef_asind4_u10(__m256d);
+__m256 Sleef_acosf8_u10(__m256);
+__m256d Sleef_acosd4_u10(__m256d);
+__m256 Sleef_atanf8_u10(__m256);
+__m256d Sleef_atand4_u10(__m256d);
+__m256 Sleef_sinf8_u10(__m256);
+__m256d Sleef_sind4_u10(__m256d);
+__m256 Sleef_cosf8_u10(__m256);
+__m256d Sleef_cosd4_u10(__m256d);
+__m256 Sleef_tanf8_u10(__m256);
+__m256d Sleef_tand4_u10(__m256d);
 
 enum { N = 256 };
 
@@ -65,6 +90,70 @@ LOOPS(tanh)
 LOOPS(log)
 LOOPS(log1p)
 LOOPS(expm1)
+LOOPS(log2)
+LOOPS(log10)
+LOOPS(erf)
+LOOPS(erfc)
+LOOPS(asin)
+LOOPS(acos)
+LOOPS(atan)
+
+/* sin, cos and tan as cpu_ops.c's UNARY_MATH_TRIG chunk loop runs them: the fast way over the
+ * block, then each vector (8 floats, 4 doubles) holding a larger element again, the way SLEEF's
+ * vector takes. */
+#define TRIG_LOOPS(fn)                                                                             \
+    __attribute__((target("arch=x86-64-v3"))) static void vec_##fn##_f32(float *restrict d,      \
+                                                                         const float *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f32_fast(a[i]);                                                      \
+        trig_fix_f32(d, a, cpu_##fn##_f32_way);                                                    \
+    }                                                                                              \
+    __attribute__((target("arch=x86-64-v3"))) static void vec_##fn##_f64(double *restrict d,     \
+                                                                         const double *restrict a) \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f64_fast(a[i]);                                                      \
+        trig_fix_f64(d, a, cpu_##fn##_f64_way);                                                    \
+    }                                                                                              \
+    static void base_##fn##_f32(float *restrict d, const float *restrict a)                        \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f32_fast(a[i]);                                                      \
+        trig_fix_f32(d, a, cpu_##fn##_f32_way);                                                    \
+    }                                                                                              \
+    static void base_##fn##_f64(double *restrict d, const double *restrict a)                      \
+    {                                                                                              \
+        for (int i = 0; i < N; i++)                                                                \
+            d[i] = cpu_##fn##_f64_fast(a[i]);                                                      \
+        trig_fix_f64(d, a, cpu_##fn##_f64_way);                                                    \
+    }
+
+static void trig_fix_f32(float *d, const float *a, float (*way_fn)(float, int))
+{
+    for (int v = 0; v < N; v += 8) {
+        int way = 0;
+        for (int i = v; i < v + 8; i++)
+            way = cpu_trig_way_f32(a[i]) > way ? cpu_trig_way_f32(a[i]) : way;
+        for (int i = v; way && i < v + 8; i++)
+            d[i] = way_fn(a[i], way);
+    }
+}
+
+static void trig_fix_f64(double *d, const double *a, double (*way_fn)(double, int))
+{
+    for (int v = 0; v < N; v += 4) {
+        int way = 0;
+        for (int i = v; i < v + 4; i++)
+            way = cpu_trig_way_f64(a[i]) > way ? cpu_trig_way_f64(a[i]) : way;
+        for (int i = v; way && i < v + 4; i++)
+            d[i] = way_fn(a[i], way);
+    }
+}
+
+TRIG_LOOPS(sin)
+TRIG_LOOPS(cos)
+TRIG_LOOPS(tan)
 
 #define SLEEF_LOOPS(fn, f8, d4)                                                                    \
     __attribute__((target("avx2"))) static void sleef_##fn##_f32(float *restrict d, const float *restrict a) \
@@ -82,6 +171,16 @@ SLEEF_LOOPS(tanh, Sleef_tanhf8_u10, Sleef_tanhd4_u10)
 SLEEF_LOOPS(log, Sleef_logf8_u10, Sleef_logd4_u10)
 SLEEF_LOOPS(log1p, Sleef_log1pf8_u10, Sleef_log1pd4_u10)
 SLEEF_LOOPS(expm1, Sleef_expm1f8_u10, Sleef_expm1d4_u10)
+SLEEF_LOOPS(log2, Sleef_log2f8_u10, Sleef_log2d4_u10)
+SLEEF_LOOPS(log10, Sleef_log10f8_u10, Sleef_log10d4_u10)
+SLEEF_LOOPS(erf, Sleef_erff8_u10, Sleef_erfd4_u10)
+SLEEF_LOOPS(erfc, Sleef_erfcf8_u15, Sleef_erfcd4_u15)
+SLEEF_LOOPS(asin, Sleef_asinf8_u10, Sleef_asind4_u10)
+SLEEF_LOOPS(acos, Sleef_acosf8_u10, Sleef_acosd4_u10)
+SLEEF_LOOPS(atan, Sleef_atanf8_u10, Sleef_atand4_u10)
+SLEEF_LOOPS(sin, Sleef_sinf8_u10, Sleef_sind4_u10)
+SLEEF_LOOPS(cos, Sleef_cosf8_u10, Sleef_cosd4_u10)
+SLEEF_LOOPS(tan, Sleef_tanf8_u10, Sleef_tand4_u10)
 
 typedef struct {
     const char *name;
@@ -98,6 +197,16 @@ static const Fn fns[] = {
     {"log", vec_log_f32, base_log_f32, sleef_log_f32, vec_log_f64, base_log_f64, sleef_log_f64, 0.0, 1e6, 21.0},
     {"log1p", vec_log1p_f32, base_log1p_f32, sleef_log1p_f32, vec_log1p_f64, base_log1p_f64, sleef_log1p_f64, -1.0, 1e6, 20.0},
     {"expm1", vec_expm1_f32, base_expm1_f32, sleef_expm1_f32, vec_expm1_f64, base_expm1_f64, sleef_expm1_f64, -40.0, 720.0, 30.0},
+    {"log2", vec_log2_f32, base_log2_f32, sleef_log2_f32, vec_log2_f64, base_log2_f64, sleef_log2_f64, 0.0, 1e6, 21.0},
+    {"log10", vec_log10_f32, base_log10_f32, sleef_log10_f32, vec_log10_f64, base_log10_f64, sleef_log10_f64, 0.0, 1e6, 21.0},
+    {"erf", vec_erf_f32, base_erf_f32, sleef_erf_f32, vec_erf_f64, base_erf_f64, sleef_erf_f64, -7.0, 7.0, 3.7},
+    {"erfc", vec_erfc_f32, base_erfc_f32, sleef_erfc_f32, vec_erfc_f64, base_erfc_f64, sleef_erfc_f64, -7.0, 30.0, 27.3},
+    {"asin", vec_asin_f32, base_asin_f32, sleef_asin_f32, vec_asin_f64, base_asin_f64, sleef_asin_f64, -1.5, 1.5, 0.5},
+    {"acos", vec_acos_f32, base_acos_f32, sleef_acos_f32, vec_acos_f64, base_acos_f64, sleef_acos_f64, -1.5, 1.5, 0.5},
+    {"atan", vec_atan_f32, base_atan_f32, sleef_atan_f32, vec_atan_f64, base_atan_f64, sleef_atan_f64, -100.0, 100.0, 1.0},
+    {"sin", vec_sin_f32, base_sin_f32, sleef_sin_f32, vec_sin_f64, base_sin_f64, sleef_sin_f64, -1e6, 1e6, 15.0},
+    {"cos", vec_cos_f32, base_cos_f32, sleef_cos_f32, vec_cos_f64, base_cos_f64, sleef_cos_f64, -1e6, 1e6, 15.0},
+    {"tan", vec_tan_f32, base_tan_f32, sleef_tan_f32, vec_tan_f64, base_tan_f64, sleef_tan_f64, -1e6, 1e6, 15.0},
 };
 
 static uint64_t next_rand(uint64_t *s)
@@ -190,7 +299,7 @@ int main(int argc, char **argv)
         ran++;
     }
     if (!ran) {
-        fprintf(stderr, "check_math_sleef: no function %s (exp, tanh, log, log1p, expm1, all)\n", which);
+        fprintf(stderr, "check_math_sleef: no function %s (exp, tanh, log, log1p, expm1, log2, log10, erf, erfc, asin, acos, atan, sin, cos, tan, all)\n", which);
         return 2;
     }
     return bad != 0;

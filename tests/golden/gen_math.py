@@ -203,6 +203,79 @@ def expm1_inputs(name, n):
     return np.concatenate([special, even, bits])
 
 
+def grouped(ft, *classes):
+    """The classes of inputs one after another, each padded (with its first value) to a multiple
+    of 8 elements: torch's vector functions take 8 (or 4) elements at a time from the start of the
+    array, and SLEEF's trigonometric ones pick one argument reduction for the whole vector (the
+    fast one only when every element allows it), so that no vector mixes two classes."""
+    out = []
+    for c in classes:
+        c = np.asarray(c, ft)
+        pad = (-len(c)) % 8
+        out.append(np.concatenate([c, np.full(pad, c[0], ft)]))
+    return np.concatenate(out)
+
+
+def spread_inputs(name, n, lo, hi, edges, extra=()):
+    """n inputs (about) for a function on [lo, hi]: specials and the edges of SLEEF's intervals
+    with their neighbours, values spread evenly over [lo, hi] and over the bit patterns of the
+    magnitudes up to max(|lo|, |hi|), both signs."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    special = [ft(v) for v in (0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.5, -0.5, 1e-30, -1e-30, fi.max, -fi.max,
+                               fi.smallest_subnormal, -fi.smallest_subnormal, fi.tiny) + tuple(extra)]
+    for v in edges:
+        special += neighbours(ft, v) + neighbours(ft, -v)
+    special = np.concatenate([np.array(special, ft), nans(ft)])
+    m = n - len(special)
+    even = np.linspace(lo, hi, m // 2).astype(ft)
+    top = max(abs(lo), abs(hi))
+    bits = np.linspace(0, int(np.array(top, ft).view(it)), m - m // 2).astype(it).view(ft)
+    bits[1::2] *= ft(-1)
+    return np.concatenate([special, even, bits])
+
+
+# SLEEF's u10 trigonometric functions reduce |x| below these by Cody-Waite (float: 125; double:
+# 15, and by a longer Cody-Waite below 1e14) and above by Payne-Hanek.
+TRIG_FAST = {"float32": (125.0,), "float64": (15.0, 1e14)}
+
+
+def trig_inputs(name, n):
+    """n inputs (about): the fast range (specials, values spread over [-124, 124] and near
+    multiples of pi/2), then, in vectors of their own, the larger ones (up to the float's
+    maximum, with inf and NaN)."""
+    ft, it = DT[name][0], DT[name][1]
+    fi = np.finfo(ft)
+    fast = TRIG_FAST[name][0]
+    k = np.arange(-int(fast / (np.pi / 2)), int(fast / (np.pi / 2)) + 1)
+    near = np.concatenate([neighbours(ft, v, 2) for v in k * (np.pi / 2)])
+    near = near[np.abs(near) < fast]
+    small = np.concatenate([np.array([0.0, -0.0, 1e-30, -1e-30, fi.smallest_subnormal, fi.tiny], ft), near,
+                            np.linspace(-fast, fast, n // 2).astype(ft)[1:-1],
+                            np.linspace(0, int(np.array(fast, ft).view(it)) - 1, n // 8).astype(it).view(ft)])
+    edges = [neighbours(ft, v)[1:] for v in TRIG_FAST[name]]
+    big = np.concatenate([np.array([np.inf, -np.inf, fi.max, -fi.max], ft), nans(ft), np.concatenate(edges),
+                          np.geomspace(fast, float(fi.max) / 2, n // 8).astype(ft),
+                          -np.geomspace(fast, 1e6, n // 8).astype(ft)])
+    big = big[~(np.abs(big) < fast)]
+    return grouped(ft, small, big)
+
+
+# name: the torch function and its inputs, float32 and float64 (n the count).
+FUNCS = {
+    "log2": lambda name, n: log_inputs(name, n),
+    "log10": lambda name, n: log_inputs(name, n),
+    "erf": lambda name, n: spread_inputs(name, n, -6.0, 6.0, (1.1, 2.4, 4.0, 6.0)),
+    "erfc": lambda name, n: spread_inputs(name, n, -6.0, 30.0, (1.0, 2.2, 4.3, 10.1, 27.3, 28.0)),
+    "asin": lambda name, n: spread_inputs(name, n, -1.0, 1.0, (0.5, 1.0), (2.0, -2.0)),
+    "acos": lambda name, n: spread_inputs(name, n, -1.0, 1.0, (0.5, 1.0), (2.0, -2.0)),
+    "atan": lambda name, n: spread_inputs(name, n, -40.0, 40.0, (1.0, 1e8, 1e30)),
+    "sin": lambda name, n: trig_inputs(name, n),
+    "cos": lambda name, n: trig_inputs(name, n),
+    "tan": lambda name, n: trig_inputs(name, n),
+}
+
+
 def write():
     os.makedirs(OUT, exist_ok=True)
     for name in DT:
@@ -221,6 +294,9 @@ def write():
         x = log_inputs(name, 4096 if ft == np.float32 else 2048)
         np.save(os.path.join(OUT, "log_%s.npy" % name), np.stack([x, torch.log(torch.from_numpy(x)).numpy()]))
         for fn, inputs in (("log1p", log1p_inputs), ("expm1", expm1_inputs)):
+            x = inputs(name, 4096 if ft == np.float32 else 2048)
+            np.save(os.path.join(OUT, "%s_%s.npy" % (fn, name)), np.stack([x, getattr(torch, fn)(torch.from_numpy(x)).numpy()]))
+        for fn, inputs in FUNCS.items():
             x = inputs(name, 4096 if ft == np.float32 else 2048)
             np.save(os.path.join(OUT, "%s_%s.npy" % (fn, name)), np.stack([x, getattr(torch, fn)(torch.from_numpy(x)).numpy()]))
     with open(os.path.join(OUT, "README"), "w") as f:
