@@ -106,6 +106,9 @@ $(B)/lang/%.o: $(B)/lang/%.c
 	$(CC) $(CFLAGS) -Wno-unused-variable -Wno-sign-compare -c $< -o $@
 
 $(B)/interp/main.o: CFLAGS += $(EDIT_CFLAGS)
+# The chunk loops' square roots (sqrt, and SLEEF's inside asin and acos) as the vector instruction:
+# the same bits as libm's, without the errno branch that keeps GCC from vectorising them.
+$(B)/backend/cpu/cpu_ops.o: CFLAGS += -fno-math-errno
 $(B)/libtdl.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 $(B)/libtdl.so: $(LIB_OBJ)

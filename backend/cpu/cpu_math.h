@@ -906,76 +906,17 @@ CPU_MATH_INLINE CpuD2 cpu_dd_rec_d(double d)
     return cpu_d2(s, s * fma(-d, s, 1.0));
 }
 
-/* vsqrt_vf_vf (sqrtps): the correctly rounded square root, the same bits as sqrtf on x86-64 for
- * every x (+-0 kept, +inf for +inf, the input NaN quietened, and x86's 0xffc00000 for negative x),
- * from multiplies and fmas only. x = m 2^2k with m in [1, 4) (a denormal x scaled by 2^64 first);
- * y ~ 1/sqrt(m) from the exponent trick and three Newton steps, g = m y with one correction, then
- * g moved to a neighbour where the exact residual r = m - g^2 (fma) shows sqrt(m) past the midpoint
- * between them: with u the ulp of g, r - g u is a multiple of u^2, so m - (g + u/2)^2 =
- * r - g u - u^2/4 is positive exactly where r > g u, and likewise below g (with u halved where g is
- * a power of two); then scaled by 2^k. */
+/* vsqrt_vf_vf / vsqrt_vd_vd (sqrtps / sqrtpd): IEEE's square root, which libm's sqrtf and sqrt
+ * are too (x86's NaN 0xffc00000 for negative x). A loop over them vectorises only without errno
+ * (-fno-math-errno: cpu_ops.c is compiled with it; elsewhere they are libm calls, the same bits). */
 CPU_MATH_INLINE float cpu_sqrt_f32(float x)
 {
-    uint32_t tiny = CPU_MASK32(x < 0x1p-126f);
-    uint32_t ab = cpu_f32_bits(cpu_sel_f32(tiny, x * 0x1p64f, x));
-    uint32_t odd = ~(ab >> 23) & 1u; /* the unbiased exponent is odd */
-    float m = cpu_f32_from_bits((ab & 0x007fffffu) | ((0x7fu + odd) << 23));
-
-    float y = cpu_f32_from_bits(0x5f3759dfu - (cpu_f32_bits(m) >> 1));
-    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
-    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
-    y = fmaf(y * 0.5f, fmaf(-(m * y), y, 1.0f), y);
-    float g = m * y;
-    g = fmaf(fmaf(-g, g, m), y * 0.5f, g);
-
-    float r = fmaf(-g, g, m);
-    float u = cpu_f32_from_bits(cpu_f32_bits(g) & 0x7f800000u) * 0x1p-23f;
-    float ul = cpu_sel_f32(CPU_MASK32((cpu_f32_bits(g) & 0x007fffffu) == 0), u * 0.5f, u);
-    uint32_t up = CPU_MASK32(r > g * u), down = CPU_MASK32(r <= -(g * ul));
-    g = cpu_sel_f32(up, g + u, cpu_sel_f32(down, g - ul, g));
-
-    /* times 2^k, k = (exponent - odd) / 2, added to the exponent field (unsigned, wrapping) */
-    float s = cpu_f32_from_bits(cpu_f32_bits(g) + (((ab >> 23) - 0x7fu - odd) << 22));
-    s = cpu_sel_f32(tiny, s * 0x1p-32f, s);
-
-    s = cpu_sel_f32(CPU_MASK32(x == 0.0f) | CPU_MASK32(x == INFINITY), x, s);
-    uint32_t sb = cpu_f32_bits(s);
-    sb = (sb & ~CPU_MASK32(x < 0.0f)) | (0xffc00000u & CPU_MASK32(x < 0.0f));
-    uint32_t nan = CPU_MASK32(x != x);
-    return cpu_f32_from_bits((sb & ~nan) | ((cpu_f32_bits(x) | 0x00400000u) & nan));
+    return sqrtf(x);
 }
 
-/* vsqrt_vd_vd (sqrtpd): as cpu_sqrt_f32, with four Newton steps, a denormal x scaled by 2^108, and
- * x86's 0xfff8000000000000 for negative x. */
 CPU_MATH_INLINE double cpu_sqrt_f64(double x)
 {
-    uint64_t tiny = CPU_MASK64(x < 0x1p-1022);
-    uint64_t ab = cpu_f64_bits(cpu_sel_f64(tiny, x * 0x1p108, x));
-    uint64_t odd = ~(ab >> 52) & 1u;
-    double m = cpu_f64_from_bits((ab & UINT64_C(0x000fffffffffffff)) | ((UINT64_C(0x3ff) + odd) << 52));
-
-    double y = cpu_f64_from_bits(UINT64_C(0x5fe6eb50c7b537a9) - (cpu_f64_bits(m) >> 1));
-    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
-    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
-    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
-    y = fma(y * 0.5, fma(-(m * y), y, 1.0), y);
-    double g = m * y;
-    g = fma(fma(-g, g, m), y * 0.5, g);
-
-    double r = fma(-g, g, m);
-    double u = cpu_f64_from_bits(cpu_f64_bits(g) & UINT64_C(0x7ff0000000000000)) * 0x1p-52;
-    double ul = cpu_sel_f64(CPU_MASK64((cpu_f64_bits(g) & UINT64_C(0x000fffffffffffff)) == 0), u * 0.5, u);
-    uint64_t up = CPU_MASK64(r > g * u), down = CPU_MASK64(r <= -(g * ul));
-    g = cpu_sel_f64(up, g + u, cpu_sel_f64(down, g - ul, g));
-
-    double s = cpu_f64_from_bits(cpu_f64_bits(g) + (((ab >> 52) - UINT64_C(0x3ff) - odd) << 51));
-    s = cpu_sel_f64(tiny, s * 0x1p-54, s);
-
-    s = cpu_sel_f64(CPU_MASK64(x == 0.0) | CPU_MASK64(x == INFINITY), x, s);
-    uint64_t sb = cpu_f64_bits(s);
-    sb = (sb & ~CPU_MASK64(x < 0.0)) | (UINT64_C(0xfff8000000000000) & CPU_MASK64(x < 0.0));
-    uint64_t nan = CPU_MASK64(x != x);
-    return cpu_f64_from_bits((sb & ~nan) | ((cpu_f64_bits(x) | UINT64_C(0x0008000000000000)) & nan));
+    return sqrt(x);
 }
 
 /* dfsqrt_vf2_vf: sqrt(d) as a pair, (d + t^2) / (2 t) with t = sqrt(d) rounded. */

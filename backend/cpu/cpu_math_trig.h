@@ -493,64 +493,27 @@ CPU_MATH_INLINE int cpu_trig_way_f64(double d)
     return !(fabs(d) < 15.0) + !(fabs(d) < 1e14);
 }
 
-static inline float cpu_sin_f32_way(float d, int way)
-{
-    return way ? cpu_sin_f32_slow(d) : cpu_sin_f32_fast(d);
-}
-
-static inline double cpu_sin_f64_way(double d, int way)
-{
-    return way == 0 ? cpu_sin_f64_fast(d) : way == 1 ? cpu_sin_f64_mid(d) : cpu_sin_f64_rempi(d);
-}
-
-static inline float cpu_sin_f32(float d)
-{
-    return cpu_sin_f32_way(d, cpu_trig_way_f32(d));
-}
-
-static inline double cpu_sin_f64(double d)
-{
-    return cpu_sin_f64_way(d, cpu_trig_way_f64(d));
-}
-
-static inline float cpu_cos_f32_way(float d, int way)
-{
-    return way ? cpu_cos_f32_slow(d) : cpu_cos_f32_fast(d);
-}
-
-static inline double cpu_cos_f64_way(double d, int way)
-{
-    return way == 0 ? cpu_cos_f64_fast(d) : way == 1 ? cpu_cos_f64_mid(d) : cpu_cos_f64_rempi(d);
-}
-
-static inline float cpu_cos_f32(float d)
-{
-    return cpu_cos_f32_way(d, cpu_trig_way_f32(d));
-}
-
-static inline double cpu_cos_f64(double d)
-{
-    return cpu_cos_f64_way(d, cpu_trig_way_f64(d));
-}
-
-static inline float cpu_tan_f32_way(float d, int way)
-{
-    return way ? cpu_tan_f32_slow(d) : cpu_tan_f32_fast(d);
-}
-
-static inline double cpu_tan_f64_way(double d, int way)
-{
-    return way == 0 ? cpu_tan_f64_fast(d) : way == 1 ? cpu_tan_f64_mid(d) : cpu_tan_f64_rempi(d);
-}
-
-static inline float cpu_tan_f32(float d)
-{
-    return cpu_tan_f32_way(d, cpu_trig_way_f32(d));
-}
-
-static inline double cpu_tan_f64(double d)
-{
-    return cpu_tan_f64_way(d, cpu_trig_way_f64(d));
-}
+/* cpu_<fn>_<t>_way and cpu_<fn>_<t> of each function. */
+#define CPU_TRIG_WAYS(fn)                                                                          \
+    static inline float cpu_##fn##_f32_way(float d, int way)                                       \
+    {                                                                                              \
+        return way ? cpu_##fn##_f32_slow(d) : cpu_##fn##_f32_fast(d);                              \
+    }                                                                                              \
+    static inline double cpu_##fn##_f64_way(double d, int way)                                     \
+    {                                                                                              \
+        return way == 0 ? cpu_##fn##_f64_fast(d) : way == 1 ? cpu_##fn##_f64_mid(d) : cpu_##fn##_f64_rempi(d); \
+    }                                                                                              \
+    static inline float cpu_##fn##_f32(float d)                                                   \
+    {                                                                                              \
+        return cpu_##fn##_f32_way(d, cpu_trig_way_f32(d));                                         \
+    }                                                                                              \
+    static inline double cpu_##fn##_f64(double d)                                                 \
+    {                                                                                              \
+        return cpu_##fn##_f64_way(d, cpu_trig_way_f64(d));                                         \
+    }
+CPU_TRIG_WAYS(sin)
+CPU_TRIG_WAYS(cos)
+CPU_TRIG_WAYS(tan)
+#undef CPU_TRIG_WAYS
 
 #endif
