@@ -23,11 +23,8 @@
  * arithmetic; atan2 scales a tiny x (and y with it) by 2^24 (2^53), and takes SLEEF's values for
  * zeros and infinities of x and y.
  *
- * SLEEF's vsqrt is sqrtps / sqrtpd. C's sqrtf / sqrt would give the same bits, but with
- * -fmath-errno (GCC's and Clang's default) each call keeps a branch to libm for negative
- * arguments and the loop does not vectorise, so cpu_sqrt_f32 / cpu_sqrt_f64 compute the correctly
- * rounded square root with multiplies and fmas (Newton's iteration for 1/sqrt, then an exact test
- * of the residual against the midpoints next to the result).
+ * SLEEF's vsqrt is sqrtps / sqrtpd: cpu_math.h's cpu_sqrt_f32 / cpu_sqrt_f64 (sqrtf / sqrt, the
+ * same bits; the vector instruction where errno is off, as in cpu_ops.c).
  *
  * NaN results: SLEEF's NaNs come from its operations' NaN propagation, which a C compiler may
  * order differently (which operand of an add comes first); they are selected here as SLEEF gives
